@@ -1,0 +1,54 @@
+/*
+ * buf.h - the one growable byte buffer of alertbridge (git strbuf, curl dynbuf).
+ *
+ * A struct buf always holds a NUL-terminated string once anything was added;
+ * buf_str() gives "" for an empty buffer.  Each instance may carry a maximum
+ * size: an append that would pass it fails with ERR_TOOBIG and leaves the
+ * buffer unchanged, so input-driven growth is bounded.
+ */
+#ifndef AB_BUF_H
+#define AB_BUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "err.h"
+
+struct buf {
+	char *data;  /* NULL until the first append; owned by the buf */
+	size_t len;  /* bytes used, not counting the terminating NUL */
+	size_t cap;  /* bytes allocated */
+	size_t max;  /* largest len allowed; 0 means no limit */
+};
+
+#define BUF_INIT { NULL, 0, 0, 0 }
+
+/* Initialise b empty, with max_len bytes at most (0: no limit). */
+void buf_init(struct buf *b, size_t max_len);
+/* Free b's memory and leave it empty (max kept); b may be NULL. */
+void buf_release(struct buf *b);
+/* Set len to 0, keeping the allocation. b may be NULL. */
+void buf_reset(struct buf *b);
+/* The contents as a C string; "" when empty.  Valid until the next change. */
+const char *buf_str(const struct buf *b);
+/*
+ * Hand the contents over: returns a malloc'd NUL-terminated string the caller
+ * frees (never NULL: "" allocated when empty) and leaves b empty.
+ */
+char *buf_detach(struct buf *b);
+
+/* Append n bytes.  ERR_TOOBIG when len + n would pass max (b unchanged). */
+enum err buf_add(struct buf *b, const void *p, size_t n);
+/* Append the C string s (NULL appends nothing). */
+enum err buf_adds(struct buf *b, const char *s);
+/* Append one byte. */
+enum err buf_addch(struct buf *b, char c);
+/* Append printf-formatted text.  On ERR_TOOBIG nothing is appended. */
+enum err buf_printf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+enum err buf_vprintf(struct buf *b, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
+/* buf_reset() then buf_printf(): handy for errmsg.  b may be NULL (no-op). */
+void buf_setf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* Shorten to len bytes (no-op when already shorter). */
+void buf_truncate(struct buf *b, size_t len);
+
+#endif

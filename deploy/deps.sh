@@ -1,0 +1,59 @@
+#!/bin/sh
+# deps.sh - check, and as root install, the Debian packages alertbridge needs.
+#
+# usage: sh deploy/deps.sh [build] [test] [bench]
+# Without root, prints the exact apt-get command and exits 1.
+set -u
+
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-dev libssl-dev"
+want_test="libcmocka-dev prometheus-alertmanager python3 sqlite3 curl"
+want_bench="wrk"
+
+missing=""
+need() { missing="$missing $1"; }
+
+have_pc() { pkg-config --exists "$1" 2>/dev/null; }
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+
+for set in "$@"; do
+	case "$set" in
+	build)
+		have_cmd cc || need build-essential
+		have_cmd pkg-config || need pkg-config
+		have_pc libmicrohttpd || need libmicrohttpd-dev
+		have_pc libcurl || need libcurl4-openssl-dev
+		have_pc jansson || need libjansson-dev
+		have_pc sqlite3 || need libsqlite3-dev
+		have_pc yaml-0.1 || need libyaml-dev
+		have_pc libjwt || need libjwt-dev
+		have_pc libcrypto || need libssl-dev
+		;;
+	test)
+		have_pc cmocka || need libcmocka-dev
+		[ -x /usr/bin/prometheus-alertmanager ] || need prometheus-alertmanager
+		have_cmd python3 || need python3
+		have_cmd sqlite3 || need sqlite3
+		have_cmd curl || need curl
+		;;
+	bench)
+		have_cmd wrk || need wrk
+		;;
+	*)
+		echo "deps.sh: unknown set '$set' (build, test, bench)" >&2
+		exit 2
+		;;
+	esac
+done
+
+[ -z "$missing" ] && exit 0
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+	echo "alertbridge: missing packages:$missing" >&2
+	echo "run as root: apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "alertbridge: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >&2 || exit 1
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >&2 || exit 1

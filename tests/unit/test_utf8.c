@@ -1,0 +1,46 @@
+/* test_utf8.c - UTF-8 validation and truncation on sequence boundaries. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/utf8.h"
+
+static void valid_and_invalid_sequences(void **state)
+{
+	(void)state;
+	assert_true(utf8_valid("plain", 5));
+	assert_true(utf8_valid("\xc3\xa9t\xc3\xa9", 6));          /* été */
+	assert_true(utf8_valid("\xf0\x9f\x94\xa5", 4));           /* U+1F525 */
+	assert_false(utf8_valid("\xc3", 1));                      /* truncated */
+	assert_false(utf8_valid("\xc0\xaf", 2));                  /* overlong '/' */
+	assert_false(utf8_valid("\xed\xa0\x80", 3));              /* surrogate */
+	assert_false(utf8_valid("\xf4\x90\x80\x80", 4));          /* > U+10FFFF */
+	assert_false(utf8_valid("\xff", 1));
+	assert_false(utf8_valid("a\x80", 2));                     /* lone continuation */
+}
+
+static void cut_never_splits_a_sequence(void **state)
+{
+	const char *s = "ab\xe2\x82\xac" "cd"; /* ab€cd: 7 bytes */
+	(void)state;
+	assert_int_equal(utf8_cut(s, 7, 10), 7);
+	assert_int_equal(utf8_cut(s, 7, 5), 5);  /* after € */
+	assert_int_equal(utf8_cut(s, 7, 4), 2);  /* inside €: back to before it */
+	assert_int_equal(utf8_cut(s, 7, 3), 2);
+	assert_int_equal(utf8_cut(s, 7, 2), 2);
+	assert_int_equal(utf8_cut(s, 7, 0), 0);
+	for (size_t m = 0; m <= 7; m++)
+		assert_true(utf8_valid(s, utf8_cut(s, 7, m)));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(valid_and_invalid_sequences),
+		cmocka_unit_test(cut_never_splits_a_sequence),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
