@@ -1,0 +1,123 @@
+/*
+ * gh.h - GitHub REST client for issues, comments and labels.
+ *
+ * Follows GitHub's REST API (API version 2022-11-28) and its "best practices
+ * for integrators": every request sends Authorization: Bearer <token>,
+ * Accept: application/vnd.github+json, X-GitHub-Api-Version: 2022-11-28 and a
+ * User-Agent.  Mutating calls (POST/PATCH) are serialised, at least 1 s apart
+ * and within content_per_minute; retry-after, x-ratelimit-remaining/-reset,
+ * 429 and secondary-rate-limit 403 answers are honoured; 5xx and timeouts are
+ * retried with jittered exponential backoff up to max_attempts.
+ *
+ * A create whose answer was lost (timeout after sending, connection reset,
+ * 5xx) is ambiguous: before any retry the client lists the repository's
+ * issues created since the attempt (GET /repos/{o}/{r}/issues?state=all&
+ * sort=created&direction=desc&since=...) and looks for the body's marker, so
+ * it never makes a second issue.
+ *
+ * In dry-run every planned call is logged (method, path, title) and none is
+ * made; creates return number 0.  A gh_client is used by one thread at a time.
+ */
+#ifndef AB_GH_H
+#define AB_GH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+
+struct gh_client;
+
+struct gh_options {
+	const char *api_url;       /* e.g. https://api.github.com or https://HOST/api/v3; no trailing / */
+	const char *token;         /* bearer token; NULL or "" forces dry-run */
+	const char *user_agent;    /* e.g. "alertbridge/0.1.0" */
+	int64_t timeout_ms;        /* whole-request timeout */
+	int content_per_minute;    /* budget for mutating calls; <= 80 */
+	int64_t min_interval_ms;   /* spacing of mutating calls; 1000 by default (0 means 1000) */
+	int max_attempts;          /* per call for transient failures; 0 means 5 */
+	int64_t backoff_base_ms;   /* first backoff; 0 means 1000; doubles, jittered, capped at 60 s */
+	int dry_run;               /* non-zero: log calls, make none */
+	/* Test hooks: clock and sleep, both in milliseconds; NULL for the real ones. */
+	int64_t (*now_ms)(void *ctx);
+	void (*sleep_ms)(void *ctx, int64_t ms);
+	void *clock_ctx;
+};
+
+/* An issue as GitHub returned it. */
+struct gh_issue {
+	char *repo;          /* "owner/name" it lives in (changes after a transfer) */
+	int64_t number;
+	char *state;         /* "open" or "closed" */
+	char *state_reason;  /* "completed", "not_planned", "reopened" or NULL */
+	char *html_url;
+	int64_t closed_at_ms;  /* 0 while open */
+};
+
+/* Create a client; never NULL.  Copies every string in opts. */
+struct gh_client *gh_client_new(const struct gh_options *opts);
+/* Free; c may be NULL. */
+void gh_client_free(struct gh_client *c);
+/* Non-zero when the client makes no calls (dry_run or no token). */
+int gh_dry_run(const struct gh_client *c);
+/* Free the strings of is (not is itself); is may be NULL. */
+void gh_issue_release(struct gh_issue *is);
+
+/*
+ * Errors every call can return, with detail in errmsg (never the token):
+ *   ERR_AUTH      401, or 403 that is not a rate limit (bad token/permissions)
+ *   ERR_NOTFOUND  404 (repository or issue missing)
+ *   ERR_GONE      410 (issue deleted)
+ *   ERR_INVALID   422 or another 4xx: the request itself is wrong; do not retry
+ *   ERR_RETRY     still failing after max_attempts (5xx, timeouts, rate limits)
+ */
+
+/*
+ * GitHub REST: POST /repos/{owner}/{repo}/issues.  body must end with the
+ * unique marker (see issue_marker()); it is used to resolve an ambiguous
+ * create.  labels/assignees are NULL-terminated arrays or NULL.
+ */
+enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
+			 const char *body, const char *marker, const char *const *labels,
+			 const char *const *assignees, struct gh_issue *out,
+			 struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * GitHub REST: GET /repos/{owner}/{repo}/issues/{number}.  A 301 (issue
+ * transferred) is followed; out->repo and out->number then name its new home.
+ */
+enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
+		      struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * GitHub REST: PATCH /repos/{owner}/{repo}/issues/{number} with
+ * {"state": state, "state_reason": state_reason}.  state is "open" or
+ * "closed"; state_reason "completed", "not_planned", "reopened" or NULL.
+ */
+enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t number,
+			    const char *state, const char *state_reason,
+			    struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
+
+/* GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/comments {"body": body}. */
+enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number,
+			   const char *body, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels
+ * {"labels": [...]}: adds, never replaces.
+ */
+enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
+		       const char *const *labels, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Find the issue whose body contains marker among the repository's issues
+ * (GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&
+ * since=<since_ms as ISO 8601>&per_page=100, following Link rel="next"; pull
+ * requests skipped).  ERR_NOTFOUND when none has it.
+ */
+enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char *marker,
+			      int64_t since_ms, struct gh_issue *out,
+			      struct buf *errmsg) WARN_UNUSED;
+
+#endif
