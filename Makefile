@@ -35,7 +35,8 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c))
-LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o)
+TEMPLATES := $(sort $(wildcard templates/*.mustache))
+LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/embed.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 TEST_HELPER_SRC := $(sort $(wildcard tests/unit/helpers/*.c))
@@ -51,6 +52,13 @@ deps:
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(O)/gen/embed.c: templates/embed.sh $(TEMPLATES)
+	@mkdir -p $(dir $@)
+	sh templates/embed.sh $@ $(TEMPLATES)
+
+$(O)/gen/embed.o: $(O)/gen/embed.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(O)/libalertbridge.a: $(LIB_OBJ)
