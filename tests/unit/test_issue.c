@@ -353,7 +353,8 @@ static void apply_create_linked_remembers_previous(void **state)
 static void apply_refire_reopen_close_comment(void **state)
 {
 	struct store_issue row;
-	struct issue_event fire2 = firing(T0 + DAY_MS), res2 = resolved(T0 + DAY_MS, T0 + 2 * DAY_MS);
+	struct issue_event fire2 = firing(T0 + DAY_MS);
+	struct issue_event res2 = resolved(T0 + DAY_MS, T0 + 2 * DAY_MS);
 	(void)state;
 	row_init(&row, "open", NULL, T0, 0, 0);
 	issue_apply(&row, ISSUE_COMMENT_REFIRE, &fire2, T0 + DAY_MS);
@@ -483,7 +484,8 @@ static void sequence_fire_resolve_reopen_link(void **state)
 		const struct step *s = &steps[i];
 		struct issue_event ev = { s->firing, s->starts, s->ends };
 		const char *why = NULL;
-		enum issue_action a = issue_plan(have_row ? &row : NULL, &ev, &close_7d, s->now, &why);
+		const struct store_issue *cur = have_row ? &row : NULL;
+		enum issue_action a = issue_plan(cur, &ev, &close_7d, s->now, &why);
 
 		print_message("step %zu: %s (%s)\n", i, issue_action_str(a), why);
 		assert_string_equal(issue_action_str(a), issue_action_str(s->want));
@@ -840,11 +842,14 @@ static void group_key_hash_is_sha256_hex(void **state)
 	char out[65];
 	(void)state;
 	issue_group_key_hash("abc", out);
-	assert_string_equal(out, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	assert_string_equal(out,
+			    "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	issue_group_key_hash("", out);
-	assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_string_equal(out,
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	issue_group_key_hash(NULL, out);
-	assert_string_equal(out, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	assert_string_equal(out,
+			    "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 /* ---- repo names ---- */
