@@ -83,14 +83,13 @@ static void add_snippet(struct buf *b, const char *src, size_t from, size_t to)
 }
 
 /*
- * errmsg = [partial "P": ]line L col C: tag "SNIPPET": <fmt>.  Lines and
- * columns are 1-based and count bytes of src.
+ * errmsg = [partial "P": ]line L col C: tag "SNIPPET": <fmt>, where L and C
+ * are the 1-based line and byte column of src[tag].  Returns ERR_INVALID.
  */
-static enum err PRINTF_LIKE(6, 7) say(struct buf *errmsg, const char *partial, const char *src,
-				      size_t tag, size_t tag_end, const char *fmt, ...)
+static enum err PRINTF_LIKE(6, 0) vsay(struct buf *errmsg, const char *partial, const char *src,
+				       size_t tag, size_t tag_end, const char *fmt, va_list ap)
 {
 	size_t line = 1, col = 1, i;
-	va_list ap;
 
 	if (!errmsg)
 		return ERR_INVALID;
@@ -108,13 +107,36 @@ static enum err PRINTF_LIKE(6, 7) say(struct buf *errmsg, const char *partial, c
 	buf_printf(errmsg, "line %zu col %zu: tag ", line, col);
 	add_snippet(errmsg, src, tag, tag_end);
 	buf_adds(errmsg, ": ");
-	va_start(ap, fmt);
 	buf_vprintf(errmsg, fmt, ap);
-	va_end(ap);
 	return ERR_INVALID;
 }
 
+static enum err PRINTF_LIKE(6, 7) say(struct buf *errmsg, const char *partial, const char *src,
+				      size_t tag, size_t tag_end, const char *fmt, ...)
+{
+	va_list ap;
+	enum err rc;
+
+	va_start(ap, fmt);
+	rc = vsay(errmsg, partial, src, tag, tag_end, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 /* ---- parsing ---- */
+
+/* A syntax error at the parser's tag src[tag..tag_end): see vsay(). */
+static enum err PRINTF_LIKE(4, 5) perr(const struct parser *p, size_t tag, size_t tag_end,
+				       const char *fmt, ...)
+{
+	va_list ap;
+	enum err rc;
+
+	va_start(ap, fmt);
+	rc = vsay(p->errmsg, p->partial, p->m->src, tag, tag_end, fmt, ap);
+	va_end(ap);
+	return rc;
+}
 
 static int is_blank(char c)
 {
@@ -183,23 +205,18 @@ static enum err check_name(struct parser *p, const char *s, size_t n, size_t tag
 {
 	size_t i;
 
-	if (n == 0) {
-		return say(p->errmsg, p->partial, p->m->src, tag, tag_end, "empty name");
-	}
+	if (n == 0)
+		return perr(p, tag, tag_end, "empty name");
 	for (i = 0; i < n; i++) {
-		if (is_space(s[i])) {
-			return say(p->errmsg, p->partial, p->m->src, tag, tag_end,
-			    "whitespace inside the name");
-		}
+		if (is_space(s[i]))
+			return perr(p, tag, tag_end, "whitespace inside the name");
 	}
 	if (n == 1 && s[0] == '.')
 		return ERR_OK;
 	for (i = 0; i < n; i++) {
 		int edge = i == 0 || i == n - 1;
-		if (s[i] == '.' && (edge || s[i + 1] == '.')) {
-			return say(p->errmsg, p->partial, p->m->src, tag, tag_end,
-			    "empty part in dotted name");
-		}
+		if (s[i] == '.' && (edge || s[i + 1] == '.'))
+			return perr(p, tag, tag_end, "empty part in dotted name");
 	}
 	return ERR_OK;
 }
@@ -225,10 +242,9 @@ static enum err set_delimiters(struct parser *p, const char *s, size_t n, size_t
 	while (i < n && is_space(s[i]))
 		i++;
 	if (alen == 0 || blen == 0 || i != n || memchr(s + a, '=', alen) ||
-	    memchr(s + b, '=', blen)) {
-		return say(p->errmsg, p->partial, p->m->src, tag, tag_end,
-		    "bad delimiters (want two blank-separated delimiters without '=')");
-	}
+	    memchr(s + b, '=', blen))
+		return perr(p, tag, tag_end,
+			    "bad delimiters (want two blank-separated delimiters without '=')");
 	p->otag = s + a;
 	p->olen = alen;
 	p->ctag = s + b;
@@ -282,16 +298,14 @@ static enum err close_section(struct parser *p, const char *name, size_t n, size
 	struct node *open;
 	size_t line = 1, i;
 
-	if (p->nopen == 0) {
-		return say(p->errmsg, p->partial, p->m->src, tag, tag_end, "no section is open");
-	}
+	if (p->nopen == 0)
+		return perr(p, tag, tag_end, "no section is open");
 	open = &p->m->nodes[p->open[p->nopen - 1]];
 	if (open->len != n || memcmp(open->s, name, n) != 0) {
 		for (i = 0; i < open->tag; i++)
 			line += p->m->src[i] == '\n';
-		return say(p->errmsg, p->partial, p->m->src, tag, tag_end,
-		    "the section open here is \"%.*s\", opened on line %zu", (int)open->len,
-		    open->s, line);
+		return perr(p, tag, tag_end, "the section open here is \"%.*s\", opened on line %zu",
+			    (int)open->len, open->s, line);
 	}
 	open->end = p->m->n;
 	p->nopen--;
@@ -314,8 +328,7 @@ static enum err add_tag(struct parser *p, char sigil, const char *body, size_t n
 		return set_delimiters(p, body, n, tag, tag_end);
 	case '$':
 	case '<':
-		return say(p->errmsg, p->partial, p->m->src, tag, tag_end,
-		    "template inheritance is not supported");
+		return perr(p, tag, tag_end, "template inheritance is not supported");
 	case '#':
 		kind = K_SECTION;
 		break;
@@ -347,10 +360,9 @@ static enum err add_tag(struct parser *p, char sigil, const char *body, size_t n
 	rc = check_name(p, body, n, tag, tag_end);
 	if (rc)
 		return rc;
-	if ((kind == K_SECTION || kind == K_INVERTED) && p->nopen == MUSTACHE_MAX_NESTING) {
-		return say(p->errmsg, p->partial, p->m->src, tag, tag_end,
-		    "sections nested deeper than %d", MUSTACHE_MAX_NESTING);
-	}
+	if ((kind == K_SECTION || kind == K_INVERTED) && p->nopen == MUSTACHE_MAX_NESTING)
+		return perr(p, tag, tag_end, "sections nested deeper than %d",
+			    MUSTACHE_MAX_NESTING);
 	nd = add_node(p->m, kind, tag, tag_end);
 	nd->s = body;
 	nd->len = n;
@@ -412,13 +424,13 @@ static enum err parse(struct mustache *m, const char *partial, struct buf *errms
 		if (tag == len)
 			break;
 		body = tag + p.olen;
-		if (body < len && strchr("!=$<#^>{&/", src[body]) && src[body] != '\0')
+		if (body < len && src[body] != '\0' && strchr("!=$<#^>{&/", src[body]))
 			sigil = src[body++];
 		tag_end = find_close(&p, body, sigil, &close);
 		if (tag_end == 0) {
 			return say(errmsg, partial, src, tag, line_end(src, len, tag),
-			    "not closed (no \"%.*s%.*s\" follows)", sigil == '{' || sigil == '=',
-			    sigil == '{' ? "}" : "=", (int)p.clen, p.ctag);
+				   "not closed (no \"%s%.*s\" follows)",
+				   sigil == '{' ? "}" : sigil == '=' ? "=" : "", (int)p.clen, p.ctag);
 		}
 		if (sigil && !strchr("{&", sigil) &&
 		    standalone(m, pos, tag, tag_end, &indent, &next)) {
@@ -437,7 +449,7 @@ static enum err parse(struct mustache *m, const char *partial, struct buf *errms
 	if (p.nopen) {
 		const struct node *nd = &m->nodes[p.open[p.nopen - 1]];
 		return say(errmsg, partial, src, nd->tag, nd->tag_end,
-		    "section never closed (no \"/%.*s\" tag follows)", (int)nd->len, nd->s);
+			   "section never closed (no \"/%.*s\" tag follows)", (int)nd->len, nd->s);
 	}
 	return ERR_OK;
 }
@@ -677,7 +689,8 @@ static enum err render_partial(struct render *r, const struct mustache *m, size_
 		goto out;
 	if (depth >= r->max_depth) {
 		rc = say(r->errmsg, partial, m->src, nd->tag, nd->tag_end,
-		    "partials nested deeper than %u (a partial including itself?)", r->max_depth);
+			 "partials nested deeper than %u (a partial including itself?)",
+			 r->max_depth);
 		goto out;
 	}
 	pm.src = loaded;
