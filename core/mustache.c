@@ -304,7 +304,8 @@ static enum err close_section(struct parser *p, const char *name, size_t n, size
 	if (open->len != n || memcmp(open->s, name, n) != 0) {
 		for (i = 0; i < open->tag; i++)
 			line += p->m->src[i] == '\n';
-		return perr(p, tag, tag_end, "the section open here is \"%.*s\", opened on line %zu",
+		return perr(p, tag, tag_end,
+			    "the section open here is \"%.*s\", opened on line %zu",
 			    (int)open->len, open->s, line);
 	}
 	open->end = p->m->n;
@@ -430,7 +431,8 @@ static enum err parse(struct mustache *m, const char *partial, struct buf *errms
 		if (tag_end == 0) {
 			return say(errmsg, partial, src, tag, line_end(src, len, tag),
 				   "not closed (no \"%s%.*s\" follows)",
-				   sigil == '{' ? "}" : sigil == '=' ? "=" : "", (int)p.clen, p.ctag);
+				   sigil == '{' ? "}" : sigil == '=' ? "=" : "", (int)p.clen,
+				   p.ctag);
 		}
 		if (sigil && !strchr("{&", sigil) &&
 		    standalone(m, pos, tag, tag_end, &indent, &next)) {

@@ -201,7 +201,8 @@ static void syntax_errors_name_line_col_and_tag(void **state)
 	expect_error("x\n{{#a}}\n{{#b}}\n{{/b}}\n", NULL, NULL, ERR_INVALID,
 		     "line 2 col 1: tag \"{{#a}}\": section never closed (no \"/a\" tag follows)");
 	expect_error("{{#a}}\n  {{^b}}{{/a}}", NULL, NULL, ERR_INVALID,
-		     "line 2 col 9: tag \"{{/a}}\": the section open here is \"b\", opened on line 2");
+		     "line 2 col 9: tag \"{{/a}}\": the section open here is \"b\", "
+		     "opened on line 2");
 	expect_error("x{{/a}}", NULL, NULL, ERR_INVALID,
 		     "line 1 col 2: tag \"{{/a}}\": no section is open");
 	expect_error("{{=<% =}}", NULL, NULL, ERR_INVALID,
@@ -230,10 +231,11 @@ static void syntax_errors_name_line_col_and_tag(void **state)
 static void error_snippets_are_cut_and_sanitised(void **state)
 {
 	(void)state;
-	expect_error("{{a\tb\x01" "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc}}",
+	expect_error("{{a\tb\x01"
+		     "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc}}",
 		     NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{a?b?cccccccccccccccccccccccccccccccccccccccccccccccccccc"
-		     "cc...\": whitespace inside the name");
+		     "line 1 col 1: tag \"{{a?b?cccccccccccccccccccccccccccccccccccccccccccccc"
+		     "cccccccc...\": whitespace inside the name");
 }
 
 static void sections_nested_too_deep(void **state)
