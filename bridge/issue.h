@@ -1,0 +1,178 @@
+/*
+ * issue.h - the bridge's issue state machine and the rules for issue text.
+ *
+ * issue_plan() is a pure function: from the map row (core/store.h) and one
+ * Alertmanager event it decides what to do on GitHub; issue_apply() is the
+ * row change that action implies once GitHub accepted it.  No I/O here: the
+ * reconciler calls GitHub (bridge/gh.h) and the store.  The text helpers
+ * keep titles, bodies and markers within GitHub's limits.
+ */
+#ifndef AB_ISSUE_H
+#define AB_ISSUE_H
+
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/store.h"
+
+/* What to do on GitHub for one event (DESIGN.md, "Bridge semantics"). */
+enum issue_action {
+	ISSUE_NOTHING,           /* no call; still issue_apply() it (see there) */
+	ISSUE_CREATE,            /* POST /repos/{o}/{r}/issues */
+	ISSUE_COMMENT_REFIRE,    /* comment "firing again since ..." on the open issue */
+	ISSUE_REOPEN,            /* PATCH state=open, state_reason=reopened, plus a comment */
+	ISSUE_CREATE_LINKED,     /* create a new issue whose body links row->number */
+	ISSUE_CLOSE,             /* comment "resolved at ...", PATCH state=closed, completed */
+	ISSUE_COMMENT_RESOLVED,  /* auto_close false: comment "resolved at ..." only */
+};
+
+/* A static lower-case name, e.g. "create_linked"; never NULL. */
+const char *issue_action_str(enum issue_action a);
+
+/* One alert transition, as queued in struct store_event. */
+struct issue_event {
+	int firing;            /* non-zero: status "firing"; zero: "resolved" */
+	int64_t starts_at_ms;  /* the alert's startsAt: identifies the episode */
+	int64_t ends_at_ms;    /* endsAt; 0 when absent (Alertmanager's 0001-01-01) */
+};
+
+/* A receiver's settings that the planner needs (DESIGN.md, Configuration). */
+struct issue_policy {
+	int auto_close;            /* non-zero: close on resolve; zero: comment only */
+	int64_t reopen_window_ms;  /* reopen when closed at most this long ago */
+};
+
+/*
+ * Decide the action for event ev given the map row (NULL: no row yet), the
+ * receiver's policy pol and the current time now_ms.  Pure: reads only its
+ * arguments.  When why is not NULL, *why is set to a static lower-case
+ * reason for logs (never NULL).  ev and pol must not be NULL.
+ *
+ * An issue counts as closed when row->state is "closed", open otherwise.
+ * A resolve's end is ev->ends_at_ms, or ev->starts_at_ms when that is 0 or
+ * earlier (Alertmanager always sends endsAt on resolve; this only keeps a
+ * malformed event from being applied twice).
+ *
+ * Stale events (ignored, reason "stale event" unless said otherwise):
+ *  - any event with starts_at < row->episode_starts_ms: it belongs to an
+ *    older episode (out-of-order delivery, an HA peer's late copy);
+ *  - a firing with starts_at < row->resolved_ends_ms ("started before the
+ *    applied resolve ended"): Alertmanager merges an alert that overlaps a
+ *    resolved one into it, keeping its startsAt, so a real new episode
+ *    starts at or after the previous endsAt;
+ *  - a resolve whose end is before row->resolved_ends_ms.
+ *
+ * Firing (after the stale checks):
+ *   no row                                 CREATE          "no issue for the alert yet"
+ *   starts_at == episode (open or closed)  NOTHING         "same episode"
+ *   new episode, open                      COMMENT_REFIRE  "new episode, issue open"
+ *   new episode, closed more than
+ *     reopen_window ago (or closed_at 0)   CREATE_LINKED   "closed longer ago than reopen_window"
+ *   new episode, closed within the window
+ *     as not_planned                       NOTHING         "closed as not planned"
+ *     as duplicate                         NOTHING         "closed as duplicate"
+ *     otherwise                            REOPEN          "closed within reopen_window"
+ * "Within" is now_ms - closed_at_ms <= reopen_window_ms.  A person's won't-fix
+ * is respected for the window; after it a new episode gets a new issue that
+ * links the old one.
+ *
+ * Resolved:
+ *   no row                                 NOTHING         "no issue for the alert"
+ *   end == row->resolved_ends_ms           NOTHING         "resolve already applied"
+ *   closed                                 NOTHING         "issue already closed"
+ *   open, auto_close                       CLOSE           "resolved, auto_close on"
+ *   open, auto_close off                   COMMENT_RESOLVED "resolved, auto_close off"
+ * so with auto_close off the resolve comment is made once per episode.
+ */
+enum issue_action issue_plan(const struct store_issue *row, const struct issue_event *ev,
+			     const struct issue_policy *pol, int64_t now_ms, const char **why);
+
+/*
+ * Change row as action a implies, after it succeeded on GitHub, so that the
+ * next issue_plan() sees it.  Call it for every planned action, ISSUE_NOTHING
+ * included, and store the row: a NOTHING still records the newest episode
+ * and resolve seen (so the repeats of an episode left alone as not_planned
+ * stay "same episode", and a resolve of a closed issue is not seen as new).
+ * row NULL is a no-op.  row's strings are heap-owned as store_issue_get()
+ * returns them (state and state_reason are replaced and the old ones freed).
+ *
+ *   CREATE, CREATE_LINKED  state open, state_reason NULL, episode = starts_at,
+ *                          resolved_ends 0, closed_at 0, created_at and
+ *                          updated_at now_ms; CREATE_LINKED sets
+ *                          previous_number to the old number and number to 0.
+ *                          The caller then fills number (and repo, receiver,
+ *                          key of a new row).
+ *   COMMENT_REFIRE         episode = starts_at
+ *   REOPEN                 state open, state_reason "reopened", closed_at 0,
+ *                          episode = starts_at
+ *   CLOSE                  state closed, state_reason "completed",
+ *                          closed_at now_ms, resolved_ends = the resolve's end
+ *   COMMENT_RESOLVED       resolved_ends = the resolve's end
+ *   NOTHING                episode = max(episode, starts_at); for a resolve
+ *                          not older than the episode, resolved_ends =
+ *                          max(resolved_ends, its end)
+ * Resolves also raise episode to starts_at when newer.  updated_at is set to
+ * now_ms whenever a field changes.
+ */
+void issue_apply(struct store_issue *row, enum issue_action a, const struct issue_event *ev,
+		 int64_t now_ms);
+
+/* GitHub's limits: title 256 characters, body and comment 65536. */
+#define ISSUE_TITLE_MAX_CHARS 256
+#define ISSUE_BODY_MAX_BYTES 65536
+
+/*
+ * Append the hidden marker "<!-- alertbridge:key=KEY -->" that ends every
+ * issue body, so the map can be rebuilt from GitHub.  key is a fingerprint
+ * (16 hex digits) or a group key hash (64 hex digits); it must consist of
+ * [A-Za-z0-9._-] so that issue_marker_parse() finds it again.
+ */
+void issue_marker(const char *key, struct buf *out);
+
+/*
+ * Find the last marker in body (NULL: none) and set key_out to its key.
+ * Tolerates spaces, tabs and line breaks after "<!--" and before "-->" (a
+ * body edited on GitHub).  The key is 1-128 characters of [A-Za-z0-9._-].
+ * Returns 1 when found (key_out reset, then set), 0 otherwise (key_out
+ * unchanged).
+ */
+int issue_marker_parse(const char *body, struct buf *key_out);
+
+/*
+ * Append to out a GitHub issue title made from raw (NULL: ""): its first
+ * line that is not empty after cleaning; C0 and C1 control characters and
+ * DEL removed (a tab becomes a space); invalid UTF-8 replaced by U+FFFD;
+ * leading and trailing spaces trimmed; at most ISSUE_TITLE_MAX_CHARS code
+ * points, when longer cut on a code point and ended with "…" (the total
+ * still 256); "alert" when nothing is left.  Line breaks are \n, \r, U+2028
+ * and U+2029.
+ */
+void issue_title_clean(const char *raw, struct buf *out);
+
+/*
+ * Append to out body (NULL: "") followed by "\n\n" and marker (NULL: no
+ * marker, for comments), at most ISSUE_BODY_MAX_BYTES bytes in all.  When it
+ * does not fit, body is cut on a UTF-8 boundary and
+ * "\n\n_(truncated by alertbridge: N bytes omitted)_" is added after it,
+ * before the marker; the marker is always kept whole.  marker must be short
+ * (the ones issue_marker() makes are).
+ */
+void issue_body_fit(const char *body, const char *marker, struct buf *out);
+
+/*
+ * The map key for issue_per: group: SHA-256 (FIPS 180-4) of group_key (the
+ * payload's groupKey) as 64 lower-case hex digits and a NUL in out.
+ */
+void issue_group_key_hash(const char *group_key, char out[65]);
+
+/*
+ * Check that repo is "owner/name" as GitHub allows: owner 1-39 characters of
+ * [A-Za-z0-9-_] not starting with '-' (the underscore is for Enterprise
+ * Managed Users), name 1-100 characters of [A-Za-z0-9._-] and not "." or
+ * "..".  Returns ERR_OK, or ERR_INVALID with the reason in errmsg (may be
+ * NULL), e.g. `repo "a/b/c": want owner/name`.
+ */
+enum err issue_repo_valid(const char *repo, struct buf *errmsg) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,123 @@
+/*
+ * mustache.h - a logic-less Mustache renderer over a jansson view.
+ *
+ * Follows the Mustache spec v1.4 (github.com/mustache/spec): comments, set
+ * delimiters, interpolation, sections, inverted sections, partials, and the
+ * optional ~dynamic-names ({{>*name}}).  Lambdas and ~inheritance ({{<p}},
+ * {{$b}}) are not supported; their tags are rejected with ERR_INVALID.
+ * The issue title/body and Slack notice templates are rendered with it.
+ */
+#ifndef AB_MUSTACHE_H
+#define AB_MUSTACHE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "err.h"
+
+/*
+ * How {{name}} escapes the value it interpolates.  {{{name}}} and {{&name}}
+ * never escape, whatever the mode.
+ */
+enum mustache_escape {
+	/* The spec's HTML escaping: & < > " become &amp; &lt; &gt; &quot;. */
+	MUSTACHE_ESCAPE_HTML,
+	/* Nothing is escaped: plain-text targets such as GitHub issue titles. */
+	MUSTACHE_ESCAPE_NONE,
+	/*
+	 * Slack's rule (api.slack.com/reference/surfaces/formatting#escaping):
+	 * only & < > become &amp; &lt; &gt;.
+	 */
+	MUSTACHE_ESCAPE_SLACK,
+};
+
+/* Partial nesting allowed when mustache_options.max_partial_depth is 0. */
+#define MUSTACHE_DEFAULT_DEPTH 32
+/* Largest partial nesting honoured: bigger max_partial_depth values act as this. */
+#define MUSTACHE_MAX_DEPTH 256
+/* Sections may nest this deep inside one template (or partial); deeper is ERR_INVALID. */
+#define MUSTACHE_MAX_NESTING 100
+/* Largest template or partial source, after partial indentation; larger is ERR_TOOBIG. */
+#define MUSTACHE_MAX_TEMPLATE_BYTES (16u * 1024 * 1024)
+
+/*
+ * Rendering options.  Start from MUSTACHE_OPTIONS_INIT and set what you need;
+ * a NULL options pointer means exactly MUSTACHE_OPTIONS_INIT.
+ */
+struct mustache_options {
+	enum mustache_escape escape;
+	/*
+	 * Loads the partial called name ({{>name}}, or the string a dynamic
+	 * {{>*key}} resolves to) and returns its NUL-terminated source, or NULL
+	 * when there is no such partial (it then renders as "", as the spec
+	 * asks).  The returned string stays owned by the loader and must stay
+	 * valid until the render call returns.  partial == NULL: every partial
+	 * is missing.  name is only valid during the call.
+	 */
+	const char *(*partial)(void *ctx, const char *name);
+	void *partial_ctx;          /* handed to partial() untouched */
+	size_t max_out_bytes;       /* bytes this call may append to out; 0: no limit */
+	unsigned max_partial_depth; /* partials within partials; 0: MUSTACHE_DEFAULT_DEPTH */
+};
+
+#define MUSTACHE_OPTIONS_INIT { MUSTACHE_ESCAPE_HTML, NULL, NULL, 0, 0 }
+
+/*
+ * Render the template tmpl[0..len) (need not be NUL-terminated; NUL bytes are
+ * copied as text) against view and append the result to out.
+ *
+ * The view is the bottom of the context stack.  Names resolve as the spec
+ * says: "." is the top of the stack; "a.b.c" finds "a" in the nearest object
+ * on the stack that has the key, then "b" and "c" inside that value only
+ * (a failed step means "missing").  Interpolation: strings as they are,
+ * integers in decimal, reals in the shortest form that reads back the same
+ * ("1.21"), true/false as "true"/"false", null and missing as "", objects
+ * and arrays as compact JSON.  Sections: false, null, missing and [] are
+ * falsey; everything else is truthy, including "" and 0 (the spec's Ruby
+ * `!!data` rule); an array renders its body once per element, any other
+ * truthy value once with itself pushed on the stack.  Standalone lines and
+ * the indentation of standalone partials follow the spec.
+ *
+ * view may be NULL (an empty context); it is only read.  opt may be NULL.
+ *
+ * Returns ERR_OK, or:
+ *   ERR_INVALID  a syntax error in the template or a partial: unclosed tag,
+ *                unclosed section, mismatched or unexpected {{/x}}, empty
+ *                name, whitespace inside a name, bad {{=a b=}} delimiters,
+ *                an unsupported tag ({{<p}}, {{$b}}), sections nested deeper
+ *                than MUSTACHE_MAX_NESTING; or partials nested deeper than
+ *                max_partial_depth (e.g. a {{>self}} loop).  errmsg names
+ *                the line and column (1-based, bytes) and the tag, and the
+ *                partial it is in, if any.
+ *   ERR_TOOBIG   the output would pass max_out_bytes, out's own maximum, or
+ *                a template is over MUSTACHE_MAX_TEMPLATE_BYTES.
+ * On error out is left as it was before the call and errmsg (may be NULL)
+ * says why; on success errmsg is untouched.
+ */
+enum err mustache_render(const char *tmpl, size_t len, const json_t *view,
+			 const struct mustache_options *opt, struct buf *out,
+			 struct buf *errmsg) WARN_UNUSED;
+
+/* A parsed template, to render many times without parsing again. */
+struct mustache;
+
+/*
+ * Parse tmpl[0..len) into *out (a copy is kept: tmpl may go away).  The
+ * caller frees *out with mustache_free().  Returns ERR_OK, or ERR_INVALID /
+ * ERR_TOOBIG as mustache_render() does for syntax errors, with *out NULL.
+ * Partials are loaded and parsed when rendering, not here.
+ */
+enum err mustache_compile(const char *tmpl, size_t len, struct mustache **out,
+			  struct buf *errmsg) WARN_UNUSED;
+
+/* mustache_render() for a compiled template; the same contract. m may be shared read-only. */
+enum err mustache_render_compiled(const struct mustache *m, const json_t *view,
+				  const struct mustache_options *opt, struct buf *out,
+				  struct buf *errmsg) WARN_UNUSED;
+
+/* Free a compiled template; NULL is a no-op. */
+void mustache_free(struct mustache *m);
+
+#endif
