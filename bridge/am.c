@@ -264,97 +264,107 @@ static int is_fingerprint(const char *s, size_t len)
 	return 1;
 }
 
-/* A required string member key of obj, at path; *out points into obj. */
-static enum err get_string(const json_t *obj, const char *key, const char *path, int required,
+/*
+ * Member key of obj as a string ("" when absent and not required); *out
+ * points into obj.  Error paths are prefix + key, formatted only on failure
+ * (prefix is "" or e.g. "alerts[3]."), to keep the intake path lean.
+ */
+static enum err get_string(const json_t *obj, const char *prefix, const char *key, int required,
 			   const char **out, struct am_error *err)
 {
 	const json_t *v = json_object_get(obj, key);
+	char path[128];
 
 	*out = "";
-	if (!v)
-		return required ? fail(err, path, "missing") : ERR_OK;
-	if (!json_is_string(v))
-		return fail(err, path, "must be a string");
-	*out = json_string_value(v);
-	return ERR_OK;
+	if (v && json_is_string(v)) {
+		*out = json_string_value(v);
+		return ERR_OK;
+	}
+	if (!v && !required)
+		return ERR_OK;
+	mkpath(path, sizeof(path), "%s%s", prefix, key);
+	return fail(err, path, v ? "must be a string" : "missing");
 }
 
 /* status must be "firing" or "resolved". */
-static enum err get_status(const json_t *obj, const char *path, const char **out,
+static enum err get_status(const json_t *obj, const char *prefix, const char **out,
 			   struct am_error *err)
 {
-	enum err rc = get_string(obj, "status", path, 1, out, err);
+	enum err rc = get_string(obj, prefix, "status", 1, out, err);
+	char path[128];
 
-	if (rc)
+	if (rc || !strcmp(*out, "firing") || !strcmp(*out, "resolved"))
 		return rc;
-	if (strcmp(*out, "firing") && strcmp(*out, "resolved"))
-		return fail(err, path, "must be \"firing\" or \"resolved\"");
-	return ERR_OK;
+	mkpath(path, sizeof(path), "%sstatus", prefix);
+	return fail(err, path, "must be \"firing\" or \"resolved\"");
 }
 
-static enum err get_time(const json_t *obj, const char *key, const char *path, const char **str,
-			 int64_t *ms, struct am_error *err)
+/* An RFC 3339 time; the zero time is refused when !zero_ok. */
+static enum err get_time(const json_t *obj, const char *prefix, const char *key, int zero_ok,
+			 const char **str, int64_t *ms, struct am_error *err)
 {
-	enum err rc = get_string(obj, key, path, 1, str, err);
+	enum err rc = get_string(obj, prefix, key, 1, str, err);
+	char path[128];
 
 	if (rc)
 		return rc;
-	if (am_time_parse(*str, ms))
-		return fail(err, path, "not an RFC 3339 time");
-	return ERR_OK;
+	rc = am_time_parse(*str, ms);
+	if (rc == ERR_OK && (zero_ok || *ms != 0))
+		return ERR_OK;
+	mkpath(path, sizeof(path), "%s%s", prefix, key);
+	if (rc == ERR_OK)
+		return fail(err, path, "must not be the zero time");
+	return fail(err, path, "not an RFC 3339 time");
 }
 
 static enum err parse_alert(const json_t *obj, size_t idx, const struct am_options *o,
 			    struct am_alert *a, struct am_error *err)
 {
-	char path[128];
+	char prefix[64], path[128];
 	const char *fp;
 	enum err rc;
 
-	mkpath(path, sizeof(path), "alerts[%zu]", idx);
-	if (!json_is_object(obj))
+	mkpath(prefix, sizeof(prefix), "alerts[%zu].", idx);
+	if (!json_is_object(obj)) {
+		mkpath(path, sizeof(path), "alerts[%zu]", idx);
 		return fail(err, path, "must be an object");
-	mkpath(path, sizeof(path), "alerts[%zu].status", idx);
-	rc = get_status(obj, path, &a->status, err);
+	}
+	rc = get_status(obj, prefix, &a->status, err);
 	if (rc)
 		return rc;
 	a->firing = !strcmp(a->status, "firing");
-	mkpath(path, sizeof(path), "alerts[%zu].labels", idx);
+	mkpath(path, sizeof(path), "%slabels", prefix);
 	rc = parse_labels(json_object_get(obj, "labels"), path, 1, o->max_labels,
 			  o->max_label_bytes, o->max_label_bytes, &a->labels, err);
 	if (rc)
 		return rc;
-	mkpath(path, sizeof(path), "alerts[%zu].annotations", idx);
+	mkpath(path, sizeof(path), "%sannotations", prefix);
 	rc = parse_labels(json_object_get(obj, "annotations"), path, 0, o->max_labels,
 			  o->max_label_bytes, o->max_annotation_bytes, &a->annotations, err);
 	if (rc)
 		return rc;
-	mkpath(path, sizeof(path), "alerts[%zu].startsAt", idx);
-	rc = get_time(obj, "startsAt", path, &a->starts_at, &a->starts_at_ms, err);
+	rc = get_time(obj, prefix, "startsAt", 0, &a->starts_at, &a->starts_at_ms, err);
 	if (rc)
 		return rc;
-	if (a->starts_at_ms == 0)
-		return fail(err, path, "must not be the zero time");
-	mkpath(path, sizeof(path), "alerts[%zu].endsAt", idx);
-	rc = get_time(obj, "endsAt", path, &a->ends_at, &a->ends_at_ms, err);
+	rc = get_time(obj, prefix, "endsAt", 1, &a->ends_at, &a->ends_at_ms, err);
 	if (rc)
 		return rc;
-	mkpath(path, sizeof(path), "alerts[%zu].generatorURL", idx);
-	rc = get_string(obj, "generatorURL", path, 0, &a->generator_url, err);
+	rc = get_string(obj, prefix, "generatorURL", 0, &a->generator_url, err);
 	if (rc)
 		return rc;
-	mkpath(path, sizeof(path), "alerts[%zu].fingerprint", idx);
-	rc = get_string(obj, "fingerprint", path, 0, &fp, err);
+	rc = get_string(obj, prefix, "fingerprint", 0, &fp, err);
 	if (rc)
 		return rc;
-	if (json_object_get(obj, "fingerprint")) {
-		if (!is_fingerprint(fp, strlen(fp)))
-			return fail(err, path, "must be 16 lowercase hex digits");
-		memcpy(a->fingerprint, fp, 17);
-	} else {
+	if (!json_object_get(obj, "fingerprint")) {
 		am_fingerprint(&a->labels, a->fingerprint);
 		a->fingerprint_computed = 1;
+		return ERR_OK;
 	}
+	if (!is_fingerprint(fp, strlen(fp))) {
+		mkpath(path, sizeof(path), "%sfingerprint", prefix);
+		return fail(err, path, "must be 16 lowercase hex digits");
+	}
+	memcpy(a->fingerprint, fp, 17);
 	return ERR_OK;
 }
 
@@ -364,20 +374,20 @@ static enum err parse_group(const json_t *root, const struct am_options *o, stru
 	const json_t *v;
 	enum err rc;
 
-	rc = get_string(root, "version", "version", 1, &p->version, err);
+	rc = get_string(root, "", "version", 1, &p->version, err);
 	if (rc)
 		return rc;
 	if (strcmp(p->version, "4"))
 		return fail(err, "version", "unsupported version, want \"4\"");
-	rc = get_status(root, "status", &p->status, err);
+	rc = get_status(root, "", &p->status, err);
 	if (rc)
 		return rc;
-	rc = get_string(root, "receiver", "receiver", 1, &p->receiver, err);
+	rc = get_string(root, "", "receiver", 1, &p->receiver, err);
 	if (rc)
 		return rc;
 	if (!*p->receiver)
 		return fail(err, "receiver", "must not be empty");
-	rc = get_string(root, "groupKey", "groupKey", 1, &p->group_key, err);
+	rc = get_string(root, "", "groupKey", 1, &p->group_key, err);
 	if (rc)
 		return rc;
 	v = json_object_get(root, "truncatedAlerts");
@@ -399,7 +409,7 @@ static enum err parse_group(const json_t *root, const struct am_options *o, stru
 			  &p->common_annotations, err);
 	if (rc)
 		return rc;
-	return get_string(root, "externalURL", "externalURL", 0, &p->external_url, err);
+	return get_string(root, "", "externalURL", 0, &p->external_url, err);
 }
 
 static enum err parse_alerts(const json_t *root, const struct am_options *o, struct am_payload *p,
