@@ -43,6 +43,7 @@ struct gh_options {
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
+	const char *ca_file;       /* PEM CA bundle for api_url; NULL: the system's */
 };
 
 /* An issue as GitHub returned it. */
@@ -55,14 +56,34 @@ struct gh_issue {
 	int64_t closed_at_ms;  /* 0 while open */
 };
 
+/*
+ * Counters since gh_client_new(), for metrics.  A request is one HTTP
+ * exchange (a retry is a second request).
+ */
+struct gh_stats {
+	uint64_t requests_ok;            /* 2xx answers */
+	uint64_t requests_client_error;  /* 4xx other than rate limits, and other non-2xx */
+	uint64_t requests_server_error;  /* 5xx answers */
+	uint64_t requests_rate_limited;  /* 429, and 403 that is a primary or secondary limit */
+	uint64_t requests_failed;        /* no HTTP answer: connect error, timeout, reset */
+	uint64_t retries;                /* requests repeated after a transient failure */
+	int64_t ratelimit_wait_ms;       /* slept for retry-after / x-ratelimit-reset */
+	int64_t backoff_wait_ms;         /* slept in exponential backoff */
+	int64_t pacing_wait_ms;          /* slept to space mutating calls (min_interval, budget) */
+	uint64_t ambiguous_resolved;     /* ambiguous creates found by their marker */
+	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
+};
+
 /* Create a client; never NULL.  Copies every string in opts. */
 struct gh_client *gh_client_new(const struct gh_options *opts);
 /* Free; c may be NULL. */
 void gh_client_free(struct gh_client *c);
 /* Non-zero when the client makes no calls (dry_run or no token). */
 int gh_dry_run(const struct gh_client *c);
-/* Free the strings of is (not is itself); is may be NULL. */
+/* Free the strings of is (not is itself) and zero it; is may be NULL. */
 void gh_issue_release(struct gh_issue *is);
+/* Copy c's counters into *out. */
+void gh_stats(const struct gh_client *c, struct gh_stats *out);
 
 /*
  * Errors every call can return, with detail in errmsg (never the token):
