@@ -275,7 +275,15 @@ static int64_t secondary_wait_ms(int attempt)
 
 static void wait_rate_limit(struct gh_client *c)
 {
-	pause_ms(c, c->blocked_until_ms - now(c), &c->stats.ratelimit_wait_ms);
+	int64_t wait = c->blocked_until_ms - now(c);
+	struct log_line *l;
+
+	if (wait <= 0)
+		return;
+	l = log_begin(LOG_INFO, "waiting for github rate limit");
+	log_int(l, "wait_ms", wait);
+	log_end(l);
+	pause_ms(c, wait, &c->stats.ratelimit_wait_ms);
 }
 
 /* Mutating calls: min_interval_ms apart and at most `budget` in any 60 s. */
