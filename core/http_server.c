@@ -37,6 +37,10 @@
 #define MAX_PEM_BYTES (1024 * 1024)
 #define DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
 #define JSON_TYPE "application/json"
+#define DISCARD_MIN (1024 * 1024)
+
+/* The observer's path for requests no route has (one object: compared by address). */
+static const char not_routed[] = "other";
 
 struct route {
 	char *method;
@@ -79,6 +83,9 @@ struct srv_request_impl {
 	struct buf body;
 	int64_t start_us;
 	int status;     /* status queued; 0 while none */
+	int has_body;   /* Content-Length > 0 or Transfer-Encoding sent */
+	int too_big;    /* the body passed max_body while streaming */
+	size_t discarded;  /* bytes dropped since then */
 	char addr[INET6_ADDRSTRLEN];
 };
 
@@ -472,6 +479,22 @@ static int client_verified(struct srv_request_impl *x)
 	return status == 0;
 }
 
+/* 404 for an unknown path, 405 (with Allow) for a known one. */
+static enum MHD_Result reject_unrouted(struct srv_request_impl *x)
+{
+	struct buf allow = BUF_INIT;
+	enum MHD_Result ok;
+	int close_conn = x->has_body;
+
+	if (x->route_label == not_routed)
+		return respond_error(x, MHD_HTTP_NOT_FOUND, "not found", NULL, NULL, close_conn);
+	allow_list(x->srv, x->req.path, &allow);
+	ok = respond_error(x, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
+			   MHD_HTTP_HEADER_ALLOW, buf_str(&allow), close_conn);
+	buf_release(&allow);
+	return ok;
+}
+
 /* First callback: route, early rejections; MHD_YES to go on reading. */
 static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method)
 {
@@ -479,21 +502,10 @@ static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method
 	const char *cl, *known_path;
 
 	x->route = find_route(s, method, x->req.path, &known_path);
-	x->route_label = known_path ? known_path : "other";
+	x->route_label = known_path ? known_path : not_routed;
 	if (s->tls_ca && !client_verified(x))
 		return respond_error(x, MHD_HTTP_FORBIDDEN, "client certificate not verified",
 				     NULL, NULL, 1);
-	if (!known_path)
-		return respond_error(x, MHD_HTTP_NOT_FOUND, "not found", NULL, NULL, 0);
-	if (!x->route) {
-		struct buf allow = BUF_INIT;
-		enum MHD_Result ok;
-		allow_list(s, x->req.path, &allow);
-		ok = respond_error(x, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
-				   MHD_HTTP_HEADER_ALLOW, buf_str(&allow), 0);
-		buf_release(&allow);
-		return ok;
-	}
 	cl = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
 					 MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl) {
@@ -504,7 +516,17 @@ static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method
 		if (errno || end == cl || n > s->max_body)
 			return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE,
 					     "request body too large", NULL, NULL, 1);
+		x->has_body = n > 0;
 	}
+	x->has_body |= MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+						   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+	/*
+	 * MHD 0.9.75 closes the connection after a response queued before the
+	 * request was read, so answer bodiless requests at the last callback
+	 * (keep-alive survives) and only those with a body right away.
+	 */
+	if (!x->route && x->has_body)
+		return reject_unrouted(x);
 	return MHD_YES;
 }
 
@@ -535,6 +557,14 @@ static enum MHD_Result dispatch(struct srv_request_impl *x)
 	buf_release(&res.body);
 	buf_release(&res.headers);
 	return ok;
+}
+
+/* How much of an oversized streamed body is read and dropped before hanging up. */
+static size_t discard_limit(const struct srv *s)
+{
+	size_t n = s->max_body < SIZE_MAX / 4 ? s->max_body * 4 : SIZE_MAX;
+
+	return n > DISCARD_MIN ? n : DISCARD_MIN;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -569,16 +599,29 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
-		if (buf_add(&x->body, upload_data, *upload_data_size)) {
-			/* Over the limit while streaming (chunked, or a lying length). */
-			*upload_data_size = 0;
-			buf_release(&x->body);
-			return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE,
-					     "request body too large", NULL, NULL, 1);
-		}
+		size_t n = *upload_data_size;
 		*upload_data_size = 0;
-		return MHD_YES;
+		if (!x->route)
+			return MHD_YES;  /* cannot happen: answered at the first call */
+		if (!x->too_big && buf_add(&x->body, upload_data, n) == ERR_OK)
+			return MHD_YES;
+		/*
+		 * Over the limit while streaming (chunked).  MHD 0.9.75 cannot
+		 * queue a response in the middle of a body, so drop the rest and
+		 * answer 413 at the end; a client that keeps sending far more is
+		 * cut off.
+		 */
+		if (!x->too_big)
+			buf_release(&x->body);
+		x->too_big = 1;
+		x->discarded += n;
+		return x->discarded > discard_limit(x->srv) ? MHD_NO : MHD_YES;
 	}
+	if (x->too_big)
+		return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL,
+				     NULL, 1);
+	if (!x->route)
+		return reject_unrouted(x);
 	return dispatch(x);
 }
 
