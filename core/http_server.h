@@ -2,9 +2,19 @@
  * http_server.h - the small routing HTTP server that the webhook intake,
  * /metrics and the health endpoints run on (libmicrohttpd underneath).
  *
- * Routes are exact (method, path) matches registered before srv_start().  The
- * server answers 404, 405 and 413 itself; handlers see a complete request
- * (body accumulated up to max_body_bytes) and fill in a struct srv_response.
+ * Routes are exact (method, path) matches registered before srv_start().
+ * Handlers see a complete request (body accumulated up to max_body_bytes) and
+ * fill in a struct srv_response.  The server answers by itself, with a JSON
+ * body {"error": "..."}:
+ *   404 unknown path; 405 known path, wrong method (with Allow);
+ *   413 Content-Length over max_body_bytes (at once, the body is not read) or a
+ *       streamed (chunked) body passing it (the rest is read and dropped, never
+ *       buffered; past max(4 x max_body_bytes, 1 MiB) dropped the connection is
+ *       closed without an answer);
+ *   403 no valid client certificate, when a client CA is configured;
+ *   400 malformed requests (libmicrohttpd itself).
+ * Answers to requests that still had a body to send close the connection;
+ * everything else keeps it alive (HTTP/1.1 keep-alive).
  */
 #ifndef AB_HTTP_SERVER_H
 #define AB_HTTP_SERVER_H

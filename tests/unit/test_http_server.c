@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "core/http_server.h"
+#include "core/log.h"
 
 /* Throw-away test credentials (EC P-256, valid until 2126): never used elsewhere. */
 static const char SERVER_CRT[] =
@@ -368,13 +369,26 @@ static void invalid_status_becomes_500(void **state)
 	struct reply r;
 	char url[128];
 
+	char logged[512] = "";
+	int fds[2];
+	ssize_t n;
+
 	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	log_set_fd(fds[1]);
 	url_for(url, sizeof(url), s, "/bad");
 	assert_int_equal(fetch("GET", url, NULL, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 500);
 	assert_string_equal(buf_str(&r.body), "");
 	reply_release(&r);
 	srv_free(s);
+	log_set_fd(2);
+	close(fds[1]);
+	n = read(fds[0], logged, sizeof(logged) - 1);
+	close(fds[0]);
+	assert_true(n > 0);
+	assert_non_null(strstr(logged, "msg=\"handler set an invalid http status\" path=/bad "
+				       "status=42"));
 }
 
 /* Connect a raw socket to the server; -1 on failure. */
@@ -494,8 +508,31 @@ static void chunked_body_over_limit_is_413(void **state)
 	assert_int_equal(sn.body_len, 1000);
 	assert_int_equal(post_chunked(s, 1001), 413);
 	assert_int_equal(post_chunked(s, 200000), 413);
+	/* Far past the limit (over 1 MiB dropped) the server hangs up instead. */
+	assert_int_not_equal(post_chunked(s, 3 * 1024 * 1024), 202);
 	assert_int_equal(calls(&sn), 1);
 	srv_free(s);
+	assert_int_equal(sn.obs_calls, 3);
+}
+
+static void unrouted_request_with_body_is_answered_early(void **state)
+{
+	struct seen sn;
+	struct srv *s = start_server(&sn, 0, 1);
+	struct buf got = BUF_INIT;
+	int fd;
+
+	(void)state;
+	fd = raw_connect(s);
+	assert_true(fd >= 0);
+	raw_exchange(fd, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n", &got);
+	assert_true(strncmp(buf_str(&got), "HTTP/1.1 404 ", 13) == 0);
+	assert_non_null(strstr(buf_str(&got), "Connection: close\r\n"));
+	assert_non_null(strstr(buf_str(&got), "{\"error\": \"not found\"}\n"));
+	close(fd);
+	buf_release(&got);
+	srv_free(s);
+	assert_string_equal(sn.obs, "POST other 404");
 }
 
 static void malformed_request_is_400(void **state)
@@ -881,6 +918,7 @@ int main(void)
 		cmocka_unit_test(invalid_status_becomes_500),
 		cmocka_unit_test(content_length_over_limit_is_413_unread),
 		cmocka_unit_test(chunked_body_over_limit_is_413),
+		cmocka_unit_test(unrouted_request_with_body_is_answered_early),
 		cmocka_unit_test(malformed_request_is_400),
 		cmocka_unit_test(keep_alive_reuses_connection),
 		cmocka_unit_test(concurrent_requests),
