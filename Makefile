@@ -22,7 +22,7 @@ O ?= build
 SAN ?=
 NODEPS ?=
 
-PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt libcrypto
+PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt libcrypto gnutls
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)

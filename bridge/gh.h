@@ -15,8 +15,26 @@
  * sort=created&direction=desc&since=...) and looks for the body's marker, so
  * it never makes a second issue.
  *
- * In dry-run every planned call is logged (method, path, title) and none is
- * made; creates return number 0.  A gh_client is used by one thread at a time.
+ * In dry-run every planned call is logged at info level
+ * (msg="dry-run github call" method=POST path=/repos/o/r/issues title="...")
+ * and none is made; creates return number 0 and state "open".  A gh_client is
+ * used by one thread at a time.
+ *
+ * Waiting (all through the sleep_ms hook; a rate-limit wait is capped at 1 h):
+ *   - every call first waits out a known rate limit: retry-after seconds, or
+ *     until x-ratelimit-reset (epoch seconds) once x-ratelimit-remaining hit 0
+ *     (also when seen on a successful answer);
+ *   - mutating calls also wait until min_interval_ms after the previous one
+ *     ended and until fewer than content_per_minute were sent in the last 60 s;
+ *   - 5xx, timeouts and connection errors back off base * 2^(n-1), capped at
+ *     60 s, jittered into [d/2, d]; a 429 or secondary-limit 403 without
+ *     retry-after or reset headers waits 60 s * 2^(n-1) (at most 16 min), as
+ *     GitHub's rate-limit documentation asks.
+ * Every attempt counts toward max_attempts.
+ *
+ * Issues returned through a struct gh_issue *out are overwritten without
+ * being freed (pass a zeroed or released struct) and owned by the caller,
+ * who frees them with gh_issue_release(); on error out holds nothing.
  */
 #ifndef AB_GH_H
 #define AB_GH_H
@@ -33,8 +51,8 @@ struct gh_options {
 	const char *api_url;       /* e.g. https://api.github.com or https://HOST/api/v3; no trailing / */
 	const char *token;         /* bearer token; NULL or "" forces dry-run */
 	const char *user_agent;    /* e.g. "alertbridge/0.1.0" */
-	int64_t timeout_ms;        /* whole-request timeout */
-	int content_per_minute;    /* budget for mutating calls; <= 80 */
+	int64_t timeout_ms;        /* whole-request timeout; 0 means 10 s */
+	int content_per_minute;    /* budget for mutating calls; 0 or > 80 means 80 */
 	int64_t min_interval_ms;   /* spacing of mutating calls; 1000 by default (0 means 1000) */
 	int max_attempts;          /* per call for transient failures; 0 means 5 */
 	int64_t backoff_base_ms;   /* first backoff; 0 means 1000; doubles, jittered, capped at 60 s */
@@ -43,6 +61,7 @@ struct gh_options {
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
+	const char *ca_file;       /* PEM CA bundle for api_url; NULL: the system's */
 };
 
 /* An issue as GitHub returned it. */
@@ -55,14 +74,34 @@ struct gh_issue {
 	int64_t closed_at_ms;  /* 0 while open */
 };
 
+/*
+ * Counters since gh_client_new(), for metrics.  A request is one HTTP
+ * exchange (a retry is a second request).
+ */
+struct gh_stats {
+	uint64_t requests_ok;            /* 2xx answers */
+	uint64_t requests_client_error;  /* 4xx other than rate limits, and other non-2xx */
+	uint64_t requests_server_error;  /* 5xx answers */
+	uint64_t requests_rate_limited;  /* 429, and 403 that is a primary or secondary limit */
+	uint64_t requests_failed;        /* no HTTP answer: connect error, timeout, reset */
+	uint64_t retries;                /* requests repeated after a transient failure */
+	int64_t ratelimit_wait_ms;       /* slept for retry-after / x-ratelimit-reset */
+	int64_t backoff_wait_ms;         /* slept in exponential backoff */
+	int64_t pacing_wait_ms;          /* slept to space mutating calls (min_interval, budget) */
+	uint64_t ambiguous_resolved;     /* ambiguous creates found by their marker */
+	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
+};
+
 /* Create a client; never NULL.  Copies every string in opts. */
 struct gh_client *gh_client_new(const struct gh_options *opts);
 /* Free; c may be NULL. */
 void gh_client_free(struct gh_client *c);
 /* Non-zero when the client makes no calls (dry_run or no token). */
 int gh_dry_run(const struct gh_client *c);
-/* Free the strings of is (not is itself); is may be NULL. */
+/* Free the strings of is (not is itself) and zero it; is may be NULL. */
 void gh_issue_release(struct gh_issue *is);
+/* Copy c's counters into *out. */
+void gh_stats(const struct gh_client *c, struct gh_stats *out);
 
 /*
  * Errors every call can return, with detail in errmsg (never the token):
@@ -70,13 +109,25 @@ void gh_issue_release(struct gh_issue *is);
  *   ERR_NOTFOUND  404 (repository or issue missing)
  *   ERR_GONE      410 (issue deleted)
  *   ERR_INVALID   422 or another 4xx: the request itself is wrong; do not retry
- *   ERR_RETRY     still failing after max_attempts (5xx, timeouts, rate limits)
+ *   ERR_RETRY     still failing after max_attempts (5xx, timeouts, connection
+ *                 errors, rate limits); message "giving up after N attempts: ..."
+ * Input that cannot make a valid request (repo not "owner/name", text that is
+ * not UTF-8) is ERR_INVALID before any request.  A 2xx answer that is not the
+ * documented JSON is ERR_INVALID too.
  */
 
 /*
  * GitHub REST: POST /repos/{owner}/{repo}/issues.  body must end with the
  * unique marker (see issue_marker()); it is used to resolve an ambiguous
- * create.  labels/assignees are NULL-terminated arrays or NULL.
+ * create.  labels/assignees are NULL-terminated arrays or NULL; they are sent
+ * exactly as given (NULL: the key is left out).  title and body must be
+ * non-empty and body must contain marker (ERR_INVALID otherwise).
+ * When an attempt is ambiguous (sent, then a timeout, reset or 5xx), the
+ * issues created since the attempt minus 60 s are searched for marker
+ * (gh_issue_find_marker) and a found issue is returned as the result; only
+ * when it is absent is the POST repeated.  ERR_RETRY whose message says "the
+ * create may have succeeded" means that search failed: look again before
+ * creating.  A clean connect failure is retried without a search.
  */
 enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
 			 const char *body, const char *marker, const char *const *labels,
@@ -85,7 +136,8 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 
 /*
  * GitHub REST: GET /repos/{owner}/{repo}/issues/{number}.  A 301 (issue
- * transferred) is followed; out->repo and out->number then name its new home.
+ * transferred) is followed; out->repo (from repository_url) and out->number
+ * then name its new home.  Dry-run: no call; out is {repo, number, "open"}.
  */
 enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		      struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
@@ -93,19 +145,25 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 /*
  * GitHub REST: PATCH /repos/{owner}/{repo}/issues/{number} with
  * {"state": state, "state_reason": state_reason}.  state is "open" or
- * "closed"; state_reason "completed", "not_planned", "reopened" or NULL.
+ * "closed" (else ERR_INVALID); state_reason "completed", "not_planned",
+ * "reopened" or NULL (the key is then left out).  out may be NULL; else it
+ * receives the updated issue (in dry-run: repo, number, state, state_reason).
  */
 enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t number,
 			    const char *state, const char *state_reason,
 			    struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
 
-/* GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/comments {"body": body}. */
+/*
+ * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/comments
+ * {"body": body}.  An empty body is ERR_INVALID.
+ */
 enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number,
 			   const char *body, struct buf *errmsg) WARN_UNUSED;
 
 /*
  * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels
- * {"labels": [...]}: adds, never replaces.
+ * {"labels": [...]}: adds, never replaces.  No labels (NULL or empty): no
+ * call, ERR_OK.
  */
 enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 		       const char *const *labels, struct buf *errmsg) WARN_UNUSED;
@@ -114,7 +172,10 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
  * Find the issue whose body contains marker among the repository's issues
  * (GET /repos/{owner}/{repo}/issues?state=all&sort=created&direction=desc&
  * since=<since_ms as ISO 8601>&per_page=100, following Link rel="next"; pull
- * requests skipped).  ERR_NOTFOUND when none has it.
+ * requests skipped).  Reading stops at the first issue created before
+ * since_ms or after 10 pages.  A Link next URL outside api_url is ERR_INVALID
+ * (the token is never sent elsewhere).  ERR_NOTFOUND when none has it, and
+ * always in dry-run.  GETs are not paced but wait out rate limits.
  */
 enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char *marker,
 			      int64_t since_ms, struct gh_issue *out,

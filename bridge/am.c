@@ -1,0 +1,561 @@
+/*
+ * am.c - Alertmanager webhook payload (version 4): validation on the intake
+ * path, fingerprints, and the per-alert event document.
+ *
+ * The parsed jansson document is kept inside the payload and every string of
+ * the payload points into it, so parsing copies nothing but the label arrays.
+ */
+#include "am.h"
+
+#include <assert.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/utf8.h"
+#include "core/xalloc.h"
+
+#include "core/banned.h"
+
+#define ZERO_TIME_MS (-62135596800000LL) /* 0001-01-01T00:00:00Z */
+
+/* Copy src into dst[size], cut at a UTF-8 boundary. */
+static void copy_cut(char *dst, size_t size, const char *src)
+{
+	size_t n = utf8_cut(src, strlen(src), size - 1);
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/* Fill err (may be NULL) with the path and a formatted message; returns ERR_INVALID. */
+static enum err PRINTF_LIKE(3, 4) fail(struct am_error *err, const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (!err)
+		return ERR_INVALID;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	copy_cut(err->field, sizeof(err->field), field);
+	copy_cut(err->message, sizeof(err->message), msg);
+	return ERR_INVALID;
+}
+
+/* snprintf into path[size] (silently cut; only used for error paths). */
+static void PRINTF_LIKE(3, 4) mkpath(char *path, size_t size, const char *fmt, ...)
+{
+	char tmp[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	copy_cut(path, size, tmp);
+}
+
+/* ---- time (to be replaced by core/rfc3339.h at merge) ---- */
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
+{
+	int64_t era, yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = y - era * 400;
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+/* Read exactly n digits at *s into *out; advances *s.  0 on success. */
+static int digits(const char **s, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		char c = (*s)[i];
+		if (c < '0' || c > '9')
+			return -1;
+		v = v * 10 + (c - '0');
+	}
+	*s += n;
+	*out = v;
+	return 0;
+}
+
+static int days_in_month(int y, int m)
+{
+	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+	return m == 2 && leap ? 29 : mdays[m - 1];
+}
+
+enum err am_time_parse(const char *s, int64_t *out_ms)
+{
+	int y, mo, d, h, mi, sec, ms = 0, oh = 0, om = 0, sign = 0;
+	int64_t t;
+
+	if (!s || digits(&s, 4, &y) || *s++ != '-' || digits(&s, 2, &mo) || *s++ != '-' ||
+	    digits(&s, 2, &d) || (*s != 'T' && *s != 't'))
+		return ERR_INVALID;
+	s++;
+	if (digits(&s, 2, &h) || *s++ != ':' || digits(&s, 2, &mi) || *s++ != ':' ||
+	    digits(&s, 2, &sec))
+		return ERR_INVALID;
+	if (*s == '.') {
+		int n = 0;
+		s++;
+		for (; *s >= '0' && *s <= '9'; s++, n++) {
+			if (n < 3)
+				ms = ms * 10 + (*s - '0');
+		}
+		if (n == 0 || n > 9)
+			return ERR_INVALID;
+		for (; n < 3; n++)
+			ms *= 10;
+	}
+	if (*s == 'Z' || *s == 'z') {
+		s++;
+	} else if (*s == '+' || *s == '-') {
+		sign = *s++ == '+' ? 1 : -1;
+		if (digits(&s, 2, &oh) || *s++ != ':' || digits(&s, 2, &om))
+			return ERR_INVALID;
+	} else {
+		return ERR_INVALID;
+	}
+	if (*s != '\0' || y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
+	    h > 23 || mi > 59 || sec > 59 || oh > 23 || om > 59)
+		return ERR_INVALID;
+	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
+	t -= sign * (oh * 3600 + om * 60);
+	t = t * 1000 + ms;
+	*out_ms = t == ZERO_TIME_MS ? 0 : t;
+	return ERR_OK;
+}
+
+/* ---- label sets ---- */
+
+static int label_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct am_label *)a)->name, ((const struct am_label *)b)->name);
+}
+
+const char *am_labels_get(const struct am_labels *set, const char *name)
+{
+	struct am_label key = { name, NULL };
+	const struct am_label *hit;
+
+	if (!set || !set->n)
+		return NULL;
+	hit = bsearch(&key, set->v, set->n, sizeof(*set->v), label_cmp);
+	return hit ? hit->value : NULL;
+}
+
+/*
+ * Fill out from obj, an object of strings at path (NULL obj: empty set).
+ * max_value: byte limit of a value.  nonempty: reject an empty object.
+ */
+static enum err parse_labels(const json_t *obj, const char *path, int nonempty, size_t max_labels,
+			     size_t max_name, size_t max_value, struct am_labels *out,
+			     struct am_error *err)
+{
+	const char *key;
+	json_t *val;
+	char field[128];
+	size_t i = 0;
+
+	out->v = NULL;
+	out->n = 0;
+	if (!obj)
+		return nonempty ? fail(err, path, "missing") : ERR_OK;
+	if (!json_is_object(obj))
+		return fail(err, path, "must be an object of strings");
+	if (nonempty && json_object_size(obj) == 0)
+		return fail(err, path, "must have at least one label");
+	if (json_object_size(obj) > max_labels)
+		return fail(err, path, "more than %zu entries", max_labels);
+	json_object_foreach((json_t *)obj, key, val) {
+		size_t klen = strlen(key);
+		if (klen == 0)
+			return fail(err, path, "empty name");
+		/* The path is only formatted on failure: this loop is on the intake path. */
+		if (klen > max_name || !json_is_string(val) || json_string_length(val) > max_value)
+			mkpath(field, sizeof(field), "%s.%s", path, key);
+		if (klen > max_name)
+			return fail(err, field, "name longer than %zu bytes", max_name);
+		if (!json_is_string(val))
+			return fail(err, field, "must be a string");
+		if (json_string_length(val) > max_value)
+			return fail(err, field, "longer than %zu bytes", max_value);
+	}
+	out->n = json_object_size(obj);
+	if (!out->n)
+		return ERR_OK;
+	out->v = xcalloc(out->n, sizeof(*out->v));
+	json_object_foreach((json_t *)obj, key, val) {
+		out->v[i].name = key;
+		out->v[i].value = json_string_value(val);
+		i++;
+	}
+	qsort(out->v, out->n, sizeof(*out->v), label_cmp);
+	return ERR_OK;
+}
+
+/* ---- fingerprint and QuoteMeta ---- */
+
+#define FNV64_OFFSET 14695981039346656037ULL
+#define FNV64_PRIME 1099511628211ULL
+
+static uint64_t fnv_add(uint64_t h, const char *s)
+{
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= FNV64_PRIME;
+	}
+	return h;
+}
+
+static uint64_t fnv_add_byte(uint64_t h, unsigned char b)
+{
+	return (h ^ b) * FNV64_PRIME;
+}
+
+void am_fingerprint(const struct am_labels *labels, char out[17])
+{
+	uint64_t h = FNV64_OFFSET;
+
+	for (size_t i = 0; labels && i < labels->n; i++) {
+		h = fnv_add(h, labels->v[i].name);
+		h = fnv_add_byte(h, 0xff);
+		h = fnv_add(h, labels->v[i].value);
+		h = fnv_add_byte(h, 0xff);
+	}
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+void am_unquote_meta(const char *s, struct buf *out)
+{
+	static const char meta[] = "\\.+*?()|[]{}^$";
+
+	if (!s)
+		return;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] && strchr(meta, s[1]))
+			s++;
+		(void)buf_addch(out, *s);
+	}
+}
+
+/* ---- payload ---- */
+
+static int is_fingerprint(const char *s, size_t len)
+{
+	if (len != 16)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Member key of obj as a string ("" when absent and not required); *out
+ * points into obj.  Error paths are prefix + key, formatted only on failure
+ * (prefix is "" or e.g. "alerts[3]."), to keep the intake path lean.
+ */
+static enum err get_string(const json_t *obj, const char *prefix, const char *key, int required,
+			   const char **out, struct am_error *err)
+{
+	const json_t *v = json_object_get(obj, key);
+	char path[128];
+
+	*out = "";
+	if (v && json_is_string(v)) {
+		*out = json_string_value(v);
+		return ERR_OK;
+	}
+	if (!v && !required)
+		return ERR_OK;
+	mkpath(path, sizeof(path), "%s%s", prefix, key);
+	return fail(err, path, v ? "must be a string" : "missing");
+}
+
+/* status must be "firing" or "resolved". */
+static enum err get_status(const json_t *obj, const char *prefix, const char **out,
+			   struct am_error *err)
+{
+	enum err rc = get_string(obj, prefix, "status", 1, out, err);
+	char path[128];
+
+	if (rc || !strcmp(*out, "firing") || !strcmp(*out, "resolved"))
+		return rc;
+	mkpath(path, sizeof(path), "%sstatus", prefix);
+	return fail(err, path, "must be \"firing\" or \"resolved\"");
+}
+
+/* An RFC 3339 time; the zero time is refused when !zero_ok. */
+static enum err get_time(const json_t *obj, const char *prefix, const char *key, int zero_ok,
+			 const char **str, int64_t *ms, struct am_error *err)
+{
+	enum err rc = get_string(obj, prefix, key, 1, str, err);
+	char path[128];
+
+	if (rc)
+		return rc;
+	rc = am_time_parse(*str, ms);
+	if (rc == ERR_OK && (zero_ok || *ms != 0))
+		return ERR_OK;
+	mkpath(path, sizeof(path), "%s%s", prefix, key);
+	if (rc == ERR_OK)
+		return fail(err, path, "must not be the zero time");
+	return fail(err, path, "not an RFC 3339 time");
+}
+
+static enum err parse_alert(const json_t *obj, size_t idx, const struct am_options *o,
+			    struct am_alert *a, struct am_error *err)
+{
+	char prefix[64], path[128];
+	const char *fp;
+	enum err rc;
+
+	mkpath(prefix, sizeof(prefix), "alerts[%zu].", idx);
+	if (!json_is_object(obj)) {
+		mkpath(path, sizeof(path), "alerts[%zu]", idx);
+		return fail(err, path, "must be an object");
+	}
+	rc = get_status(obj, prefix, &a->status, err);
+	if (rc)
+		return rc;
+	a->firing = !strcmp(a->status, "firing");
+	mkpath(path, sizeof(path), "%slabels", prefix);
+	rc = parse_labels(json_object_get(obj, "labels"), path, 1, o->max_labels,
+			  o->max_label_bytes, o->max_label_bytes, &a->labels, err);
+	if (rc)
+		return rc;
+	mkpath(path, sizeof(path), "%sannotations", prefix);
+	rc = parse_labels(json_object_get(obj, "annotations"), path, 0, o->max_labels,
+			  o->max_label_bytes, o->max_annotation_bytes, &a->annotations, err);
+	if (rc)
+		return rc;
+	rc = get_time(obj, prefix, "startsAt", 0, &a->starts_at, &a->starts_at_ms, err);
+	if (rc)
+		return rc;
+	rc = get_time(obj, prefix, "endsAt", 1, &a->ends_at, &a->ends_at_ms, err);
+	if (rc)
+		return rc;
+	rc = get_string(obj, prefix, "generatorURL", 0, &a->generator_url, err);
+	if (rc)
+		return rc;
+	rc = get_string(obj, prefix, "fingerprint", 0, &fp, err);
+	if (rc)
+		return rc;
+	if (!json_object_get(obj, "fingerprint")) {
+		am_fingerprint(&a->labels, a->fingerprint);
+		a->fingerprint_computed = 1;
+		return ERR_OK;
+	}
+	if (!is_fingerprint(fp, strlen(fp))) {
+		mkpath(path, sizeof(path), "%sfingerprint", prefix);
+		return fail(err, path, "must be 16 lowercase hex digits");
+	}
+	memcpy(a->fingerprint, fp, 17);
+	return ERR_OK;
+}
+
+static enum err parse_group(const json_t *root, const struct am_options *o, struct am_payload *p,
+			    struct am_error *err)
+{
+	const json_t *v;
+	enum err rc;
+
+	rc = get_string(root, "", "version", 1, &p->version, err);
+	if (rc)
+		return rc;
+	if (strcmp(p->version, "4"))
+		return fail(err, "version", "unsupported version, want \"4\"");
+	rc = get_status(root, "", &p->status, err);
+	if (rc)
+		return rc;
+	rc = get_string(root, "", "receiver", 1, &p->receiver, err);
+	if (rc)
+		return rc;
+	if (!*p->receiver)
+		return fail(err, "receiver", "must not be empty");
+	rc = get_string(root, "", "groupKey", 1, &p->group_key, err);
+	if (rc)
+		return rc;
+	v = json_object_get(root, "truncatedAlerts");
+	if (v && !json_is_integer(v))
+		return fail(err, "truncatedAlerts", "must be an integer");
+	if (v && json_integer_value(v) < 0)
+		return fail(err, "truncatedAlerts", "must not be negative");
+	p->truncated_alerts = v ? json_integer_value(v) : 0;
+	rc = parse_labels(json_object_get(root, "groupLabels"), "groupLabels", 0, o->max_labels,
+			  o->max_label_bytes, o->max_label_bytes, &p->group_labels, err);
+	if (rc)
+		return rc;
+	rc = parse_labels(json_object_get(root, "commonLabels"), "commonLabels", 0, o->max_labels,
+			  o->max_label_bytes, o->max_label_bytes, &p->common_labels, err);
+	if (rc)
+		return rc;
+	rc = parse_labels(json_object_get(root, "commonAnnotations"), "commonAnnotations", 0,
+			  o->max_labels, o->max_label_bytes, o->max_annotation_bytes,
+			  &p->common_annotations, err);
+	if (rc)
+		return rc;
+	return get_string(root, "", "externalURL", 0, &p->external_url, err);
+}
+
+static enum err parse_alerts(const json_t *root, const struct am_options *o, struct am_payload *p,
+			     struct am_error *err)
+{
+	const json_t *arr = json_object_get(root, "alerts");
+	enum err rc;
+
+	if (!arr)
+		return fail(err, "alerts", "missing");
+	if (!json_is_array(arr))
+		return fail(err, "alerts", "must be an array");
+	if (json_array_size(arr) == 0)
+		return fail(err, "alerts", "must not be empty");
+	if (json_array_size(arr) > o->max_alerts)
+		return fail(err, "alerts", "more than %zu alerts", o->max_alerts);
+	p->alerts = xcalloc(json_array_size(arr), sizeof(*p->alerts));
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		/* Count as we go so that am_payload_free() releases what was filled. */
+		p->n_alerts = i + 1;
+		rc = parse_alert(json_array_get(arr, i), i, o, &p->alerts[i], err);
+		if (rc)
+			return rc;
+	}
+	return ERR_OK;
+}
+
+static void options_fill(const struct am_options *in, struct am_options *o)
+{
+	if (in)
+		*o = *in;
+	else
+		memset(o, 0, sizeof(*o));
+	if (!o->max_alerts)
+		o->max_alerts = AM_DEFAULT_MAX_ALERTS;
+	if (!o->max_labels)
+		o->max_labels = AM_DEFAULT_MAX_LABELS;
+	if (!o->max_label_bytes)
+		o->max_label_bytes = AM_DEFAULT_MAX_LABEL_BYTES;
+	if (!o->max_annotation_bytes)
+		o->max_annotation_bytes = AM_DEFAULT_MAX_ANNOTATION_BYTES;
+}
+
+enum err am_parse(const char *body, size_t len, const struct am_options *opts,
+		  struct am_payload **out, struct am_error *err)
+{
+	struct am_options o;
+	struct am_payload *p = NULL;
+	struct buf name = BUF_INIT;
+	json_error_t jerr;
+	json_t *root;
+	enum err rc;
+
+	*out = NULL;
+	options_fill(opts, &o);
+	/* No JSON_ALLOW_NUL: \u0000 is an error; jansson also rejects invalid UTF-8. */
+	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		rc = fail(err, "", "invalid JSON at line %d column %d: %s", jerr.line,
+			  jerr.column, jerr.text);
+		goto out;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->doc = root;
+	if (!json_is_object(root)) {
+		rc = fail(err, "", "payload must be a JSON object");
+		goto out;
+	}
+	rc = parse_group(root, &o, p, err);
+	if (rc)
+		goto out;
+	rc = parse_alerts(root, &o, p, err);
+	if (rc)
+		goto out;
+	am_unquote_meta(p->receiver, &name);
+	p->receiver_name = buf_detach(&name);
+	*out = p;
+	p = NULL;
+out:
+	am_payload_free(p);
+	return rc;
+}
+
+void am_payload_free(struct am_payload *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_alerts; i++) {
+		free(p->alerts[i].labels.v);
+		free(p->alerts[i].annotations.v);
+	}
+	free(p->alerts);
+	free(p->group_labels.v);
+	free(p->common_labels.v);
+	free(p->common_annotations.v);
+	free(p->receiver_name);
+	json_decref(p->doc);
+	free(p);
+}
+
+/* ---- event document ---- */
+
+static json_t *labels_json(const struct am_labels *set)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; i < set->n; i++)
+		json_object_set_new(o, set->v[i].name, json_string(set->v[i].value));
+	return o;
+}
+
+static int dump_to_buf(const char *data, size_t size, void *ctx)
+{
+	return buf_add(ctx, data, size) ? -1 : 0;
+}
+
+enum err am_event_json(const struct am_payload *p, size_t i, struct buf *out)
+{
+	const struct am_alert *a;
+	size_t old_len = out->len;
+	json_t *o;
+	enum err rc = ERR_OK;
+
+	assert(i < p->n_alerts);
+	a = &p->alerts[i];
+	o = json_object();
+	json_object_set_new(o, "v", json_integer(1));
+	json_object_set_new(o, "receiver", json_string(p->receiver_name));
+	json_object_set_new(o, "groupStatus", json_string(p->status));
+	json_object_set_new(o, "status", json_string(a->status));
+	json_object_set_new(o, "labels", labels_json(&a->labels));
+	json_object_set_new(o, "annotations", labels_json(&a->annotations));
+	json_object_set_new(o, "startsAt", json_string(a->starts_at));
+	json_object_set_new(o, "endsAt", json_string(a->ends_at));
+	json_object_set_new(o, "generatorURL", json_string(a->generator_url));
+	json_object_set_new(o, "fingerprint", json_string(a->fingerprint));
+	json_object_set_new(o, "groupKey", json_string(p->group_key));
+	json_object_set_new(o, "groupLabels", labels_json(&p->group_labels));
+	json_object_set_new(o, "commonLabels", labels_json(&p->common_labels));
+	json_object_set_new(o, "commonAnnotations", labels_json(&p->common_annotations));
+	json_object_set_new(o, "externalURL", json_string(p->external_url));
+	json_object_set_new(o, "truncatedAlerts", json_integer(p->truncated_alerts));
+	if (json_dump_callback(o, dump_to_buf, out, JSON_COMPACT | JSON_PRESERVE_ORDER)) {
+		buf_truncate(out, old_len);
+		rc = ERR_TOOBIG;
+	}
+	json_decref(o);
+	return rc;
+}

@@ -1,0 +1,151 @@
+/*
+ * am.h - Alertmanager's webhook payload (version 4): parse, validate,
+ * fingerprint, and the per-alert event document the queue stores.
+ *
+ * Follows the webhook notifier's Message of prometheus/alertmanager
+ * (notify/webhook, https://prometheus.io/docs/alerting/latest/configuration/#webhook_config)
+ * and the fingerprint of prometheus/common model.LabelSet.Fingerprint().
+ */
+#ifndef AB_AM_H
+#define AB_AM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/buf.h"
+#include "core/err.h"
+
+/* One label or annotation.  Both strings are NUL-free, valid UTF-8. */
+struct am_label {
+	const char *name;
+	const char *value;
+};
+
+/* A label set sorted by name (byte order, as Go's sort.Strings); names unique. */
+struct am_labels {
+	struct am_label *v;  /* n entries, NULL when n == 0 */
+	size_t n;
+};
+
+/* The value of name in set, or NULL when absent (binary search). */
+const char *am_labels_get(const struct am_labels *set, const char *name);
+
+struct am_alert {
+	const char *status;          /* "firing" or "resolved" */
+	int firing;                  /* non-zero when status is "firing" */
+	struct am_labels labels;     /* at least one label */
+	struct am_labels annotations;  /* empty when absent */
+	const char *starts_at;       /* the original RFC 3339 string */
+	const char *ends_at;         /* the original string; "0001-01-01T00:00:00Z" while firing */
+	int64_t starts_at_ms;        /* never 0 */
+	int64_t ends_at_ms;          /* 0 for Go's zero time 0001-01-01T00:00:00Z */
+	const char *generator_url;   /* "" when absent */
+	char fingerprint[17];        /* 16 lowercase hex digits */
+	int fingerprint_computed;    /* non-zero when the payload had none and am_fingerprint made it */
+};
+
+/*
+ * A parsed payload.  Every const char * points into memory the payload owns;
+ * all of it lives until am_payload_free().
+ */
+struct am_payload {
+	const char *version;         /* always "4" */
+	const char *receiver;        /* as sent: regexp.QuoteMeta-escaped, non-empty */
+	char *receiver_name;         /* receiver with am_unquote_meta() applied */
+	const char *status;          /* "firing" or "resolved" (the group's) */
+	const char *group_key;
+	struct am_labels group_labels;       /* empty when absent */
+	struct am_labels common_labels;      /* empty when absent */
+	struct am_labels common_annotations; /* empty when absent */
+	const char *external_url;    /* "" when absent */
+	int64_t truncated_alerts;    /* >= 0; 0 when absent */
+	struct am_alert *alerts;     /* n_alerts >= 1 entries, in payload order */
+	size_t n_alerts;
+	struct json_t *doc;          /* private: the parsed document the strings live in */
+};
+
+/* Limits on what am_parse() accepts; zero fields take the defaults. */
+struct am_options {
+	size_t max_alerts;       /* alerts per payload; default 10000 */
+	size_t max_labels;       /* entries per label or annotation set; default 256 */
+	size_t max_label_bytes;  /* bytes of a label name or value; default 4096 */
+	size_t max_annotation_bytes;  /* bytes of an annotation value; default 65536 */
+};
+
+#define AM_DEFAULT_MAX_ALERTS 10000
+#define AM_DEFAULT_MAX_LABELS 256
+#define AM_DEFAULT_MAX_LABEL_BYTES 4096
+#define AM_DEFAULT_MAX_ANNOTATION_BYTES 65536
+
+/*
+ * Why a payload was rejected, for an HTTP 400 {"error": message, "field": field}.
+ * field is a JSON path into the body such as "version", "alerts[2].startsAt"
+ * or "alerts[0].labels.severity"; it is "" when the body is not well-formed
+ * JSON (syntax, duplicate key, \u0000, invalid UTF-8) or not an object.
+ * Both are NUL-terminated, cut at a UTF-8 boundary when too long.
+ */
+struct am_error {
+	char field[128];
+	char message[256];
+};
+
+/*
+ * Parse and validate len bytes of body (need not be NUL-terminated) as a
+ * version-4 webhook payload.  opts NULL takes the defaults.  Unknown fields
+ * are ignored.  On ERR_OK *out is a new payload (free with am_payload_free());
+ * otherwise *out is NULL and err, when not NULL, says what and where.
+ *
+ * Rules: the body is one JSON object, no duplicate keys, no \u0000, valid
+ * UTF-8.  version "4"; status firing|resolved; receiver a non-empty string;
+ * groupKey a string; truncatedAlerts, when present, an integer >= 0;
+ * groupLabels, commonLabels, commonAnnotations, when present, objects of
+ * strings; externalURL, when present, a string; alerts a non-empty array of
+ * at most max_alerts objects, each with status firing|resolved, labels a
+ * non-empty object of strings, annotations (optional) an object of strings,
+ * startsAt an RFC 3339 time (not the zero time), endsAt an RFC 3339 time
+ * (the zero time 0001-01-01T00:00:00Z means none), generatorURL (optional)
+ * a string, fingerprint (optional) exactly 16 lowercase hex digits.
+ * Errors: ERR_INVALID.
+ */
+enum err am_parse(const char *body, size_t len, const struct am_options *opts,
+		  struct am_payload **out, struct am_error *err) WARN_UNUSED;
+
+/* Free p and everything it points to; p may be NULL. */
+void am_payload_free(struct am_payload *p);
+
+/*
+ * Alertmanager's alert fingerprint of labels (prometheus/common
+ * model.LabelSet.Fingerprint): FNV-1a 64 over, for each label in name order,
+ * name, 0xff, value, 0xff; written as "%016x" into out (17 bytes with NUL).
+ */
+void am_fingerprint(const struct am_labels *labels, char out[17]);
+
+/*
+ * Undo Go's regexp.QuoteMeta: a backslash before one of \.+*?()|[]{}^$ is
+ * dropped; any other backslash is kept.  Appends to out (buf errors ignored:
+ * out should have no max, or room for strlen(s)).  s NULL appends nothing.
+ */
+void am_unquote_meta(const char *s, struct buf *out);
+
+/*
+ * Parse an RFC 3339 date-time ("2026-11-21T00:49:48.539Z",
+ * "2018-08-03T09:52:26.739266876+02:00") into milliseconds since the epoch,
+ * UTC; fractions beyond milliseconds are truncated.  Go's zero time
+ * "0001-01-01T00:00:00Z" gives 0.  Errors: ERR_INVALID.
+ * (To be replaced by core/rfc3339.h when that module is merged.)
+ */
+enum err am_time_parse(const char *s, int64_t *out_ms) WARN_UNUSED;
+
+/*
+ * Append to out the compact JSON document the queue stores for alert i of p
+ * (i < p->n_alerts): self-contained, so bridge/view.c can build the template
+ * view from it after a restart.  Keys, in this order:
+ *   "v": 1, "receiver" (unescaped name), "groupStatus", "status", "labels",
+ *   "annotations" (objects, keys sorted), "startsAt", "endsAt" (the original
+ *   strings), "generatorURL", "fingerprint", "groupKey", "groupLabels",
+ *   "commonLabels", "commonAnnotations", "externalURL", "truncatedAlerts".
+ * Errors: ERR_TOOBIG when out's max is reached (out is then left unchanged).
+ */
+enum err am_event_json(const struct am_payload *p, size_t i, struct buf *out) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,1028 @@
+/*
+ * gh.c - GitHub REST client: issues, comments, labels (see gh.h).
+ *
+ * Every call goes through one loop, call(): wait out a known rate limit,
+ * pace mutating calls, send, judge the answer, and back off or give up.
+ * Waiting uses the injected clock, so unit tests run in virtual time.
+ */
+#include "gh.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "core/http_client.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
+
+#define API_VERSION "2022-11-28"
+#define MAX_BUDGET 80              /* GitHub's content-creation ceiling per minute */
+#define WINDOW_MS 60000
+#define BACKOFF_CAP_MS 60000
+#define SECONDARY_MIN_WAIT_MS 60000  /* GitHub: "wait at least one minute" */
+#define MAX_RATELIMIT_WAIT_MS 3600000
+#define AMBIGUOUS_MARGIN_MS 60000
+#define MAX_PAGES 10               /* find_marker: at most 1000 issues */
+#define MAX_BODY_BYTES (32u << 20) /* a page of 100 issues of 64 KiB bodies fits */
+#define MAX_ERRMSG_JSON 1024
+
+struct gh_client {
+	char *api_url;
+	char *token;
+	char *auth_header;
+	char *ua_header;
+	int64_t timeout_ms;
+	int budget;
+	int64_t min_interval_ms;
+	int max_attempts;
+	int64_t backoff_base_ms;
+	int dry_run;
+	int64_t (*now_ms)(void *ctx);
+	void (*sleep_ms)(void *ctx, int64_t ms);
+	void *clock_ctx;
+	struct http_client *http;
+	int64_t last_mutation_ms;  /* end of the last mutating request; 0: none yet */
+	int64_t *window;           /* ring of the last `budget` mutation times */
+	int window_len;
+	int window_pos;
+	int64_t blocked_until_ms;  /* no request before this (rate limit) */
+	uint64_t rng;
+	struct gh_stats stats;
+};
+
+/* One API call as call() performs it. */
+struct call {
+	const char *method;
+	const char *path;     /* "/repos/o/r/issues"; for messages and dry-run logs */
+	const char *url;      /* absolute; NULL: api_url + path */
+	const char *body;     /* JSON or NULL */
+	int mutating;
+	const char *repo;     /* for an ambiguous create: where to look for the marker */
+	const char *marker;   /* non-NULL only for creates */
+};
+
+/* How one attempt ended. */
+enum verdict { DONE, FAILED, TRANSIENT };
+
+static int64_t real_now_ms(void *ctx)
+{
+	struct timespec ts;
+	(void)ctx;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void real_sleep_ms(void *ctx, int64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
+	(void)ctx;
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static int64_t now(struct gh_client *c)
+{
+	return c->now_ms(c->clock_ctx);
+}
+
+static void pause_ms(struct gh_client *c, int64_t ms, int64_t *counter)
+{
+	if (ms <= 0)
+		return;
+	c->sleep_ms(c->clock_ctx, ms);
+	*counter += ms;
+}
+
+struct gh_client *gh_client_new(const struct gh_options *opts)
+{
+	struct gh_client *c = xcalloc(1, sizeof(*c));
+	struct http_client_options hopts = { opts->ca_file, 0, MAX_BODY_BYTES };
+	struct buf b = BUF_INIT;
+	size_t n;
+
+	c->api_url = xstrdup(opts->api_url ? opts->api_url : "https://api.github.com");
+	n = strlen(c->api_url);
+	while (n && c->api_url[n - 1] == '/')
+		c->api_url[--n] = '\0';
+	c->token = xstrdup(opts->token ? opts->token : "");
+	(void)buf_printf(&b, "Authorization: Bearer %s", c->token);
+	c->auth_header = buf_detach(&b);
+	(void)buf_printf(&b, "User-Agent: %s", opts->user_agent ? opts->user_agent : "alertbridge");
+	c->ua_header = buf_detach(&b);
+	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
+	c->budget = opts->content_per_minute > 0 && opts->content_per_minute < MAX_BUDGET ?
+			    opts->content_per_minute : MAX_BUDGET;
+	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
+	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
+	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
+	c->dry_run = opts->dry_run || !*c->token;
+	c->now_ms = opts->now_ms ? opts->now_ms : real_now_ms;
+	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : real_sleep_ms;
+	c->clock_ctx = opts->clock_ctx;
+	c->window = xcalloc((size_t)c->budget, sizeof(*c->window));
+	c->http = http_client_new(&hopts);
+	c->rng = (uint64_t)real_now_ms(NULL) ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
+	if (!c->rng)
+		c->rng = 1;
+	c->stats.ratelimit_remaining = -1;
+	return c;
+}
+
+void gh_client_free(struct gh_client *c)
+{
+	if (!c)
+		return;
+	http_client_free(c->http);
+	free(c->window);
+	free(c->api_url);
+	if (c->token) /* wipe the secret copies before handing memory back */
+		memset(c->token, 0, strlen(c->token));
+	free(c->token);
+	if (c->auth_header)
+		memset(c->auth_header, 0, strlen(c->auth_header));
+	free(c->auth_header);
+	free(c->ua_header);
+	free(c);
+}
+
+int gh_dry_run(const struct gh_client *c)
+{
+	return c->dry_run;
+}
+
+void gh_issue_release(struct gh_issue *is)
+{
+	if (!is)
+		return;
+	free(is->repo);
+	free(is->state);
+	free(is->state_reason);
+	free(is->html_url);
+	memset(is, 0, sizeof(*is));
+}
+
+void gh_stats(const struct gh_client *c, struct gh_stats *out)
+{
+	*out = c->stats;
+}
+
+/* ---- time and text helpers ---- */
+
+/* Format ms since the epoch as ISO 8601 UTC, "2024-05-01T12:00:00Z". */
+static void iso8601(int64_t ms, char out[32])
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, 32, "1970-01-01T00:00:00Z");
+}
+
+/* Parse GitHub's "YYYY-MM-DDTHH:MM:SSZ"; 0 when s is NULL or malformed. */
+static int64_t parse_iso8601(const char *s)
+{
+	struct tm tm;
+	int n = 0;
+
+	if (!s)
+		return 0;
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || n != (int)strlen(s))
+		return 0;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	return (int64_t)timegm(&tm) * 1000;
+}
+
+/* Parse a non-negative decimal header value; -1 when absent or malformed. */
+static int64_t header_int(const struct http_response *res, const char *name)
+{
+	const char *s = http_response_header(res, name);
+	char *end = NULL;
+	long long v;
+
+	if (!s || !*s)
+		return -1;
+	v = strtoll(s, &end, 10);
+	if (*end || v < 0)
+		return -1;
+	return v;
+}
+
+/*
+ * "owner/name" with GitHub's characters only, so that it cannot change the
+ * request path.
+ */
+static int valid_repo(const char *repo)
+{
+	const char *slash;
+
+	if (!repo)
+		return 0;
+	slash = strchr(repo, '/');
+	if (!slash || slash == repo || !slash[1] || strchr(slash + 1, '/'))
+		return 0;
+	if (!strcmp(slash + 1, ".") || !strcmp(slash + 1, ".."))
+		return 0;
+	for (const char *p = repo; *p; p++) {
+		if (p == slash)
+			continue;
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    !(*p >= '0' && *p <= '9') && *p != '-' && *p != '_' && *p != '.')
+			return 0;
+	}
+	return 1;
+}
+
+static uint64_t next_random(struct gh_client *c)
+{
+	/* xorshift64*: jitter only, not security. */
+	c->rng ^= c->rng >> 12;
+	c->rng ^= c->rng << 25;
+	c->rng ^= c->rng >> 27;
+	return c->rng * 0x2545f4914f6cdd1dULL;
+}
+
+/* base * 2^(attempt-1), capped at 60 s, jittered into [d/2, d]. */
+static int64_t backoff_ms(struct gh_client *c, int attempt)
+{
+	int64_t d = c->backoff_base_ms;
+
+	for (int i = 1; i < attempt && d < BACKOFF_CAP_MS; i++)
+		d *= 2;
+	if (d > BACKOFF_CAP_MS)
+		d = BACKOFF_CAP_MS;
+	return d / 2 + (int64_t)(next_random(c) % (uint64_t)(d / 2 + 1));
+}
+
+/* 60 s * 2^(attempt-1), capped at 16 min. */
+static int64_t secondary_wait_ms(int attempt)
+{
+	int64_t d = SECONDARY_MIN_WAIT_MS;
+
+	for (int i = 1; i < attempt && i < 5; i++)
+		d *= 2;
+	return d;
+}
+
+/* ---- pacing and rate limits ---- */
+
+static void wait_rate_limit(struct gh_client *c)
+{
+	int64_t wait = c->blocked_until_ms - now(c);
+	struct log_line *l;
+
+	if (wait <= 0)
+		return;
+	l = log_begin(LOG_INFO, "waiting for github rate limit");
+	log_int(l, "wait_ms", wait);
+	log_end(l);
+	pause_ms(c, wait, &c->stats.ratelimit_wait_ms);
+}
+
+/* Mutating calls: min_interval_ms apart and at most `budget` in any 60 s. */
+static void pace(struct gh_client *c)
+{
+	int64_t t = now(c), wait = 0;
+
+	if (c->last_mutation_ms)
+		wait = c->last_mutation_ms + c->min_interval_ms - t;
+	if (c->window_len == c->budget) {
+		int64_t oldest = c->window[c->window_pos];
+		if (oldest + WINDOW_MS - t > wait)
+			wait = oldest + WINDOW_MS - t;
+	}
+	pause_ms(c, wait, &c->stats.pacing_wait_ms);
+}
+
+static void note_mutation(struct gh_client *c)
+{
+	int64_t t = now(c);
+
+	c->last_mutation_ms = t;
+	c->window[c->window_pos] = t;
+	c->window_pos = (c->window_pos + 1) % c->budget;
+	if (c->window_len < c->budget)
+		c->window_len++;
+}
+
+/* Block until t (ms), capped, unless already blocked longer. */
+static void block_until(struct gh_client *c, int64_t t)
+{
+	int64_t cap = now(c) + MAX_RATELIMIT_WAIT_MS;
+
+	if (t > cap)
+		t = cap;
+	if (t > c->blocked_until_ms)
+		c->blocked_until_ms = t;
+}
+
+/* Remember the primary limit; an exhausted one blocks until its reset. */
+static void note_ratelimit(struct gh_client *c, const struct http_response *res)
+{
+	int64_t remaining = header_int(res, "x-ratelimit-remaining");
+	int64_t reset_s = header_int(res, "x-ratelimit-reset");
+
+	if (remaining < 0)
+		return;
+	c->stats.ratelimit_remaining = remaining;
+	if (remaining == 0 && reset_s > 0)
+		block_until(c, reset_s * 1000);
+}
+
+/* ---- judging answers ---- */
+
+/* GitHub's error body: "message" and "errors"; appended to errmsg. */
+static void add_github_message(struct buf *errmsg, const struct http_response *res)
+{
+	json_t *root = json_loadb(res->body.data ? res->body.data : "", res->body.len, 0, NULL);
+	json_t *msg = json_object_get(root, "message");
+	json_t *errs = json_object_get(root, "errors");
+
+	if (json_is_string(msg))
+		(void)buf_printf(errmsg, ": %s", json_string_value(msg));
+	if (errs) {
+		char *s = json_dumps(errs, JSON_COMPACT);
+		if (s && strlen(s) > MAX_ERRMSG_JSON)
+			s[MAX_ERRMSG_JSON] = '\0';
+		if (s)
+			(void)buf_printf(errmsg, " (errors: %s)", s);
+		free(s);
+	}
+	json_decref(root);
+}
+
+static int is_rate_limited(const struct http_response *res)
+{
+	const char *msg;
+
+	if (res->status == 429)
+		return 1;
+	if (res->status != 403)
+		return 0;
+	if (http_response_header(res, "retry-after") ||
+	    header_int(res, "x-ratelimit-remaining") == 0)
+		return 1;
+	msg = buf_str(&res->body);
+	return strcasestr(msg, "secondary rate limit") || strcasestr(msg, "rate limit exceeded");
+}
+
+/* Status words used in messages. */
+static const char *status_word(int status)
+{
+	switch (status) {
+	case 401: return "unauthorized";
+	case 403: return "forbidden";
+	case 404: return "not found";
+	case 410: return "gone";
+	case 422: return "unprocessable";
+	case 429: return "too many requests";
+	default: return status >= 500 ? "server error" : "error";
+	}
+}
+
+/*
+ * Judge one attempt: DONE (2xx), FAILED (*rc set, do not retry) or
+ * TRANSIENT (*ambiguous: the server may have acted on it).  Rate limits set
+ * blocked_until_ms; other transient answers set *wait_ms.  errmsg holds the
+ * detail either way.
+ */
+static enum verdict judge(struct gh_client *c, const struct call *k, enum err hrc,
+			  const struct http_response *res, int attempt, enum err *rc,
+			  int64_t *wait_ms, int *ambiguous, struct buf *errmsg)
+{
+	int64_t retry_after_s;
+	int status = res->status;
+
+	*wait_ms = 0;
+	*ambiguous = 0;
+	if (hrc == ERR_IO || hrc == ERR_RETRY) {
+		c->stats.requests_failed++;
+		*ambiguous = res->sent;
+		*wait_ms = backoff_ms(c, attempt);
+		return TRANSIENT; /* errmsg: http_do's detail */
+	}
+	if (hrc != ERR_OK) {
+		*rc = hrc;
+		return FAILED;
+	}
+	if (status >= 200 && status < 300) {
+		c->stats.requests_ok++;
+		return DONE;
+	}
+	buf_setf(errmsg, "%s %s: %d %s", k->method, k->path, status, status_word(status));
+	add_github_message(errmsg, res);
+	retry_after_s = header_int(res, "retry-after");
+	if (is_rate_limited(res)) {
+		int64_t reset_s = header_int(res, "x-ratelimit-reset");
+		c->stats.requests_rate_limited++;
+		if (retry_after_s >= 0)
+			block_until(c, now(c) + retry_after_s * 1000);
+		else if (header_int(res, "x-ratelimit-remaining") == 0 && reset_s > 0)
+			block_until(c, reset_s * 1000);
+		else /* no headers: GitHub asks for a minute, then exponentially longer */
+			block_until(c, now(c) + secondary_wait_ms(attempt));
+		return TRANSIENT;
+	}
+	if (status >= 500) {
+		c->stats.requests_server_error++;
+		*ambiguous = 1;
+		if (retry_after_s >= 0)
+			block_until(c, now(c) + retry_after_s * 1000);
+		else
+			*wait_ms = backoff_ms(c, attempt);
+		return TRANSIENT;
+	}
+	c->stats.requests_client_error++;
+	switch (status) {
+	case 401:
+	case 403: *rc = ERR_AUTH; break;
+	case 404: *rc = ERR_NOTFOUND; break;
+	case 410: *rc = ERR_GONE; break;
+	default: *rc = ERR_INVALID; break;
+	}
+	return FAILED;
+}
+
+/* ---- the request loop ---- */
+
+static enum err find_marker(struct gh_client *c, const char *repo, const char *marker,
+			    int64_t since_ms, struct gh_issue *out, struct buf *errmsg);
+
+/*
+ * An ambiguous create: look for its marker among the issues created since
+ * a margin before the attempt.  ERR_OK and *out when found, ERR_NOTFOUND
+ * when it was not created, another error when GitHub could not tell.
+ */
+static enum err resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t attempt_ms,
+				  struct gh_issue *out)
+{
+	struct buf why = BUF_INIT;
+	enum err rc = find_marker(c, k->repo, k->marker, attempt_ms - AMBIGUOUS_MARGIN_MS, out,
+				  &why);
+	struct log_line *l;
+
+	if (rc == ERR_OK) {
+		c->stats.ambiguous_resolved++;
+		l = log_begin(LOG_INFO, "ambiguous create resolved by marker");
+		log_str(l, "repo", out->repo);
+		log_int(l, "issue", out->number);
+		log_end(l);
+	}
+	buf_release(&why);
+	return rc;
+}
+
+/*
+ * Perform k with pacing and retries; on ERR_OK res holds the 2xx answer.
+ * For a create (k->marker set) an ambiguous failure may end in ERR_OK with
+ * *found filled (found->number != 0) and res not meaningful.
+ */
+static enum err call(struct gh_client *c, const struct call *k, struct http_response *res,
+		     struct gh_issue *found, struct buf *errmsg)
+{
+	const char *headers[7];
+	struct http_request req = HTTP_REQUEST_INIT;
+	struct buf url = BUF_INIT;
+	struct buf local_err = BUF_INIT;
+	enum err rc = ERR_OK;
+	int n = 0;
+
+	if (!errmsg)
+		errmsg = &local_err;
+
+	headers[n++] = c->auth_header;
+	headers[n++] = "Accept: application/vnd.github+json";
+	headers[n++] = "X-GitHub-Api-Version: " API_VERSION;
+	headers[n++] = c->ua_header;
+	if (k->body)
+		headers[n++] = "Content-Type: application/json";
+	headers[n] = NULL;
+	if (k->url)
+		(void)buf_adds(&url, k->url);
+	else
+		(void)buf_printf(&url, "%s%s", c->api_url, k->path);
+	req.method = k->method;
+	req.url = buf_str(&url);
+	req.headers = headers;
+	req.body = k->body;
+	req.body_len = k->body ? strlen(k->body) : 0;
+	req.timeout_ms = c->timeout_ms;
+	req.connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 10000;
+	req.follow_redirects = 1;
+
+	for (int attempt = 1;; attempt++) {
+		int64_t attempt_ms, wait_ms;
+		int ambiguous;
+		enum err hrc;
+
+		wait_rate_limit(c);
+		if (k->mutating)
+			pace(c);
+		attempt_ms = now(c);
+		hrc = http_do(c->http, &req, res, errmsg);
+		if (k->mutating && res->sent)
+			note_mutation(c);
+		note_ratelimit(c, res);
+		switch (judge(c, k, hrc, res, attempt, &rc, &wait_ms, &ambiguous, errmsg)) {
+		case DONE:
+			rc = ERR_OK;
+			goto out;
+		case FAILED:
+			goto out;
+		case TRANSIENT:
+			break;
+		}
+		if (attempt >= c->max_attempts && !(ambiguous && k->marker))
+			goto give_up;
+		pause_ms(c, wait_ms, &c->stats.backoff_wait_ms);
+		if (ambiguous && k->marker) {
+			enum err r = resolve_ambiguous(c, k, attempt_ms, found);
+			if (r == ERR_OK)
+				goto out;
+			if (r != ERR_NOTFOUND) {
+				(void)buf_printf(errmsg, "; the create may have succeeded: "
+					   "marker lookup failed: %s", err_str(r));
+				rc = ERR_RETRY;
+				goto out;
+			}
+		}
+		if (attempt >= c->max_attempts)
+			goto give_up;
+		c->stats.retries++;
+	}
+give_up:
+	{
+		struct buf detail = BUF_INIT;
+		(void)buf_adds(&detail, buf_str(errmsg));
+		buf_setf(errmsg, "giving up after %d attempts: %s", c->max_attempts,
+			 buf_str(&detail));
+		buf_release(&detail);
+	}
+	rc = ERR_RETRY;
+out:
+	buf_release(&local_err);
+	buf_release(&url);
+	return rc;
+}
+
+/* ---- JSON ---- */
+
+/* Set key to the string value; -1 when value is not valid UTF-8. */
+static int set_str(json_t *obj, const char *key, const char *value)
+{
+	json_t *s = json_string(value);
+	return s ? json_object_set_new(obj, key, s) : -1;
+}
+
+static int set_str_array(json_t *obj, const char *key, const char *const *values)
+{
+	json_t *arr = json_array();
+
+	for (const char *const *v = values; v && *v; v++) {
+		json_t *s = json_string(*v);
+		if (!s || json_array_append_new(arr, s)) {
+			json_decref(arr);
+			return -1;
+		}
+	}
+	return json_object_set_new(obj, key, arr);
+}
+
+/* Dump obj (consumed) to a malloc'd string; NULL when it could not be built. */
+static char *dump(json_t *obj, int failed)
+{
+	char *s = failed ? NULL : json_dumps(obj, JSON_COMPACT);
+	json_decref(obj);
+	return s;
+}
+
+static char *dup_string(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
+}
+
+/* Fill out from an issue object; repo from repository_url (".../repos/{o}/{r}"). */
+static enum err parse_issue(json_t *j, const char *what, struct gh_issue *out,
+			    struct buf *errmsg)
+{
+	json_t *num = json_object_get(j, "number");
+	json_t *state = json_object_get(j, "state");
+	json_t *rurl = json_object_get(j, "repository_url");
+	const char *r, *p;
+
+	if (!json_is_integer(num) || !json_is_string(state) || !json_is_string(rurl)) {
+		buf_setf(errmsg, "%s: answer is not an issue (number, state, repository_url)",
+			 what);
+		return ERR_INVALID;
+	}
+	r = json_string_value(rurl);
+	p = strstr(r, "/repos/");
+	if (!p || !valid_repo(p + 7)) {
+		buf_setf(errmsg, "%s: unexpected repository_url \"%s\"", what, r);
+		return ERR_INVALID;
+	}
+	gh_issue_release(out);
+	out->repo = xstrdup(p + 7);
+	out->number = (int64_t)json_integer_value(num);
+	out->state = xstrdup(json_string_value(state));
+	out->state_reason = dup_string(j, "state_reason");
+	out->html_url = dup_string(j, "html_url");
+	out->closed_at_ms = parse_iso8601(json_string_value(json_object_get(j, "closed_at")));
+	return ERR_OK;
+}
+
+static enum err parse_issue_body(const struct http_response *res, const char *what,
+				 struct gh_issue *out, struct buf *errmsg)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf_str(&res->body), res->body.len, 0, &jerr);
+	enum err rc;
+
+	if (!root) {
+		buf_setf(errmsg, "%s: answer is not JSON: %s", what, jerr.text);
+		return ERR_INVALID;
+	}
+	rc = parse_issue(root, what, out, errmsg);
+	json_decref(root);
+	return rc;
+}
+
+/* ---- dry run ---- */
+
+static void log_dry_run(const char *method, const char *path, const char *title)
+{
+	struct log_line *l = log_begin(LOG_INFO, "dry-run github call");
+	log_str(l, "method", method);
+	log_str(l, "path", path);
+	if (title)
+		log_str(l, "title", title);
+	log_end(l);
+}
+
+static void fake_issue(struct gh_issue *out, const char *repo, int64_t number, const char *state,
+		       const char *state_reason)
+{
+	gh_issue_release(out);
+	out->repo = xstrdup(repo);
+	out->number = number;
+	out->state = xstrdup(state ? state : "open");
+	out->state_reason = xstrdup(state_reason);
+}
+
+/* ---- the API ---- */
+
+static enum err check_repo(const char *repo, struct buf *errmsg)
+{
+	if (valid_repo(repo))
+		return ERR_OK;
+	buf_setf(errmsg, "invalid repository \"%s\": want owner/name", repo ? repo : "");
+	return ERR_INVALID;
+}
+
+enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
+			 const char *body, const char *marker, const char *const *labels,
+			 const char *const *assignees, struct gh_issue *out,
+			 struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	json_t *o;
+	char *json = NULL;
+	int failed = 0;
+	enum err rc = check_repo(repo, errmsg);
+
+	memset(out, 0, sizeof(*out));
+	http_response_init(&res);
+	if (rc)
+		goto out;
+	if (!title || !*title || !body || !marker || !*marker || !strstr(body, marker)) {
+		buf_setf(errmsg, "issue create in %s: title, body and a marker inside the body "
+			 "are required", repo);
+		rc = ERR_INVALID;
+		goto out;
+	}
+	(void)buf_printf(&path, "/repos/%s/issues", repo);
+	if (c->dry_run) {
+		log_dry_run("POST", buf_str(&path), title);
+		fake_issue(out, repo, 0, "open", NULL);
+		goto out;
+	}
+	o = json_object();
+	failed |= set_str(o, "title", title);
+	failed |= set_str(o, "body", body);
+	if (labels)
+		failed |= set_str_array(o, "labels", labels);
+	if (assignees)
+		failed |= set_str_array(o, "assignees", assignees);
+	json = dump(o, failed);
+	if (!json) {
+		buf_setf(errmsg, "issue create in %s: title, body, labels and assignees must be "
+			 "valid UTF-8", repo);
+		rc = ERR_INVALID;
+		goto out;
+	}
+	{
+		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker };
+		rc = call(c, &k, &res, out, errmsg);
+	}
+	if (rc == ERR_OK && !out->number)
+		rc = parse_issue_body(&res, "POST issue", out, errmsg);
+out:
+	free(json);
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}
+
+enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
+		      struct gh_issue *out, struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	enum err rc = check_repo(repo, errmsg);
+
+	memset(out, 0, sizeof(*out));
+	http_response_init(&res);
+	if (rc)
+		goto out;
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64, repo, number);
+	if (c->dry_run) {
+		log_dry_run("GET", buf_str(&path), NULL);
+		fake_issue(out, repo, number, "open", NULL);
+		goto out;
+	}
+	{
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL };
+		rc = call(c, &k, &res, NULL, errmsg);
+	}
+	if (rc == ERR_OK)
+		rc = parse_issue_body(&res, buf_str(&path), out, errmsg);
+out:
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}
+
+enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t number,
+			    const char *state, const char *state_reason,
+			    struct gh_issue *out, struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	struct gh_issue tmp = { 0 };
+	char *json = NULL;
+	json_t *o;
+	int failed = 0;
+	enum err rc = check_repo(repo, errmsg);
+
+	if (out)
+		memset(out, 0, sizeof(*out));
+	http_response_init(&res);
+	if (rc)
+		goto out;
+	if (!state || (strcmp(state, "open") && strcmp(state, "closed"))) {
+		buf_setf(errmsg, "issue state \"%s\": want open or closed", state ? state : "");
+		rc = ERR_INVALID;
+		goto out;
+	}
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64, repo, number);
+	if (c->dry_run) {
+		log_dry_run("PATCH", buf_str(&path), NULL);
+		if (out)
+			fake_issue(out, repo, number, state, state_reason);
+		goto out;
+	}
+	o = json_object();
+	failed |= set_str(o, "state", state);
+	if (state_reason)
+		failed |= set_str(o, "state_reason", state_reason);
+	json = dump(o, failed);
+	if (!json) {
+		buf_setf(errmsg, "issue state_reason must be valid UTF-8");
+		rc = ERR_INVALID;
+		goto out;
+	}
+	{
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL };
+		rc = call(c, &k, &res, NULL, errmsg);
+	}
+	if (rc == ERR_OK)
+		rc = parse_issue_body(&res, buf_str(&path), out ? out : &tmp, errmsg);
+out:
+	gh_issue_release(&tmp);
+	free(json);
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}
+
+/* POST a JSON body built from one key to path; shared by comments and labels. */
+static enum err post_simple(struct gh_client *c, const char *path, json_t *o, int failed,
+			    const char *what, struct buf *errmsg)
+{
+	struct http_response res;
+	char *json = dump(o, failed);
+	enum err rc;
+
+	if (!json) {
+		buf_setf(errmsg, "%s must be valid UTF-8", what);
+		return ERR_INVALID;
+	}
+	http_response_init(&res);
+	{
+		struct call k = { "POST", path, NULL, json, 1, NULL, NULL };
+		rc = call(c, &k, &res, NULL, errmsg);
+	}
+	http_response_release(&res);
+	free(json);
+	return rc;
+}
+
+enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number,
+			   const char *body, struct buf *errmsg)
+{
+	struct buf path = BUF_INIT;
+	json_t *o;
+	int failed;
+	enum err rc = check_repo(repo, errmsg);
+
+	if (rc)
+		return rc;
+	if (!body || !*body) {
+		buf_setf(errmsg, "comment on %s#%" PRId64 ": empty body", repo, number);
+		return ERR_INVALID;
+	}
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments", repo, number);
+	if (c->dry_run) {
+		log_dry_run("POST", buf_str(&path), NULL);
+		goto out;
+	}
+	o = json_object();
+	failed = set_str(o, "body", body);
+	rc = post_simple(c, buf_str(&path), o, failed, "comment body", errmsg);
+out:
+	buf_release(&path);
+	return rc;
+}
+
+enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
+		       const char *const *labels, struct buf *errmsg)
+{
+	struct buf path = BUF_INIT;
+	json_t *o;
+	int failed;
+	enum err rc = check_repo(repo, errmsg);
+
+	if (rc)
+		return rc;
+	if (!labels || !*labels)
+		return ERR_OK; /* nothing to add: no call */
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/labels", repo, number);
+	if (c->dry_run) {
+		log_dry_run("POST", buf_str(&path), NULL);
+		goto out;
+	}
+	o = json_object();
+	failed = set_str_array(o, "labels", labels);
+	rc = post_simple(c, buf_str(&path), o, failed, "labels", errmsg);
+out:
+	buf_release(&path);
+	return rc;
+}
+
+/* The URL of Link's rel="next" (RFC 8288), malloc'd; NULL when none. */
+static char *link_next(const struct http_response *res)
+{
+	const char *link = http_response_header(res, "link");
+	const char *p = link;
+
+	while (p && *p) {
+		const char *lt = strchr(p, '<');
+		const char *gt = lt ? strchr(lt, '>') : NULL;
+		const char *end;
+		if (!gt)
+			return NULL;
+		end = strchr(gt, ',');
+		if (!end)
+			end = gt + strlen(gt);
+		{
+			const char *rel = strstr(gt, "rel=\"next\"");
+			if (rel && rel < end)
+				return xstrndup(lt + 1, (size_t)(gt - lt - 1));
+		}
+		p = *end ? end + 1 : end;
+	}
+	return NULL;
+}
+
+/*
+ * Scan one page: ERR_OK and *out when an issue carries marker, else
+ * ERR_NOTFOUND with *older set when the page reached issues created
+ * before since_ms (sorted newest first: no need to read on).
+ */
+static enum err scan_page(const struct http_response *res, const char *marker, int64_t since_ms,
+			  struct gh_issue *out, int *older, struct buf *errmsg)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(buf_str(&res->body), res->body.len, 0, &jerr);
+	json_t *it;
+	size_t i;
+	enum err rc = ERR_NOTFOUND;
+
+	*older = 0;
+	if (!json_is_array(root)) {
+		buf_setf(errmsg, "issue list: answer is not a JSON array");
+		json_decref(root);
+		return ERR_INVALID;
+	}
+	json_array_foreach(root, i, it) {
+		const char *body = json_string_value(json_object_get(it, "body"));
+		int64_t created = parse_iso8601(json_string_value(json_object_get(it,
+										 "created_at")));
+		if (created && created < since_ms)
+			*older = 1;
+		if (json_object_get(it, "pull_request") || !body || !strstr(body, marker))
+			continue;
+		rc = parse_issue(it, "issue list", out, errmsg);
+		break;
+	}
+	json_decref(root);
+	return rc;
+}
+
+static enum err find_marker(struct gh_client *c, const char *repo, const char *marker,
+			    int64_t since_ms, struct gh_issue *out, struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	char *next = NULL;
+	char since[32];
+	enum err rc = ERR_NOTFOUND;
+
+	http_response_init(&res);
+	iso8601(since_ms, since);
+	(void)buf_printf(&path, "/repos/%s/issues?state=all&sort=created&direction=desc"
+			 "&since=%s&per_page=100", repo, since);
+	for (int page = 0; page < MAX_PAGES; page++) {
+		struct call k = { "GET", buf_str(&path), next, NULL, 0, NULL, NULL };
+		int older = 0;
+
+		rc = call(c, &k, &res, NULL, errmsg);
+		if (rc)
+			goto out;
+		rc = scan_page(&res, marker, since_ms, out, &older, errmsg);
+		if (rc != ERR_NOTFOUND || older)
+			break;
+		free(next);
+		next = link_next(&res);
+		if (!next)
+			break;
+		/* Never send the token to a host the API did not name. */
+		if (strncmp(next, c->api_url, strlen(c->api_url)) ||
+		    (next[strlen(c->api_url)] != '/' && next[strlen(c->api_url)] != '?')) {
+			buf_setf(errmsg, "issue list of %s: Link next points off the API: %s",
+				 repo, next);
+			rc = ERR_INVALID;
+			goto out;
+		}
+	}
+	if (rc == ERR_NOTFOUND)
+		buf_setf(errmsg, "no issue in %s created since %s carries the marker %s", repo,
+			 since, marker);
+out:
+	free(next);
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}
+
+enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char *marker,
+			      int64_t since_ms, struct gh_issue *out, struct buf *errmsg)
+{
+	enum err rc = check_repo(repo, errmsg);
+
+	memset(out, 0, sizeof(*out));
+	if (rc)
+		return rc;
+	if (!marker || !*marker) {
+		buf_setf(errmsg, "find marker in %s: empty marker", repo);
+		return ERR_INVALID;
+	}
+	if (c->dry_run) {
+		struct buf path = BUF_INIT;
+		(void)buf_printf(&path, "/repos/%s/issues", repo);
+		log_dry_run("GET", buf_str(&path), NULL);
+		buf_release(&path);
+		buf_setf(errmsg, "dry-run: no issue in %s carries the marker %s", repo, marker);
+		return ERR_NOTFOUND;
+	}
+	return find_marker(c, repo, marker, since_ms, out, errmsg);
+}

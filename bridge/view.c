@@ -1,0 +1,363 @@
+/*
+ * view.c - builds the Mustache view of one alert event (see view.h and
+ * templates/VIEW_MODEL.md): labels as objects and sorted lists, times in
+ * RFC 3339 and human form, a duration, and the Alertmanager silence link.
+ */
+#include "view.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bridge/am.h"
+#include "core/xalloc.h"
+
+#include "core/banned.h"
+
+/*
+ * ---- time formatting: private until core/rfc3339.h and core/duration.h
+ * are merged, then replace fmt_rfc3339(), fmt_human() and fmt_duration()
+ * (and am_time_parse()) with those modules. ----
+ */
+
+/* Split ms into a UTC struct tm and the millisecond part; floor division for pre-1970. */
+static void split_ms(int64_t ms, struct tm *tm, int *millis)
+{
+	int64_t s = ms / 1000;
+	int64_t r = ms % 1000;
+	time_t t;
+
+	if (r < 0) {
+		r += 1000;
+		s--;
+	}
+	t = (time_t)s;
+	gmtime_r(&t, tm);
+	*millis = (int)r;
+}
+
+/* "2026-11-21T00:49:48.539Z"; the fraction only when not zero. */
+static void fmt_rfc3339(int64_t ms, struct buf *out)
+{
+	struct tm tm;
+	int millis;
+
+	split_ms(ms, &tm, &millis);
+	(void)buf_printf(out, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
+			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (millis)
+		(void)buf_printf(out, ".%03d", millis);
+	(void)buf_addch(out, 'Z');
+}
+
+/* "Sat, 21 Nov 2026 00:49:48 UTC" (RFC 1123 style, English whatever the locale). */
+static void fmt_human(int64_t ms, struct buf *out)
+{
+	static const char days[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
+	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+					    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+	struct tm tm;
+	int millis;
+
+	split_ms(ms, &tm, &millis);
+	(void)buf_printf(out, "%s, %02d %s %04d %02d:%02d:%02d UTC", days[tm.tm_wday], tm.tm_mday,
+			 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* "2 hours 5 minutes": the largest unit and, when not zero, the next one. */
+static void fmt_duration(int64_t seconds, struct buf *out)
+{
+	static const struct {
+		int64_t s;
+		const char *name;
+	} units[] = { { 86400, "day" }, { 3600, "hour" }, { 60, "minute" }, { 1, "second" } };
+	size_t i = 0;
+	int64_t n, next;
+
+	if (seconds < 0)
+		seconds = 0;
+	while (i < 3 && seconds < units[i].s)
+		i++;
+	n = seconds / units[i].s;
+	(void)buf_printf(out, "%lld %s%s", (long long)n, units[i].name, n == 1 ? "" : "s");
+	if (i == 3)
+		return;
+	next = seconds % units[i].s / units[i + 1].s;
+	if (next)
+		(void)buf_printf(out, " %lld %s%s", (long long)next, units[i + 1].name,
+				 next == 1 ? "" : "s");
+}
+
+/* ---- helpers ---- */
+
+/* Percent-encode everything but RFC 3986 unreserved characters. */
+static void url_encode(const char *s, struct buf *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~') {
+			(void)buf_addch(out, (char)c);
+		} else {
+			(void)buf_addch(out, '%');
+			(void)buf_addch(out, hex[c >> 4]);
+			(void)buf_addch(out, hex[c & 15]);
+		}
+	}
+}
+
+/* A label value as a quoted matcher value: \ " and newline escaped (Alertmanager's matcher syntax). */
+static void quote_value(const char *s, struct buf *out)
+{
+	(void)buf_addch(out, '"');
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			(void)buf_addch(out, '\\');
+		if (*s == '\n')
+			(void)buf_adds(out, "\\n");
+		else
+			(void)buf_addch(out, *s);
+	}
+	(void)buf_addch(out, '"');
+}
+
+static int pair_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/*
+ * Copy obj (an object of strings, or NULL) into a new object, and when list
+ * is not NULL into a new array of {"name", "value"} sorted by name.
+ * ERR_INVALID (nothing allocated) when obj is not an object of strings.
+ */
+static enum err string_map(const json_t *obj, json_t **map, json_t **list)
+{
+	const char *key;
+	json_t *val;
+	const char **names = NULL;
+	size_t n = 0;
+	enum err rc = ERR_OK;
+
+	*map = json_object();
+	if (list)
+		*list = json_array();
+	if (!obj)
+		return ERR_OK;
+	if (!json_is_object(obj)) {
+		rc = ERR_INVALID;
+		goto out;
+	}
+	names = xcalloc(json_object_size(obj) + 1, sizeof(*names));
+	json_object_foreach((json_t *)obj, key, val) {
+		if (!json_is_string(val)) {
+			rc = ERR_INVALID;
+			goto out;
+		}
+		names[n++] = key;
+	}
+	qsort(names, n, sizeof(*names), pair_cmp);
+	for (size_t i = 0; i < n; i++) {
+		json_t *v = json_object_get(obj, names[i]);
+		json_object_set(*map, names[i], v);
+		if (list)
+			json_array_append_new(*list, json_pack("{s:s,s:O}", "name", names[i],
+								"value", v));
+	}
+out:
+	free(names);
+	if (rc) {
+		json_decref(*map);
+		*map = NULL;
+		if (list) {
+			json_decref(*list);
+			*list = NULL;
+		}
+	}
+	return rc;
+}
+
+static const char *str_member(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+	return s ? s : "";
+}
+
+static void set_str(json_t *o, const char *key, const char *value)
+{
+	json_object_set_new(o, key, json_string(value ? value : ""));
+}
+
+static void set_time(json_t *view, const char *key, const char *human_key, int64_t ms,
+		     struct buf *tmp)
+{
+	buf_reset(tmp);
+	if (ms)
+		fmt_rfc3339(ms, tmp);
+	set_str(view, key, buf_str(tmp));
+	buf_reset(tmp);
+	if (ms)
+		fmt_human(ms, tmp);
+	set_str(view, human_key, buf_str(tmp));
+}
+
+/* <externalURL>/#/silences/new?filter={name="value", ...}, URL-encoded. */
+static void silence_url(const char *external_url, const json_t *labels, struct buf *out)
+{
+	struct buf filter = BUF_INIT;
+	size_t len = strlen(external_url);
+	const char *key;
+	json_t *val;
+	int first = 1;
+
+	buf_reset(out);
+	if (!len)
+		return;
+	if (external_url[len - 1] == '/')
+		len--;
+	(void)buf_add(out, external_url, len);
+	(void)buf_adds(out, "/#/silences/new?filter=");
+	(void)buf_addch(&filter, '{');
+	json_object_foreach((json_t *)labels, key, val) {
+		if (!first)
+			(void)buf_adds(&filter, ", ");
+		first = 0;
+		(void)buf_adds(&filter, key);
+		(void)buf_addch(&filter, '=');
+		quote_value(json_string_value(val), &filter);
+	}
+	(void)buf_addch(&filter, '}');
+	url_encode(buf_str(&filter), out);
+	buf_release(&filter);
+}
+
+static json_t *issue_json(const struct view_issue *is, int with_closed, struct buf *tmp)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "number", json_integer(is->number));
+	set_str(o, "url", is->html_url);
+	if (with_closed)
+		set_time(o, "closedAt", "closedAtHuman", is->closed_at_ms, tmp);
+	return o;
+}
+
+/* Add the labels, annotations and group maps of ev to view. */
+static enum err add_maps(const json_t *ev, json_t *view, struct buf *errmsg)
+{
+	static const char *const group_maps[] = { "groupLabels", "commonLabels",
+						  "commonAnnotations" };
+	json_t *map, *list;
+
+	if (!json_is_object(json_object_get(ev, "labels")) ||
+	    string_map(json_object_get(ev, "labels"), &map, &list)) {
+		buf_setf(errmsg, "event: labels must be an object of strings");
+		return ERR_INVALID;
+	}
+	json_object_set_new(view, "labels", map);
+	json_object_set_new(view, "labelList", list);
+	if (string_map(json_object_get(ev, "annotations"), &map, &list)) {
+		buf_setf(errmsg, "event: annotations must be an object of strings");
+		return ERR_INVALID;
+	}
+	json_object_set_new(view, "annotations", map);
+	json_object_set_new(view, "annotationList", list);
+	for (size_t i = 0; i < 3; i++) {
+		if (string_map(json_object_get(ev, group_maps[i]), &map, NULL)) {
+			buf_setf(errmsg, "event: %s must be an object of strings", group_maps[i]);
+			return ERR_INVALID;
+		}
+		json_object_set_new(view, group_maps[i], map);
+	}
+	return ERR_OK;
+}
+
+/* Add status, times and duration. */
+static enum err add_times(const json_t *ev, const struct view_context *ctx, json_t *view,
+			  struct buf *tmp, struct buf *errmsg)
+{
+	const char *status = str_member(ev, "status");
+	int64_t starts_ms = 0, ends_ms = 0, end_ms;
+	int firing = !strcmp(status, "firing");
+
+	if (!firing && strcmp(status, "resolved")) {
+		buf_setf(errmsg, "event: status must be \"firing\" or \"resolved\"");
+		return ERR_INVALID;
+	}
+	if (am_time_parse(str_member(ev, "startsAt"), &starts_ms) ||
+	    am_time_parse(str_member(ev, "endsAt"), &ends_ms)) {
+		buf_setf(errmsg, "event: startsAt or endsAt is not an RFC 3339 time");
+		return ERR_INVALID;
+	}
+	set_str(view, "status", status);
+	json_object_set_new(view, "firing", json_boolean(firing));
+	json_object_set_new(view, "resolved", json_boolean(!firing));
+	set_time(view, "startsAt", "startsAtHuman", starts_ms, tmp);
+	set_time(view, "endsAt", "endsAtHuman", firing ? 0 : ends_ms, tmp);
+	end_ms = firing || !ends_ms ? ctx->now_ms : ends_ms;
+	end_ms = end_ms > starts_ms ? (end_ms - starts_ms) / 1000 : 0;
+	buf_reset(tmp);
+	fmt_duration(end_ms, tmp);
+	set_str(view, "duration", buf_str(tmp));
+	json_object_set_new(view, "durationSeconds", json_integer(end_ms));
+	return ERR_OK;
+}
+
+enum err view_build(const char *event_json, const struct view_context *ctx, json_t **out,
+		    struct buf *errmsg)
+{
+	struct buf tmp = BUF_INIT;
+	json_error_t jerr;
+	json_t *ev = NULL, *view = NULL, *truncated;
+	enum err rc = ERR_INVALID;
+
+	*out = NULL;
+	ev = json_loads(event_json ? event_json : "", JSON_REJECT_DUPLICATES, &jerr);
+	if (!ev) {
+		buf_setf(errmsg, "event: invalid JSON: %s", jerr.text);
+		goto out;
+	}
+	if (!json_is_object(ev)) {
+		buf_setf(errmsg, "event: not a JSON object");
+		goto out;
+	}
+	if (json_integer_value(json_object_get(ev, "v")) != 1) {
+		buf_setf(errmsg, "event: unsupported version (want \"v\": 1)");
+		goto out;
+	}
+	view = json_object();
+	set_str(view, "receiver", ctx->receiver ? ctx->receiver : str_member(ev, "receiver"));
+	set_str(view, "repo", ctx->repo);
+	rc = add_times(ev, ctx, view, &tmp, errmsg);
+	if (rc)
+		goto out;
+	rc = add_maps(ev, view, errmsg);
+	if (rc)
+		goto out;
+	set_str(view, "alertname", json_string_value(json_object_get(
+					   json_object_get(view, "labels"), "alertname")));
+	set_str(view, "fingerprint", str_member(ev, "fingerprint"));
+	set_str(view, "generatorURL", str_member(ev, "generatorURL"));
+	silence_url(str_member(ev, "externalURL"), json_object_get(view, "labels"), &tmp);
+	set_str(view, "silenceURL", buf_str(&tmp));
+	set_str(view, "externalURL", str_member(ev, "externalURL"));
+	set_str(view, "groupKey", str_member(ev, "groupKey"));
+	set_str(view, "groupStatus", str_member(ev, "groupStatus"));
+	truncated = json_object_get(ev, "truncatedAlerts");
+	json_object_set_new(view, "truncatedAlerts",
+			    json_integer(json_is_integer(truncated) ? json_integer_value(truncated) : 0));
+	if (ctx->issue)
+		json_object_set_new(view, "issue", issue_json(ctx->issue, 0, &tmp));
+	if (ctx->previous)
+		json_object_set_new(view, "previous", issue_json(ctx->previous, 1, &tmp));
+	*out = view;
+	view = NULL;
+	rc = ERR_OK;
+out:
+	json_decref(view);
+	json_decref(ev);
+	buf_release(&tmp);
+	return rc;
+}

@@ -1,0 +1,336 @@
+/*
+ * http_client.c - libcurl easy-handle wrapper: one handle per client, reset
+ * and configured afresh for each request so that no option leaks from one
+ * request to the next while connections stay cached.  Response headers of
+ * the last hop are kept for lookup; the body is capped.
+ */
+#include "http_client.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "xalloc.h"
+#include "banned.h"
+
+#define DEFAULT_MAX_BODY (8u << 20)
+#define MAX_HEADER_BYTES (64u << 10)
+#define MAX_REDIRECTS 5L
+
+struct http_client {
+	CURL *easy;
+	char *ca_file;
+	int insecure;
+	size_t max_body;
+};
+
+/* State shared with the curl callbacks during one transfer. */
+struct transfer {
+	struct http_response *res;
+	int body_too_big;
+};
+
+enum err http_global_init(void)
+{
+	return curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK ? ERR_OK : ERR_IO;
+}
+
+void http_global_cleanup(void)
+{
+	curl_global_cleanup();
+}
+
+struct http_client *http_client_new(const struct http_client_options *opts)
+{
+	struct http_client *c = xcalloc(1, sizeof(*c));
+
+	c->easy = curl_easy_init();
+	if (!c->easy)
+		abort(); /* only fails when out of memory, as xmalloc does */
+	if (opts) {
+		c->ca_file = xstrdup(opts->ca_file);
+		c->insecure = opts->insecure;
+		c->max_body = opts->max_body_bytes;
+	}
+	if (!c->max_body)
+		c->max_body = DEFAULT_MAX_BODY;
+	return c;
+}
+
+void http_client_free(struct http_client *c)
+{
+	if (!c)
+		return;
+	curl_easy_cleanup(c->easy);
+	free(c->ca_file);
+	free(c);
+}
+
+void http_response_init(struct http_response *res)
+{
+	memset(res, 0, sizeof(*res));
+	buf_init(&res->body, 0);
+	buf_init(&res->headers, MAX_HEADER_BYTES);
+}
+
+void http_response_release(struct http_response *res)
+{
+	if (!res)
+		return;
+	buf_release(&res->body);
+	buf_release(&res->headers);
+	free(res->effective_url);
+	res->effective_url = NULL;
+	res->status = 0;
+	res->sent = 0;
+}
+
+const char *http_response_header(const struct http_response *res, const char *name)
+{
+	const char *p, *end;
+
+	if (!res || !res->headers.data)
+		return NULL;
+	p = res->headers.data;
+	end = p + res->headers.len;
+	while (p < end) {
+		const char *value = p + strlen(p) + 1;
+		if (!strcasecmp(p, name))
+			return value;
+		p = value + strlen(value) + 1;
+	}
+	return NULL;
+}
+
+static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct transfer *t = userdata;
+	size_t n = size * nmemb;
+
+	if (buf_add(&t->res->body, ptr, n) != ERR_OK) {
+		t->body_too_big = 1;
+		return 0; /* makes curl fail with CURLE_WRITE_ERROR */
+	}
+	return n;
+}
+
+/* Trim blanks and CR/LF at both ends of [*p, *p + *n). */
+static void trim(const char **p, size_t *n)
+{
+	while (*n && isspace((unsigned char)**p)) {
+		(*p)++;
+		(*n)--;
+	}
+	while (*n && isspace((unsigned char)(*p)[*n - 1]))
+		(*n)--;
+}
+
+/*
+ * Header lines arrive one by one, for every hop of a redirect and for
+ * interim 1xx answers; a status line starts a new set, so only the final
+ * response's headers remain.  Headers past the cap are dropped silently:
+ * the ones callers need (rate limits, Link, Location) come early.
+ */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct transfer *t = userdata;
+	size_t n = size * nmemb;
+	const char *colon, *name = ptr, *value;
+	size_t name_len, value_len;
+	size_t mark = t->res->headers.len;
+	int failed = 0;
+
+	if (n >= 5 && !memcmp(ptr, "HTTP/", 5)) {
+		buf_reset(&t->res->headers);
+		return n;
+	}
+	colon = memchr(ptr, ':', n);
+	if (!colon)
+		return n;
+	name_len = (size_t)(colon - ptr);
+	value = colon + 1;
+	value_len = n - name_len - 1;
+	trim(&name, &name_len);
+	trim(&value, &value_len);
+	if (!name_len)
+		return n;
+	failed |= buf_add(&t->res->headers, name, name_len) != ERR_OK;
+	failed |= buf_addch(&t->res->headers, '\0') != ERR_OK;
+	failed |= buf_add(&t->res->headers, value, value_len) != ERR_OK;
+	failed |= buf_addch(&t->res->headers, '\0') != ERR_OK;
+	if (failed)
+		buf_truncate(&t->res->headers, mark);
+	return n;
+}
+
+static void reset_response(struct http_response *res, size_t max_body)
+{
+	buf_release(&res->body);
+	buf_init(&res->body, max_body);
+	buf_reset(&res->headers);
+	free(res->effective_url);
+	res->effective_url = NULL;
+	res->status = 0;
+	res->sent = 0;
+}
+
+/*
+ * Whether the request may have reached the server.  Resolve, connect and
+ * TLS handshake failures certainly did not send it; otherwise the transfer
+ * got past the connect phase when curl recorded a pre-transfer time.
+ */
+static int possibly_sent(CURL *easy, CURLcode cc)
+{
+	curl_off_t pretransfer_us = 0;
+
+	switch (cc) {
+	case CURLE_OK:
+		return 1;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+		return 0;
+	default:
+		break;
+	}
+	if (curl_easy_getinfo(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer_us) != CURLE_OK)
+		return 1; /* unknown: assume the worst */
+	return pretransfer_us > 0;
+}
+
+static enum err classify(CURLcode cc, int body_too_big)
+{
+	switch (cc) {
+	case CURLE_OK:
+		return ERR_OK;
+	case CURLE_OPERATION_TIMEDOUT:
+		return ERR_RETRY;
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_URL_MALFORMAT:
+	case CURLE_TOO_MANY_REDIRECTS:
+		return ERR_INVALID;
+	case CURLE_WRITE_ERROR:
+		return body_too_big ? ERR_TOOBIG : ERR_IO;
+	default:
+		return ERR_IO;
+	}
+}
+
+/* Set the method and body; curl's POSTFIELDS keeps a pointer to body. */
+static CURLcode set_method(CURL *easy, const struct http_request *req)
+{
+	CURLcode cc = CURLE_OK;
+	int is_get = !strcmp(req->method, "GET");
+	int is_post = !strcmp(req->method, "POST");
+
+	if (is_get && !req->body)
+		return curl_easy_setopt(easy, CURLOPT_HTTPGET, 1L);
+	if (!strcmp(req->method, "HEAD"))
+		return curl_easy_setopt(easy, CURLOPT_NOBODY, 1L);
+	if (req->body || is_post) {
+		cc = curl_easy_setopt(easy, CURLOPT_POSTFIELDSIZE_LARGE,
+				      (curl_off_t)(req->body ? req->body_len : 0));
+		if (!cc)
+			cc = curl_easy_setopt(easy, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+	}
+	if (!cc && !is_post)
+		cc = curl_easy_setopt(easy, CURLOPT_CUSTOMREQUEST, req->method);
+	return cc;
+}
+
+static CURLcode configure(struct http_client *c, const struct http_request *req,
+			  struct curl_slist *headers, struct transfer *t, char *errbuf)
+{
+	CURL *e = c->easy;
+	CURLcode cc = CURLE_OK;
+	long timeout_ms = req->timeout_ms > 0 ? (long)req->timeout_ms : 30000L;
+	long connect_ms = req->connect_timeout_ms > 0 ? (long)req->connect_timeout_ms : 10000L;
+
+	/* Each setopt only fails on out-of-memory or a bad argument; stop at the first. */
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_ERRORBUFFER, errbuf);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_URL, req->url);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_HTTPHEADER, headers);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_WRITEDATA, t);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	if (req->follow_redirects) {
+		/* Keep POST a POST on 301/302 (GitHub's transferred issues). */
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_MAXREDIRS, MAX_REDIRECTS);
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_POSTREDIR,
+						(long)(CURL_REDIR_POST_301 | CURL_REDIR_POST_302));
+	}
+	if (c->ca_file)
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+	if (c->insecure) {
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	cc = cc ? cc : set_method(e, req);
+	return cc;
+}
+
+enum err http_do(struct http_client *c, const struct http_request *req,
+		 struct http_response *res, struct buf *errmsg)
+{
+	struct curl_slist *headers = NULL;
+	struct transfer t = { res, 0 };
+	char errbuf[CURL_ERROR_SIZE] = "";
+	const char *method = req->method ? req->method : "?";
+	const char *url = req->url ? req->url : "?";
+	const char *eff = NULL;
+	long status = 0;
+	CURLcode cc;
+	enum err rc = ERR_OK;
+
+	reset_response(res, c->max_body);
+	if (!req->method || !*req->method || !req->url || !*req->url) {
+		buf_setf(errmsg, "http request without method or url");
+		return ERR_INVALID;
+	}
+	for (const char *const *h = req->headers; h && *h; h++) {
+		struct curl_slist *n = curl_slist_append(headers, *h);
+		if (!n)
+			abort();
+		headers = n;
+	}
+	/* curl adds "Expect: 100-continue" to big bodies; the APIs we call do not need it. */
+	headers = curl_slist_append(headers, "Expect:");
+	if (!headers)
+		abort();
+
+	curl_easy_reset(c->easy);
+	cc = configure(c, req, headers, &t, errbuf);
+	if (cc == CURLE_OK)
+		cc = curl_easy_perform(c->easy);
+	curl_easy_getinfo(c->easy, CURLINFO_RESPONSE_CODE, &status);
+	res->status = (int)status;
+	if (curl_easy_getinfo(c->easy, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff)
+		res->effective_url = xstrdup(eff);
+	res->sent = possibly_sent(c->easy, cc);
+	rc = classify(cc, t.body_too_big);
+	if (rc == ERR_TOOBIG)
+		buf_setf(errmsg, "%s %s: response body over %zu bytes", method, url, c->max_body);
+	else if (rc)
+		buf_setf(errmsg, "%s %s: %s", method, url,
+			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	/* Drop the handle's pointers into this call's memory. */
+	curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);
+	curl_slist_free_all(headers);
+	return rc;
+}

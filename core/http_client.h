@@ -1,0 +1,95 @@
+/*
+ * http_client.h - blocking HTTP/1.1 client over libcurl for the GitHub,
+ * Kubernetes and Slack clients.
+ *
+ * CURL handles never leave this module.  One struct http_client per worker
+ * thread: it keeps one easy handle, so connections, TLS sessions and DNS
+ * answers are reused between requests.  Retries are the caller's business;
+ * this module reports what happened precisely enough to decide (status,
+ * headers, and whether the request may have reached the server).
+ */
+#ifndef AB_HTTP_CLIENT_H
+#define AB_HTTP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+
+struct http_client;
+
+/* Options of a client; every field may be left zero. */
+struct http_client_options {
+	const char *ca_file;    /* PEM bundle to verify servers with; NULL: the system's */
+	int insecure;           /* non-zero: skip TLS peer and host verification (tests only) */
+	size_t max_body_bytes;  /* response body cap; 0 means 8 MiB */
+};
+
+/* One request.  Strings are borrowed for the duration of http_do(). */
+struct http_request {
+	const char *method;            /* "GET", "POST", "PATCH", "PUT", "DELETE", ... */
+	const char *url;               /* absolute http:// or https:// URL */
+	const char *const *headers;    /* NULL-terminated "Name: value" strings, or NULL */
+	const char *body;              /* request body or NULL */
+	size_t body_len;               /* bytes of body */
+	int64_t timeout_ms;            /* whole request, redirects included; 0 means 30 s */
+	int64_t connect_timeout_ms;    /* TCP + TLS connect; 0 means 10 s */
+	int follow_redirects;          /* non-zero: follow 301/302/303/307/308, at most 5 hops */
+};
+
+#define HTTP_REQUEST_INIT { NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
+
+/*
+ * A response.  Initialise with http_response_init(), reuse for several
+ * requests (http_do() resets it), free with http_response_release().
+ */
+struct http_response {
+	int status;           /* final HTTP status (after redirects); 0 when none arrived */
+	struct buf body;      /* final response body, capped at max_body_bytes */
+	char *effective_url;  /* URL of the last hop (after redirects); owned; NULL before */
+	int sent;             /* non-zero: the request may have reached the server */
+	struct buf headers;   /* private: final response's headers as "name\0value\0" pairs */
+};
+
+/*
+ * Initialise curl's global state (curl_global_init).  Call once from main()
+ * before any thread starts.  ERR_IO when libcurl cannot initialise.
+ */
+enum err http_global_init(void) WARN_UNUSED;
+/* Undo http_global_init(); call once from main() after all threads ended. */
+void http_global_cleanup(void);
+
+/* New client; never NULL.  opts may be NULL (defaults); ca_file is copied. */
+struct http_client *http_client_new(const struct http_client_options *opts);
+/* Free the client and close its connections; c may be NULL. */
+void http_client_free(struct http_client *c);
+
+/* Initialise res empty. */
+void http_response_init(struct http_response *res);
+/* Free what res holds and leave it empty; res may be NULL. */
+void http_response_release(struct http_response *res);
+/*
+ * Value of the response header name (case-insensitive, e.g. "retry-after"),
+ * with surrounding blanks removed; NULL when absent.  The first of repeated
+ * headers wins.  Valid until res changes.
+ */
+const char *http_response_header(const struct http_response *res, const char *name);
+
+/*
+ * Perform req and fill res (reset first).  Any HTTP status, 4xx and 5xx
+ * included, is ERR_OK: the caller judges res->status.  res->sent tells an
+ * ambiguous failure (the request may have been processed) from a clean one.
+ * Errors, with detail in errmsg (curl's error text, the method and URL; never
+ * header values, which may carry credentials):
+ *   ERR_IO       DNS, connect or TLS failure (sent == 0), or the connection
+ *                broke after sending (sent != 0: reset, empty reply)
+ *   ERR_RETRY    the timeout expired (sent tells whether it was before sending)
+ *   ERR_TOOBIG   the response body passed max_body_bytes (res->status is set)
+ *   ERR_INVALID  bad request: missing method/URL, an unsupported scheme,
+ *                a malformed URL, or more than 5 redirects
+ */
+enum err http_do(struct http_client *c, const struct http_request *req,
+		 struct http_response *res, struct buf *errmsg) WARN_UNUSED;
+
+#endif

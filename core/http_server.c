@@ -1,0 +1,820 @@
+/*
+ * http_server.c - routing HTTP server on libmicrohttpd (MHD 0.9.75).
+ *
+ * The MHD_Daemon never leaves this file.  We bind the listening socket
+ * ourselves (exact error messages, dual-stack ":port") and hand it to MHD,
+ * which runs a thread pool with epoll.  One struct exchange per request
+ * carries the route, the body and the timing from the first access-handler
+ * call to MHD's completion notice.
+ */
+#include "http_server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+#define DEFAULT_MAX_BODY (1024 * 1024)
+#define DEFAULT_TIMEOUT_S 30
+#define MAX_PEM_BYTES (1024 * 1024)
+#define DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
+#define JSON_TYPE "application/json"
+#define DISCARD_MIN (1024 * 1024)
+
+/* The observer's path for requests no route has (one object: compared by address). */
+static const char not_routed[] = "other";
+
+struct route {
+	char *method;
+	char *path;
+	srv_handler fn;
+	void *ctx;
+};
+
+struct srv {
+	char *listen_address;
+	char *host;  /* "" for all interfaces */
+	char *port;
+	unsigned threads, max_connections, max_per_ip, timeout_s;
+	size_t max_body;
+	char *tls_cert, *tls_key, *tls_ca;  /* PEM contents, or NULL */
+
+	struct route *routes;
+	size_t nroutes;
+	srv_observer observer;
+	void *observer_ctx;
+
+	struct MHD_Daemon *daemon;
+	int port_num;
+	int started;
+
+	/* Requests between their first access-handler call and completion. */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned inflight;
+};
+
+/* One request: created on MHD's first callback, freed in request_completed(). */
+struct srv_request_impl {
+	struct srv *srv;
+	struct MHD_Connection *conn;
+	const struct route *route;  /* NULL: answered by the server itself */
+	const char *route_label;
+	const char *method_label;
+	struct srv_request req;
+	struct buf body;
+	int64_t start_us;
+	int status;     /* status queued; 0 while none */
+	int has_body;   /* Content-Length > 0 or Transfer-Encoding sent */
+	int too_big;    /* the body passed max_body while streaming */
+	size_t discarded;  /* bytes dropped since then */
+	char addr[INET6_ADDRSTRLEN];
+};
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Split "host:port", "[v6]:port" or ":port"; ERR_INVALID with a message. */
+static enum err parse_listen(const char *addr, char **host, char **port, struct buf *errmsg)
+{
+	const char *colon, *p;
+	char *end = NULL;
+	long n;
+
+	*host = NULL;
+	*port = NULL;
+	if (!addr || !*addr) {
+		buf_setf(errmsg, "listen address is empty");
+		return ERR_INVALID;
+	}
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (!close || close[1] != ':' || close == addr + 1) {
+			buf_setf(errmsg, "invalid listen address \"%s\": want [ipv6]:port", addr);
+			return ERR_INVALID;
+		}
+		colon = close + 1;
+		*host = xstrndup(addr + 1, (size_t)(close - addr - 1));
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon) {
+			buf_setf(errmsg, "invalid listen address \"%s\": missing port", addr);
+			return ERR_INVALID;
+		}
+		if (memchr(addr, ':', (size_t)(colon - addr))) {
+			buf_setf(errmsg, "invalid listen address \"%s\": put IPv6 addresses in []",
+				 addr);
+			return ERR_INVALID;
+		}
+		*host = xstrndup(addr, (size_t)(colon - addr));
+	}
+	p = colon + 1;
+	errno = 0;
+	n = strtol(p, &end, 10);
+	if (!*p || *end || errno || n < 0 || n > 65535 || *p == '-' || *p == '+') {
+		buf_setf(errmsg, "invalid listen address \"%s\": port must be 0-65535", addr);
+		free(*host);
+		*host = NULL;
+		return ERR_INVALID;
+	}
+	*port = xstrdup(p);
+	return ERR_OK;
+}
+
+/* Read a whole PEM file (at most MAX_PEM_BYTES) into a malloc'd string. */
+static enum err read_pem(const char *what, const char *path, char **out, struct buf *errmsg)
+{
+	struct buf b;
+	char chunk[4096];
+	enum err rc = ERR_OK;
+	ssize_t n;
+	int fd = -1;
+
+	buf_init(&b, MAX_PEM_BYTES);
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		buf_setf(errmsg, "cannot open %s \"%s\": %s", what, path, strerror(errno));
+		rc = ERR_IO;
+		goto out;
+	}
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			buf_setf(errmsg, "cannot read %s \"%s\": %s", what, path, strerror(errno));
+			rc = ERR_IO;
+			goto out;
+		}
+		if (n == 0)
+			break;
+		if (buf_add(&b, chunk, (size_t)n)) {
+			buf_setf(errmsg, "%s \"%s\" is over %d bytes", what, path, MAX_PEM_BYTES);
+			rc = ERR_IO;
+			goto out;
+		}
+	}
+	if (b.len == 0) {
+		buf_setf(errmsg, "%s \"%s\" is empty", what, path);
+		rc = ERR_IO;
+		goto out;
+	}
+	*out = buf_detach(&b);
+out:
+	if (fd >= 0)
+		close(fd);
+	buf_release(&b);
+	return rc;
+}
+
+static enum err load_tls(struct srv *s, const struct srv_options *o, struct buf *errmsg)
+{
+	int have_cert = o->tls_cert_file && *o->tls_cert_file;
+	int have_key = o->tls_key_file && *o->tls_key_file;
+	int have_ca = o->tls_client_ca_file && *o->tls_client_ca_file;
+	enum err rc;
+
+	if (!have_cert && !have_key && !have_ca)
+		return ERR_OK;
+	if (have_cert != have_key || (have_ca && !have_cert)) {
+		buf_setf(errmsg, "tls needs both a certificate and a key file%s",
+			 have_ca ? " when a client CA is set" : "");
+		return ERR_INVALID;
+	}
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		buf_setf(errmsg, "tls requested but libmicrohttpd was built without it");
+		return ERR_INVALID;
+	}
+	rc = read_pem("tls certificate", o->tls_cert_file, &s->tls_cert, errmsg);
+	if (!rc)
+		rc = read_pem("tls key", o->tls_key_file, &s->tls_key, errmsg);
+	if (!rc && have_ca)
+		rc = read_pem("tls client CA", o->tls_client_ca_file, &s->tls_ca, errmsg);
+	return rc;
+}
+
+enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *errmsg)
+{
+	struct srv *s = xcalloc(1, sizeof(*s));
+	enum err rc;
+
+	*out = NULL;
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->idle, NULL);
+	rc = parse_listen(opts->listen_address, &s->host, &s->port, errmsg);
+	if (rc)
+		goto out;
+	s->listen_address = xstrdup(opts->listen_address);
+	s->threads = opts->threads;
+	if (s->threads == 0) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		s->threads = n > 0 && n < 1024 ? (unsigned)n : 1;
+	}
+	s->max_connections = opts->max_connections;
+	s->max_per_ip = opts->max_connections_per_ip;
+	s->timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S;
+	s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
+	rc = load_tls(s, opts, errmsg);
+	if (rc)
+		goto out;
+	*out = s;
+	s = NULL;
+out:
+	srv_free(s);
+	return rc;
+}
+
+enum err srv_route(struct srv *s, const char *method, const char *path, srv_handler fn, void *ctx)
+{
+	size_t i;
+
+	if (!fn || !method || !*method || !path || path[0] != '/')
+		return ERR_INVALID;
+	if (s->started)
+		return ERR_INVALID;
+	for (i = 0; i < s->nroutes; i++)
+		if (!strcmp(s->routes[i].method, method) && !strcmp(s->routes[i].path, path))
+			return ERR_INVALID;
+	s->routes = xreallocarray(s->routes, s->nroutes + 1, sizeof(*s->routes));
+	s->routes[s->nroutes].method = xstrdup(method);
+	s->routes[s->nroutes].path = xstrdup(path);
+	s->routes[s->nroutes].fn = fn;
+	s->routes[s->nroutes].ctx = ctx;
+	s->nroutes++;
+	return ERR_OK;
+}
+
+void srv_set_observer(struct srv *s, srv_observer fn, void *ctx)
+{
+	s->observer = fn;
+	s->observer_ctx = ctx;
+}
+
+int srv_port(const struct srv *s)
+{
+	return s ? s->port_num : 0;
+}
+
+/* socket + SO_REUSEADDR + bind + listen; -1 with errno set on failure. */
+static int bind_one(int family, const struct sockaddr *sa, socklen_t salen, int v6only)
+{
+	int one = 1, fd, saved;
+
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
+		goto fail;
+	if (family == AF_INET6 &&
+	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
+		goto fail;
+	if (bind(fd, sa, salen) < 0 || listen(fd, SOMAXCONN) < 0)
+		goto fail;
+	return fd;
+fail:
+	saved = errno;
+	close(fd);
+	errno = saved;
+	return -1;
+}
+
+/* Open the listening socket for s->host:s->port; ERR_IO naming the address. */
+static enum err open_listener(struct srv *s, int *fd_out, struct buf *errmsg)
+{
+	struct addrinfo hints, *res = NULL, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sslen = sizeof(ss);
+	int fd = -1, gai, err = 0;
+
+	if (!*s->host) {
+		/* ":port": one dual-stack socket, or IPv4 only where IPv6 is off. */
+		struct sockaddr_in6 a6;
+		struct sockaddr_in a4;
+		memset(&a6, 0, sizeof(a6));
+		a6.sin6_family = AF_INET6;
+		a6.sin6_addr = in6addr_any;
+		a6.sin6_port = htons((uint16_t)strtol(s->port, NULL, 10));
+		fd = bind_one(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 0);
+		if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
+			memset(&a4, 0, sizeof(a4));
+			a4.sin_family = AF_INET;
+			a4.sin_addr.s_addr = htonl(INADDR_ANY);
+			a4.sin_port = a6.sin6_port;
+			fd = bind_one(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 0);
+		}
+		err = errno;
+	} else {
+		memset(&hints, 0, sizeof(hints));
+		hints.ai_family = AF_UNSPEC;
+		hints.ai_socktype = SOCK_STREAM;
+		hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+		gai = getaddrinfo(s->host, s->port, &hints, &res);
+		if (gai) {
+			buf_setf(errmsg, "cannot listen on %s: %s", s->listen_address,
+				 gai_strerror(gai));
+			return ERR_IO;
+		}
+		for (ai = res; ai && fd < 0; ai = ai->ai_next) {
+			fd = bind_one(ai->ai_family, ai->ai_addr, ai->ai_addrlen, 1);
+			if (fd < 0)
+				err = errno;
+		}
+		freeaddrinfo(res);
+	}
+	if (fd < 0) {
+		buf_setf(errmsg, "cannot listen on %s: %s", s->listen_address, strerror(err));
+		return ERR_IO;
+	}
+	if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
+		s->port_num = ss.ss_family == AF_INET6 ?
+				      ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
+				      ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	*fd_out = fd;
+	return ERR_OK;
+}
+
+/* Queue a response with body taken from b (b is left empty). */
+static enum MHD_Result respond(struct srv_request_impl *x, int status, const char *content_type,
+			       struct buf *b, const struct buf *headers, int close_conn)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ok;
+	size_t len = b ? b->len : 0;
+
+	if (len)
+		r = MHD_create_response_from_buffer(len, buf_detach(b), MHD_RESPMEM_MUST_FREE);
+	else
+		r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				content_type ? content_type : DEFAULT_CONTENT_TYPE);
+	if (headers && headers->len) {
+		/* name\0value\0 pairs, validated by srv_response_header(). */
+		const char *p = headers->data, *end = headers->data + headers->len;
+		while (p < end) {
+			const char *v = p + strlen(p) + 1;
+			MHD_add_response_header(r, p, v);
+			p = v + strlen(v) + 1;
+		}
+	}
+	if (close_conn)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	ok = MHD_queue_response(x->conn, (unsigned)status, r);
+	MHD_destroy_response(r);
+	if (ok == MHD_YES)
+		x->status = status;
+	return ok;
+}
+
+/* Answer with {"error": msg}; msg must not need JSON escaping. */
+static enum MHD_Result respond_error(struct srv_request_impl *x, int status, const char *msg,
+				     const char *hname, const char *hvalue, int close_conn)
+{
+	struct buf b = BUF_INIT, h = BUF_INIT;
+	enum MHD_Result ok;
+
+	if (buf_printf(&b, "{\"error\": \"%s\"}\n", msg))
+		return MHD_NO;
+	if (hname && (buf_add(&h, hname, strlen(hname) + 1) ||
+		      buf_add(&h, hvalue, strlen(hvalue) + 1)))
+		return MHD_NO;
+	ok = respond(x, status, JSON_TYPE, &b, &h, close_conn);
+	buf_release(&b);
+	buf_release(&h);
+	return ok;
+}
+
+static const char *method_label(const char *m)
+{
+	static const char *const known[] = {"GET", "HEAD", "POST", "PUT", "DELETE", "PATCH",
+					    "OPTIONS"};
+	size_t i;
+
+	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (!strcmp(m, known[i]))
+			return known[i];
+	return "OTHER";
+}
+
+static int method_matches(const char *route_method, const char *method)
+{
+	if (!strcmp(route_method, "*") || !strcmp(route_method, method))
+		return 1;
+	return !strcmp(method, "HEAD") && !strcmp(route_method, "GET");
+}
+
+/*
+ * Find the route.  *known_path is the registered path when some route has
+ * it (405 rather than 404 when NULL is returned), else NULL.
+ */
+static const struct route *find_route(const struct srv *s, const char *method, const char *path,
+				      const char **known_path)
+{
+	size_t i;
+
+	*known_path = NULL;
+	for (i = 0; i < s->nroutes; i++) {
+		if (strcmp(s->routes[i].path, path))
+			continue;
+		*known_path = s->routes[i].path;
+		if (method_matches(s->routes[i].method, method))
+			return &s->routes[i];
+	}
+	return NULL;
+}
+
+/* The Allow header for path: its routes' methods, HEAD added for GET. */
+static void allow_list(const struct srv *s, const char *path, struct buf *out)
+{
+	size_t i;
+	int get = 0, head = 0;
+
+	for (i = 0; i < s->nroutes; i++) {
+		if (strcmp(s->routes[i].path, path))
+			continue;
+		get |= !strcmp(s->routes[i].method, "GET");
+		head |= !strcmp(s->routes[i].method, "HEAD");
+		(void)buf_printf(out, "%s%s", out->len ? ", " : "", s->routes[i].method);
+	}
+	if (get && !head)
+		(void)buf_adds(out, ", HEAD");
+}
+
+/* With a client CA configured, the peer's certificate must verify against it. */
+static int client_verified(struct srv_request_impl *x)
+{
+	const union MHD_ConnectionInfo *ci;
+	unsigned status = 0;
+
+	ci = MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return 0;
+	if (gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) < 0)
+		return 0;
+	return status == 0;
+}
+
+/* 404 for an unknown path, 405 (with Allow) for a known one. */
+static enum MHD_Result reject_unrouted(struct srv_request_impl *x)
+{
+	struct buf allow = BUF_INIT;
+	enum MHD_Result ok;
+	int close_conn = x->has_body;
+
+	if (x->route_label == not_routed)
+		return respond_error(x, MHD_HTTP_NOT_FOUND, "not found", NULL, NULL, close_conn);
+	allow_list(x->srv, x->req.path, &allow);
+	ok = respond_error(x, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
+			   MHD_HTTP_HEADER_ALLOW, buf_str(&allow), close_conn);
+	buf_release(&allow);
+	return ok;
+}
+
+/* First callback: route, early rejections; MHD_YES to go on reading. */
+static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method)
+{
+	struct srv *s = x->srv;
+	const char *cl, *known_path;
+
+	x->route = find_route(s, method, x->req.path, &known_path);
+	x->route_label = known_path ? known_path : not_routed;
+	if (s->tls_ca && !client_verified(x))
+		return respond_error(x, MHD_HTTP_FORBIDDEN, "client certificate not verified",
+				     NULL, NULL, 1);
+	cl = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+					 MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl) {
+		char *end = NULL;
+		unsigned long long n;
+		errno = 0;
+		n = strtoull(cl, &end, 10);
+		if (errno || end == cl || n > s->max_body)
+			return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE,
+					     "request body too large", NULL, NULL, 1);
+		x->has_body = n > 0;
+	}
+	x->has_body |= MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+						   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+	/*
+	 * MHD 0.9.75 closes the connection after a response queued before the
+	 * request was read, so answer bodiless requests at the last callback
+	 * (keep-alive survives) and only those with a body right away.
+	 */
+	if (!x->route && x->has_body)
+		return reject_unrouted(x);
+	return MHD_YES;
+}
+
+/* Last callback: run the handler and queue what it answered. */
+static enum MHD_Result dispatch(struct srv_request_impl *x)
+{
+	struct srv_response res;
+	enum MHD_Result ok;
+	int status;
+
+	x->req.body = buf_str(&x->body);
+	x->req.body_len = x->body.len;
+	res.status = MHD_HTTP_OK;
+	res.content_type = NULL;
+	buf_init(&res.body, 0);
+	buf_init(&res.headers, 0);
+	x->route->fn(x->route->ctx, &x->req, &res);
+	status = res.status;
+	if (status < 100 || status > 599) {
+		struct log_line *l = log_begin(LOG_ERROR, "handler set an invalid http status");
+		log_str(l, "path", x->req.path);
+		log_int(l, "status", status);
+		log_end(l);
+		buf_reset(&res.body);
+		status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+	ok = respond(x, status, res.content_type, &res.body, &res.headers, 0);
+	buf_release(&res.body);
+	buf_release(&res.headers);
+	return ok;
+}
+
+/* How much of an oversized streamed body is read and dropped before hanging up. */
+static size_t discard_limit(const struct srv *s)
+{
+	size_t n = s->max_body < SIZE_MAX / 4 ? s->max_body * 4 : SIZE_MAX;
+
+	return n > DISCARD_MIN ? n : DISCARD_MIN;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **con_cls)
+{
+	struct srv *s = cls;
+	struct srv_request_impl *x = *con_cls;
+
+	(void)version;
+	if (!x) {
+		x = xcalloc(1, sizeof(*x));
+		x->srv = s;
+		x->conn = conn;
+		x->start_us = now_us();
+		x->method_label = method_label(method);
+		x->req.method = method;
+		x->req.path = url;
+		x->req.body = "";
+		x->req.impl = x;
+		buf_init(&x->body, s->max_body);
+		*con_cls = x;
+		pthread_mutex_lock(&s->lock);
+		s->inflight++;
+		pthread_mutex_unlock(&s->lock);
+		return on_headers(x, method);
+	}
+	if (x->status) {
+		/* Already answered (an early rejection): drop whatever still comes. */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_data_size) {
+		size_t n = *upload_data_size;
+		*upload_data_size = 0;
+		if (!x->route)
+			return MHD_YES;  /* cannot happen: answered at the first call */
+		if (!x->too_big && buf_add(&x->body, upload_data, n) == ERR_OK)
+			return MHD_YES;
+		/*
+		 * Over the limit while streaming (chunked).  MHD 0.9.75 cannot
+		 * queue a response in the middle of a body, so drop the rest and
+		 * answer 413 at the end; a client that keeps sending far more is
+		 * cut off.
+		 */
+		if (!x->too_big)
+			buf_release(&x->body);
+		x->too_big = 1;
+		x->discarded += n;
+		return x->discarded > discard_limit(x->srv) ? MHD_NO : MHD_YES;
+	}
+	if (x->too_big)
+		return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL,
+				     NULL, 1);
+	if (!x->route)
+		return reject_unrouted(x);
+	return dispatch(x);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct srv *s = cls;
+	struct srv_request_impl *x = *con_cls;
+
+	(void)conn;
+	(void)toe;
+	if (!x)
+		return;
+	*con_cls = NULL;
+	if (s->observer && x->status)
+		s->observer(s->observer_ctx, x->method_label, x->route_label, x->status,
+			    now_us() - x->start_us);
+	buf_release(&x->body);
+	free(x);
+	pthread_mutex_lock(&s->lock);
+	if (--s->inflight == 0)
+		pthread_cond_broadcast(&s->idle);
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	struct buf b = BUF_INIT;
+	struct log_line *l;
+
+	(void)cls;
+	l = log_begin(LOG_DEBUG, "libmicrohttpd");
+	if (!l)
+		return;
+	(void)buf_vprintf(&b, fmt, ap);
+	while (b.len && b.data[b.len - 1] == '\n')
+		buf_truncate(&b, b.len - 1);
+	log_str(l, "detail", buf_str(&b));
+	log_end(l);
+	buf_release(&b);
+}
+
+enum err srv_start(struct srv *s, struct buf *errmsg)
+{
+	struct MHD_OptionItem opts[16];
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
+			 MHD_USE_ERROR_LOG;
+	size_t n = 0;
+	enum err rc;
+	int fd = -1;
+
+	if (s->started) {
+		buf_setf(errmsg, "server on %s already started", s->listen_address);
+		return ERR_INVALID;
+	}
+	rc = open_listener(s, &fd, errmsg);
+	if (rc)
+		return rc;
+#define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
+	OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
+	OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s);
+	OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s, NULL);
+	OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
+	if (s->threads > 1)
+		OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
+	if (s->max_connections)
+		OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_connections, NULL);
+	if (s->max_per_ip)
+		OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_per_ip, NULL);
+	if (s->tls_cert) {
+		flags |= MHD_USE_TLS;
+		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert);
+		OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, s->tls_key);
+		if (s->tls_ca)
+			OPT(MHD_OPTION_HTTPS_MEM_TRUST, 0, s->tls_ca);
+	}
+	OPT(MHD_OPTION_END, 0, NULL);
+#undef OPT
+	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts,
+				     MHD_OPTION_END);
+	if (!s->daemon) {
+		close(fd);
+		s->port_num = 0;
+		buf_setf(errmsg, "cannot start http server on %s%s", s->listen_address,
+			 s->tls_cert ? " (check the tls certificate and key)" : "");
+		return ERR_IO;
+	}
+	s->started = 1;
+	return ERR_OK;
+}
+
+void srv_stop(struct srv *s)
+{
+	struct timespec deadline;
+	MHD_socket fd;
+
+	if (!s || !s->daemon)
+		return;
+	fd = MHD_quiesce_daemon(s->daemon);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += s->timeout_s;
+	pthread_mutex_lock(&s->lock);
+	while (s->inflight > 0)
+		if (pthread_cond_timedwait(&s->idle, &s->lock, &deadline) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&s->lock);
+	MHD_stop_daemon(s->daemon);
+	s->daemon = NULL;
+}
+
+void srv_free(struct srv *s)
+{
+	size_t i;
+
+	if (!s)
+		return;
+	srv_stop(s);
+	for (i = 0; i < s->nroutes; i++) {
+		free(s->routes[i].method);
+		free(s->routes[i].path);
+	}
+	free(s->routes);
+	free(s->listen_address);
+	free(s->host);
+	free(s->port);
+	free(s->tls_cert);
+	free(s->tls_key);
+	free(s->tls_ca);
+	pthread_cond_destroy(&s->idle);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+const char *srv_header(const struct srv_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->impl->conn, MHD_HEADER_KIND, name);
+}
+
+const char *srv_query(const struct srv_request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->impl->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+const char *srv_remote_addr(const struct srv_request *req)
+{
+	struct srv_request_impl *x = req->impl;
+	const union MHD_ConnectionInfo *ci;
+	const struct sockaddr *sa;
+
+	if (x->addr[0])
+		return x->addr;
+	ci = MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr)
+		return "";
+	sa = ci->client_addr;
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+			inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], x->addr, sizeof(x->addr));
+		else
+			inet_ntop(AF_INET6, &a6->sin6_addr, x->addr, sizeof(x->addr));
+	} else if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)sa;
+		inet_ntop(AF_INET, &a4->sin_addr, x->addr, sizeof(x->addr));
+	}
+	return x->addr;
+}
+
+/* RFC 9110 5.6.2 token characters. */
+static int is_token(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c <= 32 || c >= 127 || strchr("\"(),/:;<=>?@[\\]{}", c))
+			return 0;
+	}
+	return 1;
+}
+
+enum err srv_response_header(struct srv_response *res, const char *name, const char *value)
+{
+	size_t mark = res->headers.len;
+
+	if (!name || !value || !is_token(name) || strpbrk(value, "\r\n"))
+		return ERR_INVALID;
+	if (buf_add(&res->headers, name, strlen(name) + 1) ||
+	    buf_add(&res->headers, value, strlen(value) + 1)) {
+		buf_truncate(&res->headers, mark);
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}

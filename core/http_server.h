@@ -1,0 +1,161 @@
+/*
+ * http_server.h - the small routing HTTP server that the webhook intake,
+ * /metrics and the health endpoints run on (libmicrohttpd underneath).
+ *
+ * Routes are exact (method, path) matches registered before srv_start().
+ * Handlers see a complete request (body accumulated up to max_body_bytes) and
+ * fill in a struct srv_response.  The server answers by itself, with a JSON
+ * body {"error": "..."}:
+ *   404 unknown path; 405 known path, wrong method (with Allow);
+ *   413 Content-Length over max_body_bytes (at once, the body is not read) or a
+ *       streamed (chunked) body passing it (the rest is read and dropped, never
+ *       buffered; past max(4 x max_body_bytes, 1 MiB) dropped the connection is
+ *       closed without an answer);
+ *   403 no valid client certificate, when a client CA is configured;
+ *   400 malformed requests (libmicrohttpd itself).
+ * Answers to requests that still had a body to send close the connection;
+ * everything else keeps it alive (HTTP/1.1 keep-alive).
+ */
+#ifndef AB_HTTP_SERVER_H
+#define AB_HTTP_SERVER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+
+struct srv;
+struct srv_request_impl;
+
+struct srv_options {
+	/*
+	 * Where to listen, as Prometheus' --web.listen-address: ":9095" (all
+	 * interfaces, IPv6 and IPv4), "127.0.0.1:9095", "[::1]:9095",
+	 * "localhost:9095".  Port 0 asks for an ephemeral port (see srv_port()).
+	 */
+	const char *listen_address;
+	/*
+	 * Worker threads (libmicrohttpd's thread pool, epoll where available).
+	 * Handlers run on these threads and may block, so this is also the
+	 * number of handlers that can run at once.  0: one per online CPU.
+	 */
+	unsigned threads;
+	unsigned max_connections;  /* open connections at most; 0: libmicrohttpd's default */
+	unsigned timeout_s;        /* close a connection idle this long; 0: 30 s */
+	size_t max_body_bytes;     /* larger request bodies get 413; 0: 1 MiB */
+	/*
+	 * PEM files.  With cert and key set the server speaks only HTTPS (MHD's
+	 * gnutls).  With a client CA as well, every request must come with a
+	 * client certificate that this CA signed, or it gets 403.
+	 */
+	const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
+	unsigned max_connections_per_ip;  /* 0: no per-IP limit */
+};
+
+/* What a handler sees.  Strings live until the handler returns. */
+struct srv_request {
+	const char *method;  /* as sent, e.g. "POST" */
+	const char *path;    /* the path without the query string, e.g. "/v1/webhook" */
+	const char *body;    /* NUL-terminated request body ("" when none) */
+	size_t body_len;     /* bytes in body, not counting the NUL */
+	struct srv_request_impl *impl;  /* private */
+};
+
+/*
+ * What a handler fills in.  It starts as status 200, content_type NULL
+ * (sent as "text/plain; charset=utf-8") and an empty body without limit; the
+ * server owns and frees the body.  Content-Length is always sent.
+ */
+struct srv_response {
+	int status;                /* 100..599; anything else is sent as 500 */
+	const char *content_type;  /* must outlive the handler (a literal, usually) */
+	struct buf body;
+	struct buf headers;        /* private: use srv_response_header() */
+};
+
+/*
+ * A route's handler.  Handlers run concurrently on the worker threads
+ * (srv_options.threads bounds how many at once) and may block; ctx is the
+ * pointer given to srv_route().
+ */
+typedef void (*srv_handler)(void *ctx, const struct srv_request *req, struct srv_response *res);
+
+/*
+ * Called once per answered request, after the response was sent (or the
+ * connection failed while sending it), on a worker thread: method is one of
+ * GET HEAD POST PUT DELETE PATCH OPTIONS or "OTHER", path the matched route's
+ * path or "other" (so metric labels stay bounded), status the one sent, and
+ * duration_us the time from the request's headers to the end of the response.
+ * Requests that the client abandoned before an answer was queued, and those
+ * libmicrohttpd rejects itself (400 for malformed requests), are not seen.
+ */
+typedef void (*srv_observer)(void *ctx, const char *method, const char *path, int status,
+			     int64_t duration_us);
+
+/*
+ * Check opts and build a server that is not yet listening; the strings in
+ * opts are copied and the TLS files are read now.  On error *out is NULL.
+ * Errors: ERR_INVALID (listen address malformed, only one of cert and key,
+ * client CA without them, TLS not built into libmicrohttpd), ERR_IO (a TLS
+ * file cannot be read).
+ */
+enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Route requests for exactly path (no query string; "/metrics") and method
+ * ("GET", "POST" ...; "*" for any method) to fn.  HEAD is served by a GET
+ * route (without the body).  Call before srv_start().  Errors: ERR_INVALID
+ * (path not starting with '/', empty method, the same method and path twice,
+ * server already started).
+ */
+enum err srv_route(struct srv *s, const char *method, const char *path, srv_handler fn,
+		   void *ctx) WARN_UNUSED;
+
+/* Set the request observer (see srv_observer); call before srv_start(). */
+void srv_set_observer(struct srv *s, srv_observer fn, void *ctx);
+
+/*
+ * Bind, listen and start the worker threads.  Errors: ERR_IO with a message
+ * naming the address (cannot resolve, bind or listen, e.g. address in use;
+ * libmicrohttpd would not start, e.g. the TLS key does not match), ERR_INVALID
+ * (already started).
+ */
+enum err srv_start(struct srv *s, struct buf *errmsg) WARN_UNUSED;
+
+/* The port the server listens on (useful with port 0); 0 before srv_start(). */
+int srv_port(const struct srv *s);
+
+/*
+ * Stop accepting connections, let in-flight requests finish (their handlers
+ * return and their responses go out; for at most timeout_s, after which
+ * connections are closed), then close everything.  Running handlers are
+ * always waited for.  Idempotent; s may be NULL.
+ */
+void srv_stop(struct srv *s);
+
+/* srv_stop() then free everything; s may be NULL. */
+void srv_free(struct srv *s);
+
+/*
+ * Request accessors; they are valid only inside the handler and return
+ * pointers valid until it returns.
+ * srv_header: the first header called name (case-insensitive), or NULL.
+ * srv_query: the first query argument called name, URL-decoded, or NULL
+ *	("?a" gives "" for a).
+ * srv_remote_addr: the client's IP address as text ("127.0.0.1", "::1").
+ */
+const char *srv_header(const struct srv_request *req, const char *name);
+const char *srv_query(const struct srv_request *req, const char *name);
+const char *srv_remote_addr(const struct srv_request *req);
+
+/*
+ * Add a response header (e.g. "Retry-After", "WWW-Authenticate"); both
+ * strings are copied.  Content-Type and Content-Length are set by the
+ * server: use res->content_type.  Errors: ERR_INVALID (empty name, name not
+ * an RFC 9110 token, or a CR, LF or NUL in value; nothing added).
+ */
+enum err srv_response_header(struct srv_response *res, const char *name,
+			     const char *value) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,755 @@
+/*
+ * test_gh.c - the GitHub client against fake_http, in virtual time: exact
+ * requests per GitHub's REST docs, pacing, rate limits, retries, error codes,
+ * ambiguous creates, pagination and dry-run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "bridge/gh.h"
+#include "core/http_client.h"
+#include "core/log.h"
+#include "tests/unit/helpers/fake_http.h"
+
+#define T0 1700000000000LL /* 2023-11-14T22:13:20Z */
+#define MARKER "<!-- alertbridge:key=0123456789abcdef -->"
+
+struct fixture {
+	struct fake_http *fake;
+	struct gh_client *gh;
+	struct gh_options opts;
+	int64_t now;
+	int64_t sleeps[32];
+	int nsleeps;
+	struct buf err;
+	struct gh_issue is;
+};
+
+static int64_t v_now(void *ctx)
+{
+	return ((struct fixture *)ctx)->now;
+}
+
+static void v_sleep(void *ctx, int64_t ms)
+{
+	struct fixture *fx = ctx;
+	assert_true(ms > 0);
+	assert_true(fx->nsleeps < 32);
+	fx->sleeps[fx->nsleeps++] = ms;
+	fx->now += ms;
+}
+
+static int64_t slept(const struct fixture *fx)
+{
+	int64_t t = 0;
+	for (int i = 0; i < fx->nsleeps; i++)
+		t += fx->sleeps[i];
+	return t;
+}
+
+static void reopen(struct fixture *fx)
+{
+	gh_client_free(fx->gh);
+	fx->gh = gh_client_new(&fx->opts);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	fx->fake = fake_http_start();
+	fx->now = T0;
+	fx->opts.api_url = fake_http_url(fx->fake);
+	fx->opts.token = "tok-SECRET-123";
+	fx->opts.user_agent = "alertbridge-test/1";
+	fx->opts.timeout_ms = 1000;
+	fx->opts.max_attempts = 3;
+	fx->opts.now_ms = v_now;
+	fx->opts.sleep_ms = v_sleep;
+	fx->opts.clock_ctx = fx;
+	buf_init(&fx->err, 0);
+	reopen(fx);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	gh_issue_release(&fx->is);
+	gh_client_free(fx->gh);
+	fake_http_stop(fx->fake);
+	buf_release(&fx->err);
+	free(fx);
+	return 0;
+}
+
+/* An issue object as GitHub returns it; the result is static per call site. */
+static const char *issue_json(char *out, size_t n, const char *repo, int number, const char *state,
+			      const char *closed_at, const char *body)
+{
+	snprintf(out, n,
+		 "{\"number\":%d,\"state\":\"%s\",\"state_reason\":%s,"
+		 "\"html_url\":\"https://github.com/%s/issues/%d\","
+		 "\"repository_url\":\"https://api.github.com/repos/%s\","
+		 "\"created_at\":\"2023-11-14T22:13:20Z\",\"closed_at\":%s%s%s,"
+		 "\"body\":\"%s\"}",
+		 number, state, closed_at ? "\"completed\"" : "null", repo, number, repo,
+		 closed_at ? "\"" : "", closed_at ? closed_at : "null", closed_at ? "\"" : "",
+		 body ? body : "");
+	return out;
+}
+
+static void assert_github_headers(const struct fake_request *r, int has_body)
+{
+	assert_string_equal(fake_request_header(r, "authorization"), "Bearer tok-SECRET-123");
+	assert_string_equal(fake_request_header(r, "accept"), "application/vnd.github+json");
+	assert_string_equal(fake_request_header(r, "x-github-api-version"), "2022-11-28");
+	assert_string_equal(fake_request_header(r, "user-agent"), "alertbridge-test/1");
+	if (has_body)
+		assert_string_equal(fake_request_header(r, "content-type"), "application/json");
+	else
+		assert_null(fake_request_header(r, "content-type"));
+}
+
+/* The request body must equal want (both JSON, compared structurally). */
+static void assert_json_body(const struct fake_request *r, const char *want)
+{
+	json_t *got = json_loads(r->body, 0, NULL);
+	json_t *exp = json_loads(want, 0, NULL);
+	assert_non_null(got);
+	assert_non_null(exp);
+	if (!json_equal(got, exp))
+		fail_msg("body %s, want %s", r->body, want);
+	json_decref(got);
+	json_decref(exp);
+}
+
+static void create_sends_documented_request(void **state)
+{
+	struct fixture *fx = *state;
+	const char *labels[] = { "alert", "severity:critical", NULL };
+	const char *assignees[] = { "alice", NULL };
+	char ij[1024];
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 201, "X-RateLimit-Remaining: 4999",
+		       issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "Disk full", "body\n" MARKER, MARKER,
+					 labels, assignees, &fx->is, &fx->err), ERR_OK);
+	assert_string_equal(fx->is.repo, "o/r");
+	assert_int_equal(fx->is.number, 7);
+	assert_string_equal(fx->is.state, "open");
+	assert_null(fx->is.state_reason);
+	assert_string_equal(fx->is.html_url, "https://github.com/o/r/issues/7");
+	assert_int_equal(fx->is.closed_at_ms, 0);
+
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->uri, "/repos/o/r/issues");
+	assert_github_headers(r, 1);
+	assert_json_body(r, "{\"title\":\"Disk full\",\"body\":\"body\\n" MARKER "\","
+			    "\"labels\":[\"alert\",\"severity:critical\"],\"assignees\":[\"alice\"]}");
+	{
+		struct gh_stats st;
+		gh_stats(fx->gh, &st);
+		assert_int_equal(st.requests_ok, 1);
+		assert_int_equal(st.ratelimit_remaining, 4999);
+	}
+}
+
+static void create_without_labels_omits_them(void **state)
+{
+	struct fixture *fx = *state;
+	const char *none[] = { NULL };
+	char ij[1024];
+
+	fake_http_push(fx->fake, 201, NULL, issue_json(ij, sizeof(ij), "o/r", 8, "open", NULL, ""));
+	fake_http_push(fx->fake, 201, NULL, issue_json(ij, sizeof(ij), "o/r", 9, "open", NULL, ""));
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
+					 &fx->err), ERR_OK);
+	assert_json_body(fake_http_request(fx->fake, 0), "{\"title\":\"t\",\"body\":\"" MARKER "\"}");
+	gh_issue_release(&fx->is);
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, none, NULL, &fx->is,
+					 &fx->err), ERR_OK);
+	assert_json_body(fake_http_request(fx->fake, 1),
+			 "{\"title\":\"t\",\"body\":\"" MARKER "\",\"labels\":[]}");
+}
+
+static void set_state_patches_state_and_reason(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024];
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 200, NULL,
+		       issue_json(ij, sizeof(ij), "o/r", 7, "closed", "2023-11-14T22:13:20Z", ""));
+	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 7, "closed", "completed", &fx->is,
+					    &fx->err), ERR_OK);
+	assert_string_equal(fx->is.state, "closed");
+	assert_string_equal(fx->is.state_reason, "completed");
+	assert_int_equal(fx->is.closed_at_ms, T0);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "PATCH");
+	assert_string_equal(r->uri, "/repos/o/r/issues/7");
+	assert_github_headers(r, 1);
+	assert_json_body(r, "{\"state\":\"closed\",\"state_reason\":\"completed\"}");
+
+	/* out may be NULL; a NULL reason is left out */
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 7, "open", NULL, NULL, &fx->err),
+			 ERR_OK);
+	assert_json_body(fake_http_request(fx->fake, 1), "{\"state\":\"open\"}");
+
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 7, "shut", NULL, NULL, &fx->err),
+			 ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "issue state \"shut\": want open or closed");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+}
+
+static void comment_and_labels_post_documented_bodies(void **state)
+{
+	struct fixture *fx = *state;
+	const char *labels[] = { "a", "b", NULL };
+	const char *none[] = { NULL };
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":1}");
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "firing again", &fx->err), ERR_OK);
+	assert_int_equal(gh_labels_add(fx->gh, "o/r", 7, labels, &fx->err), ERR_OK);
+	assert_int_equal(gh_labels_add(fx->gh, "o/r", 7, none, &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->uri, "/repos/o/r/issues/7/comments");
+	assert_github_headers(r, 1);
+	assert_json_body(r, "{\"body\":\"firing again\"}");
+	r = fake_http_request(fx->fake, 1);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->uri, "/repos/o/r/issues/7/labels");
+	assert_json_body(r, "{\"labels\":[\"a\",\"b\"]}");
+
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "", &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "comment on o/r#7: empty body");
+}
+
+static void get_parses_issue(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024];
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 200, NULL,
+		       issue_json(ij, sizeof(ij), "o/r", 3, "closed", "2023-11-14T22:13:21Z", ""));
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 3, &fx->is, &fx->err), ERR_OK);
+	assert_string_equal(fx->is.repo, "o/r");
+	assert_int_equal(fx->is.number, 3);
+	assert_string_equal(fx->is.state, "closed");
+	assert_string_equal(fx->is.state_reason, "completed");
+	assert_int_equal(fx->is.closed_at_ms, T0 + 1000);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "GET");
+	assert_string_equal(r->uri, "/repos/o/r/issues/3");
+	assert_github_headers(r, 0);
+	assert_int_equal(r->body_len, 0);
+	assert_int_equal(fx->nsleeps, 0);
+}
+
+static void get_follows_301_to_transferred_issue(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024], loc[256];
+
+	snprintf(loc, sizeof(loc), "Location: %s/repositories/42/issues/3", fake_http_url(fx->fake));
+	fake_http_push(fx->fake, 301, loc,
+		       "{\"message\":\"Moved Permanently\",\"url\":\"...\"}");
+	fake_http_push(fx->fake, 200, NULL,
+		       issue_json(ij, sizeof(ij), "new-org/new.repo", 11, "open", NULL, ""));
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 3, &fx->is, &fx->err), ERR_OK);
+	assert_string_equal(fx->is.repo, "new-org/new.repo");
+	assert_int_equal(fx->is.number, 11);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_string_equal(fake_http_request(fx->fake, 1)->uri, "/repositories/42/issues/3");
+	assert_github_headers(fake_http_request(fx->fake, 1), 0);
+}
+
+static void mutating_calls_are_one_second_apart_gets_are_not(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024];
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "one", &fx->err), ERR_OK);
+	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(fx->nsleeps, 0);
+	fx->now += 300; /* some time passes */
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "two", &fx->err), ERR_OK);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 700);
+	assert_int_equal(fx->now, T0 + 1000);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.pacing_wait_ms, 700);
+	assert_int_equal(st.requests_ok, 3);
+}
+
+static void content_budget_per_minute_is_kept(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fx->opts.content_per_minute = 3;
+	reopen(fx);
+	for (int i = 0; i < 4; i++)
+		fake_http_push(fx->fake, 201, NULL, "{}");
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	/* t0, t0+1s, t0+2s, then the 4th waits for t0's slot to leave the window */
+	assert_int_equal(fx->nsleeps, 3);
+	assert_int_equal(fx->sleeps[0], 1000);
+	assert_int_equal(fx->sleeps[1], 1000);
+	assert_int_equal(fx->sleeps[2], 58000);
+	assert_int_equal(fx->now, T0 + 60000);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.pacing_wait_ms, 60000);
+	assert_int_equal(slept(fx), 60000);
+}
+
+static void server_error_then_success_is_retried(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	char ij[1024];
+
+	fake_http_push(fx->fake, 500, NULL, "{\"message\":\"Server Error\"}");
+	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(fx->is.number, 7);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_int_equal(fx->nsleeps, 1);
+	/* first backoff: base 1000 jittered into [500, 1000] */
+	assert_true(fx->sleeps[0] >= 500 && fx->sleeps[0] <= 1000);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.retries, 1);
+	assert_int_equal(st.requests_server_error, 1);
+	assert_int_equal(st.backoff_wait_ms, fx->sleeps[0]);
+
+	/* a mutating retry also keeps the 1 s spacing after its backoff */
+	fake_http_push(fx->fake, 500, NULL, "{\"message\":\"Server Error\"}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	fx->now = T0 + 100000;
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 4);
+	assert_true(fx->now >= T0 + 101000);
+	assert_json_body(fake_http_request(fx->fake, 3), "{\"body\":\"x\"}");
+}
+
+static void retry_after_is_honoured(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 403, "Retry-After: 30",
+		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 30000);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.ratelimit_wait_ms, 30000);
+	assert_int_equal(st.requests_rate_limited, 1);
+}
+
+static void exhausted_primary_limit_waits_until_reset(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024];
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 403,
+		       "X-RateLimit-Remaining: 0\nX-RateLimit-Reset: 1700000042",
+		       "{\"message\":\"API rate limit exceeded for user ID 1.\"}");
+	fake_http_push(fx->fake, 200, "X-RateLimit-Remaining: 0\nX-RateLimit-Reset: 1700000100",
+		       issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	fake_http_push(fx->fake, 200, "X-RateLimit-Remaining: 4999",
+		       issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 42000);
+	/* a success that used the last request blocks the next call until its reset */
+	gh_issue_release(&fx->is);
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(fx->nsleeps, 2);
+	assert_int_equal(fx->now, 1700000100000LL);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.ratelimit_remaining, 4999);
+	assert_int_equal(st.ratelimit_wait_ms, 100000);
+}
+
+static void status_429_waits_a_minute(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 429, NULL, "{\"message\":\"Too Many Requests\"}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 60000);
+}
+
+static void secondary_limit_403_by_message_is_retried(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 403, NULL,
+		       "{\"message\":\"You have exceeded a secondary rate limit. Please wait a "
+		       "few minutes before you try again.\"}");
+	fake_http_push(fx->fake, 403, NULL,
+		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 3);
+	assert_int_equal(fx->nsleeps, 2);
+	assert_int_equal(fx->sleeps[0], 60000);
+	assert_int_equal(fx->sleeps[1], 120000);
+}
+
+static void unauthorized_is_auth_without_retry(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 401, NULL, "{\"message\":\"Bad credentials\"}");
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_AUTH);
+	assert_string_equal(buf_str(&fx->err), "GET /repos/o/r/issues/1: 401 unauthorized: "
+					       "Bad credentials");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_int_equal(fx->nsleeps, 0);
+}
+
+static void plain_forbidden_is_auth(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 403, "X-RateLimit-Remaining: 4000",
+		       "{\"message\":\"Resource not accessible by integration\"}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 1, "x", &fx->err), ERR_AUTH);
+	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues/1/comments: 403 forbidden: "
+					       "Resource not accessible by integration");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+}
+
+static void unprocessable_is_invalid_with_github_message(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 422, NULL,
+		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
+		       "\"code\":\"invalid\",\"field\":\"assignees\"}],"
+		       "\"documentation_url\":\"https://docs.github.com/rest\"}");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
+					 &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err),
+			    "POST /repos/o/r/issues: 422 unprocessable: Validation Failed (errors: "
+			    "[{\"resource\":\"Issue\",\"code\":\"invalid\",\"field\":\"assignees\"}])");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_int_equal(fx->is.number, 0);
+}
+
+static void not_found_and_gone(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(fx->fake, 410, NULL, "{\"message\":\"This issue was deleted\"}");
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 5, &fx->is, &fx->err), ERR_NOTFOUND);
+	assert_string_equal(buf_str(&fx->err), "GET /repos/o/r/issues/5: 404 not found: Not Found");
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 5, "closed", "completed", NULL,
+					    &fx->err), ERR_GONE);
+	assert_string_equal(buf_str(&fx->err),
+			    "PATCH /repos/o/r/issues/5: 410 gone: This issue was deleted");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+}
+
+static void persistent_failure_gives_up_with_retry(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Bad Gateway\"}");
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_RETRY);
+	assert_string_equal(buf_str(&fx->err), "giving up after 3 attempts: GET "
+					       "/repos/o/r/issues/7: 502 server error: Bad Gateway");
+	assert_int_equal(fake_http_count(fx->fake), 3);
+	assert_int_equal(fx->nsleeps, 2);
+	assert_true(fx->sleeps[1] >= 1000 && fx->sleeps[1] <= 2000); /* doubled */
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.retries, 2);
+	assert_int_equal(st.requests_server_error, 3);
+}
+
+static void ambiguous_create_found_by_marker_not_posted_twice(void **state)
+{
+	struct fixture *fx = *state;
+	char page[4096], ij1[1024], ij2[1024], ij3[1024];
+	const struct fake_request *r;
+	struct gh_stats st;
+
+	/* The fake "created" #12, then failed the answer with a 502. */
+	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
+	issue_json(ij1, sizeof(ij1), "o/r", 13, "open", NULL, "other");
+	issue_json(ij2, sizeof(ij2), "o/r", 12, "open", NULL, "text " MARKER);
+	/* a pull request quoting the marker is not the issue */
+	snprintf(ij3, sizeof(ij3), "{\"number\":14,\"state\":\"open\",\"pull_request\":{},"
+		 "\"repository_url\":\"https://api.github.com/repos/o/r\",\"body\":\"%s\"}",
+		 MARKER);
+	snprintf(page, sizeof(page), "[%s,%s,%s]", ij3, ij1, ij2);
+	fake_http_push(fx->fake, 200, NULL, page);
+
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "text " MARKER, MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(fx->is.number, 12);
+	assert_string_equal(fx->is.repo, "o/r");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	r = fake_http_request(fx->fake, 1);
+	assert_string_equal(r->method, "GET");
+	/* since = attempt time - 60 s */
+	assert_string_equal(r->uri, "/repos/o/r/issues?state=all&sort=created&direction=desc"
+				    "&since=2023-11-14T22:12:20Z&per_page=100");
+	assert_github_headers(r, 0);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.ambiguous_resolved, 1);
+}
+
+static void ambiguous_create_not_found_is_posted_again(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024];
+
+	fake_http_push(fx->fake, 503, NULL, "");
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	fake_http_push(fx->fake, 201, NULL, issue_json(ij, sizeof(ij), "o/r", 20, "open", NULL, ""));
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
+					 &fx->err), ERR_OK);
+	assert_int_equal(fx->is.number, 20);
+	assert_int_equal(fake_http_count(fx->fake), 3);
+	assert_string_equal(fake_http_request(fx->fake, 0)->method, "POST");
+	assert_string_equal(fake_http_request(fx->fake, 1)->method, "GET");
+	assert_string_equal(fake_http_request(fx->fake, 2)->method, "POST");
+}
+
+static void ambiguous_create_after_timeout_is_resolved(void **state)
+{
+	struct fixture *fx = *state;
+	char page[2048], ij[1024];
+
+	fx->opts.timeout_ms = 150;
+	reopen(fx);
+	fake_http_push_delayed(fx->fake, 400, 201, NULL, "{}");
+	snprintf(page, sizeof(page), "[%s]",
+		 issue_json(ij, sizeof(ij), "o/r", 31, "open", NULL, MARKER));
+	fake_http_push(fx->fake, 200, NULL, page);
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
+					 &fx->err), ERR_OK);
+	assert_int_equal(fx->is.number, 31);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_string_equal(fake_http_request(fx->fake, 1)->method, "GET");
+}
+
+static void create_not_sent_is_retried_without_lookup(void **state)
+{
+	struct fixture *fx = *state;
+	struct fake_http *gone = fake_http_start();
+	char url[128];
+
+	/* nothing listens: a clean connect failure never created anything */
+	snprintf(url, sizeof(url), "%s", fake_http_url(gone));
+	fake_http_stop(gone);
+	fx->opts.api_url = url;
+	reopen(fx);
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
+					 &fx->err), ERR_RETRY);
+	assert_non_null(strstr(buf_str(&fx->err), "giving up after 3 attempts: POST "));
+	assert_int_equal(fx->nsleeps, 2);
+}
+
+static void find_marker_follows_link_pagination(void **state)
+{
+	struct fixture *fx = *state;
+	char link[512], page[2048], ij[1024];
+	const struct fake_request *r;
+
+	snprintf(link, sizeof(link),
+		 "Link: <%s/repositories/1/issues?page=2>; rel=\"next\", "
+		 "<%s/repositories/1/issues?page=5>; rel=\"last\"",
+		 fake_http_url(fx->fake), fake_http_url(fx->fake));
+	snprintf(page, sizeof(page), "[%s]",
+		 issue_json(ij, sizeof(ij), "o/r", 40, "open", NULL, "no marker here"));
+	fake_http_push(fx->fake, 200, link, page);
+	snprintf(page, sizeof(page), "[%s]",
+		 issue_json(ij, sizeof(ij), "o/r", 39, "closed", "2023-11-14T22:13:20Z", MARKER));
+	fake_http_push(fx->fake, 200, NULL, page);
+
+	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", MARKER, T0 - 3600000, &fx->is,
+					      &fx->err), ERR_OK);
+	assert_int_equal(fx->is.number, 39);
+	assert_string_equal(fx->is.state, "closed");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->uri, "/repos/o/r/issues?state=all&sort=created&direction=desc"
+				    "&since=2023-11-14T21:13:20Z&per_page=100");
+	r = fake_http_request(fx->fake, 1);
+	assert_string_equal(r->uri, "/repositories/1/issues?page=2");
+	assert_github_headers(r, 0);
+}
+
+static void find_marker_not_found_and_foreign_link(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", MARKER, T0, &fx->is, &fx->err),
+			 ERR_NOTFOUND);
+	assert_string_equal(buf_str(&fx->err), "no issue in o/r created since 2023-11-14T22:13:20Z "
+					       "carries the marker " MARKER);
+
+	fake_http_push(fx->fake, 200, "Link: <https://evil.example/steal?page=2>; rel=\"next\"",
+		       "[]");
+	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", MARKER, T0, &fx->is, &fx->err),
+			 ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "issue list of o/r: Link next points off the API: "
+					       "https://evil.example/steal?page=2");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+}
+
+static void bad_input_is_rejected_before_any_request(void **state)
+{
+	struct fixture *fx = *state;
+
+	assert_int_equal(gh_issue_get(fx->gh, "o/r/../x", 1, &fx->is, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "invalid repository \"o/r/../x\": want owner/name");
+	assert_int_equal(gh_comment_create(fx->gh, "noslash", 1, "x", &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "invalid repository \"noslash\": want owner/name");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "no marker", MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "issue create in o/r: title, body and a marker "
+					       "inside the body are required");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "bad \xff utf8", MARKER, MARKER, NULL,
+					 NULL, &fx->is, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "issue create in o/r: title, body, labels and "
+					       "assignees must be valid UTF-8");
+	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", "", 0, &fx->is, &fx->err),
+			 ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "find marker in o/r: empty marker");
+	assert_int_equal(fake_http_count(fx->fake), 0);
+}
+
+static void non_issue_answer_is_invalid(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 200, NULL, "<html>");
+	fake_http_push(fx->fake, 200, NULL, "{\"number\":1}");
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_INVALID);
+	assert_non_null(strstr(buf_str(&fx->err), "/repos/o/r/issues/1: answer is not JSON: "));
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "/repos/o/r/issues/1: answer is not an issue "
+					       "(number, state, repository_url)");
+}
+
+static void dry_run_logs_and_makes_no_request(void **state)
+{
+	struct fixture *fx = *state;
+	int fds[2];
+	char logbuf[4096];
+	ssize_t n;
+
+	fx->opts.token = NULL;
+	reopen(fx);
+	assert_true(gh_dry_run(fx->gh));
+	assert_int_equal(pipe(fds), 0);
+	log_set_fd(fds[1]);
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "Disk full", MARKER, MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 3, "closed", "completed", NULL,
+					    &fx->err), ERR_OK);
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 3, "c", &fx->err), ERR_OK);
+	log_set_fd(2);
+	close(fds[1]);
+	n = read(fds[0], logbuf, sizeof(logbuf) - 1);
+	close(fds[0]);
+	assert_true(n > 0);
+	logbuf[n] = '\0';
+	assert_non_null(strstr(logbuf, "msg=\"dry-run github call\" method=POST "
+				       "path=/repos/o/r/issues title=\"Disk full\""));
+	assert_non_null(strstr(logbuf, "method=PATCH path=/repos/o/r/issues/3"));
+	assert_non_null(strstr(logbuf, "method=POST path=/repos/o/r/issues/3/comments"));
+	assert_null(strstr(logbuf, "tok"));
+	assert_int_equal(fx->is.number, 0);
+	assert_string_equal(fx->is.state, "open");
+	assert_int_equal(fake_http_count(fx->fake), 0);
+
+	fx->opts.token = "tok";
+	fx->opts.dry_run = 1;
+	reopen(fx);
+	assert_true(gh_dry_run(fx->gh));
+	gh_client_free(NULL);
+	gh_issue_release(NULL);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(create_sends_documented_request),
+		T(create_without_labels_omits_them),
+		T(set_state_patches_state_and_reason),
+		T(comment_and_labels_post_documented_bodies),
+		T(get_parses_issue),
+		T(get_follows_301_to_transferred_issue),
+		T(mutating_calls_are_one_second_apart_gets_are_not),
+		T(content_budget_per_minute_is_kept),
+		T(server_error_then_success_is_retried),
+		T(retry_after_is_honoured),
+		T(exhausted_primary_limit_waits_until_reset),
+		T(status_429_waits_a_minute),
+		T(secondary_limit_403_by_message_is_retried),
+		T(unauthorized_is_auth_without_retry),
+		T(plain_forbidden_is_auth),
+		T(unprocessable_is_invalid_with_github_message),
+		T(not_found_and_gone),
+		T(persistent_failure_gives_up_with_retry),
+		T(ambiguous_create_found_by_marker_not_posted_twice),
+		T(ambiguous_create_not_found_is_posted_again),
+		T(ambiguous_create_after_timeout_is_resolved),
+		T(create_not_sent_is_retried_without_lookup),
+		T(find_marker_follows_link_pagination),
+		T(find_marker_not_found_and_foreign_link),
+		T(bad_input_is_rejected_before_any_request),
+		T(non_issue_answer_is_invalid),
+		T(dry_run_logs_and_makes_no_request),
+	};
+	int rc;
+
+	if (http_global_init() != ERR_OK)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	http_global_cleanup();
+	return rc;
+}

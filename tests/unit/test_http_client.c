@@ -1,0 +1,324 @@
+/* test_http_client.c - http_client against the loopback fake: requests, redirects, errors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/http_client.h"
+#include "tests/unit/helpers/fake_http.h"
+
+struct fixture {
+	struct fake_http *fake;
+	struct http_client *client;
+	struct http_response res;
+	struct buf err;
+	char url[256];
+};
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	fx->fake = fake_http_start();
+	fx->client = http_client_new(NULL);
+	http_response_init(&fx->res);
+	buf_init(&fx->err, 0);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+	http_response_release(&fx->res);
+	buf_release(&fx->err);
+	http_client_free(fx->client);
+	fake_http_stop(fx->fake);
+	free(fx);
+	return 0;
+}
+
+static const char *url(struct fixture *fx, const char *path)
+{
+	snprintf(fx->url, sizeof(fx->url), "%s%s", fake_http_url(fx->fake), path);
+	return fx->url;
+}
+
+static void get_returns_status_body_and_headers(void **state)
+{
+	struct fixture *fx = *state;
+	const char *hdrs[] = { "Accept: application/json", "X-Test: 1", NULL };
+	struct http_request req = HTTP_REQUEST_INIT;
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 200, "X-RateLimit-Remaining:  42 \nLink: <x>; rel=\"next\"",
+		       "{\"ok\":true}");
+	req.method = "GET";
+	req.url = url(fx, "/a/b?x=1&y=two");
+	req.headers = hdrs;
+	req.timeout_ms = 1000;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 200);
+	assert_string_equal(buf_str(&fx->res.body), "{\"ok\":true}");
+	assert_string_equal(http_response_header(&fx->res, "x-ratelimit-remaining"), "42");
+	assert_string_equal(http_response_header(&fx->res, "LINK"), "<x>; rel=\"next\"");
+	assert_null(http_response_header(&fx->res, "retry-after"));
+	assert_string_equal(fx->res.effective_url, url(fx, "/a/b?x=1&y=two"));
+	assert_true(fx->res.sent);
+
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "GET");
+	assert_string_equal(r->uri, "/a/b?x=1&y=two");
+	assert_string_equal(fake_request_header(r, "accept"), "application/json");
+	assert_string_equal(fake_request_header(r, "x-test"), "1");
+	assert_null(fake_request_header(r, "expect"));
+	assert_int_equal(r->body_len, 0);
+}
+
+static void post_and_patch_send_body(void **state)
+{
+	struct fixture *fx = *state;
+	const char *hdrs[] = { "Content-Type: application/json", NULL };
+	struct http_request req = HTTP_REQUEST_INIT;
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 201, NULL, "created");
+	fake_http_push(fx->fake, 200, NULL, "patched");
+	req.method = "POST";
+	req.url = url(fx, "/items");
+	req.headers = hdrs;
+	req.body = "{\"a\":1}";
+	req.body_len = 7;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 201);
+	assert_string_equal(buf_str(&fx->res.body), "created");
+
+	req.method = "PATCH";
+	req.url = url(fx, "/items/1");
+	req.body = "{\"b\":2}";
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 200);
+	assert_string_equal(buf_str(&fx->res.body), "patched");
+
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->body, "{\"a\":1}");
+	assert_string_equal(fake_request_header(r, "content-type"), "application/json");
+	r = fake_http_request(fx->fake, 1);
+	assert_string_equal(r->method, "PATCH");
+	assert_string_equal(r->uri, "/items/1");
+	assert_string_equal(r->body, "{\"b\":2}");
+}
+
+static void error_status_is_not_an_error(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	fake_http_push(fx->fake, 503, "Retry-After: 7", "busy");
+	req.method = "DELETE";
+	req.url = url(fx, "/x");
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 503);
+	assert_string_equal(http_response_header(&fx->res, "retry-after"), "7");
+	assert_string_equal(fake_http_request(fx->fake, 0)->method, "DELETE");
+}
+
+static void redirect_followed_keeps_method_and_last_headers(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+	char loc[300];
+
+	snprintf(loc, sizeof(loc), "Location: %s/new/place\nX-First: yes", fake_http_url(fx->fake));
+	fake_http_push(fx->fake, 301, loc, "moved");
+	fake_http_push(fx->fake, 200, "X-Second: yes", "here");
+	req.method = "PATCH";
+	req.url = url(fx, "/old");
+	req.body = "{}";
+	req.body_len = 2;
+	req.follow_redirects = 1;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 200);
+	assert_string_equal(buf_str(&fx->res.body), "here");
+	assert_string_equal(fx->res.effective_url, url(fx, "/new/place"));
+	assert_null(http_response_header(&fx->res, "x-first"));
+	assert_string_equal(http_response_header(&fx->res, "x-second"), "yes");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_string_equal(fake_http_request(fx->fake, 1)->method, "PATCH");
+	assert_string_equal(fake_http_request(fx->fake, 1)->uri, "/new/place");
+	assert_string_equal(fake_http_request(fx->fake, 1)->body, "{}");
+}
+
+static void redirect_not_followed_by_default(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	fake_http_push(fx->fake, 301, "Location: /elsewhere", "");
+	req.method = "GET";
+	req.url = url(fx, "/old");
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 301);
+	assert_string_equal(http_response_header(&fx->res, "location"), "/elsewhere");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+}
+
+static void too_many_redirects_is_invalid(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	for (int i = 0; i < 7; i++)
+		fake_http_push(fx->fake, 302, "Location: /loop", "");
+	req.method = "GET";
+	req.url = url(fx, "/loop");
+	req.follow_redirects = 1;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_INVALID);
+	assert_non_null(strstr(buf_str(&fx->err), "GET "));
+	assert_non_null(strstr(buf_str(&fx->err), "edirect"));
+	assert_int_equal(fake_http_count(fx->fake), 6);
+}
+
+static void body_over_cap_is_toobig(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_client_options opts = { NULL, 0, 16 };
+	struct http_client *small = http_client_new(&opts);
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	fake_http_push(fx->fake, 200, NULL, "0123456789abcdefXYZ");
+	req.method = "GET";
+	req.url = url(fx, "/big");
+	assert_int_equal(http_do(small, &req, &fx->res, &fx->err), ERR_TOOBIG);
+	assert_int_equal(fx->res.status, 200);
+	{
+		char want[300];
+		snprintf(want, sizeof(want), "GET %s: response body over 16 bytes", fx->url);
+		assert_string_equal(buf_str(&fx->err), want);
+	}
+	http_client_free(small);
+}
+
+static void timeout_is_retry_sent_and_hides_headers(void **state)
+{
+	struct fixture *fx = *state;
+	const char *hdrs[] = { "Authorization: Bearer s3cr3t-token", NULL };
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	fake_http_push_delayed(fx->fake, 400, 200, NULL, "late");
+	req.method = "POST";
+	req.url = url(fx, "/slow?q=1");
+	req.headers = hdrs;
+	req.body = "x";
+	req.body_len = 1;
+	req.timeout_ms = 100;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_RETRY);
+	assert_true(fx->res.sent);
+	assert_int_equal(fx->res.status, 0);
+	assert_non_null(strstr(buf_str(&fx->err), "POST "));
+	assert_non_null(strstr(buf_str(&fx->err), "/slow?q=1"));
+	assert_non_null(strstr(buf_str(&fx->err), "timed out"));
+	assert_null(strstr(buf_str(&fx->err), "s3cr3t"));
+}
+
+static void refused_connect_is_io_not_sent(void **state)
+{
+	struct fixture *fx = *state;
+	struct fake_http *gone = fake_http_start();
+	char u[128];
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	snprintf(u, sizeof(u), "%s/x", fake_http_url(gone));
+	fake_http_stop(gone);
+	req.method = "POST";
+	req.url = u;
+	req.timeout_ms = 1000;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_IO);
+	assert_false(fx->res.sent);
+	assert_non_null(strstr(buf_str(&fx->err), u));
+	assert_non_null(strstr(buf_str(&fx->err), "onnect"));
+}
+
+static void dropped_connection_is_io_sent(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	fake_http_push_drop(fx->fake);
+	req.method = "POST";
+	req.url = url(fx, "/drop");
+	req.body = "{}";
+	req.body_len = 2;
+	req.timeout_ms = 1000;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_IO);
+	assert_true(fx->res.sent);
+	assert_non_null(strstr(buf_str(&fx->err), "POST "));
+	assert_int_equal(fake_http_count(fx->fake), 1);
+}
+
+static void bad_requests_are_invalid(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	req.url = url(fx, "/x");
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "http request without method or url");
+
+	req.method = "GET";
+	req.url = "ftp://127.0.0.1/file";
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_INVALID);
+	assert_non_null(strstr(buf_str(&fx->err), "GET ftp://127.0.0.1/file: "));
+	assert_false(fx->res.sent);
+	assert_int_equal(fake_http_count(fx->fake), 0);
+}
+
+static void reuse_after_error_works(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_request req = HTTP_REQUEST_INIT;
+
+	fake_http_push_drop(fx->fake);
+	fake_http_push(fx->fake, 204, NULL, NULL);
+	req.method = "GET";
+	req.url = url(fx, "/one");
+	req.timeout_ms = 1000;
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_IO);
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(fx->res.status, 204);
+	assert_string_equal(buf_str(&fx->res.body), "");
+	http_response_release(NULL);
+	http_client_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(get_returns_status_body_and_headers, setup, teardown),
+		cmocka_unit_test_setup_teardown(post_and_patch_send_body, setup, teardown),
+		cmocka_unit_test_setup_teardown(error_status_is_not_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(redirect_followed_keeps_method_and_last_headers,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(redirect_not_followed_by_default, setup, teardown),
+		cmocka_unit_test_setup_teardown(too_many_redirects_is_invalid, setup, teardown),
+		cmocka_unit_test_setup_teardown(body_over_cap_is_toobig, setup, teardown),
+		cmocka_unit_test_setup_teardown(timeout_is_retry_sent_and_hides_headers, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(refused_connect_is_io_not_sent, setup, teardown),
+		cmocka_unit_test_setup_teardown(dropped_connection_is_io_sent, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_requests_are_invalid, setup, teardown),
+		cmocka_unit_test_setup_teardown(reuse_after_error_works, setup, teardown),
+	};
+	int rc;
+
+	if (http_global_init() != ERR_OK)
+		return 1;
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	http_global_cleanup();
+	return rc;
+}

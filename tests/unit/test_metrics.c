@@ -1,0 +1,238 @@
+/* test_metrics.c - metrics registry: exact text format output, escaping, concurrency. */
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/metrics.h"
+
+static char *render(struct metrics *m)
+{
+	struct buf b = BUF_INIT;
+
+	metrics_render(m, &b);
+	return buf_detach(&b);
+}
+
+static void counter_and_gauge_text(void **state)
+{
+	static const char *const labels[] = {"method", "code", NULL};
+	struct metrics *m = metrics_new();
+	struct metric *c, *g;
+	char *out;
+
+	(void)state;
+	c = metrics_counter(m, "http_requests_total", "Requests served.", labels);
+	g = metrics_gauge(m, "queue_depth", "Events waiting.", NULL);
+	metric_add(c, (const char *const[]){"POST", "200"}, 1);
+	metric_add(c, (const char *const[]){"GET", "404"}, 2);
+	metric_add(c, (const char *const[]){"POST", "200"}, 3);
+	metric_add(c, (const char *const[]){"POST", "200"}, -5); /* ignored */
+	metric_set(g, NULL, 7);
+	metric_add(g, NULL, -2.5);
+	out = render(m);
+	assert_string_equal(out, "# HELP http_requests_total Requests served.\n"
+				 "# TYPE http_requests_total counter\n"
+				 "http_requests_total{method=\"GET\",code=\"404\"} 2\n"
+				 "http_requests_total{method=\"POST\",code=\"200\"} 4\n"
+				 "# HELP queue_depth Events waiting.\n"
+				 "# TYPE queue_depth gauge\n"
+				 "queue_depth 4.5\n");
+	free(out);
+	metrics_free(m);
+}
+
+static void escaping_of_labels_and_help(void **state)
+{
+	static const char *const labels[] = {"path", NULL};
+	struct metrics *m = metrics_new();
+	struct metric *c;
+	char *out;
+
+	(void)state;
+	c = metrics_counter(m, "odd_total", "Help with \\ and\nnewline and \"quotes\".", labels);
+	metric_add(c, (const char *const[]){"a\\b\"c\nd"}, 1);
+	metric_add(c, (const char *const[]){NULL}, 1);
+	out = render(m);
+	assert_string_equal(out, "# HELP odd_total Help with \\\\ and\\nnewline and \"quotes\".\n"
+				 "# TYPE odd_total counter\n"
+				 "odd_total{path=\"\"} 1\n"
+				 "odd_total{path=\"a\\\\b\\\"c\\nd\"} 1\n");
+	free(out);
+	metrics_free(m);
+}
+
+static void histogram_text(void **state)
+{
+	static const char *const labels[] = {"route", NULL};
+	static const double bounds[] = {0.1, 1, 2.5, INFINITY};
+	struct metrics *m = metrics_new();
+	struct metric *h;
+	char *out;
+
+	(void)state;
+	h = metrics_histogram(m, "req_seconds", "Latency.", labels, bounds, 4);
+	metric_observe(h, (const char *const[]){"/x"}, 0.05);
+	metric_observe(h, (const char *const[]){"/x"}, 0.1); /* le is inclusive */
+	metric_observe(h, (const char *const[]){"/x"}, 2);
+	metric_observe(h, (const char *const[]){"/x"}, 100);
+	out = render(m);
+	assert_string_equal(out, "# HELP req_seconds Latency.\n"
+				 "# TYPE req_seconds histogram\n"
+				 "req_seconds_bucket{route=\"/x\",le=\"0.1\"} 2\n"
+				 "req_seconds_bucket{route=\"/x\",le=\"1\"} 2\n"
+				 "req_seconds_bucket{route=\"/x\",le=\"2.5\"} 3\n"
+				 "req_seconds_bucket{route=\"/x\",le=\"+Inf\"} 4\n"
+				 "req_seconds_sum{route=\"/x\"} 102.15\n"
+				 "req_seconds_count{route=\"/x\"} 4\n");
+	free(out);
+	metrics_free(m);
+}
+
+static void labelless_histogram_and_empty_family(void **state)
+{
+	static const char *const labels[] = {"x", NULL};
+	static const double bounds[] = {1};
+	struct metrics *m = metrics_new();
+	struct metric *h;
+	char *out;
+
+	(void)state;
+	(void)metrics_counter(m, "unused_total", "Never touched.", labels);
+	h = metrics_histogram(m, "size_bytes", "Sizes.", NULL, bounds, 1);
+	metric_observe(h, NULL, 0.5);
+	out = render(m);
+	assert_string_equal(out, "# HELP size_bytes Sizes.\n"
+				 "# TYPE size_bytes histogram\n"
+				 "size_bytes_bucket{le=\"1\"} 1\n"
+				 "size_bytes_bucket{le=\"+Inf\"} 1\n"
+				 "size_bytes_sum 0.5\n"
+				 "size_bytes_count 1\n");
+	free(out);
+	metrics_free(m);
+}
+
+static void numbers_as_prometheus_reads_them(void **state)
+{
+	struct metrics *m = metrics_new();
+	char *out;
+
+	(void)state;
+	metric_set(metrics_gauge(m, "a", "", NULL), NULL, 1e6);
+	metric_set(metrics_gauge(m, "b", "", NULL), NULL, NAN);
+	metric_set(metrics_gauge(m, "c", "", NULL), NULL, -INFINITY);
+	metric_set(metrics_gauge(m, "d", "", NULL), NULL, 0.1 + 0.2);
+	metric_set(metrics_gauge(m, "e", "", NULL), NULL, 1.5e300);
+	metric_set(metrics_gauge(m, "f", "", NULL), NULL, -0.0);
+	metric_add(metrics_counter(m, "g_total", "", NULL), NULL, NAN); /* ignored */
+	out = render(m);
+	assert_string_equal(out, "# HELP a \n# TYPE a gauge\na 1000000\n"
+				 "# HELP b \n# TYPE b gauge\nb NaN\n"
+				 "# HELP c \n# TYPE c gauge\nc -Inf\n"
+				 "# HELP d \n# TYPE d gauge\nd 0.30000000000000004\n"
+				 "# HELP e \n# TYPE e gauge\ne 1.5e+300\n"
+				 "# HELP f \n# TYPE f gauge\nf 0\n"
+				 "# HELP g_total \n# TYPE g_total counter\ng_total 0\n");
+	free(out);
+	metrics_free(m);
+}
+
+static void register_twice_returns_same_family(void **state)
+{
+	static const char *const labels[] = {"a", NULL};
+	struct metrics *m = metrics_new();
+
+	(void)state;
+	assert_ptr_equal(metrics_counter(m, "x_total", "X.", labels),
+			 metrics_counter(m, "x_total", "X.", labels));
+	metric_add(NULL, NULL, 1); /* NULL family: no-op */
+	metric_set(NULL, NULL, 1);
+	metric_observe(NULL, NULL, 1);
+	metrics_free(m);
+	metrics_free(NULL);
+}
+
+#define THREADS 4
+#define ADDS 20000
+
+struct adder {
+	struct metric *c;
+	struct metric *lc;
+};
+
+static void *add_many(void *arg)
+{
+	struct adder *a = arg;
+	int i;
+
+	for (i = 0; i < ADDS; i++) {
+		metric_add(a->c, NULL, 1);
+		metric_add(a->lc, (const char *const[]){i % 2 ? "odd" : "even"}, 1);
+	}
+	return NULL;
+}
+
+static void concurrent_adds_sum_exactly(void **state)
+{
+	static const char *const labels[] = {"parity", NULL};
+	struct metrics *m = metrics_new();
+	struct adder a;
+	pthread_t t[THREADS];
+	char *out;
+	int i;
+
+	(void)state;
+	a.c = metrics_counter(m, "hits_total", "Hits.", NULL);
+	a.lc = metrics_counter(m, "parity_total", "By parity.", labels);
+	for (i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, add_many, &a), 0);
+	for (i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	out = render(m);
+	assert_string_equal(out, "# HELP hits_total Hits.\n# TYPE hits_total counter\n"
+				 "hits_total 80000\n"
+				 "# HELP parity_total By parity.\n# TYPE parity_total counter\n"
+				 "parity_total{parity=\"even\"} 40000\n"
+				 "parity_total{parity=\"odd\"} 40000\n");
+	free(out);
+	metrics_free(m);
+}
+
+static void process_metrics_are_collected(void **state)
+{
+	struct metrics *m = metrics_new();
+	char *out;
+
+	(void)state;
+	metrics_process_collect(m);
+	metrics_process_collect(m); /* second call reuses the families */
+	out = render(m);
+	assert_non_null(strstr(out, "# TYPE process_cpu_seconds_total counter\n"));
+	assert_non_null(strstr(out, "\nprocess_open_fds "));
+	assert_non_null(strstr(out, "\nprocess_max_fds "));
+	assert_non_null(strstr(out, "\nprocess_start_time_seconds 1"));
+	assert_null(strstr(out, "process_resident_memory_bytes 0\n"));
+	assert_null(strstr(out, "process_open_fds 0\n"));
+	free(out);
+	metrics_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(counter_and_gauge_text),
+		cmocka_unit_test(escaping_of_labels_and_help),
+		cmocka_unit_test(histogram_text),
+		cmocka_unit_test(labelless_histogram_and_empty_family),
+		cmocka_unit_test(numbers_as_prometheus_reads_them),
+		cmocka_unit_test(register_twice_returns_same_family),
+		cmocka_unit_test(concurrent_adds_sum_exactly),
+		cmocka_unit_test(process_metrics_are_collected),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
