@@ -602,7 +602,11 @@ static const json_t *lookup(const struct render *r, const char *s, size_t n)
 
 static int truthy(const json_t *v)
 {
+	/* "" is falsey as in mustache.js, so {{#annotations.runbook_url}} hides
+	 * an empty link; the spec leaves strings open. */
 	if (!v || json_is_false(v) || json_is_null(v))
+		return 0;
+	if (json_is_string(v) && json_string_length(v) == 0)
 		return 0;
 	return !json_is_array(v) || json_array_size(v) > 0;
 }

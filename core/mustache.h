@@ -74,9 +74,10 @@ struct mustache_options {
  * (a failed step means "missing").  Interpolation: strings as they are,
  * integers in decimal, reals in the shortest form that reads back the same
  * ("1.21"), true/false as "true"/"false", null and missing as "", objects
- * and arrays as compact JSON.  Sections: false, null, missing and [] are
- * falsey; everything else is truthy, including "" and 0 (the spec's Ruby
- * `!!data` rule); an array renders its body once per element, any other
+ * and arrays as compact JSON.  Sections: false, null, missing, [] and ""
+ * are falsey (the spec leaves strings open; "" follows mustache.js so that
+ * optional fields can be guarded); everything else is truthy, including 0;
+ * an array renders its body once per element, any other
  * truthy value once with itself pushed on the stack.  Standalone lines and
  * the indentation of standalone partials follow the spec.
  *

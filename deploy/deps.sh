@@ -5,7 +5,7 @@
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
-want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-dev libssl-dev"
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-dev libssl-dev libgnutls28-dev"
 want_test="libcmocka-dev prometheus-alertmanager python3 sqlite3 curl"
 want_bench="wrk"
 
@@ -27,6 +27,7 @@ for set in "$@"; do
 		have_pc yaml-0.1 || need libyaml-dev
 		have_pc libjwt || need libjwt-dev
 		have_pc libcrypto || need libssl-dev
+		have_pc gnutls || need libgnutls28-dev
 		;;
 	test)
 		have_pc cmocka || need libcmocka-dev

@@ -11,7 +11,7 @@ tmp="$out.tmp"
 	echo "#include \"core/embed.h\""
 	i=0
 	for f in "$@"; do
-		echo "static const char file_$i[] = {"
+		echo "static const unsigned char file_$i[] = {"
 		od -An -v -tx1 "$f" | sed -e 's/ \([0-9a-f][0-9a-f]\)/0x\1,/g' -e 's/^/\t/'
 		echo "	0x00 };"
 		i=$((i + 1))
@@ -19,7 +19,7 @@ tmp="$out.tmp"
 	echo "static const struct { const char *name; const char *data; size_t len; } files[] = {"
 	i=0
 	for f in "$@"; do
-		echo "	{ \"$(basename "$f")\", file_$i, sizeof(file_$i) - 1 },"
+		echo "	{ \"$(basename "$f")\", (const char *)file_$i, sizeof(file_$i) - 1 },"
 		i=$((i + 1))
 	done
 	echo "	{ NULL, NULL, 0 },"

@@ -146,11 +146,11 @@ static void values_render_like_the_spec(void **state)
 	       "[1,&quot;x&quot;]|{}");
 }
 
-static void empty_string_and_zero_are_truthy(void **state)
+static void empty_string_falsey_zero_truthy(void **state)
 {
 	(void)state;
 	expect("{{#s}}s{{/s}}{{#z}}z{{/z}}{{^s}}!s{{/s}}{{#e}}e{{/e}}{{^e}}!e{{/e}}",
-	       "{\"s\": \"\", \"z\": 0, \"e\": []}", NULL, "sz!e");
+	       "{\"s\": \"\", \"z\": 0, \"e\": []}", NULL, "z!s!e");
 }
 
 static void null_view_and_null_options(void **state)
@@ -441,7 +441,7 @@ static const struct CMUnitTest own_tests[] = {
 	cmocka_unit_test(escape_html_is_the_specs_four),
 	cmocka_unit_test(escape_none_and_slack),
 	cmocka_unit_test(values_render_like_the_spec),
-	cmocka_unit_test(empty_string_and_zero_are_truthy),
+	cmocka_unit_test(empty_string_falsey_zero_truthy),
 	cmocka_unit_test(null_view_and_null_options),
 	cmocka_unit_test(length_not_nul_terminated_and_nul_bytes),
 	cmocka_unit_test(appends_to_existing_output),
