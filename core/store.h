@@ -110,7 +110,10 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 			  struct store_event *out) WARN_UNUSED;
 /* Free the strings of ev (not ev itself); ev may be NULL. */
 void store_event_release(struct store_event *ev);
-/* Number of pending (not done, not dead) events of kind; -1 on ERR_DB (logged). */
+/*
+ * Number of pending (not done, not dead) events of kind; -1 when st or kind
+ * is missing or on ERR_DB (logged).
+ */
 int64_t store_pending_count(struct store *st, const char *kind);
 /*
  * Block until an event is enqueued, store_wake() or store_close() is called,
@@ -118,7 +121,7 @@ int64_t store_pending_count(struct store *st, const char *kind);
  * first.  Returns at once when a pending event of any kind is due now or
  * timeout_ms <= 0.  Used by workers instead of polling; a wake-up may be
  * spurious, so callers loop.  An enqueue that commits after the call starts
- * always ends the wait (no lost wake-ups).
+ * always ends the wait (no lost wake-ups).  timeout_ms is capped at one day.
  */
 void store_wait(struct store *st, int64_t timeout_ms);
 /* store_wait() that looks only at events of queue kind (kind NULL: any kind). */
@@ -153,7 +156,7 @@ enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms,
  * (done or dead), ERR_DB (logged).
  */
 enum err store_event_dead(struct store *st, int64_t id, const char *reason) WARN_UNUSED;
-/* Number of dead-lettered events; -1 on ERR_DB (logged). */
+/* Number of dead-lettered events; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_dead_count(struct store *st);
 /*
  * Delete events marked done before before_ms (dead ones are kept for

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -838,7 +839,7 @@ struct waiter {
 	const char *kind;
 	int64_t timeout_ms;
 	int64_t took_ms;
-	volatile int started;
+	atomic_int started;
 };
 
 static void *wait_thread(void *p)
@@ -846,7 +847,7 @@ static void *wait_thread(void *p)
 	struct waiter *w = p;
 	int64_t t0 = mono_ms();
 
-	w->started = 1;
+	atomic_store(&w->started, 1);
 	store_wait_kind(w->st, w->kind, w->timeout_ms);
 	w->took_ms = mono_ms() - t0;
 	return NULL;
@@ -856,7 +857,7 @@ static void *wait_thread(void *p)
 static void start_waiter(pthread_t *th, struct waiter *w)
 {
 	assert_int_equal(pthread_create(th, NULL, wait_thread, w), 0);
-	for (int i = 0; i < 200 && !w->started; i++)
+	for (int i = 0; i < 200 && !atomic_load(&w->started); i++)
 		usleep(1000);
 	usleep(50000);
 }
@@ -865,6 +866,8 @@ static void wait_returns_on_enqueue_wake_and_close(void **state)
 {
 	struct store *st = open_ok(":memory:");
 	struct waiter w = { st, "bridge", 10000, 0, 0 };
+	struct waiter w_wake = { st, "janitor", 10000, 0, 0 };
+	struct waiter w_close = { st, "janitor", 10000, 0, 0 };
 	pthread_t th;
 
 	(void)state;
@@ -900,17 +903,15 @@ static void wait_returns_on_enqueue_wake_and_close(void **state)
 	assert_true(mono_ms() - t0 >= 150);
 	assert_true(mono_ms() - t0 < 2000);
 
-	w = (struct waiter){ st, "janitor", 10000, 0, 0 };
-	start_waiter(&th, &w);
+	start_waiter(&th, &w_wake);
 	store_wake(st);
 	pthread_join(th, NULL);
-	assert_true(w.took_ms < 5000);
+	assert_true(w_wake.took_ms < 5000);
 
-	w = (struct waiter){ st, "janitor", 10000, 0, 0 };
-	start_waiter(&th, &w);
+	start_waiter(&th, &w_close);
 	store_close(st);
 	pthread_join(th, NULL);
-	assert_true(w.took_ms < 5000);
+	assert_true(w_close.took_ms < 5000);
 	store_wake(NULL);
 	store_wait(NULL, 10);
 }
