@@ -797,6 +797,84 @@ static void group_commit_from_8_threads(void **state)
 	free(args);
 }
 
+#define GF_THREADS 4
+#define GF_CALLS 60
+
+struct gf_arg {
+	struct store *st;
+	int idx;
+	int64_t ids[GF_CALLS];
+	enum err rc[GF_CALLS];
+	char msg[GF_CALLS][16];
+};
+
+/* Thread 0 sends a poisoned event every 3rd call; the others are all valid. */
+static void *gf_thread(void *p)
+{
+	struct gf_arg *a = p;
+	struct buf msg = BUF_INIT;
+	char key[32];
+
+	for (int i = 0; i < GF_CALLS; i++) {
+		snprintf(key, sizeof(key), "%s%d-%d", a->idx == 0 && i % 3 == 0 ? "boom" : "k",
+			 a->idx, i);
+		struct store_event ev = mkev("bridge", "default", key, "firing");
+		buf_reset(&msg);
+		a->rc[i] = store_enqueue(a->st, &ev, 1, &msg);
+		a->ids[i] = ev.id;
+		snprintf(a->msg[i], sizeof(a->msg[i]), "%s", strstr(buf_str(&msg), "injected")
+								? "injected" : "");
+	}
+	buf_release(&msg);
+	return NULL;
+}
+
+static void failed_group_fails_every_batch_in_it(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct gf_arg *args = calloc(GF_THREADS, sizeof(*args));
+	pthread_t th[GF_THREADS];
+	struct store_stats stats;
+	int64_t ok = 0, failed = 0;
+
+	sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON events "
+			  "WHEN NEW.key LIKE 'boom%' "
+			  "BEGIN SELECT RAISE(ABORT, 'injected insert failure'); END");
+	for (int t = 0; t < GF_THREADS; t++) {
+		args[t].st = st;
+		args[t].idx = t;
+		assert_int_equal(pthread_create(&th[t], NULL, gf_thread, &args[t]), 0);
+	}
+	for (int t = 0; t < GF_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < GF_THREADS; t++) {
+		for (int i = 0; i < GF_CALLS; i++) {
+			if (args[t].rc[i] == ERR_OK) {
+				assert_true(args[t].ids[i] > 0);
+				ok++;
+				continue;
+			}
+			/* Poisoned or merely in the same group: same error, nothing stored. */
+			assert_int_equal(args[t].rc[i], ERR_DB);
+			assert_int_equal(args[t].ids[i], 0);
+			assert_string_equal(args[t].msg[i], "injected");
+			failed++;
+		}
+	}
+	store_stats(st, &stats);
+	assert_int_equal(failed, GF_THREADS * GF_CALLS - (int64_t)stats.batches);
+	assert_int_equal(ok, (int64_t)stats.batches);
+	assert_true(failed >= GF_CALLS / 3);
+	assert_int_equal(stats.failed_commits >= 1, 1);
+	assert_int_equal(store_pending_count(st, "bridge"), ok);
+	print_message("group failure: %lld of %d calls failed in %llu failed commits\n",
+		      (long long)failed, GF_THREADS * GF_CALLS,
+		      (unsigned long long)stats.failed_commits);
+	store_close(st);
+	free(args);
+}
+
 static void committed_events_survive_exit(void **state)
 {
 	struct fixture *f = *state;
@@ -940,6 +1018,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(done_and_row_commit_together_or_not_at_all, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(group_commit_from_8_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_group_fails_every_batch_in_it, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(committed_events_survive_exit, setup, teardown),
 		cmocka_unit_test(wait_returns_on_enqueue_wake_and_close),
 	};
