@@ -10,6 +10,11 @@
  * transaction (the first caller to arrive commits for everyone queued behind
  * it), and each returns only after the COMMIT that holds its events.  All
  * functions are thread-safe.  Times are milliseconds since the Unix epoch, UTC.
+ *
+ * Concurrency: one sqlite connection, used under a mutex by every call; the
+ * enqueue leader holds it only for its BEGIN IMMEDIATE..COMMIT.  Functions
+ * without an errmsg parameter log the sqlite detail of an ERR_DB themselves
+ * (level error), since they have no other way to return it.
  */
 #ifndef AB_STORE_H
 #define AB_STORE_H
@@ -54,72 +59,137 @@ struct store_issue {
 	char *dead_reason;          /* set when an event for it was dead-lettered */
 };
 
+/* Counters since store_open(), for metrics and the group-commit benchmark. */
+struct store_stats {
+	uint64_t commits;         /* store_enqueue() transactions committed */
+	uint64_t batches;         /* store_enqueue() calls those commits held */
+	uint64_t events;          /* events those commits held */
+	uint64_t failed_commits;  /* store_enqueue() transactions rolled back */
+};
+
 /*
  * Open (creating if needed) and migrate the database at path.  ":memory:"
- * is accepted for tests.  On error *out is NULL and errmsg says why.
- * Errors: ERR_DB (cannot open, not a database, newer schema than this binary).
+ * is accepted for tests.  On error *out is NULL and errmsg says why (with the
+ * path and sqlite's message).  Each migration step runs in its own
+ * transaction and sets PRAGMA user_version (https://sqlite.org/pragma.html).
+ * Errors: ERR_INVALID (path NULL or empty), ERR_DB (cannot open, not a
+ * database, schema newer than this build's store_schema_version()).
  */
 enum err store_open(const char *path, struct store **out, struct buf *errmsg) WARN_UNUSED;
-/* Close; st may be NULL.  Wakes any store_wait() caller. */
+/*
+ * Close; st may be NULL.  Wakes any store_wait() caller and waits for them to
+ * return.  No other call on st may be in progress or start after it.
+ */
 void store_close(struct store *st);
 /* The schema version this build migrates to (PRAGMA user_version). */
 int store_schema_version(void);
 
 /*
  * Durably queue n events (group commit).  Returns ERR_OK only after the
- * transaction holding all n is committed; on ERR_DB none of them is stored.
- * Sets evs[i].id.  The caller keeps ownership of evs.
+ * transaction holding all n is committed; on error none of them is stored.
+ * Sets evs[i].id (0 on error).  The caller keeps ownership of evs: the store
+ * copies what it needs.  Required: kind, receiver, key, payload non-empty,
+ * status "firing" or "resolved".  received_at_ms <= 0 means now; attempts
+ * and last_error are ignored (a new event has none).  n == 0 is ERR_OK.
+ * Errors: ERR_INVALID (a required field NULL or empty, evs NULL with n > 0;
+ * errmsg names the event index and field), ERR_DB (the shared transaction
+ * failed: every caller in it gets ERR_DB and the same message).
  */
 enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
 		       struct buf *errmsg) WARN_UNUSED;
 
 /*
  * The oldest event of queue kind that is neither done nor dead-lettered and
- * whose retry time has come (<= now_ms), in id order.  Fills *out (release
- * with store_event_release()).  ERR_NOTFOUND when there is none.
+ * whose retry time has come (<= now_ms), in id order.  An event is held back
+ * while an older pending event of the same (kind, receiver, key) waits for its
+ * retry, so one alert's transitions are applied in arrival order.  Fills *out
+ * (release with store_event_release()).  ERR_NOTFOUND when there is none,
+ * ERR_INVALID when kind is NULL or empty, ERR_DB (logged) when sqlite fails.
  */
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 			  struct store_event *out) WARN_UNUSED;
 /* Free the strings of ev (not ev itself); ev may be NULL. */
 void store_event_release(struct store_event *ev);
-/* Number of pending (not done, not dead) events of kind. */
+/*
+ * Number of pending (not done, not dead) events of kind; -1 when st or kind
+ * is missing or on ERR_DB (logged).
+ */
 int64_t store_pending_count(struct store *st, const char *kind);
 /*
- * Block until an event is enqueued, store_close() is called or timeout_ms
- * passes, whichever is first.  Used by workers instead of polling.
+ * Block until an event is enqueued, store_wake() or store_close() is called,
+ * the retry time of a pending event comes, or timeout_ms passes, whichever is
+ * first.  Returns at once when a pending event of any kind is due now or
+ * timeout_ms <= 0.  Used by workers instead of polling; a wake-up may be
+ * spurious, so callers loop.  An enqueue that commits after the call starts
+ * always ends the wait (no lost wake-ups).  timeout_ms is capped at one day.
  */
 void store_wait(struct store *st, int64_t timeout_ms);
-/* Wake store_wait() callers (e.g. on shutdown). */
+/* store_wait() that looks only at events of queue kind (kind NULL: any kind). */
+void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms);
+/* Wake the store_wait() callers waiting now (e.g. on shutdown). */
 void store_wake(struct store *st);
+/* Copy the counters into *out. */
+void store_stats(struct store *st, struct store_stats *out);
 
 /*
- * Mark event id done and, when row is not NULL, insert or replace the map
- * row (row->receiver, row->key) in the same transaction.
+ * Mark pending event id done (done_at_ms = now) and, when row is not NULL,
+ * insert or replace the map row (row->receiver, row->key) in the same
+ * transaction: both happen or neither.  The row is copied.
+ * Errors: ERR_INVALID (row fails the checks of store_issue_put()),
+ * ERR_NOTFOUND (no event id), ERR_CONFLICT (event already done or dead;
+ * nothing changed), ERR_DB (rolled back; errmsg has sqlite's message).
  */
 enum err store_event_done(struct store *st, int64_t id, const struct store_issue *row,
 			  struct buf *errmsg) WARN_UNUSED;
-/* Record a failed attempt: attempts+1, last_error, retry not before next_at_ms. */
+/*
+ * Record a failed attempt of pending event id: attempts+1, last_error = error
+ * (may be NULL), retry not before next_at_ms.
+ * Errors: ERR_NOTFOUND, ERR_CONFLICT (done or dead), ERR_DB (logged).
+ */
 enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms,
 			   const char *error) WARN_UNUSED;
 /*
- * Dead-letter event id with reason (never retried); also sets dead_reason on
- * the map row of its (receiver, key) if one exists.
+ * Dead-letter pending event id with reason (kept in last_error; never
+ * retried); also sets dead_reason on the map row of its (receiver, key) if
+ * one exists, in the same transaction.
+ * Errors: ERR_INVALID (reason NULL or empty), ERR_NOTFOUND, ERR_CONFLICT
+ * (done or dead), ERR_DB (logged).
  */
 enum err store_event_dead(struct store *st, int64_t id, const char *reason) WARN_UNUSED;
-/* Number of dead-lettered events. */
+/* Number of dead-lettered events; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_dead_count(struct store *st);
+/*
+ * Delete events marked done before before_ms (dead ones are kept for
+ * inspection); *deleted (may be NULL) gets how many.  Errors: ERR_DB (logged).
+ */
+enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted) WARN_UNUSED;
 
-/* Fetch the map row; ERR_NOTFOUND when there is none.  Release with store_issue_release(). */
+/*
+ * Fetch the map row into *out (release with store_issue_release()).
+ * Errors: ERR_INVALID (receiver or key NULL or empty), ERR_NOTFOUND (no row),
+ * ERR_DB (logged).
+ */
 enum err store_issue_get(struct store *st, const char *receiver, const char *key,
 			 struct store_issue *out) WARN_UNUSED;
-/* Insert or replace a map row outside of an event (e.g. rebuilt from GitHub). */
+/*
+ * Insert or replace a map row outside of an event (e.g. rebuilt from
+ * GitHub).  The row is copied.  Required: receiver, key, repo non-empty,
+ * state "open" or "closed"; state_reason is free text (GitHub adds values).
+ * Errors: ERR_INVALID (a required field missing), ERR_DB (logged).
+ */
 enum err store_issue_put(struct store *st, const struct store_issue *row) WARN_UNUSED;
-/* Delete the map row; ERR_NOTFOUND when there was none. */
+/*
+ * Delete the map row.  Errors: ERR_INVALID (receiver or key NULL or empty),
+ * ERR_NOTFOUND (there was none), ERR_DB (logged).
+ */
 enum err store_issue_forget(struct store *st, const char *receiver, const char *key) WARN_UNUSED;
 /*
  * Call fn for each map row ordered by receiver, key; stop early when fn
- * returns non-zero.  receiver NULL lists all receivers.  The row passed to fn
- * is valid only during the call.
+ * returns non-zero (still ERR_OK).  receiver NULL lists all receivers.  The
+ * row passed to fn is valid only during the call.  Rows are read in pages
+ * and fn runs without the store's lock, so fn may call the store; a row
+ * changed during the walk may or may not be seen, none is seen twice.
+ * Errors: ERR_INVALID (st or fn NULL), ERR_DB (logged).
  */
 enum err store_issue_each(struct store *st, const char *receiver,
 			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx) WARN_UNUSED;

@@ -1,0 +1,1207 @@
+/*
+ * store.c - the sqlite store: durable event inbox, (receiver, key) -> issue
+ * map, schema migrations by PRAGMA user_version, and group commit for intake.
+ *
+ * One connection serves every call under db_mu.  Intake callers queue their
+ * batch under q_mu; one of them, the leader, commits every queued batch in one
+ * transaction while the others wait on commit_cond (see store_enqueue()).
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "log.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define BUSY_TIMEOUT_MS 5000
+#define EACH_PAGE_ROWS 64
+
+/*
+ * Schema migrations: step i takes user_version i to i + 1 and runs in its own
+ * transaction.  Append new steps (e.g. the janitor's tables); never edit one
+ * that has shipped.
+ */
+static const char *const migrations[] = {
+	/* 1: the event inbox and the issue map. */
+	"CREATE TABLE events ("
+	"  id INTEGER PRIMARY KEY,"
+	"  kind TEXT NOT NULL,"
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  status TEXT NOT NULL,"
+	"  starts_at_ms INTEGER NOT NULL,"
+	"  ends_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  payload TEXT NOT NULL,"
+	"  received_at_ms INTEGER NOT NULL,"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  next_attempt_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  last_error TEXT,"
+	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'dead')),"
+	"  done_at_ms INTEGER"
+	");"
+	/* store_next_event(): pending events of a kind in id order, small. */
+	"CREATE INDEX events_pending ON events (kind, id, next_attempt_at_ms)"
+	"  WHERE state = 'pending';"
+	/* The per-(receiver, key) hold-back of store_next_event(). */
+	"CREATE INDEX events_pending_key ON events (kind, receiver, key, id)"
+	"  WHERE state = 'pending';"
+	/* store_dead_count() and store_prune_done(). */
+	"CREATE INDEX events_state ON events (state, done_at_ms);"
+	"CREATE TABLE issues ("
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  repo TEXT NOT NULL,"
+	"  number INTEGER NOT NULL DEFAULT 0,"
+	"  state TEXT NOT NULL,"
+	"  state_reason TEXT,"
+	"  episode_starts_ms INTEGER NOT NULL DEFAULT 0,"
+	"  resolved_ends_ms INTEGER NOT NULL DEFAULT 0,"
+	"  closed_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  previous_number INTEGER NOT NULL DEFAULT 0,"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  updated_at_ms INTEGER NOT NULL,"
+	"  dead_reason TEXT,"
+	"  PRIMARY KEY (receiver, key)"
+	") WITHOUT ROWID;",
+};
+
+#define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
+
+#define EVENT_COLS                                                                  \
+	"e.id, e.kind, e.receiver, e.key, e.status, e.starts_at_ms, e.ends_at_ms, " \
+	"e.payload, e.received_at_ms, e.attempts, e.last_error"
+#define ISSUE_COLS                                                                   \
+	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
+	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
+	"dead_reason"
+/* A pending event that is the oldest pending one of its (kind, receiver, key). */
+#define HEAD_OF_KEY                                                                 \
+	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
+	"o.kind = e.kind AND o.receiver = e.receiver AND o.key = e.key AND o.id < e.id)"
+
+enum stmt_id {
+	S_BEGIN,
+	S_COMMIT,
+	S_ROLLBACK,
+	S_EV_INSERT,
+	S_EV_NEXT,
+	S_EV_DUE_KIND,
+	S_EV_DUE_ANY,
+	S_EV_PENDING,
+	S_EV_DEAD_COUNT,
+	S_EV_STATE,
+	S_EV_DONE,
+	S_EV_RETRY,
+	S_EV_DEAD,
+	S_EV_PRUNE,
+	S_IS_GET,
+	S_IS_PUT,
+	S_IS_FORGET,
+	S_IS_SET_DEAD,
+	S_IS_PAGE_ALL,
+	S_IS_PAGE_RCV,
+	S_COUNT
+};
+
+static const char *const stmt_sql[S_COUNT] = {
+	[S_BEGIN] = "BEGIN IMMEDIATE",
+	[S_COMMIT] = "COMMIT",
+	[S_ROLLBACK] = "ROLLBACK",
+	[S_EV_INSERT] = "INSERT INTO events (kind, receiver, key, status, starts_at_ms, "
+			"ends_at_ms, payload, received_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+	[S_EV_NEXT] = "SELECT " EVENT_COLS " FROM events AS e WHERE e.kind = ?1 AND "
+		      "e.state = 'pending' AND e.next_attempt_at_ms <= ?2 AND " HEAD_OF_KEY
+		      " ORDER BY e.id LIMIT 1",
+	[S_EV_DUE_KIND] = "SELECT min(e.next_attempt_at_ms) FROM events AS e WHERE e.kind = ?1 "
+			  "AND e.state = 'pending' AND " HEAD_OF_KEY,
+	[S_EV_DUE_ANY] = "SELECT min(e.next_attempt_at_ms) FROM events AS e WHERE "
+			 "e.state = 'pending' AND " HEAD_OF_KEY,
+	[S_EV_PENDING] = "SELECT count(*) FROM events WHERE kind = ?1 AND state = 'pending'",
+	[S_EV_DEAD_COUNT] = "SELECT count(*) FROM events WHERE state = 'dead'",
+	[S_EV_STATE] = "SELECT state, receiver, key FROM events WHERE id = ?1",
+	[S_EV_DONE] = "UPDATE events SET state = 'done', done_at_ms = ?2 "
+		      "WHERE id = ?1 AND state = 'pending'",
+	[S_EV_RETRY] = "UPDATE events SET attempts = attempts + 1, next_attempt_at_ms = ?2, "
+		       "last_error = ?3 WHERE id = ?1 AND state = 'pending'",
+	[S_EV_DEAD] = "UPDATE events SET state = 'dead', done_at_ms = ?2, last_error = ?3 "
+		      "WHERE id = ?1 AND state = 'pending'",
+	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
+	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
+	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+		     "?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (receiver, key) DO UPDATE SET "
+		     "repo = excluded.repo, number = excluded.number, state = excluded.state, "
+		     "state_reason = excluded.state_reason, "
+		     "episode_starts_ms = excluded.episode_starts_ms, "
+		     "resolved_ends_ms = excluded.resolved_ends_ms, "
+		     "closed_at_ms = excluded.closed_at_ms, "
+		     "previous_number = excluded.previous_number, "
+		     "created_at_ms = excluded.created_at_ms, "
+		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason",
+	[S_IS_FORGET] = "DELETE FROM issues WHERE receiver = ?1 AND key = ?2",
+	[S_IS_SET_DEAD] = "UPDATE issues SET dead_reason = ?3 WHERE receiver = ?1 AND key = ?2",
+	[S_IS_PAGE_ALL] = "SELECT " ISSUE_COLS " FROM issues WHERE (receiver, key) > (?1, ?2) "
+			  "ORDER BY receiver, key LIMIT ?3",
+	[S_IS_PAGE_RCV] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key > ?2 "
+			  "ORDER BY key LIMIT ?3",
+};
+
+/* One store_enqueue() call waiting in the group-commit queue (on its stack). */
+struct batch {
+	struct store_event *evs;
+	size_t n;
+	struct buf *errmsg;
+	enum err rc;
+	int done;  /* set by the leader under q_mu; then rc and errmsg are final */
+	struct batch *next;
+};
+
+struct store {
+	char *path;
+	sqlite3 *db;                   /* used only under db_mu */
+	sqlite3_stmt *stmt[S_COUNT];   /* used only under db_mu */
+	pthread_mutex_t db_mu;
+
+	pthread_mutex_t q_mu;          /* guards everything below */
+	pthread_cond_t commit_cond;    /* a leader finished: batches done, leadership free */
+	pthread_cond_t event_cond;     /* enq_seq, wake_gen or closing changed (monotonic) */
+	pthread_cond_t idle_cond;      /* waiters dropped to 0 while closing */
+	struct batch *head;            /* batches waiting for the next leader */
+	struct batch **tail;
+	int committing;                /* a leader is running its transaction */
+	uint64_t enq_seq;              /* successful enqueue commits */
+	uint64_t wake_gen;             /* store_wake() calls */
+	int closing;
+	int waiters;                   /* threads inside store_wait_kind() */
+	struct store_stats stats;
+};
+
+static int64_t clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int empty(const char *s)
+{
+	return !s || !*s;
+}
+
+/* Log an ERR_DB detail for the functions that have no errmsg to return it in. */
+static void log_db(const char *op, const struct buf *msg)
+{
+	struct log_line *l = log_begin(LOG_ERROR, "store failed");
+
+	log_err(l, ERR_DB);
+	log_str(l, "op", op);
+	log_str(l, "error", buf_str(msg));
+	log_end(l);
+}
+
+static void bind_text(sqlite3_stmt *s, int idx, const char *v, int *brc)
+{
+	int rc = v ? sqlite3_bind_text(s, idx, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, idx);
+
+	if (rc != SQLITE_OK && *brc == SQLITE_OK)
+		*brc = rc;
+}
+
+static void bind_int(sqlite3_stmt *s, int idx, int64_t v, int *brc)
+{
+	int rc = sqlite3_bind_int64(s, idx, v);
+
+	if (rc != SQLITE_OK && *brc == SQLITE_OK)
+		*brc = rc;
+}
+
+/* Reset s for its next use and drop bindings that point into callers' memory. */
+static void done_with(sqlite3_stmt *s)
+{
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+}
+
+static enum err db_fail(struct store *st, const char *what, struct buf *errmsg)
+{
+	buf_setf(errmsg, "store %s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
+	return ERR_DB;
+}
+
+/*
+ * Step a statement that returns no rows and reset it.  brc is the result of
+ * its bindings.  Caller holds db_mu.
+ */
+static enum err run(struct store *st, enum stmt_id id, int brc, const char *what,
+		    struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[id];
+	enum err rc = ERR_OK;
+
+	if (brc != SQLITE_OK) {
+		buf_setf(errmsg, "store %s: %s: bind: %s", st->path, what, sqlite3_errstr(brc));
+		rc = ERR_DB;
+	} else if (sqlite3_step(s) != SQLITE_DONE) {
+		rc = db_fail(st, what, errmsg);
+	}
+	done_with(s);
+	return rc;
+}
+
+/* Roll back the open transaction, if any.  Caller holds db_mu. */
+static void rollback(struct store *st)
+{
+	if (!sqlite3_get_autocommit(st->db)) {
+		sqlite3_step(st->stmt[S_ROLLBACK]);
+		sqlite3_reset(st->stmt[S_ROLLBACK]);
+	}
+}
+
+/* A copy of a text column; NULL for SQL NULL. */
+static char *col_str(sqlite3_stmt *s, int i)
+{
+	return xstrdup((const char *)sqlite3_column_text(s, i));
+}
+
+/* ---- open, migrate, close ---- */
+
+/* Run sql (one or more statements, no rows wanted) outside the statement cache. */
+static enum err exec(sqlite3 *db, const char *path, const char *sql, struct buf *errmsg)
+{
+	char *msg = NULL;
+
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		buf_setf(errmsg, "store %s: %s", path, msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return ERR_DB;
+	}
+	return ERR_OK;
+}
+
+/* The single text or integer value sql returns, as text into out. */
+static enum err query_text(sqlite3 *db, const char *path, const char *sql, struct buf *out,
+			   struct buf *errmsg)
+{
+	sqlite3_stmt *s = NULL;
+	enum err rc = ERR_OK;
+
+	if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK ||
+	    sqlite3_step(s) != SQLITE_ROW) {
+		buf_setf(errmsg, "store %s: %s", path, sqlite3_errmsg(db));
+		rc = ERR_DB;
+		goto out;
+	}
+	buf_reset(out);
+	if (buf_adds(out, (const char *)sqlite3_column_text(s, 0)) != ERR_OK) {
+		buf_setf(errmsg, "store %s: %s: answer too long", path, sql);
+		rc = ERR_DB;
+	}
+out:
+	sqlite3_finalize(s);
+	return rc;
+}
+
+static enum err read_version(struct store *st, int *version, struct buf *errmsg)
+{
+	struct buf v = BUF_INIT;
+	enum err rc = query_text(st->db, st->path, "PRAGMA user_version", &v, errmsg);
+
+	if (rc == ERR_OK)
+		*version = (int)strtol(buf_str(&v), NULL, 10);
+	buf_release(&v);
+	return rc;
+}
+
+/*
+ * Bring the schema to N_MIGRATIONS, one transaction per step.  BEGIN
+ * IMMEDIATE before reading user_version so that two processes opening the
+ * same new file cannot both apply a step.
+ */
+static enum err migrate(struct store *st, struct buf *errmsg)
+{
+	enum err rc = ERR_OK;
+	int version = 0;
+	char set[64];
+
+	for (;;) {
+		rc = exec(st->db, st->path, "BEGIN IMMEDIATE", errmsg);
+		if (rc)
+			break;
+		rc = read_version(st, &version, errmsg);
+		if (rc)
+			break;
+		if (version > N_MIGRATIONS) {
+			buf_setf(errmsg,
+				 "store %s: schema version %d is newer than this build's %d: "
+				 "run a newer alertbridge or restore an older database",
+				 st->path, version, N_MIGRATIONS);
+			rc = ERR_DB;
+			break;
+		}
+		if (version == N_MIGRATIONS) {
+			rc = exec(st->db, st->path, "COMMIT", errmsg);
+			break;
+		}
+		snprintf(set, sizeof(set), "PRAGMA user_version = %d", version + 1);
+		rc = exec(st->db, st->path, migrations[version], errmsg);
+		if (rc == ERR_OK)
+			rc = exec(st->db, st->path, set, errmsg);
+		if (rc == ERR_OK)
+			rc = exec(st->db, st->path, "COMMIT", errmsg);
+		if (rc)
+			break;
+		struct log_line *l = log_begin(LOG_INFO, "store migrated");
+		log_str(l, "path", st->path);
+		log_int(l, "schema_version", version + 1);
+		log_end(l);
+	}
+	if (rc && !sqlite3_get_autocommit(st->db))
+		(void)exec(st->db, st->path, "ROLLBACK", NULL);
+	return rc;
+}
+
+/* WAL, synchronous=FULL, foreign keys: see store.h. */
+static enum err configure(struct store *st, struct buf *errmsg)
+{
+	struct buf mode = BUF_INIT;
+	enum err rc;
+
+	sqlite3_extended_result_codes(st->db, 1);
+	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
+	/* The first statement reads the file header: "file is not a database" shows here. */
+	rc = query_text(st->db, st->path, "PRAGMA journal_mode = WAL", &mode, errmsg);
+	if (rc)
+		goto out;
+	if (strcmp(buf_str(&mode), "wal") && strcmp(buf_str(&mode), "memory")) {
+		buf_setf(errmsg, "store %s: cannot use WAL mode (journal_mode is %s)", st->path,
+			 buf_str(&mode));
+		rc = ERR_DB;
+		goto out;
+	}
+	rc = exec(st->db, st->path, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
+		  errmsg);
+out:
+	buf_release(&mode);
+	return rc;
+}
+
+static enum err prepare_all(struct store *st, struct buf *errmsg)
+{
+	for (int i = 0; i < S_COUNT; i++) {
+		if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+				       &st->stmt[i], NULL) != SQLITE_OK) {
+			buf_setf(errmsg, "store %s: prepare statement %d: %s", st->path, i,
+				 sqlite3_errmsg(st->db));
+			return ERR_DB;
+		}
+	}
+	return ERR_OK;
+}
+
+static void init_sync(struct store *st)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&st->db_mu, NULL);
+	pthread_mutex_init(&st->q_mu, NULL);
+	pthread_cond_init(&st->commit_cond, NULL);
+	pthread_cond_init(&st->idle_cond, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&st->event_cond, &attr);
+	pthread_condattr_destroy(&attr);
+}
+
+/* Free st's sqlite resources and memory; no thread may be using it. */
+static void destroy(struct store *st)
+{
+	for (int i = 0; i < S_COUNT; i++)
+		sqlite3_finalize(st->stmt[i]);
+	if (st->db && sqlite3_close(st->db) != SQLITE_OK) {
+		struct log_line *l = log_begin(LOG_ERROR, "store close failed");
+		log_str(l, "path", st->path);
+		log_str(l, "error", sqlite3_errmsg(st->db));
+		log_end(l);
+	}
+	pthread_cond_destroy(&st->event_cond);
+	pthread_cond_destroy(&st->idle_cond);
+	pthread_cond_destroy(&st->commit_cond);
+	pthread_mutex_destroy(&st->q_mu);
+	pthread_mutex_destroy(&st->db_mu);
+	free(st->path);
+	free(st);
+}
+
+int store_schema_version(void)
+{
+	return N_MIGRATIONS;
+}
+
+enum err store_open(const char *path, struct store **out, struct buf *errmsg)
+{
+	struct store *st = NULL;
+	enum err rc = ERR_OK;
+	int src;
+
+	*out = NULL;
+	if (empty(path)) {
+		buf_setf(errmsg, "store: database path is empty");
+		return ERR_INVALID;
+	}
+	st = xcalloc(1, sizeof(*st));
+	st->path = xstrdup(path);
+	st->tail = &st->head;
+	init_sync(st);
+	if (!sqlite3_threadsafe()) {
+		buf_setf(errmsg, "store %s: sqlite is built without thread support", path);
+		rc = ERR_DB;
+		goto out;
+	}
+	/* NOMUTEX: db_mu serialises every use of the connection. */
+	src = sqlite3_open_v2(path, &st->db,
+			      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (src != SQLITE_OK) {
+		buf_setf(errmsg, "store %s: open: %s", path,
+			 st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(src));
+		rc = ERR_DB;
+		goto out;
+	}
+	rc = configure(st, errmsg);
+	if (rc == ERR_OK)
+		rc = migrate(st, errmsg);
+	if (rc == ERR_OK)
+		rc = prepare_all(st, errmsg);
+out:
+	if (rc) {
+		destroy(st);
+		return rc;
+	}
+	*out = st;
+	return ERR_OK;
+}
+
+void store_close(struct store *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->q_mu);
+	st->closing = 1;
+	pthread_cond_broadcast(&st->event_cond);
+	while (st->waiters > 0)
+		pthread_cond_wait(&st->idle_cond, &st->q_mu);
+	pthread_mutex_unlock(&st->q_mu);
+	destroy(st);
+}
+
+/* ---- intake: group commit ---- */
+
+static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
+{
+	const char *missing = NULL;
+
+	if (empty(ev->kind))
+		missing = "kind";
+	else if (empty(ev->receiver))
+		missing = "receiver";
+	else if (empty(ev->key))
+		missing = "key";
+	else if (empty(ev->status))
+		missing = "status";
+	else if (empty(ev->payload))
+		missing = "payload";
+	if (missing) {
+		buf_setf(errmsg, "store: event %zu: %s is empty", i, missing);
+		return ERR_INVALID;
+	}
+	if (strcmp(ev->status, "firing") && strcmp(ev->status, "resolved")) {
+		buf_setf(errmsg, "store: event %zu: status \"%s\" is not firing or resolved", i,
+			 ev->status);
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}
+
+static enum err insert_event(struct store *st, struct store_event *ev, int64_t now,
+			     struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_EV_INSERT];
+	int brc = SQLITE_OK;
+	enum err rc;
+
+	bind_text(s, 1, ev->kind, &brc);
+	bind_text(s, 2, ev->receiver, &brc);
+	bind_text(s, 3, ev->key, &brc);
+	bind_text(s, 4, ev->status, &brc);
+	bind_int(s, 5, ev->starts_at_ms, &brc);
+	bind_int(s, 6, ev->ends_at_ms, &brc);
+	bind_text(s, 7, ev->payload, &brc);
+	bind_int(s, 8, ev->received_at_ms > 0 ? ev->received_at_ms : now, &brc);
+	rc = run(st, S_EV_INSERT, brc, "insert event", errmsg);
+	if (rc == ERR_OK)
+		ev->id = sqlite3_last_insert_rowid(st->db);
+	return rc;
+}
+
+/*
+ * The leader's transaction: every event of every batch in list, one BEGIN
+ * IMMEDIATE .. COMMIT.  Sets each batch's rc (and ids or errmsg) but not
+ * done: the caller publishes that under q_mu.
+ */
+static void commit_group(struct store *st, struct batch *list)
+{
+	struct buf msg = BUF_INIT;
+	int64_t now = clock_ms();
+	enum err rc;
+
+	pthread_mutex_lock(&st->db_mu);
+	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	for (struct batch *b = list; b && rc == ERR_OK; b = b->next) {
+		for (size_t i = 0; i < b->n && rc == ERR_OK; i++)
+			rc = insert_event(st, &b->evs[i], now, &msg);
+	}
+	if (rc == ERR_OK)
+		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+
+	for (struct batch *b = list; b; b = b->next) {
+		b->rc = rc;
+		if (rc == ERR_OK)
+			continue;
+		for (size_t i = 0; i < b->n; i++)
+			b->evs[i].id = 0;
+		buf_setf(b->errmsg, "%s (nothing of this group commit was stored)", buf_str(&msg));
+	}
+	if (rc)
+		log_db("enqueue", &msg);
+	buf_release(&msg);
+}
+
+enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, struct buf *errmsg)
+{
+	struct batch me = { evs, n, errmsg, ERR_OK, 0, NULL };
+	struct batch *list;
+	enum err rc;
+
+	if (!st || (n > 0 && !evs)) {
+		buf_setf(errmsg, "store: enqueue: no store or no events");
+		return ERR_INVALID;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rc = check_event(&evs[i], i, errmsg);
+		if (rc)
+			return rc;
+	}
+	if (n == 0)
+		return ERR_OK;
+
+	pthread_mutex_lock(&st->q_mu);
+	*st->tail = &me;
+	st->tail = &me.next;
+	/* Wait while another leader commits; it may take our batch with it. */
+	while (!me.done && st->committing)
+		pthread_cond_wait(&st->commit_cond, &st->q_mu);
+	if (!me.done) {
+		/* Lead: take everything queued so far (our batch included). */
+		st->committing = 1;
+		list = st->head;
+		st->head = NULL;
+		st->tail = &st->head;
+		pthread_mutex_unlock(&st->q_mu);
+
+		commit_group(st, list);
+
+		pthread_mutex_lock(&st->q_mu);
+		for (struct batch *b = list; b; b = b->next) {
+			b->done = 1;
+			st->stats.batches += b->rc == ERR_OK;
+			st->stats.events += b->rc == ERR_OK ? b->n : 0;
+		}
+		if (list->rc == ERR_OK) {
+			st->stats.commits++;
+			st->enq_seq++;
+			pthread_cond_broadcast(&st->event_cond);
+		} else {
+			st->stats.failed_commits++;
+		}
+		st->committing = 0;
+		/* Wake our followers, and the first of the next group to lead it. */
+		pthread_cond_broadcast(&st->commit_cond);
+	}
+	rc = me.rc;
+	pthread_mutex_unlock(&st->q_mu);
+	return rc;
+}
+
+/* ---- workers: next, wait, done, retry, dead ---- */
+
+static void read_event(sqlite3_stmt *s, struct store_event *out)
+{
+	out->id = sqlite3_column_int64(s, 0);
+	out->kind = col_str(s, 1);
+	out->receiver = col_str(s, 2);
+	out->key = col_str(s, 3);
+	out->status = col_str(s, 4);
+	out->starts_at_ms = sqlite3_column_int64(s, 5);
+	out->ends_at_ms = sqlite3_column_int64(s, 6);
+	out->payload = col_str(s, 7);
+	out->received_at_ms = sqlite3_column_int64(s, 8);
+	out->attempts = sqlite3_column_int(s, 9);
+	out->last_error = col_str(s, 10);
+}
+
+enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
+			  struct store_event *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, src;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || empty(kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_NEXT];
+	bind_text(s, 1, kind, &brc);
+	bind_int(s, 2, now_ms, &brc);
+	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+	if (src == SQLITE_ROW)
+		read_event(s, out);
+	else if (src == SQLITE_DONE)
+		rc = ERR_NOTFOUND;
+	else
+		rc = db_fail(st, "next event", &msg);
+	done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("next event", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+void store_event_release(struct store_event *ev)
+{
+	if (!ev)
+		return;
+	free(ev->kind);
+	free(ev->receiver);
+	free(ev->key);
+	free(ev->status);
+	free(ev->payload);
+	free(ev->last_error);
+	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;
+}
+
+/* The one integer a counting statement returns; -1 on error (logged). */
+static int64_t count(struct store *st, enum stmt_id id, const char *kind, const char *what)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	int64_t n = -1;
+	int brc = SQLITE_OK;
+
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[id];
+	if (kind)
+		bind_text(s, 1, kind, &brc);
+	if (brc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_type(s, 0) == SQLITE_NULL ? INT64_MAX
+							      : sqlite3_column_int64(s, 0);
+	else
+		(void)db_fail(st, what, &msg);
+	done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (n == -1)
+		log_db(what, &msg);
+	buf_release(&msg);
+	return n;
+}
+
+int64_t store_pending_count(struct store *st, const char *kind)
+{
+	if (!st || empty(kind))
+		return -1;
+	return count(st, S_EV_PENDING, kind, "pending count");
+}
+
+int64_t store_dead_count(struct store *st)
+{
+	if (!st)
+		return -1;
+	return count(st, S_EV_DEAD_COUNT, NULL, "dead count");
+}
+
+static struct timespec mono_deadline(int64_t wait_ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(wait_ms / 1000);
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
+{
+	uint64_t seq, gen;
+	int64_t due, now, wait_ms;
+	struct timespec deadline;
+
+	if (!st || timeout_ms <= 0)
+		return;
+	if (timeout_ms > INT64_C(86400000))
+		timeout_ms = INT64_C(86400000);
+	pthread_mutex_lock(&st->q_mu);
+	if (st->closing) {
+		pthread_mutex_unlock(&st->q_mu);
+		return;
+	}
+	st->waiters++;
+	/* Snapshot before looking at the table: a commit after this changes enq_seq. */
+	seq = st->enq_seq;
+	gen = st->wake_gen;
+	pthread_mutex_unlock(&st->q_mu);
+
+	if (kind)
+		due = count(st, S_EV_DUE_KIND, kind, "due time");
+	else
+		due = count(st, S_EV_DUE_ANY, NULL, "due time");
+	now = clock_ms();
+	wait_ms = timeout_ms;
+	if (due >= 0 && due < INT64_MAX)
+		wait_ms = due <= now ? 0 : (due - now < wait_ms ? due - now : wait_ms);
+	deadline = mono_deadline(wait_ms);
+
+	pthread_mutex_lock(&st->q_mu);
+	while (wait_ms > 0 && !st->closing && st->enq_seq == seq && st->wake_gen == gen) {
+		if (pthread_cond_timedwait(&st->event_cond, &st->q_mu, &deadline) == ETIMEDOUT)
+			break;
+	}
+	st->waiters--;
+	if (st->closing && st->waiters == 0)
+		pthread_cond_broadcast(&st->idle_cond);
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+void store_wait(struct store *st, int64_t timeout_ms)
+{
+	store_wait_kind(st, NULL, timeout_ms);
+}
+
+void store_wake(struct store *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->q_mu);
+	st->wake_gen++;
+	pthread_cond_broadcast(&st->event_cond);
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+void store_stats(struct store *st, struct store_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->q_mu);
+	*out = st->stats;
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+/*
+ * Why an UPDATE ... AND state = 'pending' changed nothing: ERR_NOTFOUND or
+ * ERR_CONFLICT, with errmsg.  When the event is pending, ERR_OK and its
+ * receiver and key copied to *receiver, *key (may be NULL).  Caller holds db_mu.
+ */
+static enum err event_state(struct store *st, int64_t id, char **receiver, char **key,
+			    struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_EV_STATE];
+	enum err rc = ERR_OK;
+	int src = sqlite3_bind_int64(s, 1, id);
+
+	if (src == SQLITE_OK)
+		src = sqlite3_step(s);
+	if (src == SQLITE_DONE) {
+		buf_setf(errmsg, "store: event %lld does not exist", (long long)id);
+		rc = ERR_NOTFOUND;
+	} else if (src != SQLITE_ROW) {
+		rc = db_fail(st, "event state", errmsg);
+	} else if (strcmp((const char *)sqlite3_column_text(s, 0), "pending")) {
+		buf_setf(errmsg, "store: event %lld is already %s", (long long)id,
+			 (const char *)sqlite3_column_text(s, 0));
+		rc = ERR_CONFLICT;
+	} else {
+		if (receiver)
+			*receiver = col_str(s, 1);
+		if (key)
+			*key = col_str(s, 2);
+	}
+	done_with(s);
+	return rc;
+}
+
+static enum err check_issue(const struct store_issue *row, struct buf *errmsg)
+{
+	const char *missing = NULL;
+
+	if (!row)
+		missing = "row";
+	else if (empty(row->receiver))
+		missing = "receiver";
+	else if (empty(row->key))
+		missing = "key";
+	else if (empty(row->repo))
+		missing = "repo";
+	else if (empty(row->state))
+		missing = "state";
+	if (missing) {
+		buf_setf(errmsg, "store: issue row: %s is empty", missing);
+		return ERR_INVALID;
+	}
+	if (strcmp(row->state, "open") && strcmp(row->state, "closed")) {
+		buf_setf(errmsg, "store: issue row: state \"%s\" is not open or closed",
+			 row->state);
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}
+
+/* Upsert row.  Caller holds db_mu. */
+static enum err put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_IS_PUT];
+	int brc = SQLITE_OK;
+
+	bind_text(s, 1, row->receiver, &brc);
+	bind_text(s, 2, row->key, &brc);
+	bind_text(s, 3, row->repo, &brc);
+	bind_int(s, 4, row->number, &brc);
+	bind_text(s, 5, row->state, &brc);
+	bind_text(s, 6, row->state_reason, &brc);
+	bind_int(s, 7, row->episode_starts_ms, &brc);
+	bind_int(s, 8, row->resolved_ends_ms, &brc);
+	bind_int(s, 9, row->closed_at_ms, &brc);
+	bind_int(s, 10, row->previous_number, &brc);
+	bind_int(s, 11, row->created_at_ms, &brc);
+	bind_int(s, 12, row->updated_at_ms, &brc);
+	bind_text(s, 13, row->dead_reason, &brc);
+	return run(st, S_IS_PUT, brc, "put issue", errmsg);
+}
+
+enum err store_event_done(struct store *st, int64_t id, const struct store_issue *row,
+			  struct buf *errmsg)
+{
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK;
+
+	if (!st) {
+		buf_setf(errmsg, "store: no store");
+		return ERR_INVALID;
+	}
+	if (row) {
+		rc = check_issue(row, errmsg);
+		if (rc)
+			return rc;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = run(st, S_BEGIN, SQLITE_OK, "begin", errmsg);
+	if (rc)
+		goto out;
+	bind_int(st->stmt[S_EV_DONE], 1, id, &brc);
+	bind_int(st->stmt[S_EV_DONE], 2, clock_ms(), &brc);
+	rc = run(st, S_EV_DONE, brc, "mark event done", errmsg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = event_state(st, id, NULL, NULL, errmsg);
+		if (rc == ERR_OK) /* pending yet not updated: cannot happen under BEGIN IMMEDIATE */
+			rc = db_fail(st, "mark event done", errmsg);
+	}
+	if (rc == ERR_OK && row)
+		rc = put_issue(st, row, errmsg);
+	if (rc == ERR_OK)
+		rc = run(st, S_COMMIT, SQLITE_OK, "commit", errmsg);
+out:
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *error)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+	sqlite3_stmt *s;
+
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_RETRY];
+	bind_int(s, 1, id, &brc);
+	bind_int(s, 2, next_at_ms, &brc);
+	bind_text(s, 3, error, &brc);
+	rc = run(st, S_EV_RETRY, brc, "retry event", &msg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = event_state(st, id, NULL, NULL, &msg);
+		if (rc == ERR_OK) /* changed by another process in between */
+			rc = ERR_CONFLICT;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("retry event", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_event_dead(struct store *st, int64_t id, const char *reason)
+{
+	struct buf msg = BUF_INIT;
+	char *receiver = NULL, *key = NULL;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || empty(reason))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK)
+		rc = event_state(st, id, &receiver, &key, &msg);
+	if (rc == ERR_OK) {
+		bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
+		bind_int(st->stmt[S_EV_DEAD], 2, clock_ms(), &brc);
+		bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
+		rc = run(st, S_EV_DEAD, brc, "dead-letter event", &msg);
+	}
+	if (rc == ERR_OK) {
+		bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);
+		bind_text(st->stmt[S_IS_SET_DEAD], 2, key, &brc);
+		bind_text(st->stmt[S_IS_SET_DEAD], 3, reason, &brc);
+		rc = run(st, S_IS_SET_DEAD, brc, "set dead reason", &msg);
+	}
+	if (rc == ERR_OK)
+		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("dead-letter event", &msg);
+	free(receiver);
+	free(key);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (deleted)
+		*deleted = 0;
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_int(st->stmt[S_EV_PRUNE], 1, before_ms, &brc);
+	rc = run(st, S_EV_PRUNE, brc, "prune events", &msg);
+	if (rc == ERR_OK && deleted)
+		*deleted = sqlite3_changes64(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc)
+		log_db("prune events", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+/* ---- the issue map ---- */
+
+static void read_issue(sqlite3_stmt *s, struct store_issue *out)
+{
+	out->receiver = col_str(s, 0);
+	out->key = col_str(s, 1);
+	out->repo = col_str(s, 2);
+	out->number = sqlite3_column_int64(s, 3);
+	out->state = col_str(s, 4);
+	out->state_reason = col_str(s, 5);
+	out->episode_starts_ms = sqlite3_column_int64(s, 6);
+	out->resolved_ends_ms = sqlite3_column_int64(s, 7);
+	out->closed_at_ms = sqlite3_column_int64(s, 8);
+	out->previous_number = sqlite3_column_int64(s, 9);
+	out->created_at_ms = sqlite3_column_int64(s, 10);
+	out->updated_at_ms = sqlite3_column_int64(s, 11);
+	out->dead_reason = col_str(s, 12);
+}
+
+enum err store_issue_get(struct store *st, const char *receiver, const char *key,
+			 struct store_issue *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, src;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || empty(receiver) || empty(key))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_IS_GET];
+	bind_text(s, 1, receiver, &brc);
+	bind_text(s, 2, key, &brc);
+	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+	if (src == SQLITE_ROW)
+		read_issue(s, out);
+	else if (src == SQLITE_DONE)
+		rc = ERR_NOTFOUND;
+	else
+		rc = db_fail(st, "get issue", &msg);
+	done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("get issue", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_issue_put(struct store *st, const struct store_issue *row)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st)
+		return ERR_INVALID;
+	rc = check_issue(row, &msg);
+	if (rc == ERR_OK) {
+		pthread_mutex_lock(&st->db_mu);
+		rc = put_issue(st, row, &msg);
+		pthread_mutex_unlock(&st->db_mu);
+		if (rc)
+			log_db("put issue", &msg);
+	}
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_issue_forget(struct store *st, const char *receiver, const char *key)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || empty(receiver) || empty(key))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_text(st->stmt[S_IS_FORGET], 1, receiver, &brc);
+	bind_text(st->stmt[S_IS_FORGET], 2, key, &brc);
+	rc = run(st, S_IS_FORGET, brc, "forget issue", &msg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
+		rc = ERR_NOTFOUND;
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("forget issue", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+/*
+ * Read up to EACH_PAGE_ROWS rows after (after_rcv, after_key) into page;
+ * *n gets how many.  Keyset paging, so the lock is held per page only.
+ */
+static enum err read_page(struct store *st, const char *receiver, const char *after_rcv,
+			  const char *after_key, struct store_issue *page, int *n,
+			  struct buf *errmsg)
+{
+	enum stmt_id id = receiver ? S_IS_PAGE_RCV : S_IS_PAGE_ALL;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, src = SQLITE_OK;
+
+	*n = 0;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[id];
+	bind_text(s, 1, receiver ? receiver : after_rcv, &brc);
+	bind_text(s, 2, after_key, &brc);
+	bind_int(s, 3, EACH_PAGE_ROWS, &brc);
+	if (brc != SQLITE_OK)
+		src = brc;
+	while (src == SQLITE_OK || src == SQLITE_ROW) {
+		src = sqlite3_step(s);
+		if (src != SQLITE_ROW)
+			break;
+		memset(&page[*n], 0, sizeof(page[*n]));
+		read_issue(s, &page[*n]);
+		(*n)++;
+	}
+	if (src != SQLITE_DONE)
+		rc = db_fail(st, "list issues", errmsg);
+	done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_issue_each(struct store *st, const char *receiver,
+			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx)
+{
+	struct store_issue page[EACH_PAGE_ROWS];
+	struct buf msg = BUF_INIT;
+	char *after_rcv = xstrdup(""), *after_key = xstrdup("");
+	enum err rc = ERR_OK;
+	int n = 0, stop = 0;
+
+	if (!st || !fn) {
+		rc = ERR_INVALID;
+		goto out;
+	}
+	do {
+		rc = read_page(st, receiver, after_rcv, after_key, page, &n, &msg);
+		for (int i = 0; i < n; i++) {
+			if (!stop && rc == ERR_OK)
+				stop = fn(ctx, &page[i]);
+			if (i == n - 1) {
+				free(after_rcv);
+				free(after_key);
+				after_rcv = page[i].receiver;
+				after_key = page[i].key;
+				page[i].receiver = page[i].key = NULL;
+			}
+			store_issue_release(&page[i]);
+		}
+	} while (rc == ERR_OK && !stop && n == EACH_PAGE_ROWS);
+	if (rc == ERR_DB)
+		log_db("list issues", &msg);
+out:
+	free(after_rcv);
+	free(after_key);
+	buf_release(&msg);
+	return rc;
+}
+
+void store_issue_release(struct store_issue *row)
+{
+	if (!row)
+		return;
+	free(row->receiver);
+	free(row->key);
+	free(row->repo);
+	free(row->state);
+	free(row->state_reason);
+	free(row->dead_reason);
+	row->receiver = row->key = row->repo = row->state = NULL;
+	row->state_reason = row->dead_reason = NULL;
+}

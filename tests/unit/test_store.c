@@ -1,0 +1,1027 @@
+/*
+ * test_store.c - the sqlite store: open and migrations, the event inbox (FIFO,
+ * kinds, retry, dead letters, per-key order), the issue map, done + row
+ * atomicity, group commit from 8 threads, durability across _exit, wait/wake.
+ * Each test gets a fresh directory under /tmp; failures are injected with
+ * sqlite triggers added through a second connection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/store.h"
+
+struct fixture {
+	char dir[64];
+	char path[128];
+	char other[128];  /* a second file name for garbage */
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_store.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(f->path, sizeof(f->path), "%s/ab.db", f->dir);
+	snprintf(f->other, sizeof(f->other), "%s/garbage.db", f->dir);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	const char *suffix[] = { "", "-wal", "-shm", "-journal" };
+	char p[160];
+
+	for (size_t i = 0; i < 4; i++) {
+		snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
+		unlink(p);
+		snprintf(p, sizeof(p), "%s%s", f->other, suffix[i]);
+		unlink(p);
+	}
+	rmdir(f->dir);
+	free(f);
+	return 0;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Run sql on path through a connection of the test's own. */
+static void sql_exec(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	char *msg = NULL;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK)
+		fail_msg("sql_exec %s: %s", sql, msg);
+	sqlite3_close(db);
+}
+
+static int64_t sql_int(const char *path, const char *sql)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+	int64_t v;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	return v;
+}
+
+static struct store *open_ok(const char *path)
+{
+	struct buf msg = BUF_INIT;
+	struct store *st = NULL;
+
+	if (store_open(path, &st, &msg) != ERR_OK)
+		fail_msg("store_open %s: %s", path, buf_str(&msg));
+	buf_release(&msg);
+	return st;
+}
+
+static struct store_event mkev(const char *kind, const char *receiver, const char *key,
+			       const char *status)
+{
+	struct store_event ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = (char *)kind;
+	ev.receiver = (char *)receiver;
+	ev.key = (char *)key;
+	ev.status = (char *)status;
+	ev.starts_at_ms = 1700000000000;
+	ev.payload = (char *)"{\"alertname\":\"GPUIdle\"}";
+	ev.received_at_ms = 1700000001000;
+	return ev;
+}
+
+static int64_t enq1(struct store *st, const char *kind, const char *key)
+{
+	struct store_event ev = mkev(kind, "default", key, "firing");
+	struct buf msg = BUF_INIT;
+
+	if (store_enqueue(st, &ev, 1, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	buf_release(&msg);
+	return ev.id;
+}
+
+static int64_t next_id(struct store *st, const char *kind, int64_t now)
+{
+	struct store_event ev;
+	int64_t id;
+	enum err rc = store_next_event(st, kind, now, &ev);
+
+	if (rc == ERR_NOTFOUND)
+		return 0;
+	assert_int_equal(rc, ERR_OK);
+	id = ev.id;
+	store_event_release(&ev);
+	return id;
+}
+
+static struct store_issue mkrow(const char *receiver, const char *key, int64_t number)
+{
+	struct store_issue r;
+
+	memset(&r, 0, sizeof(r));
+	r.receiver = (char *)receiver;
+	r.key = (char *)key;
+	r.repo = (char *)"my-org/cluster-alerts";
+	r.number = number;
+	r.state = (char *)"open";
+	r.episode_starts_ms = 1700000000000;
+	r.created_at_ms = 1700000002000;
+	r.updated_at_ms = 1700000003000;
+	return r;
+}
+
+static void assert_contains(const char *haystack, const char *needle)
+{
+	if (!strstr(haystack, needle))
+		fail_msg("\"%s\" does not contain \"%s\"", haystack, needle);
+}
+
+/* ---- open and migrations ---- */
+
+static void open_creates_wal_db_at_current_version(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	sqlite3 *db = NULL;
+	sqlite3_stmt *s = NULL;
+
+	assert_true(store_schema_version() >= 1);
+	assert_int_equal(sql_int(f->path, "PRAGMA user_version"), store_schema_version());
+	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+	sqlite3_finalize(s);
+	sqlite3_close(db);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	store_close(st);
+	store_close(NULL);
+}
+
+static void reopen_keeps_events_and_rows(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct store_issue row = mkrow("default", "aaaa000011112222", 42), got;
+	int64_t id = enq1(st, "bridge", "aaaa000011112222");
+
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	store_close(st);
+
+	st = open_ok(f->path);
+	assert_int_equal(sql_int(f->path, "PRAGMA user_version"), store_schema_version());
+	assert_int_equal(next_id(st, "bridge", 0), id);
+	assert_int_equal(store_issue_get(st, "default", "aaaa000011112222", &got), ERR_OK);
+	assert_int_equal(got.number, 42);
+	store_issue_release(&got);
+	store_close(st);
+}
+
+static void newer_schema_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct buf msg = BUF_INIT;
+	char want[96];
+
+	store_close(st);
+	sql_exec(f->path, "PRAGMA user_version = 999");
+	st = (struct store *)&msg; /* must be reset to NULL */
+	assert_int_equal(store_open(f->path, &st, &msg), ERR_DB);
+	assert_null(st);
+	snprintf(want, sizeof(want), "schema version 999 is newer than this build's %d",
+		 store_schema_version());
+	assert_contains(buf_str(&msg), want);
+	assert_contains(buf_str(&msg), f->path);
+	/* Nothing was changed by the refusal. */
+	assert_int_equal(sql_int(f->path, "PRAGMA user_version"), 999);
+	buf_release(&msg);
+}
+
+static void garbage_file_is_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct buf msg = BUF_INIT;
+	struct store *st = NULL;
+	FILE *fp = fopen(f->other, "w");
+
+	assert_non_null(fp);
+	for (int i = 0; i < 64; i++)
+		fputs("this is not an sqlite database, just text\n", fp);
+	fclose(fp);
+	assert_int_equal(store_open(f->other, &st, &msg), ERR_DB);
+	assert_null(st);
+	assert_contains(buf_str(&msg), "file is not a database");
+	assert_contains(buf_str(&msg), f->other);
+	buf_release(&msg);
+}
+
+static void bad_paths_are_refused(void **state)
+{
+	struct fixture *f = *state;
+	struct buf msg = BUF_INIT;
+	struct store *st = NULL;
+	char path[192];
+
+	assert_int_equal(store_open(NULL, &st, &msg), ERR_INVALID);
+	assert_contains(buf_str(&msg), "path is empty");
+	assert_int_equal(store_open("", &st, &msg), ERR_INVALID);
+	assert_null(st);
+	snprintf(path, sizeof(path), "%s/no/such/dir/ab.db", f->dir);
+	assert_int_equal(store_open(path, &st, &msg), ERR_DB);
+	assert_null(st);
+	assert_contains(buf_str(&msg), path);
+	assert_contains(buf_str(&msg), "unable to open database file");
+	buf_release(&msg);
+}
+
+/* ---- the inbox ---- */
+
+static void enqueue_next_done_round_trip(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_event evs[2] = { mkev("bridge", "default", "k1", "firing"),
+				      mkev("bridge", "default", "k2", "resolved") };
+	struct store_event got;
+	struct buf msg = BUF_INIT;
+	char payload[] = "{\"x\":1}";
+
+	(void)state;
+	evs[1].ends_at_ms = 1700000009000;
+	evs[1].payload = payload;
+	assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_OK);
+	payload[0] = 'X'; /* the store kept its own copy */
+	assert_true(evs[0].id > 0);
+	assert_true(evs[1].id > evs[0].id);
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(got.id, evs[0].id);
+	assert_string_equal(got.kind, "bridge");
+	assert_string_equal(got.receiver, "default");
+	assert_string_equal(got.key, "k1");
+	assert_string_equal(got.status, "firing");
+	assert_int_equal(got.starts_at_ms, 1700000000000);
+	assert_int_equal(got.ends_at_ms, 0);
+	assert_string_equal(got.payload, "{\"alertname\":\"GPUIdle\"}");
+	assert_int_equal(got.received_at_ms, 1700000001000);
+	assert_int_equal(got.attempts, 0);
+	assert_null(got.last_error);
+	store_event_release(&got);
+	store_event_release(&got); /* released fields are NULL: safe twice */
+	store_event_release(NULL);
+
+	assert_int_equal(store_event_done(st, evs[0].id, NULL, &msg), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(got.id, evs[1].id);
+	assert_string_equal(got.status, "resolved");
+	assert_int_equal(got.ends_at_ms, 1700000009000);
+	assert_string_equal(got.payload, "{\"x\":1}");
+	store_event_release(&got);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+
+	/* Done twice, or an unknown id. */
+	assert_int_equal(store_event_done(st, evs[0].id, NULL, &msg), ERR_CONFLICT);
+	assert_contains(buf_str(&msg), "is already done");
+	assert_int_equal(store_event_done(st, 9999, NULL, &msg), ERR_NOTFOUND);
+	assert_contains(buf_str(&msg), "event 9999 does not exist");
+	assert_int_equal(store_enqueue(st, NULL, 0, &msg), ERR_OK);
+	buf_release(&msg);
+	store_close(st);
+}
+
+static void fifo_within_kind_and_kinds_apart(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	int64_t b[5], j[3];
+	const char *keys[] = { "k0", "k1", "k2", "k3", "k4" };
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		b[i] = enq1(st, "bridge", keys[i]);
+		if (i < 3)
+			j[i] = enq1(st, "janitor", keys[i]);
+	}
+	assert_int_equal(store_pending_count(st, "bridge"), 5);
+	assert_int_equal(store_pending_count(st, "janitor"), 3);
+	assert_int_equal(store_pending_count(st, "other"), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(next_id(st, "janitor", 0), j[i]);
+		assert_int_equal(store_event_done(st, j[i], NULL, NULL), ERR_OK);
+	}
+	assert_int_equal(next_id(st, "janitor", 0), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(next_id(st, "bridge", 0), b[i]);
+		assert_int_equal(store_event_done(st, b[i], NULL, NULL), ERR_OK);
+	}
+	assert_int_equal(next_id(st, "bridge", 0), 0);
+	store_close(st);
+}
+
+static void retry_waits_for_next_attempt(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_event got;
+	int64_t a = enq1(st, "bridge", "ka");
+	int64_t b = enq1(st, "bridge", "kb");
+	const int64_t t = 1800000000000;
+
+	(void)state;
+	assert_int_equal(store_event_retry(st, a, t + 5000, "github: 502 bad gateway"), ERR_OK);
+	/* a is not due: b (another key) goes first. */
+	assert_int_equal(next_id(st, "bridge", t), b);
+	assert_int_equal(store_event_done(st, b, NULL, NULL), ERR_OK);
+	assert_int_equal(next_id(st, "bridge", t + 4999), 0);
+	assert_int_equal(store_next_event(st, "bridge", t + 5000, &got), ERR_OK);
+	assert_int_equal(got.id, a);
+	assert_int_equal(got.attempts, 1);
+	assert_string_equal(got.last_error, "github: 502 bad gateway");
+	store_event_release(&got);
+
+	assert_int_equal(store_event_retry(st, a, t + 9000, NULL), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", t + 9000, &got), ERR_OK);
+	assert_int_equal(got.attempts, 2);
+	assert_null(got.last_error);
+	store_event_release(&got);
+
+	assert_int_equal(store_event_retry(st, b, t, "x"), ERR_CONFLICT);
+	assert_int_equal(store_event_retry(st, 4242, t, "x"), ERR_NOTFOUND);
+	store_close(st);
+}
+
+static void later_event_of_same_key_waits_for_older(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	int64_t firing = enq1(st, "bridge", "k");
+	int64_t resolved = enq1(st, "bridge", "k");
+	int64_t other = enq1(st, "bridge", "other");
+	int64_t janitor = enq1(st, "janitor", "k");
+	const int64_t t = 1800000000000;
+
+	(void)state;
+	assert_int_equal(store_event_retry(st, firing, t + 1000, "timeout"), ERR_OK);
+	/* resolved for k must not overtake firing for k; other keys and kinds go on. */
+	assert_int_equal(next_id(st, "bridge", t), other);
+	assert_int_equal(store_event_done(st, other, NULL, NULL), ERR_OK);
+	assert_int_equal(next_id(st, "bridge", t), 0);
+	assert_int_equal(next_id(st, "janitor", t), janitor);
+	assert_int_equal(next_id(st, "bridge", t + 1000), firing);
+	assert_int_equal(store_event_done(st, firing, NULL, NULL), ERR_OK);
+	assert_int_equal(next_id(st, "bridge", t), resolved);
+	/* A dead-lettered head no longer holds its key back. */
+	int64_t again = enq1(st, "bridge", "k");
+	assert_int_equal(store_event_dead(st, resolved, "bad payload"), ERR_OK);
+	assert_int_equal(next_id(st, "bridge", t), again);
+	store_close(st);
+}
+
+static void dead_letter_marks_event_and_row(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("default", "kd", 7), got;
+	int64_t id = enq1(st, "bridge", "kd");
+	int64_t id2 = enq1(st, "bridge", "no-row");
+	struct buf msg = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_dead_count(st), 0);
+	assert_int_equal(store_event_dead(st, id, ""), ERR_INVALID);
+	assert_int_equal(store_event_dead(st, id, NULL), ERR_INVALID);
+	assert_int_equal(store_event_dead(st, id, "github: 422 validation failed"), ERR_OK);
+	assert_int_equal(store_event_dead(st, id2, "github: 404 repo not found"), ERR_OK);
+	assert_int_equal(store_dead_count(st), 2);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	assert_int_equal(next_id(st, "bridge", INT64_MAX), 0);
+	assert_int_equal(store_issue_get(st, "default", "kd", &got), ERR_OK);
+	assert_string_equal(got.dead_reason, "github: 422 validation failed");
+	store_issue_release(&got);
+	assert_int_equal(store_issue_get(st, "default", "no-row", &got), ERR_NOTFOUND);
+
+	assert_int_equal(store_event_dead(st, id, "again"), ERR_CONFLICT);
+	assert_int_equal(store_event_dead(st, 777, "x"), ERR_NOTFOUND);
+	assert_int_equal(store_event_retry(st, id, 0, "x"), ERR_CONFLICT);
+	assert_int_equal(store_event_done(st, id, NULL, &msg), ERR_CONFLICT);
+	assert_contains(buf_str(&msg), "is already dead");
+	buf_release(&msg);
+	store_close(st);
+}
+
+static void prune_drops_old_done_events_only(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	int64_t a = enq1(st, "bridge", "a"), b = enq1(st, "bridge", "b");
+	int64_t deleted = -1;
+
+	(void)state;
+	enq1(st, "bridge", "c");
+	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
+	assert_int_equal(store_event_dead(st, b, "x"), ERR_OK);
+	assert_int_equal(store_prune_done(st, wall_ms() - 60000, &deleted), ERR_OK);
+	assert_int_equal(deleted, 0);
+	assert_int_equal(store_prune_done(st, wall_ms() + 1000, &deleted), ERR_OK);
+	assert_int_equal(deleted, 1);
+	assert_int_equal(store_dead_count(st), 1);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_NOTFOUND);
+	store_close(st);
+}
+
+static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_event evs[2];
+	struct buf msg = BUF_INIT;
+	static const struct {
+		int field;
+		const char *value;
+		const char *want;
+	} cases[] = {
+		{ 0, NULL, "store: event 1: kind is empty" },
+		{ 0, "", "store: event 1: kind is empty" },
+		{ 1, NULL, "store: event 1: receiver is empty" },
+		{ 2, "", "store: event 1: key is empty" },
+		{ 3, NULL, "store: event 1: status is empty" },
+		{ 3, "pending", "store: event 1: status \"pending\" is not firing or resolved" },
+		{ 4, NULL, "store: event 1: payload is empty" },
+		{ 4, "", "store: event 1: payload is empty" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		evs[0] = mkev("bridge", "default", "good", "firing");
+		evs[1] = mkev("bridge", "default", "bad", "firing");
+		char **field[] = { &evs[1].kind, &evs[1].receiver, &evs[1].key, &evs[1].status,
+				   &evs[1].payload };
+		*field[cases[i].field] = (char *)cases[i].value;
+		buf_reset(&msg);
+		assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_INVALID);
+		assert_string_equal(buf_str(&msg), cases[i].want);
+		assert_int_equal(evs[0].id, 0);
+	}
+	assert_int_equal(store_enqueue(st, NULL, 1, &msg), ERR_INVALID);
+	assert_contains(buf_str(&msg), "no events");
+	assert_int_equal(store_enqueue(NULL, evs, 1, &msg), ERR_INVALID);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	struct store_stats stats;
+	store_stats(st, &stats);
+	assert_int_equal(stats.commits, 0);
+	assert_int_equal(stats.batches, 0);
+	buf_release(&msg);
+	store_close(st);
+}
+
+static void failed_commit_stores_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct store_event evs[3] = { mkev("bridge", "default", "k1", "firing"),
+				      mkev("bridge", "default", "k2", "firing"),
+				      mkev("bridge", "default", "boom", "firing") };
+	struct buf msg = BUF_INIT;
+	struct store_stats stats;
+
+	sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON events WHEN NEW.key = 'boom' "
+			  "BEGIN SELECT RAISE(ABORT, 'injected insert failure'); END");
+	assert_int_equal(store_enqueue(st, evs, 3, &msg), ERR_DB);
+	assert_contains(buf_str(&msg), "injected insert failure");
+	assert_contains(buf_str(&msg), "nothing of this group commit was stored");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(evs[i].id, 0);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	store_stats(st, &stats);
+	assert_int_equal(stats.failed_commits, 1);
+	assert_int_equal(stats.commits, 0);
+	/* The store goes on working after a failed group. */
+	assert_true(enq1(st, "bridge", "k3") > 0);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	buf_release(&msg);
+	store_close(st);
+}
+
+/* ---- the map ---- */
+
+struct collect {
+	char seen[300][40];
+	int n;
+	int stop_after;
+	struct store *st;  /* when set, fn calls back into the store */
+};
+
+static int collect_fn(void *ctx, const struct store_issue *row)
+{
+	struct collect *c = ctx;
+	struct store_issue again;
+
+	if (c->n < 300)
+		snprintf(c->seen[c->n], sizeof(c->seen[0]), "%s/%s", row->receiver, row->key);
+	c->n++;
+	if (c->st) {
+		/* Re-entering the store from fn must not deadlock. */
+		if (store_issue_get(c->st, row->receiver, row->key, &again) != ERR_OK)
+			return 1;
+		store_issue_release(&again);
+	}
+	return c->stop_after && c->n >= c->stop_after;
+}
+
+static void map_put_get_forget_each(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("team-b", "k2", 11), got;
+	struct collect *c = calloc(1, sizeof(*c));
+
+	(void)state;
+	assert_int_equal(store_issue_get(st, "team-b", "k2", &got), ERR_NOTFOUND);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = mkrow("team-a", "k9", 12);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = mkrow("team-a", "k1", 13);
+	row.state = (char *)"closed";
+	row.state_reason = (char *)"not_planned";
+	row.closed_at_ms = 1700000005000;
+	row.resolved_ends_ms = 1700000004000;
+	row.previous_number = 3;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+
+	assert_int_equal(store_issue_get(st, "team-a", "k1", &got), ERR_OK);
+	assert_string_equal(got.receiver, "team-a");
+	assert_string_equal(got.key, "k1");
+	assert_string_equal(got.repo, "my-org/cluster-alerts");
+	assert_int_equal(got.number, 13);
+	assert_string_equal(got.state, "closed");
+	assert_string_equal(got.state_reason, "not_planned");
+	assert_int_equal(got.episode_starts_ms, 1700000000000);
+	assert_int_equal(got.resolved_ends_ms, 1700000004000);
+	assert_int_equal(got.closed_at_ms, 1700000005000);
+	assert_int_equal(got.previous_number, 3);
+	assert_int_equal(got.created_at_ms, 1700000002000);
+	assert_int_equal(got.updated_at_ms, 1700000003000);
+	assert_null(got.dead_reason);
+	store_issue_release(&got);
+	store_issue_release(NULL);
+
+	/* Replace keeps one row per (receiver, key). */
+	row = mkrow("team-a", "k1", 14);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_get(st, "team-a", "k1", &got), ERR_OK);
+	assert_int_equal(got.number, 14);
+	assert_string_equal(got.state, "open");
+	assert_null(got.state_reason);
+	store_issue_release(&got);
+
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 3);
+	assert_string_equal(c->seen[0], "team-a/k1");
+	assert_string_equal(c->seen[1], "team-a/k9");
+	assert_string_equal(c->seen[2], "team-b/k2");
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(store_issue_each(st, "team-b", collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 1);
+	assert_string_equal(c->seen[0], "team-b/k2");
+	memset(c, 0, sizeof(*c));
+	c->stop_after = 2;
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 2);
+	assert_int_equal(store_issue_each(st, NULL, NULL, c), ERR_INVALID);
+
+	assert_int_equal(store_issue_forget(st, "team-a", "k9"), ERR_OK);
+	assert_int_equal(store_issue_forget(st, "team-a", "k9"), ERR_NOTFOUND);
+	assert_int_equal(store_issue_get(st, "team-a", "k9", &got), ERR_NOTFOUND);
+	assert_int_equal(store_issue_forget(st, "", "k9"), ERR_INVALID);
+	assert_int_equal(store_issue_get(st, "team-a", NULL, &got), ERR_INVALID);
+	free(c);
+	store_close(st);
+}
+
+static void map_each_pages_and_allows_reentry(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct collect *c = calloc(1, sizeof(*c));
+	char key[32];
+
+	(void)state;
+	for (int i = 0; i < 150; i++) {
+		snprintf(key, sizeof(key), "key%03d", i);
+		struct store_issue row = mkrow(i % 2 ? "odd" : "even", key, i + 1);
+		assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	}
+	c->st = st;
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 150);
+	assert_string_equal(c->seen[0], "even/key000");
+	assert_string_equal(c->seen[74], "even/key148");
+	assert_string_equal(c->seen[75], "odd/key001");
+	assert_string_equal(c->seen[149], "odd/key149");
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(store_issue_each(st, "odd", collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 75);
+	assert_string_equal(c->seen[74], "odd/key149");
+	free(c);
+	store_close(st);
+}
+
+static void map_put_rejects_bad_rows(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("default", "k", 1);
+	struct collect c;
+
+	(void)state;
+	row.repo = NULL;
+	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
+	row = mkrow("default", "", 1);
+	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
+	row = mkrow("default", "k", 1);
+	row.state = (char *)"merged";
+	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
+	assert_int_equal(store_issue_put(st, NULL), ERR_INVALID);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, &c), ERR_OK);
+	assert_int_equal(c.n, 0);
+	store_close(st);
+}
+
+static void done_and_row_commit_together_or_not_at_all(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct store_issue row = mkrow("default", "boom", 5), got;
+	int64_t id = enq1(st, "bridge", "boom");
+	struct buf msg = BUF_INIT;
+
+	/* Invalid row (repo is NOT NULL): refused, event untouched. */
+	row.repo = NULL;
+	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_INVALID);
+	assert_string_equal(buf_str(&msg), "store: issue row: repo is empty");
+	assert_int_equal(next_id(st, "bridge", 0), id);
+
+	/* The row insert fails inside the transaction: the event update rolls back. */
+	sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON issues WHEN NEW.key = 'boom' "
+			  "BEGIN SELECT RAISE(ABORT, 'injected row failure'); END");
+	row = mkrow("default", "boom", 5);
+	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_DB);
+	assert_contains(buf_str(&msg), "injected row failure");
+	assert_int_equal(next_id(st, "bridge", 0), id);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	assert_int_equal(store_issue_get(st, "default", "boom", &got), ERR_NOTFOUND);
+
+	/* Without the failure both land. */
+	sql_exec(f->path, "DROP TRIGGER inject");
+	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_OK);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	assert_int_equal(store_issue_get(st, "default", "boom", &got), ERR_OK);
+	assert_int_equal(got.number, 5);
+	store_issue_release(&got);
+	buf_release(&msg);
+	store_close(st);
+}
+
+/* ---- group commit and durability ---- */
+
+#define GC_THREADS 8
+#define GC_CALLS 200
+
+struct gc_arg {
+	struct store *st;
+	int idx;
+	int64_t ids[GC_CALLS];
+	int done;
+	int64_t deadline_ms;
+};
+
+static void *gc_thread(void *p)
+{
+	struct gc_arg *a = p;
+	char key[32];
+
+	for (int i = 0; i < GC_CALLS && mono_ms() < a->deadline_ms; i++) {
+		snprintf(key, sizeof(key), "t%d-%d", a->idx, i);
+		struct store_event ev = mkev("bridge", "default", key, "firing");
+		if (store_enqueue(a->st, &ev, 1, NULL) != ERR_OK)
+			break;
+		a->ids[i] = ev.id;
+		a->done++;
+	}
+	return NULL;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+static void group_commit_from_8_threads(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct gc_arg *args = calloc(GC_THREADS, sizeof(*args));
+	pthread_t th[GC_THREADS];
+	int64_t *all = calloc(GC_THREADS * GC_CALLS, sizeof(*all));
+	int64_t deadline = mono_ms() + 60000;
+	struct store_stats stats;
+
+	for (int t = 0; t < GC_THREADS; t++) {
+		args[t].st = st;
+		args[t].idx = t;
+		args[t].deadline_ms = deadline;
+		assert_int_equal(pthread_create(&th[t], NULL, gc_thread, &args[t]), 0);
+	}
+	for (int t = 0; t < GC_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < GC_THREADS; t++) {
+		assert_int_equal(args[t].done, GC_CALLS);
+		memcpy(all + t * GC_CALLS, args[t].ids, sizeof(args[t].ids));
+	}
+	qsort(all, GC_THREADS * GC_CALLS, sizeof(*all), cmp_i64);
+	assert_true(all[0] > 0);
+	for (int i = 1; i < GC_THREADS * GC_CALLS; i++)
+		assert_true(all[i] > all[i - 1]);
+	assert_int_equal(store_pending_count(st, "bridge"), GC_THREADS * GC_CALLS);
+	store_stats(st, &stats);
+	assert_int_equal(stats.batches, GC_THREADS * GC_CALLS);
+	assert_int_equal(stats.events, GC_THREADS * GC_CALLS);
+	assert_int_equal(stats.failed_commits, 0);
+	assert_true(stats.commits >= 1);
+	assert_true(stats.commits < stats.batches);
+	print_message("group commit: %llu commits for %llu calls\n",
+		      (unsigned long long)stats.commits, (unsigned long long)stats.batches);
+	store_close(st);
+	assert_int_equal(sql_int(f->path, "SELECT count(DISTINCT id) FROM events"),
+			 GC_THREADS * GC_CALLS);
+	free(all);
+	free(args);
+}
+
+#define GF_THREADS 4
+#define GF_CALLS 60
+
+struct gf_arg {
+	struct store *st;
+	int idx;
+	int64_t ids[GF_CALLS];
+	enum err rc[GF_CALLS];
+	char msg[GF_CALLS][16];
+};
+
+/* Thread 0 sends a poisoned event every 3rd call; the others are all valid. */
+static void *gf_thread(void *p)
+{
+	struct gf_arg *a = p;
+	struct buf msg = BUF_INIT;
+	char key[32];
+
+	for (int i = 0; i < GF_CALLS; i++) {
+		snprintf(key, sizeof(key), "%s%d-%d", a->idx == 0 && i % 3 == 0 ? "boom" : "k",
+			 a->idx, i);
+		struct store_event ev = mkev("bridge", "default", key, "firing");
+		buf_reset(&msg);
+		a->rc[i] = store_enqueue(a->st, &ev, 1, &msg);
+		a->ids[i] = ev.id;
+		snprintf(a->msg[i], sizeof(a->msg[i]), "%s", strstr(buf_str(&msg), "injected")
+								? "injected" : "");
+	}
+	buf_release(&msg);
+	return NULL;
+}
+
+static void failed_group_fails_every_batch_in_it(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	struct gf_arg *args = calloc(GF_THREADS, sizeof(*args));
+	pthread_t th[GF_THREADS];
+	struct store_stats stats;
+	int64_t ok = 0, failed = 0;
+
+	sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON events "
+			  "WHEN NEW.key LIKE 'boom%' "
+			  "BEGIN SELECT RAISE(ABORT, 'injected insert failure'); END");
+	for (int t = 0; t < GF_THREADS; t++) {
+		args[t].st = st;
+		args[t].idx = t;
+		assert_int_equal(pthread_create(&th[t], NULL, gf_thread, &args[t]), 0);
+	}
+	for (int t = 0; t < GF_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < GF_THREADS; t++) {
+		for (int i = 0; i < GF_CALLS; i++) {
+			if (args[t].rc[i] == ERR_OK) {
+				assert_true(args[t].ids[i] > 0);
+				ok++;
+				continue;
+			}
+			/* Poisoned or merely in the same group: same error, nothing stored. */
+			assert_int_equal(args[t].rc[i], ERR_DB);
+			assert_int_equal(args[t].ids[i], 0);
+			assert_string_equal(args[t].msg[i], "injected");
+			failed++;
+		}
+	}
+	store_stats(st, &stats);
+	assert_int_equal(failed, GF_THREADS * GF_CALLS - (int64_t)stats.batches);
+	assert_int_equal(ok, (int64_t)stats.batches);
+	assert_true(failed >= GF_CALLS / 3);
+	assert_int_equal(stats.failed_commits >= 1, 1);
+	assert_int_equal(store_pending_count(st, "bridge"), ok);
+	print_message("group failure: %lld of %d calls failed in %llu failed commits\n",
+		      (long long)failed, GF_THREADS * GF_CALLS,
+		      (unsigned long long)stats.failed_commits);
+	store_close(st);
+	free(args);
+}
+
+static void committed_events_survive_exit(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = NULL;
+	struct store_event got;
+	int status = 0;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* Child: its own connection; no cleanup, no close, no checkpoint. */
+		struct store_event evs[5];
+		const char *keys[] = { "d0", "d1", "d2", "d3", "d4" };
+		struct store *cst = NULL;
+		int ok = 0;
+
+		if (store_open(f->path, &cst, NULL) == ERR_OK) {
+			for (int i = 0; i < 5; i++)
+				evs[i] = mkev("bridge", "default", keys[i], "firing");
+			ok = store_enqueue(cst, evs, 5, NULL) == ERR_OK;
+		}
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	st = open_ok(f->path);
+	assert_int_equal(store_pending_count(st, "bridge"), 5);
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_string_equal(got.key, "d0");
+	store_event_release(&got);
+	store_close(st);
+}
+
+/* ---- wait and wake ---- */
+
+struct waiter {
+	struct store *st;
+	const char *kind;
+	int64_t timeout_ms;
+	int64_t took_ms;
+	atomic_int started;
+};
+
+static void *wait_thread(void *p)
+{
+	struct waiter *w = p;
+	int64_t t0 = mono_ms();
+
+	atomic_store(&w->started, 1);
+	store_wait_kind(w->st, w->kind, w->timeout_ms);
+	w->took_ms = mono_ms() - t0;
+	return NULL;
+}
+
+/* Start a waiter and give it time to block (bounded). */
+static void start_waiter(pthread_t *th, struct waiter *w)
+{
+	assert_int_equal(pthread_create(th, NULL, wait_thread, w), 0);
+	for (int i = 0; i < 200 && !atomic_load(&w->started); i++)
+		usleep(1000);
+	usleep(50000);
+}
+
+static void wait_returns_on_enqueue_wake_and_close(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct waiter w = { st, "bridge", 10000, 0, 0 };
+	struct waiter w_wake = { st, "janitor", 10000, 0, 0 };
+	struct waiter w_close = { st, "janitor", 10000, 0, 0 };
+	pthread_t th;
+
+	(void)state;
+	/* Nothing queued: times out. */
+	int64_t t0 = mono_ms();
+	store_wait(st, 100);
+	assert_true(mono_ms() - t0 >= 90);
+	t0 = mono_ms();
+	store_wait(st, 0);
+	assert_true(mono_ms() - t0 < 50);
+
+	start_waiter(&th, &w);
+	enq1(st, "bridge", "k");
+	pthread_join(th, NULL);
+	assert_true(w.took_ms < 5000);
+
+	/* An event is due now: no wait at all. */
+	t0 = mono_ms();
+	store_wait(st, 5000);
+	store_wait_kind(st, "bridge", 5000);
+	assert_true(mono_ms() - t0 < 1000);
+
+	/* Events of another kind do not end a kind's wait early... */
+	t0 = mono_ms();
+	store_wait_kind(st, "janitor", 150);
+	assert_true(mono_ms() - t0 >= 140);
+
+	/* ...a retry that comes due does. */
+	assert_int_equal(store_event_retry(st, next_id(st, "bridge", 0), wall_ms() + 200, "x"),
+			 ERR_OK);
+	t0 = mono_ms();
+	store_wait_kind(st, "bridge", 5000);
+	assert_true(mono_ms() - t0 >= 150);
+	assert_true(mono_ms() - t0 < 2000);
+
+	start_waiter(&th, &w_wake);
+	store_wake(st);
+	pthread_join(th, NULL);
+	assert_true(w_wake.took_ms < 5000);
+
+	start_waiter(&th, &w_close);
+	store_close(st);
+	pthread_join(th, NULL);
+	assert_true(w_close.took_ms < 5000);
+	store_wake(NULL);
+	store_wait(NULL, 10);
+}
+
+int main(void)
+{
+	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(open_creates_wal_db_at_current_version, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(reopen_keeps_events_and_rows, setup, teardown),
+		cmocka_unit_test_setup_teardown(newer_schema_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(garbage_file_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(bad_paths_are_refused, setup, teardown),
+		cmocka_unit_test(enqueue_next_done_round_trip),
+		cmocka_unit_test(fifo_within_kind_and_kinds_apart),
+		cmocka_unit_test(retry_waits_for_next_attempt),
+		cmocka_unit_test(later_event_of_same_key_waits_for_older),
+		cmocka_unit_test(dead_letter_marks_event_and_row),
+		cmocka_unit_test(prune_drops_old_done_events_only),
+		cmocka_unit_test(enqueue_rejects_bad_input_and_stores_nothing),
+		cmocka_unit_test_setup_teardown(failed_commit_stores_nothing, setup, teardown),
+		cmocka_unit_test(map_put_get_forget_each),
+		cmocka_unit_test(map_each_pages_and_allows_reentry),
+		cmocka_unit_test(map_put_rejects_bad_rows),
+		cmocka_unit_test_setup_teardown(done_and_row_commit_together_or_not_at_all, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(group_commit_from_8_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(failed_group_fails_every_batch_in_it, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(committed_events_survive_exit, setup, teardown),
+		cmocka_unit_test(wait_returns_on_enqueue_wake_and_close),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
