@@ -646,6 +646,7 @@ static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *pat
 	if (node->type != YAML_MAPPING_NODE)
 		return type_error(c, node, path, "a mapping of namespace to channel");
 	n = (size_t)(node->data.mapping.pairs.top - node->data.mapping.pairs.start);
+	free(slack->namespace_channels);
 	slack->namespace_channels = xcalloc(n ? n : 1, sizeof(struct cfg_pair));
 	for (p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = node_at(c, p->key), *v = node_at(c, p->value);

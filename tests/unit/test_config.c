@@ -25,6 +25,21 @@
 
 static char tmpdir[64];
 
+/* snprintf that fails the test instead of truncating. */
+static void fmt_into(char *out, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fmt_into(char *out, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(out, n, fmt, ap);
+	va_end(ap);
+	assert_true(len >= 0 && (size_t)len < n);
+}
+
 static const char *src_dir(void)
 {
 	const char *s = getenv("ALERTBRIDGE_SRC");
@@ -34,7 +49,7 @@ static const char *src_dir(void)
 
 static void fixture_path(char *out, size_t n, const char *name)
 {
-	snprintf(out, n, "%s/tests/unit/data/config/%s", src_dir(), name);
+	fmt_into(out, n, "%s/tests/unit/data/config/%s", src_dir(), name);
 }
 
 static void write_file(const char *name, const char *content)
@@ -42,7 +57,7 @@ static void write_file(const char *name, const char *content)
 	char path[256];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	fmt_into(path, sizeof(path), "%s/%s", tmpdir, name);
 	f = fopen(path, "w");
 	assert_non_null(f);
 	fputs(content, f);
@@ -52,7 +67,7 @@ static void write_file(const char *name, const char *content)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/abcfgXXXXXX");
+	fmt_into(tmpdir, sizeof(tmpdir), "/tmp/abcfgXXXXXX");
 	if (!mkdtemp(tmpdir))
 		return -1;
 	write_file("token", "s3cret-token\n");
@@ -72,7 +87,7 @@ static int teardown(void **state)
 	char path[256];
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+		fmt_into(path, sizeof(path), "%s/%s", tmpdir, names[i]);
 		unlink(path);
 	}
 	rmdir(tmpdir);
@@ -246,7 +261,7 @@ static void design_example_loads(void **state)
 	assert_string_equal(r->repo, "my-org/cluster-alerts");
 	assert_int_equal(r->labels.count, 2);
 	assert_string_equal(r->labels.items[1], "severity:{{labels.severity}}");
-	snprintf(path, sizeof(path), "%s/templates/issue_title.mustache", dir);
+	fmt_into(path, sizeof(path), "%s/templates/issue_title.mustache", dir);
 	assert_string_equal(r->templates.title, path);
 	j = &cfg->janitor;
 	assert_int_equal(j->enabled, 1);
@@ -274,7 +289,7 @@ static void deploy_example_loads(void **state)
 	struct config *cfg = NULL;
 	(void)state;
 
-	snprintf(path, sizeof(path), "%s/deploy/examples/alertbridge.yml", src_dir());
+	fmt_into(path, sizeof(path), "%s/deploy/examples/alertbridge.yml", src_dir());
 	if (cfg_load(path, &cfg, &msg) != ERR_OK)
 		fail_msg("%s", buf_str(&msg));
 	assert_string_equal(cfg->listen_address, "127.0.0.1:9095");
@@ -310,12 +325,12 @@ static void every_key_is_read(void **state)
 	assert_int_equal(cfg->log.format, LOG_JSON);
 	assert_string_equal(cfg->webhook.basic_auth.username, "alertmanager");
 	assert_string_equal(cfg->webhook.basic_auth.password, "pa55word");
-	snprintf(want, sizeof(want), "%s/secrets/webhook-password", dir);
+	fmt_into(want, sizeof(want), "%s/secrets/webhook-password", dir);
 	assert_string_equal(cfg->webhook.basic_auth.password_file, want);
-	snprintf(want, sizeof(want), "%s/tls/server.crt", dir);
+	fmt_into(want, sizeof(want), "%s/tls/server.crt", dir);
 	assert_string_equal(cfg->webhook.tls.cert_file, want);
 	assert_string_equal(cfg->webhook.tls.key_file, "/etc/tls/server.key");
-	snprintf(want, sizeof(want), "%s/tls/ca.crt", dir);
+	fmt_into(want, sizeof(want), "%s/tls/ca.crt", dir);
 	assert_string_equal(cfg->webhook.tls.client_ca_file, want);
 	assert_int_equal(cfg->webhook.max_body_bytes, 2097152);
 	assert_int_equal(cfg->webhook.max_connections, 64);
@@ -324,7 +339,7 @@ static void every_key_is_read(void **state)
 	assert_string_equal(cfg->github.api_url, "https://github.example.com/api/v3");
 	assert_int_equal(cfg->github.app.app_id, 12345);
 	assert_int_equal(cfg->github.app.installation_id, 67890);
-	snprintf(want, sizeof(want), "%s/secrets/app.pem", dir);
+	fmt_into(want, sizeof(want), "%s/secrets/app.pem", dir);
 	assert_string_equal(cfg->github.app.private_key_file, want);
 	assert_null(cfg->github.token);
 	assert_int_equal(cfg->github.content_per_minute, 80);
@@ -347,10 +362,10 @@ static void every_key_is_read(void **state)
 	assert_string_equal(r->assignees.items[1], "bob");
 	assert_int_equal(r->auto_close, 0);
 	assert_int_equal(r->reopen_window_ms, 0);
-	snprintf(want, sizeof(want), "%s/templates/t.mustache", dir);
+	fmt_into(want, sizeof(want), "%s/templates/t.mustache", dir);
 	assert_string_equal(r->templates.title, want);
 	assert_string_equal(r->templates.refire, "/abs/refire.mustache");
-	snprintf(want, sizeof(want), "%s/templates/reopen.mustache", dir);
+	fmt_into(want, sizeof(want), "%s/templates/reopen.mustache", dir);
 	assert_string_equal(r->templates.reopen, want);
 	assert_int_equal(r->storm.enabled, 1);
 	assert_int_equal(r->storm.storm_after_ms, 5 * M);
@@ -358,7 +373,7 @@ static void every_key_is_read(void **state)
 	j = &cfg->janitor;
 	assert_int_equal(j->enabled, 1);
 	assert_int_equal(j->dry_run, 0);
-	snprintf(want, sizeof(want), "%s/kube/config", dir);
+	fmt_into(want, sizeof(want), "%s/kube/config", dir);
 	assert_string_equal(j->kubernetes.kubeconfig, want);
 	assert_string_equal(j->kubernetes.context, "prod");
 	assert_int_equal(j->exclude_namespaces.count, 2);
@@ -623,7 +638,7 @@ static void secret_file_errors(void **state)
 {
 	char want[512];
 	(void)state;
-	snprintf(want, sizeof(want),
+	fmt_into(want, sizeof(want),
 		 "alertbridge.yml:3: github.token_file: cannot read \"%s/missing\": No such file "
 		 "or directory",
 		 tmpdir);
@@ -632,21 +647,21 @@ static void secret_file_errors(void **state)
 		      ERR_IO,
 		      "alertbridge.yml:3: webhook.bearer_token_file: cannot read "
 		      "\"/nonexistent/alertbridge/token\": No such file or directory");
-	snprintf(want, sizeof(want), "alertbridge.yml:2: webhook.bearer_token_file: \"%s/empty\" is "
+	fmt_into(want, sizeof(want), "alertbridge.yml:2: webhook.bearer_token_file: \"%s/empty\" is "
 				     "empty", tmpdir);
 	expect_err_in(RCV "webhook: {bearer_token_file: empty}\n", tmpdir, ERR_INVALID, want);
-	snprintf(want, sizeof(want),
+	fmt_into(want, sizeof(want),
 		 "alertbridge.yml:2: janitor.slack.webhook_url_file: \"%s/multi\" must hold one "
 		 "line (a newline or NUL byte inside)",
 		 tmpdir);
 	expect_err_in(RCV "janitor: {slack: {webhook_url_file: multi}}\n", tmpdir, ERR_INVALID,
 		      want);
-	snprintf(want, sizeof(want),
+	fmt_into(want, sizeof(want),
 		 "alertbridge.yml:2: github.token_file: \"%s/token-2nl\" must hold one line (a "
 		 "newline or NUL byte inside)",
 		 tmpdir);
 	expect_err_in(RCV "github: {token_file: token-2nl}\n", tmpdir, ERR_INVALID, want);
-	snprintf(want, sizeof(want),
+	fmt_into(want, sizeof(want),
 		 "alertbridge.yml:2: webhook.basic_auth.password_file: cannot read \"%s/.\": Is a "
 		 "directory",
 		 tmpdir);
@@ -723,11 +738,11 @@ static void load_resolves_against_file_dir(void **state)
 
 	write_file("alertbridge.yml", RCV "github: {token_file: token}\n"
 					  "janitor: {kubernetes: {kubeconfig: kc}}\n");
-	snprintf(path, sizeof(path), "%s/alertbridge.yml", tmpdir);
+	fmt_into(path, sizeof(path), "%s/alertbridge.yml", tmpdir);
 	if (cfg_load(path, &cfg, &msg) != ERR_OK)
 		fail_msg("%s", buf_str(&msg));
 	assert_string_equal(cfg->github.token, "s3cret-token");
-	snprintf(want, sizeof(want), "%s/kc", tmpdir);
+	fmt_into(want, sizeof(want), "%s/kc", tmpdir);
 	assert_string_equal(cfg->janitor.kubernetes.kubeconfig, want);
 	assert_string_equal(cfg->path, path);
 	cfg_free(cfg);
@@ -735,7 +750,7 @@ static void load_resolves_against_file_dir(void **state)
 	/* Errors name the path as given. */
 	write_file("alertbridge.yml", RCV "bogus: 1\n");
 	assert_int_equal(cfg_load(path, &cfg, &msg), ERR_INVALID);
-	snprintf(want, sizeof(want), "%s:2: bogus: unknown key", path);
+	fmt_into(want, sizeof(want), "%s:2: bogus: unknown key", path);
 	assert_string_equal(buf_str(&msg), want);
 	buf_release(&msg);
 }
@@ -763,13 +778,13 @@ static void booleans_yaml11(void **state)
 	struct config *cfg;
 	(void)state;
 	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
-		snprintf(yaml, sizeof(yaml), RCV "github: {dry_run: %s}\n", yes[i]);
+		fmt_into(yaml, sizeof(yaml), RCV "github: {dry_run: %s}\n", yes[i]);
 		cfg = parse_ok(yaml);
 		assert_int_equal(cfg->github.dry_run, 1);
 		cfg_free(cfg);
 	}
 	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
-		snprintf(yaml, sizeof(yaml), RCV "janitor: {dry_run: %s}\n", no[i]);
+		fmt_into(yaml, sizeof(yaml), RCV "janitor: {dry_run: %s}\n", no[i]);
 		cfg = parse_ok(yaml);
 		assert_int_equal(cfg->janitor.dry_run, 0);
 		cfg_free(cfg);
