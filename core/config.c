@@ -173,7 +173,8 @@ static void join_key(char *out, const char *path, const char *key)
 }
 
 /* The value node of key in mapping map, or NULL. */
-static yaml_node_t *find_value(struct ctx *c, yaml_node_t *map, const char *key, yaml_node_t **key_node)
+static yaml_node_t *find_value(struct ctx *c, yaml_node_t *map, const char *key,
+			       yaml_node_t **key_node)
 {
 	yaml_node_pair_t *p;
 
@@ -340,14 +341,14 @@ static int parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 1;
 }
 
-static enum err set_str(char **dst, const char *s, char *(*conv)(struct ctx *, const char *),
-			struct ctx *c)
+/* Replace *dst with s (converted by conv when given); "" leaves it NULL. */
+static void set_str(char **dst, const char *s, char *(*conv)(struct ctx *, const char *),
+		    struct ctx *c)
 {
 	free(*dst);
 	*dst = NULL;
 	if (*s)
 		*dst = conv ? conv(c, s) : xstrdup(s);
-	return ERR_OK;
 }
 
 static enum err parse_list(struct ctx *c, yaml_node_t *node, const char *path,
@@ -559,7 +560,8 @@ static int valid_listen(const char *s)
 	if (!colon || !parse_u64(colon + 1, 0, 65535, &port) || strlen(colon + 1) > 5)
 		return 0;
 	if (s[0] == '[')
-		return colon > s + 1 && colon[-1] == ']' && !memchr(s + 1, ']', (size_t)(colon - s - 2));
+		return colon > s + 1 && colon[-1] == ']' &&
+		       !memchr(s + 1, ']', (size_t)(colon - s - 2));
 	return !memchr(s, ':', (size_t)(colon - s)) && !memchr(s, ']', (size_t)(colon - s));
 }
 
@@ -677,7 +679,8 @@ static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *pat
 
 #define FLD(s, k, t, f) { .key = k, .type = t, .off = offsetof(s, f) }
 #define NUM(s, k, t, f, lo, hi) { .key = k, .type = t, .off = offsetof(s, f), .min = lo, .max = hi }
-#define DUR(s, k, f, nonzero) { .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero }
+#define DUR(s, k, f, nonzero) \
+	{ .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero }
 #define SECRET(s, k, f, f2) \
 	{ .key = k, .type = F_SECRET, .off = offsetof(s, f), .off2 = offsetof(s, f2) }
 #define MAP(s, k, f, set) { .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set }
@@ -1467,9 +1470,8 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	if (g->token_from_env)
 		(void)buf_adds(out, "  # token: <secret> (from GITHUB_TOKEN)\n");
 	if (g->app.app_id) {
-		(void)buf_printf(out, "  app:\n    app_id: %" PRId64 "\n    installation_id: %" PRId64
-				      "\n",
-				 g->app.app_id, g->app.installation_id);
+		(void)buf_printf(out, "  app:\n    app_id: %" PRId64 "\n", g->app.app_id);
+		(void)buf_printf(out, "    installation_id: %" PRId64 "\n", g->app.installation_id);
 		kv_str(out, 4, "private_key_file", g->app.private_key_file);
 	}
 	(void)buf_printf(out, "  content_per_minute: %u\n", g->content_per_minute);

@@ -77,8 +77,8 @@ enum err duration_parse(const char *s, int64_t *out_ms, struct buf *errmsg)
 			goto invalid;
 		idx = find_unit(u, (size_t)(p - u));
 		if (idx < 0) {
-			buf_setf(errmsg, "unknown unit \"%.*s\" in duration \"%s\"", (int)(p - u), u,
-				 s);
+			buf_setf(errmsg, "unknown unit \"%.*s\" in duration \"%s\"",
+				 (int)(p - u), u, s);
 			return ERR_INVALID;
 		}
 		if (idx <= last)

@@ -390,7 +390,8 @@ static void every_key_is_read(void **state)
 	assert_null(cfg_policy_find(cfg, NULL));
 	assert_string_equal(j->slack.api_url, "http://127.0.0.1:8080/api");
 	assert_null(j->slack.bot_token);
-	assert_string_equal(j->slack.webhook_url, "https://hooks.slack.com/services/T000/B000/XXXX");
+	assert_string_equal(j->slack.webhook_url,
+			    "https://hooks.slack.com/services/T000/B000/XXXX");
 	assert_int_equal(j->slack.namespace_channels_count, 2);
 	assert_string_equal(j->slack.namespace_channels[0].key, "team-a");
 	assert_string_equal(j->slack.namespace_channels[0].value, "#team-a");
@@ -417,7 +418,8 @@ static void yaml_syntax_errors(void **state)
 	expect_err("listen_address: \"unterminated\n",
 		   "alertbridge.yml:2: yaml: found unexpected end of stream while scanning a "
 		   "quoted scalar (line 1)");
-	expect_err("- a\n- b\n", "alertbridge.yml:1: expected a mapping at the top level, got a list");
+	expect_err("- a\n- b\n",
+		   "alertbridge.yml:1: expected a mapping at the top level, got a list");
 }
 
 static void unknown_keys(void **state)
@@ -443,7 +445,8 @@ static void wrong_types(void **state)
 	expect_err(RCV "webhook:\n  threads: -1\n",
 		   "alertbridge.yml:3: webhook.threads: expected an integer from 1 to 1024, got "
 		   "\"-1\"");
-	expect_err(RCV "webhook: [a]\n", "alertbridge.yml:2: webhook: expected a mapping, got a list");
+	expect_err(RCV "webhook: [a]\n",
+		   "alertbridge.yml:2: webhook: expected a mapping, got a list");
 	expect_err(RCV "database: {a: b}\n",
 		   "alertbridge.yml:2: database: expected a string, got a mapping");
 	expect_err(RCV "github: {dry_run: maybe}\n",
@@ -472,11 +475,11 @@ static void range_limits(void **state)
 	struct config *cfg;
 	(void)state;
 	expect_err(RCV "github: {content_per_minute: 81}\n",
-		   "alertbridge.yml:2: github.content_per_minute: expected an integer from 1 to 80, "
-		   "got \"81\"");
+		   "alertbridge.yml:2: github.content_per_minute: "
+		   "expected an integer from 1 to 80, got \"81\"");
 	expect_err(RCV "github: {content_per_minute: 0}\n",
-		   "alertbridge.yml:2: github.content_per_minute: expected an integer from 1 to 80, "
-		   "got \"0\"");
+		   "alertbridge.yml:2: github.content_per_minute: "
+		   "expected an integer from 1 to 80, got \"0\"");
 	expect_err(RCV "webhook: {max_connections: 99999999999999999999999}\n",
 		   "alertbridge.yml:2: webhook.max_connections: expected an integer from 1 to "
 		   "65536, got \"99999999999999999999999\"");
@@ -492,9 +495,10 @@ static void enum_values(void **state)
 {
 	(void)state;
 	expect_err("receivers:\n  - name: a\n    repo: o/r\n    issue_per: foo\n",
-		   "alertbridge.yml:4: receivers[0].issue_per: expected \"alert\" or \"group\", got "
-		   "\"foo\"");
-	expect_err("janitor:\n  enabled: true\n  policies:\n    - alertname: A\n      owned: kill\n",
+		   "alertbridge.yml:4: receivers[0].issue_per: "
+		   "expected \"alert\" or \"group\", got \"foo\"");
+	expect_err("janitor:\n  enabled: true\n  policies:\n"
+		   "    - alertname: A\n      owned: kill\n",
 		   "alertbridge.yml:5: janitor.policies[0].owned: expected \"scale-to-zero\", "
 		   "\"delete-owner\" or \"notify-only\", got \"kill\"");
 	expect_err(RCV "log: {level: verbose}\n",
@@ -549,7 +553,8 @@ static void duplicates(void **state)
 		   "  - name: a\n    repo: o/s\n",
 		   "alertbridge.yml:6: receivers[2].name: duplicate receiver name \"a\" (also at "
 		   "line 2)");
-	expect_err("janitor:\n  enabled: true\n  policies:\n    - alertname: A\n    - alertname: A\n",
+	expect_err("janitor:\n  enabled: true\n  policies:\n"
+		   "    - alertname: A\n    - alertname: A\n",
 		   "alertbridge.yml:5: janitor.policies[1].alertname: duplicate policy alertname "
 		   "\"A\" (also at line 4)");
 	expect_err(RCV "janitor:\n  slack:\n    namespace_channels: {a: \"#a\", a: \"#b\"}\n",
@@ -647,8 +652,8 @@ static void secret_file_errors(void **state)
 		      ERR_IO,
 		      "alertbridge.yml:3: webhook.bearer_token_file: cannot read "
 		      "\"/nonexistent/alertbridge/token\": No such file or directory");
-	fmt_into(want, sizeof(want), "alertbridge.yml:2: webhook.bearer_token_file: \"%s/empty\" is "
-				     "empty", tmpdir);
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:2: webhook.bearer_token_file: \"%s/empty\" is empty", tmpdir);
 	expect_err_in(RCV "webhook: {bearer_token_file: empty}\n", tmpdir, ERR_INVALID, want);
 	fmt_into(want, sizeof(want),
 		 "alertbridge.yml:2: janitor.slack.webhook_url_file: \"%s/multi\" must hold one "
@@ -705,7 +710,8 @@ static void relative_paths_resolved(void **state)
 	const char *yaml = "database: data/ab.db\n"
 			   "receivers:\n  - name: a\n    repo: o/r\n"
 			   "    templates: {title: t/title.mustache, body: /abs/body.mustache}\n"
-			   "github: {app: {app_id: 1, installation_id: 2, private_key_file: key.pem}}\n"
+			   "github: {app: {app_id: 1, installation_id: 2,"
+			   " private_key_file: key.pem}}\n"
 			   "janitor: {kubernetes: {kubeconfig: kube.yaml}}\n";
 	(void)state;
 	cfg = parse_in(yaml, "/etc/alertbridge");
@@ -790,9 +796,11 @@ static void booleans_yaml11(void **state)
 		cfg_free(cfg);
 	}
 	expect_err(RCV "github: {dry_run: 1}\n",
-		   "alertbridge.yml:2: github.dry_run: expected a boolean (true or false), got \"1\"");
+		   "alertbridge.yml:2: github.dry_run: "
+		   "expected a boolean (true or false), got \"1\"");
 	expect_err(RCV "github: {dry_run: y}\n",
-		   "alertbridge.yml:2: github.dry_run: expected a boolean (true or false), got \"y\"");
+		   "alertbridge.yml:2: github.dry_run: "
+		   "expected a boolean (true or false), got \"y\"");
 }
 
 static void lists_flow_and_block(void **state)

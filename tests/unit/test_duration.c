@@ -84,7 +84,8 @@ static void rejects_overflow(void **state)
 	/* Go's time.Duration tops out at 2^63-1 ns, about 292 years. */
 	assert_int_equal(parse_ok("292y"), 292 * 365 * D);
 	parse_err("293y", "duration out of range: \"293y\"");
-	parse_err("99999999999999999999999s", "duration out of range: \"99999999999999999999999s\"");
+	parse_err("99999999999999999999999s",
+		  "duration out of range: \"99999999999999999999999s\"");
 	parse_err("292y52w", "duration out of range: \"292y52w\"");
 	assert_int_equal(parse_ok("9223372036854ms"), 9223372036854LL);
 	parse_err("9223372036855ms", "duration out of range: \"9223372036855ms\"");
