@@ -1,0 +1,236 @@
+/*
+ * config.h - the alertbridge YAML configuration (DESIGN.md "Configuration"),
+ * parsed with libyaml into a transparent, read-only struct config that
+ * main() builds once and passes to every module.  Secrets are read from their
+ * *_file at load time and kept here; they must never be logged (cfg_dump()
+ * masks them).
+ */
+#ifndef AB_CONFIG_H
+#define AB_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "err.h"
+#include "log.h"
+
+/* Defaults, applied to every key the file leaves out. */
+#define CFG_DEFAULT_LISTEN_ADDRESS ":9095"
+#define CFG_DEFAULT_DATABASE "alertbridge.db"
+#define CFG_DEFAULT_GITHUB_API_URL "https://api.github.com"
+#define CFG_DEFAULT_SLACK_API_URL "https://slack.com/api"
+/* Largest config file and secret file read, in bytes. */
+#define CFG_MAX_FILE_BYTES (4u << 20)
+#define CFG_MAX_SECRET_BYTES (64u << 10)
+
+/* A list of strings; items[count] is NULL.  items is never NULL. */
+struct cfg_list {
+	char **items;
+	size_t count;
+};
+
+/* One key → value pair of a string map (janitor.slack.namespace_channels). */
+struct cfg_pair {
+	char *key;
+	char *value;
+};
+
+/*
+ * Relative paths.  Every file the config names (templates.*, every *_file,
+ * webhook.tls.*, github.app.private_key_file, janitor.kubernetes.kubeconfig)
+ * is resolved against the directory of the config file, as Prometheus does
+ * for rule_files; absolute paths are kept.  `database` is NOT resolved: like
+ * Prometheus' --storage.tsdb.path it is relative to the working directory.
+ * Paths are NULL when the key is absent (or empty).
+ */
+
+struct cfg_log {
+	enum log_level level;   /* log.level: debug|info|warn|error, default info */
+	enum log_format format; /* log.format: logfmt|json, default logfmt */
+};
+
+struct cfg_basic_auth {
+	char *username;      /* NULL when basic_auth is not configured */
+	char *password_file; /* resolved path */
+	char *password;      /* SECRET: the file's contents, one trailing newline stripped */
+};
+
+struct cfg_tls {
+	char *cert_file;      /* NULL: plain HTTP */
+	char *key_file;       /* required with cert_file */
+	char *client_ca_file; /* NULL: no client certificates asked for */
+};
+
+struct cfg_webhook {
+	char *bearer_token_file;        /* resolved path, or NULL */
+	char *bearer_token;             /* SECRET, or NULL: no bearer auth */
+	struct cfg_basic_auth basic_auth; /* exclusive with the bearer token */
+	struct cfg_tls tls;
+	size_t max_body_bytes;          /* default 1048576 (1 MiB) */
+	unsigned max_connections;       /* default 256 */
+	int64_t read_timeout_ms;        /* webhook.read_timeout, default 30s */
+	unsigned threads;               /* default 4 */
+};
+
+struct cfg_github_app {
+	int64_t app_id;          /* 0 when github.app is not configured */
+	int64_t installation_id;
+	char *private_key_file;  /* resolved path; the key is read by the GitHub client */
+};
+
+struct cfg_github {
+	char *api_url;              /* default https://api.github.com, no trailing '/' */
+	char *token_file;           /* resolved path, or NULL */
+	char *token;                /* SECRET: from token_file, else $GITHUB_TOKEN, else NULL */
+	int token_from_env;         /* 1 when token came from GITHUB_TOKEN */
+	struct cfg_github_app app;  /* exclusive with token_file */
+	unsigned content_per_minute; /* 1..80, default 20 */
+	int64_t timeout_ms;         /* github.timeout, default 10s */
+	int dry_run;                /* default 0; callers also dry-run without credentials */
+};
+
+/* Template paths; NULL means the built-in default template. */
+struct cfg_templates {
+	char *title;
+	char *body;
+	char *refire;
+	char *resolve;
+	char *reopen;
+};
+
+struct cfg_storm {
+	int enabled;            /* default 0 */
+	int64_t storm_after_ms; /* default 10m */
+};
+
+enum cfg_issue_per { CFG_ISSUE_PER_ALERT = 0, CFG_ISSUE_PER_GROUP };
+
+struct cfg_receiver {
+	char *name;                   /* required, unique: the Alertmanager receiver name */
+	char *repo;                   /* required, "owner/name" */
+	enum cfg_issue_per issue_per; /* "alert" (default) or "group" */
+	struct cfg_list labels;       /* Mustache templates; default empty */
+	struct cfg_list assignees;    /* default empty */
+	int auto_close;               /* default 1 */
+	int64_t reopen_window_ms;     /* default 7d */
+	struct cfg_templates templates;
+	struct cfg_storm storm;
+};
+
+enum cfg_owned {
+	CFG_OWNED_NOTIFY_ONLY = 0, /* "notify-only" (default) */
+	CFG_OWNED_SCALE_TO_ZERO,   /* "scale-to-zero" */
+	CFG_OWNED_DELETE_OWNER,    /* "delete-owner" */
+};
+
+struct cfg_policy {
+	char *alertname;        /* required, unique */
+	int64_t grace_ms;       /* default 24h */
+	int64_t notice_lead_ms; /* default 2h; never more than grace */
+	enum cfg_owned owned;
+	char *message;          /* extra text for the notice, or NULL */
+};
+
+struct cfg_slack {
+	char *api_url;           /* default https://slack.com/api, no trailing '/' */
+	char *bot_token_file;    /* resolved path, or NULL */
+	char *bot_token;         /* SECRET, or NULL */
+	char *webhook_url_file;  /* resolved path, or NULL; exclusive with the bot token */
+	char *webhook_url;       /* SECRET, or NULL */
+	char *default_channel;   /* or NULL */
+	char *owner_label;       /* pod label naming the owner, or NULL */
+	struct cfg_pair *namespace_channels; /* namespace → channel, in file order */
+	size_t namespace_channels_count;
+};
+
+struct cfg_leader_election {
+	int enabled;              /* default 0 */
+	char *namespace;          /* default "alertbridge" */
+	char *lease_name;         /* default "alertbridge" */
+	int64_t lease_duration_ms; /* default 15s */
+	char *identity;           /* default: the host name */
+};
+
+struct cfg_kubernetes {
+	char *kubeconfig; /* resolved path; NULL (or "" in the file): in-cluster */
+	char *context;    /* NULL: the kubeconfig's current-context */
+};
+
+struct cfg_janitor {
+	int enabled;  /* default 0 */
+	int dry_run;  /* default 1: an admin must set false to act */
+	struct cfg_kubernetes kubernetes;
+	struct cfg_list exclude_namespaces;   /* default [kube-system]; given list replaces it */
+	int64_t sweep_interval_ms;            /* default 1m */
+	unsigned max_deletions_per_sweep;     /* default 10; 0 deletes nothing */
+	struct cfg_policy *policies;          /* in file order */
+	size_t policies_count;
+	struct cfg_slack slack;
+	struct cfg_leader_election leader_election;
+};
+
+struct config {
+	char *path;           /* the name given for errors (cfg_load: the path) */
+	char *base_dir;       /* directory relative paths were resolved against, or NULL */
+	char *listen_address; /* host:port, default ":9095" (all interfaces) */
+	char *database;       /* default "alertbridge.db", relative to the working directory */
+	struct cfg_log log;
+	struct cfg_webhook webhook;
+	struct cfg_github github;
+	struct cfg_receiver *receivers; /* in file order; at least one unless the janitor is on */
+	size_t receivers_count;
+	struct cfg_janitor janitor;
+};
+
+/*
+ * Read and parse the YAML file at path (at most CFG_MAX_FILE_BYTES) and
+ * resolve relative paths against its directory; see cfg_parse().  On
+ * success *out is a new config the caller frees with cfg_free().
+ * Errors: ERR_IO when the file cannot be read ("<path>: cannot read: <strerror>"),
+ * ERR_TOOBIG when it is too large, else as cfg_parse().
+ */
+enum err cfg_load(const char *path, struct config **out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Parse yaml[0..len) (the first YAML document; an empty one gives the
+ * defaults).  name_for_errors prefixes every message; base_dir (NULL or "."
+ * for none) is prepended to relative file paths.  Secret files are read and
+ * GITHUB_TOKEN is consulted here.
+ *
+ * Every error is ERR_INVALID (or ERR_IO for an unreadable secret file) with
+ * errmsg (may be NULL) set to "<name>:<line>: <key path>: <text>", e.g.
+ *   alertbridge.yml:14: receivers[0].issue_per: expected "alert" or "group", got "foo"
+ *   alertbridge.yml:3: webhook.max_body_byte: unknown key
+ *   alertbridge.yml:9: receivers[0]: missing required key "repo"
+ *   alertbridge.yml:7: github.timeout: not a valid duration string: "10x"
+ *   alertbridge.yml:5: github.token_file: cannot read "/etc/x": No such file or directory
+ *   alertbridge.yml:2: yaml: mapping values are not allowed in this context
+ * Booleans are YAML 1.1 words: true/false, yes/no, on/off (lower, Title or
+ * UPPER case).  Lists of strings may be flow ([a, b]) or block style.  A
+ * plain null (~, null, or nothing) keeps the default.
+ */
+enum err cfg_parse(const char *yaml, size_t len, const char *name_for_errors,
+		   const char *base_dir, struct config **out, struct buf *errmsg) WARN_UNUSED;
+
+/* Free cfg and everything in it, wiping the secrets first.  cfg may be NULL. */
+void cfg_free(struct config *cfg);
+
+/* The receiver named name (exact match), or NULL.  Lives as long as cfg. */
+const struct cfg_receiver *cfg_receiver_find(const struct config *cfg, const char *name);
+
+/*
+ * The janitor policy whose alertname is alertname, or NULL when no policy
+ * names it (the janitor then leaves the pod alone).  Lives as long as cfg.
+ */
+const struct cfg_policy *cfg_policy_find(const struct config *cfg, const char *alertname);
+
+/*
+ * Append the effective configuration (defaults filled in, paths resolved) as
+ * YAML that cfg_parse() accepts.  Secrets are never written: each appears as
+ * a comment "# <key>: <secret>" next to the file it came from.  For
+ * `alertbridge check-config`.
+ */
+void cfg_dump(const struct config *cfg, struct buf *out);
+
+#endif

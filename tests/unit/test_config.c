@@ -1,0 +1,916 @@
+/*
+ * test_config.c - YAML configuration: every default, every error class with
+ * its exact message, secret files, GITHUB_TOKEN, relative paths, the
+ * DESIGN.md example and the shipped deploy/examples/alertbridge.yml.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "core/config.h"
+
+#define S 1000LL
+#define M (60 * S)
+#define H (60 * M)
+#define D (24 * H)
+
+#define RCV "receivers: [{name: default, repo: o/r}]\n"
+
+static char tmpdir[64];
+
+/* snprintf that fails the test instead of truncating. */
+static void fmt_into(char *out, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void fmt_into(char *out, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	va_start(ap, fmt);
+	len = vsnprintf(out, n, fmt, ap);
+	va_end(ap);
+	assert_true(len >= 0 && (size_t)len < n);
+}
+
+static const char *src_dir(void)
+{
+	const char *s = getenv("ALERTBRIDGE_SRC");
+
+	return s && *s ? s : ".";
+}
+
+static void fixture_path(char *out, size_t n, const char *name)
+{
+	fmt_into(out, n, "%s/tests/unit/data/config/%s", src_dir(), name);
+}
+
+static void write_file(const char *name, const char *content)
+{
+	char path[256];
+	FILE *f;
+
+	fmt_into(path, sizeof(path), "%s/%s", tmpdir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	fmt_into(tmpdir, sizeof(tmpdir), "/tmp/abcfgXXXXXX");
+	if (!mkdtemp(tmpdir))
+		return -1;
+	write_file("token", "s3cret-token\n");
+	write_file("token-crlf", "crlf-token\r\n");
+	write_file("token-bare", "bare-token");
+	write_file("token-2nl", "two\n\n");
+	write_file("empty", "");
+	write_file("multi", "line1\nline2\n");
+	unsetenv("GITHUB_TOKEN");
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	static const char *const names[] = { "token", "token-crlf", "token-bare", "token-2nl",
+					     "empty", "multi", "alertbridge.yml" };
+	char path[256];
+	(void)state;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		fmt_into(path, sizeof(path), "%s/%s", tmpdir, names[i]);
+		unlink(path);
+	}
+	rmdir(tmpdir);
+	return 0;
+}
+
+static struct config *parse_in(const char *yaml, const char *base_dir)
+{
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+	enum err rc = cfg_parse(yaml, strlen(yaml), "alertbridge.yml", base_dir, &cfg, &msg);
+
+	if (rc != ERR_OK)
+		fail_msg("cfg_parse: %s: %s", err_str(rc), buf_str(&msg));
+	buf_release(&msg);
+	assert_non_null(cfg);
+	return cfg;
+}
+
+static struct config *parse_ok(const char *yaml)
+{
+	return parse_in(yaml, NULL);
+}
+
+static void expect_err_in(const char *yaml, const char *base_dir, enum err want_rc,
+			  const char *want)
+{
+	struct buf msg = BUF_INIT;
+	struct config *cfg = (struct config *)0x1;
+
+	assert_int_equal(cfg_parse(yaml, strlen(yaml), "alertbridge.yml", base_dir, &cfg, &msg),
+			 want_rc);
+	assert_string_equal(buf_str(&msg), want);
+	assert_ptr_equal(cfg, (struct config *)0x1); /* untouched on error */
+	buf_release(&msg);
+}
+
+static void expect_err(const char *yaml, const char *want)
+{
+	expect_err_in(yaml, NULL, ERR_INVALID, want);
+}
+
+/* ---- defaults ---- */
+
+static void every_default(void **state)
+{
+	struct config *cfg = parse_ok(RCV);
+	const struct cfg_receiver *r = &cfg->receivers[0];
+	const struct cfg_janitor *j = &cfg->janitor;
+	char host[256] = "";
+	(void)state;
+
+	assert_string_equal(cfg->listen_address, ":9095");
+	assert_string_equal(cfg->database, "alertbridge.db");
+	assert_int_equal(cfg->log.level, LOG_INFO);
+	assert_int_equal(cfg->log.format, LOG_LOGFMT);
+	assert_null(cfg->webhook.bearer_token);
+	assert_null(cfg->webhook.bearer_token_file);
+	assert_null(cfg->webhook.basic_auth.username);
+	assert_null(cfg->webhook.tls.cert_file);
+	assert_int_equal(cfg->webhook.max_body_bytes, 1048576);
+	assert_int_equal(cfg->webhook.max_connections, 256);
+	assert_int_equal(cfg->webhook.read_timeout_ms, 30 * S);
+	assert_int_equal(cfg->webhook.threads, 4);
+	assert_string_equal(cfg->github.api_url, "https://api.github.com");
+	assert_null(cfg->github.token);
+	assert_null(cfg->github.token_file);
+	assert_int_equal(cfg->github.token_from_env, 0);
+	assert_int_equal(cfg->github.app.app_id, 0);
+	assert_int_equal(cfg->github.content_per_minute, 20);
+	assert_int_equal(cfg->github.timeout_ms, 10 * S);
+	assert_int_equal(cfg->github.dry_run, 0);
+
+	assert_int_equal(cfg->receivers_count, 1);
+	assert_string_equal(r->name, "default");
+	assert_string_equal(r->repo, "o/r");
+	assert_int_equal(r->issue_per, CFG_ISSUE_PER_ALERT);
+	assert_int_equal(r->labels.count, 0);
+	assert_null(r->labels.items[0]);
+	assert_int_equal(r->assignees.count, 0);
+	assert_int_equal(r->auto_close, 1);
+	assert_int_equal(r->reopen_window_ms, 7 * D);
+	assert_null(r->templates.title);
+	assert_null(r->templates.body);
+	assert_null(r->templates.refire);
+	assert_null(r->templates.resolve);
+	assert_null(r->templates.reopen);
+	assert_int_equal(r->storm.enabled, 0);
+	assert_int_equal(r->storm.storm_after_ms, 10 * M);
+
+	assert_int_equal(j->enabled, 0);
+	assert_int_equal(j->dry_run, 1);
+	assert_null(j->kubernetes.kubeconfig);
+	assert_null(j->kubernetes.context);
+	assert_int_equal(j->exclude_namespaces.count, 1);
+	assert_string_equal(j->exclude_namespaces.items[0], "kube-system");
+	assert_int_equal(j->sweep_interval_ms, M);
+	assert_int_equal(j->max_deletions_per_sweep, 10);
+	assert_int_equal(j->policies_count, 0);
+	assert_string_equal(j->slack.api_url, "https://slack.com/api");
+	assert_null(j->slack.bot_token);
+	assert_null(j->slack.webhook_url);
+	assert_null(j->slack.default_channel);
+	assert_null(j->slack.owner_label);
+	assert_int_equal(j->slack.namespace_channels_count, 0);
+	assert_int_equal(j->leader_election.enabled, 0);
+	assert_string_equal(j->leader_election.namespace, "alertbridge");
+	assert_string_equal(j->leader_election.lease_name, "alertbridge");
+	assert_int_equal(j->leader_election.lease_duration_ms, 15 * S);
+	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
+	assert_string_equal(j->leader_election.identity, host);
+	cfg_free(cfg);
+}
+
+static void policy_defaults(void **state)
+{
+	struct config *cfg = parse_ok("janitor:\n  enabled: true\n  policies:\n"
+				      "    - alertname: A\n");
+	const struct cfg_policy *p = &cfg->janitor.policies[0];
+	(void)state;
+	assert_int_equal(cfg->receivers_count, 0);
+	assert_int_equal(cfg->janitor.policies_count, 1);
+	assert_string_equal(p->alertname, "A");
+	assert_int_equal(p->grace_ms, 24 * H);
+	assert_int_equal(p->notice_lead_ms, 2 * H);
+	assert_int_equal(p->owned, CFG_OWNED_NOTIFY_ONLY);
+	assert_null(p->message);
+	cfg_free(cfg);
+}
+
+static void nulls_keep_defaults(void **state)
+{
+	struct config *cfg = parse_ok(RCV "listen_address: ~\nwebhook:\ngithub:\n  timeout: null\n"
+				      "janitor:\n  exclude_namespaces:\n  slack: {}\n");
+	(void)state;
+	assert_string_equal(cfg->listen_address, ":9095");
+	assert_int_equal(cfg->github.timeout_ms, 10 * S);
+	assert_int_equal(cfg->janitor.exclude_namespaces.count, 1);
+	assert_int_equal(cfg->webhook.max_body_bytes, 1048576);
+	cfg_free(cfg);
+}
+
+/* ---- the contract files ---- */
+
+static void design_example_loads(void **state)
+{
+	char path[512], dir[512];
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+	const struct cfg_receiver *r;
+	const struct cfg_janitor *j;
+	(void)state;
+
+	setenv("GITHUB_TOKEN", "from-env-ignored", 1);
+	fixture_path(path, sizeof(path), "design.yml");
+	fixture_path(dir, sizeof(dir), "");
+	dir[strlen(dir) - 1] = '\0';
+	if (cfg_load(path, &cfg, &msg) != ERR_OK)
+		fail_msg("%s", buf_str(&msg));
+	unsetenv("GITHUB_TOKEN");
+	assert_string_equal(cfg->listen_address, "127.0.0.1:9095");
+	assert_string_equal(cfg->database, "alertbridge.db");
+	assert_string_equal(cfg->webhook.bearer_token, "webhook-secret-token");
+	assert_string_equal(cfg->github.token, "ghp_fixturetoken123");
+	assert_int_equal(cfg->github.token_from_env, 0);
+	assert_string_equal(cfg->github.api_url, "https://api.github.com");
+	assert_int_equal(cfg->github.dry_run, 0);
+	assert_int_equal(cfg->receivers_count, 1);
+	r = cfg_receiver_find(cfg, "default");
+	assert_non_null(r);
+	assert_string_equal(r->repo, "my-org/cluster-alerts");
+	assert_int_equal(r->labels.count, 2);
+	assert_string_equal(r->labels.items[1], "severity:{{labels.severity}}");
+	fmt_into(path, sizeof(path), "%s/templates/issue_title.mustache", dir);
+	assert_string_equal(r->templates.title, path);
+	j = &cfg->janitor;
+	assert_int_equal(j->enabled, 1);
+	assert_int_equal(j->dry_run, 1);
+	assert_null(j->kubernetes.kubeconfig);
+	assert_null(j->kubernetes.context);
+	assert_int_equal(j->policies_count, 2);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->owned, CFG_OWNED_SCALE_TO_ZERO);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->grace_ms, 6 * H);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->notice_lead_ms, H);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->owned,
+			 CFG_OWNED_NOTIFY_ONLY);
+	assert_string_equal(j->slack.bot_token, "xoxb-fixture-slack");
+	assert_string_equal(j->slack.default_channel, "#gpu-cluster");
+	assert_string_equal(j->slack.owner_label, "owner");
+	assert_string_equal(j->leader_election.namespace, "alertbridge");
+	buf_release(&msg);
+	cfg_free(cfg);
+}
+
+static void deploy_example_loads(void **state)
+{
+	char path[512];
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+	(void)state;
+
+	fmt_into(path, sizeof(path), "%s/deploy/examples/alertbridge.yml", src_dir());
+	if (cfg_load(path, &cfg, &msg) != ERR_OK)
+		fail_msg("%s", buf_str(&msg));
+	assert_string_equal(cfg->listen_address, "127.0.0.1:9095");
+	assert_string_equal(cfg->database, "alertbridge.db");
+	assert_int_equal(cfg->github.dry_run, 1);
+	assert_null(cfg->github.token_file);
+	assert_null(cfg->github.token);
+	assert_int_equal(cfg->receivers_count, 1);
+	assert_string_equal(cfg->receivers[0].name, "default");
+	assert_string_equal(cfg->receivers[0].repo, "my-org/cluster-alerts");
+	assert_int_equal(cfg->janitor.enabled, 0);
+	buf_release(&msg);
+	cfg_free(cfg);
+}
+
+static void every_key_is_read(void **state)
+{
+	char path[512], dir[512], want[640];
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+	const struct cfg_receiver *r;
+	const struct cfg_janitor *j;
+	(void)state;
+
+	fixture_path(path, sizeof(path), "full.yml");
+	fixture_path(dir, sizeof(dir), "");
+	dir[strlen(dir) - 1] = '\0';
+	if (cfg_load(path, &cfg, &msg) != ERR_OK)
+		fail_msg("%s", buf_str(&msg));
+	assert_string_equal(cfg->listen_address, "[::1]:9096");
+	assert_string_equal(cfg->database, "/var/lib/alertbridge/state.db");
+	assert_int_equal(cfg->log.level, LOG_DEBUG);
+	assert_int_equal(cfg->log.format, LOG_JSON);
+	assert_string_equal(cfg->webhook.basic_auth.username, "alertmanager");
+	assert_string_equal(cfg->webhook.basic_auth.password, "pa55word");
+	fmt_into(want, sizeof(want), "%s/secrets/webhook-password", dir);
+	assert_string_equal(cfg->webhook.basic_auth.password_file, want);
+	fmt_into(want, sizeof(want), "%s/tls/server.crt", dir);
+	assert_string_equal(cfg->webhook.tls.cert_file, want);
+	assert_string_equal(cfg->webhook.tls.key_file, "/etc/tls/server.key");
+	fmt_into(want, sizeof(want), "%s/tls/ca.crt", dir);
+	assert_string_equal(cfg->webhook.tls.client_ca_file, want);
+	assert_int_equal(cfg->webhook.max_body_bytes, 2097152);
+	assert_int_equal(cfg->webhook.max_connections, 64);
+	assert_int_equal(cfg->webhook.read_timeout_ms, M);
+	assert_int_equal(cfg->webhook.threads, 8);
+	assert_string_equal(cfg->github.api_url, "https://github.example.com/api/v3");
+	assert_int_equal(cfg->github.app.app_id, 12345);
+	assert_int_equal(cfg->github.app.installation_id, 67890);
+	fmt_into(want, sizeof(want), "%s/secrets/app.pem", dir);
+	assert_string_equal(cfg->github.app.private_key_file, want);
+	assert_null(cfg->github.token);
+	assert_int_equal(cfg->github.content_per_minute, 80);
+	assert_int_equal(cfg->github.timeout_ms, 90 * S);
+	assert_int_equal(cfg->github.dry_run, 1);
+
+	assert_int_equal(cfg->receivers_count, 2);
+	r = cfg_receiver_find(cfg, "gpu");
+	assert_ptr_equal(r, &cfg->receivers[0]);
+	assert_ptr_equal(cfg_receiver_find(cfg, "default"), &cfg->receivers[1]);
+	assert_null(cfg_receiver_find(cfg, "nope"));
+	assert_null(cfg_receiver_find(cfg, "GPU"));
+	assert_null(cfg_receiver_find(NULL, "gpu"));
+	assert_int_equal(r->issue_per, CFG_ISSUE_PER_GROUP);
+	assert_int_equal(r->labels.count, 2);
+	assert_string_equal(r->labels.items[0], "alert");
+	assert_string_equal(r->labels.items[1], "team:{{labels.team}}");
+	assert_null(r->labels.items[2]);
+	assert_int_equal(r->assignees.count, 2);
+	assert_string_equal(r->assignees.items[1], "bob");
+	assert_int_equal(r->auto_close, 0);
+	assert_int_equal(r->reopen_window_ms, 0);
+	fmt_into(want, sizeof(want), "%s/templates/t.mustache", dir);
+	assert_string_equal(r->templates.title, want);
+	assert_string_equal(r->templates.refire, "/abs/refire.mustache");
+	fmt_into(want, sizeof(want), "%s/templates/reopen.mustache", dir);
+	assert_string_equal(r->templates.reopen, want);
+	assert_int_equal(r->storm.enabled, 1);
+	assert_int_equal(r->storm.storm_after_ms, 5 * M);
+
+	j = &cfg->janitor;
+	assert_int_equal(j->enabled, 1);
+	assert_int_equal(j->dry_run, 0);
+	fmt_into(want, sizeof(want), "%s/kube/config", dir);
+	assert_string_equal(j->kubernetes.kubeconfig, want);
+	assert_string_equal(j->kubernetes.context, "prod");
+	assert_int_equal(j->exclude_namespaces.count, 2);
+	assert_string_equal(j->exclude_namespaces.items[1], "monitoring");
+	assert_int_equal(j->sweep_interval_ms, 30 * S);
+	assert_int_equal(j->max_deletions_per_sweep, 0);
+	assert_int_equal(j->policies_count, 2);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->owned, CFG_OWNED_DELETE_OWNER);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->grace_ms, 12 * H);
+	assert_string_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->message,
+			    "Idle GPUs cost money.");
+	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleCPUPod")->grace_ms, 24 * H);
+	assert_null(cfg_policy_find(cfg, "Other"));
+	assert_null(cfg_policy_find(cfg, NULL));
+	assert_string_equal(j->slack.api_url, "http://127.0.0.1:8080/api");
+	assert_null(j->slack.bot_token);
+	assert_string_equal(j->slack.webhook_url,
+			    "https://hooks.slack.com/services/T000/B000/XXXX");
+	assert_int_equal(j->slack.namespace_channels_count, 2);
+	assert_string_equal(j->slack.namespace_channels[0].key, "team-a");
+	assert_string_equal(j->slack.namespace_channels[0].value, "#team-a");
+	assert_string_equal(j->slack.namespace_channels[1].value, "C0123456");
+	assert_int_equal(j->leader_election.enabled, 1);
+	assert_string_equal(j->leader_election.namespace, "infra");
+	assert_string_equal(j->leader_election.lease_name, "ab-lease");
+	assert_int_equal(j->leader_election.lease_duration_ms, 20 * S);
+	assert_string_equal(j->leader_election.identity, "pod-1");
+	buf_release(&msg);
+	cfg_free(cfg);
+}
+
+/* ---- error classes ---- */
+
+static void yaml_syntax_errors(void **state)
+{
+	(void)state;
+	expect_err("a: b: c\n", "alertbridge.yml:1: yaml: mapping values are not allowed in this "
+				"context");
+	expect_err("receivers:\n  - name: x\n repo: y\n",
+		   "alertbridge.yml:3: yaml: did not find expected key while parsing a block "
+		   "mapping (line 1)");
+	expect_err("listen_address: \"unterminated\n",
+		   "alertbridge.yml:2: yaml: found unexpected end of stream while scanning a "
+		   "quoted scalar (line 1)");
+	expect_err("- a\n- b\n",
+		   "alertbridge.yml:1: expected a mapping at the top level, got a list");
+}
+
+static void unknown_keys(void **state)
+{
+	(void)state;
+	expect_err(RCV "listen: x\n", "alertbridge.yml:2: listen: unknown key");
+	expect_err(RCV "webhook:\n  max_body_byte: 1\n",
+		   "alertbridge.yml:3: webhook.max_body_byte: unknown key");
+	expect_err("receivers:\n  - name: a\n    repo: o/r\n    title: x\n",
+		   "alertbridge.yml:4: receivers[0].title: unknown key");
+	expect_err(RCV "janitor:\n  slack: {token_file: x}\n",
+		   "alertbridge.yml:3: janitor.slack.token_file: unknown key");
+	expect_err(RCV "github:\n  timeout: 1s\n  timeout: 2s\n",
+		   "alertbridge.yml:4: github.timeout: duplicate key");
+}
+
+static void wrong_types(void **state)
+{
+	(void)state;
+	expect_err(RCV "webhook:\n  max_body_bytes: lots\n",
+		   "alertbridge.yml:3: webhook.max_body_bytes: expected an integer from 1 to "
+		   "1073741824, got \"lots\"");
+	expect_err(RCV "webhook:\n  threads: -1\n",
+		   "alertbridge.yml:3: webhook.threads: expected an integer from 1 to 1024, got "
+		   "\"-1\"");
+	expect_err(RCV "webhook: [a]\n",
+		   "alertbridge.yml:2: webhook: expected a mapping, got a list");
+	expect_err(RCV "database: {a: b}\n",
+		   "alertbridge.yml:2: database: expected a string, got a mapping");
+	expect_err(RCV "github: {dry_run: maybe}\n",
+		   "alertbridge.yml:2: github.dry_run: expected a boolean (true or false), got "
+		   "\"maybe\"");
+	expect_err("receivers:\n  - {name: a, repo: o/r, labels: alert}\n",
+		   "alertbridge.yml:2: receivers[0].labels: expected a list of strings, got "
+		   "\"alert\"");
+	expect_err("receivers:\n  - {name: a, repo: o/r, labels: [a, [b]]}\n",
+		   "alertbridge.yml:2: receivers[0].labels[1]: expected a string, got a list");
+	expect_err("receivers:\n  - {name: a, repo: o/r, assignees: [a, ~]}\n",
+		   "alertbridge.yml:2: receivers[0].assignees[1]: expected a string, got null");
+	expect_err("receivers: {name: a}\n",
+		   "alertbridge.yml:1: receivers: expected a list of receivers, got a mapping");
+	expect_err(RCV "janitor: {policies: JanitorIdleGPUPod}\n",
+		   "alertbridge.yml:2: janitor.policies: expected a list of policies, got "
+		   "\"JanitorIdleGPUPod\"");
+	expect_err(RCV "github: {app: {app_id: 0, installation_id: 1, private_key_file: k}}\n",
+		   "alertbridge.yml:2: github.app.app_id: expected a positive integer, got \"0\"");
+	expect_err(RCV "listen_address: \"a\\0b\"\n",
+		   "alertbridge.yml:2: listen_address: contains a NUL byte");
+}
+
+static void range_limits(void **state)
+{
+	struct config *cfg;
+	(void)state;
+	expect_err(RCV "github: {content_per_minute: 81}\n",
+		   "alertbridge.yml:2: github.content_per_minute: "
+		   "expected an integer from 1 to 80, got \"81\"");
+	expect_err(RCV "github: {content_per_minute: 0}\n",
+		   "alertbridge.yml:2: github.content_per_minute: "
+		   "expected an integer from 1 to 80, got \"0\"");
+	expect_err(RCV "webhook: {max_connections: 99999999999999999999999}\n",
+		   "alertbridge.yml:2: webhook.max_connections: expected an integer from 1 to "
+		   "65536, got \"99999999999999999999999\"");
+	cfg = parse_ok(RCV "github: {content_per_minute: 1}\n");
+	assert_int_equal(cfg->github.content_per_minute, 1);
+	cfg_free(cfg);
+	cfg = parse_ok(RCV "github: {content_per_minute: \"80\"}\n");
+	assert_int_equal(cfg->github.content_per_minute, 80);
+	cfg_free(cfg);
+}
+
+static void enum_values(void **state)
+{
+	(void)state;
+	expect_err("receivers:\n  - name: a\n    repo: o/r\n    issue_per: foo\n",
+		   "alertbridge.yml:4: receivers[0].issue_per: "
+		   "expected \"alert\" or \"group\", got \"foo\"");
+	expect_err("janitor:\n  enabled: true\n  policies:\n"
+		   "    - alertname: A\n      owned: kill\n",
+		   "alertbridge.yml:5: janitor.policies[0].owned: expected \"scale-to-zero\", "
+		   "\"delete-owner\" or \"notify-only\", got \"kill\"");
+	expect_err(RCV "log: {level: verbose}\n",
+		   "alertbridge.yml:2: log.level: expected debug, info, warn or error, got "
+		   "\"verbose\"");
+	expect_err(RCV "log: {format: text}\n",
+		   "alertbridge.yml:2: log.format: expected logfmt or json, got \"text\"");
+}
+
+static void missing_required_keys(void **state)
+{
+	(void)state;
+	expect_err("receivers:\n  - repo: o/r\n",
+		   "alertbridge.yml:2: receivers[0]: missing required key \"name\"");
+	expect_err("receivers:\n  - name: a\n    repo: o/r\n  - name: b\n",
+		   "alertbridge.yml:4: receivers[1]: missing required key \"repo\"");
+	expect_err("receivers:\n  - name: \"\"\n    repo: o/r\n",
+		   "alertbridge.yml:2: receivers[0].name: must not be empty");
+	expect_err("receivers:\n  -\n", "alertbridge.yml:2: receivers[0]: missing required key "
+					"\"name\"");
+	expect_err("janitor:\n  enabled: true\n  policies:\n    - grace: 1h\n",
+		   "alertbridge.yml:4: janitor.policies[0]: missing required key \"alertname\"");
+	expect_err(RCV "github:\n  app:\n    app_id: 1\n    private_key_file: k.pem\n",
+		   "alertbridge.yml:4: github.app: missing required key \"installation_id\"");
+	expect_err(RCV "webhook:\n  basic_auth: {username: am}\n",
+		   "alertbridge.yml:3: webhook.basic_auth: missing required key \"password_file\"");
+	expect_err(RCV "webhook:\n  tls: {cert_file: c.pem}\n",
+		   "alertbridge.yml:3: webhook.tls: missing required key \"key_file\"");
+	expect_err(RCV "janitor:\n  leader_election: {namespace: \"\"}\n",
+		   "alertbridge.yml:3: janitor.leader_election.namespace: must not be empty");
+}
+
+static void receivers_required_unless_janitor(void **state)
+{
+	struct config *cfg;
+	(void)state;
+	expect_err("", "alertbridge.yml:1: receivers: at least one receiver is required unless "
+		       "the janitor is enabled");
+	expect_err("log: {level: info}\nreceivers: []\n",
+		   "alertbridge.yml:2: receivers: at least one receiver is required unless the "
+		   "janitor is enabled");
+	cfg = parse_ok("janitor: {enabled: true}\n");
+	assert_int_equal(cfg->receivers_count, 0);
+	assert_null(cfg_receiver_find(cfg, "default"));
+	cfg_free(cfg);
+}
+
+static void duplicates(void **state)
+{
+	(void)state;
+	expect_err("receivers:\n  - name: a\n    repo: o/r\n  - name: b\n    repo: o/r\n"
+		   "  - name: a\n    repo: o/s\n",
+		   "alertbridge.yml:6: receivers[2].name: duplicate receiver name \"a\" (also at "
+		   "line 2)");
+	expect_err("janitor:\n  enabled: true\n  policies:\n"
+		   "    - alertname: A\n    - alertname: A\n",
+		   "alertbridge.yml:5: janitor.policies[1].alertname: duplicate policy alertname "
+		   "\"A\" (also at line 4)");
+	expect_err(RCV "janitor:\n  slack:\n    namespace_channels: {a: \"#a\", a: \"#b\"}\n",
+		   "alertbridge.yml:4: janitor.slack.namespace_channels.a: duplicate key");
+}
+
+static void invalid_durations(void **state)
+{
+	(void)state;
+	expect_err(RCV "github:\n  timeout: 10x\n",
+		   "alertbridge.yml:3: github.timeout: unknown unit \"x\" in duration \"10x\"");
+	expect_err(RCV "janitor:\n  sweep_interval: 1m1h\n",
+		   "alertbridge.yml:3: janitor.sweep_interval: not a valid duration string: "
+		   "\"1m1h\"");
+	expect_err(RCV "webhook: {read_timeout: 0}\n",
+		   "alertbridge.yml:2: webhook.read_timeout: must be greater than 0s");
+	expect_err(RCV "webhook: {read_timeout: 30}\n",
+		   "alertbridge.yml:2: webhook.read_timeout: not a valid duration string: \"30\"");
+	expect_err("janitor:\n  enabled: true\n  policies:\n    - alertname: A\n      grace: 1h\n"
+		   "      notice_lead: 90m\n",
+		   "alertbridge.yml:6: janitor.policies[0].notice_lead: 1h30m is longer than grace "
+		   "(1h)");
+}
+
+static void value_formats(void **state)
+{
+	(void)state;
+	expect_err("receivers: [{name: a, repo: cluster-alerts}]\n",
+		   "alertbridge.yml:1: receivers[0].repo: expected \"owner/name\", got "
+		   "\"cluster-alerts\"");
+	expect_err("receivers: [{name: a, repo: a/b/c}]\n",
+		   "alertbridge.yml:1: receivers[0].repo: expected \"owner/name\", got \"a/b/c\"");
+	expect_err(RCV "listen_address: 9095\n",
+		   "alertbridge.yml:2: listen_address: expected host:port or :port, got \"9095\"");
+	expect_err(RCV "listen_address: \"::1:9095\"\n",
+		   "alertbridge.yml:2: listen_address: expected host:port or :port, got "
+		   "\"::1:9095\"");
+	expect_err(RCV "listen_address: \"localhost:http\"\n",
+		   "alertbridge.yml:2: listen_address: expected host:port or :port, got "
+		   "\"localhost:http\"");
+	expect_err(RCV "listen_address: \"\"\n", "alertbridge.yml:2: listen_address: must not be "
+						 "empty");
+	expect_err(RCV "github: {api_url: api.github.com}\n",
+		   "alertbridge.yml:2: github.api_url: expected an http:// or https:// URL, got "
+		   "\"api.github.com\"");
+	expect_err(RCV "janitor: {slack: {api_url: \"\"}}\n",
+		   "alertbridge.yml:2: janitor.slack.api_url: expected an http:// or https:// URL, "
+		   "got \"\"");
+}
+
+static void mutually_exclusive(void **state)
+{
+	(void)state;
+	expect_err_in(RCV "webhook:\n  bearer_token_file: token\n  basic_auth:\n    username: u\n"
+			  "    password_file: token\n",
+		      tmpdir, ERR_INVALID,
+		      "alertbridge.yml:4: webhook.basic_auth: cannot be used together with "
+		      "bearer_token_file");
+	expect_err_in(RCV "github:\n  token_file: token\n  app: {app_id: 1, installation_id: 2, "
+			  "private_key_file: k}\n",
+		      tmpdir, ERR_INVALID,
+		      "alertbridge.yml:4: github.app: cannot be used together with token_file");
+	expect_err_in(RCV "janitor:\n  slack:\n    bot_token_file: token\n"
+			  "    webhook_url_file: token\n",
+		      tmpdir, ERR_INVALID,
+		      "alertbridge.yml:5: janitor.slack.webhook_url_file: cannot be used together "
+		      "with bot_token_file");
+}
+
+/* ---- secrets and paths ---- */
+
+static void secrets_read_and_stripped(void **state)
+{
+	struct config *cfg;
+	(void)state;
+	cfg = parse_in(RCV "webhook: {bearer_token_file: token}\ngithub: {token_file: token-crlf}\n"
+			   "janitor: {slack: {bot_token_file: token-bare}}\n",
+		       tmpdir);
+	assert_string_equal(cfg->webhook.bearer_token, "s3cret-token");
+	assert_string_equal(cfg->github.token, "crlf-token");
+	assert_string_equal(cfg->janitor.slack.bot_token, "bare-token");
+	cfg_free(cfg);
+}
+
+static void secret_file_errors(void **state)
+{
+	char want[512];
+	(void)state;
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:3: github.token_file: cannot read \"%s/missing\": No such file "
+		 "or directory",
+		 tmpdir);
+	expect_err_in(RCV "github:\n  token_file: missing\n", tmpdir, ERR_IO, want);
+	expect_err_in(RCV "webhook:\n  bearer_token_file: /nonexistent/alertbridge/token\n", NULL,
+		      ERR_IO,
+		      "alertbridge.yml:3: webhook.bearer_token_file: cannot read "
+		      "\"/nonexistent/alertbridge/token\": No such file or directory");
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:2: webhook.bearer_token_file: \"%s/empty\" is empty", tmpdir);
+	expect_err_in(RCV "webhook: {bearer_token_file: empty}\n", tmpdir, ERR_INVALID, want);
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:2: janitor.slack.webhook_url_file: \"%s/multi\" must hold one "
+		 "line (a newline or NUL byte inside)",
+		 tmpdir);
+	expect_err_in(RCV "janitor: {slack: {webhook_url_file: multi}}\n", tmpdir, ERR_INVALID,
+		      want);
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:2: github.token_file: \"%s/token-2nl\" must hold one line (a "
+		 "newline or NUL byte inside)",
+		 tmpdir);
+	expect_err_in(RCV "github: {token_file: token-2nl}\n", tmpdir, ERR_INVALID, want);
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:2: webhook.basic_auth.password_file: cannot read \"%s/.\": Is a "
+		 "directory",
+		 tmpdir);
+	expect_err_in(RCV "webhook: {basic_auth: {username: u, password_file: .}}\n", tmpdir,
+		      ERR_IO, want);
+}
+
+static void github_token_env_fallback(void **state)
+{
+	struct config *cfg;
+	(void)state;
+	setenv("GITHUB_TOKEN", "env-token", 1);
+	cfg = parse_ok(RCV);
+	assert_string_equal(cfg->github.token, "env-token");
+	assert_int_equal(cfg->github.token_from_env, 1);
+	cfg_free(cfg);
+
+	cfg = parse_in(RCV "github: {token_file: token}\n", tmpdir);
+	assert_string_equal(cfg->github.token, "s3cret-token");
+	assert_int_equal(cfg->github.token_from_env, 0);
+	cfg_free(cfg);
+
+	cfg = parse_ok(RCV "github: {app: {app_id: 1, installation_id: 2, private_key_file: k}}\n");
+	assert_null(cfg->github.token);
+	assert_int_equal(cfg->github.token_from_env, 0);
+	cfg_free(cfg);
+
+	setenv("GITHUB_TOKEN", "", 1);
+	cfg = parse_ok(RCV);
+	assert_null(cfg->github.token);
+	cfg_free(cfg);
+	unsetenv("GITHUB_TOKEN");
+	cfg = parse_ok(RCV);
+	assert_null(cfg->github.token);
+	cfg_free(cfg);
+}
+
+static void relative_paths_resolved(void **state)
+{
+	struct config *cfg;
+	const char *yaml = "database: data/ab.db\n"
+			   "receivers:\n  - name: a\n    repo: o/r\n"
+			   "    templates: {title: t/title.mustache, body: /abs/body.mustache}\n"
+			   "github: {app: {app_id: 1, installation_id: 2,"
+			   " private_key_file: key.pem}}\n"
+			   "janitor: {kubernetes: {kubeconfig: kube.yaml}}\n";
+	(void)state;
+	cfg = parse_in(yaml, "/etc/alertbridge");
+	assert_string_equal(cfg->database, "data/ab.db"); /* working directory, not resolved */
+	assert_string_equal(cfg->receivers[0].templates.title, "/etc/alertbridge/t/title.mustache");
+	assert_string_equal(cfg->receivers[0].templates.body, "/abs/body.mustache");
+	assert_string_equal(cfg->github.app.private_key_file, "/etc/alertbridge/key.pem");
+	assert_string_equal(cfg->janitor.kubernetes.kubeconfig, "/etc/alertbridge/kube.yaml");
+	assert_string_equal(cfg->base_dir, "/etc/alertbridge");
+	cfg_free(cfg);
+
+	cfg = parse_in(yaml, "/etc/alertbridge/");
+	assert_string_equal(cfg->github.app.private_key_file, "/etc/alertbridge/key.pem");
+	cfg_free(cfg);
+
+	cfg = parse_in(yaml, NULL);
+	assert_string_equal(cfg->receivers[0].templates.title, "t/title.mustache");
+	cfg_free(cfg);
+	cfg = parse_in(yaml, ".");
+	assert_string_equal(cfg->receivers[0].templates.title, "t/title.mustache");
+	cfg_free(cfg);
+}
+
+static void load_resolves_against_file_dir(void **state)
+{
+	char path[256], want[512];
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+	(void)state;
+
+	write_file("alertbridge.yml", RCV "github: {token_file: token}\n"
+					  "janitor: {kubernetes: {kubeconfig: kc}}\n");
+	fmt_into(path, sizeof(path), "%s/alertbridge.yml", tmpdir);
+	if (cfg_load(path, &cfg, &msg) != ERR_OK)
+		fail_msg("%s", buf_str(&msg));
+	assert_string_equal(cfg->github.token, "s3cret-token");
+	fmt_into(want, sizeof(want), "%s/kc", tmpdir);
+	assert_string_equal(cfg->janitor.kubernetes.kubeconfig, want);
+	assert_string_equal(cfg->path, path);
+	cfg_free(cfg);
+
+	/* Errors name the path as given. */
+	write_file("alertbridge.yml", RCV "bogus: 1\n");
+	assert_int_equal(cfg_load(path, &cfg, &msg), ERR_INVALID);
+	fmt_into(want, sizeof(want), "%s:2: bogus: unknown key", path);
+	assert_string_equal(buf_str(&msg), want);
+	buf_release(&msg);
+}
+
+static void load_missing_file(void **state)
+{
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+	(void)state;
+	assert_int_equal(cfg_load("/nonexistent/alertbridge.yml", &cfg, &msg), ERR_IO);
+	assert_string_equal(buf_str(&msg),
+			    "/nonexistent/alertbridge.yml: cannot read: No such file or directory");
+	assert_null(cfg);
+	assert_int_equal(cfg_load("/nonexistent/x.yml", &cfg, NULL), ERR_IO);
+	buf_release(&msg);
+}
+
+/* ---- YAML forms ---- */
+
+static void booleans_yaml11(void **state)
+{
+	static const char *const yes[] = { "true", "True", "TRUE", "yes", "Yes", "on", "ON" };
+	static const char *const no[] = { "false", "False", "no", "NO", "off", "Off" };
+	char yaml[128];
+	struct config *cfg;
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		fmt_into(yaml, sizeof(yaml), RCV "github: {dry_run: %s}\n", yes[i]);
+		cfg = parse_ok(yaml);
+		assert_int_equal(cfg->github.dry_run, 1);
+		cfg_free(cfg);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		fmt_into(yaml, sizeof(yaml), RCV "janitor: {dry_run: %s}\n", no[i]);
+		cfg = parse_ok(yaml);
+		assert_int_equal(cfg->janitor.dry_run, 0);
+		cfg_free(cfg);
+	}
+	expect_err(RCV "github: {dry_run: 1}\n",
+		   "alertbridge.yml:2: github.dry_run: "
+		   "expected a boolean (true or false), got \"1\"");
+	expect_err(RCV "github: {dry_run: y}\n",
+		   "alertbridge.yml:2: github.dry_run: "
+		   "expected a boolean (true or false), got \"y\"");
+}
+
+static void lists_flow_and_block(void **state)
+{
+	struct config *cfg;
+	(void)state;
+	cfg = parse_ok(RCV "janitor:\n  exclude_namespaces:\n    - kube-system\n    - \"gpu ops\"\n"
+			   "    - 'x'\n");
+	assert_int_equal(cfg->janitor.exclude_namespaces.count, 3);
+	assert_string_equal(cfg->janitor.exclude_namespaces.items[1], "gpu ops");
+	assert_string_equal(cfg->janitor.exclude_namespaces.items[2], "x");
+	assert_null(cfg->janitor.exclude_namespaces.items[3]);
+	cfg_free(cfg);
+	cfg = parse_ok(RCV "janitor: {exclude_namespaces: []}\n");
+	assert_int_equal(cfg->janitor.exclude_namespaces.count, 0);
+	assert_null(cfg->janitor.exclude_namespaces.items[0]);
+	cfg_free(cfg);
+}
+
+static void anchors_and_aliases(void **state)
+{
+	struct config *cfg = parse_ok("receivers:\n"
+				      "  - &r {name: a, repo: o/r, labels: &l [x, y]}\n"
+				      "  - {name: b, repo: o/s, labels: *l}\n");
+	(void)state;
+	assert_int_equal(cfg->receivers[1].labels.count, 2);
+	assert_string_equal(cfg->receivers[1].labels.items[1], "y");
+	cfg_free(cfg);
+}
+
+/* ---- dump ---- */
+
+static void dump_masks_secrets_and_reloads(void **state)
+{
+	struct config *cfg, *again;
+	struct buf out = BUF_INIT, out2 = BUF_INIT, msg = BUF_INIT;
+	(void)state;
+	setenv("GITHUB_TOKEN", "env-secret-value", 1);
+	cfg = parse_in("receivers:\n  - name: \"we\\\"ird\"\n    repo: o/r\n"
+		       "    labels: [\"a\\tb\", \"severity:{{labels.severity}}\"]\n"
+		       "webhook: {bearer_token_file: token}\n"
+		       "janitor:\n  policies: [{alertname: A, message: \"line1\\nline2\"}]\n"
+		       "  slack: {bot_token_file: token-bare, namespace_channels: {ns: \"#c\"}}\n",
+		       tmpdir);
+	cfg_dump(cfg, &out);
+	assert_null(strstr(buf_str(&out), "s3cret-token"));
+	assert_null(strstr(buf_str(&out), "bare-token"));
+	assert_null(strstr(buf_str(&out), "env-secret-value"));
+	assert_non_null(strstr(buf_str(&out), "  # bearer_token: <secret>\n"));
+	assert_non_null(strstr(buf_str(&out), "  # token: <secret> (from GITHUB_TOKEN)\n"));
+	assert_non_null(strstr(buf_str(&out), "    # bot_token: <secret>\n"));
+	assert_non_null(strstr(buf_str(&out), "listen_address: \":9095\"\n"));
+	assert_non_null(strstr(buf_str(&out), "    reopen_window: 1w\n"));
+	assert_non_null(strstr(buf_str(&out), "  - name: \"we\\\"ird\"\n"));
+
+	/* The dump is itself a valid config with the same meaning. */
+	if (cfg_parse(buf_str(&out), out.len, "dump", NULL, &again, &msg) != ERR_OK)
+		fail_msg("%s\n%s", buf_str(&msg), buf_str(&out));
+	assert_string_equal(again->receivers[0].name, "we\"ird");
+	assert_string_equal(again->receivers[0].labels.items[0], "a\tb");
+	assert_string_equal(again->janitor.policies[0].message, "line1\nline2");
+	assert_string_equal(again->webhook.bearer_token, "s3cret-token");
+	cfg_dump(again, &out2);
+	assert_string_equal(strchr(buf_str(&out2), '\n'), strchr(buf_str(&out), '\n'));
+	unsetenv("GITHUB_TOKEN");
+	cfg_free(again);
+	cfg_free(cfg);
+	buf_release(&out);
+	buf_release(&out2);
+	buf_release(&msg);
+}
+
+static void free_accepts_null(void **state)
+{
+	(void)state;
+	cfg_free(NULL);
+	assert_null(cfg_policy_find(NULL, "A"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(every_default),
+		cmocka_unit_test(policy_defaults),
+		cmocka_unit_test(nulls_keep_defaults),
+		cmocka_unit_test(design_example_loads),
+		cmocka_unit_test(deploy_example_loads),
+		cmocka_unit_test(every_key_is_read),
+		cmocka_unit_test(yaml_syntax_errors),
+		cmocka_unit_test(unknown_keys),
+		cmocka_unit_test(wrong_types),
+		cmocka_unit_test(range_limits),
+		cmocka_unit_test(enum_values),
+		cmocka_unit_test(missing_required_keys),
+		cmocka_unit_test(receivers_required_unless_janitor),
+		cmocka_unit_test(duplicates),
+		cmocka_unit_test(invalid_durations),
+		cmocka_unit_test(value_formats),
+		cmocka_unit_test(mutually_exclusive),
+		cmocka_unit_test(secrets_read_and_stripped),
+		cmocka_unit_test(secret_file_errors),
+		cmocka_unit_test(github_token_env_fallback),
+		cmocka_unit_test(relative_paths_resolved),
+		cmocka_unit_test(load_resolves_against_file_dir),
+		cmocka_unit_test(load_missing_file),
+		cmocka_unit_test(booleans_yaml11),
+		cmocka_unit_test(lists_flow_and_block),
+		cmocka_unit_test(anchors_and_aliases),
+		cmocka_unit_test(dump_masks_secrets_and_reloads),
+		cmocka_unit_test(free_accepts_null),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

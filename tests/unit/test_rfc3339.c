@@ -1,0 +1,178 @@
+/* test_rfc3339.c - RFC 3339 parsing (strict, TZ-independent) and UTC formatting. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/rfc3339.h"
+
+static int64_t parse_ok(const char *s)
+{
+	int64_t ms = -1;
+
+	assert_int_equal(rfc3339_parse(s, &ms), ERR_OK);
+	return ms;
+}
+
+static void parses_utc_and_offsets(void **state)
+{
+	(void)state;
+	assert_int_equal(parse_ok("1970-01-01T00:00:00Z"), 0);
+	assert_int_equal(parse_ok("2026-11-21T00:49:48Z"), 1795222188000LL);
+	assert_int_equal(parse_ok("2026-11-21T01:49:48+01:00"), 1795222188000LL);
+	assert_int_equal(parse_ok("2026-11-20T19:19:48-05:30"), 1795222188000LL);
+	assert_int_equal(parse_ok("2026-11-21t00:49:48z"), 1795222188000LL);
+	assert_int_equal(parse_ok("1969-12-31T23:59:59Z"), -1000);
+	assert_int_equal(parse_ok("2000-02-29T12:00:00Z"), 951825600000LL);
+	assert_int_equal(parse_ok("9999-12-31T23:59:59Z"), 253402300799000LL);
+}
+
+static void parses_fraction_truncated_to_ms(void **state)
+{
+	(void)state;
+	/* Alertmanager sends nanoseconds. */
+	assert_int_equal(parse_ok("2026-11-21T00:49:48.123456789Z"), 1795222188123LL);
+	assert_int_equal(parse_ok("2026-11-21T00:49:48.9999Z"), 1795222188999LL);
+	assert_int_equal(parse_ok("2026-11-21T00:49:48.5Z"), 1795222188500LL);
+	assert_int_equal(parse_ok("2026-11-21T00:49:48.05+00:00"), 1795222188050LL);
+	assert_int_equal(parse_ok("1969-12-31T23:59:59.250Z"), -750);
+}
+
+static void go_zero_time_is_zero(void **state)
+{
+	(void)state;
+	assert_int_equal(parse_ok("0001-01-01T00:00:00Z"), 0);
+	assert_int_equal(parse_ok("0001-01-01T01:00:00+01:00"), 0);
+	assert_int_equal(parse_ok("0001-01-01T00:00:01Z"), RFC3339_GO_ZERO_MS + 1000);
+}
+
+static void leap_second_rolls_over(void **state)
+{
+	(void)state;
+	assert_int_equal(parse_ok("2016-12-31T23:59:60Z"), parse_ok("2017-01-01T00:00:00Z"));
+}
+
+static void rejects_everything_else(void **state)
+{
+	static const char *const bad[] = {
+		"",
+		"2026-11-21",
+		"2026-11-21T00:49:48",          /* no zone */
+		"2026-11-21 00:49:48Z",         /* space */
+		"2026-11-21T00:49Z",
+		"2026-11-21T00:49:48.Z",        /* empty fraction */
+		"2026-11-21T00:49:48+0100",
+		"2026-11-21T00:49:48+01",
+		"2026-11-21T00:49:48+24:00",
+		"2026-11-21T00:49:48+01:60",
+		"2026-11-21T00:49:48ZZ",
+		"2026-11-21T00:49:48Z ",
+		" 2026-11-21T00:49:48Z",
+		"2026-13-01T00:00:00Z",
+		"2026-00-01T00:00:00Z",
+		"2026-02-29T00:00:00Z",         /* not a leap year */
+		"1900-02-29T00:00:00Z",
+		"2026-04-31T00:00:00Z",
+		"2026-04-00T00:00:00Z",
+		"2026-04-01T24:00:00Z",
+		"2026-04-01T23:60:00Z",
+		"2026-04-01T23:59:61Z",
+		"26-04-01T00:00:00Z",
+		"2026-4-01T00:00:00Z",
+		"+2026-04-01T00:00:00Z",
+		"2026-04-01T00:00:00.123456789",
+	};
+	int64_t ms = 7;
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (rfc3339_parse(bad[i], &ms) != ERR_INVALID)
+			fail_msg("accepted \"%s\"", bad[i]);
+		assert_int_equal(ms, 7);
+	}
+	assert_int_equal(rfc3339_parse(NULL, &ms), ERR_INVALID);
+}
+
+static void formats_utc(void **state)
+{
+	char out[32];
+	(void)state;
+	rfc3339_format(1795222188123LL, out);
+	assert_string_equal(out, "2026-11-21T00:49:48Z");
+	rfc3339_format_ms(1795222188123LL, out);
+	assert_string_equal(out, "2026-11-21T00:49:48.123Z");
+	rfc3339_format(0, out);
+	assert_string_equal(out, "1970-01-01T00:00:00Z");
+	rfc3339_format(-1, out);
+	assert_string_equal(out, "1969-12-31T23:59:59Z");
+	rfc3339_format_ms(-1, out);
+	assert_string_equal(out, "1969-12-31T23:59:59.999Z");
+	rfc3339_format(951825600000LL, out);
+	assert_string_equal(out, "2000-02-29T12:00:00Z");
+	rfc3339_format(RFC3339_GO_ZERO_MS, out);
+	assert_string_equal(out, "0001-01-01T00:00:00Z");
+	rfc3339_format_ms(INT64_MAX, out);
+	assert_string_equal(out, "292278994-08-17T07:12:55.807Z");
+	rfc3339_format_ms(INT64_MIN, out);
+	assert_string_equal(out, "-292275055-05-16T16:47:04.192Z");
+}
+
+static void format_parse_roundtrip(void **state)
+{
+	/* Every day boundary over 1600..2400 in 97-day steps: bounded, ~3000 iterations. */
+	int64_t start = -11676096000000LL, end = 13569465600000LL, step = 97LL * 86400000 + 1234;
+	char out[32];
+	int n = 0;
+	(void)state;
+	for (int64_t ms = start; ms < end && n < 5000; ms += step, n++) {
+		int64_t back;
+
+		rfc3339_format_ms(ms, out);
+		assert_int_equal(rfc3339_parse(out, &back), ERR_OK);
+		assert_int_equal(back, ms);
+	}
+	assert_true(n > 2000);
+}
+
+static void human_form(void **state)
+{
+	char out[48];
+	(void)state;
+	rfc3339_human(1795222188999LL, out);
+	assert_string_equal(out, "Sat, 21 Nov 2026 00:49:48 UTC");
+	rfc3339_human(0, out);
+	assert_string_equal(out, "Thu, 01 Jan 1970 00:00:00 UTC");
+	rfc3339_human(-1, out);
+	assert_string_equal(out, "Wed, 31 Dec 1969 23:59:59 UTC");
+	rfc3339_human(951825600000LL, out);
+	assert_string_equal(out, "Tue, 29 Feb 2000 12:00:00 UTC");
+}
+
+static void independent_of_tz(void **state)
+{
+	char out[32];
+	(void)state;
+	setenv("TZ", "Pacific/Chatham", 1);
+	assert_int_equal(parse_ok("2026-11-21T00:49:48Z"), 1795222188000LL);
+	rfc3339_format(1795222188000LL, out);
+	assert_string_equal(out, "2026-11-21T00:49:48Z");
+	unsetenv("TZ");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(parses_utc_and_offsets),
+		cmocka_unit_test(parses_fraction_truncated_to_ms),
+		cmocka_unit_test(go_zero_time_is_zero),
+		cmocka_unit_test(leap_second_rolls_over),
+		cmocka_unit_test(rejects_everything_else),
+		cmocka_unit_test(formats_utc),
+		cmocka_unit_test(format_parse_roundtrip),
+		cmocka_unit_test(human_form),
+		cmocka_unit_test(independent_of_tz),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
