@@ -15,12 +15,21 @@
 #   O         build directory (default build)
 #   SAN       extra compile+link flags (make asan sets the sanitizers)
 #   NODEPS    1 skips the dependency check (deploy/deps.sh)
+#   V         1 prints every command (default: one short line per file)
 
 CC ?= cc
 WERROR ?= 1
 O ?= build
 SAN ?=
 NODEPS ?=
+V ?=
+ifeq ($(V),1)
+Q :=
+E := @true
+else
+Q := @
+E := @echo
+endif
 
 PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt libcrypto gnutls
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -56,21 +65,26 @@ $(O)/%.o: %.c
 
 $(O)/gen/embed.c: templates/embed.sh $(TEMPLATES)
 	@mkdir -p $(dir $@)
-	sh templates/embed.sh $@ $(TEMPLATES)
+	$(E) "  EMBED   $@"
+	$(Q)sh templates/embed.sh $@ $(TEMPLATES)
 
 $(O)/gen/embed.o: $(O)/gen/embed.c
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(E) "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(O)/libalertbridge.a: $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(E) "  AR      $@"
+	$(Q)ar rcs $@ $^
 
 $(BIN): $(O)/main.o $(O)/libalertbridge.a
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(E) "  LINK    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(O)/tests/%: tests/unit/%.c $(TEST_HELPER_OBJ) $(O)/libalertbridge.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(O)/libalertbridge.a $(LDLIBS) -lcmocka
+	$(E) "  LINK    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $< $(TEST_HELPER_OBJ) $(O)/libalertbridge.a $(LDLIBS) -lcmocka
 
 test:
 ifneq ($(NODEPS),1)
