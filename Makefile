@@ -52,6 +52,8 @@ TEST_HELPER_SRC := $(sort $(wildcard tests/unit/helpers/*.c))
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(O)/%.o)
 BIN := $(if $(filter build,$(O)),alertbridge,$(O)/alertbridge)
 
+.SECONDARY:
+
 .PHONY: all test unit integration run asan bench deps clean fmt
 
 all: $(BIN)
