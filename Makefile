@@ -63,7 +63,8 @@ deps:
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(E) "  CC      $<"
+	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(O)/gen/embed.c: templates/embed.sh $(TEMPLATES)
 	@mkdir -p $(dir $@)

@@ -46,6 +46,7 @@ static const char *const migrations[] = {
 	"  attempts INTEGER NOT NULL DEFAULT 0,"
 	"  next_attempt_at_ms INTEGER NOT NULL DEFAULT 0,"
 	"  last_error TEXT,"
+	"  progress TEXT,"
 	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'done', 'dead')),"
 	"  done_at_ms INTEGER"
 	");"
@@ -79,7 +80,7 @@ static const char *const migrations[] = {
 
 #define EVENT_COLS                                                                  \
 	"e.id, e.kind, e.receiver, e.key, e.status, e.starts_at_ms, e.ends_at_ms, " \
-	"e.payload, e.received_at_ms, e.attempts, e.last_error"
+	"e.payload, e.received_at_ms, e.attempts, e.last_error, e.progress"
 #define ISSUE_COLS                                                                   \
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
@@ -103,6 +104,7 @@ enum stmt_id {
 	S_EV_DONE,
 	S_EV_RETRY,
 	S_EV_DEAD,
+	S_EV_PROGRESS,
 	S_EV_PRUNE,
 	S_IS_GET,
 	S_IS_PUT,
@@ -135,6 +137,7 @@ static const char *const stmt_sql[S_COUNT] = {
 		       "last_error = ?3 WHERE id = ?1 AND state = 'pending'",
 	[S_EV_DEAD] = "UPDATE events SET state = 'dead', done_at_ms = ?2, last_error = ?3 "
 		      "WHERE id = ?1 AND state = 'pending'",
+	[S_EV_PROGRESS] = "UPDATE events SET progress = ?2 WHERE id = ?1 AND state = 'pending'",
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
@@ -659,6 +662,7 @@ static void read_event(sqlite3_stmt *s, struct store_event *out)
 	out->received_at_ms = sqlite3_column_int64(s, 8);
 	out->attempts = sqlite3_column_int(s, 9);
 	out->last_error = col_str(s, 10);
+	out->progress = col_str(s, 11);
 }
 
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
@@ -701,7 +705,9 @@ void store_event_release(struct store_event *ev)
 	free(ev->status);
 	free(ev->payload);
 	free(ev->last_error);
+	free(ev->progress);
 	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;
+	ev->progress = NULL;
 }
 
 /* The one integer a counting statement returns; -1 on error (logged). */
@@ -966,6 +972,32 @@ enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, con
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		log_db("retry event", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_event_progress(struct store *st, int64_t id, const char *progress)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+	sqlite3_stmt *s;
+
+	if (!st || empty(progress))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_PROGRESS];
+	bind_int(s, 1, id, &brc);
+	bind_text(s, 2, progress, &brc);
+	rc = run(st, S_EV_PROGRESS, brc, "record event progress", &msg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = event_state(st, id, NULL, NULL, &msg);
+		if (rc == ERR_OK)
+			rc = ERR_CONFLICT;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("record event progress", &msg);
 	buf_release(&msg);
 	return rc;
 }

@@ -40,6 +40,7 @@ struct store_event {
 	int64_t received_at_ms;
 	int attempts;          /* failed attempts so far */
 	char *last_error;      /* last failure detail, or NULL */
+	char *progress;        /* the worker's note of steps already done, or NULL */
 };
 
 /* The map row: what alertbridge knows of the issue for (receiver, key). */
@@ -148,6 +149,14 @@ enum err store_event_done(struct store *st, int64_t id, const struct store_issue
  */
 enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms,
 			   const char *error) WARN_UNUSED;
+/*
+ * Record progress on pending event id: an opaque note (e.g. "close:1": the
+ * comment of a close was posted) that the next store_next_event() returns,
+ * so a worker retrying a multi-call transition skips the calls that already
+ * succeeded.  Errors: ERR_INVALID (empty note), ERR_NOTFOUND (no such event),
+ * ERR_CONFLICT (no longer pending), ERR_DB.
+ */
+enum err store_event_progress(struct store *st, int64_t id, const char *progress) WARN_UNUSED;
 /*
  * Dead-letter pending event id with reason (kept in last_error; never
  * retried); also sets dead_reason on the map row of its (receiver, key) if

@@ -391,6 +391,29 @@ static void retry_waits_for_next_attempt(void **state)
 	store_close(st);
 }
 
+static void progress_note_survives_retry(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_event got;
+	int64_t a = enq1(st, "bridge", "ka");
+	const int64_t t = 1800000000000;
+
+	(void)state;
+	assert_int_equal(store_next_event(st, "bridge", t, &got), ERR_OK);
+	assert_null(got.progress);
+	store_event_release(&got);
+	assert_int_equal(store_event_progress(st, a, "close:1"), ERR_OK);
+	assert_int_equal(store_event_retry(st, a, t, "github: 502"), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", t, &got), ERR_OK);
+	assert_string_equal(got.progress, "close:1");
+	store_event_release(&got);
+	assert_int_equal(store_event_progress(st, a, ""), ERR_INVALID);
+	assert_int_equal(store_event_progress(st, 4242, "x:1"), ERR_NOTFOUND);
+	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
+	assert_int_equal(store_event_progress(st, a, "close:2"), ERR_CONFLICT);
+	store_close(st);
+}
+
 static void later_event_of_same_key_waits_for_older(void **state)
 {
 	struct store *st = open_ok(":memory:");
@@ -1007,6 +1030,7 @@ int main(void)
 		cmocka_unit_test(enqueue_next_done_round_trip),
 		cmocka_unit_test(fifo_within_kind_and_kinds_apart),
 		cmocka_unit_test(retry_waits_for_next_attempt),
+		cmocka_unit_test(progress_note_survives_retry),
 		cmocka_unit_test(later_event_of_same_key_waits_for_older),
 		cmocka_unit_test(dead_letter_marks_event_and_row),
 		cmocka_unit_test(prune_drops_old_done_events_only),

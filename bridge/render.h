@@ -1,0 +1,79 @@
+/*
+ * render.h - the bridge's texts: issue title, body, comments, labels and
+ * assignees of each receiver, rendered from Mustache templates
+ * (core/mustache.h) over the view model (bridge/view.h).
+ *
+ * Templates come from the files the receiver's `templates` block names, else
+ * from the defaults compiled into the binary (templates/ in the source tree,
+ * core/embed.h).  All of them are read and compiled once, at start, so a
+ * broken template stops the service before it accepts a webhook.
+ */
+#ifndef AB_RENDER_H
+#define AB_RENDER_H
+
+#include <jansson.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/err.h"
+
+struct render;
+
+enum render_text {
+	RENDER_TITLE = 0,  /* issue_title.mustache; plain text, cleaned to one line by the caller */
+	RENDER_BODY,       /* issue_body.mustache; markdown, HTML-escaped values */
+	RENDER_REFIRE,     /* comment_refire.mustache: a new episode on an open issue */
+	RENDER_RESOLVE,    /* comment_resolve.mustache: the alert resolved */
+	RENDER_REOPEN,     /* comment_reopen.mustache: a closed issue reopened */
+	RENDER_TEXT_COUNT
+};
+
+/* The default template's file name for which, e.g. "issue_title.mustache". */
+const char *render_default_name(enum render_text which);
+
+/*
+ * Read and compile the templates of every receiver of cfg (and its label and
+ * assignee templates).  cfg must outlive the result.  Errors: ERR_IO when a
+ * template file cannot be read ("receivers[0].templates.body: cannot read
+ * PATH: ..."), ERR_INVALID for a Mustache syntax error (message names the
+ * receiver, the file and the line/column).
+ */
+enum err render_new(const struct config *cfg, struct render **out, struct buf *errmsg) WARN_UNUSED;
+/* Free r; may be NULL. */
+void render_free(struct render *r);
+
+/*
+ * Append the text which of receiver over view to out.  The title is rendered
+ * without escaping; bodies and comments with HTML escaping (GitHub markdown
+ * decodes entities).  Errors: ERR_NOTFOUND unknown receiver, ERR_TOOBIG when
+ * the output passes 1 MiB (callers cut to GitHub's limits anyway).
+ */
+enum err render_text(const struct render *r, const char *receiver, enum render_text which,
+		     const json_t *view, struct buf *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * The receiver's labels (assignees when assignees != 0) rendered over view,
+ * without escaping, whitespace-trimmed; empty results and labels whose value
+ * after a "name:" prefix came out empty ("severity:") are dropped,
+ * duplicates removed, each cut to GitHub's 50 characters.  *out is a
+ * NULL-terminated array the caller frees with render_list_free(); never NULL.
+ */
+enum err render_list(const struct render *r, const char *receiver, int assignees,
+		     const json_t *view, char ***out, struct buf *errmsg) WARN_UNUSED;
+/* Free a list from render_list(); may be NULL. */
+void render_list_free(char **list);
+
+/*
+ * One-off render for `alertbridge render`: compile tmpl (len bytes) and
+ * render it over view with escape (0 none, 1 HTML).  Errors as mustache_render().
+ */
+enum err render_once(const char *tmpl, size_t len, int html_escape, const json_t *view,
+		     struct buf *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Read the file at path into out (at most 1 MiB).  Errors: ERR_IO
+ * ("cannot read PATH: strerror"), ERR_TOOBIG.
+ */
+enum err render_read_file(const char *path, struct buf *out, struct buf *errmsg) WARN_UNUSED;
+
+#endif
