@@ -1,0 +1,82 @@
+/*
+ * bridge.h - the reconciler: one serial worker that drains the durable
+ * "bridge" queue (core/store.h) and keeps one GitHub issue per alert, as
+ * DESIGN.md's state table says (plan: bridge/issue.h; calls: bridge/gh.h;
+ * texts: bridge/render.h, bridge/view.h).
+ *
+ * Each event is applied exactly once per transition: the map row and the
+ * event's completion are written in one transaction after GitHub answered,
+ * and a transition of two calls (a comment and a state change) records its
+ * progress in between, so a retry after a crash or a failure skips what
+ * already happened.  Transient failures (5xx, timeouts, rate limits, a bad
+ * token) are retried with backoff forever — the event stays queued; a request
+ * GitHub rejects as invalid (422) is dead-lettered with the reason.
+ */
+#ifndef AB_BRIDGE_H
+#define AB_BRIDGE_H
+
+#include <stdint.h>
+
+#include "bridge/gh.h"
+#include "bridge/render.h"
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/err.h"
+#include "core/metrics.h"
+#include "core/store.h"
+
+struct bridge;
+
+struct bridge_options {
+	const struct config *cfg;      /* receivers, github settings; outlives the bridge */
+	struct store *store;           /* the queue and the map; outlives the bridge */
+	const struct render *render;   /* compiled templates; outlives the bridge */
+	struct metrics *metrics;       /* may be NULL */
+	const char *user_agent;        /* e.g. "alertbridge/0.1.0" */
+	/*
+	 * Retry schedule of a failed event: retry_base_ms doubled per attempt,
+	 * jittered, capped at retry_max_ms.  0 means 5 s and 10 min.
+	 */
+	int64_t retry_base_ms;
+	int64_t retry_max_ms;
+	/*
+	 * Test hooks, also handed to the GitHub client: clock and sleep in
+	 * milliseconds.  NULL: the real clock, and a sleep that bridge_stop()
+	 * interrupts.
+	 */
+	int64_t (*now_ms)(void *ctx);
+	void (*sleep_ms)(void *ctx, int64_t ms);
+	void *clock_ctx;
+	/* Test hooks for the GitHub client (0: its defaults). */
+	int64_t gh_min_interval_ms;
+	int gh_max_attempts;
+};
+
+/*
+ * Create the bridge and its GitHub client (dry-run when cfg->github.dry_run
+ * or no token).  Never NULL.  Does not start the worker.
+ */
+struct bridge *bridge_new(const struct bridge_options *opts);
+/* Stop (if started) and free; b may be NULL. */
+void bridge_free(struct bridge *b);
+
+/* Start the worker thread.  Errors: ERR_IO when the thread cannot start. */
+enum err bridge_start(struct bridge *b, struct buf *errmsg) WARN_UNUSED;
+/*
+ * Ask the worker to stop, interrupt its waits, and join it.  The GitHub call
+ * in flight finishes first (its outcome is recorded); nothing is lost: what
+ * is not done stays queued for the next start.
+ */
+void bridge_stop(struct bridge *b);
+
+/*
+ * Process at most one due event on the calling thread (tests, and the
+ * worker's loop).  Returns 1 when an event was handled (done, retried or
+ * dead-lettered), 0 when none was due, -1 when the store failed.
+ */
+int bridge_step(struct bridge *b);
+
+/* Non-zero when GitHub calls are only logged (dry-run). */
+int bridge_dry_run(const struct bridge *b);
+
+#endif
