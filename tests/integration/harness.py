@@ -205,7 +205,149 @@ class Proc:
         return "\n".join(data[-lines:])
 
 
+def wait_ready(proc, url, timeout_s=30):
+    """Poll GET url until 200; fail at once if proc exits meanwhile."""
+    def ready():
+        if not proc.alive():
+            raise Failure("%s exited (%s) before it was ready:\n%s" % (
+                proc.name, proc.p.poll() if proc.p else "?", proc.tail(15)))
+        return http("GET", url, timeout_s=2)[0] == 200
+    poll(ready, "%s ready (%s)" % (proc.name, url), timeout_s=timeout_s)
+
+
 def print_tail(title, text):
     print("----- %s -----" % title)
     print(text)
     print("----- end %s -----" % title, flush=True)
+
+
+# ----- a recording proxy between Alertmanager and alertbridge ---------------------------------
+
+import threading  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+
+class WebhookProxy:
+    """Forwards every request to http://127.0.0.1:<upstream_port> unchanged (method, path, body,
+    headers but Host/Content-Length/Connection) and records it with the upstream's answer, so a
+    test can see what Alertmanager sent and what alertbridge answered.  When the upstream is
+    down it answers 502 (Alertmanager retries 5xx, as it would a refused connection)."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.lock = threading.Lock()
+        self.deliveries = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n > 0 else b""
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")}
+                url = "http://127.0.0.1:%d%s" % (proxy.upstream_port, self.path)
+                try:
+                    st, rh, body = http("POST", url, headers=hdrs, raw=raw, timeout_s=15)
+                except OSError as e:
+                    st, rh, body = 502, {}, {"error": "upstream: %s" % e}
+                try:
+                    payload = json.loads(raw.decode("utf-8"))
+                except ValueError:
+                    payload = None
+                rec = {"time": time.time(), "path": self.path, "headers": hdrs, "raw": raw,
+                       "payload": payload, "status": st, "answer": body}
+                with proxy.lock:
+                    proxy.deliveries.append(rec)
+                what = payload.get("status") if isinstance(payload, dict) else "?"
+                nal = len(payload.get("alerts", [])) if isinstance(payload, dict) else 0
+                event("webhook %s (%d alerts) -> %s" % (what, nal, st))
+                data = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
+                self.send_response(st)
+                self.send_header("Content-Type", rh.get("content-type", "application/json"))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True,
+                                       kwargs={"poll_interval": 0.1})
+        self.thread.start()
+
+    def get(self):
+        with self.lock:
+            return list(self.deliveries)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ----- Debian's real Alertmanager ---------------------------------------------------------------
+
+ALERTMANAGER = os.environ.get("ALERTMANAGER_BIN", "/usr/bin/prometheus-alertmanager")
+
+
+def iso_ms(ts):
+    """RFC 3339 UTC with milliseconds, as Prometheus sends to Alertmanager."""
+    import datetime
+    d = datetime.datetime.fromtimestamp(ts, datetime.timezone.utc)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond // 1000)
+
+
+class Alertmanager:
+    """One Alertmanager on 127.0.0.1 (no clustering) whose only receiver `receiver` posts to
+    webhook_url with a bearer token read from token_file and send_resolved: true."""
+
+    def __init__(self, workdir, webhook_url, token_file, receiver="bridge",
+                 group_by=("alertname", "namespace", "pod"), group_wait="1s",
+                 group_interval="2s", repeat_interval="1h"):
+        self.dir = os.path.join(workdir, "alertmanager")
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        cfg = os.path.join(self.dir, "alertmanager.yml")
+        with open(cfg, "w") as f:
+            f.write("route:\n"
+                    "  receiver: %s\n"
+                    "  group_by: [%s]\n"
+                    "  group_wait: %s\n"
+                    "  group_interval: %s\n"
+                    "  repeat_interval: %s\n"
+                    "receivers:\n"
+                    "  - name: %s\n"
+                    "    webhook_configs:\n"
+                    "      - url: %s\n"
+                    "        send_resolved: true\n"
+                    "        http_config:\n"
+                    "          authorization:\n"
+                    "            credentials_file: %s\n"
+                    % (receiver, ", ".join(group_by), group_wait, group_interval,
+                       repeat_interval, receiver, webhook_url, token_file))
+        self.proc = Proc("alertmanager", [
+            ALERTMANAGER, "--config.file=" + cfg,
+            "--storage.path=" + os.path.join(self.dir, "data"),
+            "--web.listen-address=127.0.0.1:%d" % self.port,
+            "--cluster.listen-address=", "--log.level=debug"],
+            os.path.join(self.dir, "alertmanager.log"))
+
+    def start(self):
+        self.proc.start()
+        wait_ready(self.proc, self.url + "/-/ready", timeout_s=30)
+        event("alertmanager ready on %s" % self.url)
+        return self
+
+    def post(self, alerts):
+        """POST /api/v2/alerts (Alertmanager API v2); alerts as the API takes them."""
+        st, _, body = http("POST", self.url + "/api/v2/alerts", alerts)
+        if st != 200:
+            raise Failure("alertmanager refused alerts: %s %s" % (st, body))
+
+    def stop(self):
+        return self.proc.stop()
