@@ -6,8 +6,9 @@
 #
 # usage: sh tests/bench/run.sh BUILD_DIR BINARY
 # env:   BENCH_DURATION (default 10s), BENCH_THREADS (2), BENCH_CONNECTIONS (16),
-#        BENCH_PAYLOAD (default $ALERTBRIDGE_SRC/../shared/fixtures/alertmanager/
-#        03_group_of_3_firing.json), CC (cc).
+#        BENCH_PAYLOAD (default fixtures/alertmanager/03_group_of_3_firing.json under
+#        $ALERTBRIDGE_SRC/../shared, $ALERTBRIDGE_SRC/../../shared or $ALERTBRIDGE_SRC/tests),
+#        CC (cc).
 # Exit status: 0 when both runs had no non-2xx answer and no alert acknowledged by
 # alertbridge is missing from its database; 1 otherwise; 2 for a setup problem.
 set -u
@@ -31,7 +32,7 @@ command -v curl >/dev/null || die "curl not installed"
 
 PAYLOAD=${BENCH_PAYLOAD:-}
 if [ -z "$PAYLOAD" ]; then
-	for p in "$SRC/../shared" "$SRC/../../shared"; do
+	for p in "$SRC/../shared" "$SRC/../../shared" "$SRC/tests"; do
 		f="$p/fixtures/alertmanager/03_group_of_3_firing.json"
 		if [ -f "$f" ]; then PAYLOAD=$f; break; fi
 	done
