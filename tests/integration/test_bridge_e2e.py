@@ -13,6 +13,7 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -280,7 +281,8 @@ def fire_one(st, a):
     st.am.post([a])
     event("posted firing %s to alertmanager" % a["labels"]["alertname"])
     issue = st.wait_issues(1, "the issue for the firing alert")[0]
-    fp = st.fingerprints()[a["labels"]["container"]]
+    fp = poll(lambda: st.fingerprints().get(a["labels"]["container"]),
+              "the firing webhook recorded by the proxy", timeout_s=10)
     return fp, issue
 
 
@@ -466,7 +468,14 @@ def restart_between_firing_and_resolving_keeps_the_map():
         check_webhook_answers(st)
 
 
+def on_term(signum, frame):
+    # Turn SIGTERM (e.g. tests/run.sh's timeout) into an exception so every Stack's cleanup
+    # runs: its children live in their own sessions and would otherwise outlive us.
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
 def main():
+    signal.signal(signal.SIGTERM, on_term)
     event("alertbridge binary: %s" % BIN)
     only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
     return run.run(only=only)
