@@ -1,0 +1,754 @@
+#!/usr/bin/env python3
+"""fake_github.py - a stateful fake of GitHub's REST API for issues, comments and labels.
+
+Used by alertbridge's integration tests in place of api.github.com: it validates requests the
+way GitHub does (token, User-Agent, Accept, X-GitHub-Api-Version, JSON bodies), answers with
+GitHub's shapes and headers (rate-limit headers, Link pagination), records every request, and
+offers a side door (/_fake/...) and a Python API for faults and "human" actions.
+Follows GitHub REST API version 2022-11-28: "REST API endpoints for issues", "... for issue
+comments", "... for labels", "Rate limits for the REST API", "Using pagination in the REST API".
+
+As a script:  python3 fake_github.py --port 0 --port-file F --token T [--repo owner/name ...]
+As a module:  fg = FakeGitHub(token="T", repos=["acme/alerts"]); fg.start(); ...; fg.stop()
+
+Side door (no auth, never recorded), all JSON:
+  GET  /_fake/requests[?clear=1]   recorded requests (method, path, query, headers, body, time,
+                                   status)
+  GET  /_fake/state                repos with their issues and comments
+  POST /_fake/fault                {method, path (regex, full match), count, status, headers,
+                                    body, action: "respond"|"drop"|"drop_after"|"delay",
+                                    delay_ms}
+  POST /_fake/close                {repo, number, state_reason}   a person closes an issue
+  POST /_fake/transfer             {repo, number, to}             -> {repo, number}
+  POST /_fake/delete               {repo, number}
+  POST /_fake/repo                 {repo}                         create a repository
+  POST /_fake/clock                {advance_s}                    move the fake's clock
+  POST /_fake/reset                forget everything but the repositories
+"""
+
+import argparse
+import copy
+import datetime
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+DOCS = "https://docs.github.com/rest"
+SUPPORTED_API_VERSIONS = ("2022-11-28",)
+ACCEPTABLE = ("application/vnd.github+json", "application/vnd.github.v3+json",
+              "application/json", "*/*", "application/vnd.github.raw+json",
+              "application/vnd.github.full+json", "application/vnd.github.text+json",
+              "application/vnd.github.html+json")
+RATE_LIMIT = 5000
+MAX_PER_PAGE = 100
+STATE_REASONS = ("completed", "not_planned", "reopened")
+MUTATING = ("POST", "PATCH", "PUT", "DELETE")
+
+
+def iso(ts):
+    """ISO 8601 UTC with seconds, as GitHub writes timestamps."""
+    return datetime.datetime.fromtimestamp(int(ts), datetime.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(s):
+    """Parse GitHub's `since` (YYYY-MM-DDTHH:MM:SSZ, fractions and offsets tolerated)."""
+    s = s.strip().replace("Z", "+00:00")
+    try:
+        d = datetime.datetime.fromisoformat(s)
+    except ValueError:
+        return None
+    if d.tzinfo is None:
+        d = d.replace(tzinfo=datetime.timezone.utc)
+    return d.timestamp()
+
+
+class Reply(Exception):
+    """Raised by handlers to answer with status, JSON body and extra headers."""
+
+    def __init__(self, status, body=None, headers=None):
+        super().__init__(status)
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+def error(status, message, **extra):
+    body = {"message": message, "documentation_url": DOCS}
+    body.update(extra)
+    body["status"] = str(status)
+    return Reply(status, body)
+
+
+class FakeGitHub:
+    """The fake's state and its HTTP server.  All state is guarded by self.lock (reentrant)."""
+
+    def __init__(self, token="test-token", repos=("acme/alerts",), host="127.0.0.1", port=0,
+                 user="alertbridge-bot"):
+        self.token = token
+        self.user = user
+        self.host = host
+        self.port = port
+        self.lock = threading.RLock()
+        self.clock_offset = 0.0
+        self.started = time.time()
+        self.repos = {}
+        self.next_repo_id = 1000
+        self.next_id = 5000
+        self.requests = []
+        self.faults = []
+        self.used = 0
+        self.server = None
+        self.thread = None
+        for r in repos:
+            self.add_repo(r)
+
+    # ----- lifecycle -------------------------------------------------------------------------
+    def start(self):
+        fake = self
+
+        class Handler(FakeHandler):
+            pass
+
+        Handler.fake = fake
+        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, name="fake-github",
+                                       kwargs={"poll_interval": 0.1}, daemon=True)
+        self.thread.start()
+        return self
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    @property
+    def url(self):
+        return "http://%s:%d" % (self.host, self.port)
+
+    # ----- clock and ids ----------------------------------------------------------------------
+    def now(self):
+        return time.time() + self.clock_offset
+
+    def advance(self, seconds):
+        with self.lock:
+            self.clock_offset += float(seconds)
+
+    def _id(self):
+        self.next_id += 1
+        return self.next_id
+
+    # ----- Python API for tests (each takes the lock) -----------------------------------------
+    def add_repo(self, full_name):
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", full_name):
+            raise ValueError("bad repository name %r" % full_name)
+        with self.lock:
+            if full_name.lower() not in self.repos:
+                self.next_repo_id += 1
+                self.repos[full_name.lower()] = {"full_name": full_name, "id": self.next_repo_id,
+                                                 "issues": {}, "comments": {}, "labels": {},
+                                                 "next_number": 1}
+
+    def get_requests(self, clear=False):
+        with self.lock:
+            out = copy.deepcopy(self.requests)
+            if clear:
+                self.requests = []
+        return out
+
+    def issues(self, repo):
+        """All issues of repo (deleted ones excluded), ordered by number, as GitHub shows them."""
+        with self.lock:
+            r = self.repos[repo.lower()]
+            return [self._issue_json(r, i) for n, i in sorted(r["issues"].items())
+                    if not i.get("deleted") and not i.get("transferred_to")]
+
+    def comments(self, repo, number):
+        with self.lock:
+            r = self.repos[repo.lower()]
+            return copy.deepcopy(r["comments"].get(int(number), []))
+
+    def add_fault(self, method=".*", path=".*", count=1, status=500, headers=None, body=None,
+                  action="respond", delay_ms=0):
+        """The next `count` requests whose method and path (no query) fully match the regexes
+        get this answer instead of the normal one.  action: "respond" (status/headers/body),
+        "drop" (close the connection without an answer, nothing done), "drop_after" (do the
+        request, then close without an answer), "delay" (sleep delay_ms, then answer normally)."""
+        if action not in ("respond", "drop", "drop_after", "delay"):
+            raise ValueError("bad fault action %r" % action)
+        with self.lock:
+            self.faults.append({"method": method, "path": path, "count": int(count),
+                                "status": int(status), "headers": headers or {}, "body": body,
+                                "action": action, "delay_ms": int(delay_ms)})
+
+    def human_close(self, repo, number, state_reason="completed"):
+        """A person closes the issue in the web UI (not recorded as a request)."""
+        if state_reason not in ("completed", "not_planned"):
+            raise ValueError("bad state_reason %r" % state_reason)
+        with self.lock:
+            i = self._live_issue(self.repos[repo.lower()], int(number))
+            now = self.now()
+            i.update(state="closed", state_reason=state_reason, closed_at=now, updated_at=now,
+                     closed_by="a-human")
+
+    def transfer(self, repo, number, to):
+        """Transfer the issue to repository `to`; returns (to, new_number)."""
+        with self.lock:
+            src = self.repos[repo.lower()]
+            dst = self.repos[to.lower()]
+            i = self._live_issue(src, int(number))
+            n = dst["next_number"]
+            dst["next_number"] += 1
+            moved = copy.deepcopy(i)
+            moved["number"] = n
+            moved["updated_at"] = self.now()
+            dst["issues"][n] = moved
+            dst["comments"][n] = src["comments"].get(int(number), [])
+            i["transferred_to"] = (dst["full_name"], n)
+            return dst["full_name"], n
+
+    def delete(self, repo, number):
+        with self.lock:
+            i = self._live_issue(self.repos[repo.lower()], int(number))
+            i["deleted"] = True
+
+    def reset(self):
+        with self.lock:
+            for r in self.repos.values():
+                r.update(issues={}, comments={}, labels={}, next_number=1)
+            self.requests = []
+            self.faults = []
+
+    def state(self):
+        with self.lock:
+            out = {}
+            for r in self.repos.values():
+                out[r["full_name"]] = {
+                    "issues": [self._issue_json(r, i) for n, i in sorted(r["issues"].items())
+                               if not i.get("deleted") and not i.get("transferred_to")],
+                    "comments": {str(n): c for n, c in sorted(r["comments"].items())},
+                }
+            return out
+
+    # ----- internals (caller holds the lock) --------------------------------------------------
+    def _live_issue(self, r, number):
+        i = r["issues"].get(number)
+        if i is None or i.get("deleted") or i.get("transferred_to"):
+            raise KeyError("no live issue %s#%d" % (r["full_name"], number))
+        return i
+
+    def _user(self, login):
+        uid = sum(ord(c) for c in login) + 100
+        return {"login": login, "id": uid, "node_id": "U_%d" % uid, "type": "User",
+                "url": "%s/users/%s" % (self.url, login),
+                "html_url": "https://github.com/%s" % login, "site_admin": False}
+
+    def _label(self, r, name):
+        lab = r["labels"].get(name.lower())
+        if lab is None:
+            lid = self._id()
+            lab = {"id": lid, "node_id": "LA_%d" % lid, "name": name,
+                   "url": "%s/repos/%s/labels/%s" % (self.url, r["full_name"],
+                                                    urllib.parse.quote(name, safe="")),
+                   "color": "ededed", "default": False, "description": None}
+            r["labels"][name.lower()] = lab
+        return dict(lab)
+
+    def _issue_json(self, r, i):
+        base = "%s/repos/%s/issues/%d" % (self.url, r["full_name"], i["number"])
+        return {
+            "id": i["id"], "node_id": "I_%d" % i["id"], "url": base,
+            "repository_url": "%s/repos/%s" % (self.url, r["full_name"]),
+            "labels_url": base + "/labels{/name}", "comments_url": base + "/comments",
+            "events_url": base + "/events",
+            "html_url": "https://github.com/%s/issues/%d" % (r["full_name"], i["number"]),
+            "number": i["number"], "title": i["title"], "body": i["body"],
+            "user": self._user(self.user),
+            "labels": [self._label(r, n) for n in i["labels"]],
+            "state": i["state"], "state_reason": i["state_reason"], "locked": False,
+            "assignee": self._user(i["assignees"][0]) if i["assignees"] else None,
+            "assignees": [self._user(a) for a in i["assignees"]],
+            "milestone": None, "comments": len(r["comments"].get(i["number"], [])),
+            "created_at": iso(i["created_at"]), "updated_at": iso(i["updated_at"]),
+            "closed_at": iso(i["closed_at"]) if i["closed_at"] else None,
+            "closed_by": self._user(i["closed_by"]) if i.get("closed_by") else None,
+            "author_association": "OWNER",
+        }
+
+    def _take_fault(self, method, path):
+        for f in self.faults:
+            if f["count"] > 0 and re.fullmatch(f["method"], method) and \
+                    re.fullmatch(f["path"], path):
+                f["count"] -= 1
+                if f["count"] == 0:
+                    self.faults.remove(f)
+                return dict(f)
+        return None
+
+    def _rate_headers(self):
+        self.used += 1
+        return {"x-ratelimit-limit": str(RATE_LIMIT),
+                "x-ratelimit-remaining": str(max(0, RATE_LIMIT - self.used)),
+                "x-ratelimit-used": str(self.used),
+                "x-ratelimit-reset": str(int(self.started) + 3600),
+                "x-ratelimit-resource": "core"}
+
+    # ----- the API proper (caller holds the lock) ---------------------------------------------
+    def handle_api(self, method, path, query, headers, raw):
+        """Validate and execute one API request.  Returns (status, body, headers) or raises
+        Reply."""
+        if not headers.get("user-agent"):
+            # GitHub answers this one in plain text, before anything else.
+            raise Reply(403, "Request forbidden by administrative rules. Please make sure your "
+                        "request has a User-Agent header (https://docs.github.com/en/rest/"
+                        "overview/resources-in-the-rest-api#user-agent-required). Check "
+                        "https://developer.github.com for other possible causes.\n")
+        auth = headers.get("authorization", "")
+        m = re.fullmatch(r"(?i)(bearer|token)\s+(\S+)", auth.strip())
+        if not m or m.group(2) != self.token:
+            raise error(401, "Bad credentials")
+        ver = headers.get("x-github-api-version")
+        if ver is not None and ver not in SUPPORTED_API_VERSIONS:
+            raise error(400, "Unsupported 'X-GitHub-Api-Version': '%s'" % ver,
+                        documentation_url="https://docs.github.com/rest/overview/api-versions")
+        accept = headers.get("accept")
+        if accept is not None:
+            types = [a.split(";")[0].strip().lower() for a in accept.split(",")]
+            if not any(t in ACCEPTABLE for t in types):
+                raise error(415, "Unsupported 'Accept' header: %s" % accept,
+                            documentation_url="https://docs.github.com/rest/overview/"
+                            "media-types")
+        body = None
+        if method in ("POST", "PATCH", "PUT"):
+            try:
+                body = json.loads(raw.decode("utf-8")) if raw else None
+            except (UnicodeDecodeError, ValueError):
+                raise error(400, "Problems parsing JSON")
+            if body is None:
+                raise error(400, "Problems parsing JSON")
+        return self._route(method, path, query, body)
+
+    def _repo(self, owner, name):
+        r = self.repos.get(("%s/%s" % (owner, name)).lower())
+        if r is None:
+            raise error(404, "Not Found")
+        return r
+
+    def _issue_for(self, r, number, method, suffix=""):
+        i = r["issues"].get(number)
+        if i is None:
+            raise error(404, "Not Found")
+        if i.get("deleted"):
+            raise error(410, "This issue was deleted")
+        if i.get("transferred_to"):
+            to, n = i["transferred_to"]
+            dst = self.repos[to.lower()]
+            loc = "%s/repositories/%d/issues/%d%s" % (self.url, dst["id"], n, suffix)
+            raise Reply(301, {"message": "Moved Permanently", "url": loc,
+                              "documentation_url": DOCS}, {"Location": loc})
+        return i
+
+    def _route(self, method, path, query, body):
+        m = re.fullmatch(r"/repositories/(\d+)(/issues/.*)", path)
+        if m:
+            for r in self.repos.values():
+                if r["id"] == int(m.group(1)):
+                    path = "/repos/%s%s" % (r["full_name"], m.group(2))
+                    break
+            else:
+                raise error(404, "Not Found")
+        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues", path)
+        if m:
+            r = self._repo(m.group(1), m.group(2))
+            if method == "POST":
+                return self._create(r, body)
+            if method == "GET":
+                return self._list(r, path, query)
+            raise error(404, "Not Found")
+        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues/(\d+)(/comments|/labels)?", path)
+        if m:
+            r = self._repo(m.group(1), m.group(2))
+            number = int(m.group(3))
+            sub = m.group(4) or ""
+            i = self._issue_for(r, number, method, sub)
+            if sub == "" and method == "GET":
+                return 200, self._issue_json(r, i), {}
+            if sub == "" and method == "PATCH":
+                return self._update(r, i, body)
+            if sub == "/comments" and method == "POST":
+                return self._comment(r, i, body)
+            if sub == "/comments" and method == "GET":
+                return 200, copy.deepcopy(r["comments"].get(number, [])), {}
+            if sub == "/labels" and method == "POST":
+                return self._labels_add(r, i, body)
+            if sub == "/labels" and method == "GET":
+                return 200, [self._label(r, n) for n in i["labels"]], {}
+            raise error(404, "Not Found")
+        raise error(404, "Not Found")
+
+    def _check_names(self, body, field):
+        v = body.get(field, [])
+        if v is None:
+            return []
+        if not isinstance(v, list):
+            raise error(422, "Invalid request.\n\nFor '%s', %s is not an array." % (field,
+                        json.dumps(v)))
+        out = []
+        for x in v:
+            if isinstance(x, dict) and field == "labels" and isinstance(x.get("name"), str):
+                x = x["name"]
+            if not isinstance(x, str) or not x:
+                raise error(422, "Validation Failed", errors=[{
+                    "resource": "Issue", "code": "invalid", "field": field,
+                    "value": x}])
+            out.append(x)
+        return out
+
+    def _create(self, r, body):
+        if not isinstance(body, dict):
+            raise error(400, "Body should be a JSON object")
+        title = body.get("title")
+        if isinstance(title, (int, float)) and not isinstance(title, bool):
+            title = str(title)
+        if not isinstance(title, str) or not title.strip():
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "Issue", "code": "missing_field", "field": "title"}])
+        if len(title) > 256:
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "Issue", "code": "custom", "field": "title",
+                "message": "title is too long (maximum is 256 characters)"}])
+        text = body.get("body")
+        if text is not None and not isinstance(text, str):
+            raise error(422, "Invalid request.\n\nFor 'properties/body', %s is not a string "
+                        "or null." % json.dumps(text))
+        if text is not None and len(text) > 65536:
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "Issue", "code": "custom", "field": "body",
+                "message": "body is too long (maximum is 65536 characters)"}])
+        labels = self._check_names(body, "labels")
+        assignees = self._check_names(body, "assignees")
+        n = r["next_number"]
+        r["next_number"] += 1
+        now = self.now()
+        merged = []
+        for lab in labels:
+            if lab.lower() not in [x.lower() for x in merged]:
+                merged.append(lab)
+        r["issues"][n] = {"id": self._id(), "number": n, "title": title, "body": text,
+                          "labels": merged, "assignees": list(dict.fromkeys(assignees)),
+                          "state": "open", "state_reason": None, "created_at": now,
+                          "updated_at": now, "closed_at": None, "closed_by": None}
+        return 201, self._issue_json(r, r["issues"][n]), {
+            "Location": "%s/repos/%s/issues/%d" % (self.url, r["full_name"], n)}
+
+    def _update(self, r, i, body):
+        if not isinstance(body, dict):
+            raise error(400, "Body should be a JSON object")
+        errors = []
+        state = body.get("state")
+        reason = body.get("state_reason")
+        if "state" in body and state not in ("open", "closed"):
+            errors.append({"resource": "Issue", "code": "invalid", "field": "state"})
+        if "state_reason" in body and reason is not None and reason not in STATE_REASONS:
+            errors.append({"resource": "Issue", "code": "invalid", "field": "state_reason"})
+        if state == "closed" and reason == "reopened":
+            errors.append({"resource": "Issue", "code": "invalid", "field": "state_reason"})
+        if state == "open" and reason in ("completed", "not_planned"):
+            errors.append({"resource": "Issue", "code": "invalid", "field": "state_reason"})
+        if "title" in body and (not isinstance(body["title"], str) or not body["title"].strip()):
+            errors.append({"resource": "Issue", "code": "missing_field", "field": "title"})
+        if errors:
+            raise error(422, "Validation Failed", errors=errors)
+        labels = self._check_names(body, "labels") if "labels" in body else None
+        assignees = self._check_names(body, "assignees") if "assignees" in body else None
+        now = self.now()
+        if "title" in body:
+            i["title"] = body["title"]
+        if "body" in body:
+            i["body"] = body["body"]
+        if labels is not None:
+            i["labels"] = labels
+        if assignees is not None:
+            i["assignees"] = assignees
+        # state_reason can only change alongside state (GitHub ignores it otherwise).
+        if state == "closed":
+            if i["state"] != "closed" or "state_reason" in body:
+                i["state_reason"] = reason or "completed"
+            if i["state"] != "closed":
+                i["closed_at"] = now
+                i["closed_by"] = self.user
+            i["state"] = "closed"
+        elif state == "open":
+            if i["state"] == "closed":
+                i["state_reason"] = "reopened"
+                i["closed_at"] = None
+                i["closed_by"] = None
+            elif "state_reason" in body:
+                i["state_reason"] = reason
+            i["state"] = "open"
+        i["updated_at"] = now
+        return 200, self._issue_json(r, i), {}
+
+    def _comment(self, r, i, body):
+        if not isinstance(body, dict):
+            raise error(400, "Body should be a JSON object")
+        text = body.get("body")
+        if not isinstance(text, str) or not text.strip():
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "IssueComment", "code": "missing_field", "field": "body"}])
+        if len(text) > 65536:
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "IssueComment", "code": "custom", "field": "body",
+                "message": "body is too long (maximum is 65536 characters)"}])
+        now = self.now()
+        cid = self._id()
+        issue_url = "%s/repos/%s/issues/%d" % (self.url, r["full_name"], i["number"])
+        c = {"id": cid, "node_id": "IC_%d" % cid,
+             "url": "%s/repos/%s/issues/comments/%d" % (self.url, r["full_name"], cid),
+             "html_url": "https://github.com/%s/issues/%d#issuecomment-%d" % (
+                 r["full_name"], i["number"], cid),
+             "issue_url": issue_url, "body": text, "user": self._user(self.user),
+             "created_at": iso(now), "updated_at": iso(now), "author_association": "OWNER"}
+        r["comments"].setdefault(i["number"], []).append(c)
+        i["updated_at"] = now
+        return 201, copy.deepcopy(c), {"Location": c["url"]}
+
+    def _labels_add(self, r, i, body):
+        if isinstance(body, dict):
+            if "labels" not in body:
+                raise error(422, "Invalid request.\n\n\"labels\" wasn't supplied.")
+            names = self._check_names(body, "labels")
+        elif isinstance(body, list):
+            names = self._check_names({"labels": body}, "labels")
+        else:
+            raise error(400, "Body should be a JSON object or array")
+        have = [x.lower() for x in i["labels"]]
+        for n in names:
+            if n.lower() not in have:
+                i["labels"].append(n)
+                have.append(n.lower())
+        i["updated_at"] = self.now()
+        return 200, [self._label(r, n) for n in i["labels"]], {}
+
+    def _list(self, r, path, query):
+        q = {k: v[-1] for k, v in query.items()}
+        state = q.get("state", "open")
+        sort = q.get("sort", "created")
+        direction = q.get("direction", "desc")
+        if state not in ("open", "closed", "all") or sort not in ("created", "updated",
+                                                                  "comments") \
+                or direction not in ("asc", "desc"):
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "Issue", "code": "invalid", "field": "state/sort/direction"}])
+        try:
+            per_page = int(q.get("per_page", "30"))
+            page = int(q.get("page", "1"))
+        except ValueError:
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "Issue", "code": "invalid", "field": "per_page/page"}])
+        per_page = min(max(per_page, 1), MAX_PER_PAGE)
+        page = max(page, 1)
+        since = None
+        if "since" in q:
+            since = parse_iso(q["since"])
+            if since is None:
+                raise error(422, "Validation Failed", errors=[{
+                    "resource": "Issue", "code": "invalid", "field": "since"}])
+        items = [i for i in r["issues"].values()
+                 if not i.get("deleted") and not i.get("transferred_to")
+                 and (state == "all" or i["state"] == state)
+                 and (since is None or int(i["updated_at"]) >= since)]
+        key = {"created": lambda i: (i["created_at"], i["number"]),
+               "updated": lambda i: (i["updated_at"], i["number"]),
+               "comments": lambda i: (len(r["comments"].get(i["number"], [])), i["number"])}
+        items.sort(key=key[sort], reverse=(direction == "desc"))
+        last = max(1, (len(items) + per_page - 1) // per_page)
+        chunk = items[(page - 1) * per_page:page * per_page]
+        headers = {}
+        links = []
+
+        def link(p, rel):
+            qq = dict(q)
+            qq["per_page"] = str(per_page)
+            qq["page"] = str(p)
+            links.append('<%s%s?%s>; rel="%s"' % (self.url, path, urllib.parse.urlencode(qq),
+                                                   rel))
+        if page > 1:
+            link(page - 1, "prev")
+        if page < last:
+            link(page + 1, "next")
+            link(last, "last")
+        if page > 1:
+            link(1, "first")
+        if links:
+            headers["Link"] = ", ".join(links)
+        return 200, [self._issue_json(r, i) for i in chunk], headers
+
+    # ----- side door --------------------------------------------------------------------------
+    def handle_side(self, method, path, query, raw):
+        try:
+            body = json.loads(raw.decode("utf-8")) if raw else {}
+        except ValueError:
+            return 400, {"message": "bad json"}
+        try:
+            if path == "/_fake/requests" and method == "GET":
+                return 200, self.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
+            if path == "/_fake/state" and method == "GET":
+                return 200, self.state()
+            if method != "POST":
+                return 404, {"message": "unknown side-door call"}
+            if path == "/_fake/fault":
+                self.add_fault(**body)
+                return 200, {"ok": True}
+            if path == "/_fake/close":
+                self.human_close(body["repo"], body["number"],
+                                 body.get("state_reason", "completed"))
+                return 200, {"ok": True}
+            if path == "/_fake/transfer":
+                to, n = self.transfer(body["repo"], body["number"], body["to"])
+                return 200, {"repo": to, "number": n}
+            if path == "/_fake/delete":
+                self.delete(body["repo"], body["number"])
+                return 200, {"ok": True}
+            if path == "/_fake/repo":
+                self.add_repo(body["repo"])
+                return 200, {"ok": True}
+            if path == "/_fake/clock":
+                self.advance(body.get("advance_s", 0))
+                return 200, {"ok": True}
+            if path == "/_fake/reset":
+                self.reset()
+                return 200, {"ok": True}
+        except (KeyError, TypeError, ValueError) as e:
+            return 400, {"message": "bad side-door call: %s" % e}
+        return 404, {"message": "unknown side-door call"}
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "GitHub.com"
+    sys_version = ""
+    fake = None  # set on the per-server subclass
+
+    def log_message(self, fmt, *args):  # quiet: the tests print what matters
+        pass
+
+    def _send(self, status, body, headers):
+        if isinstance(body, str):
+            data = body.encode("utf-8")
+            ctype = "text/plain; charset=utf-8"
+        elif body is None:
+            data = b""
+            ctype = None
+        else:
+            data = json.dumps(body, indent=2).encode("utf-8")
+            ctype = "application/json; charset=utf-8"
+        self.send_response(status)
+        if ctype:
+            self.send_header("Content-Type", ctype)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("X-GitHub-Media-Type", "github.v3; format=json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    def _drop(self):
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _handle(self):
+        fake = self.fake
+        url = urllib.parse.urlsplit(self.path)
+        path = url.path
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length > 0 else b""
+        if path.startswith("/_fake/"):
+            status, body = fake.handle_side(self.command, path, query, raw)
+            self._send(status, body, {})
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            parsed = json.loads(raw.decode("utf-8")) if raw else None
+        except (UnicodeDecodeError, ValueError):
+            parsed = raw.decode("utf-8", "replace")
+        rec = {"method": self.command, "path": path, "query": {k: v[-1] for k, v in
+                                                               query.items()},
+               "headers": headers, "body": parsed, "time": time.time(), "status": None}
+        with fake.lock:
+            fake.requests.append(rec)
+            fault = fake._take_fault(self.command, path)
+            rate = fake._rate_headers()
+        if fault and fault["action"] == "drop":
+            rec["status"] = "dropped"
+            self._drop()
+            return
+        if fault and fault["action"] == "delay":
+            time.sleep(fault["delay_ms"] / 1000.0)
+        if fault and fault["action"] == "respond":
+            with fake.lock:
+                rec["status"] = fault["status"]
+            h = dict(rate)
+            h.update(fault["headers"])
+            self._send(fault["status"], fault["body"], h)
+            return
+        with fake.lock:
+            try:
+                status, body, extra = fake.handle_api(self.command, path, query, headers, raw)
+            except Reply as r:
+                status, body, extra = r.status, r.body, r.headers
+            rec["status"] = status
+        if fault and fault["action"] == "drop_after":
+            rec["status"] = "dropped_after_%d" % status
+            self._drop()
+            return
+        h = dict(rate)
+        h.update(extra)
+        self._send(status, body, h)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _handle
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="a fake of GitHub's REST API for issues")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file", help="write the bound port here once listening")
+    ap.add_argument("--token", default="test-token")
+    ap.add_argument("--repo", action="append", help="owner/name (repeatable); default "
+                    "acme/alerts")
+    args = ap.parse_args(argv)
+    fg = FakeGitHub(token=args.token, repos=args.repo or ["acme/alerts"], host=args.host,
+                    port=args.port).start()
+    if args.port_file:
+        tmp = args.port_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % fg.port)
+        os.replace(tmp, args.port_file)
+    print("fake github listening on %s" % fg.url, file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    while not stop.wait(0.5):
+        pass
+    fg.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

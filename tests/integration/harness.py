@@ -1,0 +1,353 @@
+"""harness.py - shared helpers for alertbridge's integration tests (Python 3 stdlib only).
+
+A tiny test runner (named cases, a timeline of events in seconds since start, the closing
+"N passed, N failed" line tests/run.sh reads), an HTTP client that never follows redirects,
+bounded polling, loopback ports, and child processes that are always stopped (SIGTERM, then
+SIGKILL after 5 s) with their logs kept for post-mortems.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+T0 = time.time()
+
+
+def stamp():
+    return "[%7.2fs]" % (time.time() - T0)
+
+
+def event(msg):
+    """One timeline line: seconds since the test file started, then what happened."""
+    print("%s %s" % (stamp(), msg), flush=True)
+
+
+class Failure(AssertionError):
+    pass
+
+
+def check(cond, what, got=None):
+    if not cond:
+        raise Failure(what if got is None else "%s (got: %s)" % (what, short(got)))
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Failure("%s:\n    want %s\n    got  %s" % (what, short(want), short(got)))
+
+
+def short(v, limit=1500):
+    s = v if isinstance(v, str) else json.dumps(v, sort_keys=True, default=str)
+    return s if len(s) <= limit else s[:limit] + "...(%d more)" % (len(s) - limit)
+
+
+class Runner:
+    """Runs named cases in order; a case is a function taking no arguments that raises on
+    failure.  on_failure (optional) is called after a failing case (to print logs)."""
+
+    def __init__(self):
+        self.cases = []
+        self.passed = 0
+        self.failed = 0
+
+    def case(self, fn):
+        self.cases.append(fn)
+        return fn
+
+    def run(self, on_failure=None, only=None):
+        for fn in self.cases:
+            name = fn.__name__
+            if only and name not in only:
+                continue
+            event("RUN  %s" % name)
+            try:
+                fn()
+            except Exception as e:  # a case's failure must never stop the others
+                self.failed += 1
+                event("FAIL %s: %s" % (name, e))
+                if not isinstance(e, Failure):
+                    traceback.print_exc(file=sys.stdout)
+                if on_failure:
+                    try:
+                        on_failure(name)
+                    except Exception:
+                        traceback.print_exc(file=sys.stdout)
+            else:
+                self.passed += 1
+                event("PASS %s" % name)
+        print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
+        return 0 if self.failed == 0 and self.passed > 0 else 1
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_opener = urllib.request.build_opener(NoRedirect)
+
+
+def http(method, url, body=None, headers=None, timeout_s=10, raw=None):
+    """One HTTP request.  body is JSON-encoded unless raw (bytes) is given.  Returns
+    (status, headers as a dict with lower-case names, parsed JSON or text or None).
+    Never follows redirects; never raises for an HTTP status."""
+    data = raw
+    h = dict(headers or {})
+    if body is not None:
+        data = json.dumps(body).encode("utf-8")
+        h.setdefault("Content-Type", "application/json")
+    req = urllib.request.Request(url, data=data, method=method, headers=h)
+    try:
+        resp = _opener.open(req, timeout=timeout_s)
+        status, rh, payload = resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as e:
+        status, rh, payload = e.code, e.headers, e.read()
+    hdrs = {k.lower(): v for k, v in rh.items()}
+    text = payload.decode("utf-8", "replace")
+    try:
+        parsed = json.loads(text) if text else None
+    except ValueError:
+        parsed = text
+    return status, hdrs, parsed
+
+
+def poll(cond, what, timeout_s=60, interval_s=0.1):
+    """Call cond() until it returns a true value (returned) or timeout_s passes (Failure)."""
+    assert 0 < timeout_s <= 60, "every wait is bounded by 60 s"
+    deadline = time.time() + timeout_s
+    last_exc = None
+    while True:
+        try:
+            v = cond()
+            if v:
+                return v
+        except (OSError, ValueError) as e:
+            last_exc = e
+        if time.time() >= deadline:
+            raise Failure("timed out after %.0f s waiting for %s%s" % (
+                timeout_s, what, "" if last_exc is None else " (last error: %s)" % last_exc))
+        time.sleep(interval_s)
+
+
+def free_port():
+    """An ephemeral loopback port that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+class Proc:
+    """A child process with its stdout+stderr in a log file."""
+
+    def __init__(self, name, argv, log_path, env=None, cwd=None):
+        self.name = name
+        self.argv = argv
+        self.log_path = log_path
+        self.env = env
+        self.cwd = cwd
+        self.p = None
+        self.exit_code = None
+
+    def start(self):
+        self.log = open(self.log_path, "ab")
+        self.p = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, env=self.env, cwd=self.cwd,
+                                  start_new_session=True)
+        self.exit_code = None
+        event("%s started (pid %d)" % (self.name, self.p.pid))
+        return self
+
+    def alive(self):
+        return self.p is not None and self.p.poll() is None
+
+    def stop(self, grace_s=5):
+        """SIGTERM, then SIGKILL after grace_s.  Returns the exit code (negative: signal)."""
+        if self.p is None:
+            return self.exit_code
+        if self.p.poll() is None:
+            try:
+                self.p.send_signal(signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                self.p.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                event("%s did not exit within %d s of SIGTERM: SIGKILL" % (self.name, grace_s))
+                self.p.kill()
+                self.p.wait(timeout=5)
+        self.exit_code = self.p.returncode
+        event("%s stopped (exit %s)" % (self.name, self.exit_code))
+        self.p = None
+        self.log.close()
+        return self.exit_code
+
+    def tail(self, lines=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                data = f.read().decode("utf-8", "replace").splitlines()
+        except OSError as e:
+            return "(no log: %s)" % e
+        return "\n".join(data[-lines:])
+
+
+def wait_ready(proc, url, timeout_s=30):
+    """Poll GET url until 200; fail at once if proc exits meanwhile."""
+    def ready():
+        if not proc.alive():
+            raise Failure("%s exited (%s) before it was ready:\n%s" % (
+                proc.name, proc.p.poll() if proc.p else "?", proc.tail(15)))
+        return http("GET", url, timeout_s=2)[0] == 200
+    poll(ready, "%s ready (%s)" % (proc.name, url), timeout_s=timeout_s)
+
+
+def print_tail(title, text):
+    print("----- %s -----" % title)
+    print(text)
+    print("----- end %s -----" % title, flush=True)
+
+
+# ----- a recording proxy between Alertmanager and alertbridge ---------------------------------
+
+import threading  # noqa: E402
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+
+
+class WebhookProxy:
+    """Forwards every request to http://127.0.0.1:<upstream_port> unchanged (method, path, body,
+    headers but Host/Content-Length/Connection) and records it with the upstream's answer, so a
+    test can see what Alertmanager sent and what alertbridge answered.  When the upstream is
+    down it answers 502 (Alertmanager retries 5xx, as it would a refused connection)."""
+
+    def __init__(self, upstream_port):
+        self.upstream_port = upstream_port
+        self.lock = threading.Lock()
+        self.deliveries = []
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n > 0 else b""
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "content-length", "connection")}
+                url = "http://127.0.0.1:%d%s" % (proxy.upstream_port, self.path)
+                try:
+                    st, rh, body = http("POST", url, headers=hdrs, raw=raw, timeout_s=15)
+                except OSError as e:
+                    st, rh, body = 502, {}, {"error": "upstream: %s" % e}
+                try:
+                    payload = json.loads(raw.decode("utf-8"))
+                except ValueError:
+                    payload = None
+                rec = {"time": time.time(), "path": self.path, "headers": hdrs, "raw": raw,
+                       "payload": payload, "status": st, "answer": body}
+                with proxy.lock:
+                    proxy.deliveries.append(rec)
+                what = payload.get("status") if isinstance(payload, dict) else "?"
+                nal = len(payload.get("alerts", [])) if isinstance(payload, dict) else 0
+                event("webhook %s (%d alerts) -> %s" % (what, nal, st))
+                data = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
+                self.send_response(st)
+                self.send_header("Content-Type", rh.get("content-type", "application/json"))
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True,
+                                       kwargs={"poll_interval": 0.1})
+        self.thread.start()
+
+    def get(self):
+        with self.lock:
+            return list(self.deliveries)
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# ----- Debian's real Alertmanager ---------------------------------------------------------------
+
+ALERTMANAGER = os.environ.get("ALERTMANAGER_BIN", "/usr/bin/prometheus-alertmanager")
+
+
+def iso_ms(ts):
+    """RFC 3339 UTC with milliseconds, as Prometheus sends to Alertmanager."""
+    import datetime
+    d = datetime.datetime.fromtimestamp(ts, datetime.timezone.utc)
+    return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond // 1000)
+
+
+class Alertmanager:
+    """One Alertmanager on 127.0.0.1 (no clustering) whose only receiver `receiver` posts to
+    webhook_url with a bearer token read from token_file and send_resolved: true."""
+
+    def __init__(self, workdir, webhook_url, token_file, receiver="bridge",
+                 group_by=("alertname", "namespace", "pod"), group_wait="1s",
+                 group_interval="2s", repeat_interval="1h"):
+        self.dir = os.path.join(workdir, "alertmanager")
+        os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        cfg = os.path.join(self.dir, "alertmanager.yml")
+        with open(cfg, "w") as f:
+            f.write("route:\n"
+                    "  receiver: %s\n"
+                    "  group_by: [%s]\n"
+                    "  group_wait: %s\n"
+                    "  group_interval: %s\n"
+                    "  repeat_interval: %s\n"
+                    "receivers:\n"
+                    "  - name: %s\n"
+                    "    webhook_configs:\n"
+                    "      - url: %s\n"
+                    "        send_resolved: true\n"
+                    "        http_config:\n"
+                    "          authorization:\n"
+                    "            credentials_file: %s\n"
+                    % (receiver, ", ".join(group_by), group_wait, group_interval,
+                       repeat_interval, receiver, webhook_url, token_file))
+        self.proc = Proc("alertmanager", [
+            ALERTMANAGER, "--config.file=" + cfg,
+            "--storage.path=" + os.path.join(self.dir, "data"),
+            "--web.listen-address=127.0.0.1:%d" % self.port,
+            "--cluster.listen-address=", "--log.level=debug"],
+            os.path.join(self.dir, "alertmanager.log"))
+
+    def start(self):
+        self.proc.start()
+        wait_ready(self.proc, self.url + "/-/ready", timeout_s=30)
+        event("alertmanager ready on %s" % self.url)
+        return self
+
+    def post(self, alerts):
+        """POST /api/v2/alerts (Alertmanager API v2); alerts as the API takes them."""
+        st, _, body = http("POST", self.url + "/api/v2/alerts", alerts)
+        if st != 200:
+            raise Failure("alertmanager refused alerts: %s %s" % (st, body))
+
+    def stop(self):
+        return self.proc.stop()

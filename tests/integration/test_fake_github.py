@@ -1,0 +1,351 @@
+#!/usr/bin/env python3
+"""test_fake_github.py - self-test of fake_github.py over real HTTP (urllib, 127.0.0.1).
+
+The integration tests trust the fake to behave like GitHub; this checks the answers that
+alertbridge's client depends on: create/get/patch/comment, label merging, list filters and
+Link pagination, 401/403/400/415/422/404/410/301, rate-limit headers, recording, faults.
+Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_github import FakeGitHub  # noqa: E402
+from harness import Runner, check, eq, event, http, poll  # noqa: E402
+
+TOKEN = "ghp_selftest"
+REPO = "acme/alerts"
+HDRS = {"Authorization": "Bearer " + TOKEN, "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "alertbridge-selftest/1"}
+
+fg = FakeGitHub(token=TOKEN, repos=[REPO, "acme/other"])
+run = Runner()
+
+
+def api(method, path, body=None, headers=None, raw=None):
+    h = dict(HDRS)
+    h.update(headers or {})
+    for k in [k for k, v in h.items() if v is None]:
+        del h[k]
+    return http(method, fg.url + path, body=body, headers=h, raw=raw)
+
+
+def create(title="t", **kw):
+    body = {"title": title}
+    body.update(kw)
+    st, h, j = api("POST", "/repos/%s/issues" % REPO, body)
+    eq(st, 201, "create status")
+    return j
+
+
+@run.case
+def create_and_get():
+    fg.reset()
+    st, h, j = api("POST", "/repos/%s/issues" % REPO, {
+        "title": "DiskFull on node-1", "body": "text\n<!-- alertbridge:key=abc -->",
+        "labels": ["alert", "severity:critical"], "assignees": ["oncall"]})
+    eq(st, 201, "create status")
+    eq(j["number"], 1, "first issue number")
+    eq(j["title"], "DiskFull on node-1", "title")
+    eq(j["state"], "open", "state")
+    eq(j["state_reason"], None, "state_reason")
+    eq([x["name"] for x in j["labels"]], ["alert", "severity:critical"], "labels as objects")
+    check(all(isinstance(x["id"], int) and "color" in x for x in j["labels"]),
+          "label objects carry id and color", j["labels"])
+    eq([a["login"] for a in j["assignees"]], ["oncall"], "assignees")
+    for k in ("id", "node_id", "url", "repository_url", "html_url", "created_at",
+              "updated_at", "closed_at", "comments", "body", "user"):
+        check(k in j, "issue JSON has %s" % k, sorted(j))
+    eq(j["html_url"], "https://github.com/acme/alerts/issues/1", "html_url")
+    eq(j["url"], fg.url + "/repos/acme/alerts/issues/1", "url")
+    eq(h.get("location"), fg.url + "/repos/acme/alerts/issues/1", "Location of created issue")
+    check(h["content-type"].startswith("application/json"), "JSON content type",
+          h["content-type"])
+    st, h, g = api("GET", "/repos/%s/issues/1" % REPO)
+    eq(st, 200, "get status")
+    eq(g, j, "GET returns what POST returned")
+    eq(create(title="second")["number"], 2, "numbers increase")
+
+
+@run.case
+def rate_limit_headers_on_every_answer():
+    fg.reset()
+    st1, h1, _ = api("GET", "/repos/%s/issues/99" % REPO)
+    st2, h2, _ = api("GET", "/repos/%s/issues" % REPO, headers={"Authorization": "Bearer x"})
+    eq((st1, st2), (404, 401), "statuses")
+    for h in (h1, h2):
+        for k in ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-used",
+                  "x-ratelimit-reset", "x-ratelimit-resource"):
+            check(k in h, "header %s present" % k, h)
+    eq(h1["x-ratelimit-limit"], "5000", "limit")
+    eq(int(h2["x-ratelimit-used"]), int(h1["x-ratelimit-used"]) + 1, "used counts up")
+    eq(int(h2["x-ratelimit-remaining"]), int(h1["x-ratelimit-remaining"]) - 1,
+       "remaining counts down")
+    eq(h1["x-ratelimit-resource"], "core", "resource")
+    check(int(h1["x-ratelimit-reset"]) > time.time(), "reset in the future", h1)
+
+
+@run.case
+def auth_and_header_validation():
+    fg.reset()
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO, headers={"Authorization": None})
+    eq(st, 401, "missing token")
+    eq(j["message"], "Bad credentials", "401 message")
+    check(j["documentation_url"].startswith("https://docs.github.com"), "401 docs url", j)
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO, headers={"Authorization": "Bearer no"})
+    eq((st, j["message"]), (401, "Bad credentials"), "wrong token")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO, headers={"Authorization": "token " +
+                                                                  TOKEN})
+    eq(st, 404, "'token' scheme accepted too (then the issue is missing)")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO, headers={"User-Agent": ""})
+    eq(st, 403, "missing User-Agent")
+    check(isinstance(j, str) and "User-Agent" in j, "403 names the User-Agent", j)
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO,
+                   headers={"X-GitHub-Api-Version": "2021-01-01"})
+    eq(st, 400, "unsupported API version")
+    eq(j["message"], "Unsupported 'X-GitHub-Api-Version': '2021-01-01'", "400 message")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO, headers={"Accept": "text/html"})
+    eq(st, 415, "unacceptable Accept")
+    check("Accept" in j["message"], "415 names Accept", j)
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, raw=b"{not json",
+                   headers={"Content-Type": "application/json"})
+    eq((st, j["message"]), (400, "Problems parsing JSON"), "bad JSON body")
+
+
+@run.case
+def validation_failed_422():
+    fg.reset()
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, {"body": "no title"})
+    eq(st, 422, "missing title")
+    eq(j["message"], "Validation Failed", "422 message")
+    eq(j["errors"], [{"resource": "Issue", "code": "missing_field", "field": "title"}],
+       "422 errors for missing title")
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, {"title": "x" * 257})
+    eq(st, 422, "title over 256")
+    eq(j["errors"][0]["field"], "title", "names title")
+    create()
+    st, _, j = api("PATCH", "/repos/%s/issues/1" % REPO, {"state": "shut"})
+    eq((st, j["errors"]), (422, [{"resource": "Issue", "code": "invalid", "field": "state"}]),
+       "bad state")
+    st, _, j = api("PATCH", "/repos/%s/issues/1" % REPO, {"state": "closed",
+                                                          "state_reason": "wontfix"})
+    eq((st, j["errors"]), (422, [{"resource": "Issue", "code": "invalid",
+                                  "field": "state_reason"}]), "bad state_reason")
+    st, _, j = api("POST", "/repos/%s/issues/1/comments" % REPO, {"text": "x"})
+    eq((st, j["errors"][0]["field"]), (422, "body"), "comment without body")
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, {"title": "t", "labels": "alert"})
+    eq(st, 422, "labels not an array")
+    eq(len(fg.issues(REPO)), 1, "no issue made by rejected requests")
+
+
+@run.case
+def patch_close_and_reopen():
+    fg.reset()
+    create()
+    st, _, j = api("PATCH", "/repos/%s/issues/1" % REPO, {"state": "closed",
+                                                          "state_reason": "completed"})
+    eq(st, 200, "close status")
+    eq((j["state"], j["state_reason"]), ("closed", "completed"), "closed completed")
+    check(j["closed_at"] is not None, "closed_at set", j)
+    st, _, j = api("PATCH", "/repos/%s/issues/1" % REPO, {"state": "open",
+                                                          "state_reason": "reopened"})
+    eq((st, j["state"], j["state_reason"], j["closed_at"]), (200, "open", "reopened", None),
+       "reopened")
+    st, _, j = api("PATCH", "/repos/%s/issues/1" % REPO, {"state": "closed"})
+    eq(j["state_reason"], "completed", "close without reason defaults to completed")
+    fg.human_close(REPO, 1, "not_planned")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    eq((j["state"], j["state_reason"]), ("closed", "not_planned"), "human close as not planned")
+
+
+@run.case
+def comments_and_labels_merge():
+    fg.reset()
+    create(labels=["alert", "sev:warning"])
+    st, h, c = api("POST", "/repos/%s/issues/1/comments" % REPO, {"body": "resolved at X"})
+    eq(st, 201, "comment status")
+    eq(c["body"], "resolved at X", "comment body")
+    check(c["issue_url"].endswith("/repos/acme/alerts/issues/1"), "issue_url", c)
+    check("location" in h, "comment Location", h)
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    eq(j["comments"], 1, "comments count")
+    eq([x["body"] for x in fg.comments(REPO, 1)], ["resolved at X"], "stored comments")
+    st, _, labs = api("POST", "/repos/%s/issues/1/labels" % REPO,
+                      {"labels": ["SEV:warning", "team:gpu"]})
+    eq(st, 200, "labels status")
+    eq([x["name"] for x in labs], ["alert", "sev:warning", "team:gpu"],
+       "labels merged, case-insensitively, never replaced")
+    st, _, labs = api("POST", "/repos/%s/issues/1/labels" % REPO, ["extra"])
+    eq([x["name"] for x in labs][-1], "extra", "array body accepted")
+
+
+@run.case
+def list_filters_and_pagination():
+    fg.reset()
+    for n in range(1, 8):
+        create(title="issue %d" % n)
+        fg.advance(10)  # distinct created_at, no sleeping
+    fg.human_close(REPO, 3)
+    path = "/repos/%s/issues" % REPO
+    st, h, j = api("GET", path + "?state=all&sort=created&direction=desc&per_page=3")
+    eq(st, 200, "list status")
+    eq([i["number"] for i in j], [7, 6, 5], "page 1 newest first")
+    link = h.get("link", "")
+    check('rel="next"' in link and 'rel="last"' in link, "Link next and last", link)
+    nxt = [p.split(";")[0].strip()[1:-1] for p in link.split(",") if 'rel="next"' in p][0]
+    check(nxt.startswith(fg.url + path + "?"), "next link is absolute", nxt)
+    seen = [i["number"] for i in j]
+    for _ in range(5):  # bounded walk over the Link chain
+        st, h, j = http("GET", nxt, headers=HDRS)
+        seen += [i["number"] for i in j]
+        nl = [p for p in h.get("link", "").split(",") if 'rel="next"' in p]
+        if not nl:
+            break
+        nxt = nl[0].split(";")[0].strip()[1:-1]
+    eq(seen, [7, 6, 5, 4, 3, 2, 1], "all pages in order")
+    check('rel="prev"' in h["link"] and 'rel="next"' not in h["link"], "last page links",
+          h["link"])
+    st, h, j = api("GET", path)
+    eq([i["number"] for i in j], [7, 6, 5, 4, 2, 1], "default: open only, newest first")
+    check("link" not in h, "no Link when one page", h)
+    st, _, j = api("GET", path + "?state=closed")
+    eq([i["number"] for i in j], [3], "state=closed")
+    st, _, j = api("GET", path + "?state=all&direction=asc&per_page=2&page=2")
+    eq([i["number"] for i in j], [3, 4], "asc page 2")
+    st, _, one = api("GET", path + "/5")
+    st, _, j = api("GET", path + "?state=all&since=" + one["created_at"])
+    eq([i["number"] for i in j], [7, 6, 5, 3], "since filters on updated_at (3 was closed "
+       "later)")
+    st, _, j = api("GET", path + "?since=yesterday")
+    eq(st, 422, "bad since")
+    st, _, j = api("GET", path + "?per_page=500")
+    eq(len(j), 6, "per_page capped at 100")
+
+
+@run.case
+def not_found_gone_moved():
+    fg.reset()
+    create(title="a")
+    create(title="b")
+    st, _, j = api("GET", "/repos/acme/nope/issues/1")
+    eq((st, j["message"]), (404, "Not Found"), "unknown repo")
+    st, _, j = api("POST", "/repos/acme/nope/issues", {"title": "x"})
+    eq(st, 404, "create in unknown repo")
+    st, _, j = api("GET", "/repos/%s/issues/42" % REPO)
+    eq((st, j["message"]), (404, "Not Found"), "unknown issue")
+    fg.delete(REPO, 1)
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    eq((st, j["message"]), (410, "This issue was deleted"), "deleted issue")
+    st, _, j = api("PATCH", "/repos/%s/issues/1" % REPO, {"state": "closed"})
+    eq(st, 410, "patch on deleted issue")
+    to, n = fg.transfer(REPO, 2, "acme/other")
+    eq((to, n), ("acme/other", 1), "transfer target")
+    st, h, j = api("GET", "/repos/%s/issues/2" % REPO)
+    eq(st, 301, "transferred issue")
+    eq(j["message"], "Moved Permanently", "301 message")
+    eq(h.get("location"), j["url"], "Location equals url")
+    st, _, j = http("GET", h["location"], headers=HDRS)
+    eq((st, j["number"], j["title"]), (200, 1, "b"), "following Location")
+    check(j["url"].endswith("/repos/acme/other/issues/1"), "moved issue url", j["url"])
+    st, _, j = http("POST", h["location"] + "/comments", {"body": "hi"}, headers=HDRS)
+    eq(st, 201, "comment via /repositories/{id} path")
+    st, _, j = api("GET", "/repos/%s/issues?state=all" % REPO)
+    eq(j, [], "deleted and transferred issues are not listed")
+
+
+@run.case
+def recording_and_faults():
+    fg.reset()
+    create(title="rec", labels=["a"])
+    reqs = fg.get_requests()
+    eq(len(reqs), 1, "one recorded request")
+    r = reqs[0]
+    eq((r["method"], r["path"], r["status"]), ("POST", "/repos/acme/alerts/issues", 201),
+       "recorded method, path, status")
+    eq(r["body"], {"title": "rec", "labels": ["a"]}, "recorded JSON body")
+    eq(r["headers"]["x-github-api-version"], "2022-11-28", "recorded headers (lower-case)")
+    fg.add_fault(method="POST", path=r"/repos/[^/]+/[^/]+/issues", count=2, status=502,
+                 body={"message": "Server Error"}, headers={"Retry-After": "1"})
+    for _ in range(2):
+        st, h, j = api("POST", "/repos/%s/issues" % REPO, {"title": "x"})
+        eq((st, j, h.get("retry-after")), (502, {"message": "Server Error"}, "1"),
+           "injected answer")
+    eq(create(title="after")["number"], 2, "fault used up, nothing created by faults")
+    # drop: no answer and nothing done; drop_after: done, but the answer is lost.
+    fg.add_fault(method="POST", path=".*/issues", action="drop")
+    st = None
+    try:
+        api("POST", "/repos/%s/issues" % REPO, {"title": "dropped"})
+    except Exception as e:  # urllib raises on a closed connection
+        st = type(e).__name__
+    check(st is not None, "dropped connection raises on the client", st)
+    eq(len(fg.issues(REPO)), 2, "drop made nothing")
+    fg.add_fault(method="POST", path=".*/issues", action="drop_after")
+    try:
+        api("POST", "/repos/%s/issues" % REPO, {"title": "lost answer"})
+    except Exception:
+        pass
+    eq([i["title"] for i in fg.issues(REPO)][-1], "lost answer", "drop_after made the issue")
+    # side door: fault, close and state over HTTP
+    st, _, _ = http("POST", fg.url + "/_fake/fault", {"method": "GET", "path": ".*/issues/1",
+                                                      "status": 503, "body": {"m": 1}})
+    eq(st, 200, "side-door fault")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    eq((st, j), (503, {"m": 1}), "side-door fault applied")
+    st, _, _ = http("POST", fg.url + "/_fake/close", {"repo": REPO, "number": 1,
+                                                      "state_reason": "not_planned"})
+    st, _, s = http("GET", fg.url + "/_fake/state")
+    eq(s[REPO]["issues"][0]["state_reason"], "not_planned", "side-door close and state")
+    st, _, reqs = http("GET", fg.url + "/_fake/requests?clear=1")
+    check(all(not r["path"].startswith("/_fake") for r in reqs), "side door not recorded")
+    eq(fg.get_requests(), [], "cleared")
+    st, _, j = http("POST", fg.url + "/_fake/close", {"repo": REPO})
+    eq(st, 400, "bad side-door call")
+    check("number" in j["message"], "names the missing field", j)
+
+
+@run.case
+def script_mode_port_file():
+    d = tempfile.mkdtemp(prefix="fakegh-")
+    pf = os.path.join(d, "port")
+    p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf,
+        "--token", "T2", "--repo", "o/r"], stderr=subprocess.DEVNULL)
+    try:
+        poll(lambda: os.path.exists(pf), "port file", timeout_s=10)
+        port = int(open(pf).read())
+        h = dict(HDRS, Authorization="Bearer T2")
+        st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port, {"title": "s"},
+                        headers=h)
+        eq((st, j["number"]), (201, 1), "script serves the API")
+    finally:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+        for f in os.listdir(d):
+            os.unlink(os.path.join(d, f))
+        os.rmdir(d)
+    eq(p.returncode, 0, "script exits 0 on SIGTERM")
+
+
+def main():
+    socket.setdefaulttimeout(10)
+    fg.start()
+    event("fake github on %s" % fg.url)
+    try:
+        return run.run()
+    finally:
+        fg.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
