@@ -1,0 +1,395 @@
+/*
+ * test_bridge.c - the reconciler against a scripted GitHub (fake_http) and a
+ * real sqlite store, in virtual time: each row of DESIGN.md's state table
+ * produces exactly the calls it should, the map row follows, and failures
+ * retry, resume or dead-letter as documented.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bridge/am.h"
+#include "bridge/bridge.h"
+#include "bridge/render.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/store.h"
+#include "tests/unit/helpers/fake_http.h"
+
+#define T0 INT64_C(1795000000000) /* 2026-11-18T... UTC, the virtual clock's start */
+#define FP "43257ea8bc3d7780"
+
+struct env {
+	struct fake_http *gh;
+	struct config *cfg;
+	struct store *st;
+	struct render *render;
+	struct bridge *b;
+	int64_t now;
+};
+
+static int64_t clock_now(void *ctx)
+{
+	return ((struct env *)ctx)->now;
+}
+
+static void clock_sleep(void *ctx, int64_t ms)
+{
+	((struct env *)ctx)->now += ms;
+}
+
+static void env_start(struct env *e, const char *extra_github, const char *receiver_extra)
+{
+	char yaml[2048];
+	struct buf err = BUF_INIT;
+	struct bridge_options bo = { 0 };
+
+	memset(e, 0, sizeof(*e));
+	e->now = T0;
+	e->gh = fake_http_start();
+	snprintf(yaml, sizeof(yaml),
+		 "github:\n  api_url: %s\n  content_per_minute: 80\n%s"
+		 "receivers:\n  - name: default\n    repo: my-org/alerts\n"
+		 "    labels: [alert, \"severity:{{labels.severity}}\"]\n%s",
+		 fake_http_url(e->gh), extra_github ? extra_github : "",
+		 receiver_extra ? receiver_extra : "");
+	setenv("GITHUB_TOKEN", "ghp_test_token", 1);
+	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
+	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
+	assert_int_equal(render_new(e->cfg, &e->render, &err), ERR_OK);
+	bo.cfg = e->cfg;
+	bo.store = e->st;
+	bo.render = e->render;
+	bo.user_agent = "alertbridge/test";
+	bo.now_ms = clock_now;
+	bo.sleep_ms = clock_sleep;
+	bo.clock_ctx = e;
+	bo.gh_max_attempts = 2;
+	e->b = bridge_new(&bo);
+	buf_release(&err);
+}
+
+static void env_stop(struct env *e)
+{
+	bridge_free(e->b);
+	render_free(e->render);
+	store_close(e->st);
+	cfg_free(e->cfg);
+	fake_http_stop(e->gh);
+}
+
+/* Queue one alert event for FP as intake would. */
+static void enqueue(struct env *e, const char *status, const char *starts, const char *ends)
+{
+	char body[2048];
+	struct am_payload *p = NULL;
+	struct am_error aerr;
+	struct buf ev = BUF_INIT, err = BUF_INIT;
+	struct store_event se = { 0 };
+
+	snprintf(body, sizeof(body),
+		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
+		 "\"externalURL\":\"http://am:9093\",\"alerts\":[{\"status\":\"%s\",\"labels\":"
+		 "{\"alertname\":\"DiskFull\",\"namespace\":\"prod\",\"pod\":\"db-0\",\"severity\":"
+		 "\"critical\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
+		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"" FP "\"}]}",
+		 status, status, starts, ends);
+	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
+	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
+	se.kind = "bridge";
+	se.receiver = "default";
+	se.key = FP;
+	se.status = (char *)status;
+	se.starts_at_ms = p->alerts[0].starts_at_ms;
+	se.ends_at_ms = p->alerts[0].ends_at_ms;
+	se.payload = ev.data;
+	se.received_at_ms = e->now;
+	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
+	am_payload_free(p);
+	buf_release(&ev);
+	buf_release(&err);
+}
+
+#define ISSUE_JSON(n, state, reason, closed)                                              \
+	"{\"number\":" #n ",\"state\":\"" state "\",\"state_reason\":" reason                  \
+	",\"closed_at\":" closed ",\"html_url\":\"https://github.com/my-org/alerts/issues/" #n \
+	"\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}"
+
+static void assert_request(struct env *e, size_t i, const char *method, const char *uri,
+			   const char *body_part)
+{
+	const struct fake_request *r = fake_http_request(e->gh, i);
+	assert_non_null(r);
+	assert_string_equal(r->method, method);
+	assert_string_equal(r->uri, uri);
+	if (body_part && !strstr(r->body, body_part))
+		fail_msg("request %zu body lacks %s: %s", i, body_part, r->body);
+	assert_string_equal(fake_request_header(r, "Authorization"), "Bearer ghp_test_token");
+	assert_string_equal(fake_request_header(r, "X-GitHub-Api-Version"), "2022-11-28");
+}
+
+static void get_row(struct env *e, struct store_issue *row)
+{
+	assert_int_equal(store_issue_get(e->st, "default", FP, row), ERR_OK);
+}
+
+static void fire_resolve_refire_cycle(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	/* firing, no row: one create with title, labels and the marker. */
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
+		       "\"title\":\"[critical] DiskFull: DiskFull on db-0\"");
+	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
+			       "<!-- alertbridge:key=" FP " -->\""));
+	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
+			       "\"labels\":[\"alert\",\"severity:critical\"]"));
+	get_row(&e, &row);
+	assert_int_equal(row.number, 7);
+	assert_string_equal(row.state, "open");
+	store_issue_release(&row);
+
+	/* the same episode again (repeat_interval, HA twin): nothing. */
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_int_equal(bridge_step(e.b), 0);
+
+	/* resolved: refresh, comment, close as completed. */
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/7",
+		       "\"state_reason\":\"completed\"");
+	get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+
+	/* a new episode within reopen_window: reopen, then comment. */
+	e.now += 3600000;
+	enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "\"reopened\"", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 7);
+	assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
+		       "\"state_reason\":\"reopened\"");
+	assert_request(&e, 6, "POST", "/repos/my-org/alerts/issues/7/comments", "Reopened");
+	get_row(&e, &row);
+	assert_string_equal(row.state, "open");
+	assert_int_equal(row.number, 7);
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+static void close_resumes_after_failed_state_change(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	struct store_event ev;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Server Error\"}");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Server Error\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 5);
+	/* kept for retry, with the comment recorded as done */
+	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
+	assert_string_equal(ev.progress, "close:1");
+	assert_int_equal(ev.attempts, 1);
+	store_event_release(&ev);
+	assert_int_equal(bridge_step(e.b), 0); /* not due yet */
+
+	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	for (size_t i = 0; i < fake_http_count(e.gh); i++) /* one comment, not two */
+		if (i != 2)
+			assert_null(strstr(fake_http_request(e.gh, i)->uri, "/comments"));
+	get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+static void invalid_request_is_dead_lettered(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 422, NULL,
+		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
+		       "\"code\":\"invalid\",\"field\":\"assignees\"}]}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_int_equal(store_dead_count(e.st), 1);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
+	assert_int_equal(bridge_step(e.b), 0); /* never retried */
+	env_stop(&e);
+}
+
+static void bad_token_keeps_the_event(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 401, NULL, "{\"message\":\"Bad credentials\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
+	assert_int_equal(ev.attempts, 1);
+	assert_non_null(strstr(ev.last_error, "401"));
+	assert_null(strstr(ev.last_error, "ghp_test_token"));
+	store_event_release(&ev);
+	env_stop(&e);
+}
+
+static void deleted_issue_is_recreated(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 410, NULL, "{\"message\":\"This issue was deleted\"}");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	get_row(&e, &row);
+	assert_int_equal(row.number, 9);
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+static void not_planned_is_respected_within_window(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(5, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	/* a person closed it as "won't fix"; the alert resolves, then fires again */
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 1);
+	/* create, GET on resolve; the refire plans nothing from the closed row */
+	for (size_t i = 0; i < fake_http_count(e.gh); i++) {
+		const struct fake_request *r = fake_http_request(e.gh, i);
+		if (i > 0)
+			assert_string_equal(r->method, "GET");
+	}
+	get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
+	assert_string_equal(row.state_reason, "not_planned");
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+static void dry_run_keeps_the_map_and_calls_nothing(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, "  dry_run: true\n", NULL);
+	assert_true(bridge_dry_run(e.b));
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 0);
+	get_row(&e, &row);
+	assert_int_equal(row.number, 0);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+static void unconfigured_receiver_is_dead_lettered(void **state)
+{
+	struct env e;
+	struct store_event se = { 0 };
+	struct buf err = BUF_INIT;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	se.kind = "bridge";
+	se.receiver = "removed-team";
+	se.key = FP;
+	se.status = "firing";
+	se.starts_at_ms = T0;
+	se.payload = "{}";
+	se.received_at_ms = T0;
+	assert_int_equal(store_enqueue(e.st, &se, 1, &err), ERR_OK);
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(store_dead_count(e.st), 1);
+	assert_int_equal(fake_http_count(e.gh), 0);
+	buf_release(&err);
+	env_stop(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(fire_resolve_refire_cycle),
+		cmocka_unit_test(close_resumes_after_failed_state_change),
+		cmocka_unit_test(invalid_request_is_dead_lettered),
+		cmocka_unit_test(bad_token_keeps_the_event),
+		cmocka_unit_test(deleted_issue_is_recreated),
+		cmocka_unit_test(not_planned_is_respected_within_window),
+		cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
+		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
+	};
+	log_setup(LOG_ERROR, LOG_LOGFMT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
