@@ -851,10 +851,11 @@ enum err slack_resolve_owner(struct slack_client *c, const char *notify_annotati
 		enum target t = classify_target(v);
 		struct log_line *l;
 
-		if (i >= 2 && t != T_CHANNEL)
-			t = T_NONE;
-		if (*v) {
-			buf_reset(&why);
+		buf_reset(&why);
+		if (*v && i >= 2 && t != T_CHANNEL) {
+			buf_setf(&why, "not a slack channel name or ID");
+			rc = ERR_NOTFOUND;
+		} else if (*v) {
 			rc = resolve_one(c, t, v, channel_out, &why);
 		}
 		if (!*v || rc == ERR_NOTFOUND) {

@@ -22,7 +22,7 @@ struct slack_client;
  * and webhook_url.  Strings are copied by slack_client_new().
  */
 struct slack_options {
-	const char *api_url;        /* Web API base; NULL: "https://slack.com/api"; trailing / ignored */
+	const char *api_url;        /* Web API base; NULL: "https://slack.com/api"; no trailing / */
 	const char *bot_token;      /* "xoxb-..."; non-empty: Web API mode */
 	const char *webhook_url;    /* incoming webhook, used when bot_token is NULL or "" */
 	int64_t timeout_ms;         /* whole request; 0 means 10 s */
@@ -67,8 +67,9 @@ int slack_webhook_mode(const struct slack_client *c);
  * carry them), and neither does any log line.
  *   ERR_RETRY     429 / "ratelimited" still failing after max_attempts, or a
  *                 Retry-After longer than max_wait_ms (no wait then: the
- *                 message says "retry after N s", and calls of the same
- *                 method before then fail at once without a request); 5xx,
+ *                 message says "retry after N s"; later calls of the same
+ *                 method wait the rest out, or fail the same way without a
+ *                 request while it is still over max_wait_ms); 5xx,
  *                 Slack's internal_error/fatal_error/service_unavailable/
  *                 request_timeout, timeouts and connection errors after
  *                 max_attempts
@@ -105,7 +106,8 @@ int slack_webhook_mode(const struct slack_client *c);
  * channel).  out may be NULL; on error it is zeroed.
  */
 enum err slack_post(struct slack_client *c, const char *channel, const char *text,
-		    const char *thread_ts, struct slack_posted *out, struct buf *errmsg) WARN_UNUSED;
+		    const char *thread_ts, struct slack_posted *out,
+		    struct buf *errmsg) WARN_UNUSED;
 
 /*
  * Find the channel to tell a pod's owner in, following DESIGN.md "Janitor

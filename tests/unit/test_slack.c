@@ -336,7 +336,8 @@ static void long_retry_after_fails_fast(void **state)
 {
 	struct fixture *fx = *state;
 
-	fake_http_push(fx->fake, 429, "Retry-After: 120", "{\"ok\":false,\"error\":\"ratelimited\"}");
+	fake_http_push(fx->fake, 429, "Retry-After: 120",
+		       "{\"ok\":false,\"error\":\"ratelimited\"}");
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
 	assert_err(fx, "chat.postMessage: rate limited by slack, retry after 120 s");
 	assert_int_equal(fx->nsleeps, 0);
@@ -396,7 +397,8 @@ static void dropped_connection_is_retried(void **state)
 	for (int i = 0; i < 3; i++)
 		fake_http_push_drop(fx->fake);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
-	assert_non_null(strstr(buf_str(&fx->err), "giving up after 3 attempts: chat.postMessage: "));
+	assert_non_null(strstr(buf_str(&fx->err),
+			       "giving up after 3 attempts: chat.postMessage: "));
 	assert_null(strstr(buf_str(&fx->err), "http://"));
 }
 
@@ -495,10 +497,10 @@ static void unknown_owner_falls_through(void **state)
 	assert_int_equal(fake_http_count(fx->fake), 2);
 
 	assert_int_equal(resolve(fx, "u0lower", "a@", "ns", NULL), ERR_NOTFOUND);
-	assert_err(fx, "no slack channel for the owner: tried janitor/notify annotation \"u0lower\" "
-		       "(not a slack user ID, channel or e-mail address), owner label \"a@\" "
-		       "(not a slack user ID, channel or e-mail address), namespace channel \"ns\" "
-		       "(not a slack user ID, channel or e-mail address)");
+	assert_err(fx, "no slack channel for the owner: tried janitor/notify annotation "
+		       "\"u0lower\" (not a slack user ID, channel or e-mail address), "
+		       "owner label \"a@\" (not a slack user ID, channel or e-mail address), "
+		       "namespace channel \"ns\" (not a slack channel name or ID)");
 	assert_string_equal(buf_str(&fx->chan), "");
 	assert_int_equal(resolve(fx, NULL, NULL, NULL, NULL), ERR_NOTFOUND);
 	assert_err(fx, "no slack channel for the owner: no owner, namespace or default "
@@ -576,7 +578,8 @@ static void webhook_error_texts(void **state)
 		enum err want;
 		const char *msg;
 	} cases[] = {
-		{ 400, "invalid_payload", ERR_INVALID, "incoming webhook: invalid_payload (HTTP 400)" },
+		{ 400, "invalid_payload", ERR_INVALID,
+		  "incoming webhook: invalid_payload (HTTP 400)" },
 		{ 410, "channel_is_archived", ERR_INVALID,
 		  "incoming webhook: channel_is_archived (HTTP 410)" },
 		{ 403, "invalid_token", ERR_AUTH, "incoming webhook: invalid_token (HTTP 403)" },
@@ -610,7 +613,8 @@ static void webhook_url_never_in_messages(void **state)
 	fx->opts.max_attempts = 2;
 	reopen(fx);
 	assert_int_equal(post(fx, NULL, "hi", NULL), ERR_RETRY);
-	assert_non_null(strstr(buf_str(&fx->err), "giving up after 2 attempts: incoming webhook: "));
+	assert_non_null(strstr(buf_str(&fx->err),
+			       "giving up after 2 attempts: incoming webhook: "));
 	assert_null(strstr(buf_str(&fx->err), "HOOKSECRET"));
 	assert_null(strstr(buf_str(&fx->err), "/services/"));
 
@@ -635,6 +639,8 @@ static void token_never_in_messages(void **state)
 
 /* ---- escaping ---- */
 
+#define ESCAPED "a &amp; b &lt;c&gt; \"q\" 'x' *y* `z` &lt;@U1&gt; &amp;amp;"
+
 static void escape_only_amp_lt_gt(void **state)
 {
 	struct buf b;
@@ -642,15 +648,15 @@ static void escape_only_amp_lt_gt(void **state)
 
 	buf_init(&b, 0);
 	assert_int_equal(slack_escape("a & b <c> \"q\" 'x' *y* `z` <@U1> &amp;", &b), ERR_OK);
-	assert_string_equal(buf_str(&b),
-			    "a &amp; b &lt;c&gt; \"q\" 'x' *y* `z` &lt;@U1&gt; &amp;amp;");
-	assert_int_equal(slack_escape(NULL, &b), ERR_OK);
-	assert_int_equal(b.len, strlen("a &amp; b &lt;c&gt; \"q\" 'x' *y* `z` &lt;@U1&gt; &amp;amp;"));
+	assert_string_equal(buf_str(&b), ESCAPED);
+	assert_int_equal(slack_escape(NULL, &b), ERR_OK); /* appends nothing */
+	assert_string_equal(buf_str(&b), ESCAPED);
 	buf_release(&b);
 
 	buf_init(&b, 8);
 	assert_int_equal(slack_escape("ab", &b), ERR_OK);
-	assert_int_equal(slack_escape("<<", &b), ERR_TOOBIG); /* 2 + 8 bytes pass the maximum of 8 */
+	/* 2 + 8 bytes pass the maximum of 8 */
+	assert_int_equal(slack_escape("<<", &b), ERR_TOOBIG);
 	assert_string_equal(buf_str(&b), "ab");
 	buf_release(&b);
 }
@@ -665,7 +671,8 @@ static void escape_only_amp_lt_gt(void **state)
 	"\"expiresIn\":\"in 2 hours 5 minutes\",\"snoozeUntil\":\"2026-11-22T02:54:48Z\","
 
 #define BARE_POD                                                                              \
-	"{" VIEW_COMMON "\"owner\":{\"kind\":\"\",\"name\":\"\",\"resource\":\"\",\"replicas\":\"\"}," \
+	"{" VIEW_COMMON "\"owner\":{\"kind\":\"\",\"name\":\"\",\"resource\":\"\","               \
+	"\"replicas\":\"\"},"                                                                   \
 	"\"action\":\"deleted\",\"deletePod\":true,\"deleteJob\":false,\"scaleToZero\":false,"   \
 	"\"notifyOnly\":false}"
 
@@ -742,14 +749,17 @@ static void notice_for_pending_pod_quotes_scheduler(void **state)
 	(void)state;
 	assert_renders("slack_notice.mustache",
 		       "{\"pod\":{\"namespace\":\"ml\",\"name\":\"p\",\"uid\":\"u\"},"
-		       "\"owner\":{\"kind\":\"\",\"name\":\"\"},\"reason\":\"JanitorPodPendingTooLong\","
+		       "\"owner\":{\"kind\":\"\",\"name\":\"\"},"
+		       "\"reason\":\"JanitorPodPendingTooLong\","
 		       "\"why\":\"0/8 nodes are available: 8 Insufficient nvidia.com/gpu.\","
-		       "\"action\":\"deleted\",\"deletePod\":true,\"expires\":\"2026-11-21T06:00:00Z\","
+		       "\"action\":\"deleted\",\"deletePod\":true,"
+		       "\"expires\":\"2026-11-21T06:00:00Z\","
 		       "\"expiresHuman\":\"Sat, 21 Nov 2026 06:00:00 UTC\","
 		       "\"expiresIn\":\"in 6 hours\",\"snoozeUntil\":\"2026-11-21T12:00:00Z\"}",
 		       ":hourglass_flowing_sand: *Pod `ml/p` is marked for clean-up* "
 		       "(JanitorPodPendingTooLong)\n"
-		       "*What:* the pod will be deleted in 6 hours, at Sat, 21 Nov 2026 06:00:00 UTC.\n"
+		       "*What:* the pod will be deleted in 6 hours, "
+		       "at Sat, 21 Nov 2026 06:00:00 UTC.\n"
 		       "*Why:* 0/8 nodes are available: 8 Insufficient nvidia.com/gpu.\n"
 		       "*To keep it:* `kubectl annotate pod -n ml p janitor/exempt=true`\n"
 		       "*To snooze it:* `kubectl annotate pod -n ml p --overwrite "
@@ -763,11 +773,12 @@ static void reminder_template(void **state)
 		       ":alarm_clock: *Reminder:* pod `ml-team/train-7f9c` will be deleted " AT
 		       " (JanitorIdleGPUPod).\n" WHY KEEP);
 	assert_renders("slack_reminder.mustache", JOB_POD,
-		       ":alarm_clock: *Reminder:* Job `train` and its pod `ml-team/train-7f9c` will "
-		       "be deleted " AT " (JanitorIdleGPUPod).\n" WHY KEEP);
+		       ":alarm_clock: *Reminder:* Job `train` and its pod `ml-team/train-7f9c` "
+		       "will be deleted " AT " (JanitorIdleGPUPod).\n" WHY KEEP);
 	assert_renders("slack_reminder.mustache", DEPLOY_POD,
-		       ":alarm_clock: *Reminder:* Deployment `notebook` of pod `ml-team/train-7f9c` "
-		       "will be scaled to 0 replicas " AT " (JanitorIdleGPUPod).\n" WHY KEEP);
+		       ":alarm_clock: *Reminder:* Deployment `notebook` of pod "
+		       "`ml-team/train-7f9c` will be scaled to 0 replicas " AT
+		       " (JanitorIdleGPUPod).\n" WHY KEEP);
 	assert_renders("slack_reminder.mustache", NOTIFY_POD,
 		       ":alarm_clock: *Reminder:* pod `ml-team/train-7f9c` is still flagged "
 		       "(StatefulSet `db`): its time runs out " AT " (JanitorIdleGPUPod).\n"
@@ -784,17 +795,18 @@ static void cancelled_template(void **state)
 		       "The janitor removed the annotations it had set on the pod; nothing else to "
 		       "do.\n");
 	assert_renders("slack_cancelled.mustache",
-		       "{\"pod\":{\"namespace\":\"ml\",\"name\":\"p\"},\"owner\":{\"kind\":\"Deployment\","
+		       "{\"pod\":{\"namespace\":\"ml\",\"name\":\"p\"},"
+		       "\"owner\":{\"kind\":\"Deployment\","
 		       "\"name\":\"nb\"},\"reason\":\"JanitorIdleGPUPod\",\"why\":\"\","
 		       "\"scaleToZero\":true}",
-		       ":white_check_mark: *Never mind:* pod `ml/p` stays: its Deployment `nb` will "
-		       "not be scaled to 0: the JanitorIdleGPUPod alert resolved.\n"
+		       ":white_check_mark: *Never mind:* pod `ml/p` stays: its Deployment `nb` "
+		       "will not be scaled to 0: the JanitorIdleGPUPod alert resolved.\n"
 		       "The janitor removed the annotations it had set on the pod; nothing else to "
 		       "do.\n");
 	assert_renders("slack_cancelled.mustache", JOB_POD,
-		       ":white_check_mark: *Never mind:* pod `ml-team/train-7f9c` and its Job `train` "
-		       "will not be deleted: the JanitorIdleGPUPod alert resolved (GPU idle for 6h "
-		       "&amp; &lt;1% utilisation).\n"
+		       ":white_check_mark: *Never mind:* pod `ml-team/train-7f9c` and its Job "
+		       "`train` will not be deleted: the JanitorIdleGPUPod alert resolved "
+		       "(GPU idle for 6h &amp; &lt;1% utilisation).\n"
 		       "The janitor removed the annotations it had set on the pod; nothing else to "
 		       "do.\n");
 }
@@ -819,9 +831,9 @@ static void deleted_template(void **state)
 		       "--replicas=4`\n"
 		       WHY "_Pod uid `3f1c2a9e-5b7d-4c11-9e8a-0d2b6c4f7a10`._\n");
 	assert_renders("slack_deleted.mustache", NOTIFY_POD,
-		       ":information_source: Pod `ml-team/train-7f9c` ran out of time at Sat, 21 Nov "
-		       "2026 02:54:48 UTC (JanitorIdleGPUPod); its StatefulSet `db` would recreate "
-		       "it, so the janitor left it alone.\n"
+		       ":information_source: Pod `ml-team/train-7f9c` ran out of time at Sat, "
+		       "21 Nov 2026 02:54:48 UTC (JanitorIdleGPUPod); its StatefulSet `db` would "
+		       "recreate it, so the janitor left it alone.\n"
 		       WHY "_Pod uid `3f1c2a9e-5b7d-4c11-9e8a-0d2b6c4f7a10`._\n");
 }
 
