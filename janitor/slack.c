@@ -27,7 +27,7 @@
 #define MAX_ANSWER_BYTES (1u << 20) /* Slack's answers here are a few KiB */
 #define BACKOFF_CAP_MS 30000
 #define MAX_PACED 256               /* channels remembered for pacing (posted within 1 s) */
-#define MAX_CODE_BYTES 100          /* error code taken from a webhook's text answer */
+#define MAX_CODE_BYTES 100          /* Slack's error codes are short words */
 #define MAX_EMAIL_BYTES 254         /* RFC 5321 path limit */
 #define MAX_CHANNEL_NAME 80         /* Slack channel names are at most 80 characters */
 #define REDACTED "[redacted]"
@@ -396,7 +396,12 @@ static enum verdict read_body(const struct call *k, const struct http_response *
 		return DONE;
 	}
 	if (json_is_false(ok)) {
-		(void)buf_adds(code, json_is_string(error) ? json_string_value(error) : "");
+		if (json_is_string(error) && json_string_length(error)) /* "channel_not_found" */
+			(void)buf_add(code, json_string_value(error),
+				      utf8_cut(json_string_value(error), json_string_length(error),
+					       MAX_CODE_BYTES));
+		else
+			(void)buf_adds(code, "\"ok\": false without \"error\"");
 		json_decref(root);
 		return FAILED;
 	}
@@ -424,6 +429,7 @@ static enum verdict judge(struct slack_client *c, const struct call *k, enum err
 	struct buf code = BUF_INIT;
 	int64_t retry_after_s = header_seconds(res, "retry-after");
 	enum verdict v = FAILED;
+	enum code_class cls;
 	int status = res->status;
 	int ok2xx = status >= 200 && status < 300;
 
@@ -456,7 +462,9 @@ static enum verdict judge(struct slack_client *c, const struct call *k, enum err
 			 k->m == M_WEBHOOK ? "\"ok\"" : "JSON with a boolean \"ok\"");
 	else
 		buf_setf(errmsg, "%s: HTTP %d", name, status);
-	if (status == 429 || (code.len && classify_code(buf_str(&code)) == C_RATELIMITED)) {
+	cls = code.len ? classify_code(buf_str(&code)) : C_INVALID;
+	if (status == 429 || status >= 500 || cls == C_RATELIMITED || cls == C_TRANSIENT) {
+		/* Slack sends Retry-After with 429, and sometimes with 503 */
 		if (retry_after_s >= 0)
 			c->blocked_until_ms[k->m] = now(c) + retry_after_s * 1000;
 		else
@@ -464,19 +472,9 @@ static enum verdict judge(struct slack_client *c, const struct call *k, enum err
 		v = TRANSIENT;
 		goto out;
 	}
-	if (status >= 500 || (code.len && classify_code(buf_str(&code)) == C_TRANSIENT)) {
-		if (retry_after_s >= 0)
-			c->blocked_until_ms[k->m] = now(c) + retry_after_s * 1000;
-		else
-			*wait_ms = backoff_ms(c, attempt);
-		v = TRANSIENT;
-		goto out;
-	}
-	if (!code.len)
-		*rc = status == 401 || status == 403 ? ERR_AUTH : ERR_INVALID;
-	else if (classify_code(buf_str(&code)) == C_AUTH)
+	if (cls == C_AUTH || (!code.len && (status == 401 || status == 403)))
 		*rc = ERR_AUTH;
-	else if (classify_code(buf_str(&code)) == C_NOTFOUND)
+	else if (cls == C_NOTFOUND)
 		*rc = ERR_NOTFOUND;
 	else
 		*rc = ERR_INVALID;
@@ -860,6 +858,7 @@ enum err slack_resolve_owner(struct slack_client *c, const char *notify_annotati
 		}
 		if (!*v || rc == ERR_NOTFOUND) {
 			if (*v) {
+				scrub(c, &why);
 				l = log_begin(LOG_WARN, "slack owner not found, trying the next");
 				log_str(l, "error", buf_str(&why));
 				log_str(l, "source", source[i]);

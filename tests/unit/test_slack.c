@@ -270,6 +270,10 @@ static void malformed_answers_are_invalid(void **state)
 		assert_err(fx, "chat.postMessage: malformed answer (HTTP 200): "
 			       "not JSON with a boolean \"ok\"");
 	}
+	fake_http_push(fx->fake, 200, NULL, "{\"ok\":false}");
+	fx->now += 1000;
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_INVALID);
+	assert_err(fx, "chat.postMessage: \"ok\": false without \"error\" (HTTP 200)");
 	/* ok without ts: posted, but nothing to thread under */
 	fake_http_push(fx->fake, 200, NULL, "{\"ok\":true,\"channel\":\"C1\"}");
 	fx->now += 1000;
@@ -277,7 +281,7 @@ static void malformed_answers_are_invalid(void **state)
 	assert_err(fx, "chat.postMessage: malformed answer: no channel or ts "
 		       "(the message was posted)");
 	assert_string_equal(fx->posted.channel, "");
-	assert_int_equal(fake_http_count(fx->fake), 5);
+	assert_int_equal(fake_http_count(fx->fake), 6);
 }
 
 static void bad_input_makes_no_request(void **state)
