@@ -125,6 +125,12 @@ static void json_quote(struct buf *b, const char *s)
 		if (*c == '"' || *c == '\\') {
 			(void)buf_addch(b, '\\');
 			(void)buf_addch(b, (char)*c);
+		} else if (*c == '\n') {
+			(void)buf_adds(b, "\\n");
+		} else if (*c == '\t') {
+			(void)buf_adds(b, "\\t");
+		} else if (*c == '\r') {
+			(void)buf_adds(b, "\\r");
 		} else if (*c < 0x20 || *c == 0x7f) {
 			(void)buf_printf(b, "\\u%04x", *c);
 		} else if (*c >= 0x80 && !valid) {
