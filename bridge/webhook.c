@@ -55,6 +55,7 @@ struct request {
 
 static const double DURATION_BUCKETS[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 					   0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+#define N_DURATION_BUCKETS (sizeof(DURATION_BUCKETS) / sizeof(DURATION_BUCKETS[0]))
 
 struct webhook *webhook_new(const struct webhook_options *opts)
 {
@@ -73,17 +74,17 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 	w->now_ms = opts->now_ms;
 	w->now_ctx = opts->now_ctx;
 	if (opts->metrics) {
-		w->requests = metrics_counter(opts->metrics, "alertbridge_webhook_requests_total",
-					      "Webhook requests answered, by receiver and HTTP status.",
+		struct metrics *m = opts->metrics;
+
+		w->requests = metrics_counter(m, "alertbridge_webhook_requests_total",
+					      "Webhook requests answered, by receiver and code.",
 					      requests_labels);
-		w->alerts = metrics_counter(opts->metrics, "alertbridge_webhook_alerts_total",
-					    "Alerts committed to the queue, by receiver and status.",
+		w->alerts = metrics_counter(m, "alertbridge_webhook_alerts_total",
+					    "Alerts queued, by receiver and status.",
 					    alerts_labels);
-		w->duration = metrics_histogram(opts->metrics,
-						"alertbridge_webhook_duration_seconds",
-						"Time spent handling a webhook request, commit included.",
-						NULL, DURATION_BUCKETS,
-						sizeof(DURATION_BUCKETS) / sizeof(DURATION_BUCKETS[0]));
+		w->duration = metrics_histogram(m, "alertbridge_webhook_duration_seconds",
+						"Time spent handling a webhook, commit included.",
+						NULL, DURATION_BUCKETS, N_DURATION_BUCKETS);
 	}
 	return w;
 }
@@ -352,8 +353,8 @@ static int intake(struct webhook *w, struct request *r)
 	else
 		rc = build_alert_events(r, now_ms(w));
 	if (rc != ERR_OK)
-		return reject(r, 413, "payload too large", "events of this payload exceed %zu bytes",
-			      w->max_events_bytes);
+		return reject(r, 413, "payload too large",
+			      "events of this payload exceed %zu bytes", w->max_events_bytes);
 
 	rc = store_enqueue(w->store, r->evs, r->n_evs, &r->detail);
 	if (rc == ERR_DB)

@@ -38,6 +38,8 @@
 #define JSON_TYPE "Content-Type: application/json"
 #define NOW_MS INT64_C(1800000000000)
 #define MAX_EVENTS_BYTES (128u << 10)
+#define OK_ALERT_SERVICE_3 "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}"
+#define OK_TEAM_AB_1 "{\"status\":\"ok\",\"receiver\":\"team.a+b\",\"alerts\":1}"
 
 static const char CONFIG_YAML[] =
 	"receivers:\n"
@@ -410,7 +412,8 @@ static void invalid_payload_is_400(void **state)
 	char *no_starts = replace(body, "\"startsAt\": \"2026-11-21T00:49:48.539Z\",", "");
 
 	expect_rejected(f, NULL, v3, GOOD_HEADERS, 400,
-			"{\"error\":\"unsupported version, want \\\"4\\\"\",\"field\":\"version\"}");
+			"{\"error\":\"unsupported version, want \\\"4\\\"\","
+			"\"field\":\"version\"}");
 	expect_rejected(f, NULL, no_starts, GOOD_HEADERS, 400,
 			"{\"error\":\"missing\",\"field\":\"alerts[0].startsAt\"}");
 	/* Not JSON at all: no "field". */
@@ -493,8 +496,8 @@ static void group_fixtures_queue_one_event_per_alert(void **state)
 	struct am_error e;
 	struct store_event ev;
 
-	expect_ok(f, NULL, fired, "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}");
-	expect_ok(f, NULL, partly, "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}");
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_3);
+	expect_ok(f, NULL, partly, OK_ALERT_SERVICE_3);
 	assert_int_equal(store_pending_count(f->st, "bridge"), 6);
 	for (int k = 0; k < 2; k++) {
 		const char *body = k ? partly : fired;
@@ -543,7 +546,7 @@ static void quote_meta_receiver_and_query_override(void **state)
 	assert_payload(ev.payload, nobody, 0, "team/ab");
 	store_event_release(&ev);
 	/* An empty ?receiver= counts as absent. */
-	expect_ok(f, "?receiver=", escaped, "{\"status\":\"ok\",\"receiver\":\"team.a+b\",\"alerts\":1}");
+	expect_ok(f, "?receiver=", escaped, OK_TEAM_AB_1);
 	take_event(f, &ev);
 	store_event_release(&ev);
 	assert_no_more_events(f);
@@ -556,10 +559,11 @@ static void repo_query_and_label_override(void **state)
 	struct fixture *f = *state;
 	char *body = read_fixture("03_group_of_3_firing.json");
 	char *labelled = replace(body, "\"container\": \"proxy\",",
-				 "\"container\": \"proxy\", \"alertbridge_repo\": \"lab/own-repo\",");
+				 "\"container\": \"proxy\", "
+				 "\"alertbridge_repo\": \"lab/own-repo\",");
 	char *empty = replace(body, "\"container\": \"proxy\",",
 			      "\"container\": \"proxy\", \"alertbridge_repo\": \"\",");
-	const char *want_ok = "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}";
+	const char *want_ok = OK_ALERT_SERVICE_3;
 	const char *repos[] = { "other/repo", "lab/own-repo", "other/repo" };
 	struct store_event ev;
 
@@ -602,7 +606,8 @@ static void invalid_repo_is_400(void **state)
 	assert_int_equal(issue_repo_valid("a/b/c", &why), ERR_INVALID);
 	assert_string_equal(buf_str(&why), "repo \"a/b/c\": want owner/name");
 	expect_rejected(f, "?repo=a/b/c", body, GOOD_HEADERS, 400,
-			"{\"error\":\"query parameter repo: repo \\\"a/b/c\\\": want owner/name\"}");
+			"{\"error\":\"query parameter repo: "
+			"repo \\\"a/b/c\\\": want owner/name\"}");
 	expect_rejected(f, NULL, bad_label, GOOD_HEADERS, 400,
 			"{\"error\":\"repo \\\"a/b/c\\\": want owner/name\","
 			"\"field\":\"alerts[2].labels.alertbridge_repo\"}");
@@ -701,7 +706,7 @@ static void store_failure_is_503(void **state)
 	/* Once the store recovers, the retry Alertmanager makes succeeds. */
 	assert_int_equal(sqlite3_exec(db, "DROP TRIGGER inject", NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
-	expect_ok(f, NULL, body, "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}");
+	expect_ok(f, NULL, body, OK_ALERT_SERVICE_3);
 	assert_int_equal(store_pending_count(f->st, "bridge"), 3);
 	free(body);
 }
@@ -740,24 +745,24 @@ static void metrics_count_requests_and_alerts(void **state)
 	struct buf out = BUF_INIT;
 	struct reply r;
 
-	expect_ok(f, NULL, body, "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}");
+	expect_ok(f, NULL, body, OK_ALERT_SERVICE_3);
 	post(f, NULL, nobody, GOOD_HEADERS, &r);
 	reply_release(&r);
 	post(f, NULL, body, none, &r);
 	reply_release(&r);
 	metrics_render(f->metrics, &out);
-	assert_contains(buf_str(&out), "alertbridge_webhook_requests_total{receiver=\"alert-service\","
-				       "code=\"200\"} 1\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_requests_total"
+				       "{receiver=\"alert-service\",code=\"200\"} 1\n");
 	/* Rejected before a receiver was found: the label is empty, not the client's text. */
-	assert_contains(buf_str(&out), "alertbridge_webhook_requests_total{receiver=\"\","
-				       "code=\"404\"} 1\n");
-	assert_contains(buf_str(&out), "alertbridge_webhook_requests_total{receiver=\"\","
-				       "code=\"401\"} 1\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_requests_total"
+				       "{receiver=\"\",code=\"404\"} 1\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_requests_total"
+				       "{receiver=\"\",code=\"401\"} 1\n");
 	assert_lacks(buf_str(&out), "nobody");
-	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total{receiver=\"alert-service\","
-				       "status=\"firing\"} 2\n");
-	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total{receiver=\"alert-service\","
-				       "status=\"resolved\"} 1\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total"
+				       "{receiver=\"alert-service\",status=\"firing\"} 2\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total"
+				       "{receiver=\"alert-service\",status=\"resolved\"} 1\n");
 	assert_contains(buf_str(&out), "alertbridge_webhook_duration_seconds_count 3\n");
 	buf_release(&out);
 	free(nobody);
