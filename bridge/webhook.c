@@ -49,6 +49,7 @@ struct request {
 	struct buf detail;               /* store_enqueue()'s errmsg */
 	char field[128];                 /* JSON path of the error, "" for none */
 	struct buf docs;                 /* the event payloads, NUL-separated */
+	struct buf member;               /* scratch: the "repo" member of one document */
 	struct store_event *evs;
 	size_t n_evs;
 };
@@ -223,30 +224,28 @@ static const char *repo_of(const struct request *r, size_t i)
 /*
  * Append alert i's document with "repo" added, then a NUL.  am_event_json()
  * writes a compact object, so its closing brace is replaced by the new
- * member: no second parse.
+ * member: no second parse.  The member is built in r->member (reused across
+ * alerts) so that hitting the size limit never leaves half of it behind.
  */
 static enum err add_doc(struct request *r, size_t i)
 {
 	struct buf *d = &r->docs;
 	size_t start = d->len;
-	struct buf member = BUF_INIT;
 	enum err rc;
 
 	rc = am_event_json(r->p, i, d);
 	if (rc != ERR_OK)
 		goto out;
 	assert(d->len > start && d->data[d->len - 1] == '}');
-	(void)buf_adds(&member, ",\"repo\":");
-	json_quote(&member, repo_of(r, i));
-	(void)buf_adds(&member, "}");
+	buf_reset(&r->member);
+	(void)buf_adds(&r->member, ",\"repo\":");
+	json_quote(&r->member, repo_of(r, i));
+	(void)buf_add(&r->member, "}", 2);  /* with the NUL that ends the document */
 	buf_truncate(d, d->len - 1);
-	rc = buf_add(d, member.data, member.len);
-	if (rc == ERR_OK)
-		rc = buf_add(d, "", 1);
+	rc = buf_add(d, r->member.data, r->member.len);
 out:
 	if (rc != ERR_OK)
 		buf_truncate(d, start);
-	buf_release(&member);
 	return rc;
 }
 
@@ -459,6 +458,7 @@ static void request_release(struct request *r)
 	buf_release(&r->msg);
 	buf_release(&r->detail);
 	buf_release(&r->docs);
+	buf_release(&r->member);
 	free(r->evs);
 }
 

@@ -109,10 +109,11 @@ void webhook_free(struct webhook *w);
  *   sort of types.AlertSlice), so it stays the same while the group's members
  *   do; the other alerts reach the issue only through the group context.
  *
- * Logs one line per request at debug ("webhook request": code, receiver,
- * alerts, duration_ms) and one per rejection at warn (error for 5xx):
- * "webhook rejected" with code, reason, receiver, field and remote address;
- * never the body or credentials.
+ * Logs one line per request: "webhook request" at debug when accepted
+ * (code, receiver, alerts, events, duration_ms), else "webhook rejected" at
+ * warn (error for 5xx) with code, reason, receiver (as asked, at most 128
+ * bytes), field, error, remote address and duration_ms; never the body or
+ * credentials.
  */
 void webhook_handle(void *ctx, const struct srv_request *req, struct srv_response *res);
 

@@ -819,37 +819,65 @@ static void concurrent_posts_all_stored(void **state)
 	free(body);
 }
 
-/* Without configured credentials the endpoint is open; a NULL metrics is fine. */
-static void open_endpoint_without_auth(void **state)
+/* Serve a second webhook built from wo on its own server and POST body to it. */
+static void post_to(struct fixture *f, const struct webhook_options *wo, const char *body,
+		    const char *const *headers, struct reply *r)
 {
-	struct fixture *f = *state;
-	struct webhook_options wo = { 0 };
 	struct srv_options so = { 0 };
-	struct webhook *w;
+	struct webhook *w = webhook_new(wo);
 	struct srv *s = NULL, *saved = f->srv;
-	char *body = read_fixture("01_single_firing.json");
-	const char *const h[] = { JSON_TYPE, NULL };
-	struct reply r;
 
-	wo.cfg = f->cfg;
-	wo.store = f->st;
-	w = webhook_new(&wo);
 	so.listen_address = "127.0.0.1:0";
 	so.threads = 1;
 	assert_int_equal(srv_new(&so, &s, NULL), ERR_OK);
 	assert_int_equal(srv_route(s, "POST", "/v1/webhook", webhook_handle, w), ERR_OK);
 	assert_int_equal(srv_start(s, NULL), ERR_OK);
 	f->srv = s;
-	post(f, NULL, body, h, &r);
+	post(f, NULL, body, headers, r);
 	f->srv = saved;
+	srv_free(s);
+	webhook_free(w);
+}
+
+/* Without configured credentials the endpoint is open; a NULL metrics is fine. */
+static void open_endpoint_without_auth(void **state)
+{
+	struct fixture *f = *state;
+	struct webhook_options wo = { 0 };
+	char *body = read_fixture("01_single_firing.json");
+	const char *const h[] = { JSON_TYPE, NULL };
+	struct reply r;
+
+	wo.cfg = f->cfg;
+	wo.store = f->st;
+	post_to(f, &wo, body, h, &r);
 	assert_int_equal(r.status, 200);
 	assert_string_equal(buf_str(&r.body),
 			    "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":1}");
 	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
 	reply_release(&r);
-	srv_free(s);
-	webhook_free(w);
 	webhook_free(NULL);
+	free(body);
+}
+
+/* The am_options limits reach am_parse(). */
+static void payload_limits_apply(void **state)
+{
+	struct fixture *f = *state;
+	struct webhook_options wo = { 0 };
+	char *body = read_fixture("03_group_of_3_firing.json");
+	struct reply r;
+
+	wo.cfg = f->cfg;
+	wo.store = f->st;
+	wo.auth = f->auth;
+	wo.limits.max_alerts = 2;
+	post_to(f, &wo, body, GOOD_HEADERS, &r);
+	assert_int_equal(r.status, 400);
+	assert_string_equal(buf_str(&r.body),
+			    "{\"error\":\"more than 2 alerts\",\"field\":\"alerts\"}");
+	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
+	reply_release(&r);
 	free(body);
 }
 
@@ -873,6 +901,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(metrics_count_requests_and_alerts, setup, teardown),
 		cmocka_unit_test_setup_teardown(concurrent_posts_all_stored, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_endpoint_without_auth, setup, teardown),
+		cmocka_unit_test_setup_teardown(payload_limits_apply, setup, teardown),
 	};
 	int rc;
 
