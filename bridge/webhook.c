@@ -1,0 +1,479 @@
+/*
+ * webhook.c - POST /v1/webhook: authenticate, parse, route, queue, answer.
+ *
+ * One request is one unit of work: struct request owns everything the
+ * handler allocates and request_release() frees it.  The event documents of
+ * all alerts are written one after the other, NUL-separated, into a single
+ * buffer, so a payload of N alerts costs one growing allocation, not N.
+ */
+#include "bridge/webhook.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "bridge/issue.h"
+#include "core/log.h"
+#include "core/utf8.h"
+#include "core/xalloc.h"
+
+#include "core/banned.h"
+
+struct webhook {
+	const struct config *cfg;
+	struct store *store;
+	const struct auth *auth;
+	struct am_options limits;
+	size_t max_events_bytes;
+	int64_t (*now_ms)(void *now_ctx);
+	void *now_ctx;
+	struct metric *requests;  /* {receiver, code} */
+	struct metric *alerts;    /* {receiver, status} */
+	struct metric *duration;  /* seconds, no labels */
+};
+
+/* The state of one request, from the first check to the answer. */
+struct request {
+	const struct srv_request *req;
+	struct am_payload *p;
+	const struct cfg_receiver *rcv;  /* the receiver found, or NULL */
+	const char *asked;               /* the receiver name looked up, or NULL */
+	const char *query_repo;          /* ?repo= when non-empty, else NULL */
+	int status;                      /* the HTTP status answered */
+	const char *reason;              /* short static reason of a rejection, for the log */
+	struct buf msg;                  /* error text of a rejection */
+	struct buf detail;               /* store_enqueue()'s errmsg */
+	char field[128];                 /* JSON path of the error, "" for none */
+	struct buf docs;                 /* the event payloads, NUL-separated */
+	struct buf member;               /* scratch: the "repo" member of one document */
+	struct store_event *evs;
+	size_t n_evs;
+};
+
+static const double DURATION_BUCKETS[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+					   0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
+#define N_DURATION_BUCKETS (sizeof(DURATION_BUCKETS) / sizeof(DURATION_BUCKETS[0]))
+
+struct webhook *webhook_new(const struct webhook_options *opts)
+{
+	static const char *const requests_labels[] = { "receiver", "code", NULL };
+	static const char *const alerts_labels[] = { "receiver", "status", NULL };
+	struct webhook *w;
+
+	assert(opts && opts->cfg && opts->store);
+	w = xcalloc(1, sizeof(*w));
+	w->cfg = opts->cfg;
+	w->store = opts->store;
+	w->auth = opts->auth;
+	w->limits = opts->limits;
+	w->max_events_bytes = opts->max_events_bytes ? opts->max_events_bytes
+						     : WEBHOOK_MAX_EVENTS_BYTES;
+	w->now_ms = opts->now_ms;
+	w->now_ctx = opts->now_ctx;
+	if (opts->metrics) {
+		struct metrics *m = opts->metrics;
+
+		w->requests = metrics_counter(m, "alertbridge_webhook_requests_total",
+					      "Webhook requests answered, by receiver and code.",
+					      requests_labels);
+		w->alerts = metrics_counter(m, "alertbridge_webhook_alerts_total",
+					    "Alerts queued, by receiver and status.",
+					    alerts_labels);
+		w->duration = metrics_histogram(m, "alertbridge_webhook_duration_seconds",
+						"Time spent handling a webhook, commit included.",
+						NULL, DURATION_BUCKETS, N_DURATION_BUCKETS);
+	}
+	return w;
+}
+
+void webhook_free(struct webhook *w)
+{
+	free(w);
+}
+
+static int64_t monotonic_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static int64_t now_ms(const struct webhook *w)
+{
+	struct timespec ts;
+
+	if (w->now_ms)
+		return w->now_ms(w->now_ctx);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Append s as a JSON string (RFC 8259).  Text that is not valid UTF-8 (a
+ * query parameter can be anything) has each byte >= 0x80 written as U+FFFD.
+ * The response body has no size limit, so buf errors cannot happen.
+ */
+static void json_quote(struct buf *b, const char *s)
+{
+	int valid = utf8_valid(s, strlen(s));
+
+	(void)buf_addch(b, '"');
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\') {
+			(void)buf_addch(b, '\\');
+			(void)buf_addch(b, (char)*c);
+		} else if (*c == '\n') {
+			(void)buf_adds(b, "\\n");
+		} else if (*c == '\t') {
+			(void)buf_adds(b, "\\t");
+		} else if (*c == '\r') {
+			(void)buf_adds(b, "\\r");
+		} else if (*c < 0x20 || *c == 0x7f) {
+			(void)buf_printf(b, "\\u%04x", *c);
+		} else if (*c >= 0x80 && !valid) {
+			(void)buf_adds(b, "\\ufffd");
+		} else {
+			(void)buf_addch(b, (char)*c);
+		}
+	}
+	(void)buf_addch(b, '"');
+}
+
+/* Reject with status: reason for the log, msg for the body (printf format). */
+static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
+	PRINTF_LIKE(4, 5);
+
+static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->status = status;
+	r->reason = reason;
+	buf_reset(&r->msg);
+	va_start(ap, fmt);
+	(void)buf_vprintf(&r->msg, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+/* application/json, any case, optionally followed by parameters (RFC 9110 8.3.1). */
+static int content_type_is_json(const char *ct)
+{
+	static const char want[] = "application/json";
+
+	if (!ct)
+		return 0;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
+		return 0;
+	ct += sizeof(want) - 1;
+	while (*ct == ' ' || *ct == '\t')
+		ct++;
+	return *ct == '\0' || *ct == ';';
+}
+
+/* An empty query parameter or label counts as absent: NULL. */
+static const char *non_empty(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+/* Check ?repo= and every alert's alertbridge_repo label; 0 when all are valid. */
+static int check_repos(struct request *r)
+{
+	struct buf why = BUF_INIT;
+	int status = 0;
+
+	if (r->query_repo && issue_repo_valid(r->query_repo, &why) != ERR_OK) {
+		status = reject(r, 400, "invalid repo query parameter", "query parameter repo: %s",
+				buf_str(&why));
+		goto out;
+	}
+	for (size_t i = 0; i < r->p->n_alerts; i++) {
+		const char *label = non_empty(am_labels_get(&r->p->alerts[i].labels,
+							    WEBHOOK_REPO_LABEL));
+
+		if (label && issue_repo_valid(label, &why) != ERR_OK) {
+			snprintf(r->field, sizeof(r->field), "alerts[%zu].labels.%s", i,
+				 WEBHOOK_REPO_LABEL);
+			status = reject(r, 400, "invalid repo label", "%s", buf_str(&why));
+			goto out;
+		}
+	}
+out:
+	buf_release(&why);
+	return status;
+}
+
+/* The repository of alert i: its label, else ?repo=, else the receiver's. */
+static const char *repo_of(const struct request *r, size_t i)
+{
+	const char *label = non_empty(am_labels_get(&r->p->alerts[i].labels, WEBHOOK_REPO_LABEL));
+
+	if (label)
+		return label;
+	return r->query_repo ? r->query_repo : r->rcv->repo;
+}
+
+/*
+ * Append alert i's document with "repo" added, then a NUL.  am_event_json()
+ * writes a compact object, so its closing brace is replaced by the new
+ * member: no second parse.  The member is built in r->member (reused across
+ * alerts) so that hitting the size limit never leaves half of it behind.
+ */
+static enum err add_doc(struct request *r, size_t i)
+{
+	struct buf *d = &r->docs;
+	size_t start = d->len;
+	enum err rc;
+
+	rc = am_event_json(r->p, i, d);
+	if (rc != ERR_OK)
+		goto out;
+	assert(d->len > start && d->data[d->len - 1] == '}');
+	buf_reset(&r->member);
+	(void)buf_adds(&r->member, ",\"repo\":");
+	json_quote(&r->member, repo_of(r, i));
+	(void)buf_add(&r->member, "}", 2);  /* with the NUL that ends the document */
+	buf_truncate(d, d->len - 1);
+	rc = buf_add(d, r->member.data, r->member.len);
+out:
+	if (rc != ERR_OK)
+		buf_truncate(d, start);
+	return rc;
+}
+
+static void fill_event(const struct request *r, struct store_event *ev, int64_t received_ms)
+{
+	ev->kind = (char *)"bridge";
+	ev->receiver = r->rcv->name;
+	ev->received_at_ms = received_ms;
+}
+
+/* issue_per: alert - one event per alert. */
+static enum err build_alert_events(struct request *r, int64_t received_ms)
+{
+	const struct am_payload *p = r->p;
+	const char *doc;
+	enum err rc = ERR_OK;
+
+	r->evs = xcalloc(p->n_alerts, sizeof(*r->evs));
+	r->n_evs = p->n_alerts;
+	for (size_t i = 0; i < p->n_alerts && rc == ERR_OK; i++)
+		rc = add_doc(r, i);
+	if (rc != ERR_OK)
+		return rc;
+	/* The buffer no longer moves: point each event at its document. */
+	doc = r->docs.data;
+	for (size_t i = 0; i < p->n_alerts; i++) {
+		struct store_event *ev = &r->evs[i];
+		const struct am_alert *a = &p->alerts[i];
+
+		fill_event(r, ev, received_ms);
+		ev->key = (char *)a->fingerprint;
+		ev->status = (char *)a->status;
+		ev->starts_at_ms = a->starts_at_ms;
+		ev->ends_at_ms = a->ends_at_ms;
+		ev->payload = (char *)doc;
+		doc += strlen(doc) + 1;
+	}
+	return ERR_OK;
+}
+
+/* issue_per: group - one event for the payload (see webhook.h). */
+static enum err build_group_event(struct request *r, int64_t received_ms, char key[65])
+{
+	const struct am_payload *p = r->p;
+	struct store_event *ev;
+	int resolved = strcmp(p->status, "resolved") == 0;
+	enum err rc;
+
+	rc = add_doc(r, 0);
+	if (rc != ERR_OK)
+		return rc;
+	issue_group_key_hash(p->group_key, key);
+	r->evs = xcalloc(1, sizeof(*r->evs));
+	r->n_evs = 1;
+	ev = &r->evs[0];
+	fill_event(r, ev, received_ms);
+	ev->key = key;
+	ev->status = (char *)p->status;
+	ev->payload = r->docs.data;
+	ev->starts_at_ms = p->alerts[0].starts_at_ms;
+	for (size_t i = 0; i < p->n_alerts; i++) {
+		const struct am_alert *a = &p->alerts[i];
+
+		if (a->starts_at_ms < ev->starts_at_ms)
+			ev->starts_at_ms = a->starts_at_ms;
+		if (resolved && a->ends_at_ms > ev->ends_at_ms)
+			ev->ends_at_ms = a->ends_at_ms;
+	}
+	return ERR_OK;
+}
+
+/* Steps 1-7 of webhook.h; returns the HTTP status, with r filled for the answer. */
+static int intake(struct webhook *w, struct request *r)
+{
+	const struct srv_request *req = r->req;
+	struct am_error aerr;
+	char group_key[65];
+	enum err rc;
+
+	if (auth_check(w->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
+		r->reason = "unauthorized";
+		return r->status = 401;
+	}
+	if (!content_type_is_json(srv_header(req, "Content-Type")))
+		return reject(r, 415, "unsupported content type",
+			      "unsupported Content-Type: want application/json");
+	if (am_parse(req->body, req->body_len, &w->limits, &r->p, &aerr) != ERR_OK) {
+		snprintf(r->field, sizeof(r->field), "%s", aerr.field);
+		return reject(r, 400, "invalid payload", "%s", aerr.message);
+	}
+	r->asked = non_empty(srv_query(req, "receiver"));
+	if (!r->asked)
+		r->asked = r->p->receiver_name;
+	r->rcv = cfg_receiver_find(w->cfg, r->asked);
+	if (!r->rcv)
+		return reject(r, 404, "unknown receiver", "unknown receiver \"%s\"", r->asked);
+	r->query_repo = non_empty(srv_query(req, "repo"));
+	if (check_repos(r))
+		return r->status;
+
+	buf_init(&r->docs, w->max_events_bytes);
+	if (r->rcv->issue_per == CFG_ISSUE_PER_GROUP)
+		rc = build_group_event(r, now_ms(w), group_key);
+	else
+		rc = build_alert_events(r, now_ms(w));
+	if (rc != ERR_OK)
+		return reject(r, 413, "payload too large",
+			      "events of this payload exceed %zu bytes", w->max_events_bytes);
+
+	rc = store_enqueue(w->store, r->evs, r->n_evs, &r->detail);
+	if (rc == ERR_DB)
+		return reject(r, 503, "store unavailable", "store unavailable: %s",
+			      buf_str(&r->detail));
+	if (rc != ERR_OK)  /* an event we built is incomplete: a bug, but answer it */
+		return reject(r, 500, "internal error", "internal error: %s", buf_str(&r->detail));
+	return r->status = 200;
+}
+
+static void answer(const struct webhook *w, struct request *r, struct srv_response *res)
+{
+	struct buf *b = &res->body;
+
+	res->status = r->status;
+	res->content_type = "application/json";
+	if (r->status == 200) {
+		(void)buf_adds(b, "{\"status\":\"ok\",\"receiver\":");
+		json_quote(b, r->rcv->name);
+		(void)buf_printf(b, ",\"alerts\":%zu}", r->p->n_alerts);
+		return;
+	}
+	(void)buf_adds(b, "{\"error\":");
+	json_quote(b, r->status == 401 ? "unauthorized" : buf_str(&r->msg));
+	if (r->field[0]) {
+		(void)buf_adds(b, ",\"field\":");
+		json_quote(b, r->field);
+	}
+	if (r->status == 404) {
+		(void)buf_adds(b, ",\"receiver\":");
+		json_quote(b, r->asked);
+	}
+	(void)buf_addch(b, '}');
+	/* Header names and values here are constants: srv_response_header cannot fail. */
+	if (r->status == 401 && auth_challenge(w->auth))
+		(void)!srv_response_header(res, "WWW-Authenticate", auth_challenge(w->auth));
+	if (r->status == 503) {
+		char retry[16];
+
+		snprintf(retry, sizeof(retry), "%d", WEBHOOK_RETRY_AFTER_S);
+		(void)!srv_response_header(res, "Retry-After", retry);
+	}
+}
+
+static void log_request(const struct request *r, int64_t duration_us)
+{
+	enum log_level level = r->status >= 500 ? LOG_ERROR : LOG_WARN;
+	struct log_line *l;
+
+	if (r->status == 200) {
+		l = log_begin(LOG_DEBUG, "webhook request");
+		log_int(l, "code", r->status);
+		log_str(l, "receiver", r->rcv->name);
+		log_int(l, "alerts", (int64_t)r->p->n_alerts);
+		log_int(l, "events", (int64_t)r->n_evs);
+		log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
+		log_end(l);
+		return;
+	}
+	l = log_begin(level, "webhook rejected");
+	log_int(l, "code", r->status);
+	log_str(l, "reason", r->reason);
+	/* The name asked for is client input: bounded, and escaped by the logger. */
+	if (r->asked)
+		log_strn(l, "receiver", r->asked, strnlen(r->asked, 128));
+	if (r->field[0])
+		log_str(l, "field", r->field);
+	log_str(l, "error", buf_str(&r->msg));
+	log_str(l, "remote", srv_remote_addr(r->req));
+	log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
+	log_end(l);
+}
+
+static void observe(const struct webhook *w, const struct request *r, int64_t duration_us)
+{
+	const char *receiver = r->rcv ? r->rcv->name : "";
+	char code[8];
+	const char *req_labels[] = { receiver, code };
+
+	if (!w->requests)
+		return;
+	snprintf(code, sizeof(code), "%d", r->status);
+	metric_add(w->requests, req_labels, 1);
+	metric_observe(w->duration, NULL, (double)duration_us / 1e6);
+	if (r->status == 200) {
+		size_t firing = 0;
+		const char *firing_labels[] = { receiver, "firing" };
+		const char *resolved_labels[] = { receiver, "resolved" };
+
+		for (size_t i = 0; i < r->p->n_alerts; i++)
+			firing += r->p->alerts[i].firing != 0;
+		if (firing)
+			metric_add(w->alerts, firing_labels, (double)firing);
+		if (firing < r->p->n_alerts)
+			metric_add(w->alerts, resolved_labels, (double)(r->p->n_alerts - firing));
+	}
+}
+
+static void request_release(struct request *r)
+{
+	am_payload_free(r->p);
+	buf_release(&r->msg);
+	buf_release(&r->detail);
+	buf_release(&r->docs);
+	buf_release(&r->member);
+	free(r->evs);
+}
+
+void webhook_handle(void *ctx, const struct srv_request *req, struct srv_response *res)
+{
+	struct webhook *w = ctx;
+	struct request r;
+	int64_t start_us = monotonic_us(), duration_us;
+
+	memset(&r, 0, sizeof(r));
+	r.req = req;
+	(void)intake(w, &r);
+	answer(w, &r, res);
+	duration_us = monotonic_us() - start_us;
+	observe(w, &r, duration_us);
+	log_request(&r, duration_us);
+	request_release(&r);
+}

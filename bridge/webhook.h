@@ -1,0 +1,120 @@
+/*
+ * webhook.h - the bridge's intake: POST /v1/webhook from Alertmanager.
+ *
+ * Authenticates the request (core/auth.h), parses the version-4 payload
+ * (bridge/am.h), routes it to a configured receiver and repository, and
+ * queues one event per alert (or one per group) in the store's durable inbox
+ * (core/store.h, group commit).  The answer follows DESIGN.md "HTTP answers
+ * to Alertmanager": Alertmanager retries only 5xx, so every 4xx means
+ * "this request can never succeed", and 200 means "committed".
+ */
+#ifndef AB_WEBHOOK_H
+#define AB_WEBHOOK_H
+
+#include <stdint.h>
+
+#include "bridge/am.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "core/http_server.h"
+#include "core/metrics.h"
+#include "core/store.h"
+
+struct webhook;
+
+/* The label with which an alert chooses its own repository. */
+#define WEBHOOK_REPO_LABEL "alertbridge_repo"
+/* Seconds sent in Retry-After with a 503. */
+#define WEBHOOK_RETRY_AFTER_S 5
+/* Default of webhook_options.max_events_bytes. */
+#define WEBHOOK_MAX_EVENTS_BYTES ((size_t)64 << 20)
+
+struct webhook_options {
+	const struct config *cfg;  /* receivers; required, must outlive the webhook */
+	struct store *store;       /* required, must outlive the webhook */
+	struct metrics *metrics;   /* NULL: no metrics */
+	const struct auth *auth;   /* NULL (or AUTH_NONE): no authentication */
+	struct am_options limits;  /* passed to am_parse(); zero fields take its defaults */
+	/*
+	 * Most bytes of event documents one request may queue (each alert's
+	 * document repeats the group context, so N alerts can expand a body N
+	 * times); past it the answer is 413.  0: WEBHOOK_MAX_EVENTS_BYTES.
+	 */
+	size_t max_events_bytes;
+	/* The clock for received_at_ms, in ms since the epoch; NULL: CLOCK_REALTIME. */
+	int64_t (*now_ms)(void *now_ctx);
+	void *now_ctx;
+};
+
+/*
+ * A new intake; opts is copied (not what it points to).  Never NULL (cfg
+ * and store must be set: a bug otherwise).  When opts->metrics is set it
+ * registers there:
+ *   alertbridge_webhook_requests_total{receiver,code}   counter, every answer
+ *   alertbridge_webhook_alerts_total{receiver,status}   counter, alerts committed
+ *   alertbridge_webhook_duration_seconds                histogram, handler time
+ * The receiver label is a configured receiver's name, or "" when the request
+ * was rejected before one was found (so label values stay bounded whatever
+ * clients send).
+ */
+struct webhook *webhook_new(const struct webhook_options *opts);
+
+/* Free w; w may be NULL.  No webhook_handle() may be running. */
+void webhook_free(struct webhook *w);
+
+/*
+ * The srv_handler for srv_route(s, "POST", "/v1/webhook", webhook_handle, w);
+ * ctx is the struct webhook.  Thread-safe: every call owns what it allocates.
+ * Every answer is application/json.  In order:
+ *
+ * 401 {"error":"unauthorized"} with WWW-Authenticate (auth_challenge()) when
+ *     auth_check() fails on the Authorization header.
+ * 415 {"error":"unsupported Content-Type: want application/json"} unless the
+ *     Content-Type is application/json, case-insensitive, parameters such as
+ *     "; charset=utf-8" allowed.  (413 is the server's, before the handler.)
+ * 400 {"error": <am_error.message>, "field": <am_error.field>} when am_parse()
+ *     rejects the body; "field" is left out when empty.
+ * 404 {"error":"unknown receiver \"x\"","receiver":"x"} when no receiver of
+ *     the config is named x: the query's ?receiver= when given and non-empty,
+ *     else the payload's receiver with regexp.QuoteMeta undone.
+ * 400 when a repository override is not "owner/name" (issue_repo_valid()):
+ *     {"error":"query parameter repo: <why>"} for ?repo=, or
+ *     {"error":"<why>","field":"alerts[i].labels.alertbridge_repo"} for a
+ *     label (every alert's label is checked).  The repository of an alert is
+ *     its label alertbridge_repo, else ?repo=, else the receiver's repo; an
+ *     empty value counts as absent (as an empty Prometheus label does).
+ * 413 {"error":"events of this payload exceed N bytes"} when the queued
+ *     documents would pass max_events_bytes.
+ * 503 {"error":"store unavailable: <store_enqueue's message>"} with
+ *     Retry-After: 5 when the store cannot commit (ERR_DB); 500
+ *     {"error":"internal error: ..."} for any other store error (a bug).
+ * 200 {"status":"ok","receiver":"<name>","alerts":N} once store_enqueue()
+ *     committed, N being the number of alerts in the payload.
+ *
+ * Nothing of a rejected request is stored.  Queued events (all with kind
+ * "bridge", the receiver's configured name and received_at_ms = now):
+ *
+ * issue_per: alert - one event per alert, in payload order: key = the alert's
+ *   fingerprint, status, starts_at_ms and ends_at_ms = the alert's; payload =
+ *   am_event_json() of the alert with one more member, "repo" (the resolved
+ *   repository), appended last (the document is extended, not re-parsed).
+ * issue_per: group - one event for the whole payload: key =
+ *   issue_group_key_hash(groupKey), status = the group's status, starts_at_ms =
+ *   the earliest startsAt of its alerts, ends_at_ms = the latest endsAt when
+ *   the group is resolved (else 0), payload = the document of the FIRST alert
+ *   (which carries the group context: groupKey, groupLabels, commonLabels,
+ *   commonAnnotations, externalURL) plus "repo", resolved from that first
+ *   alert's label.  The first alert stands for the group because Alertmanager
+ *   sorts a group's alerts by their labels before sending (dispatch: a stable
+ *   sort of types.AlertSlice), so it stays the same while the group's members
+ *   do; the other alerts reach the issue only through the group context.
+ *
+ * Logs one line per request: "webhook request" at debug when accepted
+ * (code, receiver, alerts, events, duration_ms), else "webhook rejected" at
+ * warn (error for 5xx) with code, reason, receiver (as asked, at most 128
+ * bytes), field, error, remote address and duration_ms; never the body or
+ * credentials.
+ */
+void webhook_handle(void *ctx, const struct srv_request *req, struct srv_response *res);
+
+#endif

@@ -1,0 +1,256 @@
+/*
+ * auth.c - bearer and Basic authentication of webhook requests.
+ *
+ * Only SHA-256 digests of the configured secrets are kept; a presented
+ * secret is hashed and the digests are compared with CRYPTO_memcmp(), which
+ * makes the comparison independent of the secret's length and of where the
+ * first differing byte is (the hash time depends only on what the client sent).
+ */
+#include "auth.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "xalloc.h"
+
+#include "banned.h"
+
+#define DIGEST_LEN 32
+
+struct auth {
+	enum auth_mode mode;
+	unsigned char secret[DIGEST_LEN];  /* bearer token, or basic password */
+	unsigned char user[DIGEST_LEN];    /* basic username */
+};
+
+static void digest(const void *p, size_t n, unsigned char out[DIGEST_LEN])
+{
+	unsigned int len = 0;
+
+	/* SHA-256 of a memory buffer fails only when memory is exhausted: as xmalloc. */
+	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) || len != DIGEST_LEN)
+		abort();
+}
+
+/* Non-zero when the digest of p[0..n) equals want; constant time in want. */
+static int digest_equal(const void *p, size_t n, const unsigned char want[DIGEST_LEN])
+{
+	unsigned char got[DIGEST_LEN];
+	int eq;
+
+	digest(p, n, got);
+	eq = CRYPTO_memcmp(got, want, DIGEST_LEN) == 0;
+	OPENSSL_cleanse(got, sizeof(got));
+	return eq;
+}
+
+enum err auth_new(const struct cfg_webhook *wh, struct auth **out, struct buf *errmsg)
+{
+	struct auth *a = NULL;
+	const struct cfg_basic_auth *ba;
+	enum err rc = ERR_INVALID;
+
+	*out = NULL;
+	a = xcalloc(1, sizeof(*a));
+	if (!wh) {
+		a->mode = AUTH_NONE;
+		rc = ERR_OK;
+		goto out;
+	}
+	ba = &wh->basic_auth;
+	if (wh->bearer_token && ba->username) {
+		buf_setf(errmsg, "webhook: bearer_token_file and basic_auth are exclusive");
+		goto out;
+	}
+	if (wh->bearer_token) {
+		if (!*wh->bearer_token) {
+			buf_setf(errmsg, "webhook: bearer token is empty");
+			goto out;
+		}
+		a->mode = AUTH_BEARER;
+		digest(wh->bearer_token, strlen(wh->bearer_token), a->secret);
+	} else if (ba->username) {
+		if (!*ba->username) {
+			buf_setf(errmsg, "webhook.basic_auth: username is empty");
+			goto out;
+		}
+		if (strchr(ba->username, ':')) {
+			buf_setf(errmsg, "webhook.basic_auth: username must not contain ':'");
+			goto out;
+		}
+		if (!ba->password) {
+			buf_setf(errmsg, "webhook.basic_auth: no password");
+			goto out;
+		}
+		a->mode = AUTH_BASIC;
+		digest(ba->username, strlen(ba->username), a->user);
+		digest(ba->password, strlen(ba->password), a->secret);
+	} else {
+		a->mode = AUTH_NONE;
+	}
+	rc = ERR_OK;
+out:
+	if (rc == ERR_OK)
+		*out = a;
+	else
+		auth_free(a);
+	return rc;
+}
+
+void auth_free(struct auth *a)
+{
+	if (!a)
+		return;
+	OPENSSL_cleanse(a, sizeof(*a));
+	free(a);
+}
+
+enum auth_mode auth_mode(const struct auth *a)
+{
+	return a ? a->mode : AUTH_NONE;
+}
+
+const char *auth_challenge(const struct auth *a)
+{
+	switch (auth_mode(a)) {
+	case AUTH_NONE:
+		return NULL;
+	case AUTH_BEARER:
+		return "Bearer realm=\"alertbridge\"";
+	case AUTH_BASIC:
+		return "Basic realm=\"alertbridge\", charset=\"UTF-8\"";
+	}
+	return NULL;
+}
+
+/* The 6-bit value of base64 character c (RFC 4648 table 1), or -1. */
+static int b64_value(unsigned char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * Decode s[0..n) (standard alphabet, padded to a multiple of 4) into out,
+ * which holds n / 4 * 3 bytes.  Returns the decoded length, or -1 when s is
+ * not valid base64 ('=' only as the last one or two characters).
+ */
+static long b64_decode(const char *s, size_t n, unsigned char *out)
+{
+	size_t o = 0;
+
+	if (n == 0 || n % 4 != 0)
+		return -1;
+	for (size_t i = 0; i < n; i += 4) {
+		int v[4];
+		int pad = 0;
+
+		for (int k = 0; k < 4; k++) {
+			unsigned char c = (unsigned char)s[i + k];
+
+			if (c == '=' && i + 4 == n && k >= 2) {
+				pad++;
+				v[k] = 0;
+				continue;
+			}
+			if (pad)  /* data after '=' */
+				return -1;
+			v[k] = b64_value(c);
+			if (v[k] < 0)
+				return -1;
+		}
+		out[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
+		if (pad < 2)
+			out[o++] = (unsigned char)((v[1] & 0x0f) << 4 | v[2] >> 2);
+		if (pad < 1)
+			out[o++] = (unsigned char)((v[2] & 0x03) << 6 | v[3]);
+	}
+	return (long)o;
+}
+
+static enum err check_basic(const struct auth *a, const char *cred, size_t n,
+			    struct buf *errmsg)
+{
+	unsigned char dec[AUTH_MAX_CREDENTIALS_BYTES / 4 * 3];
+	const unsigned char *colon;
+	long len;
+	int ok;
+	enum err rc = ERR_AUTH;
+
+	len = b64_decode(cred, n, dec);
+	if (len < 0) {
+		buf_setf(errmsg, "malformed basic credentials: not valid base64");
+		goto out;
+	}
+	colon = memchr(dec, ':', (size_t)len);
+	if (!colon) {
+		buf_setf(errmsg, "malformed basic credentials: no ':' between user and password");
+		goto out;
+	}
+	/* Both halves are always compared: no hint which one was wrong. */
+	ok = digest_equal(dec, (size_t)(colon - dec), a->user);
+	ok &= digest_equal(colon + 1, (size_t)(dec + len - colon - 1), a->secret);
+	if (!ok) {
+		buf_setf(errmsg, "invalid username or password");
+		goto out;
+	}
+	rc = ERR_OK;
+out:
+	OPENSSL_cleanse(dec, sizeof(dec));
+	return rc;
+}
+
+enum err auth_check(const struct auth *a, const char *authorization_header, struct buf *errmsg)
+{
+	const char *scheme, *cred, *h = authorization_header;
+	size_t scheme_len, n;
+
+	if (auth_mode(a) == AUTH_NONE)
+		return ERR_OK;
+	if (!h || !*h) {
+		buf_setf(errmsg, "missing Authorization header");
+		return ERR_AUTH;
+	}
+	scheme = a->mode == AUTH_BEARER ? "Bearer" : "Basic";
+	scheme_len = strlen(scheme);
+	if (strncasecmp(h, scheme, scheme_len) != 0 ||
+	    (h[scheme_len] != ' ' && h[scheme_len] != '\0')) {
+		buf_setf(errmsg, "authorization scheme is not %s", scheme);
+		return ERR_AUTH;
+	}
+	cred = h + scheme_len;
+	while (*cred == ' ')
+		cred++;
+	n = strlen(cred);
+	while (n > 0 && (cred[n - 1] == ' ' || cred[n - 1] == '\t'))
+		n--;
+	if (n == 0) {
+		buf_setf(errmsg, "missing credentials after the scheme");
+		return ERR_AUTH;
+	}
+	if (n > AUTH_MAX_CREDENTIALS_BYTES) {
+		buf_setf(errmsg, "credentials too long");
+		return ERR_AUTH;
+	}
+	if (a->mode == AUTH_BASIC)
+		return check_basic(a, cred, n, errmsg);
+	if (!digest_equal(cred, n, a->secret)) {
+		buf_setf(errmsg, "invalid bearer token");
+		return ERR_AUTH;
+	}
+	return ERR_OK;
+}

@@ -1,0 +1,305 @@
+/*
+ * test_auth.c - webhook authentication: bearer and Basic checks, malformed
+ * headers, configuration errors, challenges, and that no errmsg ever carries
+ * a secret or any part of the presented header.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/auth.h"
+
+#define TOKEN "s3cr3t-T0ken"
+#define USER "alertmanager"
+#define PASS "p4ss:w0rd"  /* a ':' in the password is allowed (RFC 7617) */
+
+/* Fragments of secrets and of the presented headers no message may contain. */
+static const char *const SECRETS[] = { TOKEN, "s3cr3t", PASS, "p4ss", "w0rd", "wrong-token",
+				       "YWxlcnRtYW5hZ2VyOnA0c3M6dzByZA", "bm9jb2xvbg" };
+
+static void assert_no_secret(const char *msg)
+{
+	for (size_t i = 0; i < sizeof(SECRETS) / sizeof(SECRETS[0]); i++)
+		if (strstr(msg, SECRETS[i]))
+			fail_msg("message \"%s\" contains the secret \"%s\"", msg, SECRETS[i]);
+}
+
+static struct auth *bearer(void)
+{
+	struct cfg_webhook wh = { 0 };
+	struct auth *a = NULL;
+
+	wh.bearer_token = (char *)TOKEN;
+	assert_int_equal(auth_new(&wh, &a, NULL), ERR_OK);
+	assert_non_null(a);
+	return a;
+}
+
+static struct auth *basic(void)
+{
+	struct cfg_webhook wh = { 0 };
+	struct auth *a = NULL;
+
+	wh.basic_auth.username = (char *)USER;
+	wh.basic_auth.password = (char *)PASS;
+	assert_int_equal(auth_new(&wh, &a, NULL), ERR_OK);
+	assert_non_null(a);
+	return a;
+}
+
+/* auth_check(a, header) must fail with ERR_AUTH and exactly want as errmsg. */
+static void check_rejects(const struct auth *a, const char *header, const char *want)
+{
+	struct buf msg = BUF_INIT;
+
+	assert_int_equal(auth_check(a, header, &msg), ERR_AUTH);
+	assert_string_equal(buf_str(&msg), want);
+	assert_no_secret(buf_str(&msg));
+	buf_release(&msg);
+}
+
+static void check_accepts(const struct auth *a, const char *header)
+{
+	struct buf msg = BUF_INIT;
+
+	if (auth_check(a, header, &msg) != ERR_OK)
+		fail_msg("\"%s\" rejected: %s", header, buf_str(&msg));
+	assert_string_equal(buf_str(&msg), "");
+	buf_release(&msg);
+}
+
+static void bearer_ok(void **state)
+{
+	struct auth *a = bearer();
+
+	(void)state;
+	assert_int_equal(auth_mode(a), AUTH_BEARER);
+	check_accepts(a, "Bearer " TOKEN);
+	check_accepts(a, "bearer " TOKEN);   /* scheme is case-insensitive */
+	check_accepts(a, "BEARER " TOKEN);
+	check_accepts(a, "Bearer " TOKEN " \t");  /* trailing OWS */
+	auth_free(a);
+}
+
+static void bearer_extra_spaces(void **state)
+{
+	struct auth *a = bearer();
+
+	(void)state;
+	check_accepts(a, "Bearer   " TOKEN);  /* 1*SP (RFC 9110 11.4) */
+	check_rejects(a, "Bearer", "missing credentials after the scheme");
+	check_rejects(a, "Bearer    ", "missing credentials after the scheme");
+	check_rejects(a, "Bearer " TOKEN " x", "invalid bearer token");
+	check_rejects(a, "Bearer\t" TOKEN, "authorization scheme is not Bearer");
+	auth_free(a);
+}
+
+static void bearer_wrong(void **state)
+{
+	struct auth *a = bearer();
+
+	(void)state;
+	check_rejects(a, "Bearer wrong-token", "invalid bearer token");
+	check_rejects(a, "Bearer " TOKEN "x", "invalid bearer token");   /* longer */
+	check_rejects(a, "Bearer s3cr3t", "invalid bearer token");       /* prefix */
+	check_rejects(a, "Bearer S3CR3T-T0KEN", "invalid bearer token");  /* case matters */
+	auth_free(a);
+}
+
+static void bearer_missing(void **state)
+{
+	struct auth *a = bearer();
+
+	(void)state;
+	check_rejects(a, NULL, "missing Authorization header");
+	check_rejects(a, "", "missing Authorization header");
+	auth_free(a);
+}
+
+static void bearer_wrong_scheme(void **state)
+{
+	struct auth *a = bearer();
+
+	(void)state;
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2VyOnA0c3M6dzByZA==",
+		      "authorization scheme is not Bearer");
+	check_rejects(a, TOKEN, "authorization scheme is not Bearer");  /* no scheme */
+	check_rejects(a, "Bearer" TOKEN, "authorization scheme is not Bearer");
+	check_rejects(a, "Token " TOKEN, "authorization scheme is not Bearer");
+	auth_free(a);
+}
+
+static void bearer_too_long(void **state)
+{
+	struct auth *a = bearer();
+	char h[8 + AUTH_MAX_CREDENTIALS_BYTES + 2];
+
+	(void)state;
+	memcpy(h, "Bearer ", 7);
+	memset(h + 7, 'a', AUTH_MAX_CREDENTIALS_BYTES + 1);
+	h[7 + AUTH_MAX_CREDENTIALS_BYTES + 1] = '\0';
+	check_rejects(a, h, "credentials too long");
+	auth_free(a);
+}
+
+/* base64("alertmanager:p4ss:w0rd") */
+#define GOOD_BASIC "YWxlcnRtYW5hZ2VyOnA0c3M6dzByZA=="
+
+static void basic_ok(void **state)
+{
+	struct auth *a = basic();
+
+	(void)state;
+	assert_int_equal(auth_mode(a), AUTH_BASIC);
+	check_accepts(a, "Basic " GOOD_BASIC);
+	check_accepts(a, "basic  " GOOD_BASIC " ");
+	auth_free(a);
+}
+
+static void basic_wrong_user(void **state)
+{
+	struct auth *a = basic();
+
+	(void)state;
+	/* base64("alertmanagex:p4ss:w0rd") */
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2V4OnA0c3M6dzByZA==", "invalid username or password");
+	/* base64(":p4ss:w0rd"): empty user */
+	check_rejects(a, "Basic OnA0c3M6dzByZA==", "invalid username or password");
+	auth_free(a);
+}
+
+static void basic_wrong_password(void **state)
+{
+	struct auth *a = basic();
+
+	(void)state;
+	/* base64("alertmanager:p4ss") */
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2VyOnA0c3M=", "invalid username or password");
+	/* base64("alertmanager:p4ss:w0rd ") */
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2VyOnA0c3M6dzByZCA=", "invalid username or password");
+	/* base64("alertmanager:") */
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2VyOg==", "invalid username or password");
+	auth_free(a);
+}
+
+static void basic_bad_base64(void **state)
+{
+	struct auth *a = basic();
+	const char *want = "malformed basic credentials: not valid base64";
+
+	(void)state;
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2VyOnA0c3M6dzByZA", want);   /* no padding */
+	check_rejects(a, "Basic YWxlcnRtYW5hZ2VyOnA0c3M6dzByZA=", want);  /* short */
+	check_rejects(a, "Basic YWxl=nRtYW5hZ2VyOnA0c3M6dzByZA==", want); /* '=' inside */
+	check_rejects(a, "Basic YWxl*nRtYW5hZ2VyOnA0c3M6dzByZA==", want); /* not alphabet */
+	check_rejects(a, "Basic YQ=a", want);                             /* data after '=' */
+	check_rejects(a, "Basic ====", want);
+	check_rejects(a, "Basic YWxl cnRt", want);                        /* space inside */
+	auth_free(a);
+}
+
+static void basic_no_colon(void **state)
+{
+	struct auth *a = basic();
+
+	(void)state;
+	/* base64("nocolon") */
+	check_rejects(a, "Basic bm9jb2xvbg==",
+		      "malformed basic credentials: no ':' between user and password");
+	check_rejects(a, "Bearer " TOKEN, "authorization scheme is not Basic");
+	check_rejects(a, NULL, "missing Authorization header");
+	check_rejects(a, "Basic", "missing credentials after the scheme");
+	auth_free(a);
+}
+
+static void open_when_nothing_configured(void **state)
+{
+	struct cfg_webhook wh = { 0 };
+	struct auth *a = NULL;
+
+	(void)state;
+	assert_int_equal(auth_new(&wh, &a, NULL), ERR_OK);
+	assert_int_equal(auth_mode(a), AUTH_NONE);
+	assert_int_equal(auth_check(a, NULL, NULL), ERR_OK);
+	assert_int_equal(auth_check(a, "Bearer anything", NULL), ERR_OK);
+	assert_null(auth_challenge(a));
+	auth_free(a);
+	assert_int_equal(auth_new(NULL, &a, NULL), ERR_OK);
+	assert_int_equal(auth_mode(a), AUTH_NONE);
+	auth_free(a);
+	assert_int_equal(auth_mode(NULL), AUTH_NONE);
+	assert_int_equal(auth_check(NULL, NULL, NULL), ERR_OK);
+	auth_free(NULL);
+}
+
+static void challenges(void **state)
+{
+	struct auth *a = bearer(), *b = basic();
+
+	(void)state;
+	assert_string_equal(auth_challenge(a), "Bearer realm=\"alertbridge\"");
+	assert_string_equal(auth_challenge(b), "Basic realm=\"alertbridge\", charset=\"UTF-8\"");
+	assert_null(auth_challenge(NULL));
+	auth_free(a);
+	auth_free(b);
+}
+
+static void new_rejects(const struct cfg_webhook *wh, const char *want)
+{
+	struct buf msg = BUF_INIT;
+	struct auth *a = (struct auth *)&msg;  /* must be reset to NULL */
+
+	assert_int_equal(auth_new(wh, &a, &msg), ERR_INVALID);
+	assert_null(a);
+	assert_string_equal(buf_str(&msg), want);
+	assert_no_secret(buf_str(&msg));
+	buf_release(&msg);
+}
+
+static void config_errors(void **state)
+{
+	struct cfg_webhook wh = { 0 };
+
+	(void)state;
+	wh.bearer_token = (char *)TOKEN;
+	wh.basic_auth.username = (char *)USER;
+	wh.basic_auth.password = (char *)PASS;
+	new_rejects(&wh, "webhook: bearer_token_file and basic_auth are exclusive");
+	memset(&wh, 0, sizeof(wh));
+	wh.bearer_token = (char *)"";
+	new_rejects(&wh, "webhook: bearer token is empty");
+	memset(&wh, 0, sizeof(wh));
+	wh.basic_auth.username = (char *)"";
+	wh.basic_auth.password = (char *)PASS;
+	new_rejects(&wh, "webhook.basic_auth: username is empty");
+	wh.basic_auth.username = (char *)"a:b";
+	new_rejects(&wh, "webhook.basic_auth: username must not contain ':'");
+	wh.basic_auth.username = (char *)USER;
+	wh.basic_auth.password = NULL;
+	new_rejects(&wh, "webhook.basic_auth: no password");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bearer_ok),
+		cmocka_unit_test(bearer_extra_spaces),
+		cmocka_unit_test(bearer_wrong),
+		cmocka_unit_test(bearer_missing),
+		cmocka_unit_test(bearer_wrong_scheme),
+		cmocka_unit_test(bearer_too_long),
+		cmocka_unit_test(basic_ok),
+		cmocka_unit_test(basic_wrong_user),
+		cmocka_unit_test(basic_wrong_password),
+		cmocka_unit_test(basic_bad_base64),
+		cmocka_unit_test(basic_no_colon),
+		cmocka_unit_test(open_when_nothing_configured),
+		cmocka_unit_test(challenges),
+		cmocka_unit_test(config_errors),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
