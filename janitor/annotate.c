@@ -173,36 +173,37 @@ static bool read_char(const char **p, char c)
  */
 static const char *parse_civil(const char *s, int64_t *out_ms)
 {
+	static const char FORMS[] =
+		"want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
 	const char *p = s;
 	int64_t y, mo, d, h = 0, mi = 0, sec = 0;
 
 	y = read_digits(&p, 4, 4);
 	if (y < 0 || !read_char(&p, '-'))
-		return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+		return FORMS;
 	mo = read_digits(&p, 1, 2);
 	if (mo < 0 || !read_char(&p, '-'))
-		return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+		return FORMS;
 	d = read_digits(&p, 1, 2);
 	if (d < 0)
-		return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+		return FORMS;
 	if (*p == 'T' || *p == 't') {
 		p++;
 		h = read_digits(&p, 1, 2);
 		if (h < 0 || !read_char(&p, ':'))
-			return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+			return FORMS;
 		mi = read_digits(&p, 1, 2);
 		if (mi < 0)
-			return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+			return FORMS;
 		if (read_char(&p, ':')) {
 			sec = read_digits(&p, 1, 2);
 			if (sec < 0 || (*p != 'Z' && *p != 'z'))
-				return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or "
-				       "YYYY-MM-DDTHH:MM:SSZ (UTC)";
+				return FORMS;
 			p++;
 		}
 	}
 	if (*p != '\0')
-		return "want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+		return FORMS;
 	if (y < 1)
 		return "year out of range 0001-9999";
 	if (mo < 1 || mo > 12)
@@ -365,14 +366,16 @@ enum err janitor_pod_state(const struct janitor_kv *kv, size_t n, int64_t creati
 		if (strcasecmp(exempt, "true") == 0) {
 			out->exempt = true;
 		} else if (strcasecmp(exempt, "false") != 0) {
-			bad_annotation(errmsg, JANITOR_ANN_EXEMPT, exempt, "want \"true\" or \"false\"");
+			bad_annotation(errmsg, JANITOR_ANN_EXEMPT, exempt,
+				       "want \"true\" or \"false\"");
 			ok = false;
 		}
 	}
 	if (ttl != NULL) {
 		if (janitor_parse_ttl(ttl, &ttl_ms, &why) != ERR_OK) {
 			if (ok)
-				buf_setf(errmsg, "annotation %s %s", JANITOR_ANN_TTL, buf_str(&why));
+				buf_setf(errmsg, "annotation %s %s", JANITOR_ANN_TTL,
+					 buf_str(&why));
 			ok = false;
 		} else if (ttl_ms == JANITOR_TTL_FOREVER) {
 			out->forever = true;

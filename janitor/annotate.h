@@ -184,7 +184,7 @@ enum janitor_skip {
 struct janitor_decision {
 	enum janitor_action action;
 	enum janitor_skip why;   /* JANITOR_SKIP_NONE unless action is JANITOR_SKIP */
-	int64_t at_ms;           /* WAIT, NOTIFY: the earliest time it may act; else JANITOR_NO_TIME */
+	int64_t at_ms;           /* WAIT, NOTIFY: earliest time it may act; else JANITOR_NO_TIME */
 };
 
 /*

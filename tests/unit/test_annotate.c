@@ -52,7 +52,8 @@ static void parses_all_kube_janitor_forms(void **state)
 	/* kube-janitor tests/test_parse_expiry.py */
 	assert_int_equal(parse_ok("2008-09-26T01:51:42Z"), T_2008_09_26_015142);
 	assert_int_equal(parse_ok("2008-09-26T01:51"), T_2008_09_26_015142 - 42 * S);
-	assert_int_equal(parse_ok("2008-09-26"), T_2008_09_26_015142 - (1 * HOUR + 51 * MIN + 42 * S));
+	assert_int_equal(parse_ok("2008-09-26"),
+			 T_2008_09_26_015142 - (1 * HOUR + 51 * MIN + 42 * S));
 	assert_int_equal(parse_ok("1970-01-01T00:00:00Z"), 0);
 	assert_int_equal(parse_ok("1969-12-31T23:59:59Z"), -1000);
 	assert_int_equal(parse_ok("0001-01-01"), -62135596800000LL);
@@ -74,7 +75,8 @@ static void parses_leap_years_and_month_ends(void **state)
 	assert_time_invalid("2023-02-29", "\"2023-02-29\": day out of range for the month");
 	assert_time_invalid("1900-02-29", "\"1900-02-29\": day out of range for the month");
 	assert_time_invalid("2024-04-31", "\"2024-04-31\": day out of range for the month");
-	assert_time_invalid("2024-02-30T00:00", "\"2024-02-30T00:00\": day out of range for the month");
+	assert_time_invalid("2024-02-30T00:00",
+			    "\"2024-02-30T00:00\": day out of range for the month");
 }
 
 static void rejects_bad_times_naming_them(void **state)
@@ -142,7 +144,8 @@ static void formats_utc_and_round_trips(void **state)
 	assert_int_equal(janitor_format_time(INT64_MIN, out), ERR_INVALID);
 
 	/* every day over four years, leap day and month ends included, both ways */
-	for (int64_t t = T_2023_03_01 - 400 * DAY; t < T_2023_03_01 + 1100 * DAY; t += DAY + 7 * S) {
+	for (int64_t t = T_2023_03_01 - 400 * DAY; t < T_2023_03_01 + 1100 * DAY;
+	     t += DAY + 7 * S) {
 		int64_t back = 0;
 
 		assert_int_equal(janitor_format_time(t, out), ERR_OK);
@@ -389,9 +392,11 @@ static void invalid_annotations_are_named(void **state)
 			     "annotation janitor/exempt \"a\\x22b\\x0a\\x01\": want \"true\" or "
 			     "\"false\"");
 	assert_state_invalid(JANITOR_ANN_EXEMPT,
-			     "0123456789012345678901234567890123456789012345678901234567890123456789",
+			     "01234567890123456789012345678901234567890123456789"
+			     "01234567890123456789",
 			     "annotation janitor/exempt "
-			     "\"0123456789012345678901234567890123456789012345678901234567890123\"...: "
+			     "\"01234567890123456789012345678901234567890123456789"
+			     "01234567890123\"...: "
 			     "want \"true\" or \"false\"");
 }
 
@@ -409,8 +414,9 @@ static void first_invalid_annotation_is_reported(void **state)
 	janitor_kv_sort(kv, NKV(kv));
 	assert_int_equal(janitor_pod_state(kv, NKV(kv), 0, &st, &msg), ERR_INVALID);
 	assert_true(st.invalid);
-	assert_string_equal(buf_str(&msg), "annotation janitor/ttl \"1y\": want a number and a unit "
-					   "s, m, h, d or w (e.g. 60s, 5m, 8h, 7d, 2w), or forever");
+	assert_string_equal(buf_str(&msg),
+			    "annotation janitor/ttl \"1y\": want a number and a unit "
+			    "s, m, h, d or w (e.g. 60s, 5m, 8h, 7d, 2w), or forever");
 	assert_string_equal(st.notify, "#team");
 	buf_release(&msg);
 }
@@ -547,7 +553,8 @@ static void mark_refuses_exempt_forever_invalid(void **state)
 	st = state_of(exempt, 1, 0);
 	assert_int_equal(janitor_mark_patch(&st, 0, DAY, "idle", &p, &msg), ERR_INVALID);
 	assert_int_equal(p.n, 0);
-	assert_string_equal(buf_str(&msg), "pod not marked: it is exempt (janitor/exempt: \"true\")");
+	assert_string_equal(buf_str(&msg),
+			    "pod not marked: it is exempt (janitor/exempt: \"true\")");
 	st = state_of(forever, 1, 0);
 	assert_int_equal(janitor_mark_patch(&st, 0, DAY, "idle", &p, &msg), ERR_INVALID);
 	assert_string_equal(buf_str(&msg), "pod not marked: its janitor/ttl is forever");
