@@ -1,24 +1,751 @@
 /*
  * main.c - alertbridge: Alertmanager webhooks to GitHub issues, and a janitor
  * for idle Kubernetes pods.  This file is the wiring: flags, config, store,
- * server, workers, signals.
+ * server, workers, signals.  Each subcommand is one function; see usage().
  */
+#include <errno.h>
+#include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "bridge/am.h"
+#include "bridge/bridge.h"
+#include "bridge/render.h"
+#include "bridge/view.h"
+#include "bridge/webhook.h"
+#include "core/auth.h"
+#include "core/config.h"
+#include "core/http_client.h"
+#include "core/http_server.h"
 #include "core/log.h"
+#include "core/metrics.h"
+#include "core/rfc3339.h"
+#include "core/store.h"
 #include "core/banned.h"
 
 #ifndef AB_VERSION
 #define AB_VERSION "0.1.0"
 #endif
 
-int main(int argc, char **argv)
+#define DEFAULT_CONFIG "alertbridge.yml"
+
+/* Flags shared by the subcommands, Prometheus style (--name=value or --name value). */
+struct flags {
+	const char *config_file;
+	const char *listen_address;
+	const char *database_path;
+	const char *log_level;
+	const char *log_format;
+	const char *template_file;
+	const char *payload_file;
+	const char *receiver;
+	int alert_index;   /* render: -1 = every alert */
+	int html;          /* render: HTML-escape values */
+	int help;
+	const char *args[4];  /* positional arguments after the subcommand */
+	int nargs;
+};
+
+static const char usage_main[] =
+	"usage: alertbridge [COMMAND] [FLAGS]\n"
+	"\n"
+	"Receives Alertmanager webhooks and keeps one GitHub issue per alert.\n"
+	"\n"
+	"Commands:\n"
+	"  serve                      run the service (the default)\n"
+	"  check-config FILE          validate a configuration file and its templates\n"
+	"  render --template=F --payload=P\n"
+	"                             render a template over an Alertmanager payload\n"
+	"  map list|show KEY|forget KEY\n"
+	"                             inspect or edit the alert-to-issue map\n"
+	"  version                    print the version\n"
+	"\n"
+	"Flags:\n"
+	"  --config.file=FILE         configuration file (default alertbridge.yml)\n"
+	"  --web.listen-address=ADDR  overrides listen_address, e.g. :9095 or 127.0.0.1:9095\n"
+	"  --database.path=FILE       overrides database\n"
+	"  --log.level=LEVEL          debug, info, warn, error (overrides log.level)\n"
+	"  --log.format=FORMAT        logfmt or json (overrides log.format)\n"
+	"  -h, --help                 help for alertbridge or a command\n"
+	"\n"
+	"Environment: GITHUB_TOKEN is the GitHub token when github.token_file is not set.\n"
+	"Run 'alertbridge COMMAND --help' for a command's details.\n";
+
+static const char usage_serve[] =
+	"usage: alertbridge serve [--config.file=FILE] [--web.listen-address=ADDR]\n"
+	"                         [--database.path=FILE] [--log.level=L] [--log.format=F]\n"
+	"\n"
+	"Serves POST /v1/webhook (Alertmanager), GET /metrics, GET /-/healthy, GET /-/ready\n"
+	"and a status page at /.  Without GitHub credentials, or with github.dry_run: true,\n"
+	"every GitHub call is logged instead of made, and the map is still kept.\n"
+	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n";
+
+static const char usage_check[] =
+	"usage: alertbridge check-config FILE\n"
+	"\n"
+	"Loads FILE as the service would (secret files included) and compiles every\n"
+	"template.  Prints SUCCESS and the effective configuration (secrets hidden), or\n"
+	"the first error with its line, and exits 1.\n";
+
+static const char usage_render[] =
+	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N] [--html]\n"
+	"                          [--receiver=NAME]\n"
+	"\n"
+	"Renders the Mustache template FILE over the view model of each alert of the\n"
+	"Alertmanager webhook payload FILE (or only alert N, counting from 0), as the\n"
+	"bridge would, and prints the result.  --html escapes values as issue bodies do;\n"
+	"the default leaves them as titles do.  The view model is in templates/VIEW_MODEL.md.\n";
+
+static const char usage_map[] =
+	"usage: alertbridge map list [--receiver=NAME]\n"
+	"       alertbridge map show KEY [--receiver=NAME]\n"
+	"       alertbridge map forget KEY --receiver=NAME\n"
+	"\n"
+	"Reads the database named by --database.path or the configuration's 'database'.\n"
+	"list: one line per alert: receiver, key, repo#number, state, episode start.\n"
+	"show: every field of the row.  forget: delete the row, so the next firing\n"
+	"creates a new issue.  KEY is the alert fingerprint (or the group hash).\n";
+
+static int parse_flag(const char *arg, const char *name, const char **val, int *i, int argc,
+		      char **argv)
 {
-	if (argc > 1 && !strcmp(argv[1], "version")) {
-		printf("alertbridge %s\n", AB_VERSION);
+	size_t n = strlen(name);
+
+	if (strncmp(arg, name, n))
+		return 0;
+	if (arg[n] == '=') {
+		*val = arg + n + 1;
+		return 1;
+	}
+	if (arg[n] == '\0' && *i + 1 < argc) {
+		*val = argv[++*i];
+		return 1;
+	}
+	return 0;
+}
+
+/* Returns 0, or 2 after printing a usage error. */
+static int parse_flags(int argc, char **argv, int first, struct flags *f)
+{
+	f->alert_index = -1;
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = NULL;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			f->help = 1;
+		} else if (parse_flag(a, "--config.file", &f->config_file, &i, argc, argv) ||
+			   parse_flag(a, "--web.listen-address", &f->listen_address, &i, argc, argv) ||
+			   parse_flag(a, "--database.path", &f->database_path, &i, argc, argv) ||
+			   parse_flag(a, "--log.level", &f->log_level, &i, argc, argv) ||
+			   parse_flag(a, "--log.format", &f->log_format, &i, argc, argv) ||
+			   parse_flag(a, "--template", &f->template_file, &i, argc, argv) ||
+			   parse_flag(a, "--payload", &f->payload_file, &i, argc, argv) ||
+			   parse_flag(a, "--receiver", &f->receiver, &i, argc, argv)) {
+			continue;
+		} else if (parse_flag(a, "--alert", &v, &i, argc, argv)) {
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (*v == '\0' || *end || n < 0 || n > 100000) {
+				fprintf(stderr, "alertbridge: --alert: not an alert index: \"%s\"\n", v);
+				return 2;
+			}
+			f->alert_index = (int)n;
+		} else if (!strcmp(a, "--html")) {
+			f->html = 1;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			fprintf(stderr, "alertbridge: unknown flag \"%s\" (see --help)\n", a);
+			return 2;
+		} else if (f->nargs < (int)(sizeof(f->args) / sizeof(f->args[0]))) {
+			f->args[f->nargs++] = a;
+		} else {
+			fprintf(stderr, "alertbridge: unexpected argument \"%s\"\n", a);
+			return 2;
+		}
+	}
+	return 0;
+}
+
+static int setup_logging(const struct config *cfg, const struct flags *f)
+{
+	enum log_level level = cfg ? cfg->log.level : LOG_INFO;
+	enum log_format format = cfg ? cfg->log.format : LOG_LOGFMT;
+
+	if (f->log_level && log_level_parse(f->log_level, &level)) {
+		fprintf(stderr, "alertbridge: --log.level: expected debug, info, warn or error, got \"%s\"\n",
+			f->log_level);
+		return 2;
+	}
+	if (f->log_format && log_format_parse(f->log_format, &format)) {
+		fprintf(stderr, "alertbridge: --log.format: expected logfmt or json, got \"%s\"\n",
+			f->log_format);
+		return 2;
+	}
+	log_setup(level, format);
+	return 0;
+}
+
+static struct config *load_config(const char *path)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+
+	if (cfg_load(path, &cfg, &err)) {
+		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
+		cfg = NULL;
+	}
+	buf_release(&err);
+	return cfg;
+}
+
+/* ---- serve ---- */
+
+struct service {
+	struct config *cfg;
+	struct store *store;
+	struct metrics *metrics;
+	struct render *render;
+	struct auth *auth;
+	struct webhook *webhook;
+	struct bridge *bridge;
+	struct srv *srv;
+	int ready;
+};
+
+static void handle_health(void *ctx, const struct srv_request *req, struct srv_response *res)
+{
+	(void)ctx;
+	(void)req;
+	res->status = 200;
+	res->content_type = "text/plain; charset=utf-8";
+	buf_adds(&res->body, "Healthy.\n");
+}
+
+static void handle_ready(void *ctx, const struct srv_request *req, struct srv_response *res)
+{
+	struct service *s = ctx;
+	(void)req;
+	res->content_type = "text/plain; charset=utf-8";
+	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+		res->status = 200;
+		buf_adds(&res->body, "Ready.\n");
+	} else {
+		res->status = 503;
+		buf_adds(&res->body, "Not ready.\n");
+	}
+}
+
+static void handle_metrics(void *ctx, const struct srv_request *req, struct srv_response *res)
+{
+	struct service *s = ctx;
+	(void)req;
+	metrics_process_collect(s->metrics);
+	res->status = 200;
+	res->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	metrics_render(s->metrics, &res->body);
+}
+
+static void html_escape(struct buf *out, const char *s)
+{
+	for (; s && *s; s++) {
+		switch (*s) {
+		case '&': buf_adds(out, "&amp;"); break;
+		case '<': buf_adds(out, "&lt;"); break;
+		case '>': buf_adds(out, "&gt;"); break;
+		case '"': buf_adds(out, "&quot;"); break;
+		default: buf_addch(out, *s);
+		}
+	}
+}
+
+struct status_ctx {
+	struct buf *out;
+	int rows;
+};
+
+static int status_row(void *ctx, const struct store_issue *row)
+{
+	struct status_ctx *sc = ctx;
+	char when[32] = "";
+
+	if (row->episode_starts_ms)
+		rfc3339_format(row->episode_starts_ms, when);
+	buf_adds(sc->out, "<tr><td>");
+	html_escape(sc->out, row->receiver);
+	buf_adds(sc->out, "</td><td><code>");
+	html_escape(sc->out, row->key);
+	buf_adds(sc->out, "</code></td><td>");
+	html_escape(sc->out, row->repo);
+	buf_printf(sc->out, "#%lld</td><td>", (long long)row->number);
+	html_escape(sc->out, row->state);
+	if (row->state_reason) {
+		buf_adds(sc->out, " (");
+		html_escape(sc->out, row->state_reason);
+		buf_adds(sc->out, ")");
+	}
+	buf_printf(sc->out, "</td><td>%s</td><td>", when);
+	html_escape(sc->out, row->dead_reason);
+	buf_adds(sc->out, "</td></tr>\n");
+	return ++sc->rows >= 1000;
+}
+
+static void handle_status(void *ctx, const struct srv_request *req, struct srv_response *res)
+{
+	struct service *s = ctx;
+	struct status_ctx sc = { &res->body, 0 };
+	(void)req;
+
+	res->status = 200;
+	res->content_type = "text/html; charset=utf-8";
+	buf_printf(&res->body,
+		   "<!doctype html><html><head><title>alertbridge</title></head><body>\n"
+		   "<h1>alertbridge %s</h1>\n<p>Queue: %lld pending, %lld dead-lettered. "
+		   "GitHub: %s. <a href=\"/metrics\">Metrics</a>.</p>\n"
+		   "<h2>Tracked alerts</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
+		   "<tr><th>Receiver</th><th>Key</th><th>Issue</th><th>State</th>"
+		   "<th>Episode start</th><th>Dead letter</th></tr>\n",
+		   AB_VERSION, (long long)store_pending_count(s->store, "bridge"),
+		   (long long)store_dead_count(s->store),
+		   bridge_dry_run(s->bridge) ? "dry-run" : "live");
+	if (store_issue_each(s->store, NULL, status_row, &sc))
+		buf_adds(&res->body, "<tr><td colspan=\"6\">cannot read the map</td></tr>\n");
+	buf_adds(&res->body, "</table>\n");
+	if (sc.rows >= 1000)
+		buf_adds(&res->body, "<p>First 1000 rows; see <code>alertbridge map list</code>.</p>\n");
+	buf_adds(&res->body, "</body></html>\n");
+}
+
+static void observe_request(void *ctx, const char *method, const char *path, int status,
+			    int64_t duration_us)
+{
+	static const char *const names[] = { "method", "path", "code", NULL };
+	struct service *s = ctx;
+	char code[8];
+	const char *labels[3];
+
+	snprintf(code, sizeof(code), "%d", status);
+	labels[0] = method;
+	labels[1] = path;
+	labels[2] = code;
+	metric_add(metrics_counter(s->metrics, "alertbridge_http_requests_total",
+				   "HTTP requests served, by route and status code.", names),
+		   labels, 1);
+	(void)duration_us;
+}
+
+static void service_release(struct service *s)
+{
+	srv_free(s->srv);
+	bridge_free(s->bridge);
+	webhook_free(s->webhook);
+	auth_free(s->auth);
+	render_free(s->render);
+	store_close(s->store);
+	metrics_free(s->metrics);
+	cfg_free(s->cfg);
+}
+
+static int start_service(struct service *s, const struct flags *f)
+{
+	struct buf err = BUF_INIT;
+	struct srv_options so = { 0 };
+	struct webhook_options wo = { 0 };
+	struct bridge_options bo = { 0 };
+	const char *db = f->database_path ? f->database_path : s->cfg->database;
+	int rc = 1;
+
+	if (store_open(db, &s->store, &err)) {
+		log_msg(LOG_ERROR, "cannot open the database", "detail", buf_str(&err));
+		goto out;
+	}
+	if (render_new(s->cfg, &s->render, &err)) {
+		log_msg(LOG_ERROR, "cannot load templates", "detail", buf_str(&err));
+		goto out;
+	}
+	if (auth_new(&s->cfg->webhook, &s->auth, &err)) {
+		log_msg(LOG_ERROR, "cannot set up webhook authentication", "detail", buf_str(&err));
+		goto out;
+	}
+	if (auth_mode(s->auth) == AUTH_NONE)
+		log_msg(LOG_WARN, "webhook authentication is off: anyone who reaches the port can post alerts",
+			"hint", "set webhook.bearer_token_file or webhook.basic_auth");
+	s->metrics = metrics_new();
+	wo.cfg = s->cfg;
+	wo.store = s->store;
+	wo.metrics = s->metrics;
+	wo.auth = s->auth;
+	s->webhook = webhook_new(&wo);
+	bo.cfg = s->cfg;
+	bo.store = s->store;
+	bo.render = s->render;
+	bo.metrics = s->metrics;
+	bo.user_agent = "alertbridge/" AB_VERSION;
+	s->bridge = bridge_new(&bo);
+
+	so.listen_address = f->listen_address ? f->listen_address : s->cfg->listen_address;
+	so.threads = s->cfg->webhook.threads;
+	so.max_connections = s->cfg->webhook.max_connections;
+	so.timeout_s = (unsigned)(s->cfg->webhook.read_timeout_ms / 1000);
+	so.max_body_bytes = s->cfg->webhook.max_body_bytes;
+	so.tls_cert_file = s->cfg->webhook.tls.cert_file;
+	so.tls_key_file = s->cfg->webhook.tls.key_file;
+	so.tls_client_ca_file = s->cfg->webhook.tls.client_ca_file;
+	if (srv_new(&so, &s->srv, &err)) {
+		log_msg(LOG_ERROR, "cannot create the HTTP server", "detail", buf_str(&err));
+		goto out;
+	}
+	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
+	    srv_route(s->srv, "GET", "/metrics", handle_metrics, s) ||
+	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
+	    srv_route(s->srv, "GET", "/-/ready", handle_ready, s) ||
+	    srv_route(s->srv, "GET", "/", handle_status, s)) {
+		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
+		goto out;
+	}
+	srv_set_observer(s->srv, observe_request, s);
+	if (bridge_start(s->bridge, &err)) {
+		log_msg(LOG_ERROR, "cannot start the bridge", "detail", buf_str(&err));
+		goto out;
+	}
+	if (srv_start(s->srv, &err)) {
+		log_msg(LOG_ERROR, "cannot start the HTTP server", "detail", buf_str(&err));
+		goto out;
+	}
+	{
+		struct log_line *l = log_begin(LOG_INFO, "alertbridge started");
+		log_str(l, "version", AB_VERSION);
+		log_str(l, "config", s->cfg->path);
+		log_str(l, "listen_address", so.listen_address);
+		log_int(l, "port", srv_port(s->srv));
+		log_str(l, "database", db);
+		log_end(l);
+	}
+	__atomic_store_n(&s->ready, 1, __ATOMIC_RELEASE);
+	rc = 0;
+out:
+	buf_release(&err);
+	return rc;
+}
+
+static int cmd_serve(const struct flags *f)
+{
+	struct service s;
+	sigset_t set;
+	int sig = 0, rc;
+
+	memset(&s, 0, sizeof(s));
+	if (f->help) {
+		fputs(usage_serve, stdout);
 		return 0;
 	}
-	fprintf(stderr, "usage: alertbridge [serve|check-config|render|map|version]\n");
+	s.cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
+	if (!s.cfg)
+		return 1;
+	if (setup_logging(s.cfg, f)) {
+		cfg_free(s.cfg);
+		return 2;
+	}
+	/* Block the stop signals in every thread; the main thread waits for them. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (http_global_init()) {
+		log_msg(LOG_ERROR, "cannot initialise libcurl", NULL, NULL);
+		cfg_free(s.cfg);
+		return 1;
+	}
+	rc = start_service(&s, f);
+	if (rc == 0) {
+		sigwait(&set, &sig);
+		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
+		srv_stop(s.srv);
+		bridge_stop(s.bridge);
+	}
+	service_release(&s);
+	http_global_cleanup();
+	if (rc == 0)
+		log_msg(LOG_INFO, "stopped", NULL, NULL);
+	return rc;
+}
+
+/* ---- check-config ---- */
+
+static int cmd_check_config(const struct flags *f)
+{
+	const char *path = f->nargs ? f->args[0] : f->config_file;
+	struct buf err = BUF_INIT, dump = BUF_INIT;
+	struct render *r = NULL;
+	struct config *cfg;
+	int rc = 1;
+
+	if (f->help) {
+		fputs(usage_check, stdout);
+		return 0;
+	}
+	if (!path) {
+		fputs(usage_check, stderr);
+		return 2;
+	}
+	cfg = load_config(path);
+	if (!cfg)
+		goto out;
+	if (render_new(cfg, &r, &err)) {
+		fprintf(stderr, "alertbridge: %s: %s\n", path, buf_str(&err));
+		goto out;
+	}
+	cfg_dump(cfg, &dump);
+	printf("SUCCESS: %s is valid (%zu receivers, janitor %s, github %s)\n\n%s", path,
+	       cfg->receivers_count, cfg->janitor.enabled ? "enabled" : "disabled",
+	       cfg->github.dry_run || !cfg->github.token ? "dry-run" : "live", buf_str(&dump));
+	rc = 0;
+out:
+	render_free(r);
+	cfg_free(cfg);
+	buf_release(&err);
+	buf_release(&dump);
+	return rc;
+}
+
+/* ---- render ---- */
+
+static int cmd_render(const struct flags *f)
+{
+	struct buf tmpl = BUF_INIT, body = BUF_INIT, err = BUF_INIT, ev = BUF_INIT;
+	struct buf out = BUF_INIT;
+	struct am_payload *p = NULL;
+	struct am_error aerr;
+	int rc = 1;
+
+	if (f->help) {
+		fputs(usage_render, stdout);
+		return 0;
+	}
+	if (!f->template_file || !f->payload_file) {
+		fputs(usage_render, stderr);
+		return 2;
+	}
+	if (render_read_file(f->template_file, &tmpl, &err) ||
+	    render_read_file(f->payload_file, &body, &err)) {
+		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
+		goto out;
+	}
+	if (am_parse(body.data ? body.data : "", body.len, NULL, &p, &aerr)) {
+		fprintf(stderr, "alertbridge: %s: %s%s%s\n", f->payload_file,
+			aerr.field[0] ? aerr.field : "", aerr.field[0] ? ": " : "", aerr.message);
+		goto out;
+	}
+	if (f->alert_index >= 0 && (size_t)f->alert_index >= p->n_alerts) {
+		fprintf(stderr, "alertbridge: --alert=%d: the payload has %zu alerts\n",
+			f->alert_index, p->n_alerts);
+		goto out;
+	}
+	for (size_t i = 0; i < p->n_alerts; i++) {
+		struct view_context ctx = { 0 };
+		json_t *view = NULL;
+
+		if (f->alert_index >= 0 && (size_t)f->alert_index != i)
+			continue;
+		buf_reset(&ev);
+		buf_reset(&out);
+		ctx.now_ms = (int64_t)time(NULL) * 1000;
+		ctx.receiver = f->receiver;
+		if (am_event_json(p, i, &ev) || view_build(buf_str(&ev), &ctx, &view, &err)) {
+			fprintf(stderr, "alertbridge: alerts[%zu]: %s\n", i, buf_str(&err));
+			goto out;
+		}
+		if (render_once(buf_str(&tmpl), tmpl.len, f->html, view, &out, &err)) {
+			json_decref(view);
+			fprintf(stderr, "alertbridge: %s: %s\n", f->template_file, buf_str(&err));
+			goto out;
+		}
+		json_decref(view);
+		fwrite(out.data ? out.data : "", 1, out.len, stdout);
+		if (out.len && out.data[out.len - 1] != '\n')
+			putchar('\n');
+	}
+	rc = 0;
+out:
+	am_payload_free(p);
+	buf_release(&tmpl);
+	buf_release(&body);
+	buf_release(&err);
+	buf_release(&ev);
+	buf_release(&out);
+	return rc;
+}
+
+/* ---- map ---- */
+
+static int print_row_line(void *ctx, const struct store_issue *row)
+{
+	char when[32] = "-";
+	(void)ctx;
+	if (row->episode_starts_ms)
+		rfc3339_format(row->episode_starts_ms, when);
+	printf("%-20s %-16s %s#%lld %s%s%s %s%s%s\n", row->receiver, row->key, row->repo,
+	       (long long)row->number, row->state, row->state_reason ? "/" : "",
+	       row->state_reason ? row->state_reason : "", when,
+	       row->dead_reason ? " dead: " : "", row->dead_reason ? row->dead_reason : "");
+	return 0;
+}
+
+static void print_row_full(const struct store_issue *row)
+{
+	char t[32];
+
+	printf("receiver:          %s\nkey:               %s\nrepo:              %s\n",
+	       row->receiver, row->key, row->repo);
+	printf("issue:             %lld%s\n", (long long)row->number,
+	       row->number ? "" : " (dry-run: no issue made)");
+	printf("state:             %s\nstate_reason:      %s\n", row->state,
+	       row->state_reason ? row->state_reason : "-");
+	rfc3339_format(row->episode_starts_ms, t);
+	printf("episode_starts_at: %s\n", row->episode_starts_ms ? t : "-");
+	rfc3339_format(row->resolved_ends_ms, t);
+	printf("resolved_ends_at:  %s\n", row->resolved_ends_ms ? t : "-");
+	rfc3339_format(row->closed_at_ms, t);
+	printf("closed_at:         %s\n", row->closed_at_ms ? t : "-");
+	printf("previous_issue:    %lld\n", (long long)row->previous_number);
+	rfc3339_format(row->created_at_ms, t);
+	printf("created_at:        %s\n", t);
+	rfc3339_format(row->updated_at_ms, t);
+	printf("updated_at:        %s\n", t);
+	printf("dead_letter:       %s\n", row->dead_reason ? row->dead_reason : "-");
+}
+
+struct find_key {
+	const char *key;
+	const char *receiver;
+	struct store_issue *found;
+	int matches;
+};
+
+static int match_key(void *ctx, const struct store_issue *row)
+{
+	struct find_key *fk = ctx;
+	if (strcmp(row->key, fk->key))
+		return 0;
+	if (fk->matches++ == 0)
+		print_row_full(row);
+	else
+		printf("\n"), print_row_full(row);
+	return 0;
+}
+
+static int cmd_map(const struct flags *f)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+	struct store *st = NULL;
+	const char *db = f->database_path;
+	const char *sub = f->nargs ? f->args[0] : NULL;
+	int rc = 1;
+
+	if (f->help || !sub) {
+		fputs(usage_map, f->help ? stdout : stderr);
+		return f->help ? 0 : 2;
+	}
+	if (strcmp(sub, "list") && f->nargs < 2) {
+		fputs(usage_map, stderr);
+		return 2;
+	}
+	if (!db) {
+		cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
+		if (!cfg)
+			return 1;
+		db = cfg->database;
+	}
+	if (access(db, F_OK)) {
+		fprintf(stderr, "alertbridge: %s: no database here (%s)\n", db, strerror(errno));
+		goto out;
+	}
+	if (store_open(db, &st, &err)) {
+		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
+		goto out;
+	}
+	if (!strcmp(sub, "list")) {
+		rc = store_issue_each(st, f->receiver, print_row_line, NULL) ? 1 : 0;
+	} else if (!strcmp(sub, "show")) {
+		struct find_key fk = { f->args[1], f->receiver, NULL, 0 };
+		if (store_issue_each(st, f->receiver, match_key, &fk))
+			goto out;
+		if (!fk.matches) {
+			fprintf(stderr, "alertbridge: no map row with key \"%s\"\n", f->args[1]);
+			goto out;
+		}
+		rc = 0;
+	} else if (!strcmp(sub, "forget")) {
+		enum err e;
+		if (!f->receiver) {
+			fprintf(stderr, "alertbridge: map forget needs --receiver=NAME\n");
+			rc = 2;
+			goto out;
+		}
+		e = store_issue_forget(st, f->receiver, f->args[1]);
+		if (e == ERR_NOTFOUND) {
+			fprintf(stderr, "alertbridge: no map row for receiver \"%s\" key \"%s\"\n",
+				f->receiver, f->args[1]);
+			goto out;
+		}
+		if (e)
+			goto out;
+		printf("forgot %s/%s: the next firing creates a new issue\n", f->receiver,
+		       f->args[1]);
+		rc = 0;
+	} else {
+		fprintf(stderr, "alertbridge: map: unknown subcommand \"%s\"\n", sub);
+		rc = 2;
+	}
+out:
+	store_close(st);
+	cfg_free(cfg);
+	buf_release(&err);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct flags f;
+	const char *cmd = "serve";
+	int first = 1;
+	int rc;
+
+	memset(&f, 0, sizeof(f));
+	if (argc > 1 && argv[1][0] != '-') {
+		cmd = argv[1];
+		first = 2;
+	}
+	rc = parse_flags(argc, argv, first, &f);
+	if (rc)
+		return rc;
+	if (!strcmp(cmd, "version")) {
+		printf("alertbridge version %s\n", AB_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "serve")) {
+		if (f.help && first == 1) {
+			fputs(usage_main, stdout);
+			return 0;
+		}
+		return cmd_serve(&f);
+	}
+	if (!strcmp(cmd, "check-config"))
+		return cmd_check_config(&f);
+	if (!strcmp(cmd, "render"))
+		return cmd_render(&f);
+	if (!strcmp(cmd, "map"))
+		return cmd_map(&f);
+	if (!strcmp(cmd, "help")) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	fprintf(stderr, "alertbridge: unknown command \"%s\"\n\n%s", cmd, usage_main);
 	return 2;
 }

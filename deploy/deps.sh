@@ -6,7 +6,7 @@
 set -u
 
 want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-dev libssl-dev libgnutls28-dev"
-want_test="libcmocka-dev prometheus-alertmanager python3 sqlite3 curl"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl"
 want_bench="wrk"
 
 missing=""
@@ -32,6 +32,7 @@ for set in "$@"; do
 	test)
 		have_pc cmocka || need libcmocka-dev
 		[ -x /usr/bin/prometheus-alertmanager ] || need prometheus-alertmanager
+		have_cmd promtool || need prometheus
 		have_cmd python3 || need python3
 		have_cmd sqlite3 || need sqlite3
 		have_cmd curl || need curl
