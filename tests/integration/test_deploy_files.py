@@ -275,8 +275,10 @@ def pod_problems(doc, what):
         ("runs serve with the config file",
          r"args:\s*\[serve,\s*%s\]" % re.escape(CONFIG_ARG)),
         ("port 9095 named http", r"- name: http\s*\n\s*containerPort: 9095"),
-        ("liveness on /-/healthy", r"livenessProbe:\s*\n\s*httpGet: \{path: /-/healthy, port: http\}"),
-        ("readiness on /-/ready", r"readinessProbe:\s*\n\s*httpGet: \{path: /-/ready, port: http\}"),
+        ("liveness on /-/healthy",
+         r"livenessProbe:\s*\n\s*httpGet: \{path: /-/healthy, port: http\}"),
+        ("readiness on /-/ready",
+         r"readinessProbe:\s*\n\s*httpGet: \{path: /-/ready, port: http\}"),
         ("resources", r"resources:\s*\n\s*requests: \{cpu: \S+, memory: \S+\}\s*\n"
                       r"\s*limits: \{memory: \S+\}"),
         ("runAsNonRoot", r"runAsNonRoot: true"),
@@ -647,17 +649,27 @@ def check_docs():
     report("deployment READMEs and the example secret exist", p)
 
 
+def guarded(fn, *args):
+    """Run one group of checks; a file it cannot read or parse fails that group, not the run."""
+    try:
+        return fn(*args)
+    except (OSError, ValueError, AttributeError, IndexError, KeyError,
+            subprocess.TimeoutExpired) as e:
+        report(fn.__name__, ["%s: %s" % (type(e).__name__, e)])
+        return None
+
+
 def main():
-    files = check_kustomizations()
-    check_labels([f for f in files if f.endswith(".yaml")])
-    check_rbac()
-    dep = check_workloads()
-    base = check_config_text(dep)
-    check_config_binary(base)
-    check_kustomize_build()
-    check_dockerfile()
-    check_systemd()
-    check_docs()
+    files = guarded(check_kustomizations) or []
+    guarded(check_labels, [f for f in files if f.endswith(".yaml")])
+    guarded(check_rbac)
+    dep = guarded(check_workloads)
+    base = guarded(check_config_text, dep) if dep is not None else None
+    guarded(check_config_binary, base)
+    guarded(check_kustomize_build)
+    guarded(check_dockerfile)
+    guarded(check_systemd)
+    guarded(check_docs)
     if results["skipped"]:
         print("(%d skipped)" % results["skipped"])
     print("%d passed, %d failed" % (results["passed"], results["failed"]))
