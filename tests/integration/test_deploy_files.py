@@ -1,0 +1,680 @@
+#!/usr/bin/env python3
+"""test_deploy_files.py - checks the deployment artefacts in deploy/ by reading them: the
+kustomize base and overlay (files exist, RBAC exactly as DESIGN.md, pod spec, the ConfigMap's
+alertbridge.yml through `alertbridge check-config`), the Dockerfile's packages against apt-cache
+and the binary's shared libraries, the systemd unit (text rules, systemd-analyze verify).
+Python stdlib only; YAML is read with simple line rules that the files are written to follow.
+Prints one line per check and, last, "N passed, N failed"; exits 1 on any failure.
+"""
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.environ.get("ALERTBRIDGE_BIN") or os.path.join(SRC, "alertbridge")
+K8S = os.path.join(SRC, "deploy", "kubernetes")
+BASE = os.path.join(K8S, "base")
+LE = os.path.join(K8S, "leader-election")
+CMD_TIMEOUT_S = 60
+
+LABEL = "app.kubernetes.io/name: alertbridge"
+CONFIG_ARG = "--config.file=/etc/alertbridge/alertbridge.yml"
+
+# DESIGN.md "Janitor semantics", as (apiGroup, resource) -> verbs.
+CLUSTER_RULES = {
+    ("", "pods"): {"get", "list", "patch", "delete"},
+    ("", "events"): {"create"},
+    ("events.k8s.io", "events"): {"create"},
+    ("apps", "replicasets"): {"get"},
+    ("apps", "deployments"): {"get"},
+    ("apps", "statefulsets"): {"get"},
+    ("apps", "deployments/scale"): {"patch"},
+    ("apps", "statefulsets/scale"): {"patch"},
+    ("batch", "jobs"): {"get", "delete"},
+}
+LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+
+# Packages every debian:12-slim image already has; the runtime stage need not install them.
+BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+# Libraries that only test or sanitizer builds link.
+TEST_ONLY_PACKAGES = {"libcmocka0", "libasan8", "libubsan1"}
+
+results = {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def report(name, problems):
+    """problems: a list of strings; empty means the check passed."""
+    if problems:
+        results["failed"] += 1
+        print("FAIL %s" % name)
+        for p in problems:
+            print("     %s" % p)
+    else:
+        results["passed"] += 1
+        print("ok   %s" % name)
+
+
+def skip(name, why):
+    results["skipped"] += 1
+    print("skip %s: %s" % (name, why))
+
+
+def read(path):
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def run(argv, **kw):
+    return subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, timeout=CMD_TIMEOUT_S, **kw)
+
+
+# ---- minimal YAML reading -----------------------------------------------------------------
+
+def documents(text):
+    """The documents of a multi-document YAML file, comment lines dropped."""
+    docs, cur = [], []
+    for line in text.splitlines():
+        if line.strip() == "---":
+            docs.append(cur)
+            cur = []
+        elif not line.lstrip().startswith("#"):
+            cur.append(line)
+    docs.append(cur)
+    return ["\n".join(d) for d in docs if any(l.strip() for l in d)]
+
+
+def top(doc, key):
+    """The value of a top-level scalar key, or None."""
+    m = re.search(r"^%s:\s*(.*?)\s*$" % re.escape(key), doc, re.M)
+    return m.group(1) if m else None
+
+
+def flow_list(value):
+    """'[a, "b", c]' -> ['a', 'b', 'c']; None when value is not a flow list."""
+    value = value.strip()
+    if not (value.startswith("[") and value.endswith("]")):
+        return None
+    return [v.strip().strip('"\'') for v in value[1:-1].split(",") if v.strip()]
+
+
+def list_block(doc, key):
+    """Items of a top-level block list 'key:\\n  - item' (as strings)."""
+    m = re.search(r"^%s:\s*\n((?:[ \t]+.*\n?|\s*\n)*)" % re.escape(key), doc, re.M)
+    if not m:
+        return []
+    items = []
+    for line in m.group(1).splitlines():
+        im = re.match(r"^\s*-\s*(?:path:\s*)?(\S+)\s*$", line)
+        if im:
+            items.append(im.group(1))
+    return items
+
+
+def metadata_block(doc):
+    m = re.search(r"^metadata:\s*\n((?:[ ]+.*\n?)*)", doc, re.M)
+    return m.group(1) if m else ""
+
+
+def rbac_rules(doc):
+    """The rules: of a Role/ClusterRole as {(group, resource): verbs}; problems in a list."""
+    rules, problems = {}, []
+    m = re.search(r"^rules:\s*\n((?:[ ]+.*\n?)*)", doc, re.M)
+    if not m:
+        return rules, ["no rules:"]
+    chunks = re.split(r"^\s*-\s+(?=apiGroups:)", m.group(1), flags=re.M)
+    for chunk in chunks:
+        if not chunk.strip():
+            continue
+        fields = {}
+        for key in ("apiGroups", "resources", "verbs"):
+            km = re.search(r"^\s*%s:\s*(.*)$" % key, chunk, re.M)
+            vals = flow_list(km.group(1)) if km else None
+            if vals is None:
+                problems.append("rule without a flow list for %s: %r" % (key, chunk.strip()))
+                break
+            fields[key] = vals
+        else:
+            for g in fields["apiGroups"]:
+                for r in fields["resources"]:
+                    rules.setdefault((g, r), set()).update(fields["verbs"])
+    return rules, problems
+
+
+def compare_rules(got, want):
+    problems = []
+    for key in sorted(set(got) | set(want)):
+        g, w = got.get(key, set()), want.get(key, set())
+        if g != w:
+            problems.append("%s %s: verbs %s, want %s" % (
+                key[0] or "core", key[1], sorted(g), sorted(w)))
+    return problems
+
+
+def configmap_yml(path):
+    """The alertbridge.yml block scalar of a ConfigMap file, dedented; None if absent."""
+    lines = read(path).splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^(\s*)alertbridge\.yml:\s*\|\s*$", line)
+        if not m:
+            continue
+        out, indent = [], None
+        for body in lines[i + 1:]:
+            if body.strip() == "":
+                out.append("")
+                continue
+            lead = len(body) - len(body.lstrip(" "))
+            if indent is None:
+                indent = lead
+            if lead < indent or lead <= len(m.group(1)):
+                break
+            out.append(body[indent:])
+        return "\n".join(out).rstrip("\n") + "\n"
+    return None
+
+
+# ---- kustomize ----------------------------------------------------------------------------
+
+def kustomize_dirs():
+    return sorted(os.path.dirname(p) for p in
+                  glob.glob(os.path.join(K8S, "**", "kustomization.yaml"), recursive=True))
+
+
+def listed_files(kdir):
+    """Files named by a kustomization (resources and patches); directories are kustomizations."""
+    doc = "\n".join(documents(read(os.path.join(kdir, "kustomization.yaml"))))
+    return [os.path.normpath(os.path.join(kdir, p))
+            for p in list_block(doc, "resources") + list_block(doc, "patches")]
+
+
+def check_kustomizations():
+    names = []
+    for kdir in kustomize_dirs():
+        rel = os.path.relpath(kdir, SRC)
+        problems = []
+        entries = listed_files(kdir)
+        if not entries:
+            problems.append("lists no resources")
+        for p in entries:
+            if os.path.isdir(p):
+                if not os.path.isfile(os.path.join(p, "kustomization.yaml")):
+                    problems.append("%s: a directory without kustomization.yaml" % p)
+            elif not os.path.isfile(p):
+                problems.append("%s: listed but missing" % os.path.relpath(p, SRC))
+            if os.path.basename(p).startswith("secret.example"):
+                problems.append("%s: placeholder secrets must not be applied" % p)
+        report("%s: every listed file exists, no example secret" % rel, problems)
+        names += [p for p in entries if os.path.isfile(p)]
+    return names
+
+
+def check_labels(files):
+    problems = []
+    for path in files:
+        for doc in documents(read(path)):
+            if "$patch: delete" in doc:
+                continue
+            if LABEL not in metadata_block(doc):
+                problems.append("%s: %s %s lacks label %s" % (
+                    os.path.relpath(path, SRC), top(doc, "kind"),
+                    re.search(r"name:\s*(\S+)", metadata_block(doc) or "name: ?").group(1), LABEL))
+    report("every object is labelled %s" % LABEL, problems)
+
+
+def check_rbac():
+    docs = {}
+    for doc in documents(read(os.path.join(BASE, "rbac.yaml"))):
+        docs[top(doc, "kind")] = doc
+    problems = []
+    for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
+        if kind not in docs:
+            problems.append("rbac.yaml: no %s" % kind)
+    if problems:
+        report("rbac.yaml: roles and bindings", problems)
+        return
+    got, p = rbac_rules(docs["ClusterRole"])
+    report("ClusterRole: exactly pods/events/owner rules of DESIGN.md",
+           p + compare_rules(got, CLUSTER_RULES))
+    got, p = rbac_rules(docs["Role"])
+    p += compare_rules(got, LEASE_RULES)
+    if "namespace: alertbridge" not in metadata_block(docs["Role"]):
+        p.append("Role is not in namespace alertbridge")
+    report("Role: exactly leases get/create/update in namespace alertbridge", p)
+    p = []
+    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
+        doc = docs[kind]
+        role_name = re.search(r"name:\s*(\S+)", metadata_block(docs[role])).group(1)
+        if not re.search(r"kind: %s\s*\n\s*name: %s\s*$" % (role, re.escape(role_name)),
+                         doc, re.M):
+            p.append("%s does not refer to %s %s" % (kind, role, role_name))
+        if not re.search(r"kind: ServiceAccount\s*\n\s*name: alertbridge\s*\n\s*"
+                         r"namespace: alertbridge", doc):
+            p.append("%s does not bind ServiceAccount alertbridge/alertbridge" % kind)
+    report("bindings: both roles to ServiceAccount alertbridge", p)
+
+    # The checker itself must notice a change: one extra verb.
+    mutated = docs["ClusterRole"].replace("verbs: [get, list, patch, delete]",
+                                          "verbs: [get, list, watch, patch, delete]")
+    got, _ = rbac_rules(mutated)
+    diff = compare_rules(got, CLUSTER_RULES)
+    report("RBAC check rejects an extra verb (self-test)",
+           [] if diff == ["core pods: verbs ['delete', 'get', 'list', 'patch', 'watch'], "
+                          "want ['delete', 'get', 'list', 'patch']"]
+           else ["mutated ClusterRole gave %r" % diff])
+
+
+def pod_problems(doc, what):
+    """Rules both the Deployment and the StatefulSet's pod templates must follow."""
+    want = [
+        ("runs serve with the config file",
+         r"args:\s*\[serve,\s*%s\]" % re.escape(CONFIG_ARG)),
+        ("port 9095 named http", r"- name: http\s*\n\s*containerPort: 9095"),
+        ("liveness on /-/healthy",
+         r"livenessProbe:\s*\n\s*httpGet: \{path: /-/healthy, port: http\}"),
+        ("readiness on /-/ready",
+         r"readinessProbe:\s*\n\s*httpGet: \{path: /-/ready, port: http\}"),
+        ("resources", r"resources:\s*\n\s*requests: \{cpu: \S+, memory: \S+\}\s*\n"
+                      r"\s*limits: \{memory: \S+\}"),
+        ("runAsNonRoot", r"runAsNonRoot: true"),
+        ("non-root uid", r"runAsUser: [1-9][0-9]*"),
+        ("read-only root filesystem", r"readOnlyRootFilesystem: true"),
+        ("no privilege escalation", r"allowPrivilegeEscalation: false"),
+        ("capabilities dropped", r"drop: \[ALL\]"),
+        ("scrape annotation", r'prometheus\.io/scrape: "true"'),
+        ("scrape port", r'prometheus\.io/port: "9095"'),
+        ("scrape path", r"prometheus\.io/path: /metrics"),
+        ("service account", r"serviceAccountName: alertbridge"),
+        ("database volume mounted", r"- name: data\s*\n\s*mountPath: /var/lib/alertbridge"),
+        ("writable /tmp", r"- name: tmp\s*\n\s*mountPath: /tmp"),
+        ("config and secret projected", r"- name: config\s*\n\s*mountPath: /etc/alertbridge\s*\n"
+                                        r"\s*readOnly: true"),
+    ]
+    return ["%s: %s" % (what, name) for name, rx in want if not re.search(rx, doc)]
+
+
+def projected_paths(doc):
+    """Paths the projected config volume provides in /etc/alertbridge -> 'configMap'|'secret'."""
+    out = {}
+    m = re.search(r"projected:\s*\n((?:\s{10,}.*\n)*)", doc)
+    if not m:
+        return out
+    source = None
+    for line in m.group(1).splitlines():
+        sm = re.match(r"^\s*- (configMap|secret):", line)
+        if sm:
+            source = sm.group(1)
+        im = re.search(r"\{key: (\S+), path: (\S+)\}", line)
+        if im and source:
+            out[im.group(2)] = source
+    return out
+
+
+def check_workloads():
+    dep = "\n".join(documents(read(os.path.join(BASE, "deployment.yaml"))))
+    p = pod_problems(dep, "deployment")
+    if not re.search(r"^  replicas: 1$", dep, re.M):
+        p.append("deployment: replicas must be 1 (one sqlite writer)")
+    if not re.search(r"strategy:\s*\n\s*type: Recreate", dep):
+        p.append("deployment: strategy must be Recreate (ReadWriteOnce claim, one writer)")
+    if not re.search(r"persistentVolumeClaim:\s*\n\s*claimName: alertbridge-data", dep):
+        p.append("deployment: data volume is not the claim alertbridge-data")
+    pvc = "\n".join(documents(read(os.path.join(BASE, "pvc.yaml"))))
+    if top(pvc, "kind") != "PersistentVolumeClaim" or "name: alertbridge-data" not in pvc:
+        p.append("pvc.yaml: no PersistentVolumeClaim alertbridge-data")
+    report("base deployment: one replica, probes, security, scrape, claim", p)
+
+    sts = "\n".join(documents(read(os.path.join(LE, "statefulset.yaml"))))
+    p = pod_problems(sts, "statefulset")
+    if not re.search(r"^  replicas: 2$", sts, re.M):
+        p.append("statefulset: replicas must be 2")
+    if not re.search(r"volumeClaimTemplates:\s*\n\s*- metadata:\s*\n\s*name: data", sts):
+        p.append("statefulset: no volumeClaimTemplates 'data' (one database per replica)")
+    if projected_paths(sts) != projected_paths(dep):
+        p.append("statefulset and deployment project different files: %r vs %r"
+                 % (projected_paths(sts), projected_paths(dep)))
+    report("leader-election statefulset: two replicas, same pod rules, claim per pod", p)
+
+    svc = "\n".join(documents(read(os.path.join(BASE, "service.yaml"))))
+    p = []
+    if not re.search(r"port: 9095\s*\n\s*targetPort: http", svc):
+        p.append("service: port 9095 -> http")
+    if not re.search(r"selector:\s*\n\s*%s" % re.escape(LABEL), svc):
+        p.append("service: selector %s" % LABEL)
+    report("service: port 9095 to the pods' http port", p)
+    return dep
+
+
+def check_config_text(dep):
+    base = configmap_yml(os.path.join(BASE, "configmap.yaml"))
+    le = configmap_yml(os.path.join(LE, "configmap.yaml"))
+    if base is None or le is None:
+        report("configmaps hold alertbridge.yml", ["alertbridge.yml: | not found"])
+        return None
+    p = []
+    provided = projected_paths(dep)
+    for path in re.findall(r"_file:\s*(\S+)", base):
+        name = path[len("/etc/alertbridge/"):] if path.startswith("/etc/alertbridge/") else None
+        if name not in provided:
+            p.append("%s is not provided by the projected volume (%s)" % (path, sorted(provided)))
+    secret_keys = set(re.findall(r"^  ([a-z-]+):", read(os.path.join(K8S, "secret.example.yaml"))
+                                 .split("stringData:")[1], re.M))
+    wanted = {k for k, v in provided.items() if v == "secret"}
+    if secret_keys != wanted:
+        p.append("secret.example.yaml keys %s, deployment mounts %s"
+                 % (sorted(secret_keys), sorted(wanted)))
+    if not re.search(r"^database: /var/lib/alertbridge/", base, re.M):
+        p.append("database is not on the volume /var/lib/alertbridge")
+    if not re.search(r'^listen_address: "?:9095"?', base, re.M):
+        p.append('listen_address is not ":9095"')
+    if not re.search(r"^janitor:\s*\n(?:  .*\n)*?  dry_run: true", base, re.M):
+        p.append("janitor.dry_run is not true")
+    if "leader_election: {enabled: false" not in base:
+        p.append("base: leader_election must be disabled")
+    report("configmap: secrets, database path, listen address, janitor dry-run", p)
+
+    p = []
+    if "leader_election: {enabled: true" not in le:
+        p.append("overlay: leader_election is not enabled")
+    if le.replace("leader_election: {enabled: true", "leader_election: {enabled: false") != base:
+        p.append("overlay's alertbridge.yml differs from the base's beyond leader_election")
+    report("leader-election configmap = base config + leader election", p)
+    return base
+
+
+def check_config_binary(base):
+    name = "check-config accepts the ConfigMap's alertbridge.yml"
+    if base is None:
+        return
+    if not os.access(BIN, os.X_OK):
+        skip(name, "no binary at %s (ALERTBRIDGE_BIN)" % BIN)
+        return
+    with tempfile.TemporaryDirectory(prefix="deploy-files-") as tmp:
+        etc = os.path.join(tmp, "etc") + "/"
+        os.mkdir(etc)
+        for secret in ("webhook-token", "github-token", "slack-token"):
+            with open(os.path.join(etc, secret), "w") as f:
+                f.write("test-%s\n" % secret)
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        good = os.path.join(tmp, "alertbridge.yml")
+        with open(good, "w") as f:
+            f.write(base.replace("/etc/alertbridge/", etc))
+        r = run([BIN, "check-config", good], env=env, cwd=tmp)
+        if r.returncode == 2 and "usage" in r.stdout.lower():
+            skip(name, "not yet: the binary has no check-config (%s)" % r.stdout.strip())
+            return
+        report(name, [] if r.returncode == 0 else
+               ["exit %d: %s" % (r.returncode, r.stdout.strip())])
+        # check-config must be able to fail: an unknown key, named with its line.
+        bad = os.path.join(tmp, "bad.yml")
+        with open(bad, "w") as f:
+            f.write(base.replace("/etc/alertbridge/", etc).replace(
+                "  max_body_bytes:", "  max_body_byte:"))
+        r = run([BIN, "check-config", bad], env=env, cwd=tmp)
+        report("check-config rejects an unknown key (self-test)",
+               [] if r.returncode != 0 and "max_body_byte" in r.stdout else
+               ["exit %d, output %r" % (r.returncode, r.stdout.strip())])
+
+
+def check_kustomize_build():
+    if shutil.which("kubectl"):
+        cmd = ["kubectl", "kustomize"]
+    elif shutil.which("kustomize"):
+        cmd = ["kustomize", "build"]
+    else:
+        skip("kustomize build", "neither kubectl nor kustomize is installed")
+        return
+    for kdir, want, unwanted in (
+            (K8S, {"Deployment", "PersistentVolumeClaim", "ConfigMap", "Service"},
+             {"StatefulSet", "Secret"}),
+            (LE, {"StatefulSet", "ConfigMap", "Service"},
+             {"Deployment", "PersistentVolumeClaim", "Secret"})):
+        rel = os.path.relpath(kdir, SRC)
+        r = run(cmd + [kdir])
+        if r.returncode != 0:
+            report("kustomize build %s" % rel, [r.stdout.strip()])
+            continue
+        p = []
+        kinds = set()
+        for doc in documents(r.stdout):
+            kind = top(doc, "kind")
+            kinds.add(kind)
+            meta = metadata_block(doc)
+            if kind not in ("Namespace", "ClusterRole", "ClusterRoleBinding") and \
+                    "namespace: alertbridge" not in meta:
+                p.append("%s is not in namespace alertbridge" % kind)
+        p += ["no %s" % k for k in sorted(want - kinds)]
+        p += ["unexpected %s" % k for k in sorted(kinds & unwanted)]
+        if not re.search(r"image: alertbridge:\S+", r.stdout):
+            p.append("image has no tag (images: in the kustomization)")
+        report("kustomize build %s: kinds, namespace, image tag" % rel, p)
+
+
+# ---- Dockerfile ---------------------------------------------------------------------------
+
+def docker_stages(text):
+    text = text.replace("\\\n", " ")
+    stages = []
+    for line in text.splitlines():
+        if line.startswith("FROM "):
+            stages.append([line])
+        elif stages and line.strip() and not line.lstrip().startswith("#"):
+            stages[-1].append(line.strip())
+    return stages
+
+
+def runtime_packages(stage):
+    for line in stage:
+        m = re.search(r"apt-get install -y --no-install-recommends\s+(.*?)(?:&&|$)", line)
+        if m:
+            return m.group(1).split()
+    return []
+
+
+def apt_lists_present():
+    return bool(glob.glob("/var/lib/apt/lists/*_Packages*"))
+
+
+def needed_packages(binary):
+    """Debian packages of the shared libraries binary needs directly, or None if unknown."""
+    if not (shutil.which("readelf") and shutil.which("ldd") and shutil.which("dpkg")):
+        return None
+    r = run(["readelf", "-d", binary])
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[(.+?)\]", r.stdout)
+    paths = dict(re.findall(r"^\s*(\S+) => (\S+)", run(["ldd", binary]).stdout, re.M))
+    pkgs = {}
+    for lib in needed:
+        path = paths.get(lib)
+        if not path:
+            pkgs[lib] = None
+            continue
+        real = os.path.realpath(path)
+        owner = None
+        for candidate in (path, real, real.replace("/usr/lib/", "/lib/", 1),
+                          path.replace("/lib/", "/usr/lib/", 1)):
+            d = run(["dpkg", "-S", candidate])
+            if d.returncode == 0:
+                owner = d.stdout.split(":")[0].strip()
+                break
+        pkgs[lib] = owner
+    return pkgs
+
+
+def check_dockerfile():
+    path = os.path.join(SRC, "deploy", "Dockerfile")
+    stages = docker_stages(read(path))
+    p = []
+    if len(stages) != 2:
+        report("Dockerfile: two stages", ["%d stages" % len(stages)])
+        return
+    build, runtime = stages
+    if not re.match(r"FROM debian:12-slim AS build$", build[0]):
+        p.append("build stage: %r, want FROM debian:12-slim AS build" % build[0])
+    if runtime[0] != "FROM debian:12-slim":
+        p.append("runtime stage: %r, want FROM debian:12-slim" % runtime[0])
+    if not any(re.search(r"sh deploy/deps.sh build\b", l) for l in build):
+        p.append("build stage does not install deploy/deps.sh's build packages")
+    if not any(re.search(r"\bmake\b.*NODEPS=1", l) for l in build):
+        p.append("build stage does not run make")
+    user = [l for l in runtime if l.startswith("USER ")]
+    if not user or not re.match(r"USER [1-9][0-9]*(:[1-9][0-9]*)?$", user[-1]):
+        p.append("runtime stage must end as a numeric non-root USER, got %r" % user)
+    if "EXPOSE 9095" not in runtime:
+        p.append("no EXPOSE 9095")
+    if 'ENTRYPOINT ["/usr/local/bin/alertbridge"]' not in runtime:
+        p.append("ENTRYPOINT is not /usr/local/bin/alertbridge")
+    if 'CMD ["serve", "%s"]' % CONFIG_ARG not in runtime:
+        p.append("CMD is not serve %s" % CONFIG_ARG)
+    if not any(l.startswith("COPY --from=build /src/alertbridge /usr/local/bin/alertbridge")
+               for l in runtime):
+        p.append("the binary is not copied from the build stage")
+    if not any(l.startswith("COPY --from=build /src/templates/") for l in runtime):
+        p.append("the templates are not copied")
+    report("Dockerfile: stages, deps.sh, user, port, entrypoint", p)
+
+    pkgs = runtime_packages(runtime)
+    name = "Dockerfile: runtime packages exist in Debian 12 (apt-cache show)"
+    if not pkgs:
+        report(name, ["no apt-get install line in the runtime stage"])
+        return
+    if not shutil.which("apt-cache") or not apt_lists_present():
+        skip(name, "apt lists are empty (run apt-get update)")
+    else:
+        p = []
+        for pkg in pkgs:
+            r = run(["apt-cache", "show", "--no-all-versions", pkg])
+            if r.returncode != 0 or not re.search(r"^Package: %s$" % re.escape(pkg),
+                                                  r.stdout, re.M):
+                p.append("%s: not in apt-cache" % pkg)
+            elif pkg.endswith("-dev"):
+                p.append("%s: a -dev package in the runtime image" % pkg)
+        report(name + ": " + " ".join(pkgs), p)
+
+    binaries = [b for b in [BIN] + sorted(glob.glob(os.path.join(SRC, "build", "tests", "test_*")))
+                if os.access(b, os.X_OK) and not b.endswith(".d")]
+    name = "Dockerfile: runtime packages cover the shared libraries linked"
+    if not binaries:
+        skip(name, "nothing built yet")
+        return
+    p, seen = [], set()
+    for b in binaries:
+        owners = needed_packages(b)
+        if owners is None:
+            skip(name, "readelf, ldd or dpkg missing")
+            return
+        for lib, owner in owners.items():
+            if owner is None:
+                p.append("%s: %s belongs to no package" % (os.path.basename(b), lib))
+                continue
+            seen.add(owner)
+            if owner not in pkgs and owner not in BASE_IMAGE_PACKAGES | TEST_ONLY_PACKAGES:
+                p.append("%s needs %s from %s, which the runtime stage lacks"
+                         % (os.path.basename(b), lib, owner))
+    report("%s (%d binaries; %s)" % (name, len(binaries), " ".join(sorted(seen))),
+           sorted(set(p)))
+
+
+# ---- systemd ------------------------------------------------------------------------------
+
+def unit_sections(text):
+    sections, cur = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"^\[(\w+)\]$", line)
+        if m:
+            cur = sections.setdefault(m.group(1), [])
+        elif cur is not None and "=" in line:
+            k, v = line.split("=", 1)
+            cur.append((k.strip(), v.strip()))
+    return sections
+
+
+def check_systemd():
+    path = os.path.join(SRC, "deploy", "systemd", "alertbridge.service")
+    text = read(path)
+    sec = unit_sections(text)
+    svc = sec.get("Service", [])
+    values = {}
+    for k, v in svc:
+        values.setdefault(k, []).append(v)
+    want = {
+        "Type": "simple",
+        "User": "alertbridge",
+        "ExecStart": "/usr/local/bin/alertbridge serve " + CONFIG_ARG,
+        "WorkingDirectory": "/var/lib/alertbridge",
+        "StateDirectory": "alertbridge",
+        "ProtectSystem": "strict",
+        "PrivateTmp": "yes",
+        "NoNewPrivileges": "yes",
+        "Restart": "on-failure",
+        "KillSignal": "SIGTERM",
+    }
+    p = ["[Service] %s=%s, want %s" % (k, values.get(k), v)
+         for k, v in want.items() if values.get(k) != [v]]
+    if "/var/lib/alertbridge" not in " ".join(values.get("ReadWritePaths", [])).split():
+        p.append("ReadWritePaths lacks /var/lib/alertbridge")
+    if not values.get("TimeoutStopSec"):
+        p.append("no TimeoutStopSec")
+    if ("WantedBy", "multi-user.target") not in sec.get("Install", []):
+        p.append("[Install] WantedBy=multi-user.target missing")
+    report("systemd unit: service, user, paths, hardening, restart", p)
+
+    name = "systemd-analyze verify alertbridge.service"
+    if not shutil.which("systemd-analyze"):
+        skip(name, "systemd-analyze is not installed")
+        return
+    exe = BIN if os.access(BIN, os.X_OK) else "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="deploy-unit-") as tmp:
+        copy = os.path.join(tmp, "alertbridge.service")
+        with open(copy, "w") as f:
+            f.write(text.replace("/usr/local/bin/alertbridge", exe))
+        r = run(["systemd-analyze", "verify", "--man=no", copy])
+        lines = [l for l in r.stdout.splitlines() if "alertbridge.service" in l]
+        report(name, ([] if r.returncode == 0 else ["exit %d" % r.returncode]) + lines)
+
+
+def check_docs():
+    p = []
+    for rel in ("deploy/README.md", "deploy/systemd/README.md",
+                "deploy/kubernetes/secret.example.yaml"):
+        if not os.path.isfile(os.path.join(SRC, rel)):
+            p.append("%s missing" % rel)
+    report("deployment READMEs and the example secret exist", p)
+
+
+def guarded(fn, *args):
+    """Run one group of checks; a file it cannot read or parse fails that group, not the run."""
+    try:
+        return fn(*args)
+    except (OSError, ValueError, AttributeError, IndexError, KeyError,
+            subprocess.TimeoutExpired) as e:
+        report(fn.__name__, ["%s: %s" % (type(e).__name__, e)])
+        return None
+
+
+def main():
+    files = guarded(check_kustomizations) or []
+    guarded(check_labels, [f for f in files if f.endswith(".yaml")])
+    guarded(check_rbac)
+    dep = guarded(check_workloads)
+    base = guarded(check_config_text, dep) if dep is not None else None
+    guarded(check_config_binary, base)
+    guarded(check_kustomize_build)
+    guarded(check_dockerfile)
+    guarded(check_systemd)
+    guarded(check_docs)
+    if results["skipped"]:
+        print("(%d skipped)" % results["skipped"])
+    print("%d passed, %d failed" % (results["passed"], results["failed"]))
+    return 1 if results["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
