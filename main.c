@@ -337,8 +337,25 @@ static void observe_request(void *ctx, const char *method, const char *path, int
 	(void)duration_us;
 }
 
+static void log_store_stats(struct store *st)
+{
+	struct store_stats ss;
+	struct log_line *l;
+
+	if (!st)
+		return;
+	store_stats(st, &ss);
+	l = log_begin(LOG_INFO, "intake totals");
+	log_int(l, "commits", (int64_t)ss.commits);
+	log_int(l, "requests", (int64_t)ss.batches);
+	log_int(l, "events", (int64_t)ss.events);
+	log_int(l, "failed_commits", (int64_t)ss.failed_commits);
+	log_end(l);
+}
+
 static void service_release(struct service *s)
 {
+	log_store_stats(s->store);
 	srv_free(s->srv);
 	bridge_free(s->bridge);
 	webhook_free(s->webhook);

@@ -512,50 +512,100 @@ void am_payload_free(struct am_payload *p)
 
 /* ---- event document ---- */
 
-static json_t *labels_json(const struct am_labels *set)
+/*
+ * The event document is written directly rather than built as a json_t and
+ * dumped: it is made three times per webhook of three alerts on the intake's
+ * hot path, and its shape is fixed.  Strings come from am_parse(), so they are
+ * valid UTF-8 without NUL; escaping follows RFC 8259 section 7 exactly as
+ * jansson's compact dump does (", \\, and control characters; nothing else).
+ */
+static void add_json_string(struct buf *out, const char *s)
 {
-	json_t *o = json_object();
+	static const char hex[] = "0123456789abcdef";
+	const char *run = s;
 
-	for (size_t i = 0; i < set->n; i++)
-		json_object_set_new(o, set->v[i].name, json_string(set->v[i].value));
-	return o;
+	buf_addch(out, '"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char esc[7] = { '\\', 0 };
+		size_t n = 2;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		buf_add(out, run, (size_t)(s - run));
+		run = s + 1;
+		switch (c) {
+		case '"': esc[1] = '"'; break;
+		case '\\': esc[1] = '\\'; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[c >> 4];
+			esc[5] = hex[c & 0xf];
+			n = 6;
+		}
+		buf_add(out, esc, n);
+	}
+	buf_add(out, run, (size_t)(s - run));
+	buf_addch(out, '"');
 }
 
-static int dump_to_buf(const char *data, size_t size, void *ctx)
+/* ,"key":"value" (or without the comma for the first member). */
+static void add_member(struct buf *out, const char *key, const char *value)
 {
-	return buf_add(ctx, data, size) ? -1 : 0;
+	buf_addch(out, ',');
+	add_json_string(out, key);
+	buf_addch(out, ':');
+	add_json_string(out, value);
+}
+
+static void add_labels(struct buf *out, const char *key, const struct am_labels *set)
+{
+	buf_addch(out, ',');
+	add_json_string(out, key);
+	buf_adds(out, ":{");
+	for (size_t i = 0; i < set->n; i++) {
+		if (i)
+			buf_addch(out, ',');
+		add_json_string(out, set->v[i].name);
+		buf_addch(out, ':');
+		add_json_string(out, set->v[i].value);
+	}
+	buf_addch(out, '}');
 }
 
 enum err am_event_json(const struct am_payload *p, size_t i, struct buf *out)
 {
 	const struct am_alert *a;
-	size_t old_len = out->len;
-	json_t *o;
-	enum err rc = ERR_OK;
+	struct buf doc = BUF_INIT;
+	enum err rc;
 
 	assert(i < p->n_alerts);
 	a = &p->alerts[i];
-	o = json_object();
-	json_object_set_new(o, "v", json_integer(1));
-	json_object_set_new(o, "receiver", json_string(p->receiver_name));
-	json_object_set_new(o, "groupStatus", json_string(p->status));
-	json_object_set_new(o, "status", json_string(a->status));
-	json_object_set_new(o, "labels", labels_json(&a->labels));
-	json_object_set_new(o, "annotations", labels_json(&a->annotations));
-	json_object_set_new(o, "startsAt", json_string(a->starts_at));
-	json_object_set_new(o, "endsAt", json_string(a->ends_at));
-	json_object_set_new(o, "generatorURL", json_string(a->generator_url));
-	json_object_set_new(o, "fingerprint", json_string(a->fingerprint));
-	json_object_set_new(o, "groupKey", json_string(p->group_key));
-	json_object_set_new(o, "groupLabels", labels_json(&p->group_labels));
-	json_object_set_new(o, "commonLabels", labels_json(&p->common_labels));
-	json_object_set_new(o, "commonAnnotations", labels_json(&p->common_annotations));
-	json_object_set_new(o, "externalURL", json_string(p->external_url));
-	json_object_set_new(o, "truncatedAlerts", json_integer(p->truncated_alerts));
-	if (json_dump_callback(o, dump_to_buf, out, JSON_COMPACT | JSON_PRESERVE_ORDER)) {
-		buf_truncate(out, old_len);
-		rc = ERR_TOOBIG;
-	}
-	json_decref(o);
+	buf_adds(&doc, "{\"v\":1");
+	add_member(&doc, "receiver", p->receiver_name);
+	add_member(&doc, "groupStatus", p->status);
+	add_member(&doc, "status", a->status);
+	add_labels(&doc, "labels", &a->labels);
+	add_labels(&doc, "annotations", &a->annotations);
+	add_member(&doc, "startsAt", a->starts_at);
+	add_member(&doc, "endsAt", a->ends_at);
+	add_member(&doc, "generatorURL", a->generator_url);
+	add_member(&doc, "fingerprint", a->fingerprint);
+	add_member(&doc, "groupKey", p->group_key);
+	add_labels(&doc, "groupLabels", &p->group_labels);
+	add_labels(&doc, "commonLabels", &p->common_labels);
+	add_labels(&doc, "commonAnnotations", &p->common_annotations);
+	add_member(&doc, "externalURL", p->external_url);
+	buf_printf(&doc, ",\"truncatedAlerts\":%lld}", (long long)p->truncated_alerts);
+	/* One append: out (which may carry a max) is changed whole or not at all. */
+	rc = buf_add(out, doc.data, doc.len);
+	buf_release(&doc);
 	return rc;
 }

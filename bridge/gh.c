@@ -657,6 +657,21 @@ static enum err parse_issue_body(const struct http_response *res, const char *wh
 
 /* ---- dry run ---- */
 
+static void log_dry_run(const char *method, const char *path, const char *title);
+
+/*
+ * A mutating call in dry-run is paced like a real one, so the log shows the
+ * calls at the rate they would be made and a dry-run map fills up as a live
+ * one would.
+ */
+static void dry_run_mutation(struct gh_client *c, const char *method, const char *path,
+			     const char *title)
+{
+	pace(c);
+	log_dry_run(method, path, title);
+	note_mutation(c);
+}
+
 static void log_dry_run(const char *method, const char *path, const char *title)
 {
 	struct log_line *l = log_begin(LOG_INFO, "dry-run github call");
@@ -711,7 +726,7 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 	}
 	(void)buf_printf(&path, "/repos/%s/issues", repo);
 	if (c->dry_run) {
-		log_dry_run("POST", buf_str(&path), title);
+		dry_run_mutation(c, "POST", buf_str(&path), title);
 		fake_issue(out, repo, 0, "open", NULL);
 		goto out;
 	}
@@ -795,7 +810,7 @@ enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t numbe
 	}
 	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64, repo, number);
 	if (c->dry_run) {
-		log_dry_run("PATCH", buf_str(&path), NULL);
+		dry_run_mutation(c, "PATCH", buf_str(&path), NULL);
 		if (out)
 			fake_issue(out, repo, number, state, state_reason);
 		goto out;
@@ -862,7 +877,7 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 	}
 	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments", repo, number);
 	if (c->dry_run) {
-		log_dry_run("POST", buf_str(&path), NULL);
+		dry_run_mutation(c, "POST", buf_str(&path), NULL);
 		goto out;
 	}
 	o = json_object();
@@ -887,7 +902,7 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 		return ERR_OK; /* nothing to add: no call */
 	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/labels", repo, number);
 	if (c->dry_run) {
-		log_dry_run("POST", buf_str(&path), NULL);
+		dry_run_mutation(c, "POST", buf_str(&path), NULL);
 		goto out;
 	}
 	o = json_object();

@@ -103,6 +103,7 @@ log: {level: warn, format: logfmt}
 webhook:
   bearer_token_file: webhook-token
   max_body_bytes: 1048576
+  threads: 16
 github:
   api_url: http://127.0.0.1:9
   content_per_minute: 20

@@ -703,6 +703,13 @@ static void dry_run_logs_and_makes_no_request(void **state)
 	assert_int_equal(fx->is.number, 0);
 	assert_string_equal(fx->is.state, "open");
 	assert_int_equal(fake_http_count(fx->fake), 0);
+	/* paced like real calls: three mutating calls, 1 s apart */
+	{
+		struct gh_stats st;
+		gh_stats(fx->gh, &st);
+		assert_int_equal(st.pacing_wait_ms, 2000);
+		assert_int_equal(fx->now, T0 + 2000);
+	}
 
 	fx->opts.token = "tok";
 	fx->opts.dry_run = 1;
