@@ -31,7 +31,7 @@ struct http_client_options {
 	 * cannot be loaded fails each https request with ERR_IO and curl's text.
 	 */
 	const char *client_cert_file;  /* PEM client certificate (CURLOPT_SSLCERT); NULL: none */
-	const char *client_key_file;   /* its PEM private key (CURLOPT_SSLKEY); NULL: in cert file */
+	const char *client_key_file;   /* its PEM key (CURLOPT_SSLKEY); NULL: in the cert file */
 	const char *client_cert_pem;   /* PEM certificate text (CURLOPT_SSLCERT_BLOB); NULL: none */
 	const char *client_key_pem;    /* PEM private key text (CURLOPT_SSLKEY_BLOB); NULL: none */
 	const char *ca_pem;            /* PEM CA bundle text (CURLOPT_CAINFO_BLOB); NULL: none */

@@ -231,7 +231,8 @@ static void client_cert_options_reach_curl(void **state)
 	http_client_free(mtls);
 
 	memset(&opts, 0, sizeof(opts));
-	opts.client_cert_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n";
+	opts.client_cert_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n"
+			       "-----END CERTIFICATE-----\n";
 	opts.client_key_pem = "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n";
 	opts.ca_pem = "-----BEGIN CERTIFICATE-----\nbad\n-----END CERTIFICATE-----\n";
 	mtls = http_client_new(&opts);
