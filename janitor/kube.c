@@ -760,7 +760,8 @@ enum err kube_pods_each(struct kube_client *c, const char *ns, int metadata_only
 
 		buf_reset(&path);
 		if (ns)
-			(void)buf_printf(&path, "/api/v1/namespaces/%s/pods?limit=%d", ns, PAGE_LIMIT);
+			(void)buf_printf(&path, "/api/v1/namespaces/%s/pods?limit=%d", ns,
+					 PAGE_LIMIT);
 		else
 			(void)buf_printf(&path, "/api/v1/pods?limit=%d", PAGE_LIMIT);
 		if (cont) {

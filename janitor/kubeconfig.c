@@ -896,7 +896,8 @@ static enum err parse_credential(const struct kube_config *cfg, const struct buf
 			 jerr.line);
 		goto out;
 	}
-	if (!kind || strcmp(kind, "ExecCredential") || !api || strcmp(api, cfg->exec->api_version)) {
+	if (!kind || strcmp(kind, "ExecCredential") || !api ||
+	    strcmp(api, cfg->exec->api_version)) {
 		buf_setf(errmsg, "exec plugin %s: output is not an ExecCredential of %s", cmd,
 			 cfg->exec->api_version);
 		goto out;
@@ -917,7 +918,8 @@ static enum err parse_credential(const struct kube_config *cfg, const struct buf
 	if (exp) {
 		out->expiry_ms = kube_time_parse(exp);
 		if (out->expiry_ms < 0) {
-			buf_setf(errmsg, "exec plugin %s: bad expirationTimestamp \"%s\"", cmd, exp);
+			buf_setf(errmsg, "exec plugin %s: bad expirationTimestamp \"%s\"", cmd,
+				 exp);
 			goto out;
 		}
 	}

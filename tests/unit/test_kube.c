@@ -258,8 +258,9 @@ static const char *page(char *out, size_t size, const char *cont, int first, int
 			 cont ? "\"" : "");
 	for (int i = 0; i < count; i++)
 		n += snprintf(out + n, size - (size_t)n,
-			      "%s{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\","
-			      "\"metadata\":{\"name\":\"p%d\",\"namespace\":\"ns%d\",\"uid\":\"u%d\","
+			      "%s{\"kind\":\"PartialObjectMetadata\","
+			      "\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":{\"name\":\"p%d\","
+			      "\"namespace\":\"ns%d\",\"uid\":\"u%d\","
 			      "\"creationTimestamp\":\"2024-05-01T12:00:00Z\","
 			      "\"annotations\":{\"janitor/expires\":\"2024-05-02T00:00:00Z\"}}}",
 			      i ? "," : "", first + i, first + i, first + i);
@@ -539,13 +540,13 @@ static void event_long_message_is_cut_and_bad_input_rejected(void **state)
 	struct kube_event ev = { "ns", "p", "u", NULL, "Normal", "R", msg, T0 };
 	json_t *o;
 
-	memset(msg, 'a', sizeof(msg) - 3);
-	memcpy(msg + 1022, "\xc3\xa9", 2); /* an é across the 1024-byte limit */
+	memset(msg, 'a', sizeof(msg) - 1);
+	memcpy(msg + 1023, "\xc3\xa9", 2); /* an é across the 1024-byte limit */
 	msg[sizeof(msg) - 1] = '\0';
 	fake_http_push(fx->fake, 201, NULL, "{}");
 	assert_int_equal(kube_event_create(fx->kc, &ev, &fx->err), ERR_OK);
 	o = json_loads(fake_http_request(fx->fake, 0)->body, 0, NULL);
-	assert_int_equal(strlen(json_string_value(json_object_get(o, "message"))), 1024);
+	assert_int_equal(strlen(json_string_value(json_object_get(o, "message"))), 1023);
 	assert_null(json_object_get(json_object_get(o, "involvedObject"), "resourceVersion"));
 	json_decref(o);
 
@@ -686,7 +687,8 @@ static void owner_replicaset_resolves_to_deployment(void **state)
 	fake_http_push(fx->fake, 200, NULL,
 		       "{\"kind\":\"ReplicaSet\",\"metadata\":{\"name\":\"train-7d9f\",\"uid\":"
 		       "\"rs-uid-1\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":"
-		       "\"Deployment\",\"name\":\"train\",\"uid\":\"dep-uid\",\"controller\":true}]}}");
+		       "\"Deployment\",\"name\":\"train\",\"uid\":\"dep-uid\","
+		       "\"controller\":true}]}}");
 	assert_int_equal(kube_pod_controller(fx->kc, &fx->pod, &o, &fx->err), ERR_OK);
 	req_is(fx, 1, "GET", "/apis/apps/v1/namespaces/ml-team/replicasets/train-7d9f",
 	       "application/json");
@@ -814,7 +816,8 @@ static void lease_conflicts_and_bad_input(void **state)
 	in.name = "alertbridge";
 	in.resource_version = "41";
 	fake_http_push(fx->fake, 409, NULL,
-		       "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"Operation cannot "
+		       "{\"kind\":\"Status\",\"reason\":\"Conflict\","
+		       "\"message\":\"Operation cannot "
 		       "be fulfilled on leases.coordination.k8s.io \\\"alertbridge\\\": the object "
 		       "has been modified\",\"code\":409}");
 	assert_int_equal(kube_lease_update(fx->kc, &in, &got, &fx->err), ERR_CONFLICT);

@@ -391,6 +391,35 @@ static void exec_plugin_token_is_cached_until_expiry(void **state)
 	fake_http_stop(fake);
 }
 
+static void exec_plugin_reruns_once_on_401(void **state)
+{
+	struct fixture *fx = *state;
+	struct fake_http *fake = fake_http_start();
+	struct kube_client *kc;
+	struct kube_pod p;
+	const char *unauth = "{\"kind\":\"Status\",\"reason\":\"Unauthorized\",\"code\":401}";
+
+	write_exec_config(fx, fake_http_url(fake), "exec");
+	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	kc = kube_client_new(&fx->cfg, NULL);
+	fake_http_push(fake, 401, NULL, unauth);
+	fake_http_push(fake, 200, NULL, "{\"metadata\":{\"name\":\"p\",\"uid\":\"u\"}}");
+	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
+	kube_pod_release(&p);
+	assert_string_equal(fake_request_header(fake_http_request(fake, 0), "authorization"),
+			    "Bearer exec-arg1-1");
+	assert_string_equal(fake_request_header(fake_http_request(fake, 1), "authorization"),
+			    "Bearer exec-arg1-2");
+	fake_http_push(fake, 401, NULL, unauth);
+	fake_http_push(fake, 401, NULL, unauth);
+	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_AUTH);
+	assert_string_equal(buf_str(&fx->err),
+			    "GET /api/v1/namespaces/n/pods/p: 401 Unauthorized: (no message)");
+	assert_int_equal(fake_http_count(fake), 4);
+	kube_client_free(kc);
+	fake_http_stop(fake);
+}
+
 static void exec_plugin_failure_carries_stderr(void **state)
 {
 	struct fixture *fx = *state;
@@ -534,6 +563,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(unreadable_kubeconfig_is_io, setup, teardown),
 		cmocka_unit_test_setup_teardown(exec_plugin_token_is_cached_until_expiry, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(exec_plugin_reruns_once_on_401, setup, teardown),
 		cmocka_unit_test_setup_teardown(exec_plugin_failure_carries_stderr, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(exec_plugin_bad_output_and_cert_data, setup,
