@@ -83,6 +83,7 @@ const char *kube_client_source(const struct kube_client *c);
  *   ERR_RETRY     429, 5xx, timeouts and connection failures.  A 429 or 503
  *                 with Retry-After of at most max_retry_after_ms is waited
  *                 out and the request repeated once.
+ *   ERR_TOOBIG    an answer over 64 MiB
  */
 
 /* A name/value pair, owned by the struct that holds it. */
