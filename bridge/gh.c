@@ -101,7 +101,8 @@ static void pause_ms(struct gh_client *c, int64_t ms, int64_t *counter)
 struct gh_client *gh_client_new(const struct gh_options *opts)
 {
 	struct gh_client *c = xcalloc(1, sizeof(*c));
-	struct http_client_options hopts = { opts->ca_file, 0, MAX_BODY_BYTES };
+	struct http_client_options hopts = { .ca_file = opts->ca_file,
+					      .max_body_bytes = MAX_BODY_BYTES };
 	struct buf b = BUF_INIT;
 	size_t n;
 

@@ -23,6 +23,11 @@
 struct http_client {
 	CURL *easy;
 	char *ca_file;
+	char *cert_file;
+	char *key_file;
+	char *cert_pem;
+	char *key_pem;
+	char *ca_pem;
 	int insecure;
 	size_t max_body;
 };
@@ -52,6 +57,11 @@ struct http_client *http_client_new(const struct http_client_options *opts)
 		abort(); /* only fails when out of memory, as xmalloc does */
 	if (opts) {
 		c->ca_file = xstrdup(opts->ca_file);
+		c->cert_file = xstrdup(opts->client_cert_file);
+		c->key_file = xstrdup(opts->client_key_file);
+		c->cert_pem = xstrdup(opts->client_cert_pem);
+		c->key_pem = xstrdup(opts->client_key_pem);
+		c->ca_pem = xstrdup(opts->ca_pem);
 		c->insecure = opts->insecure;
 		c->max_body = opts->max_body_bytes;
 	}
@@ -66,6 +76,11 @@ void http_client_free(struct http_client *c)
 		return;
 	curl_easy_cleanup(c->easy);
 	free(c->ca_file);
+	free(c->cert_file);
+	free(c->key_file);
+	free(c->cert_pem);
+	free(c->key_pem);
+	free(c->ca_pem);
 	free(c);
 }
 
@@ -245,6 +260,37 @@ static CURLcode set_method(CURL *easy, const struct http_request *req)
 	return cc;
 }
 
+/* A PEM string as a curl blob; curl copies it (CURL_BLOB_COPY). */
+static CURLcode set_blob(CURL *e, CURLoption opt, const char *pem)
+{
+	struct curl_blob blob = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
+
+	return curl_easy_setopt(e, opt, &blob);
+}
+
+/* Client certificate, key and in-memory CA; the PEM text wins over a file. */
+static CURLcode set_tls_identity(struct http_client *c)
+{
+	CURL *e = c->easy;
+	CURLcode cc = CURLE_OK;
+
+	if (c->ca_pem)
+		cc = cc ? cc : set_blob(e, CURLOPT_CAINFO_BLOB, c->ca_pem);
+	if (c->cert_pem)
+		cc = cc ? cc : set_blob(e, CURLOPT_SSLCERT_BLOB, c->cert_pem);
+	else if (c->cert_file)
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
+	if (c->key_pem)
+		cc = cc ? cc : set_blob(e, CURLOPT_SSLKEY_BLOB, c->key_pem);
+	else if (c->key_file)
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
+	if (c->cert_pem || c->cert_file)
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+	if (c->key_pem || c->key_file)
+		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+	return cc;
+}
+
 static CURLcode configure(struct http_client *c, const struct http_request *req,
 			  struct curl_slist *headers, struct transfer *t, char *errbuf)
 {
@@ -276,6 +322,7 @@ static CURLcode configure(struct http_client *c, const struct http_request *req,
 	}
 	if (c->ca_file)
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_CAINFO, c->ca_file);
+	cc = cc ? cc : set_tls_identity(c);
 	if (c->insecure) {
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);

@@ -24,6 +24,17 @@ struct http_client_options {
 	const char *ca_file;    /* PEM bundle to verify servers with; NULL: the system's */
 	int insecure;           /* non-zero: skip TLS peer and host verification (tests only) */
 	size_t max_body_bytes;  /* response body cap; 0 means 8 MiB */
+	/*
+	 * Mutual TLS and in-memory trust (Kubernetes kubeconfigs carry both as
+	 * files or as *-data).  All are copied by http_client_new().  A PEM
+	 * string wins over the file of the same role.  A certificate or key that
+	 * cannot be loaded fails each https request with ERR_IO and curl's text.
+	 */
+	const char *client_cert_file;  /* PEM client certificate (CURLOPT_SSLCERT); NULL: none */
+	const char *client_key_file;   /* its PEM key (CURLOPT_SSLKEY); NULL: in the cert file */
+	const char *client_cert_pem;   /* PEM certificate text (CURLOPT_SSLCERT_BLOB); NULL: none */
+	const char *client_key_pem;    /* PEM private key text (CURLOPT_SSLKEY_BLOB); NULL: none */
+	const char *ca_pem;            /* PEM CA bundle text (CURLOPT_CAINFO_BLOB); NULL: none */
 };
 
 /* One request.  Strings are borrowed for the duration of http_do(). */

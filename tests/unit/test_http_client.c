@@ -187,7 +187,7 @@ static void too_many_redirects_is_invalid(void **state)
 static void body_over_cap_is_toobig(void **state)
 {
 	struct fixture *fx = *state;
-	struct http_client_options opts = { NULL, 0, 16 };
+	struct http_client_options opts = { .max_body_bytes = 16 };
 	struct http_client *small = http_client_new(&opts);
 	struct http_request req = HTTP_REQUEST_INIT;
 
@@ -202,6 +202,49 @@ static void body_over_cap_is_toobig(void **state)
 		assert_string_equal(buf_str(&fx->err), want);
 	}
 	http_client_free(small);
+}
+
+/*
+ * The fake speaks plain HTTP, so an https:// URL to it never completes a
+ * handshake; curl loads the client identity before the handshake, so a
+ * broken certificate or key is reported as such, proving the options reach
+ * curl.  Over http:// the same options change nothing.
+ */
+static void client_cert_options_reach_curl(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_client_options opts = { 0 };
+	struct http_client *mtls;
+	struct http_request req = HTTP_REQUEST_INIT;
+	char https[300];
+
+	opts.client_cert_file = "/nonexistent/client.crt";
+	opts.client_key_file = "/nonexistent/client.key";
+	mtls = http_client_new(&opts);
+	snprintf(https, sizeof(https), "https%s/x", fake_http_url(fx->fake) + 4);
+	req.method = "GET";
+	req.url = https;
+	req.timeout_ms = 2000;
+	assert_int_equal(http_do(mtls, &req, &fx->res, &fx->err), ERR_IO);
+	assert_non_null(strstr(buf_str(&fx->err), "/nonexistent/client.crt"));
+	assert_false(fx->res.sent);
+	http_client_free(mtls);
+
+	memset(&opts, 0, sizeof(opts));
+	opts.client_cert_pem = "-----BEGIN CERTIFICATE-----\nnot base64\n"
+			       "-----END CERTIFICATE-----\n";
+	opts.client_key_pem = "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n";
+	opts.ca_pem = "-----BEGIN CERTIFICATE-----\nbad\n-----END CERTIFICATE-----\n";
+	mtls = http_client_new(&opts);
+	assert_int_equal(http_do(mtls, &req, &fx->res, &fx->err), ERR_IO);
+	assert_non_null(strstr(buf_str(&fx->err), "GET https://127.0.0.1:"));
+	assert_non_null(strstr(buf_str(&fx->err), "certificate"));
+
+	fake_http_push(fx->fake, 200, NULL, "plain");
+	req.url = url(fx, "/plain");
+	assert_int_equal(http_do(mtls, &req, &fx->res, &fx->err), ERR_OK);
+	assert_string_equal(buf_str(&fx->res.body), "plain");
+	http_client_free(mtls);
 }
 
 static void timeout_is_retry_sent_and_hides_headers(void **state)
@@ -313,6 +356,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(dropped_connection_is_io_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_requests_are_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(reuse_after_error_works, setup, teardown),
+		cmocka_unit_test_setup_teardown(client_cert_options_reach_curl, setup, teardown),
 	};
 	int rc;
 
