@@ -129,7 +129,8 @@ static const char *url_path(const char *url)
 struct slack_client *slack_client_new(const struct slack_options *opts)
 {
 	struct slack_client *c = xcalloc(1, sizeof(*c));
-	struct http_client_options hopts = { opts->ca_file, 0, MAX_ANSWER_BYTES };
+	struct http_client_options hopts = { .ca_file = opts->ca_file,
+					     .max_body_bytes = MAX_ANSWER_BYTES };
 	struct buf b = BUF_INIT;
 
 	assert((opts->bot_token && *opts->bot_token) || (opts->webhook_url && *opts->webhook_url));
