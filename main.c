@@ -105,7 +105,8 @@ static const char usage_map[] =
 	"       alertbridge map show KEY [--receiver=NAME]\n"
 	"       alertbridge map forget KEY --receiver=NAME\n"
 	"\n"
-	"Reads the database named by --database.path or the configuration's 'database'.\n"
+	"Reads the database named by --database.path, else the configuration's 'database'\n"
+	"(--config.file, default alertbridge.yml), else ./alertbridge.db.\n"
 	"list: one line per alert: receiver, key, repo#number, state, episode start.\n"
 	"show: every field of the row.  forget: delete the row, so the next firing\n"
 	"creates a new issue.  KEY is the alert fingerprint (or the group hash).\n";
@@ -673,7 +674,9 @@ static int cmd_map(const struct flags *f)
 		fputs(usage_map, stderr);
 		return 2;
 	}
-	if (!db) {
+	if (!db && !f->config_file && access(DEFAULT_CONFIG, F_OK)) {
+		db = "alertbridge.db";  /* the default database, as serve would use it */
+	} else if (!db) {
 		cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
 		if (!cfg)
 			return 1;

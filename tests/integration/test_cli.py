@@ -1,0 +1,156 @@
+#!/usr/bin/env python3
+"""test_cli.py - the alertbridge command line as an admin uses it: --help of every command,
+version, check-config (valid, and errors that name file, line and key), render over a real
+Alertmanager payload, map list/show/forget on a database the service filled (dry-run), and
+serve's SIGTERM exit code.  Every process on 127.0.0.1, bounded in time."""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import (Proc, Runner, check, eq, event, free_port, http, poll, wait_ready)  # noqa: E402
+
+SRC = os.environ.get("ALERTBRIDGE_SRC", os.getcwd())
+BIN = os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge"))
+FIX = os.path.join(SRC, "tests", "fixtures", "alertmanager")
+TMP = tempfile.mkdtemp(prefix="ab-cli-")
+runner = Runner()
+
+
+def ab(*args, cwd=TMP, timeout=20):
+    p = subprocess.run([BIN] + list(args), cwd=cwd, capture_output=True, text=True,
+                       timeout=timeout, stdin=subprocess.DEVNULL)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write(name, text):
+    path = os.path.join(TMP, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+@runner.case
+def help_for_every_command():
+    rc, out, _ = ab("--help")
+    eq(rc, 0, "alertbridge --help exit code")
+    for word in ("serve", "check-config", "render", "map", "version", "--config.file",
+                 "--web.listen-address", "GITHUB_TOKEN"):
+        check(word in out, "main help mentions %s" % word, out)
+    for cmd in ("serve", "check-config", "render", "map"):
+        rc, out, _ = ab(cmd, "--help")
+        eq(rc, 0, "%s --help exit code" % cmd)
+        check(out.startswith("usage: alertbridge %s" % cmd), "%s --help usage line" % cmd, out)
+    rc, _, err = ab("frobnicate")
+    eq(rc, 2, "unknown command exit code")
+    check('unknown command "frobnicate"' in err, "unknown command named", err)
+    rc, _, err = ab("serve", "--no-such-flag")
+    eq(rc, 2, "unknown flag exit code")
+    check('unknown flag "--no-such-flag"' in err, "unknown flag named", err)
+
+
+@runner.case
+def version_prints_version():
+    rc, out, _ = ab("version")
+    eq(rc, 0, "version exit code")
+    check(out.startswith("alertbridge version "), "version line", out)
+
+
+@runner.case
+def check_config_valid_and_invalid():
+    rc, out, err = ab("check-config", os.path.join(SRC, "deploy/examples/alertbridge.yml"))
+    eq(rc, 0, "example config is valid: " + err)
+    check(out.startswith("SUCCESS: "), "SUCCESS line", out)
+    check("receivers:" in out and "my-org/cluster-alerts" in out, "effective config dumped", out)
+    bad = write("bad.yml", "github:\n  dry_run: true\nreceivers:\n  - name: a\n"
+                "    repo: o/r\n    issue_per: sometimes\n")
+    rc, out, err = ab("check-config", bad)
+    eq(rc, 1, "invalid config exit code")
+    check("bad.yml:6: receivers[0].issue_per:" in err, "error names file, line and key", err)
+    unknown = write("unknown.yml", "receivers:\n  - name: a\n    repo: o/r\n    colour: red\n")
+    rc, _, err = ab("check-config", unknown)
+    eq(rc, 1, "unknown key exit code")
+    check("unknown.yml:4: receivers[0].colour: unknown key" in err, "unknown key named", err)
+    tmpl = write("broken.mustache", "{{#labels}}never closed\n")
+    broken = write("broken.yml", "receivers:\n  - name: a\n    repo: o/r\n"
+                   "    templates: {title: broken.mustache}\n")
+    rc, _, err = ab("check-config", broken)
+    eq(rc, 1, "broken template exit code")
+    check("receivers[0].templates.title" in err and tmpl in err, "template error names it", err)
+    secret = write("secret.yml", "github:\n  token_file: /nonexistent/token\n"
+                   "receivers:\n  - name: a\n    repo: o/r\n")
+    rc, _, err = ab("check-config", secret)
+    eq(rc, 1, "missing secret file exit code")
+    check("github.token_file" in err and "/nonexistent/token" in err, "secret file named", err)
+
+
+@runner.case
+def render_over_a_real_payload():
+    title = os.path.join(SRC, "templates", "issue_title.mustache")
+    rc, out, err = ab("render", "--template=" + title,
+                      "--payload=" + os.path.join(FIX, "03_group_of_3_firing.json"))
+    eq(rc, 0, "render exit code: " + err)
+    eq(out.splitlines(), ["[warning] HighLatency: HighLatency on api-0"] * 3, "three titles")
+    t = write("t.mustache", "{{fingerprint}} {{labels.container}} <{{status}}>")
+    rc, out, _ = ab("render", "--template=" + t, "--alert=1",
+                    "--payload=" + os.path.join(FIX, "03_group_of_3_firing.json"))
+    eq(out, "9329cd68b64d6724 proxy <firing>\n", "alert 1 only")
+    bad = write("bad.json", '{"version": "3", "status": "firing"}')
+    rc, _, err = ab("render", "--template=" + t, "--payload=" + bad)
+    eq(rc, 1, "bad payload exit code")
+    check("version" in err, "bad payload error names the field", err)
+    rc, _, err = ab("render", "--template=" + t)
+    eq(rc, 2, "missing --payload is a usage error")
+
+
+@runner.case
+def map_commands_on_a_served_database():
+    port = free_port()
+    db = os.path.join(TMP, "served.db")
+    cfg = write("serve.yml", "listen_address: 127.0.0.1:%d\ndatabase: %s\n"
+                "github: {dry_run: true}\nreceivers:\n  - name: alert-service\n"
+                "    repo: my-org/alerts\n" % (port, db))
+    proc = Proc("alertbridge", [BIN, "serve", "--config.file=" + cfg],
+                os.path.join(TMP, "serve.log"), cwd=TMP).start()
+    try:
+        wait_ready(proc, "http://127.0.0.1:%d/-/ready" % port)
+        with open(os.path.join(FIX, "03_group_of_3_firing.json"), "rb") as f:
+            body = f.read()
+        status, _, data = http("POST", "http://127.0.0.1:%d/v1/webhook" % port,
+                               headers={"Content-Type": "application/json"}, raw=body)
+        eq(status, 200, "webhook accepted")
+        # dry-run creates are paced 1 s apart like live ones: three take about 2 s
+        poll(lambda: 'result="created"} 3' in http(
+            "GET", "http://127.0.0.1:%d/metrics" % port)[2], "three dry-run creates",
+            timeout_s=20)
+        status, _, page = http("GET", "http://127.0.0.1:%d/" % port)
+        eq(status, 200, "status page")
+        check("04b8c13f54b78add" in page, "status page lists the alerts", page[:400])
+    finally:
+        eq(proc.stop(), 0, "SIGTERM exits 0")
+    rc, out, err = ab("map", "list", "--database.path=" + db)
+    eq(rc, 0, "map list: " + err)
+    keys = sorted(line.split()[1] for line in out.splitlines())
+    eq(keys, ["04b8c13f54b78add", "9329cd68b64d6724", "98e2b6219b0e1a8d"], "map keys")
+    rc, out, _ = ab("map", "show", "9329cd68b64d6724", "--database.path=" + db)
+    eq(rc, 0, "map show")
+    check("repo:              my-org/alerts" in out and "state:             open" in out,
+          "map show fields", out)
+    rc, _, err = ab("map", "forget", "9329cd68b64d6724", "--database.path=" + db)
+    eq(rc, 2, "forget without --receiver is a usage error")
+    rc, out, _ = ab("map", "forget", "9329cd68b64d6724", "--receiver=alert-service",
+                    "--database.path=" + db)
+    eq(rc, 0, "map forget")
+    rc, out, _ = ab("map", "list", "--database.path=" + db)
+    eq(len(out.splitlines()), 2, "two rows left")
+    rc, _, err = ab("map", "show", "9329cd68b64d6724", "--database.path=" + db)
+    eq(rc, 1, "show of a forgotten key fails")
+    rc, _, err = ab("map", "list", "--database.path=" + os.path.join(TMP, "none.db"))
+    eq(rc, 1, "a missing database is an error, not a new file")
+    check(not os.path.exists(os.path.join(TMP, "none.db")), "no database created by map")
+
+
+sys.exit(runner.run())
