@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bridge/am.h"
+#include "core/am.h"
 #include "bridge/bridge.h"
 #include "bridge/render.h"
 #include "bridge/view.h"

@@ -361,6 +361,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	if (rc)
 		goto out;
 	if (!w->have_row) {
+		store_issue_release(&w->row);  /* a row whose issue was deleted: start afresh */
 		memset(&w->row, 0, sizeof(w->row));
 		w->row.receiver = xstrdup(w->ev.receiver);
 		w->row.key = xstrdup(w->ev.key);

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bridge/am.h"
+#include "core/am.h"
 #include "core/xalloc.h"
 
 #include "core/banned.h"

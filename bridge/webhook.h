@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "bridge/am.h"
+#include "core/am.h"
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/http_server.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bridge/am.h"
+#include "core/am.h"
 #include "bridge/bridge.h"
 #include "bridge/render.h"
 #include "core/config.h"

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "bridge/am.h"
+#include "core/am.h"
 #include "bridge/view.h"
 #include "core/xalloc.h"
 

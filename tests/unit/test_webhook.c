@@ -22,7 +22,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include "bridge/am.h"
+#include "core/am.h"
 #include "bridge/issue.h"
 #include "bridge/webhook.h"
 #include "core/auth.h"

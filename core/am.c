@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/utf8.h"
-#include "core/xalloc.h"
+#include "utf8.h"
+#include "xalloc.h"
 
-#include "core/banned.h"
+#include "banned.h"
 
 #define ZERO_TIME_MS (-62135596800000LL) /* 0001-01-01T00:00:00Z */
 

@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/buf.h"
-#include "core/err.h"
+#include "buf.h"
+#include "err.h"
 
 /* One label or annotation.  Both strings are NUL-free, valid UTF-8. */
 struct am_label {
