@@ -23,8 +23,9 @@ struct janitor_leader_options {
 	/*
 	 * The leader's own Kubernetes client, borrowed: it must outlive the leader, and no other
 	 * thread may use it while the leader exists (a kube_client is used by one thread at a
-	 * time).  Give it a timeout_ms of at most the retry period, so that a hung request cannot
-	 * hold back on_stop_leading (janitor_leader_is_leader() turns false on time regardless).
+	 * time).  Give it timeout_ms and max_retry_after_ms of at most the retry period, so that a
+	 * slow request cannot hold back on_stop_leading much past the renew deadline
+	 * (janitor_leader_is_leader() turns false at the deadline regardless).
 	 */
 	struct kube_client *kube;
 	const char *namespace;    /* the Lease's namespace; copied */
@@ -96,8 +97,8 @@ enum err janitor_leader_step(struct janitor_leader *l, struct buf *errmsg) WARN_
 
 /*
  * Run janitor_leader_step() on a thread of the leader's own: at once, then every retry
- * period.  Failed steps are logged at warn (a Lease held by another at debug; a change of
- * holder at info).  ERR_IO when the thread cannot be created.  Start at most once.
+ * period.  Failed steps are logged at warn, ERR_CONFLICT at debug; each change of the
+ * observed holder at info ("lease holder observed").  ERR_IO when the thread cannot be created.  Start at most once.
  */
 enum err janitor_leader_start(struct janitor_leader *l) WARN_UNUSED;
 

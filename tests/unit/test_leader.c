@@ -29,6 +29,7 @@
 #define S INT64_C(1000)
 #define LEASE_PATH "/apis/coordination.k8s.io/v1/namespaces/alertbridge/leases/alertbridge"
 #define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/alertbridge/leases"
+#define STATUS_404 "{\"kind\":\"Status\",\"reason\":\"NotFound\",\"code\":404}"
 #define STATUS_500 "{\"kind\":\"Status\",\"reason\":\"InternalError\",\"message\":\"etcd down\"}"
 #define STATUS_409 "{\"kind\":\"Status\",\"reason\":\"Conflict\",\"message\":\"the object " \
 		   "has been modified\",\"code\":409}"
@@ -242,7 +243,7 @@ static void lead_by_create(struct fixture *fx)
 {
 	int64_t t = v_now(fx);
 
-	fake_http_push(fx->fake, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
+	fake_http_push(fx->fake, 404, NULL, STATUS_404);
 	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
 	assert_int_equal(step(fx), ERR_OK);
 	assert_true(janitor_leader_is_leader(fx->l));
@@ -294,7 +295,7 @@ static void create_lost_to_another_replica_is_conflict(void **state)
 {
 	struct fixture *fx = *state;
 
-	fake_http_push(fx->fake, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
+	fake_http_push(fx->fake, 404, NULL, STATUS_404);
 	fake_http_push(fx->fake, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"AlreadyExists\","
 					    "\"message\":\"leases \\\"alertbridge\\\" already "
 					    "exists\",\"code\":409}");
@@ -461,10 +462,10 @@ static void leader_steps_down_when_another_holds_it(void **state)
 	assert_false(janitor_leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "+-");
 	assert_false(fx->leading_in_stop);
-	assert_non_null(strstr(logged(fx), "level=info msg=\"lost leadership\" err=conflict "
-					   "identity=pod-a lease=alertbridge/alertbridge reason=\"lease "
-					   "taken by another\" detail=\"lease alertbridge/alertbridge "
-					   "is held by pod-b\"\n"));
+	assert_non_null(strstr(logged(fx),
+			       "level=info msg=\"lost leadership\" err=conflict identity=pod-a "
+			       "lease=alertbridge/alertbridge reason=\"lease taken by another\" "
+			       "detail=\"lease alertbridge/alertbridge is held by pod-b\"\n"));
 	/* It is not ours: stopping releases nothing. */
 	janitor_leader_stop(fx->l);
 	assert_int_equal(fake_http_count(fx->fake), 4);
@@ -522,10 +523,10 @@ static void slow_failed_renew_steps_down_when_it_ends(void **state)
 	assert_int_equal(v_now(fx), T0 + 11 * S);
 	assert_string_equal(fx->events, "+-");
 	assert_false(janitor_leader_is_leader(fx->l));
-	assert_non_null(strstr(logged(fx), "msg=\"lost leadership\" err=retry identity=pod-a "
-					   "lease=alertbridge/alertbridge reason=\"renew deadline "
-					   "passed\" detail=\"GET " LEASE_PATH ": 500 InternalError: "
-					   "etcd down\"\n"));
+	assert_non_null(strstr(logged(fx),
+			       "msg=\"lost leadership\" err=retry identity=pod-a "
+			       "lease=alertbridge/alertbridge reason=\"renew deadline passed\" "
+			       "detail=\"GET " LEASE_PATH ": 500 InternalError: etcd down\"\n"));
 }
 
 static void other_errors_are_passed_through(void **state)
@@ -578,9 +579,10 @@ static void failed_release_is_logged(void **state)
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	janitor_leader_stop(fx->l);
 	assert_string_equal(fx->events, "+-");
-	assert_non_null(strstr(logged(fx), "level=warn msg=\"lease release failed\" err=retry "
-					   "identity=pod-a lease=alertbridge/alertbridge detail=\"PUT "
-					   LEASE_PATH ": 500 InternalError: etcd down\"\n"));
+	assert_non_null(strstr(logged(fx),
+			       "level=warn msg=\"lease release failed\" err=retry identity=pod-a "
+			       "lease=alertbridge/alertbridge detail=\"PUT " LEASE_PATH
+			       ": 500 InternalError: etcd down\"\n"));
 	janitor_leader_stop(fx->l);
 	assert_int_equal(fake_http_count(fx->fake), 3);
 }
@@ -610,7 +612,7 @@ static void thread_leads_and_releases_on_stop(void **state)
 	kube_client_free(fx->kc);
 	fx->kc = new_kube(fx, 0);
 	fx->l = l = new_leader(fx, 15 * S, 0);
-	fake_http_push(fx->fake, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
+	fake_http_push(fx->fake, 404, NULL, STATUS_404);
 	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, T0, T0, 0));
 	assert_int_equal(janitor_leader_start(l), ERR_OK);
 	for (i = 0; i < 300 && !janitor_leader_is_leader(l); i++)
@@ -709,11 +711,12 @@ static void is_leader_is_safe_from_other_threads(void **state)
 	for (int round = 0; round < 20; round++) {
 		int64_t t = v_now(fx);
 
-		fake_http_push(fx->fake, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
+		fake_http_push(fx->fake, 404, NULL, STATUS_404);
 		fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
 		settled_step(&sh, ERR_OK, 1);
 		advance(fx, 2 * S);
-		fake_http_push(fx->fake, 200, NULL, lease_answer("2", "pod-a", 15, t, t + 2 * S, 0));
+		fake_http_push(fx->fake, 200, NULL,
+			       lease_answer("2", "pod-a", 15, t, t + 2 * S, 0));
 		settled_step(&sh, ERR_OK, 1);
 		advance(fx, 2 * S);
 		fake_http_push(fx->fake, 409, NULL, STATUS_409);
