@@ -98,7 +98,8 @@ enum err janitor_leader_step(struct janitor_leader *l, struct buf *errmsg) WARN_
 /*
  * Run janitor_leader_step() on a thread of the leader's own: at once, then every retry
  * period.  Failed steps are logged at warn, ERR_CONFLICT at debug; each change of the
- * observed holder at info ("lease holder observed").  ERR_IO when the thread cannot be created.  Start at most once.
+ * observed holder at info ("lease holder observed").  ERR_IO when the thread cannot be
+ * created.  Start at most once, and not after janitor_leader_stop() (stopping is final).
  */
 enum err janitor_leader_start(struct janitor_leader *l) WARN_UNUSED;
 
