@@ -1,4 +1,4 @@
-/* test_rfc3339.c - RFC 3339 parsing (strict, TZ-independent) and UTC formatting. */
+/* test_rfc3339.c - RFC 3339 parsing (strict, TZ-independent), UTC formatting and civil dates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,7 +95,7 @@ static void rejects_everything_else(void **state)
 	assert_int_equal(rfc3339_parse(NULL, &ms), ERR_INVALID);
 }
 
-/* Moved from test_am.c (am_time_parse): Alertmanager's times. */
+/* Alertmanager's startsAt and endsAt, as am_parse() reads them. */
 static void go_parser_cases(void **state)
 {
 	int64_t ms = -1;
@@ -146,7 +146,7 @@ static void go_parser_is_stricter(void **state)
 	assert_int_equal(ms, 1795219200123LL);
 }
 
-/* Moved from test_kubeconfig.c (kube_time_parse, kube_time_format): Kubernetes times. */
+/* Kubernetes Time and MicroTime, as janitor/kube.c and kubeconfig.c read and write them. */
 static void kubernetes_times(void **state)
 {
 	const int64_t t0 = 1714564800000LL; /* 2024-05-01T12:00:00Z */
