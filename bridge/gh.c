@@ -17,6 +17,7 @@
 
 #include "core/http_client.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 
@@ -174,31 +175,12 @@ void gh_stats(const struct gh_client *c, struct gh_stats *out)
 
 /* ---- time and text helpers ---- */
 
-/* Format ms since the epoch as ISO 8601 UTC, "2024-05-01T12:00:00Z". */
-static void iso8601(int64_t ms, char out[32])
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (!gmtime_r(&t, &tm) || !strftime(out, 32, "%Y-%m-%dT%H:%M:%SZ", &tm))
-		snprintf(out, 32, "1970-01-01T00:00:00Z");
-}
-
-/* Parse GitHub's "YYYY-MM-DDTHH:MM:SSZ"; 0 when s is NULL or malformed. */
+/* GitHub's "YYYY-MM-DDTHH:MM:SSZ" (RFC 3339); 0 when s is NULL or malformed. */
 static int64_t parse_iso8601(const char *s)
 {
-	struct tm tm;
-	int n = 0;
+	int64_t ms;
 
-	if (!s)
-		return 0;
-	memset(&tm, 0, sizeof(tm));
-	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-		   &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) != 6 || n != (int)strlen(s))
-		return 0;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	return (int64_t)timegm(&tm) * 1000;
+	return rfc3339_parse(s, &ms) == ERR_OK ? ms : 0;
 }
 
 /* Parse a non-negative decimal header value; -1 when absent or malformed. */
@@ -984,7 +966,7 @@ static enum err find_marker(struct gh_client *c, const char *repo, const char *m
 	enum err rc = ERR_NOTFOUND;
 
 	http_response_init(&res);
-	iso8601(since_ms, since);
+	rfc3339_format(since_ms, since);
 	(void)buf_printf(&path, "/repos/%s/issues?state=all&sort=created&direction=desc"
 			 "&since=%s&per_page=100", repo, since);
 	for (int page = 0; page < MAX_PAGES; page++) {

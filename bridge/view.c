@@ -7,85 +7,25 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/am.h"
+#include "core/duration.h"
+#include "core/rfc3339.h"
 #include "core/xalloc.h"
 
 #include "core/banned.h"
 
-/*
- * ---- time formatting: private until core/rfc3339.h and core/duration.h
- * are merged, then replace fmt_rfc3339(), fmt_human() and fmt_duration()
- * (and am_time_parse()) with those modules. ----
- */
-
-/* Split ms into a UTC struct tm and the millisecond part; floor division for pre-1970. */
-static void split_ms(int64_t ms, struct tm *tm, int *millis)
-{
-	int64_t s = ms / 1000;
-	int64_t r = ms % 1000;
-	time_t t;
-
-	if (r < 0) {
-		r += 1000;
-		s--;
-	}
-	t = (time_t)s;
-	gmtime_r(&t, tm);
-	*millis = (int)r;
-}
+/* ---- times ---- */
 
 /* "2026-11-21T00:49:48.539Z"; the fraction only when not zero. */
 static void fmt_rfc3339(int64_t ms, struct buf *out)
 {
-	struct tm tm;
-	int millis;
+	char s[32];
 
-	split_ms(ms, &tm, &millis);
-	(void)buf_printf(out, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900, tm.tm_mon + 1,
-			 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-	if (millis)
-		(void)buf_printf(out, ".%03d", millis);
-	(void)buf_addch(out, 'Z');
-}
-
-/* "Sat, 21 Nov 2026 00:49:48 UTC" (RFC 1123 style, English whatever the locale). */
-static void fmt_human(int64_t ms, struct buf *out)
-{
-	static const char days[7][4] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
-	static const char months[12][4] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-					    "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
-	struct tm tm;
-	int millis;
-
-	split_ms(ms, &tm, &millis);
-	(void)buf_printf(out, "%s, %02d %s %04d %02d:%02d:%02d UTC", days[tm.tm_wday], tm.tm_mday,
-			 months[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-/* "2 hours 5 minutes": the largest unit and, when not zero, the next one. */
-static void fmt_duration(int64_t seconds, struct buf *out)
-{
-	static const struct {
-		int64_t s;
-		const char *name;
-	} units[] = { { 86400, "day" }, { 3600, "hour" }, { 60, "minute" }, { 1, "second" } };
-	size_t i = 0;
-	int64_t n, next;
-
-	if (seconds < 0)
-		seconds = 0;
-	while (i < 3 && seconds < units[i].s)
-		i++;
-	n = seconds / units[i].s;
-	(void)buf_printf(out, "%lld %s%s", (long long)n, units[i].name, n == 1 ? "" : "s");
-	if (i == 3)
-		return;
-	next = seconds % units[i].s / units[i + 1].s;
-	if (next)
-		(void)buf_printf(out, " %lld %s%s", (long long)next, units[i + 1].name,
-				 next == 1 ? "" : "s");
+	if (ms % 1000)
+		rfc3339_format_ms(ms, s);
+	else
+		rfc3339_format(ms, s);
+	(void)buf_adds(out, s);
 }
 
 /* ---- helpers ---- */
@@ -193,14 +133,16 @@ static void set_str(json_t *o, const char *key, const char *value)
 static void set_time(json_t *view, const char *key, const char *human_key, int64_t ms,
 		     struct buf *tmp)
 {
+	char human[48];
+
 	buf_reset(tmp);
 	if (ms)
 		fmt_rfc3339(ms, tmp);
 	set_str(view, key, buf_str(tmp));
-	buf_reset(tmp);
+	human[0] = '\0';
 	if (ms)
-		fmt_human(ms, tmp);
-	set_str(view, human_key, buf_str(tmp));
+		rfc3339_human(ms, human);
+	set_str(view, human_key, human);
 }
 
 /* <externalURL>/#/silences/new?filter={name="value", ...}, URL-encoded. */
@@ -286,8 +228,8 @@ static enum err add_times(const json_t *ev, const struct view_context *ctx, json
 		buf_setf(errmsg, "event: status must be \"firing\" or \"resolved\"");
 		return ERR_INVALID;
 	}
-	if (am_time_parse(str_member(ev, "startsAt"), &starts_ms) ||
-	    am_time_parse(str_member(ev, "endsAt"), &ends_ms)) {
+	if (rfc3339_parse_go(str_member(ev, "startsAt"), &starts_ms) ||
+	    rfc3339_parse_go(str_member(ev, "endsAt"), &ends_ms)) {
 		buf_setf(errmsg, "event: startsAt or endsAt is not an RFC 3339 time");
 		return ERR_INVALID;
 	}
@@ -299,7 +241,7 @@ static enum err add_times(const json_t *ev, const struct view_context *ctx, json
 	end_ms = firing || !ends_ms ? ctx->now_ms : ends_ms;
 	end_ms = end_ms > starts_ms ? (end_ms - starts_ms) / 1000 : 0;
 	buf_reset(tmp);
-	fmt_duration(end_ms, tmp);
+	duration_human(end_ms * 1000, tmp);
 	set_str(view, "duration", buf_str(tmp));
 	json_object_set_new(view, "durationSeconds", json_integer(end_ms));
 	return ERR_OK;

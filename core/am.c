@@ -14,12 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rfc3339.h"
 #include "utf8.h"
 #include "xalloc.h"
 
 #include "banned.h"
-
-#define ZERO_TIME_MS (-62135596800000LL) /* 0001-01-01T00:00:00Z */
 
 /* Copy src into dst[size], cut at a UTF-8 boundary. */
 static void copy_cut(char *dst, size_t size, const char *src)
@@ -55,87 +54,6 @@ static void PRINTF_LIKE(3, 4) mkpath(char *path, size_t size, const char *fmt, .
 	vsnprintf(tmp, sizeof(tmp), fmt, ap);
 	va_end(ap);
 	copy_cut(path, size, tmp);
-}
-
-/* ---- time (to be replaced by core/rfc3339.h at merge) ---- */
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-/* Read exactly n digits at *s into *out; advances *s.  0 on success. */
-static int digits(const char **s, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		char c = (*s)[i];
-		if (c < '0' || c > '9')
-			return -1;
-		v = v * 10 + (c - '0');
-	}
-	*s += n;
-	*out = v;
-	return 0;
-}
-
-static int days_in_month(int y, int m)
-{
-	static const int mdays[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-	return m == 2 && leap ? 29 : mdays[m - 1];
-}
-
-enum err am_time_parse(const char *s, int64_t *out_ms)
-{
-	int y, mo, d, h, mi, sec, ms = 0, oh = 0, om = 0, sign = 0;
-	int64_t t;
-
-	if (!s || digits(&s, 4, &y) || *s++ != '-' || digits(&s, 2, &mo) || *s++ != '-' ||
-	    digits(&s, 2, &d) || (*s != 'T' && *s != 't'))
-		return ERR_INVALID;
-	s++;
-	if (digits(&s, 2, &h) || *s++ != ':' || digits(&s, 2, &mi) || *s++ != ':' ||
-	    digits(&s, 2, &sec))
-		return ERR_INVALID;
-	if (*s == '.') {
-		int n = 0;
-		s++;
-		for (; *s >= '0' && *s <= '9'; s++, n++) {
-			if (n < 3)
-				ms = ms * 10 + (*s - '0');
-		}
-		if (n == 0 || n > 9)
-			return ERR_INVALID;
-		for (; n < 3; n++)
-			ms *= 10;
-	}
-	if (*s == 'Z' || *s == 'z') {
-		s++;
-	} else if (*s == '+' || *s == '-') {
-		sign = *s++ == '+' ? 1 : -1;
-		if (digits(&s, 2, &oh) || *s++ != ':' || digits(&s, 2, &om))
-			return ERR_INVALID;
-	} else {
-		return ERR_INVALID;
-	}
-	if (*s != '\0' || y < 1 || mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) ||
-	    h > 23 || mi > 59 || sec > 59 || oh > 23 || om > 59)
-		return ERR_INVALID;
-	t = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec;
-	t -= sign * (oh * 3600 + om * 60);
-	t = t * 1000 + ms;
-	*out_ms = t == ZERO_TIME_MS ? 0 : t;
-	return ERR_OK;
 }
 
 /* ---- label sets ---- */
@@ -308,7 +226,7 @@ static enum err get_time(const json_t *obj, const char *prefix, const char *key,
 
 	if (rc)
 		return rc;
-	rc = am_time_parse(*str, ms);
+	rc = rfc3339_parse_go(*str, ms);
 	if (rc == ERR_OK && (zero_ok || *ms != 0))
 		return ERR_OK;
 	mkpath(path, sizeof(path), "%s%s", prefix, key);

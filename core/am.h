@@ -102,9 +102,10 @@ struct am_error {
  * strings; externalURL, when present, a string; alerts a non-empty array of
  * at most max_alerts objects, each with status firing|resolved, labels a
  * non-empty object of strings, annotations (optional) an object of strings,
- * startsAt an RFC 3339 time (not the zero time), endsAt an RFC 3339 time
- * (the zero time 0001-01-01T00:00:00Z means none), generatorURL (optional)
- * a string, fingerprint (optional) exactly 16 lowercase hex digits.
+ * startsAt an RFC 3339 time as rfc3339_parse_go() reads it (not the zero
+ * time), endsAt likewise (the zero time 0001-01-01T00:00:00Z means none),
+ * generatorURL (optional) a string, fingerprint (optional) exactly 16
+ * lowercase hex digits.
  * Errors: ERR_INVALID.
  */
 enum err am_parse(const char *body, size_t len, const struct am_options *opts,
@@ -126,15 +127,6 @@ void am_fingerprint(const struct am_labels *labels, char out[17]);
  * out should have no max, or room for strlen(s)).  s NULL appends nothing.
  */
 void am_unquote_meta(const char *s, struct buf *out);
-
-/*
- * Parse an RFC 3339 date-time ("2026-11-21T00:49:48.539Z",
- * "2018-08-03T09:52:26.739266876+02:00") into milliseconds since the epoch,
- * UTC; fractions beyond milliseconds are truncated.  Go's zero time
- * "0001-01-01T00:00:00Z" gives 0.  Errors: ERR_INVALID.
- * (To be replaced by core/rfc3339.h when that module is merged.)
- */
-enum err am_time_parse(const char *s, int64_t *out_ms) WARN_UNUSED;
 
 /*
  * Append to out the compact JSON document the queue stores for alert i of p

@@ -5,6 +5,7 @@
  */
 #include "rfc3339.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 
@@ -53,11 +54,20 @@ static int is_leap(int64_t y)
 	return y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
 }
 
-static unsigned days_in_month(int64_t y, unsigned m)
+unsigned rfc3339_days_in_month(int64_t year, unsigned month)
 {
 	static const unsigned dim[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
 
-	return m == 2 && is_leap(y) ? 29 : dim[m - 1];
+	assert(month >= 1 && month <= 12);
+	return month == 2 && is_leap(year) ? 29 : dim[month - 1];
+}
+
+int64_t rfc3339_from_civil(int64_t year, unsigned month, unsigned day, unsigned hour,
+			   unsigned min, unsigned sec)
+{
+	assert(month >= 1 && month <= 12);
+	return days_from_civil(year, month, day) * MS_DAY +
+	       ((int64_t)hour * 3600 + (int64_t)min * 60 + sec) * 1000;
 }
 
 /* Read exactly n digits at *p into *out and advance; 0 when not digits. */
@@ -90,7 +100,11 @@ static int expect_either(const char **p, char a, char b)
 	return expect(p, a) || expect(p, b);
 }
 
-enum err rfc3339_parse(const char *s, int64_t *out_ms)
+/*
+ * The parser behind rfc3339_parse() and rfc3339_parse_go(); go adds the latter's three
+ * restrictions (year from 0001, second 0-59, at most nine fraction digits).
+ */
+static enum err parse(const char *s, int go, int64_t *out_ms)
 {
 	const char *p = s;
 	unsigned year, mon, day, hour, min, sec, frac_ms = 0;
@@ -103,8 +117,10 @@ enum err rfc3339_parse(const char *s, int64_t *out_ms)
 	    !digits(&p, 2, &hour) || !expect(&p, ':') || !digits(&p, 2, &min) ||
 	    !expect(&p, ':') || !digits(&p, 2, &sec))
 		return ERR_INVALID;
-	if (mon < 1 || mon > 12 || day < 1 || day > days_in_month(year, mon) || hour > 23 ||
-	    min > 59 || sec > 60)
+	if (mon < 1 || mon > 12 || day < 1 || day > rfc3339_days_in_month(year, mon) ||
+	    hour > 23 || min > 59 || sec > 60)
+		return ERR_INVALID;
+	if (go && (year < 1 || sec > 59))
 		return ERR_INVALID;
 	if (*p == '.') {
 		int n = 0;
@@ -112,7 +128,7 @@ enum err rfc3339_parse(const char *s, int64_t *out_ms)
 		for (p++; *p >= '0' && *p <= '9'; p++, n++)
 			if (n < 3)
 				frac_ms = frac_ms * 10 + (unsigned)(*p - '0');
-		if (n == 0)
+		if (n == 0 || (go && n > 9))
 			return ERR_INVALID;
 		for (; n < 3; n++)
 			frac_ms *= 10;
@@ -133,10 +149,19 @@ enum err rfc3339_parse(const char *s, int64_t *out_ms)
 	}
 	if (*p != '\0')
 		return ERR_INVALID;
-	ms = days_from_civil(year, mon, day) * MS_DAY +
-	     ((int64_t)hour * 3600 + (int64_t)min * 60 + sec - offset_min * 60) * 1000 + frac_ms;
+	ms = rfc3339_from_civil(year, mon, day, hour, min, sec) - offset_min * 60000 + frac_ms;
 	*out_ms = ms == RFC3339_GO_ZERO_MS ? 0 : ms;
 	return ERR_OK;
+}
+
+enum err rfc3339_parse(const char *s, int64_t *out_ms)
+{
+	return parse(s, 0, out_ms);
+}
+
+enum err rfc3339_parse_go(const char *s, int64_t *out_ms)
+{
+	return parse(s, 1, out_ms);
 }
 
 struct split {
@@ -177,6 +202,14 @@ void rfc3339_format_ms(int64_t ms, char out[static 32])
 	struct split t = split_ms(ms);
 
 	snprintf(out, 32, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03uZ", t.date.year,
+		 t.date.month, t.date.day, t.hour, t.min, t.sec, t.ms);
+}
+
+void rfc3339_format_us(int64_t ms, char out[static 40])
+{
+	struct split t = split_ms(ms);
+
+	snprintf(out, 40, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03u000Z", t.date.year,
 		 t.date.month, t.date.day, t.hour, t.min, t.sec, t.ms);
 }
 

@@ -1,8 +1,10 @@
 /*
  * rfc3339.h - RFC 3339 timestamps <-> int64_t milliseconds since the Unix
- * epoch (UTC).  Parses Alertmanager's startsAt/endsAt and Kubernetes times;
- * formats kube-janitor's janitor/expires and the times people read.  Pure
- * arithmetic (Howard Hinnant's days-from-civil): no TZ, mktime or timegm.
+ * epoch (UTC).  Parses Alertmanager's, GitHub's and Kubernetes' times;
+ * formats kube-janitor's janitor/expires, Kubernetes times and the times
+ * people read; gives the civil-date arithmetic to modules with formats of
+ * their own.  Pure arithmetic (Howard Hinnant's days-from-civil): no TZ,
+ * mktime or timegm.
  */
 #ifndef AB_RFC3339_H
 #define AB_RFC3339_H
@@ -32,6 +34,32 @@
 enum err rfc3339_parse(const char *s, int64_t *out_ms) WARN_UNUSED;
 
 /*
+ * As rfc3339_parse(), but also ERR_INVALID for what a Go program such as
+ * Alertmanager never writes (Go's time package has no leap seconds and keeps
+ * nanoseconds, and its zero time is the year 1): a second of 60, more than
+ * nine fraction digits, and the year 0000.  For Alertmanager's startsAt and
+ * endsAt.
+ */
+enum err rfc3339_parse_go(const char *s, int64_t *out_ms) WARN_UNUSED;
+
+/*
+ * Days in month (1..12; anything else is a bug) of the proleptic Gregorian
+ * year: 28 to 31, February 29 in leap years.
+ */
+unsigned rfc3339_days_in_month(int64_t year, unsigned month);
+
+/*
+ * Milliseconds since the epoch of the UTC date-time year-month-day
+ * hour:min:sec in the proleptic Gregorian calendar.  Only month is checked
+ * (1..12, else a bug); the other fields are the caller's to check (see
+ * rfc3339_days_in_month()): a day or time past its range carries over
+ * (day 32 of January is February 1st).  RFC3339_GO_ZERO_MS is
+ * rfc3339_from_civil(1, 1, 1, 0, 0, 0).
+ */
+int64_t rfc3339_from_civil(int64_t year, unsigned month, unsigned day, unsigned hour,
+			   unsigned min, unsigned sec);
+
+/*
  * Write ms as UTC with seconds precision, fraction dropped (floored):
  * "2026-11-21T00:49:48Z", the form of kube-janitor's janitor/expires.
  * Always NUL-terminated; years beyond 9999 are written with more digits.
@@ -40,6 +68,13 @@ void rfc3339_format(int64_t ms, char out[static 32]);
 
 /* As rfc3339_format() with milliseconds: "2026-11-21T00:49:48.123Z". */
 void rfc3339_format_ms(int64_t ms, char out[static 32]);
+
+/*
+ * As rfc3339_format() with six fraction digits, the last three 0:
+ * "2026-11-21T00:49:48.123000Z", Kubernetes' MicroTime (metav1.MicroTime,
+ * Go layout RFC3339Micro).  The larger out holds the widest years.
+ */
+void rfc3339_format_us(int64_t ms, char out[static 40]);
 
 /*
  * Write ms for people, in UTC, RFC 7231 (IMF-fixdate) order with the zone

@@ -1,15 +1,16 @@
 /*
  * annotate.c - the janitor's kube-janitor compatible annotations and its sweep policy.
  *
- * Pure functions over a sorted annotation array: parsing and formatting UTC times with a
- * civil-date calculation of our own (no gmtime/timegm, no TZ), TTLs, the mark/unmark merge
- * patches and the sweeper's decision.  See annotate.h for the rules.
+ * Pure functions over a sorted annotation array: parsing and formatting kube-janitor's UTC
+ * times on core/rfc3339.h's civil-date arithmetic (no gmtime/timegm, no TZ), TTLs, the
+ * mark/unmark merge patches and the sweeper's decision.  See annotate.h for the rules.
  */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "janitor/annotate.h"
 
@@ -19,52 +20,7 @@
 #define MS_PER_DAY INT64_C(86400000)
 #define QUOTE_MAX 64 /* bytes of a bad value quoted in an error message */
 
-/* ---- civil dates (proleptic Gregorian, UTC) ---- */
-
-static bool is_leap(int64_t y)
-{
-	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-}
-
-static int days_in_month(int64_t y, int m)
-{
-	static const int days[12] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-
-	return m == 2 && is_leap(y) ? 29 : days[m - 1];
-}
-
-/*
- * Days since 1970-01-01 of y-m-d.  Counts in 400-year eras of 146097 days, with years starting
- * on March 1st so the leap day is the last day of a year.
- */
-static int64_t days_from_civil(int64_t y, int m, int d)
-{
-	int64_t era, yoe, doy, doe;
-
-	if (m <= 2)
-		y--;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-/* The inverse of days_from_civil(). */
-static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-	int64_t era, doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
-	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
-	*y = yoe + era * 400 + (*m <= 2);
-}
+/* ---- arithmetic ---- */
 
 static int64_t floor_div(int64_t a, int64_t b)
 {
@@ -208,7 +164,7 @@ static const char *parse_civil(const char *s, int64_t *out_ms)
 		return "year out of range 0001-9999";
 	if (mo < 1 || mo > 12)
 		return "month out of range 1-12";
-	if (d < 1 || d > days_in_month(y, (int)mo))
+	if (d < 1 || d > rfc3339_days_in_month(y, (unsigned)mo))
 		return "day out of range for the month";
 	if (h > 23)
 		return "hour out of range 0-23";
@@ -216,8 +172,8 @@ static const char *parse_civil(const char *s, int64_t *out_ms)
 		return "minute out of range 0-59";
 	if (sec > 59)
 		return "second out of range 0-59";
-	*out_ms = days_from_civil(y, (int)mo, (int)d) * MS_PER_DAY +
-		  ((h * 60 + mi) * 60 + sec) * MS_PER_S;
+	*out_ms = rfc3339_from_civil(y, (unsigned)mo, (unsigned)d, (unsigned)h, (unsigned)mi,
+				     (unsigned)sec);
 	return NULL;
 }
 
@@ -241,34 +197,16 @@ enum err janitor_parse_time(const char *s, int64_t *out_ms, struct buf *errmsg)
 	return ERR_OK;
 }
 
-/* Write the low width decimal digits of v (>= 0) at p, zero-padded, no NUL. */
-static void put_digits(char *p, int64_t v, int width)
-{
-	while (width-- > 0) {
-		p[width] = (char)('0' + v % 10);
-		v /= 10;
-	}
-}
-
 enum err janitor_format_time(int64_t time_ms, char out[JANITOR_TIME_LEN])
 {
-	int64_t s = floor_div(time_ms, MS_PER_S);
-	int64_t days = floor_div(s, 86400);
-	int64_t sod = s - days * 86400;
-	int64_t y;
-	int m, d;
+	char s[32];
 
 	out[0] = '\0';
-	if (days < days_from_civil(1, 1, 1) || days >= days_from_civil(10000, 1, 1))
+	if (time_ms < rfc3339_from_civil(1, 1, 1, 0, 0, 0) ||
+	    time_ms >= rfc3339_from_civil(10000, 1, 1, 0, 0, 0))
 		return ERR_INVALID;
-	civil_from_days(days, &y, &m, &d);
-	memcpy(out, "0000-00-00T00:00:00Z", JANITOR_TIME_LEN);
-	put_digits(out, y, 4);
-	put_digits(out + 5, m, 2);
-	put_digits(out + 8, d, 2);
-	put_digits(out + 11, sod / 3600, 2);
-	put_digits(out + 14, sod / 60 % 60, 2);
-	put_digits(out + 17, sod % 60, 2);
+	rfc3339_format(time_ms, s); /* years 0001-9999: exactly JANITOR_TIME_LEN bytes */
+	memcpy(out, s, JANITOR_TIME_LEN);
 	return ERR_OK;
 }
 

@@ -15,6 +15,7 @@
 
 #include "core/http_client.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
@@ -554,9 +555,10 @@ static int64_t parse_time_field(json_t *o, const char *key, struct buf *errmsg)
 
 	if (!v || json_is_null(v))
 		return 0;
-	t = kube_time_parse(json_string_value(v));
-	if (t < 0)
+	if (rfc3339_parse(json_string_value(v), &t) != ERR_OK || t < 0) {
 		buf_setf(errmsg, "%s is not an RFC 3339 time", key);
+		return -1;
+	}
 	return t;
 }
 
@@ -901,7 +903,7 @@ static json_t *event_json(struct kube_client *c, const struct kube_event *ev)
 	/* client-go's recorder: "{object}.{UnixNano in hex}"; seq keeps names unique. */
 	(void)buf_printf(&name, "%s.%llx", ev->pod_name,
 			 (unsigned long long)t * 1000000ULL + (c->event_seq++ % 1000000ULL));
-	kube_time_format(t, 0, ts);
+	rfc3339_format(t, ts);
 	inv = json_pack("{s:s, s:s, s:s, s:s, s:s}", "apiVersion", "v1", "kind", "Pod",
 			"namespace", ev->namespace, "name", ev->pod_name, "uid", ev->pod_uid);
 	if (ev->pod_resource_version)
@@ -1079,11 +1081,11 @@ static json_t *lease_json(const struct kube_lease *in)
 		json_object_set_new(spec, "holderIdentity", json_string(in->holder));
 	json_object_set_new(spec, "leaseDurationSeconds", json_integer(in->duration_s));
 	if (in->acquire_ms) {
-		kube_time_format(in->acquire_ms, 1, ts);
+		rfc3339_format_us(in->acquire_ms, ts);
 		json_object_set_new(spec, "acquireTime", json_string(ts));
 	}
 	if (in->renew_ms) {
-		kube_time_format(in->renew_ms, 1, ts);
+		rfc3339_format_us(in->renew_ms, ts);
 		json_object_set_new(spec, "renewTime", json_string(ts));
 	}
 	json_object_set_new(spec, "leaseTransitions", json_integer(in->transitions));

@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <yaml.h>
 
+#include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 
@@ -146,80 +147,6 @@ static char *b64_decode(const char *s)
 bad:
 	buf_release(&out);
 	return NULL;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-/* n decimal digits at s into *v; 0 when not all digits. */
-static int digits(const char *s, int n, int *v)
-{
-	*v = 0;
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return 0;
-		*v = *v * 10 + (s[i] - '0');
-	}
-	return 1;
-}
-
-int64_t kube_time_parse(const char *s)
-{
-	int y, mo, d, h, mi, sec, oh = 0, om = 0, ms = 0;
-	const char *p;
-	int64_t t;
-
-	if (!s || strlen(s) < 20)
-		return -1;
-	if (!digits(s, 4, &y) || s[4] != '-' || !digits(s + 5, 2, &mo) || s[7] != '-' ||
-	    !digits(s + 8, 2, &d) || (s[10] != 'T' && s[10] != 't') || !digits(s + 11, 2, &h) ||
-	    s[13] != ':' || !digits(s + 14, 2, &mi) || s[16] != ':' || !digits(s + 17, 2, &sec))
-		return -1;
-	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-		return -1;
-	p = s + 19;
-	if (*p == '.') {
-		int scale = 100, any = 0;
-		for (p++; *p >= '0' && *p <= '9'; p++, any = 1) {
-			ms += (*p - '0') * scale;
-			scale /= 10;
-		}
-		if (!any)
-			return -1;
-	}
-	t = (days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + (sec > 59 ? 59 : sec)) * 1000;
-	t += ms;
-	if ((*p == 'Z' || *p == 'z') && !p[1])
-		return t;
-	if ((*p != '+' && *p != '-') || strlen(p) != 6 || !digits(p + 1, 2, &oh) || p[3] != ':' ||
-	    !digits(p + 4, 2, &om) || oh > 23 || om > 59)
-		return -1;
-	return t - (*p == '+' ? 1 : -1) * ((int64_t)oh * 3600 + om * 60) * 1000;
-}
-
-void kube_time_format(int64_t ms, int micro, char out[48])
-{
-	time_t secs = (time_t)(ms >= 0 ? ms / 1000 : (ms - 999) / 1000);
-	int frac = (int)(ms - (int64_t)secs * 1000);
-	char date[32] = "";
-	struct tm tm;
-
-	if (!gmtime_r(&secs, &tm) || !strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm))
-		snprintf(date, sizeof(date), "1970-01-01T00:00:00");
-	if (micro)
-		snprintf(out, 48, "%s.%03d000Z", date, frac);
-	else
-		snprintf(out, 48, "%sZ", date);
 }
 
 static void free_strv(char **v)
@@ -915,13 +842,9 @@ static enum err parse_credential(const struct kube_config *cfg, const struct buf
 				 "come together", cmd);
 		goto out;
 	}
-	if (exp) {
-		out->expiry_ms = kube_time_parse(exp);
-		if (out->expiry_ms < 0) {
-			buf_setf(errmsg, "exec plugin %s: bad expirationTimestamp \"%s\"", cmd,
-				 exp);
-			goto out;
-		}
+	if (exp && (rfc3339_parse(exp, &out->expiry_ms) != ERR_OK || out->expiry_ms < 0)) {
+		buf_setf(errmsg, "exec plugin %s: bad expirationTimestamp \"%s\"", cmd, exp);
+		goto out;
 	}
 	rc = ERR_OK;
 out:

@@ -115,16 +115,4 @@ enum err kube_exec_run(const struct kube_config *cfg, int64_t timeout_ms,
  */
 enum err kube_token_read(const char *path, struct buf *out, struct buf *errmsg) WARN_UNUSED;
 
-/*
- * RFC 3339 date-time (Kubernetes Time and MicroTime: "2024-05-01T12:00:00Z",
- * fractions and numeric offsets accepted) to ms since the epoch.  -1 when
- * malformed.  A stand-in until core/rfc3339.h arrives.
- */
-int64_t kube_time_parse(const char *s);
-/*
- * Format ms as UTC "YYYY-MM-DDTHH:MM:SSZ" (micro == 0, Kubernetes Time) or
- * "YYYY-MM-DDTHH:MM:SS.ffffffZ" (micro != 0, MicroTime) into out.
- */
-void kube_time_format(int64_t ms, int micro, char out[48]);
-
 #endif

@@ -296,40 +296,6 @@ static void receiver_name_is_unescaped(void **state)
 	am_payload_free(p);
 }
 
-static void time_parse_cases(void **state)
-{
-	int64_t ms = -1;
-	static const char *const bad[] = {
-		"", "2026-11-21", "2026-11-21T00:49:48", "2026-11-21 00:49:48Z",
-		"2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-21T24:00:00Z",
-		"2026-11-21T00:60:00Z", "2026-11-21T00:00:60Z", "2026-11-21T00:00:00.Z",
-		"2026-11-21T00:00:00.1234567890Z", "2026-11-21T00:00:00+0200",
-		"2026-11-21T00:00:00Zjunk", "0000-01-01T00:00:00Z", "26-11-21T00:00:00Z",
-	};
-	(void)state;
-
-	assert_int_equal(am_time_parse("1970-01-01T00:00:00Z", &ms), ERR_OK);
-	assert_int_equal(ms, 0);
-	assert_int_equal(am_time_parse("0001-01-01T00:00:00Z", &ms), ERR_OK);
-	assert_int_equal(ms, 0);
-	assert_int_equal(am_time_parse("2018-08-03T09:52:26.739266876+02:00", &ms), ERR_OK);
-	assert_int_equal(ms, 1533282746739LL);
-	assert_int_equal(am_time_parse("2018-08-03t07:52:26.739z", &ms), ERR_OK);
-	assert_int_equal(ms, 1533282746739LL);
-	assert_int_equal(am_time_parse("2018-08-03T02:22:26.7-05:30", &ms), ERR_OK);
-	assert_int_equal(ms, 1533282746700LL);
-	assert_int_equal(am_time_parse("2024-02-29T00:00:00Z", &ms), ERR_OK);
-	assert_int_equal(ms, 1709164800000LL);
-	assert_int_equal(am_time_parse("1969-12-31T23:59:59Z", &ms), ERR_OK);
-	assert_int_equal(ms, -1000);
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		ms = 42;
-		assert_int_equal(am_time_parse(bad[i], &ms), ERR_INVALID);
-		assert_int_equal(ms, 42);
-	}
-	assert_int_equal(am_time_parse(NULL, &ms), ERR_INVALID);
-}
-
 static void event_json_exact(void **state)
 {
 	struct am_payload *p = parse_fixture("01_single_firing.json");
@@ -558,7 +524,6 @@ int main(void)
 		cmocka_unit_test(fingerprint_edge_cases),
 		cmocka_unit_test(unquote_meta_cases),
 		cmocka_unit_test(receiver_name_is_unescaped),
-		cmocka_unit_test(time_parse_cases),
 		cmocka_unit_test(event_json_exact),
 		cmocka_unit_test(event_json_too_big_leaves_buf),
 		cmocka_unit_test(malformed_bodies_are_rejected_with_path),

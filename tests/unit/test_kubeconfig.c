@@ -1,8 +1,8 @@
 /*
  * test_kubeconfig.c - kubeconfig variants (token, client certificates as
  * files and *-data, named and current contexts, errors with lines), the
- * in-cluster configuration, exec credential plugins (small shell scripts)
- * and the RFC 3339 helpers.
+ * in-cluster configuration and exec credential plugins (small shell
+ * scripts).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -523,31 +523,6 @@ static void load_wraps_parse_and_incluster(void **state)
 	assert_non_null(strstr(buf_str(&fx->err), "KUBERNETES_SERVICE_HOST"));
 }
 
-/* ---- time ---- */
-
-static void rfc3339_parse_and_format(void **state)
-{
-	char out[48];
-
-	(void)state;
-	assert_int_equal(kube_time_parse("2024-05-01T12:00:00Z"), T0);
-	assert_int_equal(kube_time_parse("2024-05-01T12:00:00.123456Z"), T0 + 123);
-	assert_int_equal(kube_time_parse("2024-05-01T14:30:00+02:30"), T0);
-	assert_int_equal(kube_time_parse("2024-05-01T09:00:00-03:00"), T0);
-	assert_int_equal(kube_time_parse("1970-01-01T00:00:00Z"), 0);
-	assert_int_equal(kube_time_parse("2024-02-29T00:00:00Z"), 1709164800000LL);
-	assert_int_equal(kube_time_parse("2024-05-01 12:00:00Z"), -1);
-	assert_int_equal(kube_time_parse("2024-13-01T12:00:00Z"), -1);
-	assert_int_equal(kube_time_parse("2024-05-01T12:00:00"), -1);
-	assert_int_equal(kube_time_parse("2024-05-01T12:00:00.Z"), -1);
-	assert_int_equal(kube_time_parse("2024-05-01T12:00:00Zjunk"), -1);
-	assert_int_equal(kube_time_parse(NULL), -1);
-	kube_time_format(T0, 0, out);
-	assert_string_equal(out, "2024-05-01T12:00:00Z");
-	kube_time_format(T0 + 10250, 1, out);
-	assert_string_equal(out, "2024-05-01T12:00:10.250000Z");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -572,7 +547,6 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(incluster_needs_env_and_token, setup, teardown),
 		cmocka_unit_test_setup_teardown(load_wraps_parse_and_incluster, setup, teardown),
-		cmocka_unit_test_setup_teardown(rfc3339_parse_and_format, NULL, NULL),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,4 @@
-/* test_rfc3339.c - RFC 3339 parsing (strict, TZ-independent) and UTC formatting. */
+/* test_rfc3339.c - RFC 3339 parsing (strict, TZ-independent), UTC formatting and civil dates. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,6 +95,121 @@ static void rejects_everything_else(void **state)
 	assert_int_equal(rfc3339_parse(NULL, &ms), ERR_INVALID);
 }
 
+/* Alertmanager's startsAt and endsAt, as am_parse() reads them. */
+static void go_parser_cases(void **state)
+{
+	int64_t ms = -1;
+	static const char *const bad[] = {
+		"", "2026-11-21", "2026-11-21T00:49:48", "2026-11-21 00:49:48Z",
+		"2026-13-01T00:00:00Z", "2026-02-29T00:00:00Z", "2026-11-21T24:00:00Z",
+		"2026-11-21T00:60:00Z", "2026-11-21T00:00:60Z", "2026-11-21T00:00:00.Z",
+		"2026-11-21T00:00:00.1234567890Z", "2026-11-21T00:00:00+0200",
+		"2026-11-21T00:00:00Zjunk", "0000-01-01T00:00:00Z", "26-11-21T00:00:00Z",
+	};
+	(void)state;
+
+	assert_int_equal(rfc3339_parse_go("1970-01-01T00:00:00Z", &ms), ERR_OK);
+	assert_int_equal(ms, 0);
+	assert_int_equal(rfc3339_parse_go("0001-01-01T00:00:00Z", &ms), ERR_OK);
+	assert_int_equal(ms, 0);
+	assert_int_equal(rfc3339_parse_go("2018-08-03T09:52:26.739266876+02:00", &ms), ERR_OK);
+	assert_int_equal(ms, 1533282746739LL);
+	assert_int_equal(rfc3339_parse_go("2018-08-03t07:52:26.739z", &ms), ERR_OK);
+	assert_int_equal(ms, 1533282746739LL);
+	assert_int_equal(rfc3339_parse_go("2018-08-03T02:22:26.7-05:30", &ms), ERR_OK);
+	assert_int_equal(ms, 1533282746700LL);
+	assert_int_equal(rfc3339_parse_go("2024-02-29T00:00:00Z", &ms), ERR_OK);
+	assert_int_equal(ms, 1709164800000LL);
+	assert_int_equal(rfc3339_parse_go("1969-12-31T23:59:59Z", &ms), ERR_OK);
+	assert_int_equal(ms, -1000);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 42;
+		assert_int_equal(rfc3339_parse_go(bad[i], &ms), ERR_INVALID);
+		assert_int_equal(ms, 42);
+	}
+	assert_int_equal(rfc3339_parse_go(NULL, &ms), ERR_INVALID);
+}
+
+/* What rfc3339_parse_go() refuses and rfc3339_parse() takes. */
+static void go_parser_is_stricter(void **state)
+{
+	static const char *const only_plain[] = {
+		"2016-12-31T23:59:60Z", "2026-11-21T00:00:00.1234567890Z", "0000-01-01T00:00:00Z",
+	};
+	int64_t ms;
+	(void)state;
+	for (size_t i = 0; i < sizeof(only_plain) / sizeof(only_plain[0]); i++) {
+		assert_int_equal(rfc3339_parse(only_plain[i], &ms), ERR_OK);
+		assert_int_equal(rfc3339_parse_go(only_plain[i], &ms), ERR_INVALID);
+	}
+	assert_int_equal(rfc3339_parse_go("2026-11-21T00:00:00.123456789Z", &ms), ERR_OK);
+	assert_int_equal(ms, 1795219200123LL);
+}
+
+/* Kubernetes Time and MicroTime, as janitor/kube.c and kubeconfig.c read and write them. */
+static void kubernetes_times(void **state)
+{
+	const int64_t t0 = 1714564800000LL; /* 2024-05-01T12:00:00Z */
+	static const char *const bad[] = {
+		"2024-05-01 12:00:00Z", "2024-13-01T12:00:00Z", "2024-05-01T12:00:00",
+		"2024-05-01T12:00:00.Z", "2024-05-01T12:00:00Zjunk",
+	};
+	char out[40];
+	int64_t ms = 7;
+	(void)state;
+	assert_int_equal(parse_ok("2024-05-01T12:00:00Z"), t0);
+	assert_int_equal(parse_ok("2024-05-01T12:00:00.123456Z"), t0 + 123);
+	assert_int_equal(parse_ok("2024-05-01T14:30:00+02:30"), t0);
+	assert_int_equal(parse_ok("2024-05-01T09:00:00-03:00"), t0);
+	assert_int_equal(parse_ok("1970-01-01T00:00:00Z"), 0);
+	assert_int_equal(parse_ok("2024-02-29T00:00:00Z"), 1709164800000LL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (rfc3339_parse(bad[i], &ms) != ERR_INVALID)
+			fail_msg("accepted \"%s\"", bad[i]);
+		assert_int_equal(ms, 7);
+	}
+	assert_int_equal(rfc3339_parse(NULL, &ms), ERR_INVALID);
+	rfc3339_format(t0, out);
+	assert_string_equal(out, "2024-05-01T12:00:00Z");
+	rfc3339_format_us(t0 + 10250, out);
+	assert_string_equal(out, "2024-05-01T12:00:10.250000Z");
+}
+
+static void formats_microtime(void **state)
+{
+	char out[40];
+	(void)state;
+	rfc3339_format_us(0, out);
+	assert_string_equal(out, "1970-01-01T00:00:00.000000Z");
+	rfc3339_format_us(-1, out);
+	assert_string_equal(out, "1969-12-31T23:59:59.999000Z");
+	rfc3339_format_us(INT64_MAX, out);
+	assert_string_equal(out, "292278994-08-17T07:12:55.807000Z");
+	rfc3339_format_us(INT64_MIN, out);
+	assert_string_equal(out, "-292275055-05-16T16:47:04.192000Z");
+}
+
+static void civil_helpers(void **state)
+{
+	(void)state;
+	assert_int_equal(rfc3339_days_in_month(2026, 1), 31);
+	assert_int_equal(rfc3339_days_in_month(2026, 2), 28);
+	assert_int_equal(rfc3339_days_in_month(2024, 2), 29);
+	assert_int_equal(rfc3339_days_in_month(2000, 2), 29);
+	assert_int_equal(rfc3339_days_in_month(1900, 2), 28);
+	assert_int_equal(rfc3339_days_in_month(2026, 4), 30);
+	assert_int_equal(rfc3339_days_in_month(2026, 12), 31);
+	assert_int_equal(rfc3339_from_civil(1970, 1, 1, 0, 0, 0), 0);
+	assert_int_equal(rfc3339_from_civil(2026, 11, 21, 0, 49, 48), 1795222188000LL);
+	assert_int_equal(rfc3339_from_civil(1969, 12, 31, 23, 59, 59), -1000);
+	assert_int_equal(rfc3339_from_civil(1, 1, 1, 0, 0, 0), RFC3339_GO_ZERO_MS);
+	assert_int_equal(rfc3339_from_civil(10000, 1, 1, 0, 0, 0), 253402300800000LL);
+	/* Carry-over past a field's range. */
+	assert_int_equal(rfc3339_from_civil(2026, 1, 32, 0, 0, 0),
+			 rfc3339_from_civil(2026, 2, 1, 0, 0, 0));
+	assert_int_equal(rfc3339_from_civil(2026, 11, 20, 24, 49, 48), 1795222188000LL);
+}
+
 static void formats_utc(void **state)
 {
 	char out[32];
@@ -169,6 +284,11 @@ int main(void)
 		cmocka_unit_test(go_zero_time_is_zero),
 		cmocka_unit_test(leap_second_rolls_over),
 		cmocka_unit_test(rejects_everything_else),
+		cmocka_unit_test(go_parser_cases),
+		cmocka_unit_test(go_parser_is_stricter),
+		cmocka_unit_test(kubernetes_times),
+		cmocka_unit_test(formats_microtime),
+		cmocka_unit_test(civil_helpers),
 		cmocka_unit_test(formats_utc),
 		cmocka_unit_test(format_parse_roundtrip),
 		cmocka_unit_test(human_form),
