@@ -530,12 +530,14 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 		l = log_begin(LOG_ERROR, "event dead-lettered");
 		count(b, w->ev.receiver, "dead");
 	} else {
-		int64_t next = w->now_ms + backoff_ms(b, w->ev.attempts);
+		/* From the time of the failure: the client's own retries took time. */
+		int64_t t = now_ms(b);
+		int64_t next = t + backoff_ms(b, w->ev.attempts);
 		src = store_event_retry(b->opts.store, w->ev.id, next, why);
 		l = log_begin(rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
 			      rc == ERR_AUTH ? "github rejected the credentials, event kept"
 					     : "event failed, will retry");
-		log_int(l, "retry_in_ms", next - w->now_ms);
+		log_int(l, "retry_in_ms", next - t);
 		count(b, w->ev.receiver, "retried");
 	}
 	log_err(l, rc);

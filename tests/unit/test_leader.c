@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "janitor/kube.h"
 #include "janitor/kubeconfig.h"
 #include "janitor/leader.h"
@@ -174,8 +175,8 @@ static const char *lease_answer(const char *rv, const char *holder, int64_t dura
 	static char text[1024];
 	char a[48], r[48], h[128] = "";
 
-	kube_time_format(acquire_ms, 1, a);
-	kube_time_format(renew_ms, 1, r);
+	rfc3339_format_us(acquire_ms, a);
+	rfc3339_format_us(renew_ms, r);
 	if (holder)
 		snprintf(h, sizeof(h), "\"holderIdentity\":\"%s\",", holder);
 	snprintf(text, sizeof(text),
@@ -194,8 +195,8 @@ static const char *lease_body(const char *rv, const char *holder, int64_t durati
 	static char text[1024];
 	char a[48], r[48], v[128] = "";
 
-	kube_time_format(acquire_ms, 1, a);
-	kube_time_format(renew_ms, 1, r);
+	rfc3339_format_us(acquire_ms, a);
+	rfc3339_format_us(renew_ms, r);
 	if (rv)
 		snprintf(v, sizeof(v), ",\"resourceVersion\":\"%s\"", rv);
 	snprintf(text, sizeof(text),
