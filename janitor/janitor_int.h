@@ -97,13 +97,16 @@ enum err janitor_render(struct janitor *j, enum jtext which, const struct jtext_
 
 /*
  * Queue a notice for pod unless the outbox already holds one of this uid for
- * expiry_ms (in any state); *queued (may be NULL) says whether it did.  In
- * dry-run it only logs.  Errors: ERR_DB, ERR_INVALID (rendering).
+ * expiry_ms (in any state); *queued (may be NULL) says whether it did.  The
+ * text announces the later of expiry_ms and now + lead_ms: nothing happens
+ * before the notice is lead_ms old.  In dry-run it only logs.
+ * Errors: ERR_DB, ERR_INVALID (rendering).
  */
 enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 			      const struct kube_owner *owner, enum jaction action,
 			      const char *reason, const char *why, int64_t expiry_ms,
-			      int64_t grace_ms, int *queued, struct buf *errmsg) WARN_UNUSED;
+			      int64_t grace_ms, int64_t lead_ms, int *queued,
+			      struct buf *errmsg) WARN_UNUSED;
 /*
  * Queue a reply (JT_CANCELLED or JT_DELETED) in the thread of the newest
  * delivered notice of the pod's uid; nothing when none was delivered.  In

@@ -30,8 +30,9 @@ static void count_notice(struct janitor *j, const char *result)
 enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 			      const struct kube_owner *owner, enum jaction action,
 			      const char *reason, const char *why, int64_t expiry_ms,
-			      int64_t grace_ms, int *queued, struct buf *errmsg)
+			      int64_t grace_ms, int64_t lead_ms, int *queued, struct buf *errmsg)
 {
+	int64_t now = janitor_now(j);
 	struct store_notice old = { 0 }, n = { 0 };
 	struct jtext_view v = { 0 };
 	struct buf text = BUF_INIT;
@@ -55,9 +56,10 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	v.action = action;
 	v.reason = reason;
 	v.why = why;
-	v.expires_ms = expiry_ms;
+	/* A late notice (a person's annotation, a janitor that was down) still gives lead_ms. */
+	v.expires_ms = expiry_ms > now + lead_ms ? expiry_ms : now + lead_ms;
 	v.grace_ms = grace_ms;
-	rc = janitor_render(j, JT_NOTICE, &v, janitor_now(j), &text, errmsg);
+	rc = janitor_render(j, JT_NOTICE, &v, now, &text, errmsg);
 	if (rc) {
 		rc = ERR_INVALID;
 		goto out;

@@ -94,7 +94,7 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 					  janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY,
 							  owner.kind ? &owner : &pod->owner),
 					  reason_text(st), NULL, st->expiry_ms,
-					  pol ? pol->grace_ms : 0, &queued, &err);
+					  pol ? pol->grace_ms : 0, lead_of(pol), &queued, &err);
 	if (rc)
 		action = "error";
 	else

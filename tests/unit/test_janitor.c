@@ -688,7 +688,8 @@ static void user_ttl_notice_first_delete_after_lead(void **state)
 	assert_int_equal(fake_http_count(e.kube), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
 	assert_contains(n.text, "(janitor/ttl)");
-	assert_contains(n.text, "deleted 1 day 23 hours ago");
+	/* Long expired: the notice announces now + notice_lead (2h), not the past. */
+	assert_contains(n.text, "will be deleted in 2 hours, at Wed, 18 Nov 2026 02:00:00 UTC");
 	store_notice_release(&n);
 
 	/* The next sweep does not queue it twice. */
