@@ -25,6 +25,7 @@
 #include "core/metrics.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
+#include "janitor/janitor.h"
 #include "core/banned.h"
 
 #ifndef AB_VERSION
@@ -45,6 +46,8 @@ struct flags {
 	const char *receiver;
 	int alert_index;   /* render: -1 = every alert */
 	int html;          /* render: HTML-escape values */
+	int once;          /* janitor sweep: --once */
+	int dry_run;       /* janitor sweep: --dry-run */
 	int help;
 	const char *args[4];  /* positional arguments after the subcommand */
 	int nargs;
@@ -53,7 +56,8 @@ struct flags {
 static const char usage_main[] =
 	"usage: alertbridge [COMMAND] [FLAGS]\n"
 	"\n"
-	"Receives Alertmanager webhooks and keeps one GitHub issue per alert.\n"
+	"Receives Alertmanager webhooks and keeps one GitHub issue per alert; with the\n"
+	"janitor enabled, marks idle pods, tells their owners on Slack and cleans them up.\n"
 	"\n"
 	"Commands:\n"
 	"  serve                      run the service (the default)\n"
@@ -62,6 +66,8 @@ static const char usage_main[] =
 	"                             render a template over an Alertmanager payload\n"
 	"  map list|show KEY|forget KEY\n"
 	"                             inspect or edit the alert-to-issue map\n"
+	"  janitor sweep --once [--dry-run]\n"
+	"                             run one janitor sweep now and print its plan\n"
 	"  version                    print the version\n"
 	"\n"
 	"Flags:\n"
@@ -82,6 +88,8 @@ static const char usage_serve[] =
 	"Serves POST /v1/webhook (Alertmanager), GET /metrics, GET /-/healthy, GET /-/ready\n"
 	"and a status page at /.  Without GitHub credentials, or with github.dry_run: true,\n"
 	"every GitHub call is logged instead of made, and the map is still kept.\n"
+	"With janitor.enabled: true it also serves POST /v1/janitor/webhook and runs the\n"
+	"janitor (dry-run until janitor.dry_run: false).\n"
 	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n";
 
 static const char usage_check[] =
@@ -110,6 +118,19 @@ static const char usage_map[] =
 	"list: one line per alert: receiver, key, repo#number, state, episode start.\n"
 	"show: every field of the row.  forget: delete the row, so the next firing\n"
 	"creates a new issue.  KEY is the alert fingerprint (or the group hash).\n";
+
+static const char usage_janitor[] =
+	"usage: alertbridge janitor sweep --once [--dry-run] [--config.file=FILE]\n"
+	"                                 [--database.path=FILE]\n"
+	"\n"
+	"Runs one janitor sweep now, as the service does every janitor.sweep_interval,\n"
+	"then delivers the Slack messages it queued.  Prints one line per pod that has\n"
+	"janitor/expires or janitor/ttl: namespace, pod, owner, reason, expires, notified,\n"
+	"action (wait, notify, delete-pod, delete-job, scale-to-zero, notify-only,\n"
+	"deferred, skip:<why>, error ...).  --dry-run (or janitor.dry_run: true, the\n"
+	"default) changes nothing: the actions are what a live sweep would do.\n"
+	"Uses the Kubernetes access and the database of the configuration.\n"
+	"Exit status: 0 swept, 1 the configuration, the cluster or a pod failed, 2 usage.\n";
 
 static int parse_flag(const char *arg, const char *name, const char **val, int *i, int argc,
 		      char **argv)
@@ -158,6 +179,10 @@ static int parse_flags(int argc, char **argv, int first, struct flags *f)
 			f->alert_index = (int)n;
 		} else if (!strcmp(a, "--html")) {
 			f->html = 1;
+		} else if (!strcmp(a, "--once")) {
+			f->once = 1;
+		} else if (!strcmp(a, "--dry-run")) {
+			f->dry_run = 1;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "alertbridge: unknown flag \"%s\" (see --help)\n", a);
 			return 2;
@@ -213,8 +238,18 @@ struct service {
 	struct auth *auth;
 	struct webhook *webhook;
 	struct bridge *bridge;
+	struct kube_client *kube;
+	struct slack_client *slack;
+	struct janitor_webhook *janitor_webhook;
+	struct janitor *janitor;
 	struct srv *srv;
 	int ready;
+	/*
+	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
+	 * NULL means this replica always leads.  Only the leader reports ready.
+	 */
+	int (*is_leader)(void *ctx);
+	void *leader_ctx;
 };
 
 static void handle_health(void *ctx, const struct srv_request *req, struct srv_response *res)
@@ -231,7 +266,10 @@ static void handle_ready(void *ctx, const struct srv_request *req, struct srv_re
 	struct service *s = ctx;
 	(void)req;
 	res->content_type = "text/plain; charset=utf-8";
-	if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
+	if (s->is_leader && !s->is_leader(s->leader_ctx)) {
+		res->status = 503;
+		buf_adds(&res->body, "Not ready: not the leader.\n");
+	} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
 		res->status = 200;
 		buf_adds(&res->body, "Ready.\n");
 	} else {
@@ -358,6 +396,10 @@ static void service_release(struct service *s)
 {
 	log_store_stats(s->store);
 	srv_free(s->srv);
+	janitor_free(s->janitor);
+	janitor_webhook_free(s->janitor_webhook);
+	kube_client_free(s->kube);
+	slack_client_free(s->slack);
 	bridge_free(s->bridge);
 	webhook_free(s->webhook);
 	auth_free(s->auth);
@@ -365,6 +407,31 @@ static void service_release(struct service *s)
 	store_close(s->store);
 	metrics_free(s->metrics);
 	cfg_free(s->cfg);
+}
+
+/* The janitor's clients, intake and worker (janitor.enabled). */
+static int setup_janitor(struct service *s, struct buf *err)
+{
+	struct janitor_webhook_options jw = { 0 };
+	struct janitor_options jo = { 0 };
+
+	if (janitor_clients_new(s->cfg, &s->kube, &s->slack, err)) {
+		log_msg(LOG_ERROR, "cannot set up the kubernetes client", "detail", buf_str(err));
+		return 1;
+	}
+	jw.store = s->store;
+	jw.metrics = s->metrics;
+	jw.auth = s->auth;
+	s->janitor_webhook = janitor_webhook_new(&jw);
+	jo.cfg = s->cfg;
+	jo.store = s->store;
+	jo.kube = s->kube;
+	jo.slack = s->slack;
+	jo.metrics = s->metrics;
+	jo.is_leader = s->is_leader;
+	jo.leader_ctx = s->leader_ctx;
+	s->janitor = janitor_new(&jo);
+	return 0;
 }
 
 static int start_service(struct service *s, const struct flags *f)
@@ -403,6 +470,8 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.metrics = s->metrics;
 	bo.user_agent = "alertbridge/" AB_VERSION;
 	s->bridge = bridge_new(&bo);
+	if (s->cfg->janitor.enabled && setup_janitor(s, &err))
+		goto out;
 
 	so.listen_address = f->listen_address ? f->listen_address : s->cfg->listen_address;
 	so.threads = s->cfg->webhook.threads;
@@ -424,9 +493,18 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
 		goto out;
 	}
+	if (s->janitor_webhook && srv_route(s->srv, "POST", "/v1/janitor/webhook",
+					    janitor_webhook_handle, s->janitor_webhook)) {
+		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
+		goto out;
+	}
 	srv_set_observer(s->srv, observe_request, s);
 	if (bridge_start(s->bridge, &err)) {
 		log_msg(LOG_ERROR, "cannot start the bridge", "detail", buf_str(&err));
+		goto out;
+	}
+	if (s->janitor && janitor_start(s->janitor, &err)) {
+		log_msg(LOG_ERROR, "cannot start the janitor", "detail", buf_str(&err));
 		goto out;
 	}
 	if (srv_start(s->srv, &err)) {
@@ -484,6 +562,7 @@ static int cmd_serve(const struct flags *f)
 		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
 		srv_stop(s.srv);
+		janitor_stop(s.janitor);
 		bridge_stop(s.bridge);
 	}
 	service_release(&s);
@@ -730,6 +809,96 @@ out:
 	return rc;
 }
 
+/* ---- janitor sweep ---- */
+
+static void print_time(int64_t ms, char out[JANITOR_TIME_LEN])
+{
+	if (ms == JANITOR_NO_TIME || janitor_format_time(ms, out) != ERR_OK)
+		snprintf(out, JANITOR_TIME_LEN, "-");
+}
+
+static void print_plan_row(void *ctx, const struct janitor_plan_row *row)
+{
+	char expires[JANITOR_TIME_LEN], notified[JANITOR_TIME_LEN];
+
+	(void)ctx;
+	print_time(row->expires_ms, expires);
+	print_time(row->notified_ms, notified);
+	printf("%-20s %-40s %-20s %-24s %-20s %-20s %s\n", row->namespace, row->pod, row->owner,
+	       row->reason, expires, notified, row->action);
+	fflush(stdout);
+}
+
+static int cmd_janitor(const struct flags *f)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+	struct store *st = NULL;
+	struct kube_client *kube = NULL;
+	struct slack_client *slack = NULL;
+	struct janitor *j = NULL;
+	struct janitor_options jo = { 0 };
+	struct janitor_sweep_stats stats = { 0 };
+	const char *sub = f->nargs ? f->args[0] : NULL;
+	int rc = 1, sent = 0;
+
+	if (f->help) {
+		fputs(usage_janitor, stdout);
+		return 0;
+	}
+	if (!sub || strcmp(sub, "sweep") || f->nargs > 1 || !f->once) {
+		fputs(usage_janitor, stderr);
+		return 2;
+	}
+	cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
+	if (!cfg)
+		return 1;
+	if (setup_logging(cfg, f)) {
+		rc = 2;
+		goto out;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (http_global_init()) {
+		fprintf(stderr, "alertbridge: cannot initialise libcurl\n");
+		goto out;
+	}
+	if (store_open(f->database_path ? f->database_path : cfg->database, &st, &err) ||
+	    janitor_clients_new(cfg, &kube, &slack, &err)) {
+		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
+		goto cleanup;
+	}
+	jo.cfg = cfg;
+	jo.store = st;
+	jo.kube = kube;
+	jo.slack = slack;
+	jo.force_dry_run = f->dry_run;
+	j = janitor_new(&jo);
+	printf("%-20s %-40s %-20s %-24s %-20s %-20s %s\n", "NAMESPACE", "POD", "OWNER", "REASON",
+	       "EXPIRES", "NOTIFIED", "ACTION");
+	if (janitor_sweep(j, print_plan_row, NULL, &stats, &err)) {
+		fprintf(stderr, "alertbridge: janitor sweep: %s\n", buf_str(&err));
+		goto cleanup;
+	}
+	/* Deliver what the sweep queued (bounded: one sweep's worth). */
+	while (sent < 10000 && janitor_notice_step(j) == 1)
+		sent++;
+	fprintf(stderr, "%s%lld pods, %lld with janitor annotations, %lld notices, %lld acted, "
+		"%lld errors\n", janitor_dry_run(j) ? "dry-run: " : "", (long long)stats.pods,
+		(long long)stats.annotated, (long long)stats.notified, (long long)stats.acted,
+		(long long)stats.errors);
+	rc = stats.errors ? 1 : 0;
+cleanup:
+	janitor_free(j);
+	kube_client_free(kube);
+	slack_client_free(slack);
+	store_close(st);
+	http_global_cleanup();
+out:
+	cfg_free(cfg);
+	buf_release(&err);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct flags f;
@@ -762,6 +931,8 @@ int main(int argc, char **argv)
 		return cmd_render(&f);
 	if (!strcmp(cmd, "map"))
 		return cmd_map(&f);
+	if (!strcmp(cmd, "janitor"))
+		return cmd_janitor(&f);
 	if (!strcmp(cmd, "help")) {
 		fputs(usage_main, stdout);
 		return 0;

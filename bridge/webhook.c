@@ -13,12 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "bridge/issue.h"
+#include "core/intake.h"
 #include "core/log.h"
-#include "core/utf8.h"
 #include "core/xalloc.h"
 
 #include "core/banned.h"
@@ -95,14 +94,6 @@ void webhook_free(struct webhook *w)
 	free(w);
 }
 
-static int64_t monotonic_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 static int64_t now_ms(const struct webhook *w)
 {
 	struct timespec ts;
@@ -111,37 +102,6 @@ static int64_t now_ms(const struct webhook *w)
 		return w->now_ms(w->now_ctx);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Append s as a JSON string (RFC 8259).  Text that is not valid UTF-8 (a
- * query parameter can be anything) has each byte >= 0x80 written as U+FFFD.
- * The response body has no size limit, so buf errors cannot happen.
- */
-static void json_quote(struct buf *b, const char *s)
-{
-	int valid = utf8_valid(s, strlen(s));
-
-	(void)buf_addch(b, '"');
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\') {
-			(void)buf_addch(b, '\\');
-			(void)buf_addch(b, (char)*c);
-		} else if (*c == '\n') {
-			(void)buf_adds(b, "\\n");
-		} else if (*c == '\t') {
-			(void)buf_adds(b, "\\t");
-		} else if (*c == '\r') {
-			(void)buf_adds(b, "\\r");
-		} else if (*c < 0x20 || *c == 0x7f) {
-			(void)buf_printf(b, "\\u%04x", *c);
-		} else if (*c >= 0x80 && !valid) {
-			(void)buf_adds(b, "\\ufffd");
-		} else {
-			(void)buf_addch(b, (char)*c);
-		}
-	}
-	(void)buf_addch(b, '"');
 }
 
 /* Reject with status: reason for the log, msg for the body (printf format). */
@@ -159,23 +119,6 @@ static int reject(struct request *r, int status, const char *reason, const char 
 	(void)buf_vprintf(&r->msg, fmt, ap);
 	va_end(ap);
 	return status;
-}
-
-/* application/json, any case, optionally followed by parameters (RFC 9110 8.3.1). */
-static int content_type_is_json(const char *ct)
-{
-	static const char want[] = "application/json";
-
-	if (!ct)
-		return 0;
-	while (*ct == ' ' || *ct == '\t')
-		ct++;
-	if (strncasecmp(ct, want, sizeof(want) - 1) != 0)
-		return 0;
-	ct += sizeof(want) - 1;
-	while (*ct == ' ' || *ct == '\t')
-		ct++;
-	return *ct == '\0' || *ct == ';';
 }
 
 /* An empty query parameter or label counts as absent: NULL. */
@@ -239,7 +182,7 @@ static enum err add_doc(struct request *r, size_t i)
 	assert(d->len > start && d->data[d->len - 1] == '}');
 	buf_reset(&r->member);
 	(void)buf_adds(&r->member, ",\"repo\":");
-	json_quote(&r->member, repo_of(r, i));
+	intake_json_quote(&r->member, repo_of(r, i));
 	(void)buf_add(&r->member, "}", 2);  /* with the NUL that ends the document */
 	buf_truncate(d, d->len - 1);
 	rc = buf_add(d, r->member.data, r->member.len);
@@ -329,7 +272,7 @@ static int intake(struct webhook *w, struct request *r)
 		r->reason = "unauthorized";
 		return r->status = 401;
 	}
-	if (!content_type_is_json(srv_header(req, "Content-Type")))
+	if (!intake_content_type_is_json(srv_header(req, "Content-Type")))
 		return reject(r, 415, "unsupported content type",
 			      "unsupported Content-Type: want application/json");
 	if (am_parse(req->body, req->body_len, &w->limits, &r->p, &aerr) != ERR_OK) {
@@ -372,30 +315,12 @@ static void answer(const struct webhook *w, struct request *r, struct srv_respon
 	res->content_type = "application/json";
 	if (r->status == 200) {
 		(void)buf_adds(b, "{\"status\":\"ok\",\"receiver\":");
-		json_quote(b, r->rcv->name);
+		intake_json_quote(b, r->rcv->name);
 		(void)buf_printf(b, ",\"alerts\":%zu}", r->p->n_alerts);
 		return;
 	}
-	(void)buf_adds(b, "{\"error\":");
-	json_quote(b, r->status == 401 ? "unauthorized" : buf_str(&r->msg));
-	if (r->field[0]) {
-		(void)buf_adds(b, ",\"field\":");
-		json_quote(b, r->field);
-	}
-	if (r->status == 404) {
-		(void)buf_adds(b, ",\"receiver\":");
-		json_quote(b, r->asked);
-	}
-	(void)buf_addch(b, '}');
-	/* Header names and values here are constants: srv_response_header cannot fail. */
-	if (r->status == 401 && auth_challenge(w->auth))
-		(void)!srv_response_header(res, "WWW-Authenticate", auth_challenge(w->auth));
-	if (r->status == 503) {
-		char retry[16];
-
-		snprintf(retry, sizeof(retry), "%d", WEBHOOK_RETRY_AFTER_S);
-		(void)!srv_response_header(res, "Retry-After", retry);
-	}
+	intake_error_member(res, r->status, w->auth, buf_str(&r->msg), r->field,
+			    r->status == 404 ? "receiver" : NULL, r->asked);
 }
 
 static void log_request(const struct request *r, int64_t duration_us)
@@ -466,13 +391,13 @@ void webhook_handle(void *ctx, const struct srv_request *req, struct srv_respons
 {
 	struct webhook *w = ctx;
 	struct request r;
-	int64_t start_us = monotonic_us(), duration_us;
+	int64_t start_us = intake_monotonic_us(), duration_us;
 
 	memset(&r, 0, sizeof(r));
 	r.req = req;
 	(void)intake(w, &r);
 	answer(w, &r, res);
-	duration_us = monotonic_us() - start_us;
+	duration_us = intake_monotonic_us() - start_us;
 	observe(w, &r, duration_us);
 	log_request(&r, duration_us);
 	request_release(&r);

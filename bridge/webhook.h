@@ -17,6 +17,7 @@
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/http_server.h"
+#include "core/intake.h"
 #include "core/metrics.h"
 #include "core/store.h"
 
@@ -25,7 +26,7 @@ struct webhook;
 /* The label with which an alert chooses its own repository. */
 #define WEBHOOK_REPO_LABEL "alertbridge_repo"
 /* Seconds sent in Retry-After with a 503. */
-#define WEBHOOK_RETRY_AFTER_S 5
+#define WEBHOOK_RETRY_AFTER_S INTAKE_RETRY_AFTER_S
 /* Default of webhook_options.max_events_bytes. */
 #define WEBHOOK_MAX_EVENTS_BYTES ((size_t)64 << 20)
 

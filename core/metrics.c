@@ -259,6 +259,32 @@ static struct series *lookup(struct metric *f, const char *const *values)
 	return f->series[f->nseries++];
 }
 
+void metric_remove(struct metric *f, const char *const *label_values)
+{
+	uint64_t h;
+	size_t i, j;
+
+	if (!f || !f->nlabels || !label_values)
+		return;
+	h = hash_values(label_values, f->nlabels);
+	pthread_mutex_lock(&f->lock);
+	for (i = 0; i < f->nseries; i++) {
+		struct series *s = f->series[i];
+		if (s->hash != h)
+			continue;
+		for (j = 0; j < f->nlabels; j++)
+			if (strcmp(s->values[j], label_values[j] ? label_values[j] : ""))
+				break;
+		if (j < f->nlabels)
+			continue;
+		series_free(s, f->nlabels);
+		memmove(&f->series[i], &f->series[i + 1], (f->nseries - i - 1) * sizeof(*f->series));
+		f->nseries--;
+		break;
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
 void metric_add(struct metric *f, const char *const *label_values, double v)
 {
 	if (!f)

@@ -55,6 +55,13 @@ struct metric *metrics_histogram(struct metrics *m, const char *name, const char
 void metric_add(struct metric *f, const char *const *label_values, double v);
 void metric_set(struct metric *f, const char *const *label_values, double v);
 void metric_observe(struct metric *f, const char *const *label_values, double v);
+/*
+ * Delete the series of f named by label_values (as for metric_add), so it is
+ * no longer rendered: for gauges that describe things that went away (a pod
+ * the janitor no longer tracks).  No-op when f is NULL, has no labels, or
+ * has no such series.
+ */
+void metric_remove(struct metric *f, const char *const *label_values);
 
 /*
  * Append the whole registry to out in text format 0.0.4: families sorted by

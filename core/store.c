@@ -78,6 +78,30 @@ static const char *const migrations[] = {
 	"  dead_reason TEXT,"
 	"  PRIMARY KEY (receiver, key)"
 	") WITHOUT ROWID;",
+	/* 2: the janitor's Slack outbox. */
+	"CREATE TABLE notices ("
+	"  id INTEGER PRIMARY KEY,"
+	"  namespace TEXT NOT NULL,"
+	"  pod TEXT NOT NULL,"
+	"  uid TEXT NOT NULL,"
+	"  kind TEXT NOT NULL CHECK (kind IN ('notice', 'reminder', 'cancelled', 'deleted')),"
+	"  expires_ms INTEGER NOT NULL DEFAULT 0,"
+	"  notify TEXT,"
+	"  owner TEXT,"
+	"  channel TEXT,"
+	"  thread_ts TEXT,"
+	"  text TEXT NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'dead')),"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  next_attempt_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  sent_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  slack_channel_id TEXT,"
+	"  slack_ts TEXT,"
+	"  last_error TEXT"
+	");"
+	"CREATE INDEX notices_pending ON notices (next_attempt_at_ms, id) WHERE state = 'pending';"
+	"CREATE INDEX notices_pod ON notices (uid, kind, id);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -89,6 +113,10 @@ static const char *const migrations[] = {
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
 	"dead_reason"
+#define NOTICE_COLS                                                                 \
+	"id, namespace, pod, uid, kind, expires_ms, notify, owner, channel, thread_ts, text, " \
+	"state, attempts, next_attempt_at_ms, created_at_ms, sent_at_ms, slack_channel_id, " \
+	"slack_ts, last_error"
 /* A pending event that is the oldest pending one of its (kind, receiver, key). */
 #define HEAD_OF_KEY                                                                 \
 	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
@@ -116,6 +144,14 @@ enum stmt_id {
 	S_IS_SET_DEAD,
 	S_IS_PAGE_ALL,
 	S_IS_PAGE_RCV,
+	S_NO_INSERT,
+	S_NO_NEXT,
+	S_NO_LATEST,
+	S_NO_SENT,
+	S_NO_RETRY,
+	S_NO_DEAD,
+	S_NO_CANCEL,
+	S_NO_PENDING,
 	S_COUNT
 };
 
@@ -160,6 +196,22 @@ static const char *const stmt_sql[S_COUNT] = {
 			  "ORDER BY receiver, key LIMIT ?3",
 	[S_IS_PAGE_RCV] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key > ?2 "
 			  "ORDER BY key LIMIT ?3",
+	[S_NO_INSERT] = "INSERT INTO notices (namespace, pod, uid, kind, expires_ms, notify, owner, "
+			"channel, thread_ts, text, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+			"?8, ?9, ?10, ?11)",
+	[S_NO_NEXT] = "SELECT " NOTICE_COLS " FROM notices WHERE state = 'pending' AND "
+		      "next_attempt_at_ms <= ?1 ORDER BY id LIMIT 1",
+	[S_NO_LATEST] = "SELECT " NOTICE_COLS " FROM notices WHERE uid = ?1 AND kind = ?2 "
+			"ORDER BY id DESC LIMIT 1",
+	[S_NO_SENT] = "UPDATE notices SET state = 'sent', sent_at_ms = ?2, channel = ?3, "
+		      "slack_channel_id = ?4, slack_ts = ?5 WHERE id = ?1 AND state = 'pending'",
+	[S_NO_RETRY] = "UPDATE notices SET attempts = attempts + 1, next_attempt_at_ms = ?2, "
+		       "channel = ?3, last_error = ?4 WHERE id = ?1 AND state = 'pending'",
+	[S_NO_DEAD] = "UPDATE notices SET state = 'dead', attempts = attempts + 1, last_error = ?2 "
+		      "WHERE id = ?1 AND state = 'pending'",
+	[S_NO_CANCEL] = "UPDATE notices SET state = 'dead', last_error = ?2 "
+			"WHERE uid = ?1 AND state = 'pending'",
+	[S_NO_PENDING] = "SELECT count(*) FROM notices WHERE state = 'pending'",
 };
 
 /* One store_enqueue() call waiting in the group-commit queue (on its stack). */
@@ -1240,4 +1292,262 @@ void store_issue_release(struct store_issue *row)
 	free(row->dead_reason);
 	row->receiver = row->key = row->repo = row->state = NULL;
 	row->state_reason = row->dead_reason = NULL;
+}
+
+/* ---- the janitor's Slack outbox ---- */
+
+static int notice_kind_valid(const char *kind)
+{
+	static const char *const kinds[] = { "notice", "reminder", "cancelled", "deleted" };
+
+	for (size_t i = 0; kind && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return 1;
+	return 0;
+}
+
+enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *errmsg)
+{
+	sqlite3_stmt *s;
+	const char *missing = NULL;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || !n) {
+		buf_setf(errmsg, "store: notice: no store or no notice");
+		return ERR_INVALID;
+	}
+	n->id = 0;
+	if (empty(n->namespace))
+		missing = "namespace";
+	else if (empty(n->pod))
+		missing = "pod";
+	else if (empty(n->uid))
+		missing = "uid";
+	else if (empty(n->text))
+		missing = "text";
+	if (missing) {
+		buf_setf(errmsg, "store: notice: %s is empty", missing);
+		return ERR_INVALID;
+	}
+	if (!notice_kind_valid(n->kind)) {
+		buf_setf(errmsg, "store: notice: kind \"%s\" is not notice, reminder, cancelled "
+			 "or deleted", n->kind ? n->kind : "");
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_NO_INSERT];
+	bind_text(s, 1, n->namespace, &brc);
+	bind_text(s, 2, n->pod, &brc);
+	bind_text(s, 3, n->uid, &brc);
+	bind_text(s, 4, n->kind, &brc);
+	bind_int(s, 5, n->expires_ms, &brc);
+	bind_text(s, 6, n->notify, &brc);
+	bind_text(s, 7, n->owner, &brc);
+	bind_text(s, 8, n->channel, &brc);
+	bind_text(s, 9, n->thread_ts, &brc);
+	bind_text(s, 10, n->text, &brc);
+	bind_int(s, 11, n->created_at_ms > 0 ? n->created_at_ms : clock_ms(), &brc);
+	rc = run(st, S_NO_INSERT, brc, "add notice", errmsg);
+	if (rc == ERR_OK)
+		n->id = sqlite3_last_insert_rowid(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+static void read_notice(sqlite3_stmt *s, struct store_notice *out)
+{
+	out->id = sqlite3_column_int64(s, 0);
+	out->namespace = col_str(s, 1);
+	out->pod = col_str(s, 2);
+	out->uid = col_str(s, 3);
+	out->kind = col_str(s, 4);
+	out->expires_ms = sqlite3_column_int64(s, 5);
+	out->notify = col_str(s, 6);
+	out->owner = col_str(s, 7);
+	out->channel = col_str(s, 8);
+	out->thread_ts = col_str(s, 9);
+	out->text = col_str(s, 10);
+	out->state = col_str(s, 11);
+	out->attempts = sqlite3_column_int(s, 12);
+	out->next_attempt_at_ms = sqlite3_column_int64(s, 13);
+	out->created_at_ms = sqlite3_column_int64(s, 14);
+	out->sent_at_ms = sqlite3_column_int64(s, 15);
+	out->slack_channel_id = col_str(s, 16);
+	out->slack_ts = col_str(s, 17);
+	out->last_error = col_str(s, 18);
+}
+
+/* Step a one-row notice SELECT whose parameters are bound (brc their result). */
+static enum err one_notice(struct store *st, enum stmt_id id, int brc, const char *what,
+			   struct store_notice *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s = st->stmt[id];
+	int src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+	enum err rc = ERR_OK;
+
+	if (src == SQLITE_ROW)
+		read_notice(s, out);
+	else if (src == SQLITE_DONE)
+		rc = ERR_NOTFOUND;
+	else
+		rc = db_fail(st, what, &msg);
+	done_with(s);
+	if (rc == ERR_DB)
+		log_db(what, &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_notice_next(struct store *st, int64_t now_ms, struct store_notice *out)
+{
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_int(st->stmt[S_NO_NEXT], 1, now_ms, &brc);
+	rc = one_notice(st, S_NO_NEXT, brc, "next notice", out);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_notice_latest(struct store *st, const char *uid, const char *kind,
+			     struct store_notice *out)
+{
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || empty(uid) || empty(kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_text(st->stmt[S_NO_LATEST], 1, uid, &brc);
+	bind_text(st->stmt[S_NO_LATEST], 2, kind, &brc);
+	rc = one_notice(st, S_NO_LATEST, brc, "latest notice", out);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+/* Run an UPDATE of one pending notice; ERR_NOTFOUND when it changed nothing. */
+static enum err update_notice(struct store *st, enum stmt_id id, int brc, const char *what)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc = run(st, id, brc, what, &msg);
+
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
+		rc = ERR_NOTFOUND;
+	if (rc == ERR_DB)
+		log_db(what, &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_notice_sent(struct store *st, int64_t id, int64_t sent_at_ms, const char *channel,
+			   const char *slack_channel_id, const char *slack_ts)
+{
+	sqlite3_stmt *s;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_NO_SENT];
+	bind_int(s, 1, id, &brc);
+	bind_int(s, 2, sent_at_ms, &brc);
+	bind_text(s, 3, channel, &brc);
+	bind_text(s, 4, slack_channel_id, &brc);
+	bind_text(s, 5, slack_ts, &brc);
+	rc = update_notice(st, S_NO_SENT, brc, "notice sent");
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_notice_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *channel,
+			    const char *error)
+{
+	sqlite3_stmt *s;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_NO_RETRY];
+	bind_int(s, 1, id, &brc);
+	bind_int(s, 2, next_at_ms, &brc);
+	bind_text(s, 3, channel, &brc);
+	bind_text(s, 4, error, &brc);
+	rc = update_notice(st, S_NO_RETRY, brc, "retry notice");
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_notice_dead(struct store *st, int64_t id, const char *reason)
+{
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_int(st->stmt[S_NO_DEAD], 1, id, &brc);
+	bind_text(st->stmt[S_NO_DEAD], 2, reason, &brc);
+	rc = update_notice(st, S_NO_DEAD, brc, "notice dead");
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_notice_cancel(struct store *st, const char *uid, const char *reason, int64_t *n)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (n)
+		*n = 0;
+	if (!st || empty(uid))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_text(st->stmt[S_NO_CANCEL], 1, uid, &brc);
+	bind_text(st->stmt[S_NO_CANCEL], 2, reason, &brc);
+	rc = run(st, S_NO_CANCEL, brc, "cancel notices", &msg);
+	if (rc == ERR_OK && n)
+		*n = sqlite3_changes64(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc)
+		log_db("cancel notices", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+int64_t store_notice_pending_count(struct store *st)
+{
+	if (!st)
+		return -1;
+	return count(st, S_NO_PENDING, NULL, "pending notices");
+}
+
+void store_notice_release(struct store_notice *n)
+{
+	if (!n)
+		return;
+	free(n->namespace);
+	free(n->pod);
+	free(n->uid);
+	free(n->kind);
+	free(n->notify);
+	free(n->owner);
+	free(n->channel);
+	free(n->thread_ts);
+	free(n->text);
+	free(n->state);
+	free(n->slack_channel_id);
+	free(n->slack_ts);
+	free(n->last_error);
+	memset(n, 0, sizeof(*n));
 }

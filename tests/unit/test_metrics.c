@@ -222,10 +222,36 @@ static void process_metrics_are_collected(void **state)
 	metrics_free(m);
 }
 
+static void remove_deletes_one_series(void **state)
+{
+	static const char *const names[] = { "namespace", "pod", NULL };
+	struct metrics *m = metrics_new();
+	struct metric *g = metrics_gauge(m, "expiry", "Expiry.", names);
+	const char *a[] = { "ns", "a" }, *b[] = { "ns", "b" }, *c[] = { "ns", "c" };
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	metric_set(g, a, 1);
+	metric_set(g, b, 2);
+	metric_remove(g, b);
+	metric_remove(g, c);     /* no such series: nothing happens */
+	metric_remove(NULL, c);
+	metrics_render(m, &out);
+	assert_string_equal(buf_str(&out), "# HELP expiry Expiry.\n# TYPE expiry gauge\n"
+					   "expiry{namespace=\"ns\",pod=\"a\"} 1\n");
+	metric_set(g, b, 3);     /* comes back when set again */
+	buf_reset(&out);
+	metrics_render(m, &out);
+	assert_non_null(strstr(buf_str(&out), "expiry{namespace=\"ns\",pod=\"b\"} 3\n"));
+	buf_release(&out);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(counter_and_gauge_text),
+		cmocka_unit_test(remove_deletes_one_series),
 		cmocka_unit_test(escaping_of_labels_and_help),
 		cmocka_unit_test(histogram_text),
 		cmocka_unit_test(labelless_histogram_and_empty_family),

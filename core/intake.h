@@ -1,0 +1,54 @@
+/*
+ * intake.h - what the two webhook intakes (bridge/webhook.c for
+ * POST /v1/webhook, janitor/janitor_webhook.c for POST /v1/janitor/webhook)
+ * answer alike: the Content-Type check, JSON error bodies, the 401 with its
+ * challenge and the 503 with Retry-After (DESIGN.md "HTTP answers to
+ * Alertmanager": Alertmanager retries only 5xx).
+ */
+#ifndef AB_INTAKE_H
+#define AB_INTAKE_H
+
+#include <stdint.h>
+
+#include "auth.h"
+#include "buf.h"
+#include "http_server.h"
+
+/* Seconds sent in Retry-After with a 503. */
+#define INTAKE_RETRY_AFTER_S 5
+
+/*
+ * Non-zero when ct is application/json, any case, optionally followed by
+ * parameters such as "; charset=utf-8" (RFC 9110 8.3.1).  NULL gives 0.
+ */
+int intake_content_type_is_json(const char *ct);
+
+/*
+ * Append s as a JSON string (RFC 8259).  Text that is not valid UTF-8 (a
+ * query parameter can be anything) has each byte >= 0x80 written as U+FFFD.
+ * Meant for response bodies without a size limit: buf errors are ignored.
+ */
+void intake_json_quote(struct buf *b, const char *s);
+
+/*
+ * Fill res as an application/json error answer: status, body
+ * {"error": msg, "field": field} ("field" left out when NULL or empty).
+ * For 401 the body is {"error":"unauthorized"} whatever msg says, and
+ * WWW-Authenticate is auth_challenge(a) when a has one; for 503 Retry-After
+ * is INTAKE_RETRY_AFTER_S.  Further members can be appended by the caller
+ * before the closing brace with intake_error_member() instead.
+ */
+void intake_error(struct srv_response *res, int status, const struct auth *a, const char *msg,
+		  const char *field);
+
+/*
+ * As intake_error() with one more string member name: value appended after
+ * "field" (e.g. the bridge's 404 {"receiver": ...}).  name NULL adds nothing.
+ */
+void intake_error_member(struct srv_response *res, int status, const struct auth *a,
+			 const char *msg, const char *field, const char *name, const char *value);
+
+/* Microseconds of CLOCK_MONOTONIC, for handler durations. */
+int64_t intake_monotonic_us(void);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * janitor_int.h - what the parts of the janitor module share (SQLite's
+ * btreeInt.h): struct janitor, the action an owner gets, the texts, and
+ * small helpers.  Not for other modules: they use janitor/janitor.h.
+ */
+#ifndef AB_JANITOR_INT_H
+#define AB_JANITOR_INT_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "core/mustache.h"
+#include "janitor/annotate.h"
+#include "janitor/janitor.h"
+
+/* What happens to a pod once its time runs out, by owner and policy. */
+enum jaction {
+	JA_DELETE_POD,   /* a bare pod: DELETE it */
+	JA_DELETE_JOB,   /* owned by a Job: DELETE the Job (Background) */
+	JA_SCALE,        /* owned by a Deployment or StatefulSet: scale to 0 */
+	JA_NOTIFY_ONLY,  /* nothing automatic: the owner is told */
+};
+
+/* The Slack texts, as in templates/SLACK_VIEW_MODEL.md. */
+enum jtext { JT_NOTICE, JT_REMINDER, JT_CANCELLED, JT_DELETED, JT_COUNT };
+
+struct janitor {
+	struct janitor_options opts;
+	const struct cfg_janitor *cfg;
+	int dry_run;
+	struct mustache *tmpl[JT_COUNT];
+	pthread_t thread;
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	int stopping;
+	unsigned int seed;
+	int64_t next_sweep_ms;
+	char **unknown_alerts;     /* alert names already logged as without policy */
+	size_t n_unknown_alerts;
+	struct metric *m_pods;
+	struct metric *m_notices;
+	struct metric *m_sweep;
+	struct metric *m_expiry;
+	struct metric *m_pending;
+	struct metric *m_notices_pending;
+};
+
+/* What a text is about; strings borrowed. */
+struct jtext_view {
+	const char *namespace, *pod, *uid;
+	const struct kube_owner *owner;  /* the controller acted on; NULL or empty for none */
+	enum jaction action;
+	const char *reason;
+	const char *why;
+	int64_t expires_ms;
+	int64_t grace_ms;                /* for snoozeUntil */
+};
+
+int64_t janitor_now(struct janitor *j);
+/* Retry delay after attempts failures: base * 2^attempts, jittered, capped. */
+int64_t janitor_backoff(struct janitor *j, int attempts);
+/* Non-zero when ns is in exclude_namespaces. */
+int janitor_excluded(const struct janitor *j, const char *ns);
+/* The action for a pod whose controller is owner, under policy owned. */
+enum jaction janitor_jaction(enum cfg_owned owned, const struct kube_owner *owner);
+const char *janitor_jaction_str(enum jaction a);
+/* The pod's annotations as a sorted janitor_kv array (caller frees the array only). */
+struct janitor_kv *janitor_pod_kv(const struct kube_pod *pod);
+/* The owner label's value of pod (cfg slack.owner_label), or NULL. */
+const char *janitor_owner_value(const struct janitor *j, const struct kube_pod *pod);
+/* slack.namespace_channels[ns], or NULL. */
+const char *janitor_namespace_channel(const struct janitor *j, const char *ns);
+/* Count pods_total{action, reason}. */
+void janitor_count(struct janitor *j, const char *action, const char *reason);
+/* Set or remove (expires_ms == JANITOR_NO_TIME) the expiry gauge of a pod. */
+void janitor_expiry_gauge(struct janitor *j, const char *ns, const char *pod, int64_t expires_ms);
+/* Write the patch as the JSON the merge patch sends, for dry-run logs. */
+void janitor_patch_json(const struct janitor_patch *p, struct buf *out);
+/*
+ * Apply patch to pod ns/name (kube_pod_annotate), or log it in dry-run.
+ * what names the change in the log ("mark", "unmark", "notified").
+ */
+enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name,
+			     const struct janitor_patch *patch, const char *what,
+			     struct buf *errmsg) WARN_UNUSED;
+/* Create an Event on pod (best effort: a failure is logged), or log it in dry-run. */
+void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *type,
+		   const char *reason, const char *message);
+
+/* Compile the embedded templates (janitor_new). */
+void janitor_render_init(struct janitor *j);
+void janitor_render_release(struct janitor *j);
+/* Render text which over v at now_ms into out.  Errors: mustache's. */
+enum err janitor_render(struct janitor *j, enum jtext which, const struct jtext_view *v,
+			int64_t now_ms, struct buf *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Queue a notice for pod unless the outbox already holds one of this uid for
+ * expiry_ms (in any state); *queued (may be NULL) says whether it did.  The
+ * text announces the later of expiry_ms and now + lead_ms: nothing happens
+ * before the notice is lead_ms old.  In dry-run it only logs.
+ * Errors: ERR_DB, ERR_INVALID (rendering).
+ */
+enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
+			      const struct kube_owner *owner, enum jaction action,
+			      const char *reason, const char *why, int64_t expiry_ms,
+			      int64_t grace_ms, int64_t lead_ms, int *queued,
+			      struct buf *errmsg) WARN_UNUSED;
+/*
+ * Queue a reply (JT_CANCELLED or JT_DELETED) in the thread of the newest
+ * delivered notice of the pod's uid; nothing when none was delivered.  In
+ * dry-run it only logs.  Errors: ERR_DB, ERR_INVALID (rendering).
+ */
+enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct jtext_view *v,
+			     struct buf *errmsg) WARN_UNUSED;
+/* Patch janitor/notified-at = sent_at_ms onto ns/name if its uid is still uid. */
+enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,
+				 const char *uid, int64_t sent_at_ms, struct buf *errmsg) WARN_UNUSED;
+
+#endif

@@ -1,0 +1,311 @@
+/*
+ * janitor_notice.c - the Slack outbox: notices and replies are rendered and
+ * queued in sqlite (core/store.h, table notices) by the worker and the
+ * sweeper, then delivered one at a time with retries.  Only after Slack
+ * confirmed a notice is the pod stamped with janitor/notified-at: the
+ * sweeper never acts on a pod without that stamp (DESIGN.md "Janitor
+ * semantics").
+ */
+#include <string.h>
+
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "janitor/janitor_int.h"
+#include "core/banned.h"
+
+static const char *const kinds[JT_COUNT] = {
+	[JT_NOTICE] = "notice",
+	[JT_REMINDER] = "reminder",
+	[JT_CANCELLED] = "cancelled",
+	[JT_DELETED] = "deleted",
+};
+
+static void count_notice(struct janitor *j, const char *result)
+{
+	const char *labels[] = { result };
+
+	metric_add(j->m_notices, labels, 1);
+}
+
+enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
+			      const struct kube_owner *owner, enum jaction action,
+			      const char *reason, const char *why, int64_t expiry_ms,
+			      int64_t grace_ms, int64_t lead_ms, int *queued, struct buf *errmsg)
+{
+	int64_t now = janitor_now(j);
+	struct store_notice old = { 0 }, n = { 0 };
+	struct jtext_view v = { 0 };
+	struct buf text = BUF_INIT;
+	struct log_line *l;
+	enum err rc;
+
+	if (queued)
+		*queued = 0;
+	rc = store_notice_latest(j->opts.store, pod->uid, kinds[JT_NOTICE], &old);
+	if (rc == ERR_OK && old.expires_ms == expiry_ms)
+		goto out;  /* this expiry was announced (or is being) already */
+	if (rc != ERR_OK && rc != ERR_NOTFOUND) {
+		buf_setf(errmsg, "cannot read the outbox");
+		rc = ERR_DB;
+		goto out;
+	}
+	v.namespace = pod->namespace;
+	v.pod = pod->name;
+	v.uid = pod->uid;
+	v.owner = owner;
+	v.action = action;
+	v.reason = reason;
+	v.why = why;
+	/* A late notice (a person's annotation, a janitor that was down) still gives lead_ms. */
+	v.expires_ms = expiry_ms > now + lead_ms ? expiry_ms : now + lead_ms;
+	v.grace_ms = grace_ms;
+	rc = janitor_render(j, JT_NOTICE, &v, now, &text, errmsg);
+	if (rc) {
+		rc = ERR_INVALID;
+		goto out;
+	}
+	l = log_begin(LOG_INFO, j->dry_run ? "dry-run: would send slack notice"
+					   : "slack notice queued");
+	log_str(l, "namespace", pod->namespace);
+	log_str(l, "pod", pod->name);
+	log_str(l, "uid", pod->uid);
+	log_str(l, "notify", kube_pod_annotation(pod, JANITOR_ANN_NOTIFY));
+	log_str(l, "owner", janitor_owner_value(j, pod));
+	if (j->dry_run)
+		log_str(l, "text", buf_str(&text));
+	log_end(l);
+	if (j->dry_run)
+		goto out;
+	n.namespace = pod->namespace;
+	n.pod = pod->name;
+	n.uid = pod->uid;
+	n.kind = (char *)kinds[JT_NOTICE];
+	n.expires_ms = expiry_ms;
+	n.notify = (char *)kube_pod_annotation(pod, JANITOR_ANN_NOTIFY);
+	n.owner = (char *)janitor_owner_value(j, pod);
+	n.text = (char *)buf_str(&text);
+	n.created_at_ms = janitor_now(j);
+	rc = store_notice_add(j->opts.store, &n, errmsg);
+	if (rc == ERR_OK && queued)
+		*queued = 1;
+out:
+	store_notice_release(&old);
+	buf_release(&text);
+	return rc;
+}
+
+enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct jtext_view *v,
+			     struct buf *errmsg)
+{
+	struct store_notice parent = { 0 }, n = { 0 };
+	struct buf text = BUF_INIT;
+	struct jtext_view view = *v;
+	struct log_line *l;
+	enum err rc;
+
+	rc = store_notice_latest(j->opts.store, v->uid, kinds[JT_NOTICE], &parent);
+	if (rc == ERR_NOTFOUND || (rc == ERR_OK && strcmp(parent.state, "sent"))) {
+		rc = ERR_OK;  /* no notice reached the owner: nothing to follow up */
+		goto out;
+	}
+	if (rc) {
+		buf_setf(errmsg, "cannot read the outbox");
+		rc = ERR_DB;
+		goto out;
+	}
+	if (view.expires_ms == JANITOR_NO_TIME)
+		view.expires_ms = parent.expires_ms;
+	rc = janitor_render(j, which, &view, janitor_now(j), &text, errmsg);
+	if (rc) {
+		rc = ERR_INVALID;
+		goto out;
+	}
+	l = log_begin(LOG_INFO, j->dry_run ? "dry-run: would reply in the slack thread"
+					   : "slack reply queued");
+	log_str(l, "namespace", v->namespace);
+	log_str(l, "pod", v->pod);
+	log_str(l, "kind", kinds[which]);
+	log_end(l);
+	if (j->dry_run)
+		goto out;
+	n.namespace = parent.namespace;
+	n.pod = parent.pod;
+	n.uid = parent.uid;
+	n.kind = (char *)kinds[which];
+	n.expires_ms = parent.expires_ms;
+	/* The notice's channel as Slack answered it (an ID; "" for a webhook). */
+	n.channel = parent.slack_channel_id ? parent.slack_channel_id : parent.channel;
+	n.thread_ts = parent.slack_ts && *parent.slack_ts ? parent.slack_ts : NULL;
+	n.text = (char *)buf_str(&text);
+	n.created_at_ms = janitor_now(j);
+	rc = store_notice_add(j->opts.store, &n, errmsg);
+out:
+	store_notice_release(&parent);
+	buf_release(&text);
+	return rc;
+}
+
+enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,
+				 const char *uid, int64_t sent_at_ms, struct buf *errmsg)
+{
+	struct kube_pod pod = { 0 };
+	struct janitor_patch patch = JANITOR_PATCH_INIT;
+	enum err rc = kube_pod_get(j->opts.kube, ns, name, &pod, errmsg);
+
+	if (rc)
+		goto out;
+	if (!pod.uid || strcmp(pod.uid, uid)) {
+		buf_setf(errmsg, "pod %s/%s has another uid now", ns, name);
+		rc = ERR_CONFLICT;
+		goto out;
+	}
+	janitor_notified_patch(sent_at_ms, &patch);
+	rc = janitor_apply_patch(j, ns, name, &patch, "notified", errmsg);
+out:
+	janitor_patch_release(&patch);
+	kube_pod_release(&pod);
+	return rc;
+}
+
+/* A failed attempt: retry later, or give up after the last one. */
+static void failed(struct janitor *j, const struct store_notice *n, const char *channel,
+		   enum err rc, const char *why)
+{
+	int64_t now = janitor_now(j);
+	int dead = n->attempts + 1 >= JANITOR_NOTICE_MAX_ATTEMPTS;
+	struct log_line *l;
+	enum err src;
+
+	if (dead)
+		src = store_notice_dead(j->opts.store, n->id, why);
+	else
+		src = store_notice_retry(j->opts.store, n->id, now + janitor_backoff(j, n->attempts),
+					 channel, why);
+	count_notice(j, dead ? "dead" : "failed");
+	l = log_begin(dead ? LOG_ERROR : LOG_WARN,
+		      dead ? "slack message given up" : "slack message failed, will retry");
+	log_err(l, rc);
+	log_int(l, "notice", n->id);
+	log_str(l, "kind", n->kind);
+	log_str(l, "namespace", n->namespace);
+	log_str(l, "pod", n->pod);
+	log_str(l, "channel", channel);
+	log_int(l, "attempts", n->attempts + 1);
+	log_str(l, "detail", why);
+	log_end(l);
+	if (src)
+		log_msg(LOG_ERROR, "cannot record notice outcome", "err", err_str(src));
+}
+
+static void give_up(struct janitor *j, const struct store_notice *n, const char *why)
+{
+	struct log_line *l = log_begin(LOG_ERROR, "slack message given up");
+
+	if (store_notice_dead(j->opts.store, n->id, why))
+		log_msg(LOG_ERROR, "cannot record notice outcome", "notice", n->pod);
+	count_notice(j, "dead");
+	log_int(l, "notice", n->id);
+	log_str(l, "kind", n->kind);
+	log_str(l, "namespace", n->namespace);
+	log_str(l, "pod", n->pod);
+	log_str(l, "detail", why);
+	log_end(l);
+}
+
+/* Resolve the owner's channel into out; ERR_OK, or 1 when the notice was handled (failed). */
+static int resolve(struct janitor *j, const struct store_notice *n, struct buf *out)
+{
+	struct buf err = BUF_INIT;
+	enum err rc;
+
+	rc = slack_resolve_owner(j->opts.slack, n->notify, n->owner,
+				 janitor_namespace_channel(j, n->namespace),
+				 j->cfg->slack.default_channel, out, &err);
+	if (rc == ERR_NOTFOUND)
+		give_up(j, n, buf_str(&err));
+	else if (rc)
+		failed(j, n, NULL, rc, buf_str(&err));
+	buf_release(&err);
+	return rc != ERR_OK;
+}
+
+static void delivered(struct janitor *j, const struct store_notice *n, const char *channel,
+		      const struct slack_posted *posted)
+{
+	struct buf err = BUF_INIT;
+	int64_t now = janitor_now(j);
+	struct log_line *l;
+
+	if (store_notice_sent(j->opts.store, n->id, now, channel, posted->channel, posted->ts)) {
+		/* Slack has it; without the record a retry would post it twice. */
+		log_msg(LOG_ERROR, "cannot record a delivered slack message", "pod", n->pod);
+		goto out;
+	}
+	count_notice(j, "sent");
+	l = log_begin(LOG_INFO, "slack message sent");
+	log_int(l, "notice", n->id);
+	log_str(l, "kind", n->kind);
+	log_str(l, "namespace", n->namespace);
+	log_str(l, "pod", n->pod);
+	log_str(l, "channel", channel);
+	log_str(l, "ts", posted->ts);
+	log_end(l);
+	if (strcmp(n->kind, kinds[JT_NOTICE]))
+		goto out;
+	if (janitor_record_notified(j, n->namespace, n->pod, n->uid, now, &err) != ERR_OK) {
+		l = log_begin(LOG_WARN, "cannot stamp janitor/notified-at, the sweeper will retry");
+		log_str(l, "namespace", n->namespace);
+		log_str(l, "pod", n->pod);
+		log_str(l, "error", buf_str(&err));
+		log_end(l);
+	}
+out:
+	buf_release(&err);
+}
+
+int janitor_notice_step(struct janitor *j)
+{
+	struct store_notice n = { 0 };
+	struct slack_posted posted;
+	struct buf channel = BUF_INIT, err = BUF_INIT;
+	const char *dflt = j->cfg->slack.default_channel;
+	enum err rc;
+
+	if (!j->opts.slack || j->dry_run)
+		return 0;
+	rc = store_notice_next(j->opts.store, janitor_now(j), &n);
+	if (rc == ERR_NOTFOUND)
+		return 0;
+	if (rc)
+		return -1;
+	if (n.channel)
+		(void)buf_adds(&channel, n.channel);
+	else if (resolve(j, &n, &channel))
+		goto out;
+	rc = slack_post(j->opts.slack, buf_str(&channel), n.text, n.thread_ts, &posted, &err);
+	if (rc == ERR_OK) {
+		delivered(j, &n, buf_str(&channel), &posted);
+	} else if (rc == ERR_NOTFOUND && !n.thread_ts && dflt && *dflt &&
+		   strcmp(buf_str(&channel), dflt)) {
+		/* The owner's channel is gone: the default channel, once. */
+		struct log_line *l = log_begin(LOG_WARN, "slack channel not found, "
+							 "falling back to the default channel");
+		log_str(l, "namespace", n.namespace);
+		log_str(l, "pod", n.pod);
+		log_str(l, "channel", buf_str(&channel));
+		log_str(l, "default_channel", dflt);
+		log_end(l);
+		count_notice(j, "failed");
+		if (store_notice_retry(j->opts.store, n.id, janitor_now(j), dflt, buf_str(&err)))
+			log_msg(LOG_ERROR, "cannot record notice outcome", "pod", n.pod);
+	} else if (rc == ERR_NOTFOUND) {
+		give_up(j, &n, buf_str(&err));
+	} else {
+		failed(j, &n, n.channel ? n.channel : buf_str(&channel), rc, buf_str(&err));
+	}
+out:
+	store_notice_release(&n);
+	buf_release(&channel);
+	buf_release(&err);
+	return 1;
+}

@@ -1,0 +1,405 @@
+/*
+ * janitor_sweep.c - the sweeper: every pod's metadata, page by page
+ * (kube_pods_each, memory flat in the number of pods); for each pod with
+ * janitor/expires or janitor/ttl, janitor_sweep_decision(); a pod due is
+ * fetched afresh and re-checked, and only acted on with a delivered notice
+ * at least notice_lead old.  One pod's error never stops the sweep.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "janitor/janitor_int.h"
+#include "core/banned.h"
+
+struct sweep {
+	struct janitor *j;
+	janitor_plan_fn fn;
+	void *ctx;
+	struct janitor_sweep_stats stats;
+	unsigned budget_used;
+	int budget_logged;
+	int64_t now_ms;
+};
+
+/* The policy of a pod: named by janitor/reason, else the first one; NULL: none. */
+static const struct cfg_policy *policy_of(const struct janitor *j, const char *reason)
+{
+	const struct cfg_policy *p = reason ? cfg_policy_find(j->opts.cfg, reason) : NULL;
+
+	if (!p && j->cfg->policies_count)
+		p = &j->cfg->policies[0];
+	return p;
+}
+
+static int64_t lead_of(const struct cfg_policy *p)
+{
+	return p ? p->notice_lead_ms : JANITOR_DEFAULT_NOTICE_LEAD_MS;
+}
+
+static const char *reason_text(const struct janitor_pod_state *st)
+{
+	if (st->reason)
+		return st->reason;
+	return st->expires_ms != JANITOR_NO_TIME ? JANITOR_ANN_EXPIRES : JANITOR_ANN_TTL;
+}
+
+static void log_pod_error(const char *msg, const struct kube_pod *pod, enum err rc,
+			  const struct buf *err)
+{
+	struct log_line *l = log_begin(LOG_WARN, msg);
+
+	log_err(l, rc);
+	log_str(l, "namespace", pod->namespace);
+	log_str(l, "pod", pod->name);
+	log_str(l, "error", buf_str(err));
+	log_end(l);
+}
+
+/*
+ * NOTIFY: queue the notice for this expiry unless one exists; a delivered
+ * one whose stamp did not reach the pod is stamped again.
+ */
+static const char *notify(struct sweep *s, const struct kube_pod *pod,
+			  const struct janitor_pod_state *st, const struct cfg_policy *pol)
+{
+	struct janitor *j = s->j;
+	struct store_notice old = { 0 };
+	struct kube_owner owner = { 0 };
+	struct buf err = BUF_INIT;
+	const char *action = "notify";
+	int queued = 0;
+	enum err rc;
+
+	rc = store_notice_latest(j->opts.store, pod->uid, "notice", &old);
+	if (rc == ERR_OK && old.expires_ms == st->expiry_ms) {
+		if (!strcmp(old.state, "sent") && !j->dry_run) {
+			rc = janitor_record_notified(j, pod->namespace, pod->name, pod->uid,
+						     old.sent_at_ms, &err);
+			action = rc ? "error" : "notified";
+		} else {
+			action = strcmp(old.state, "dead") ? "notice-pending" : "notice-dead";
+			rc = ERR_OK;
+		}
+		goto out;
+	}
+	rc = kube_pod_controller(j->opts.kube, pod, &owner, &err);
+	if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_INVALID) {
+		kube_owner_release(&owner);  /* an owner gone: act on what the pod names */
+		rc = ERR_OK;
+	}
+	if (rc == ERR_OK)
+		rc = janitor_queue_notice(j, pod, owner.kind ? &owner : &pod->owner,
+					  janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY,
+							  owner.kind ? &owner : &pod->owner),
+					  reason_text(st), NULL, st->expiry_ms,
+					  pol ? pol->grace_ms : 0, lead_of(pol), &queued, &err);
+	if (rc)
+		action = "error";
+	else
+		s->stats.notified += queued || j->dry_run;
+out:
+	if (rc) {
+		s->stats.errors++;
+		log_pod_error("cannot notify the owner of a pod", pod, rc, &err);
+	}
+	store_notice_release(&old);
+	kube_owner_release(&owner);
+	buf_release(&err);
+	return action;
+}
+
+/* Is there a notice that reached the owner at least lead_ms ago? */
+static int delivered_notice(struct janitor *j, const char *uid, int64_t now_ms, int64_t lead_ms)
+{
+	struct store_notice n = { 0 };
+	int ok = 0;
+
+	if (store_notice_latest(j->opts.store, uid, "notice", &n) == ERR_OK)
+		ok = !strcmp(n.state, "sent") && n.sent_at_ms + lead_ms <= now_ms;
+	store_notice_release(&n);
+	return ok;
+}
+
+/* Make the call of action on pod's workload. */
+static enum err act_call(struct janitor *j, enum jaction action, const struct kube_pod *pod,
+			 const struct kube_owner *owner, struct buf *err)
+{
+	enum kube_workload kind;
+
+	switch (action) {
+	case JA_DELETE_POD:
+		return kube_pod_delete(j->opts.kube, pod->namespace, pod->name, pod->uid, err);
+	case JA_DELETE_JOB:
+		return kube_job_delete(j->opts.kube, pod->namespace, owner->name, owner->uid, err);
+	case JA_SCALE:
+		kind = !strcmp(owner->kind, "StatefulSet") ? KUBE_STATEFULSET : KUBE_DEPLOYMENT;
+		return kube_scale(j->opts.kube, kind, pod->namespace, owner->name, 0, err);
+	case JA_NOTIFY_ONLY:
+		break;
+	}
+	return ERR_OK;
+}
+
+static const char *event_reason(enum jaction a)
+{
+	switch (a) {
+	case JA_DELETE_POD: return JANITOR_EV_DELETED;
+	case JA_DELETE_JOB: return JANITOR_EV_JOB_DELETED;
+	case JA_SCALE: return JANITOR_EV_SCALED;
+	case JA_NOTIFY_ONLY: break;
+	}
+	return JANITOR_EV_DELETED;
+}
+
+/* After acting: Event, metrics, gauge, the reply in the notice's thread. */
+static void acted(struct sweep *s, enum jaction action, const struct kube_pod *pod,
+		  const struct kube_owner *owner, const struct janitor_pod_state *st,
+		  const struct cfg_policy *pol)
+{
+	struct janitor *j = s->j;
+	struct jtext_view v = { 0 };
+	struct buf msg = BUF_INIT, err = BUF_INIT;
+	char when[JANITOR_TIME_LEN] = "";
+	struct log_line *l;
+
+	if (janitor_format_time(st->expiry_ms, when) != ERR_OK)
+		when[0] = '\0';
+	l = log_begin(LOG_INFO, j->dry_run ? "dry-run: would act on pod" : "pod acted on");
+	log_str(l, "namespace", pod->namespace);
+	log_str(l, "pod", pod->name);
+	log_str(l, "uid", pod->uid);
+	log_str(l, "action", janitor_jaction_str(action));
+	log_str(l, "owner_kind", owner->kind);
+	log_str(l, "owner", owner->name);
+	log_str(l, "reason", reason_text(st));
+	log_str(l, "expires", when);
+	log_end(l);
+	if (action != JA_NOTIFY_ONLY) {
+		(void)buf_printf(&msg, "alertbridge: %s (%s): the pod's time ran out at %s after "
+				 "its owner was told", janitor_jaction_str(action),
+				 reason_text(st), when);
+		janitor_event(j, pod, "Normal", event_reason(action), buf_str(&msg));
+	}
+	if (j->dry_run)
+		goto out;
+	if (action != JA_NOTIFY_ONLY) {
+		janitor_count(j, action == JA_SCALE ? "scaled" : "deleted", reason_text(st));
+		janitor_expiry_gauge(j, pod->namespace, pod->name, JANITOR_NO_TIME);
+	}
+	v.namespace = pod->namespace;
+	v.pod = pod->name;
+	v.uid = pod->uid;
+	v.owner = owner;
+	v.action = action;
+	v.reason = reason_text(st);
+	v.expires_ms = st->expiry_ms;
+	v.grace_ms = pol ? pol->grace_ms : 0;
+	if (janitor_queue_reply(j, JT_DELETED, &v, &err) != ERR_OK)
+		log_pod_error("cannot queue the slack reply", pod, ERR_DB, &err);
+out:
+	buf_release(&msg);
+	buf_release(&err);
+}
+
+/* Has the owner already been told that a notify-only pod ran out of time? */
+static int told(struct janitor *j, const char *uid)
+{
+	struct store_notice n = { 0 };
+	int yes = store_notice_latest(j->opts.store, uid, "deleted", &n) == ERR_OK;
+
+	store_notice_release(&n);
+	return yes;
+}
+
+/* ACT: fresh GET, re-check everything, then delete or scale (or tell). */
+static const char *act(struct sweep *s, const struct kube_pod *listed)
+{
+	struct janitor *j = s->j;
+	struct kube_pod pod = { 0 };
+	struct kube_owner owner = { 0 };
+	struct janitor_kv *kv = NULL;
+	struct janitor_pod_state st;
+	struct janitor_decision d;
+	const struct cfg_policy *pol;
+	struct buf err = BUF_INIT;
+	const char *result = "error";
+	enum jaction action;
+	enum err rc;
+
+	rc = kube_pod_get(j->opts.kube, listed->namespace, listed->name, &pod, &err);
+	if (rc == ERR_NOTFOUND) {
+		janitor_expiry_gauge(j, listed->namespace, listed->name, JANITOR_NO_TIME);
+		result = "skip:gone";
+		rc = ERR_OK;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	if (!pod.uid || strcmp(pod.uid, listed->uid)) {
+		janitor_count(j, "skipped", "uid-changed");
+		result = "skip:uid-changed";
+		goto out;
+	}
+	kv = janitor_pod_kv(&pod);
+	(void)!janitor_pod_state(kv, pod.nannotations, pod.creation_ms, &st, NULL);
+	pol = policy_of(j, st.reason);
+	d = janitor_sweep_decision(&st, s->now_ms, lead_of(pol),
+				   janitor_excluded(j, pod.namespace), pod.deletion_ms != 0);
+	if (d.action == JANITOR_NOTIFY) {
+		result = notify(s, &pod, &st, pol);
+		goto out;
+	}
+	if (d.action != JANITOR_ACT) {
+		result = d.action == JANITOR_SKIP ? "skip:changed" : janitor_action_str(d.action);
+		goto out;
+	}
+	if (!j->dry_run && !delivered_notice(j, pod.uid, s->now_ms, lead_of(pol))) {
+		/* janitor/notified-at without a delivery in the outbox: tell the owner first. */
+		result = notify(s, &pod, &st, pol);
+		goto out;
+	}
+	rc = kube_pod_controller(j->opts.kube, &pod, &owner, &err);
+	if (rc)
+		goto out;
+	action = janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY, &owner);
+	if (action == JA_NOTIFY_ONLY) {
+		result = "notify-only";
+		if (!told(j, pod.uid))
+			acted(s, action, &pod, &owner, &st, pol);
+		goto out;
+	}
+	if (s->budget_used >= j->cfg->max_deletions_per_sweep) {
+		if (!s->budget_logged++)
+			log_msg(LOG_WARN, "max_deletions_per_sweep reached, the rest waits for the "
+				"next sweep", "namespace", pod.namespace);
+		result = "deferred";
+		goto out;
+	}
+	if (!j->dry_run)
+		rc = act_call(j, action, &pod, &owner, &err);
+	if (rc == ERR_NOTFOUND) {
+		result = "skip:gone";
+		rc = ERR_OK;
+		janitor_expiry_gauge(j, pod.namespace, pod.name, JANITOR_NO_TIME);
+		goto out;
+	}
+	if (rc == ERR_CONFLICT) {
+		log_pod_error("pod changed underneath, skipped", &pod, rc, &err);
+		result = "changed";
+		rc = ERR_OK;
+		goto out;
+	}
+	if (rc)
+		goto out;
+	s->budget_used++;
+	s->stats.acted++;
+	result = janitor_jaction_str(action);
+	acted(s, action, &pod, &owner, &st, pol);
+out:
+	if (rc) {
+		s->stats.errors++;
+		log_pod_error("cannot act on pod, the sweep goes on", listed, rc, &err);
+		result = "error";
+	}
+	free(kv);
+	kube_owner_release(&owner);
+	kube_pod_release(&pod);
+	buf_release(&err);
+	return result;
+}
+
+static enum err sweep_pod(void *ctx, const struct kube_pod *pod)
+{
+	struct sweep *s = ctx;
+	struct janitor *j = s->j;
+	struct janitor_plan_row row = { 0 };
+	struct janitor_kv *kv;
+	struct janitor_pod_state st;
+	struct janitor_decision d;
+	const struct cfg_policy *pol;
+	const char *owner;
+	char skip[48];
+
+	s->stats.pods++;
+	if (!kube_pod_annotation(pod, JANITOR_ANN_EXPIRES) &&
+	    !kube_pod_annotation(pod, JANITOR_ANN_TTL))
+		return ERR_OK;
+	s->stats.annotated++;
+	kv = janitor_pod_kv(pod);
+	(void)!janitor_pod_state(kv, pod->nannotations, pod->creation_ms, &st, NULL);
+	pol = policy_of(j, st.reason);
+	d = janitor_sweep_decision(&st, s->now_ms, lead_of(pol),
+				   janitor_excluded(j, pod->namespace), pod->deletion_ms != 0);
+	owner = st.notify ? st.notify : janitor_owner_value(j, pod);
+	row.namespace = pod->namespace;
+	row.pod = pod->name;
+	row.owner = owner ? owner : "-";
+	row.reason = reason_text(&st);
+	row.expires_ms = st.expiry_ms;
+	row.notified_ms = st.notified_at_ms;
+	switch (d.action) {
+	case JANITOR_SKIP:
+		snprintf(skip, sizeof(skip), "skip:%s", janitor_skip_str(d.why));
+		row.action = skip;
+		break;
+	case JANITOR_WAIT:
+		row.action = "wait";
+		break;
+	case JANITOR_NOTIFY:
+		row.action = notify(s, pod, &st, pol);
+		break;
+	case JANITOR_ACT:
+		row.action = act(s, pod);
+		break;
+	}
+	if (d.action == JANITOR_WAIT || d.action == JANITOR_NOTIFY)
+		janitor_expiry_gauge(j, pod->namespace, pod->name, st.expiry_ms);
+	if (s->fn)
+		s->fn(s->ctx, &row);
+	free(kv);
+	return ERR_OK;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
+		       struct janitor_sweep_stats *stats, struct buf *errmsg)
+{
+	struct sweep s;
+	int64_t start = mono_ms();
+	struct log_line *l;
+	enum err rc;
+
+	memset(&s, 0, sizeof(s));
+	s.j = j;
+	s.fn = fn;
+	s.ctx = ctx;
+	s.now_ms = janitor_now(j);
+	rc = kube_pods_each(j->opts.kube, NULL, 1, sweep_pod, &s, errmsg);
+	metric_observe(j->m_sweep, NULL, (double)(mono_ms() - start) / 1000.0);
+	l = log_begin(rc ? LOG_WARN : (s.stats.acted || s.stats.notified ? LOG_INFO : LOG_DEBUG),
+		      rc ? "sweep stopped" : "sweep done");
+	if (rc)
+		log_err(l, rc);
+	log_str(l, "dry_run", j->dry_run ? "true" : "false");
+	log_int(l, "pods", s.stats.pods);
+	log_int(l, "annotated", s.stats.annotated);
+	log_int(l, "notified", s.stats.notified);
+	log_int(l, "acted", s.stats.acted);
+	log_int(l, "errors", s.stats.errors);
+	log_int(l, "duration_ms", mono_ms() - start);
+	if (rc)
+		log_str(l, "error", buf_str(errmsg));
+	log_end(l);
+	if (stats)
+		*stats = s.stats;
+	return rc;
+}
