@@ -105,11 +105,13 @@ def status_error(code, reason, message, kind=None, name=None, causes=None):
         d = {}
         if name is not None:
             d["name"] = name
-        if kind is not None:
-            d["group"] = KINDS[kind][0].split("/")[0] if "/" in KINDS[kind][0] else ""
-            d["kind"] = KINDS[kind][1]
-            if not d["group"]:
-                del d["group"]
+        if kind in KINDS:
+            gv, plural = KINDS[kind]
+            if "/" in gv:
+                d["group"] = gv.split("/")[0]
+            d["kind"] = plural
+        elif kind is not None:
+            d["kind"] = kind.lower()
         if causes:
             d["causes"] = causes
         body["details"] = d
@@ -250,7 +252,7 @@ class FakeKube:
                 sts = self.objects.get(("StatefulSet", md["namespace"], ref["name"]))
                 ordinal = md["name"].rsplit("-", 1)[-1]
                 if sts and ordinal.isdigit() and int(ordinal) < sts["spec"]["replicas"]:
-                    self.recreate_pod(md["namespace"], md["name"])
+                    self.recreate_pod(md["namespace"], md["name"], old=pod)
         return pod
 
     def _scale_pods(self, kind, obj, replicas):
@@ -308,12 +310,12 @@ class FakeKube:
             self._store("Pod", pod)
             return self._out("Pod", pod)
 
-    def recreate_pod(self, ns, name):
+    def recreate_pod(self, ns, name, old=None):
         """The pod is deleted and created again under the same name (a StatefulSet's or a
         person's doing): new uid, fresh annotations (none), same labels and owner.  Returns
         the new uid."""
         with self.lock:
-            old = self.objects.get(("Pod", ns, name))
+            old = old or self.objects.get(("Pod", ns, name))
             if old is None:
                 raise KeyError("no pod %s/%s" % (ns, name))
             pod = copy.deepcopy(old)
@@ -874,6 +876,9 @@ class FakeHandler(BaseHTTPRequestHandler):
                 status, body = fake.handle_api(self.command, path, query, headers, raw, rec)
             except Reply as r:
                 status, body = r.status, r.body
+            except Exception as e:  # a bug of the fake: answer, and let the test see it
+                status, body = 500, status_error(500, "InternalError", "fake_kube bug: %r" %
+                                                 e).body
             rec["status"] = status
             if fault and fault["action"] == "recreate_after":
                 m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)
