@@ -43,7 +43,8 @@ MUTATING = ("POST", "PATCH", "PUT", "DELETE")
 JANITOR_KEYS = {"janitor/expires", "janitor/reason", "janitor/marked-at",
                 "janitor/notified-at", "janitor/marked-expires"}
 TIME_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
-SLOP_S = 0.05   # the fakes and alertbridge read the same clock; allow scheduling jitter only
+SLOP_S = 0.05
+RETRY_AFTER_S = 5   # the fakes and alertbridge read the same clock; allow scheduling jitter only
 
 run = Runner()
 
@@ -318,6 +319,9 @@ def idle_pod_marked_noticed_then_deleted():
     ns, name = "ml", "train-1"
     uid = st.kube.add_pod(ns, name, labels={"owner": "U0ALICE", "app": "train"},
                           annotations={"team/note": "long run"})["metadata"]["uid"]
+    # Slack asks to wait 5 s before the notice goes out: the notice then reaches Alice less
+    # than notice_lead before janitor/expires, and the deletion must wait for notice_lead.
+    st.slack.add_fault("chat.postMessage", status=429, retry_after_s=RETRY_AFTER_S)
     st.fire([alert(GPU, ns, name, uid, summary="GPU idle for 2h & <1% used")])
     st.wait_delivered(name)
     pod = st.wait_annotation(ns, name, "janitor/notified-at")
@@ -354,6 +358,12 @@ def idle_pod_marked_noticed_then_deleted():
           msgs[0]["text"])
     check(msgs[0]["time"] <= notice_patch[0]["time"], "notified-at written after the post",
           (msgs[0]["time"], notice_patch[0]["time"]))
+    posts = st.posts()
+    eq([r["status"] for r in posts], [429, 200], "the notice was rate limited once")
+    check(posts[1]["time"] - posts[0]["time"] >= RETRY_AFTER_S - SLOP_S,
+          "Retry-After (%d s) honoured" % RETRY_AFTER_S, posts[1]["time"] - posts[0]["time"])
+    check(expires < notified + NOTICE_LEAD_S, "the late notice leaves less than notice_lead "
+          "before janitor/expires (else this scenario tests nothing)", ann)
     event("marked: expires %s, notified-at %s" % (ann["janitor/expires"],
                                                   ann["janitor/notified-at"]))
     d = st.wait_delete(ns, name, timeout_s=GRACE_GPU_S + NOTICE_LEAD_S + 4 * SWEEP_S + 10)
