@@ -414,7 +414,8 @@ def busy_again_unmarked_and_thread_says_so():
     last = patches[-1]["body"]["metadata"]["annotations"]
     check(last and all(v is None for v in last.values()) and set(last) <= JANITOR_KEYS,
           "the unmark PATCH sets only janitor keys to null", last)
-    reply = poll(lambda: [m for m in st.slack.get_messages() if m["thread_ts"]],
+    reply = poll(lambda: [m for m in st.slack.get_messages()
+                          if m["thread_ts"] == notice["ts"]],
                  "a reply in the notice's thread", timeout_s=15)
     eq([(m["channel"], m["thread_ts"]) for m in reply], [("D0BOB", notice["ts"])],
        "the cancellation replies in the notice's thread")
@@ -497,9 +498,11 @@ def user_ttl_noticed_before_deletion():
        "one notice in the default channel (no owner label, no janitor/notify)")
     reqs = st.pod_requests(ns, name)
     check_annotation_patches([r for r in reqs if r["method"] == "PATCH"])
-    first_mut = [r for r in reqs if r["method"] in MUTATING][0]
-    check(first_mut["method"] == "PATCH" and msgs[0]["time"] <= first_mut["time"],
-          "the notice came before any change to the pod", first_mut)
+    rec = [r for r in reqs if r["method"] == "PATCH" and "janitor/notified-at" in
+           r["body"]["metadata"]["annotations"]]
+    check(rec and msgs[0]["time"] <= rec[0]["time"], "notified-at written after the notice",
+          rec)
+    eq([r for r in reqs if r["method"] == "DELETE"], [], "no DELETE before the notice lead")
     d = st.wait_delete(ns, name, timeout_s=NOTICE_LEAD_S + 4 * SWEEP_S + 10)
     check_delete(d, uid)
     eq(d["status"], 200, "DELETE answered")
