@@ -61,7 +61,9 @@ class Runner:
         self.cases.append(fn)
         return fn
 
-    def run(self, on_failure=None, only=None):
+    def run(self, on_failure=None, only=None, after=None):
+        """after (optional) runs once after the last case, before the closing line (to stop
+        shared processes, whose log lines must not follow it)."""
         for fn in self.cases:
             name = fn.__name__
             if only and name not in only:
@@ -82,6 +84,11 @@ class Runner:
             else:
                 self.passed += 1
                 event("PASS %s" % name)
+        if after:
+            try:
+                after()
+            except Exception:
+                traceback.print_exc(file=sys.stdout)
         print("%d passed, %d failed" % (self.passed, self.failed), flush=True)
         return 0 if self.failed == 0 and self.passed > 0 else 1
 
@@ -302,17 +309,33 @@ def iso_ms(ts):
 
 
 class Alertmanager:
-    """One Alertmanager on 127.0.0.1 (no clustering) whose only receiver `receiver` posts to
-    webhook_url with a bearer token read from token_file and send_resolved: true."""
+    """One Alertmanager on 127.0.0.1 (no clustering) whose receiver `receiver` posts to
+    webhook_url with a bearer token read from token_file and send_resolved: true.  With
+    janitor_url, alerts matching alertname=~"Janitor.*" go instead to a receiver "janitor"
+    posting there (as deploy/alertmanager/alertmanager.yml routes them), one pod per group."""
 
     def __init__(self, workdir, webhook_url, token_file, receiver="bridge",
                  group_by=("alertname", "namespace", "pod"), group_wait="1s",
-                 group_interval="2s", repeat_interval="1h"):
+                 group_interval="2s", repeat_interval="1h", janitor_url=None):
         self.dir = os.path.join(workdir, "alertmanager")
         os.makedirs(os.path.join(self.dir, "data"), exist_ok=True)
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         cfg = os.path.join(self.dir, "alertmanager.yml")
+        receiver_tmpl = ("  - name: %s\n"
+                         "    webhook_configs:\n"
+                         "      - url: %s\n"
+                         "        send_resolved: true\n"
+                         "        http_config:\n"
+                         "          authorization:\n"
+                         "            credentials_file: %s\n")
+        routes = receivers = ""
+        if janitor_url:
+            routes = ("  routes:\n"
+                      "    - receiver: janitor\n"
+                      "      matchers: ['alertname=~\"Janitor.*\"']\n"
+                      "      group_by: [alertname, namespace, pod]\n")
+            receivers = receiver_tmpl % ("janitor", janitor_url, token_file)
         with open(cfg, "w") as f:
             f.write("route:\n"
                     "  receiver: %s\n"
@@ -320,16 +343,12 @@ class Alertmanager:
                     "  group_wait: %s\n"
                     "  group_interval: %s\n"
                     "  repeat_interval: %s\n"
+                    "%s"
                     "receivers:\n"
-                    "  - name: %s\n"
-                    "    webhook_configs:\n"
-                    "      - url: %s\n"
-                    "        send_resolved: true\n"
-                    "        http_config:\n"
-                    "          authorization:\n"
-                    "            credentials_file: %s\n"
                     % (receiver, ", ".join(group_by), group_wait, group_interval,
-                       repeat_interval, receiver, webhook_url, token_file))
+                       repeat_interval, routes))
+            f.write(receiver_tmpl % (receiver, webhook_url, token_file))
+            f.write(receivers)
         self.proc = Proc("alertmanager", [
             ALERTMANAGER, "--config.file=" + cfg,
             "--storage.path=" + os.path.join(self.dir, "data"),

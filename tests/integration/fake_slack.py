@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""fake_slack.py - a stateful fake of the Slack Web API methods the janitor calls.
+
+Follows docs.slack.dev/reference/methods: chat.postMessage (POST JSON or form; answers ok,
+channel ID, ts and the message; thread_ts recorded), users.lookupByEmail (GET ?email=),
+conversations.open (POST {"users": ID}: a DM channel "D..."), and an incoming webhook
+(POST /services/T/B/X answers the text "ok").  As Slack does, errors come back as HTTP 200
+{"ok": false, "error": CODE} (not_authed without a token, invalid_auth with a wrong one,
+channel_not_found, users_not_found, user_not_found, no_text, invalid_json), rate limits as
+HTTP 429 {"ok": false, "error": "ratelimited"} with Retry-After (seconds).  Channels: "#name"
+and any known ID are accepted (a "#name" is answered with a stable "C..." ID); "C..."/"G..."
+IDs not known are channel_not_found.
+
+As a module:  fs = FakeSlack(token="xoxb-T").start(); fs.api_url; ...; fs.stop()
+As a script:  python3 fake_slack.py --port 0 --port-file F --token T
+
+Side door (no auth, never recorded), JSON:
+  GET  /_fake/messages            posted messages (channel, channel_id, text, thread_ts, ts,
+                                  time)
+  GET  /_fake/requests[?clear=1]  every API request (method, path, query, headers, body,
+                                  status, answer, time)
+  POST /_fake/user                {id, email}  a workspace member
+  POST /_fake/channel             {id, name}   a channel
+  POST /_fake/fault               {method (Slack method, regex), count, status (429: with
+                                   retry_after_s), error (ok:false code), retry_after_s}
+  POST /_fake/reset               forget messages, requests and faults
+"""
+
+import argparse
+import copy
+import hashlib
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+WEBHOOK_PATH = "/services/T0FAKE/B0FAKE/fakewebhooksecret"
+
+
+class FakeSlack:
+    def __init__(self, token="xoxb-test-token", host="127.0.0.1", port=0):
+        self.token = token
+        self.host = host
+        self.port = port
+        self.lock = threading.RLock()
+        self.users = {}       # id -> email
+        self.channels = {}    # id -> name
+        self.dms = {}         # user id -> D... channel
+        self.messages = []
+        self.requests = []
+        self.faults = []
+        self.last_ts = 0.0
+        self.server = None
+
+    # ----- lifecycle -------------------------------------------------------------------------
+    def start(self):
+        class Handler(SlackHandler):
+            pass
+
+        Handler.fake = self
+        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, name="fake-slack",
+                         kwargs={"poll_interval": 0.1}, daemon=True).start()
+        return self
+
+    def stop(self):
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+
+    @property
+    def url(self):
+        return "http://%s:%d" % (self.host, self.port)
+
+    @property
+    def api_url(self):
+        return self.url + "/api"
+
+    @property
+    def webhook_url(self):
+        return self.url + WEBHOOK_PATH
+
+    # ----- Python API --------------------------------------------------------------------------
+    def add_user(self, user_id, email):
+        with self.lock:
+            self.users[user_id] = email
+
+    def add_channel(self, channel_id, name):
+        with self.lock:
+            self.channels[channel_id] = name.lstrip("#")
+
+    def add_fault(self, method=".*", count=1, status=200, error="internal_error",
+                  retry_after_s=None):
+        """The next `count` calls of a Slack method (regex, full match, e.g.
+        "chat.postMessage"; "webhook" for the incoming webhook) fail: status 429 answers
+        {"ok": false, "error": "ratelimited"} with Retry-After retry_after_s (default 1); any
+        other status answers {"ok": false, "error": error} with that HTTP status."""
+        with self.lock:
+            self.faults.append({"method": method, "count": int(count), "status": int(status),
+                                "error": error, "retry_after_s": retry_after_s})
+
+    def get_messages(self):
+        with self.lock:
+            return copy.deepcopy(self.messages)
+
+    def get_requests(self, clear=False):
+        with self.lock:
+            out = copy.deepcopy(self.requests)
+            if clear:
+                self.requests = []
+            return out
+
+    def reset(self):
+        with self.lock:
+            self.messages = []
+            self.requests = []
+            self.faults = []
+
+    # ----- internals (caller holds the lock) --------------------------------------------------
+    def _channel_id(self, name):
+        name = name.lstrip("#")
+        for cid, n in self.channels.items():
+            if n == name:
+                return cid
+        cid = "C" + hashlib.sha1(name.encode()).hexdigest()[:9].upper()
+        self.channels[cid] = name
+        return cid
+
+    def _ts(self):
+        t = max(time.time(), self.last_ts + 0.000001)
+        self.last_ts = t
+        return "%.6f" % t
+
+    def _take_fault(self, method):
+        for f in self.faults:
+            if re.fullmatch(f["method"], method):
+                f["count"] -= 1
+                if f["count"] <= 0:
+                    self.faults.remove(f)
+                return f
+        return None
+
+    def handle(self, http_method, path, query, headers, raw):
+        """Returns (status, body (dict or str), headers, method name)."""
+        if path == WEBHOOK_PATH:
+            return self._webhook(http_method, headers, raw)
+        m = re.fullmatch(r"/api/([A-Za-z.]+)", path)
+        if not m:
+            return 404, "<html>404 Not Found</html>", {}, None
+        method = m.group(1)
+        fault = self._take_fault(method)
+        if fault and fault["status"] == 429:
+            ra = fault["retry_after_s"] if fault["retry_after_s"] is not None else 1
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(ra)}, method
+        if fault:
+            return fault["status"], {"ok": False, "error": fault["error"]}, {}, method
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        args = {k: v[-1] for k, v in query.items()}
+        if raw:
+            if ctype == "application/json":
+                try:
+                    body = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, ValueError):
+                    return 200, {"ok": False, "error": "invalid_json"}, {}, method
+                if not isinstance(body, dict):
+                    return 200, {"ok": False, "error": "invalid_json"}, {}, method
+                args.update(body)
+            elif ctype == "application/x-www-form-urlencoded":
+                args.update({k: v[-1] for k, v in urllib.parse.parse_qs(
+                    raw.decode("utf-8", "replace")).items()})
+            else:
+                return 200, {"ok": False, "error": "invalid_form_data"}, {}, method
+        auth = re.fullmatch(r"Bearer\s+(\S+)", headers.get("authorization", "").strip())
+        token = auth.group(1) if auth else args.get("token")
+        if not token:
+            return 200, {"ok": False, "error": "not_authed"}, {}, method
+        if token != self.token:
+            return 200, {"ok": False, "error": "invalid_auth"}, {}, method
+        if method == "chat.postMessage":
+            return self._post(args) + (method,)
+        if method == "users.lookupByEmail":
+            email = args.get("email", "")
+            for uid, e in self.users.items():
+                if e.lower() == email.lower():
+                    return 200, {"ok": True, "user": {"id": uid, "name": e.split("@")[0],
+                                                      "profile": {"email": e}}}, {}, method
+            return 200, {"ok": False, "error": "users_not_found"}, {}, method
+        if method == "conversations.open":
+            users = args.get("users", "")
+            if not users or "," in users:
+                return 200, {"ok": False, "error": "not_enough_users" if not users
+                             else "too_many_users"}, {}, method
+            if users not in self.users:
+                return 200, {"ok": False, "error": "user_not_found"}, {}, method
+            dm = self.dms.setdefault(users, "D" + users[1:])
+            return 200, {"ok": True, "channel": {"id": dm}}, {}, method
+        return 200, {"ok": False, "error": "unknown_method"}, {}, method
+
+    def _post(self, args):
+        channel = args.get("channel")
+        text = args.get("text")
+        if not channel:
+            return 200, {"ok": False, "error": "channel_not_found"}, {}
+        if channel.startswith("#"):
+            cid = self._channel_id(channel)
+        elif channel.startswith("D") and channel in self.dms.values():
+            cid = channel
+        elif channel in self.channels:
+            cid = channel
+        elif channel in self.users:   # posting to a user ID lands in the DM (app's DM)
+            cid = self.dms.setdefault(channel, "D" + channel[1:])
+        else:
+            return 200, {"ok": False, "error": "channel_not_found"}, {}
+        if not text and not args.get("blocks") and not args.get("attachments"):
+            return 200, {"ok": False, "error": "no_text"}, {}
+        if text and len(text) > 40000:
+            return 200, {"ok": False, "error": "msg_too_long"}, {}
+        ts = self._ts()
+        msg = {"channel": channel, "channel_id": cid, "text": text,
+               "thread_ts": args.get("thread_ts") or None, "ts": ts, "time": time.time(),
+               "unfurl_links": args.get("unfurl_links")}
+        self.messages.append(msg)
+        answer = {"type": "message", "text": text, "user": "U0BOT", "bot_id": "B0BOT", "ts": ts}
+        if msg["thread_ts"]:
+            answer["thread_ts"] = msg["thread_ts"]
+        return 200, {"ok": True, "channel": cid, "ts": ts, "message": answer}, {}
+
+    def _webhook(self, http_method, headers, raw):
+        fault = self._take_fault("webhook")
+        if fault and fault["status"] == 429:
+            ra = fault["retry_after_s"] if fault["retry_after_s"] is not None else 1
+            return 429, "rate_limited", {"Retry-After": str(ra)}, "webhook"
+        if fault:
+            return fault["status"], fault["error"], {}, "webhook"
+        if http_method != "POST":
+            return 405, "invalid_request", {}, "webhook"
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return 400, "invalid_payload", {}, "webhook"
+        if not isinstance(body, dict) or not body.get("text"):
+            return 400, "no_text", {}, "webhook"
+        self.messages.append({"channel": "(webhook)", "channel_id": "", "text": body["text"],
+                              "thread_ts": None, "ts": "", "time": time.time()})
+        return 200, "ok", {}, "webhook"
+
+
+class SlackHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    fake = None
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def _send(self, status, body, headers=None):
+        if isinstance(body, str):
+            data, ctype = body.encode("utf-8"), "text/html"
+        else:
+            data, ctype = json.dumps(body).encode("utf-8"), "application/json; charset=utf-8"
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _handle(self):
+        fake = self.fake
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
+        n = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(n) if n > 0 else b""
+        if url.path.startswith("/_fake/"):
+            with fake.lock:
+                st, body = self._side(url.path, query, raw)
+            self._send(st, body)
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        with fake.lock:
+            st, body, extra, method = fake.handle(self.command, url.path, query, headers, raw)
+            try:
+                parsed = json.loads(raw.decode("utf-8")) if raw else None
+            except (UnicodeDecodeError, ValueError):
+                parsed = raw.decode("utf-8", "replace")
+            fake.requests.append({"method": self.command, "path": url.path,
+                                  "slack_method": method,
+                                  "query": {k: v[-1] for k, v in query.items()},
+                                  "headers": headers, "body": parsed, "status": st,
+                                  "answer": body, "time": time.time()})
+        self._send(st, body, extra)
+
+    def _side(self, path, query, raw):
+        fake = self.fake
+        try:
+            b = json.loads(raw.decode("utf-8")) if raw else {}
+            if path == "/_fake/messages" and self.command == "GET":
+                return 200, fake.get_messages()
+            if path == "/_fake/requests" and self.command == "GET":
+                return 200, fake.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
+            if self.command != "POST":
+                return 404, {"message": "unknown side-door call"}
+            if path == "/_fake/user":
+                fake.add_user(b["id"], b["email"])
+                return 200, {"ok": True}
+            if path == "/_fake/channel":
+                fake.add_channel(b["id"], b["name"])
+                return 200, {"ok": True}
+            if path == "/_fake/fault":
+                fake.add_fault(**b)
+                return 200, {"ok": True}
+            if path == "/_fake/reset":
+                fake.reset()
+                return 200, {"ok": True}
+        except (KeyError, TypeError, ValueError) as e:
+            return 400, {"message": "bad side-door call: %s" % e}
+        return 404, {"message": "unknown side-door call"}
+
+    do_GET = do_POST = _handle
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description="a fake of the Slack Web API for the janitor")
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--port-file")
+    ap.add_argument("--token", default="xoxb-test-token")
+    args = ap.parse_args(argv)
+    fs = FakeSlack(token=args.token, host=args.host, port=args.port).start()
+    if args.port_file:
+        with open(args.port_file + ".tmp", "w") as f:
+            f.write("%d\n" % fs.port)
+        os.replace(args.port_file + ".tmp", args.port_file)
+    print("fake slack listening on %s" % fs.url, file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *a: stop.set())
+    signal.signal(signal.SIGINT, lambda *a: stop.set())
+    while not stop.wait(0.5):
+        pass
+    fs.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
