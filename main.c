@@ -26,6 +26,8 @@
 #include "core/rfc3339.h"
 #include "core/store.h"
 #include "janitor/janitor.h"
+#include "janitor/kubeconfig.h"
+#include "janitor/leader.h"
 #include "core/banned.h"
 
 #ifndef AB_VERSION
@@ -242,6 +244,8 @@ struct service {
 	struct slack_client *slack;
 	struct janitor_webhook *janitor_webhook;
 	struct janitor *janitor;
+	struct kube_client *leader_kube;  /* the leader's own client: one thread each */
+	struct janitor_leader *leader;
 	struct srv *srv;
 	int ready;
 	/*
@@ -397,6 +401,8 @@ static void service_release(struct service *s)
 	log_store_stats(s->store);
 	srv_free(s->srv);
 	janitor_free(s->janitor);
+	janitor_leader_free(s->leader);
+	kube_client_free(s->leader_kube);
 	janitor_webhook_free(s->janitor_webhook);
 	kube_client_free(s->kube);
 	slack_client_free(s->slack);
@@ -409,6 +415,52 @@ static void service_release(struct service *s)
 	cfg_free(s->cfg);
 }
 
+static int leader_is_leader(void *ctx)
+{
+	return janitor_leader_is_leader(ctx);
+}
+
+/*
+ * Leader election on the Lease janitor.leader_election names, with a client
+ * of its own whose timeouts stay under the retry period, so a slow API
+ * server cannot keep a stale leader acting (janitor/leader.h).
+ */
+static int setup_leader(struct service *s, struct buf *err)
+{
+	const struct cfg_janitor *jc = &s->cfg->janitor;
+	const struct cfg_leader_election *le = &jc->leader_election;
+	struct kube_config kc;
+	struct kube_options ko = { 0 };
+	struct janitor_leader_options lo = { 0 };
+	int64_t lease_ms = le->lease_duration_ms ? le->lease_duration_ms
+						 : JANITOR_LEADER_DEFAULT_LEASE_MS;
+	enum err rc;
+
+	memset(&kc, 0, sizeof(kc));
+	rc = jc->kubernetes.kubeconfig && *jc->kubernetes.kubeconfig
+		     ? kube_config_parse(jc->kubernetes.kubeconfig, jc->kubernetes.context, &kc, err)
+		     : kube_config_incluster(NULL, &kc, err);
+	if (rc) {
+		kube_config_release(&kc);
+		log_msg(LOG_ERROR, "cannot set up the leader election client", "detail",
+			buf_str(err));
+		return 1;
+	}
+	ko.user_agent = "alertbridge/" AB_VERSION;
+	ko.timeout_ms = lease_ms * 2 / 15;  /* the retry period */
+	ko.max_retry_after_ms = ko.timeout_ms;
+	s->leader_kube = kube_client_new(&kc, &ko);
+	lo.kube = s->leader_kube;
+	lo.namespace = le->namespace;
+	lo.lease_name = le->lease_name;
+	lo.identity = le->identity;
+	lo.lease_duration_ms = lease_ms;
+	s->leader = janitor_leader_new(&lo);
+	s->is_leader = leader_is_leader;
+	s->leader_ctx = s->leader;
+	return 0;
+}
+
 /* The janitor's clients, intake and worker (janitor.enabled). */
 static int setup_janitor(struct service *s, struct buf *err)
 {
@@ -419,6 +471,8 @@ static int setup_janitor(struct service *s, struct buf *err)
 		log_msg(LOG_ERROR, "cannot set up the kubernetes client", "detail", buf_str(err));
 		return 1;
 	}
+	if (s->cfg->janitor.leader_election.enabled && setup_leader(s, err))
+		return 1;
 	jw.store = s->store;
 	jw.metrics = s->metrics;
 	jw.auth = s->auth;
@@ -503,6 +557,10 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot start the bridge", "detail", buf_str(&err));
 		goto out;
 	}
+	if (s->leader && janitor_leader_start(s->leader)) {
+		log_msg(LOG_ERROR, "cannot start leader election", NULL, NULL);
+		goto out;
+	}
 	if (s->janitor && janitor_start(s->janitor, &err)) {
 		log_msg(LOG_ERROR, "cannot start the janitor", "detail", buf_str(&err));
 		goto out;
@@ -563,6 +621,7 @@ static int cmd_serve(const struct flags *f)
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
 		srv_stop(s.srv);
 		janitor_stop(s.janitor);
+		janitor_leader_stop(s.leader);  /* releases the Lease for the standby */
 		bridge_stop(s.bridge);
 	}
 	service_release(&s);
