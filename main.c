@@ -467,15 +467,12 @@ static int setup_janitor(struct service *s, struct buf *err)
 	struct janitor_webhook_options jw = { 0 };
 	struct janitor_options jo = { 0 };
 
-	if (janitor_clients_new(s->cfg, &s->kube, &s->slack, err)) {
-		log_msg(LOG_ERROR, "cannot set up the kubernetes client", "detail", buf_str(err));
-		return 1;
-	}
 	if (s->cfg->janitor.leader_election.enabled && setup_leader(s, err))
 		return 1;
 	jw.store = s->store;
 	jw.metrics = s->metrics;
 	jw.auth = s->auth;
+	jw.limits.max_alerts = s->cfg->webhook.max_alerts;
 	s->janitor_webhook = janitor_webhook_new(&jw);
 	jo.cfg = s->cfg;
 	jo.store = s->store;
@@ -497,12 +494,18 @@ static int start_service(struct service *s, const struct flags *f)
 	const char *db = f->database_path ? f->database_path : s->cfg->database;
 	int rc = 1;
 
-	if (store_open(db, &s->store, &err)) {
-		log_msg(LOG_ERROR, "cannot open the database", "detail", buf_str(&err));
-		goto out;
-	}
+	/* Everything the config names is loaded before the database is opened, so a
+	 * bad template or kubeconfig neither creates nor migrates it. */
 	if (render_new(s->cfg, &s->render, &err)) {
 		log_msg(LOG_ERROR, "cannot load templates", "detail", buf_str(&err));
+		goto out;
+	}
+	if (s->cfg->janitor.enabled && janitor_clients_new(s->cfg, &s->kube, &s->slack, &err)) {
+		log_msg(LOG_ERROR, "cannot set up the kubernetes client", "detail", buf_str(&err));
+		goto out;
+	}
+	if (store_open(db, &s->store, &err)) {
+		log_msg(LOG_ERROR, "cannot open the database", "detail", buf_str(&err));
 		goto out;
 	}
 	if (auth_new(&s->cfg->webhook, &s->auth, &err)) {
@@ -517,6 +520,7 @@ static int start_service(struct service *s, const struct flags *f)
 	wo.store = s->store;
 	wo.metrics = s->metrics;
 	wo.auth = s->auth;
+	wo.limits.max_alerts = s->cfg->webhook.max_alerts;
 	s->webhook = webhook_new(&wo);
 	bo.cfg = s->cfg;
 	bo.store = s->store;
@@ -638,6 +642,8 @@ static int cmd_check_config(const struct flags *f)
 	const char *path = f->nargs ? f->args[0] : f->config_file;
 	struct buf err = BUF_INIT, dump = BUF_INIT;
 	struct render *r = NULL;
+	struct kube_client *kube = NULL;
+	struct slack_client *slack = NULL;
 	struct config *cfg;
 	int rc = 1;
 
@@ -656,6 +662,14 @@ static int cmd_check_config(const struct flags *f)
 		fprintf(stderr, "alertbridge: %s: %s\n", path, buf_str(&err));
 		goto out;
 	}
+	/* A kubeconfig file is checked here too; in-cluster credentials only exist in a pod. */
+	if (cfg->janitor.enabled && cfg->janitor.kubernetes.kubeconfig &&
+	    cfg->janitor.kubernetes.kubeconfig[0] &&
+	    janitor_clients_new(cfg, &kube, &slack, &err)) {
+		fprintf(stderr, "alertbridge: %s: janitor.kubernetes.kubeconfig: %s\n", path,
+			buf_str(&err));
+		goto out;
+	}
 	cfg_dump(cfg, &dump);
 	printf("SUCCESS: %s is valid (%zu receivers, janitor %s, github %s)\n\n%s", path,
 	       cfg->receivers_count, cfg->janitor.enabled ? "enabled" : "disabled",
@@ -663,6 +677,8 @@ static int cmd_check_config(const struct flags *f)
 	rc = 0;
 out:
 	render_free(r);
+	kube_client_free(kube);
+	slack_client_free(slack);
 	cfg_free(cfg);
 	buf_release(&err);
 	buf_release(&dump);

@@ -741,6 +741,7 @@ static const struct field webhook_fields[] = {
 	MAP(struct cfg_webhook, "basic_auth", basic_auth, basic_auth_set),
 	MAP(struct cfg_webhook, "tls", tls, tls_set),
 	NUM(struct cfg_webhook, "max_body_bytes", F_SIZE, max_body_bytes, 1, 1u << 30),
+	NUM(struct cfg_webhook, "max_alerts", F_SIZE, max_alerts, 1, 1000000),
 	NUM(struct cfg_webhook, "max_connections", F_UINT, max_connections, 1, 65536),
 	DUR(struct cfg_webhook, "read_timeout", read_timeout_ms, 1),
 	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024),
@@ -969,6 +970,7 @@ static void defaults(struct config *cfg)
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
 	cfg->webhook.max_body_bytes = 1048576;
+	cfg->webhook.max_alerts = 10000;
 	cfg->webhook.max_connections = 256;
 	cfg->webhook.read_timeout_ms = 30 * MS_S;
 	cfg->webhook.threads = 4;
@@ -1460,8 +1462,8 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 		kv_str(out, 4, "key_file", w->tls.key_file);
 		kv_str(out, 4, "client_ca_file", w->tls.client_ca_file);
 	}
-	(void)buf_printf(out, "  max_body_bytes: %zu\n  max_connections: %u\n", w->max_body_bytes,
-			 w->max_connections);
+	(void)buf_printf(out, "  max_body_bytes: %zu\n  max_alerts: %zu\n  max_connections: %u\n",
+			 w->max_body_bytes, w->max_alerts, w->max_connections);
 	kv_dur(out, 2, "read_timeout", w->read_timeout_ms);
 	(void)buf_printf(out, "  threads: %u\n", w->threads);
 	(void)buf_adds(out, "github:\n");

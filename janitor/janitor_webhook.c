@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "janitor/janitor.h"
+#include "janitor/kube.h"
 #include "core/banned.h"
 
 #define DEFAULT_MAX_EVENTS_BYTES ((size_t)64 << 20)
@@ -84,7 +85,7 @@ static int reject(struct request *r, int status, const char *reason, const char 
 	return status;
 }
 
-/* Every alert names its pod: non-empty labels namespace and pod. */
+/* Every alert names its pod: labels namespace and pod, valid Kubernetes names. */
 static int check_pods(struct request *r)
 {
 	static const char *const need[] = { "namespace", "pod" };
@@ -93,9 +94,13 @@ static int check_pods(struct request *r)
 		for (size_t k = 0; k < 2; k++) {
 			const char *v = am_labels_get(&r->p->alerts[i].labels, need[k]);
 
-			if (v && *v)
+			if (v && *v && (k ? kube_name_valid(v) : kube_namespace_valid(v)))
 				continue;
 			snprintf(r->field, sizeof(r->field), "alerts[%zu].labels.%s", i, need[k]);
+			if (v && *v)
+				return reject(r, 400, "invalid pod name",
+					      "label %s is not a valid Kubernetes %s name", need[k],
+					      k ? "pod" : "namespace");
 			return reject(r, 400, "alert without a pod", "the janitor needs the label %s",
 				      need[k]);
 		}

@@ -443,9 +443,19 @@ static int dns_subdomain(const char *s)
 	return 1;
 }
 
+int kube_name_valid(const char *s)
+{
+	return dns_subdomain(s);
+}
+
+int kube_namespace_valid(const char *s)
+{
+	return dns_subdomain(s) && strlen(s) <= 63 && !strchr(s, '.');
+}
+
 static enum err check_names(const char *ns, const char *name, struct buf *errmsg)
 {
-	if (!dns_subdomain(ns)) {
+	if (!kube_namespace_valid(ns)) {
 		buf_setf(errmsg, "invalid namespace \"%s\"", ns ? ns : "");
 		return ERR_INVALID;
 	}

@@ -123,6 +123,20 @@ void kube_pod_release(struct kube_pod *p);
 /* Free what o holds and zero it; o may be NULL. */
 void kube_owner_release(struct kube_owner *o);
 /* The value of annotation / label name, or NULL; valid while p is. */
+/*
+ * Non-zero when s can name a pod (a DNS subdomain of RFC 1123 as Kubernetes
+ * validates object names: lower-case alphanumerics, '-' and '.', starting
+ * and ending alphanumeric, at most 253 bytes), so it is safe in an API path.
+ * NULL gives 0.
+ */
+int kube_name_valid(const char *s);
+/*
+ * Non-zero when s can name a namespace (an RFC 1123 DNS label: lower-case
+ * alphanumerics and '-', starting and ending alphanumeric, at most 63 bytes).
+ * NULL gives 0.
+ */
+int kube_namespace_valid(const char *s);
+
 const char *kube_pod_annotation(const struct kube_pod *p, const char *name);
 const char *kube_pod_label(const struct kube_pod *p, const char *name);
 
