@@ -130,6 +130,29 @@ static void expect_err(const char *yaml, const char *want)
 	expect_err_in(yaml, NULL, ERR_INVALID, want);
 }
 
+/* webhook.max_alerts: default, a value, and each bad form with its line and key. */
+static void webhook_max_alerts(void **state)
+{
+	struct config *cfg;
+
+	(void)state;
+	cfg = parse_ok("receivers: [{name: a, repo: o/r}]\n");
+	assert_int_equal(cfg->webhook.max_alerts, 10000);
+	cfg_free(cfg);
+	cfg = parse_ok("receivers: [{name: a, repo: o/r}]\nwebhook: {max_alerts: 20000}\n");
+	assert_int_equal(cfg->webhook.max_alerts, 20000);
+	cfg_free(cfg);
+	expect_err("receivers: [{name: a, repo: o/r}]\nwebhook:\n  max_alerts: 0\n",
+		   "alertbridge.yml:3: webhook.max_alerts: expected an integer from 1 to 1000000, "
+		   "got \"0\"");
+	expect_err("receivers: [{name: a, repo: o/r}]\nwebhook:\n  max_alerts: 1000001\n",
+		   "alertbridge.yml:3: webhook.max_alerts: expected an integer from 1 to 1000000, "
+		   "got \"1000001\"");
+	expect_err("receivers: [{name: a, repo: o/r}]\nwebhook:\n  max_alerts: [1]\n",
+		   "alertbridge.yml:3: webhook.max_alerts: expected an integer from 1 to 1000000, "
+		   "got a list");
+}
+
 /* ---- defaults ---- */
 
 static void every_default(void **state)
@@ -911,6 +934,7 @@ int main(void)
 		cmocka_unit_test(anchors_and_aliases),
 		cmocka_unit_test(dump_masks_secrets_and_reloads),
 		cmocka_unit_test(free_accepts_null),
+		cmocka_unit_test(webhook_max_alerts),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -205,6 +205,39 @@ static void pod_get_deleting_pod_with_offset_time(void **state)
 	assert_null(kube_pod_annotation(&fx->pod, "x"));
 }
 
+/* The names the janitor's intake accepts (janitor_webhook.c) are exactly those the client will use. */
+static void name_validators(void **state)
+{
+	static const char *const good_names[] = { "p", "p0", "my-pod-7d9c", "a.b-c", "0abc" };
+	static const char *const bad_names[] = { "", "-p", "p-", ".p", "P", "a/b", "../x", "a b",
+						 "p?x=1", "p%2f", "\xc3\xa9" };
+	char long_name[260];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(good_names) / sizeof(good_names[0]); i++)
+		assert_true(kube_name_valid(good_names[i]));
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		assert_false(kube_name_valid(bad_names[i]));
+		assert_false(kube_namespace_valid(bad_names[i]));
+	}
+	assert_false(kube_name_valid(NULL));
+	assert_false(kube_namespace_valid(NULL));
+	assert_true(kube_namespace_valid("ml-team"));
+	assert_false(kube_namespace_valid("a.b"));  /* a DNS label: no dots */
+	memset(long_name, 'a', sizeof(long_name));
+	long_name[253] = '\0';
+	assert_true(kube_name_valid(long_name));
+	assert_false(kube_namespace_valid(long_name));  /* over 63 */
+	long_name[63] = '\0';
+	assert_true(kube_namespace_valid(long_name));
+	long_name[63] = 'a';
+	long_name[64] = '\0';
+	assert_false(kube_namespace_valid(long_name));
+	memset(long_name, 'a', 254);
+	long_name[254] = '\0';
+	assert_false(kube_name_valid(long_name));
+}
+
 static void invalid_names_make_no_request(void **state)
 {
 	struct fixture *fx = *state;
@@ -215,6 +248,9 @@ static void invalid_names_make_no_request(void **state)
 	assert_string_equal(buf_str(&fx->err), "invalid name \"../secrets\" in namespace ml-team");
 	assert_int_equal(kube_pod_get(fx->kc, "Bad NS", "p", &fx->pod, &fx->err), ERR_INVALID);
 	assert_string_equal(buf_str(&fx->err), "invalid namespace \"Bad NS\"");
+	/* a namespace is a DNS label: a dot is refused before any request */
+	assert_int_equal(kube_pod_get(fx->kc, "ml.team", "p", &fx->pod, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "invalid namespace \"ml.team\"");
 	assert_int_equal(kube_pod_annotate(fx->kc, "ns", "p?x=1", &a, 1, NULL, &fx->err),
 			 ERR_INVALID);
 	assert_int_equal(kube_pod_delete(fx->kc, "ns", "-p", "u", &fx->err), ERR_INVALID);
@@ -988,6 +1024,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(incluster_token_is_reread_when_it_rotates, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(unauthorized_rereads_token_once, setup, teardown),
+		cmocka_unit_test(name_validators),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
