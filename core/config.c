@@ -698,7 +698,14 @@ static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *pa
 {
 	struct cfg_basic_auth *a = obj;
 	enum err rc = need(c, map, path, "username", a->username);
+	char sub[PATH_MAX_LEN];
 
+	if (rc == ERR_OK && strchr(a->username, ':')) {
+		/* RFC 7617 2: the user-id cannot contain a colon (check-config says so too). */
+		join_key(sub, path, "username");
+		return fail(c, key_or_map(c, map, "username"), sub, ERR_INVALID,
+			    "must not contain ':' (RFC 7617)");
+	}
 	return rc != ERR_OK ? rc : need(c, map, path, "password_file", a->password_file);
 }
 
