@@ -577,7 +577,7 @@ static void invalid_durations(void **state)
 		   "alertbridge.yml:2: webhook.read_timeout: must be greater than 0s");
 	expect_err(RCV "webhook: {read_timeout: 30}\n",
 		   "alertbridge.yml:2: webhook.read_timeout: not a valid duration string: \"30\"");
-	expect_err(RCV "webhook:\n  basic_auth: {username: \"a:b\", password_file: x}\n",
+	expect_err(RCV "webhook:\n  basic_auth: {username: \"a:b\", password_file: /etc/hostname}\n",
 		   "alertbridge.yml:3: webhook.basic_auth.username: must not contain ':' (RFC 7617)");
 	expect_err(RCV "webhook: {read_timeout: 500ms}\n",
 		   "alertbridge.yml:2: webhook.read_timeout: must be from 1s to 24h");
