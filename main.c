@@ -535,6 +535,8 @@ static int start_service(struct service *s, const struct flags *f)
 	so.threads = s->cfg->webhook.threads;
 	so.max_connections = s->cfg->webhook.max_connections;
 	so.timeout_s = (unsigned)(s->cfg->webhook.read_timeout_ms / 1000);
+	so.header_timeout_ms = (unsigned)s->cfg->webhook.read_header_timeout_ms;
+	so.max_connections_per_ip = s->cfg->webhook.max_connections_per_ip;
 	so.max_body_bytes = s->cfg->webhook.max_body_bytes;
 	so.tls_cert_file = s->cfg->webhook.tls.cert_file;
 	so.tls_key_file = s->cfg->webhook.tls.key_file;

@@ -698,7 +698,14 @@ static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *pa
 {
 	struct cfg_basic_auth *a = obj;
 	enum err rc = need(c, map, path, "username", a->username);
+	char sub[PATH_MAX_LEN];
 
+	if (rc == ERR_OK && strchr(a->username, ':')) {
+		/* RFC 7617 2: the user-id cannot contain a colon (check-config says so too). */
+		join_key(sub, path, "username");
+		return fail(c, key_or_map(c, map, "username"), sub, ERR_INVALID,
+			    "must not contain ':' (RFC 7617)");
+	}
 	return rc != ERR_OK ? rc : need(c, map, path, "password_file", a->password_file);
 }
 
@@ -731,7 +738,19 @@ FIELDSET(tls_set, tls_fields, check_tls);
 static enum err check_webhook(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_webhook *w = obj;
+	char sub[PATH_MAX_LEN];
 
+	/* The server counts its idle timeout in whole seconds (libmicrohttpd). */
+	if (w->read_timeout_ms < MS_S || w->read_timeout_ms > 24 * 3600 * MS_S) {
+		join_key(sub, path, "read_timeout");
+		return fail(c, key_or_map(c, map, "read_timeout"), sub, ERR_INVALID,
+			    "must be from 1s to 24h");
+	}
+	if (w->read_header_timeout_ms > w->read_timeout_ms) {
+		join_key(sub, path, "read_header_timeout");
+		return fail(c, key_or_map(c, map, "read_header_timeout"), sub, ERR_INVALID,
+			    "must not be longer than read_timeout");
+	}
 	return exclusive(c, map, path, "bearer_token_file", w->bearer_token_file, "basic_auth",
 			 w->basic_auth.username);
 }
@@ -744,6 +763,8 @@ static const struct field webhook_fields[] = {
 	NUM(struct cfg_webhook, "max_alerts", F_SIZE, max_alerts, 1, 1000000),
 	NUM(struct cfg_webhook, "max_connections", F_UINT, max_connections, 1, 65536),
 	DUR(struct cfg_webhook, "read_timeout", read_timeout_ms, 1),
+	DUR(struct cfg_webhook, "read_header_timeout", read_header_timeout_ms, 1),
+	NUM(struct cfg_webhook, "max_connections_per_ip", F_UINT, max_connections_per_ip, 0, 65536),
 	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024),
 };
 FIELDSET(webhook_set, webhook_fields, check_webhook);
@@ -973,6 +994,7 @@ static void defaults(struct config *cfg)
 	cfg->webhook.max_alerts = 10000;
 	cfg->webhook.max_connections = 256;
 	cfg->webhook.read_timeout_ms = 30 * MS_S;
+	cfg->webhook.read_header_timeout_ms = 10 * MS_S;
 	cfg->webhook.threads = 4;
 	cfg->github.api_url = xstrdup(CFG_DEFAULT_GITHUB_API_URL);
 	cfg->github.content_per_minute = 20;
@@ -1465,6 +1487,8 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	(void)buf_printf(out, "  max_body_bytes: %zu\n  max_alerts: %zu\n  max_connections: %u\n",
 			 w->max_body_bytes, w->max_alerts, w->max_connections);
 	kv_dur(out, 2, "read_timeout", w->read_timeout_ms);
+	kv_dur(out, 2, "read_header_timeout", w->read_header_timeout_ms);
+	(void)buf_printf(out, "  max_connections_per_ip: %u\n", w->max_connections_per_ip);
 	(void)buf_printf(out, "  threads: %u\n", w->threads);
 	(void)buf_adds(out, "github:\n");
 	kv_str(out, 2, "api_url", g->api_url);

@@ -70,7 +70,11 @@ struct cfg_webhook {
 	size_t max_body_bytes;          /* default 1048576 (1 MiB) */
 	size_t max_alerts;              /* alerts per webhook body, 1..1000000, default 10000 (400) */
 	unsigned max_connections;       /* default 256 */
-	int64_t read_timeout_ms;        /* webhook.read_timeout, default 30s */
+	int64_t read_timeout_ms;        /* webhook.read_timeout, default 30s, at least 1s: idle
+					 * limit, and the whole request must arrive within it */
+	int64_t read_header_timeout_ms; /* webhook.read_header_timeout, default 10s, at most
+					 * read_timeout: a request's headers must arrive within it */
+	unsigned max_connections_per_ip; /* default 0: no per-IP cap */
 	unsigned threads;               /* default 4 */
 };
 

@@ -38,6 +38,9 @@
 #define DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
 #define JSON_TYPE "application/json"
 #define DISCARD_MIN (1024 * 1024)
+#define DEFAULT_HEADER_TIMEOUT_MS 10000
+#define REAP_PERIOD_MS 100
+#define LIMIT_WARN_EVERY_US (10 * 1000000)
 
 /* The observer's path for requests no route has (one object: compared by address). */
 static const char not_routed[] = "other";
@@ -49,11 +52,29 @@ struct route {
 	void *ctx;
 };
 
+/*
+ * One TCP connection, from MHD's "started" notice to its "closed" notice (MHD
+ * sends that before it closes the socket, so fd stays ours while listed).
+ * deadline_us is when the reaper shuts the socket down: the connection is
+ * waiting for a request's headers or body; 0 while a handler runs or a
+ * response goes out.
+ */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	int64_t start_us;     /* accept, or the end of the previous response */
+	int64_t deadline_us;  /* 0: none */
+	const char *phase;    /* "headers" or "body": what the deadline waits for */
+	int admitted;         /* counted in srv.nconns (not closed at once for the cap) */
+	char addr[INET6_ADDRSTRLEN];
+};
+
 struct srv {
 	char *listen_address;
 	char *host;  /* "" for all interfaces */
 	char *port;
 	unsigned threads, max_connections, max_per_ip, timeout_s;
+	int64_t header_timeout_us, read_timeout_us;
 	size_t max_body;
 	char *tls_cert, *tls_key, *tls_ca;  /* PEM contents, or NULL */
 
@@ -70,12 +91,23 @@ struct srv {
 	pthread_mutex_t lock;
 	pthread_cond_t idle;
 	unsigned inflight;
+
+	/* Open connections (under lock) and the reaper that enforces their deadlines. */
+	struct conn *conns;
+	unsigned nconns;
+	uint64_t refused;      /* closed at once: over max_connections */
+	uint64_t timed_out;    /* closed by the reaper */
+	int64_t last_limit_warn_us;
+	pthread_t reaper;
+	int reaper_running, reaper_stop;
+	pthread_cond_t reaper_wake;
 };
 
 /* One request: created on MHD's first callback, freed in request_completed(). */
 struct srv_request_impl {
 	struct srv *srv;
 	struct MHD_Connection *conn;
+	struct conn *tracked;  /* NULL if MHD gave no socket context */
 	const struct route *route;  /* NULL: answered by the server itself */
 	const char *route_label;
 	const char *method_label;
@@ -95,6 +127,35 @@ static int64_t now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
+static void init_monotonic_cond(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
+/* The IP address of sa as text ("127.0.0.1" also for v4-mapped IPv6); "" if unknown. */
+static void format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
+{
+	out[0] = '\0';
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+			inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], out, INET6_ADDRSTRLEN);
+		else
+			inet_ntop(AF_INET6, &a6->sin6_addr, out, INET6_ADDRSTRLEN);
+	} else if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)sa;
+		inet_ntop(AF_INET, &a4->sin_addr, out, INET6_ADDRSTRLEN);
+	}
 }
 
 /* Split "host:port", "[v6]:port" or ":port"; ERR_INVALID with a message. */
@@ -225,6 +286,7 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 	*out = NULL;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
+	init_monotonic_cond(&s->reaper_wake);
 	rc = parse_listen(opts->listen_address, &s->host, &s->port, errmsg);
 	if (rc)
 		goto out;
@@ -237,6 +299,11 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 	s->max_connections = opts->max_connections;
 	s->max_per_ip = opts->max_connections_per_ip;
 	s->timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S;
+	s->read_timeout_us = (int64_t)s->timeout_s * 1000000;
+	s->header_timeout_us = (int64_t)(opts->header_timeout_ms ? opts->header_timeout_ms :
+						DEFAULT_HEADER_TIMEOUT_MS) * 1000;
+	if (s->header_timeout_us > s->read_timeout_us)
+		s->header_timeout_us = s->read_timeout_us;
 	s->max_body = opts->max_body_bytes ? opts->max_body_bytes : DEFAULT_MAX_BODY;
 	rc = load_tls(s, opts, errmsg);
 	if (rc)
@@ -357,6 +424,26 @@ static enum err open_listener(struct srv *s, int *fd_out, struct buf *errmsg)
 	return ERR_OK;
 }
 
+/* Wait for a request's headers: from now, at most min(header, read timeout). */
+static void arm_for_headers(struct srv *s, struct conn *c, int64_t now)
+{
+	c->start_us = now;
+	c->deadline_us = now + s->header_timeout_us;
+	c->phase = "headers";
+}
+
+/* Set c's deadline (under lock); c may be NULL. */
+static void set_deadline(struct srv *s, struct conn *c, int64_t deadline_us, const char *phase)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&s->lock);
+	c->deadline_us = deadline_us;
+	if (phase)
+		c->phase = phase;
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Queue a response with body taken from b (b is left empty). */
 static enum MHD_Result respond(struct srv_request_impl *x, int status, const char *content_type,
 			       struct buf *b, const struct buf *headers, int close_conn)
@@ -386,8 +473,11 @@ static enum MHD_Result respond(struct srv_request_impl *x, int status, const cha
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ok = MHD_queue_response(x->conn, (unsigned)status, r);
 	MHD_destroy_response(r);
-	if (ok == MHD_YES)
+	if (ok == MHD_YES) {
 		x->status = status;
+		/* Answered: sending is bounded by MHD's idle timeout, not by ours. */
+		set_deadline(x->srv, x->tracked, 0, NULL);
+	}
 	return ok;
 }
 
@@ -543,6 +633,7 @@ static enum MHD_Result dispatch(struct srv_request_impl *x)
 	res.content_type = NULL;
 	buf_init(&res.body, 0);
 	buf_init(&res.headers, 0);
+	set_deadline(x->srv, x->tracked, 0, NULL);  /* the request is in; handlers may block */
 	x->route->fn(x->route->ctx, &x->req, &res);
 	status = res.status;
 	if (status < 100 || status > 599) {
@@ -567,6 +658,116 @@ static size_t discard_limit(const struct srv *s)
 	return n > DISCARD_MIN ? n : DISCARD_MIN;
 }
 
+/* Warn that the connection cap closed connections, at most every LIMIT_WARN_EVERY_US. */
+static void warn_limit(struct srv *s, int64_t now)
+{
+	struct log_line *l;
+
+	if (s->last_limit_warn_us && now - s->last_limit_warn_us < LIMIT_WARN_EVERY_US)
+		return;
+	s->last_limit_warn_us = now;
+	l = log_begin(LOG_WARN, "connection limit reached: closing new connections");
+	log_int(l, "max_connections", s->max_connections);
+	log_int(l, "refused_total", (int64_t)s->refused);
+	log_end(l);
+}
+
+/*
+ * MHD's connection notices.  A new connection is tracked and given its
+ * header deadline; past max_connections it is shut down at once (MHD then
+ * reads EOF and closes it), so the client sees its connection closed rather
+ * than waiting in the kernel's backlog.
+ */
+static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct srv *s = cls;
+	struct conn *c = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+	int64_t now = now_us();
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		pthread_mutex_lock(&s->lock);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			s->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		if (c->admitted)
+			s->nconns--;
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		*socket_context = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	c = xcalloc(1, sizeof(*c));
+	c->fd = ci->connect_fd;
+	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	format_addr(ci ? ci->client_addr : NULL, c->addr);
+	pthread_mutex_lock(&s->lock);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	if (s->max_connections && s->nconns >= s->max_connections) {
+		s->refused++;
+		warn_limit(s, now);
+		shutdown(c->fd, SHUT_RDWR);
+	} else {
+		c->admitted = 1;
+		s->nconns++;
+		arm_for_headers(s, c, now);
+	}
+	pthread_mutex_unlock(&s->lock);
+	*socket_context = c;
+}
+
+/*
+ * The reaper: every REAP_PERIOD_MS, shut down the connections past their
+ * deadline.  shutdown(2) rather than close(2): the socket stays MHD's, which
+ * sees EOF and closes it (and sends us the "closed" notice) itself.
+ */
+static void *reap(void *arg)
+{
+	struct srv *s = arg;
+	struct timespec ts;
+	struct conn *c;
+	int64_t now;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->reaper_stop) {
+		now = now_us();
+		for (c = s->conns; c; c = c->next) {
+			struct log_line *l;
+			if (!c->deadline_us || now < c->deadline_us)
+				continue;
+			shutdown(c->fd, SHUT_RDWR);
+			s->timed_out++;
+			l = log_begin(LOG_INFO, "closed a slow connection");
+			log_str(l, "remote_addr", c->addr);
+			log_str(l, "waiting_for", c->phase);
+			log_int(l, "after_ms", (now - c->start_us) / 1000);
+			log_end(l);
+			c->deadline_us = 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += REAP_PERIOD_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->reaper_wake, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
 				  const char *method, const char *version,
 				  const char *upload_data, size_t *upload_data_size,
@@ -574,6 +775,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 {
 	struct srv *s = cls;
 	struct srv_request_impl *x = *con_cls;
+	const union MHD_ConnectionInfo *ci;
 
 	(void)version;
 	if (!x) {
@@ -588,8 +790,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		x->req.impl = x;
 		buf_init(&x->body, s->max_body);
 		*con_cls = x;
+		ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		x->tracked = ci ? ci->socket_context : NULL;
 		pthread_mutex_lock(&s->lock);
 		s->inflight++;
+		/* Headers in: the whole request must be in read_timeout after its start. */
+		if (x->tracked && x->tracked->admitted) {
+			x->tracked->deadline_us = x->tracked->start_us + s->read_timeout_us;
+			x->tracked->phase = "body";
+		}
 		pthread_mutex_unlock(&s->lock);
 		return on_headers(x, method);
 	}
@@ -630,8 +839,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
 	struct srv *s = cls;
 	struct srv_request_impl *x = *con_cls;
+	const union MHD_ConnectionInfo *ci;
+	struct conn *c;
 
-	(void)conn;
 	(void)toe;
 	if (!x)
 		return;
@@ -640,8 +850,16 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 		s->observer(s->observer_ctx, x->method_label, x->route_label, x->status,
 			    now_us() - x->start_us);
 	buf_release(&x->body);
-	free(x);
 	pthread_mutex_lock(&s->lock);
+	/*
+	 * Kept alive: the next request's headers are due like a new connection's.
+	 * The connection is looked up again: MHD may have closed it already.
+	 */
+	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	c = ci ? ci->socket_context : NULL;
+	if (c && c->admitted)
+		arm_for_headers(s, c, now_us());
+	free(x);
 	if (--s->inflight == 0)
 		pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->lock);
@@ -683,12 +901,18 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
 	OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
 	OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s);
+	OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s);
 	OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s, NULL);
 	OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
 	if (s->threads > 1)
 		OPT(MHD_OPTION_THREAD_POOL_SIZE, s->threads, NULL);
+	/*
+	 * MHD splits its limit among the worker threads and a full worker stops
+	 * accepting, so at MHD's limit new connections would wait unseen in the
+	 * backlog.  Give MHD room above ours: on_connection() closes the excess.
+	 */
 	if (s->max_connections)
-		OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_connections, NULL);
+		OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_connections + s->threads + 16, NULL);
 	if (s->max_per_ip)
 		OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_per_ip, NULL);
 	if (s->tls_cert) {
@@ -709,6 +933,15 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 			 s->tls_cert ? " (check the tls certificate and key)" : "");
 		return ERR_IO;
 	}
+	if (pthread_create(&s->reaper, NULL, reap, s)) {
+		MHD_stop_daemon(s->daemon);
+		s->daemon = NULL;
+		s->port_num = 0;
+		buf_setf(errmsg, "cannot start http server on %s: no thread for timeouts",
+			 s->listen_address);
+		return ERR_IO;
+	}
+	s->reaper_running = 1;
 	s->started = 1;
 	return ERR_OK;
 }
@@ -732,6 +965,14 @@ void srv_stop(struct srv *s)
 	pthread_mutex_unlock(&s->lock);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
+	if (s->reaper_running) {
+		pthread_mutex_lock(&s->lock);
+		s->reaper_stop = 1;
+		pthread_cond_signal(&s->reaper_wake);
+		pthread_mutex_unlock(&s->lock);
+		pthread_join(s->reaper, NULL);
+		s->reaper_running = 0;
+	}
 }
 
 void srv_free(struct srv *s)
@@ -753,6 +994,7 @@ void srv_free(struct srv *s)
 	free(s->tls_key);
 	free(s->tls_ca);
 	pthread_cond_destroy(&s->idle);
+	pthread_cond_destroy(&s->reaper_wake);
 	pthread_mutex_destroy(&s->lock);
 	free(s);
 }
@@ -771,24 +1013,11 @@ const char *srv_remote_addr(const struct srv_request *req)
 {
 	struct srv_request_impl *x = req->impl;
 	const union MHD_ConnectionInfo *ci;
-	const struct sockaddr *sa;
 
 	if (x->addr[0])
 		return x->addr;
 	ci = MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (!ci || !ci->client_addr)
-		return "";
-	sa = ci->client_addr;
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)sa;
-		if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
-			inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], x->addr, sizeof(x->addr));
-		else
-			inet_ntop(AF_INET6, &a6->sin6_addr, x->addr, sizeof(x->addr));
-	} else if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)sa;
-		inet_ntop(AF_INET, &a4->sin_addr, x->addr, sizeof(x->addr));
-	}
+	format_addr(ci ? ci->client_addr : NULL, x->addr);
 	return x->addr;
 }
 

@@ -14,7 +14,9 @@
  *   403 no valid client certificate, when a client CA is configured;
  *   400 malformed requests (libmicrohttpd itself).
  * Answers to requests that still had a body to send close the connection;
- * everything else keeps it alive (HTTP/1.1 keep-alive).
+ * everything else keeps it alive (HTTP/1.1 keep-alive).  Slow and surplus
+ * connections are closed without an answer (see srv_options: timeout_s,
+ * header_timeout_ms, max_connections, max_connections_per_ip).
  */
 #ifndef AB_HTTP_SERVER_H
 #define AB_HTTP_SERVER_H
@@ -41,8 +43,28 @@ struct srv_options {
 	 * number of handlers that can run at once.  0: one per online CPU.
 	 */
 	unsigned threads;
-	unsigned max_connections;  /* open connections at most; 0: libmicrohttpd's default */
-	unsigned timeout_s;        /* close a connection idle this long; 0: 30 s */
+	/*
+	 * Open connections at most; 0: no cap of ours (libmicrohttpd's default,
+	 * about 1000).  A connection past the cap is closed at once, before
+	 * anything is read: the client sees its connection closed, not a status.
+	 */
+	unsigned max_connections;
+	/*
+	 * The read timeout, in seconds; 0: 30 s.  A connection idle this long (no
+	 * byte in either direction) is closed, and a request's headers and body
+	 * must all arrive within it, counted from the connection's accept (or
+	 * from the end of the previous response on a kept-alive connection).
+	 */
+	unsigned timeout_s;
+	/*
+	 * A request's headers (request line included) must arrive within this,
+	 * counted as for timeout_s; 0: 10 s; capped at timeout_s.  It is also how
+	 * long a kept-alive connection may wait for its next request.  Slow
+	 * clients (slowloris) are closed without an answer when either limit
+	 * passes (checked every 100 ms), and logged at info ("closed a slow
+	 * connection", with their address and what was awaited).
+	 */
+	unsigned header_timeout_ms;
 	size_t max_body_bytes;     /* larger request bodies get 413; 0: 1 MiB */
 	/*
 	 * PEM files.  With cert and key set the server speaks only HTTPS (MHD's
@@ -50,7 +72,11 @@ struct srv_options {
 	 * client certificate that this CA signed, or it gets 403.
 	 */
 	const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
-	unsigned max_connections_per_ip;  /* 0: no per-IP limit */
+	/*
+	 * Open connections per client IP address at most (libmicrohttpd closes
+	 * the excess at accept); 0: no per-IP limit.
+	 */
+	unsigned max_connections_per_ip;
 };
 
 /* What a handler sees.  Strings live until the handler returns. */

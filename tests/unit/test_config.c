@@ -174,6 +174,8 @@ static void every_default(void **state)
 	assert_int_equal(cfg->webhook.max_body_bytes, 1048576);
 	assert_int_equal(cfg->webhook.max_connections, 256);
 	assert_int_equal(cfg->webhook.read_timeout_ms, 30 * S);
+	assert_int_equal(cfg->webhook.read_header_timeout_ms, 10 * S);
+	assert_int_equal(cfg->webhook.max_connections_per_ip, 0);
 	assert_int_equal(cfg->webhook.threads, 4);
 	assert_string_equal(cfg->github.api_url, "https://api.github.com");
 	assert_null(cfg->github.token);
@@ -358,6 +360,8 @@ static void every_key_is_read(void **state)
 	assert_int_equal(cfg->webhook.max_body_bytes, 2097152);
 	assert_int_equal(cfg->webhook.max_connections, 64);
 	assert_int_equal(cfg->webhook.read_timeout_ms, M);
+	assert_int_equal(cfg->webhook.read_header_timeout_ms, 15 * S);
+	assert_int_equal(cfg->webhook.max_connections_per_ip, 8);
 	assert_int_equal(cfg->webhook.threads, 8);
 	assert_string_equal(cfg->github.api_url, "https://github.example.com/api/v3");
 	assert_int_equal(cfg->github.app.app_id, 12345);
@@ -596,6 +600,20 @@ static void invalid_durations(void **state)
 		   "alertbridge.yml:2: webhook.read_timeout: must be greater than 0s");
 	expect_err(RCV "webhook: {read_timeout: 30}\n",
 		   "alertbridge.yml:2: webhook.read_timeout: not a valid duration string: \"30\"");
+	expect_err(RCV "webhook:\n  basic_auth: {username: \"a:b\", password_file: /etc/hostname}\n",
+		   "alertbridge.yml:3: webhook.basic_auth.username: must not contain ':' (RFC 7617)");
+	expect_err(RCV "webhook: {read_timeout: 500ms}\n",
+		   "alertbridge.yml:2: webhook.read_timeout: must be from 1s to 24h");
+	expect_err(RCV "webhook: {read_timeout: 25h}\n",
+		   "alertbridge.yml:2: webhook.read_timeout: must be from 1s to 24h");
+	expect_err(RCV "webhook: {read_timeout: 5s, read_header_timeout: 6s}\n",
+		   "alertbridge.yml:2: webhook.read_header_timeout: must not be longer than "
+		   "read_timeout");
+	expect_err(RCV "webhook: {read_header_timeout: 0s}\n",
+		   "alertbridge.yml:2: webhook.read_header_timeout: must be greater than 0s");
+	expect_err(RCV "webhook: {max_connections_per_ip: -1}\n",
+		   "alertbridge.yml:2: webhook.max_connections_per_ip: expected an integer from 0 "
+		   "to 65536, got \"-1\"");
 	expect_err("janitor:\n  enabled: true\n  policies:\n    - alertname: A\n      grace: 1h\n"
 		   "      notice_lead: 90m\n",
 		   "alertbridge.yml:6: janitor.policies[0].notice_lead: 1h30m is longer than grace "
