@@ -19,6 +19,7 @@
 
 struct storm {
 	struct storm_options opts;
+	int yield;  /* the last storm_sync() made calls: let one event go first */
 };
 
 /* ---- pure parts ---- */
@@ -536,8 +537,16 @@ int storm_sync(struct storm *s, int64_t now_ms)
 	struct buf errmsg = BUF_INIT;
 	enum err rc;
 
-	if (!s || store_summary_due(s->opts.store, now_ms, s->opts.sync_interval_ms, &sum))
+	if (!s)
 		return 0;
+	if (s->yield) {
+		/* many summaries must not starve the queue: every other step is an event's */
+		s->yield = 0;
+		return 0;
+	}
+	if (store_summary_due(s->opts.store, now_ms, s->opts.sync_interval_ms, &sum))
+		return 0;
+	s->yield = 1;
 	if (sum.total == 0 && !strcmp(sum.state, "creating") && sum.synced_at_ms == 0) {
 		/* made for an alert whose fold did not commit: nothing to show */
 		free(sum.state);

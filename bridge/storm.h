@@ -165,7 +165,9 @@ enum storm_route storm_route(struct storm *s, const struct store_event *ev,
  * an earlier attempt may have made it), or write its title and body, and
  * close it (completed) when none of its alerts fires.  Failures are logged
  * and retried after STORM_RETRY_MS.  Returns 1 when a summary was handled,
- * 0 when none was due.
+ * 0 when none was due; after a call that returned 1 the next one returns 0
+ * without looking, so that summaries (one per alertname) never take every
+ * step of the worker from the queue.
  */
 int storm_sync(struct storm *s, int64_t now_ms);
 
