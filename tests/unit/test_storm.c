@@ -345,6 +345,7 @@ static void storm_folds_then_subsides(void **state)
 	assert_int_equal(store_member_get(e->st, "default", "0000000000000000", &m), ERR_OK);
 	assert_int_equal(m.summary_id, sum.id);
 	assert_int_equal(m.firing, 1);
+	store_member_release(&m);
 	assert_int_equal(store_member_get(e->st, "default", "0000000000000013", &m), ERR_NOTFOUND);
 	store_member_release(&m);
 	store_issue_release(&row);
