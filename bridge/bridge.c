@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "bridge/issue.h"
+#include "bridge/storm.h"
 #include "bridge/view.h"
 #include "core/log.h"
 #include "core/xalloc.h"
@@ -22,6 +23,7 @@
 struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
+	struct storm *storm;  /* alert storms: bridge/storm.h */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -167,6 +169,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
+	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
 	return b;
@@ -582,6 +585,31 @@ static void finish(struct bridge *b, struct work *w)
 	buf_release(&msg);
 }
 
+/*
+ * Alert storms (bridge/storm.h): a folded alert's event, or a create under a
+ * storm, is the storm's.  Returns 1 when the event was handled there.
+ */
+static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	enum err rc = ERR_OK;
+
+	switch (storm_route(b->storm, &w->ev, w->rcv, w->repo, w->have_row ? &w->row : NULL,
+			    w->now_ms, &rc, errmsg)) {
+	case STORM_PASS:
+		return 0;
+	case STORM_PASS_NEW:
+		w->have_row = 0;  /* unfolded: from here on an alert without an issue */
+		return 0;
+	case STORM_DONE:
+		if (rc)
+			fail(b, w, rc, buf_str(errmsg));
+		else
+			count(b, w->ev.receiver, "storm");
+		return 1;
+	}
+	return 0;
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
@@ -608,6 +636,8 @@ static void handle(struct bridge *b, struct work *w)
 	w->iev.ends_at_ms = w->ev.ends_at_ms;
 	w->pol.auto_close = w->rcv->auto_close;
 	w->pol.reopen_window_ms = w->rcv->reopen_window_ms;
+	if (storm_hook(b, w, &errmsg))
+		goto out;
 	rc = plan(b, w, &errmsg);
 	if (!rc)
 		rc = execute(b, w, &errmsg);
@@ -655,6 +685,10 @@ int bridge_step(struct bridge *b)
 
 	memset(&w, 0, sizeof(w));
 	w.now_ms = now_ms(b);
+	if (storm_sync(b->storm, w.now_ms)) {  /* a due summary issue's calls first */
+		update_gauges(b);
+		return 1;
+	}
 	rc = store_next_event(b->opts.store, "bridge", w.now_ms, &w.ev);
 	if (rc == ERR_NOTFOUND) {
 		update_gauges(b);
@@ -730,6 +764,7 @@ void bridge_free(struct bridge *b)
 	if (!b)
 		return;
 	bridge_stop(b);
+	storm_free(b->storm);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	pthread_cond_destroy(&b->cond);

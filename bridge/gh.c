@@ -1024,3 +1024,52 @@ enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char 
 	}
 	return find_marker(c, repo, marker, since_ms, out, errmsg);
 }
+
+/* ---- summary issues (bridge/storm.h) ---- */
+
+enum err gh_issue_set_body(struct gh_client *c, const char *repo, int64_t number,
+			   const char *title, const char *body, struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	char *json = NULL;
+	json_t *o;
+	int failed = 0;
+	enum err rc = check_repo(repo, errmsg);
+
+	http_response_init(&res);
+	if (rc)
+		goto out;
+	if (!body || !*body || (title && !*title)) {
+		if (body && *body)
+			buf_setf(errmsg, "issue #%" PRId64 ": empty title", number);
+		else
+			buf_setf(errmsg, "issue #%" PRId64 ": empty body", number);
+		rc = ERR_INVALID;
+		goto out;
+	}
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64, repo, number);
+	if (c->dry_run) {
+		dry_run_mutation(c, "PATCH", buf_str(&path), title);
+		goto out;
+	}
+	o = json_object();
+	if (title)
+		failed |= set_str(o, "title", title);
+	failed |= set_str(o, "body", body);
+	json = dump(o, failed);
+	if (!json) {
+		buf_setf(errmsg, "issue #%" PRId64 ": title and body must be valid UTF-8", number);
+		rc = ERR_INVALID;
+		goto out;
+	}
+	{
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL };
+		rc = call(c, &k, &res, NULL, errmsg);
+	}
+out:
+	free(json);
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}

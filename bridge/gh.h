@@ -181,4 +181,15 @@ enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char 
 			      int64_t since_ms, struct gh_issue *out,
 			      struct buf *errmsg) WARN_UNUSED;
 
+/*
+ * GitHub REST: PATCH /repos/{owner}/{repo}/issues/{number} with {"title":
+ * title, "body": body} (title NULL: left out), for the storm summary issues
+ * (bridge/storm.h).  The body is sent as given: the caller keeps it within
+ * GitHub's 65 536 characters and ends it with its marker.  Paced like every
+ * mutating call.  An empty body or title is ERR_INVALID before any request,
+ * as is text that is not UTF-8.  Dry-run: logged, no call.
+ */
+enum err gh_issue_set_body(struct gh_client *c, const char *repo, int64_t number,
+			   const char *title, const char *body, struct buf *errmsg) WARN_UNUSED;
+
 #endif

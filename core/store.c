@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,6 +103,33 @@ static const char *const migrations[] = {
 	");"
 	"CREATE INDEX notices_pending ON notices (next_attempt_at_ms, id) WHERE state = 'pending';"
 	"CREATE INDEX notices_pod ON notices (uid, kind, id);",
+	/* 3: storm summaries and the alerts folded into them (bridge/storm.h). */
+	"CREATE TABLE storm_summaries ("
+	"  id INTEGER PRIMARY KEY,"
+	"  receiver TEXT NOT NULL,"
+	"  repo TEXT NOT NULL,"
+	"  alertname TEXT NOT NULL,"
+	"  marker_key TEXT NOT NULL,"
+	"  number INTEGER NOT NULL DEFAULT 0,"
+	"  state TEXT NOT NULL CHECK (state IN ('creating', 'open', 'closed')),"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  synced_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  next_sync_ms INTEGER NOT NULL DEFAULT 0,"
+	"  dirty INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE INDEX storm_summaries_live ON storm_summaries (receiver, repo, alertname)"
+	"  WHERE state != 'closed';"
+	"CREATE TABLE storm_members ("
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  summary_id INTEGER NOT NULL,"
+	"  firing INTEGER NOT NULL,"
+	"  starts_at_ms INTEGER NOT NULL,"
+	"  ends_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  line TEXT NOT NULL DEFAULT '',"
+	"  PRIMARY KEY (receiver, key)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX storm_members_summary ON storm_members (summary_id, firing);",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -1550,4 +1578,429 @@ void store_notice_release(struct store_notice *n)
 	free(n->slack_ts);
 	free(n->last_error);
 	memset(n, 0, sizeof(*n));
+}
+
+/*
+ * ---- storm summaries (schema version 3; bridge/storm.h) ----
+ * These statements are prepared per call rather than kept in stmt_sql: they
+ * run at most once per event or per summary update, and keeping them here
+ * keeps the storm's part of the store in one block.
+ */
+
+#define SUMMARY_COLS                                                                \
+	"s.id, s.receiver, s.repo, s.alertname, s.marker_key, s.number, s.state, "  \
+	"s.created_at_ms, s.synced_at_ms, s.next_sync_ms, s.dirty, "                \
+	"(SELECT count(*) FROM storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1), " \
+	"(SELECT count(*) FROM storm_members AS m WHERE m.summary_id = s.id)"
+
+/*
+ * Prepare sql and bind the arguments types describes ('t' const char *, 'i'
+ * int64_t).  With rows NULL, step it to the end and finalize it; else hand
+ * the statement to the caller, who steps and finalizes it.  Caller holds db_mu.
+ */
+static enum err sq(struct store *st, const char *sql, const char *what, struct buf *errmsg,
+		   sqlite3_stmt **rows, const char *types, ...)
+{
+	sqlite3_stmt *s = NULL;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK;
+	va_list ap;
+
+	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
+		return db_fail(st, what, errmsg);
+	va_start(ap, types);
+	for (int i = 0; types[i]; i++) {
+		if (types[i] == 't')
+			bind_text(s, i + 1, va_arg(ap, const char *), &brc);
+		else
+			bind_int(s, i + 1, va_arg(ap, int64_t), &brc);
+	}
+	va_end(ap);
+	if (brc != SQLITE_OK) {
+		buf_setf(errmsg, "store %s: %s: bind: %s", st->path, what, sqlite3_errstr(brc));
+		rc = ERR_DB;
+	} else if (rows) {
+		*rows = s;
+		return ERR_OK;
+	} else if (sqlite3_step(s) != SQLITE_DONE) {
+		rc = db_fail(st, what, errmsg);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+int64_t store_pending_creates(struct store *st, const char *receiver)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	int64_t n = -1;
+
+	if (!st || empty(receiver))
+		return -1;
+	pthread_mutex_lock(&st->db_mu);
+	if (sq(st, "SELECT count(DISTINCT e.key) FROM events AS e WHERE e.kind = 'bridge' AND "
+		   "e.state = 'pending' AND e.receiver = ?1 AND e.status = 'firing' AND NOT EXISTS "
+		   "(SELECT 1 FROM issues AS i WHERE i.receiver = e.receiver AND i.key = e.key)",
+	       "pending creates", &msg, &s, "t", receiver) == ERR_OK) {
+		if (sqlite3_step(s) == SQLITE_ROW)
+			n = sqlite3_column_int64(s, 0);
+		else
+			(void)db_fail(st, "pending creates", &msg);
+		sqlite3_finalize(s);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (n < 0)
+		log_db("pending creates", &msg);
+	buf_release(&msg);
+	return n;
+}
+
+static void read_summary(sqlite3_stmt *s, struct store_summary *out)
+{
+	out->id = sqlite3_column_int64(s, 0);
+	out->receiver = col_str(s, 1);
+	out->repo = col_str(s, 2);
+	out->alertname = col_str(s, 3);
+	out->marker_key = col_str(s, 4);
+	out->number = sqlite3_column_int64(s, 5);
+	out->state = col_str(s, 6);
+	out->created_at_ms = sqlite3_column_int64(s, 7);
+	out->synced_at_ms = sqlite3_column_int64(s, 8);
+	out->next_sync_ms = sqlite3_column_int64(s, 9);
+	out->dirty = (int)sqlite3_column_int64(s, 10);
+	out->firing = sqlite3_column_int64(s, 11);
+	out->total = sqlite3_column_int64(s, 12);
+}
+
+/* Run a prepared summary query; the first row into *out.  Caller holds db_mu. */
+static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
+			    struct store_summary *out, struct buf *errmsg)
+{
+	int src = sqlite3_step(s);
+	enum err rc = ERR_OK;
+
+	if (src == SQLITE_ROW)
+		read_summary(s, out);
+	else if (src == SQLITE_DONE)
+		rc = ERR_NOTFOUND;
+	else
+		rc = db_fail(st, what, errmsg);
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Lock, run sql with types/args through sq(), read one summary, unlock, log ERR_DB. */
+#define SUMMARY_QUERY(st, out, what, sql, ...)                                       \
+	do {                                                                          \
+		struct buf msg_ = BUF_INIT;                                           \
+		sqlite3_stmt *s_ = NULL;                                              \
+		memset((out), 0, sizeof(*(out)));                                     \
+		pthread_mutex_lock(&(st)->db_mu);                                     \
+		rc = sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
+		if (rc == ERR_OK)                                                     \
+			rc = one_summary((st), s_, (what), (out), &msg_);             \
+		pthread_mutex_unlock(&(st)->db_mu);                                   \
+		if (rc == ERR_DB)                                                     \
+			log_db((what), &msg_);                                        \
+		buf_release(&msg_);                                                   \
+	} while (0)
+
+enum err store_summary_live(struct store *st, const char *receiver, const char *repo,
+			    const char *alertname, struct store_summary *out)
+{
+	enum err rc;
+
+	if (!st || empty(receiver) || empty(repo) || !alertname) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	SUMMARY_QUERY(st, out, "live summary",
+		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
+		      "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
+		      "ORDER BY s.id DESC LIMIT 1",
+		      "ttt", receiver, repo, alertname);
+	return rc;
+}
+
+enum err store_summary_get(struct store *st, int64_t id, struct store_summary *out)
+{
+	enum err rc;
+
+	if (!st) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	SUMMARY_QUERY(st, out, "get summary",
+		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
+	return rc;
+}
+
+enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms,
+			   struct store_summary *out)
+{
+	enum err rc;
+
+	if (!st) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	SUMMARY_QUERY(st, out, "due summary",
+		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
+		      "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
+		      "(s.dirty AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
+		      "storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1)) "
+		      "ORDER BY s.next_sync_ms, s.id LIMIT 1",
+		      "ii", now_ms, interval_ms);
+	return rc;
+}
+
+enum err store_summary_add(struct store *st, struct store_summary *s, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || !s || empty(s->receiver) || empty(s->repo) || !s->alertname ||
+	    empty(s->marker_key)) {
+		buf_setf(errmsg, "store: summary: receiver, repo, alertname and marker_key needed");
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "INSERT INTO storm_summaries (receiver, repo, alertname, marker_key, state, "
+		    "created_at_ms) VALUES (?1, ?2, ?3, ?4, 'creating', ?5)",
+		"add summary", errmsg, NULL, "tttti", s->receiver, s->repo, s->alertname,
+		s->marker_key, s->created_at_ms > 0 ? s->created_at_ms : clock_ms());
+	s->id = rc ? 0 : sqlite3_last_insert_rowid(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_summary_save(struct store *st, const struct store_summary *s, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || !s || empty(s->repo) || empty(s->state) ||
+	    (strcmp(s->state, "creating") && strcmp(s->state, "open") &&
+	     strcmp(s->state, "closed"))) {
+		buf_setf(errmsg, "store: summary: repo and state (creating, open or closed) needed");
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	if (rc)
+		goto out;
+	rc = sq(st, "UPDATE storm_summaries SET repo = ?2, number = ?3, state = ?4, "
+		    "synced_at_ms = ?5, next_sync_ms = ?6, dirty = ?7 WHERE id = ?1",
+		"save summary", errmsg, NULL, "ititiii", s->id, s->repo, s->number, s->state,
+		s->synced_at_ms, s->next_sync_ms, (int64_t)s->dirty);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		buf_setf(errmsg, "store: summary %lld does not exist", (long long)s->id);
+		rc = ERR_NOTFOUND;
+	}
+	/* The map rows of its alerts follow the summary issue (store.h). */
+	if (rc == ERR_OK && strcmp(s->state, "creating"))
+		rc = sq(st, "UPDATE issues SET repo = ?2, number = ?3, state = ?4, "
+			    "state_reason = CASE WHEN ?4 = 'closed' THEN 'completed' END, "
+			    "closed_at_ms = CASE WHEN ?4 = 'closed' THEN ?5 ELSE 0 END, "
+			    "updated_at_ms = ?5 WHERE (receiver, key) IN (SELECT receiver, key FROM "
+			    "storm_members WHERE summary_id = ?1) "
+			    "AND (state != ?4 OR number != ?3 OR repo != ?2)",
+			"update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
+			s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_ms());
+	if (rc == ERR_OK)
+		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
+out:
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_member_get(struct store *st, const char *receiver, const char *key,
+			  struct store_member *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	enum err rc;
+	int src;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || empty(receiver) || empty(key))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
+		    "storm_members WHERE receiver = ?1 AND key = ?2",
+		"get member", &msg, &s, "tt", receiver, key);
+	if (rc == ERR_OK) {
+		src = sqlite3_step(s);
+		if (src == SQLITE_ROW) {
+			out->key = col_str(s, 0);
+			out->summary_id = sqlite3_column_int64(s, 1);
+			out->firing = (int)sqlite3_column_int64(s, 2);
+			out->starts_at_ms = sqlite3_column_int64(s, 3);
+			out->ends_at_ms = sqlite3_column_int64(s, 4);
+			out->line = col_str(s, 5);
+		} else if (src == SQLITE_DONE) {
+			rc = ERR_NOTFOUND;
+		} else {
+			rc = db_fail(st, "get member", &msg);
+		}
+		sqlite3_finalize(s);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("get member", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_member_fold(struct store *st, int64_t event_id, const struct store_issue *row,
+			   const struct store_member *m, int dirty, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || !m || empty(m->key) || m->summary_id <= 0) {
+		buf_setf(errmsg, "store: member: key and summary_id needed");
+		return ERR_INVALID;
+	}
+	rc = check_issue(row, errmsg);
+	if (rc)
+		return rc;
+	if (strcmp(row->key, m->key)) {
+		buf_setf(errmsg, "store: member key \"%s\" is not the row's \"%s\"", m->key,
+			 row->key);
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	if (rc)
+		goto out;
+	rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
+		    "WHERE id = ?1 AND state = 'pending'",
+		"mark event done", errmsg, NULL, "ii", event_id, clock_ms());
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = event_state(st, event_id, NULL, NULL, errmsg);
+		if (rc == ERR_OK)
+			rc = db_fail(st, "mark event done", errmsg);
+	}
+	if (rc == ERR_OK)
+		rc = put_issue(st, row, errmsg);
+	if (rc == ERR_OK)
+		rc = sq(st, "INSERT INTO storm_members (receiver, key, summary_id, firing, "
+			    "starts_at_ms, ends_at_ms, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+			    "ON CONFLICT (receiver, key) DO UPDATE SET summary_id = excluded.summary_id, "
+			    "firing = excluded.firing, starts_at_ms = excluded.starts_at_ms, "
+			    "ends_at_ms = excluded.ends_at_ms, line = excluded.line",
+			"fold member", errmsg, NULL, "ttiiiit", row->receiver, m->key, m->summary_id,
+			(int64_t)(m->firing != 0), m->starts_at_ms, m->ends_at_ms,
+			m->line ? m->line : "");
+	if (rc == ERR_OK && dirty)
+		rc = sq(st, "UPDATE storm_summaries SET dirty = 1 WHERE id = ?1", "mark summary",
+			errmsg, NULL, "i", m->summary_id);
+	if (rc == ERR_OK)
+		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
+out:
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_member_unfold(struct store *st, const char *receiver, const char *key,
+			     struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || empty(receiver) || empty(key)) {
+		buf_setf(errmsg, "store: unfold: receiver and key needed");
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	if (rc == ERR_OK)
+		rc = sq(st, "DELETE FROM issues WHERE receiver = ?1 AND key = ?2", "unfold row",
+			errmsg, NULL, "tt", receiver, key);
+	if (rc == ERR_OK)
+		rc = sq(st, "DELETE FROM storm_members WHERE receiver = ?1 AND key = ?2",
+			"unfold member", errmsg, NULL, "tt", receiver, key);
+	if (rc == ERR_OK)
+		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_member_list(struct store *st, int64_t summary_id, struct store_member **out,
+			   size_t *n)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	struct store_member *v = NULL;
+	size_t len = 0, cap = 0;
+	enum err rc;
+	int src;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
+		    "storm_members WHERE summary_id = ?1 ORDER BY firing DESC, starts_at_ms, key",
+		"list members", &msg, &s, "i", summary_id);
+	while (rc == ERR_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 64;
+			v = xreallocarray(v, cap, sizeof(*v));
+		}
+		v[len].key = col_str(s, 0);
+		v[len].summary_id = sqlite3_column_int64(s, 1);
+		v[len].firing = (int)sqlite3_column_int64(s, 2);
+		v[len].starts_at_ms = sqlite3_column_int64(s, 3);
+		v[len].ends_at_ms = sqlite3_column_int64(s, 4);
+		v[len].line = col_str(s, 5);
+		len++;
+	}
+	if (rc == ERR_OK && src != SQLITE_DONE)
+		rc = db_fail(st, "list members", &msg);
+	sqlite3_finalize(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("list members", &msg);
+	if (rc) {
+		store_member_list_free(v, len);
+		len = 0;
+		v = NULL;
+	}
+	*out = v;
+	*n = len;
+	buf_release(&msg);
+	return rc;
+}
+
+void store_member_release(struct store_member *m)
+{
+	if (!m)
+		return;
+	free(m->key);
+	free(m->line);
+	memset(m, 0, sizeof(*m));
+}
+
+void store_member_list_free(struct store_member *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		store_member_release(&v[i]);
+	free(v);
+}
+
+void store_summary_release(struct store_summary *s)
+{
+	if (!s)
+		return;
+	free(s->receiver);
+	free(s->repo);
+	free(s->alertname);
+	free(s->marker_key);
+	free(s->state);
+	memset(s, 0, sizeof(*s));
 }

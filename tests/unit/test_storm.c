@@ -1,0 +1,483 @@
+/*
+ * test_storm.c - alert storms (bridge/storm.h): the fold decision, the
+ * member episode rules, the summary text (counts, bounds, marker), and the
+ * routing and summary life cycle against a real sqlite store and a dry-run
+ * GitHub client in virtual time; plus the store's and gh's storm additions.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bridge/gh.h"
+#include "bridge/storm.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "core/store.h"
+
+#define T0 INT64_C(1795000000000)
+
+static void should_fold_follows_the_budget(void **state)
+{
+	(void)state;
+	/* 10 creates at 60/min drain in exactly 10 s: not longer than storm_after */
+	assert_int_equal(storm_should_fold(1, 10, 60, 10000), 0);
+	assert_int_equal(storm_should_fold(1, 11, 60, 10000), 1);
+	assert_int_equal(storm_should_fold(0, 100000, 60, 10000), 0);
+	assert_int_equal(storm_should_fold(1, 0, 60, 0), 0);
+	/* default 10m at 20/min: 200 creates drain in 10 min */
+	assert_int_equal(storm_should_fold(1, 200, 20, 600000), 0);
+	assert_int_equal(storm_should_fold(1, 201, 20, 600000), 1);
+	/* 0 counts as 80 */
+	assert_int_equal(storm_should_fold(1, 14, 0, 10000), 1);
+	assert_int_equal(storm_should_fold(1, 13, 0, 10000), 0);
+}
+
+static void member_apply_follows_episodes(void **state)
+{
+	struct store_member m = { .firing = 1, .starts_at_ms = 1000 };
+	struct issue_event fire_same = { 1, 1000, 0 }, fire_old = { 1, 500, 0 };
+	struct issue_event resolve = { 0, 1000, 5000 }, resolve_again = { 0, 1000, 5000 };
+	struct issue_event fire_late_copy = { 1, 4000, 0 }, fire_new = { 1, 6000, 0 };
+
+	(void)state;
+	assert_int_equal(storm_member_apply(&m, &fire_same), STORM_SAME);
+	assert_int_equal(storm_member_apply(&m, &fire_old), STORM_STALE);
+	assert_int_equal(storm_member_apply(&m, &resolve), STORM_CHANGED);
+	assert_int_equal(m.firing, 0);
+	assert_int_equal(m.ends_at_ms, 5000);
+	assert_int_equal(storm_member_apply(&m, &resolve_again), STORM_SAME);
+	assert_int_equal(storm_member_apply(&m, &fire_same), STORM_SAME);
+	assert_int_equal(m.firing, 0);
+	/* started before the applied resolve ended: Alertmanager's merge, stale */
+	assert_int_equal(storm_member_apply(&m, &fire_late_copy), STORM_STALE);
+	assert_int_equal(storm_member_apply(&m, &fire_new), STORM_CHANGED);
+	assert_int_equal(m.firing, 1);
+	assert_int_equal(m.starts_at_ms, 6000);
+	assert_int_equal(m.ends_at_ms, 0);
+}
+
+static void count_human_groups_thousands(void **state)
+{
+	static const struct { int64_t n; const char *want; } cases[] = {
+		{ 0, "0" }, { 999, "999" }, { 1000, "1,000" }, { 1234, "1,234" },
+		{ 1234567, "1,234,567" }, { -5, "0" },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct buf b = BUF_INIT;
+		storm_count_human(cases[i].n, &b);
+		assert_string_equal(buf_str(&b), cases[i].want);
+		buf_release(&b);
+	}
+}
+
+static void member_line_and_alertname(void **state)
+{
+	struct buf line = BUF_INIT, name = BUF_INIT;
+	char big[1200];
+
+	(void)state;
+	storm_member_line("{\"v\":1,\"labels\":{\"alertname\":\"X\",\"instance\":\"a|b\","
+			  "\"job\":\"j\\nk\"}}", &line);
+	assert_string_equal(buf_str(&line), "instance=a/b job=j k");
+	storm_alertname("{\"v\":1,\"labels\":{\"alertname\":\"HighLatency\"}}", &name);
+	assert_string_equal(buf_str(&name), "HighLatency");
+	buf_reset(&line);
+	buf_reset(&name);
+	storm_member_line("not json", &line);
+	storm_alertname("{\"labels\":{\"alertname\":3}}", &name);
+	assert_string_equal(buf_str(&line), "");
+	assert_string_equal(buf_str(&name), "");
+	/* a huge label is cut to the bound, on a code point, with an ellipsis */
+	snprintf(big, sizeof(big), "{\"labels\":{\"x\":\"");
+	for (size_t i = strlen(big); i < 1000; i += 2)
+		memcpy(big + i, "\xc3\xa9", 2);
+	memcpy(big + 1000, "\"}}", 4);
+	buf_reset(&line);
+	storm_member_line(big, &line);
+	assert_true(line.len <= STORM_LINE_MAX_BYTES);
+	assert_true(line.len > STORM_LINE_MAX_BYTES - 8);
+	assert_string_equal(buf_str(&line) + line.len - 3, "\xe2\x80\xa6");
+	buf_release(&line);
+	buf_release(&name);
+}
+
+static void marker_key_is_unique_per_summary(void **state)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT, c = BUF_INIT;
+
+	(void)state;
+	storm_marker_key("r", "o/n", "X", 1000, &a);
+	storm_marker_key("r", "o/n", "X", 2000, &b);
+	storm_marker_key("r", "o/n", "Y", 1000, &c);
+	assert_int_equal(a.len, strlen("storm-") + 16 + strlen("-1000"));
+	assert_memory_equal(buf_str(&a), "storm-", 6);
+	assert_string_not_equal(buf_str(&a), buf_str(&b));
+	assert_string_not_equal(buf_str(&a), buf_str(&c));
+	assert_memory_equal(buf_str(&a), buf_str(&b), 22);  /* same summary identity */
+	buf_release(&a);
+	buf_release(&b);
+	buf_release(&c);
+}
+
+/* n members, the first firing ones firing, keys "%016x" of i. */
+static struct store_member *members(size_t n, size_t firing)
+{
+	struct store_member *m = calloc(n, sizeof(*m));
+	char key[17], line[64];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%016zx", i);
+		snprintf(line, sizeof(line), "instance=node-%zu:9100 <b>", i);
+		m[i].key = strdup(key);
+		m[i].line = strdup(line);
+		m[i].firing = i < firing;
+		m[i].starts_at_ms = T0;
+		m[i].ends_at_ms = i < firing ? 0 : T0 + 60000;
+	}
+	return m;
+}
+
+static void summary_text(size_t n, size_t firing, struct buf *title, struct buf *body)
+{
+	struct store_summary s = { .receiver = (char *)"r", .repo = (char *)"o/n",
+				   .alertname = (char *)"HighLatency" };
+	struct store_member *m = members(n, firing);
+	struct buf err = BUF_INIT;
+	json_t *view = storm_view(&s, m, n);
+
+	assert_int_equal(storm_text(view, "storm-abc-1", title, body, &err), ERR_OK);
+	json_decref(view);
+	store_member_list_free(m, n);
+	buf_release(&err);
+}
+
+static void summary_text_counts_and_lists(void **state)
+{
+	struct buf title = BUF_INIT, body = BUF_INIT;
+
+	(void)state;
+	summary_text(3, 2, &title, &body);
+	assert_string_equal(buf_str(&title), "[storm] 2 × HighLatency firing");
+	assert_non_null(strstr(buf_str(&body), "**2 firing**, 1 resolved, 3 in all"));
+	assert_non_null(strstr(buf_str(&body), "| `0000000000000000` | instance=node-0:9100 "
+					       "&lt;b&gt; | firing |"));
+	assert_non_null(strstr(buf_str(&body), "0000000000000000 0000000000000001\n"));
+	assert_null(strstr(buf_str(&body), "more_"));
+	assert_null(strstr(buf_str(&body), "more, listed"));
+	assert_string_equal(buf_str(&body) + body.len - strlen("<!-- alertbridge:key=storm-abc-1 -->"),
+			    "<!-- alertbridge:key=storm-abc-1 -->");
+	buf_reset(&title);
+	buf_reset(&body);
+	summary_text(3, 0, &title, &body);
+	assert_string_equal(buf_str(&title), "[storm] 3 × HighLatency resolved");
+	buf_release(&title);
+	buf_release(&body);
+}
+
+static void summary_text_is_bounded(void **state)
+{
+	struct buf title = BUF_INIT, body = BUF_INIT;
+	size_t listed = STORM_KEYS_BUDGET_BYTES / 17;
+
+	(void)state;
+	summary_text(5000, 3000, &title, &body);
+	assert_string_equal(buf_str(&title), "[storm] 3,000 × HighLatency firing");
+	assert_true(body.len <= 65536);
+	assert_non_null(strstr(buf_str(&body), "**3,000 firing**, 2,000 resolved, 5,000 in all"));
+	assert_non_null(strstr(buf_str(&body), "_…and 4,950 more, listed by fingerprint below._"));
+	/* 2,352 fingerprints fit in the budget: the rest of the 3,000 firing are counted */
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "_…and %s more_", "648");
+		assert_int_equal(listed, 2352);
+		assert_non_null(strstr(buf_str(&body), want));
+		snprintf(want, sizeof(want), "%016zx", listed - 1);
+		assert_non_null(strstr(buf_str(&body), want));
+		snprintf(want, sizeof(want), "%016zx", listed);
+		assert_null(strstr(buf_str(&body), want));
+	}
+	assert_string_equal(buf_str(&body) + body.len - strlen("<!-- alertbridge:key=storm-abc-1 -->"),
+			    "<!-- alertbridge:key=storm-abc-1 -->");
+	buf_release(&title);
+	buf_release(&body);
+}
+
+/* ---- routing and the summary life cycle: real store, dry-run GitHub, virtual time ---- */
+
+struct env {
+	struct store *st;
+	struct gh_client *gh;
+	struct storm *storm;
+	struct config cfg;
+	struct cfg_receiver rcv;
+	int64_t now;
+};
+
+static int64_t clock_now(void *ctx)
+{
+	return ((struct env *)ctx)->now;
+}
+
+static void clock_sleep(void *ctx, int64_t ms)
+{
+	((struct env *)ctx)->now += ms;
+}
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	struct gh_options go = { 0 };
+	struct buf err = BUF_INIT;
+
+	e->now = T0;
+	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
+	go.api_url = "http://127.0.0.1:9";
+	go.dry_run = 1;
+	go.now_ms = clock_now;
+	go.sleep_ms = clock_sleep;
+	go.clock_ctx = e;
+	e->gh = gh_client_new(&go);
+	e->cfg.github.content_per_minute = 60;
+	e->rcv.name = (char *)"default";
+	e->rcv.repo = (char *)"my-org/alerts";
+	e->rcv.storm.enabled = 1;
+	e->rcv.storm.storm_after_ms = 10000;
+	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
+	buf_release(&err);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	storm_free(e->storm);
+	gh_client_free(e->gh);
+	store_close(e->st);
+	free(e);
+	return 0;
+}
+
+/* Queue n firing (or resolved) events of keys "%016x" of first..first+n-1. */
+static void enqueue(struct env *e, int first, int n, const char *alertname, int firing,
+		    int64_t starts_ms)
+{
+	struct buf err = BUF_INIT;
+
+	for (int i = first; i < first + n; i++) {
+		char key[17], payload[256];
+		struct store_event ev = { 0 };
+
+		snprintf(key, sizeof(key), "%016x", (unsigned)i);
+		snprintf(payload, sizeof(payload),
+			 "{\"v\":1,\"labels\":{\"alertname\":\"%s\",\"instance\":\"n%d\"}}",
+			 alertname, i);
+		ev.kind = (char *)"bridge";
+		ev.receiver = (char *)"default";
+		ev.key = key;
+		ev.status = (char *)(firing ? "firing" : "resolved");
+		ev.starts_at_ms = starts_ms;
+		ev.ends_at_ms = firing ? 0 : starts_ms + 60000;
+		ev.payload = payload;
+		assert_int_equal(store_enqueue(e->st, &ev, 1, &err), ERR_OK);
+	}
+	buf_release(&err);
+}
+
+/* Route the next event as the bridge does; returns the route. */
+static enum storm_route route_next(struct env *e, enum err *rc)
+{
+	struct store_event ev = { 0 };
+	struct store_issue row = { 0 };
+	struct buf err = BUF_INIT;
+	enum storm_route r;
+	int have;
+
+	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_OK);
+	have = store_issue_get(e->st, ev.receiver, ev.key, &row) == ERR_OK;
+	r = storm_route(e->storm, &ev, &e->rcv, e->rcv.repo, have ? &row : NULL, e->now, rc,
+			&err);
+	if (r != STORM_DONE) {  /* what the bridge would do: finish it without a row */
+		assert_int_equal(store_event_done(e->st, ev.id, NULL, &err), ERR_OK);
+	}
+	store_event_release(&ev);
+	store_issue_release(&row);
+	buf_release(&err);
+	return r;
+}
+
+static void storm_folds_then_subsides(void **state)
+{
+	struct env *e = *state;
+	struct store_summary sum = { 0 };
+	struct store_issue row = { 0 };
+	struct store_member m = { 0 };
+	enum err rc;
+	int folded = 0, passed = 0;
+
+	enqueue(e, 0, 20, "HighLatency", 1, T0 - 1000);
+	/* 20 creates at 60/min take 20 s > 10 s: fold until 10 are left */
+	for (int i = 0; i < 20; i++) {
+		enum storm_route r = route_next(e, &rc);
+		assert_int_equal(rc, ERR_OK);
+		if (r == STORM_DONE)
+			folded++;
+		else
+			passed++;
+	}
+	assert_int_equal(folded, 10);
+	assert_int_equal(passed, 10);
+	assert_int_equal(store_summary_live(e->st, "default", "my-org/alerts", "HighLatency",
+					    &sum), ERR_OK);
+	assert_string_equal(sum.state, "creating");
+	assert_int_equal(sum.total, 10);
+	assert_int_equal(sum.firing, 10);
+	/* the folded alert's map row points at the summary (number 0 until created) */
+	assert_int_equal(store_issue_get(e->st, "default", "0000000000000000", &row), ERR_OK);
+	assert_string_equal(row.state, "open");
+	assert_int_equal(row.number, 0);
+	assert_int_equal(store_member_get(e->st, "default", "0000000000000000", &m), ERR_OK);
+	assert_int_equal(m.summary_id, sum.id);
+	assert_int_equal(m.firing, 1);
+	store_member_release(&m);
+	assert_int_equal(store_member_get(e->st, "default", "0000000000000013", &m), ERR_NOTFOUND);
+	store_member_release(&m);
+	store_issue_release(&row);
+	store_summary_release(&sum);
+}
+
+static void storm_disabled_passes(void **state)
+{
+	struct env *e = *state;
+	enum err rc;
+
+	e->rcv.storm.enabled = 0;
+	enqueue(e, 0, 50, "X", 1, T0);
+	assert_int_equal(route_next(e, &rc), STORM_PASS);
+	assert_int_equal(rc, ERR_OK);
+}
+
+static void summary_life_cycle(void **state)
+{
+	struct env *e = *state;
+	struct store_summary sum = { 0 };
+	struct store_issue row = { 0 };
+	enum err rc;
+
+	enqueue(e, 0, 12, "HighLatency", 1, T0 - 1000);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	for (int i = 0; i < 10; i++)
+		(void)route_next(e, &rc);
+	/* the summary is created at once (dry-run: number 0), then it is quiet */
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
+	assert_string_equal(sum.state, "open");
+	assert_int_equal(sum.synced_at_ms, e->now);
+	assert_int_equal(sum.dirty, 0);
+	store_summary_release(&sum);
+	assert_int_equal(storm_sync(e->storm, e->now), 0);
+	/* one of its alerts resolves: dirty, but not written again within the interval */
+	enqueue(e, 0, 1, "HighLatency", 0, T0 - 1000);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	assert_int_equal(rc, ERR_OK);
+	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
+	assert_int_equal(sum.dirty, 1);
+	assert_int_equal(sum.firing, 1);
+	store_summary_release(&sum);
+	assert_int_equal(storm_sync(e->storm, e->now + STORM_SYNC_INTERVAL_MS - 1), 0);
+	e->now += STORM_SYNC_INTERVAL_MS;
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(storm_sync(e->storm, e->now), 0);
+	/* the last one resolves: closed at once, map rows follow */
+	enqueue(e, 1, 1, "HighLatency", 0, T0 - 1000);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	assert_int_equal(storm_sync(e->storm, e->now + 1), 1);
+	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
+	assert_string_equal(sum.state, "closed");
+	store_summary_release(&sum);
+	assert_int_equal(store_issue_get(e->st, "default", "0000000000000001", &row), ERR_OK);
+	assert_string_equal(row.state, "closed");
+	assert_string_equal(row.state_reason, "completed");
+	store_issue_release(&row);
+	/* a re-fire after the close is unfolded: planned as a new alert */
+	enqueue(e, 1, 1, "HighLatency", 1, T0 + 120000);
+	assert_int_equal(route_next(e, &rc), STORM_PASS_NEW);
+	assert_int_equal(rc, ERR_OK);
+	assert_int_equal(store_issue_get(e->st, "default", "0000000000000001", &row),
+			 ERR_NOTFOUND);
+	/* a stale resolve of a closed summary's alert is just done */
+	enqueue(e, 0, 1, "HighLatency", 0, T0 - 1000);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	assert_int_equal(rc, ERR_OK);
+}
+
+static void store_storm_errors(void **state)
+{
+	struct env *e = *state;
+	struct store_summary s = { 0 };
+	struct store_member m = { .key = (char *)"aaaa", .summary_id = 1 };
+	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"bbbb",
+				   .repo = (char *)"o/n", .state = (char *)"open" };
+	struct buf err = BUF_INIT;
+
+	assert_int_equal(store_summary_add(e->st, &s, &err), ERR_INVALID);
+	assert_string_equal(buf_str(&err),
+			    "store: summary: receiver, repo, alertname and marker_key needed");
+	assert_int_equal(store_member_fold(e->st, 1, &row, &m, 1, &err), ERR_INVALID);
+	assert_string_equal(buf_str(&err), "store: member key \"aaaa\" is not the row's \"bbbb\"");
+	m.key = (char *)"bbbb";
+	assert_int_equal(store_member_fold(e->st, 999, &row, &m, 1, &err), ERR_NOTFOUND);
+	assert_string_equal(buf_str(&err), "store: event 999 does not exist");
+	s.id = 42;
+	s.repo = (char *)"o/n";
+	s.state = (char *)"open";
+	assert_int_equal(store_summary_save(e->st, &s, &err), ERR_NOTFOUND);
+	assert_string_equal(buf_str(&err), "store: summary 42 does not exist");
+	s.state = (char *)"gone";
+	assert_int_equal(store_summary_save(e->st, &s, &err), ERR_INVALID);
+	assert_string_equal(buf_str(&err),
+			    "store: summary: repo and state (creating, open or closed) needed");
+	assert_int_equal(store_pending_creates(e->st, NULL), -1);
+	buf_release(&err);
+}
+
+static void gh_set_body_rejects_empty(void **state)
+{
+	struct env *e = *state;
+	struct buf err = BUF_INIT;
+
+	assert_int_equal(gh_issue_set_body(e->gh, "o/n", 3, "t", "", &err), ERR_INVALID);
+	assert_string_equal(buf_str(&err), "issue #3: empty body");
+	assert_int_equal(gh_issue_set_body(e->gh, "o/n", 3, "", "b", &err), ERR_INVALID);
+	assert_string_equal(buf_str(&err), "issue #3: empty title");
+	assert_int_equal(gh_issue_set_body(e->gh, "o/n", 3, NULL, "b", &err), ERR_OK);
+	buf_release(&err);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(should_fold_follows_the_budget),
+		cmocka_unit_test(member_apply_follows_episodes),
+		cmocka_unit_test(count_human_groups_thousands),
+		cmocka_unit_test(member_line_and_alertname),
+		cmocka_unit_test(marker_key_is_unique_per_summary),
+		cmocka_unit_test(summary_text_counts_and_lists),
+		cmocka_unit_test(summary_text_is_bounded),
+		cmocka_unit_test_setup_teardown(storm_folds_then_subsides, setup, teardown),
+		cmocka_unit_test_setup_teardown(storm_disabled_passes, setup, teardown),
+		cmocka_unit_test_setup_teardown(summary_life_cycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(store_storm_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(gh_set_body_rejects_empty, setup, teardown),
+	};
+
+	log_setup(LOG_ERROR, LOG_LOGFMT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
