@@ -339,7 +339,7 @@ static void firing_marks_pod_posts_event_and_queues_notice(void **state)
 	assert_int_equal(fake_http_count(e.kube), 3);
 	req(e.kube, 0, "GET", POD_PATH);
 	body_is(req(e.kube, 1, "PATCH", POD_PATH),
-		"{\"metadata\":{\"annotations\":{" MARKED_BY_US "}}}");
+		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{" MARKED_BY_US "}}}");
 	assert_string_equal(fake_request_header(fake_http_request(e.kube, 1), "content-type"),
 			    "application/merge-patch+json");
 	ev = body_json(req(e.kube, 2, "POST", "/api/v1/namespaces/ml-team/events"));
@@ -410,7 +410,7 @@ static void notice_delivered_then_pod_stamped(void **state)
 	json_decref(post);
 	req(e.kube, 3, "GET", POD_PATH);
 	body_is(req(e.kube, 4, "PATCH", POD_PATH),
-		"{\"metadata\":{\"annotations\":{\"janitor/notified-at\":"
+		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/notified-at\":"
 		"\"2026-11-18T00:00:02Z\"}}}");
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
 	assert_string_equal(n.state, "sent");
@@ -540,7 +540,7 @@ static void resolved_unmarks_only_ours_and_replies(void **state)
 	assert_int_equal(janitor_step(e.j), 1);
 	assert_int_equal(fake_http_count(e.kube), 3);
 	body_is(req(e.kube, 1, "PATCH", POD_PATH),
-		"{\"metadata\":{\"annotations\":{\"janitor/expires\":null,"
+		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/expires\":null,"
 		"\"janitor/marked-at\":null,\"janitor/marked-expires\":null,"
 		"\"janitor/notified-at\":null,\"janitor/reason\":null}}}");
 	assert_contains(req(e.kube, 2, "POST", "/api/v1/namespaces/ml-team/events")->body,
@@ -563,7 +563,7 @@ static void resolved_unmarks_only_ours_and_replies(void **state)
 	fake_http_push(e.kube, 201, NULL, "{}");
 	assert_int_equal(janitor_step(e.j), 1);
 	body_is(req(e.kube, 4, "PATCH", POD_PATH),
-		"{\"metadata\":{\"annotations\":{\"janitor/marked-at\":null,"
+		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/marked-at\":null,"
 		"\"janitor/marked-expires\":null,\"janitor/reason\":null}}}");
 
 	/* Not marked by the janitor: nothing to undo. */
@@ -702,7 +702,7 @@ static void user_ttl_notice_first_delete_after_lead(void **state)
 	push_pod(e.kube, "train-1", "uid-1", "");
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	body_is(req(e.kube, 3, "PATCH", POD_PATH),
-		"{\"metadata\":{\"annotations\":{\"janitor/notified-at\":"
+		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/notified-at\":"
 		"\"2026-11-18T00:00:00Z\"}}}");
 
 	/* First policy's notice_lead (2h): wait, then act. */
