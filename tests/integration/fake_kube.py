@@ -36,7 +36,7 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/statefulset         {namespace, name, replicas}
   POST /_fake/job                 {namespace, name}
   POST /_fake/fault               {method, path (regex, full match), count, status, body,
-                                   headers, delay_s, action: "respond"|"drop"|
+                                   headers, delay_s, query, action: "respond"|"drop"|
                                    "recreate_after"|"delay"}
   POST /_fake/lease               {namespace, name, holder, duration_s}  another replica
                                   takes (or creates) the Lease now: holder, renewTime now
@@ -420,20 +420,22 @@ class FakeKube:
         return [r for r in self.get_requests() if r["method"] in MUTATING]
 
     def add_fault(self, method=".*", path=".*", count=1, status=500, headers=None, body=None,
-                  action="respond", delay_s=0):
+                  action="respond", delay_s=0, query=None):
         """The next `count` requests whose method and path (no query) fully match get this
         instead: "respond" answers status/headers/body (body None: a Status object for the
         status), "drop" closes the connection unanswered, "recreate_after" serves the request
         and then recreates the pod it named (same name, new uid): the race the uid
         precondition guards against, "delay" waits delay_s (without holding the lock) and
         then serves the request as usual: past a client's timeout, the change still lands
-        late, as on a slow API server."""
+        late, as on a slow API server.  query (a regex searched in the raw query string), when
+        given, must match too: "continue=" fails only the pages after the first."""
         if action not in ("respond", "drop", "recreate_after", "delay"):
             raise ValueError("bad fault action %r" % action)
         with self.lock:
             self.faults.append({"method": method, "path": path, "count": int(count),
                                 "status": int(status), "headers": headers or {}, "body": body,
-                                "action": action, "delay_s": float(delay_s)})
+                                "action": action, "delay_s": float(delay_s),
+                                "query": query})
 
     def take_lease(self, ns, name, holder, duration_s=15):
         """Another replica holds the Lease from now on (an update that bumps its
@@ -475,9 +477,10 @@ class FakeKube:
         o.update(copy.deepcopy(obj))
         return o
 
-    def _take_fault(self, method, path):
+    def _take_fault(self, method, path, query=""):
         for f in self.faults:
-            if re.fullmatch(f["method"], method) and re.fullmatch(f["path"], path):
+            if re.fullmatch(f["method"], method) and re.fullmatch(f["path"], path) and (
+                    not f.get("query") or re.search(f["query"], query)):
                 f["count"] -= 1
                 if f["count"] <= 0:
                     self.faults.remove(f)
@@ -888,7 +891,7 @@ class FakeHandler(BaseHTTPRequestHandler):
                "body": parsed, "time": time.time(), "status": None, "answer_kind": None}
         with fake.lock:
             fake.requests.append(rec)
-            fault = fake._take_fault(self.command, path)
+            fault = fake._take_fault(self.command, path, url.query)
         if fault and fault["action"] == "drop":
             rec["status"] = "dropped"
             self.close_connection = True

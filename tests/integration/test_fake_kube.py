@@ -387,6 +387,9 @@ def kube_faults_and_side_door():
     ok = poll(lambda: fk.pod("ml", "p") is None, "the late delete", timeout_s=5)
     check(ok and time.time() - t0 >= 1.0, "deleted late, after the delay", time.time() - t0)
     fk.add_pod("ml", "p")
+    fk.add_fault("GET", "/api/v1/pods", query="continue=", status=410, body={"kind": "Status"})
+    eq(api("GET", "/api/v1/pods?limit=1")[0], 200, "a first page is not matched")
+    eq(api("GET", "/api/v1/pods?limit=1&continue=x")[0], 410, "a later page is")
     fk.add_fault("GET", ".*", action="drop")
     try:
         st = api("GET", pod_path("ml", "p"))[0]
@@ -401,7 +404,7 @@ def kube_faults_and_side_door():
                                                          "annotations": {"a": None, "c": "d"}})
     eq(j["metadata"]["annotations"], {"c": "d"}, "a person annotates")
     st, _, j = http("GET", fk.url + "/_fake/requests?clear=1")
-    eq([r["status"] for r in j], [503, 200, 200, 409, 200, "dropped"], "request log")
+    eq([r["status"] for r in j], [503, 200, 200, 409, 200, 200, 410, "dropped"], "request log")
     eq(j[4].get("delayed_s"), 1.0, "the delay recorded")
     check(not any(r["path"].startswith("/_fake") for r in j), "side door not recorded")
     eq(http("GET", fk.url + "/_fake/requests")[2], [], "cleared")
