@@ -988,7 +988,7 @@ static void gauge_removed_when_unmarked(void **state)
 /* n due pods p0, p1, ... (uids u-p0, ...) with notices delivered 3h ago, listed on one page. */
 static void due_pods(struct env *e, int n)
 {
-	char *pods[4], name[8], uid[8];
+	char *pods[4], name[16], uid[16];
 
 	assert_true(n <= 4);
 	for (int i = 0; i < n; i++) {
