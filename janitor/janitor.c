@@ -144,8 +144,13 @@ void janitor_patch_json(const struct janitor_patch *p, struct buf *out)
 	json_decref(ann);
 }
 
+int janitor_leading(struct janitor *j)
+{
+	return !j->opts.is_leader || j->opts.is_leader(j->opts.leader_ctx);
+}
+
 enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name,
-			     const struct janitor_patch *patch, const char *what,
+			     const char *uid, const struct janitor_patch *patch, const char *what,
 			     struct buf *errmsg)
 {
 	struct kube_annotation ch[JANITOR_PATCH_MAX];
@@ -165,11 +170,16 @@ enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name
 		buf_release(&body);
 		return ERR_OK;
 	}
+	if (!janitor_leading(j)) {
+		buf_setf(errmsg, "not the leader (the Lease is lost): %s patch of %s/%s not sent",
+			 what, ns, name);
+		return ERR_RETRY;
+	}
 	for (size_t i = 0; i < patch->n; i++) {
 		ch[i].name = patch->ops[i].name;
 		ch[i].value = patch->ops[i].value;
 	}
-	return kube_pod_annotate(j->opts.kube, ns, name, ch, patch->n, NULL, errmsg);
+	return kube_pod_annotate_uid(j->opts.kube, ns, name, uid, ch, patch->n, NULL, errmsg);
 }
 
 void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *type,
@@ -187,6 +197,10 @@ void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *ty
 		log_str(l, "reason", reason);
 		log_str(l, "message", message);
 		log_end(l);
+		return;
+	}
+	if (!janitor_leading(j)) {
+		log_msg(LOG_DEBUG, "not the leader, event not created", "reason", reason);
 		return;
 	}
 	ev.namespace = pod->namespace;
@@ -466,7 +480,7 @@ static enum err mark(struct janitor *j, struct work *w, struct buf *errmsg)
 		goto out;
 	action = janitor_jaction(pol->owned, &w->owner);
 	if (w->patch.n > 0) {
-		rc = janitor_apply_patch(j, w->ns, w->pod, &w->patch, "mark", errmsg);
+		rc = janitor_apply_patch(j, w->ns, w->pod, w->p.uid, &w->patch, "mark", errmsg);
 		if (rc == ERR_NOTFOUND) {
 			skip(j, w, "gone");
 			rc = ERR_OK;
@@ -530,7 +544,7 @@ static enum err unmark(struct janitor *j, struct work *w, struct buf *errmsg)
 		w->skip = "not-marked";
 		return ERR_OK;
 	}
-	rc = janitor_apply_patch(j, w->ns, w->pod, &w->patch, "unmark", errmsg);
+	rc = janitor_apply_patch(j, w->ns, w->pod, w->p.uid, &w->patch, "unmark", errmsg);
 	if (rc == ERR_NOTFOUND) {
 		skip(j, w, "gone");
 		return ERR_OK;
@@ -707,11 +721,6 @@ static void interruptible_sleep(struct janitor *j, int64_t ms)
 	pthread_mutex_unlock(&j->mu);
 }
 
-static int leader(struct janitor *j)
-{
-	return !j->opts.is_leader || j->opts.is_leader(j->opts.leader_ctx);
-}
-
 static void sweep_if_due(struct janitor *j)
 {
 	struct buf err = BUF_INIT;
@@ -733,7 +742,7 @@ static void *worker(void *arg)
 	while (!stopping(j)) {
 		int r;
 
-		if (!leader(j)) {
+		if (!janitor_leading(j)) {
 			j->next_sweep_ms = 0;  /* sweep at once when leadership comes */
 			interruptible_sleep(j, 1000);
 			continue;

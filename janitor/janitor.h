@@ -44,7 +44,13 @@
 #define JANITOR_EV_INVALID "JanitorInvalidAnnotation"
 /* notice_lead for a pod a person annotated when no policy is configured: 2h. */
 #define JANITOR_DEFAULT_NOTICE_LEAD_MS (2 * 3600 * 1000LL)
-/* Failed deliveries of one Slack message before it is given up (state dead). */
+/*
+ * Failed deliveries of one Slack message before it is given up (state dead),
+ * counting only answers that will not change by waiting (ERR_INVALID, e.g.
+ * not_in_channel).  Transient failures (ERR_RETRY: 429, 5xx, timeouts) and a
+ * rejected token (ERR_AUTH: invalid_auth, logged at error) are retried with
+ * the capped backoff until they clear: a notice is never lost to an outage.
+ */
 #define JANITOR_NOTICE_MAX_ATTEMPTS 10
 
 /* ---- intake: POST /v1/janitor/webhook ---- */
@@ -180,7 +186,8 @@ int janitor_step(struct janitor *j);
  * per channel), record it sent and, for a notice, then patch the pod with
  * janitor/notified-at (same uid only).  channel_not_found falls back to the
  * default channel once, then the notice is dead; other failures retry with
- * backoff, JANITOR_NOTICE_MAX_ATTEMPTS at most.  Nothing happens without a
+ * backoff (JANITOR_NOTICE_MAX_ATTEMPTS says which ones give up).  The stamp is a
+ * uid-conditional patch (janitor_apply_patch).  Nothing happens without a
  * Slack client or in dry-run.  Returns 1 when a notice was handled, 0 when
  * none was due, -1 when the store failed.
  */
@@ -225,11 +232,16 @@ struct janitor_sweep_stats {
  *   "deferred"    max_deletions_per_sweep reached
  *   "changed"     409: the pod changed underneath, skipped
  *   "error"       this pod failed; logged, the sweep went on
+ *   "stopped"     the Lease was lost (is_leader turned 0): nothing done, the
+ *                 sweep ends here
+ * Leadership is checked before each pod and again right before each delete,
+ * scale or patch: a replica that lost the Lease makes no further write.
  * Before acting it GETs the pod afresh and re-checks uid, annotations and
  * the decision, and it requires a delivered notice in the outbox at least
  * notice_lead old.  fn may be NULL; stats may be NULL.
  * Errors: the listing's (ERR_RETRY, ERR_AUTH, ...), with errmsg; pods
- * handled before it failed stay handled.
+ * handled before it failed stay handled.  ERR_CONFLICT ("not the leader any
+ * more ...") when the Lease was lost mid-sweep.
  */
 enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 		       struct janitor_sweep_stats *stats, struct buf *errmsg) WARN_UNUSED;

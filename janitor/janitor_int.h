@@ -78,13 +78,24 @@ void janitor_expiry_gauge(struct janitor *j, const char *ns, const char *pod, in
 /* Write the patch as the JSON the merge patch sends, for dry-run logs. */
 void janitor_patch_json(const struct janitor_patch *p, struct buf *out);
 /*
- * Apply patch to pod ns/name (kube_pod_annotate), or log it in dry-run.
- * what names the change in the log ("mark", "unmark", "notified").
+ * Non-zero while this replica may act: opts.is_leader says so (or is NULL).
+ * Checked right before every mutating Kubernetes call, so a replica that
+ * lost the Lease mid-step or mid-sweep stops before its next write.
+ */
+int janitor_leading(struct janitor *j);
+/*
+ * Apply patch to pod ns/name if it is still the pod uid (kube_pod_annotate_uid:
+ * ERR_CONFLICT when the name now holds another pod), or log it in dry-run.
+ * what names the change in the log ("mark", "unmark", "notified").  ERR_RETRY
+ * ("not the leader") without a request when janitor_leading() is 0.
  */
 enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name,
-			     const struct janitor_patch *patch, const char *what,
+			     const char *uid, const struct janitor_patch *patch, const char *what,
 			     struct buf *errmsg) WARN_UNUSED;
-/* Create an Event on pod (best effort: a failure is logged), or log it in dry-run. */
+/*
+ * Create an Event on pod (best effort: a failure is logged), or log it in
+ * dry-run; nothing (logged at debug) when janitor_leading() is 0.
+ */
 void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *type,
 		   const char *reason, const char *message);
 

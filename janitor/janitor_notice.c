@@ -160,7 +160,7 @@ enum err janitor_record_notified(struct janitor *j, const char *ns, const char *
 		goto out;
 	}
 	janitor_notified_patch(sent_at_ms, &patch);
-	rc = janitor_apply_patch(j, ns, name, &patch, "notified", errmsg);
+	rc = janitor_apply_patch(j, ns, name, uid, &patch, "notified", errmsg);
 out:
 	janitor_patch_release(&patch);
 	kube_pod_release(&pod);
@@ -172,7 +172,9 @@ static void failed(struct janitor *j, const struct store_notice *n, const char *
 		   enum err rc, const char *why)
 {
 	int64_t now = janitor_now(j);
-	int dead = n->attempts + 1 >= JANITOR_NOTICE_MAX_ATTEMPTS;
+	/* Waiting fixes an outage or a token an admin replaces: only ERR_INVALID gives up. */
+	int transient = rc == ERR_RETRY || rc == ERR_AUTH;
+	int dead = !transient && n->attempts + 1 >= JANITOR_NOTICE_MAX_ATTEMPTS;
 	struct log_line *l;
 	enum err src;
 
@@ -182,8 +184,10 @@ static void failed(struct janitor *j, const struct store_notice *n, const char *
 		src = store_notice_retry(j->opts.store, n->id, now + janitor_backoff(j, n->attempts),
 					 channel, why);
 	count_notice(j, dead ? "dead" : "failed");
-	l = log_begin(dead ? LOG_ERROR : LOG_WARN,
-		      dead ? "slack message given up" : "slack message failed, will retry");
+	l = log_begin(dead || rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
+		      dead ? "slack message given up"
+		      : rc == ERR_AUTH ? "slack rejected the token, the message waits for a valid one"
+				       : "slack message failed, will retry");
 	log_err(l, rc);
 	log_int(l, "notice", n->id);
 	log_str(l, "kind", n->kind);

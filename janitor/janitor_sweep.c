@@ -21,7 +21,20 @@ struct sweep {
 	unsigned budget_used;
 	int budget_logged;
 	int64_t now_ms;
+	int lost;            /* the Lease was lost: act on nothing more */
 };
+
+/*
+ * Still leading?  Asked before each pod and again right before the delete
+ * or scale (the fresh GET and the owner lookup take time): once the Lease is
+ * lost, another replica may be sweeping, so this one stops for good.
+ */
+static int still_leading(struct sweep *s)
+{
+	if (!s->lost && !janitor_leading(s->j))
+		s->lost = 1;
+	return !s->lost;
+}
 
 /* The policy of a pod: named by janitor/reason, else the first one; NULL: none. */
 static const struct cfg_policy *policy_of(const struct janitor *j, const char *reason)
@@ -74,7 +87,10 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 
 	rc = store_notice_latest(j->opts.store, pod->uid, "notice", &old);
 	if (rc == ERR_OK && old.expires_ms == st->expiry_ms) {
-		if (!strcmp(old.state, "sent") && !j->dry_run) {
+		if (!strcmp(old.state, "sent") && !j->dry_run && !still_leading(s)) {
+			action = "stopped";
+			rc = ERR_OK;
+		} else if (!strcmp(old.state, "sent") && !j->dry_run) {
 			rc = janitor_record_notified(j, pod->namespace, pod->name, pod->uid,
 						     old.sent_at_ms, &err);
 			action = rc ? "error" : "notified";
@@ -270,6 +286,10 @@ static const char *act(struct sweep *s, const struct kube_pod *listed)
 			acted(s, action, &pod, &owner, &st, pol);
 		goto out;
 	}
+	if (!still_leading(s)) {
+		result = "stopped";
+		goto out;
+	}
 	if (s->budget_used >= j->cfg->max_deletions_per_sweep) {
 		if (!s->budget_logged++)
 			log_msg(LOG_WARN, "max_deletions_per_sweep reached, the rest waits for the "
@@ -322,6 +342,8 @@ static enum err sweep_pod(void *ctx, const struct kube_pod *pod)
 	const char *owner;
 	char skip[48];
 
+	if (!still_leading(s))
+		return ERR_CONFLICT;  /* ends the listing: janitor_sweep() reports it */
 	s->stats.pods++;
 	if (!kube_pod_annotation(pod, JANITOR_ANN_EXPIRES) &&
 	    !kube_pod_annotation(pod, JANITOR_ANN_TTL))
@@ -384,6 +406,11 @@ enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 	s.ctx = ctx;
 	s.now_ms = janitor_now(j);
 	rc = kube_pods_each(j->opts.kube, NULL, 1, sweep_pod, &s, errmsg);
+	if (s.lost) {
+		buf_setf(errmsg, "not the leader any more (the Lease was lost mid-sweep): the sweep "
+			 "stopped after %lld pods", (long long)s.stats.pods);
+		rc = ERR_CONFLICT;
+	}
 	metric_observe(j->m_sweep, NULL, (double)(mono_ms() - start) / 1000.0);
 	l = log_begin(rc ? LOG_WARN : (s.stats.acted || s.stats.notified ? LOG_INFO : LOG_DEBUG),
 		      rc ? "sweep stopped" : "sweep done");

@@ -815,6 +815,13 @@ enum err kube_pod_annotate(struct kube_client *c, const char *ns, const char *na
 			   const struct kube_annotation *changes, size_t n, struct kube_pod *out,
 			   struct buf *errmsg)
 {
+	return kube_pod_annotate_uid(c, ns, name, NULL, changes, n, out, errmsg);
+}
+
+enum err kube_pod_annotate_uid(struct kube_client *c, const char *ns, const char *name,
+			       const char *uid, const struct kube_annotation *changes, size_t n,
+			       struct kube_pod *out, struct buf *errmsg)
+{
 	struct buf path = BUF_INIT;
 	struct call k = { "PATCH", NULL, NULL, MERGE_PATCH, NULL };
 	json_t *ann, *o = NULL;
@@ -840,7 +847,11 @@ enum err kube_pod_annotate(struct kube_client *c, const char *ns, const char *na
 		json_object_set_new(ann, changes[i].name,
 				    changes[i].value ? json_string(changes[i].value) : json_null());
 	}
-	body = dump(json_pack("{s:{s:o}}", "metadata", "annotations", ann));
+	/* metadata.uid in the patch is a precondition: another pod under this name is not patched. */
+	if (uid && *uid)
+		body = dump(json_pack("{s:{s:s,s:o}}", "metadata", "uid", uid, "annotations", ann));
+	else
+		body = dump(json_pack("{s:{s:o}}", "metadata", "annotations", ann));
 	(void)buf_printf(&path, "/api/v1/namespaces/%s/pods/%s", ns, name);
 	k.path = buf_str(&path);
 	k.body = body;

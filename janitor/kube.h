@@ -185,6 +185,18 @@ enum err kube_pod_annotate(struct kube_client *c, const char *ns, const char *na
 			   struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * kube_pod_annotate() on the pod instance uid only: the merge patch also
+ * carries {"metadata":{"uid":UID}}, which the API server treats as a
+ * precondition (as the kubelet's pod status patches do, kubernetes#86320):
+ * ERR_CONFLICT (409 "Precondition failed: UID in precondition") when a pod of
+ * another uid now has that name, so it is never patched.  uid NULL or "":
+ * exactly kube_pod_annotate().
+ */
+enum err kube_pod_annotate_uid(struct kube_client *c, const char *ns, const char *name,
+			       const char *uid, const struct kube_annotation *changes, size_t n,
+			       struct kube_pod *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
  * DELETE /api/v1/namespaces/{ns}/pods/{name} with DeleteOptions
  * {"kind":"DeleteOptions","apiVersion":"v1","propagationPolicy":"Background",
  * "preconditions":{"uid":UID}}: the pod's own grace period applies (never 0).

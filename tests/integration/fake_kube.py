@@ -11,7 +11,8 @@ retrieving large results sets in chunks, receiving resources as Tables/metadata 
   coordination.k8s.io/v1  leases (POST, GET, PUT with resourceVersion conflicts)
 Errors are metav1.Status objects: 401 Unauthorized (no or wrong bearer token), 404 NotFound,
 409 Conflict / AlreadyExists (also a DELETE whose preconditions.uid or resourceVersion does not
-match), 410 Expired (stale continue token), 415 UnsupportedMediaType (PATCH that is not
+match, and a merge PATCH whose metadata.uid is not the pod's: the storage's UID precondition,
+"Precondition failed: UID in precondition"), 410 Expired (stale continue token), 415 UnsupportedMediaType (PATCH that is not
 application/merge-patch+json), 422 Invalid, 400 BadRequest.  Every change bumps one global
 resourceVersion, as etcd's revision does.  LIST answers from the current state (not a snapshot
 at the first page's revision).  Controllers are simulated only where the janitor's effects
@@ -35,7 +36,10 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/statefulset         {namespace, name, replicas}
   POST /_fake/job                 {namespace, name}
   POST /_fake/fault               {method, path (regex, full match), count, status, body,
-                                   headers, action: "respond"|"drop"|"recreate_after"}
+                                   headers, delay_s, query, action: "respond"|"drop"|
+                                   "recreate_after"|"delay"}
+  POST /_fake/lease               {namespace, name, holder, duration_s}  another replica
+                                  takes (or creates) the Lease now: holder, renewTime now
   POST /_fake/expire-continue     every continue token handed out so far answers 410
   POST /_fake/finalize            {namespace, name}  drop a pod's finalizers (it then goes)
   POST /_fake/reset               forget every object but the namespaces, and the log
@@ -416,18 +420,38 @@ class FakeKube:
         return [r for r in self.get_requests() if r["method"] in MUTATING]
 
     def add_fault(self, method=".*", path=".*", count=1, status=500, headers=None, body=None,
-                  action="respond"):
+                  action="respond", delay_s=0, query=None):
         """The next `count` requests whose method and path (no query) fully match get this
         instead: "respond" answers status/headers/body (body None: a Status object for the
         status), "drop" closes the connection unanswered, "recreate_after" serves the request
         and then recreates the pod it named (same name, new uid): the race the uid
-        precondition guards against."""
-        if action not in ("respond", "drop", "recreate_after"):
+        precondition guards against, "delay" waits delay_s (without holding the lock) and
+        then serves the request as usual: past a client's timeout, the change still lands
+        late, as on a slow API server.  query (a regex searched in the raw query string), when
+        given, must match too: "continue=" fails only the pages after the first."""
+        if action not in ("respond", "drop", "recreate_after", "delay"):
             raise ValueError("bad fault action %r" % action)
         with self.lock:
             self.faults.append({"method": method, "path": path, "count": int(count),
                                 "status": int(status), "headers": headers or {}, "body": body,
-                                "action": action})
+                                "action": action, "delay_s": float(delay_s),
+                                "query": query})
+
+    def take_lease(self, ns, name, holder, duration_s=15):
+        """Another replica holds the Lease from now on (an update that bumps its
+        resourceVersion), or it is created so; returns the Lease."""
+        with self.lock:
+            cur = self.objects.get(("Lease", ns, name))
+            if cur is None:
+                return self.add_lease(ns, name, holder, duration_s)
+            now = rfc3339_micro(time.time())
+            spec = cur["spec"]
+            if spec.get("holderIdentity") != holder:
+                spec["leaseTransitions"] = spec.get("leaseTransitions", 0) + 1
+                spec["acquireTime"] = now
+            spec.update(holderIdentity=holder, renewTime=now, leaseDurationSeconds=duration_s)
+            self._bump(cur)
+            return self._out("Lease", cur)
 
     def expire_continue_tokens(self):
         """Every continue token handed out so far now answers 410 Expired (etcd compacted)."""
@@ -453,9 +477,10 @@ class FakeKube:
         o.update(copy.deepcopy(obj))
         return o
 
-    def _take_fault(self, method, path):
+    def _take_fault(self, method, path, query=""):
         for f in self.faults:
-            if re.fullmatch(f["method"], method) and re.fullmatch(f["path"], path):
+            if re.fullmatch(f["method"], method) and re.fullmatch(f["path"], path) and (
+                    not f.get("query") or re.search(f["query"], query)):
                 f["count"] -= 1
                 if f["count"] <= 0:
                     self.faults.remove(f)
@@ -658,6 +683,16 @@ class FakeKube:
         cur = self._get(kind, ns, name)
         if not isinstance(body, dict):
             raise bad_request("json: cannot unmarshal the patch into an object")
+        want_uid = (body.get("metadata") or {}).get("uid") if isinstance(
+            body.get("metadata"), dict) else None
+        if want_uid and want_uid != cur["metadata"]["uid"]:
+            # The storage's UID precondition (kubelet pod status patches rely on it).
+            raise status_error(409, "Conflict", "Operation cannot be fulfilled on %s \"%s\": "
+                               "StorageError: invalid object, Code: 4, Key: /registry/%s/%s/%s,"
+                               " ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: "
+                               "UID in precondition: %s, UID in object meta: %s" % (
+                                   resource_name(kind), name, KINDS[kind][1], ns, name,
+                                   want_uid, cur["metadata"]["uid"]), kind, name)
         new = merge_patch(cur, body)
         md = new.get("metadata")
         if not isinstance(md, dict):
@@ -795,6 +830,9 @@ class FakeKube:
             if path == "/_fake/fault":
                 self.add_fault(**b)
                 return 200, {"ok": True}
+            if path == "/_fake/lease":
+                return 200, self.take_lease(b["namespace"], b["name"], b["holder"],
+                                            b.get("duration_s", 15))
             if path == "/_fake/expire-continue":
                 self.expire_continue_tokens()
                 return 200, {"ok": True}
@@ -853,7 +891,7 @@ class FakeHandler(BaseHTTPRequestHandler):
                "body": parsed, "time": time.time(), "status": None, "answer_kind": None}
         with fake.lock:
             fake.requests.append(rec)
-            fault = fake._take_fault(self.command, path)
+            fault = fake._take_fault(self.command, path, url.query)
         if fault and fault["action"] == "drop":
             rec["status"] = "dropped"
             self.close_connection = True
@@ -871,6 +909,10 @@ class FakeHandler(BaseHTTPRequestHandler):
                 rec["status"] = fault["status"]
             self._send(fault["status"], body, fault["headers"])
             return
+        if fault and fault["action"] == "delay":
+            time.sleep(fault["delay_s"])
+            with fake.lock:
+                rec["delayed_s"] = fault["delay_s"]
         with fake.lock:
             try:
                 status, body = fake.handle_api(self.command, path, query, headers, raw, rec)
@@ -880,11 +922,18 @@ class FakeHandler(BaseHTTPRequestHandler):
                 status, body = 500, status_error(500, "InternalError", "fake_kube bug: %r" %
                                                  e).body
             rec["status"] = status
+            rec["answered"] = time.time()
+            if status < 300 and re.fullmatch(r"/api/v1/namespaces/[^/]+/pods/[^/]+", path) \
+                    and self.command in MUTATING and isinstance(body, dict):
+                rec["pod_uid"] = (body.get("metadata") or {}).get("uid")  # the pod it changed
             if fault and fault["action"] == "recreate_after":
                 m = re.fullmatch(r"/api/v1/namespaces/([^/]+)/pods/([^/]+)", path)
                 if m and ("Pod", m.group(1), m.group(2)) in fake.objects:
                     rec["recreated_uid"] = fake.recreate_pod(m.group(1), m.group(2))
-        self._send(status, body)
+        try:
+            self._send(status, body)
+        except OSError:  # the client gave up (a "delay" fault past its timeout)
+            self.close_connection = True
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 

@@ -22,7 +22,8 @@ Side door (no auth, never recorded), JSON:
   POST /_fake/user                {id, email}  a workspace member
   POST /_fake/channel             {id, name}   a channel
   POST /_fake/fault               {method (Slack method, regex), count, status (429: with
-                                   retry_after_s), error (ok:false code), retry_after_s}
+                                   retry_after_s), error (ok:false code), retry_after_s,
+                                   delay_s (answer only after it: a client timeout)}
   POST /_fake/reset               forget messages, requests and faults
 """
 
@@ -98,14 +99,18 @@ class FakeSlack:
             self.channels[channel_id] = name.lstrip("#")
 
     def add_fault(self, method=".*", count=1, status=200, error="internal_error",
-                  retry_after_s=None):
+                  retry_after_s=None, delay_s=0):
         """The next `count` calls of a Slack method (regex, full match, e.g.
         "chat.postMessage"; "webhook" for the incoming webhook) fail: status 429 answers
         {"ok": false, "error": "ratelimited"} with Retry-After retry_after_s (default 1); any
-        other status answers {"ok": false, "error": error} with that HTTP status."""
+        other status answers {"ok": false, "error": error} with that HTTP status.  delay_s > 0
+        holds the answer back that long (a client timeout); with error None the call is then
+        served as usual (posted at once, answered late: what a client that gave up cannot
+        know), else it fails as above (nothing posted)."""
         with self.lock:
             self.faults.append({"method": method, "count": int(count), "status": int(status),
-                                "error": error, "retry_after_s": retry_after_s})
+                                "error": error, "retry_after_s": retry_after_s,
+                                "delay_s": float(delay_s)})
 
     def get_messages(self):
         with self.lock:
@@ -157,11 +162,22 @@ class FakeSlack:
             return 404, "<html>404 Not Found</html>", {}, None
         method = m.group(1)
         fault = self._take_fault(method)
+        if fault and fault.get("delay_s"):
+            delay = {"_delay_s": fault["delay_s"]}   # the handler waits, without the lock
+            if fault["error"] is None:
+                st, body, extra, name = self.handle_normally(method, query, headers, raw)
+                extra = dict(extra, **delay)
+                return st, body, extra, name
+            return fault["status"], {"ok": False, "error": fault["error"]}, delay, method
         if fault and fault["status"] == 429:
             ra = fault["retry_after_s"] if fault["retry_after_s"] is not None else 1
             return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(ra)}, method
         if fault:
             return fault["status"], {"ok": False, "error": fault["error"]}, {}, method
+        return self.handle_normally(method, query, headers, raw)
+
+    def handle_normally(self, method, query, headers, raw):
+        """A Web API call without faults; returns as handle()."""
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         args = {k: v[-1] for k, v in query.items()}
         if raw:
@@ -295,8 +311,15 @@ class SlackHandler(BaseHTTPRequestHandler):
                                   "slack_method": method,
                                   "query": {k: v[-1] for k, v in query.items()},
                                   "headers": headers, "body": parsed, "status": st,
-                                  "answer": body, "time": time.time()})
-        self._send(st, body, extra)
+                                  "answer": body, "time": time.time(),
+                                  "delayed_s": extra.get("_delay_s")})
+        delay = extra.pop("_delay_s", None)
+        if delay:
+            time.sleep(delay)
+        try:
+            self._send(st, body, extra)
+        except OSError:  # the client gave up waiting
+            self.close_connection = True
 
     def _side(self, path, query, raw):
         fake = self.fake

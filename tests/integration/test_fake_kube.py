@@ -134,8 +134,14 @@ def kube_patch_errors():
         "the object has been modified")
     expect_status(api("PATCH", pod_path("ml", "p"), {"spec": {"nodeName": "other"}}), 422,
                   "Invalid", "pod updates may not change fields")
-    expect_status(api("PATCH", pod_path("ml", "p"), {"metadata": {"uid": "x"}}), 422,
-                  "Invalid", "metadata.uid")
+    expect_status(api("PATCH", pod_path("ml", "p"), {"metadata": {"uid": "x"}}), 409,
+                  "Conflict", "Precondition failed: UID in precondition: x, UID in object meta")
+    uid = fk.pod("ml", "p")["metadata"]["uid"]
+    st, _, j = api("PATCH", pod_path("ml", "p"), {"metadata": {"uid": uid,
+                                                                "annotations": {"k": "v"}}})
+    eq((st, j["metadata"]["annotations"]), (200, {"k": "v"}), "the same uid patches")
+    eq(fk.get_requests()[-1]["pod_uid"], uid, "the changed pod's uid recorded")
+    fk.annotate("ml", "p", {"k": None})
     expect_status(api("PATCH", pod_path("ml", "p"), {"metadata": {"annotations": {"a": 1}}}),
                   400, "BadRequest", "map[string]string")
     expect_status(api("PATCH", pod_path("ml", "p"), raw=b"{not json"), 400, "BadRequest",
@@ -339,6 +345,20 @@ def kube_leases():
                   "the object has been modified")
     eq(api("GET", base + "/ab")[2]["spec"]["holderIdentity"], "pod-b", "GET")
     expect_status(api("GET", base + "/zz"), 404, "NotFound", '"zz" not found')
+    # another replica takes it (side door): a new holder, resourceVersion and transition
+    cur = api("GET", base + "/ab")[2]
+    st, _, j = http("POST", fk.url + "/_fake/lease", {"namespace": "alertbridge", "name": "ab",
+                                                      "holder": "pod-c", "duration_s": 30})
+    eq((st, j["spec"]["holderIdentity"], j["spec"]["leaseDurationSeconds"]),
+       (200, "pod-c", 30), "taken over")
+    check(j["metadata"]["resourceVersion"] != cur["metadata"]["resourceVersion"] and
+          j["spec"]["leaseTransitions"] == cur["spec"].get("leaseTransitions", 0) + 1,
+          "bumped", j)
+    upd["metadata"]["resourceVersion"] = cur["metadata"]["resourceVersion"]
+    expect_status(api("PUT", base + "/ab", upd), 409, "Conflict",
+                  "the object has been modified")
+    eq(fk.take_lease("alertbridge", "new", "pod-d")["spec"]["holderIdentity"], "pod-d",
+       "created by a take-over")
 
 
 @run.case
@@ -355,6 +375,21 @@ def kube_faults_and_side_door():
     check(new != uid, "then recreated", new)
     expect_status(api("DELETE", pod_path("ml", "p"), {"preconditions": {"uid": uid}}), 409,
                   "Conflict", "UID in object meta: %s" % new)
+    fk.add_fault("DELETE", r"/api/v1/namespaces/ml/pods/p", action="delay", delay_s=1.0)
+    t0 = time.time()
+    try:
+        st = http("DELETE", fk.url + pod_path("ml", "p"), body={}, timeout_s=0.3,
+                  headers={"Authorization": "Bearer " + TOKEN})[0]
+    except OSError:
+        st = "timed out"
+    eq(st, "timed out", "the client gave up")
+    check(fk.pod("ml", "p") is not None, "not deleted before the delay ends")
+    ok = poll(lambda: fk.pod("ml", "p") is None, "the late delete", timeout_s=5)
+    check(ok and time.time() - t0 >= 1.0, "deleted late, after the delay", time.time() - t0)
+    fk.add_pod("ml", "p")
+    fk.add_fault("GET", "/api/v1/pods", query="continue=", status=410, body={"kind": "Status"})
+    eq(api("GET", "/api/v1/pods?limit=1")[0], 200, "a first page is not matched")
+    eq(api("GET", "/api/v1/pods?limit=1&continue=x")[0], 410, "a later page is")
     fk.add_fault("GET", ".*", action="drop")
     try:
         st = api("GET", pod_path("ml", "p"))[0]
@@ -369,7 +404,8 @@ def kube_faults_and_side_door():
                                                          "annotations": {"a": None, "c": "d"}})
     eq(j["metadata"]["annotations"], {"c": "d"}, "a person annotates")
     st, _, j = http("GET", fk.url + "/_fake/requests?clear=1")
-    eq([r["status"] for r in j], [503, 200, 200, 409, "dropped"], "request log")
+    eq([r["status"] for r in j], [503, 200, 200, 409, 200, 200, 410, "dropped"], "request log")
+    eq(j[4].get("delayed_s"), 1.0, "the delay recorded")
     check(not any(r["path"].startswith("/_fake") for r in j), "side door not recorded")
     eq(http("GET", fk.url + "/_fake/requests")[2], [], "cleared")
     eq(http("POST", fk.url + "/_fake/nope", {})[0], 404, "unknown side-door call")
@@ -469,6 +505,24 @@ def slack_faults():
     eq([r["status"] for r in reqs], [429, 200, 503, 200], "request log")
     eq(reqs[0]["headers"]["authorization"], "Bearer " + SLACK_TOKEN, "headers recorded")
     eq(len(fs.get_messages()), 1, "only the last one posted")
+    # a timeout: the answer held back past the client's patience, nothing posted
+    fs.add_fault("chat.postMessage", delay_s=1.0, error="request_timeout", status=504)
+    t0 = time.time()
+    try:
+        st = http("POST", fs.api_url + "/chat.postMessage", body={"channel": "#gpu",
+                                                               "text": "late"},
+                  headers={"Authorization": "Bearer " + SLACK_TOKEN}, timeout_s=0.3)[0]
+    except OSError:
+        st = "timed out"
+    eq(st, "timed out", "the client gave up")
+    eq(len(fs.get_messages()), 1, "a failing delayed call posts nothing")
+    # a late answer to a call that was served: the message is there
+    fs.add_fault("chat.postMessage", delay_s=0.5, error=None)
+    t1 = time.time()
+    st, _, j = slack("chat.postMessage", {"channel": "#gpu", "text": "slow"})
+    check(st == 200 and j["ok"] and time.time() - t1 >= 0.5, "served, answered late", j)
+    eq([m["text"] for m in fs.get_messages()], ["t", "slow"], "posted once")
+    eq([r.get("delayed_s") for r in fs.get_requests()][-2:], [1.0, 0.5], "delays recorded")
 
 
 @run.case

@@ -262,12 +262,15 @@ def check_kube_headers(st):
 
 
 def check_annotation_patches(reqs):
-    """Every PATCH of a pod is a merge patch of metadata.annotations only."""
+    """Every PATCH of a pod is a merge patch of metadata.annotations only, with the pod's
+    metadata.uid as a precondition (the pod it read: never another under the same name)."""
     for r in reqs:
         b = r["body"]
         check(isinstance(b, dict) and list(b) == ["metadata"] and
-              list(b["metadata"]) == ["annotations"],
+              sorted(b["metadata"]) == ["annotations", "uid"],
               "PATCH %s touches metadata.annotations only" % r["path"], b)
+        eq(b["metadata"]["uid"], r.get("pod_uid"), "PATCH %s names the pod it changed" %
+           r["path"])
         eq(r["status"], 200, "PATCH %s answered" % r["path"])
 
 
