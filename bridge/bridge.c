@@ -289,10 +289,13 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 
 /*
  * The episode marker: every issue body and every comment alertbridge posts
- * carries "<!-- alertbridge:episode=<startsAt, RFC 3339 with ms> -->" of the
- * event it was made for, so that a map rebuilt from GitHub knows the newest
- * episode applied (the newest marker of the body and the comments) and a
- * re-sent notification of that episode changes nothing.
+ * carries "<!-- alertbridge:episode=<startsAt, RFC 3339 with ms> ... -->" of
+ * the event it was made for, so that a map rebuilt from GitHub knows the
+ * newest episode applied (the newest marker of the body and the comments)
+ * and a re-sent notification of that episode changes nothing.  A comment's
+ * marker also names its transition (" event=firing", " event=resolved-<endsAt
+ * ms>"), which makes it unique on its issue: an ambiguous comment is looked
+ * for by it before it is posted again (gh_comment_create_marked()).
  */
 #define EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
 #define EPISODE_MARKER_CLOSE " -->"
@@ -305,6 +308,19 @@ static void episode_marker(int64_t starts_at_ms, struct buf *out)
 	(void)buf_printf(out, EPISODE_MARKER_OPEN "%s" EPISODE_MARKER_CLOSE, t);
 }
 
+static void comment_marker(const struct issue_event *ev, struct buf *out)
+{
+	char t[32];
+
+	rfc3339_format_ms(ev->starts_at_ms, t);
+	if (ev->firing)
+		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=firing" EPISODE_MARKER_CLOSE,
+				 t);
+	else
+		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld"
+				 EPISODE_MARKER_CLOSE, t, (long long)ev->ends_at_ms);
+}
+
 /* The newest episode marker in text (NULL: none); 0 when there is none. */
 static int64_t episode_of(const char *text)
 {
@@ -314,7 +330,7 @@ static int64_t episode_of(const char *text)
 	for (const char *p = text ? strstr(text, EPISODE_MARKER_OPEN) : NULL; p;
 	     p = strstr(p + open_len, EPISODE_MARKER_OPEN)) {
 		const char *v = p + open_len;
-		const char *end = strstr(v, EPISODE_MARKER_CLOSE);
+		const char *end = strpbrk(v, " \t\r\n");
 		char t[40];
 		int64_t ms;
 
@@ -367,18 +383,17 @@ static enum err build_view(struct bridge *b, struct work *w, json_t **view, stru
 	return rc;
 }
 
-/* Render a comment of kind which, cut to GitHub's limit. */
+/* Render a comment of kind which with its marker, cut to GitHub's limit. */
 static enum err comment_text(struct bridge *b, struct work *w, const json_t *view,
-			     enum render_text which, struct buf *out, struct buf *errmsg)
+			     enum render_text which, const char *marker, struct buf *out,
+			     struct buf *errmsg)
 {
-	struct buf raw = BUF_INIT, marker = BUF_INIT;
+	struct buf raw = BUF_INIT;
 	enum err rc = render_text(b->opts.render, w->rcv->name, which, view, &raw, errmsg);
 
-	episode_marker(w->iev.starts_at_ms, &marker);
 	if (!rc)
-		issue_body_fit(buf_str(&raw), buf_str(&marker), out);
+		issue_body_fit(buf_str(&raw), marker, out);
 	buf_release(&raw);
-	buf_release(&marker);
 	return rc;
 }
 
@@ -512,14 +527,18 @@ out:
 static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 			   enum render_text which, struct buf *errmsg)
 {
-	struct buf text = BUF_INIT;
-	enum err rc = comment_text(b, w, view, which, &text, errmsg);
+	struct buf text = BUF_INIT, marker = BUF_INIT;
+	enum err rc;
 
+	comment_marker(&w->iev, &marker);
+	rc = comment_text(b, w, view, which, buf_str(&marker), &text, errmsg);
 	if (rc)
 		rc = ERR_INVALID;
 	else
-		rc = gh_comment_create(b->gh, w->row.repo, w->row.number, buf_str(&text), errmsg);
+		rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
+					      buf_str(&marker), errmsg);
 	buf_release(&text);
+	buf_release(&marker);
 	return rc;
 }
 

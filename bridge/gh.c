@@ -64,7 +64,8 @@ struct call {
 	const char *body;     /* JSON or NULL */
 	int mutating;
 	const char *repo;     /* for an ambiguous create: where to look for the marker */
-	const char *marker;   /* non-NULL only for creates */
+	const char *marker;   /* non-NULL for creates and marked comments */
+	int64_t number;       /* a marked comment: its issue; 0 for an issue create */
 };
 
 /* How one attempt ended. */
@@ -446,14 +447,30 @@ static enum err find_marker(struct gh_client *c, const char *repo, const char *m
  * a margin before the attempt.  ERR_OK and *out when found, ERR_NOTFOUND
  * when it was not created, another error when GitHub could not tell.
  */
+static enum err find_comment_marker(struct gh_client *c, const char *repo, int64_t number,
+				    const char *marker, int64_t since_ms, struct buf *errmsg);
+
 static enum err resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t attempt_ms,
 				  struct gh_issue *out)
 {
 	struct buf why = BUF_INIT;
-	enum err rc = find_marker(c, k->repo, k->marker, attempt_ms - AMBIGUOUS_MARGIN_MS, out,
-				  &why);
+	enum err rc;
 	struct log_line *l;
 
+	if (k->number) {
+		rc = find_comment_marker(c, k->repo, k->number, k->marker,
+					 attempt_ms - AMBIGUOUS_MARGIN_MS, &why);
+		if (rc == ERR_OK) {
+			c->stats.ambiguous_resolved++;
+			l = log_begin(LOG_INFO, "ambiguous comment resolved by marker");
+			log_str(l, "repo", k->repo);
+			log_int(l, "issue", k->number);
+			log_end(l);
+		}
+		buf_release(&why);
+		return rc;
+	}
+	rc = find_marker(c, k->repo, k->marker, attempt_ms - AMBIGUOUS_MARGIN_MS, out, &why);
 	if (rc == ERR_OK) {
 		c->stats.ambiguous_resolved++;
 		l = log_begin(LOG_INFO, "ambiguous create resolved by marker");
@@ -757,7 +774,7 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 		goto out;
 	}
 	{
-		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker };
+		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker, 0 };
 		int64_t sent_ms = now(c);
 		rc = call(c, &k, &res, out, errmsg);
 		if (rc == ERR_OK && !out->number &&
@@ -789,7 +806,7 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		goto out;
 	}
 	{
-		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL };
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0 };
 		rc = call(c, &k, &res, NULL, errmsg);
 	}
 	if (rc == ERR_OK)
@@ -840,7 +857,7 @@ enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t numbe
 		goto out;
 	}
 	{
-		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL };
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0 };
 		rc = call(c, &k, &res, NULL, errmsg);
 	}
 	if (rc == ERR_OK)
@@ -853,9 +870,13 @@ out:
 	return rc;
 }
 
-/* POST a JSON body built from one key to path; shared by comments and labels. */
+/*
+ * POST a JSON body built from one key to path; shared by comments and labels.
+ * k_repo, number and marker: a marked comment (see gh_comment_create_marked).
+ */
 static enum err post_simple(struct gh_client *c, const char *path, json_t *o, int failed,
-			    const char *what, struct buf *errmsg)
+			    const char *what, const char *k_repo, int64_t number,
+			    const char *marker, struct buf *errmsg)
 {
 	struct http_response res;
 	char *json = dump(o, failed);
@@ -867,7 +888,8 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 	}
 	http_response_init(&res);
 	{
-		struct call k = { "POST", path, NULL, json, 1, NULL, NULL };
+		struct call k = { "POST", path, NULL, json, 1, marker ? k_repo : NULL, marker,
+				  marker ? number : 0 };
 		rc = call(c, &k, &res, NULL, errmsg);
 	}
 	http_response_release(&res);
@@ -877,6 +899,12 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 
 enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number,
 			   const char *body, struct buf *errmsg)
+{
+	return gh_comment_create_marked(c, repo, number, body, NULL, errmsg);
+}
+
+enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
+				  const char *body, const char *marker, struct buf *errmsg)
 {
 	struct buf path = BUF_INIT;
 	json_t *o;
@@ -889,6 +917,11 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 		buf_setf(errmsg, "comment on %s#%" PRId64 ": empty body", repo, number);
 		return ERR_INVALID;
 	}
+	if (marker && (!*marker || !strstr(body, marker))) {
+		buf_setf(errmsg, "comment on %s#%" PRId64 ": the marker must be in the body", repo,
+			 number);
+		return ERR_INVALID;
+	}
 	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments", repo, number);
 	if (c->dry_run) {
 		dry_run_mutation(c, "POST", buf_str(&path), NULL);
@@ -896,7 +929,8 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 	}
 	o = json_object();
 	failed = set_str(o, "body", body);
-	rc = post_simple(c, buf_str(&path), o, failed, "comment body", errmsg);
+	rc = post_simple(c, buf_str(&path), o, failed, "comment body", repo, number, marker,
+			 errmsg);
 out:
 	buf_release(&path);
 	return rc;
@@ -921,7 +955,7 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 	}
 	o = json_object();
 	failed = set_str_array(o, "labels", labels);
-	rc = post_simple(c, buf_str(&path), o, failed, "labels", errmsg);
+	rc = post_simple(c, buf_str(&path), o, failed, "labels", NULL, 0, NULL, errmsg);
 out:
 	buf_release(&path);
 	return rc;
@@ -969,7 +1003,7 @@ static enum err list_pages(struct gh_client *c, const char *path, const char *wh
 
 	http_response_init(&res);
 	for (int page = 0; !max_pages || page < max_pages; page++) {
-		struct call k = { "GET", path, next, NULL, 0, NULL, NULL };
+		struct call k = { "GET", path, next, NULL, 0, NULL, NULL, 0 };
 		json_error_t jerr;
 		json_t *root;
 		int stop = 0;
@@ -1189,6 +1223,51 @@ enum err gh_comment_list(struct gh_client *c, const char *repo, int64_t number,
 	(void)buf_printf(&what, "comments of %s#%" PRId64, repo, number);
 	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_comment_page, &w, errmsg);
 out:
+	buf_release(&path);
+	buf_release(&what);
+	return rc;
+}
+
+/* find_comment_marker()'s walk. */
+struct comment_marker_walk {
+	const char *marker;
+	int found;
+};
+
+static int has_comment_marker(void *ctx, const char *body, int64_t created_at_ms)
+{
+	struct comment_marker_walk *w = ctx;
+
+	(void)created_at_ms;
+	if (strstr(body, w->marker))
+		w->found = 1;
+	return w->found;
+}
+
+/*
+ * An ambiguous comment: look for its marker among the issue's comments
+ * changed since since_ms (GET .../comments?since=...; oldest first).
+ */
+static enum err find_comment_marker(struct gh_client *c, const char *repo, int64_t number,
+				    const char *marker, int64_t since_ms, struct buf *errmsg)
+{
+	struct comment_marker_walk m = { marker, 0 };
+	struct comment_walk w = { has_comment_marker, &m };
+	struct buf path = BUF_INIT, what = BUF_INIT;
+	char since[32];
+	enum err rc;
+
+	rfc3339_format(since_ms, since);
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments?since=%s&per_page=100",
+			 repo, number, since);
+	(void)buf_printf(&what, "comments of %s#%" PRId64, repo, number);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), MAX_PAGES, list_comment_page, &w,
+			errmsg);
+	if (rc == ERR_OK && !m.found) {
+		buf_setf(errmsg, "no comment on %s#%" PRId64 " since %s carries %s", repo, number,
+			 since, marker);
+		rc = ERR_NOTFOUND;
+	}
 	buf_release(&path);
 	buf_release(&what);
 	return rc;

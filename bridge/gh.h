@@ -169,6 +169,18 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 			   const char *body, struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * gh_comment_create() with a marker unique to this comment inside body
+ * (else ERR_INVALID; NULL: none).  When an attempt is ambiguous (sent, then
+ * a timeout, reset or 5xx) the issue's comments changed since the attempt
+ * minus 60 s are read (GET .../issues/{number}/comments?since=...) and a
+ * comment carrying marker counts as made; only when none does is the POST
+ * repeated.  So a transition's comment is posted once.
+ */
+enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
+				  const char *body, const char *marker,
+				  struct buf *errmsg) WARN_UNUSED;
+
+/*
  * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels
  * {"labels": [...]}: adds, never replaces.  No labels (NULL or empty): no
  * call, ERR_OK.
