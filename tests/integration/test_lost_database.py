@@ -102,13 +102,14 @@ class Stack:
                            headers={"Authorization": "Bearer " + HOOK_TOKEN})
         eq(st, 200, "webhook acknowledged")
 
-    def idle(self):
-        """Wait until the bridge queue is empty (bounded)."""
-        def empty():
+    def idle(self, events):
+        """Wait until this alertbridge process finished `events` events in all (bounded)."""
+        def finished():
             st, _, text = http("GET", self.url + "/metrics")
-            m = re.search(r"^alertbridge_bridge_queue_pending (\S+)$", text, re.M)
-            return st == 200 and m and float(m.group(1)) == 0
-        poll(empty, "the bridge queue drained", timeout_s=60, interval_s=0.2)
+            n = sum(float(v) for v in re.findall(
+                r"^alertbridge_bridge_events_total\{[^}]*\} (\S+)$", text, re.M))
+            return st == 200 and n >= events
+        poll(finished, "%d events finished" % events, timeout_s=60, interval_s=0.2)
 
 
 def alert(name, starts, status="firing", ends=None):
@@ -172,11 +173,12 @@ def lost_database(s):
     b_closed = alert("LostClosed", t0)
     c_refired = alert("LostRefired", t0)
     s.post("firing", [a_open, b_closed, c_refired])
-    s.idle()
-    s.post("resolved", [resolved(b_closed)])
+    s.idle(3)
+    b_resolve = resolved(b_closed)
+    s.post("resolved", [b_resolve])
     c2 = dict(c_refired, startsAt=iso_ms(t0 + 300))  # a new episode while the issue is open
     s.post("firing", [c2])
-    s.idle()
+    s.idle(5)
     d_late = alert("LostLate", t0 + 500)
     s.post("firing", [d_late])
     poll(lambda: d_late["fingerprint"] in by_key(s.gh), "the late issue exists", timeout_s=30)
@@ -196,8 +198,8 @@ def lost_database(s):
     s.start()
     # The same notifications again (Alertmanager's repeat, or its retry of what we lost).
     s.post("firing", [a_open, c2, d_late])
-    s.post("resolved", [resolved(b_closed)])
-    s.idle()
+    s.post("resolved", [b_resolve])  # the same notification: same endsAt
+    s.idle(4)
     time.sleep(1.5)
     reqs = s.gh.get_requests()
     eq([(r["method"], r["path"]) for r in reqs if r["method"] in MUTATING], [],
@@ -217,12 +219,12 @@ def lost_database(s):
 
     # New transitions go to the right issues.
     s.post("resolved", [resolved(a_open)])
-    b2 = dict(b_closed, startsAt=iso_ms(time.time() - 5))
+    b2 = dict(b_closed, startsAt=iso_ms(time.time()))  # a new episode after the resolve
     s.post("firing", [b2])
     s.post("resolved", [resolved(c2)])
     e_new = alert("LostNew", time.time() - 5)
     s.post("firing", [e_new])
-    s.idle()
+    s.idle(8)
     time.sleep(1.5)
     after = snapshot(s.gh)
     ka, kb, kc, kd = keys
