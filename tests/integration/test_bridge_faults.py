@@ -11,7 +11,8 @@ search, which lags behind writes, was never used.
 
     test --POST /v1/webhook--> alertbridge --REST--> fake_github (faults)
 
-Env: ALERTBRIDGE_BIN (default ./alertbridge), FAULTS_ONLY=name,name.
+Env: ALERTBRIDGE_BIN (default ./alertbridge), FAULTS_ONLY=name,name, FAULTS_KEEP=1 (keep the
+temp dir with alertbridge's log).
 Prints a timeline, the figures, and last "N passed, N failed".
 """
 
@@ -86,7 +87,10 @@ class Stack:
                 f()
             except Exception as e:
                 event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if os.environ.get("FAULTS_KEEP"):
+            event("kept %s" % self.dir)
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
     def post(self, status, alerts):
         payload = {"version": "4", "status": status, "receiver": RECEIVER,
