@@ -229,7 +229,7 @@ ISSUE = r"/repos/%s/issues/\d+" % REPO
 @run.case
 def server_errors_500_502_503():
     for status in (500, 502, 503):
-        scenario("E%d" % status,
+        scenario("E%d" % status, n=2 if status == 500 else 1,
                  create_fault=dict(method="POST", path=ISSUES, count=2, status=status,
                                    body={"message": "Server Error"}),
                  resolve_fault=dict(method="PATCH", path=ISSUE, count=1, status=status,
