@@ -112,6 +112,11 @@ void storm_member_line(const char *event_json, struct buf *out)
 	json_decref(doc);
 }
 
+int storm_is_summary_key(const char *key)
+{
+	return key && !strncmp(key, "storm-", 6);
+}
+
 void storm_marker_key(const char *receiver, const char *repo, const char *alertname,
 		      int64_t created_at_ms, struct buf *out)
 {

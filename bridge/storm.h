@@ -73,6 +73,9 @@ void storm_alertname(const char *event_json, struct buf *out);
  */
 void storm_member_line(const char *event_json, struct buf *out);
 
+/* Non-zero when key (from an issue marker) names a storm summary, not an alert. */
+int storm_is_summary_key(const char *key);
+
 /*
  * Append the summary's marker key to out: "storm-" then the first 16 hex
  * digits of SHA-256(receiver "\n" repo "\n" alertname) then "-" and

@@ -166,6 +166,16 @@ enum err store_event_progress(struct store *st, int64_t id, const char *progress
  * (done or dead), ERR_DB (logged).
  */
 enum err store_event_dead(struct store *st, int64_t id, const char *reason) WARN_UNUSED;
+/*
+ * Call fn for the dead-lettered events of queue kind whose (receiver, key)
+ * has no map row (e.g. a create GitHub rejected), oldest first, at most max
+ * (capped at 1000); stop early when fn returns non-zero (still ERR_OK).  ev
+ * is valid only during the call; fn runs without the store's lock.
+ * Errors: ERR_INVALID (st, kind or fn missing, max <= 0), ERR_DB (logged).
+ */
+enum err store_dead_unmapped(struct store *st, const char *kind, int max,
+			     int (*fn)(void *ctx, const struct store_event *ev),
+			     void *ctx) WARN_UNUSED;
 /* Number of dead-lettered events; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_dead_count(struct store *st);
 /*
@@ -398,5 +408,18 @@ void store_member_release(struct store_member *m);
 void store_member_list_free(struct store_member *v, size_t n);
 /* Free the strings of s (not s) and zero it; s may be NULL. */
 void store_summary_release(struct store_summary *s);
+
+/*
+ * Repository scans (schema version 4): the bridge rebuilds the map from the
+ * markers on GitHub once per (receiver, repo) after the database was created
+ * (bridge/bridge.h).  store_scan_get() sets *done_at_ms (may be NULL) to when
+ * the scan of repo for receiver finished; ERR_NOTFOUND when it never did.
+ * store_scan_done() records (or moves) that time.
+ * Errors: ERR_INVALID (st NULL, receiver or repo NULL or empty), ERR_DB (logged).
+ */
+enum err store_scan_get(struct store *st, const char *receiver, const char *repo,
+			int64_t *done_at_ms) WARN_UNUSED;
+enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
+			 int64_t done_at_ms) WARN_UNUSED;
 
 #endif

@@ -120,6 +120,10 @@ static void marker_key_is_unique_per_summary(void **state)
 	assert_string_not_equal(buf_str(&a), buf_str(&b));
 	assert_string_not_equal(buf_str(&a), buf_str(&c));
 	assert_memory_equal(buf_str(&a), buf_str(&b), 22);  /* same summary identity */
+	/* the map rebuild tells summaries from alerts (fingerprints are hex only) */
+	assert_true(storm_is_summary_key(buf_str(&a)));
+	assert_false(storm_is_summary_key("43257ea8bc3d7780"));
+	assert_false(storm_is_summary_key(NULL));
 	buf_release(&a);
 	buf_release(&b);
 	buf_release(&c);
