@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 struct bridge {
@@ -59,16 +60,9 @@ struct work {
 	int64_t now_ms;
 };
 
-static int64_t real_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int64_t now_ms(struct bridge *b)
 {
-	return b->opts.now_ms ? b->opts.now_ms(b->opts.clock_ctx) : real_now_ms();
+	return b->opts.now_ms ? b->opts.now_ms(b->opts.clock_ctx) : clock_wall_ms();
 }
 
 /* The default sleep: a timed wait that bridge_stop() cuts short. */
@@ -164,7 +158,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 		b->opts.retry_max_ms = 600000;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_cond_init(&b->cond, NULL);
-	b->seed = (unsigned int)real_now_ms();
+	b->seed = (unsigned int)clock_wall_ms();
 	go.api_url = g->api_url;
 	go.token = g->token;
 	go.user_agent = opts->user_agent ? opts->user_agent : "alertbridge";

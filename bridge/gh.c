@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 #define API_VERSION "2022-11-28"
@@ -71,22 +72,6 @@ struct call {
 /* How one attempt ended. */
 enum verdict { DONE, FAILED, TRANSIENT };
 
-static int64_t real_now_ms(void *ctx)
-{
-	struct timespec ts;
-	(void)ctx;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void real_sleep_ms(void *ctx, int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	(void)ctx;
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 static int64_t now(struct gh_client *c)
 {
 	return c->now_ms(c->clock_ctx);
@@ -124,12 +109,12 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
 	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
 	c->dry_run = opts->dry_run || !*c->token;
-	c->now_ms = opts->now_ms ? opts->now_ms : real_now_ms;
-	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : real_sleep_ms;
+	c->now_ms = opts->now_ms ? opts->now_ms : clock_hook_now_ms;
+	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
 	c->window = xcalloc((size_t)c->budget, sizeof(*c->window));
 	c->http = http_client_new(&hopts);
-	c->rng = (uint64_t)real_now_ms(NULL) ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
+	c->rng = (uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
 	if (!c->rng)
 		c->rng = 1;
 	c->stats.ratelimit_remaining = -1;

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 
+#include "core/clock.h"
 #include "core/banned.h"
 
 struct webhook {
@@ -96,12 +97,9 @@ void webhook_free(struct webhook *w)
 
 static int64_t now_ms(const struct webhook *w)
 {
-	struct timespec ts;
-
 	if (w->now_ms)
 		return w->now_ms(w->now_ctx);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_wall_ms();
 }
 
 /* Reject with status: reason for the log, msg for the body (printf format). */
@@ -391,13 +389,13 @@ void webhook_handle(void *ctx, const struct srv_request *req, struct srv_respons
 {
 	struct webhook *w = ctx;
 	struct request r;
-	int64_t start_us = intake_monotonic_us(), duration_us;
+	int64_t start_us = clock_mono_us(), duration_us;
 
 	memset(&r, 0, sizeof(r));
 	r.req = req;
 	(void)intake(w, &r);
 	answer(w, &r, res);
-	duration_us = intake_monotonic_us() - start_us;
+	duration_us = clock_mono_us() - start_us;
 	observe(w, &r, duration_us);
 	log_request(&r, duration_us);
 	request_release(&r);

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "xalloc.h"
 
+#include "clock.h"
 #include "banned.h"
 
 #define DEFAULT_MAX_BODY (1024 * 1024)
@@ -120,14 +121,6 @@ struct srv_request_impl {
 	size_t discarded;  /* bytes dropped since then */
 	char addr[INET6_ADDRSTRLEN];
 };
-
-static int64_t now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* A condition variable whose timed waits use CLOCK_MONOTONIC. */
 static void init_monotonic_cond(pthread_cond_t *c)
@@ -684,7 +677,7 @@ static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_co
 	struct srv *s = cls;
 	struct conn *c = *socket_context;
 	const union MHD_ConnectionInfo *ci;
-	int64_t now = now_us();
+	int64_t now = clock_mono_us();
 
 	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
 		if (!c)
@@ -742,7 +735,7 @@ static void *reap(void *arg)
 
 	pthread_mutex_lock(&s->lock);
 	while (!s->reaper_stop) {
-		now = now_us();
+		now = clock_mono_us();
 		for (c = s->conns; c; c = c->next) {
 			struct log_line *l;
 			if (!c->deadline_us || now < c->deadline_us)
@@ -782,7 +775,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		x = xcalloc(1, sizeof(*x));
 		x->srv = s;
 		x->conn = conn;
-		x->start_us = now_us();
+		x->start_us = clock_mono_us();
 		x->method_label = method_label(method);
 		x->req.method = method;
 		x->req.path = url;
@@ -848,7 +841,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	*con_cls = NULL;
 	if (s->observer && x->status)
 		s->observer(s->observer_ctx, x->method_label, x->route_label, x->status,
-			    now_us() - x->start_us);
+			    clock_mono_us() - x->start_us);
 	buf_release(&x->body);
 	pthread_mutex_lock(&s->lock);
 	/*
@@ -858,7 +851,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	c = ci ? ci->socket_context : NULL;
 	if (c && c->admitted)
-		arm_for_headers(s, c, now_us());
+		arm_for_headers(s, c, clock_mono_us());
 	free(x);
 	if (--s->inflight == 0)
 		pthread_cond_broadcast(&s->idle);

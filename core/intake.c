@@ -94,10 +94,3 @@ void intake_error(struct srv_response *res, int status, const struct auth *a, co
 	intake_error_member(res, status, a, msg, field, NULL, NULL);
 }
 
-int64_t intake_monotonic_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}

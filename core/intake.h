@@ -48,7 +48,4 @@ void intake_error(struct srv_response *res, int status, const struct auth *a, co
 void intake_error_member(struct srv_response *res, int status, const struct auth *a,
 			 const char *msg, const char *field, const char *name, const char *value);
 
-/* Microseconds of CLOCK_MONOTONIC, for handler durations. */
-int64_t intake_monotonic_us(void);
-
 #endif

@@ -22,6 +22,7 @@
 
 #include "log.h"
 #include "xalloc.h"
+#include "clock.h"
 #include "banned.h"
 
 #define BUSY_TIMEOUT_MS 5000
@@ -290,14 +291,6 @@ struct store {
 	int waiters;                   /* threads inside store_wait_kind() */
 	struct store_stats stats;
 };
-
-static int64_t clock_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int empty(const char *s)
 {
@@ -666,7 +659,7 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
 static void commit_group(struct store *st, struct batch *list)
 {
 	struct buf msg = BUF_INIT;
-	int64_t now = clock_ms();
+	int64_t now = clock_wall_ms();
 	enum err rc;
 
 	pthread_mutex_lock(&st->db_mu);
@@ -891,7 +884,7 @@ void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
 		due = count(st, S_EV_DUE_KIND, kind, "due time");
 	else
 		due = count(st, S_EV_DUE_ANY, NULL, "due time");
-	now = clock_ms();
+	now = clock_wall_ms();
 	wait_ms = timeout_ms;
 	if (due >= 0 && due < INT64_MAX)
 		wait_ms = due <= now ? 0 : (due - now < wait_ms ? due - now : wait_ms);
@@ -1034,7 +1027,7 @@ enum err store_event_done(struct store *st, int64_t id, const struct store_issue
 	if (rc)
 		goto out;
 	bind_int(st->stmt[S_EV_DONE], 1, id, &brc);
-	bind_int(st->stmt[S_EV_DONE], 2, clock_ms(), &brc);
+	bind_int(st->stmt[S_EV_DONE], 2, clock_wall_ms(), &brc);
 	rc = run(st, S_EV_DONE, brc, "mark event done", errmsg);
 	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
 		rc = event_state(st, id, NULL, NULL, errmsg);
@@ -1120,7 +1113,7 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 		rc = event_state(st, id, &receiver, &key, &msg);
 	if (rc == ERR_OK) {
 		bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
-		bind_int(st->stmt[S_EV_DEAD], 2, clock_ms(), &brc);
+		bind_int(st->stmt[S_EV_DEAD], 2, clock_wall_ms(), &brc);
 		bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
 		rc = run(st, S_EV_DEAD, brc, "dead-letter event", &msg);
 	}
@@ -1394,7 +1387,7 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 	bind_text(s, 8, n->channel, &brc);
 	bind_text(s, 9, n->thread_ts, &brc);
 	bind_text(s, 10, n->text, &brc);
-	bind_int(s, 11, n->created_at_ms > 0 ? n->created_at_ms : clock_ms(), &brc);
+	bind_int(s, 11, n->created_at_ms > 0 ? n->created_at_ms : clock_wall_ms(), &brc);
 	rc = run(st, S_NO_INSERT, brc, "add notice", errmsg);
 	if (rc == ERR_OK)
 		n->id = sqlite3_last_insert_rowid(st->db);
@@ -1786,7 +1779,7 @@ enum err store_summary_add(struct store *st, struct store_summary *s, struct buf
 	rc = sq(st, "INSERT INTO storm_summaries (receiver, repo, alertname, marker_key, state, "
 		    "created_at_ms) VALUES (?1, ?2, ?3, ?4, 'creating', ?5)",
 		"add summary", errmsg, NULL, "tttti", s->receiver, s->repo, s->alertname,
-		s->marker_key, s->created_at_ms > 0 ? s->created_at_ms : clock_ms());
+		s->marker_key, s->created_at_ms > 0 ? s->created_at_ms : clock_wall_ms());
 	s->id = rc ? 0 : sqlite3_last_insert_rowid(st->db);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
@@ -1823,7 +1816,7 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 			    "storm_members WHERE summary_id = ?1) "
 			    "AND (state != ?4 OR number != ?3 OR repo != ?2)",
 			"update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
-			s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_ms());
+			s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());
 	if (rc == ERR_OK)
 		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
 out:
@@ -1894,7 +1887,7 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 		goto out;
 	rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
 		    "WHERE id = ?1 AND state = 'pending'",
-		"mark event done", errmsg, NULL, "ii", event_id, clock_ms());
+		"mark event done", errmsg, NULL, "ii", event_id, clock_wall_ms());
 	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
 		rc = event_state(st, event_id, NULL, NULL, errmsg);
 		if (rc == ERR_OK)

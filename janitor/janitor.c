@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 /* Alert names remembered as "no policy" (logged once each); past it, logged at debug. */
@@ -23,17 +24,9 @@ static const double SWEEP_BUCKETS[] = { 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30,
 
 /* ---- helpers the parts share ---- */
 
-static int64_t real_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t janitor_now(struct janitor *j)
 {
-	return j->opts.now_ms ? j->opts.now_ms(j->opts.clock_ctx) : real_now_ms();
+	return j->opts.now_ms ? j->opts.now_ms(j->opts.clock_ctx) : clock_wall_ms();
 }
 
 int64_t janitor_backoff(struct janitor *j, int attempts)
@@ -262,7 +255,7 @@ struct janitor *janitor_new(const struct janitor_options *opts)
 		j->opts.retry_max_ms = 600000;
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->cond, NULL);
-	j->seed = (unsigned int)real_now_ms();
+	j->seed = (unsigned int)clock_wall_ms();
 	janitor_render_init(j);
 	register_metrics(j);
 	return j;

@@ -11,6 +11,7 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 struct sweep {
@@ -384,19 +385,11 @@ static enum err sweep_pod(void *ctx, const struct kube_pod *pod)
 	return ERR_OK;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 		       struct janitor_sweep_stats *stats, struct buf *errmsg)
 {
 	struct sweep s;
-	int64_t start = mono_ms();
+	int64_t start = (clock_mono_us() / 1000);
 	struct log_line *l;
 	enum err rc;
 
@@ -411,7 +404,7 @@ enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 			 "stopped after %lld pods", (long long)s.stats.pods);
 		rc = ERR_CONFLICT;
 	}
-	metric_observe(j->m_sweep, NULL, (double)(mono_ms() - start) / 1000.0);
+	metric_observe(j->m_sweep, NULL, (double)((clock_mono_us() / 1000) - start) / 1000.0);
 	l = log_begin(rc ? LOG_WARN : (s.stats.acted || s.stats.notified ? LOG_INFO : LOG_DEBUG),
 		      rc ? "sweep stopped" : "sweep done");
 	if (rc)
@@ -422,7 +415,7 @@ enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 	log_int(l, "notified", s.stats.notified);
 	log_int(l, "acted", s.stats.acted);
 	log_int(l, "errors", s.stats.errors);
-	log_int(l, "duration_ms", mono_ms() - start);
+	log_int(l, "duration_ms", (clock_mono_us() / 1000) - start);
 	if (rc)
 		log_str(l, "error", buf_str(errmsg));
 	log_end(l);

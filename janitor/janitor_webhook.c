@@ -15,6 +15,7 @@
 #include "core/xalloc.h"
 #include "janitor/janitor.h"
 #include "janitor/kube.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 #define DEFAULT_MAX_EVENTS_BYTES ((size_t)64 << 20)
@@ -61,12 +62,9 @@ void janitor_webhook_free(struct janitor_webhook *w)
 
 static int64_t now_ms(const struct janitor_webhook *w)
 {
-	struct timespec ts;
-
 	if (w->o.now_ms)
 		return w->o.now_ms(w->o.now_ctx);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_wall_ms();
 }
 
 static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
@@ -224,7 +222,7 @@ void janitor_webhook_handle(void *ctx, const struct srv_request *req, struct srv
 {
 	struct janitor_webhook *w = ctx;
 	struct request r;
-	int64_t start_us = intake_monotonic_us();
+	int64_t start_us = clock_mono_us();
 	char code[8];
 	const char *labels[] = { code };
 
@@ -234,7 +232,7 @@ void janitor_webhook_handle(void *ctx, const struct srv_request *req, struct srv
 	answer(w, &r, res);
 	snprintf(code, sizeof(code), "%d", r.status);
 	metric_add(w->requests, labels, 1);
-	log_request(&r, intake_monotonic_us() - start_us);
+	log_request(&r, clock_mono_us() - start_us);
 	am_payload_free(r.p);
 	buf_release(&r.msg);
 	buf_release(&r.docs);

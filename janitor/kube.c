@@ -18,6 +18,7 @@
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 #define DEFAULT_UA "alertbridge"
@@ -60,23 +61,6 @@ struct call {
 
 /* ---- clock ---- */
 
-static int64_t real_now_ms(void *ctx)
-{
-	struct timespec ts;
-
-	(void)ctx;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void real_sleep_ms(void *ctx, int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-
-	(void)ctx;
-	while (nanosleep(&ts, &ts))
-		;
-}
 
 static int64_t now(const struct kube_client *c)
 {
@@ -118,9 +102,9 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const struct kube_o
 	c->user_agent = xstrdup(c->opts.user_agent ? c->opts.user_agent : DEFAULT_UA);
 	c->opts.user_agent = NULL;
 	if (!c->opts.now_ms)
-		c->opts.now_ms = real_now_ms;
+		c->opts.now_ms = clock_hook_now_ms;
 	if (!c->opts.sleep_ms)
-		c->opts.sleep_ms = real_sleep_ms;
+		c->opts.sleep_ms = clock_hook_sleep_ms;
 	if (c->opts.timeout_ms <= 0)
 		c->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
 	if (c->opts.max_retry_after_ms <= 0)

@@ -24,6 +24,7 @@
 
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 extern char **environ;
@@ -690,14 +691,6 @@ static char **exec_env(const struct kube_config *cfg)
 	return env;
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Read the plugin's stdout and stderr until both close or the deadline;
  * returns 0 on time, -1 when the deadline passed.  Output past the caps is
@@ -710,7 +703,7 @@ static int drain(int out_fd, int err_fd, struct buf *out, struct buf *err, int64
 	char chunk[4096];
 
 	while (p[0].fd >= 0 || p[1].fd >= 0) {
-		int64_t left = deadline - mono_ms();
+		int64_t left = deadline - (clock_mono_us() / 1000);
 		if (left <= 0)
 			return -1;
 		if (poll(p, 2, (int)(left > 1000 ? 1000 : left)) < 0 && errno != EINTR)
@@ -769,7 +762,7 @@ static enum err spawn_plugin(const struct kube_config *cfg, int64_t timeout_ms, 
 		rc = ERR_AUTH;
 		goto out;
 	}
-	timed_out = drain(out_pipe[0], err_pipe[0], out, err, mono_ms() + timeout_ms);
+	timed_out = drain(out_pipe[0], err_pipe[0], out, err, (clock_mono_us() / 1000) + timeout_ms);
 	if (timed_out)
 		kill(pid, SIGKILL);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)

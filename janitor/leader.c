@@ -17,6 +17,7 @@
 #include "core/xalloc.h"
 #include "janitor/leader.h"
 
+#include "core/clock.h"
 #include "core/banned.h"
 
 #define MS_PER_S INT64_C(1000)
@@ -51,17 +52,9 @@ struct janitor_leader {
 	pthread_t thread;
 };
 
-static int64_t real_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * MS_PER_S + ts.tv_nsec / 1000000;
-}
-
 static int64_t now_ms(const struct janitor_leader *l)
 {
-	return l->o.now_ms ? l->o.now_ms(l->o.clock_ctx) : real_now_ms();
+	return l->o.now_ms ? l->o.now_ms(l->o.clock_ctx) : clock_wall_ms();
 }
 
 static int streq(const char *a, const char *b)

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
+#include "core/clock.h"
 #include "core/banned.h"
 
 #define DEFAULT_API_URL "https://slack.com/api"
@@ -80,22 +81,6 @@ enum verdict { DONE, FAILED, TRANSIENT };
 /* What Slack's error code asks of us. */
 enum code_class { C_INVALID, C_AUTH, C_NOTFOUND, C_TRANSIENT, C_RATELIMITED };
 
-static int64_t real_now_ms(void *ctx)
-{
-	struct timespec ts;
-	(void)ctx;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void real_sleep_ms(void *ctx, int64_t ms)
-{
-	struct timespec ts = { (time_t)(ms / 1000), (long)(ms % 1000) * 1000000L };
-	(void)ctx;
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
 static int64_t now(struct slack_client *c)
 {
 	return c->now_ms(c->clock_ctx);
@@ -146,8 +131,8 @@ struct slack_client *slack_client_new(const struct slack_options *opts)
 	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 4;
 	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
 	c->max_wait_ms = opts->max_wait_ms > 0 ? opts->max_wait_ms : 60000;
-	c->now_ms = opts->now_ms ? opts->now_ms : real_now_ms;
-	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : real_sleep_ms;
+	c->now_ms = opts->now_ms ? opts->now_ms : clock_hook_now_ms;
+	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
 	c->http = http_client_new(&hopts);
 	return c;
