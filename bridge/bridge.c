@@ -16,6 +16,7 @@
 #include "bridge/issue.h"
 #include "bridge/view.h"
 #include "core/log.h"
+#include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 
@@ -37,6 +38,8 @@ struct bridge {
 	struct metric *m_gh_retries;
 	struct metric *m_gh_ratelimit;
 	struct metric *m_gh_ambiguous;
+	struct metric *m_gh_unauthorized;
+	struct metric *m_rebuilt;
 };
 
 /* What one event needs while it is handled; released in one place. */
@@ -138,6 +141,12 @@ static void register_metrics(struct bridge *b)
 	b->m_gh_ambiguous = metrics_counter(
 		m, "alertbridge_github_ambiguous_creates_resolved_total",
 		"Creates whose answer was lost, found afterwards by their marker.", NULL);
+	b->m_gh_unauthorized = metrics_counter(
+		m, "alertbridge_github_unauthorized_total",
+		"GitHub answers 401 (bad or expired token); events are kept and retried.", NULL);
+	b->m_rebuilt = metrics_counter(
+		m, "alertbridge_map_rows_rebuilt_total",
+		"Map rows rebuilt from the markers of issues on GitHub (a lost database).", NULL);
 }
 
 struct bridge *bridge_new(const struct bridge_options *opts)
@@ -278,6 +287,63 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 
 /* ---- texts ---- */
 
+/*
+ * The episode marker: every issue body and every comment alertbridge posts
+ * carries "<!-- alertbridge:episode=<startsAt, RFC 3339 with ms> ... -->" of
+ * the event it was made for, so that a map rebuilt from GitHub knows the
+ * newest episode applied (the newest marker of the body and the comments)
+ * and a re-sent notification of that episode changes nothing.  A comment's
+ * marker also names its transition (" event=firing", " event=resolved-<endsAt
+ * ms>"), which makes it unique on its issue: an ambiguous comment is looked
+ * for by it before it is posted again (gh_comment_create_marked()).
+ */
+#define EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
+#define EPISODE_MARKER_CLOSE " -->"
+
+static void episode_marker(int64_t starts_at_ms, struct buf *out)
+{
+	char t[32];
+
+	rfc3339_format_ms(starts_at_ms, t);
+	(void)buf_printf(out, EPISODE_MARKER_OPEN "%s" EPISODE_MARKER_CLOSE, t);
+}
+
+static void comment_marker(const struct issue_event *ev, struct buf *out)
+{
+	char t[32];
+
+	rfc3339_format_ms(ev->starts_at_ms, t);
+	if (ev->firing)
+		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=firing" EPISODE_MARKER_CLOSE,
+				 t);
+	else
+		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld"
+				 EPISODE_MARKER_CLOSE, t, (long long)ev->ends_at_ms);
+}
+
+/* The newest episode marker in text (NULL: none); 0 when there is none. */
+static int64_t episode_of(const char *text)
+{
+	size_t open_len = strlen(EPISODE_MARKER_OPEN);
+	int64_t best = 0;
+
+	for (const char *p = text ? strstr(text, EPISODE_MARKER_OPEN) : NULL; p;
+	     p = strstr(p + open_len, EPISODE_MARKER_OPEN)) {
+		const char *v = p + open_len;
+		const char *end = strpbrk(v, " \t\r\n");
+		char t[40];
+		int64_t ms;
+
+		if (!end || (size_t)(end - v) >= sizeof(t))
+			continue;
+		memcpy(t, v, (size_t)(end - v));
+		t[end - v] = '\0';
+		if (rfc3339_parse(t, &ms) == ERR_OK && ms > best)
+			best = ms;
+	}
+	return best;
+}
+
 static void issue_url(struct bridge *b, const char *repo, int64_t number, struct buf *out)
 {
 	buf_printf(out, "%s/%s/issues/%lld", b->html_base, repo, (long long)number);
@@ -317,26 +383,81 @@ static enum err build_view(struct bridge *b, struct work *w, json_t **view, stru
 	return rc;
 }
 
-/* Render a comment of kind which, cut to GitHub's limit. */
+/* Render a comment of kind which with its marker, cut to GitHub's limit. */
 static enum err comment_text(struct bridge *b, struct work *w, const json_t *view,
-			     enum render_text which, struct buf *out, struct buf *errmsg)
+			     enum render_text which, const char *marker, struct buf *out,
+			     struct buf *errmsg)
 {
 	struct buf raw = BUF_INIT;
 	enum err rc = render_text(b->opts.render, w->rcv->name, which, view, &raw, errmsg);
 
 	if (!rc)
-		issue_body_fit(buf_str(&raw), NULL, out);
+		issue_body_fit(buf_str(&raw), marker, out);
 	buf_release(&raw);
 	return rc;
 }
 
 /* ---- actions ---- */
 
+#define CREATE_NOTE "create@"
+#define CREATE_LOOKBACK_MS 60000
+
+/*
+ * A create whose outcome a previous attempt left open (an ambiguous answer
+ * whose lookup failed, a crash between the POST and the commit) has the note
+ * "create@<ms>" written before its POST: look for the marker among the issues
+ * created since then (minus a margin) before posting again.  ERR_OK with *gi
+ * when found, ERR_NOTFOUND when the POST is to be made, another error when
+ * GitHub could not tell (retry later).
+ */
+static enum err earlier_create(struct bridge *b, struct work *w, const char *marker,
+			       struct gh_issue *gi, struct buf *errmsg)
+{
+	const char *note = w->ev.progress;
+	char *end = NULL;
+	long long t;
+	enum err rc;
+
+	if (!note || strncmp(note, CREATE_NOTE, strlen(CREATE_NOTE)) || gh_dry_run(b->gh))
+		return ERR_NOTFOUND;
+	t = strtoll(note + strlen(CREATE_NOTE), &end, 10);
+	if (*end || t <= 0)
+		return ERR_NOTFOUND;
+	rc = gh_issue_find_marker(b->gh, w->repo, marker, (int64_t)t - CREATE_LOOKBACK_MS, gi,
+				  errmsg);
+	if (rc == ERR_OK) {
+		struct log_line *l = log_begin(LOG_INFO, "earlier create found by marker");
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "repo", gi->repo);
+		log_int(l, "issue", gi->number);
+		log_end(l);
+	}
+	return rc;
+}
+
+/* Write the note earlier_create() reads; ERR_NOTFOUND (go on) once it is durable. */
+static enum err note_create(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	char note[48];
+	enum err rc;
+
+	if (gh_dry_run(b->gh))
+		return ERR_NOTFOUND;
+	snprintf(note, sizeof(note), CREATE_NOTE "%lld", (long long)now_ms(b));
+	rc = store_event_progress(b->opts.store, w->ev.id, note);
+	if (rc) {
+		buf_setf(errmsg, "cannot record the create attempt: %s", err_str(rc));
+		return rc;
+	}
+	return ERR_NOTFOUND;
+}
+
 static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 			  struct buf *errmsg)
 {
 	struct buf raw_title = BUF_INIT, title = BUF_INIT, raw_body = BUF_INIT, body = BUF_INIT;
-	struct buf marker = BUF_INIT;
+	struct buf marker = BUF_INIT, markers = BUF_INIT;
 	char **labels = NULL, **assignees = NULL;
 	struct gh_issue gi = { 0 };
 	enum err rc;
@@ -354,10 +475,17 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	}
 	issue_title_clean(buf_str(&raw_title), &title);
 	issue_marker(w->ev.key, &marker);
-	issue_body_fit(buf_str(&raw_body), buf_str(&marker), &body);
-	rc = gh_issue_create(b->gh, w->repo, buf_str(&title), buf_str(&body), buf_str(&marker),
-			     (const char *const *)labels, (const char *const *)assignees, &gi,
-			     errmsg);
+	episode_marker(w->iev.starts_at_ms, &markers);
+	(void)buf_adds(&markers, "\n");
+	(void)buf_adds(&markers, buf_str(&marker));
+	issue_body_fit(buf_str(&raw_body), buf_str(&markers), &body);
+	rc = earlier_create(b, w, buf_str(&marker), &gi, errmsg);
+	if (rc == ERR_NOTFOUND)
+		rc = note_create(b, w, errmsg);
+	if (rc == ERR_NOTFOUND)
+		rc = gh_issue_create(b->gh, w->repo, buf_str(&title), buf_str(&body),
+				     buf_str(&marker), (const char *const *)labels,
+				     (const char *const *)assignees, &gi, errmsg);
 	if (rc)
 		goto out;
 	if (!w->have_row) {
@@ -392,20 +520,25 @@ out:
 	buf_release(&raw_body);
 	buf_release(&body);
 	buf_release(&marker);
+	buf_release(&markers);
 	return rc;
 }
 
 static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 			   enum render_text which, struct buf *errmsg)
 {
-	struct buf text = BUF_INIT;
-	enum err rc = comment_text(b, w, view, which, &text, errmsg);
+	struct buf text = BUF_INIT, marker = BUF_INIT;
+	enum err rc;
 
+	comment_marker(&w->iev, &marker);
+	rc = comment_text(b, w, view, which, buf_str(&marker), &text, errmsg);
 	if (rc)
 		rc = ERR_INVALID;
 	else
-		rc = gh_comment_create(b->gh, w->row.repo, w->row.number, buf_str(&text), errmsg);
+		rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
+					      buf_str(&marker), errmsg);
 	buf_release(&text);
+	buf_release(&marker);
 	return rc;
 }
 
@@ -582,6 +715,160 @@ static void finish(struct bridge *b, struct work *w)
 	buf_release(&msg);
 }
 
+/* ---- rebuilding the map from GitHub ---- */
+
+/* One scan of a repository for one receiver. */
+struct scan {
+	struct bridge *b;
+	const char *receiver;
+	const char *repo;
+	int64_t reopen_window_ms;
+	int64_t now_ms;
+	int64_t imported;
+	enum err rc;        /* first failure; stops the walk */
+	struct buf *errmsg;
+};
+
+static int newest_comment_episode(void *ctx, const char *body, int64_t created_at_ms)
+{
+	int64_t *best = ctx;
+	int64_t e = episode_of(body);
+
+	(void)created_at_ms;
+	if (e > *best)
+		*best = e;
+	return 0;
+}
+
+/*
+ * The newest episode applied to an issue: the newest episode marker of its
+ * body and of its comments.  Comments are read only when the issue may still
+ * see the episode again: open, or closed within the reopen window.  An issue
+ * without any marker (made by a version without them) counts from its
+ * creation: a notification that started before it is then stale.
+ */
+static enum err issue_episode(struct scan *sc, const struct gh_issue *is, int64_t *out)
+{
+	int64_t e = episode_of(is->body);
+	int recent = !is->state || strcmp(is->state, "closed") ||
+		     sc->now_ms - is->closed_at_ms <= sc->reopen_window_ms;
+	enum err rc = ERR_OK;
+
+	if (is->comments > 0 && recent)
+		rc = gh_comment_list(sc->b->gh, is->repo, is->number, newest_comment_episode, &e,
+				     sc->errmsg);
+	*out = e ? e : is->created_at_ms;
+	return rc;
+}
+
+/*
+ * Import one listed issue that carries a key marker: the map row of
+ * (receiver, key) unless one exists already.  Issues come oldest first, so a
+ * newer issue of the same key in the same repository (a linked one)
+ * replaces the older, which becomes previous_number.
+ */
+static int scan_issue(void *ctx, const struct gh_issue *is)
+{
+	struct scan *sc = ctx;
+	struct buf key = BUF_INIT;
+	struct store_issue row = { 0 }, old = { 0 };
+	int have_old = 0;
+	enum err rc;
+
+	if (!issue_marker_parse(is->body, &key))
+		goto out;
+	rc = store_issue_get(sc->b->opts.store, sc->receiver, buf_str(&key), &old);
+	if (rc && rc != ERR_NOTFOUND) {
+		sc->rc = ERR_DB;
+		buf_setf(sc->errmsg, "rebuild: cannot read the map row of %s", buf_str(&key));
+		goto out;
+	}
+	have_old = rc == ERR_OK;
+	if (have_old && !(old.repo && !strcmp(old.repo, is->repo) && old.number < is->number))
+		goto out;
+	row.receiver = (char *)sc->receiver;
+	row.key = (char *)buf_str(&key);
+	row.repo = is->repo;
+	row.number = is->number;
+	row.state = is->state;
+	row.state_reason = is->state_reason;
+	row.closed_at_ms = is->closed_at_ms;
+	row.previous_number = have_old ? old.number : 0;
+	row.created_at_ms = is->created_at_ms ? is->created_at_ms : sc->now_ms;
+	row.updated_at_ms = sc->now_ms;
+	sc->rc = issue_episode(sc, is, &row.episode_starts_ms);
+	if (sc->rc)
+		goto out;
+	sc->rc = store_issue_put(sc->b->opts.store, &row);
+	if (sc->rc) {
+		buf_setf(sc->errmsg, "rebuild: cannot store the map row of %s", buf_str(&key));
+		goto out;
+	}
+	sc->imported++;
+	{
+		struct log_line *l = log_begin(LOG_INFO, "map row rebuilt from github");
+		log_str(l, "receiver", sc->receiver);
+		log_str(l, "key", row.key);
+		log_str(l, "repo", row.repo);
+		log_int(l, "issue", row.number);
+		log_str(l, "state", row.state);
+		log_int(l, "episode_starts_ms", row.episode_starts_ms);
+		log_end(l);
+	}
+out:
+	store_issue_release(&old);
+	buf_release(&key);
+	return sc->rc != ERR_OK;
+}
+
+/*
+ * Before the first event of (receiver, repo) after the database was created,
+ * rebuild the map rows of that repository from the issues' markers, so a lost
+ * database never leads to a second issue for an alert (or to a resolve that
+ * finds no issue to close).  Done once, recorded in the store; not in
+ * dry-run (no calls are made there).
+ */
+static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	struct scan sc = { 0 };
+	enum err rc;
+
+	if (gh_dry_run(b->gh) || issue_repo_valid(w->repo, NULL) != ERR_OK)
+		return ERR_OK;  /* no calls; or a repo the create will reject for good */
+	rc = store_scan_get(b->opts.store, w->ev.receiver, w->repo, NULL);
+	if (rc != ERR_NOTFOUND) {
+		if (rc)
+			buf_setf(errmsg, "cannot read the scans of %s", w->repo);
+		return rc;
+	}
+	sc.b = b;
+	sc.receiver = w->ev.receiver;
+	sc.repo = w->repo;
+	sc.reopen_window_ms = w->rcv->reopen_window_ms;
+	sc.now_ms = now_ms(b);
+	sc.errmsg = errmsg;
+	rc = gh_issue_list(b->gh, w->repo, scan_issue, &sc, errmsg);
+	if (!rc)
+		rc = sc.rc;
+	if (!rc)
+		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, now_ms(b));
+	{
+		struct log_line *l = log_begin(rc ? LOG_WARN : LOG_INFO,
+					       rc ? "map rebuild from github failed, will retry"
+						  : "map rebuilt from github");
+		if (rc)
+			log_err(l, rc);
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "repo", w->repo);
+		log_int(l, "rows", sc.imported);
+		if (rc)
+			log_str(l, "detail", buf_str(errmsg));
+		log_end(l);
+	}
+	metric_add(b->m_rebuilt, NULL, (double)sc.imported);
+	return rc;
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
@@ -597,6 +884,11 @@ static void handle(struct bridge *b, struct work *w)
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
 	repo = json_object_get(w->payload_doc, "repo");
 	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
+	rc = ensure_scanned(b, w, &errmsg);
+	if (rc) {
+		fail(b, w, rc == ERR_INVALID ? ERR_RETRY : rc, buf_str(&errmsg));
+		goto out;
+	}
 	rc = store_issue_get(b->opts.store, w->ev.receiver, w->ev.key, &w->row);
 	if (rc && rc != ERR_NOTFOUND) {
 		fail(b, w, ERR_DB, "cannot read the map row");
@@ -644,6 +936,8 @@ static void update_gauges(struct bridge *b)
 	metric_add(b->m_gh_retries, NULL, (double)(s.retries - b->last_stats.retries));
 	metric_add(b->m_gh_ambiguous, NULL,
 		   (double)(s.ambiguous_resolved - b->last_stats.ambiguous_resolved));
+	metric_add(b->m_gh_unauthorized, NULL,
+		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
 	b->last_stats = s;
 }

@@ -64,7 +64,8 @@ struct call {
 	const char *body;     /* JSON or NULL */
 	int mutating;
 	const char *repo;     /* for an ambiguous create: where to look for the marker */
-	const char *marker;   /* non-NULL only for creates */
+	const char *marker;   /* non-NULL for creates and marked comments */
+	int64_t number;       /* a marked comment: its issue; 0 for an issue create */
 };
 
 /* How one attempt ended. */
@@ -165,6 +166,7 @@ void gh_issue_release(struct gh_issue *is)
 	free(is->state);
 	free(is->state_reason);
 	free(is->html_url);
+	free(is->body);
 	memset(is, 0, sizeof(*is));
 }
 
@@ -423,6 +425,8 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 		return TRANSIENT;
 	}
 	c->stats.requests_client_error++;
+	if (status == 401)
+		c->stats.requests_unauthorized++;
 	switch (status) {
 	case 401:
 	case 403: *rc = ERR_AUTH; break;
@@ -443,14 +447,30 @@ static enum err find_marker(struct gh_client *c, const char *repo, const char *m
  * a margin before the attempt.  ERR_OK and *out when found, ERR_NOTFOUND
  * when it was not created, another error when GitHub could not tell.
  */
+static enum err find_comment_marker(struct gh_client *c, const char *repo, int64_t number,
+				    const char *marker, int64_t since_ms, struct buf *errmsg);
+
 static enum err resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t attempt_ms,
 				  struct gh_issue *out)
 {
 	struct buf why = BUF_INIT;
-	enum err rc = find_marker(c, k->repo, k->marker, attempt_ms - AMBIGUOUS_MARGIN_MS, out,
-				  &why);
+	enum err rc;
 	struct log_line *l;
 
+	if (k->number) {
+		rc = find_comment_marker(c, k->repo, k->number, k->marker,
+					 attempt_ms - AMBIGUOUS_MARGIN_MS, &why);
+		if (rc == ERR_OK) {
+			c->stats.ambiguous_resolved++;
+			l = log_begin(LOG_INFO, "ambiguous comment resolved by marker");
+			log_str(l, "repo", k->repo);
+			log_int(l, "issue", k->number);
+			log_end(l);
+		}
+		buf_release(&why);
+		return rc;
+	}
+	rc = find_marker(c, k->repo, k->marker, attempt_ms - AMBIGUOUS_MARGIN_MS, out, &why);
 	if (rc == ERR_OK) {
 		c->stats.ambiguous_resolved++;
 		l = log_begin(LOG_INFO, "ambiguous create resolved by marker");
@@ -619,6 +639,9 @@ static enum err parse_issue(json_t *j, const char *what, struct gh_issue *out,
 	out->state_reason = dup_string(j, "state_reason");
 	out->html_url = dup_string(j, "html_url");
 	out->closed_at_ms = parse_iso8601(json_string_value(json_object_get(j, "closed_at")));
+	out->created_at_ms = parse_iso8601(json_string_value(json_object_get(j, "created_at")));
+	if (json_is_integer(json_object_get(j, "comments")))
+		out->comments = (int64_t)json_integer_value(json_object_get(j, "comments"));
 	return ERR_OK;
 }
 
@@ -677,6 +700,29 @@ static void fake_issue(struct gh_issue *out, const char *repo, int64_t number, c
 
 /* ---- the API ---- */
 
+/*
+ * GitHub answered a create with 2xx but a body we cannot read: the issue
+ * exists, so find it by its marker rather than fail for good (which would
+ * leave an issue no map row knows) or create it again.
+ */
+static enum err unreadable_create(struct gh_client *c, const struct call *k, int64_t sent_ms,
+				  struct gh_issue *out, struct buf *errmsg)
+{
+	enum err rc;
+	struct log_line *l = log_begin(LOG_WARN, "create answer unreadable, looking for marker");
+
+	log_str(l, "repo", k->repo);
+	log_str(l, "detail", buf_str(errmsg));
+	log_end(l);
+	rc = resolve_ambiguous(c, k, sent_ms, out);
+	if (rc == ERR_OK)
+		return ERR_OK;
+	gh_issue_release(out);
+	(void)buf_printf(errmsg, "; the create may have succeeded: marker lookup: %s",
+			 err_str(rc));
+	return ERR_RETRY;
+}
+
 static enum err check_repo(const char *repo, struct buf *errmsg)
 {
 	if (valid_repo(repo))
@@ -728,11 +774,13 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 		goto out;
 	}
 	{
-		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker };
+		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker, 0 };
+		int64_t sent_ms = now(c);
 		rc = call(c, &k, &res, out, errmsg);
+		if (rc == ERR_OK && !out->number &&
+		    parse_issue_body(&res, "POST issue", out, errmsg) != ERR_OK)
+			rc = unreadable_create(c, &k, sent_ms, out, errmsg);
 	}
-	if (rc == ERR_OK && !out->number)
-		rc = parse_issue_body(&res, "POST issue", out, errmsg);
 out:
 	free(json);
 	buf_release(&path);
@@ -758,7 +806,7 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		goto out;
 	}
 	{
-		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL };
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0 };
 		rc = call(c, &k, &res, NULL, errmsg);
 	}
 	if (rc == ERR_OK)
@@ -809,7 +857,7 @@ enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t numbe
 		goto out;
 	}
 	{
-		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL };
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0 };
 		rc = call(c, &k, &res, NULL, errmsg);
 	}
 	if (rc == ERR_OK)
@@ -822,9 +870,13 @@ out:
 	return rc;
 }
 
-/* POST a JSON body built from one key to path; shared by comments and labels. */
+/*
+ * POST a JSON body built from one key to path; shared by comments and labels.
+ * k_repo, number and marker: a marked comment (see gh_comment_create_marked).
+ */
 static enum err post_simple(struct gh_client *c, const char *path, json_t *o, int failed,
-			    const char *what, struct buf *errmsg)
+			    const char *what, const char *k_repo, int64_t number,
+			    const char *marker, struct buf *errmsg)
 {
 	struct http_response res;
 	char *json = dump(o, failed);
@@ -836,7 +888,8 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 	}
 	http_response_init(&res);
 	{
-		struct call k = { "POST", path, NULL, json, 1, NULL, NULL };
+		struct call k = { "POST", path, NULL, json, 1, marker ? k_repo : NULL, marker,
+				  marker ? number : 0 };
 		rc = call(c, &k, &res, NULL, errmsg);
 	}
 	http_response_release(&res);
@@ -846,6 +899,12 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 
 enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number,
 			   const char *body, struct buf *errmsg)
+{
+	return gh_comment_create_marked(c, repo, number, body, NULL, errmsg);
+}
+
+enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
+				  const char *body, const char *marker, struct buf *errmsg)
 {
 	struct buf path = BUF_INIT;
 	json_t *o;
@@ -858,6 +917,11 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 		buf_setf(errmsg, "comment on %s#%" PRId64 ": empty body", repo, number);
 		return ERR_INVALID;
 	}
+	if (marker && (!*marker || !strstr(body, marker))) {
+		buf_setf(errmsg, "comment on %s#%" PRId64 ": the marker must be in the body", repo,
+			 number);
+		return ERR_INVALID;
+	}
 	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments", repo, number);
 	if (c->dry_run) {
 		dry_run_mutation(c, "POST", buf_str(&path), NULL);
@@ -865,7 +929,8 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 	}
 	o = json_object();
 	failed = set_str(o, "body", body);
-	rc = post_simple(c, buf_str(&path), o, failed, "comment body", errmsg);
+	rc = post_simple(c, buf_str(&path), o, failed, "comment body", repo, number, marker,
+			 errmsg);
 out:
 	buf_release(&path);
 	return rc;
@@ -890,7 +955,7 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 	}
 	o = json_object();
 	failed = set_str_array(o, "labels", labels);
-	rc = post_simple(c, buf_str(&path), o, failed, "labels", errmsg);
+	rc = post_simple(c, buf_str(&path), o, failed, "labels", NULL, 0, NULL, errmsg);
 out:
 	buf_release(&path);
 	return rc;
@@ -922,83 +987,119 @@ static char *link_next(const struct http_response *res)
 }
 
 /*
- * Scan one page: ERR_OK and *out when an issue carries marker, else
- * ERR_NOTFOUND with *older set when the page reached issues created
- * before since_ms (sorted newest first: no need to read on).
+ * GET path and its Link rel="next" pages (at most max_pages; 0: no limit)
+ * and hand each page's JSON array to fn, which sets *stop to end the walk
+ * early or returns an error (errmsg set) to fail it.  what names the list
+ * in messages.
  */
-static enum err scan_page(const struct http_response *res, const char *marker, int64_t since_ms,
-			  struct gh_issue *out, int *older, struct buf *errmsg)
+static enum err list_pages(struct gh_client *c, const char *path, const char *what,
+			   int max_pages,
+			   enum err (*fn)(void *ctx, json_t *page, int *stop, struct buf *errmsg),
+			   void *ctx, struct buf *errmsg)
 {
-	json_error_t jerr;
-	json_t *root = json_loadb(buf_str(&res->body), res->body.len, 0, &jerr);
+	struct http_response res;
+	char *next = NULL;
+	enum err rc = ERR_OK;
+
+	http_response_init(&res);
+	for (int page = 0; !max_pages || page < max_pages; page++) {
+		struct call k = { "GET", path, next, NULL, 0, NULL, NULL, 0 };
+		json_error_t jerr;
+		json_t *root;
+		int stop = 0;
+
+		rc = call(c, &k, &res, NULL, errmsg);
+		if (rc)
+			goto out;
+		root = json_loadb(buf_str(&res.body), res.body.len, 0, &jerr);
+		if (!json_is_array(root)) {
+			buf_setf(errmsg, "%s: answer is not a JSON array", what);
+			json_decref(root);
+			rc = ERR_INVALID;
+			goto out;
+		}
+		rc = fn(ctx, root, &stop, errmsg);
+		json_decref(root);
+		if (rc || stop)
+			goto out;
+		free(next);
+		next = link_next(&res);
+		if (!next)
+			goto out;
+		/* Never send the token to a host the API did not name. */
+		if (strncmp(next, c->api_url, strlen(c->api_url)) ||
+		    (next[strlen(c->api_url)] != '/' && next[strlen(c->api_url)] != '?')) {
+			buf_setf(errmsg, "%s: Link next points off the API: %s", what, next);
+			rc = ERR_INVALID;
+			goto out;
+		}
+		http_response_release(&res);
+		http_response_init(&res);
+	}
+out:
+	free(next);
+	http_response_release(&res);
+	return rc;
+}
+
+/* find_marker()'s walk: the newest issue created since since_ms carrying marker. */
+struct marker_walk {
+	const char *marker;
+	int64_t since_ms;
+	struct gh_issue *out;
+	int found;
+};
+
+/*
+ * Scan one page, sorted newest first: stop at the first issue carrying the
+ * marker, or once the page reached issues created before since_ms.  Those
+ * older issues are never taken: an earlier issue of the same key (the one a
+ * linked issue supersedes) carries the same marker.
+ */
+static enum err scan_marker_page(void *ctx, json_t *page, int *stop, struct buf *errmsg)
+{
+	struct marker_walk *w = ctx;
 	json_t *it;
 	size_t i;
-	enum err rc = ERR_NOTFOUND;
 
-	*older = 0;
-	if (!json_is_array(root)) {
-		buf_setf(errmsg, "issue list: answer is not a JSON array");
-		json_decref(root);
-		return ERR_INVALID;
-	}
-	json_array_foreach(root, i, it) {
+	json_array_foreach(page, i, it) {
 		const char *body = json_string_value(json_object_get(it, "body"));
 		int64_t created = parse_iso8601(json_string_value(json_object_get(it,
 										 "created_at")));
-		if (created && created < since_ms)
-			*older = 1;
-		if (json_object_get(it, "pull_request") || !body || !strstr(body, marker))
+		if (created && created < w->since_ms) {
+			*stop = 1;
 			continue;
-		rc = parse_issue(it, "issue list", out, errmsg);
-		break;
+		}
+		if (json_object_get(it, "pull_request") || !body || !strstr(body, w->marker))
+			continue;
+		*stop = 1;
+		w->found = 1;
+		return parse_issue(it, "issue list", w->out, errmsg);
 	}
-	json_decref(root);
-	return rc;
+	return ERR_OK;
 }
 
 static enum err find_marker(struct gh_client *c, const char *repo, const char *marker,
 			    int64_t since_ms, struct gh_issue *out, struct buf *errmsg)
 {
-	struct http_response res;
-	struct buf path = BUF_INIT;
-	char *next = NULL;
+	struct marker_walk w = { marker, since_ms, out, 0 };
+	struct buf path = BUF_INIT, what = BUF_INIT;
 	char since[32];
-	enum err rc = ERR_NOTFOUND;
+	enum err rc;
 
-	http_response_init(&res);
 	rfc3339_format(since_ms, since);
 	(void)buf_printf(&path, "/repos/%s/issues?state=all&sort=created&direction=desc"
 			 "&since=%s&per_page=100", repo, since);
-	for (int page = 0; page < MAX_PAGES; page++) {
-		struct call k = { "GET", buf_str(&path), next, NULL, 0, NULL, NULL };
-		int older = 0;
-
-		rc = call(c, &k, &res, NULL, errmsg);
-		if (rc)
-			goto out;
-		rc = scan_page(&res, marker, since_ms, out, &older, errmsg);
-		if (rc != ERR_NOTFOUND || older)
-			break;
-		free(next);
-		next = link_next(&res);
-		if (!next)
-			break;
-		/* Never send the token to a host the API did not name. */
-		if (strncmp(next, c->api_url, strlen(c->api_url)) ||
-		    (next[strlen(c->api_url)] != '/' && next[strlen(c->api_url)] != '?')) {
-			buf_setf(errmsg, "issue list of %s: Link next points off the API: %s",
-				 repo, next);
-			rc = ERR_INVALID;
-			goto out;
-		}
-	}
-	if (rc == ERR_NOTFOUND)
+	(void)buf_printf(&what, "issue list of %s", repo);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), MAX_PAGES, scan_marker_page, &w,
+			errmsg);
+	if (rc == ERR_OK && !w.found) {
 		buf_setf(errmsg, "no issue in %s created since %s carries the marker %s", repo,
 			 since, marker);
-out:
-	free(next);
+		rc = ERR_NOTFOUND;
+	}
 	buf_release(&path);
-	http_response_release(&res);
+	buf_release(&what);
 	return rc;
 }
 
@@ -1023,4 +1124,151 @@ enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char 
 		return ERR_NOTFOUND;
 	}
 	return find_marker(c, repo, marker, since_ms, out, errmsg);
+}
+
+/* gh_issue_list()'s walk. */
+struct issue_walk {
+	int (*fn)(void *ctx, const struct gh_issue *issue);
+	void *ctx;
+};
+
+static enum err list_issue_page(void *ctx, json_t *page, int *stop, struct buf *errmsg)
+{
+	struct issue_walk *w = ctx;
+	struct gh_issue is = { 0 };
+	json_t *it;
+	size_t i;
+	enum err rc = ERR_OK;
+
+	json_array_foreach(page, i, it) {
+		if (json_object_get(it, "pull_request"))
+			continue;
+		rc = parse_issue(it, "issue list", &is, errmsg);
+		if (rc)
+			break;
+		is.body = dup_string(it, "body");
+		*stop = w->fn(w->ctx, &is) != 0;
+		gh_issue_release(&is);
+		if (*stop)
+			break;
+	}
+	gh_issue_release(&is);
+	return rc;
+}
+
+enum err gh_issue_list(struct gh_client *c, const char *repo,
+		       int (*fn)(void *ctx, const struct gh_issue *issue), void *ctx,
+		       struct buf *errmsg)
+{
+	struct issue_walk w = { fn, ctx };
+	struct buf path = BUF_INIT, what = BUF_INIT;
+	enum err rc = check_repo(repo, errmsg);
+
+	if (rc)
+		return rc;
+	(void)buf_printf(&path, "/repos/%s/issues?state=all&sort=created&direction=asc"
+			 "&per_page=100", repo);
+	if (c->dry_run) {
+		log_dry_run("GET", buf_str(&path), NULL);
+		goto out;
+	}
+	(void)buf_printf(&what, "issue list of %s", repo);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_issue_page, &w, errmsg);
+out:
+	buf_release(&path);
+	buf_release(&what);
+	return rc;
+}
+
+/* gh_comment_list()'s walk. */
+struct comment_walk {
+	int (*fn)(void *ctx, const char *body, int64_t created_at_ms);
+	void *ctx;
+};
+
+static enum err list_comment_page(void *ctx, json_t *page, int *stop, struct buf *errmsg)
+{
+	struct comment_walk *w = ctx;
+	json_t *it;
+	size_t i;
+
+	(void)errmsg;
+	json_array_foreach(page, i, it) {
+		const char *body = json_string_value(json_object_get(it, "body"));
+		int64_t t = parse_iso8601(json_string_value(json_object_get(it, "created_at")));
+		if (w->fn(w->ctx, body ? body : "", t)) {
+			*stop = 1;
+			break;
+		}
+	}
+	return ERR_OK;
+}
+
+enum err gh_comment_list(struct gh_client *c, const char *repo, int64_t number,
+			 int (*fn)(void *ctx, const char *body, int64_t created_at_ms), void *ctx,
+			 struct buf *errmsg)
+{
+	struct comment_walk w = { fn, ctx };
+	struct buf path = BUF_INIT, what = BUF_INIT;
+	enum err rc = check_repo(repo, errmsg);
+
+	if (rc)
+		return rc;
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments?per_page=100", repo,
+			 number);
+	if (c->dry_run) {
+		log_dry_run("GET", buf_str(&path), NULL);
+		goto out;
+	}
+	(void)buf_printf(&what, "comments of %s#%" PRId64, repo, number);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_comment_page, &w, errmsg);
+out:
+	buf_release(&path);
+	buf_release(&what);
+	return rc;
+}
+
+/* find_comment_marker()'s walk. */
+struct comment_marker_walk {
+	const char *marker;
+	int found;
+};
+
+static int has_comment_marker(void *ctx, const char *body, int64_t created_at_ms)
+{
+	struct comment_marker_walk *w = ctx;
+
+	(void)created_at_ms;
+	if (strstr(body, w->marker))
+		w->found = 1;
+	return w->found;
+}
+
+/*
+ * An ambiguous comment: look for its marker among the issue's comments
+ * changed since since_ms (GET .../comments?since=...; oldest first).
+ */
+static enum err find_comment_marker(struct gh_client *c, const char *repo, int64_t number,
+				    const char *marker, int64_t since_ms, struct buf *errmsg)
+{
+	struct comment_marker_walk m = { marker, 0 };
+	struct comment_walk w = { has_comment_marker, &m };
+	struct buf path = BUF_INIT, what = BUF_INIT;
+	char since[32];
+	enum err rc;
+
+	rfc3339_format(since_ms, since);
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments?since=%s&per_page=100",
+			 repo, number, since);
+	(void)buf_printf(&what, "comments of %s#%" PRId64, repo, number);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), MAX_PAGES, list_comment_page, &w,
+			errmsg);
+	if (rc == ERR_OK && !m.found) {
+		buf_setf(errmsg, "no comment on %s#%" PRId64 " since %s carries %s", repo, number,
+			 since, marker);
+		rc = ERR_NOTFOUND;
+	}
+	buf_release(&path);
+	buf_release(&what);
+	return rc;
 }

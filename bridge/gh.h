@@ -72,6 +72,9 @@ struct gh_issue {
 	char *state_reason;  /* "completed", "not_planned", "reopened" or NULL */
 	char *html_url;
 	int64_t closed_at_ms;  /* 0 while open */
+	int64_t created_at_ms; /* 0 when GitHub did not say */
+	int64_t comments;      /* number of comments GitHub counted */
+	char *body;            /* set by gh_issue_list() only; else NULL */
 };
 
 /*
@@ -84,6 +87,7 @@ struct gh_stats {
 	uint64_t requests_server_error;  /* 5xx answers */
 	uint64_t requests_rate_limited;  /* 429, and 403 that is a primary or secondary limit */
 	uint64_t requests_failed;        /* no HTTP answer: connect error, timeout, reset */
+	uint64_t requests_unauthorized;  /* 401 answers (also counted as client errors) */
 	uint64_t retries;                /* requests repeated after a transient failure */
 	int64_t ratelimit_wait_ms;       /* slept for retry-after / x-ratelimit-reset */
 	int64_t backoff_wait_ms;         /* slept in exponential backoff */
@@ -128,6 +132,10 @@ void gh_stats(const struct gh_client *c, struct gh_stats *out);
  * when it is absent is the POST repeated.  ERR_RETRY whose message says "the
  * create may have succeeded" means that search failed: look again before
  * creating.  A clean connect failure is retried without a search.
+ * A 2xx answer that cannot be read as an issue is resolved the same way (the
+ * issue exists): ERR_OK when the marker is found, else ERR_RETRY ("the create
+ * may have succeeded"), never ERR_INVALID, so the caller does not give up on
+ * an issue GitHub made.
  */
 enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
 			 const char *body, const char *marker, const char *const *labels,
@@ -161,6 +169,18 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 			   const char *body, struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * gh_comment_create() with a marker unique to this comment inside body
+ * (else ERR_INVALID; NULL: none).  When an attempt is ambiguous (sent, then
+ * a timeout, reset or 5xx) the issue's comments changed since the attempt
+ * minus 60 s are read (GET .../issues/{number}/comments?since=...) and a
+ * comment carrying marker counts as made; only when none does is the POST
+ * repeated.  So a transition's comment is posted once.
+ */
+enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
+				  const char *body, const char *marker,
+				  struct buf *errmsg) WARN_UNUSED;
+
+/*
  * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels
  * {"labels": [...]}: adds, never replaces.  No labels (NULL or empty): no
  * call, ERR_OK.
@@ -180,5 +200,31 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char *marker,
 			      int64_t since_ms, struct gh_issue *out,
 			      struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Every issue of the repository, oldest first: GET /repos/{owner}/{repo}/
+ * issues?state=all&sort=created&direction=asc&per_page=100, following Link
+ * rel="next" to the end (the issues list is consistent with writes; the
+ * search API lags and is never used).  Pull requests are skipped.  fn gets
+ * each issue with its body (NULL when it has none); both are valid only
+ * during the call; fn returns non-zero to stop early (still ERR_OK).  fn may
+ * make other calls on c.  Dry-run: no call, fn never called, ERR_OK.
+ * Errors: those of every call; ERR_INVALID for an answer that is not a list
+ * of issues or a Link next outside api_url.
+ */
+enum err gh_issue_list(struct gh_client *c, const char *repo,
+		       int (*fn)(void *ctx, const struct gh_issue *issue), void *ctx,
+		       struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * The comments of an issue, oldest first: GET /repos/{owner}/{repo}/issues/
+ * {number}/comments?per_page=100, following Link rel="next".  fn gets each
+ * comment's body (never NULL; "" when absent) and its created_at in ms (0
+ * when absent); returns non-zero to stop.  Dry-run: no call, ERR_OK.
+ * Errors: as gh_issue_list().
+ */
+enum err gh_comment_list(struct gh_client *c, const char *repo, int64_t number,
+			 int (*fn)(void *ctx, const char *body, int64_t created_at_ms), void *ctx,
+			 struct buf *errmsg) WARN_UNUSED;
 
 #endif

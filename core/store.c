@@ -102,6 +102,16 @@ static const char *const migrations[] = {
 	");"
 	"CREATE INDEX notices_pending ON notices (next_attempt_at_ms, id) WHERE state = 'pending';"
 	"CREATE INDEX notices_pod ON notices (uid, kind, id);",
+	/*
+	 * 3: repositories whose issues the bridge has scanned for markers to
+	 * rebuild the map (a lost database), once per (receiver, repo).
+	 */
+	"CREATE TABLE repo_scans ("
+	"  receiver TEXT NOT NULL,"
+	"  repo TEXT NOT NULL,"
+	"  done_at_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY (receiver, repo)"
+	") WITHOUT ROWID;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -152,6 +162,8 @@ enum stmt_id {
 	S_NO_DEAD,
 	S_NO_CANCEL,
 	S_NO_PENDING,
+	S_SCAN_GET,
+	S_SCAN_PUT,
 	S_COUNT
 };
 
@@ -212,6 +224,9 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_NO_CANCEL] = "UPDATE notices SET state = 'dead', last_error = ?2 "
 			"WHERE uid = ?1 AND state = 'pending'",
 	[S_NO_PENDING] = "SELECT count(*) FROM notices WHERE state = 'pending'",
+	[S_SCAN_GET] = "SELECT done_at_ms FROM repo_scans WHERE receiver = ?1 AND repo = ?2",
+	[S_SCAN_PUT] = "INSERT INTO repo_scans (receiver, repo, done_at_ms) VALUES (?1, ?2, ?3) "
+		       "ON CONFLICT (receiver, repo) DO UPDATE SET done_at_ms = excluded.done_at_ms",
 };
 
 /* One store_enqueue() call waiting in the group-commit queue (on its stack). */
@@ -1550,4 +1565,57 @@ void store_notice_release(struct store_notice *n)
 	free(n->slack_ts);
 	free(n->last_error);
 	memset(n, 0, sizeof(*n));
+}
+
+/* ---- repository scans (map rebuild) ---- */
+
+enum err store_scan_get(struct store *st, const char *receiver, const char *repo,
+			int64_t *done_at_ms)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	enum err rc = ERR_NOTFOUND;
+	int brc = SQLITE_OK, step;
+
+	if (!st || empty(receiver) || empty(repo))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_SCAN_GET];
+	bind_text(s, 1, receiver, &brc);
+	bind_text(s, 2, repo, &brc);
+	step = brc == SQLITE_OK ? sqlite3_step(s) : SQLITE_ERROR;
+	if (step == SQLITE_ROW) {
+		if (done_at_ms)
+			*done_at_ms = sqlite3_column_int64(s, 0);
+		rc = ERR_OK;
+	} else if (step != SQLITE_DONE) {
+		rc = db_fail(st, "read repo scan", &msg);
+	}
+	done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("read repo scan", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
+			 int64_t done_at_ms)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || empty(receiver) || empty(repo))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	bind_text(st->stmt[S_SCAN_PUT], 1, receiver, &brc);
+	bind_text(st->stmt[S_SCAN_PUT], 2, repo, &brc);
+	bind_int(st->stmt[S_SCAN_PUT], 3, done_at_ms, &brc);
+	rc = run(st, S_SCAN_PUT, brc, "record repo scan", &msg);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("record repo scan", &msg);
+	buf_release(&msg);
+	return rc;
 }

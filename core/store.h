@@ -284,4 +284,17 @@ int64_t store_notice_pending_count(struct store *st);
 /* Free the strings of n (not n itself); n may be NULL. */
 void store_notice_release(struct store_notice *n);
 
+/*
+ * Repository scans (schema version 3): the bridge rebuilds the map from the
+ * markers on GitHub once per (receiver, repo) after the database was created
+ * (bridge/bridge.h).  store_scan_get() sets *done_at_ms (may be NULL) to when
+ * the scan of repo for receiver finished; ERR_NOTFOUND when it never did.
+ * store_scan_done() records (or moves) that time.
+ * Errors: ERR_INVALID (st NULL, receiver or repo NULL or empty), ERR_DB (logged).
+ */
+enum err store_scan_get(struct store *st, const char *receiver, const char *repo,
+			int64_t *done_at_ms) WARN_UNUSED;
+enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
+			 int64_t done_at_ms) WARN_UNUSED;
+
 #endif

@@ -6,7 +6,10 @@ way GitHub does (token, User-Agent, Accept, X-GitHub-Api-Version, JSON bodies), 
 GitHub's shapes and headers (rate-limit headers, Link pagination), records every request, and
 offers a side door (/_fake/...) and a Python API for faults and "human" actions.
 Follows GitHub REST API version 2022-11-28: "REST API endpoints for issues", "... for issue
-comments", "... for labels", "Rate limits for the REST API", "Using pagination in the REST API".
+comments", "... for labels", "... for search" (GET /search/issues), "Rate limits for the REST
+API", "Using pagination in the REST API".  Like GitHub's, the search index lags behind writes
+(search_lag_s, default 60 s): an issue is found by search only that long after it was created
+or changed, while the issues list is consistent at once.
 
 As a script:  python3 fake_github.py --port 0 --port-file F --token T [--repo owner/name ...]
 As a module:  fg = FakeGitHub(token="T", repos=["acme/alerts"]); fg.start(); ...; fg.stop()
@@ -16,8 +19,10 @@ Side door (no auth, never recorded), all JSON:
                                    status)
   GET  /_fake/state                repos with their issues and comments
   POST /_fake/fault                {method, path (regex, full match), count, status, headers,
-                                    body, action: "respond"|"drop"|"drop_after"|"delay",
-                                    delay_ms}
+                                    body, action: "respond"|"respond_after"|"drop"|
+                                    "drop_after"|"delay"|"delay_after", delay_ms}
+  POST /_fake/token                {token}                        the token it accepts now
+  POST /_fake/search_lag           {seconds}                      how far search lags writes
   POST /_fake/close                {repo, number, state_reason}   a person closes an issue
   POST /_fake/transfer             {repo, number, to}             -> {repo, number}
   POST /_fake/delete               {repo, number}
@@ -50,6 +55,8 @@ RATE_LIMIT = 5000
 MAX_PER_PAGE = 100
 STATE_REASONS = ("completed", "not_planned", "reopened")
 MUTATING = ("POST", "PATCH", "PUT", "DELETE")
+FAULT_ACTIONS = ("respond", "respond_after", "drop", "drop_after", "delay", "delay_after")
+MARKER_RE = re.compile(r"<!--\s*alertbridge:key=([A-Za-z0-9._-]{1,128})\s*-->")
 
 
 def iso(ts):
@@ -91,8 +98,9 @@ class FakeGitHub:
     """The fake's state and its HTTP server.  All state is guarded by self.lock (reentrant)."""
 
     def __init__(self, token="test-token", repos=("acme/alerts",), host="127.0.0.1", port=0,
-                 user="alertbridge-bot"):
+                 user="alertbridge-bot", search_lag_s=60.0):
         self.token = token
+        self.search_lag_s = float(search_lag_s)
         self.user = user
         self.host = host
         self.port = port
@@ -178,13 +186,31 @@ class FakeGitHub:
             r = self.repos[repo.lower()]
             return copy.deepcopy(r["comments"].get(int(number), []))
 
+    def set_token(self, token):
+        """Accept only this token from now on (a rotated or revoked token: 401 for the old)."""
+        with self.lock:
+            self.token = token
+
+    def marker_counts(self, repo):
+        """{key: number of live issues whose body carries <!-- alertbridge:key=KEY -->}."""
+        out = {}
+        for i in self.issues(repo):
+            keys = MARKER_RE.findall(i["body"] or "")
+            if keys:
+                out[keys[-1]] = out.get(keys[-1], 0) + 1
+        return out
+
     def add_fault(self, method=".*", path=".*", count=1, status=500, headers=None, body=None,
                   action="respond", delay_ms=0):
         """The next `count` requests whose method and path (no query) fully match the regexes
-        get this answer instead of the normal one.  action: "respond" (status/headers/body),
-        "drop" (close the connection without an answer, nothing done), "drop_after" (do the
-        request, then close without an answer), "delay" (sleep delay_ms, then answer normally)."""
-        if action not in ("respond", "drop", "drop_after", "delay"):
+        get this answer instead of the normal one.  action: "respond" (status/headers/body,
+        nothing done), "respond_after" (do the request, then answer status/headers/body
+        instead: a 5xx after the write, or a 2xx whose body is unreadable), "drop" (close the
+        connection without an answer, nothing done), "drop_after" (do the request, then close
+        without an answer), "delay" (sleep delay_ms, then do it and answer normally),
+        "delay_after" (do the request, sleep delay_ms, then answer: past the client's timeout
+        the write is done and its answer lost).  A body that is a str is sent as text/plain."""
+        if action not in FAULT_ACTIONS:
             raise ValueError("bad fault action %r" % action)
         with self.lock:
             self.faults.append({"method": method, "path": path, "count": int(count),
@@ -359,6 +385,8 @@ class FakeGitHub:
         return i
 
     def _route(self, method, path, query, body):
+        if path == "/search/issues" and method == "GET":
+            return self._search(query)
         m = re.fullmatch(r"/repositories/(\d+)(/issues/.*)", path)
         if m:
             for r in self.repos.values():
@@ -594,6 +622,43 @@ class FakeGitHub:
             headers["Link"] = ", ".join(links)
         return 200, [self._issue_json(r, i) for i in chunk], headers
 
+    def _search(self, query):
+        """GET /search/issues?q=...: terms repo:o/r, is:issue, is:open|closed, in:body|title
+        and free words (all must appear in title or body).  Sees the repositories as they were
+        search_lag_s ago: issues created or changed since then are missing or stale (their
+        newer state is not visible; a new one not at all)."""
+        q = query.get("q", [""])[-1]
+        if not q.strip():
+            raise error(422, "Validation Failed", errors=[{
+                "resource": "Search", "field": "q", "code": "missing"}])
+        repo = None
+        state = None
+        words = []
+        for t in q.split():
+            if t.startswith("repo:"):
+                repo = t[5:].lower()
+            elif t in ("is:open", "is:closed"):
+                state = t[3:]
+            elif t in ("is:issue", "type:issue", "in:body", "in:title") or ":" in t:
+                continue
+            else:
+                words.append(t.strip('"'))
+        horizon = self.now() - self.search_lag_s
+        items = []
+        for r in self.repos.values():
+            if repo is not None and r["full_name"].lower() != repo:
+                continue
+            for n, i in sorted(r["issues"].items()):
+                if i.get("deleted") or i.get("transferred_to") or i["created_at"] > horizon:
+                    continue
+                if state and i["state"] != state and i["updated_at"] <= horizon:
+                    continue
+                text = "%s\n%s" % (i["title"], i["body"] or "")
+                if all(w in text for w in words):
+                    items.append(dict(self._issue_json(r, i), score=1.0))
+        return 200, {"total_count": len(items), "incomplete_results": False,
+                     "items": items[:MAX_PER_PAGE]}, {}
+
     # ----- side door --------------------------------------------------------------------------
     def handle_side(self, method, path, query, raw):
         try:
@@ -625,6 +690,13 @@ class FakeGitHub:
                 return 200, {"ok": True}
             if path == "/_fake/clock":
                 self.advance(body.get("advance_s", 0))
+                return 200, {"ok": True}
+            if path == "/_fake/token":
+                self.set_token(body["token"])
+                return 200, {"ok": True}
+            if path == "/_fake/search_lag":
+                with self.lock:
+                    self.search_lag_s = float(body["seconds"])
                 return 200, {"ok": True}
             if path == "/_fake/reset":
                 self.reset()
@@ -717,9 +789,22 @@ class FakeHandler(BaseHTTPRequestHandler):
             rec["status"] = "dropped_after_%d" % status
             self._drop()
             return
+        if fault and fault["action"] == "respond_after":
+            with fake.lock:
+                rec["status"] = "%d_after_%d" % (fault["status"], status)
+            h = dict(rate)
+            h.update(fault["headers"])
+            self._send(fault["status"], fault["body"], h)
+            return
+        if fault and fault["action"] == "delay_after":
+            rec["status"] = "delayed_after_%d" % status
+            time.sleep(fault["delay_ms"] / 1000.0)
         h = dict(rate)
         h.update(extra)
-        self._send(status, body, h)
+        try:
+            self._send(status, body, h)
+        except OSError:  # the client gave up waiting (delay faults)
+            self.close_connection = True
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _handle
 
@@ -732,9 +817,11 @@ def main(argv=None):
     ap.add_argument("--token", default="test-token")
     ap.add_argument("--repo", action="append", help="owner/name (repeatable); default "
                     "acme/alerts")
+    ap.add_argument("--search-lag", type=float, default=60.0,
+                    help="seconds the search index lags behind writes (default 60)")
     args = ap.parse_args(argv)
     fg = FakeGitHub(token=args.token, repos=args.repo or ["acme/alerts"], host=args.host,
-                    port=args.port).start()
+                    port=args.port, search_lag_s=args.search_lag).start()
     if args.port_file:
         tmp = args.port_file + ".tmp"
         with open(tmp, "w") as f:

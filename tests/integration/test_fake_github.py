@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -308,6 +309,60 @@ def recording_and_faults():
     st, _, j = http("POST", fg.url + "/_fake/close", {"repo": REPO})
     eq(st, 400, "bad side-door call")
     check("number" in j["message"], "names the missing field", j)
+
+
+@run.case
+def search_lags_behind_the_list():
+    fg.reset()
+    with fg.lock:
+        fg.search_lag_s = 30
+    create(title="fresh", body="b\n<!-- alertbridge:key=k1 -->")
+    st, _, j = api("GET", "/search/issues?q=%s" % urllib.parse.quote(
+        "repo:%s is:issue in:body alertbridge:key=k1" % REPO))
+    eq((st, j["total_count"], j["items"]), (200, 0, []), "a new issue is not found yet")
+    st, _, j = api("GET", "/repos/%s/issues?state=all" % REPO)
+    eq([i["title"] for i in j], ["fresh"], "the list has it at once")
+    fg.advance(31)
+    st, _, j = api("GET", "/search/issues?q=%s" % urllib.parse.quote(
+        "repo:%s alertbridge:key=k1" % REPO))
+    eq([i["title"] for i in j["items"]], ["fresh"], "found once the lag passed")
+    st, _, j = api("GET", "/search/issues")
+    eq(st, 422, "search without q")
+    eq(fg.marker_counts(REPO), {"k1": 1}, "issues per marker key")
+    with fg.lock:
+        fg.search_lag_s = 60
+
+
+@run.case
+def faults_after_the_write_and_token_rotation():
+    fg.reset()
+    fg.add_fault(method="POST", path=".*/issues", action="respond_after", status=502,
+                 body={"message": "Server Error"})
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, {"title": "made anyway"})
+    eq((st, j), (502, {"message": "Server Error"}), "respond_after answers the fault")
+    eq([i["title"] for i in fg.issues(REPO)], ["made anyway"], "respond_after did the write")
+    eq(fg.get_requests()[-1]["status"], "502_after_201", "recorded as done, then 502")
+    fg.add_fault(method="POST", path=".*/issues", action="respond_after", status=201,
+                 body="not json")
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, {"title": "unreadable"})
+    eq((st, j), (201, "not json"), "a 201 whose body is not JSON")
+    eq(len(fg.issues(REPO)), 2, "and the issue exists")
+    fg.add_fault(method="POST", path=".*/issues", action="delay_after", delay_ms=1500)
+    t = time.time()
+    try:
+        http("POST", fg.url + "/repos/%s/issues" % REPO, {"title": "slow"}, headers=HDRS,
+             timeout_s=0.5)
+        got = "answer"
+    except OSError:
+        got = "timeout"
+    eq(got, "timeout", "delay_after outlasts the client's timeout")
+    check(time.time() - t < 1.4, "the client gave up before the answer")
+    eq([i["title"] for i in fg.issues(REPO)][-1], "slow", "delay_after did the write first")
+    fg.set_token("rotated")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    eq((st, j["message"]), (401, "Bad credentials"), "old token refused after rotation")
+    st, _, _ = http("POST", fg.url + "/_fake/token", {"token": TOKEN})
+    eq(api("GET", "/repos/%s/issues/1" % REPO)[0], 200, "side door restores the token")
 
 
 @run.case
