@@ -51,6 +51,12 @@ class KillingGitHub(FakeGitHub):
         super().__init__(*a, **kw)
         self.trap = None
 
+    def start(self):
+        super().start()
+        # A killed client resets its connection: expected here, not worth a traceback.
+        self.server.handle_error = lambda request, client_address: None
+        return self
+
     def handle_api(self, method, path, query, headers, raw):
         res = super().handle_api(method, path, query, headers, raw)
         if method in MUTATING and self.trap is not None and res[0] < 300:
