@@ -21,6 +21,7 @@ Prints a timeline and, last, "N passed, N failed".
 import collections
 import os
 import random
+import re
 import shutil
 import signal
 import sys
@@ -50,6 +51,7 @@ class KillingGitHub(FakeGitHub):
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.trap = None
+        self.trap_path = ".*"
 
     def start(self):
         super().start()
@@ -59,7 +61,8 @@ class KillingGitHub(FakeGitHub):
 
     def handle_api(self, method, path, query, headers, raw):
         res = super().handle_api(method, path, query, headers, raw)
-        if method in MUTATING and self.trap is not None and res[0] < 300:
+        if method in MUTATING and self.trap is not None and res[0] < 300 and \
+                re.fullmatch(self.trap_path, path):
             trap, self.trap = self.trap, None
             trap(method, path)
         return res
@@ -99,7 +102,7 @@ def kill_at_random_moments():
                       receiver=RECEIVER, group_by=("alertname", "pod"), group_wait="500ms",
                       group_interval="1s")
     lock = threading.Lock()
-    kills = {"random": 0, "at-write": 0}
+    kills = {"random": 0, "at-write": 0, "at-create": 0}
     posted = {}       # alert index -> (status, startsAt) last posted to Alertmanager
     sent = [0]        # alert states posted to Alertmanager
     stop = threading.Event()
@@ -125,8 +128,11 @@ def kill_at_random_moments():
             t += rng.uniform(10, 25)
     schedule.sort()
     n_kills = rng.randint(8, 12)
-    kill_plan = sorted((rng.uniform(3, duration_s - 3), rng.choice(("random", "at-write")))
-                       for _ in range(n_kills))
+    # The first kill comes right after GitHub created an issue (the create's answer lost);
+    # the others at random moments or right after any write.
+    kill_plan = sorted([(rng.uniform(0.5, 3), "at-create")] + [
+        (rng.uniform(3, duration_s - 3), rng.choice(("random", "at-write")))
+        for _ in range(n_kills - 1)])
     event("plan: %d alerts, %d state changes, %d kills" % (n_alerts, len(schedule), n_kills))
 
     def driver():
@@ -152,7 +158,7 @@ def kill_at_random_moments():
             for at, kind in kill_plan:
                 if stop.wait(max(0.0, t0 + at - time.time())):
                     return
-                if kind == "at-write":
+                if kind in ("at-write", "at-create"):
                     fired = threading.Event()
                     pid = ab.proc.p.pid
 
@@ -160,6 +166,7 @@ def kill_at_random_moments():
                         os.kill(pid, signal.SIGKILL)
                         event("trap: SIGKILL after GitHub did %s %s" % (method, path))
                         fired.set()
+                    gh.trap_path = "/repos/%s/issues" % REPO if kind == "at-create" else ".*"
                     gh.trap = trap
                     if not fired.wait(8):
                         gh.trap = None
@@ -189,8 +196,9 @@ def kill_at_random_moments():
         with lock:
             if not ab.alive():
                 ab.start()
-        event("chaos over: %d kills (%d random, %d at a GitHub write); draining" % (
-            sum(kills.values()), kills["random"], kills["at-write"]))
+        event("chaos over: %d kills (%d random, %d at a GitHub write, %d at a create); "
+              "draining" % (sum(kills.values()), kills["random"], kills["at-write"],
+                            kills["at-create"]))
 
         def settled():
             ack = last_acknowledged(proxy.get())
@@ -223,14 +231,19 @@ def kill_at_random_moments():
                                         for x in byk[fp])]
         cdups = comment_duplicates(gh, issues)
         writes = [r for r in gh.get_requests() if r["method"] in MUTATING]
+        with open(ab.log_path, errors="replace") as f:
+            log = f.read()
+        found = log.count('msg="earlier create found by marker"') + \
+            log.count('msg="earlier comment found by marker"')
         event("figures: seed=%d alerts=%d state_changes_sent=%d webhooks=%d answered_200=%d "
-              "answered_other=%d kills=%d (random=%d at_write=%d) github_writes=%d issues=%d "
-              "duplicate_issues=%d duplicate_comments=%d lost=%d" % (
+              "answered_other=%d kills=%d (random=%d at_write=%d at_create=%d) github_writes=%d "
+              "found_by_marker_after_restart=%d issues=%d duplicate_issues=%d "
+              "duplicate_comments=%d lost=%d" % (
                   seed, n_alerts, sent[0], len(deliveries),
                   sum(1 for d in deliveries if d["status"] == 200),
                   sum(1 for d in deliveries if d["status"] != 200), sum(kills.values()),
-                  kills["random"], kills["at-write"], len(writes), len(issues), len(dups),
-                  len(cdups), len(lost)))
+                  kills["random"], kills["at-write"], kills["at-create"], len(writes), found,
+                  len(issues), len(dups), len(cdups), len(lost)))
         eq(len(ack), n_alerts, "alerts acknowledged with a 200")
         eq(dups, {}, "keys with more than one issue")
         eq(lost, [], "acknowledged alerts missing on GitHub or in the wrong state")
