@@ -8,7 +8,9 @@
  * event's completion are written in one transaction after GitHub answered,
  * and a transition of two calls (a comment and a state change) records its
  * progress in between, so a retry after a crash or a failure skips what
- * already happened.  Transient failures (5xx, timeouts, rate limits, a bad
+ * already happened.  Before a create or a comment is posted a note says it
+ * may be ("create@<ms>", "ACTION:STEP~"), so the retry after a crash between
+ * GitHub's answer and our commit first looks for its marker on GitHub.  Transient failures (5xx, timeouts, rate limits, a bad
  * token) are retried with backoff forever — the event stays queued; a request
  * GitHub rejects as invalid (422) is dead-lettered with the reason.
  */
@@ -64,8 +66,10 @@ void bridge_free(struct bridge *b);
 enum err bridge_start(struct bridge *b, struct buf *errmsg) WARN_UNUSED;
 /*
  * Ask the worker to stop, interrupt its waits, and join it.  The GitHub call
- * in flight finishes first (its outcome is recorded); nothing is lost: what
- * is not done stays queued for the next start.
+ * in flight finishes first (its outcome is recorded); a wait cut short (rate
+ * limit, pacing, backoff) sends nothing after it, and its event stays queued
+ * without counting as a failed attempt.  Nothing is lost: what is not done
+ * stays queued for the next start.
  */
 void bridge_stop(struct bridge *b);
 

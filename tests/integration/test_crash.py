@@ -19,11 +19,13 @@ Prints a timeline and, last, "N passed, N failed".
 """
 
 import collections
+import json
 import os
 import random
 import re
 import shutil
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -393,6 +395,38 @@ def sigterm_during_a_rate_limit_wait_exits_without_calling():
         time.sleep(2)
         eq(len(s.gh.issues(REPO)), 1, "issues after the restart")
         eq([r["status"] for r in s.creates()], [403, 201], "create answers")
+
+
+@run.case
+def sigterm_with_a_slow_client_exits_within_the_bound():
+    with Small() as s:
+        s.ab.start()
+        # A client that sent a webhook's headers and half its body, then stalls (the default
+        # read_timeout is 30 s): shutdown must not wait for it beyond the bound.
+        body = json.dumps(webhook_payload(RECEIVER, [one_alert("1122334455667788")])).encode()
+        sock = socket.create_connection(("127.0.0.1", s.ab.port), timeout=5)
+        try:
+            sock.sendall(("POST /v1/webhook HTTP/1.1\r\nHost: x\r\n"
+                          "Authorization: Bearer %s\r\nContent-Type: application/json\r\n"
+                          "Content-Length: %d\r\n\r\n" % (s.ab.hook_token, len(body))).encode()
+                         + body[:len(body) // 2])
+            time.sleep(0.5)
+            code, took = s.sigterm()
+            eq(code, 0, "exit code after SIGTERM with a stalled client")
+            check(took < 10, "exited within 10 s despite the stalled client", took)
+            sock.settimeout(5)
+            try:
+                answer = sock.recv(4096)
+            except OSError:
+                answer = b""
+            check(not answer.startswith(b"HTTP/1.1 200"), "the half-sent webhook was not "
+                  "acknowledged", answer[:200])
+        finally:
+            sock.close()
+        # Nothing of it was stored: a restart has nothing to do.
+        s.ab.start()
+        time.sleep(2)
+        eq(s.creates(), [], "creates after the restart")
 
 
 def on_term(signum, frame):
