@@ -252,6 +252,7 @@ def kill_at_random_moments():
         eq(cdups, [], "comments posted twice")
         eq(len(issues), n_alerts, "one issue per alert")
         check(sum(kills.values()) >= 8, "at least 8 kills happened", kills)
+        eq(ab.stop(), 0, "exit code of the last run on SIGTERM")
     except BaseException:
         print_tail("alertbridge log (last 80 lines)", ab.tail(80))
         print_tail("alertmanager log (last 20 lines)", am.proc.tail(20))
