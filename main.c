@@ -752,6 +752,18 @@ static int print_row_line(void *ctx, const struct store_issue *row)
 	return 0;
 }
 
+/* A dead letter with no map row (a create GitHub rejected): receiver, key, reason. */
+static int print_dead_line(void *ctx, const struct store_event *ev)
+{
+	const char *receiver = ctx;
+
+	if (receiver && strcmp(receiver, ev->receiver))
+		return 0;
+	printf("%-20s %-16s %s (no issue) dead: %s\n", ev->receiver, ev->key,
+	       ev->status, ev->last_error ? ev->last_error : "-");
+	return 0;
+}
+
 static void print_row_full(const struct store_issue *row)
 {
 	char t[32];
@@ -829,7 +841,9 @@ static int cmd_map(const struct flags *f)
 		goto out;
 	}
 	if (!strcmp(sub, "list")) {
-		rc = store_issue_each(st, f->receiver, print_row_line, NULL) ? 1 : 0;
+		rc = store_issue_each(st, f->receiver, print_row_line, NULL) ||
+		     store_dead_unmapped(st, "bridge", 1000, print_dead_line,
+					 (void *)f->receiver) ? 1 : 0;
 	} else if (!strcmp(sub, "show")) {
 		struct find_key fk = { f->args[1], f->receiver, NULL, 0 };
 		if (store_issue_each(st, f->receiver, match_key, &fk))

@@ -8,11 +8,36 @@
  * event's completion are written in one transaction after GitHub answered,
  * and a transition of two calls (a comment and a state change) records its
  * progress in between, so a retry after a crash or a failure skips what
- * already happened.  Before a create or a comment is posted a note says it
- * may be ("create@<ms>", "ACTION:STEP~"), so the retry after a crash between
- * GitHub's answer and our commit first looks for its marker on GitHub.  Transient failures (5xx, timeouts, rate limits, a bad
+ * already happened.  Transient failures (5xx, timeouts, rate limits, a bad
  * token) are retried with backoff forever — the event stays queued; a request
  * GitHub rejects as invalid (422) is dead-lettered with the reason.
+ *
+ * No second issue, no second comment:
+ *   - before its POST a create writes the progress note "create@<ms>"; a
+ *     retry of that event (after an ambiguous answer whose lookup failed, or
+ *     a crash) first looks for the key marker among the issues created since
+ *     then (gh_issue_find_marker), and adopts the issue it finds;
+ *   - every comment carries "<!-- alertbridge:episode=<startsAt> event=... -->",
+ *     unique per transition, and is posted with gh_comment_create_marked();
+ *     before its POST the note "ACTION:STEP~" says it may be posted, and a
+ *     retry with that note (a crash between GitHub's answer and our commit)
+ *     first reads the issue's comments (gh_comment_list) for that marker;
+ *   - lost database: before the first event of a (receiver, repo) after the
+ *     database was created, the map is rebuilt from GitHub by listing the
+ *     repository's issues page by page (gh_issue_list: state=all,
+ *     per_page=100; never search, which lags behind writes).  Each issue
+ *     whose body ends with "<!-- alertbridge:key=K -->" gives the row of
+ *     (receiver, K) unless one exists: number, repo, state, state_reason,
+ *     closed_at as GitHub has them, the newest issue of a key winning (an
+ *     older one becomes previous_number).  The episode is the newest
+ *     "alertbridge:episode=" marker of the body and of the comments (read
+ *     only for issues that are open or closed within reopen_window, and that
+ *     have comments), else the issue's created_at (a notification that
+ *     started before the issue is then stale).  So a re-sent notification
+ *     of the episode last applied changes nothing; a newer one is a new
+ *     episode.  The scan is recorded (store_scan_done) and done once; a
+ *     failed scan keeps the event queued (retry) and makes no create.
+ *     Receivers that share a repository each import its markers.
  */
 #ifndef AB_BRIDGE_H
 #define AB_BRIDGE_H

@@ -521,6 +521,7 @@ static enum err call(struct gh_client *c, const struct call *k, struct http_resp
 	req.timeout_ms = c->timeout_ms;
 	req.connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 10000;
 	req.follow_redirects = 1;
+	req.fresh_connect = k->mutating;
 
 	for (int attempt = 1;; attempt++) {
 		int64_t attempt_ms, wait_ms;

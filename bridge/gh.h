@@ -13,7 +13,9 @@
  * 5xx) is ambiguous: before any retry the client lists the repository's
  * issues created since the attempt (GET /repos/{o}/{r}/issues?state=all&
  * sort=created&direction=desc&since=...) and looks for the body's marker, so
- * it never makes a second issue.
+ * it never makes a second issue.  Mutating calls go on a fresh connection:
+ * libcurl silently replays a request whose reused connection died before an
+ * answer, which for a POST can make a second issue or comment.
  *
  * In dry-run every planned call is logged at info level
  * (msg="dry-run github call" method=POST path=/repos/o/r/issues title="...")

@@ -313,6 +313,7 @@ static CURLcode configure(struct http_client *c, const struct http_request *req,
 	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
 	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_HEADERDATA, t);
 	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	cc = cc ? cc : curl_easy_setopt(e, CURLOPT_FRESH_CONNECT, req->fresh_connect ? 1L : 0L);
 	if (req->follow_redirects) {
 		/* Keep POST a POST on 301/302 (GitHub's transferred issues). */
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 1L);

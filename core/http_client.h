@@ -47,9 +47,17 @@ struct http_request {
 	int64_t timeout_ms;            /* whole request, redirects included; 0 means 30 s */
 	int64_t connect_timeout_ms;    /* TCP + TLS connect; 0 means 10 s */
 	int follow_redirects;          /* non-zero: follow 301/302/303/307/308, at most 5 hops */
+	/*
+	 * Non-zero: send on a new connection (CURLOPT_FRESH_CONNECT).  libcurl
+	 * silently sends a request again when the reused connection it chose
+	 * turns out closed before any answer; for a request that is not
+	 * idempotent (creating an issue) the first copy may have been acted on,
+	 * so such requests ask for a fresh connection, where it never replays.
+	 */
+	int fresh_connect;
 };
 
-#define HTTP_REQUEST_INIT { NULL, NULL, NULL, NULL, 0, 0, 0, 0 }
+#define HTTP_REQUEST_INIT { NULL, NULL, NULL, NULL, 0, 0, 0, 0, 0 }
 
 /*
  * A response.  Initialise with http_response_init(), reuse for several

@@ -164,6 +164,7 @@ enum stmt_id {
 	S_NO_PENDING,
 	S_SCAN_GET,
 	S_SCAN_PUT,
+	S_EV_DEAD_UNMAPPED,
 	S_COUNT
 };
 
@@ -224,6 +225,9 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_NO_CANCEL] = "UPDATE notices SET state = 'dead', last_error = ?2 "
 			"WHERE uid = ?1 AND state = 'pending'",
 	[S_NO_PENDING] = "SELECT count(*) FROM notices WHERE state = 'pending'",
+	[S_EV_DEAD_UNMAPPED] = "SELECT " EVENT_COLS " FROM events AS e WHERE e.state = 'dead' AND "
+			       "e.kind = ?1 AND NOT EXISTS (SELECT 1 FROM issues AS i WHERE "
+			       "i.receiver = e.receiver AND i.key = e.key) ORDER BY e.id LIMIT ?2",
 	[S_SCAN_GET] = "SELECT done_at_ms FROM repo_scans WHERE receiver = ?1 AND repo = ?2",
 	[S_SCAN_PUT] = "INSERT INTO repo_scans (receiver, repo, done_at_ms) VALUES (?1, ?2, ?3) "
 		       "ON CONFLICT (receiver, repo) DO UPDATE SET done_at_ms = excluded.done_at_ms",
@@ -1616,6 +1620,44 @@ enum err store_scan_done(struct store *st, const char *receiver, const char *rep
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		log_db("record repo scan", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+/* ---- dead letters without a map row ---- */
+
+enum err store_dead_unmapped(struct store *st, const char *kind, int max,
+			     int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
+{
+	struct buf msg = BUF_INIT;
+	struct store_event *evs;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, n = 0, step = SQLITE_DONE, stopped = 0;
+
+	if (!st || empty(kind) || !fn || max <= 0)
+		return ERR_INVALID;
+	if (max > 1000)
+		max = 1000;
+	evs = xcalloc((size_t)max, sizeof(*evs));
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_DEAD_UNMAPPED];
+	bind_text(s, 1, kind, &brc);
+	bind_int(s, 2, max, &brc);
+	while (brc == SQLITE_OK && n < max && (step = sqlite3_step(s)) == SQLITE_ROW)
+		read_event(s, &evs[n++]);
+	if (brc != SQLITE_OK || (n < max && step != SQLITE_DONE))
+		rc = db_fail(st, "list dead letters", &msg);
+	done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		log_db("list dead letters", &msg);
+	for (int i = 0; i < n; i++) {
+		if (rc == ERR_OK && !stopped)
+			stopped = fn(ctx, &evs[i]);
+		store_event_release(&evs[i]);
+	}
+	free(evs);
 	buf_release(&msg);
 	return rc;
 }

@@ -166,6 +166,16 @@ enum err store_event_progress(struct store *st, int64_t id, const char *progress
  * (done or dead), ERR_DB (logged).
  */
 enum err store_event_dead(struct store *st, int64_t id, const char *reason) WARN_UNUSED;
+/*
+ * Call fn for the dead-lettered events of queue kind whose (receiver, key)
+ * has no map row (e.g. a create GitHub rejected), oldest first, at most max
+ * (capped at 1000); stop early when fn returns non-zero (still ERR_OK).  ev
+ * is valid only during the call; fn runs without the store's lock.
+ * Errors: ERR_INVALID (st, kind or fn missing, max <= 0), ERR_DB (logged).
+ */
+enum err store_dead_unmapped(struct store *st, const char *kind, int max,
+			     int (*fn)(void *ctx, const struct store_event *ev),
+			     void *ctx) WARN_UNUSED;
 /* Number of dead-lettered events; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_dead_count(struct store *st);
 /*

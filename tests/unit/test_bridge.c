@@ -471,6 +471,72 @@ static void unconfigured_receiver_is_dead_lettered(void **state)
 	env_stop(&e);
 }
 
+/* An issue in a list page, with its body and comment count. */
+#define LISTED(n, state, closed, comments, body)                                           \
+	"{\"number\":" #n ",\"state\":\"" state "\",\"state_reason\":null,\"closed_at\":" closed  \
+	",\"created_at\":\"2026-11-21T00:50:00Z\",\"comments\":" #comments ",\"body\":\"" body   \
+	"\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}"
+
+static void lost_database_is_rebuilt_from_markers_before_any_create(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start_scan(&e, NULL, NULL, 0);
+	/* the same episode re-sent after the database was lost */
+	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[" LISTED(4, "open", "null", 0, "unrelated") ","
+		       LISTED(5, "open", "null", 1, "x\\n\\n<!-- alertbridge:episode="
+			      "2026-11-21T00:49:48.539Z -->\\n<!-- alertbridge:key=" FP " -->") "]");
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"body\":\"firing again <!-- alertbridge:episode=2026-11-21T01:30:00.000Z"
+		       " event=firing -->\"}]");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2); /* no create, no comment */
+	assert_request(&e, 0, "GET",
+		       "/repos/my-org/alerts/issues?state=all&sort=created&direction=asc"
+		       "&per_page=100", NULL);
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100", NULL);
+	get_row(&e, &row);
+	assert_int_equal(row.number, 5);
+	assert_string_equal(row.state, "open");
+	assert_int_equal(row.episode_starts_ms, INT64_C(1795224600000)); /* the comment's */
+	store_issue_release(&row);
+
+	/* once per repository: the next event reads no list; a resolve closes #5 */
+	enqueue(&e, "resolved", "2026-11-21T01:30:00Z", "2026-11-21T02:00:00Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(5, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"completed\"", "\"2026-11-21T02:00:05Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 5);
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
+		       "event=resolved-");
+	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
+	env_stop(&e);
+}
+
+static void failed_rebuild_keeps_the_event(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	(void)state;
+
+	env_start_scan(&e, NULL, NULL, 0);
+	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL, "{\"not\":\"a list\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1); /* no create without the rebuild */
+	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
+	assert_int_equal(ev.attempts, 1);
+	assert_string_equal(ev.last_error, "issue list of my-org/alerts: answer is not a JSON array");
+	store_event_release(&ev);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -484,6 +550,8 @@ int main(void)
 		cmocka_unit_test(not_planned_is_respected_within_window),
 		cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
 		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
+		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
+		cmocka_unit_test(failed_rebuild_keeps_the_event),
 	};
 	log_setup(LOG_ERROR, LOG_LOGFMT);
 	return cmocka_run_group_tests(tests, NULL, NULL);

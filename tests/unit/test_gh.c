@@ -664,6 +664,146 @@ static void find_marker_not_found_and_foreign_link(void **state)
 	assert_int_equal(fake_http_count(fx->fake), 2);
 }
 
+static void create_201_unreadable_is_resolved_by_marker(void **state)
+{
+	struct fixture *fx = *state;
+	char page[2048], ij[1024];
+	struct gh_stats st;
+
+	/* GitHub made the issue but its answer cannot be read: find it, never fail for good. */
+	fake_http_push(fx->fake, 201, NULL, "<html>proxy error</html>");
+	snprintf(page, sizeof(page), "[%s]",
+		 issue_json(ij, sizeof(ij), "o/r", 8, "open", NULL, "x " MARKER));
+	fake_http_push(fx->fake, 200, NULL, page);
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "x " MARKER, MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(fx->is.number, 8);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_string_equal(fake_http_request(fx->fake, 1)->method, "GET");
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.ambiguous_resolved, 1);
+
+	/* not found (or the lookup fails): ERR_RETRY, not ERR_INVALID (no dead letter) */
+	gh_issue_release(&fx->is);
+	fake_http_push(fx->fake, 201, NULL, "{\"number\":\"nine\"}");
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "x " MARKER, MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_RETRY);
+	assert_string_equal(buf_str(&fx->err), "POST issue: answer is not an issue (number, state, "
+					       "repository_url); the create may have succeeded: "
+					       "marker lookup: not found");
+	assert_int_equal(fx->is.number, 0);
+	assert_int_equal(fake_http_count(fx->fake), 4);
+}
+
+static void find_marker_skips_older_issue_of_the_same_key(void **state)
+{
+	struct fixture *fx = *state;
+	char page[2048], ij[1024];
+
+	/* the closed issue a linked create supersedes carries the same marker */
+	snprintf(page, sizeof(page), "[%s]",
+		 issue_json(ij, sizeof(ij), "o/r", 3, "closed", "2023-11-14T22:13:20Z", MARKER));
+	fake_http_push(fx->fake, 200, NULL, page);
+	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", MARKER, T0 + 1000, &fx->is,
+					      &fx->err), ERR_NOTFOUND);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+}
+
+#define CMARK "<!-- alertbridge:episode=2023-11-14T22:00:00.000Z event=firing -->"
+
+static void marked_comment_ambiguous_is_found_not_posted_twice(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
+	fake_http_push(fx->fake, 200, NULL,
+		       "[{\"body\":\"other\"},{\"body\":\"firing again\\n\\n" CMARK "\"}]");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "firing again\n\n" CMARK,
+						  CMARK, &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_string_equal(fake_http_request(fx->fake, 1)->uri,
+			    "/repos/o/r/issues/5/comments?since=2023-11-14T22:12:20Z&per_page=100");
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.ambiguous_resolved, 1);
+
+	/* absent: posted again */
+	fake_http_push(fx->fake, 504, NULL, "");
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":1}");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "again " CMARK, CMARK,
+						  &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 5);
+	assert_string_equal(fake_http_request(fx->fake, 4)->method, "POST");
+
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "no marker", CMARK,
+						  &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "comment on o/r#5: the marker must be in the body");
+	assert_int_equal(fake_http_count(fx->fake), 5);
+}
+
+struct seen {
+	int n;
+	int64_t numbers[8];
+	int with_body;
+	int64_t comments;
+};
+
+static int see_issue(void *ctx, const struct gh_issue *is)
+{
+	struct seen *s = ctx;
+	assert_true(s->n < 8);
+	s->numbers[s->n++] = is->number;
+	s->with_body += is->body != NULL;
+	s->comments += is->comments;
+	return 0;
+}
+
+static void issue_list_reads_every_page_oldest_first(void **state)
+{
+	struct fixture *fx = *state;
+	char link[512], page[4096], ij1[1024], ij2[1024];
+	struct seen s = { 0 };
+
+	snprintf(link, sizeof(link), "Link: <%s/repositories/1/issues?page=2>; rel=\"next\"",
+		 fake_http_url(fx->fake));
+	snprintf(page, sizeof(page), "[%s,{\"number\":2,\"pull_request\":{}}]",
+		 issue_json(ij1, sizeof(ij1), "o/r", 1, "open", NULL, "a"));
+	fake_http_push(fx->fake, 200, link, page);
+	issue_json(ij2, sizeof(ij2), "o/r", 3, "closed", "2023-11-14T22:13:20Z", MARKER);
+	ij2[strlen(ij2) - 1] = '\0';
+	snprintf(page, sizeof(page), "[%s,\"comments\":4}]", ij2);
+	fake_http_push(fx->fake, 200, NULL, page);
+	assert_int_equal(gh_issue_list(fx->gh, "o/r", see_issue, &s, &fx->err), ERR_OK);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(s.numbers[0], 1);
+	assert_int_equal(s.numbers[1], 3);
+	assert_int_equal(s.with_body, 2);
+	assert_int_equal(s.comments, 4);
+	assert_string_equal(fake_http_request(fx->fake, 0)->uri,
+			    "/repos/o/r/issues?state=all&sort=created&direction=asc&per_page=100");
+	assert_string_equal(fake_http_request(fx->fake, 1)->uri, "/repositories/1/issues?page=2");
+
+	fake_http_push(fx->fake, 200, NULL, "{\"message\":\"not a list\"}");
+	assert_int_equal(gh_issue_list(fx->gh, "o/r", see_issue, &s, &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "issue list of o/r: answer is not a JSON array");
+}
+
+static void unauthorized_is_counted(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 401, NULL, "{\"message\":\"Bad credentials\"}");
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_AUTH);
+	assert_string_equal(buf_str(&fx->err), "GET /repos/o/r/issues/1: 401 unauthorized: "
+					       "Bad credentials");
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.requests_unauthorized, 1);
+	assert_int_equal(st.retries, 0);
+}
+
 static void bad_input_is_rejected_before_any_request(void **state)
 {
 	struct fixture *fx = *state;
@@ -776,6 +916,11 @@ int main(void)
 		T(create_not_sent_is_retried_without_lookup),
 		T(find_marker_follows_link_pagination),
 		T(find_marker_not_found_and_foreign_link),
+		T(create_201_unreadable_is_resolved_by_marker),
+		T(find_marker_skips_older_issue_of_the_same_key),
+		T(marked_comment_ambiguous_is_found_not_posted_twice),
+		T(issue_list_reads_every_page_oldest_first),
+		T(unauthorized_is_counted),
 		T(bad_input_is_rejected_before_any_request),
 		T(non_issue_answer_is_invalid),
 		T(dry_run_logs_and_makes_no_request),

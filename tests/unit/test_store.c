@@ -472,6 +472,44 @@ static void dead_letter_marks_event_and_row(void **state)
 	store_close(st);
 }
 
+static int dead_fn(void *ctx, const struct store_event *ev)
+{
+	struct buf *out = ctx;
+	(void)buf_printf(out, "%s/%s:%s;", ev->receiver, ev->key, ev->last_error);
+	return 0;
+}
+
+static void repo_scans_and_unmapped_dead_letters(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("default", "kd", 7);
+	struct buf out = BUF_INIT;
+	int64_t t = 0;
+
+	(void)state;
+	assert_int_equal(store_scan_get(st, "default", "o/r", &t), ERR_NOTFOUND);
+	assert_int_equal(store_scan_done(st, "default", "o/r", 1700000000000), ERR_OK);
+	assert_int_equal(store_scan_get(st, "default", "o/r", &t), ERR_OK);
+	assert_int_equal(t, 1700000000000);
+	assert_int_equal(store_scan_get(st, "other", "o/r", NULL), ERR_NOTFOUND);
+	assert_int_equal(store_scan_done(st, "default", "o/r", 1700000005000), ERR_OK);
+	assert_int_equal(store_scan_get(st, "default", "o/r", &t), ERR_OK);
+	assert_int_equal(t, 1700000005000);
+	assert_int_equal(store_scan_get(st, "", "o/r", &t), ERR_INVALID);
+	assert_int_equal(store_scan_done(st, "default", NULL, 1), ERR_INVALID);
+
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_event_dead(st, enq1(st, "bridge", "kd"), "mapped"), ERR_OK);
+	assert_int_equal(store_event_dead(st, enq1(st, "bridge", "k1"), "422 one"), ERR_OK);
+	(void)enq1(st, "bridge", "k2"); /* pending: not listed */
+	assert_int_equal(store_event_dead(st, enq1(st, "janitor", "k3"), "other kind"), ERR_OK);
+	assert_int_equal(store_dead_unmapped(st, "bridge", 10, dead_fn, &out), ERR_OK);
+	assert_string_equal(buf_str(&out), "default/k1:422 one;");
+	assert_int_equal(store_dead_unmapped(st, "bridge", 0, dead_fn, &out), ERR_INVALID);
+	buf_release(&out);
+	store_close(st);
+}
+
 static void prune_drops_old_done_events_only(void **state)
 {
 	struct store *st = open_ok(":memory:");
@@ -1103,6 +1141,7 @@ int main(void)
 		cmocka_unit_test(progress_note_survives_retry),
 		cmocka_unit_test(later_event_of_same_key_waits_for_older),
 		cmocka_unit_test(dead_letter_marks_event_and_row),
+		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
 		cmocka_unit_test(prune_drops_old_done_events_only),
 		cmocka_unit_test(enqueue_rejects_bad_input_and_stores_nothing),
 		cmocka_unit_test_setup_teardown(failed_commit_stores_nothing, setup, teardown),
