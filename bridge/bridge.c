@@ -57,6 +57,8 @@ struct work {
 	struct issue_policy pol;
 	enum issue_action action;
 	int step;                 /* calls of the action already done (progress note) */
+	int comment_noted;        /* the stored note says the next call, a comment, may be made */
+	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
 	int64_t now_ms;
 };
 
@@ -98,6 +100,18 @@ static void gh_sleep(void *ctx, int64_t ms)
 		b->opts.sleep_ms(b->opts.clock_ctx, ms);
 	else
 		interruptible_sleep(b, ms);
+}
+
+/* Set by bridge_stop(): the GitHub client sends nothing after a cut-short wait. */
+static int gh_stopping(void *ctx)
+{
+	struct bridge *b = ctx;
+	int s;
+
+	pthread_mutex_lock(&b->mu);
+	s = b->stopping;
+	pthread_mutex_unlock(&b->mu);
+	return s;
 }
 
 /* https://api.github.com -> https://github.com; https://HOST/api/v3 -> https://HOST. */
@@ -169,6 +183,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.dry_run = g->dry_run;
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;
+	go.stopping = gh_stopping;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
@@ -201,10 +216,16 @@ static int needs_issue(enum issue_action a)
 	return 0;
 }
 
-/* Parse a progress note "ACTION:STEP"; 0 when there is none or it is unreadable. */
-static int parse_progress(const char *note, enum issue_action *action, int *step)
+/*
+ * Parse a progress note "ACTION:STEP" (STEP calls done), or "ACTION:STEP~"
+ * (and the next call, a comment, may have been posted: *comment_sent = 1);
+ * 0 when there is none or it is unreadable.
+ */
+static int parse_progress(const char *note, enum issue_action *action, int *step,
+			  int *comment_sent)
 {
-	static const enum issue_action all[] = { ISSUE_REOPEN, ISSUE_CLOSE };
+	static const enum issue_action all[] = { ISSUE_REOPEN, ISSUE_CLOSE, ISSUE_COMMENT_REFIRE,
+						 ISSUE_COMMENT_RESOLVED };
 	const char *colon = note ? strchr(note, ':') : NULL;
 
 	if (!colon)
@@ -214,6 +235,7 @@ static int parse_progress(const char *note, enum issue_action *action, int *step
 		if (strlen(name) == (size_t)(colon - note) && !strncmp(note, name, strlen(name))) {
 			*action = all[i];
 			*step = colon[1] - '0';
+			*comment_sent = *step >= 0 && *step <= 9 && colon[2] == '~';
 			return *step >= 0 && *step <= 9;
 		}
 	}
@@ -258,8 +280,10 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 	const char *why = "";
 	enum err rc;
 
-	if (parse_progress(w->ev.progress, &w->action, &w->step))
+	if (parse_progress(w->ev.progress, &w->action, &w->step, &w->comment_in_doubt)) {
+		w->comment_noted = w->comment_in_doubt;
 		return ERR_OK;
+	}
 	w->step = 0;
 	w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms, &why);
 	if (needs_issue(w->action) && w->have_row && w->row.number > 0 && !gh_dry_run(b->gh)) {
@@ -521,6 +545,66 @@ out:
 	return rc;
 }
 
+/*
+ * Record progress on the event: step calls of the action done; with
+ * comment_next, the next call is a comment that may be posted from now on.
+ * A crash between that comment and the record of its outcome leaves this
+ * note, and the retry looks for the comment's marker before posting again.
+ */
+static enum err note_progress(struct bridge *b, struct work *w, int step, int comment_next,
+			      struct buf *errmsg)
+{
+	char note[40];
+	enum err rc;
+
+	snprintf(note, sizeof(note), "%s:%d%s", issue_action_str(w->action), step,
+		 comment_next ? "~" : "");
+	rc = store_event_progress(b->opts.store, w->ev.id, note);
+	if (rc) {
+		buf_setf(errmsg, "cannot record progress: %s", err_str(rc));
+		return rc;
+	}
+	w->step = step;
+	w->comment_noted = comment_next;
+	return ERR_OK;
+}
+
+static int has_marker(void *ctx, const char *body, int64_t created_at_ms)
+{
+	const char **marker = ctx;
+
+	(void)created_at_ms;
+	if (*marker && strstr(body, *marker))
+		*marker = NULL;  /* found */
+	return *marker == NULL;
+}
+
+/*
+ * Is the comment carrying marker already on the issue (posted by an attempt
+ * that died before recording it)?  ERR_OK yes, ERR_NOTFOUND no, another
+ * error when GitHub could not tell.
+ */
+static enum err comment_posted(struct bridge *b, struct work *w, const char *marker,
+			       struct buf *errmsg)
+{
+	const char *m = marker;
+	enum err rc = gh_comment_list(b->gh, w->row.repo, w->row.number, has_marker, &m, errmsg);
+
+	if (rc)
+		return rc;
+	if (m)
+		return ERR_NOTFOUND;
+	{
+		struct log_line *l = log_begin(LOG_INFO, "earlier comment found by marker");
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "repo", w->row.repo);
+		log_int(l, "issue", w->row.number);
+		log_end(l);
+	}
+	return ERR_OK;
+}
+
 static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 			   enum render_text which, struct buf *errmsg)
 {
@@ -529,11 +613,23 @@ static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 
 	comment_marker(&w->iev, &marker);
 	rc = comment_text(b, w, view, which, buf_str(&marker), &text, errmsg);
-	if (rc)
+	if (rc) {
 		rc = ERR_INVALID;
-	else
-		rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
-					      buf_str(&marker), errmsg);
+		goto out;
+	}
+	if (w->comment_in_doubt) {
+		rc = comment_posted(b, w, buf_str(&marker), errmsg);
+		if (rc != ERR_NOTFOUND)
+			goto out;  /* posted already (ERR_OK), or cannot tell yet */
+		w->comment_in_doubt = 0;
+	} else if (!w->comment_noted && !gh_dry_run(b->gh)) {
+		rc = note_progress(b, w, w->step, 1, errmsg);
+		if (rc)
+			goto out;
+	}
+	rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
+				      buf_str(&marker), errmsg);
+out:
 	buf_release(&text);
 	buf_release(&marker);
 	return rc;
@@ -546,21 +642,6 @@ static enum err do_state(struct bridge *b, struct work *w, const char *state, co
 	enum err rc = gh_issue_set_state(b->gh, w->row.repo, w->row.number, state, reason, &gi,
 					 errmsg);
 	gh_issue_release(&gi);
-	return rc;
-}
-
-/* Record that the first call of a two-call action succeeded. */
-static enum err note_step(struct bridge *b, struct work *w, struct buf *errmsg)
-{
-	char note[32];
-	enum err rc;
-
-	snprintf(note, sizeof(note), "%s:1", issue_action_str(w->action));
-	rc = store_event_progress(b->opts.store, w->ev.id, note);
-	if (rc)
-		buf_setf(errmsg, "cannot record progress: %s", err_str(rc));
-	else
-		w->step = 1;
 	return rc;
 }
 
@@ -595,8 +676,8 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 	case ISSUE_REOPEN:
 		if (w->step < 1) {
 			rc = do_state(b, w, "open", "reopened", errmsg);
-			if (!rc)
-				rc = note_step(b, w, errmsg);
+			if (!rc)  /* the comment follows at once */
+				rc = note_progress(b, w, 1, !gh_dry_run(b->gh), errmsg);
 		}
 		if (!rc)
 			rc = do_comment(b, w, view, RENDER_REOPEN, errmsg);
@@ -605,7 +686,7 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 		if (w->step < 1) {
 			rc = do_comment(b, w, view, RENDER_RESOLVE, errmsg);
 			if (!rc)
-				rc = note_step(b, w, errmsg);
+				rc = note_progress(b, w, 1, 0, errmsg);
 		}
 		if (!rc)
 			rc = do_state(b, w, "closed", "completed", errmsg);
@@ -931,10 +1012,18 @@ static void handle(struct bridge *b, struct work *w)
 	rc = plan(b, w, &errmsg);
 	if (!rc)
 		rc = execute(b, w, &errmsg);
-	if (rc)
+	if (rc == ERR_RETRY && gh_stopping(b)) {
+		/* Cut short by bridge_stop(): not a failure; the next start resumes it. */
+		struct log_line *l = log_begin(LOG_INFO, "stopping: event left for the next start");
+		log_int(l, "event", w->ev.id);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "detail", buf_str(&errmsg));
+		log_end(l);
+	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
-	else
+	} else {
 		finish(b, w);
+	}
 out:
 	buf_release(&errmsg);
 }
@@ -996,20 +1085,11 @@ int bridge_step(struct bridge *b)
 	return 1;
 }
 
-static int stopping(struct bridge *b)
-{
-	int s;
-	pthread_mutex_lock(&b->mu);
-	s = b->stopping;
-	pthread_mutex_unlock(&b->mu);
-	return s;
-}
-
 static void *worker(void *arg)
 {
 	struct bridge *b = arg;
 
-	while (!stopping(b)) {
+	while (!gh_stopping(b)) {
 		int r = bridge_step(b);
 		if (r == 0)
 			store_wait_kind(b->opts.store, "bridge", 1000);

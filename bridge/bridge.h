@@ -19,6 +19,9 @@
  *     then (gh_issue_find_marker), and adopts the issue it finds;
  *   - every comment carries "<!-- alertbridge:episode=<startsAt> event=... -->",
  *     unique per transition, and is posted with gh_comment_create_marked();
+ *     before its POST the note "ACTION:STEP~" says it may be posted, and a
+ *     retry with that note (a crash between GitHub's answer and our commit)
+ *     first reads the issue's comments (gh_comment_list) for that marker;
  *   - lost database: before the first event of a (receiver, repo) after the
  *     database was created, the map is rebuilt from GitHub by listing the
  *     repository's issues page by page (gh_issue_list: state=all,
@@ -88,8 +91,10 @@ void bridge_free(struct bridge *b);
 enum err bridge_start(struct bridge *b, struct buf *errmsg) WARN_UNUSED;
 /*
  * Ask the worker to stop, interrupt its waits, and join it.  The GitHub call
- * in flight finishes first (its outcome is recorded); nothing is lost: what
- * is not done stays queued for the next start.
+ * in flight finishes first (its outcome is recorded); a wait cut short (rate
+ * limit, pacing, backoff) sends nothing after it, and its event stays queued
+ * without counting as a failed attempt.  Nothing is lost: what is not done
+ * stays queued for the next start.
  */
 void bridge_stop(struct bridge *b);
 

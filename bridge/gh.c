@@ -47,6 +47,7 @@ struct gh_client {
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
+	int (*stopping)(void *ctx);
 	struct http_client *http;
 	int64_t last_mutation_ms;  /* end of the last mutating request; 0: none yet */
 	int64_t *window;           /* ring of the last `budget` mutation times */
@@ -112,6 +113,7 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->now_ms = opts->now_ms ? opts->now_ms : clock_hook_now_ms;
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
+	c->stopping = opts->stopping;
 	c->window = xcalloc((size_t)c->budget, sizeof(*c->window));
 	c->http = http_client_new(&hopts);
 	c->rng = (uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
@@ -514,6 +516,16 @@ static enum err call(struct gh_client *c, const struct call *k, struct http_resp
 		wait_rate_limit(c);
 		if (k->mutating)
 			pace(c);
+		if (c->stopping && c->stopping(c->clock_ctx)) {
+			/* The wait may have been cut short: sending now could break it. */
+			if (attempt > 1)
+				(void)buf_adds(errmsg, "; ");
+			else
+				buf_reset(errmsg);
+			(void)buf_printf(errmsg, "%s %s: not sent: stopping", k->method, k->path);
+			rc = ERR_RETRY;
+			goto out;
+		}
 		attempt_ms = now(c);
 		hrc = http_do(c->http, &req, res, errmsg);
 		if (k->mutating && res->sent)

@@ -63,6 +63,14 @@ struct gh_options {
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
+	/*
+	 * Optional (NULL: never): non-zero once the owner is shutting down.  It
+	 * is asked after every wait, before each request; when set, the request
+	 * is not sent and the call ends with ERR_RETRY ("not sent: stopping"),
+	 * so a sleep cut short by shutdown never sends a request early (before
+	 * a retry-after, a reset or the pacing interval).  Uses clock_ctx.
+	 */
+	int (*stopping)(void *ctx);
 	const char *ca_file;       /* PEM CA bundle for api_url; NULL: the system's */
 };
 

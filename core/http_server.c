@@ -950,7 +950,8 @@ void srv_stop(struct srv *s)
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
 	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += s->timeout_s;
+	/* A stalled upload must not hold shutdown for the whole read timeout. */
+	deadline.tv_sec += s->timeout_s < SRV_DRAIN_MAX_S ? s->timeout_s : SRV_DRAIN_MAX_S;
 	pthread_mutex_lock(&s->lock);
 	while (s->inflight > 0)
 		if (pthread_cond_timedwait(&s->idle, &s->lock, &deadline) == ETIMEDOUT)

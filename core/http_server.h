@@ -152,11 +152,16 @@ enum err srv_start(struct srv *s, struct buf *errmsg) WARN_UNUSED;
 /* The port the server listens on (useful with port 0); 0 before srv_start(). */
 int srv_port(const struct srv *s);
 
+/* The longest srv_stop() waits for requests still being received or answered. */
+#define SRV_DRAIN_MAX_S 5
+
 /*
- * Stop accepting connections, let in-flight requests finish (their handlers
- * return and their responses go out; for at most timeout_s, after which
- * connections are closed), then close everything.  Running handlers are
- * always waited for.  Idempotent; s may be NULL.
+ * Stop accepting connections (the listening socket is closed at once), let
+ * in-flight requests finish (their handlers return and their responses go
+ * out; for at most timeout_s or SRV_DRAIN_MAX_S, whichever is shorter, after
+ * which connections are closed: a client stalled mid-body gets no answer and
+ * nothing of its request is kept), then close everything.  Running handlers
+ * are always waited for.  Idempotent; s may be NULL.
  */
 void srv_stop(struct srv *s);
 

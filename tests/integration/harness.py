@@ -370,3 +370,184 @@ class Alertmanager:
 
     def stop(self):
         return self.proc.stop()
+
+
+# ----- crash, HA and shutdown helpers (test_crash.py, test_ha.py) -------------------------------
+
+def kill9(proc):
+    """SIGKILL proc (a crash: no cleanup runs) and reap it.  Returns the exit code (-9)."""
+    if proc.p is None:
+        return proc.exit_code
+    try:
+        proc.p.send_signal(signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.p.wait(timeout=10)
+    proc.exit_code = proc.p.returncode
+    event("%s killed with SIGKILL (exit %s)" % (proc.name, proc.exit_code))
+    proc.p = None
+    proc.log.close()
+    return proc.exit_code
+
+
+def alertmanager_cluster_args(listen_port, peer_ports, peer_timeout="1s"):
+    """Flags that put one Alertmanager in a loopback gossip cluster with peer_ports: short
+    gossip and push-pull intervals so the notification log spreads within a second, and a
+    short peer timeout so a peer that hears nothing sends on its own (more duplicates for the
+    receiver, as a slow gossip would cause)."""
+    args = ["--cluster.listen-address=127.0.0.1:%d" % listen_port,
+            "--cluster.advertise-address=127.0.0.1:%d" % listen_port,
+            "--cluster.gossip-interval=50ms", "--cluster.pushpull-interval=1s",
+            "--cluster.peer-timeout=%s" % peer_timeout, "--cluster.settle-timeout=5s",
+            "--cluster.reconnect-interval=1s"]
+    for p in peer_ports:
+        args.append("--cluster.peer=127.0.0.1:%d" % p)
+    return args
+
+
+def clustered_alertmanager(workdir, name, webhook_url, token_file, listen_port, peer_ports,
+                           **kwargs):
+    """An Alertmanager (see Alertmanager) named name, in workdir/name, that joins the loopback
+    cluster of peer_ports by gossiping on listen_port; kwargs as Alertmanager takes them."""
+    sub = os.path.join(workdir, name)
+    am = Alertmanager(sub, webhook_url, token_file, **kwargs)
+    am.proc.name = name
+    argv = [a for a in am.proc.argv if not a.startswith("--cluster.")]
+    am.proc.argv = argv + alertmanager_cluster_args(listen_port, peer_ports)
+    return am
+
+
+def issue_key(issue):
+    """The alert key of an issue, from the hidden marker its body ends with; None if none."""
+    body = issue.get("body") or ""
+    start = body.rfind("<!-- alertbridge:key=")
+    if start < 0:
+        return None
+    end = body.find(" -->", start)
+    return body[start + len("<!-- alertbridge:key="):end] if end > 0 else None
+
+
+def issues_by_key(issues):
+    """{key: [issue, ...]} of issues that carry alertbridge's marker."""
+    out = {}
+    for i in issues:
+        k = issue_key(i)
+        if k is not None:
+            out.setdefault(k, []).append(i)
+    return out
+
+
+def last_acknowledged(deliveries):
+    """{fingerprint: (status, startsAt, time)} of each alert's last webhook that got a 200,
+    in the order the answers were recorded."""
+    out = {}
+    for d in sorted(deliveries, key=lambda d: d["time"]):
+        if d["status"] != 200 or not isinstance(d["payload"], dict):
+            continue
+        for a in d["payload"].get("alerts", []):
+            out[a["fingerprint"]] = (a["status"], a["startsAt"], d["time"])
+    return out
+
+
+ALERTBRIDGE = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
+
+
+class Alertbridge:
+    """`alertbridge serve` on a loopback port with a minimal config in workdir (one receiver
+    posting to repo on the fake GitHub at github_url, bearer-token webhooks, default templates,
+    sqlite in workdir), which can be started, stopped (SIGTERM) and killed (SIGKILL) again and
+    again; every run appends to the same log.  extra_github adds lines under `github:`."""
+
+    def __init__(self, workdir, github_url, github_token, repo, receiver="bridge",
+                 hook_token="hook-secret", content_per_minute=80, log_level="info",
+                 extra_github=""):
+        self.dir = workdir
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.hook_token = hook_token
+        self.receiver = receiver
+        self.runs = 0
+        self.proc = None
+        self.hook_file = os.path.join(workdir, "webhook-token")
+        with open(self.hook_file, "w") as f:
+            f.write(hook_token + "\n")
+        with open(os.path.join(workdir, "github-token"), "w") as f:
+            f.write(github_token + "\n")
+        self.db = os.path.join(workdir, "alertbridge.db")
+        self.config = os.path.join(workdir, "alertbridge.yml")
+        with open(self.config, "w") as f:
+            f.write("listen_address: 127.0.0.1:%d\n"
+                    "database: alertbridge.db\n"
+                    "log: {level: %s, format: logfmt}\n"
+                    "webhook:\n"
+                    "  bearer_token_file: webhook-token\n"
+                    "github:\n"
+                    "  api_url: %s\n"
+                    "  token_file: github-token\n"
+                    "  content_per_minute: %d\n"
+                    "  timeout: 5s\n"
+                    "  dry_run: false\n"
+                    "%s"
+                    "receivers:\n"
+                    "  - name: %s\n"
+                    "    repo: %s\n"
+                    "janitor:\n"
+                    "  enabled: false\n"
+                    % (self.port, log_level, github_url, content_per_minute, extra_github,
+                       receiver, repo))
+        self.log_path = os.path.join(workdir, "alertbridge.log")
+
+    def start(self, wait=True):
+        if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
+            raise Failure("alertbridge binary not found or not executable: %s "
+                          "(set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        self.runs += 1
+        self.proc = Proc("alertbridge#%d" % self.runs, [
+            ALERTBRIDGE, "serve", "--config.file=" + self.config], self.log_path, env=env,
+            cwd=self.dir)
+        self.proc.start()
+        if wait:
+            wait_ready(self.proc, self.url + "/-/ready", timeout_s=30)
+        return self
+
+    def alive(self):
+        return self.proc is not None and self.proc.alive()
+
+    def stop(self, grace_s=5):
+        return self.proc.stop(grace_s) if self.proc else None
+
+    def kill(self):
+        return kill9(self.proc) if self.proc else None
+
+    def post(self, payload, timeout_s=10):
+        """POST payload (a dict) to /v1/webhook with the bearer token; (status, headers, body)."""
+        return http("POST", self.url + "/v1/webhook", payload, timeout_s=timeout_s,
+                    headers={"Authorization": "Bearer " + self.hook_token})
+
+    def tail(self, lines=60):
+        return self.proc.tail(lines) if self.proc else "(never started)"
+
+
+def webhook_payload(receiver, alerts, status=None):
+    """An Alertmanager version-4 webhook body for alerts (each {fingerprint, status, labels,
+    annotations, startsAt, endsAt}), with the group fields Alertmanager fills in."""
+    common = dict(alerts[0]["labels"])
+    for a in alerts[1:]:
+        common = {k: v for k, v in common.items() if a["labels"].get(k) == v}
+    if status is None:
+        status = "firing" if any(a["status"] == "firing" for a in alerts) else "resolved"
+    full = []
+    for a in alerts:
+        x = {"status": a["status"], "labels": a["labels"],
+             "annotations": a.get("annotations", {}), "startsAt": a["startsAt"],
+             "endsAt": a.get("endsAt", "0001-01-01T00:00:00Z"),
+             "generatorURL": "http://prometheus.example:9090/graph?g0.expr=up",
+             "fingerprint": a["fingerprint"]}
+        full.append(x)
+    return {"receiver": receiver, "status": status, "alerts": full,
+            "groupLabels": {"alertname": common.get("alertname", "")},
+            "commonLabels": common, "commonAnnotations": {},
+            "externalURL": "http://127.0.0.1:9093", "version": "4",
+            "groupKey": '{}:{alertname="%s"}' % common.get("alertname", ""),
+            "truncatedAlerts": 0}

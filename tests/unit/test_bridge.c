@@ -255,6 +255,87 @@ static void close_resumes_after_failed_state_change(void **state)
 	env_stop(&e);
 }
 
+/*
+ * A crash between posting a comment and recording it: the note "close:0~"
+ * written before the POST makes the retry look for the comment's marker
+ * first, so the comment is not posted twice; without the comment on the
+ * issue it is posted.
+ */
+#define RESOLVED_MARKER \
+	"<!-- alertbridge:episode=2026-11-21T00:49:48.539Z event=resolved-1795222800000 -->"
+
+static void comment_in_doubt_is_looked_for_first(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+
+	/* The comment's POST fails: the note written before it stays ("~": maybe posted). */
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments", RESOLVED_MARKER);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
+	assert_string_equal(ev.progress, "close:0~");
+	store_event_release(&ev);
+
+	/* The retry finds the comment on the issue (the POST did land): no second one. */
+	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
+		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 5);
+	assert_string_equal(fake_http_request(e.gh, 3)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 3)->uri,
+			       "/repos/my-org/alerts/issues/3/comments"));
+	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
+static void comment_in_doubt_but_absent_is_posted(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	/* As a process killed right after writing the note leaves it. */
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_int_equal(store_event_progress(e.st, ev.id, "close:0~"), ERR_OK);
+	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_non_null(strstr(fake_http_request(e.gh, 1)->uri,
+			       "/repos/my-org/alerts/issues/3/comments"));
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments", RESOLVED_MARKER);
+	assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
 static void invalid_request_is_dead_lettered(void **state)
 {
 	struct env e;
@@ -461,6 +542,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fire_resolve_refire_cycle),
 		cmocka_unit_test(close_resumes_after_failed_state_change),
+		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
+		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
 		cmocka_unit_test(invalid_request_is_dead_lettered),
 		cmocka_unit_test(bad_token_keeps_the_event),
 		cmocka_unit_test(deleted_issue_is_recreated),

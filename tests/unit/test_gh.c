@@ -375,6 +375,33 @@ static void retry_after_is_honoured(void **state)
 	assert_int_equal(st.requests_rate_limited, 1);
 }
 
+/* The owner's stopping hook, set once the first wait began (as SIGTERM during it). */
+static int stop_after_a_wait(void *ctx)
+{
+	return ((struct fixture *)ctx)->nsleeps > 0;
+}
+
+static void stopping_sends_nothing_after_a_cut_short_wait(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx->opts.stopping = stop_after_a_wait;
+	reopen(fx);
+	fake_http_push(fx->fake, 403, "Retry-After: 60",
+		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_non_null(strstr(buf_str(&fx->err), "403"));
+	assert_non_null(strstr(buf_str(&fx->err),
+			       "POST /repos/o/r/issues/7/comments: not sent: stopping"));
+	/* Stopped before anything: no request at all. */
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_string_equal(buf_str(&fx->err),
+			    "POST /repos/o/r/issues/7/comments: not sent: stopping");
+}
+
 static void exhausted_primary_limit_waits_until_reset(void **state)
 {
 	struct fixture *fx = *state;
@@ -874,6 +901,7 @@ int main(void)
 		T(content_budget_per_minute_is_kept),
 		T(server_error_then_success_is_retried),
 		T(retry_after_is_honoured),
+		T(stopping_sends_nothing_after_a_cut_short_wait),
 		T(exhausted_primary_limit_waits_until_reset),
 		T(status_429_waits_a_minute),
 		T(secondary_limit_403_by_message_is_retried),

@@ -685,6 +685,44 @@ static void stop_waits_for_handler_in_flight(void **state)
 	srv_free(s);
 }
 
+/* A client stalled mid-body holds srv_stop() for at most SRV_DRAIN_MAX_S, not timeout_s. */
+static void stop_does_not_wait_out_a_stalled_upload(void **state)
+{
+	struct srv_options o = {0};
+	struct buf err = BUF_INIT;
+	struct srv *s = NULL;
+	struct seen sn;
+	struct timespec t0, t1, settle = {0, 200 * 1000 * 1000};
+	const char *req = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhalf";
+	double took_s;
+	int fd;
+
+	(void)state;
+	memset(&sn, 0, sizeof(sn));
+	pthread_mutex_init(&sn.lock, NULL);
+	o.listen_address = "127.0.0.1:0";
+	o.threads = 1;
+	o.timeout_s = 30;
+	assert_int_equal(srv_new(&o, &s, &err), ERR_OK);
+	assert_int_equal(srv_route(s, "POST", "/echo", echo, &sn), ERR_OK);
+	assert_int_equal(srv_start(s, &err), ERR_OK);
+	fd = raw_connect(s);
+	assert_true(fd >= 0);
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	nanosleep(&settle, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	srv_stop(s);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (took_s > SRV_DRAIN_MAX_S + 2.0)
+		fail_msg("srv_stop took %.1f s with a stalled upload", took_s);
+	assert_int_equal(calls(&sn), 0);  /* the half-sent request was never handled */
+	assert_true(raw_connect(s) < 0);
+	close(fd);
+	srv_free(s);
+	buf_release(&err);
+}
+
 static void new_rejects_bad_options(void **state)
 {
 	static const struct {
@@ -1177,6 +1215,7 @@ int main(void)
 		cmocka_unit_test(keep_alive_reuses_connection),
 		cmocka_unit_test(concurrent_requests),
 		cmocka_unit_test(stop_waits_for_handler_in_flight),
+		cmocka_unit_test(stop_does_not_wait_out_a_stalled_upload),
 		cmocka_unit_test(new_rejects_bad_options),
 		cmocka_unit_test(start_fails_on_port_in_use),
 		cmocka_unit_test(route_rejects_bad_input),
