@@ -625,6 +625,7 @@ static int cmd_serve(const struct flags *f)
 		sigwait(&set, &sig);
 		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
+		bridge_request_stop(s.bridge);  /* its call in flight ends while the server drains */
 		srv_stop(s.srv);
 		janitor_stop(s.janitor);
 		janitor_leader_stop(s.leader);  /* releases the Lease for the standby */

@@ -1118,7 +1118,7 @@ enum err bridge_start(struct bridge *b, struct buf *errmsg)
 	return ERR_OK;
 }
 
-void bridge_stop(struct bridge *b)
+void bridge_request_stop(struct bridge *b)
 {
 	if (!b || !b->started)
 		return;
@@ -1127,6 +1127,13 @@ void bridge_stop(struct bridge *b)
 	pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->mu);
 	store_wake(b->opts.store);
+}
+
+void bridge_stop(struct bridge *b)
+{
+	if (!b || !b->started)
+		return;
+	bridge_request_stop(b);
 	pthread_join(b->thread, NULL);
 	b->started = 0;
 }

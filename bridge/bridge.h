@@ -97,6 +97,12 @@ enum err bridge_start(struct bridge *b, struct buf *errmsg) WARN_UNUSED;
  * stays queued for the next start.
  */
 void bridge_stop(struct bridge *b);
+/*
+ * Ask the worker to stop without waiting for it: its waits end and no new
+ * GitHub call starts; the one in flight finishes.  bridge_stop() joins it.
+ * Lets main drain the HTTP server and the worker at the same time.
+ */
+void bridge_request_stop(struct bridge *b);
 
 /*
  * Process at most one due event on the calling thread (tests, and the
