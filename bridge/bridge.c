@@ -29,9 +29,7 @@ struct bridge {
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	int stopping;
+	struct clock_stop stop;  /* bridge_request_stop(); cuts the worker's sleeps short */
 	unsigned int seed;
 	struct gh_stats last_stats;
 	struct metric *m_events;
@@ -67,27 +65,6 @@ static int64_t now_ms(struct bridge *b)
 	return b->opts.now_ms ? b->opts.now_ms(b->opts.clock_ctx) : clock_wall_ms();
 }
 
-/* The default sleep: a timed wait that bridge_stop() cuts short. */
-static void interruptible_sleep(void *ctx, int64_t ms)
-{
-	struct bridge *b = ctx;
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&b->mu);
-	while (!b->stopping) {
-		if (pthread_cond_timedwait(&b->cond, &b->mu, &until))
-			break;
-	}
-	pthread_mutex_unlock(&b->mu);
-}
-
 static int64_t gh_clock(void *ctx)
 {
 	return now_ms(ctx);
@@ -99,19 +76,15 @@ static void gh_sleep(void *ctx, int64_t ms)
 	if (b->opts.sleep_ms)
 		b->opts.sleep_ms(b->opts.clock_ctx, ms);
 	else
-		interruptible_sleep(b, ms);
+		clock_stop_sleep_ms(&b->stop, ms);
 }
 
 /* Set by bridge_stop(): the GitHub client sends nothing after a cut-short wait. */
 static int gh_stopping(void *ctx)
 {
 	struct bridge *b = ctx;
-	int s;
 
-	pthread_mutex_lock(&b->mu);
-	s = b->stopping;
-	pthread_mutex_unlock(&b->mu);
-	return s;
+	return clock_stop_requested(&b->stop);
 }
 
 /* https://api.github.com -> https://github.com; https://HOST/api/v3 -> https://HOST. */
@@ -170,8 +143,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 		b->opts.retry_base_ms = 5000;
 	if (!b->opts.retry_max_ms)
 		b->opts.retry_max_ms = 600000;
-	pthread_mutex_init(&b->mu, NULL);
-	pthread_cond_init(&b->cond, NULL);
+	clock_stop_init(&b->stop);
 	b->seed = (unsigned int)clock_wall_ms();
 	go.api_url = g->api_url;
 	go.token = g->token;
@@ -1094,7 +1066,7 @@ static void *worker(void *arg)
 		if (r == 0)
 			store_wait_kind(b->opts.store, "bridge", 1000);
 		else if (r < 0)
-			interruptible_sleep(b, 1000);
+			clock_stop_sleep_ms(&b->stop, 1000);
 	}
 	return NULL;
 }
@@ -1122,10 +1094,7 @@ void bridge_request_stop(struct bridge *b)
 {
 	if (!b || !b->started)
 		return;
-	pthread_mutex_lock(&b->mu);
-	b->stopping = 1;
-	pthread_cond_broadcast(&b->cond);
-	pthread_mutex_unlock(&b->mu);
+	clock_stop_request(&b->stop);
 	store_wake(b->opts.store);
 }
 
@@ -1146,7 +1115,6 @@ void bridge_free(struct bridge *b)
 	storm_free(b->storm);
 	gh_client_free(b->gh);
 	free(b->html_base);
-	pthread_cond_destroy(&b->cond);
-	pthread_mutex_destroy(&b->mu);
+	clock_stop_release(&b->stop);
 	free(b);
 }

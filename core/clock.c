@@ -39,3 +39,60 @@ void clock_hook_sleep_ms(void *ctx, int64_t ms)
 	while (nanosleep(&ts, &ts) != 0)
 		;
 }
+
+void clock_stop_init(struct clock_stop *s)
+{
+	pthread_condattr_t attr;
+
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&attr);
+	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &attr);
+	pthread_condattr_destroy(&attr);
+	s->requested = 0;
+}
+
+void clock_stop_release(struct clock_stop *s)
+{
+	pthread_cond_destroy(&s->cond);
+	pthread_mutex_destroy(&s->mu);
+}
+
+void clock_stop_request(struct clock_stop *s)
+{
+	pthread_mutex_lock(&s->mu);
+	s->requested = 1;
+	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int clock_stop_requested(struct clock_stop *s)
+{
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	r = s->requested;
+	pthread_mutex_unlock(&s->mu);
+	return r;
+}
+
+void clock_stop_sleep_ms(struct clock_stop *s, int64_t ms)
+{
+	struct timespec until;
+
+	if (ms <= 0)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += (time_t)(ms / 1000);
+	until.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&s->mu);
+	while (!s->requested) {
+		if (pthread_cond_timedwait(&s->cond, &s->mu, &until))
+			break;
+	}
+	pthread_mutex_unlock(&s->mu);
+}

@@ -7,6 +7,7 @@
 #ifndef AB_CLOCK_H
 #define AB_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 /* CLOCK_REALTIME in milliseconds since the epoch, UTC. */
@@ -18,5 +19,25 @@ int64_t clock_mono_us(void);
 int64_t clock_hook_now_ms(void *ctx);
 /* Sleep ms milliseconds (nothing for ms <= 0), resuming after signals; ctx is ignored. */
 void clock_hook_sleep_ms(void *ctx, int64_t ms);
+
+/*
+ * A worker's stop request that also cuts its sleeps short (the bridge's and
+ * the janitor's threads).  Embedded in the worker; clock_stop_init() and
+ * clock_stop_release() bracket its life.  Thread-safe.
+ */
+struct clock_stop {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;  /* timed waits on CLOCK_MONOTONIC */
+	int requested;
+};
+
+void clock_stop_init(struct clock_stop *s);
+void clock_stop_release(struct clock_stop *s);
+/* Ask to stop: every clock_stop_sleep_ms() in progress returns now, later ones at once. */
+void clock_stop_request(struct clock_stop *s);
+/* Non-zero once clock_stop_request() was called. */
+int clock_stop_requested(struct clock_stop *s);
+/* Sleep ms milliseconds, or less when a stop is (or was) requested. */
+void clock_stop_sleep_ms(struct clock_stop *s, int64_t ms);
 
 #endif

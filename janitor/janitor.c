@@ -253,8 +253,7 @@ struct janitor *janitor_new(const struct janitor_options *opts)
 		j->opts.retry_base_ms = 5000;
 	if (!j->opts.retry_max_ms)
 		j->opts.retry_max_ms = 600000;
-	pthread_mutex_init(&j->mu, NULL);
-	pthread_cond_init(&j->cond, NULL);
+	clock_stop_init(&j->stop);
 	j->seed = (unsigned int)clock_wall_ms();
 	janitor_render_init(j);
 	register_metrics(j);
@@ -275,8 +274,7 @@ void janitor_free(struct janitor *j)
 	for (size_t i = 0; i < j->n_unknown_alerts; i++)
 		free(j->unknown_alerts[i]);
 	free(j->unknown_alerts);
-	pthread_cond_destroy(&j->cond);
-	pthread_mutex_destroy(&j->mu);
+	clock_stop_release(&j->stop);
 	free(j);
 }
 
@@ -687,31 +685,7 @@ int janitor_step(struct janitor *j)
 
 static int stopping(struct janitor *j)
 {
-	int s;
-
-	pthread_mutex_lock(&j->mu);
-	s = j->stopping;
-	pthread_mutex_unlock(&j->mu);
-	return s;
-}
-
-static void interruptible_sleep(struct janitor *j, int64_t ms)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (ms % 1000) * 1000000;
-	if (until.tv_nsec >= 1000000000) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000;
-	}
-	pthread_mutex_lock(&j->mu);
-	while (!j->stopping) {
-		if (pthread_cond_timedwait(&j->cond, &j->mu, &until))
-			break;
-	}
-	pthread_mutex_unlock(&j->mu);
+	return clock_stop_requested(&j->stop);
 }
 
 static void sweep_if_due(struct janitor *j)
@@ -737,7 +711,7 @@ static void *worker(void *arg)
 
 		if (!janitor_leading(j)) {
 			j->next_sweep_ms = 0;  /* sweep at once when leadership comes */
-			interruptible_sleep(j, 1000);
+			clock_stop_sleep_ms(&j->stop, 1000);
 			continue;
 		}
 		r = janitor_step(j);
@@ -747,7 +721,7 @@ static void *worker(void *arg)
 		if (r == 0)
 			store_wait_kind(j->opts.store, JANITOR_QUEUE, 1000);
 		else if (r < 0)
-			interruptible_sleep(j, 1000);
+			clock_stop_sleep_ms(&j->stop, 1000);
 	}
 	return NULL;
 }
@@ -781,10 +755,7 @@ void janitor_stop(struct janitor *j)
 {
 	if (!j || !j->started)
 		return;
-	pthread_mutex_lock(&j->mu);
-	j->stopping = 1;
-	pthread_cond_broadcast(&j->cond);
-	pthread_mutex_unlock(&j->mu);
+	clock_stop_request(&j->stop);
 	store_wake(j->opts.store);
 	pthread_join(j->thread, NULL);
 	j->started = 0;

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/clock.h"
 #include "core/mustache.h"
 #include "janitor/annotate.h"
 #include "janitor/janitor.h"
@@ -31,9 +32,7 @@ struct janitor {
 	struct mustache *tmpl[JT_COUNT];
 	pthread_t thread;
 	int started;
-	pthread_mutex_t mu;
-	pthread_cond_t cond;
-	int stopping;
+	struct clock_stop stop;  /* janitor_stop(); cuts the worker's sleeps short */
 	unsigned int seed;
 	int64_t next_sweep_ms;
 	char **unknown_alerts;     /* alert names already logged as without policy */
