@@ -15,6 +15,8 @@
 #                      valgrind memcheck (ALERTBRIDGE_WRAPPER, see harness.py); one more test
 #                      passes when every run ended with zero errors and zero definite leaks.
 # Each stage prints its time; VALGRIND_SLOWDOWN (default 4) scales the e2e test's waits.
+# TESTS (a shell pattern such as "test_bridge_e2e" or "test_*kube*") runs only the unit and
+# integration tests whose names match it (the valgrind stage only if the e2e test does).
 set -u
 unit_only=0
 asan_dir=""
@@ -70,11 +72,19 @@ san_reports() {
 	return $found
 }
 
+# 0 when test $1 is selected by $TESTS.
+selected() {
+	# shellcheck disable=SC2254
+	case "$1" in ${TESTS:-*}) return 0 ;; esac
+	return 1
+}
+
 run_units() { # $1: build dir
 	for t in "$1"/tests/test_*; do
 		[ -x "$t" ] || continue
 		case "$t" in *.d|*.o) continue ;; esac
 		name=$(basename "$t")
+		selected "$name" || continue
 		"$t" >"$log" 2>&1
 		rc=$?
 		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
@@ -89,6 +99,7 @@ run_integration() { # $@: test files
 	for t in "$@"; do
 		[ -f "$t" ] || continue
 		name=$(basename "$t" .py)
+		selected "$name" || continue
 		timeout 900 python3 "$t" >"$log" 2>&1
 		rc=$?
 		last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
@@ -126,7 +137,7 @@ if [ -n "$asan_dir" ]; then
 	stage=""
 fi
 
-if [ "$valgrind" -eq 1 ] && [ "$unit_only" -eq 0 ]; then
+if [ "$valgrind" -eq 1 ] && [ "$unit_only" -eq 0 ] && selected test_bridge_e2e; then
 	stage="valgrind "
 	start=$(date +%s)
 	p0=$passed; f0=$failed
