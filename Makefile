@@ -3,8 +3,9 @@
 # Targets:
 #   make            build ./alertbridge
 #   make test       install missing test dependencies, then unit + integration tests (build/),
-#                   the same under ASan+UBSan (build-asan/), and the bridge end-to-end test
-#                   under valgrind memcheck: one closing "N passed, N failed" for all
+#                   the same under ASan+UBSan (build-asan/), the bridge end-to-end test
+#                   under valgrind memcheck, and every fuzz harness for FUZZ_SECONDS:
+#                   one closing "N passed, N failed" for all
 #   make fuzz       libFuzzer harnesses (tests/fuzz/, clang, build-fuzz/), FUZZ_SECONDS each
 #   make run        build and serve deploy/examples/alertbridge.yml (dry-run without a GitHub token)
 #   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/) only
@@ -22,7 +23,7 @@
 #   V         1 prints every command (default: one short line per file)
 #   FUZZ_SECONDS  seconds per harness for make fuzz (default 60)
 #   FUZZ_CC   compiler for make fuzz (default clang; needs libFuzzer: clang + libclang-rt-dev)
-#   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 skips the ASan stage
+#   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
 
 CC ?= cc
 WERROR ?= 1
@@ -34,6 +35,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC ?= clang
 VALGRIND ?= 1
 ASAN ?= 1
+FUZZ ?= 1
 ifeq ($(V),1)
 Q :=
 E := @true
@@ -66,6 +68,10 @@ FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_HELPER_SRC := tests/fuzz/fuzz_yaml_guard.c
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(O)/fuzz/%,$(filter-out $(FUZZ_HELPER_SRC),$(FUZZ_SRC)))
 FUZZ_HELPER_OBJ := $(FUZZ_HELPER_SRC:%.c=$(O)/%.o)
+# clang, unlike gcc, flags the va_list format of core/http_server.c's libmicrohttpd logger.
+FUZZ_MAKE = $(MAKE) --no-print-directory O=build-fuzz CC=$(FUZZ_CC) \
+	CFLAGS="-O1 -g -fno-omit-frame-pointer -Wno-format-nonliteral" \
+	SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 
@@ -108,14 +114,18 @@ $(O)/tests/%: tests/unit/%.c $(TEST_HELPER_OBJ) $(O)/libalertbridge.a
 
 test:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build test
+	@sh deploy/deps.sh build test $(if $(filter 1,$(FUZZ)),fuzz)
 endif
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
 ifeq ($(ASAN),1)
 	@$(ASAN_MAKE) build-asan/alertbridge build-asan-units
 endif
+ifeq ($(FUZZ),1)
+	@$(FUZZ_MAKE) fuzz-build
+endif
 	@sh tests/run.sh $(if $(filter 1,$(ASAN)),--asan build-asan build-asan/alertbridge) \
-		$(if $(filter 1,$(VALGRIND)),--valgrind) $(O) $(BIN)
+		$(if $(filter 1,$(VALGRIND)),--valgrind) \
+		$(if $(filter 1,$(FUZZ)),--fuzz build-fuzz $(FUZZ_SECONDS)) $(O) $(BIN)
 
 quicktest:
 ifneq ($(NODEPS),1)
@@ -147,15 +157,10 @@ fuzz:
 ifneq ($(NODEPS),1)
 	@sh deploy/deps.sh build fuzz
 endif
-	@$(MAKE) --no-print-directory fuzz-build O=build-fuzz CC=$(FUZZ_CC) \
-		CFLAGS="-O1 -g -fno-omit-frame-pointer $(FUZZ_CFLAGS)" \
-		SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+	@$(FUZZ_MAKE) fuzz-build
 	@sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
 
 fuzz-build: $(FUZZ_BIN)
-
-# clang, unlike gcc, flags the va_list format of core/http_server.c's libmicrohttpd logger.
-FUZZ_CFLAGS := -Wno-format-nonliteral
 
 $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_HELPER_OBJ) $(O)/libalertbridge.a
 	@mkdir -p $(dir $@)

@@ -3,7 +3,8 @@
 # ASan+UBSan and the bridge end-to-end test under valgrind memcheck, and print one closing
 # line "N passed, N failed" that sums every stage.
 #
-# usage: sh tests/run.sh [--unit-only] [--asan ASAN_DIR ASAN_BINARY] [--valgrind] BUILD_DIR BINARY
+# usage: sh tests/run.sh [--unit-only] [--asan ASAN_DIR ASAN_BINARY] [--valgrind]
+#                        [--fuzz FUZZ_DIR SECONDS] BUILD_DIR BINARY
 #   unit tests:        BUILD_DIR/tests/test_* (cmocka)
 #   integration tests: tests/integration/test_*.py, each run with python3 and the
 #                      binary's path in ALERTBRIDGE_BIN; the last line it prints
@@ -14,6 +15,8 @@
 #   --valgrind:        tests/integration/test_bridge_e2e.py once more with BINARY run under
 #                      valgrind memcheck (ALERTBRIDGE_WRAPPER, see harness.py); one more test
 #                      passes when every run ended with zero errors and zero definite leaks.
+#   --fuzz:            every libFuzzer harness in FUZZ_DIR/fuzz/ for SECONDS (tests/fuzz/run.sh);
+#                      a harness passes when it found nothing.
 # Each stage prints its time; VALGRIND_SLOWDOWN (default 4) scales the e2e test's waits.
 # TESTS (a shell pattern such as "test_bridge_e2e" or "test_*kube*") runs only the unit and
 # integration tests whose names match it (the valgrind stage only if the e2e test does).
@@ -22,11 +25,14 @@ unit_only=0
 asan_dir=""
 asan_bin=""
 valgrind=0
+fuzz_dir=""
+fuzz_s=60
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--unit-only) unit_only=1; shift ;;
 	--asan) asan_dir=$2; asan_bin=$3; shift 3 ;;
 	--valgrind) valgrind=1; shift ;;
+	--fuzz) fuzz_dir=$2; fuzz_s=$3; shift 3 ;;
 	*) break ;;
 	esac
 done
@@ -180,6 +186,24 @@ if [ "$valgrind" -eq 1 ] && [ "$unit_only" -eq 0 ] && selected test_bridge_e2e; 
 	summary="$summary
 $line"
 	stage=""
+fi
+
+if [ -n "$fuzz_dir" ] && [ "$unit_only" -eq 0 ]; then
+	start=$(date +%s)
+	sh tests/fuzz/run.sh "$fuzz_dir" "$fuzz_s" >"$log" 2>&1
+	rc=$?
+	sed -n 's/^\(fuzz fuzz_[a-z_]*: [0-9]* executions.*\)/\1/p; s/^\(fuzz: .*\)/\1/p' "$log"
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
+	f=$(echo "$last" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
+	stage="fuzz "
+	account libFuzzer "harnesses (${fuzz_s}s each)" "$p" "$f" "$rc"
+	stage=""
+	secs=$(( $(date +%s) - start ))
+	line="stage fuzz: $p passed, $f failed in ${secs}s"
+	echo "$line"
+	summary="$summary
+$line"
 fi
 
 [ -n "$summary" ] && echo "$summary" | sed '/^$/d'

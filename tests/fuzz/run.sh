@@ -9,6 +9,7 @@
 #   corpus:    BUILD_DIR/fuzz-corpus/<harness>/ (what the fuzzer learnt; kept between runs)
 #   findings:  BUILD_DIR/fuzz-findings/<harness>-crash-<sha1> (and -leak-, -timeout-, -oom-)
 #   dictionary: tests/fuzz/<harness>.dict when present
+# SECONDS 0 replays the seeds and the learnt corpus once, without fuzzing (a regression run).
 set -u
 O=${1:?usage: run.sh BUILD_DIR SECONDS [HARNESS...]}
 S=${2:?usage: run.sh BUILD_DIR SECONDS [HARNESS...]}
@@ -36,11 +37,13 @@ for name in $names; do
 	dict=""
 	[ -f "tests/fuzz/$name.dict" ] && dict="-dict=tests/fuzz/$name.dict"
 	start=$(date +%s)
+	limit="-max_total_time=$S"
+	[ "$S" -eq 0 ] && limit="-runs=0"
 	# -timeout: one input may take 10 s; -rss_limit_mb: 2 GiB; leaks are findings too.
 	# shellcheck disable=SC2086
 	ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" \
 	UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
-	timeout $((S + 120)) "$bin" -max_total_time="$S" -timeout=10 -rss_limit_mb=2048 \
+	timeout $((S + 120)) "$bin" $limit -timeout=10 -rss_limit_mb=2048 \
 		-print_final_stats=1 -artifact_prefix="$O/fuzz-findings/$name-" $dict \
 		"$work" $( [ -d "$seeds" ] && echo "$seeds" ) >"$log" 2>&1
 	rc=$?
