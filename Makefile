@@ -2,9 +2,14 @@
 #
 # Targets:
 #   make            build ./alertbridge
-#   make test       install missing test dependencies, then unit + integration tests
+#   make test       install missing test dependencies, then unit + integration tests (build/),
+#                   the same under ASan+UBSan (build-asan/), the bridge end-to-end test
+#                   under valgrind memcheck, and every fuzz harness for FUZZ_SECONDS:
+#                   one closing "N passed, N failed" for all
+#   make fuzz       libFuzzer harnesses (tests/fuzz/, clang, build-fuzz/), FUZZ_SECONDS each
 #   make run        build and serve deploy/examples/alertbridge.yml (dry-run without a GitHub token)
-#   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/)
+#   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/) only
+#   make quicktest  unit + integration tests of build/ only (no sanitizers, no valgrind)
 #   make bench      wrk against /v1/webhook and a bare libmicrohttpd responder
 #   make deps       install (as root) or name the Debian packages still missing
 #   make clean
@@ -16,6 +21,9 @@
 #   SAN       extra compile+link flags (make asan sets the sanitizers)
 #   NODEPS    1 skips the dependency check (deploy/deps.sh)
 #   V         1 prints every command (default: one short line per file)
+#   FUZZ_SECONDS  seconds per harness for make fuzz (default 60)
+#   FUZZ_CC   compiler for make fuzz (default clang; needs libFuzzer: clang + libclang-rt-dev)
+#   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
 
 CC ?= cc
 WERROR ?= 1
@@ -23,6 +31,11 @@ O ?= build
 SAN ?=
 NODEPS ?=
 V ?=
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+VALGRIND ?= 1
+ASAN ?= 1
+FUZZ ?= 1
 ifeq ($(V),1)
 Q :=
 E := @true
@@ -51,10 +64,20 @@ UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 TEST_HELPER_SRC := $(sort $(wildcard tests/unit/helpers/*.c))
 TEST_HELPER_OBJ := $(TEST_HELPER_SRC:%.c=$(O)/%.o)
 BIN := $(if $(filter build,$(O)),alertbridge,$(O)/alertbridge)
+FUZZ_SRC := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_HELPER_SRC := tests/fuzz/fuzz_yaml_guard.c
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(O)/fuzz/%,$(filter-out $(FUZZ_HELPER_SRC),$(FUZZ_SRC)))
+FUZZ_HELPER_OBJ := $(FUZZ_HELPER_SRC:%.c=$(O)/%.o)
+# clang, unlike gcc, flags the va_list format of core/http_server.c's libmicrohttpd logger.
+FUZZ_MAKE = $(MAKE) --no-print-directory O=build-fuzz CC=$(FUZZ_CC) \
+	CFLAGS="-O1 -g -fno-omit-frame-pointer -Wno-format-nonliteral" \
+	SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
+	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 
 .SECONDARY:
 
-.PHONY: all test unit integration run asan bench deps clean fmt
+.PHONY: all test quicktest unit integration run asan bench deps clean fmt fuzz fuzz-build
 
 all: $(BIN)
 
@@ -91,10 +114,29 @@ $(O)/tests/%: tests/unit/%.c $(TEST_HELPER_OBJ) $(O)/libalertbridge.a
 
 test:
 ifneq ($(NODEPS),1)
+	@sh deploy/deps.sh build test $(if $(filter 1,$(FUZZ)),fuzz)
+endif
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
+ifeq ($(ASAN),1)
+	@$(ASAN_MAKE) build-asan/alertbridge build-asan-units
+endif
+ifeq ($(FUZZ),1)
+	@$(FUZZ_MAKE) fuzz-build
+endif
+	@sh tests/run.sh $(if $(filter 1,$(ASAN)),--asan build-asan build-asan/alertbridge) \
+		$(if $(filter 1,$(VALGRIND)),--valgrind) \
+		$(if $(filter 1,$(FUZZ)),--fuzz build-fuzz $(FUZZ_SECONDS)) $(O) $(BIN)
+
+quicktest:
+ifneq ($(NODEPS),1)
 	@sh deploy/deps.sh build test
 endif
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
 	@sh tests/run.sh $(O) $(BIN)
+
+# The unit binaries of the current O (for the ASan build of make test).
+build-asan-units: $(UNIT_BIN)
+.PHONY: build-asan-units
 
 unit: $(UNIT_BIN)
 	@sh tests/run.sh --unit-only $(O) $(BIN)
@@ -107,9 +149,24 @@ endif
 	./$(BIN) serve --config.file=deploy/examples/alertbridge.yml
 
 asan:
-	@$(MAKE) --no-print-directory test O=build-asan \
-		CFLAGS="-O1 -g -fno-omit-frame-pointer" \
-		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+	@$(ASAN_MAKE) quicktest
+
+# libFuzzer: the library built with clang and coverage + ASan + UBSan in build-fuzz/,
+# one binary per tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS by tests/fuzz/run.sh.
+fuzz:
+ifneq ($(NODEPS),1)
+	@sh deploy/deps.sh build fuzz
+endif
+	@$(FUZZ_MAKE) fuzz-build
+	@sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+fuzz-build: $(FUZZ_BIN)
+
+$(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_HELPER_OBJ) $(O)/libalertbridge.a
+	@mkdir -p $(dir $@)
+	$(E) "  LINK    $@"
+	$(Q)$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_HELPER_OBJ) $(O)/libalertbridge.a \
+		$(LDLIBS)
 
 bench:
 ifneq ($(NODEPS),1)
@@ -122,6 +179,6 @@ fmt:
 	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] tests/unit/*.c
 
 clean:
-	rm -rf build build-asan alertbridge
+	rm -rf build build-asan build-fuzz alertbridge
 
 -include $(LIB_OBJ:.o=.d) $(O)/main.d

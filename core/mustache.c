@@ -57,6 +57,7 @@ struct render {
 	struct buf *out;
 	size_t out_start;   /* out->len when the call began */
 	unsigned max_depth;
+	size_t steps;       /* steps left of the budget (MUSTACHE_DEFAULT_STEPS) */
 	const json_t **stack;
 	size_t n;
 	size_t cap;
@@ -464,6 +465,19 @@ static void release(struct mustache *m)
 
 /* ---- rendering ---- */
 
+/* Spend n steps of the budget; ERR_TOOBIG when it is used up. */
+static enum err spend(struct render *r, size_t n)
+{
+	if (n <= r->steps) {
+		r->steps -= n;
+		return ERR_OK;
+	}
+	r->steps = 0;
+	buf_setf(r->errmsg, "render takes over %zu steps (sections over arrays nested too deep?)",
+		 r->opt->max_steps ? r->opt->max_steps : (size_t)MUSTACHE_DEFAULT_STEPS);
+	return ERR_TOOBIG;
+}
+
 /* Append s[0..n) to the output, within max_out_bytes and out's own maximum. */
 static enum err emit(struct render *r, const char *s, size_t n)
 {
@@ -712,7 +726,9 @@ static enum err render_partial(struct render *r, const struct mustache *m, size_
 			 MUSTACHE_MAX_TEMPLATE_BYTES);
 		goto out;
 	}
-	rc = parse(&pm, name, r->errmsg);
+	rc = spend(r, pm.len / 64 + 1);
+	if (!rc)
+		rc = parse(&pm, name, r->errmsg);
 	if (!rc)
 		rc = render_nodes(r, &pm, 0, pm.n, depth + 1, name);
 out:
@@ -729,7 +745,7 @@ static enum err render_nodes(struct render *r, const struct mustache *m, size_t 
 	enum err rc = ERR_OK;
 	size_t i = begin;
 
-	while (i < end && !rc) {
+	while (i < end && !rc && !(rc = spend(r, 1))) {
 		const struct node *nd = &m->nodes[i];
 		switch (nd->kind) {
 		case K_TEXT:
@@ -759,9 +775,10 @@ static enum err render_nodes(struct render *r, const struct mustache *m, size_t 
 static enum err run(const struct mustache *m, const json_t *view,
 		    const struct mustache_options *opt, struct buf *out, struct buf *errmsg)
 {
-	struct render r = { opt ? opt : &default_options, out, out->len, 0, NULL, 0, 0, errmsg };
+	struct render r = { opt ? opt : &default_options, out, out->len, 0, 0, NULL, 0, 0, errmsg };
 	enum err rc;
 
+	r.steps = r.opt->max_steps ? r.opt->max_steps : MUSTACHE_DEFAULT_STEPS;
 	r.max_depth = r.opt->max_partial_depth ? r.opt->max_partial_depth : MUSTACHE_DEFAULT_DEPTH;
 	if (r.max_depth > MUSTACHE_MAX_DEPTH)
 		r.max_depth = MUSTACHE_MAX_DEPTH;

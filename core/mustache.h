@@ -39,6 +39,14 @@ enum mustache_escape {
 #define MUSTACHE_MAX_DEPTH 256
 /* Sections may nest this deep inside one template (or partial); deeper is ERR_INVALID. */
 #define MUSTACHE_MAX_NESTING 100
+/*
+ * Work one render may do when mustache_options.max_steps is 0.  A step is a
+ * node visited (a text run, tag or section pass) or 64 bytes of partial
+ * source parsed; real templates take thousands.  Sections over arrays nested
+ * n deep multiply the work by the arrays' sizes ({{#a}} 40 times over a
+ * 2-element a is 2^40 passes, even with no output), so it is bounded.
+ */
+#define MUSTACHE_DEFAULT_STEPS 10000000u
 /* Largest template or partial source, after partial indentation; larger is ERR_TOOBIG. */
 #define MUSTACHE_MAX_TEMPLATE_BYTES (16u * 1024 * 1024)
 
@@ -60,9 +68,10 @@ struct mustache_options {
 	void *partial_ctx;          /* handed to partial() untouched */
 	size_t max_out_bytes;       /* bytes this call may append to out; 0: no limit */
 	unsigned max_partial_depth; /* partials within partials; 0: MUSTACHE_DEFAULT_DEPTH */
+	size_t max_steps;           /* work this call may do; 0: MUSTACHE_DEFAULT_STEPS */
 };
 
-#define MUSTACHE_OPTIONS_INIT { MUSTACHE_ESCAPE_HTML, NULL, NULL, 0, 0 }
+#define MUSTACHE_OPTIONS_INIT { MUSTACHE_ESCAPE_HTML, NULL, NULL, 0, 0, 0 }
 
 /*
  * Render the template tmpl[0..len) (need not be NUL-terminated; NUL bytes are
@@ -93,7 +102,9 @@ struct mustache_options {
  *                the line and column (1-based, bytes) and the tag, and the
  *                partial it is in, if any.
  *   ERR_TOOBIG   the output would pass max_out_bytes, out's own maximum, or
- *                a template is over MUSTACHE_MAX_TEMPLATE_BYTES.
+ *                a template is over MUSTACHE_MAX_TEMPLATE_BYTES, or the
+ *                render would take more than max_steps steps ("render
+ *                takes over N steps").
  * On error out is left as it was before the call and errmsg (may be NULL)
  * says why; on success errmsg is untouched.
  */

@@ -1,12 +1,13 @@
 #!/bin/sh
 # deps.sh - check, and as root install, the Debian packages alertbridge needs.
 #
-# usage: sh deploy/deps.sh [build] [test] [bench]
+# usage: sh deploy/deps.sh [build] [test] [bench] [fuzz]
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
 want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-dev libssl-dev libgnutls28-dev"
-want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind"
+want_fuzz="clang libclang-rt-dev"
 want_bench="wrk"
 
 missing=""
@@ -36,12 +37,19 @@ for set in "$@"; do
 		have_cmd python3 || need python3
 		have_cmd sqlite3 || need sqlite3
 		have_cmd curl || need curl
+		have_cmd valgrind || need valgrind
+		;;
+	fuzz)
+		have_cmd clang || need clang
+		# libFuzzer's runtime (libclang_rt.fuzzer-<arch>.a) is in libclang-rt-dev
+		rt="$(clang --print-runtime-dir 2>/dev/null)/libclang_rt.fuzzer-$(uname -m).a"
+		[ -f "$rt" ] || need libclang-rt-dev
 		;;
 	bench)
 		have_cmd wrk || need wrk
 		;;
 	*)
-		echo "deps.sh: unknown set '$set' (build, test, bench)" >&2
+		echo "deps.sh: unknown set '$set' (build, test, bench, fuzz)" >&2
 		exit 2
 		;;
 	esac

@@ -1,18 +1,44 @@
 #!/bin/sh
-# run.sh - run every unit test binary, then every integration test, and print
-# one closing line "N passed, N failed".
+# run.sh - run every unit test binary, then every integration test, optionally again under
+# ASan+UBSan and the bridge end-to-end test under valgrind memcheck, and print one closing
+# line "N passed, N failed" that sums every stage.
 #
-# usage: sh tests/run.sh [--unit-only] BUILD_DIR BINARY
+# usage: sh tests/run.sh [--unit-only] [--asan ASAN_DIR ASAN_BINARY] [--valgrind]
+#                        [--fuzz FUZZ_DIR SECONDS] BUILD_DIR BINARY
 #   unit tests:        BUILD_DIR/tests/test_* (cmocka)
 #   integration tests: tests/integration/test_*.py, each run with python3 and the
 #                      binary's path in ALERTBRIDGE_BIN; the last line it prints
 #                      must be "N passed, N failed".
+#   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
+#                      -fsanitize=address,undefined); any sanitizer report a test's processes
+#                      write (leaks at exit included) fails that test.
+#   --valgrind:        tests/integration/test_bridge_e2e.py once more with BINARY run under
+#                      valgrind memcheck (ALERTBRIDGE_WRAPPER, see harness.py); one more test
+#                      passes when every run ended with zero errors and zero definite leaks.
+#   --fuzz:            every libFuzzer harness in FUZZ_DIR/fuzz/ for SECONDS (tests/fuzz/run.sh);
+#                      a harness passes when it found nothing.
+# Each stage prints its time; VALGRIND_SLOWDOWN (default 4) scales the e2e test's waits.
+# TESTS (a shell pattern such as "test_bridge_e2e" or "test_*kube*") runs only the unit and
+# integration tests whose names match it (the valgrind stage only if the e2e test does).
 set -u
 unit_only=0
-if [ "${1:-}" = "--unit-only" ]; then unit_only=1; shift; fi
+asan_dir=""
+asan_bin=""
+valgrind=0
+fuzz_dir=""
+fuzz_s=60
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--unit-only) unit_only=1; shift ;;
+	--asan) asan_dir=$2; asan_bin=$3; shift 3 ;;
+	--valgrind) valgrind=1; shift ;;
+	--fuzz) fuzz_dir=$2; fuzz_s=$3; shift 3 ;;
+	*) break ;;
+	esac
+done
 O=${1:-build}
 BIN=${2:-alertbridge}
-export ALERTBRIDGE_BIN="$(cd "$(dirname "$BIN")" && pwd)/$(basename "$BIN")"
+abspath() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 export ALERTBRIDGE_SRC="$(pwd)"
 export CMOCKA_MESSAGE_OUTPUT=stdout
 
@@ -20,48 +46,167 @@ passed=0
 failed=0
 failed_names=""
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+san=$(mktemp -d)
+trap 'rm -rf "$log" "$san"' EXIT
+stage=""     # "" for the plain build, else "asan " or "valgrind "
+summary=""
 
-for t in "$O"/tests/test_*; do
-	[ -x "$t" ] || continue
-	name=$(basename "$t")
-	"$t" >"$log" 2>&1
-	rc=$?
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-	p=${p:-0}; f=${f:-0}
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+# Count a finished test: $1 kind, $2 name, $3 passed, $4 failed, $5 exit code.
+account() {
+	p=$3; f=$4
+	if [ "$5" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
 	passed=$((passed + p)); failed=$((failed + f))
 	if [ "$f" -ne 0 ]; then
 		cat "$log"
-		failed_names="$failed_names $name"
-		echo "unit $name: $p passed, $f failed (exit $rc)"
+		failed_names="$failed_names $stage$2"
+		echo "$stage$1 $2: $p passed, $f failed (exit $5)"
 	else
-		echo "unit $name: $p passed"
+		echo "$stage$1 $2: $p passed"
 	fi
-done
+}
 
-if [ "$unit_only" -eq 0 ]; then
-	for t in tests/integration/test_*.py; do
+# Under ASan: move the sanitizer reports of the test just run into $log; 1 when there were any.
+san_reports() {
+	[ -n "$stage" ] || return 0
+	found=0
+	for r in "$san"/report.*; do
+		[ -f "$r" ] || continue
+		found=1
+		{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$log"
+		rm -f "$r"
+	done
+	return $found
+}
+
+# 0 when test $1 is selected by $TESTS.
+selected() {
+	# shellcheck disable=SC2254
+	case "$1" in ${TESTS:-*}) return 0 ;; esac
+	return 1
+}
+
+run_units() { # $1: build dir
+	for t in "$1"/tests/test_*; do
+		[ -x "$t" ] || continue
+		case "$t" in *.d|*.o) continue ;; esac
+		name=$(basename "$t")
+		selected "$name" || continue
+		"$t" >"$log" 2>&1
+		rc=$?
+		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+		p=${p:-0}; f=${f:-0}
+		san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
+		account unit "$name" "$p" "$f" "$rc"
+	done
+}
+
+run_integration() { # $@: test files
+	for t in "$@"; do
 		[ -f "$t" ] || continue
 		name=$(basename "$t" .py)
+		selected "$name" || continue
 		timeout 900 python3 "$t" >"$log" 2>&1
 		rc=$?
 		last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 		p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
 		f=$(echo "$last" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
-		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-		passed=$((passed + p)); failed=$((failed + f))
-		if [ "$f" -ne 0 ]; then
-			cat "$log"
-			failed_names="$failed_names $name"
-			echo "integration $name: $p passed, $f failed (exit $rc)"
-		else
-			echo "integration $name: $p passed"
-		fi
+		san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
+		account integration "$name" "$p" "$f" "$rc"
 	done
+}
+
+# Run one stage: $1 label, $2 build dir, $3 binary.
+run_stage() {
+	start=$(date +%s)
+	p0=$passed; f0=$failed
+	export ALERTBRIDGE_BIN="$(abspath "$3")"
+	run_units "$2"
+	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py
+	secs=$(( $(date +%s) - start ))
+	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
+	echo "$line"
+	summary="$summary
+$line"
+}
+
+run_stage "${O}" "$O" "$BIN"
+
+if [ -n "$asan_dir" ]; then
+	stage="asan "
+	# log_path: reports of every instrumented process (children of the integration tests
+	# included) land in $san, where san_reports finds them.
+	export ASAN_OPTIONS="log_path=$san/report:detect_leaks=1"
+	export UBSAN_OPTIONS="log_path=$san/report:print_stacktrace=1:halt_on_error=1"
+	run_stage "$asan_dir (ASan+UBSan)" "$asan_dir" "$asan_bin"
+	unset ASAN_OPTIONS UBSAN_OPTIONS
+	stage=""
 fi
 
+if [ "$valgrind" -eq 1 ] && [ "$unit_only" -eq 0 ] && selected test_bridge_e2e; then
+	stage="valgrind "
+	start=$(date +%s)
+	p0=$passed; f0=$failed
+	vg="$san/vg"
+	mkdir -p "$vg"
+	export ALERTBRIDGE_BIN="$(abspath "$BIN")"
+	export ALERTBRIDGE_WRAPPER="valgrind --tool=memcheck --leak-check=full \
+--errors-for-leak-kinds=definite --error-exitcode=99 --track-origins=yes \
+--log-file=$vg/vg.%p.log"
+	export ALERTBRIDGE_SLOWDOWN="${VALGRIND_SLOWDOWN:-4}"
+	run_integration tests/integration/test_bridge_e2e.py
+	unset ALERTBRIDGE_WRAPPER ALERTBRIDGE_SLOWDOWN
+	# The verdict: every run has an ERROR SUMMARY of 0 (it finished: a SIGKILL leaves none)
+	# and no definitely lost bytes.
+	runs=0; bad=0
+	: >"$log"
+	for v in "$vg"/vg.*.log; do
+		[ -f "$v" ] || continue
+		runs=$((runs + 1))
+		if ! grep -q 'ERROR SUMMARY: 0 errors' "$v" ||
+		   grep -Eq 'definitely lost: [1-9]' "$v"; then
+			bad=$((bad + 1))
+			{ echo "----- $(basename "$v") -----"; cat "$v"; } >>"$log"
+		fi
+	done
+	if [ "$runs" -eq 0 ]; then
+		echo "valgrind: no run of alertbridge was seen (ALERTBRIDGE_WRAPPER ignored?)" >>"$log"
+		bad=1
+	fi
+	echo "valgrind memcheck: $runs runs of alertbridge, $bad with errors or definite leaks" \
+		>>"$log"
+	if [ "$bad" -eq 0 ]; then
+		account memcheck "alertbridge ($runs runs, 0 errors, 0 definite leaks)" 1 0 0
+	else
+		account memcheck "alertbridge ($runs runs, $bad with errors or leaks)" 0 1 0
+	fi
+	secs=$(( $(date +%s) - start ))
+	line="stage valgrind: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
+	echo "$line"
+	summary="$summary
+$line"
+	stage=""
+fi
+
+if [ -n "$fuzz_dir" ] && [ "$unit_only" -eq 0 ]; then
+	start=$(date +%s)
+	sh tests/fuzz/run.sh "$fuzz_dir" "$fuzz_s" >"$log" 2>&1
+	rc=$?
+	sed -n 's/^\(fuzz fuzz_[a-z_]*: [0-9]* executions.*\)/\1/p; s/^\(fuzz: .*\)/\1/p' "$log"
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+	p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
+	f=$(echo "$last" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
+	stage="fuzz "
+	account libFuzzer "harnesses (${fuzz_s}s each)" "$p" "$f" "$rc"
+	stage=""
+	secs=$(( $(date +%s) - start ))
+	line="stage fuzz: $p passed, $f failed in ${secs}s"
+	echo "$line"
+	summary="$summary
+$line"
+fi
+
+[ -n "$summary" ] && echo "$summary" | sed '/^$/d'
 [ -n "$failed_names" ] && echo "failing:$failed_names"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -4,10 +4,17 @@ A tiny test runner (named cases, a timeline of events in seconds since start, th
 "N passed, N failed" line tests/run.sh reads), an HTTP client that never follows redirects,
 bounded polling, loopback ports, and child processes that are always stopped (SIGTERM, then
 SIGKILL after 5 s) with their logs kept for post-mortems.
+
+Env (set by tests/run.sh for its valgrind stage):
+  ALERTBRIDGE_WRAPPER   a command line (split like a shell's words, no expansion) put before
+                        every Proc whose program is $ALERTBRIDGE_BIN, e.g. "valgrind -q ..."
+  ALERTBRIDGE_SLOWDOWN  a factor >= 1 applied to every poll() timeout and to Proc.stop()'s
+                        grace before SIGKILL, for binaries run that much slower (default 1)
 """
 
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -18,6 +25,7 @@ import urllib.error
 import urllib.request
 
 T0 = time.time()
+SLOWDOWN = max(1.0, float(os.environ.get("ALERTBRIDGE_SLOWDOWN") or 1))
 
 
 def stamp():
@@ -128,6 +136,7 @@ def http(method, url, body=None, headers=None, timeout_s=10, raw=None):
 def poll(cond, what, timeout_s=60, interval_s=0.1):
     """Call cond() until it returns a true value (returned) or timeout_s passes (Failure)."""
     assert 0 < timeout_s <= 60, "every wait is bounded by 60 s"
+    timeout_s *= SLOWDOWN
     deadline = time.time() + timeout_s
     last_exc = None
     while True:
@@ -158,12 +167,22 @@ def port_open(port):
         return False
 
 
+def wrapped(argv):
+    """argv with $ALERTBRIDGE_WRAPPER in front when its program is $ALERTBRIDGE_BIN."""
+    wrapper = os.environ.get("ALERTBRIDGE_WRAPPER")
+    target = os.environ.get("ALERTBRIDGE_BIN")
+    if not (wrapper and target and argv and
+            os.path.realpath(argv[0]) == os.path.realpath(target)):
+        return list(argv)
+    return shlex.split(wrapper) + list(argv)
+
+
 class Proc:
     """A child process with its stdout+stderr in a log file."""
 
     def __init__(self, name, argv, log_path, env=None, cwd=None):
         self.name = name
-        self.argv = argv
+        self.argv = wrapped(argv)
         self.log_path = log_path
         self.env = env
         self.cwd = cwd
@@ -183,7 +202,9 @@ class Proc:
         return self.p is not None and self.p.poll() is None
 
     def stop(self, grace_s=5):
-        """SIGTERM, then SIGKILL after grace_s.  Returns the exit code (negative: signal)."""
+        """SIGTERM, then SIGKILL after grace_s (times ALERTBRIDGE_SLOWDOWN).  Returns the exit
+        code (negative: signal)."""
+        grace_s *= SLOWDOWN
         if self.p is None:
             return self.exit_code
         if self.p.poll() is None:

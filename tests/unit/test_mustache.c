@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include <jansson.h>
@@ -437,6 +438,64 @@ static void random_templates_never_crash(void **state)
 	json_decref(partials);
 }
 
+/*
+ * Found by make fuzz (fuzz_mustache): sections over a 2-element array nested 40
+ * deep are 2^40 passes with no output, so a render never ended.  Now the step
+ * budget ends it with ERR_TOOBIG, out untouched, within a bounded time.  The
+ * test nests 24 deep (2^25 node visits, ~2 s unbounded) so that it fails
+ * rather than hangs without the budget.
+ */
+static void nested_sections_over_arrays_hit_the_step_budget(void **state)
+{
+	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+	json_t *view = json_loads("{\"a\": [1, 2]}", 0, NULL);
+	struct buf tmpl = BUF_INIT, out = BUF_INIT, err = BUF_INIT;
+	struct mustache *m = NULL;
+	time_t start = time(NULL);
+	int k;
+	(void)state;
+	for (k = 0; k < 24; k++)
+		assert_int_equal(buf_adds(&tmpl, "{{#a}}"), ERR_OK);
+	for (k = 0; k < 24; k++)
+		assert_int_equal(buf_adds(&tmpl, "{{/a}}"), ERR_OK);
+	assert_int_equal(buf_adds(&out, "kept"), ERR_OK);
+	assert_int_equal(mustache_render(buf_str(&tmpl), tmpl.len, view, NULL, &out, &err),
+			 ERR_TOOBIG);
+	assert_string_equal(buf_str(&err), "render takes over 10000000 steps "
+			    "(sections over arrays nested too deep?)");
+	assert_string_equal(buf_str(&out), "kept");
+	assert_true(time(NULL) - start < 20);
+	/* A smaller budget of the caller's, through a compiled template too. */
+	opt.max_steps = 1000;
+	buf_reset(&err);
+	assert_int_equal(mustache_compile(buf_str(&tmpl), tmpl.len, &m, &err), ERR_OK);
+	assert_int_equal(mustache_render_compiled(m, view, &opt, &out, &err), ERR_TOOBIG);
+	assert_string_equal(buf_str(&err), "render takes over 1000 steps "
+			    "(sections over arrays nested too deep?)");
+	assert_string_equal(buf_str(&out), "kept");
+	/* Ten levels (1023 section passes, 2046 nodes) fit the default budget. */
+	buf_reset(&tmpl);
+	buf_reset(&out);
+	for (k = 0; k < 10; k++)
+		assert_int_equal(buf_adds(&tmpl, "{{#a}}"), ERR_OK);
+	assert_int_equal(buf_adds(&tmpl, "x"), ERR_OK);
+	for (k = 0; k < 10; k++)
+		assert_int_equal(buf_adds(&tmpl, "{{/a}}"), ERR_OK);
+	assert_int_equal(mustache_render(buf_str(&tmpl), tmpl.len, view, NULL, &out, &err),
+			 ERR_OK);
+	assert_int_equal(out.len, 1024);
+	opt.max_steps = 2000; /* the same under 2000 steps is too much */
+	buf_reset(&out);
+	assert_int_equal(mustache_render(buf_str(&tmpl), tmpl.len, view, &opt, &out, &err),
+			 ERR_TOOBIG);
+	assert_int_equal(out.len, 0);
+	mustache_free(m);
+	json_decref(view);
+	buf_release(&tmpl);
+	buf_release(&out);
+	buf_release(&err);
+}
+
 static const struct CMUnitTest own_tests[] = {
 	cmocka_unit_test(escape_html_is_the_specs_four),
 	cmocka_unit_test(escape_none_and_slack),
@@ -456,6 +515,7 @@ static const struct CMUnitTest own_tests[] = {
 	cmocka_unit_test(compiled_template_renders_many_views),
 	cmocka_unit_test(malformed_templates_fail_cleanly),
 	cmocka_unit_test(random_templates_never_crash),
+	cmocka_unit_test(nested_sections_over_arrays_hit_the_step_budget),
 };
 
 /*
