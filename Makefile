@@ -70,7 +70,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,$(O)/fuzz/%,$(filter-out $(FUZZ_HELPER_SRC
 FUZZ_HELPER_OBJ := $(FUZZ_HELPER_SRC:%.c=$(O)/%.o)
 # clang, unlike gcc, flags the va_list format of core/http_server.c's libmicrohttpd logger.
 FUZZ_MAKE = $(MAKE) --no-print-directory O=build-fuzz CC=$(FUZZ_CC) \
-	CFLAGS="-O1 -g -fno-omit-frame-pointer -Wno-format-nonliteral" \
+	CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
 ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-frame-pointer" \
 	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"

@@ -858,6 +858,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	pthread_mutex_unlock(&s->lock);
 }
 
+static void mhd_log(void *cls, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct buf b = BUF_INIT;
