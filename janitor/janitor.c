@@ -143,7 +143,8 @@ int janitor_leading(struct janitor *j)
 }
 
 enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name,
-			     const char *uid, const struct janitor_patch *patch, const char *what,
+			     const char *uid, const char *resource_version,
+			     const struct janitor_patch *patch, const char *what,
 			     struct buf *errmsg)
 {
 	struct kube_annotation ch[JANITOR_PATCH_MAX];
@@ -172,7 +173,8 @@ enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name
 		ch[i].name = patch->ops[i].name;
 		ch[i].value = patch->ops[i].value;
 	}
-	return kube_pod_annotate_uid(j->opts.kube, ns, name, uid, ch, patch->n, NULL, errmsg);
+	return kube_pod_annotate_rv(j->opts.kube, ns, name, uid, resource_version, ch, patch->n,
+				    NULL, errmsg);
 }
 
 void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *type,
@@ -471,7 +473,9 @@ static enum err mark(struct janitor *j, struct work *w, struct buf *errmsg)
 		goto out;
 	action = janitor_jaction(pol->owned, &w->owner);
 	if (w->patch.n > 0) {
-		rc = janitor_apply_patch(j, w->ns, w->pod, w->p.uid, &w->patch, "mark", errmsg);
+		/* Computed from the GET above: a stale attempt landing late must not win. */
+		rc = janitor_apply_patch(j, w->ns, w->pod, w->p.uid, w->p.resource_version,
+					 &w->patch, "mark", errmsg);
 		if (rc == ERR_NOTFOUND) {
 			skip(j, w, "gone");
 			rc = ERR_OK;
@@ -535,7 +539,7 @@ static enum err unmark(struct janitor *j, struct work *w, struct buf *errmsg)
 		w->skip = "not-marked";
 		return ERR_OK;
 	}
-	rc = janitor_apply_patch(j, w->ns, w->pod, w->p.uid, &w->patch, "unmark", errmsg);
+	rc = janitor_apply_patch(j, w->ns, w->pod, w->p.uid, NULL, &w->patch, "unmark", errmsg);
 	if (rc == ERR_NOTFOUND) {
 		skip(j, w, "gone");
 		return ERR_OK;

@@ -83,13 +83,16 @@ void janitor_patch_json(const struct janitor_patch *p, struct buf *out);
  */
 int janitor_leading(struct janitor *j);
 /*
- * Apply patch to pod ns/name if it is still the pod uid (kube_pod_annotate_uid:
- * ERR_CONFLICT when the name now holds another pod), or log it in dry-run.
- * what names the change in the log ("mark", "unmark", "notified").  ERR_RETRY
- * ("not the leader") without a request when janitor_leading() is 0.
+ * Apply patch to pod ns/name if it is still the pod uid (ERR_CONFLICT when
+ * the name now holds another pod) and, when resource_version is not NULL,
+ * still that version of it (kube_pod_annotate_rv: ERR_CONFLICT when it
+ * changed since it was read), or log it in dry-run.  what names the change
+ * in the log ("mark", "unmark", "notified").  ERR_RETRY ("not the leader")
+ * without a request when janitor_leading() is 0.
  */
 enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name,
-			     const char *uid, const struct janitor_patch *patch, const char *what,
+			     const char *uid, const char *resource_version,
+			     const struct janitor_patch *patch, const char *what,
 			     struct buf *errmsg) WARN_UNUSED;
 /*
  * Create an Event on pod (best effort: a failure is logged), or log it in

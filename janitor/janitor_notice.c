@@ -160,7 +160,7 @@ enum err janitor_record_notified(struct janitor *j, const char *ns, const char *
 		goto out;
 	}
 	janitor_notified_patch(sent_at_ms, &patch);
-	rc = janitor_apply_patch(j, ns, name, uid, &patch, "notified", errmsg);
+	rc = janitor_apply_patch(j, ns, name, uid, NULL, &patch, "notified", errmsg);
 out:
 	janitor_patch_release(&patch);
 	kube_pod_release(&pod);

@@ -806,6 +806,14 @@ enum err kube_pod_annotate_uid(struct kube_client *c, const char *ns, const char
 			       const char *uid, const struct kube_annotation *changes, size_t n,
 			       struct kube_pod *out, struct buf *errmsg)
 {
+	return kube_pod_annotate_rv(c, ns, name, uid, NULL, changes, n, out, errmsg);
+}
+
+enum err kube_pod_annotate_rv(struct kube_client *c, const char *ns, const char *name,
+			      const char *uid, const char *resource_version,
+			      const struct kube_annotation *changes, size_t n, struct kube_pod *out,
+			      struct buf *errmsg)
+{
 	struct buf path = BUF_INIT;
 	struct call k = { "PATCH", NULL, NULL, MERGE_PATCH, NULL };
 	json_t *ann, *o = NULL;
@@ -831,11 +839,19 @@ enum err kube_pod_annotate_uid(struct kube_client *c, const char *ns, const char
 		json_object_set_new(ann, changes[i].name,
 				    changes[i].value ? json_string(changes[i].value) : json_null());
 	}
-	/* metadata.uid in the patch is a precondition: another pod under this name is not patched. */
-	if (uid && *uid)
-		body = dump(json_pack("{s:{s:s,s:o}}", "metadata", "uid", uid, "annotations", ann));
-	else
-		body = dump(json_pack("{s:{s:o}}", "metadata", "annotations", ann));
+	/*
+	 * metadata.uid in the patch is a precondition: another pod under this
+	 * name is not patched.  metadata.resourceVersion is optimistic
+	 * concurrency: a patch based on a stale read (a late retry) gets 409.
+	 */
+	{
+		json_t *md = json_pack("{s:o}", "annotations", ann);
+		if (uid && *uid)
+			json_object_set_new(md, "uid", json_string(uid));
+		if (resource_version && *resource_version)
+			json_object_set_new(md, "resourceVersion", json_string(resource_version));
+		body = dump(json_pack("{s:o}", "metadata", md));
+	}
 	(void)buf_printf(&path, "/api/v1/namespaces/%s/pods/%s", ns, name);
 	k.path = buf_str(&path);
 	k.body = body;

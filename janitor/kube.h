@@ -195,6 +195,17 @@ enum err kube_pod_annotate(struct kube_client *c, const char *ns, const char *na
 enum err kube_pod_annotate_uid(struct kube_client *c, const char *ns, const char *name,
 			       const char *uid, const struct kube_annotation *changes, size_t n,
 			       struct kube_pod *out, struct buf *errmsg) WARN_UNUSED;
+/*
+ * As kube_pod_annotate_uid(), with resource_version (NULL or "": none) sent
+ * as metadata.resourceVersion: the API server then applies the patch only
+ * to that version of the pod, else 409 (ERR_CONFLICT) — for a change
+ * computed from a read, so a late duplicate of an earlier attempt cannot
+ * land over a newer one.
+ */
+enum err kube_pod_annotate_rv(struct kube_client *c, const char *ns, const char *name,
+			      const char *uid, const char *resource_version,
+			      const struct kube_annotation *changes, size_t n, struct kube_pod *out,
+			      struct buf *errmsg) WARN_UNUSED;
 
 /*
  * DELETE /api/v1/namespaces/{ns}/pods/{name} with DeleteOptions

@@ -263,12 +263,18 @@ def check_kube_headers(st):
 
 def check_annotation_patches(reqs):
     """Every PATCH of a pod is a merge patch of metadata.annotations only, with the pod's
-    metadata.uid as a precondition (the pod it read: never another under the same name)."""
+    metadata.uid as a precondition (the pod it read: never another under the same name) and,
+    for a mark computed from a read, its metadata.resourceVersion (a stale attempt landing
+    late gets 409)."""
     for r in reqs:
         b = r["body"]
         check(isinstance(b, dict) and list(b) == ["metadata"] and
-              sorted(b["metadata"]) == ["annotations", "uid"],
+              sorted(b["metadata"]) in (["annotations", "uid"],
+                                        ["annotations", "resourceVersion", "uid"]),
               "PATCH %s touches metadata.annotations only" % r["path"], b)
+        if (b["metadata"].get("annotations") or {}).get("janitor/marked-at"):
+            check("resourceVersion" in b["metadata"],
+                  "a mark PATCH carries the resourceVersion it was computed from", b)
         eq(b["metadata"]["uid"], r.get("pod_uid"), "PATCH %s names the pod it changed" %
            r["path"])
         eq(r["status"], 200, "PATCH %s answered" % r["path"])

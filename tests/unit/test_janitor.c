@@ -378,8 +378,10 @@ static void firing_marks_pod_posts_event_and_queues_notice(void **state)
 	assert_int_equal(janitor_step(e.j), 1);
 	assert_int_equal(fake_http_count(e.kube), 3);
 	req(e.kube, 0, "GET", POD_PATH);
+	/* uid and resourceVersion of the GET: preconditions, so a stale attempt cannot land */
 	body_is(req(e.kube, 1, "PATCH", POD_PATH),
-		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{" MARKED_BY_US "}}}");
+		"{\"metadata\":{\"uid\":\"uid-1\",\"resourceVersion\":\"7\",\"annotations\":{"
+		MARKED_BY_US "}}}");
 	assert_string_equal(fake_request_header(fake_http_request(e.kube, 1), "content-type"),
 			    "application/merge-patch+json");
 	ev = body_json(req(e.kube, 2, "POST", "/api/v1/namespaces/ml-team/events"));
