@@ -183,7 +183,10 @@ def faults_keep_every_promise():
     inject_kube(fk, "kube 500 on Event POST", method="POST",
                 path=r"/api/v1/namespaces/%s/events" % NS, status=500)
     inject_kube(fk, "kube 409 on DELETE", method="DELETE", path=pp % "p04", status=409)
-    inject_kube(fk, "kube 500 on DELETE", method="DELETE", path=pp % "p05", status=500)
+    # p05's DELETE fails in every sweep until every other due pod is gone, so some sweep both
+    # met this error and acted on another pod (what "one error never stops a sweep" means);
+    # a single fault would leave that to timing.  Dropped below, once the others are done.
+    fk.add_fault(count=100000, method="DELETE", path=pp % "p05", status=500)
     inject_kube(fk, "kube 500 on the fresh GET", method="GET", path=pp % "p07", status=500)
     inject_kube(fk, "kube 409 on scale", method="PATCH",
                 path=r"/apis/apps/v1/namespaces/%s/deployments/train/scale" % NS, status=409)
@@ -214,9 +217,20 @@ def faults_keep_every_promise():
     event("p09 recreated as %s" % new09)
     recreated = {new09}
 
-    def settled():
-        left = [p for p in pods if p not in ("p08", "p09") and fk.pod(NS, p) is not None]
+    def settled(keep=("p08", "p09")):
+        left = [p for p in pods if p not in keep and fk.pod(NS, p) is not None]
         return not left and fk.get("Deployment", NS, "train")["spec"]["replicas"] == 0
+    poll(lambda: settled(("p05", "p08", "p09")), "every due pod but p05 deleted or scaled",
+         timeout_s=60)
+    poll(lambda: settled(("p05", "p08", "p09")), "(still) every due pod but p05 handled",
+         timeout_s=60)
+    with fk.lock:
+        fk.faults = [f for f in fk.faults if f["path"] != pp % "p05"]
+    faults["kube 500 on DELETE (until the others were done)"] = sum(
+        1 for r in fk.get_requests() if r["method"] == "DELETE" and r["path"] == pp % "p05"
+        and r["status"] == 500)
+    check(faults["kube 500 on DELETE (until the others were done)"] > 0,
+          "p05's DELETE failed at least once", faults)
     poll(settled, "every due pod deleted or scaled", timeout_s=60)
     poll(settled, "(still) every due pod deleted or scaled", timeout_s=60)
     event("all due pods handled")
