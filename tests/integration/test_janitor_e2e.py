@@ -524,6 +524,29 @@ def user_ttl_noticed_before_deletion():
 
 
 @run.case
+def zero_ttl_never_acted_on():
+    """janitor/ttl: 0s is not "now": kube-janitor acts on a TTL only above zero, so do we."""
+    st = live()
+    ns, name = "ml", "ttl0-5"
+    st.kube.add_pod(ns, name, annotations={"janitor/ttl": "0s"}, created_ago_s=60)
+    event("%s/%s created 60 s ago with janitor/ttl 0s, no alert" % (ns, name))
+    start = time.time()
+
+    def sweeps_since():
+        return [r for r in st.kube.get_requests() if r["method"] == "GET" and
+                r["path"] == "/api/v1/pods" and r["time"] > start]
+    poll(lambda: len(sweeps_since()) >= 2, "two sweeps that list ttl0-5",
+         timeout_s=4 * SWEEP_S + 10)
+    st.quiet(NOTICE_LEAD_S + SWEEP_S + 0.5, "past a notice lead: a zero TTL must stay idle")
+    eq([r["method"] for r in st.pod_requests(ns, name) if r["method"] in MUTATING], [],
+       "no PATCH or DELETE of %s/%s" % (ns, name))
+    eq(st.messages_about(name), [], "no Slack notice about %s" % name)
+    eq(st.events_about(name), [], "no Event about %s" % name)
+    eq(st.kube.pod(ns, name)["metadata"]["annotations"], {"janitor/ttl": "0s"},
+       "%s/%s annotations unchanged" % (ns, name))
+
+
+@run.case
 def deployment_owned_pod_scaled_to_zero():
     st = live()
     ns = "ml"
