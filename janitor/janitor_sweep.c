@@ -72,6 +72,24 @@ static void log_pod_error(const char *msg, const struct kube_pod *pod, enum err 
 }
 
 /*
+ * The workload pod's time running out acts on (kube_pod_controller) into
+ * owner, and *acted_on: owner, or what the pod names when its owner is gone.
+ */
+static enum err controller_of(struct janitor *j, const struct kube_pod *pod,
+			      struct kube_owner *owner, const struct kube_owner **acted_on,
+			      struct buf *err)
+{
+	enum err rc = kube_pod_controller(j->opts.kube, pod, owner, err);
+
+	if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_INVALID) {
+		kube_owner_release(owner);  /* an owner gone: act on what the pod names */
+		rc = ERR_OK;
+	}
+	*acted_on = owner->kind ? owner : &pod->owner;
+	return rc;
+}
+
+/*
  * NOTIFY: queue the notice for this expiry unless one exists; a delivered
  * one whose stamp did not reach the pod is stamped again.
  */
@@ -81,6 +99,7 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 	struct janitor *j = s->j;
 	struct store_notice old = { 0 };
 	struct kube_owner owner = { 0 };
+	const struct kube_owner *acted_on = NULL;
 	struct buf err = BUF_INIT;
 	const char *action = "notify";
 	int queued = 0;
@@ -101,15 +120,11 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 		}
 		goto out;
 	}
-	rc = kube_pod_controller(j->opts.kube, pod, &owner, &err);
-	if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_INVALID) {
-		kube_owner_release(&owner);  /* an owner gone: act on what the pod names */
-		rc = ERR_OK;
-	}
+	rc = controller_of(j, pod, &owner, &acted_on, &err);
 	if (rc == ERR_OK)
-		rc = janitor_queue_notice(j, pod, owner.kind ? &owner : &pod->owner,
+		rc = janitor_queue_notice(j, pod, acted_on,
 					  janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY,
-							  owner.kind ? &owner : &pod->owner),
+							  acted_on),
 					  reason_text(st), NULL, st->expiry_ms,
 					  pol ? pol->grace_ms : 0, lead_of(pol), &queued, &err);
 	if (rc)
@@ -151,15 +166,10 @@ static const char *remind(struct sweep *s, const struct kube_pod *pod,
 	if (st->notified_at_ms == JANITOR_NO_TIME || reminder_of(pol) <= 0 ||
 	    s->now_ms < act_ms - reminder_of(pol))
 		return "wait";
-	rc = kube_pod_controller(j->opts.kube, pod, &owner, &err);
-	if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_INVALID) {
-		kube_owner_release(&owner);  /* an owner gone: act on what the pod names */
-		rc = ERR_OK;
-	}
+	rc = controller_of(j, pod, &owner, &v.owner, &err);
 	v.namespace = pod->namespace;
 	v.pod = pod->name;
 	v.uid = pod->uid;
-	v.owner = owner.kind ? &owner : &pod->owner;
 	v.action = janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY, v.owner);
 	v.reason = reason_text(st);
 	v.expires_ms = act_ms;
