@@ -462,13 +462,11 @@ static int setup_leader(struct service *s, struct buf *err)
 }
 
 /* The janitor's clients, intake and worker (janitor.enabled). */
-static int setup_janitor(struct service *s, struct buf *err)
+static void setup_janitor(struct service *s)
 {
 	struct janitor_webhook_options jw = { 0 };
 	struct janitor_options jo = { 0 };
 
-	if (s->cfg->janitor.leader_election.enabled && setup_leader(s, err))
-		return 1;
 	jw.store = s->store;
 	jw.metrics = s->metrics;
 	jw.auth = s->auth;
@@ -482,7 +480,6 @@ static int setup_janitor(struct service *s, struct buf *err)
 	jo.is_leader = s->is_leader;
 	jo.leader_ctx = s->leader_ctx;
 	s->janitor = janitor_new(&jo);
-	return 0;
 }
 
 static int start_service(struct service *s, const struct flags *f)
@@ -527,9 +524,15 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.render = s->render;
 	bo.metrics = s->metrics;
 	bo.user_agent = "alertbridge/" AB_VERSION;
-	s->bridge = bridge_new(&bo);
-	if (s->cfg->janitor.enabled && setup_janitor(s, &err))
+	/* One Lease for both workers: only the leader drains the bridge queue too. */
+	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
+	    setup_leader(s, &err))
 		goto out;
+	bo.may_act = s->is_leader;
+	bo.may_act_ctx = s->leader_ctx;
+	s->bridge = bridge_new(&bo);
+	if (s->cfg->janitor.enabled)
+		setup_janitor(s);
 
 	so.listen_address = f->listen_address ? f->listen_address : s->cfg->listen_address;
 	so.threads = s->cfg->webhook.threads;

@@ -87,6 +87,18 @@ static int gh_stopping(void *ctx)
 	return clock_stop_requested(&b->stop);
 }
 
+/* bridge_options.may_act: does this replica hold the Lease (or need none)? */
+static int may_act(struct bridge *b)
+{
+	return !b->opts.may_act || b->opts.may_act(b->opts.may_act_ctx);
+}
+
+/* The GitHub client's gate before each request: stopping, or no longer allowed to act. */
+static int gh_hold(void *ctx)
+{
+	return gh_stopping(ctx) || !may_act(ctx);
+}
+
 /* https://api.github.com -> https://github.com; https://HOST/api/v3 -> https://HOST. */
 static char *html_base_of(const char *api_url)
 {
@@ -155,7 +167,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.dry_run = g->dry_run;
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;
-	go.stopping = gh_stopping;
+	go.stopping = gh_hold;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
@@ -984,9 +996,11 @@ static void handle(struct bridge *b, struct work *w)
 	rc = plan(b, w, &errmsg);
 	if (!rc)
 		rc = execute(b, w, &errmsg);
-	if (rc == ERR_RETRY && gh_stopping(b)) {
-		/* Cut short by bridge_stop(): not a failure; the next start resumes it. */
-		struct log_line *l = log_begin(LOG_INFO, "stopping: event left for the next start");
+	if (rc == ERR_RETRY && gh_hold(b)) {
+		/* Cut short by bridge_stop() or a lost Lease: not a failure; resumed later. */
+		struct log_line *l = log_begin(LOG_INFO, gh_stopping(b)
+							 ? "stopping: event left for the next start"
+							 : "not the leader: event left for the leader");
 		log_int(l, "event", w->ev.id);
 		log_str(l, "key", w->ev.key);
 		log_str(l, "detail", buf_str(&errmsg));
@@ -1036,6 +1050,8 @@ int bridge_step(struct bridge *b)
 	struct work w;
 	enum err rc;
 
+	if (!may_act(b))
+		return 0;  /* not the leader: the queue is the leader's to drain */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = now_ms(b);
 	if (storm_sync(b->storm, w.now_ms)) {  /* a due summary issue's calls first */

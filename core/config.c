@@ -851,29 +851,47 @@ static const struct field receiver_fields[] = {
 };
 FIELDSET(receiver_set, receiver_fields, check_receiver);
 
+/* "KEY: <a> <what> <other key> (<b>)": a policy duration out of order with another. */
+static enum err policy_order(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+			     int64_t a_ms, const char *what, const char *other, int64_t b_ms)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	char sub[PATH_MAX_LEN];
+	enum err rc;
+
+	duration_format(a_ms, &a);
+	duration_format(b_ms, &b);
+	join_key(sub, path, key);
+	rc = fail(c, key_or_map(c, map, key), sub, ERR_INVALID, "%s %s %s (%s)", buf_str(&a),
+		  what, other, buf_str(&b));
+	buf_release(&a);
+	buf_release(&b);
+	return rc;
+}
+
 static enum err check_policy(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_policy *p = obj;
 	enum err rc = need(c, map, path, "alertname", p->alertname);
-	struct buf lead = BUF_INIT, grace = BUF_INIT;
-	char sub[PATH_MAX_LEN];
 
-	if (rc != ERR_OK || p->notice_lead_ms <= p->grace_ms)
+	if (rc != ERR_OK)
 		return rc;
-	duration_format(p->notice_lead_ms, &lead);
-	duration_format(p->grace_ms, &grace);
-	join_key(sub, path, "notice_lead");
-	rc = fail(c, key_or_map(c, map, "notice_lead"), sub, ERR_INVALID,
-		  "%s is longer than grace (%s)", buf_str(&lead), buf_str(&grace));
-	buf_release(&lead);
-	buf_release(&grace);
-	return rc;
+	if (p->notice_lead_ms > p->grace_ms)
+		return policy_order(c, map, path, "notice_lead", p->notice_lead_ms,
+				    "is longer than", "grace", p->grace_ms);
+	if (p->reminder_before_ms < 0)  /* not given */
+		p->reminder_before_ms = p->notice_lead_ms / 2;
+	else if (p->reminder_before_ms > 0 && p->reminder_before_ms >= p->notice_lead_ms)
+		return policy_order(c, map, path, "reminder_before", p->reminder_before_ms,
+				    "is not less than", "notice_lead", p->notice_lead_ms);
+	return ERR_OK;
 }
 
 static const struct field policy_fields[] = {
 	FLD(struct cfg_policy, "alertname", F_STR, alertname),
 	DUR(struct cfg_policy, "grace", grace_ms, 0),
 	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0),
+	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
 	FUNC(struct cfg_policy, "owned", owned, parse_owned),
 	FLD(struct cfg_policy, "message", F_STR, message),
 };
@@ -970,6 +988,7 @@ static void policy_defaults(struct cfg_policy *p)
 	memset(p, 0, sizeof(*p));
 	p->grace_ms = 24 * MS_H;
 	p->notice_lead_ms = 2 * MS_H;
+	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
 	p->owned = CFG_OWNED_NOTIFY_ONLY;
 }
 
@@ -1432,6 +1451,7 @@ static void dump_janitor(struct buf *out, const struct cfg_janitor *j)
 		kv_str(out, 0, "alertname", p->alertname);
 		kv_dur(out, 6, "grace", p->grace_ms);
 		kv_dur(out, 6, "notice_lead", p->notice_lead_ms);
+		kv_dur(out, 6, "reminder_before", p->reminder_before_ms);
 		kv_str(out, 6, "owned", owned_names[p->owned]);
 		kv_str(out, 6, "message", p->message);
 	}

@@ -133,6 +133,12 @@ struct cfg_policy {
 	char *alertname;        /* required, unique */
 	int64_t grace_ms;       /* default 24h */
 	int64_t notice_lead_ms; /* default 2h; never more than grace */
+	/*
+	 * One reminder in the notice's Slack thread this long before the pod is
+	 * acted on; default notice_lead / 2; 0: no reminder; otherwise less
+	 * than notice_lead.
+	 */
+	int64_t reminder_before_ms;
 	enum cfg_owned owned;
 	char *message;          /* extra text for the notice, or NULL */
 };

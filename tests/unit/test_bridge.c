@@ -31,7 +31,19 @@ struct env {
 	struct render *render;
 	struct bridge *b;
 	int64_t now;
+	int leading;       /* what may_act answers */
+	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
 };
+
+/* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
+static int env_may_act(void *ctx)
+{
+	struct env *e = ctx;
+
+	if (e->lose_after && fake_http_count(e->gh) >= e->lose_after)
+		e->leading = 0;
+	return e->leading;
+}
 
 static int64_t clock_now(void *ctx)
 {
@@ -75,6 +87,9 @@ static void env_start_scan(struct env *e, const char *extra_github, const char *
 	bo.sleep_ms = clock_sleep;
 	bo.clock_ctx = e;
 	bo.gh_max_attempts = 2;
+	bo.may_act = env_may_act;
+	bo.may_act_ctx = e;
+	e->leading = 1;
 	e->b = bridge_new(&bo);
 	if (scanned)
 		assert_int_equal(store_scan_done(e->st, "default", "my-org/alerts", T0), ERR_OK);
@@ -211,6 +226,89 @@ static void fire_resolve_refire_cycle(void **state)
 	get_row(&e, &row);
 	assert_string_equal(row.state, "open");
 	assert_int_equal(row.number, 7);
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+/*
+ * Leader election: a replica that does not hold the Lease drains nothing, and one that
+ * loses it mid-event stops before its next GitHub call; the event stays queued, not
+ * counted as a failed attempt, and the leader finishes it without a second comment.
+ */
+static void not_the_leader_drains_nothing(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	e.leading = 0;
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 0);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
+
+	/* leading again: the event is handled as usual */
+	e.leading = 1;
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
+static void lease_lost_mid_event_stops_before_the_next_call(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	struct store_event ev = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	/* resolved: the Lease is lost right after the refresh GET, before the comment */
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	e.lose_after = 2;
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	get_row(&e, &row);
+	assert_string_equal(row.state, "open");
+	store_issue_release(&row);
+
+	/*
+	 * The Lease again: not a failed attempt, so it is due at once.  The note said the
+	 * comment may have been posted: its marker is looked for first, then one comment,
+	 * one close.
+	 */
+	e.lose_after = 0;
+	e.leading = 1;
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_int_equal(ev.attempts, 0);
+	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 5);
+	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
+			       "/repos/my-org/alerts/issues/7/comments"));
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/7",
+		       "\"state_reason\":\"completed\"");
+	get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 	env_stop(&e);
 }
@@ -552,6 +650,8 @@ int main(void)
 		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
 		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
+		cmocka_unit_test(not_the_leader_drains_nothing),
+		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
 	};
 	log_setup(LOG_ERROR, LOG_LOGFMT);
 	return cmocka_run_group_tests(tests, NULL, NULL);
