@@ -38,6 +38,7 @@ struct bridge {
 	struct metric *m_gh_requests;
 	struct metric *m_gh_retries;
 	struct metric *m_gh_ratelimit;
+	struct metric *m_gh_content_left;
 	struct metric *m_gh_ambiguous;
 	struct metric *m_gh_unauthorized;
 	struct metric *m_rebuilt;
@@ -104,6 +105,7 @@ static void register_metrics(struct bridge *b)
 {
 	static const char *const rcv_result[] = { "receiver", "result", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
+	static const char *const window[] = { "window", NULL };
 	struct metrics *m = b->opts.metrics;
 
 	if (!m)
@@ -121,6 +123,10 @@ static void register_metrics(struct bridge *b)
 	b->m_gh_ratelimit = metrics_gauge(m, "alertbridge_github_ratelimit_remaining",
 					  "Last x-ratelimit-remaining GitHub sent (-1: none yet).",
 					  NULL);
+	b->m_gh_content_left = metrics_gauge(
+		m, "alertbridge_github_content_budget_remaining",
+		"Mutating GitHub calls that fit now in the content budget, by window (minute, hour).",
+		window);
 	b->m_gh_ambiguous = metrics_counter(
 		m, "alertbridge_github_ambiguous_creates_resolved_total",
 		"Creates whose answer was lost, found afterwards by their marker.", NULL);
@@ -150,6 +156,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.user_agent = opts->user_agent ? opts->user_agent : "alertbridge";
 	go.timeout_ms = g->timeout_ms;
 	go.content_per_minute = (int)g->content_per_minute;
+	go.content_per_hour = (int)g->content_per_hour;
 	go.min_interval_ms = opts->gh_min_interval_ms;
 	go.max_attempts = opts->gh_max_attempts;
 	go.dry_run = g->dry_run;
@@ -1028,6 +1035,11 @@ static void update_gauges(struct bridge *b)
 	metric_add(b->m_gh_unauthorized, NULL,
 		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
+	{
+		const char *mi[] = { "minute" }, *hr[] = { "hour" };
+		metric_set(b->m_gh_content_left, mi, (double)s.content_left_minute);
+		metric_set(b->m_gh_content_left, hr, (double)s.content_left_hour);
+	}
 	b->last_stats = s;
 }
 

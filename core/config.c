@@ -802,6 +802,7 @@ static const struct field github_fields[] = {
 	SECRET(struct cfg_github, "token_file", token_file, token),
 	MAP(struct cfg_github, "app", app, app_set),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
+	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
 };
@@ -998,6 +999,7 @@ static void defaults(struct config *cfg)
 	cfg->webhook.threads = 4;
 	cfg->github.api_url = xstrdup(CFG_DEFAULT_GITHUB_API_URL);
 	cfg->github.content_per_minute = 20;
+	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
 	cfg->janitor.dry_run = 1;
@@ -1501,6 +1503,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 		kv_str(out, 4, "private_key_file", g->app.private_key_file);
 	}
 	(void)buf_printf(out, "  content_per_minute: %u\n", g->content_per_minute);
+	(void)buf_printf(out, "  content_per_hour: %u\n", g->content_per_hour);
 	kv_dur(out, 2, "timeout", g->timeout_ms);
 	kv_bool(out, 2, "dry_run", g->dry_run);
 	(void)buf_adds(out, cfg->receivers_count ? "receivers:\n" : "receivers: []\n");
