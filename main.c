@@ -23,6 +23,7 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/retention.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
 #include "janitor/janitor.h"
@@ -247,6 +248,7 @@ struct service {
 	struct kube_client *leader_kube;  /* the leader's own client: one thread each */
 	struct janitor_leader *leader;
 	struct srv *srv;
+	struct retention *retention;  /* prunes done events after database_retention */
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
@@ -399,6 +401,7 @@ static void log_store_stats(struct store *st)
 static void service_release(struct service *s)
 {
 	log_store_stats(s->store);
+	retention_stop(s->retention);
 	srv_free(s->srv);
 	janitor_free(s->janitor);
 	janitor_leader_free(s->leader);
@@ -561,6 +564,10 @@ static int start_service(struct service *s, const struct flags *f)
 	srv_set_observer(s->srv, observe_request, s);
 	if (bridge_start(s->bridge, &err)) {
 		log_msg(LOG_ERROR, "cannot start the bridge", "detail", buf_str(&err));
+		goto out;
+	}
+	if (retention_start(s->store, s->cfg->database_retention_ms, 0, &s->retention, &err)) {
+		log_msg(LOG_ERROR, "cannot start the retention", "detail", buf_str(&err));
 		goto out;
 	}
 	if (s->leader && janitor_leader_start(s->leader)) {

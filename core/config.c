@@ -945,6 +945,7 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 static const struct field root_fields[] = {
 	FLD(struct config, "listen_address", F_STR, listen_address),
 	FLD(struct config, "database", F_STR, database),
+	DUR(struct config, "database_retention", database_retention_ms, 1),
 	MAP(struct config, "log", log, log_set),
 	MAP(struct config, "webhook", webhook, webhook_set),
 	MAP(struct config, "github", github, github_set),
@@ -989,6 +990,7 @@ static void defaults(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->listen_address = xstrdup(CFG_DEFAULT_LISTEN_ADDRESS);
 	cfg->database = xstrdup(CFG_DEFAULT_DATABASE);
+	cfg->database_retention_ms = 7 * MS_D;
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
 	cfg->webhook.max_body_bytes = 1048576;
@@ -1469,6 +1471,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	(void)buf_printf(out, "# effective configuration of %s\n", cfg->path);
 	kv_str(out, 0, "listen_address", cfg->listen_address);
 	kv_str(out, 0, "database", cfg->database);
+	kv_dur(out, 0, "database_retention", cfg->database_retention_ms);
 	(void)buf_printf(out, "log:\n  level: %s\n  format: %s\n", levels[cfg->log.level],
 			 cfg->log.format == LOG_JSON ? "json" : "logfmt");
 	(void)buf_adds(out, "webhook:\n");

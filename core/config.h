@@ -181,6 +181,7 @@ struct config {
 	char *base_dir;       /* directory relative paths were resolved against, or NULL */
 	char *listen_address; /* host:port, default ":9095" (all interfaces) */
 	char *database;       /* default "alertbridge.db", relative to the working directory */
+	int64_t database_retention_ms; /* done events kept this long; > 0, default 7d */
 	struct cfg_log log;
 	struct cfg_webhook webhook;
 	struct cfg_github github;

@@ -5,7 +5,8 @@
  *
  * The only module that speaks SQL or sees a sqlite3 handle.  The database is
  * opened in WAL mode with synchronous=FULL and a busy_timeout; the schema is
- * versioned by PRAGMA user_version and migrated forward on open.
+ * versioned by PRAGMA user_version and migrated forward on open, and kept in
+ * auto_vacuum=INCREMENTAL mode (an older file is switched by one VACUUM).
  *
  * Intake uses group commit: concurrent store_enqueue() callers share one
  * transaction (the first caller to arrive commits for everyone queued behind
@@ -179,8 +180,14 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 /* Number of dead-lettered events; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_dead_count(struct store *st);
 /*
- * Delete events marked done before before_ms (dead ones are kept for
- * inspection); *deleted (may be NULL) gets how many.  Errors: ERR_DB (logged).
+ * Delete events of every kind marked done before before_ms; dead-lettered
+ * and pending ones are kept (a dead letter stays until it is retried,
+ * store_dead_requeue(), or its row forgotten).  When rows went, their pages
+ * are handed back to the file system (PRAGMA incremental_vacuum, then a WAL
+ * checkpoint(TRUNCATE)), so the file stays the size of what is live.
+ * *deleted (may be NULL) gets how many.  The map, notices and scans are not
+ * touched.  Errors: ERR_INVALID (st NULL), ERR_DB (logged; the delete may
+ * have committed when the vacuum failed).
  */
 enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted) WARN_UNUSED;
 
