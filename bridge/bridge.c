@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "bridge/issue.h"
+#include "bridge/repos.h"
 #include "bridge/storm.h"
 #include "bridge/view.h"
 #include "core/log.h"
@@ -26,6 +27,7 @@ struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
 	struct storm *storm;  /* alert storms: bridge/storm.h */
+	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -35,6 +37,7 @@ struct bridge {
 	struct metric *m_events;
 	struct metric *m_pending;
 	struct metric *m_dead;
+	struct metric *m_dead_letters;
 	struct metric *m_gh_requests;
 	struct metric *m_gh_retries;
 	struct metric *m_gh_ratelimit;
@@ -104,6 +107,7 @@ static char *html_base_of(const char *api_url)
 static void register_metrics(struct bridge *b)
 {
 	static const char *const rcv_result[] = { "receiver", "result", NULL };
+	static const char *const rcv_reason[] = { "receiver", "reason", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
 	static const char *const window[] = { "window", NULL };
 	struct metrics *m = b->opts.metrics;
@@ -116,6 +120,9 @@ static void register_metrics(struct bridge *b)
 				     "Events waiting in the bridge queue.", NULL);
 	b->m_dead = metrics_gauge(m, "alertbridge_dead_letter_events",
 				  "Events dead-lettered (never retried); see alertbridge map.", NULL);
+	b->m_dead_letters = metrics_counter(
+		m, "alertbridge_bridge_dead_letters_total",
+		"Events dead-lettered, by reason (repo_not_found, invalid).", rcv_reason);
 	b->m_gh_requests = metrics_counter(m, "alertbridge_github_requests_total",
 					   "GitHub REST requests by outcome.", outcome);
 	b->m_gh_retries = metrics_counter(m, "alertbridge_github_retries_total",
@@ -167,6 +174,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
 	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
+	b->repos = repos_new(b->gh, 0);
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
 	return b;
@@ -697,6 +705,12 @@ static void count(struct bridge *b, const char *receiver, const char *result)
 	metric_add(b->m_events, labels, 1);
 }
 
+static void count_dead(struct bridge *b, const char *receiver, const char *reason)
+{
+	const char *labels[] = { receiver, reason };
+	metric_add(b->m_dead_letters, labels, 1);
+}
+
 static int64_t backoff_ms(struct bridge *b, int attempts)
 {
 	int64_t d = b->opts.retry_base_ms;
@@ -719,6 +733,7 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 		src = store_event_dead(b->opts.store, w->ev.id, why);
 		l = log_begin(LOG_ERROR, "event dead-lettered");
 		count(b, w->ev.receiver, "dead");
+		count_dead(b, w->ev.receiver, "invalid");
 	} else {
 		/* From the time of the failure: the client's own retries took time. */
 		int64_t t = now_ms(b);
@@ -955,6 +970,94 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 	return rc;
 }
 
+/* ---- repositories GitHub says are missing (bridge/repos.h) ---- */
+
+static void dead_repo(struct bridge *b, struct work *w, const char *repo, const char *reason,
+		      const char *detail)
+{
+	enum err src = store_event_dead(b->opts.store, w->ev.id, reason);
+	struct log_line *l = log_begin(LOG_ERROR, "event dead-lettered");
+
+	log_err(l, ERR_NOTFOUND);
+	log_int(l, "event", w->ev.id);
+	log_str(l, "receiver", w->ev.receiver);
+	log_str(l, "key", w->ev.key);
+	log_str(l, "repo", repo);
+	log_str(l, "reason", reason);
+	if (detail)
+		log_str(l, "detail", detail);
+	log_end(l);
+	if (src)
+		log_msg(LOG_ERROR, "cannot record event outcome", "err", err_str(src));
+	count(b, w->ev.receiver, "dead");
+	count_dead(b, w->ev.receiver, "repo_not_found");
+}
+
+/*
+ * The calls whose 404 can only be about the repository: a create (POST
+ * /repos/{o}/{r}/issues) and the scan's list.  A 404 on an issue's comment or
+ * state is about the issue first: the retry's refresh finds it gone and
+ * creates, whose 404 then asks about the repository.
+ */
+static int is_create(enum issue_action a)
+{
+	return a == ISSUE_CREATE || a == ISSUE_CREATE_LINKED;
+}
+
+/* An event a person re-queued (store_dead_requeue()) asks GitHub again. */
+static int requeued(const struct work *w)
+{
+	return w->ev.last_error &&
+	       !strncmp(w->ev.last_error, STORE_REQUEUED, strlen(STORE_REQUEUED));
+}
+
+/* Dead-letter the event at once when GitHub said a moment ago that its repository is missing. */
+static int known_missing(struct bridge *b, struct work *w)
+{
+	struct buf reason = BUF_INIT;
+
+	if (requeued(w) || !repos_known_missing(b->repos, w->repo, now_ms(b)))
+		return 0;
+	buf_setf(&reason, REPOS_MISSING_REASON, w->repo);
+	dead_repo(b, w, w->repo, buf_str(&reason), "known missing: no call made");
+	buf_release(&reason);
+	return 1;
+}
+
+/*
+ * A call on repo failed with 404: dead-letter the event (1) only when GitHub
+ * answers 404 for the repository itself; when it is there or GitHub cannot
+ * tell (5xx, timeout), 0: the caller retries, errmsg extended.
+ */
+static int missing_repo(struct bridge *b, struct work *w, const char *repo, struct buf *errmsg)
+{
+	struct buf reason = BUF_INIT, why = BUF_INIT;
+	enum err rc = repos_check(b->repos, repo, now_ms(b), &reason, &why);
+
+	if (rc == ERR_NOTFOUND)
+		dead_repo(b, w, repo, buf_str(&reason), buf_str(errmsg));
+	else if (rc)
+		(void)buf_printf(errmsg, "; is the repository there? %s", buf_str(&why));
+	buf_release(&reason);
+	buf_release(&why);
+	return rc == ERR_NOTFOUND;
+}
+
+enum err bridge_retry_dead(struct bridge *b, int64_t *n)
+{
+	enum err rc;
+
+	repos_forget(b->repos);
+	rc = store_dead_requeue(b->opts.store, "bridge", NULL, NULL, REPOS_MISSING_LIKE, n);
+	if (rc == ERR_OK && n && *n > 0) {
+		struct log_line *l = log_begin(LOG_INFO, "dead letters re-queued");
+		log_int(l, "events", *n);
+		log_str(l, "reason", REPOS_MISSING_LIKE);
+		log_end(l);
+	}
+	return rc;
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
@@ -970,7 +1073,11 @@ static void handle(struct bridge *b, struct work *w)
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
 	repo = json_object_get(w->payload_doc, "repo");
 	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
+	if (known_missing(b, w))
+		goto out;
 	rc = ensure_scanned(b, w, &errmsg);
+	if (rc == ERR_NOTFOUND && missing_repo(b, w, w->repo, &errmsg))
+		goto out;
 	if (rc) {
 		fail(b, w, rc == ERR_INVALID ? ERR_RETRY : rc, buf_str(&errmsg));
 		goto out;
@@ -998,6 +1105,9 @@ static void handle(struct bridge *b, struct work *w)
 		log_str(l, "key", w->ev.key);
 		log_str(l, "detail", buf_str(&errmsg));
 		log_end(l);
+	} else if (rc == ERR_NOTFOUND && is_create(w->action) &&
+		   missing_repo(b, w, w->repo, &errmsg)) {
+		/* dead-lettered */
 	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
 	} else {
@@ -1125,6 +1235,7 @@ void bridge_free(struct bridge *b)
 		return;
 	bridge_stop(b);
 	storm_free(b->storm);
+	repos_free(b->repos);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	clock_stop_release(&b->stop);

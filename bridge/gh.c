@@ -857,6 +857,30 @@ out:
 	return rc;
 }
 
+enum err gh_repo_get(struct gh_client *c, const char *repo, struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	enum err rc = check_repo(repo, errmsg);
+
+	http_response_init(&res);
+	if (rc)
+		goto out;
+	(void)buf_printf(&path, "/repos/%s", repo);
+	if (c->dry_run) {
+		log_dry_run("GET", buf_str(&path), NULL);
+		goto out;
+	}
+	{
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0 };
+		rc = call(c, &k, &res, NULL, errmsg);
+	}
+out:
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}
+
 enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t number,
 			    const char *state, const char *state_reason,
 			    struct gh_issue *out, struct buf *errmsg)

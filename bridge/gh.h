@@ -167,6 +167,16 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		      struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * GitHub REST "Get a repository": GET /repos/{owner}/{repo}.  ERR_OK when
+ * it exists and the token can see it; ERR_NOTFOUND when GitHub answers 404,
+ * which means it does not exist or the token has no access (GitHub does not
+ * tell the two apart).  Retries and other errors as every call: a 5xx or a
+ * timeout ends in ERR_RETRY, never ERR_NOTFOUND.  The answer's body is not
+ * read.  Dry-run: logged, no call, ERR_OK.
+ */
+enum err gh_repo_get(struct gh_client *c, const char *repo, struct buf *errmsg) WARN_UNUSED;
+
+/*
  * GitHub REST: PATCH /repos/{owner}/{repo}/issues/{number} with
  * {"state": state, "state_reason": state_reason}.  state is "open" or
  * "closed" (else ERR_INVALID); state_reason "completed", "not_planned",

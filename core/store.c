@@ -2148,3 +2148,52 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 	buf_release(&msg);
 	return rc;
 }
+
+/* ---- re-queueing dead letters ---- */
+
+/* The dead events store_dead_requeue() selects: ?1 kind, ?2 receiver, ?3 key, ?4 reason. */
+#define DEAD_MATCH                                                                  \
+	"state = 'dead' AND kind = ?1 AND (?2 IS NULL OR receiver = ?2) AND "       \
+	"(?3 IS NULL OR key = ?3) AND (?4 IS NULL OR last_error LIKE ?4)"
+
+enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
+			    const char *key, const char *reason_like, int64_t *n)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int64_t changed = 0;
+
+	if (n)
+		*n = 0;
+	if (!st || empty(kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK)
+		rc = sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
+			    "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
+			    "events.key = issues.key)",
+			"clear dead reasons", &msg, NULL, "tttt", kind, receiver, key, reason_like);
+	if (rc == ERR_OK)
+		rc = sq(st, "UPDATE events SET state = 'pending', done_at_ms = NULL, attempts = 0, "
+			    "next_attempt_at_ms = 0, last_error = '" STORE_REQUEUED "' || "
+			    "coalesce(last_error, '') WHERE " DEAD_MATCH,
+			"requeue dead letters", &msg, NULL, "tttt", kind, receiver, key,
+			reason_like);
+	if (rc == ERR_OK)
+		changed = sqlite3_changes64(st->db);
+	if (rc == ERR_OK)
+		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc) {
+		log_db("requeue dead letters", &msg);
+	} else if (changed > 0) {
+		if (n)
+			*n = changed;
+		store_wake(st);
+	}
+	buf_release(&msg);
+	return rc;
+}

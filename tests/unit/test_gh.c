@@ -564,6 +564,29 @@ static void not_found_and_gone(void **state)
 	assert_int_equal(fake_http_count(fx->fake), 2);
 }
 
+/* GitHub REST "Get a repository": 200 exists, 404 missing or no access, 5xx no answer. */
+static void repo_get_tells_missing_from_unknown(void **state)
+{
+	struct fixture *fx = *state;
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 200, NULL, "{\"full_name\":\"o/r\"}");
+	fake_http_push(fx->fake, 404, NULL, "{\"message\":\"Not Found\"}");
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, 503, NULL, "{\"message\":\"Unavailable\"}");
+	assert_int_equal(gh_repo_get(fx->gh, "o/r", &fx->err), ERR_OK);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "GET");
+	assert_string_equal(r->uri, "/repos/o/r");
+	assert_github_headers(r, 0);
+	assert_int_equal(gh_repo_get(fx->gh, "o/gone", &fx->err), ERR_NOTFOUND);
+	assert_string_equal(buf_str(&fx->err), "GET /repos/o/gone: 404 not found: Not Found");
+	assert_int_equal(gh_repo_get(fx->gh, "o/r", &fx->err), ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 5);
+	assert_int_equal(gh_repo_get(fx->gh, "o/r/x", &fx->err), ERR_INVALID);
+	assert_int_equal(fake_http_count(fx->fake), 5);
+}
+
 static void persistent_failure_gives_up_with_retry(void **state)
 {
 	struct fixture *fx = *state;
@@ -963,6 +986,7 @@ int main(void)
 		T(plain_forbidden_is_auth),
 		T(unprocessable_is_invalid_with_github_message),
 		T(not_found_and_gone),
+		T(repo_get_tells_missing_from_unknown),
 		T(persistent_failure_gives_up_with_retry),
 		T(ambiguous_create_found_by_marker_not_posted_twice),
 		T(ambiguous_create_not_found_is_posted_again),

@@ -473,6 +473,55 @@ static void dead_letter_marks_event_and_row(void **state)
 	store_close(st);
 }
 
+/* Dead letters re-queued by key or by reason; the rest stay dead; order is kept. */
+static void dead_letters_are_requeued_by_filter(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("default", "a", 7), got;
+	int64_t a1 = enq1(st, "bridge", "a"), b = enq1(st, "bridge", "b");
+	int64_t c = enq1(st, "bridge", "c"), j = enq1(st, "janitor", "a"), n = -1;
+	struct store_event ev;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_event_progress(st, a1, "create@1700000000000"), ERR_OK);
+	assert_int_equal(store_event_dead(st, a1, "repository o/x not found or no access"),
+			 ERR_OK);
+	assert_int_equal(store_event_dead(st, b, "repository o/y not found or no access"), ERR_OK);
+	assert_int_equal(store_event_dead(st, c, "422 validation failed"), ERR_OK);
+	assert_int_equal(store_event_dead(st, j, "repository o/x not found or no access"), ERR_OK);
+	int64_t a2 = enq1(st, "bridge", "a");  /* a newer event of a, pending */
+
+	assert_int_equal(store_dead_requeue(st, "bridge", "default", "zz", NULL, &n), ERR_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_dead_requeue(st, "bridge", "default", "a", NULL, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_dead_count(st), 3);
+	assert_int_equal(store_issue_get(st, "default", "a", &got), ERR_OK);
+	assert_null(got.dead_reason);
+	store_issue_release(&got);
+	/* the re-queued one goes first (id order), with its note and the old reason */
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX, &ev), ERR_OK);
+	assert_int_equal(ev.id, a1);
+	assert_int_equal(ev.attempts, 0);
+	assert_string_equal(ev.progress, "create@1700000000000");
+	assert_string_equal(ev.last_error,
+			    STORE_REQUEUED "repository o/x not found or no access");
+	store_event_release(&ev);
+	assert_int_equal(store_event_done(st, a1, NULL, NULL), ERR_OK);
+	assert_int_equal(next_id(st, "bridge", INT64_MAX), a2);
+
+	/* by reason, every receiver and key of the kind; the janitor's stays */
+	assert_int_equal(store_dead_requeue(st, "bridge", NULL, NULL,
+					    "repository % not found or no access", &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_dead_count(st), 2);  /* c (422) and the janitor's */
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+	assert_int_equal(store_dead_requeue(st, "", NULL, NULL, NULL, &n), ERR_INVALID);
+	assert_int_equal(store_dead_requeue(NULL, "bridge", NULL, NULL, NULL, &n), ERR_INVALID);
+	store_close(st);
+}
+
 static int dead_fn(void *ctx, const struct store_event *ev)
 {
 	struct buf *out = ctx;
@@ -1234,6 +1283,7 @@ int main(void)
 		cmocka_unit_test(progress_note_survives_retry),
 		cmocka_unit_test(later_event_of_same_key_waits_for_older),
 		cmocka_unit_test(dead_letter_marks_event_and_row),
+		cmocka_unit_test(dead_letters_are_requeued_by_filter),
 		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
 		cmocka_unit_test(prune_drops_old_done_events_only),
 		cmocka_unit_test_setup_teardown(prune_keeps_the_file_small_and_dead_letters, setup,
