@@ -174,7 +174,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
 	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
-	b->repos = repos_new(b->gh, 0);
+	b->repos = repos_new(b->gh, opts->store, 0);
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
 	return b;
@@ -972,27 +972,6 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 
 /* ---- repositories GitHub says are missing (bridge/repos.h) ---- */
 
-static void dead_repo(struct bridge *b, struct work *w, const char *repo, const char *reason,
-		      const char *detail)
-{
-	enum err src = store_event_dead(b->opts.store, w->ev.id, reason);
-	struct log_line *l = log_begin(LOG_ERROR, "event dead-lettered");
-
-	log_err(l, ERR_NOTFOUND);
-	log_int(l, "event", w->ev.id);
-	log_str(l, "receiver", w->ev.receiver);
-	log_str(l, "key", w->ev.key);
-	log_str(l, "repo", repo);
-	log_str(l, "reason", reason);
-	if (detail)
-		log_str(l, "detail", detail);
-	log_end(l);
-	if (src)
-		log_msg(LOG_ERROR, "cannot record event outcome", "err", err_str(src));
-	count(b, w->ev.receiver, "dead");
-	count_dead(b, w->ev.receiver, "repo_not_found");
-}
-
 /*
  * The calls whose 404 can only be about the repository: a create (POST
  * /repos/{o}/{r}/issues) and the scan's list.  A 404 on an issue's comment or
@@ -1004,58 +983,15 @@ static int is_create(enum issue_action a)
 	return a == ISSUE_CREATE || a == ISSUE_CREATE_LINKED;
 }
 
-/* An event a person re-queued (store_dead_requeue()) asks GitHub again. */
-static int requeued(const struct work *w)
+static void count_repo_dead(struct bridge *b, struct work *w)
 {
-	return w->ev.last_error &&
-	       !strncmp(w->ev.last_error, STORE_REQUEUED, strlen(STORE_REQUEUED));
-}
-
-/* Dead-letter the event at once when GitHub said a moment ago that its repository is missing. */
-static int known_missing(struct bridge *b, struct work *w)
-{
-	struct buf reason = BUF_INIT;
-
-	if (requeued(w) || !repos_known_missing(b->repos, w->repo, now_ms(b)))
-		return 0;
-	buf_setf(&reason, REPOS_MISSING_REASON, w->repo);
-	dead_repo(b, w, w->repo, buf_str(&reason), "known missing: no call made");
-	buf_release(&reason);
-	return 1;
-}
-
-/*
- * A call on repo failed with 404: dead-letter the event (1) only when GitHub
- * answers 404 for the repository itself; when it is there or GitHub cannot
- * tell (5xx, timeout), 0: the caller retries, errmsg extended.
- */
-static int missing_repo(struct bridge *b, struct work *w, const char *repo, struct buf *errmsg)
-{
-	struct buf reason = BUF_INIT, why = BUF_INIT;
-	enum err rc = repos_check(b->repos, repo, now_ms(b), &reason, &why);
-
-	if (rc == ERR_NOTFOUND)
-		dead_repo(b, w, repo, buf_str(&reason), buf_str(errmsg));
-	else if (rc)
-		(void)buf_printf(errmsg, "; is the repository there? %s", buf_str(&why));
-	buf_release(&reason);
-	buf_release(&why);
-	return rc == ERR_NOTFOUND;
+	count(b, w->ev.receiver, "dead");
+	count_dead(b, w->ev.receiver, "repo_not_found");
 }
 
 enum err bridge_retry_dead(struct bridge *b, int64_t *n)
 {
-	enum err rc;
-
-	repos_forget(b->repos);
-	rc = store_dead_requeue(b->opts.store, "bridge", NULL, NULL, REPOS_MISSING_LIKE, n);
-	if (rc == ERR_OK && n && *n > 0) {
-		struct log_line *l = log_begin(LOG_INFO, "dead letters re-queued");
-		log_int(l, "events", *n);
-		log_str(l, "reason", REPOS_MISSING_LIKE);
-		log_end(l);
-	}
-	return rc;
+	return repos_retry_dead(b->repos, n);
 }
 
 static void handle(struct bridge *b, struct work *w)
@@ -1073,11 +1009,16 @@ static void handle(struct bridge *b, struct work *w)
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
 	repo = json_object_get(w->payload_doc, "repo");
 	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
-	if (known_missing(b, w))
+	if (repos_dead_if_known(b->repos, &w->ev, w->repo, now_ms(b))) {
+		count_repo_dead(b, w);
 		goto out;
+	}
 	rc = ensure_scanned(b, w, &errmsg);
-	if (rc == ERR_NOTFOUND && missing_repo(b, w, w->repo, &errmsg))
+	if (rc == ERR_NOTFOUND &&
+	    repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		count_repo_dead(b, w);
 		goto out;
+	}
 	if (rc) {
 		fail(b, w, rc == ERR_INVALID ? ERR_RETRY : rc, buf_str(&errmsg));
 		goto out;
@@ -1106,8 +1047,8 @@ static void handle(struct bridge *b, struct work *w)
 		log_str(l, "detail", buf_str(&errmsg));
 		log_end(l);
 	} else if (rc == ERR_NOTFOUND && is_create(w->action) &&
-		   missing_repo(b, w, w->repo, &errmsg)) {
-		/* dead-lettered */
+		   repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		count_repo_dead(b, w);
 	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
 	} else {

@@ -17,7 +17,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 import os
 import re
 import shutil
-import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -26,8 +25,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
-                     iso_ms, poll, print_tail, webhook_payload)
+from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
+                     http, iso_ms, poll, print_tail, webhook_payload)
 
 GOOD = "acme/good"
 MISSING = "acme/missing"
@@ -39,17 +38,10 @@ REASON = "repository %s not found or no access"
 run = Runner()
 
 
-def rows(db, sql, args=()):
-    con = sqlite3.connect(db, timeout=5)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
-
 
 def event_of(db, key):
     """(state, last_error) of the newest event of key, or None."""
-    r = rows(db, "SELECT state, last_error FROM events WHERE key = ? ORDER BY id DESC LIMIT 1",
+    r = db_rows(db, "SELECT state, last_error FROM events WHERE key = ? ORDER BY id DESC LIMIT 1",
              (key,))
     return r[0] if r else None
 

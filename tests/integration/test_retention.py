@@ -12,7 +12,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 import os
 import re
 import shutil
-import sqlite3
 import sys
 import tempfile
 import time
@@ -20,8 +19,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
-                     iso_ms, poll, print_tail, webhook_payload)
+from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
+                     http, iso_ms, poll, print_tail, webhook_payload)
 
 REPO = "acme/retention"
 GH_TOKEN = "ghs_retentionToken0123456789"
@@ -29,13 +28,6 @@ RECEIVER = "bridge"
 
 run = Runner()
 
-
-def rows(db, sql):
-    con = sqlite3.connect(db, timeout=5)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def finished(ab):
@@ -72,14 +64,14 @@ def done_events_are_pruned_after_the_retention():
         resolved = [dict(a, status="resolved", endsAt=iso_ms(time.time() - 1)) for a in alerts]
         eq(ab.post(webhook_payload(RECEIVER, resolved))[0], 200, "resolved webhook")
         poll(lambda: finished(ab) >= 6, "6 events finished", timeout_s=30)
-        event("events: %s" % rows(ab.db, "SELECT state, count(*) FROM events GROUP BY state"))
-        eq(len(rows(ab.db, "SELECT 1 FROM issues WHERE number > 0")), 3, "three map rows")
-        poll(lambda: rows(ab.db, "SELECT count(*) FROM events WHERE state = 'done'")[0][0] == 0,
+        event("events: %s" % db_rows(ab.db, "SELECT state, count(*) FROM events GROUP BY state"))
+        eq(len(db_rows(ab.db, "SELECT 1 FROM issues WHERE number > 0")), 3, "three map rows")
+        poll(lambda: db_rows(ab.db, "SELECT count(*) FROM events WHERE state = 'done'")[0][0] == 0,
              "the done events pruned (retention 2s)", timeout_s=15)
-        eq(rows(ab.db, "SELECT count(*) FROM events"), [(0,)], "no event is left")
-        eq(len(rows(ab.db, "SELECT 1 FROM issues WHERE number > 0")), 3,
+        eq(db_rows(ab.db, "SELECT count(*) FROM events"), [(0,)], "no event is left")
+        eq(len(db_rows(ab.db, "SELECT 1 FROM issues WHERE number > 0")), 3,
            "the map rows stay")
-        eq(rows(ab.db, "PRAGMA auto_vacuum"), [(2,)], "incremental vacuum")
+        eq(db_rows(ab.db, "PRAGMA auto_vacuum"), [(2,)], "incremental vacuum")
         with open(ab.log_path) as f:
             log = f.read()
         check("done events pruned" in log, "the prune is logged")
