@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "bridge/issue.h"
+#include "bridge/repos.h"
 #include "bridge/storm.h"
 #include "bridge/view.h"
 #include "core/log.h"
@@ -26,6 +27,7 @@ struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
 	struct storm *storm;  /* alert storms: bridge/storm.h */
+	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -35,9 +37,11 @@ struct bridge {
 	struct metric *m_events;
 	struct metric *m_pending;
 	struct metric *m_dead;
+	struct metric *m_dead_letters;
 	struct metric *m_gh_requests;
 	struct metric *m_gh_retries;
 	struct metric *m_gh_ratelimit;
+	struct metric *m_gh_content_left;
 	struct metric *m_gh_ambiguous;
 	struct metric *m_gh_unauthorized;
 	struct metric *m_rebuilt;
@@ -115,7 +119,9 @@ static char *html_base_of(const char *api_url)
 static void register_metrics(struct bridge *b)
 {
 	static const char *const rcv_result[] = { "receiver", "result", NULL };
+	static const char *const rcv_reason[] = { "receiver", "reason", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
+	static const char *const window[] = { "window", NULL };
 	struct metrics *m = b->opts.metrics;
 
 	if (!m)
@@ -126,6 +132,9 @@ static void register_metrics(struct bridge *b)
 				     "Events waiting in the bridge queue.", NULL);
 	b->m_dead = metrics_gauge(m, "alertbridge_dead_letter_events",
 				  "Events dead-lettered (never retried); see alertbridge map.", NULL);
+	b->m_dead_letters = metrics_counter(
+		m, "alertbridge_bridge_dead_letters_total",
+		"Events dead-lettered, by reason (repo_not_found, invalid).", rcv_reason);
 	b->m_gh_requests = metrics_counter(m, "alertbridge_github_requests_total",
 					   "GitHub REST requests by outcome.", outcome);
 	b->m_gh_retries = metrics_counter(m, "alertbridge_github_retries_total",
@@ -133,6 +142,10 @@ static void register_metrics(struct bridge *b)
 	b->m_gh_ratelimit = metrics_gauge(m, "alertbridge_github_ratelimit_remaining",
 					  "Last x-ratelimit-remaining GitHub sent (-1: none yet).",
 					  NULL);
+	b->m_gh_content_left = metrics_gauge(
+		m, "alertbridge_github_content_budget_remaining",
+		"Mutating GitHub calls that fit now in the content budget, by window (minute, hour).",
+		window);
 	b->m_gh_ambiguous = metrics_counter(
 		m, "alertbridge_github_ambiguous_creates_resolved_total",
 		"Creates whose answer was lost, found afterwards by their marker.", NULL);
@@ -162,6 +175,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.user_agent = opts->user_agent ? opts->user_agent : "alertbridge";
 	go.timeout_ms = g->timeout_ms;
 	go.content_per_minute = (int)g->content_per_minute;
+	go.content_per_hour = (int)g->content_per_hour;
 	go.min_interval_ms = opts->gh_min_interval_ms;
 	go.max_attempts = opts->gh_max_attempts;
 	go.dry_run = g->dry_run;
@@ -172,6 +186,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
 	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
+	b->repos = repos_new(b->gh, opts->store, 0);
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
 	return b;
@@ -702,6 +717,12 @@ static void count(struct bridge *b, const char *receiver, const char *result)
 	metric_add(b->m_events, labels, 1);
 }
 
+static void count_dead(struct bridge *b, const char *receiver, const char *reason)
+{
+	const char *labels[] = { receiver, reason };
+	metric_add(b->m_dead_letters, labels, 1);
+}
+
 static int64_t backoff_ms(struct bridge *b, int attempts)
 {
 	int64_t d = b->opts.retry_base_ms;
@@ -724,6 +745,7 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 		src = store_event_dead(b->opts.store, w->ev.id, why);
 		l = log_begin(LOG_ERROR, "event dead-lettered");
 		count(b, w->ev.receiver, "dead");
+		count_dead(b, w->ev.receiver, "invalid");
 	} else {
 		/* From the time of the failure: the client's own retries took time. */
 		int64_t t = now_ms(b);
@@ -960,6 +982,30 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 	return rc;
 }
 
+/* ---- repositories GitHub says are missing (bridge/repos.h) ---- */
+
+/*
+ * The calls whose 404 can only be about the repository: a create (POST
+ * /repos/{o}/{r}/issues) and the scan's list.  A 404 on an issue's comment or
+ * state is about the issue first: the retry's refresh finds it gone and
+ * creates, whose 404 then asks about the repository.
+ */
+static int is_create(enum issue_action a)
+{
+	return a == ISSUE_CREATE || a == ISSUE_CREATE_LINKED;
+}
+
+static void count_repo_dead(struct bridge *b, struct work *w)
+{
+	count(b, w->ev.receiver, "dead");
+	count_dead(b, w->ev.receiver, "repo_not_found");
+}
+
+enum err bridge_retry_dead(struct bridge *b, int64_t *n)
+{
+	return repos_retry_dead(b->repos, n);
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
@@ -975,7 +1021,16 @@ static void handle(struct bridge *b, struct work *w)
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
 	repo = json_object_get(w->payload_doc, "repo");
 	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
+	if (repos_dead_if_known(b->repos, &w->ev, w->repo, now_ms(b))) {
+		count_repo_dead(b, w);
+		goto out;
+	}
 	rc = ensure_scanned(b, w, &errmsg);
+	if (rc == ERR_NOTFOUND &&
+	    repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		count_repo_dead(b, w);
+		goto out;
+	}
 	if (rc) {
 		fail(b, w, rc == ERR_INVALID ? ERR_RETRY : rc, buf_str(&errmsg));
 		goto out;
@@ -1005,6 +1060,9 @@ static void handle(struct bridge *b, struct work *w)
 		log_str(l, "key", w->ev.key);
 		log_str(l, "detail", buf_str(&errmsg));
 		log_end(l);
+	} else if (rc == ERR_NOTFOUND && is_create(w->action) &&
+		   repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		count_repo_dead(b, w);
 	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
 	} else {
@@ -1042,6 +1100,11 @@ static void update_gauges(struct bridge *b)
 	metric_add(b->m_gh_unauthorized, NULL,
 		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
+	{
+		const char *mi[] = { "minute" }, *hr[] = { "hour" };
+		metric_set(b->m_gh_content_left, mi, (double)s.content_left_minute);
+		metric_set(b->m_gh_content_left, hr, (double)s.content_left_hour);
+	}
 	b->last_stats = s;
 }
 
@@ -1129,6 +1192,7 @@ void bridge_free(struct bridge *b)
 		return;
 	bridge_stop(b);
 	storm_free(b->storm);
+	repos_free(b->repos);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	clock_stop_release(&b->stop);

@@ -802,6 +802,7 @@ static const struct field github_fields[] = {
 	SECRET(struct cfg_github, "token_file", token_file, token),
 	MAP(struct cfg_github, "app", app, app_set),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
+	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
 };
@@ -962,6 +963,7 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 static const struct field root_fields[] = {
 	FLD(struct config, "listen_address", F_STR, listen_address),
 	FLD(struct config, "database", F_STR, database),
+	DUR(struct config, "database_retention", database_retention_ms, 1),
 	MAP(struct config, "log", log, log_set),
 	MAP(struct config, "webhook", webhook, webhook_set),
 	MAP(struct config, "github", github, github_set),
@@ -1007,6 +1009,7 @@ static void defaults(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->listen_address = xstrdup(CFG_DEFAULT_LISTEN_ADDRESS);
 	cfg->database = xstrdup(CFG_DEFAULT_DATABASE);
+	cfg->database_retention_ms = 7 * MS_D;
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
 	cfg->webhook.max_body_bytes = 1048576;
@@ -1017,6 +1020,7 @@ static void defaults(struct config *cfg)
 	cfg->webhook.threads = 4;
 	cfg->github.api_url = xstrdup(CFG_DEFAULT_GITHUB_API_URL);
 	cfg->github.content_per_minute = 20;
+	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
 	cfg->janitor.dry_run = 1;
@@ -1487,6 +1491,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	(void)buf_printf(out, "# effective configuration of %s\n", cfg->path);
 	kv_str(out, 0, "listen_address", cfg->listen_address);
 	kv_str(out, 0, "database", cfg->database);
+	kv_dur(out, 0, "database_retention", cfg->database_retention_ms);
 	(void)buf_printf(out, "log:\n  level: %s\n  format: %s\n", levels[cfg->log.level],
 			 cfg->log.format == LOG_JSON ? "json" : "logfmt");
 	(void)buf_adds(out, "webhook:\n");
@@ -1521,6 +1526,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 		kv_str(out, 4, "private_key_file", g->app.private_key_file);
 	}
 	(void)buf_printf(out, "  content_per_minute: %u\n", g->content_per_minute);
+	(void)buf_printf(out, "  content_per_hour: %u\n", g->content_per_hour);
 	kv_dur(out, 2, "timeout", g->timeout_ms);
 	kv_bool(out, 2, "dry_run", g->dry_run);
 	(void)buf_adds(out, cfg->receivers_count ? "receivers:\n" : "receivers: []\n");

@@ -454,6 +454,85 @@ static void invalid_request_is_dead_lettered(void **state)
 	env_stop(&e);
 }
 
+/*
+ * A 404 confirmed by GET /repos/{o}/{r} dead-letters the event with its
+ * reason; the repository's next event is dead-lettered without a call; a
+ * reload's bridge_retry_dead() re-queues both and GitHub is asked again.
+ */
+static void missing_repository_is_dead_lettered_until_retried(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	int64_t n = 0;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts", NULL);
+	assert_int_equal(store_dead_count(e.st), 1);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+
+	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);  /* known missing: no call */
+	assert_int_equal(store_dead_count(e.st), 2);
+
+	assert_int_equal(bridge_retry_dead(e.b, &n), ERR_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_string_equal(ev.last_error,
+			    STORE_REQUEUED "repository my-org/alerts not found or no access");
+	store_event_release(&ev);
+	/* Its create was attempted: its marker is looked for first, then the POST. */
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_string_equal(fake_http_request(e.gh, 2)->method, "GET");
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	env_stop(&e);
+}
+
+/* Only a 404 from the repository endpoint counts: a 5xx there keeps the event queued. */
+static void missing_repository_needs_a_404_from_github(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
+	assert_int_equal(ev.attempts, 1);
+	assert_non_null(strstr(ev.last_error, "404"));
+	assert_non_null(strstr(ev.last_error, "is the repository there? giving up after 2"));
+	store_event_release(&ev);
+	/* The repository is there (the 404 was about something in it): retried, not dead. */
+	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL, "[]");  /* the marker of the create attempted */
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 200, NULL, "{\"full_name\":\"my-org/alerts\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "GET", "/repos/my-org/alerts", NULL);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	env_stop(&e);
+}
+
 static void bad_token_keeps_the_event(void **state)
 {
 	struct env e;
@@ -643,6 +722,8 @@ int main(void)
 		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
 		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
 		cmocka_unit_test(invalid_request_is_dead_lettered),
+		cmocka_unit_test(missing_repository_is_dead_lettered_until_retried),
+		cmocka_unit_test(missing_repository_needs_a_404_from_github),
 		cmocka_unit_test(bad_token_keeps_the_event),
 		cmocka_unit_test(deleted_issue_is_recreated),
 		cmocka_unit_test(not_planned_is_respected_within_window),

@@ -183,6 +183,8 @@ static void every_default(void **state)
 	assert_int_equal(cfg->github.token_from_env, 0);
 	assert_int_equal(cfg->github.app.app_id, 0);
 	assert_int_equal(cfg->github.content_per_minute, 20);
+	assert_int_equal(cfg->github.content_per_hour, 500);
+	assert_int_equal(cfg->database_retention_ms, 7 * 86400 * S);
 	assert_int_equal(cfg->github.timeout_ms, 10 * S);
 	assert_int_equal(cfg->github.dry_run, 0);
 
@@ -550,6 +552,22 @@ static void range_limits(void **state)
 	cfg_free(cfg);
 	cfg = parse_ok(RCV "github: {content_per_minute: \"80\"}\n");
 	assert_int_equal(cfg->github.content_per_minute, 80);
+	cfg_free(cfg);
+	expect_err(RCV "database_retention: 0s\n",
+		   "alertbridge.yml:2: database_retention: must be greater than 0s");
+	expect_err(RCV "database_retention: 7days\n", "alertbridge.yml:2: database_retention: "
+		   "unknown unit \"days\" in duration \"7days\"");
+	cfg = parse_ok(RCV "database_retention: 2s\n");
+	assert_int_equal(cfg->database_retention_ms, 2 * S);
+	cfg_free(cfg);
+	expect_err(RCV "github: {content_per_hour: 501}\n",
+		   "alertbridge.yml:2: github.content_per_hour: "
+		   "expected an integer from 1 to 500, got \"501\"");
+	expect_err(RCV "github:\n  content_per_hour: 0\n",
+		   "alertbridge.yml:3: github.content_per_hour: "
+		   "expected an integer from 1 to 500, got \"0\"");
+	cfg = parse_ok(RCV "github: {content_per_hour: 60}\n");
+	assert_int_equal(cfg->github.content_per_hour, 60);
 	cfg_free(cfg);
 }
 
