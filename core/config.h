@@ -92,6 +92,9 @@ struct cfg_github {
 	struct cfg_github_app app;  /* exclusive with token_file */
 	unsigned content_per_minute; /* 1..80, default 20 */
 	int64_t timeout_ms;         /* github.timeout, default 10s */
+	int64_t body_update_interval_ms; /* github.body_update_interval, 1s..1h, default 1m: the
+	                                    least time between two rewrites of one issue body
+	                                    (issue_per: group member lists, storm summaries) */
 	int dry_run;                /* default 0; callers also dry-run without credentials */
 };
 
