@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bridge/group.h"
 #include "bridge/issue.h"
 #include "bridge/storm.h"
 #include "bridge/view.h"
@@ -26,6 +27,7 @@ struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
 	struct storm *storm;  /* alert storms: bridge/storm.h */
+	struct group *group;  /* issue_per: group body updates: bridge/group.h */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -58,7 +60,18 @@ struct work {
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
 	int64_t now_ms;
+	struct group_work *grp;   /* issue_per: group, else NULL */
 };
+
+/* issue_per: group: what the event does to the group (bridge/group.h). */
+struct group_work {
+	struct store_group state;      /* as stored before the event; zero when none */
+	struct group_members members;  /* after the event */
+	struct group_change change;
+};
+
+static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
+			   const struct group_members *gm, struct buf *body, struct buf *errmsg);
 
 static int64_t now_ms(struct bridge *b)
 {
@@ -159,7 +172,10 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
-	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
+	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh,
+						       g->body_update_interval_ms });
+	b->group = group_new(&(struct group_options){ opts->store, b->gh,
+						      g->body_update_interval_ms, group_body, b });
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
 	return b;
@@ -371,6 +387,8 @@ static enum err build_view(struct bridge *b, struct work *w, json_t **view, stru
 		ctx.previous = &prev;
 	}
 	rc = view_build(w->ev.payload, &ctx, view, errmsg);
+	if (!rc && w->grp)
+		group_view_add(*view, &w->grp->members);
 	buf_release(&cur_url);
 	buf_release(&prev_url);
 	return rc;
@@ -668,6 +686,123 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 	return rc;
 }
 
+/* ---- issue_per: group (bridge/group.h) ---- */
+
+static void group_work_free(struct group_work *gw)
+{
+	if (!gw)
+		return;
+	store_group_release(&gw->state);
+	group_members_release(&gw->members);
+	free(gw);
+}
+
+/*
+ * Merge the group event into the members the store remembers and set
+ * w->iev to the event issue_plan() decides the group's issue with.
+ * Errors: ERR_DB (the store), ERR_INVALID (an event without members).
+ */
+static enum err group_prepare(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	struct group_work *gw = xcalloc(1, sizeof(*gw));
+	int open = w->have_row && !(w->row.state && !strcmp(w->row.state, "closed"));
+	enum err rc;
+
+	w->grp = gw;
+	rc = store_group_get(b->opts.store, w->ev.receiver, w->ev.key, &gw->state);
+	if (rc && rc != ERR_NOTFOUND) {
+		buf_setf(errmsg, "cannot read the group state");
+		return ERR_DB;
+	}
+	if (group_members_parse(gw->state.members, &gw->members, errmsg) != ERR_OK) {
+		struct log_line *l = log_begin(LOG_WARN, "group members unreadable, starting afresh");
+		log_str(l, "key", w->ev.key);
+		log_str(l, "detail", buf_str(errmsg));
+		log_end(l);
+		buf_reset(errmsg);
+	}
+	{
+		int known = gw->members.n > 0;
+
+		rc = group_merge(&gw->members, w->ev.payload, open, &gw->change, errmsg);
+		if (rc)
+			return rc;
+		group_issue_event(&gw->members, &gw->change, known, w->have_row ? &w->row : NULL,
+				  &w->iev);
+	}
+	return ERR_OK;
+}
+
+/*
+ * finish() of a group event: the event done, the map row and the group state
+ * in one transaction.  The body needs an update when the members changed,
+ * unless the issue was just created with them.
+ */
+static enum err group_done(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	struct group_work *gw = w->grp;
+	struct store_group g = gw->state;  /* borrowed strings */
+	struct buf members = BUF_INIT;
+	enum err rc;
+
+	group_members_json(&gw->members, &members);
+	g.receiver = w->ev.receiver;
+	g.key = w->ev.key;
+	g.members = (char *)buf_str(&members);
+	g.payload = w->ev.payload;
+	if (w->action == ISSUE_CREATE || w->action == ISSUE_CREATE_LINKED) {
+		g.dirty = 0;
+		g.synced_at_ms = w->now_ms;
+		g.next_sync_ms = 0;
+	} else {
+		g.dirty = g.dirty || gw->change.changed;
+	}
+	rc = store_group_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &g, errmsg);
+	buf_release(&members);
+	return rc;
+}
+
+/* group_body_fn: the group issue's body as a create writes it, with the members gm. */
+static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
+			   const struct group_members *gm, struct buf *body, struct buf *errmsg)
+{
+	struct bridge *b = ctx;
+	struct group_work gw = { 0 };
+	struct buf raw = BUF_INIT, markers = BUF_INIT;
+	json_t *view = NULL;
+	struct work w;
+	enum err rc;
+
+	memset(&w, 0, sizeof(w));
+	w.rcv = cfg_receiver_find(b->opts.cfg, gs->receiver);
+	if (!w.rcv) {
+		buf_setf(errmsg, "receiver \"%s\" is no longer configured", gs->receiver);
+		return ERR_INVALID;
+	}
+	w.now_ms = now_ms(b);
+	w.repo = row->repo;
+	w.row = *row;  /* borrowed, read only */
+	w.have_row = 1;
+	w.action = ISSUE_NOTHING;
+	w.ev.receiver = gs->receiver;
+	w.ev.payload = gs->payload;
+	gw.members = *gm;  /* borrowed */
+	w.grp = &gw;
+	rc = build_view(b, &w, &view, errmsg);
+	if (!rc)
+		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
+	if (!rc) {
+		episode_marker(row->episode_starts_ms, &markers);
+		(void)buf_adds(&markers, "\n");
+		issue_marker(row->key, &markers);
+		issue_body_fit(buf_str(&raw), buf_str(&markers), body);
+	}
+	json_decref(view);
+	buf_release(&raw);
+	buf_release(&markers);
+	return rc ? ERR_INVALID : ERR_OK;
+}
+
 /* ---- outcome ---- */
 
 static const char *result_of(enum issue_action a)
@@ -742,7 +877,10 @@ static void finish(struct bridge *b, struct work *w)
 
 	if (w->have_row)
 		issue_apply(&w->row, w->action, &w->iev, w->now_ms);
-	rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
+	if (w->grp)
+		rc = group_done(b, w, &msg);
+	else
+		rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
 	if (rc) {
 		struct log_line *l = log_begin(LOG_ERROR, "cannot record event done");
 		log_err(l, rc);
@@ -979,8 +1117,15 @@ static void handle(struct bridge *b, struct work *w)
 	w->iev.ends_at_ms = w->ev.ends_at_ms;
 	w->pol.auto_close = w->rcv->auto_close;
 	w->pol.reopen_window_ms = w->rcv->reopen_window_ms;
-	if (storm_hook(b, w, &errmsg))
+	if (w->rcv->issue_per == CFG_ISSUE_PER_GROUP) {
+		rc = group_prepare(b, w, &errmsg);
+		if (rc) {
+			fail(b, w, rc, buf_str(&errmsg));
+			goto out;
+		}
+	} else if (storm_hook(b, w, &errmsg)) {
 		goto out;
+	}
 	rc = plan(b, w, &errmsg);
 	if (!rc)
 		rc = execute(b, w, &errmsg);
@@ -1038,7 +1183,8 @@ int bridge_step(struct bridge *b)
 
 	memset(&w, 0, sizeof(w));
 	w.now_ms = now_ms(b);
-	if (storm_sync(b->storm, w.now_ms)) {  /* a due summary issue's calls first */
+	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
+	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */
 		update_gauges(b);
 		return 1;
 	}
@@ -1053,6 +1199,7 @@ int bridge_step(struct bridge *b)
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
 	json_decref(w.payload_doc);
+	group_work_free(w.grp);
 	update_gauges(b);
 	return 1;
 }
@@ -1113,6 +1260,7 @@ void bridge_free(struct bridge *b)
 		return;
 	bridge_stop(b);
 	storm_free(b->storm);
+	group_free(b->group);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	clock_stop_release(&b->stop);

@@ -141,6 +141,21 @@ static const char *const migrations[] = {
 	"  done_at_ms INTEGER NOT NULL,"
 	"  PRIMARY KEY (receiver, repo)"
 	") WITHOUT ROWID;",
+	/*
+	 * 5: what the bridge remembers of an issue_per: group issue (bridge/group.h):
+	 * its members' states and the pending body update.
+	 */
+	"CREATE TABLE group_states ("
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  members TEXT NOT NULL,"
+	"  payload TEXT NOT NULL,"
+	"  dirty INTEGER NOT NULL DEFAULT 0,"
+	"  synced_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  next_sync_ms INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (receiver, key)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX group_states_dirty ON group_states (next_sync_ms) WHERE dirty = 1;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -1864,6 +1879,21 @@ enum err store_member_get(struct store *st, const char *receiver, const char *ke
 	return rc;
 }
 
+/* Mark pending event id done inside the caller's transaction.  Caller holds db_mu. */
+static enum err mark_done(struct store *st, int64_t id, struct buf *errmsg)
+{
+	enum err rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
+			     "WHERE id = ?1 AND state = 'pending'",
+			 "mark event done", errmsg, NULL, "ii", id, clock_wall_ms());
+
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = event_state(st, id, NULL, NULL, errmsg);
+		if (rc == ERR_OK)
+			rc = db_fail(st, "mark event done", errmsg);
+	}
+	return rc;
+}
+
 enum err store_member_fold(struct store *st, int64_t event_id, const struct store_issue *row,
 			   const struct store_member *m, int dirty, struct buf *errmsg)
 {
@@ -1885,14 +1915,7 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
 	if (rc)
 		goto out;
-	rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
-		    "WHERE id = ?1 AND state = 'pending'",
-		"mark event done", errmsg, NULL, "ii", event_id, clock_wall_ms());
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = event_state(st, event_id, NULL, NULL, errmsg);
-		if (rc == ERR_OK)
-			rc = db_fail(st, "mark event done", errmsg);
-	}
+	rc = mark_done(st, event_id, errmsg);
 	if (rc == ERR_OK)
 		rc = put_issue(st, row, errmsg);
 	if (rc == ERR_OK)
@@ -2106,4 +2129,166 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 	free(evs);
 	buf_release(&msg);
 	return rc;
+}
+
+/* ---- issue_per: group states ---- */
+
+#define GROUP_COLS "receiver, key, members, payload, dirty, synced_at_ms, next_sync_ms"
+
+/* Run a prepared group query; the first row into *out.  Caller holds db_mu. */
+static enum err one_group(struct store *st, sqlite3_stmt *s, const char *what,
+			  struct store_group *out, struct buf *errmsg)
+{
+	int src = sqlite3_step(s);
+	enum err rc = ERR_OK;
+
+	if (src == SQLITE_ROW) {
+		out->receiver = col_str(s, 0);
+		out->key = col_str(s, 1);
+		out->members = col_str(s, 2);
+		out->payload = col_str(s, 3);
+		out->dirty = (int)sqlite3_column_int64(s, 4);
+		out->synced_at_ms = sqlite3_column_int64(s, 5);
+		out->next_sync_ms = sqlite3_column_int64(s, 6);
+	} else if (src == SQLITE_DONE) {
+		rc = ERR_NOTFOUND;
+	} else {
+		rc = db_fail(st, what, errmsg);
+	}
+	sqlite3_finalize(s);
+	return rc;
+}
+
+/* Lock, run sql with types/args through sq(), read one group state, unlock, log ERR_DB. */
+#define GROUP_QUERY(st, out, what, sql, ...)                                         \
+	do {                                                                          \
+		struct buf msg_ = BUF_INIT;                                           \
+		sqlite3_stmt *s_ = NULL;                                              \
+		memset((out), 0, sizeof(*(out)));                                     \
+		pthread_mutex_lock(&(st)->db_mu);                                     \
+		rc = sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
+		if (rc == ERR_OK)                                                     \
+			rc = one_group((st), s_, (what), (out), &msg_);               \
+		pthread_mutex_unlock(&(st)->db_mu);                                   \
+		if (rc == ERR_DB)                                                     \
+			log_db((what), &msg_);                                        \
+		buf_release(&msg_);                                                   \
+	} while (0)
+
+enum err store_group_get(struct store *st, const char *receiver, const char *key,
+			 struct store_group *out)
+{
+	enum err rc;
+
+	if (!st || empty(receiver) || empty(key)) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	GROUP_QUERY(st, out, "get group state",
+		    "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
+		    "tt", receiver, key);
+	return rc;
+}
+
+enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
+			 struct store_group *out)
+{
+	enum err rc;
+
+	if (!st) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	GROUP_QUERY(st, out, "due group state",
+		    "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
+		    "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
+		    "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
+		    "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
+		    "ORDER BY max(g.next_sync_ms, g.synced_at_ms + ?2), g.key LIMIT 1",
+		    "ii", now_ms, interval_ms);
+	return rc;
+}
+
+static enum err check_group(const struct store_group *g, struct buf *errmsg)
+{
+	if (!g || empty(g->receiver) || empty(g->key) || empty(g->members) || empty(g->payload)) {
+		buf_setf(errmsg, "store: group state: receiver, key, members and payload needed");
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}
+
+/* Upsert g.  Caller holds db_mu. */
+static enum err put_group(struct store *st, const struct store_group *g, struct buf *errmsg)
+{
+	return sq(st, "INSERT INTO group_states (" GROUP_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+		      "?7) ON CONFLICT (receiver, key) DO UPDATE SET members = excluded.members, "
+		      "payload = excluded.payload, dirty = excluded.dirty, "
+		      "synced_at_ms = excluded.synced_at_ms, next_sync_ms = excluded.next_sync_ms",
+		  "put group state", errmsg, NULL, "ttttiii", g->receiver, g->key, g->members,
+		  g->payload, (int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
+}
+
+enum err store_group_done(struct store *st, int64_t event_id, const struct store_issue *row,
+			  const struct store_group *g, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st) {
+		buf_setf(errmsg, "store: no store");
+		return ERR_INVALID;
+	}
+	rc = check_group(g, errmsg);
+	if (rc == ERR_OK && row)
+		rc = check_issue(row, errmsg);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	if (rc)
+		goto out;
+	rc = mark_done(st, event_id, errmsg);
+	if (rc == ERR_OK && row)
+		rc = put_issue(st, row, errmsg);
+	if (rc == ERR_OK)
+		rc = put_group(st, g, errmsg);
+	if (rc == ERR_OK)
+		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
+out:
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_group_synced(struct store *st, const struct store_group *g, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || !g || empty(g->receiver) || empty(g->key)) {
+		buf_setf(errmsg, "store: group state: receiver and key needed");
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "UPDATE group_states SET dirty = ?3, synced_at_ms = ?4, next_sync_ms = ?5 "
+		    "WHERE receiver = ?1 AND key = ?2",
+		"record group body update", errmsg, NULL, "ttiii", g->receiver, g->key,
+		(int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		buf_setf(errmsg, "store: no group state for %s", g->key);
+		rc = ERR_NOTFOUND;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+void store_group_release(struct store_group *g)
+{
+	if (!g)
+		return;
+	free(g->receiver);
+	free(g->key);
+	free(g->members);
+	free(g->payload);
+	memset(g, 0, sizeof(*g));
 }

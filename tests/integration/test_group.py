@@ -136,7 +136,7 @@ def group_lifecycle():
         poll(lambda: gh.issues(REPO)[0]["state"] == "open", "reopened: a new episode",
              timeout_s=20)
         eq(len(gh.issues(REPO)), 1, "reopened, no second issue")
-        eq(len(gh.comments(REPO, n)), 2, "the reopen comment")
+        poll(lambda: len(gh.comments(REPO, n)) == 2, "the reopen comment", timeout_s=20)
         poll(lambda: task_lines(gh.issues(REPO)[0]["body"]) ==
              {"proxy": False, "sidecar": False},
              "body lists the new episode's members, unchecked", timeout_s=20)
