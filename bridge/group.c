@@ -160,9 +160,13 @@ static void keep_firing(struct group_members *g)
 	g->n = kept;
 }
 
-/* Apply one member of the event; returns whether g changed. */
+/*
+ * Apply one member of the event; returns whether g changed.  A member not in
+ * g is added only when add_new: a firing one always, a resolved one once the
+ * episode it belongs to is known to go on (see group_merge()).
+ */
 static int apply_member(struct group_members *g, const json_t *e, const struct issue_event *iev,
-			const char *fp, const json_t *common, int was_firing)
+			const char *fp, const json_t *common, int add_new)
 {
 	struct group_member *gm = find_member(g, fp);
 	const json_t *labels = json_object_get(e, "labels");
@@ -170,8 +174,8 @@ static int apply_member(struct group_members *g, const json_t *e, const struct i
 	int changed = 0;
 
 	if (!gm) {
-		if (!iev->firing && !was_firing)
-			return 0;  /* resolved in an episode that is over */
+		if (!add_new)
+			return 0;
 		gm = add_member(g, fp);
 		gm->m.firing = iev->firing;
 		gm->m.starts_at_ms = iev->starts_at_ms;
@@ -239,12 +243,21 @@ enum err group_merge(struct group_members *g, const char *event_json, int assume
 	}
 	out->was_firing = g->n ? any_firing(g) : assume_firing != 0;
 	json_array_foreach(members, i, e)
-		out->changed |= apply_member(g, e, &iev[i], fps[i], common, out->was_firing);
+		out->changed |= apply_member(g, e, &iev[i], fps[i], common, iev[i].firing);
 	if (status && !strcmp(status, "resolved"))
 		out->changed |= resolve_all(g, latest_end);
 	out->is_firing = any_firing(g);
 	if (out->is_firing && !out->was_firing)
 		keep_firing(g);
+	/*
+	 * A resolved member not seen before fired and resolved between two
+	 * notifications: it belongs to the episode that goes on (or starts) now;
+	 * when the group neither fired nor fires, to one that is over.
+	 */
+	if (out->was_firing || out->is_firing)
+		json_array_foreach(members, i, e)
+			if (!iev[i].firing)
+				out->changed |= apply_member(g, e, &iev[i], fps[i], common, 1);
 out:
 	free(iev);
 	free(fps);
@@ -296,8 +309,9 @@ static void set_time(json_t *o, const char *key, const char *human_key, int64_t 
 
 void group_view_add(json_t *view, const struct group_members *g)
 {
-	json_t *list = json_array();
+	json_t *list = json_array(), *labels = json_array(), *v;
 	int64_t firing = 0;
+	const char *name;
 
 	for (size_t i = 0; i < g->n; i++) {
 		const struct group_member *gm = &g->v[i];
@@ -311,6 +325,9 @@ void group_view_add(json_t *view, const struct group_members *g)
 		json_array_append_new(list, o);
 		firing += gm->m.firing != 0;
 	}
+	json_object_foreach(json_object_get(view, "commonLabels"), name, v)
+		json_array_append_new(labels, json_pack("{s:s, s:O}", "name", name, "value", v));
+	json_object_set_new(view, "labelList", labels);
 	json_object_set_new(view, "group", json_true());
 	json_object_set_new(view, "members", list);
 	json_object_set_new(view, "membersFiring", json_integer(firing));

@@ -73,8 +73,8 @@ struct group_change {
  * Apply the group event event_json (am_group_event_json() plus "repo") to g:
  *   - each member of the event goes through storm_member_apply() (so a late
  *     or repeated notification changes nothing); one not in g is added when
- *     it fires, or when it is resolved while the group was firing (it fired
- *     and resolved between two notifications);
+ *     it fires, or when it is resolved while the group was or is firing (it
+ *     fired and resolved between two notifications);
  *   - a notification whose groupStatus is "resolved" (Alertmanager: every
  *     alert of the group resolved) resolves every member still firing, at
  *     the latest endsAt of the notification;
@@ -115,6 +115,8 @@ void group_issue_event(const struct group_members *g, const struct group_change 
  *                 order first seen; endsAt "" while firing
  *   membersFiring, membersTotal  integers
  *   status, firing, resolved     the group's (firing while any member fires)
+ *   labelList     the group's commonLabels as [{name, value}] (sorted by name,
+ *                 as Alertmanager's commonLabels are), not the first alert's
  */
 void group_view_add(json_t *view, const struct group_members *g);
 
