@@ -60,14 +60,7 @@ struct work {
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
 	int64_t now_ms;
-	struct group_work *grp;   /* issue_per: group, else NULL */
-};
-
-/* issue_per: group: what the event does to the group (bridge/group.h). */
-struct group_work {
-	struct store_group state;      /* as stored before the event; zero when none */
-	struct group_members members;  /* after the event */
-	struct group_change change;
+	struct group_event *grp;  /* issue_per: group, else NULL */
 };
 
 static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
@@ -688,86 +681,12 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 
 /* ---- issue_per: group (bridge/group.h) ---- */
 
-static void group_work_free(struct group_work *gw)
-{
-	if (!gw)
-		return;
-	store_group_release(&gw->state);
-	group_members_release(&gw->members);
-	free(gw);
-}
-
-/*
- * Merge the group event into the members the store remembers and set
- * w->iev to the event issue_plan() decides the group's issue with.
- * Errors: ERR_DB (the store), ERR_INVALID (an event without members).
- */
-static enum err group_prepare(struct bridge *b, struct work *w, struct buf *errmsg)
-{
-	struct group_work *gw = xcalloc(1, sizeof(*gw));
-	int open = w->have_row && !(w->row.state && !strcmp(w->row.state, "closed"));
-	enum err rc;
-
-	w->grp = gw;
-	rc = store_group_get(b->opts.store, w->ev.receiver, w->ev.key, &gw->state);
-	if (rc && rc != ERR_NOTFOUND) {
-		buf_setf(errmsg, "cannot read the group state");
-		return ERR_DB;
-	}
-	if (group_members_parse(gw->state.members, &gw->members, errmsg) != ERR_OK) {
-		struct log_line *l = log_begin(LOG_WARN, "group members unreadable, starting afresh");
-		log_str(l, "key", w->ev.key);
-		log_str(l, "detail", buf_str(errmsg));
-		log_end(l);
-		buf_reset(errmsg);
-	}
-	{
-		int known = gw->members.n > 0;
-
-		rc = group_merge(&gw->members, w->ev.payload, open, &gw->change, errmsg);
-		if (rc)
-			return rc;
-		group_issue_event(&gw->members, &gw->change, known, w->have_row ? &w->row : NULL,
-				  &w->iev);
-	}
-	return ERR_OK;
-}
-
-/*
- * finish() of a group event: the event done, the map row and the group state
- * in one transaction.  The body needs an update when the members changed,
- * unless the issue was just created with them.
- */
-static enum err group_done(struct bridge *b, struct work *w, struct buf *errmsg)
-{
-	struct group_work *gw = w->grp;
-	struct store_group g = gw->state;  /* borrowed strings */
-	struct buf members = BUF_INIT;
-	enum err rc;
-
-	group_members_json(&gw->members, &members);
-	g.receiver = w->ev.receiver;
-	g.key = w->ev.key;
-	g.members = (char *)buf_str(&members);
-	g.payload = w->ev.payload;
-	if (w->action == ISSUE_CREATE || w->action == ISSUE_CREATE_LINKED) {
-		g.dirty = 0;
-		g.synced_at_ms = w->now_ms;
-		g.next_sync_ms = 0;
-	} else {
-		g.dirty = g.dirty || gw->change.changed;
-	}
-	rc = store_group_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &g, errmsg);
-	buf_release(&members);
-	return rc;
-}
-
 /* group_body_fn: the group issue's body as a create writes it, with the members gm. */
 static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
 			   const struct group_members *gm, struct buf *body, struct buf *errmsg)
 {
 	struct bridge *b = ctx;
-	struct group_work gw = { 0 };
+	struct group_event ge = { 0 };
 	struct buf raw = BUF_INIT, markers = BUF_INIT;
 	json_t *view = NULL;
 	struct work w;
@@ -786,8 +705,8 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	w.action = ISSUE_NOTHING;
 	w.ev.receiver = gs->receiver;
 	w.ev.payload = gs->payload;
-	gw.members = *gm;  /* borrowed */
-	w.grp = &gw;
+	ge.members = *gm;  /* borrowed */
+	w.grp = &ge;
 	rc = build_view(b, &w, &view, errmsg);
 	if (!rc)
 		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
@@ -878,7 +797,9 @@ static void finish(struct bridge *b, struct work *w)
 	if (w->have_row)
 		issue_apply(&w->row, w->action, &w->iev, w->now_ms);
 	if (w->grp)
-		rc = group_done(b, w, &msg);
+		rc = group_event_done(b->opts.store, w->grp, &w->ev, w->have_row ? &w->row : NULL,
+				      w->action == ISSUE_CREATE || w->action == ISSUE_CREATE_LINKED,
+				      w->now_ms, &msg);
 	else
 		rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
 	if (rc) {
@@ -1118,7 +1039,9 @@ static void handle(struct bridge *b, struct work *w)
 	w->pol.auto_close = w->rcv->auto_close;
 	w->pol.reopen_window_ms = w->rcv->reopen_window_ms;
 	if (w->rcv->issue_per == CFG_ISSUE_PER_GROUP) {
-		rc = group_prepare(b, w, &errmsg);
+		w->grp = xcalloc(1, sizeof(*w->grp));
+		rc = group_event_load(b->opts.store, &w->ev, w->have_row ? &w->row : NULL, w->grp,
+				      &w->iev, &errmsg);
 		if (rc) {
 			fail(b, w, rc, buf_str(&errmsg));
 			goto out;
@@ -1199,7 +1122,8 @@ int bridge_step(struct bridge *b)
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
 	json_decref(w.payload_doc);
-	group_work_free(w.grp);
+	group_event_release(w.grp);
+	free(w.grp);
 	update_gauges(b);
 	return 1;
 }

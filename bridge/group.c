@@ -337,6 +337,70 @@ void group_view_add(json_t *view, const struct group_members *g)
 	json_object_set_new(view, "resolved", json_boolean(!firing));
 }
 
+/* ---- one group event ---- */
+
+enum err group_event_load(struct store *st, const struct store_event *ev,
+			  const struct store_issue *row, struct group_event *out,
+			  struct issue_event *iev, struct buf *errmsg)
+{
+	int open = row && !(row->state && !strcmp(row->state, "closed"));
+	int known;
+	enum err rc;
+
+	rc = store_group_get(st, ev->receiver, ev->key, &out->state);
+	if (rc && rc != ERR_NOTFOUND) {
+		buf_setf(errmsg, "cannot read the group state");
+		return ERR_DB;
+	}
+	if (group_members_parse(out->state.members, &out->members, errmsg) != ERR_OK) {
+		struct log_line *l = log_begin(LOG_WARN, "group members unreadable, starting afresh");
+		log_str(l, "receiver", ev->receiver);
+		log_str(l, "key", ev->key);
+		log_str(l, "detail", buf_str(errmsg));
+		log_end(l);
+		buf_reset(errmsg);
+	}
+	known = out->members.n > 0;
+	rc = group_merge(&out->members, ev->payload, open, &out->change, errmsg);
+	if (!rc)
+		group_issue_event(&out->members, &out->change, known, row, iev);
+	return rc;
+}
+
+enum err group_event_done(struct store *st, const struct group_event *ge,
+			  const struct store_event *ev, const struct store_issue *row,
+			  int created, int64_t now_ms, struct buf *errmsg)
+{
+	struct store_group g = ge->state;  /* borrowed strings */
+	struct buf members = BUF_INIT;
+	enum err rc;
+
+	group_members_json(&ge->members, &members);
+	g.receiver = ev->receiver;
+	g.key = ev->key;
+	g.members = (char *)buf_str(&members);
+	g.payload = ev->payload;
+	if (created) {
+		g.dirty = 0;
+		g.synced_at_ms = now_ms;
+		g.next_sync_ms = 0;
+	} else {
+		g.dirty = g.dirty || ge->change.changed;
+	}
+	rc = store_group_done(st, ev->id, row, &g, errmsg);
+	buf_release(&members);
+	return rc;
+}
+
+void group_event_release(struct group_event *ge)
+{
+	if (!ge)
+		return;
+	store_group_release(&ge->state);
+	group_members_release(&ge->members);
+	memset(ge, 0, sizeof(*ge));
+}
+
 /* ---- paced body updates ---- */
 
 struct group {

@@ -120,6 +120,38 @@ void group_issue_event(const struct group_members *g, const struct group_change 
  */
 void group_view_add(json_t *view, const struct group_members *g);
 
+/* ---- one group event (the bridge worker's thread) ---- */
+
+/* What one group event does to its group; release with group_event_release(). */
+struct group_event {
+	struct store_group state;      /* as stored before the event; zero when none */
+	struct group_members members;  /* after the event */
+	struct group_change change;
+};
+
+/*
+ * Load the group state of ev (store_group_get()), merge ev into its members
+ * (group_merge(); members the store cannot parse are logged and started
+ * afresh) and set *iev to what issue_plan() plans with (group_issue_event();
+ * row: ev's map row, NULL when none).  *out must be zeroed.
+ * Errors: ERR_DB (the store), ERR_INVALID (an event without valid members).
+ */
+enum err group_event_load(struct store *st, const struct store_event *ev,
+			  const struct store_issue *row, struct group_event *out,
+			  struct issue_event *iev, struct buf *errmsg) WARN_UNUSED;
+/*
+ * Record ev done with its map row row (NULL: none) and the group's new
+ * state in one transaction (store_group_done()).  The body update is pending
+ * (dirty) when the members changed, unless created (the issue was just
+ * created with them: the state is then clean, synced at now_ms).
+ * Errors: those of store_group_done().
+ */
+enum err group_event_done(struct store *st, const struct group_event *ge,
+			  const struct store_event *ev, const struct store_issue *row,
+			  int created, int64_t now_ms, struct buf *errmsg) WARN_UNUSED;
+/* Free what ge holds and zero it; ge may be NULL. */
+void group_event_release(struct group_event *ge);
+
 /* ---- the body updates (the bridge worker's thread) ---- */
 
 struct group;
