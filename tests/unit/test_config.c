@@ -372,6 +372,7 @@ static void every_key_is_read(void **state)
 	assert_null(cfg->github.token);
 	assert_int_equal(cfg->github.content_per_minute, 80);
 	assert_int_equal(cfg->github.timeout_ms, 90 * S);
+	assert_int_equal(cfg->github.body_update_interval_ms, 30 * S);
 	assert_int_equal(cfg->github.dry_run, 1);
 
 	assert_int_equal(cfg->receivers_count, 2);
