@@ -1682,8 +1682,10 @@ int64_t store_pending_creates(struct store *st, const char *receiver)
 	return n;
 }
 
-static void read_summary(sqlite3_stmt *s, struct store_summary *out)
+static void read_summary(sqlite3_stmt *s, void *o)
 {
+	struct store_summary *out = o;
+
 	out->id = sqlite3_column_int64(s, 0);
 	out->receiver = col_str(s, 1);
 	out->repo = col_str(s, 2);
@@ -1699,15 +1701,15 @@ static void read_summary(sqlite3_stmt *s, struct store_summary *out)
 	out->total = sqlite3_column_int64(s, 12);
 }
 
-/* Run a prepared summary query; the first row into *out.  Caller holds db_mu. */
-static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
-			    struct store_summary *out, struct buf *errmsg)
+/* Run a prepared query; read its first row into out.  Caller holds db_mu. */
+static enum err one_row(struct store *st, sqlite3_stmt *s, const char *what,
+			void (*read)(sqlite3_stmt *s, void *out), void *out, struct buf *errmsg)
 {
 	int src = sqlite3_step(s);
 	enum err rc = ERR_OK;
 
 	if (src == SQLITE_ROW)
-		read_summary(s, out);
+		read(s, out);
 	else if (src == SQLITE_DONE)
 		rc = ERR_NOTFOUND;
 	else
@@ -1716,8 +1718,11 @@ static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
 	return rc;
 }
 
-/* Lock, run sql with types/args through sq(), read one summary, unlock, log ERR_DB. */
-#define SUMMARY_QUERY(st, out, what, sql, ...)                                       \
+/*
+ * Lock, run sql with types/args through sq(), read one row with read (a
+ * summary's, a group state's), unlock, log ERR_DB.
+ */
+#define ROW_QUERY(st, read, out, what, sql, ...)                                     \
 	do {                                                                          \
 		struct buf msg_ = BUF_INIT;                                           \
 		sqlite3_stmt *s_ = NULL;                                              \
@@ -1725,7 +1730,7 @@ static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
 		pthread_mutex_lock(&(st)->db_mu);                                     \
 		rc = sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
 		if (rc == ERR_OK)                                                     \
-			rc = one_summary((st), s_, (what), (out), &msg_);             \
+			rc = one_row((st), s_, (what), (read), (out), &msg_);        \
 		pthread_mutex_unlock(&(st)->db_mu);                                   \
 		if (rc == ERR_DB)                                                     \
 			log_db((what), &msg_);                                        \
@@ -1741,7 +1746,7 @@ enum err store_summary_live(struct store *st, const char *receiver, const char *
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	SUMMARY_QUERY(st, out, "live summary",
+	ROW_QUERY(st, read_summary, out, "live summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
 		      "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
 		      "ORDER BY s.id DESC LIMIT 1",
@@ -1757,7 +1762,7 @@ enum err store_summary_get(struct store *st, int64_t id, struct store_summary *o
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	SUMMARY_QUERY(st, out, "get summary",
+	ROW_QUERY(st, read_summary, out, "get summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
 	return rc;
 }
@@ -1771,7 +1776,7 @@ enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	SUMMARY_QUERY(st, out, "due summary",
+	ROW_QUERY(st, read_summary, out, "due summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
 		      "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
 		      "(s.dirty AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
@@ -2135,45 +2140,18 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 
 #define GROUP_COLS "receiver, key, members, payload, dirty, synced_at_ms, next_sync_ms"
 
-/* Run a prepared group query; the first row into *out.  Caller holds db_mu. */
-static enum err one_group(struct store *st, sqlite3_stmt *s, const char *what,
-			  struct store_group *out, struct buf *errmsg)
+static void read_group(sqlite3_stmt *s, void *o)
 {
-	int src = sqlite3_step(s);
-	enum err rc = ERR_OK;
+	struct store_group *out = o;
 
-	if (src == SQLITE_ROW) {
-		out->receiver = col_str(s, 0);
-		out->key = col_str(s, 1);
-		out->members = col_str(s, 2);
-		out->payload = col_str(s, 3);
-		out->dirty = (int)sqlite3_column_int64(s, 4);
-		out->synced_at_ms = sqlite3_column_int64(s, 5);
-		out->next_sync_ms = sqlite3_column_int64(s, 6);
-	} else if (src == SQLITE_DONE) {
-		rc = ERR_NOTFOUND;
-	} else {
-		rc = db_fail(st, what, errmsg);
-	}
-	sqlite3_finalize(s);
-	return rc;
+	out->receiver = col_str(s, 0);
+	out->key = col_str(s, 1);
+	out->members = col_str(s, 2);
+	out->payload = col_str(s, 3);
+	out->dirty = (int)sqlite3_column_int64(s, 4);
+	out->synced_at_ms = sqlite3_column_int64(s, 5);
+	out->next_sync_ms = sqlite3_column_int64(s, 6);
 }
-
-/* Lock, run sql with types/args through sq(), read one group state, unlock, log ERR_DB. */
-#define GROUP_QUERY(st, out, what, sql, ...)                                         \
-	do {                                                                          \
-		struct buf msg_ = BUF_INIT;                                           \
-		sqlite3_stmt *s_ = NULL;                                              \
-		memset((out), 0, sizeof(*(out)));                                     \
-		pthread_mutex_lock(&(st)->db_mu);                                     \
-		rc = sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
-		if (rc == ERR_OK)                                                     \
-			rc = one_group((st), s_, (what), (out), &msg_);               \
-		pthread_mutex_unlock(&(st)->db_mu);                                   \
-		if (rc == ERR_DB)                                                     \
-			log_db((what), &msg_);                                        \
-		buf_release(&msg_);                                                   \
-	} while (0)
 
 enum err store_group_get(struct store *st, const char *receiver, const char *key,
 			 struct store_group *out)
@@ -2184,7 +2162,7 @@ enum err store_group_get(struct store *st, const char *receiver, const char *key
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	GROUP_QUERY(st, out, "get group state",
+	ROW_QUERY(st, read_group, out, "get group state",
 		    "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
 		    "tt", receiver, key);
 	return rc;
@@ -2199,7 +2177,7 @@ enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	GROUP_QUERY(st, out, "due group state",
+	ROW_QUERY(st, read_group, out, "due group state",
 		    "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
 		    "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
 		    "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
