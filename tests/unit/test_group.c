@@ -74,7 +74,7 @@ static void set_starts(json_t *payload, const char *container, const char *start
 	json_object_set_new(alert_of(payload, container), "startsAt", json_string(starts));
 }
 
-/* The event document intake queues for payload; the caller frees it. */
+/* The event document intake queues for payload (released); the caller frees it. */
 static char *event_doc(json_t *payload)
 {
 	char *body = json_dumps(payload, JSON_COMPACT);
@@ -86,6 +86,7 @@ static char *event_doc(json_t *payload)
 	assert_int_equal(am_group_event_json(p, &doc), ERR_OK);
 	am_payload_free(p);
 	free(body);
+	json_decref(payload);
 	return buf_detach(&doc);
 }
 
@@ -137,7 +138,6 @@ static enum issue_action step(struct life *l, json_t *payload, struct group_chan
 	issue_apply(&l->row, a, &iev, l->now);
 	free(doc);
 	buf_release(&err);
-	json_decref(payload);
 	return a;
 }
 
