@@ -224,6 +224,12 @@ enum err group_merge(struct group_members *g, const char *event_json, int assume
 	size_t i;
 
 	memset(out, 0, sizeof(*out));
+	if (json_is_object(doc) && !members) {
+		/* queued by a version without members: its one alert stands for them */
+		members = json_array();
+		json_array_append_new(members, json_copy(doc));  /* a copy: no cycle */
+		json_object_set_new(doc, "members", members);
+	}
 	if (!json_is_array(members) || json_array_size(members) == 0) {
 		buf_setf(errmsg, "group event: no \"members\" array");
 		rc = ERR_INVALID;

@@ -83,8 +83,10 @@ struct group_change {
  * was_firing is taken from g, or, when g is empty, from assume_firing (a
  * group whose members are not known: a map row rebuilt from GitHub, or made
  * by a version that did not remember them; pass whether its issue is open).
- * Errors: ERR_INVALID (event_json has no "members" array of valid members;
- * g is then unchanged).
+ * An event without "members" (queued by a version that did not send them)
+ * counts as one member: its own alert.
+ * Errors: ERR_INVALID (event_json is not an object whose "members" is an
+ * array of valid alert states; g is then unchanged).
  */
 enum err group_merge(struct group_members *g, const char *event_json, int assume_firing,
 		     struct group_change *out, struct buf *errmsg) WARN_UNUSED;

@@ -316,6 +316,7 @@ static void bad_events_change_nothing(void **state)
 	assert_int_equal(g.n, 3);
 	assert_int_equal(group_merge(&g, "{\"v\":1}", 0, &c, &err), ERR_INVALID);
 	assert_non_null(strstr(buf_str(&err), "members"));
+	assert_int_equal(group_merge(&g, "{\"members\":[]}", 0, &c, &err), ERR_INVALID);
 	assert_int_equal(group_merge(&g, "{\"members\":[{\"fingerprint\":\"a\",\"status\":\"x\","
 					 "\"startsAt\":\"2026-11-21T00:00:00Z\","
 					 "\"endsAt\":\"0001-01-01T00:00:00Z\"}]}",
@@ -326,6 +327,28 @@ static void bad_events_change_nothing(void **state)
 	assert_true(g.v[0].m.firing);
 	group_members_release(&g);
 	free(doc);
+	buf_release(&err);
+}
+
+/* An event queued by a version without "members": its own alert is the member. */
+static void event_without_members_is_its_alert(void **state)
+{
+	struct group_members g = { 0 };
+	struct group_change c;
+	struct buf err = BUF_INIT;
+	(void)state;
+
+	assert_int_equal(group_merge(&g, "{\"v\":1,\"groupStatus\":\"firing\",\"status\":"
+					 "\"firing\",\"fingerprint\":\"" APP "\",\"startsAt\":"
+					 "\"2026-11-21T00:49:51.678Z\",\"endsAt\":"
+					 "\"0001-01-01T00:00:00Z\",\"labels\":{\"alertname\":\"A\"}}",
+				     0, &c, &err),
+			 ERR_OK);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.v[0].m.key, APP);
+	assert_string_equal(g.v[0].alertname, "A");
+	assert_true(c.is_firing);
+	group_members_release(&g);
 	buf_release(&err);
 }
 
@@ -412,6 +435,7 @@ int main(void)
 		cmocka_unit_test(resolved_group_resolves_members_not_listed),
 		cmocka_unit_test(unknown_members_follow_the_issue_state),
 		cmocka_unit_test(bad_events_change_nothing),
+		cmocka_unit_test(event_without_members_is_its_alert),
 		cmocka_unit_test(members_json_round_trip),
 		cmocka_unit_test(view_lists_members),
 	};
