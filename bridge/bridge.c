@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bridge/group.h"
 #include "bridge/issue.h"
 #include "bridge/repos.h"
 #include "bridge/storm.h"
@@ -28,6 +29,7 @@ struct bridge {
 	struct gh_client *gh;
 	struct storm *storm;  /* alert storms: bridge/storm.h */
 	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
+	struct group *group;  /* issue_per: group body updates: bridge/group.h */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -62,7 +64,11 @@ struct work {
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
 	int64_t now_ms;
+	struct group_event *grp;  /* issue_per: group, else NULL */
 };
+
+static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
+			   const struct group_members *gm, struct buf *body, struct buf *errmsg);
 
 static int64_t now_ms(struct bridge *b)
 {
@@ -185,7 +191,10 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
-	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
+	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh,
+						       g->body_update_interval_ms });
+	b->group = group_new(&(struct group_options){ opts->store, b->gh,
+						      g->body_update_interval_ms, group_body, b });
 	b->repos = repos_new(b->gh, opts->store, 0);
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
@@ -398,6 +407,8 @@ static enum err build_view(struct bridge *b, struct work *w, json_t **view, stru
 		ctx.previous = &prev;
 	}
 	rc = view_build(w->ev.payload, &ctx, view, errmsg);
+	if (!rc && w->grp)
+		group_view_add(*view, &w->grp->members);
 	buf_release(&cur_url);
 	buf_release(&prev_url);
 	return rc;
@@ -695,6 +706,49 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 	return rc;
 }
 
+/* ---- issue_per: group (bridge/group.h) ---- */
+
+/* group_body_fn: the group issue's body as a create writes it, with the members gm. */
+static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
+			   const struct group_members *gm, struct buf *body, struct buf *errmsg)
+{
+	struct bridge *b = ctx;
+	struct group_event ge = { 0 };
+	struct buf raw = BUF_INIT, markers = BUF_INIT;
+	json_t *view = NULL;
+	struct work w;
+	enum err rc;
+
+	memset(&w, 0, sizeof(w));
+	w.rcv = cfg_receiver_find(b->opts.cfg, gs->receiver);
+	if (!w.rcv) {
+		buf_setf(errmsg, "receiver \"%s\" is no longer configured", gs->receiver);
+		return ERR_INVALID;
+	}
+	w.now_ms = now_ms(b);
+	w.repo = row->repo;
+	w.row = *row;  /* borrowed, read only */
+	w.have_row = 1;
+	w.action = ISSUE_NOTHING;
+	w.ev.receiver = gs->receiver;
+	w.ev.payload = gs->payload;
+	ge.members = *gm;  /* borrowed */
+	w.grp = &ge;
+	rc = build_view(b, &w, &view, errmsg);
+	if (!rc)
+		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
+	if (!rc) {
+		episode_marker(row->episode_starts_ms, &markers);
+		(void)buf_adds(&markers, "\n");
+		issue_marker(row->key, &markers);
+		issue_body_fit(buf_str(&raw), buf_str(&markers), body);
+	}
+	json_decref(view);
+	buf_release(&raw);
+	buf_release(&markers);
+	return rc ? ERR_INVALID : ERR_OK;
+}
+
 /* ---- outcome ---- */
 
 static const char *result_of(enum issue_action a)
@@ -776,7 +830,12 @@ static void finish(struct bridge *b, struct work *w)
 
 	if (w->have_row)
 		issue_apply(&w->row, w->action, &w->iev, w->now_ms);
-	rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
+	if (w->grp)
+		rc = group_event_done(b->opts.store, w->grp, &w->ev, w->have_row ? &w->row : NULL,
+				      w->action == ISSUE_CREATE || w->action == ISSUE_CREATE_LINKED,
+				      w->now_ms, &msg);
+	else
+		rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
 	if (rc) {
 		struct log_line *l = log_begin(LOG_ERROR, "cannot record event done");
 		log_err(l, rc);
@@ -1046,8 +1105,17 @@ static void handle(struct bridge *b, struct work *w)
 	w->iev.ends_at_ms = w->ev.ends_at_ms;
 	w->pol.auto_close = w->rcv->auto_close;
 	w->pol.reopen_window_ms = w->rcv->reopen_window_ms;
-	if (storm_hook(b, w, &errmsg))
+	if (w->rcv->issue_per == CFG_ISSUE_PER_GROUP) {
+		w->grp = xcalloc(1, sizeof(*w->grp));
+		rc = group_event_load(b->opts.store, &w->ev, w->have_row ? &w->row : NULL, w->grp,
+				      &w->iev, &errmsg);
+		if (rc) {
+			fail(b, w, rc, buf_str(&errmsg));
+			goto out;
+		}
+	} else if (storm_hook(b, w, &errmsg)) {
 		goto out;
+	}
 	rc = plan(b, w, &errmsg);
 	if (!rc)
 		rc = execute(b, w, &errmsg);
@@ -1117,7 +1185,8 @@ int bridge_step(struct bridge *b)
 		return 0;  /* not the leader: the queue is the leader's to drain */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = now_ms(b);
-	if (storm_sync(b->storm, w.now_ms)) {  /* a due summary issue's calls first */
+	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
+	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */
 		update_gauges(b);
 		return 1;
 	}
@@ -1132,6 +1201,8 @@ int bridge_step(struct bridge *b)
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
 	json_decref(w.payload_doc);
+	group_event_release(w.grp);
+	free(w.grp);
 	update_gauges(b);
 	return 1;
 }
@@ -1193,6 +1264,7 @@ void bridge_free(struct bridge *b)
 	bridge_stop(b);
 	storm_free(b->storm);
 	repos_free(b->repos);
+	group_free(b->group);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	clock_stop_release(&b->stop);

@@ -82,16 +82,23 @@ static void add_clean(struct buf *out, const char *s)
 
 void storm_member_line(const char *event_json, struct buf *out)
 {
-	static const char ellipsis[] = "\xe2\x80\xa6";
 	json_t *doc = event_json ? json_loads(event_json, 0, NULL) : NULL;
-	json_t *labels = json_object_get(doc, "labels");
+
+	storm_labels_line(json_object_get(doc, "labels"), NULL, out);
+	json_decref(doc);
+}
+
+void storm_labels_line(const json_t *labels, const json_t *except, struct buf *out)
+{
+	static const char ellipsis[] = "\xe2\x80\xa6";
 	struct buf line = BUF_INIT;
 	const char *name;
 	json_t *v;
 	size_t keep;
 
-	json_object_foreach(labels, name, v) {
-		if (!strcmp(name, "alertname") || !json_is_string(v))
+	json_object_foreach((json_t *)labels, name, v) {
+		if (!strcmp(name, "alertname") || !json_is_string(v) ||
+		    json_equal(json_object_get(except, name), v))
 			continue;
 		if (line.len)
 			(void)buf_add(&line, " ", 1);
@@ -109,7 +116,6 @@ void storm_member_line(const char *event_json, struct buf *out)
 		(void)buf_adds(out, buf_str(&line));
 	}
 	buf_release(&line);
-	json_decref(doc);
 }
 
 int storm_is_summary_key(const char *key)

@@ -73,6 +73,13 @@ void storm_alertname(const char *event_json, struct buf *out);
  */
 void storm_member_line(const char *event_json, struct buf *out);
 
+/*
+ * The line of storm_member_line() from a labels object (NULL: none), leaving
+ * out also every label whose value is the same in except (NULL: none; e.g. a
+ * group's commonLabels, so that only what tells its members apart is left).
+ */
+void storm_labels_line(const json_t *labels, const json_t *except, struct buf *out);
+
 /* Non-zero when key (from an issue marker) names a storm summary, not an alert. */
 int storm_is_summary_key(const char *key);
 

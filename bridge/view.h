@@ -64,6 +64,9 @@ struct view_context {
  *   issue             object   optional: {"number", "url"} when ctx->issue
  *   previous          object   optional: {"number", "url", "closedAt", "closedAtHuman"}
  *                              when ctx->previous
+ * The view of an issue_per: group issue gets more fields from group_view_add()
+ * (bridge/group.h): group, members, membersFiring, membersTotal, and the
+ * group's status, firing, resolved and labelList.
  *
  * Errors: ERR_INVALID when event_json is not such a document (not JSON, "v"
  * not 1, status not firing|resolved, labels not an object of strings,

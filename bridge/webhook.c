@@ -163,18 +163,19 @@ static const char *repo_of(const struct request *r, size_t i)
 }
 
 /*
- * Append alert i's document with "repo" added, then a NUL.  am_event_json()
- * writes a compact object, so its closing brace is replaced by the new
- * member: no second parse.  The member is built in r->member (reused across
- * alerts) so that hitting the size limit never leaves half of it behind.
+ * Append alert i's document (group: the group's, am_group_event_json()) with
+ * "repo" added, then a NUL.  am_event_json() writes a compact object, so its
+ * closing brace is replaced by the new member: no second parse.  The member
+ * is built in r->member (reused across alerts) so that hitting the size
+ * limit never leaves half of it behind.
  */
-static enum err add_doc(struct request *r, size_t i)
+static enum err add_doc_of(struct request *r, size_t i, int group)
 {
 	struct buf *d = &r->docs;
 	size_t start = d->len;
 	enum err rc;
 
-	rc = am_event_json(r->p, i, d);
+	rc = group ? am_group_event_json(r->p, d) : am_event_json(r->p, i, d);
 	if (rc != ERR_OK)
 		goto out;
 	assert(d->len > start && d->data[d->len - 1] == '}');
@@ -188,6 +189,11 @@ out:
 	if (rc != ERR_OK)
 		buf_truncate(d, start);
 	return rc;
+}
+
+static enum err add_doc(struct request *r, size_t i)
+{
+	return add_doc_of(r, i, 0);
 }
 
 static void fill_event(const struct request *r, struct store_event *ev, int64_t received_ms)
@@ -235,7 +241,7 @@ static enum err build_group_event(struct request *r, int64_t received_ms, char k
 	int resolved = strcmp(p->status, "resolved") == 0;
 	enum err rc;
 
-	rc = add_doc(r, 0);
+	rc = add_doc_of(r, 0, 1);
 	if (rc != ERR_OK)
 		return rc;
 	issue_group_key_hash(p->group_key, key);

@@ -102,13 +102,15 @@ void webhook_free(struct webhook *w);
  * issue_per: group - one event for the whole payload: key =
  *   issue_group_key_hash(groupKey), status = the group's status, starts_at_ms =
  *   the earliest startsAt of its alerts, ends_at_ms = the latest endsAt when
- *   the group is resolved (else 0), payload = the document of the FIRST alert
- *   (which carries the group context: groupKey, groupLabels, commonLabels,
- *   commonAnnotations, externalURL) plus "repo", resolved from that first
+ *   the group is resolved (else 0), payload = am_group_event_json(): the
+ *   document of the FIRST alert (which carries the group context: groupKey,
+ *   groupLabels, commonLabels, commonAnnotations, externalURL) with every
+ *   alert's state in "members", plus "repo", resolved from that first
  *   alert's label.  The first alert stands for the group because Alertmanager
  *   sorts a group's alerts by their labels before sending (dispatch: a stable
  *   sort of types.AlertSlice), so it stays the same while the group's members
- *   do; the other alerts reach the issue only through the group context.
+ *   do.  The bridge decides the group's episodes from the members' states
+ *   (bridge/group.h), not from starts_at_ms.
  *
  * Logs one line per request: "webhook request" at debug when accepted
  * (code, receiver, alerts, events, duration_ms), else "webhook rejected" at

@@ -527,3 +527,30 @@ enum err am_event_json(const struct am_payload *p, size_t i, struct buf *out)
 	buf_release(&doc);
 	return rc;
 }
+
+enum err am_group_event_json(const struct am_payload *p, struct buf *out)
+{
+	struct buf doc = BUF_INIT;
+	enum err rc;
+
+	assert(p->n_alerts > 0);
+	rc = am_event_json(p, 0, &doc);
+	assert(rc == ERR_OK);  /* doc has no max */
+	buf_truncate(&doc, doc.len - 1);  /* its closing brace */
+	buf_adds(&doc, ",\"members\":[");
+	for (size_t i = 0; i < p->n_alerts; i++) {
+		const struct am_alert *a = &p->alerts[i];
+
+		buf_adds(&doc, i ? ",{\"v\":1" : "{\"v\":1");
+		add_member(&doc, "fingerprint", a->fingerprint);
+		add_member(&doc, "status", a->status);
+		add_member(&doc, "startsAt", a->starts_at);
+		add_member(&doc, "endsAt", a->ends_at);
+		add_labels(&doc, "labels", &a->labels);
+		buf_addch(&doc, '}');
+	}
+	buf_adds(&doc, "]}");
+	rc = buf_add(out, doc.data, doc.len);
+	buf_release(&doc);
+	return rc;
+}

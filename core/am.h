@@ -140,4 +140,15 @@ void am_unquote_meta(const char *s, struct buf *out);
  */
 enum err am_event_json(const struct am_payload *p, size_t i, struct buf *out) WARN_UNUSED;
 
+/*
+ * Append to out the document of a whole group notification (issue_per:
+ * group): am_event_json() of alert 0 (the group's stand-in for the title and
+ * the body's text), with one more key at its end, "members": every alert of
+ * p in payload order as {"v": 1, "fingerprint", "status", "startsAt", "endsAt" (the
+ * original strings), "labels" (object, keys sorted)}, so that the bridge
+ * knows each member's state (bridge/group.h).
+ * Errors: ERR_TOOBIG when out's max is reached (out is then left unchanged).
+ */
+enum err am_group_event_json(const struct am_payload *p, struct buf *out) WARN_UNUSED;
+
 #endif

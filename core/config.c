@@ -793,7 +793,14 @@ static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, 
 	struct cfg_github *g = obj;
 	enum err rc = exclusive(c, map, path, "token_file", g->token_file, "app",
 				g->app.app_id ? g : NULL);
+	char sub[PATH_MAX_LEN];
 
+	if (rc == ERR_OK && (g->body_update_interval_ms < MS_S ||
+			     g->body_update_interval_ms > 3600 * MS_S)) {
+		join_key(sub, path, "body_update_interval");
+		return fail(c, key_or_map(c, map, "body_update_interval"), sub, ERR_INVALID,
+			    "must be between 1s and 1h");
+	}
 	return rc != ERR_OK ? rc : check_url(c, map, path, "api_url", g->api_url);
 }
 
@@ -804,6 +811,7 @@ static const struct field github_fields[] = {
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
 	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1),
+	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
 };
 FIELDSET(github_set, github_fields, check_github);
@@ -1022,6 +1030,7 @@ static void defaults(struct config *cfg)
 	cfg->github.content_per_minute = 20;
 	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
+	cfg->github.body_update_interval_ms = 60 * MS_S;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
 	cfg->janitor.dry_run = 1;
 	cfg->janitor.exclude_namespaces.items = xcalloc(2, sizeof(char *));
@@ -1528,6 +1537,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	(void)buf_printf(out, "  content_per_minute: %u\n", g->content_per_minute);
 	(void)buf_printf(out, "  content_per_hour: %u\n", g->content_per_hour);
 	kv_dur(out, 2, "timeout", g->timeout_ms);
+	kv_dur(out, 2, "body_update_interval", g->body_update_interval_ms);
 	kv_bool(out, 2, "dry_run", g->dry_run);
 	(void)buf_adds(out, cfg->receivers_count ? "receivers:\n" : "receivers: []\n");
 	for (size_t i = 0; i < cfg->receivers_count; i++)

@@ -93,6 +93,9 @@ struct cfg_github {
 	unsigned content_per_minute; /* 1..80, default 20 */
 	unsigned content_per_hour;   /* 1..500, default 500 (GitHub's ceilings: 80/min, 500/h) */
 	int64_t timeout_ms;         /* github.timeout, default 10s */
+	int64_t body_update_interval_ms; /* github.body_update_interval, 1s..1h, default 1m: the
+	                                    least time between two rewrites of one issue body
+	                                    (issue_per: group member lists, storm summaries) */
 	int dry_run;                /* default 0; callers also dry-run without credentials */
 };
 

@@ -142,6 +142,21 @@ static const char *const migrations[] = {
 	"  done_at_ms INTEGER NOT NULL,"
 	"  PRIMARY KEY (receiver, repo)"
 	") WITHOUT ROWID;",
+	/*
+	 * 5: what the bridge remembers of an issue_per: group issue (bridge/group.h):
+	 * its members' states and the pending body update.
+	 */
+	"CREATE TABLE group_states ("
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  members TEXT NOT NULL,"
+	"  payload TEXT NOT NULL,"
+	"  dirty INTEGER NOT NULL DEFAULT 0,"
+	"  synced_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  next_sync_ms INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (receiver, key)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX group_states_dirty ON group_states (next_sync_ms) WHERE dirty = 1;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -1708,8 +1723,10 @@ int64_t store_pending_creates(struct store *st, const char *receiver)
 	return n;
 }
 
-static void read_summary(sqlite3_stmt *s, struct store_summary *out)
+static void read_summary(sqlite3_stmt *s, void *o)
 {
+	struct store_summary *out = o;
+
 	out->id = sqlite3_column_int64(s, 0);
 	out->receiver = col_str(s, 1);
 	out->repo = col_str(s, 2);
@@ -1725,15 +1742,15 @@ static void read_summary(sqlite3_stmt *s, struct store_summary *out)
 	out->total = sqlite3_column_int64(s, 12);
 }
 
-/* Run a prepared summary query; the first row into *out.  Caller holds db_mu. */
-static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
-			    struct store_summary *out, struct buf *errmsg)
+/* Run a prepared query; read its first row into out.  Caller holds db_mu. */
+static enum err one_row(struct store *st, sqlite3_stmt *s, const char *what,
+			void (*read)(sqlite3_stmt *s, void *out), void *out, struct buf *errmsg)
 {
 	int src = sqlite3_step(s);
 	enum err rc = ERR_OK;
 
 	if (src == SQLITE_ROW)
-		read_summary(s, out);
+		read(s, out);
 	else if (src == SQLITE_DONE)
 		rc = ERR_NOTFOUND;
 	else
@@ -1742,8 +1759,11 @@ static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
 	return rc;
 }
 
-/* Lock, run sql with types/args through sq(), read one summary, unlock, log ERR_DB. */
-#define SUMMARY_QUERY(st, out, what, sql, ...)                                       \
+/*
+ * Lock, run sql with types/args through sq(), read one row with read (a
+ * summary's, a group state's), unlock, log ERR_DB.
+ */
+#define ROW_QUERY(st, read, out, what, sql, ...)                                     \
 	do {                                                                          \
 		struct buf msg_ = BUF_INIT;                                           \
 		sqlite3_stmt *s_ = NULL;                                              \
@@ -1751,7 +1771,7 @@ static enum err one_summary(struct store *st, sqlite3_stmt *s, const char *what,
 		pthread_mutex_lock(&(st)->db_mu);                                     \
 		rc = sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
 		if (rc == ERR_OK)                                                     \
-			rc = one_summary((st), s_, (what), (out), &msg_);             \
+			rc = one_row((st), s_, (what), (read), (out), &msg_);        \
 		pthread_mutex_unlock(&(st)->db_mu);                                   \
 		if (rc == ERR_DB)                                                     \
 			log_db((what), &msg_);                                        \
@@ -1767,7 +1787,7 @@ enum err store_summary_live(struct store *st, const char *receiver, const char *
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	SUMMARY_QUERY(st, out, "live summary",
+	ROW_QUERY(st, read_summary, out, "live summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
 		      "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
 		      "ORDER BY s.id DESC LIMIT 1",
@@ -1783,7 +1803,7 @@ enum err store_summary_get(struct store *st, int64_t id, struct store_summary *o
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	SUMMARY_QUERY(st, out, "get summary",
+	ROW_QUERY(st, read_summary, out, "get summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
 	return rc;
 }
@@ -1797,7 +1817,7 @@ enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms
 		memset(out, 0, sizeof(*out));
 		return ERR_INVALID;
 	}
-	SUMMARY_QUERY(st, out, "due summary",
+	ROW_QUERY(st, read_summary, out, "due summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
 		      "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
 		      "(s.dirty AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
@@ -1905,6 +1925,21 @@ enum err store_member_get(struct store *st, const char *receiver, const char *ke
 	return rc;
 }
 
+/* Mark pending event id done inside the caller's transaction.  Caller holds db_mu. */
+static enum err mark_done(struct store *st, int64_t id, struct buf *errmsg)
+{
+	enum err rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
+			     "WHERE id = ?1 AND state = 'pending'",
+			 "mark event done", errmsg, NULL, "ii", id, clock_wall_ms());
+
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = event_state(st, id, NULL, NULL, errmsg);
+		if (rc == ERR_OK)
+			rc = db_fail(st, "mark event done", errmsg);
+	}
+	return rc;
+}
+
 enum err store_member_fold(struct store *st, int64_t event_id, const struct store_issue *row,
 			   const struct store_member *m, int dirty, struct buf *errmsg)
 {
@@ -1926,14 +1961,7 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
 	if (rc)
 		goto out;
-	rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
-		    "WHERE id = ?1 AND state = 'pending'",
-		"mark event done", errmsg, NULL, "ii", event_id, clock_wall_ms());
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = event_state(st, event_id, NULL, NULL, errmsg);
-		if (rc == ERR_OK)
-			rc = db_fail(st, "mark event done", errmsg);
-	}
+	rc = mark_done(st, event_id, errmsg);
 	if (rc == ERR_OK)
 		rc = put_issue(st, row, errmsg);
 	if (rc == ERR_OK)
@@ -2196,4 +2224,139 @@ enum err store_dead_requeue(struct store *st, const char *kind, const char *rece
 	}
 	buf_release(&msg);
 	return rc;
+}
+
+/* ---- issue_per: group states ---- */
+
+#define GROUP_COLS "receiver, key, members, payload, dirty, synced_at_ms, next_sync_ms"
+
+static void read_group(sqlite3_stmt *s, void *o)
+{
+	struct store_group *out = o;
+
+	out->receiver = col_str(s, 0);
+	out->key = col_str(s, 1);
+	out->members = col_str(s, 2);
+	out->payload = col_str(s, 3);
+	out->dirty = (int)sqlite3_column_int64(s, 4);
+	out->synced_at_ms = sqlite3_column_int64(s, 5);
+	out->next_sync_ms = sqlite3_column_int64(s, 6);
+}
+
+enum err store_group_get(struct store *st, const char *receiver, const char *key,
+			 struct store_group *out)
+{
+	enum err rc;
+
+	if (!st || empty(receiver) || empty(key)) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	ROW_QUERY(st, read_group, out, "get group state",
+		    "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
+		    "tt", receiver, key);
+	return rc;
+}
+
+enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
+			 struct store_group *out)
+{
+	enum err rc;
+
+	if (!st) {
+		memset(out, 0, sizeof(*out));
+		return ERR_INVALID;
+	}
+	ROW_QUERY(st, read_group, out, "due group state",
+		    "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
+		    "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
+		    "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
+		    "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
+		    "ORDER BY max(g.next_sync_ms, g.synced_at_ms + ?2), g.key LIMIT 1",
+		    "ii", now_ms, interval_ms);
+	return rc;
+}
+
+static enum err check_group(const struct store_group *g, struct buf *errmsg)
+{
+	if (!g || empty(g->receiver) || empty(g->key) || empty(g->members) || empty(g->payload)) {
+		buf_setf(errmsg, "store: group state: receiver, key, members and payload needed");
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}
+
+/* Upsert g.  Caller holds db_mu. */
+static enum err put_group(struct store *st, const struct store_group *g, struct buf *errmsg)
+{
+	return sq(st, "INSERT INTO group_states (" GROUP_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+		      "?7) ON CONFLICT (receiver, key) DO UPDATE SET members = excluded.members, "
+		      "payload = excluded.payload, dirty = excluded.dirty, "
+		      "synced_at_ms = excluded.synced_at_ms, next_sync_ms = excluded.next_sync_ms",
+		  "put group state", errmsg, NULL, "ttttiii", g->receiver, g->key, g->members,
+		  g->payload, (int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
+}
+
+enum err store_group_done(struct store *st, int64_t event_id, const struct store_issue *row,
+			  const struct store_group *g, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st) {
+		buf_setf(errmsg, "store: no store");
+		return ERR_INVALID;
+	}
+	rc = check_group(g, errmsg);
+	if (rc == ERR_OK && row)
+		rc = check_issue(row, errmsg);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	if (rc)
+		goto out;
+	rc = mark_done(st, event_id, errmsg);
+	if (rc == ERR_OK && row)
+		rc = put_issue(st, row, errmsg);
+	if (rc == ERR_OK)
+		rc = put_group(st, g, errmsg);
+	if (rc == ERR_OK)
+		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
+out:
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_group_synced(struct store *st, const struct store_group *g, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || !g || empty(g->receiver) || empty(g->key)) {
+		buf_setf(errmsg, "store: group state: receiver and key needed");
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, "UPDATE group_states SET dirty = ?3, synced_at_ms = ?4, next_sync_ms = ?5 "
+		    "WHERE receiver = ?1 AND key = ?2",
+		"record group body update", errmsg, NULL, "ttiii", g->receiver, g->key,
+		(int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		buf_setf(errmsg, "store: no group state for %s", g->key);
+		rc = ERR_NOTFOUND;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+void store_group_release(struct store_group *g)
+{
+	if (!g)
+		return;
+	free(g->receiver);
+	free(g->key);
+	free(g->members);
+	free(g->payload);
+	memset(g, 0, sizeof(*g));
 }

@@ -450,4 +450,56 @@ enum err store_scan_get(struct store *st, const char *receiver, const char *repo
 enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
 			 int64_t done_at_ms) WARN_UNUSED;
 
+/*
+ * Group states (schema version 5; the logic is bridge/group.h): for a
+ * receiver with issue_per: group, what the bridge remembers of the group of
+ * map row (receiver, key) besides that row: its members' states and the
+ * pending update of the issue body that lists them.  A pending update is
+ * this row's dirty flag, so it survives a restart.
+ */
+struct store_group {
+	char *receiver;
+	char *key;              /* the map key: SHA-256 of the groupKey */
+	char *members;          /* JSON array of the members' states (opaque here; bridge/group.h) */
+	char *payload;          /* the newest event document of the group, to render the body */
+	int dirty;              /* the issue body does not show the members yet */
+	int64_t synced_at_ms;   /* last body written to GitHub (or the issue created); 0: never */
+	int64_t next_sync_ms;   /* no body update before (backoff after a failure); 0: none */
+};
+
+/*
+ * The group state of (receiver, key) into *out (release with
+ * store_group_release()).  ERR_NOTFOUND when none, ERR_INVALID (an argument
+ * missing), ERR_DB (logged).
+ */
+enum err store_group_get(struct store *st, const char *receiver, const char *key,
+			 struct store_group *out) WARN_UNUSED;
+/*
+ * A group state whose body update is due: dirty, next_sync_ms <= now_ms,
+ * synced_at_ms + interval_ms <= now_ms (at most one update per interval_ms
+ * per issue), and whose map row has an issue (number > 0); the longest due
+ * first.  ERR_NOTFOUND when none, ERR_INVALID (st NULL), ERR_DB (logged).
+ */
+enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
+			 struct store_group *out) WARN_UNUSED;
+/*
+ * In one transaction: mark pending event event_id done, upsert the map row
+ * row (NULL: none) and the group state g (copied).  Both happen or neither.
+ * Errors: ERR_INVALID (g without receiver, key, members or payload; row
+ * fails store_issue_put()'s checks), ERR_NOTFOUND (no event), ERR_CONFLICT
+ * (event not pending), ERR_DB (rolled back; errmsg has sqlite's message).
+ */
+enum err store_group_done(struct store *st, int64_t event_id, const struct store_issue *row,
+			  const struct store_group *g, struct buf *errmsg) WARN_UNUSED;
+/*
+ * Record the outcome of a body update of g (receiver, key): its dirty,
+ * synced_at_ms and next_sync_ms; members and payload are left alone.
+ * Errors: ERR_INVALID (receiver or key missing), ERR_NOTFOUND (no such
+ * state), ERR_DB.
+ */
+enum err store_group_synced(struct store *st, const struct store_group *g,
+			    struct buf *errmsg) WARN_UNUSED;
+/* Free the strings of g (not g) and zero it; g may be NULL. */
+void store_group_release(struct store_group *g);
+
 #endif

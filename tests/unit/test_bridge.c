@@ -13,6 +13,9 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <jansson.h>
+
+#include "bridge/issue.h"
 #include "core/am.h"
 #include "bridge/bridge.h"
 #include "bridge/render.h"
@@ -714,6 +717,167 @@ static void failed_rebuild_keeps_the_event(void **state)
 	env_stop(&e);
 }
 
+/* ---- issue_per: group ---- */
+
+#define APP_STARTS "2026-11-21T00:40:00.000Z"  /* "app" started before the two others */
+
+/* The fixture with "app" started first; drop_app: without it (Alertmanager dropped it). */
+static char *group_fixture(const char *name, int drop_app)
+{
+	const char *src = getenv("ALERTBRIDGE_SRC");
+	char path[512];
+	json_t *doc, *alerts, *a;
+	size_t i;
+	char *out;
+
+	snprintf(path, sizeof(path), "%s/tests/fixtures/alertmanager/%s", src ? src : ".", name);
+	doc = json_load_file(path, 0, NULL);
+	assert_non_null(doc);
+	json_object_set_new(doc, "receiver", json_string("default"));
+	alerts = json_object_get(doc, "alerts");
+	json_array_foreach(alerts, i, a) {
+		json_t *c = json_object_get(json_object_get(a, "labels"), "container");
+		if (strcmp(json_string_value(c), "app"))
+			continue;
+		if (drop_app) {
+			json_array_remove(alerts, i);
+			break;
+		}
+		json_object_set_new(a, "startsAt", json_string(APP_STARTS));
+	}
+	out = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	return out;
+}
+
+/* Queue the group event of body as intake does for issue_per: group. */
+static void enqueue_group(struct env *e, char *body, char key[65])
+{
+	struct am_payload *p = NULL;
+	struct am_error aerr;
+	struct buf doc = BUF_INIT, err = BUF_INIT;
+	struct store_event se = { 0 };
+
+	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
+	assert_int_equal(am_group_event_json(p, &doc), ERR_OK);
+	issue_group_key_hash(p->group_key, key);
+	se.kind = "bridge";
+	se.receiver = "default";
+	se.key = key;
+	se.status = (char *)p->status;
+	se.starts_at_ms = p->alerts[0].starts_at_ms;
+	for (size_t i = 0; i < p->n_alerts; i++)
+		if (p->alerts[i].starts_at_ms < se.starts_at_ms)
+			se.starts_at_ms = p->alerts[i].starts_at_ms;
+	se.payload = doc.data;
+	se.received_at_ms = e->now;
+	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
+	am_payload_free(p);
+	buf_release(&doc);
+	buf_release(&err);
+	free(body);
+}
+
+static void assert_body_lists(struct env *e, size_t i, const char *app, const char *proxy)
+{
+	const struct fake_request *r = fake_http_request(e->gh, i);
+	json_t *doc = json_loads(r->body, 0, NULL);
+	const char *body = json_string_value(json_object_get(doc, "body"));
+	char want[128];
+
+	assert_non_null(body);
+	snprintf(want, sizeof(want), "- [%s] **HighLatency** container=app ", app);
+	if (!strstr(body, want))
+		fail_msg("request %zu body lacks \"%s\": %s", i, want, body);
+	snprintf(want, sizeof(want), "- [%s] **HighLatency** container=proxy ", proxy);
+	if (!strstr(body, want))
+		fail_msg("request %zu body lacks \"%s\": %s", i, want, body);
+	assert_non_null(strstr(body, "<!-- alertbridge:key="));
+	assert_int_equal(strlen(strstr(body, "<!-- alertbridge:key=")),
+			 strlen("<!-- alertbridge:key= -->") + 64); /* the marker ends the body */
+	json_decref(doc);
+}
+
+static void group_member_resolving_updates_the_body_paced(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	struct store_event ev;
+	struct bridge_options bo = { 0 };
+	char key[65];
+	(void)state;
+
+	env_start(&e, NULL, "    issue_per: group\n");
+	enqueue_group(&e, group_fixture("03_group_of_3_firing.json", 0), key);
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_body_lists(&e, 0, " ", " ");
+
+	/* app resolves, then leaves the notifications: no call at all (not "firing again") */
+	e.now += 1000;
+	enqueue_group(&e, group_fixture("04_group_partially_resolved.json", 0), key);
+	enqueue_group(&e, group_fixture("04_group_partially_resolved.json", 1), key);
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(bridge_step(e.b), 0);  /* the body update waits for the interval */
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_int_equal(store_issue_get(e.st, "default", key, &row), ERR_OK);
+	assert_string_equal(row.state, "open");
+	assert_int_equal(row.number, 7);
+	store_issue_release(&row);
+
+	/* a bridge restart loses no pending update: it is in the store */
+	bridge_free(e.b);
+	bo.cfg = e.cfg;
+	bo.store = e.st;
+	bo.render = e.render;
+	bo.user_agent = "alertbridge/test";
+	bo.now_ms = clock_now;
+	bo.sleep_ms = clock_sleep;
+	bo.clock_ctx = &e;
+	bo.gh_max_attempts = 1;
+	e.b = bridge_new(&bo);
+
+	/* a minute after the create: one update, coalescing both webhooks; it fails, is kept */
+	e.now += 59000;
+	fake_http_push(e.gh, 500, NULL, "{\"message\":\"boom\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_int_equal(bridge_step(e.b), 0);
+	e.now += 30000;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_request(&e, 2, "PATCH", "/repos/my-org/alerts/issues/7", NULL);
+	assert_null(strstr(fake_http_request(e.gh, 2)->body, "\"title\""));
+	assert_body_lists(&e, 2, "x", " ");
+	e.now += 3600000;
+	assert_int_equal(bridge_step(e.b), 0);  /* done: no second update */
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 3);
+
+	/* all resolved: the resolved comment and the close; later the body, all checked */
+	enqueue_group(&e, group_fixture("04b_group_all_resolved.json", 0), key);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
+		       "\"state_reason\":\"completed\"");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 7);
+	assert_body_lists(&e, 6, "x", "x");
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_NOTFOUND);
+	env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -733,6 +897,7 @@ int main(void)
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
 		cmocka_unit_test(not_the_leader_drains_nothing),
 		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
+		cmocka_unit_test(group_member_resolving_updates_the_body_paced),
 	};
 	log_setup(LOG_ERROR, LOG_LOGFMT);
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -178,6 +178,7 @@ static void every_default(void **state)
 	assert_int_equal(cfg->webhook.max_connections_per_ip, 0);
 	assert_int_equal(cfg->webhook.threads, 4);
 	assert_string_equal(cfg->github.api_url, "https://api.github.com");
+	assert_int_equal(cfg->github.body_update_interval_ms, 60 * S);
 	assert_null(cfg->github.token);
 	assert_null(cfg->github.token_file);
 	assert_int_equal(cfg->github.token_from_env, 0);
@@ -408,6 +409,7 @@ static void every_key_is_read(void **state)
 	assert_null(cfg->github.token);
 	assert_int_equal(cfg->github.content_per_minute, 80);
 	assert_int_equal(cfg->github.timeout_ms, 90 * S);
+	assert_int_equal(cfg->github.body_update_interval_ms, 30 * S);
 	assert_int_equal(cfg->github.dry_run, 1);
 
 	assert_int_equal(cfg->receivers_count, 2);
@@ -662,6 +664,15 @@ static void invalid_durations(void **state)
 	expect_err(RCV "webhook: {read_timeout: 5s, read_header_timeout: 6s}\n",
 		   "alertbridge.yml:2: webhook.read_header_timeout: must not be longer than "
 		   "read_timeout");
+	expect_err(RCV "github: {body_update_interval: 500ms}\n",
+		   "alertbridge.yml:2: github.body_update_interval: must be between 1s and 1h");
+	expect_err(RCV "github: {body_update_interval: 2h}\n",
+		   "alertbridge.yml:2: github.body_update_interval: must be between 1s and 1h");
+	{
+		struct config *cfg = parse_ok(RCV "github: {body_update_interval: 2s}\n");
+		assert_int_equal(cfg->github.body_update_interval_ms, 2 * S);
+		cfg_free(cfg);
+	}
 	expect_err(RCV "webhook: {read_header_timeout: 0s}\n",
 		   "alertbridge.yml:2: webhook.read_header_timeout: must be greater than 0s");
 	expect_err(RCV "webhook: {max_connections_per_ip: -1}\n",
