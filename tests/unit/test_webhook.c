@@ -89,12 +89,8 @@ static char *read_fixture(const char *name)
 
 	snprintf(path, sizeof(path), "%s/tests/fixtures/alertmanager/%s", env ? env : ".", name);
 	f = fopen(path, "rb");
-	if (!f) {
-		snprintf(path, sizeof(path), "/work/shared/fixtures/alertmanager/%s", name);
-		f = fopen(path, "rb");
-	}
 	if (!f)
-		fail_msg("cannot open fixture %s", name);
+		fail_msg("cannot open fixture %s", path);
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		assert_int_equal(buf_add(&b, chunk, n), ERR_OK);
 	fclose(f);
