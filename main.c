@@ -336,6 +336,23 @@ static int status_row(void *ctx, const struct store_issue *row)
 	return ++sc->rows >= 1000;
 }
 
+/* One dead letter without a map row on the status page (the first 100 of each queue). */
+static int status_dead(void *ctx, const struct store_event *ev)
+{
+	struct buf *out = ctx;
+
+	buf_adds(out, "<tr><td>");
+	html_escape(out, ev->receiver);
+	buf_adds(out, "</td><td><code>");
+	html_escape(out, ev->key);
+	buf_adds(out, "</code></td><td>");
+	html_escape(out, ev->status);
+	buf_adds(out, "</td><td>");
+	html_escape(out, ev->last_error);
+	buf_adds(out, "</td></tr>\n");
+	return 0;
+}
+
 static void handle_status(void *ctx, const struct srv_request *req, struct srv_response *res)
 {
 	struct service *s = ctx;
@@ -359,6 +376,13 @@ static void handle_status(void *ctx, const struct srv_request *req, struct srv_r
 	buf_adds(&res->body, "</table>\n");
 	if (sc.rows >= 1000)
 		buf_adds(&res->body, "<p>First 1000 rows; see <code>alertbridge map list</code>.</p>\n");
+	buf_adds(&res->body, "<h2>Dead letters without an issue</h2>\n"
+			     "<table border=\"1\" cellpadding=\"4\">\n<tr><th>Receiver</th>"
+			     "<th>Key</th><th>Status</th><th>Reason</th></tr>\n");
+	if (store_dead_unmapped(s->store, "bridge", 100, status_dead, &res->body) ||
+	    store_dead_unmapped(s->store, "janitor", 100, status_dead, &res->body))
+		buf_adds(&res->body, "<tr><td colspan=\"4\">cannot read the queue</td></tr>\n");
+	buf_adds(&res->body, "</table>\n");
 	buf_adds(&res->body, "</body></html>\n");
 }
 
@@ -771,7 +795,10 @@ static int print_row_line(void *ctx, const struct store_issue *row)
 	return 0;
 }
 
-/* A dead letter with no map row (a create GitHub rejected): receiver, key, reason. */
+/*
+ * A dead letter with no map row (a create GitHub rejected, an alert invalid
+ * at intake, a janitor alert): receiver, key, reason.
+ */
 static int print_dead_line(void *ctx, const struct store_event *ev)
 {
 	const char *receiver = ctx;
@@ -862,6 +889,8 @@ static int cmd_map(const struct flags *f)
 	if (!strcmp(sub, "list")) {
 		rc = store_issue_each(st, f->receiver, print_row_line, NULL) ||
 		     store_dead_unmapped(st, "bridge", 1000, print_dead_line,
+					 (void *)f->receiver) ||
+		     store_dead_unmapped(st, "janitor", 1000, print_dead_line,
 					 (void *)f->receiver) ? 1 : 0;
 	} else if (!strcmp(sub, "show")) {
 		struct find_key fk = { f->args[1], f->receiver, NULL, 0 };

@@ -433,6 +433,13 @@ static enum err parse_alerts(const json_t *root, const struct am_options *o, str
 	return ERR_OK;
 }
 
+static int index_cmp(const void *a, const void *b)
+{
+	size_t x = ((const struct am_alert *)a)->index, y = ((const struct am_alert *)b)->index;
+
+	return x < y ? -1 : x > y;
+}
+
 void am_alert_invalidate(struct am_payload *p, size_t i, const char *reason, const char *field,
 			 const char *fmt, ...)
 {
@@ -466,6 +473,8 @@ void am_payload_sort_invalid(struct am_payload *p)
 	p->alerts = tmp;
 	p->n_alerts = valid;
 	p->n_invalid = bad;
+	/* Those invalid before this call were behind the newly marked ones. */
+	qsort(p->alerts + valid, bad, sizeof(*p->alerts), index_cmp);
 }
 
 enum err am_alert_raw_json(const struct am_alert *a, struct buf *out)
