@@ -92,7 +92,8 @@ static const char usage_serve[] =
 	"every GitHub call is logged instead of made, and the map is still kept.\n"
 	"With janitor.enabled: true it also serves POST /v1/janitor/webhook and runs the\n"
 	"janitor (dry-run until janitor.dry_run: false).\n"
-	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n";
+	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n"
+	"SIGHUP: logged (reload is not implemented yet: restart to apply a changed config).\n";
 
 static const char usage_check[] =
 	"usage: alertbridge check-config FILE\n"
@@ -231,6 +232,28 @@ static struct config *load_config(const char *path)
 }
 
 /* ---- serve ---- */
+
+/*
+ * SIGHUP: reloading is not implemented yet, so say so, and whether the file
+ * as it is now would load (a restart with a broken file would not start).
+ */
+static void log_sighup(const char *path)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+	struct log_line *l;
+	enum err rc = cfg_load(path, &cfg, &err);
+
+	l = log_begin(LOG_WARN, "SIGHUP received; reload is not implemented yet, restart to apply "
+				"a changed config");
+	log_str(l, "config", path);
+	log_str(l, "config_check", rc == ERR_OK ? "ok" : "failed");
+	if (rc != ERR_OK)
+		log_str(l, "error", buf_str(&err));
+	log_end(l);
+	cfg_free(cfg);
+	buf_release(&err);
+}
 
 struct service {
 	struct config *cfg;
@@ -633,10 +656,14 @@ static int cmd_serve(const struct flags *f)
 		cfg_free(s.cfg);
 		return 2;
 	}
-	/* Block the stop signals in every thread; the main thread waits for them. */
+	/*
+	 * Block the stop signals and SIGHUP in every thread; the main thread
+	 * waits for them.  SIGHUP's default action would end the process.
+	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (http_global_init()) {
@@ -646,7 +673,12 @@ static int cmd_serve(const struct flags *f)
 	}
 	rc = start_service(&s, f);
 	if (rc == 0) {
-		sigwait(&set, &sig);
+		for (;;) {
+			sigwait(&set, &sig);
+			if (sig != SIGHUP)
+				break;
+			log_sighup(f->config_file ? f->config_file : DEFAULT_CONFIG);
+		}
 		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
 		bridge_request_stop(s.bridge);  /* its call in flight ends while the server drains */
