@@ -186,7 +186,7 @@ def body_over_the_limit_is_answered_413_not_reset():
             lines = [ln for ln in f if "body too large" in ln]
         return len(lines) >= 20 and lines
     lines = poll(logged, "20 log lines for the 413s", timeout_s=10)
-    check(all("remote=127.0.0.1" in ln and "path=/v1/webhook" in ln and
+    check(all("remote_addr=127.0.0.1" in ln and "path=/v1/webhook" in ln and
               "content_length=%d" % len(body) in ln and "max_body_bytes=%d" % MAX_BODY in ln
               for ln in lines), "each names remote, path and sizes", lines[:2])
     st, _, _ = http("GET", ab.url + "/-/healthy")
