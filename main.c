@@ -93,7 +93,8 @@ static const char usage_serve[] =
 	"every GitHub call is logged instead of made, and the map is still kept.\n"
 	"With janitor.enabled: true it also serves POST /v1/janitor/webhook and runs the\n"
 	"janitor (dry-run until janitor.dry_run: false).\n"
-	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n";
+	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n"
+	"SIGHUP: logged (reload is not implemented yet: restart to apply a changed config).\n";
 
 static const char usage_check[] =
 	"usage: alertbridge check-config FILE\n"
@@ -236,6 +237,28 @@ static struct config *load_config(const char *path)
 
 /* ---- serve ---- */
 
+/*
+ * SIGHUP: reloading is not implemented yet, so say so, and whether the file
+ * as it is now would load (a restart with a broken file would not start).
+ */
+static void log_sighup(const char *path)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+	struct log_line *l;
+	enum err rc = cfg_load(path, &cfg, &err);
+
+	l = log_begin(LOG_WARN, "SIGHUP received; reload is not implemented yet, restart to apply "
+				"a changed config");
+	log_str(l, "config", path);
+	log_str(l, "config_check", rc == ERR_OK ? "ok" : "failed");
+	if (rc != ERR_OK)
+		log_str(l, "error", buf_str(&err));
+	log_end(l);
+	cfg_free(cfg);
+	buf_release(&err);
+}
+
 struct service {
 	struct config *cfg;
 	struct store *store;
@@ -341,6 +364,23 @@ static int status_row(void *ctx, const struct store_issue *row)
 	return ++sc->rows >= 1000;
 }
 
+/* One dead letter without a map row on the status page (the first 100 of each queue). */
+static int status_dead(void *ctx, const struct store_event *ev)
+{
+	struct buf *out = ctx;
+
+	buf_adds(out, "<tr><td>");
+	html_escape(out, ev->receiver);
+	buf_adds(out, "</td><td><code>");
+	html_escape(out, ev->key);
+	buf_adds(out, "</code></td><td>");
+	html_escape(out, ev->status);
+	buf_adds(out, "</td><td>");
+	html_escape(out, ev->last_error);
+	buf_adds(out, "</td></tr>\n");
+	return 0;
+}
+
 static void handle_status(void *ctx, const struct srv_request *req, struct srv_response *res)
 {
 	struct service *s = ctx;
@@ -364,6 +404,13 @@ static void handle_status(void *ctx, const struct srv_request *req, struct srv_r
 	buf_adds(&res->body, "</table>\n");
 	if (sc.rows >= 1000)
 		buf_adds(&res->body, "<p>First 1000 rows; see <code>alertbridge map list</code>.</p>\n");
+	buf_adds(&res->body, "<h2>Dead letters without an issue</h2>\n"
+			     "<table border=\"1\" cellpadding=\"4\">\n<tr><th>Receiver</th>"
+			     "<th>Key</th><th>Status</th><th>Reason</th></tr>\n");
+	if (store_dead_unmapped(s->store, "bridge", 100, status_dead, &res->body) ||
+	    store_dead_unmapped(s->store, "janitor", 100, status_dead, &res->body))
+		buf_adds(&res->body, "<tr><td colspan=\"4\">cannot read the queue</td></tr>\n");
+	buf_adds(&res->body, "</table>\n");
 	buf_adds(&res->body, "</body></html>\n");
 }
 
@@ -622,10 +669,14 @@ static int cmd_serve(const struct flags *f)
 		cfg_free(s.cfg);
 		return 2;
 	}
-	/* Block the stop signals in every thread; the main thread waits for them. */
+	/*
+	 * Block the stop signals and SIGHUP in every thread; the main thread
+	 * waits for them.  SIGHUP's default action would end the process.
+	 */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if (http_global_init()) {
@@ -635,7 +686,12 @@ static int cmd_serve(const struct flags *f)
 	}
 	rc = start_service(&s, f);
 	if (rc == 0) {
-		sigwait(&set, &sig);
+		for (;;) {
+			sigwait(&set, &sig);
+			if (sig != SIGHUP)
+				break;
+			log_sighup(f->config_file ? f->config_file : DEFAULT_CONFIG);
+		}
 		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
 		bridge_request_stop(s.bridge);  /* its call in flight ends while the server drains */
@@ -784,7 +840,10 @@ static int print_row_line(void *ctx, const struct store_issue *row)
 	return 0;
 }
 
-/* A dead letter with no map row (a create GitHub rejected): receiver, key, reason. */
+/*
+ * A dead letter with no map row (a create GitHub rejected, an alert invalid
+ * at intake, a janitor alert): receiver, key, reason.
+ */
 static int print_dead_line(void *ctx, const struct store_event *ev)
 {
 	const char *receiver = ctx;
@@ -896,6 +955,8 @@ static int cmd_map(const struct flags *f)
 	if (!strcmp(sub, "list")) {
 		rc = store_issue_each(st, f->receiver, print_row_line, NULL) ||
 		     store_dead_unmapped(st, "bridge", 1000, print_dead_line,
+					 (void *)f->receiver) ||
+		     store_dead_unmapped(st, "janitor", 1000, print_dead_line,
 					 (void *)f->receiver) ? 1 : 0;
 	} else if (!strcmp(sub, "show")) {
 		struct find_key fk = { f->args[1], f->receiver, NULL, 0 };

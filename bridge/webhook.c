@@ -33,6 +33,7 @@ struct webhook {
 	void *now_ctx;
 	struct metric *requests;  /* {receiver, code} */
 	struct metric *alerts;    /* {receiver, status} */
+	struct metric *invalid;   /* {receiver, reason} */
 	struct metric *duration;  /* seconds, no labels */
 };
 
@@ -50,8 +51,10 @@ struct request {
 	char field[128];                 /* JSON path of the error, "" for none */
 	struct buf docs;                 /* the event payloads, NUL-separated */
 	struct buf member;               /* scratch: the "repo" member of one document */
-	struct store_event *evs;
+	struct buf dead_docs;            /* documents and reasons of the dead letters */
+	struct store_event *evs;         /* n_evs events of the valid alerts, then n_dead dead ones */
 	size_t n_evs;
+	size_t n_dead;
 };
 
 static const double DURATION_BUCKETS[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -62,6 +65,7 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 {
 	static const char *const requests_labels[] = { "receiver", "code", NULL };
 	static const char *const alerts_labels[] = { "receiver", "status", NULL };
+	static const char *const invalid_labels[] = { "receiver", "reason", NULL };
 	struct webhook *w;
 
 	assert(opts && opts->cfg && opts->store);
@@ -70,6 +74,7 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 	w->store = opts->store;
 	w->auth = opts->auth;
 	w->limits = opts->limits;
+	w->limits.keep_invalid_alerts = 1;
 	w->max_events_bytes = opts->max_events_bytes ? opts->max_events_bytes
 						     : WEBHOOK_MAX_EVENTS_BYTES;
 	w->now_ms = opts->now_ms;
@@ -83,6 +88,10 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 		w->alerts = metrics_counter(m, "alertbridge_webhook_alerts_total",
 					    "Alerts queued, by receiver and status.",
 					    alerts_labels);
+		w->invalid = metrics_counter(m, "alertbridge_webhook_alerts_invalid_total",
+					     "Alerts dead-lettered at intake as invalid, by receiver "
+					     "and reason (the alert's member that failed).",
+					     invalid_labels);
 		w->duration = metrics_histogram(m, "alertbridge_webhook_duration_seconds",
 						"Time spent handling a webhook, commit included.",
 						NULL, DURATION_BUCKETS, N_DURATION_BUCKETS);
@@ -125,10 +134,15 @@ static const char *non_empty(const char *s)
 	return s && *s ? s : NULL;
 }
 
-/* Check ?repo= and every alert's alertbridge_repo label; 0 when all are valid. */
+/*
+ * Check ?repo= (400 when invalid: the request's own) and every alert's
+ * alertbridge_repo label (an invalid one makes its alert invalid); 0 when
+ * the request goes on.
+ */
 static int check_repos(struct request *r)
 {
 	struct buf why = BUF_INIT;
+	char field[128];
 	int status = 0;
 
 	if (r->query_repo && issue_repo_valid(r->query_repo, &why) != ERR_OK) {
@@ -140,13 +154,13 @@ static int check_repos(struct request *r)
 		const char *label = non_empty(am_labels_get(&r->p->alerts[i].labels,
 							    WEBHOOK_REPO_LABEL));
 
-		if (label && issue_repo_valid(label, &why) != ERR_OK) {
-			snprintf(r->field, sizeof(r->field), "alerts[%zu].labels.%s", i,
-				 WEBHOOK_REPO_LABEL);
-			status = reject(r, 400, "invalid repo label", "%s", buf_str(&why));
-			goto out;
-		}
+		if (!label || issue_repo_valid(label, &why) == ERR_OK)
+			continue;
+		snprintf(field, sizeof(field), "alerts[%zu].labels.%s", r->p->alerts[i].index,
+			 WEBHOOK_REPO_LABEL);
+		am_alert_invalidate(r->p, i, WEBHOOK_REPO_LABEL, field, "%s", buf_str(&why));
 	}
+	am_payload_sort_invalid(r->p);
 out:
 	buf_release(&why);
 	return status;
@@ -264,6 +278,23 @@ static enum err build_group_event(struct request *r, int64_t received_ms, char k
 	return ERR_OK;
 }
 
+/* Append the dead letters of the invalid alerts to r->evs (see intake_dead_events()). */
+static enum err add_dead_events(const struct webhook *w, struct request *r)
+{
+	struct store_event *all;
+
+	if (!r->p->n_invalid)
+		return ERR_OK;
+	all = xcalloc(r->n_evs + r->p->n_invalid, sizeof(*all));
+	if (r->n_evs)
+		memcpy(all, r->evs, r->n_evs * sizeof(*all));
+	free(r->evs);
+	r->evs = all;
+	r->n_dead = r->p->n_invalid;
+	return intake_dead_events(r->p, "bridge", r->rcv->name, now_ms(w), &r->dead_docs,
+				  r->evs + r->n_evs);
+}
+
 /* Steps 1-7 of webhook.h; returns the HTTP status, with r filled for the answer. */
 static int intake(struct webhook *w, struct request *r)
 {
@@ -294,15 +325,19 @@ static int intake(struct webhook *w, struct request *r)
 		return r->status;
 
 	buf_init(&r->docs, w->max_events_bytes);
-	if (r->rcv->issue_per == CFG_ISSUE_PER_GROUP)
+	buf_init(&r->dead_docs, w->max_events_bytes);
+	rc = ERR_OK;  /* with every alert invalid there are only dead letters */
+	if (r->p->n_alerts && r->rcv->issue_per == CFG_ISSUE_PER_GROUP)
 		rc = build_group_event(r, now_ms(w), group_key);
-	else
+	else if (r->p->n_alerts)
 		rc = build_alert_events(r, now_ms(w));
+	if (rc == ERR_OK)
+		rc = add_dead_events(w, r);
 	if (rc != ERR_OK)
 		return reject(r, 413, "payload too large",
 			      "events of this payload exceed %zu bytes", w->max_events_bytes);
 
-	rc = store_enqueue(w->store, r->evs, r->n_evs, &r->detail);
+	rc = store_enqueue(w->store, r->evs, r->n_evs + r->n_dead, &r->detail);
 	if (rc == ERR_DB)
 		return reject(r, 503, "store unavailable", "store unavailable: %s",
 			      buf_str(&r->detail));
@@ -320,7 +355,10 @@ static void answer(const struct webhook *w, struct request *r, struct srv_respon
 	if (r->status == 200) {
 		(void)buf_adds(b, "{\"status\":\"ok\",\"receiver\":");
 		intake_json_quote(b, r->rcv->name);
-		(void)buf_printf(b, ",\"alerts\":%zu}", r->p->n_alerts);
+		(void)buf_printf(b, ",\"alerts\":%zu", r->p->n_alerts + r->p->n_invalid);
+		if (r->p->n_invalid)
+			(void)buf_printf(b, ",\"invalid\":%zu", r->p->n_invalid);
+		(void)buf_addch(b, '}');
 		return;
 	}
 	intake_error_member(res, r->status, w->auth, buf_str(&r->msg), r->field,
@@ -332,12 +370,27 @@ static void log_request(const struct request *r, int64_t duration_us)
 	enum log_level level = r->status >= 500 ? LOG_ERROR : LOG_WARN;
 	struct log_line *l;
 
+	if (r->status == 200 && r->n_dead) {
+		const struct am_alert *first = &r->p->alerts[r->p->n_alerts];
+
+		/* One line per request, however many alerts: the first reason, and the count. */
+		l = log_begin(LOG_WARN, "webhook alerts dead-lettered");
+		log_str(l, "receiver", r->rcv->name);
+		log_int(l, "invalid", (int64_t)r->n_dead);
+		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
+		log_str(l, "key", first->fingerprint);
+		log_str(l, "field", first->invalid->field);
+		log_str(l, "error", first->invalid->message);
+		log_str(l, "remote", srv_remote_addr(r->req));
+		log_end(l);
+	}
 	if (r->status == 200) {
 		l = log_begin(LOG_DEBUG, "webhook request");
 		log_int(l, "code", r->status);
 		log_str(l, "receiver", r->rcv->name);
-		log_int(l, "alerts", (int64_t)r->p->n_alerts);
+		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
 		log_int(l, "events", (int64_t)r->n_evs);
+		log_int(l, "invalid", (int64_t)r->n_dead);
 		log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
 		log_end(l);
 		return;
@@ -378,6 +431,12 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 			metric_add(w->alerts, firing_labels, (double)firing);
 		if (firing < r->p->n_alerts)
 			metric_add(w->alerts, resolved_labels, (double)(r->p->n_alerts - firing));
+		for (size_t i = 0; i < r->n_dead; i++) {
+			const char *invalid_labels[] = {
+				receiver, r->p->alerts[r->p->n_alerts + i].invalid_reason };
+
+			metric_add(w->invalid, invalid_labels, 1);
+		}
 	}
 }
 
@@ -388,6 +447,7 @@ static void request_release(struct request *r)
 	buf_release(&r->detail);
 	buf_release(&r->docs);
 	buf_release(&r->member);
+	buf_release(&r->dead_docs);
 	free(r->evs);
 }
 

@@ -49,10 +49,14 @@ struct webhook_options {
 
 /*
  * A new intake; opts is copied (not what it points to).  Never NULL (cfg
- * and store must be set: a bug otherwise).  When opts->metrics is set it
- * registers there:
+ * and store must be set: a bug otherwise).  opts->limits.keep_invalid_alerts
+ * is always set (invalid alerts are dead-lettered, see below).  When
+ * opts->metrics is set it registers there:
  *   alertbridge_webhook_requests_total{receiver,code}   counter, every answer
  *   alertbridge_webhook_alerts_total{receiver,status}   counter, alerts committed
+ *   alertbridge_webhook_alerts_invalid_total{receiver,reason}  counter, alerts
+ *       dead-lettered at intake; reason is am_alert.invalid_reason (the
+ *       alert's member that failed, or "alertbridge_repo")
  *   alertbridge_webhook_duration_seconds                histogram, handler time
  * The receiver label is a configured receiver's name, or "" when the request
  * was rejected before one was found (so label values stay bounded whatever
@@ -74,37 +78,49 @@ void webhook_free(struct webhook *w);
  *     Content-Type is application/json, case-insensitive, parameters such as
  *     "; charset=utf-8" allowed.  (413 is the server's, before the handler.)
  * 400 {"error": <am_error.message>, "field": <am_error.field>} when am_parse()
- *     rejects the body; "field" is left out when empty.
+ *     rejects the body: not JSON, or its envelope is not a version-4 payload
+ *     (the group's fields, "alerts" not an array of 1..max_alerts objects);
+ *     "field" is left out when empty.
  * 404 {"error":"unknown receiver \"x\"","receiver":"x"} when no receiver of
  *     the config is named x: the query's ?receiver= when given and non-empty,
  *     else the payload's receiver with regexp.QuoteMeta undone.
- * 400 when a repository override is not "owner/name" (issue_repo_valid()):
- *     {"error":"query parameter repo: <why>"} for ?repo=, or
- *     {"error":"<why>","field":"alerts[i].labels.alertbridge_repo"} for a
- *     label (every alert's label is checked).  The repository of an alert is
- *     its label alertbridge_repo, else ?repo=, else the receiver's repo; an
- *     empty value counts as absent (as an empty Prometheus label does).
+ * 400 {"error":"query parameter repo: <why>"} when ?repo= is not
+ *     "owner/name" (issue_repo_valid()).
  * 413 {"error":"events of this payload exceed N bytes"} when the queued
  *     documents would pass max_events_bytes.
  * 503 {"error":"store unavailable: <store_enqueue's message>"} with
  *     Retry-After: 5 when the store cannot commit (ERR_DB); 500
  *     {"error":"internal error: ..."} for any other store error (a bug).
- * 200 {"status":"ok","receiver":"<name>","alerts":N} once store_enqueue()
- *     committed, N being the number of alerts in the payload.
+ * 200 {"status":"ok","receiver":"<name>","alerts":N[,"invalid":K]} once
+ *     store_enqueue() committed, N being the number of alerts in the
+ *     payload, K (left out when 0) how many of them were dead-lettered.
+ *
+ * Invalid alerts (DESIGN.md: Alertmanager re-sends a 4xx'd group forever, so
+ * one bad alert must not lose the others): an alert with a problem inside it
+ * (am_options.keep_invalid_alerts: a label or annotation over its limit, a
+ * bad time, status or fingerprint) or whose alertbridge_repo label is not
+ * "owner/name" is queued as a dead letter (intake_dead_events(): key its
+ * fingerprint, reason "invalid alert: <field>: <message>") in the same
+ * commit as the valid alerts' events, and counted in
+ * alertbridge_webhook_alerts_invalid_total; `alertbridge map list` shows it.
+ * The valid alerts are queued as if the invalid ones were not there; with
+ * none left only the dead letters are stored.  The repository of an alert
+ * is its label alertbridge_repo, else ?repo=, else the receiver's repo; an
+ * empty value counts as absent (as an empty Prometheus label does).
  *
  * Nothing of a rejected request is stored.  Queued events (all with kind
  * "bridge", the receiver's configured name and received_at_ms = now):
  *
- * issue_per: alert - one event per alert, in payload order: key = the alert's
+ * issue_per: alert - one event per valid alert, in payload order: key = the alert's
  *   fingerprint, status, starts_at_ms and ends_at_ms = the alert's; payload =
  *   am_event_json() of the alert with one more member, "repo" (the resolved
  *   repository), appended last (the document is extended, not re-parsed).
- * issue_per: group - one event for the whole payload: key =
+ * issue_per: group - one event for the valid alerts of the payload: key =
  *   issue_group_key_hash(groupKey), status = the group's status, starts_at_ms =
  *   the earliest startsAt of its alerts, ends_at_ms = the latest endsAt when
  *   the group is resolved (else 0), payload = am_group_event_json(): the
- *   document of the FIRST alert (which carries the group context: groupKey,
- *   groupLabels, commonLabels, commonAnnotations, externalURL) with every
+ *   document of the FIRST valid alert (which carries the group context: groupKey,
+ *   groupLabels, commonLabels, commonAnnotations, externalURL) with every valid
  *   alert's state in "members", plus "repo", resolved from that first
  *   alert's label.  The first alert stands for the group because Alertmanager
  *   sorts a group's alerts by their labels before sending (dispatch: a stable
@@ -113,7 +129,9 @@ void webhook_free(struct webhook *w);
  *   (bridge/group.h), not from starts_at_ms.
  *
  * Logs one line per request: "webhook request" at debug when accepted
- * (code, receiver, alerts, events, duration_ms), else "webhook rejected" at
+ * (code, receiver, alerts, events, invalid, duration_ms) - with invalid
+ * alerts also "webhook alerts dead-lettered" at warn (receiver, invalid,
+ * alerts, and key, field and error of the first) - else "webhook rejected" at
  * warn (error for 5xx) with code, reason, receiver (as asked, at most 128
  * bytes), field, error, remote address and duration_ms; never the body or
  * credentials.

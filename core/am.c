@@ -235,41 +235,48 @@ static enum err get_time(const json_t *obj, const char *prefix, const char *key,
 	return fail(err, path, "not an RFC 3339 time");
 }
 
+/*
+ * Parse alert idx (obj, an object) into a; on error *member is the alert's
+ * member that failed (a static name).
+ */
 static enum err parse_alert(const json_t *obj, size_t idx, const struct am_options *o,
-			    struct am_alert *a, struct am_error *err)
+			    struct am_alert *a, const char **member, struct am_error *err)
 {
 	char prefix[64], path[128];
 	const char *fp;
 	enum err rc;
 
 	mkpath(prefix, sizeof(prefix), "alerts[%zu].", idx);
-	if (!json_is_object(obj)) {
-		mkpath(path, sizeof(path), "alerts[%zu]", idx);
-		return fail(err, path, "must be an object");
-	}
+	*member = "status";
 	rc = get_status(obj, prefix, &a->status, err);
 	if (rc)
 		return rc;
 	a->firing = !strcmp(a->status, "firing");
+	*member = "labels";
 	mkpath(path, sizeof(path), "%slabels", prefix);
 	rc = parse_labels(json_object_get(obj, "labels"), path, 1, o->max_labels,
 			  o->max_label_bytes, o->max_label_bytes, &a->labels, err);
 	if (rc)
 		return rc;
+	*member = "annotations";
 	mkpath(path, sizeof(path), "%sannotations", prefix);
 	rc = parse_labels(json_object_get(obj, "annotations"), path, 0, o->max_labels,
 			  o->max_label_bytes, o->max_annotation_bytes, &a->annotations, err);
 	if (rc)
 		return rc;
+	*member = "startsAt";
 	rc = get_time(obj, prefix, "startsAt", 0, &a->starts_at, &a->starts_at_ms, err);
 	if (rc)
 		return rc;
+	*member = "endsAt";
 	rc = get_time(obj, prefix, "endsAt", 1, &a->ends_at, &a->ends_at_ms, err);
 	if (rc)
 		return rc;
+	*member = "generatorURL";
 	rc = get_string(obj, prefix, "generatorURL", 0, &a->generator_url, err);
 	if (rc)
 		return rc;
+	*member = "fingerprint";
 	rc = get_string(obj, prefix, "fingerprint", 0, &fp, err);
 	if (rc)
 		return rc;
@@ -284,6 +291,57 @@ static enum err parse_alert(const json_t *obj, size_t idx, const struct am_optio
 	}
 	memcpy(a->fingerprint, fp, 17);
 	return ERR_OK;
+}
+
+/*
+ * What can be read of an invalid alert (see am_options.keep_invalid_alerts):
+ * a status for its event and a stable key.  group_status is the payload's.
+ */
+static void salvage(const json_t *obj, const char *group_status, struct am_alert *a)
+{
+	const json_t *fp = json_object_get(obj, "fingerprint");
+	const json_t *labels = json_object_get(obj, "labels");
+	struct am_labels set = { NULL, 0 };
+	const char *key;
+	json_t *val;
+
+	if (!a->status || (strcmp(a->status, "firing") && strcmp(a->status, "resolved")))
+		a->status = group_status;
+	a->firing = !strcmp(a->status, "firing");
+	if (!a->starts_at)
+		a->starts_at = "";
+	if (!a->ends_at)
+		a->ends_at = "";
+	if (!a->generator_url)
+		a->generator_url = "";
+	if (json_is_string(fp) && is_fingerprint(json_string_value(fp), json_string_length(fp))) {
+		memcpy(a->fingerprint, json_string_value(fp), 17);
+		return;
+	}
+	/* Alertmanager's fingerprint of what the labels hold, whatever their sizes. */
+	if (json_is_object(labels) && json_object_size(labels) > 0) {
+		set.v = xcalloc(json_object_size(labels), sizeof(*set.v));
+		json_object_foreach((json_t *)labels, key, val) {
+			if (!json_is_string(val))
+				continue;
+			set.v[set.n].name = key;
+			set.v[set.n++].value = json_string_value(val);
+		}
+		qsort(set.v, set.n, sizeof(*set.v), label_cmp);
+	}
+	am_fingerprint(&set, a->fingerprint);
+	a->fingerprint_computed = 1;
+	free(set.v);
+}
+
+static void set_invalid(struct am_alert *a, const char *reason, const char *field,
+			const char *message)
+{
+	if (!a->invalid)
+		a->invalid = xcalloc(1, sizeof(*a->invalid));
+	copy_cut(a->invalid->field, sizeof(a->invalid->field), field);
+	copy_cut(a->invalid->message, sizeof(a->invalid->message), message);
+	a->invalid_reason = reason;
 }
 
 static enum err parse_group(const json_t *root, const struct am_options *o, struct am_payload *p,
@@ -334,6 +392,7 @@ static enum err parse_alerts(const json_t *root, const struct am_options *o, str
 			     struct am_error *err)
 {
 	const json_t *arr = json_object_get(root, "alerts");
+	char path[64];
 	enum err rc;
 
 	if (!arr)
@@ -346,13 +405,88 @@ static enum err parse_alerts(const json_t *root, const struct am_options *o, str
 		return fail(err, "alerts", "more than %zu alerts", o->max_alerts);
 	p->alerts = xcalloc(json_array_size(arr), sizeof(*p->alerts));
 	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const json_t *obj = json_array_get(arr, i);
+		struct am_alert *a = &p->alerts[i];
+		const char *member = "";
+		struct am_error e;
+
 		/* Count as we go so that am_payload_free() releases what was filled. */
 		p->n_alerts = i + 1;
-		rc = parse_alert(json_array_get(arr, i), i, o, &p->alerts[i], err);
-		if (rc)
+		a->index = i;
+		a->json = obj;
+		if (!json_is_object(obj)) {  /* the envelope's type: "alerts" holds objects */
+			mkpath(path, sizeof(path), "alerts[%zu]", i);
+			return fail(err, path, "must be an object");
+		}
+		rc = parse_alert(obj, i, o, a, &member, &e);
+		if (rc && !o->keep_invalid_alerts) {
+			if (err)
+				*err = e;
 			return rc;
+		}
+		if (rc) {
+			set_invalid(a, member, e.field, e.message);
+			salvage(obj, p->status, a);
+		}
 	}
+	am_payload_sort_invalid(p);
 	return ERR_OK;
+}
+
+static int index_cmp(const void *a, const void *b)
+{
+	size_t x = ((const struct am_alert *)a)->index, y = ((const struct am_alert *)b)->index;
+
+	return x < y ? -1 : x > y;
+}
+
+void am_alert_invalidate(struct am_payload *p, size_t i, const char *reason, const char *field,
+			 const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	assert(i < p->n_alerts);
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	set_invalid(&p->alerts[i], reason, field, msg);
+}
+
+void am_payload_sort_invalid(struct am_payload *p)
+{
+	size_t total = p->n_alerts + p->n_invalid, valid = 0, bad = 0;
+	struct am_alert *tmp;
+
+	for (size_t i = 0; i < total; i++)
+		valid += p->alerts[i].invalid == NULL;
+	if (valid == p->n_alerts)
+		return;
+	tmp = xcalloc(total, sizeof(*tmp));
+	for (size_t i = 0; i < total; i++) {
+		if (p->alerts[i].invalid)
+			tmp[valid + bad++] = p->alerts[i];
+		else
+			tmp[i - bad] = p->alerts[i];
+	}
+	free(p->alerts);
+	p->alerts = tmp;
+	p->n_alerts = valid;
+	p->n_invalid = bad;
+	/* Those invalid before this call were behind the newly marked ones. */
+	qsort(p->alerts + valid, bad, sizeof(*p->alerts), index_cmp);
+}
+
+enum err am_alert_raw_json(const struct am_alert *a, struct buf *out)
+{
+	char *s = json_dumps(a->json, JSON_COMPACT | JSON_SORT_KEYS);
+	enum err rc;
+
+	if (!s)
+		abort();  /* out of memory: as xmalloc does */
+	rc = buf_adds(out, s);
+	free(s);
+	return rc;
 }
 
 static void options_fill(const struct am_options *in, struct am_options *o)
@@ -415,9 +549,10 @@ void am_payload_free(struct am_payload *p)
 {
 	if (!p)
 		return;
-	for (size_t i = 0; i < p->n_alerts; i++) {
+	for (size_t i = 0; i < p->n_alerts + p->n_invalid; i++) {
 		free(p->alerts[i].labels.v);
 		free(p->alerts[i].annotations.v);
+		free(p->alerts[i].invalid);
 	}
 	free(p->alerts);
 	free(p->group_labels.v);

@@ -42,6 +42,17 @@ struct am_alert {
 	const char *generator_url;   /* "" when absent */
 	char fingerprint[17];        /* 16 lowercase hex digits */
 	int fingerprint_computed;    /* non-zero when the payload had none and am_fingerprint made it */
+	size_t index;                /* its position in the payload's "alerts" array */
+	/*
+	 * Set only on the invalid alerts of a payload (am_options.keep_invalid_alerts,
+	 * am_alert_invalidate()): why, as {field, message} for a dead letter, and
+	 * invalid_reason, a short static name for a metric label: the member that
+	 * failed ("status", "labels", "annotations", "startsAt", "endsAt",
+	 * "generatorURL", "fingerprint") or the caller's.  NULL on a valid alert.
+	 */
+	struct am_error *invalid;
+	const char *invalid_reason;
+	const struct json_t *json;   /* private: the alert's object in the document */
 };
 
 /*
@@ -59,8 +70,14 @@ struct am_payload {
 	struct am_labels common_annotations; /* empty when absent */
 	const char *external_url;    /* "" when absent */
 	int64_t truncated_alerts;    /* >= 0; 0 when absent */
-	struct am_alert *alerts;     /* n_alerts >= 1 entries, in payload order */
+	/*
+	 * n_alerts valid alerts in payload order, then n_invalid invalid ones
+	 * (also in payload order; see am_options.keep_invalid_alerts).  n_alerts
+	 * >= 1 unless keep_invalid_alerts is set; n_alerts + n_invalid >= 1.
+	 */
+	struct am_alert *alerts;
 	size_t n_alerts;
+	size_t n_invalid;
 	struct json_t *doc;          /* private: the parsed document the strings live in */
 };
 
@@ -70,6 +87,20 @@ struct am_options {
 	size_t max_labels;       /* entries per label or annotation set; default 256 */
 	size_t max_label_bytes;  /* bytes of a label name or value; default 4096 */
 	size_t max_annotation_bytes;  /* bytes of an annotation value; default 65536 */
+	/*
+	 * Non-zero: a problem inside one alert object (its status, labels,
+	 * annotations, times, generatorURL, fingerprint, or a limit above) makes
+	 * that alert invalid, not the payload: am_parse() succeeds and puts it
+	 * behind the valid ones (see struct am_payload), with as much filled in
+	 * as could be read - status the alert's when valid, else the group's;
+	 * fingerprint the payload's when valid, else am_fingerprint() of the
+	 * labels object's string members (limits ignored); starts_at_ms and
+	 * ends_at_ms 0 when unreadable; labels and annotations possibly empty.
+	 * The envelope (the body, the group's fields, "alerts" an array of 1 to
+	 * max_alerts objects) is still checked as a whole.  Zero: any problem
+	 * fails the parse.
+	 */
+	int keep_invalid_alerts;
 };
 
 #define AM_DEFAULT_MAX_ALERTS 10000
@@ -113,6 +144,30 @@ enum err am_parse(const char *body, size_t len, const struct am_options *opts,
 
 /* Free p and everything it points to; p may be NULL. */
 void am_payload_free(struct am_payload *p);
+
+/*
+ * Mark valid alert i of p (i < p->n_alerts) invalid for a reason the caller
+ * checks (e.g. a label that must name a repository): reason is a static
+ * name for a metric label, field the JSON path ("alerts[2].labels.x"),
+ * message printf-style; both cut as struct am_error cuts them.  The alert
+ * stays where it is until am_payload_sort_invalid(), so indexes stay valid
+ * while the caller marks several.
+ */
+void am_alert_invalidate(struct am_payload *p, size_t i, const char *reason, const char *field,
+			 const char *fmt, ...) PRINTF_LIKE(5, 6);
+
+/*
+ * Move the alerts marked by am_alert_invalidate() behind the valid ones
+ * (stable: both keep payload order), updating n_alerts and n_invalid.
+ */
+void am_payload_sort_invalid(struct am_payload *p);
+
+/*
+ * Append the compact JSON object of alert a of p exactly as it was received
+ * (keys sorted), valid or not: what a dead letter keeps for inspection.
+ * Errors: ERR_TOOBIG when out's max is reached (out is then left unchanged).
+ */
+enum err am_alert_raw_json(const struct am_alert *a, struct buf *out) WARN_UNUSED;
 
 /*
  * Alertmanager's alert fingerprint of labels (prometheus/common

@@ -117,8 +117,9 @@ struct srv_request_impl {
 	int64_t start_us;
 	int status;     /* status queued; 0 while none */
 	int has_body;   /* Content-Length > 0 or Transfer-Encoding sent */
-	int too_big;    /* the body passed max_body while streaming */
-	size_t discarded;  /* bytes dropped since then */
+	int too_big;    /* the body passes max_body: read and dropped, then 413 */
+	size_t discarded;  /* bytes of the body read since (all of them, once too_big) */
+	long long content_length;  /* the header's value; -1 when absent (chunked) */
 	char addr[INET6_ADDRSTRLEN];
 };
 
@@ -578,6 +579,51 @@ static enum MHD_Result reject_unrouted(struct srv_request_impl *x)
 	return ok;
 }
 
+/* How much of an oversized body is read and dropped before hanging up. */
+static size_t discard_limit(const struct srv *s)
+{
+	size_t n = s->max_body < SIZE_MAX / 4 ? s->max_body * 4 : SIZE_MAX;
+
+	return n > DISCARD_MIN ? n : DISCARD_MIN;
+}
+
+/* Log a 413 (one line each: they are rare, and a client's size is worth knowing). */
+static void log_too_large(struct srv_request_impl *x)
+{
+	struct log_line *l = log_begin(LOG_WARN, "request body too large");
+
+	log_str(l, "remote_addr", srv_remote_addr(&x->req));
+	log_str(l, "path", x->req.path);
+	if (x->content_length >= 0)
+		log_int(l, "content_length", x->content_length);
+	log_int(l, "max_body_bytes", (int64_t)x->srv->max_body);
+	log_int(l, "read", (int64_t)(x->body.len + x->discarded));
+	log_end(l);
+}
+
+static enum MHD_Result respond_too_large(struct srv_request_impl *x)
+{
+	log_too_large(x);
+	return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL, NULL,
+			     1);
+}
+
+/*
+ * A Content-Length over max_body.  Answering before the body is read makes
+ * the kernel reset the connection under a client that is still sending (and
+ * many, like Python's urllib, read only once all is sent): the 413 is lost.
+ * So the body is read and dropped, up to discard_limit(), and answered at
+ * its end - unless the client asked "Expect: 100-continue" (it waits for an
+ * answer before sending) or announced more than the bound: then at once.
+ */
+static int answer_too_large_now(struct srv_request_impl *x, unsigned long long n)
+{
+	const char *expect = MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
+							 MHD_HTTP_HEADER_EXPECT);
+
+	return n > discard_limit(x->srv) || (expect && !strcasecmp(expect, "100-continue"));
+}
+
 /* First callback: route, early rejections; MHD_YES to go on reading. */
 static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method)
 {
@@ -586,6 +632,7 @@ static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method
 
 	x->route = find_route(s, method, x->req.path, &known_path);
 	x->route_label = known_path ? known_path : not_routed;
+	x->content_length = -1;
 	if (s->tls_ca && !client_verified(x))
 		return respond_error(x, MHD_HTTP_FORBIDDEN, "client certificate not verified",
 				     NULL, NULL, 1);
@@ -596,9 +643,16 @@ static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method
 		unsigned long long n;
 		errno = 0;
 		n = strtoull(cl, &end, 10);
-		if (errno || end == cl || n > s->max_body)
-			return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE,
-					     "request body too large", NULL, NULL, 1);
+		if (errno || end == cl || n > (unsigned long long)LLONG_MAX)
+			return respond_too_large(x);
+		x->content_length = (long long)n;
+		if (n > s->max_body && answer_too_large_now(x, n))
+			return respond_too_large(x);
+		if (n > s->max_body) {
+			buf_release(&x->body);
+			x->too_big = 1;  /* on_request() drops it, then answers */
+			return MHD_YES;
+		}
 		x->has_body = n > 0;
 	}
 	x->has_body |= MHD_lookup_connection_value(x->conn, MHD_HEADER_KIND,
@@ -641,14 +695,6 @@ static enum MHD_Result dispatch(struct srv_request_impl *x)
 	buf_release(&res.body);
 	buf_release(&res.headers);
 	return ok;
-}
-
-/* How much of an oversized streamed body is read and dropped before hanging up. */
-static size_t discard_limit(const struct srv *s)
-{
-	size_t n = s->max_body < SIZE_MAX / 4 ? s->max_body * 4 : SIZE_MAX;
-
-	return n > DISCARD_MIN ? n : DISCARD_MIN;
 }
 
 /* Warn that the connection cap closed connections, at most every LIMIT_WARN_EVERY_US. */
@@ -808,20 +854,24 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		if (!x->too_big && buf_add(&x->body, upload_data, n) == ERR_OK)
 			return MHD_YES;
 		/*
-		 * Over the limit while streaming (chunked).  MHD 0.9.75 cannot
-		 * queue a response in the middle of a body, so drop the rest and
-		 * answer 413 at the end; a client that keeps sending far more is
-		 * cut off.
+		 * Over the limit (announced, or while streaming chunked).  MHD
+		 * 0.9.75 cannot queue a response in the middle of a body, so
+		 * drop the rest and answer 413 at the end; a client that keeps
+		 * sending far more is cut off (and that is logged too).
 		 */
-		if (!x->too_big)
+		if (!x->too_big) {
+			x->discarded = x->body.len;
 			buf_release(&x->body);
+		}
 		x->too_big = 1;
 		x->discarded += n;
-		return x->discarded > discard_limit(x->srv) ? MHD_NO : MHD_YES;
+		if (x->discarded <= discard_limit(x->srv))
+			return MHD_YES;
+		log_too_large(x);
+		return MHD_NO;
 	}
 	if (x->too_big)
-		return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL,
-				     NULL, 1);
+		return respond_too_large(x);
 	if (!x->route)
 		return reject_unrouted(x);
 	return dispatch(x);

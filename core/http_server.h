@@ -7,10 +7,16 @@
  * fill in a struct srv_response.  The server answers by itself, with a JSON
  * body {"error": "..."}:
  *   404 unknown path; 405 known path, wrong method (with Allow);
- *   413 Content-Length over max_body_bytes (at once, the body is not read) or a
- *       streamed (chunked) body passing it (the rest is read and dropped, never
- *       buffered; past max(4 x max_body_bytes, 1 MiB) dropped the connection is
- *       closed without an answer);
+ *   413 a body over max_body_bytes, then the connection is closed.  The body
+ *       is read and dropped (never buffered) before the answer, so that a
+ *       client still sending sees the 413 and not a connection reset: up to
+ *       max(4 x max_body_bytes, 1 MiB) read in all; a streamed (chunked) body
+ *       still coming past that bound is cut off without an answer.  A
+ *       Content-Length over that bound, or sent with "Expect: 100-continue",
+ *       is answered at once, the body unread (a client still sending it may
+ *       then see a reset).  Every 413 (and every cut-off) is logged at warn:
+ *       "request body too large" with remote_addr, path, content_length (when
+ *       sent), max_body_bytes and read (the body bytes read);
  *   403 no valid client certificate, when a client CA is configured;
  *   400 malformed requests (libmicrohttpd itself).
  * Answers to requests that still had a body to send close the connection;

@@ -94,3 +94,61 @@ void intake_error(struct srv_response *res, int status, const struct auth *a, co
 	intake_error_member(res, status, a, msg, field, NULL, NULL);
 }
 
+
+/* Append alert a's dead letter document and then its reason, each ended by a NUL. */
+static enum err add_dead(const char *receiver, const struct am_alert *a, struct buf *docs)
+{
+	struct buf d = BUF_INIT;
+	enum err rc;
+
+	(void)buf_adds(&d, "{\"v\":1,\"receiver\":");
+	intake_json_quote(&d, receiver);
+	(void)buf_adds(&d, ",\"invalid\":{\"field\":");
+	intake_json_quote(&d, a->invalid->field);
+	(void)buf_adds(&d, ",\"error\":");
+	intake_json_quote(&d, a->invalid->message);
+	(void)buf_adds(&d, "},\"alert\":");
+	rc = am_alert_raw_json(a, &d);
+	(void)buf_add(&d, "}", 2);
+	(void)buf_printf(&d, "invalid alert: %s: %s", a->invalid->field, a->invalid->message);
+	if (rc == ERR_OK)
+		rc = buf_add(docs, d.data, d.len + 1);  /* with the reason's NUL */
+	buf_release(&d);
+	return rc;
+}
+
+enum err intake_dead_events(const struct am_payload *p, const char *kind, const char *receiver,
+			    int64_t received_ms, struct buf *docs, struct store_event *evs)
+{
+	const struct am_alert *bad = p->alerts + p->n_alerts;
+	size_t start = docs->len;
+	const char *at;
+
+	if (!p->n_invalid)
+		return ERR_OK;
+	for (size_t i = 0; i < p->n_invalid; i++) {
+		enum err rc = add_dead(receiver, &bad[i], docs);
+
+		if (rc != ERR_OK)
+			return rc;
+	}
+	/* docs no longer moves: point the events into it. */
+	at = docs->data + start;
+	for (size_t i = 0; i < p->n_invalid; i++) {
+		struct store_event *ev = &evs[i];
+
+		memset(ev, 0, sizeof(*ev));
+		ev->kind = (char *)kind;
+		ev->receiver = (char *)receiver;
+		ev->key = (char *)bad[i].fingerprint;
+		ev->status = (char *)bad[i].status;
+		ev->starts_at_ms = bad[i].starts_at_ms;
+		ev->ends_at_ms = bad[i].ends_at_ms;
+		ev->received_at_ms = received_ms;
+		ev->payload = (char *)at;
+		at += strlen(at) + 1;
+		ev->dead_reason = (char *)at;
+		at += strlen(at) + 1;
+	}
+	return ERR_OK;
+}

@@ -3,16 +3,19 @@
  * POST /v1/webhook, janitor/janitor_webhook.c for POST /v1/janitor/webhook)
  * answer alike: the Content-Type check, JSON error bodies, the 401 with its
  * challenge and the 503 with Retry-After (DESIGN.md "HTTP answers to
- * Alertmanager": Alertmanager retries only 5xx).
+ * Alertmanager": Alertmanager retries only 5xx), and the dead letters of the
+ * invalid alerts of a payload that is otherwise accepted.
  */
 #ifndef AB_INTAKE_H
 #define AB_INTAKE_H
 
 #include <stdint.h>
 
+#include "am.h"
 #include "auth.h"
 #include "buf.h"
 #include "http_server.h"
+#include "store.h"
 
 /* Seconds sent in Retry-After with a 503. */
 #define INTAKE_RETRY_AFTER_S 5
@@ -47,5 +50,20 @@ void intake_error(struct srv_response *res, int status, const struct auth *a, co
  */
 void intake_error_member(struct srv_response *res, int status, const struct auth *a,
 			 const char *msg, const char *field, const char *name, const char *value);
+
+/*
+ * The dead-lettered events of the invalid alerts of p (p->n_invalid of them,
+ * behind the valid ones; see am_options.keep_invalid_alerts), written into
+ * evs[0 .. p->n_invalid), which the caller allocated: kind and receiver as
+ * given, key = the alert's fingerprint, its status, starts_at_ms and
+ * ends_at_ms, received_at_ms, dead_reason = "invalid alert: <field>:
+ * <message>", payload = {"v":1,"receiver":...,"invalid":{"field":...,
+ * "error":...},"alert":<am_alert_raw_json()>}.  The strings live in docs
+ * (appended to, NUL-separated), which must not change while evs is used.
+ * Errors: ERR_TOOBIG when docs' max is reached (evs then unusable).
+ */
+enum err intake_dead_events(const struct am_payload *p, const char *kind, const char *receiver,
+			    int64_t received_ms, struct buf *docs,
+			    struct store_event *evs) WARN_UNUSED;
 
 #endif

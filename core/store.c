@@ -654,6 +654,28 @@ void store_close(struct store *st)
 
 /* ---- intake: group commit ---- */
 
+/*
+ * Dead-letter pending event id of (receiver, key) with reason and set the
+ * reason on its map row, if any.  Caller holds db_mu inside a transaction.
+ */
+static enum err mark_dead(struct store *st, int64_t id, const char *receiver, const char *key,
+			  int64_t now_ms, const char *reason, struct buf *errmsg)
+{
+	int brc = SQLITE_OK;
+	enum err rc;
+
+	bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
+	bind_int(st->stmt[S_EV_DEAD], 2, now_ms, &brc);
+	bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
+	rc = run(st, S_EV_DEAD, brc, "dead-letter event", errmsg);
+	if (rc)
+		return rc;
+	bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);
+	bind_text(st->stmt[S_IS_SET_DEAD], 2, key, &brc);
+	bind_text(st->stmt[S_IS_SET_DEAD], 3, reason, &brc);
+	return run(st, S_IS_SET_DEAD, brc, "set dead reason", errmsg);
+}
+
 static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
 {
 	const char *missing = NULL;
@@ -698,6 +720,8 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
 	rc = run(st, S_EV_INSERT, brc, "insert event", errmsg);
 	if (rc == ERR_OK)
 		ev->id = sqlite3_last_insert_rowid(st->db);
+	if (rc == ERR_OK && !empty(ev->dead_reason))
+		rc = mark_dead(st, ev->id, ev->receiver, ev->key, now, ev->dead_reason, errmsg);
 	return rc;
 }
 
@@ -1153,7 +1177,6 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 	struct buf msg = BUF_INIT;
 	char *receiver = NULL, *key = NULL;
 	enum err rc;
-	int brc = SQLITE_OK;
 
 	if (!st || empty(reason))
 		return ERR_INVALID;
@@ -1161,18 +1184,8 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
 	if (rc == ERR_OK)
 		rc = event_state(st, id, &receiver, &key, &msg);
-	if (rc == ERR_OK) {
-		bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
-		bind_int(st->stmt[S_EV_DEAD], 2, clock_wall_ms(), &brc);
-		bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
-		rc = run(st, S_EV_DEAD, brc, "dead-letter event", &msg);
-	}
-	if (rc == ERR_OK) {
-		bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);
-		bind_text(st->stmt[S_IS_SET_DEAD], 2, key, &brc);
-		bind_text(st->stmt[S_IS_SET_DEAD], 3, reason, &brc);
-		rc = run(st, S_IS_SET_DEAD, brc, "set dead reason", &msg);
-	}
+	if (rc == ERR_OK)
+		rc = mark_dead(st, id, receiver, key, clock_wall_ms(), reason, &msg);
 	if (rc == ERR_OK)
 		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
 	if (rc)

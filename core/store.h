@@ -43,6 +43,12 @@ struct store_event {
 	int attempts;          /* failed attempts so far */
 	char *last_error;      /* last failure detail, or NULL */
 	char *progress;        /* the worker's note of steps already done, or NULL */
+	/*
+	 * Input to store_enqueue() only: non-NULL and non-empty queues the event
+	 * already dead-lettered with this reason (an alert invalid at intake).
+	 * Never set by the functions that read events (see last_error).
+	 */
+	char *dead_reason;
 };
 
 /* The map row: what alertbridge knows of the issue for (receiver, key). */
@@ -94,6 +100,11 @@ int store_schema_version(void);
  * copies what it needs.  Required: kind, receiver, key, payload non-empty,
  * status "firing" or "resolved".  received_at_ms <= 0 means now; attempts
  * and last_error are ignored (a new event has none).  n == 0 is ERR_OK.
+ * An event with dead_reason is inserted and dead-lettered in the same
+ * transaction, exactly as store_event_dead() would leave it (never pending,
+ * so no worker sees it; last_error = dead_reason; the map row of its
+ * (receiver, key), if any, gets the dead_reason too): it shows in
+ * store_dead_unmapped() / the map row and counts in store_dead_count().
  * Errors: ERR_INVALID (a required field NULL or empty, evs NULL with n > 0;
  * errmsg names the event index and field), ERR_DB (the shared transaction
  * failed: every caller in it gets ERR_DB and the same message).

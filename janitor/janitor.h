@@ -69,8 +69,12 @@ struct janitor_webhook_options {
 };
 
 /*
- * A new intake; opts is copied.  Never NULL (store must be set).  Registers
- * alertbridge_janitor_webhook_requests_total{code} when metrics is set.
+ * A new intake; opts is copied (limits.keep_invalid_alerts always set).
+ * Never NULL (store must be set).  Registers, when metrics is set,
+ * alertbridge_janitor_webhook_requests_total{code} and
+ * alertbridge_janitor_webhook_alerts_invalid_total{reason} (alerts
+ * dead-lettered at intake; reason "pod", "namespace" or the alert's member
+ * that failed, am_alert.invalid_reason).
  */
 struct janitor_webhook *janitor_webhook_new(const struct janitor_webhook_options *opts);
 /* Free w; w may be NULL.  No janitor_webhook_handle() may be running. */
@@ -82,14 +86,21 @@ void janitor_webhook_free(struct janitor_webhook *w);
  * core/intake.h), every body application/json, in order:
  *   401 {"error":"unauthorized"} with WWW-Authenticate;
  *   415 {"error":"unsupported Content-Type: want application/json"};
- *   400 {"error":..., "field":...} for a body am_parse() rejects;
- *   400 {"error":"the janitor needs the label pod","field":"alerts[i].labels.pod"}
- *       (or namespace) when an alert lacks a non-empty namespace or pod label;
+ *   400 {"error":..., "field":...} for a body am_parse() rejects (not JSON,
+ *       or not a version-4 envelope);
  *   413 {"error":"events of this payload exceed N bytes"};
  *   503 {"error":"store unavailable: ..."} with Retry-After: 5 (ERR_DB);
- *   200 {"status":"ok","receiver":<receiver>,"alerts":N} once committed.
- * The receiver is not looked up (any receiver name is accepted).  Nothing of
- * a rejected request is stored.  One event per alert: kind "janitor",
+ *   200 {"status":"ok","receiver":<receiver>,"alerts":N[,"invalid":K]} once
+ *       committed; K (left out when 0) alerts were dead-lettered.
+ * An alert without a valid namespace and pod label (reason "invalid alert:
+ * alerts[i].labels.pod: the janitor needs the label pod", or "... label pod
+ * is not a valid Kubernetes pod name"), or with a problem inside it
+ * (am_options.keep_invalid_alerts), is queued as a dead letter of the
+ * "janitor" queue (intake_dead_events(): key its fingerprint) in the same
+ * commit as the others' events, not answered 400: Alertmanager would re-send
+ * the group forever.  The receiver is not looked up (any receiver name is
+ * accepted).  Nothing of a rejected request is stored.  One event per valid
+ * alert: kind "janitor",
  * receiver = the unescaped receiver name, key "namespace/pod", status,
  * startsAt/endsAt of the alert, payload = am_event_json().  Logs
  * "janitor webhook request" (debug) or "janitor webhook rejected" (warn,

@@ -1,7 +1,8 @@
 /*
  * janitor_webhook.c - POST /v1/janitor/webhook: authenticate, parse, check
- * that each alert names a pod, queue one "janitor" event per alert (group
- * commit), answer.  The checks and answers are the bridge's (core/intake.h).
+ * that each alert names a pod, queue one "janitor" event per valid alert and
+ * a dead letter per invalid one (group commit), answer.  The checks and
+ * answers are the bridge's (core/intake.h).
  */
 #include <assert.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 struct janitor_webhook {
 	struct janitor_webhook_options o;
 	struct metric *requests;  /* {code} */
+	struct metric *invalid;   /* {reason} */
 };
 
 /* One request, from the first check to the answer. */
@@ -35,23 +37,31 @@ struct request {
 	char field[128];
 	struct buf docs;        /* event documents, NUL-separated */
 	struct buf keys;        /* "namespace/pod" keys, NUL-separated */
-	struct store_event *evs;
+	struct buf dead_docs;   /* documents and reasons of the dead letters */
+	struct store_event *evs;  /* the valid alerts' events, then the dead letters */
 };
 
 struct janitor_webhook *janitor_webhook_new(const struct janitor_webhook_options *opts)
 {
 	static const char *const code[] = { "code", NULL };
+	static const char *const reason[] = { "reason", NULL };
 	struct janitor_webhook *w;
 
 	assert(opts && opts->store);
 	w = xcalloc(1, sizeof(*w));
 	w->o = *opts;
+	w->o.limits.keep_invalid_alerts = 1;
 	if (!w->o.max_events_bytes)
 		w->o.max_events_bytes = DEFAULT_MAX_EVENTS_BYTES;
-	if (opts->metrics)
+	if (opts->metrics) {
 		w->requests = metrics_counter(opts->metrics,
 					      "alertbridge_janitor_webhook_requests_total",
 					      "Janitor webhook requests answered, by code.", code);
+		w->invalid = metrics_counter(opts->metrics,
+					     "alertbridge_janitor_webhook_alerts_invalid_total",
+					     "Janitor alerts dead-lettered at intake as invalid, by "
+					     "reason (the label or member that failed).", reason);
+	}
 	return w;
 }
 
@@ -83,10 +93,14 @@ static int reject(struct request *r, int status, const char *reason, const char 
 	return status;
 }
 
-/* Every alert names its pod: labels namespace and pod, valid Kubernetes names. */
-static int check_pods(struct request *r)
+/*
+ * Every alert names its pod: labels namespace and pod, valid Kubernetes
+ * names.  One that does not is made invalid (a dead letter), not the request.
+ */
+static void check_pods(struct request *r)
 {
 	static const char *const need[] = { "namespace", "pod" };
+	char field[128];
 
 	for (size_t i = 0; i < r->p->n_alerts; i++) {
 		for (size_t k = 0; k < 2; k++) {
@@ -94,16 +108,19 @@ static int check_pods(struct request *r)
 
 			if (v && *v && (k ? kube_name_valid(v) : kube_namespace_valid(v)))
 				continue;
-			snprintf(r->field, sizeof(r->field), "alerts[%zu].labels.%s", i, need[k]);
+			snprintf(field, sizeof(field), "alerts[%zu].labels.%s",
+				 r->p->alerts[i].index, need[k]);
 			if (v && *v)
-				return reject(r, 400, "invalid pod name",
-					      "label %s is not a valid Kubernetes %s name", need[k],
-					      k ? "pod" : "namespace");
-			return reject(r, 400, "alert without a pod", "the janitor needs the label %s",
-				      need[k]);
+				am_alert_invalidate(r->p, i, need[k], field,
+						    "label %s is not a valid Kubernetes %s name",
+						    need[k], k ? "pod" : "namespace");
+			else
+				am_alert_invalidate(r->p, i, need[k], field,
+						    "the janitor needs the label %s", need[k]);
+			break;
 		}
 	}
-	return 0;
+	am_payload_sort_invalid(r->p);
 }
 
 /* Documents and keys of every alert, then the events pointing into them. */
@@ -125,7 +142,10 @@ static enum err build_events(struct janitor_webhook *w, struct request *r)
 				 am_labels_get(l, "pod"));
 		(void)buf_add(&r->keys, "", 1);
 	}
-	r->evs = xcalloc(p->n_alerts, sizeof(*r->evs));
+	r->evs = xcalloc(p->n_alerts + p->n_invalid, sizeof(*r->evs));
+	if (intake_dead_events(p, JANITOR_QUEUE, p->receiver_name, received, &r->dead_docs,
+			       r->evs + p->n_alerts) != ERR_OK)
+		return ERR_TOOBIG;
 	doc = r->docs.data;
 	key = r->keys.data;
 	for (size_t i = 0; i < p->n_alerts; i++) {
@@ -164,13 +184,13 @@ static int intake(struct janitor_webhook *w, struct request *r)
 		snprintf(r->field, sizeof(r->field), "%s", aerr.field);
 		return reject(r, 400, "invalid payload", "%s", aerr.message);
 	}
-	if (check_pods(r))
-		return r->status;
+	check_pods(r);
 	buf_init(&r->docs, w->o.max_events_bytes);
+	buf_init(&r->dead_docs, w->o.max_events_bytes);
 	if (build_events(w, r) != ERR_OK)
 		return reject(r, 413, "payload too large", "events of this payload exceed %zu bytes",
 			      w->o.max_events_bytes);
-	rc = store_enqueue(w->o.store, r->evs, r->p->n_alerts, &detail);
+	rc = store_enqueue(w->o.store, r->evs, r->p->n_alerts + r->p->n_invalid, &detail);
 	if (rc == ERR_DB)
 		reject(r, 503, "store unavailable", "store unavailable: %s", buf_str(&detail));
 	else if (rc != ERR_OK)
@@ -193,18 +213,35 @@ static void answer(const struct janitor_webhook *w, struct request *r, struct sr
 	res->content_type = "application/json";
 	(void)buf_adds(b, "{\"status\":\"ok\",\"receiver\":");
 	intake_json_quote(b, r->p->receiver_name);
-	(void)buf_printf(b, ",\"alerts\":%zu}", r->p->n_alerts);
+	(void)buf_printf(b, ",\"alerts\":%zu", r->p->n_alerts + r->p->n_invalid);
+	if (r->p->n_invalid)
+		(void)buf_printf(b, ",\"invalid\":%zu", r->p->n_invalid);
+	(void)buf_addch(b, '}');
 }
 
 static void log_request(const struct request *r, int64_t duration_us)
 {
 	struct log_line *l;
 
+	if (r->status == 200 && r->p->n_invalid) {
+		const struct am_alert *first = &r->p->alerts[r->p->n_alerts];
+
+		/* One line per request, however many alerts: the first reason, and the count. */
+		l = log_begin(LOG_WARN, "janitor webhook alerts dead-lettered");
+		log_str(l, "receiver", r->p->receiver_name);
+		log_int(l, "invalid", (int64_t)r->p->n_invalid);
+		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
+		log_str(l, "field", first->invalid->field);
+		log_str(l, "error", first->invalid->message);
+		log_str(l, "remote", srv_remote_addr(r->req));
+		log_end(l);
+	}
 	if (r->status == 200) {
 		l = log_begin(LOG_DEBUG, "janitor webhook request");
 		log_int(l, "code", r->status);
 		log_str(l, "receiver", r->p->receiver_name);
-		log_int(l, "alerts", (int64_t)r->p->n_alerts);
+		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
+		log_int(l, "invalid", (int64_t)r->p->n_invalid);
 	} else {
 		l = log_begin(r->status >= 500 ? LOG_ERROR : LOG_WARN, "janitor webhook rejected");
 		log_int(l, "code", r->status);
@@ -232,10 +269,16 @@ void janitor_webhook_handle(void *ctx, const struct srv_request *req, struct srv
 	answer(w, &r, res);
 	snprintf(code, sizeof(code), "%d", r.status);
 	metric_add(w->requests, labels, 1);
+	for (size_t i = 0; r.status == 200 && i < r.p->n_invalid; i++) {
+		const char *reason[] = { r.p->alerts[r.p->n_alerts + i].invalid_reason };
+
+		metric_add(w->invalid, reason, 1);
+	}
 	log_request(&r, clock_mono_us() - start_us);
 	am_payload_free(r.p);
 	buf_release(&r.msg);
 	buf_release(&r.docs);
+	buf_release(&r.dead_docs);
 	buf_release(&r.keys);
 	free(r.evs);
 }

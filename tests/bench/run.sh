@@ -6,8 +6,7 @@
 #
 # usage: sh tests/bench/run.sh BUILD_DIR BINARY
 # env:   BENCH_DURATION (default 10s), BENCH_THREADS (2), BENCH_CONNECTIONS (16),
-#        BENCH_PAYLOAD (default fixtures/alertmanager/03_group_of_3_firing.json under
-#        $ALERTBRIDGE_SRC/../shared, $ALERTBRIDGE_SRC/../../shared or $ALERTBRIDGE_SRC/tests),
+#        BENCH_PAYLOAD (default $ALERTBRIDGE_SRC/tests/fixtures/alertmanager/03_group_of_3_firing.json),
 #        CC (cc).
 # Exit status: 0 when both runs had no non-2xx answer and no alert acknowledged by
 # alertbridge is missing from its database; 1 otherwise; 2 for a setup problem.
@@ -32,10 +31,7 @@ command -v curl >/dev/null || die "curl not installed"
 
 PAYLOAD=${BENCH_PAYLOAD:-}
 if [ -z "$PAYLOAD" ]; then
-	for p in "$SRC/../shared" "$SRC/../../shared" "$SRC/tests"; do
-		f="$p/fixtures/alertmanager/03_group_of_3_firing.json"
-		if [ -f "$f" ]; then PAYLOAD=$f; break; fi
-	done
+	PAYLOAD="$SRC/tests/fixtures/alertmanager/03_group_of_3_firing.json"
 fi
 [ -n "$PAYLOAD" ] && [ -f "$PAYLOAD" ] || die "payload not found (set BENCH_PAYLOAD)"
 PAYLOAD=$(cd "$(dirname "$PAYLOAD")" && pwd)/$(basename "$PAYLOAD")

@@ -1,8 +1,10 @@
 /*
  * fuzz_am.c - libFuzzer harness for the webhook payload parser: am_parse() on
- * the fuzzed body (default limits and small ones), then, for every accepted
- * payload, am_event_json() of each alert, which must be JSON that reads back
- * with the alert's fingerprint and labels.
+ * the fuzzed body (default limits, small ones, and small ones keeping invalid
+ * alerts apart), then, for every accepted payload, am_event_json() of each
+ * valid alert, which must be JSON that reads back with the alert's
+ * fingerprint and labels, and for each invalid one a reason, a status, a
+ * 16-hex-digit fingerprint and am_alert_raw_json() that reads back.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -53,6 +55,26 @@ static void check_event(const struct am_payload *p, size_t i)
 	buf_release(&ev);
 }
 
+static void check_invalid(const struct am_alert *a)
+{
+	struct buf raw = BUF_INIT;
+	json_t *doc;
+
+	if (!a->invalid || !a->invalid_reason || !a->invalid->message[0])
+		abort(); /* an invalid alert says why */
+	if (strcmp(a->status, "firing") && strcmp(a->status, "resolved"))
+		abort(); /* its event needs a status */
+	if (strlen(a->fingerprint) != 16 || strspn(a->fingerprint, "0123456789abcdef") != 16)
+		abort(); /* and a key */
+	if (am_alert_raw_json(a, &raw) != ERR_OK)
+		abort();
+	doc = json_loadb(buf_str(&raw), raw.len, 0, NULL);
+	if (!json_is_object(doc))
+		abort();
+	json_decref(doc);
+	buf_release(&raw);
+}
+
 static void parse(const uint8_t *data, size_t size, const struct am_options *opts)
 {
 	struct am_payload *p = NULL;
@@ -67,18 +89,25 @@ static void parse(const uint8_t *data, size_t size, const struct am_options *opt
 			abort(); /* a terminated, non-empty reason */
 		return;
 	}
-	if (!p || p->n_alerts == 0)
+	if (!p || p->n_alerts + p->n_invalid == 0 || ((!opts || !opts->keep_invalid_alerts) && p->n_invalid))
 		abort();
-	for (size_t i = 0; i < p->n_alerts; i++)
+	for (size_t i = 0; i < p->n_alerts; i++) {
+		if (p->alerts[i].invalid)
+			abort();
 		check_event(p, i);
+	}
+	for (size_t i = 0; i < p->n_invalid; i++)
+		check_invalid(&p->alerts[p->n_alerts + i]);
 	am_payload_free(p);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct am_options small = { 3, 4, 16, 32 };
+	static const struct am_options small = { 3, 4, 16, 32, 0 };
+	static const struct am_options keep = { 3, 4, 16, 32, 1 };
 
 	parse(data, size, NULL);
 	parse(data, size, &small);
+	parse(data, size, &keep);
 	return 0;
 }

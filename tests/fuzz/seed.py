@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """seed.py - (re)write the seed corpora in tests/fuzz/corpus/<harness>/ from the project's own
-inputs: the Alertmanager fixtures, the Mustache spec (../shared/mustache-spec, MIT), the shipped
+inputs: the Alertmanager fixtures, the Mustache spec (tests/mustache-spec, MIT), the shipped
 templates, the config examples and unit-test data, and the kubeconfig variants of the unit tests.
 Run from the repository root: python3 tests/fuzz/seed.py [MUSTACHE_SPEC_DIR].  Files are named
 by content hash, so rerunning only adds what is new."""
@@ -30,8 +30,7 @@ def read(path):
 
 
 def spec_dir():
-    for d in sys.argv[1:] + [os.path.join(ROOT, "..", "shared", "mustache-spec"),
-                             os.path.join(ROOT, "..", "..", "shared", "mustache-spec")]:
+    for d in sys.argv[1:] + [os.path.join(ROOT, "tests", "mustache-spec")]:
         if os.path.isdir(d):
             return d
     return None

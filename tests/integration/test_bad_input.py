@@ -3,11 +3,14 @@
 item 7), and malformed config files against check-config and serve.
 
 Webhooks: one alertbridge (github.dry_run, janitor enabled in dry-run against fake_kube) gets
-a valid webhook on each endpoint, then each malformed request of CASES.  Every one must get the
-expected 4xx with a JSON {"error", "field"} naming the field where there is one, leave the
-tables events, issues and notices identical (dumped with Python's sqlite3 before and after),
-and leave the process healthy.  At the end valid webhooks are still accepted, at the configured
-webhook.max_alerts too.
+a valid webhook on each endpoint, then each malformed request of CASES.  A body that is not a
+version-4 webhook (not JSON, the envelope's fields) must get the expected 4xx with a JSON
+{"error", "field"} naming the field where there is one, and leave the tables events, issues and
+notices identical (dumped with Python's sqlite3 before and after).  A problem inside one alert
+(issue 4) must get 200 with "invalid": 1 and add exactly one dead-lettered event whose reason
+names the field and the problem, the other alerts' events done and nothing else changed.
+Every case leaves the process healthy.  At the end valid webhooks are still accepted, at the
+configured webhook.max_alerts too.
 Config files: each error class makes check-config and serve exit 1 with "file:line: key" on
 stderr, and creates no database (nor changes an existing one).
 Env: ALERTBRIDGE_BIN (default ./alertbridge), BAD_ONLY=name,name.
@@ -123,6 +126,7 @@ def raw_sub(old, new):
 # ----- the cases -------------------------------------------------------------------------------
 # (name, path, body bytes, headers (None: JSON content type), status, field or None, message
 # substring).  field None: no "field" member expected; "" : none either (body not JSON).
+# Status 200: the alert at field is dead-lettered with a reason holding field and message.
 
 HOOK = "/v1/webhook"
 JHOOK = "/v1/janitor/webhook"
@@ -137,9 +141,10 @@ def cases():
     many_labels["alertname"] = "BadInputProbe"
     over = payload([alert(i) for i in range(2 * MAX_ALERTS)])  # 10k alerts
     jover = jpayload([pod_alert(i) for i in range(MAX_ALERTS + 1)])
-    two = payload([alert(0), alert(1)])
+    # The valid alert beside the invalid one repeats the seeded one (nothing changes for it).
+    two = payload([copy.deepcopy(P["alerts"][0]), alert(1)])
     del two["alerts"][1]["status"]
-    jtwo = jpayload([pod_alert(0), pod_alert(1)])
+    jtwo = jpayload([copy.deepcopy(JP["alerts"][0]), pod_alert(1)])
     del jtwo["alerts"][1]["labels"]["pod"]
     c = [
         # not JSON at all, or not one object
@@ -232,55 +237,55 @@ def cases():
          "must not be empty"),
         ("alert a string", HOOK, enc(dict(P, alerts=["x"])), None, 400, "alerts[0]",
          "must be an object"),
-        ("second alert without status", HOOK, enc(two), None, 400, "alerts[1].status",
+        ("second alert without status", HOOK, enc(two), None, 200, "alerts[1].status",
          "missing"),
-        ("alert status wrong", HOOK, enc(with_alert0(P, status="active")), None, 400,
+        ("alert status wrong", HOOK, enc(with_alert0(P, status="active")), None, 200,
          "alerts[0].status", "\"firing\" or \"resolved\""),
-        ("labels missing", HOOK, enc(alert0_without(P, "labels")), None, 400,
+        ("labels missing", HOOK, enc(alert0_without(P, "labels")), None, 200,
          "alerts[0].labels", "missing"),
-        ("labels empty", HOOK, enc(with_alert0(P, labels={})), None, 400, "alerts[0].labels",
+        ("labels empty", HOOK, enc(with_alert0(P, labels={})), None, 200, "alerts[0].labels",
          "at least one label"),
-        ("label value a number", HOOK, enc(label0(P, "severity", 3)), None, 400,
+        ("label value a number", HOOK, enc(label0(P, "severity", 3)), None, 200,
          "alerts[0].labels.severity", "must be a string"),
-        ("label value an object", HOOK, enc(label0(P, "severity", {"a": "b"})), None, 400,
+        ("label value an object", HOOK, enc(label0(P, "severity", {"a": "b"})), None, 200,
          "alerts[0].labels.severity", "must be a string"),
-        ("label value null", HOOK, enc(label0(P, "severity", None)), None, 400,
+        ("label value null", HOOK, enc(label0(P, "severity", None)), None, 200,
          "alerts[0].labels.severity", "must be a string"),
-        ("label name empty", HOOK, enc(label0(P, "", "x")), None, 400, "alerts[0].labels",
+        ("label name empty", HOOK, enc(label0(P, "", "x")), None, 200, "alerts[0].labels",
          "empty name"),
-        ("annotations an array", HOOK, enc(with_alert0(P, annotations=["x"])), None, 400,
+        ("annotations an array", HOOK, enc(with_alert0(P, annotations=["x"])), None, 200,
          "alerts[0].annotations", "must be an object"),
-        ("startsAt missing", HOOK, enc(alert0_without(P, "startsAt")), None, 400,
+        ("startsAt missing", HOOK, enc(alert0_without(P, "startsAt")), None, 200,
          "alerts[0].startsAt", "missing"),
-        ("startsAt not a time", HOOK, enc(with_alert0(P, startsAt="yesterday")), None, 400,
+        ("startsAt not a time", HOOK, enc(with_alert0(P, startsAt="yesterday")), None, 200,
          "alerts[0].startsAt", "not an RFC 3339 time"),
         ("startsAt Feb 30", HOOK, enc(with_alert0(P, startsAt="2024-02-30T00:00:00Z")), None,
-         400, "alerts[0].startsAt", "not an RFC 3339 time"),
+         200, "alerts[0].startsAt", "not an RFC 3339 time"),
         ("startsAt without zone", HOOK, enc(with_alert0(P, startsAt="2024-02-03T00:00:00")),
-         None, 400, "alerts[0].startsAt", "not an RFC 3339 time"),
+         None, 200, "alerts[0].startsAt", "not an RFC 3339 time"),
         ("startsAt the zero time", HOOK, enc(with_alert0(P, startsAt="0001-01-01T00:00:00Z")),
-         None, 400, "alerts[0].startsAt", "zero time"),
-        ("startsAt a number", HOOK, enc(with_alert0(P, startsAt=1700000000)), None, 400,
+         None, 200, "alerts[0].startsAt", "zero time"),
+        ("startsAt a number", HOOK, enc(with_alert0(P, startsAt=1700000000)), None, 200,
          "alerts[0].startsAt", "must be a string"),
-        ("endsAt missing", HOOK, enc(alert0_without(P, "endsAt")), None, 400,
+        ("endsAt missing", HOOK, enc(alert0_without(P, "endsAt")), None, 200,
          "alerts[0].endsAt", "missing"),
-        ("endsAt garbage", HOOK, enc(with_alert0(P, endsAt="2024-01-01T25:00:00Z")), None, 400,
+        ("endsAt garbage", HOOK, enc(with_alert0(P, endsAt="2024-01-01T25:00:00Z")), None, 200,
          "alerts[0].endsAt", "not an RFC 3339 time"),
-        ("generatorURL a number", HOOK, enc(with_alert0(P, generatorURL=1)), None, 400,
+        ("generatorURL a number", HOOK, enc(with_alert0(P, generatorURL=1)), None, 200,
          "alerts[0].generatorURL", "must be a string"),
-        ("fingerprint short", HOOK, enc(with_alert0(P, fingerprint="abc")), None, 400,
+        ("fingerprint short", HOOK, enc(with_alert0(P, fingerprint="abc")), None, 200,
          "alerts[0].fingerprint", "16 lowercase hex"),
         ("fingerprint upper case", HOOK, enc(with_alert0(P, fingerprint="ABCDEF0123456789")),
-         None, 400, "alerts[0].fingerprint", "16 lowercase hex"),
+         None, 200, "alerts[0].fingerprint", "16 lowercase hex"),
         # sizes
-        ("huge label value", HOOK, enc(label0(P, "severity", big)), None, 400,
+        ("huge label value", HOOK, enc(label0(P, "severity", big)), None, 200,
          "alerts[0].labels.severity", "longer than 4096 bytes"),
-        ("huge label name", HOOK, enc(label0(P, big, "x")), None, 400,
+        ("huge label name", HOOK, enc(label0(P, big, "x")), None, 200,
          "alerts[0].labels." + big[:110], "name longer than 4096 bytes"),
-        ("300 labels", HOOK, enc(with_alert0(P, labels=many_labels)), None, 400,
+        ("300 labels", HOOK, enc(with_alert0(P, labels=many_labels)), None, 200,
          "alerts[0].labels", "more than 256 entries"),
         ("huge annotation", HOOK, enc(label0(P, "summary", "y" * 70000, "annotations")), None,
-         400, "alerts[0].annotations.summary", "longer than 65536 bytes"),
+         200, "alerts[0].annotations.summary", "longer than 65536 bytes"),
         ("alerts over max_alerts", HOOK, enc(over), None, 400, "alerts",
          "more than %d alerts" % MAX_ALERTS),
         ("body over max_body_bytes", HOOK, b"{" + b" " * MAX_BODY + b"}", None, 413, None,
@@ -296,27 +301,27 @@ def cases():
         ("unknown receiver", HOOK, enc(dict(P, receiver="nobody")), None, 404, None,
          "unknown receiver"),
         ("invalid repo label", HOOK, enc(label0(P, "alertbridge_repo", "not a repo")), None,
-         400, "alerts[0].labels.alertbridge_repo", "repo"),
+         200, "alerts[0].labels.alertbridge_repo", "repo"),
         ("repo label path traversal", HOOK, enc(label0(P, "alertbridge_repo", "../../x")),
-         None, 400, "alerts[0].labels.alertbridge_repo", "repo"),
+         None, 200, "alerts[0].labels.alertbridge_repo", "repo"),
         ("invalid repo query", HOOK + "?repo=a/b/c", VALID, None, 400, None, "repo"),
         ("receiver query invalid UTF-8", HOOK + "?receiver=%FF%FE", VALID, None, 404, None,
          "unknown receiver"),
         # the janitor's endpoint
         ("janitor: pod label missing", JHOOK, enc(jpayload([pod_alert(0, labels={
-            "alertname": "JanitorIdleGPUPod", "namespace": "ml"})])), None, 400,
+            "alertname": "JanitorIdleGPUPod", "namespace": "ml"})])), None, 200,
          "alerts[0].labels.pod", "pod"),
         ("janitor: namespace empty", JHOOK, enc(jpayload([pod_alert(0, labels={
-            "alertname": "JanitorIdleGPUPod", "namespace": "", "pod": "p0"})])), None, 400,
+            "alertname": "JanitorIdleGPUPod", "namespace": "", "pod": "p0"})])), None, 200,
          "alerts[0].labels.namespace", "namespace"),
-        ("janitor: second alert without pod", JHOOK, enc(jtwo), None, 400,
+        ("janitor: second alert without pod", JHOOK, enc(jtwo), None, 200,
          "alerts[1].labels.pod", "pod"),
         ("janitor: pod name with a slash", JHOOK, enc(jpayload([pod_alert(0, labels={
             "alertname": "JanitorIdleGPUPod", "namespace": "ml", "pod": "../../nodes/x"})])),
-         None, 400, "alerts[0].labels.pod", "pod"),
+         None, 200, "alerts[0].labels.pod", "pod"),
         ("janitor: namespace upper case", JHOOK, enc(jpayload([pod_alert(0, labels={
             "alertname": "JanitorIdleGPUPod", "namespace": "ML", "pod": "p0"})])),
-         None, 400, "alerts[0].labels.namespace", "namespace"),
+         None, 200, "alerts[0].labels.namespace", "namespace"),
         ("janitor: truncated JSON", JHOOK, enc(JP)[:40], None, 400, "", "invalid JSON"),
         ("janitor: wrong version", JHOOK, enc(dict(JP, version="5")), None, 400, "version",
          "unsupported version"),
@@ -327,7 +332,7 @@ def cases():
         ("janitor: 100k nested arrays", JHOOK, deep, None, 400, "", "invalid JSON"),
         ("janitor: alerts over max_alerts", JHOOK, enc(jover), None, 400, "alerts",
          "more than %d alerts" % MAX_ALERTS),
-        ("janitor: startsAt garbage", JHOOK, enc(with_alert0(JP, startsAt="soon")), None, 400,
+        ("janitor: startsAt garbage", JHOOK, enc(with_alert0(JP, startsAt="soon")), None, 200,
          "alerts[0].startsAt", "not an RFC 3339 time"),
         ("janitor: wrong content type", JHOOK, enc(JP), {"Content-Type": "text/json"}, 415,
          None, "Content-Type"),
@@ -483,6 +488,42 @@ def answer_ok(name, st, body, want_status, want_field, want_msg):
 STATS = {"webhook_cases": 0, "by_status": {}}
 
 
+def new_events(after_id):
+    con = sqlite3.connect("file:%s?mode=ro" % S["db"], uri=True, timeout=10)
+    try:
+        return con.execute("SELECT state, last_error FROM events WHERE id > ? ORDER BY id",
+                           (after_id,)).fetchall()
+    finally:
+        con.close()
+
+
+def dead_lettered_ok(name, st, body, before, field, msg):
+    """A 200 for a payload with one invalid alert: that alert is one dead letter whose reason
+    names field and msg; the other alerts' events are done; nothing else changed but the
+    dead_reason (last column) of the map row of the invalid alert's key, when it has one."""
+    eq(st, 200, "%s: status" % name)
+    check(isinstance(body, dict) and body.get("status") == "ok" and body.get("invalid") == 1,
+          "%s: answered ok with one invalid alert" % name, body)
+    poll(lambda: pending() == 0, "%s: the valid alerts' events processed" % name, timeout_s=30)
+    after = dump()
+    eq(digest(after["notices"]), digest(before["notices"]), "%s: table notices unchanged" % name)
+    eq(digest([r[:-1] for r in after["issues"]]), digest([r[:-1] for r in before["issues"]]),
+       "%s: table issues unchanged but for dead_reason" % name)
+    check(all(r in after["events"] for r in before["events"]),
+          "%s: every earlier event unchanged" % name)
+    last_id = max([r[0] for r in before["events"]] or [0])
+    added = new_events(last_id)
+    dead = [r for r in added if r[0] == "dead"]
+    check(len(dead) == 1 and dead[0][1].startswith("invalid alert: " + field + ": ") and
+          msg.lower() in dead[0][1].lower(), "%s: one dead letter naming %s and %r" % (
+              name, field, msg), added)
+    check(all(r[0] == "done" for r in added if r[0] != "dead"), "%s: the rest done" % name,
+          added)
+    marked = [r[-1] for r in after["issues"] if r not in before["issues"]]
+    check(all(m == dead[0][1] for m in marked), "%s: a map row marked with the reason" % name,
+          marked)
+
+
 def run_cases(select):
     failures = []
     for name, path, raw, headers, status, field, msg in cases():
@@ -491,9 +532,12 @@ def run_cases(select):
         before = dump()
         try:
             st, _, body = post(path, raw, headers)
-            answer_ok(name, st, body, status, field, msg)
-            after = dump()
-            eq(digest(after), digest(before), "%s: database unchanged" % name)
+            if status == 200:
+                dead_lettered_ok(name, st, body, before, field, msg)
+            else:
+                answer_ok(name, st, body, status, field, msg)
+                after = dump()
+                eq(digest(after), digest(before), "%s: database unchanged" % name)
             healthy()
         except Failure as e:
             failures.append(str(e))

@@ -27,21 +27,25 @@ static const char *const fixtures[] = {
 #define N_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
 
 /*
- * Read a fixture: $ALERTBRIDGE_FIXTURES, else tests/fixtures/alertmanager
- * (run from the repo root), else the shared capture directory.
+ * Read a fixture from $ALERTBRIDGE_FIXTURES, else
+ * $ALERTBRIDGE_SRC/tests/fixtures/alertmanager, else
+ * tests/fixtures/alertmanager (run from the repo root).
  */
 static char *read_fixture(const char *name, size_t *len)
 {
 	const char *env = getenv("ALERTBRIDGE_FIXTURES");
-	const char *dirs[] = { env ? env : "tests/fixtures/alertmanager",
-			       "tests/fixtures/alertmanager", "/work/shared/fixtures/alertmanager" };
+	const char *src = getenv("ALERTBRIDGE_SRC");
+	const char *dirs[] = { env, src, "." };
+	const char *sub[] = { "", "/tests/fixtures/alertmanager", "/tests/fixtures/alertmanager" };
 	char path[512];
 	FILE *f = NULL;
 	char *data;
 	long n;
 
 	for (size_t i = 0; i < 3 && !f; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], name);
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		snprintf(path, sizeof(path), "%s%s/%s", dirs[i], sub[i], name);
 		f = fopen(path, "rb");
 	}
 	assert_non_null(f);
@@ -513,6 +517,74 @@ static void long_error_path_is_cut(void **state)
 	buf_release(&body);
 }
 
+/*
+ * keep_invalid_alerts: a problem inside an alert makes that alert invalid,
+ * behind the valid ones, with its error, reason and a stable fingerprint;
+ * the envelope is still checked as a whole.
+ */
+static void invalid_alerts_are_kept_apart(void **state)
+{
+	static const char body[] = BODY(
+		HDR, GOOD "," ALERT_F("\"pending\"", "{\"alertname\":\"B\"}", T0, ZT, "") ","
+		     ALERT_F("\"resolved\"", "{\"alertname\":\"C\",\"x\":1}", T0, T0, "") ","
+		     GOOD);
+	struct am_options keep = { .keep_invalid_alerts = 1 };
+	struct am_labels b = { (struct am_label[]){ { "alertname", "B" } }, 1 };
+	struct am_labels c = { (struct am_label[]){ { "alertname", "C" } }, 1 };
+	struct am_payload *p = NULL;
+	struct am_error e;
+	struct buf raw = BUF_INIT;
+	char fp[17];
+	(void)state;
+
+	/* Strict: the first problem fails the payload. */
+	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &e), ERR_INVALID);
+	assert_string_equal(e.field, "alerts[1].status");
+	assert_int_equal(am_parse(body, strlen(body), &keep, &p, &e), ERR_OK);
+	assert_int_equal(p->n_alerts, 2);
+	assert_int_equal(p->n_invalid, 2);
+	assert_int_equal(p->alerts[0].index, 0);
+	assert_int_equal(p->alerts[1].index, 3);
+	assert_null(p->alerts[0].invalid);
+	assert_null(p->alerts[1].invalid);
+	assert_int_equal(p->alerts[2].index, 1);
+	assert_string_equal(p->alerts[2].invalid->field, "alerts[1].status");
+	assert_string_equal(p->alerts[2].invalid->message, "must be \"firing\" or \"resolved\"");
+	assert_string_equal(p->alerts[2].invalid_reason, "status");
+	assert_string_equal(p->alerts[2].status, "firing");  /* the group's */
+	am_fingerprint(&b, fp);
+	assert_string_equal(p->alerts[2].fingerprint, fp);
+	assert_int_equal(p->alerts[3].index, 2);
+	assert_string_equal(p->alerts[3].invalid->field, "alerts[2].labels.x");
+	assert_string_equal(p->alerts[3].invalid_reason, "labels");
+	assert_string_equal(p->alerts[3].status, "resolved");
+	am_fingerprint(&c, fp);  /* the string labels only */
+	assert_string_equal(p->alerts[3].fingerprint, fp);
+	assert_int_equal(am_alert_raw_json(&p->alerts[3], &raw), ERR_OK);
+	assert_string_equal(buf_str(&raw), "{\"endsAt\":\"2026-11-21T00:49:48.539Z\",\"labels\":"
+					   "{\"alertname\":\"C\",\"x\":1},\"startsAt\":"
+					   "\"2026-11-21T00:49:48.539Z\",\"status\":\"resolved\"}");
+
+	/* The caller's own check: mark, then sort; indexes stay valid while marking. */
+	am_alert_invalidate(p, 1, "repo", "alerts[3].labels.repo", "bad %s", "repo");
+	am_payload_sort_invalid(p);
+	assert_int_equal(p->n_alerts, 1);
+	assert_int_equal(p->n_invalid, 3);
+	assert_int_equal(p->alerts[0].index, 0);
+	assert_int_equal(p->alerts[1].index, 1);  /* the parse's invalid ones stay in order */
+	assert_int_equal(p->alerts[3].index, 3);
+	assert_string_equal(p->alerts[3].invalid->message, "bad repo");
+	assert_string_equal(p->alerts[3].invalid_reason, "repo");
+	am_payload_free(p);
+
+	/* The envelope is still all or nothing, an alert that is not an object too. */
+	assert_int_equal(am_parse(BODY(HDR, GOOD ",7"), strlen(BODY(HDR, GOOD ",7")), &keep, &p,
+				  &e), ERR_INVALID);
+	assert_string_equal(e.field, "alerts[1]");
+	assert_null(p);
+	buf_release(&raw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +601,7 @@ int main(void)
 		cmocka_unit_test(malformed_bodies_are_rejected_with_path),
 		cmocka_unit_test(matrix_baseline_parses),
 		cmocka_unit_test(long_error_path_is_cut),
+		cmocka_unit_test(invalid_alerts_are_kept_apart),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

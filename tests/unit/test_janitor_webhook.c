@@ -218,20 +218,55 @@ static void accepted_one_event_per_alert(void **state)
 	buf_release(&want);
 }
 
-static void missing_pod_or_namespace_is_400(void **state)
+static int collect_dead(void *ctx, const struct store_event *ev)
+{
+	struct buf *out = ctx;
+
+	(void)buf_printf(out, "%s %s %s: %s\n", ev->receiver, ev->key, ev->status,
+			 ev->last_error ? ev->last_error : "");
+	return 0;
+}
+
+/*
+ * An alert without a usable pod or namespace label, or with a problem inside
+ * it, is dead-lettered with its reason; the others are queued, answer 200.
+ */
+static void invalid_alerts_are_dead_lettered(void **state)
 {
 	struct fixture *f = *state;
+	struct buf dead = BUF_INIT, m = BUF_INIT;
+	struct store_event ev = { 0 };
 
 	expect(f,
 	       PAYLOAD(ALERT("firing", POD1) "," ALERT("firing", "\"alertname\":\"X\","
-							       "\"namespace\":\"ml-team\"")),
-	       GOOD, 400,
-	       "{\"error\":\"the janitor needs the label pod\",\"field\":\"alerts[1].labels.pod\"}",
+							       "\"namespace\":\"ml-team\"") ","
+		       ALERT("firing", "\"pod\":\"p\",\"namespace\":\"\"") ","
+		       ALERT("resolved", POD2 ",\"x\":7")),
+	       GOOD, 200,
+	       "{\"status\":\"ok\",\"receiver\":\"gpu.janitor\",\"alerts\":4,\"invalid\":3}",
 	       NULL);
-	expect(f, PAYLOAD(ALERT("firing", "\"pod\":\"p\",\"namespace\":\"\"")), GOOD, 400,
-	       "{\"error\":\"the janitor needs the label namespace\","
-	       "\"field\":\"alerts[0].labels.namespace\"}",
-	       NULL);
+	assert_int_equal(store_pending_count(f->st, "janitor"), 1);
+	assert_int_equal(store_next_event(f->st, "janitor", NOW_MS, &ev), ERR_OK);
+	assert_string_equal(ev.key, "ml-team/train-1");
+	store_event_release(&ev);
+	assert_int_equal(store_dead_count(f->st), 3);
+	assert_int_equal(store_dead_unmapped(f->st, "janitor", 10, collect_dead, &dead), ERR_OK);
+	assert_contains(buf_str(&dead), "firing: invalid alert: alerts[1].labels.pod: the janitor "
+					"needs the label pod\n");
+	assert_contains(buf_str(&dead), "firing: invalid alert: alerts[2].labels.namespace: the "
+					"janitor needs the label namespace\n");
+	assert_contains(buf_str(&dead), "gpu.janitor ");
+	assert_contains(buf_str(&dead), " resolved: invalid alert: alerts[3].labels.x: must be a "
+					"string\n");
+	metrics_render(f->metrics, &m);
+	assert_contains(buf_str(&m), "alertbridge_janitor_webhook_alerts_invalid_total"
+				     "{reason=\"pod\"} 1\n");
+	assert_contains(buf_str(&m), "alertbridge_janitor_webhook_alerts_invalid_total"
+				     "{reason=\"namespace\"} 1\n");
+	assert_contains(buf_str(&m), "alertbridge_janitor_webhook_alerts_invalid_total"
+				     "{reason=\"labels\"} 1\n");
+	buf_release(&m);
+	buf_release(&dead);
 }
 
 static void auth_type_and_payload_errors(void **state)
@@ -314,7 +349,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(accepted_one_event_per_alert, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_pod_or_namespace_is_400, setup, teardown),
+		cmocka_unit_test_setup_teardown(invalid_alerts_are_dead_lettered, setup, teardown),
 		cmocka_unit_test_setup_teardown(auth_type_and_payload_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(events_over_limit_is_413, setup, teardown),
 		cmocka_unit_test_setup_teardown(store_failure_is_503, setup, teardown),

@@ -1,7 +1,7 @@
 /*
  * test_mustache.c - the Mustache renderer: every test of the official spec
- * suite, read at run time from $ALERTBRIDGE_SRC/../shared/mustache-spec (one
- * cmocka test per spec test), then our own tests for escape modes, numbers,
+ * suite, read at run time from tests/mustache-spec (vendored; one cmocka
+ * test per spec test), then our own tests for escape modes, numbers,
  * error messages, the partial depth and output limits, and malformed input.
  */
 #include <setjmp.h>
@@ -520,17 +520,16 @@ static const struct CMUnitTest own_tests[] = {
 
 /*
  * Find the spec directory: $MUSTACHE_SPEC_DIR if set, else
- * $ALERTBRIDGE_SRC/../shared/mustache-spec (the main checkout), else
- * $ALERTBRIDGE_SRC/../../shared/mustache-spec (a worktree under /work/wt/),
- * else ../shared/mustache-spec from the cwd.  Returns 0 and lists what was
- * tried in dir when none holds comments.json.
+ * $ALERTBRIDGE_SRC/tests/mustache-spec (the copy vendored in this
+ * repository), else tests/mustache-spec from the cwd.  Returns 0 and lists
+ * what was tried in dir when none holds comments.json.
  */
 static int spec_dir(struct buf *dir)
 {
 	const char *env = getenv("MUSTACHE_SPEC_DIR");
 	const char *src = getenv("ALERTBRIDGE_SRC");
 	struct buf tried = BUF_INIT, probe = BUF_INIT;
-	const char *base[4], *rel[4];
+	const char *base[3], *rel[3];
 	size_t n = 0, i;
 	int found = 0;
 
@@ -540,12 +539,10 @@ static int spec_dir(struct buf *dir)
 	}
 	if (src && *src) {
 		base[n] = src;
-		rel[n++] = "/../shared/mustache-spec";
-		base[n] = src;
-		rel[n++] = "/../../shared/mustache-spec";
+		rel[n++] = "/tests/mustache-spec";
 	}
-	base[n] = "..";
-	rel[n++] = "/shared/mustache-spec";
+	base[n] = ".";
+	rel[n++] = "/tests/mustache-spec";
 	for (i = 0; i < n && !found; i++) {
 		FILE *f;
 		buf_reset(dir);

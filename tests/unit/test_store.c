@@ -529,6 +529,51 @@ static int dead_fn(void *ctx, const struct store_event *ev)
 	return 0;
 }
 
+
+/*
+ * An event with dead_reason is enqueued already dead-lettered, in the same
+ * commit as the pending ones beside it: never handed to a worker, listed and
+ * counted as a dead letter, its map row marked.
+ */
+static void enqueue_dead_letters_invalid_events(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("default", "kd", 7), got;
+	struct store_event evs[3] = { mkev("bridge", "default", "k0", "firing"),
+				      mkev("bridge", "default", "k1", "firing"),
+				      mkev("bridge", "default", "kd", "resolved") };
+	struct store_event ev;
+	struct buf out = BUF_INIT, msg = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	evs[1].dead_reason = (char *)"invalid alert: alerts[1].startsAt: missing";
+	evs[2].dead_reason = (char *)"invalid alert: alerts[2].labels.alertbridge_repo: bad";
+	if (store_enqueue(st, evs, 3, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	assert_true(evs[1].id > evs[0].id && evs[2].id > evs[1].id);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	assert_int_equal(store_dead_count(st), 2);
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX, &ev), ERR_OK);
+	assert_string_equal(ev.key, "k0");
+	assert_null(ev.dead_reason);
+	store_event_release(&ev);
+	assert_int_equal(store_dead_unmapped(st, "bridge", 10, dead_fn, &out), ERR_OK);
+	assert_string_equal(buf_str(&out), "default/k1:invalid alert: alerts[1].startsAt: missing;");
+	assert_int_equal(store_issue_get(st, "default", "kd", &got), ERR_OK);
+	assert_string_equal(got.dead_reason, "invalid alert: alerts[2].labels.alertbridge_repo: bad");
+	store_issue_release(&got);
+	assert_int_equal(store_event_done(st, evs[1].id, NULL, &msg), ERR_CONFLICT);
+	/* An empty reason is no reason: the event is pending. */
+	evs[0].dead_reason = (char *)"";
+	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+	buf_release(&out);
+	buf_release(&msg);
+	store_close(st);
+}
+
 static void repo_scans_and_unmapped_dead_letters(void **state)
 {
 	struct store *st = open_ok(":memory:");
@@ -1343,6 +1388,7 @@ int main(void)
 		cmocka_unit_test(dead_letter_marks_event_and_row),
 		cmocka_unit_test(dead_letters_are_requeued_by_filter),
 		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
+		cmocka_unit_test(enqueue_dead_letters_invalid_events),
 		cmocka_unit_test(prune_drops_old_done_events_only),
 		cmocka_unit_test_setup_teardown(prune_keeps_the_file_small_and_dead_letters, setup,
 						teardown),

@@ -16,19 +16,22 @@
 #include "bridge/view.h"
 #include "core/xalloc.h"
 
-/* Same lookup as test_am.c: $ALERTBRIDGE_FIXTURES, the repo, the shared captures. */
+/* Same lookup as test_am.c: $ALERTBRIDGE_FIXTURES, $ALERTBRIDGE_SRC/tests/..., ./tests/... */
 static char *read_fixture(const char *name, size_t *len)
 {
 	const char *env = getenv("ALERTBRIDGE_FIXTURES");
-	const char *dirs[] = { env ? env : "tests/fixtures/alertmanager",
-			       "tests/fixtures/alertmanager", "/work/shared/fixtures/alertmanager" };
+	const char *src = getenv("ALERTBRIDGE_SRC");
+	const char *dirs[] = { env, src, "." };
+	const char *sub[] = { "", "/tests/fixtures/alertmanager", "/tests/fixtures/alertmanager" };
 	char path[512];
 	FILE *f = NULL;
 	char *data;
 	long n;
 
 	for (size_t i = 0; i < 3 && !f; i++) {
-		snprintf(path, sizeof(path), "%s/%s", dirs[i], name);
+		if (!dirs[i] || !*dirs[i])
+			continue;
+		snprintf(path, sizeof(path), "%s%s/%s", dirs[i], sub[i], name);
 		f = fopen(path, "rb");
 	}
 	assert_non_null(f);

@@ -89,12 +89,8 @@ static char *read_fixture(const char *name)
 
 	snprintf(path, sizeof(path), "%s/tests/fixtures/alertmanager/%s", env ? env : ".", name);
 	f = fopen(path, "rb");
-	if (!f) {
-		snprintf(path, sizeof(path), "/work/shared/fixtures/alertmanager/%s", name);
-		f = fopen(path, "rb");
-	}
 	if (!f)
-		fail_msg("cannot open fixture %s", name);
+		fail_msg("cannot open fixture %s", path);
 	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
 		assert_int_equal(buf_add(&b, chunk, n), ERR_OK);
 	fclose(f);
@@ -298,18 +294,20 @@ static void assert_no_more_events(const struct fixture *f)
 }
 
 /*
- * The payload must be am_event_json() of alert i of body with "repo": repo
- * added: parse it and compare as JSON documents.
+ * The payload must be am_event_json() of valid alert i of body (the valid
+ * ones counted, as am_parse() with keep_invalid_alerts orders them) with
+ * "repo": repo added: parse it and compare as JSON documents.
  */
 static void assert_payload(const char *payload, const char *body, size_t i, const char *repo)
 {
 	struct am_payload *p = NULL;
+	struct am_options keep = { .keep_invalid_alerts = 1 };
 	struct am_error e;
 	struct buf want = BUF_INIT;
 	json_t *got_doc, *want_doc;
 	json_error_t je;
 
-	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &e), ERR_OK);
+	assert_int_equal(am_parse(body, strlen(body), &keep, &p, &e), ERR_OK);
 	assert_int_equal(am_event_json(p, i, &want), ERR_OK);
 	got_doc = json_loads(payload, JSON_REJECT_DUPLICATES, &je);
 	if (!got_doc)
@@ -449,20 +447,25 @@ static void invalid_payload_is_400(void **state)
 	struct fixture *f = *state;
 	char *body = read_fixture("01_single_firing.json");
 	char *v3 = replace(body, "\"version\": \"4\"", "\"version\": \"3\"");
-	char *no_starts = replace(body, "\"startsAt\": \"2026-11-21T00:49:48.539Z\",", "");
+	char *no_alerts = replace(body, "\"alerts\": [", "\"alerts\": 7, \"x\": [");
+	char *alert_string = replace(body, "\"alerts\": [", "\"alerts\": [\"x\", ");
 
 	expect_rejected(f, NULL, v3, GOOD_HEADERS, 400,
 			"{\"error\":\"unsupported version, want \\\"4\\\"\","
 			"\"field\":\"version\"}");
-	expect_rejected(f, NULL, no_starts, GOOD_HEADERS, 400,
-			"{\"error\":\"missing\",\"field\":\"alerts[0].startsAt\"}");
+	/* The envelope's types; a problem inside an alert is that alert's (see below). */
+	expect_rejected(f, NULL, no_alerts, GOOD_HEADERS, 400,
+			"{\"error\":\"must be an array\",\"field\":\"alerts\"}");
+	expect_rejected(f, NULL, alert_string, GOOD_HEADERS, 400,
+			"{\"error\":\"must be an object\",\"field\":\"alerts[0]\"}");
 	/* Not JSON at all: no "field". */
 	expect_rejected(f, NULL, "[]", GOOD_HEADERS, 400,
 			"{\"error\":\"payload must be a JSON object\"}");
 	expect_rejected(f, NULL, "{\"version\":\"4\"", GOOD_HEADERS, 400,
 			"{\"error\":\"invalid JSON at line 1 column 14: '}' expected near end of "
 			"file\"}");
-	free(no_starts);
+	free(alert_string);
+	free(no_alerts);
 	free(v3);
 	free(body);
 }
@@ -633,40 +636,217 @@ static void repo_query_and_label_override(void **state)
 	free(body);
 }
 
-static void invalid_repo_is_400(void **state)
+/* One dead letter seen by store_dead_unmapped(): its key and reason. */
+struct dead {
+	char key[80];
+	char reason[512];
+	char status[16];
+	char payload[256];
+};
+
+struct deads {
+	struct dead v[8];
+	size_t n;
+};
+
+static int collect_dead(void *ctx, const struct store_event *ev)
+{
+	struct deads *d = ctx;
+
+	if (d->n < 8) {
+		snprintf(d->v[d->n].key, sizeof(d->v[d->n].key), "%s", ev->key);
+		snprintf(d->v[d->n].reason, sizeof(d->v[d->n].reason), "%s",
+			 ev->last_error ? ev->last_error : "");
+		snprintf(d->v[d->n].status, sizeof(d->v[d->n].status), "%s", ev->status);
+		snprintf(d->v[d->n].payload, sizeof(d->v[d->n].payload), "%s", ev->payload);
+	}
+	d->n++;
+	return 0;
+}
+
+static void read_deads(const struct fixture *f, struct deads *d)
+{
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(store_dead_unmapped(f->st, "bridge", 100, collect_dead, d), ERR_OK);
+}
+
+static void invalid_repo_query_is_400(void **state)
+{
+	struct fixture *f = *state;
+	char *body = read_fixture("03_group_of_3_firing.json");
+
+	/* ?repo= is the request's, not one alert's: the whole request is wrong. */
+	expect_rejected(f, "?repo=a/b/c", body, GOOD_HEADERS, 400,
+			"{\"error\":\"query parameter repo: "
+			"repo \\\"a/b/c\\\": want owner/name\"}");
+	assert_int_equal(store_dead_count(f->st), 0);
+	free(body);
+}
+
+/*
+ * An alert whose alertbridge_repo label is not owner/name is dead-lettered
+ * with its reason; the alerts beside it are queued and the answer is 200
+ * (a 400 would make Alertmanager re-send the group forever).
+ */
+static void invalid_repo_label_dead_letters_its_alert(void **state)
 {
 	struct fixture *f = *state;
 	char *body = read_fixture("03_group_of_3_firing.json");
 	char *bad_label = replace(body, "\"container\": \"sidecar\",",
 				  "\"container\": \"sidecar\", \"alertbridge_repo\": \"a/b/c\",");
-	char *quote_label = replace(body, "\"container\": \"proxy\",",
-				    "\"container\": \"proxy\", \"alertbridge_repo\": \"x\\\"y\",");
-	struct buf why = BUF_INIT, want = BUF_INIT;
+	struct store_event ev;
+	struct deads d;
+	struct buf out = BUF_INIT;
 
-	assert_int_equal(issue_repo_valid("a/b/c", &why), ERR_INVALID);
-	assert_string_equal(buf_str(&why), "repo \"a/b/c\": want owner/name");
-	expect_rejected(f, "?repo=a/b/c", body, GOOD_HEADERS, 400,
-			"{\"error\":\"query parameter repo: "
-			"repo \\\"a/b/c\\\": want owner/name\"}");
-	expect_rejected(f, NULL, bad_label, GOOD_HEADERS, 400,
-			"{\"error\":\"repo \\\"a/b/c\\\": want owner/name\","
-			"\"field\":\"alerts[2].labels.alertbridge_repo\"}");
 	/* A valid query does not excuse an invalid label. */
-	assert_int_equal(issue_repo_valid("x\"y", &why), ERR_INVALID);
-	assert_int_equal(buf_adds(&want, "{\"error\":\""), ERR_OK);
-	for (const char *c = buf_str(&why); *c; c++) {
-		if (*c == '"' || *c == '\\')
-			assert_int_equal(buf_addch(&want, '\\'), ERR_OK);
-		assert_int_equal(buf_addch(&want, *c), ERR_OK);
+	expect_ok(f, "?repo=ok/repo", bad_label,
+		  "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3,\"invalid\":1}");
+	assert_int_equal(store_pending_count(f->st, "bridge"), 2);
+	for (size_t i = 0; i < 2; i++) {
+		take_event(f, &ev);
+		assert_payload(ev.payload, bad_label, i, "ok/repo");
+		store_event_release(&ev);
 	}
-	assert_int_equal(buf_adds(&want, "\",\"field\":\"alerts[1].labels.alertbridge_repo\"}"),
-			 ERR_OK);
-	expect_rejected(f, "?repo=ok/repo", quote_label, GOOD_HEADERS, 400, buf_str(&want));
-	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
-	buf_release(&want);
-	buf_release(&why);
-	free(quote_label);
+	assert_no_more_events(f);
+	assert_int_equal(store_dead_count(f->st), 1);
+	read_deads(f, &d);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.v[0].key, "04b8c13f54b78add");
+	assert_string_equal(d.v[0].status, "firing");
+	assert_string_equal(d.v[0].reason, "invalid alert: alerts[2].labels.alertbridge_repo: "
+					   "repo \"a/b/c\": want owner/name");
+	metrics_render(f->metrics, &out);
+	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_invalid_total"
+				       "{receiver=\"alert-service\",reason=\"alertbridge_repo\"} 1\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total"
+				       "{receiver=\"alert-service\",status=\"firing\"} 2\n");
+	buf_release(&out);
 	free(bad_label);
+	free(body);
+}
+
+/*
+ * Problems inside alerts (an annotation over 64 KiB, a missing startsAt) are
+ * the alert's: each is dead-lettered under its fingerprint with the field and
+ * the message, the valid alert is queued.
+ */
+static void invalid_alerts_are_dead_lettered(void **state)
+{
+	struct fixture *f = *state;
+	char *body = read_fixture("03_group_of_3_firing.json");
+	struct buf big = BUF_INIT, out = BUF_INIT;
+	char *step, *bad;
+	struct store_event ev;
+	struct deads d;
+
+	assert_int_equal(buf_adds(&big, "\"description\": \""), ERR_OK);
+	for (size_t i = 0; i < 70 * 1024; i++)
+		assert_int_equal(buf_addch(&big, 'y'), ERR_OK);
+	assert_int_equal(buf_adds(&big, "\", \"x\": \"container=proxy"), ERR_OK);
+	step = replace(body, "\"description\": \"Harness alert with labels alertname=HighLatency, "
+			     "container=proxy", buf_str(&big));
+	bad = replace(step, "\"startsAt\": \"2026-11-21T00:49:51.678Z\",", "");  /* alert 0 */
+	expect_ok(f, NULL, bad,
+		  "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3,\"invalid\":2}");
+	take_event(f, &ev);
+	assert_string_equal(ev.key, "04b8c13f54b78add");
+	assert_payload(ev.payload, bad, 0, "my-org/cluster-alerts");  /* the only valid one */
+	store_event_release(&ev);
+	assert_no_more_events(f);
+	read_deads(f, &d);
+	assert_int_equal(d.n, 2);
+	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
+	assert_string_equal(d.v[0].reason, "invalid alert: alerts[0].startsAt: missing");
+	assert_string_equal(d.v[1].key, "9329cd68b64d6724");
+	assert_string_equal(d.v[1].reason, "invalid alert: alerts[1].annotations.description: "
+					   "longer than 65536 bytes");
+	/* The dead letter keeps why and the alert as it came, for inspection. */
+	assert_contains(d.v[1].payload, "{\"v\":1,\"receiver\":\"alert-service\",\"invalid\":"
+					"{\"field\":\"alerts[1].annotations.description\","
+					"\"error\":\"longer than 65536 bytes\"},\"alert\":"
+					"{\"annotations\":{\"description\":\"yyyy");
+	metrics_render(f->metrics, &out);
+	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_invalid_total"
+				       "{receiver=\"alert-service\",reason=\"startsAt\"} 1\n");
+	assert_contains(buf_str(&out), "alertbridge_webhook_alerts_invalid_total"
+				       "{receiver=\"alert-service\",reason=\"annotations\"} 1\n");
+	buf_release(&out);
+	buf_release(&big);
+	free(bad);
+	free(step);
+	free(body);
+}
+
+/* Every alert invalid: still 200 (nothing to retry), each one dead-lettered, nothing queued. */
+static void all_alerts_invalid_is_200(void **state)
+{
+	struct fixture *f = *state;
+	char *body = read_fixture("03_group_of_3_firing.json");
+	char *a = replace(body, "\"container\": \"app\",", "\"container\": 7,");
+	char *b = replace(a, "\"status\": \"firing\",\n      \"labels\": {\n        \"alertname\": "
+			     "\"HighLatency\",\n        \"container\": \"proxy\"",
+			  "\"status\": \"pending\",\n      \"labels\": {\n        \"alertname\": "
+			  "\"HighLatency\",\n        \"container\": \"proxy\"");
+	char *c = replace(b, "\"fingerprint\": \"04b8c13f54b78add\"", "\"fingerprint\": \"XYZ\"");
+	struct deads d;
+
+	expect_ok(f, "?receiver=grouped", c,
+		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3,\"invalid\":3}");
+	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
+	read_deads(f, &d);
+	assert_int_equal(d.n, 3);
+	/* Without a usable fingerprint the key is computed from the labels, as Alertmanager does. */
+	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
+	assert_string_equal(d.v[0].reason,
+			    "invalid alert: alerts[0].labels.container: must be a string");
+	assert_string_equal(d.v[1].key, "9329cd68b64d6724");
+	assert_string_equal(d.v[1].status, "firing");  /* the group's, for an invalid one */
+	assert_string_equal(d.v[1].reason, "invalid alert: alerts[1].status: must be \"firing\" "
+					   "or \"resolved\"");
+	assert_string_equal(d.v[2].key, "04b8c13f54b78add");
+	assert_string_equal(d.v[2].reason,
+			    "invalid alert: alerts[2].fingerprint: must be 16 lowercase hex digits");
+	free(c);
+	free(b);
+	free(a);
+	free(body);
+}
+
+/* issue_per: group - the group event is made of the valid alerts; the invalid one is dead. */
+static void issue_per_group_dead_letters_invalid_alerts(void **state)
+{
+	struct fixture *f = *state;
+	char *body = read_fixture("03_group_of_3_firing.json");
+	char *bad = replace(body, "\"container\": \"app\",",
+			    "\"container\": \"app\", \"alertbridge_repo\": \"nope\",");
+	struct store_event ev;
+	struct deads d;
+
+	expect_ok(f, "?receiver=grouped", bad,
+		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3,\"invalid\":1}");
+	take_event(f, &ev);
+	assert_int_equal(strlen(ev.key), 64);
+	{
+		/* The group's document is the first valid alert's; members: the valid ones. */
+		json_t *doc = json_loads(ev.payload, 0, NULL);
+		json_t *members = json_object_get(doc, "members");
+
+		assert_non_null(doc);
+		assert_string_equal(json_string_value(json_object_get(doc, "repo")),
+				    "my-org/grouped");
+		assert_int_equal(json_array_size(members), 2);
+		for (size_t i = 0; i < json_array_size(members); i++)
+			assert_string_not_equal(json_string_value(json_object_get(
+				json_array_get(members, i), "fingerprint")), "98e2b6219b0e1a8d");
+		json_decref(doc);
+	}
+	store_event_release(&ev);
+	assert_no_more_events(f);
+	read_deads(f, &d);
+	assert_int_equal(d.n, 1);
+	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
+	assert_contains(d.v[0].reason, "alerts[0].labels.alertbridge_repo");
+	free(bad);
 	free(body);
 }
 
@@ -934,7 +1114,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(quote_meta_receiver_and_query_override, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(repo_query_and_label_override, setup, teardown),
-		cmocka_unit_test_setup_teardown(invalid_repo_is_400, setup, teardown),
+		cmocka_unit_test_setup_teardown(invalid_repo_query_is_400, setup, teardown),
+		cmocka_unit_test_setup_teardown(invalid_repo_label_dead_letters_its_alert, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(invalid_alerts_are_dead_lettered, setup, teardown),
+		cmocka_unit_test_setup_teardown(all_alerts_invalid_is_200, setup, teardown),
+		cmocka_unit_test_setup_teardown(issue_per_group_dead_letters_invalid_alerts, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(issue_per_group_queues_one_event, setup, teardown),
 		cmocka_unit_test_setup_teardown(store_failure_is_503, setup, teardown),
 		cmocka_unit_test_setup_teardown(expanded_events_over_limit_is_413, setup, teardown),
