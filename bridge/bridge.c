@@ -57,6 +57,7 @@ struct work {
 	int step;                 /* calls of the action already done (progress note) */
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
+	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
 	int64_t now_ms;
 };
 
@@ -172,6 +173,9 @@ int bridge_dry_run(const struct bridge *b)
 
 /* ---- planning ---- */
 
+#define CREATE_NOTE "create@"
+#define CREATE_LOOKBACK_MS 60000
+
 static int needs_issue(enum issue_action a)
 {
 	switch (a) {
@@ -247,6 +251,60 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 	return ERR_OK;
 }
 
+static void key_marker(const struct work *w, struct buf *out);
+
+/*
+ * The first live event of a row written in dry-run (number 0: no issue was
+ * made): the issue may exist all the same (made by another instance, or by a
+ * create whose row was not updated), so look for its marker among the issues
+ * created since the row was.  Found: the row takes it.  Not found: a firing
+ * creates it (the row is dropped: no issue yet); a resolve is recorded on the
+ * row and calls nothing (w->no_issue).  Another error: retry later.
+ */
+static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	struct buf marker = BUF_INIT;
+	struct gh_issue gi = { 0 };
+	const char *repo = w->row.repo ? w->row.repo : w->repo;
+	struct log_line *l;
+	enum err rc;
+
+	key_marker(w, &marker);
+	rc = gh_issue_find_marker(b->gh, repo, buf_str(&marker),
+				  w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
+	if (rc == ERR_OK) {
+		free(w->row.repo);
+		w->row.repo = xstrdup(gi.repo ? gi.repo : repo);
+		w->row.number = gi.number;
+		free(w->row.state);
+		w->row.state = xstrdup(gi.state ? gi.state : "open");
+		free(w->row.state_reason);
+		w->row.state_reason = xstrdup(gi.state_reason);
+		w->row.closed_at_ms = gi.closed_at_ms;
+		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
+		log_int(l, "issue", gi.number);
+	} else if (rc == ERR_NOTFOUND) {
+		rc = ERR_OK;
+		if (w->iev.firing)
+			w->have_row = 0;
+		else
+			w->no_issue = 1;
+		l = log_begin(LOG_INFO, w->iev.firing ? "dry-run row: no issue yet, creating it"
+						    : "dry-run row: no issue, resolve recorded only");
+	} else {
+		l = NULL;
+	}
+	if (l) {
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "repo", repo);
+		log_end(l);
+	}
+	gh_issue_release(&gi);
+	buf_release(&marker);
+	return rc;
+}
+
 static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	const char *why = "";
@@ -258,6 +316,14 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 	}
 	w->step = 0;
 	w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms, &why);
+	if (w->have_row && w->row.number == 0 && !gh_dry_run(b->gh) &&
+	    (w->iev.firing || needs_issue(w->action))) {
+		rc = adopt_dry_run_row(b, w, errmsg);
+		if (rc)
+			return rc;
+		w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms,
+				       &why);
+	}
 	if (needs_issue(w->action) && w->have_row && w->row.number > 0 && !gh_dry_run(b->gh)) {
 		rc = refresh(b, w, errmsg);
 		if (rc)
@@ -392,8 +458,11 @@ static enum err comment_text(struct bridge *b, struct work *w, const json_t *vie
 
 /* ---- actions ---- */
 
-#define CREATE_NOTE "create@"
-#define CREATE_LOOKBACK_MS 60000
+/* The hidden marker that ends the issue body of the event's alert (bridge/issue.h). */
+static void key_marker(const struct work *w, struct buf *out)
+{
+	issue_marker(w->ev.key, out);
+}
 
 /*
  * A create whose outcome a previous attempt left open (an ambiguous answer
@@ -467,7 +536,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 		goto out;
 	}
 	issue_title_clean(buf_str(&raw_title), &title);
-	issue_marker(w->ev.key, &marker);
+	key_marker(w, &marker);
 	episode_marker(w->iev.starts_at_ms, &markers);
 	(void)buf_adds(&markers, "\n");
 	(void)buf_adds(&markers, buf_str(&marker));
@@ -627,8 +696,8 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 	json_t *view = NULL;
 	enum err rc = ERR_OK;
 
-	if (w->action == ISSUE_NOTHING)
-		return ERR_OK;
+	if (w->action == ISSUE_NOTHING || w->no_issue)
+		return ERR_OK;  /* no_issue: a resolve of a dry-run row, recorded by finish() */
 	rc = build_view(b, w, &view, errmsg);
 	if (rc)
 		return ERR_INVALID;
@@ -740,7 +809,8 @@ static void finish(struct bridge *b, struct work *w)
 	struct buf msg = BUF_INIT;
 	enum err rc;
 
-	if (w->have_row)
+	/* A create applied its action in do_create() (with the new number): once only. */
+	if (w->have_row && w->action != ISSUE_CREATE && w->action != ISSUE_CREATE_LINKED)
 		issue_apply(&w->row, w->action, &w->iev, w->now_ms);
 	rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
 	if (rc) {

@@ -215,6 +215,59 @@ static void fire_resolve_refire_cycle(void **state)
 	env_stop(&e);
 }
 
+/*
+ * A new episode after reopen_window (0 here: every re-fire of a closed issue)
+ * makes a new issue that links the old one; the row then points at the new
+ * issue and remembers the old, and the next resolve closes the new one.
+ */
+static void refire_after_window_links_and_keeps_the_new_issue(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, "    reopen_window: 0s\n");
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-18T11:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	e.now += 60000;
+	enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-18T11:00:00Z\""));
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(8, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
+		       "Previous issue: [#7](");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 8);
+	assert_int_equal(row.previous_number, 7);
+	assert_string_equal(row.state, "open");
+	store_issue_release(&row);
+
+	/* the resolve closes the new issue */
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(8, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(8, "closed", "\"completed\"", "\"2026-11-21T03:31:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 9);
+	assert_request(&e, 6, "GET", "/repos/my-org/alerts/issues/8", NULL);
+	assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/8/comments", "resolved at");
+	assert_request(&e, 8, "PATCH", "/repos/my-org/alerts/issues/8", "\"state\":\"closed\"");
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
 static void close_resumes_after_failed_state_change(void **state)
 {
 	struct env e;
@@ -541,6 +594,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fire_resolve_refire_cycle),
+		cmocka_unit_test(refire_after_window_links_and_keeps_the_new_issue),
 		cmocka_unit_test(close_resumes_after_failed_state_change),
 		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
 		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
