@@ -501,6 +501,54 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 	env_stop(&e);
 }
 
+/*
+ * A row written in dry-run (number 0) whose issue exists on GitHub all the
+ * same: the first live event finds it by its marker and acts on it, never on
+ * issue 0.
+ */
+static void dry_run_row_finds_its_issue_by_marker(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	row.receiver = "default";
+	row.key = FP;
+	row.repo = "my-org/alerts";
+	row.number = 0;
+	row.state = "open";
+	row.episode_starts_ms = INT64_C(1795222188539); /* 2026-11-21T00:49:48.539Z */
+	row.created_at_ms = T0 - 600000;
+	row.updated_at_ms = T0 - 600000;
+	assert_int_equal(store_issue_put(e.st, &row), ERR_OK);
+	memset(&row, 0, sizeof(row));
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"
+		       "\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":\"x\\n\\n<!-- "
+		       "alertbridge:key=" FP " -->\",\"repository_url\":"
+		       "\"https://api.github.com/repos/my-org/alerts\"}]");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(12, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(12, "closed", "\"completed\"", "\"2026-11-18T11:10:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
+			       "/repos/my-org/alerts/issues?state=all&sort=created"));
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/12", NULL);
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/12/comments", "resolved at");
+	assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/12", "\"state\":\"closed\"");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 12);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
 static void unconfigured_receiver_is_dead_lettered(void **state)
 {
 	struct env e;
@@ -603,6 +651,7 @@ int main(void)
 		cmocka_unit_test(deleted_issue_is_recreated),
 		cmocka_unit_test(not_planned_is_respected_within_window),
 		cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
+		cmocka_unit_test(dry_run_row_finds_its_issue_by_marker),
 		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
 		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
