@@ -41,6 +41,7 @@ struct bridge {
 	struct metric *m_gh_ambiguous;
 	struct metric *m_gh_unauthorized;
 	struct metric *m_rebuilt;
+	struct metric *m_assignees_dropped;
 };
 
 /* What one event needs while it is handled; released in one place. */
@@ -128,6 +129,9 @@ static void register_metrics(struct bridge *b)
 	b->m_gh_unauthorized = metrics_counter(
 		m, "alertbridge_github_unauthorized_total",
 		"GitHub answers 401 (bad or expired token); events are kept and retried.", NULL);
+	b->m_assignees_dropped = metrics_counter(
+		m, "alertbridge_github_assignees_dropped_total",
+		"Assignees left out of a create because GitHub cannot assign them (422).", NULL);
 	b->m_rebuilt = metrics_counter(
 		m, "alertbridge_map_rows_rebuilt_total",
 		"Map rows rebuilt from the markers of issues on GitHub (a lost database).", NULL);
@@ -1097,6 +1101,8 @@ static void update_gauges(struct bridge *b)
 		   (double)(s.ambiguous_resolved - b->last_stats.ambiguous_resolved));
 	metric_add(b->m_gh_unauthorized, NULL,
 		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
+	metric_add(b->m_assignees_dropped, NULL,
+		   (double)(s.assignees_dropped - b->last_stats.assignees_dropped));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
 	b->last_stats = s;
 }

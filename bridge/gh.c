@@ -729,16 +729,126 @@ static enum err check_repo(const char *repo, struct buf *errmsg)
 	return ERR_INVALID;
 }
 
+/* One POST /repos/{o}/{r}/issues (with its retries and marker lookups); res: the answer. */
+static enum err post_create(struct gh_client *c, const char *repo, const char *path,
+			    const char *title, const char *body, const char *marker,
+			    const char *const *labels, const char *const *assignees,
+			    struct http_response *res, struct gh_issue *out, struct buf *errmsg)
+{
+	json_t *o = json_object();
+	int failed = 0;
+	char *json;
+	enum err rc;
+
+	failed |= set_str(o, "title", title);
+	failed |= set_str(o, "body", body);
+	if (labels)
+		failed |= set_str_array(o, "labels", labels);
+	if (assignees)
+		failed |= set_str_array(o, "assignees", assignees);
+	json = dump(o, failed);
+	if (!json) {
+		buf_setf(errmsg, "issue create in %s: title, body, labels and assignees must be "
+			 "valid UTF-8", repo);
+		return ERR_INVALID;
+	}
+	{
+		struct call k = { "POST", path, NULL, json, 1, repo, marker, 0 };
+		int64_t sent_ms = now(c);
+		rc = call(c, &k, res, out, errmsg);
+		if (rc == ERR_OK && !out->number &&
+		    parse_issue_body(res, "POST issue", out, errmsg) != ERR_OK)
+			rc = unreadable_create(c, &k, sent_ms, out, errmsg);
+	}
+	free(json);
+	return rc;
+}
+
+/* Is login among the rejected values of an error (a string, or an array of them)? */
+static int value_names(json_t *value, const char *login)
+{
+	size_t i;
+	json_t *v;
+
+	if (json_is_string(value))
+		return !strcmp(json_string_value(value), login);
+	json_array_foreach(value, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), login))
+			return 1;
+	return 0;
+}
+
+/*
+ * A 422 that rejects assignees (errors[].field "assignees" or "assignee"; GitHub
+ * names each login it cannot assign in errors[].value): the assignees to keep,
+ * a malloc'd NULL-terminated array pointing into assignees (free() only), with
+ * the dropped ones listed in *dropped; every one is dropped when no error names
+ * a login.  NULL when res is not such an answer.
+ */
+static const char **assignable(const struct http_response *res, const char *const *assignees,
+			       struct buf *dropped)
+{
+	json_t *root, *errs, *e;
+	size_t n = 0, i, k = 0;
+	int about = 0, named = 0;
+	const char **kept;
+
+	if (res->status != 422)
+		return NULL;
+	root = json_loadb(buf_str(&res->body), res->body.len, 0, NULL);
+	errs = json_object_get(root, "errors");
+	json_array_foreach(errs, i, e) {
+		const char *field = json_string_value(json_object_get(e, "field"));
+		if (field && (!strcmp(field, "assignees") || !strcmp(field, "assignee"))) {
+			about = 1;
+			named |= json_object_get(e, "value") != NULL;
+		}
+	}
+	while (assignees[n])
+		n++;
+	kept = about ? xcalloc(n + 1, sizeof(*kept)) : NULL;
+	for (i = 0; kept && i < n; i++) {
+		int rejected = !named;
+		size_t j;
+		json_array_foreach(errs, j, e)
+			rejected |= value_names(json_object_get(e, "value"), assignees[i]);
+		if (!rejected)
+			kept[k++] = assignees[i];
+		else
+			(void)buf_printf(dropped, "%s%s", dropped->len ? "," : "", assignees[i]);
+	}
+	json_decref(root);
+	if (kept && !dropped->len) {  /* it named no one we sent: not ours to fix */
+		free(kept);
+		return NULL;
+	}
+	return kept;
+}
+
+static void log_assignees_dropped(struct gh_client *c, const char *repo, const char *dropped,
+				  const char *why)
+{
+	struct log_line *l = log_begin(LOG_WARN, "github cannot assign them: creating the issue "
+				       "without those assignees");
+	size_t n = 1;
+
+	for (const char *p = dropped; *p; p++)
+		n += *p == ',';
+	c->stats.assignees_dropped += n;
+	log_str(l, "repo", repo);
+	log_str(l, "dropped", dropped);
+	log_str(l, "detail", why);
+	log_end(l);
+}
+
 enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
 			 const char *body, const char *marker, const char *const *labels,
 			 const char *const *assignees, struct gh_issue *out,
 			 struct buf *errmsg)
 {
 	struct http_response res;
-	struct buf path = BUF_INIT;
-	json_t *o;
-	char *json = NULL;
-	int failed = 0;
+	struct buf path = BUF_INIT, dropped = BUF_INIT;
+	const char **kept = NULL;
 	enum err rc = check_repo(repo, errmsg);
 
 	memset(out, 0, sizeof(*out));
@@ -757,30 +867,18 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 		fake_issue(out, repo, 0, "open", NULL);
 		goto out;
 	}
-	o = json_object();
-	failed |= set_str(o, "title", title);
-	failed |= set_str(o, "body", body);
-	if (labels)
-		failed |= set_str_array(o, "labels", labels);
-	if (assignees)
-		failed |= set_str_array(o, "assignees", assignees);
-	json = dump(o, failed);
-	if (!json) {
-		buf_setf(errmsg, "issue create in %s: title, body, labels and assignees must be "
-			 "valid UTF-8", repo);
-		rc = ERR_INVALID;
-		goto out;
-	}
-	{
-		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker, 0 };
-		int64_t sent_ms = now(c);
-		rc = call(c, &k, &res, out, errmsg);
-		if (rc == ERR_OK && !out->number &&
-		    parse_issue_body(&res, "POST issue", out, errmsg) != ERR_OK)
-			rc = unreadable_create(c, &k, sent_ms, out, errmsg);
+	rc = post_create(c, repo, buf_str(&path), title, body, marker, labels, assignees, &res,
+			 out, errmsg);
+	if (rc == ERR_INVALID && assignees && *assignees &&
+	    (kept = assignable(&res, assignees, &dropped)) != NULL) {
+		/* Nothing was made (422): the same create once more, without them. */
+		log_assignees_dropped(c, repo, buf_str(&dropped), buf_str(errmsg));
+		rc = post_create(c, repo, buf_str(&path), title, body, marker, labels,
+				 (const char *const *)kept, &res, out, errmsg);
 	}
 out:
-	free(json);
+	free(kept);
+	buf_release(&dropped);
 	buf_release(&path);
 	http_response_release(&res);
 	return rc;

@@ -104,6 +104,7 @@ struct gh_stats {
 	int64_t pacing_wait_ms;          /* slept to space mutating calls (min_interval, budget) */
 	uint64_t ambiguous_resolved;     /* ambiguous creates found by their marker */
 	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
+	uint64_t assignees_dropped;      /* assignees left out of a create GitHub rejected them on */
 };
 
 /* Create a client; never NULL.  Copies every string in opts. */
@@ -146,6 +147,12 @@ void gh_stats(const struct gh_client *c, struct gh_stats *out);
  * issue exists): ERR_OK when the marker is found, else ERR_RETRY ("the create
  * may have succeeded"), never ERR_INVALID, so the caller does not give up on
  * an issue GitHub made.
+ * Assignees GitHub cannot assign (no access to the repository, no such user)
+ * make it answer 422 "Validation Failed" with errors[] {field "assignees",
+ * code "invalid", value: the login}, and make no issue: the create is then
+ * sent once more without the logins named (without any assignee when no error
+ * names one), logged at warn and counted in gh_stats.assignees_dropped; its
+ * outcome is the call's.  So an alert is not dead-lettered for its assignee.
  */
 enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
 			 const char *body, const char *marker, const char *const *labels,

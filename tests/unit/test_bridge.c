@@ -399,13 +399,54 @@ static void invalid_request_is_dead_lettered(void **state)
 	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 422, NULL,
 		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
-		       "\"code\":\"invalid\",\"field\":\"assignees\"}]}");
+		       "\"code\":\"custom\",\"field\":\"title\"}]}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1);
 	assert_int_equal(store_dead_count(e.st), 1);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
 	assert_int_equal(bridge_step(e.b), 0); /* never retried */
+	env_stop(&e);
+}
+
+/*
+ * GitHub cannot assign one of the rendered assignees: its 422 names the login,
+ * and the create is made once more without it; the alert is not dead-lettered,
+ * and one issue is made.
+ */
+static void unassignable_assignee_is_dropped(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, "    assignees: [oncall, ghost]\n");
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 422, NULL,
+		       "{\"message\":\"Validation Failed\",\"errors\":[{\"value\":\"ghost\","
+		       "\"resource\":\"Issue\",\"field\":\"assignees\",\"code\":\"invalid\"}]}");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(6, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
+		       "\"assignees\":[\"oncall\",\"ghost\"]");
+	assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\"]");
+	assert_int_equal(store_dead_count(e.st), 0);
+	get_row(&e, &row);
+	assert_int_equal(row.number, 6);
+	store_issue_release(&row);
+
+	/* an error that names no login: every assignee is left out */
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(store_issue_forget(e.st, "default", FP), ERR_OK);
+	fake_http_push(e.gh, 422, NULL,
+		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
+		       "\"field\":\"assignees\",\"code\":\"invalid\"}]}");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[]");
+	assert_int_equal(store_dead_count(e.st), 0);
 	env_stop(&e);
 }
 
@@ -647,6 +688,7 @@ int main(void)
 		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
 		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
 		cmocka_unit_test(invalid_request_is_dead_lettered),
+		cmocka_unit_test(unassignable_assignee_is_dropped),
 		cmocka_unit_test(bad_token_keeps_the_event),
 		cmocka_unit_test(deleted_issue_is_recreated),
 		cmocka_unit_test(not_planned_is_respected_within_window),
