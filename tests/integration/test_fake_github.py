@@ -146,6 +146,31 @@ def validation_failed_422():
 
 
 @run.case
+def unassignable_assignees_422():
+    fg.reset()
+    try:
+        st, _, j = api("POST", "/_fake/assignable", {"logins": ["oncall"]})
+        eq(st, 200, "side door sets the assignable logins")
+        st, _, j = api("POST", "/repos/%s/issues" % REPO, {
+            "title": "t", "assignees": ["oncall", "ghost", "nobody"]})
+        eq(st, 422, "an assignee who cannot be assigned")
+        eq(j["message"], "Validation Failed", "message")
+        eq(j["errors"], [{"value": v, "resource": "Issue", "field": "assignees",
+                          "code": "invalid"} for v in ("ghost", "nobody")],
+           "one error per rejected login, as GitHub answers")
+        eq(fg.issues(REPO), [], "nothing made")
+        eq([a["login"] for a in create(assignees=["oncall"])["assignees"]], ["oncall"],
+           "an assignable login is accepted")
+        st, _, _ = api("PATCH", "/repos/%s/issues/1" % REPO, {"assignees": ["ghost"]})
+        eq(st, 422, "an update naming one is rejected too")
+        eq([a["login"] for a in fg.issues(REPO)[0]["assignees"]], ["oncall"], "unchanged")
+    finally:
+        fg.set_assignable(None)
+    eq([a["login"] for a in create(assignees=["anyone"])["assignees"]], ["anyone"],
+       "by default anyone can be assigned")
+
+
+@run.case
 def patch_close_and_reopen():
     fg.reset()
     create()

@@ -260,6 +260,31 @@ def dry_run_then_live(s):
     eq([p for m, p in s.mutations() if "/issues/0" in p], [], "calls on issue 0")
 
 
+# ----- 5. assignees GitHub cannot assign ---------------------------------------------------------
+
+@run.case
+def unassignable_assignee_is_dropped():
+    with_stack(unassignable, [("ops", "    assignees: [oncall, ghost]\n")],
+               assignable=["oncall"])
+
+
+def unassignable(s):
+    s.start()
+    a = alert("LifeAssign", time.time() - 60)
+    s.post("ops", "firing", [a])
+    s.idle(1)
+    creates = [r for r in s.gh.get_requests()
+               if r["method"] == "POST" and r["path"] == "/repos/%s/issues" % REPO]
+    eq([(r["status"], r["body"].get("assignees")) for r in creates],
+       [(422, ["oncall", "ghost"]), (201, ["oncall"])],
+       "the create GitHub rejected is made once more without the login it named")
+    got = issues_of(s.gh, a["fingerprint"])
+    eq([[x["login"] for x in i["assignees"]] for i in got], [["oncall"]],
+       "one issue, assigned to the login GitHub accepts")
+    eq(s.metric("alertbridge_github_assignees_dropped_total"), 1, "assignees dropped")
+    eq(s.metric("alertbridge_dead_letter_events"), 0, "dead letters")
+
+
 def main():
     if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
