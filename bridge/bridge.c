@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "bridge/issue.h"
@@ -59,6 +60,7 @@ struct work {
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
 	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
+	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
 	int64_t now_ms;
 };
 
@@ -251,7 +253,8 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 	free(w->row.state_reason);
 	w->row.state_reason = xstrdup(gi.state_reason);
 	w->row.closed_at_ms = gi.closed_at_ms;
-	gh_issue_release(&gi);
+	gh_issue_release(&w->fresh);
+	w->fresh = gi;  /* kept for its labels (add_new_labels) */
 	return ERR_OK;
 }
 
@@ -680,6 +683,66 @@ out:
 	return rc;
 }
 
+static int has_label(char *const *have, const char *name)
+{
+	for (; *have; have++)
+		if (!strcasecmp(*have, name))  /* GitHub's label names ignore case */
+			return 1;
+	return 0;
+}
+
+/*
+ * A new episode on an open or reopened issue: the labels rendered for it that
+ * the issue lacks (e.g. a severity that changed) are added (gh_labels_add);
+ * none is ever removed, since a person may have added it.  Only when refresh()
+ * read the issue's labels (not in dry-run, not on a resumed attempt).  Adding
+ * is idempotent, so a retry needs no progress note.  A template that fails or
+ * labels GitHub rejects (422) are logged and skipped: the comment still goes.
+ */
+static enum err add_new_labels(struct bridge *b, struct work *w, const json_t *view,
+			       struct buf *errmsg)
+{
+	char **want = NULL;
+	const char **missing = NULL;
+	size_t n = 0, k = 0;
+	struct log_line *l = NULL;
+	enum err rc = ERR_OK;
+
+	if (!w->fresh.labels)
+		return ERR_OK;
+	if (render_list(b->opts.render, w->rcv->name, 0, view, &want, errmsg) == ERR_OK) {
+		while (want[n])
+			n++;
+		missing = xcalloc(n + 1, sizeof(*missing));
+		for (size_t i = 0; i < n; i++)
+			if (!has_label(w->fresh.labels, want[i]))
+				missing[k++] = want[i];
+		rc = k ? gh_labels_add(b->gh, w->row.repo, w->row.number, missing, errmsg)
+		       : ERR_OK;
+		if (!rc && k)
+			l = log_begin(LOG_INFO, "labels added for the new episode");
+	} else {
+		rc = ERR_INVALID;
+	}
+	if (rc == ERR_INVALID) {
+		l = log_begin(LOG_WARN, "new labels not added");
+		log_str(l, "detail", buf_str(errmsg));
+		buf_reset(errmsg);
+		rc = ERR_OK;
+	}
+	if (l) {
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "repo", w->row.repo);
+		log_int(l, "issue", w->row.number);
+		log_int(l, "added", (int64_t)k);
+		log_end(l);
+	}
+	free(missing);
+	render_list_free(want);
+	return rc;
+}
+
 static enum err do_state(struct bridge *b, struct work *w, const char *state, const char *reason,
 			 struct buf *errmsg)
 {
@@ -713,14 +776,18 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 		rc = do_create(b, w, view, errmsg);
 		break;
 	case ISSUE_COMMENT_REFIRE:
-		rc = do_comment(b, w, view, RENDER_REFIRE, errmsg);
+		rc = add_new_labels(b, w, view, errmsg);
+		if (!rc)
+			rc = do_comment(b, w, view, RENDER_REFIRE, errmsg);
 		break;
 	case ISSUE_COMMENT_RESOLVED:
 		rc = do_comment(b, w, view, RENDER_RESOLVE, errmsg);
 		break;
 	case ISSUE_REOPEN:
 		if (w->step < 1) {
-			rc = do_state(b, w, "open", "reopened", errmsg);
+			rc = add_new_labels(b, w, view, errmsg);
+			if (!rc)
+				rc = do_state(b, w, "open", "reopened", errmsg);
 			if (!rc)  /* the comment follows at once */
 				rc = note_progress(b, w, 1, !gh_dry_run(b->gh), errmsg);
 		}
@@ -1128,6 +1195,7 @@ int bridge_step(struct bridge *b)
 	handle(b, &w);
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
+	gh_issue_release(&w.fresh);
 	json_decref(w.payload_doc);
 	update_gauges(b);
 	return 1;

@@ -154,6 +154,9 @@ void gh_issue_release(struct gh_issue *is)
 	free(is->state_reason);
 	free(is->html_url);
 	free(is->body);
+	for (char **l = is->labels; l && *l; l++)
+		free(*l);
+	free(is->labels);
 	memset(is, 0, sizeof(*is));
 }
 
@@ -610,6 +613,24 @@ static char *dup_string(json_t *obj, const char *key)
 	return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
 }
 
+/* The names of an issue's "labels" (objects with "name", or strings); NULL when absent. */
+static char **label_names(json_t *labels)
+{
+	size_t i, n = 0;
+	json_t *v;
+	char **out;
+
+	if (!json_is_array(labels))
+		return NULL;
+	out = xcalloc(json_array_size(labels) + 1, sizeof(*out));
+	json_array_foreach(labels, i, v) {
+		json_t *name = json_is_object(v) ? json_object_get(v, "name") : v;
+		if (json_is_string(name))
+			out[n++] = xstrdup(json_string_value(name));
+	}
+	return out;
+}
+
 /* Fill out from an issue object; repo from repository_url (".../repos/{o}/{r}"). */
 static enum err parse_issue(json_t *j, const char *what, struct gh_issue *out,
 			    struct buf *errmsg)
@@ -640,6 +661,7 @@ static enum err parse_issue(json_t *j, const char *what, struct gh_issue *out,
 	out->created_at_ms = parse_iso8601(json_string_value(json_object_get(j, "created_at")));
 	if (json_is_integer(json_object_get(j, "comments")))
 		out->comments = (int64_t)json_integer_value(json_object_get(j, "comments"));
+	out->labels = label_names(json_object_get(j, "labels"));
 	return ERR_OK;
 }
 

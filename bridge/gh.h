@@ -85,6 +85,7 @@ struct gh_issue {
 	int64_t created_at_ms; /* 0 when GitHub did not say */
 	int64_t comments;      /* number of comments GitHub counted */
 	char *body;            /* set by gh_issue_list() only; else NULL */
+	char **labels;         /* label names, NULL-terminated; NULL when GitHub sent none */
 };
 
 /*

@@ -260,6 +260,62 @@ def dry_run_then_live(s):
     eq([p for m, p in s.mutations() if "/issues/0" in p], [], "calls on issue 0")
 
 
+# ----- 4. labels of a new episode ---------------------------------------------------------------
+
+@run.case
+def new_labels_are_added_on_a_new_episode():
+    with_stack(new_labels, [("ops", '    labels: [alert, "severity:{{labels.severity}}"]\n')])
+
+
+def label_posts(s):
+    return [r["body"] for r in s.gh.get_requests()
+            if r["method"] == "POST" and r["path"].endswith("/labels")]
+
+
+def labels_of(s, key):
+    return [[x["name"] for x in i["labels"]] for i in issues_of(s.gh, key)]
+
+
+def new_labels(s):
+    s.start()
+    a = alert("LifeLabels", time.time() - 600, severity="warning")
+    key = a["fingerprint"]
+    s.post("ops", "firing", [a])
+    s.idle(1)
+    eq(labels_of(s, key), [["alert", "severity:warning"]], "labels at create")
+    st, _, _ = http("POST", s.gh.url + "/repos/%s/issues/1/labels" % REPO,
+                    {"labels": ["team:db"]},
+                    headers={"Authorization": "Bearer " + GH_TOKEN, "User-Agent": "a-human"})
+    eq(st, 200, "a person adds a label")
+    s.gh.get_requests(clear=True)
+    a2 = dict(a, startsAt=iso_ms(time.time() - 300),
+              labels=dict(a["labels"], severity="critical"))
+    s.post("ops", "firing", [a2])  # a new episode while the issue is open
+    s.idle(2)
+    eq(label_posts(s), [{"labels": ["severity:critical"]}], "only the new label is added")
+    eq(labels_of(s, key), [["alert", "severity:warning", "team:db", "severity:critical"]],
+       "labels after the re-fire: none removed")
+    eq(len(s.gh.comments(REPO, 1)), 1, "the re-fire comment")
+    s.post("ops", "resolved", [resolved(a2)])
+    s.idle(3)
+    s.gh.get_requests(clear=True)
+    a3 = dict(a, startsAt=iso_ms(time.time()), labels=dict(a["labels"], severity="page"))
+    s.post("ops", "firing", [a3])  # a new episode within reopen_window: reopened
+    s.idle(4)
+    eq(label_posts(s), [{"labels": ["severity:page"]}], "the reopened issue gets the new label")
+    eq([(i["state"], i["state_reason"]) for i in issues_of(s.gh, key)], [("open", "reopened")],
+       "reopened")
+    eq(labels_of(s, key),
+       [["alert", "severity:warning", "team:db", "severity:critical", "severity:page"]],
+       "labels after the reopen")
+    s.post("ops", "resolved", [resolved(a3)])
+    s.idle(5)
+    s.gh.get_requests(clear=True)
+    s.post("ops", "firing", [dict(a3, startsAt=iso_ms(time.time()))])  # same labels again
+    s.idle(6)
+    eq(label_posts(s), [], "no label call when nothing new renders")
+
+
 # ----- 5. assignees GitHub cannot assign ---------------------------------------------------------
 
 @run.case
