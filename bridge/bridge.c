@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "bridge/issue.h"
+#include "bridge/rebuild.h"
 #include "bridge/storm.h"
 #include "bridge/view.h"
 #include "core/log.h"
@@ -268,6 +269,19 @@ static void key_marker(const struct work *w, struct buf *out);
  * creates it (the row is dropped: no issue yet); a resolve is recorded on the
  * row and calls nothing (w->no_issue).  Another error: retry later.
  */
+/* Does the issue's marker name the event's receiver, or no receiver (the old form)? */
+static int own_issue(const struct work *w, const struct gh_issue *gi)
+{
+	struct buf rcv = BUF_INIT, key = BUF_INIT;
+	int own = issue_marker_parse_receiver(gi->body, &rcv, &key) &&
+		  !strcmp(buf_str(&key), w->ev.key) &&
+		  (!rcv.len || !strcmp(buf_str(&rcv), w->ev.receiver));
+
+	buf_release(&rcv);
+	buf_release(&key);
+	return own;
+}
+
 static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	struct buf marker = BUF_INIT;
@@ -276,9 +290,13 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 	struct log_line *l;
 	enum err rc;
 
-	key_marker(w, &marker);
+	/* The key's marker is in both forms (with and without the receiver): an issue a
+	 * version before receivers were named made is found too, another receiver's not. */
+	issue_marker(w->ev.key, &marker);
 	rc = gh_issue_find_marker(b->gh, repo, buf_str(&marker),
 				  w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
+	if (rc == ERR_OK && !own_issue(w, &gi))
+		rc = ERR_NOTFOUND;
 	if (rc == ERR_OK) {
 		free(w->row.repo);
 		w->row.repo = xstrdup(gi.repo ? gi.repo : repo);
@@ -363,7 +381,7 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
  * ms>"), which makes it unique on its issue: an ambiguous comment is looked
  * for by it before it is posted again (gh_comment_create_marked()).
  */
-#define EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
+#define EPISODE_MARKER_OPEN ISSUE_EPISODE_MARKER_OPEN
 #define EPISODE_MARKER_CLOSE " -->"
 
 static void episode_marker(int64_t starts_at_ms, struct buf *out)
@@ -385,29 +403,6 @@ static void comment_marker(const struct issue_event *ev, struct buf *out)
 	else
 		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld"
 				 EPISODE_MARKER_CLOSE, t, (long long)ev->ends_at_ms);
-}
-
-/* The newest episode marker in text (NULL: none); 0 when there is none. */
-static int64_t episode_of(const char *text)
-{
-	size_t open_len = strlen(EPISODE_MARKER_OPEN);
-	int64_t best = 0;
-
-	for (const char *p = text ? strstr(text, EPISODE_MARKER_OPEN) : NULL; p;
-	     p = strstr(p + open_len, EPISODE_MARKER_OPEN)) {
-		const char *v = p + open_len;
-		const char *end = strpbrk(v, " \t\r\n");
-		char t[40];
-		int64_t ms;
-
-		if (!end || (size_t)(end - v) >= sizeof(t))
-			continue;
-		memcpy(t, v, (size_t)(end - v));
-		t[end - v] = '\0';
-		if (rfc3339_parse(t, &ms) == ERR_OK && ms > best)
-			best = ms;
-	}
-	return best;
 }
 
 static void issue_url(struct bridge *b, const char *repo, int64_t number, struct buf *out)
@@ -468,7 +463,7 @@ static enum err comment_text(struct bridge *b, struct work *w, const json_t *vie
 /* The hidden marker that ends the issue body of the event's alert (bridge/issue.h). */
 static void key_marker(const struct work *w, struct buf *out)
 {
-	issue_marker(w->ev.key, out);
+	issue_marker_receiver(w->ev.receiver, w->ev.key, out);
 }
 
 /*
@@ -931,115 +926,7 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
 	return 0;
 }
 
-/* ---- rebuilding the map from GitHub ---- */
-
-/* One scan of a repository for one receiver. */
-struct scan {
-	struct bridge *b;
-	const char *receiver;
-	const char *repo;
-	int64_t reopen_window_ms;
-	int64_t now_ms;
-	int64_t imported;
-	enum err rc;        /* first failure; stops the walk */
-	struct buf *errmsg;
-};
-
-static int newest_comment_episode(void *ctx, const char *body, int64_t created_at_ms)
-{
-	int64_t *best = ctx;
-	int64_t e = episode_of(body);
-
-	(void)created_at_ms;
-	if (e > *best)
-		*best = e;
-	return 0;
-}
-
-/*
- * The newest episode applied to an issue: the newest episode marker of its
- * body and of its comments.  Comments are read only when the issue may still
- * see the episode again: open, or closed within the reopen window.  An issue
- * without any marker (made by a version without them) counts from its
- * creation: a notification that started before it is then stale.
- */
-static enum err issue_episode(struct scan *sc, const struct gh_issue *is, int64_t *out)
-{
-	int64_t e = episode_of(is->body);
-	int recent = !is->state || strcmp(is->state, "closed") ||
-		     sc->now_ms - is->closed_at_ms <= sc->reopen_window_ms;
-	enum err rc = ERR_OK;
-
-	if (is->comments > 0 && recent)
-		rc = gh_comment_list(sc->b->gh, is->repo, is->number, newest_comment_episode, &e,
-				     sc->errmsg);
-	*out = e ? e : is->created_at_ms;
-	return rc;
-}
-
-/*
- * Import one listed issue that carries a key marker: the map row of
- * (receiver, key) unless one exists already.  Issues come oldest first, so a
- * newer issue of the same key in the same repository (a linked one)
- * replaces the older, which becomes previous_number.
- */
-static int scan_issue(void *ctx, const struct gh_issue *is)
-{
-	struct scan *sc = ctx;
-	struct buf key = BUF_INIT;
-	struct store_issue row = { 0 }, old = { 0 };
-	int have_old = 0;
-	enum err rc;
-
-	if (!issue_marker_parse(is->body, &key))
-		goto out;
-	/* A storm summary (bridge/storm.h) is not an alert's issue: its rows are rebuilt by
-	 * no one, and its members get their own issues when they fire again. */
-	if (storm_is_summary_key(buf_str(&key)))
-		goto out;
-	rc = store_issue_get(sc->b->opts.store, sc->receiver, buf_str(&key), &old);
-	if (rc && rc != ERR_NOTFOUND) {
-		sc->rc = ERR_DB;
-		buf_setf(sc->errmsg, "rebuild: cannot read the map row of %s", buf_str(&key));
-		goto out;
-	}
-	have_old = rc == ERR_OK;
-	if (have_old && !(old.repo && !strcmp(old.repo, is->repo) && old.number < is->number))
-		goto out;
-	row.receiver = (char *)sc->receiver;
-	row.key = (char *)buf_str(&key);
-	row.repo = is->repo;
-	row.number = is->number;
-	row.state = is->state;
-	row.state_reason = is->state_reason;
-	row.closed_at_ms = is->closed_at_ms;
-	row.previous_number = have_old ? old.number : 0;
-	row.created_at_ms = is->created_at_ms ? is->created_at_ms : sc->now_ms;
-	row.updated_at_ms = sc->now_ms;
-	sc->rc = issue_episode(sc, is, &row.episode_starts_ms);
-	if (sc->rc)
-		goto out;
-	sc->rc = store_issue_put(sc->b->opts.store, &row);
-	if (sc->rc) {
-		buf_setf(sc->errmsg, "rebuild: cannot store the map row of %s", buf_str(&key));
-		goto out;
-	}
-	sc->imported++;
-	{
-		struct log_line *l = log_begin(LOG_INFO, "map row rebuilt from github");
-		log_str(l, "receiver", sc->receiver);
-		log_str(l, "key", row.key);
-		log_str(l, "repo", row.repo);
-		log_int(l, "issue", row.number);
-		log_str(l, "state", row.state);
-		log_int(l, "episode_starts_ms", row.episode_starts_ms);
-		log_end(l);
-	}
-out:
-	store_issue_release(&old);
-	buf_release(&key);
-	return sc->rc != ERR_OK;
-}
+/* ---- rebuilding the map from GitHub (bridge/rebuild.h) ---- */
 
 /*
  * Before the first event of (receiver, repo) after the database was created,
@@ -1050,7 +937,7 @@ out:
  */
 static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
 {
-	struct scan sc = { 0 };
+	int64_t imported = 0;
 	enum err rc;
 
 	if (gh_dry_run(b->gh) || issue_repo_valid(w->repo, NULL) != ERR_OK)
@@ -1061,15 +948,8 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 			buf_setf(errmsg, "cannot read the scans of %s", w->repo);
 		return rc;
 	}
-	sc.b = b;
-	sc.receiver = w->ev.receiver;
-	sc.repo = w->repo;
-	sc.reopen_window_ms = w->rcv->reopen_window_ms;
-	sc.now_ms = now_ms(b);
-	sc.errmsg = errmsg;
-	rc = gh_issue_list(b->gh, w->repo, scan_issue, &sc, errmsg);
-	if (!rc)
-		rc = sc.rc;
+	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo,
+			  w->rcv->reopen_window_ms, now_ms(b), &imported, errmsg);
 	if (!rc)
 		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, now_ms(b));
 	{
@@ -1080,12 +960,12 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 			log_err(l, rc);
 		log_str(l, "receiver", w->ev.receiver);
 		log_str(l, "repo", w->repo);
-		log_int(l, "rows", sc.imported);
+		log_int(l, "rows", imported);
 		if (rc)
 			log_str(l, "detail", buf_str(errmsg));
 		log_end(l);
 	}
-	metric_add(b->m_rebuilt, NULL, (double)sc.imported);
+	metric_add(b->m_rebuilt, NULL, (double)imported);
 	return rc;
 }
 

@@ -1179,6 +1179,7 @@ static enum err scan_marker_page(void *ctx, json_t *page, int *stop, struct buf 
 	struct marker_walk *w = ctx;
 	json_t *it;
 	size_t i;
+	enum err rc;
 
 	json_array_foreach(page, i, it) {
 		const char *body = json_string_value(json_object_get(it, "body"));
@@ -1192,7 +1193,10 @@ static enum err scan_marker_page(void *ctx, json_t *page, int *stop, struct buf 
 			continue;
 		*stop = 1;
 		w->found = 1;
-		return parse_issue(it, "issue list", w->out, errmsg);
+		rc = parse_issue(it, "issue list", w->out, errmsg);
+		if (!rc)
+			w->out->body = xstrdup(body);
+		return rc;
 	}
 	return ERR_OK;
 }

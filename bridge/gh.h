@@ -84,7 +84,7 @@ struct gh_issue {
 	int64_t closed_at_ms;  /* 0 while open */
 	int64_t created_at_ms; /* 0 when GitHub did not say */
 	int64_t comments;      /* number of comments GitHub counted */
-	char *body;            /* set by gh_issue_list() only; else NULL */
+	char *body;            /* set by gh_issue_list() and gh_issue_find_marker(); else NULL */
 	char **labels;         /* label names, NULL-terminated; NULL when GitHub sent none */
 };
 
@@ -212,8 +212,9 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
  * since=<since_ms as ISO 8601>&per_page=100, following Link rel="next"; pull
  * requests skipped).  Reading stops at the first issue created before
  * since_ms or after 10 pages.  A Link next URL outside api_url is ERR_INVALID
- * (the token is never sent elsewhere).  ERR_NOTFOUND when none has it, and
- * always in dry-run.  GETs are not paced but wait out rate limits.
+ * (the token is never sent elsewhere).  The newest issue that has it is
+ * returned, with its body.  ERR_NOTFOUND when none has it, and always in
+ * dry-run.  GETs are not paced but wait out rate limits.
  */
 enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char *marker,
 			      int64_t since_ms, struct gh_issue *out,

@@ -661,6 +661,55 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 	env_stop(&e);
 }
 
+/*
+ * Receivers sharing a repository: the rebuild takes only issues whose marker
+ * names this receiver, and an old marker without a receiver only when no
+ * other receiver's marker claims the key.
+ */
+#define OTHER_MARKER "<!-- alertbridge:receiver=other --> <!-- alertbridge:key=" FP " -->"
+#define OWN_MARKER "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->"
+
+static void rebuild_keeps_to_its_receiver(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start_scan(&e, NULL, NULL, 0);
+	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	/* an old marker (#3), then another receiver's issue of the same key (#4) */
+	fake_http_push(e.gh, 200, NULL,
+		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=" FP " -->") ","
+		       LISTED(4, "open", "null", 0, "b\\n\\n" OTHER_MARKER) "]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 9);
+	store_issue_release(&row);
+	env_stop(&e);
+
+	/* its own marker wins over a newer one of another receiver; an old one counts when no
+	 * other receiver claims the key */
+	env_start_scan(&e, NULL, NULL, 0);
+	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=0000000000000001 -->")
+		       "," LISTED(5, "open", "null", 0, "c\\n\\n<!-- alertbridge:episode=2026-11-21T01:30:00Z"
+				  " -->\\n" OWN_MARKER) ","
+		       LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1); /* same episode on #5: nothing */
+	get_row(&e, &row);
+	assert_int_equal(row.number, 5);
+	store_issue_release(&row);
+	assert_int_equal(store_issue_get(e.st, "default", "0000000000000001", &row), ERR_OK);
+	assert_int_equal(row.number, 3);
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
 static void failed_rebuild_keeps_the_event(void **state)
 {
 	struct env e;
@@ -696,6 +745,7 @@ int main(void)
 		cmocka_unit_test(dry_run_row_finds_its_issue_by_marker),
 		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
 		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
+		cmocka_unit_test(rebuild_keeps_to_its_receiver),
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
 	};
 	log_setup(LOG_ERROR, LOG_LOGFMT);
