@@ -260,6 +260,73 @@ def dry_run_then_live(s):
     eq([p for m, p in s.mutations() if "/issues/0" in p], [], "calls on issue 0")
 
 
+# ----- 3. receivers sharing a repository, after the database is lost ------------------------------
+
+@run.case
+def shared_repo_rebuild_keeps_to_its_receiver():
+    with_stack(shared_repo_rebuild, [("ops", ""), ("dev", "")])
+
+
+def map_rows(s, receiver):
+    """{key: issue number} of `alertbridge map list --receiver=R`."""
+    out = {}
+    for line in s.cli("map", "list", "--receiver=" + receiver).splitlines():
+        m = re.match(r"^(\S+)\s+(\S+)\s+%s#(\d+) " % re.escape(REPO), line)
+        if m:
+            eq(m.group(1), receiver, "map list --receiver lists that receiver's rows")
+            out[m.group(2)] = int(m.group(3))
+    return out
+
+
+def shared_repo_rebuild(s):
+    t0 = time.time() - 600
+    a, b, c = alert("SharedOps", t0), alert("SharedDev", t0), alert("SharedBoth", t0)
+    legacy = alert("SharedLegacy", t0)
+    # An issue an older alertbridge made: its marker names no receiver.
+    st, _, j = http("POST", s.gh.url + "/repos/%s/issues" % REPO,
+                    {"title": "legacy", "body": "old\n\n<!-- alertbridge:episode=%s -->\n"
+                     "<!-- alertbridge:key=%s -->" % (legacy["startsAt"],
+                                                      legacy["fingerprint"])},
+                    headers={"Authorization": "Bearer " + GH_TOKEN, "User-Agent": "old"})
+    eq(st, 201, "legacy issue")
+    s.start()
+    s.post("ops", "firing", [a, c])
+    s.post("dev", "firing", [b, c])
+    s.idle(4)
+    number = {}
+    for i in s.gh.issues(REPO):
+        m = re.search(r"<!-- alertbridge:receiver=(\w+) --> <!-- alertbridge:key=(\w+) -->$",
+                      i["body"])
+        check(m or i["number"] == 1, "every new issue ends with its receiver's marker",
+              i["body"][-200:])
+        if m:
+            number[(m.group(1), m.group(2))] = i["number"]
+    ka, kb, kc, kl = (x["fingerprint"] for x in (a, b, c, legacy))
+    eq(sorted(number), sorted([("ops", ka), ("ops", kc), ("dev", kb), ("dev", kc)]),
+       "one issue per receiver and alert")
+    before = {"ops": map_rows(s, "ops"), "dev": map_rows(s, "dev")}
+    s.stop()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(s.db + suffix):
+            os.unlink(s.db + suffix)
+    event("database deleted")
+    s.gh.get_requests(clear=True)
+    s.start()
+    s.post("ops", "firing", [a, c])
+    s.post("dev", "firing", [b, c])
+    s.idle(4)
+    eq(s.mutations(), [], "re-sent notifications change nothing on GitHub")
+    eq(map_rows(s, "ops"), dict(before["ops"], **{kl: 1}),
+       "ops rebuilt its own rows (and the legacy issue no receiver claims)")
+    eq(map_rows(s, "dev"), dict(before["dev"], **{kl: 1}), "dev rebuilt its own rows")
+    eq(map_rows(s, "ops")[kc], number[("ops", kc)], "ops' row of the shared alert: ops' issue")
+    s.post("ops", "resolved", [resolved(c)])
+    s.idle(5)
+    state = {i["number"]: i["state"] for i in s.gh.issues(REPO)}
+    eq((state[number[("ops", kc)]], state[number[("dev", kc)]]), ("closed", "open"),
+       "ops' resolve closes ops' issue, not dev's")
+
+
 # ----- 4. labels of a new episode ---------------------------------------------------------------
 
 @run.case
