@@ -225,6 +225,21 @@ static int parse_progress(const char *note, enum issue_action *action, int *step
 	return 0;
 }
 
+/* The row takes the issue as GitHub has it: where it lives, number, state. */
+static void take_issue(struct store_issue *row, const struct gh_issue *gi)
+{
+	if (gi->repo && (!row->repo || strcmp(gi->repo, row->repo))) {
+		free(row->repo);
+		row->repo = xstrdup(gi->repo);
+	}
+	row->number = gi->number;
+	free(row->state);
+	row->state = xstrdup(gi->state ? gi->state : "open");
+	free(row->state_reason);
+	row->state_reason = xstrdup(gi->state_reason);
+	row->closed_at_ms = gi->closed_at_ms;
+}
+
 /* Fresh state of the mapped issue from GitHub; follows transfers. */
 static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 {
@@ -244,16 +259,7 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 	}
 	if (rc)
 		return rc;
-	if (gi.repo && strcmp(gi.repo, w->row.repo)) {
-		free(w->row.repo);
-		w->row.repo = xstrdup(gi.repo);
-	}
-	w->row.number = gi.number;
-	free(w->row.state);
-	w->row.state = xstrdup(gi.state ? gi.state : "open");
-	free(w->row.state_reason);
-	w->row.state_reason = xstrdup(gi.state_reason);
-	w->row.closed_at_ms = gi.closed_at_ms;
+	take_issue(&w->row, &gi);
 	gh_issue_release(&w->fresh);
 	w->fresh = gi;  /* kept for its labels (add_new_labels) */
 	return ERR_OK;
@@ -261,14 +267,6 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 
 static void key_marker(const struct work *w, struct buf *out);
 
-/*
- * The first live event of a row written in dry-run (number 0: no issue was
- * made): the issue may exist all the same (made by another instance, or by a
- * create whose row was not updated), so look for its marker among the issues
- * created since the row was.  Found: the row takes it.  Not found: a firing
- * creates it (the row is dropped: no issue yet); a resolve is recorded on the
- * row and calls nothing (w->no_issue).  Another error: retry later.
- */
 /* Does the issue's marker name the event's receiver, or no receiver (the old form)? */
 static int own_issue(const struct work *w, const struct gh_issue *gi)
 {
@@ -282,6 +280,14 @@ static int own_issue(const struct work *w, const struct gh_issue *gi)
 	return own;
 }
 
+/*
+ * The first live event of a row written in dry-run (number 0: no issue was
+ * made): the issue may exist all the same (made by another instance, or by a
+ * create whose row was not updated), so look for its marker among the issues
+ * created since the row was.  Found: the row takes it.  Not found: a firing
+ * creates it (the row is dropped: no issue yet); a resolve is recorded on the
+ * row and calls nothing (w->no_issue).  Another error: retry later.
+ */
 static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	struct buf marker = BUF_INIT;
@@ -298,14 +304,7 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 	if (rc == ERR_OK && !own_issue(w, &gi))
 		rc = ERR_NOTFOUND;
 	if (rc == ERR_OK) {
-		free(w->row.repo);
-		w->row.repo = xstrdup(gi.repo ? gi.repo : repo);
-		w->row.number = gi.number;
-		free(w->row.state);
-		w->row.state = xstrdup(gi.state ? gi.state : "open");
-		free(w->row.state_reason);
-		w->row.state_reason = xstrdup(gi.state_reason);
-		w->row.closed_at_ms = gi.closed_at_ms;
+		take_issue(&w->row, &gi);
 		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
 		log_int(l, "issue", gi.number);
 	} else if (rc == ERR_NOTFOUND) {

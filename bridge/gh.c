@@ -6,6 +6,7 @@
  * Waiting uses the injected clock, so unit tests run in virtual time.
  */
 #include "gh.h"
+#include "gh_assignees.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -786,67 +787,6 @@ static enum err post_create(struct gh_client *c, const char *repo, const char *p
 	return rc;
 }
 
-/* Is login among the rejected values of an error (a string, or an array of them)? */
-static int value_names(json_t *value, const char *login)
-{
-	size_t i;
-	json_t *v;
-
-	if (json_is_string(value))
-		return !strcmp(json_string_value(value), login);
-	json_array_foreach(value, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), login))
-			return 1;
-	return 0;
-}
-
-/*
- * A 422 that rejects assignees (errors[].field "assignees" or "assignee"; GitHub
- * names each login it cannot assign in errors[].value): the assignees to keep,
- * a malloc'd NULL-terminated array pointing into assignees (free() only), with
- * the dropped ones listed in *dropped; every one is dropped when no error names
- * a login.  NULL when res is not such an answer.
- */
-static const char **assignable(const struct http_response *res, const char *const *assignees,
-			       struct buf *dropped)
-{
-	json_t *root, *errs, *e;
-	size_t n = 0, i, k = 0;
-	int about = 0, named = 0;
-	const char **kept;
-
-	if (res->status != 422)
-		return NULL;
-	root = json_loadb(buf_str(&res->body), res->body.len, 0, NULL);
-	errs = json_object_get(root, "errors");
-	json_array_foreach(errs, i, e) {
-		const char *field = json_string_value(json_object_get(e, "field"));
-		if (field && (!strcmp(field, "assignees") || !strcmp(field, "assignee"))) {
-			about = 1;
-			named |= json_object_get(e, "value") != NULL;
-		}
-	}
-	while (assignees[n])
-		n++;
-	kept = about ? xcalloc(n + 1, sizeof(*kept)) : NULL;
-	for (i = 0; kept && i < n; i++) {
-		int rejected = !named;
-		size_t j;
-		json_array_foreach(errs, j, e)
-			rejected |= value_names(json_object_get(e, "value"), assignees[i]);
-		if (!rejected)
-			kept[k++] = assignees[i];
-		else
-			(void)buf_printf(dropped, "%s%s", dropped->len ? "," : "", assignees[i]);
-	}
-	json_decref(root);
-	if (kept && !dropped->len) {  /* it named no one we sent: not ours to fix */
-		free(kept);
-		return NULL;
-	}
-	return kept;
-}
-
 static void log_assignees_dropped(struct gh_client *c, const char *repo, const char *dropped,
 				  const char *why)
 {
@@ -892,7 +832,8 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 	rc = post_create(c, repo, buf_str(&path), title, body, marker, labels, assignees, &res,
 			 out, errmsg);
 	if (rc == ERR_INVALID && assignees && *assignees &&
-	    (kept = assignable(&res, assignees, &dropped)) != NULL) {
+	    (kept = gh_assignees_kept(res.status, buf_str(&res.body), res.body.len, assignees,
+				       &dropped)) != NULL) {
 		/* Nothing was made (422): the same create once more, without them. */
 		log_assignees_dropped(c, repo, buf_str(&dropped), buf_str(errmsg));
 		rc = post_create(c, repo, buf_str(&path), title, body, marker, labels,

@@ -31,10 +31,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
-                     poll, print_tail, wait_ready)
+from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
+                     print_tail)
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
+BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))  # as harness's
 REPO = "acme/lifecycle"
 GH_TOKEN = "ghs_lifecycleToken0123456789"
 HOOK_TOKEN = "lifecycle-webhook-secret"
@@ -45,26 +45,23 @@ run = Runner()
 
 
 class Stack:
-    """fake GitHub + one alertbridge process (restartable) in a temp dir.  receivers: a list
-    of (name, extra YAML lines under the receiver)."""
+    """fake GitHub + one alertbridge (harness.Alertbridge, restartable) in a temp dir, with
+    receivers: a list of (name, extra YAML lines under the receiver), all posting to REPO."""
 
     def __init__(self, receivers, dry_run=False, assignable=None):
         self.dir = tempfile.mkdtemp(prefix="ab-lifecycle-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=120,
                              assignable=assignable).start()
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.db = os.path.join(self.dir, "alertbridge.db")
-        self.config = os.path.join(self.dir, "alertbridge.yml")
+        self.ab = Alertbridge(self.dir, self.gh.url, GH_TOKEN, REPO, hook_token=HOOK_TOKEN,
+                              log_level="debug")
+        self.url = self.ab.url
+        self.db = self.ab.db
+        self.config = self.ab.config
         self.receivers = receivers
-        for name, text in (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
         self.write_config(dry_run)
-        self.ab = None
-        self.runs = 0
 
     def write_config(self, dry_run):
+        """Replace the harness's one-receiver config with this stack's receivers."""
         rcv = "".join("  - name: %s\n    repo: %s\n    auto_close: true\n%s" % (n, REPO, extra)
                       for n, extra in self.receivers)
         with open(self.config, "w") as f:
@@ -80,26 +77,17 @@ class Stack:
                     "  dry_run: %s\n"
                     "receivers:\n%s"
                     "janitor: {enabled: false}\n"
-                    % (self.port, self.gh.url, "true" if dry_run else "false", rcv))
+                    % (self.ab.port, self.gh.url, "true" if dry_run else "false", rcv))
 
     def start(self):
-        self.runs += 1
-        self.ab = Proc("alertbridge#%d" % self.runs,
-                       [BIN, "serve", "--config.file=" + self.config],
-                       os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
         self.ab.start()
-        wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
 
     def stop(self):
-        if self.ab:
-            eq(self.ab.stop(), 0, "alertbridge exits 0 on SIGTERM")
-            self.ab = None
+        eq(self.ab.stop(), 0, "alertbridge exits 0 on SIGTERM")
 
     def cleanup(self):
         try:
-            if self.ab:
-                self.ab.stop()
+            self.ab.stop()
         finally:
             self.gh.stop()
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -109,8 +97,7 @@ class Stack:
                    "groupKey": "{}:{}", "truncatedAlerts": 0, "groupLabels": {},
                    "commonLabels": {}, "commonAnnotations": {},
                    "externalURL": "http://am.example:9093", "alerts": alerts}
-        st, _, body = http("POST", self.url + "/v1/webhook", payload,
-                           headers={"Authorization": "Bearer " + HOOK_TOKEN})
+        st, _, body = self.ab.post(payload)
         eq(st, 200, "webhook acknowledged (%s)" % body)
 
     def metric(self, name, label_filter=""):
@@ -171,8 +158,8 @@ def with_stack(fn, *args, **kw):
         fn(s)
     except BaseException:
         log = os.path.join(s.dir, "alertbridge.log")
-        print_tail("alertbridge log (last 60 lines)", s.ab.tail(60) if s.ab else
-                   (open(log).read()[-6000:] if os.path.exists(log) else "(none)"))
+        print_tail("alertbridge log (last 60 lines)",
+                   open(log).read()[-6000:] if os.path.exists(log) else "(none)")
         print_tail("fake github requests (last 40)", "\n".join(
             "%s %s %s -> %s" % (r["method"], r["path"], r["query"], r["status"])
             for r in s.gh.get_requests()[-40:]))
