@@ -95,8 +95,9 @@ static void env_stop(struct env *e)
 	fake_http_stop(e->gh);
 }
 
-/* Queue one alert event for FP as intake would. */
-static void enqueue(struct env *e, const char *status, const char *starts, const char *ends)
+/* Queue one alert event for FP with that severity label, as intake would. */
+static void enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
+			const char *severity)
 {
 	char body[2048];
 	struct am_payload *p = NULL;
@@ -108,9 +109,9 @@ static void enqueue(struct env *e, const char *status, const char *starts, const
 		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
 		 "\"externalURL\":\"http://am:9093\",\"alerts\":[{\"status\":\"%s\",\"labels\":"
 		 "{\"alertname\":\"DiskFull\",\"namespace\":\"prod\",\"pod\":\"db-0\",\"severity\":"
-		 "\"critical\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
+		 "\"%s\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
 		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"" FP "\"}]}",
-		 status, status, starts, ends);
+		 status, status, severity, starts, ends);
 	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
 	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
 	se.kind = "bridge";
@@ -125,6 +126,12 @@ static void enqueue(struct env *e, const char *status, const char *starts, const
 	am_payload_free(p);
 	buf_release(&ev);
 	buf_release(&err);
+}
+
+/* Queue one alert event for FP as intake would (severity critical). */
+static void enqueue(struct env *e, const char *status, const char *starts, const char *ends)
+{
+	enqueue_sev(e, status, starts, ends, "critical");
 }
 
 #define ISSUE_JSON(n, state, reason, closed)                                              \
@@ -264,6 +271,58 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	assert_request(&e, 6, "GET", "/repos/my-org/alerts/issues/8", NULL);
 	assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/8/comments", "resolved at");
 	assert_request(&e, 8, "PATCH", "/repos/my-org/alerts/issues/8", "\"state\":\"closed\"");
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
+/*
+ * A new episode on the open issue renders another severity: the label the
+ * issue lacks is added (compared without case) before the comment; labels
+ * GitHub rejects do not hold the comment back.
+ */
+#define LABELED_JSON(n, labels)                                                            \
+	"{\"number\":" #n ",\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"     \
+	"\"labels\":" labels ",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}"
+
+static void new_episode_adds_the_labels_the_issue_lacks(void **state)
+{
+	struct env e;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue_sev(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z", "warning");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	enqueue_sev(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z", "critical");
+	fake_http_push(e.gh, 200, NULL,
+		       LABELED_JSON(7, "[{\"name\":\"ALERT\"},{\"name\":\"severity:warning\"},"
+				    "{\"name\":\"team:db\"}]"));
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/labels",
+		       "{\"labels\":[\"severity:critical\"]}");
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+
+	/* nothing new to add: no label call; a 422 on labels still lets the comment go */
+	enqueue_sev(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z", "critical");
+	fake_http_push(e.gh, 200, NULL,
+		       LABELED_JSON(7, "[\"alert\",\"severity:critical\"]"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	enqueue_sev(&e, "firing", "2026-11-21T04:00:00Z", "0001-01-01T00:00:00Z", "page");
+	fake_http_push(e.gh, 200, NULL, LABELED_JSON(7, "[]"));
+	fake_http_push(e.gh, 422, NULL, "{\"message\":\"Validation Failed\"}");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":3}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 9);
+	assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/7/labels",
+		       "{\"labels\":[\"alert\",\"severity:page\"]}");
+	assert_request(&e, 8, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	env_stop(&e);
 }
@@ -733,6 +792,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fire_resolve_refire_cycle),
 		cmocka_unit_test(refire_after_window_links_and_keeps_the_new_issue),
+		cmocka_unit_test(new_episode_adds_the_labels_the_issue_lacks),
 		cmocka_unit_test(close_resumes_after_failed_state_change),
 		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
 		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
