@@ -396,7 +396,7 @@ def script_mode_port_file():
     pf = os.path.join(d, "port")
     p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf,
-        "--token", "T2", "--repo", "o/r"], stderr=subprocess.DEVNULL)
+        "--token", "T2", "--repo", "o/r", "--assignable", "oncall"], stderr=subprocess.DEVNULL)
     try:
         poll(lambda: os.path.exists(pf), "port file", timeout_s=10)
         port = int(open(pf).read())
@@ -404,6 +404,9 @@ def script_mode_port_file():
         st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port, {"title": "s"},
                         headers=h)
         eq((st, j["number"]), (201, 1), "script serves the API")
+        st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port,
+                        {"title": "s", "assignees": ["ghost"]}, headers=h)
+        eq((st, j["errors"][0]["value"]), (422, "ghost"), "--assignable limits the assignees")
     finally:
         p.terminate()
         try:
