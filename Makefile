@@ -4,7 +4,7 @@
 #   make            build ./alertbridge
 #   make test       install missing test dependencies, then unit + integration tests (build/),
 #                   the same under ASan+UBSan (build-asan/), the bridge end-to-end test
-#                   under valgrind memcheck, and every fuzz harness for FUZZ_SECONDS:
+#                   under valgrind memcheck, and every fuzz harness for TEST_FUZZ_SECONDS:
 #                   one closing "N passed, N failed" for all
 #   make fuzz       libFuzzer harnesses (tests/fuzz/, clang, build-fuzz/), FUZZ_SECONDS each
 #   make run        build and serve deploy/examples/alertbridge.yml (dry-run without a GitHub token)
@@ -22,6 +22,9 @@
 #   NODEPS    1 skips the dependency check (deploy/deps.sh)
 #   V         1 prints every command (default: one short line per file)
 #   FUZZ_SECONDS  seconds per harness for make fuzz (default 60)
+#   TEST_FUZZ_SECONDS  seconds per harness in make test's fuzz stage (default 15: the seeds and
+#             the learnt corpus are replayed first, then a short run; make fuzz stays long)
+#   INTEGRATION_JOBS  integration tests run at a time in each stage of make test (default 2)
 #   FUZZ_CC   compiler for make fuzz (default clang; needs libFuzzer: clang + libclang-rt-dev)
 #   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
 
@@ -32,6 +35,7 @@ SAN ?=
 NODEPS ?=
 V ?=
 FUZZ_SECONDS ?= 60
+TEST_FUZZ_SECONDS ?= 15
 FUZZ_CC ?= clang
 VALGRIND ?= 1
 ASAN ?= 1
@@ -125,7 +129,7 @@ ifeq ($(FUZZ),1)
 endif
 	@sh tests/run.sh $(if $(filter 1,$(ASAN)),--asan build-asan build-asan/alertbridge) \
 		$(if $(filter 1,$(VALGRIND)),--valgrind) \
-		$(if $(filter 1,$(FUZZ)),--fuzz build-fuzz $(FUZZ_SECONDS)) $(O) $(BIN)
+		$(if $(filter 1,$(FUZZ)),--fuzz build-fuzz $(TEST_FUZZ_SECONDS)) $(O) $(BIN)
 
 quicktest:
 ifneq ($(NODEPS),1)

@@ -23,6 +23,7 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
+#include "core/retention.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
 #include "janitor/janitor.h"
@@ -66,7 +67,7 @@ static const char usage_main[] =
 	"  check-config FILE          validate a configuration file and its templates\n"
 	"  render --template=F --payload=P\n"
 	"                             render a template over an Alertmanager payload\n"
-	"  map list|show KEY|forget KEY\n"
+	"  map list|show KEY|forget KEY|retry KEY\n"
 	"                             inspect or edit the alert-to-issue map\n"
 	"  janitor sweep --once [--dry-run]\n"
 	"                             run one janitor sweep now and print its plan\n"
@@ -114,12 +115,15 @@ static const char usage_map[] =
 	"usage: alertbridge map list [--receiver=NAME]\n"
 	"       alertbridge map show KEY [--receiver=NAME]\n"
 	"       alertbridge map forget KEY --receiver=NAME\n"
+	"       alertbridge map retry KEY --receiver=NAME\n"
 	"\n"
 	"Reads the database named by --database.path, else the configuration's 'database'\n"
 	"(--config.file, default alertbridge.yml), else ./alertbridge.db.\n"
 	"list: one line per alert: receiver, key, repo#number, state, episode start.\n"
 	"show: every field of the row.  forget: delete the row, so the next firing\n"
-	"creates a new issue.  KEY is the alert fingerprint (or the group hash).\n";
+	"creates a new issue.  retry: re-queue the dead-lettered events of KEY (e.g. once\n"
+	"the repository exists); a running service picks them up within a second.\n"
+	"KEY is the alert fingerprint (or the group hash).\n";
 
 static const char usage_janitor[] =
 	"usage: alertbridge janitor sweep --once [--dry-run] [--config.file=FILE]\n"
@@ -247,6 +251,7 @@ struct service {
 	struct kube_client *leader_kube;  /* the leader's own client: one thread each */
 	struct janitor_leader *leader;
 	struct srv *srv;
+	struct retention *retention;  /* prunes done events after database_retention */
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
@@ -399,6 +404,7 @@ static void log_store_stats(struct store *st)
 static void service_release(struct service *s)
 {
 	log_store_stats(s->store);
+	retention_stop(s->retention);
 	srv_free(s->srv);
 	janitor_free(s->janitor);
 	janitor_leader_free(s->leader);
@@ -462,13 +468,11 @@ static int setup_leader(struct service *s, struct buf *err)
 }
 
 /* The janitor's clients, intake and worker (janitor.enabled). */
-static int setup_janitor(struct service *s, struct buf *err)
+static void setup_janitor(struct service *s)
 {
 	struct janitor_webhook_options jw = { 0 };
 	struct janitor_options jo = { 0 };
 
-	if (s->cfg->janitor.leader_election.enabled && setup_leader(s, err))
-		return 1;
 	jw.store = s->store;
 	jw.metrics = s->metrics;
 	jw.auth = s->auth;
@@ -482,7 +486,6 @@ static int setup_janitor(struct service *s, struct buf *err)
 	jo.is_leader = s->is_leader;
 	jo.leader_ctx = s->leader_ctx;
 	s->janitor = janitor_new(&jo);
-	return 0;
 }
 
 static int start_service(struct service *s, const struct flags *f)
@@ -527,9 +530,15 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.render = s->render;
 	bo.metrics = s->metrics;
 	bo.user_agent = "alertbridge/" AB_VERSION;
-	s->bridge = bridge_new(&bo);
-	if (s->cfg->janitor.enabled && setup_janitor(s, &err))
+	/* One Lease for both workers: only the leader drains the bridge queue too. */
+	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
+	    setup_leader(s, &err))
 		goto out;
+	bo.may_act = s->is_leader;
+	bo.may_act_ctx = s->leader_ctx;
+	s->bridge = bridge_new(&bo);
+	if (s->cfg->janitor.enabled)
+		setup_janitor(s);
 
 	so.listen_address = f->listen_address ? f->listen_address : s->cfg->listen_address;
 	so.threads = s->cfg->webhook.threads;
@@ -561,6 +570,10 @@ static int start_service(struct service *s, const struct flags *f)
 	srv_set_observer(s->srv, observe_request, s);
 	if (bridge_start(s->bridge, &err)) {
 		log_msg(LOG_ERROR, "cannot start the bridge", "detail", buf_str(&err));
+		goto out;
+	}
+	if (retention_start(s->store, s->cfg->database_retention_ms, 0, &s->retention, &err)) {
+		log_msg(LOG_ERROR, "cannot start the retention", "detail", buf_str(&err));
 		goto out;
 	}
 	if (s->leader && janitor_leader_start(s->leader)) {
@@ -827,6 +840,27 @@ static int match_key(void *ctx, const struct store_issue *row)
 	return 0;
 }
 
+/* map retry KEY --receiver=NAME: re-queue the key's dead letters (store_dead_requeue()). */
+static int map_retry(struct store *st, const struct flags *f)
+{
+	int64_t n = 0;
+
+	if (!f->receiver) {
+		fprintf(stderr, "alertbridge: map retry needs --receiver=NAME\n");
+		return 2;
+	}
+	if (store_dead_requeue(st, "bridge", f->receiver, f->args[1], NULL, &n))
+		return 1;
+	if (n == 0) {
+		fprintf(stderr, "alertbridge: no dead-lettered event for receiver \"%s\" key \"%s\"\n",
+			f->receiver, f->args[1]);
+		return 1;
+	}
+	printf("re-queued %lld dead-lettered event(s) of %s/%s\n", (long long)n, f->receiver,
+	       f->args[1]);
+	return 0;
+}
+
 static int cmd_map(const struct flags *f)
 {
 	struct buf err = BUF_INIT;
@@ -873,6 +907,8 @@ static int cmd_map(const struct flags *f)
 			goto out;
 		}
 		rc = 0;
+	} else if (!strcmp(sub, "retry")) {
+		rc = map_retry(st, f);
 	} else if (!strcmp(sub, "forget")) {
 		enum err e;
 		if (!f->receiver) {

@@ -16,6 +16,7 @@
 
 #include "bridge/issue.h"
 #include "bridge/rebuild.h"
+#include "bridge/repos.h"
 #include "bridge/storm.h"
 #include "bridge/view.h"
 #include "core/log.h"
@@ -28,6 +29,7 @@ struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
 	struct storm *storm;  /* alert storms: bridge/storm.h */
+	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -37,9 +39,11 @@ struct bridge {
 	struct metric *m_events;
 	struct metric *m_pending;
 	struct metric *m_dead;
+	struct metric *m_dead_letters;
 	struct metric *m_gh_requests;
 	struct metric *m_gh_retries;
 	struct metric *m_gh_ratelimit;
+	struct metric *m_gh_content_left;
 	struct metric *m_gh_ambiguous;
 	struct metric *m_gh_unauthorized;
 	struct metric *m_rebuilt;
@@ -92,6 +96,18 @@ static int gh_stopping(void *ctx)
 	return clock_stop_requested(&b->stop);
 }
 
+/* bridge_options.may_act: does this replica hold the Lease (or need none)? */
+static int may_act(struct bridge *b)
+{
+	return !b->opts.may_act || b->opts.may_act(b->opts.may_act_ctx);
+}
+
+/* The GitHub client's gate before each request: stopping, or no longer allowed to act. */
+static int gh_hold(void *ctx)
+{
+	return gh_stopping(ctx) || !may_act(ctx);
+}
+
 /* https://api.github.com -> https://github.com; https://HOST/api/v3 -> https://HOST. */
 static char *html_base_of(const char *api_url)
 {
@@ -108,7 +124,9 @@ static char *html_base_of(const char *api_url)
 static void register_metrics(struct bridge *b)
 {
 	static const char *const rcv_result[] = { "receiver", "result", NULL };
+	static const char *const rcv_reason[] = { "receiver", "reason", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
+	static const char *const window[] = { "window", NULL };
 	struct metrics *m = b->opts.metrics;
 
 	if (!m)
@@ -119,6 +137,9 @@ static void register_metrics(struct bridge *b)
 				     "Events waiting in the bridge queue.", NULL);
 	b->m_dead = metrics_gauge(m, "alertbridge_dead_letter_events",
 				  "Events dead-lettered (never retried); see alertbridge map.", NULL);
+	b->m_dead_letters = metrics_counter(
+		m, "alertbridge_bridge_dead_letters_total",
+		"Events dead-lettered, by reason (repo_not_found, invalid).", rcv_reason);
 	b->m_gh_requests = metrics_counter(m, "alertbridge_github_requests_total",
 					   "GitHub REST requests by outcome.", outcome);
 	b->m_gh_retries = metrics_counter(m, "alertbridge_github_retries_total",
@@ -126,6 +147,10 @@ static void register_metrics(struct bridge *b)
 	b->m_gh_ratelimit = metrics_gauge(m, "alertbridge_github_ratelimit_remaining",
 					  "Last x-ratelimit-remaining GitHub sent (-1: none yet).",
 					  NULL);
+	b->m_gh_content_left = metrics_gauge(
+		m, "alertbridge_github_content_budget_remaining",
+		"Mutating GitHub calls that fit now in the content budget, by window (minute, hour).",
+		window);
 	b->m_gh_ambiguous = metrics_counter(
 		m, "alertbridge_github_ambiguous_creates_resolved_total",
 		"Creates whose answer was lost, found afterwards by their marker.", NULL);
@@ -158,16 +183,18 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.user_agent = opts->user_agent ? opts->user_agent : "alertbridge";
 	go.timeout_ms = g->timeout_ms;
 	go.content_per_minute = (int)g->content_per_minute;
+	go.content_per_hour = (int)g->content_per_hour;
 	go.min_interval_ms = opts->gh_min_interval_ms;
 	go.max_attempts = opts->gh_max_attempts;
 	go.dry_run = g->dry_run;
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;
-	go.stopping = gh_stopping;
+	go.stopping = gh_hold;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
 	b->storm = storm_new(&(struct storm_options){ opts->cfg, opts->store, b->gh, 0 });
+	b->repos = repos_new(b->gh, opts->store, 0);
 	gh_stats(b->gh, &b->last_stats);
 	register_metrics(b);
 	return b;
@@ -265,21 +292,6 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 	return ERR_OK;
 }
 
-static void key_marker(const struct work *w, struct buf *out);
-
-/* Does the issue's marker name the event's receiver, or no receiver (the old form)? */
-static int own_issue(const struct work *w, const struct gh_issue *gi)
-{
-	struct buf rcv = BUF_INIT, key = BUF_INIT;
-	int own = issue_marker_parse_receiver(gi->body, &rcv, &key) &&
-		  !strcmp(buf_str(&key), w->ev.key) &&
-		  (!rcv.len || !strcmp(buf_str(&rcv), w->ev.receiver));
-
-	buf_release(&rcv);
-	buf_release(&key);
-	return own;
-}
-
 /*
  * The first live event of a row written in dry-run (number 0: no issue was
  * made): the issue may exist all the same (made by another instance, or by a
@@ -290,19 +302,12 @@ static int own_issue(const struct work *w, const struct gh_issue *gi)
  */
 static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *errmsg)
 {
-	struct buf marker = BUF_INIT;
 	struct gh_issue gi = { 0 };
 	const char *repo = w->row.repo ? w->row.repo : w->repo;
 	struct log_line *l;
-	enum err rc;
+	enum err rc = rebuild_find_issue(b->gh, repo, w->ev.receiver, w->ev.key,
+					 w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
 
-	/* The key's marker is in both forms (with and without the receiver): an issue a
-	 * version before receivers were named made is found too, another receiver's not. */
-	issue_marker(w->ev.key, &marker);
-	rc = gh_issue_find_marker(b->gh, repo, buf_str(&marker),
-				  w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
-	if (rc == ERR_OK && !own_issue(w, &gi))
-		rc = ERR_NOTFOUND;
 	if (rc == ERR_OK) {
 		take_issue(&w->row, &gi);
 		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
@@ -325,7 +330,6 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 		log_end(l);
 	}
 	gh_issue_release(&gi);
-	buf_release(&marker);
 	return rc;
 }
 
@@ -824,6 +828,12 @@ static void count(struct bridge *b, const char *receiver, const char *result)
 	metric_add(b->m_events, labels, 1);
 }
 
+static void count_dead(struct bridge *b, const char *receiver, const char *reason)
+{
+	const char *labels[] = { receiver, reason };
+	metric_add(b->m_dead_letters, labels, 1);
+}
+
 static int64_t backoff_ms(struct bridge *b, int attempts)
 {
 	int64_t d = b->opts.retry_base_ms;
@@ -846,6 +856,7 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 		src = store_event_dead(b->opts.store, w->ev.id, why);
 		l = log_begin(LOG_ERROR, "event dead-lettered");
 		count(b, w->ev.receiver, "dead");
+		count_dead(b, w->ev.receiver, "invalid");
 	} else {
 		/* From the time of the failure: the client's own retries took time. */
 		int64_t t = now_ms(b);
@@ -968,6 +979,30 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 	return rc;
 }
 
+/* ---- repositories GitHub says are missing (bridge/repos.h) ---- */
+
+/*
+ * The calls whose 404 can only be about the repository: a create (POST
+ * /repos/{o}/{r}/issues) and the scan's list.  A 404 on an issue's comment or
+ * state is about the issue first: the retry's refresh finds it gone and
+ * creates, whose 404 then asks about the repository.
+ */
+static int is_create(enum issue_action a)
+{
+	return a == ISSUE_CREATE || a == ISSUE_CREATE_LINKED;
+}
+
+static void count_repo_dead(struct bridge *b, struct work *w)
+{
+	count(b, w->ev.receiver, "dead");
+	count_dead(b, w->ev.receiver, "repo_not_found");
+}
+
+enum err bridge_retry_dead(struct bridge *b, int64_t *n)
+{
+	return repos_retry_dead(b->repos, n);
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
@@ -983,7 +1018,16 @@ static void handle(struct bridge *b, struct work *w)
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
 	repo = json_object_get(w->payload_doc, "repo");
 	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
+	if (repos_dead_if_known(b->repos, &w->ev, w->repo, now_ms(b))) {
+		count_repo_dead(b, w);
+		goto out;
+	}
 	rc = ensure_scanned(b, w, &errmsg);
+	if (rc == ERR_NOTFOUND &&
+	    repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		count_repo_dead(b, w);
+		goto out;
+	}
 	if (rc) {
 		fail(b, w, rc == ERR_INVALID ? ERR_RETRY : rc, buf_str(&errmsg));
 		goto out;
@@ -1004,13 +1048,18 @@ static void handle(struct bridge *b, struct work *w)
 	rc = plan(b, w, &errmsg);
 	if (!rc)
 		rc = execute(b, w, &errmsg);
-	if (rc == ERR_RETRY && gh_stopping(b)) {
-		/* Cut short by bridge_stop(): not a failure; the next start resumes it. */
-		struct log_line *l = log_begin(LOG_INFO, "stopping: event left for the next start");
+	if (rc == ERR_RETRY && gh_hold(b)) {
+		/* Cut short by bridge_stop() or a lost Lease: not a failure; resumed later. */
+		struct log_line *l = log_begin(LOG_INFO, gh_stopping(b)
+							 ? "stopping: event left for the next start"
+							 : "not the leader: event left for the leader");
 		log_int(l, "event", w->ev.id);
 		log_str(l, "key", w->ev.key);
 		log_str(l, "detail", buf_str(&errmsg));
 		log_end(l);
+	} else if (rc == ERR_NOTFOUND && is_create(w->action) &&
+		   repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		count_repo_dead(b, w);
 	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
 	} else {
@@ -1050,6 +1099,11 @@ static void update_gauges(struct bridge *b)
 	metric_add(b->m_assignees_dropped, NULL,
 		   (double)(s.assignees_dropped - b->last_stats.assignees_dropped));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
+	{
+		const char *mi[] = { "minute" }, *hr[] = { "hour" };
+		metric_set(b->m_gh_content_left, mi, (double)s.content_left_minute);
+		metric_set(b->m_gh_content_left, hr, (double)s.content_left_hour);
+	}
 	b->last_stats = s;
 }
 
@@ -1058,6 +1112,8 @@ int bridge_step(struct bridge *b)
 	struct work w;
 	enum err rc;
 
+	if (!may_act(b))
+		return 0;  /* not the leader: the queue is the leader's to drain */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = now_ms(b);
 	if (storm_sync(b->storm, w.now_ms)) {  /* a due summary issue's calls first */
@@ -1136,6 +1192,7 @@ void bridge_free(struct bridge *b)
 		return;
 	bridge_stop(b);
 	storm_free(b->storm);
+	repos_free(b->repos);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	clock_stop_release(&b->stop);

@@ -10,7 +10,13 @@
  * progress in between, so a retry after a crash or a failure skips what
  * already happened.  Transient failures (5xx, timeouts, rate limits, a bad
  * token) are retried with backoff forever — the event stays queued; a request
- * GitHub rejects as invalid (422) is dead-lettered with the reason.
+ * GitHub rejects as invalid (422) is dead-lettered with the reason, and so is
+ * an event whose repository GitHub says is missing (a 404 on a call that
+ * GitHub confirms with a 404 on GET /repos/{owner}/{repo}: bridge/repos.h;
+ * reason "repository OWNER/NAME not found or no access").  That answer is
+ * kept 10 minutes: the repository's other events are dead-lettered without a
+ * call, except those re-queued by a person (store_dead_requeue()), which ask
+ * GitHub again.
  *
  * No second issue, no second comment:
  *   - every issue body ends with the receiver's key marker
@@ -97,6 +103,17 @@ struct bridge_options {
 	/* Test hooks for the GitHub client (0: its defaults). */
 	int64_t gh_min_interval_ms;
 	int gh_max_attempts;
+	/*
+	 * May this replica act?  NULL: always.  With leader election main.c
+	 * wires it to the Lease (janitor/leader.h): while may_act(may_act_ctx)
+	 * is 0, bridge_step() takes no event (returns 0), and it is asked again
+	 * right before every GitHub request, so a worker that loses the Lease
+	 * mid-event sends nothing more; that event stays queued, not counted as
+	 * a failed attempt, and its progress note lets the leader resume it.
+	 * Called on the worker's thread; must be cheap and thread-safe.
+	 */
+	int (*may_act)(void *ctx);
+	void *may_act_ctx;
 };
 
 /*
@@ -130,6 +147,15 @@ void bridge_request_stop(struct bridge *b);
  * dead-lettered), 0 when none was due, -1 when the store failed.
  */
 int bridge_step(struct bridge *b);
+
+/*
+ * Re-queue every dead letter whose repository GitHub said was missing
+ * (reason REPOS_MISSING_LIKE, all receivers), and forget what GitHub said
+ * of repositories, so the next event of each asks again.  For a reload (a
+ * repository created, a token given access).  *n (may be NULL) gets how
+ * many.  Thread-safe.  Errors: those of store_dead_requeue().
+ */
+enum err bridge_retry_dead(struct bridge *b, int64_t *n) WARN_UNUSED;
 
 /* Non-zero when GitHub calls are only logged (dry-run). */
 int bridge_dry_run(const struct bridge *b);

@@ -25,7 +25,9 @@
 
 #define API_VERSION "2022-11-28"
 #define MAX_BUDGET 80              /* GitHub's content-creation ceiling per minute */
-#define WINDOW_MS 60000
+#define MAX_HOUR_BUDGET 500        /* ... and per hour */
+#define MINUTE_MS 60000
+#define HOUR_MS 3600000
 #define BACKOFF_CAP_MS 60000
 #define SECONDARY_MIN_WAIT_MS 60000  /* GitHub: "wait at least one minute" */
 #define MAX_RATELIMIT_WAIT_MS 3600000
@@ -34,13 +36,21 @@
 #define MAX_BODY_BYTES (32u << 20) /* a page of 100 issues of 64 KiB bodies fits */
 #define MAX_ERRMSG_JSON 1024
 
+/* At most cap mutations in any span_ms: the times of the last cap, as a ring. */
+struct window {
+	int64_t *t;
+	int cap;
+	int len;
+	int pos;      /* the oldest once len == cap; the next slot to write */
+	int64_t span_ms;
+};
+
 struct gh_client {
 	char *api_url;
 	char *token;
 	char *auth_header;
 	char *ua_header;
 	int64_t timeout_ms;
-	int budget;
 	int64_t min_interval_ms;
 	int max_attempts;
 	int64_t backoff_base_ms;
@@ -51,9 +61,8 @@ struct gh_client {
 	int (*stopping)(void *ctx);
 	struct http_client *http;
 	int64_t last_mutation_ms;  /* end of the last mutating request; 0: none yet */
-	int64_t *window;           /* ring of the last `budget` mutation times */
-	int window_len;
-	int window_pos;
+	struct window minute;      /* content_per_minute */
+	struct window hour;        /* content_per_hour */
 	int64_t blocked_until_ms;  /* no request before this (rate limit) */
 	uint64_t rng;
 	struct gh_stats stats;
@@ -77,6 +86,37 @@ enum verdict { DONE, FAILED, TRANSIENT };
 static int64_t now(struct gh_client *c)
 {
 	return c->now_ms(c->clock_ctx);
+}
+
+static void window_init(struct window *w, int cap, int max, int64_t span_ms)
+{
+	w->cap = cap > 0 && cap < max ? cap : max;
+	w->t = xcalloc((size_t)w->cap, sizeof(*w->t));
+	w->span_ms = span_ms;
+}
+
+/* How long until one more fits (<= 0: now). */
+static int64_t window_wait_ms(const struct window *w, int64_t now_ms)
+{
+	return w->len < w->cap ? 0 : w->t[w->pos] + w->span_ms - now_ms;
+}
+
+static void window_note(struct window *w, int64_t t_ms)
+{
+	w->t[w->pos] = t_ms;
+	w->pos = (w->pos + 1) % w->cap;
+	if (w->len < w->cap)
+		w->len++;
+}
+
+/* How many more fit now. */
+static int window_left(const struct window *w, int64_t now_ms)
+{
+	int used = 0;
+
+	for (int i = 0; i < w->len; i++)
+		used += w->t[i] + w->span_ms > now_ms;
+	return w->cap - used;
 }
 
 static void pause_ms(struct gh_client *c, int64_t ms, int64_t *counter)
@@ -105,8 +145,8 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	(void)buf_printf(&b, "User-Agent: %s", opts->user_agent ? opts->user_agent : "alertbridge");
 	c->ua_header = buf_detach(&b);
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
-	c->budget = opts->content_per_minute > 0 && opts->content_per_minute < MAX_BUDGET ?
-			    opts->content_per_minute : MAX_BUDGET;
+	window_init(&c->minute, opts->content_per_minute, MAX_BUDGET, MINUTE_MS);
+	window_init(&c->hour, opts->content_per_hour, MAX_HOUR_BUDGET, HOUR_MS);
 	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
 	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
 	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
@@ -115,7 +155,6 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
 	c->stopping = opts->stopping;
-	c->window = xcalloc((size_t)c->budget, sizeof(*c->window));
 	c->http = http_client_new(&hopts);
 	c->rng = (uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
 	if (!c->rng)
@@ -129,7 +168,8 @@ void gh_client_free(struct gh_client *c)
 	if (!c)
 		return;
 	http_client_free(c->http);
-	free(c->window);
+	free(c->minute.t);
+	free(c->hour.t);
 	free(c->api_url);
 	if (c->token) /* wipe the secret copies before handing memory back */
 		memset(c->token, 0, strlen(c->token));
@@ -164,6 +204,8 @@ void gh_issue_release(struct gh_issue *is)
 void gh_stats(const struct gh_client *c, struct gh_stats *out)
 {
 	*out = c->stats;
+	out->content_left_minute = window_left(&c->minute, c->now_ms(c->clock_ctx));
+	out->content_left_hour = window_left(&c->hour, c->now_ms(c->clock_ctx));
 }
 
 /* ---- time and text helpers ---- */
@@ -262,18 +304,20 @@ static void wait_rate_limit(struct gh_client *c)
 	pause_ms(c, wait, &c->stats.ratelimit_wait_ms);
 }
 
-/* Mutating calls: min_interval_ms apart and at most `budget` in any 60 s. */
+/*
+ * Mutating calls: min_interval_ms apart, at most content_per_minute in any
+ * 60 s and content_per_hour in any hour.
+ */
 static void pace(struct gh_client *c)
 {
 	int64_t t = now(c), wait = 0;
 
 	if (c->last_mutation_ms)
 		wait = c->last_mutation_ms + c->min_interval_ms - t;
-	if (c->window_len == c->budget) {
-		int64_t oldest = c->window[c->window_pos];
-		if (oldest + WINDOW_MS - t > wait)
-			wait = oldest + WINDOW_MS - t;
-	}
+	if (window_wait_ms(&c->minute, t) > wait)
+		wait = window_wait_ms(&c->minute, t);
+	if (window_wait_ms(&c->hour, t) > wait)
+		wait = window_wait_ms(&c->hour, t);
 	pause_ms(c, wait, &c->stats.pacing_wait_ms);
 }
 
@@ -282,10 +326,8 @@ static void note_mutation(struct gh_client *c)
 	int64_t t = now(c);
 
 	c->last_mutation_ms = t;
-	c->window[c->window_pos] = t;
-	c->window_pos = (c->window_pos + 1) % c->budget;
-	if (c->window_len < c->budget)
-		c->window_len++;
+	window_note(&c->minute, t);
+	window_note(&c->hour, t);
 }
 
 /* Block until t (ms), capped, unless already blocked longer. */
@@ -870,6 +912,30 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 	}
 	if (rc == ERR_OK)
 		rc = parse_issue_body(&res, buf_str(&path), out, errmsg);
+out:
+	buf_release(&path);
+	http_response_release(&res);
+	return rc;
+}
+
+enum err gh_repo_get(struct gh_client *c, const char *repo, struct buf *errmsg)
+{
+	struct http_response res;
+	struct buf path = BUF_INIT;
+	enum err rc = check_repo(repo, errmsg);
+
+	http_response_init(&res);
+	if (rc)
+		goto out;
+	(void)buf_printf(&path, "/repos/%s", repo);
+	if (c->dry_run) {
+		log_dry_run("GET", buf_str(&path), NULL);
+		goto out;
+	}
+	{
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0 };
+		rc = call(c, &k, &res, NULL, errmsg);
+	}
 out:
 	buf_release(&path);
 	http_response_release(&res);

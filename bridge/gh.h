@@ -5,7 +5,9 @@
  * for integrators": every request sends Authorization: Bearer <token>,
  * Accept: application/vnd.github+json, X-GitHub-Api-Version: 2022-11-28 and a
  * User-Agent.  Mutating calls (POST/PATCH) are serialised, at least 1 s apart
- * and within content_per_minute; retry-after, x-ratelimit-remaining/-reset,
+ * and within content_per_minute and content_per_hour (GitHub's secondary rate
+ * limits allow 80 content-creating requests a minute and 500 an hour: "Rate
+ * limits for the REST API"); retry-after, x-ratelimit-remaining/-reset,
  * 429 and secondary-rate-limit 403 answers are honoured; 5xx and timeouts are
  * retried with jittered exponential backoff up to max_attempts.
  *
@@ -27,7 +29,8 @@
  *     until x-ratelimit-reset (epoch seconds) once x-ratelimit-remaining hit 0
  *     (also when seen on a successful answer);
  *   - mutating calls also wait until min_interval_ms after the previous one
- *     ended and until fewer than content_per_minute were sent in the last 60 s;
+ *     ended, until fewer than content_per_minute were sent in the last 60 s
+ *     and fewer than content_per_hour in the last hour (sliding windows);
  *   - 5xx, timeouts and connection errors back off base * 2^(n-1), capped at
  *     60 s, jittered into [d/2, d]; a 429 or secondary-limit 403 without
  *     retry-after or reset headers waits 60 s * 2^(n-1) (at most 16 min), as
@@ -55,6 +58,7 @@ struct gh_options {
 	const char *user_agent;    /* e.g. "alertbridge/0.1.0" */
 	int64_t timeout_ms;        /* whole-request timeout; 0 means 10 s */
 	int content_per_minute;    /* budget for mutating calls; 0 or > 80 means 80 */
+	int content_per_hour;      /* and per hour; 0 or > 500 means 500 */
 	int64_t min_interval_ms;   /* spacing of mutating calls; 1000 by default (0 means 1000) */
 	int max_attempts;          /* per call for transient failures; 0 means 5 */
 	int64_t backoff_base_ms;   /* first backoff; 0 means 1000; doubles, jittered, capped at 60 s */
@@ -105,6 +109,8 @@ struct gh_stats {
 	int64_t pacing_wait_ms;          /* slept to space mutating calls (min_interval, budget) */
 	uint64_t ambiguous_resolved;     /* ambiguous creates found by their marker */
 	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
+	int content_left_minute;         /* mutations that fit now in the last 60 s's budget */
+	int content_left_hour;           /* ... and in the last hour's */
 	uint64_t assignees_dropped;      /* assignees left out of a create GitHub rejected them on */
 };
 
@@ -116,7 +122,7 @@ void gh_client_free(struct gh_client *c);
 int gh_dry_run(const struct gh_client *c);
 /* Free the strings of is (not is itself) and zero it; is may be NULL. */
 void gh_issue_release(struct gh_issue *is);
-/* Copy c's counters into *out. */
+/* Copy c's counters into *out (content_left_* as of the client's clock now). */
 void gh_stats(const struct gh_client *c, struct gh_stats *out);
 
 /*
@@ -167,6 +173,16 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
  */
 enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		      struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * GitHub REST "Get a repository": GET /repos/{owner}/{repo}.  ERR_OK when
+ * it exists and the token can see it; ERR_NOTFOUND when GitHub answers 404,
+ * which means it does not exist or the token has no access (GitHub does not
+ * tell the two apart).  Retries and other errors as every call: a 5xx or a
+ * timeout ends in ERR_RETRY, never ERR_NOTFOUND.  The answer's body is not
+ * read.  Dry-run: logged, no call, ERR_OK.
+ */
+enum err gh_repo_get(struct gh_client *c, const char *repo, struct buf *errmsg) WARN_UNUSED;
 
 /*
  * GitHub REST: PATCH /repos/{owner}/{repo}/issues/{number} with

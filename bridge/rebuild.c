@@ -223,3 +223,24 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 		*imported = sc.imported;
 	return rc;
 }
+
+enum err rebuild_find_issue(struct gh_client *gh, const char *repo, const char *receiver,
+			    const char *key, int64_t since_ms, struct gh_issue *out,
+			    struct buf *errmsg)
+{
+	struct buf marker = BUF_INIT, rcv = BUF_INIT, found = BUF_INIT;
+	enum err rc;
+
+	issue_marker(key, &marker);
+	rc = gh_issue_find_marker(gh, repo, buf_str(&marker), since_ms, out, errmsg);
+	if (rc == ERR_OK && !(issue_marker_parse_receiver(out->body, &rcv, &found) &&
+			      !strcmp(buf_str(&found), key) &&
+			      (!rcv.len || !strcmp(buf_str(&rcv), receiver)))) {
+		gh_issue_release(out);
+		rc = ERR_NOTFOUND;
+	}
+	buf_release(&marker);
+	buf_release(&rcv);
+	buf_release(&found);
+	return rc;
+}

@@ -39,4 +39,18 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 		      const char *repo, int64_t reopen_window_ms, int64_t now_ms,
 		      int64_t *imported, struct buf *errmsg) WARN_UNUSED;
 
+/*
+ * The issue of a map row of (receiver, key) that has none (number 0, written
+ * in dry-run), by its marker among the issues of repo created since since_ms
+ * (ms UTC): gh_issue_find_marker() with the key marker, which both forms
+ * contain, so an issue made before markers named the receiver is found too;
+ * the newest issue found is taken when its marker names receiver or no
+ * receiver.  ERR_OK with *out (release with gh_issue_release()); ERR_NOTFOUND
+ * when there is none (or the newest is another receiver's); the errors of
+ * gh_issue_find_marker() otherwise.
+ */
+enum err rebuild_find_issue(struct gh_client *gh, const char *repo, const char *receiver,
+			    const char *key, int64_t since_ms, struct gh_issue *out,
+			    struct buf *errmsg) WARN_UNUSED;
+
 #endif

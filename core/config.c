@@ -802,6 +802,7 @@ static const struct field github_fields[] = {
 	SECRET(struct cfg_github, "token_file", token_file, token),
 	MAP(struct cfg_github, "app", app, app_set),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
+	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
 };
@@ -851,29 +852,47 @@ static const struct field receiver_fields[] = {
 };
 FIELDSET(receiver_set, receiver_fields, check_receiver);
 
+/* "KEY: <a> <what> <other key> (<b>)": a policy duration out of order with another. */
+static enum err policy_order(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+			     int64_t a_ms, const char *what, const char *other, int64_t b_ms)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	char sub[PATH_MAX_LEN];
+	enum err rc;
+
+	duration_format(a_ms, &a);
+	duration_format(b_ms, &b);
+	join_key(sub, path, key);
+	rc = fail(c, key_or_map(c, map, key), sub, ERR_INVALID, "%s %s %s (%s)", buf_str(&a),
+		  what, other, buf_str(&b));
+	buf_release(&a);
+	buf_release(&b);
+	return rc;
+}
+
 static enum err check_policy(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_policy *p = obj;
 	enum err rc = need(c, map, path, "alertname", p->alertname);
-	struct buf lead = BUF_INIT, grace = BUF_INIT;
-	char sub[PATH_MAX_LEN];
 
-	if (rc != ERR_OK || p->notice_lead_ms <= p->grace_ms)
+	if (rc != ERR_OK)
 		return rc;
-	duration_format(p->notice_lead_ms, &lead);
-	duration_format(p->grace_ms, &grace);
-	join_key(sub, path, "notice_lead");
-	rc = fail(c, key_or_map(c, map, "notice_lead"), sub, ERR_INVALID,
-		  "%s is longer than grace (%s)", buf_str(&lead), buf_str(&grace));
-	buf_release(&lead);
-	buf_release(&grace);
-	return rc;
+	if (p->notice_lead_ms > p->grace_ms)
+		return policy_order(c, map, path, "notice_lead", p->notice_lead_ms,
+				    "is longer than", "grace", p->grace_ms);
+	if (p->reminder_before_ms < 0)  /* not given */
+		p->reminder_before_ms = p->notice_lead_ms / 2;
+	else if (p->reminder_before_ms > 0 && p->reminder_before_ms >= p->notice_lead_ms)
+		return policy_order(c, map, path, "reminder_before", p->reminder_before_ms,
+				    "is not less than", "notice_lead", p->notice_lead_ms);
+	return ERR_OK;
 }
 
 static const struct field policy_fields[] = {
 	FLD(struct cfg_policy, "alertname", F_STR, alertname),
 	DUR(struct cfg_policy, "grace", grace_ms, 0),
 	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0),
+	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
 	FUNC(struct cfg_policy, "owned", owned, parse_owned),
 	FLD(struct cfg_policy, "message", F_STR, message),
 };
@@ -944,6 +963,7 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 static const struct field root_fields[] = {
 	FLD(struct config, "listen_address", F_STR, listen_address),
 	FLD(struct config, "database", F_STR, database),
+	DUR(struct config, "database_retention", database_retention_ms, 1),
 	MAP(struct config, "log", log, log_set),
 	MAP(struct config, "webhook", webhook, webhook_set),
 	MAP(struct config, "github", github, github_set),
@@ -970,6 +990,7 @@ static void policy_defaults(struct cfg_policy *p)
 	memset(p, 0, sizeof(*p));
 	p->grace_ms = 24 * MS_H;
 	p->notice_lead_ms = 2 * MS_H;
+	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
 	p->owned = CFG_OWNED_NOTIFY_ONLY;
 }
 
@@ -988,6 +1009,7 @@ static void defaults(struct config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->listen_address = xstrdup(CFG_DEFAULT_LISTEN_ADDRESS);
 	cfg->database = xstrdup(CFG_DEFAULT_DATABASE);
+	cfg->database_retention_ms = 7 * MS_D;
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
 	cfg->webhook.max_body_bytes = 1048576;
@@ -998,6 +1020,7 @@ static void defaults(struct config *cfg)
 	cfg->webhook.threads = 4;
 	cfg->github.api_url = xstrdup(CFG_DEFAULT_GITHUB_API_URL);
 	cfg->github.content_per_minute = 20;
+	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
 	cfg->janitor.dry_run = 1;
@@ -1432,6 +1455,7 @@ static void dump_janitor(struct buf *out, const struct cfg_janitor *j)
 		kv_str(out, 0, "alertname", p->alertname);
 		kv_dur(out, 6, "grace", p->grace_ms);
 		kv_dur(out, 6, "notice_lead", p->notice_lead_ms);
+		kv_dur(out, 6, "reminder_before", p->reminder_before_ms);
 		kv_str(out, 6, "owned", owned_names[p->owned]);
 		kv_str(out, 6, "message", p->message);
 	}
@@ -1467,6 +1491,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	(void)buf_printf(out, "# effective configuration of %s\n", cfg->path);
 	kv_str(out, 0, "listen_address", cfg->listen_address);
 	kv_str(out, 0, "database", cfg->database);
+	kv_dur(out, 0, "database_retention", cfg->database_retention_ms);
 	(void)buf_printf(out, "log:\n  level: %s\n  format: %s\n", levels[cfg->log.level],
 			 cfg->log.format == LOG_JSON ? "json" : "logfmt");
 	(void)buf_adds(out, "webhook:\n");
@@ -1501,6 +1526,7 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 		kv_str(out, 4, "private_key_file", g->app.private_key_file);
 	}
 	(void)buf_printf(out, "  content_per_minute: %u\n", g->content_per_minute);
+	(void)buf_printf(out, "  content_per_hour: %u\n", g->content_per_hour);
 	kv_dur(out, 2, "timeout", g->timeout_ms);
 	kv_bool(out, 2, "dry_run", g->dry_run);
 	(void)buf_adds(out, cfg->receivers_count ? "receivers:\n" : "receivers: []\n");

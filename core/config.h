@@ -91,6 +91,7 @@ struct cfg_github {
 	int token_from_env;         /* 1 when token came from GITHUB_TOKEN */
 	struct cfg_github_app app;  /* exclusive with token_file */
 	unsigned content_per_minute; /* 1..80, default 20 */
+	unsigned content_per_hour;   /* 1..500, default 500 (GitHub's ceilings: 80/min, 500/h) */
 	int64_t timeout_ms;         /* github.timeout, default 10s */
 	int dry_run;                /* default 0; callers also dry-run without credentials */
 };
@@ -133,6 +134,12 @@ struct cfg_policy {
 	char *alertname;        /* required, unique */
 	int64_t grace_ms;       /* default 24h */
 	int64_t notice_lead_ms; /* default 2h; never more than grace */
+	/*
+	 * One reminder in the notice's Slack thread this long before the pod is
+	 * acted on; default notice_lead / 2; 0: no reminder; otherwise less
+	 * than notice_lead.
+	 */
+	int64_t reminder_before_ms;
 	enum cfg_owned owned;
 	char *message;          /* extra text for the notice, or NULL */
 };
@@ -180,6 +187,7 @@ struct config {
 	char *base_dir;       /* directory relative paths were resolved against, or NULL */
 	char *listen_address; /* host:port, default ":9095" (all interfaces) */
 	char *database;       /* default "alertbridge.db", relative to the working directory */
+	int64_t database_retention_ms; /* done events kept this long; > 0, default 7d */
 	struct cfg_log log;
 	struct cfg_webhook webhook;
 	struct cfg_github github;

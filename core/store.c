@@ -31,7 +31,8 @@
 /*
  * Schema migrations: step i takes user_version i to i + 1 and runs in its own
  * transaction.  Append new steps (e.g. the janitor's tables); never edit one
- * that has shipped.
+ * that has shipped.  The file's vacuum mode is not a step: VACUUM cannot run
+ * inside a transaction, so incremental_vacuum() follows the steps.
  */
 static const char *const migrations[] = {
 	/* 1: the event inbox and the issue map. */
@@ -477,7 +478,14 @@ static enum err configure(struct store *st, struct buf *errmsg)
 
 	sqlite3_extended_result_codes(st->db, 1);
 	sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS);
-	/* The first statement reads the file header: "file is not a database" shows here. */
+	/*
+	 * The first statement reads the file header: "file is not a database"
+	 * shows here.  auto_vacuum takes effect on a new file only, before WAL
+	 * mode writes its header; see incremental_vacuum() for older files.
+	 */
+	rc = exec(st->db, st->path, "PRAGMA auto_vacuum = INCREMENTAL", errmsg);
+	if (rc)
+		goto out;
 	rc = query_text(st->db, st->path, "PRAGMA journal_mode = WAL", &mode, errmsg);
 	if (rc)
 		goto out;
@@ -489,6 +497,31 @@ static enum err configure(struct store *st, struct buf *errmsg)
 	}
 	rc = exec(st->db, st->path, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
 		  errmsg);
+out:
+	buf_release(&mode);
+	return rc;
+}
+
+/*
+ * Pruned rows give their pages back to the file system (store_prune_done()
+ * runs PRAGMA incremental_vacuum), which needs auto_vacuum=INCREMENTAL.  A
+ * new file has it from configure(); a file made before that is switched
+ * once, by one VACUUM (https://sqlite.org/pragma.html#pragma_auto_vacuum),
+ * which rewrites the file and may take a while on a big one.
+ */
+static enum err incremental_vacuum(struct store *st, struct buf *errmsg)
+{
+	struct buf mode = BUF_INIT;
+	enum err rc = query_text(st->db, st->path, "PRAGMA auto_vacuum", &mode, errmsg);
+
+	if (rc || !strcmp(buf_str(&mode), "2"))
+		goto out;
+	rc = exec(st->db, st->path, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", errmsg);
+	if (rc == ERR_OK) {
+		struct log_line *l = log_begin(LOG_INFO, "store switched to incremental vacuum");
+		log_str(l, "path", st->path);
+		log_end(l);
+	}
 out:
 	buf_release(&mode);
 	return rc;
@@ -578,6 +611,8 @@ enum err store_open(const char *path, struct store **out, struct buf *errmsg)
 	rc = configure(st, errmsg);
 	if (rc == ERR_OK)
 		rc = migrate(st, errmsg);
+	if (rc == ERR_OK)
+		rc = incremental_vacuum(st, errmsg);
 	if (rc == ERR_OK)
 		rc = prepare_all(st, errmsg);
 out:
@@ -1141,6 +1176,7 @@ enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
 	struct buf msg = BUF_INIT;
 	enum err rc;
 	int brc = SQLITE_OK;
+	int64_t n;
 
 	if (deleted)
 		*deleted = 0;
@@ -1149,8 +1185,13 @@ enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
 	pthread_mutex_lock(&st->db_mu);
 	bind_int(st->stmt[S_EV_PRUNE], 1, before_ms, &brc);
 	rc = run(st, S_EV_PRUNE, brc, "prune events", &msg);
-	if (rc == ERR_OK && deleted)
-		*deleted = sqlite3_changes64(st->db);
+	n = rc == ERR_OK ? sqlite3_changes64(st->db) : 0;
+	if (deleted)
+		*deleted = n;
+	/* Hand the freed pages back, then move them out of the WAL into the file. */
+	if (n > 0)
+		rc = exec(st->db, st->path,
+			  "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)", &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc)
 		log_db("prune events", &msg);
@@ -2104,6 +2145,55 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 		store_event_release(&evs[i]);
 	}
 	free(evs);
+	buf_release(&msg);
+	return rc;
+}
+
+/* ---- re-queueing dead letters ---- */
+
+/* The dead events store_dead_requeue() selects: ?1 kind, ?2 receiver, ?3 key, ?4 reason. */
+#define DEAD_MATCH                                                                  \
+	"state = 'dead' AND kind = ?1 AND (?2 IS NULL OR receiver = ?2) AND "       \
+	"(?3 IS NULL OR key = ?3) AND (?4 IS NULL OR last_error LIKE ?4)"
+
+enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
+			    const char *key, const char *reason_like, int64_t *n)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int64_t changed = 0;
+
+	if (n)
+		*n = 0;
+	if (!st || empty(kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK)
+		rc = sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
+			    "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
+			    "events.key = issues.key)",
+			"clear dead reasons", &msg, NULL, "tttt", kind, receiver, key, reason_like);
+	if (rc == ERR_OK)
+		rc = sq(st, "UPDATE events SET state = 'pending', done_at_ms = NULL, attempts = 0, "
+			    "next_attempt_at_ms = 0, last_error = '" STORE_REQUEUED "' || "
+			    "coalesce(last_error, '') WHERE " DEAD_MATCH,
+			"requeue dead letters", &msg, NULL, "tttt", kind, receiver, key,
+			reason_like);
+	if (rc == ERR_OK)
+		changed = sqlite3_changes64(st->db);
+	if (rc == ERR_OK)
+		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc) {
+		log_db("requeue dead letters", &msg);
+	} else if (changed > 0) {
+		if (n)
+			*n = changed;
+		store_wake(st);
+	}
 	buf_release(&msg);
 	return rc;
 }

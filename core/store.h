@@ -5,7 +5,8 @@
  *
  * The only module that speaks SQL or sees a sqlite3 handle.  The database is
  * opened in WAL mode with synchronous=FULL and a busy_timeout; the schema is
- * versioned by PRAGMA user_version and migrated forward on open.
+ * versioned by PRAGMA user_version and migrated forward on open, and kept in
+ * auto_vacuum=INCREMENTAL mode (an older file is switched by one VACUUM).
  *
  * Intake uses group commit: concurrent store_enqueue() callers share one
  * transaction (the first caller to arrive commits for everyone queued behind
@@ -176,11 +177,38 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason) WARN
 enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 			     int (*fn)(void *ctx, const struct store_event *ev),
 			     void *ctx) WARN_UNUSED;
+/*
+ * What store_dead_requeue() writes before the old reason in last_error, so
+ * that a worker can tell an event a person re-queued (e.g. after fixing a
+ * repository) from one that merely failed before.
+ */
+#define STORE_REQUEUED "requeued; was: "
+/*
+ * Re-queue the dead-lettered events of queue kind that match every filter
+ * given (NULL: any): receiver, key, and reason_like, an SQL LIKE pattern
+ * over the dead-letter reason (e.g. "repository % not found or no access").
+ * In one transaction they become pending, due now, with attempts 0 and
+ * last_error STORE_REQUEUED + the reason (their progress note is kept: a
+ * create attempted before still looks for its marker first), and the map
+ * rows of their (receiver, key) lose dead_reason.  Pending events of the
+ * same key keep their order (by id).  Wakes store_wait() callers; a worker
+ * of another process sees them on its next poll.  *n (may be NULL) gets how
+ * many; 0 is not an error.
+ * Errors: ERR_INVALID (st NULL, kind empty), ERR_DB (logged; nothing changed).
+ */
+enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
+			    const char *key, const char *reason_like, int64_t *n) WARN_UNUSED;
 /* Number of dead-lettered events; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_dead_count(struct store *st);
 /*
- * Delete events marked done before before_ms (dead ones are kept for
- * inspection); *deleted (may be NULL) gets how many.  Errors: ERR_DB (logged).
+ * Delete events of every kind marked done before before_ms; dead-lettered
+ * and pending ones are kept (a dead letter stays until it is re-queued by
+ * store_dead_requeue(), and is then pruned once done).  When rows went, their pages
+ * are handed back to the file system (PRAGMA incremental_vacuum, then a WAL
+ * checkpoint(TRUNCATE)), so the file stays the size of what is live.
+ * *deleted (may be NULL) gets how many.  The map, notices and scans are not
+ * touched.  Errors: ERR_INVALID (st NULL), ERR_DB (logged; the delete may
+ * have committed when the vacuum failed).
  */
 enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted) WARN_UNUSED;
 

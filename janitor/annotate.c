@@ -317,7 +317,8 @@ enum err janitor_pod_state(const struct janitor_kv *kv, size_t n, int64_t creati
 			ok = false;
 		} else if (ttl_ms == JANITOR_TTL_FOREVER) {
 			out->forever = true;
-		} else {
+		} else if (ttl_ms > 0) {
+			/* kube-janitor acts on a TTL only above zero: "0s" sets no expiry. */
 			out->ttl_expiry_ms = add_sat(creation_ms, ttl_ms);
 		}
 	}

@@ -85,7 +85,8 @@ struct janitor_pod_state {
 	bool forever;              /* janitor/ttl is "forever" */
 	bool marked;               /* janitor/marked-at is present: the janitor marked this pod */
 	int64_t expires_ms;        /* janitor/expires, or JANITOR_NO_TIME */
-	int64_t ttl_expiry_ms;     /* creation + janitor/ttl (saturating), or JANITOR_NO_TIME */
+	int64_t ttl_expiry_ms;     /* creation + janitor/ttl (saturating), or JANITOR_NO_TIME;
+				    * also for a TTL of 0, which kube-janitor never acts on */
 	int64_t expiry_ms;         /* the earlier of the two; JANITOR_NO_TIME when neither is set */
 	int64_t marked_at_ms;      /* janitor/marked-at, or JANITOR_NO_TIME */
 	int64_t notified_at_ms;    /* janitor/notified-at, or JANITOR_NO_TIME: no notice yet */
@@ -95,7 +96,9 @@ struct janitor_pod_state {
 
 /*
  * Read the janitor annotations of a pod from the sorted set kv[0..n) into *out; creation_ms is
- * its metadata.creationTimestamp (what janitor/ttl counts from).  Returns ERR_OK, or ERR_INVALID
+ * its metadata.creationTimestamp (what janitor/ttl counts from).  A janitor/ttl of 0 ("0s",
+ * "0m", ...) gives no expiry, as in kube-janitor (janitor.py acts only when the TTL is above
+ * zero); a janitor/expires beside it still applies.  Returns ERR_OK, or ERR_INVALID
  * when janitor/expires, janitor/ttl, janitor/marked-at, janitor/notified-at or janitor/exempt
  * ("true" or "false") holds something else: out->invalid is then set, the fields that could be
  * read are filled, and errmsg (may be NULL) names the first bad annotation and quotes its value

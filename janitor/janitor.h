@@ -225,6 +225,10 @@ struct janitor_sweep_stats {
  * JANITOR_DEFAULT_NOTICE_LEAD_MS).  Row actions:
  *   "skip:<why>"  janitor_skip_str() (excluded, exempt, ...), or uid-changed, gone
  *   "wait"        not yet
+ *   "remind"      not yet, but the action is the policy's reminder_before
+ *                 away (JANITOR_DEFAULT_NOTICE_LEAD_MS / 2 without a policy):
+ *                 the reminder was queued in the delivered notice's thread,
+ *                 once per notice (dry-run: would be)
  *   "notify"      a notice was queued (dry-run: would be)
  *   "notice-pending", "notice-dead"  a notice for this expiry exists already
  *   "delete-pod", "delete-job", "scale-to-zero"  done (dry-run: would be done)

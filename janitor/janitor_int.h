@@ -127,6 +127,16 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
  */
 enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct jtext_view *v,
 			     struct buf *errmsg) WARN_UNUSED;
+/*
+ * Queue the reminder (JT_REMINDER) in the thread of the newest delivered
+ * notice of v->uid, unless the outbox holds a reminder for that notice
+ * already (in any state: once per notice, across restarts); nothing when no
+ * notice was delivered.  v->expires_ms is when the pod will be acted on.
+ * *queued (may be NULL) says whether it queued one (dry-run: would have).
+ * Errors: ERR_DB, ERR_INVALID (rendering).
+ */
+enum err janitor_queue_reminder(struct janitor *j, const struct jtext_view *v, int *queued,
+				struct buf *errmsg) WARN_UNUSED;
 /* Patch janitor/notified-at = sent_at_ms onto ns/name if its uid is still uid. */
 enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,
 				 const char *uid, int64_t sent_at_ms, struct buf *errmsg) WARN_UNUSED;

@@ -145,6 +145,36 @@ out:
 	return rc;
 }
 
+enum err janitor_queue_reminder(struct janitor *j, const struct jtext_view *v, int *queued,
+				struct buf *errmsg)
+{
+	struct store_notice parent = { 0 }, old = { 0 };
+	enum err rc, orc;
+
+	if (queued)
+		*queued = 0;
+	rc = store_notice_latest(j->opts.store, v->uid, kinds[JT_NOTICE], &parent);
+	orc = store_notice_latest(j->opts.store, v->uid, kinds[JT_REMINDER], &old);
+	if ((rc != ERR_OK && rc != ERR_NOTFOUND) || (orc != ERR_OK && orc != ERR_NOTFOUND)) {
+		buf_setf(errmsg, "cannot read the outbox");
+		rc = ERR_DB;
+		goto out;
+	}
+	/* Not delivered (or none): no thread to remind in.  Reminded already: once is enough. */
+	if (rc == ERR_NOTFOUND || strcmp(parent.state, "sent") ||
+	    (orc == ERR_OK && old.expires_ms == parent.expires_ms)) {
+		rc = ERR_OK;
+		goto out;
+	}
+	rc = janitor_queue_reply(j, JT_REMINDER, v, errmsg);
+	if (rc == ERR_OK && queued)
+		*queued = 1;
+out:
+	store_notice_release(&parent);
+	store_notice_release(&old);
+	return rc;
+}
+
 enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,
 				 const char *uid, int64_t sent_at_ms, struct buf *errmsg)
 {

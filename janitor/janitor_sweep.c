@@ -72,6 +72,24 @@ static void log_pod_error(const char *msg, const struct kube_pod *pod, enum err 
 }
 
 /*
+ * The workload pod's time running out acts on (kube_pod_controller) into
+ * owner, and *acted_on: owner, or what the pod names when its owner is gone.
+ */
+static enum err controller_of(struct janitor *j, const struct kube_pod *pod,
+			      struct kube_owner *owner, const struct kube_owner **acted_on,
+			      struct buf *err)
+{
+	enum err rc = kube_pod_controller(j->opts.kube, pod, owner, err);
+
+	if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_INVALID) {
+		kube_owner_release(owner);  /* an owner gone: act on what the pod names */
+		rc = ERR_OK;
+	}
+	*acted_on = owner->kind ? owner : &pod->owner;
+	return rc;
+}
+
+/*
  * NOTIFY: queue the notice for this expiry unless one exists; a delivered
  * one whose stamp did not reach the pod is stamped again.
  */
@@ -81,6 +99,7 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 	struct janitor *j = s->j;
 	struct store_notice old = { 0 };
 	struct kube_owner owner = { 0 };
+	const struct kube_owner *acted_on = NULL;
 	struct buf err = BUF_INIT;
 	const char *action = "notify";
 	int queued = 0;
@@ -101,15 +120,11 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 		}
 		goto out;
 	}
-	rc = kube_pod_controller(j->opts.kube, pod, &owner, &err);
-	if (rc == ERR_NOTFOUND || rc == ERR_CONFLICT || rc == ERR_INVALID) {
-		kube_owner_release(&owner);  /* an owner gone: act on what the pod names */
-		rc = ERR_OK;
-	}
+	rc = controller_of(j, pod, &owner, &acted_on, &err);
 	if (rc == ERR_OK)
-		rc = janitor_queue_notice(j, pod, owner.kind ? &owner : &pod->owner,
+		rc = janitor_queue_notice(j, pod, acted_on,
 					  janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY,
-							  owner.kind ? &owner : &pod->owner),
+							  acted_on),
 					  reason_text(st), NULL, st->expiry_ms,
 					  pol ? pol->grace_ms : 0, lead_of(pol), &queued, &err);
 	if (rc)
@@ -125,6 +140,49 @@ out:
 	kube_owner_release(&owner);
 	buf_release(&err);
 	return action;
+}
+
+static int64_t reminder_of(const struct cfg_policy *p)
+{
+	return p ? p->reminder_before_ms : JANITOR_DEFAULT_NOTICE_LEAD_MS / 2;
+}
+
+/*
+ * WAIT with a notice on the pod: once the action at act_ms is reminder_before
+ * away, the reminder goes into the notice's thread (once per notice: the
+ * outbox remembers it).  Returns the row's action: "remind" or "wait".
+ */
+static const char *remind(struct sweep *s, const struct kube_pod *pod,
+			  const struct janitor_pod_state *st, const struct cfg_policy *pol,
+			  int64_t act_ms)
+{
+	struct janitor *j = s->j;
+	struct kube_owner owner = { 0 };
+	struct jtext_view v = { 0 };
+	struct buf err = BUF_INIT;
+	int queued = 0;
+	enum err rc;
+
+	if (st->notified_at_ms == JANITOR_NO_TIME || reminder_of(pol) <= 0 ||
+	    s->now_ms < act_ms - reminder_of(pol))
+		return "wait";
+	rc = controller_of(j, pod, &owner, &v.owner, &err);
+	v.namespace = pod->namespace;
+	v.pod = pod->name;
+	v.uid = pod->uid;
+	v.action = janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY, v.owner);
+	v.reason = reason_text(st);
+	v.expires_ms = act_ms;
+	v.grace_ms = pol ? pol->grace_ms : 0;
+	if (rc == ERR_OK)
+		rc = janitor_queue_reminder(j, &v, &queued, &err);
+	if (rc) {
+		s->stats.errors++;
+		log_pod_error("cannot remind the owner of a pod", pod, rc, &err);
+	}
+	kube_owner_release(&owner);
+	buf_release(&err);
+	return rc ? "error" : queued ? "remind" : "wait";
 }
 
 /* Is there a notice that reached the owner at least lead_ms ago? */
@@ -368,7 +426,7 @@ static enum err sweep_pod(void *ctx, const struct kube_pod *pod)
 		row.action = skip;
 		break;
 	case JANITOR_WAIT:
-		row.action = "wait";
+		row.action = remind(s, pod, &st, pol, d.at_ms);
 		break;
 	case JANITOR_NOTIFY:
 		row.action = notify(s, pod, &st, pol);

@@ -101,19 +101,67 @@ run_units() { # $1: build dir
 	done
 }
 
+# Run integration test $1 with its output in $2 and its sanitizer reports in directory $3;
+# print "NAME PASSED FAILED EXIT" (sanitizer reports, moved into $2, count one failure).
+integration_one() {
+	name=$(basename "$1" .py)
+	if [ -n "$stage" ]; then
+		ASAN_OPTIONS="log_path=$3/report:detect_leaks=1" \
+		UBSAN_OPTIONS="log_path=$3/report:print_stacktrace=1:halt_on_error=1" \
+		timeout 900 python3 "$1" >"$2" 2>&1
+	else
+		timeout 900 python3 "$1" >"$2" 2>&1
+	fi
+	rc=$?
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -n 1)
+	p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
+	f=$(echo "$last" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
+	for r in "$3"/report.*; do
+		[ -f "$r" ] || continue
+		{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$2"
+		rm -f "$r"
+		f=$((f + 1))
+	done
+	echo "$name $p $f $rc"
+}
+
+# Run the selected integration tests ($@), INTEGRATION_JOBS (default 2) at a time: the tests
+# are dealt round-robin into that many lanes, each lane runs its tests one after the other,
+# and the results are counted in the order of the files once every lane has finished.
 run_integration() { # $@: test files
+	jobs=${INTEGRATION_JOBS:-2}
+	lanes="$san/lanes"
+	rm -rf "$lanes"
+	i=0
 	for t in "$@"; do
 		[ -f "$t" ] || continue
-		name=$(basename "$t" .py)
-		selected "$name" || continue
-		timeout 900 python3 "$t" >"$log" 2>&1
-		rc=$?
-		last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-		p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
-		f=$(echo "$last" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
-		san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
-		account integration "$name" "$p" "$f" "$rc"
+		selected "$(basename "$t" .py)" || continue
+		lane=$((i % jobs))
+		mkdir -p "$lanes/$lane/san"
+		echo "$t" >>"$lanes/$lane/tests"
+		i=$((i + 1))
 	done
+	[ "$i" -gt 0 ] || return 0
+	for d in "$lanes"/*; do
+		(
+			while read -r t; do
+				integration_one "$t" "$d/$(basename "$t" .py).log" "$d/san" >>"$d/results"
+			done <"$d/tests"
+		) &
+	done
+	wait
+	for t in "$@"; do
+		name=$(basename "$t" .py)
+		for d in "$lanes"/*; do
+			[ -f "$d/results" ] || continue
+			line=$(grep "^$name " "$d/results") || continue
+			# shellcheck disable=SC2086
+			set -- $line
+			cp "$d/$name.log" "$log"
+			account integration "$1" "$2" "$3" "$4"
+		done
+	done
+	rm -rf "$lanes"
 }
 
 # Run one stage: $1 label, $2 build dir, $3 binary.

@@ -6,7 +6,8 @@ way GitHub does (token, User-Agent, Accept, X-GitHub-Api-Version, JSON bodies), 
 GitHub's shapes and headers (rate-limit headers, Link pagination), records every request, and
 offers a side door (/_fake/...) and a Python API for faults and "human" actions.
 Follows GitHub REST API version 2022-11-28: "REST API endpoints for issues", "... for issue
-comments", "... for labels", "... for search" (GET /search/issues), "Rate limits for the REST
+comments", "... for labels", "Get a repository" (GET /repos/{owner}/{repo}; 404 for a repository
+that does not exist or the token cannot see, as on every endpoint under it), "... for search" (GET /search/issues), "Rate limits for the REST
 API", "Using pagination in the REST API".  Like GitHub's, the search index lags behind writes
 (search_lag_s, default 60 s): an issue is found by search only that long after it was created
 or changed, while the issues list is consistent at once.
@@ -294,6 +295,19 @@ class FakeGitHub:
                 "url": "%s/users/%s" % (self.url, login),
                 "html_url": "https://github.com/%s" % login, "site_admin": False}
 
+    def _repo_json(self, r):
+        owner, name = r["full_name"].split("/")
+        return {"id": r["id"], "node_id": "R_%d" % r["id"], "name": name,
+                "full_name": r["full_name"], "private": False, "owner": self._user(owner),
+                "html_url": "https://github.com/%s" % r["full_name"],
+                "url": "%s/repos/%s" % (self.url, r["full_name"]),
+                "issues_url": "%s/repos/%s/issues{/number}" % (self.url, r["full_name"]),
+                "has_issues": True, "archived": False, "disabled": False,
+                "open_issues_count": sum(1 for i in r["issues"].values()
+                                         if i["state"] == "open" and not i.get("deleted")
+                                         and not i.get("transferred_to")),
+                "default_branch": "main"}
+
     def _label(self, r, name):
         lab = r["labels"].get(name.lower())
         if lab is None:
@@ -410,6 +424,13 @@ class FakeGitHub:
                     break
             else:
                 raise error(404, "Not Found")
+        m = re.fullmatch(r"/repos/([^/]+)/([^/]+)", path)
+        if m:
+            # "Get a repository": 404 when it does not exist or the token cannot see it.
+            r = self._repo(m.group(1), m.group(2))
+            if method == "GET":
+                return 200, self._repo_json(r), {}
+            raise error(404, "Not Found")
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues", path)
         if m:
             r = self._repo(m.group(1), m.group(2))

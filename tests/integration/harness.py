@@ -17,6 +17,7 @@ import os
 import shlex
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -572,3 +573,13 @@ def webhook_payload(receiver, alerts, status=None):
             "externalURL": "http://127.0.0.1:9093", "version": "4",
             "groupKey": '{}:{alertname="%s"}' % common.get("alertname", ""),
             "truncatedAlerts": 0}
+
+
+def db_rows(db, sql, args=()):
+    """The rows of one SQL statement on alertbridge's sqlite file, through a connection of the
+    test's own (WAL: it reads while the service writes)."""
+    con = sqlite3.connect(db, timeout=5)
+    try:
+        return con.execute(sql, args).fetchall()
+    finally:
+        con.close()

@@ -263,6 +263,11 @@ def not_found_gone_moved():
     eq((st, j["message"]), (404, "Not Found"), "unknown repo")
     st, _, j = api("POST", "/repos/acme/nope/issues", {"title": "x"})
     eq(st, 404, "create in unknown repo")
+    st, _, j = api("GET", "/repos/acme/nope")
+    eq((st, j["message"]), (404, "Not Found"), "get an unknown repository")
+    st, _, j = api("GET", "/repos/%s" % REPO.upper())
+    eq((st, j["full_name"], j["owner"]["login"], j["has_issues"]), (200, REPO, "acme", True),
+       "get a repository (names are case-insensitive)")
     st, _, j = api("GET", "/repos/%s/issues/42" % REPO)
     eq((st, j["message"]), (404, "Not Found"), "unknown issue")
     fg.delete(REPO, 1)

@@ -8,8 +8,9 @@ annotations, following DESIGN.md "Janitor semantics".
     Alertmanager --webhook--> recording proxy --> alertbridge --REST--> fake_kube, fake_slack
 
 The live scenarios share one stack (janitor.dry_run: false); the dry-run scenario has its own.
-Short durations keep the file under ~3 minutes: grace 6s (JanitorIdleGPUPod) or 20s
-(JanitorIdleCPUPod), notice_lead 3s, sweep_interval 2s.
+Short durations keep the file under ~3 minutes: grace 6s (JanitorIdleGPUPod), 20s
+(JanitorIdleCPUPod) or 8s (JanitorPodUnschedulable, with reminder_before 2.5s), notice_lead 3s,
+sweep_interval 2s.
 Env: ALERTBRIDGE_BIN (default ./alertbridge), ALERTMANAGER_BIN, E2E_ONLY=name,name.
 Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 """
@@ -37,7 +38,9 @@ SLACK_TOKEN = "xoxb-e2e-slack-token"
 HOOK_TOKEN = "e2e-janitor-webhook-secret"
 GPU = "JanitorIdleGPUPod"      # grace 6s, notice_lead 3s, owned: scale-to-zero
 CPU = "JanitorIdleCPUPod"      # grace 20s, notice_lead 3s, owned: notify-only
-GRACE_GPU_S, GRACE_CPU_S, NOTICE_LEAD_S, SWEEP_S = 6, 20, 3, 2
+REM = "JanitorPodUnschedulable"  # grace 8s, notice_lead 3s, reminder_before 2.5s (> a sweep)
+GRACE_GPU_S, GRACE_CPU_S, GRACE_REM_S, NOTICE_LEAD_S, SWEEP_S = 6, 20, 8, 3, 2
+REMINDER_S = 2.5
 MERGE_PATCH = "application/merge-patch+json"
 MUTATING = ("POST", "PATCH", "PUT", "DELETE")
 JANITOR_KEYS = {"janitor/expires", "janitor/reason", "janitor/marked-at",
@@ -126,6 +129,7 @@ class Stack:
                 "      grace: %ds\n"
                 "      notice_lead: %ds\n"
                 "      owned: notify-only\n"
+                "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: %dms}\n"
                 "  slack:\n"
                 "    api_url: %s\n"
                 "    bot_token_file: slack-token\n"
@@ -134,6 +138,7 @@ class Stack:
                 "  leader_election: {enabled: false}\n"
                 % (self.ab_port, "true" if self.dry_run else "false", SWEEP_S,
                    GPU, GRACE_GPU_S, NOTICE_LEAD_S, CPU, GRACE_CPU_S, NOTICE_LEAD_S,
+                   REM, GRACE_REM_S, NOTICE_LEAD_S, int(REMINDER_S * 1000),
                    self.slack.api_url))
 
     def start(self):
@@ -521,6 +526,85 @@ def user_ttl_noticed_before_deletion():
           "deleted only notice_lead after the notice (%.2f s after it)" % (
               d["time"] - msgs[0]["time"]))
     event("ttl pod deleted %.1f s after its notice" % (d["time"] - msgs[0]["time"]))
+
+
+@run.case
+def zero_ttl_never_acted_on():
+    """janitor/ttl: 0s is not "now": kube-janitor acts on a TTL only above zero, so do we."""
+    st = live()
+    ns, name = "ml", "ttl0-5"
+    st.kube.add_pod(ns, name, annotations={"janitor/ttl": "0s"}, created_ago_s=60)
+    event("%s/%s created 60 s ago with janitor/ttl 0s, no alert" % (ns, name))
+    start = time.time()
+
+    def sweeps_since():
+        return [r for r in st.kube.get_requests() if r["method"] == "GET" and
+                r["path"] == "/api/v1/pods" and r["time"] > start]
+    poll(lambda: len(sweeps_since()) >= 2, "two sweeps that list ttl0-5",
+         timeout_s=4 * SWEEP_S + 10)
+    st.quiet(NOTICE_LEAD_S + SWEEP_S + 0.5, "past a notice lead: a zero TTL must stay idle")
+    eq([r["method"] for r in st.pod_requests(ns, name) if r["method"] in MUTATING], [],
+       "no PATCH or DELETE of %s/%s" % (ns, name))
+    eq(st.messages_about(name), [], "no Slack notice about %s" % name)
+    eq(st.events_about(name), [], "no Event about %s" % name)
+    eq(st.kube.pod(ns, name)["metadata"]["annotations"], {"janitor/ttl": "0s"},
+       "%s/%s annotations unchanged" % (ns, name))
+
+
+@run.case
+def reminder_in_the_notice_thread_before_deletion():
+    """One reminder (slack_reminder.mustache) in the notice's thread reminder_before ahead of
+    the deletion; none for a pod whose alert resolved first."""
+    st = live()
+    ns, name, gone = "ml", "rem-8", "rem-9"
+    uid = st.kube.add_pod(ns, name, labels={"owner": "U0BOB"})["metadata"]["uid"]
+    uid9 = st.kube.add_pod(ns, gone, labels={"owner": "U0BOB"})["metadata"]["uid"]
+    a9 = alert(REM, ns, gone, uid9)
+    st.fire([alert(REM, ns, name, uid), a9])
+    st.wait_delivered(name)
+    st.wait_delivered(gone)
+    pod = st.wait_annotation(ns, name, "janitor/notified-at")
+    ann, expires, _ = check_marked(pod, REM)
+    notified = parse_time(ann["janitor/notified-at"])
+    act = max(expires, notified + NOTICE_LEAD_S)
+    notice = [m for m in st.messages_about("`%s/%s`" % (ns, name)) if not m["thread_ts"]]
+    eq([(m["channel"], m["thread_ts"]) for m in notice], [("D0BOB", None)],
+       "one notice about %s in Bob's DM" % name)
+    # rem-9 turns busy again once noticed, before its reminder is due
+    st.wait_annotation(ns, gone, "janitor/notified-at")
+    st.fire([resolved(a9)])
+    st.wait_delivered(gone, status="resolved")
+    d = st.wait_delete(ns, name, timeout_s=GRACE_REM_S + NOTICE_LEAD_S + 4 * SWEEP_S + 10)
+    eq(d["status"], 200, "DELETE answered")
+    thread = poll(lambda: [m for m in st.slack.get_messages()
+                           if m["thread_ts"] == notice[0]["ts"] and ":wastebasket:" in m["text"]]
+                  and [m for m in st.slack.get_messages() if m["thread_ts"] == notice[0]["ts"]],
+                  "the deleted reply in the notice's thread", timeout_s=15)
+    reminders = [m for m in thread if ":alarm_clock:" in m["text"]]
+    eq(len(reminders), 1, "exactly one reminder in the thread of %s" % name)
+    r = reminders[0]
+    eq(r["channel"], "D0BOB", "the reminder in the notice's channel")
+    human = time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime(act))
+    want = re.compile(
+        r":alarm_clock: \*Reminder:\* pod `ml/rem-8` will be deleted in \d+ seconds?, at "
+        + re.escape(human) + r" \(JanitorPodUnschedulable\)\.\n"
+        r"\*To keep it:\* `kubectl annotate pod -n ml rem-8 janitor/exempt=true`\n"
+        r"\*To snooze it:\* `kubectl annotate pod -n ml rem-8 --overwrite "
+        r"janitor/expires=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ` \(any later UTC time\)\n?")
+    check(want.fullmatch(r["text"]), "the reminder is slack_reminder.mustache rendered", r["text"])
+    check(r["time"] >= act - REMINDER_S - 1 - SLOP_S,
+          "the reminder not before reminder_before (%.1f s) ahead of the deletion" % REMINDER_S,
+          (r["time"], act))
+    check(r["time"] < d["time"], "the reminder before the DELETE", (r["time"], d["time"]))
+    event("reminder %.1f s before the DELETE" % (d["time"] - r["time"]))
+    st.quiet(SWEEP_S + 0.5, "a sweep after the deletion: still one reminder")
+    eq(len([m for m in st.slack.get_messages() if m["thread_ts"] == notice[0]["ts"] and
+            ":alarm_clock:" in m["text"]]), 1, "still exactly one reminder")
+    about9 = st.messages_about("`%s/%s`" % (ns, gone))
+    eq([m["text"].split()[0] for m in about9], [":hourglass_flowing_sand:",
+                                                ":white_check_mark:"],
+       "%s: the notice and the never-mind reply, no reminder" % gone)
+    eq(st.pod_requests(ns, gone, "DELETE"), [], "%s never deleted" % gone)
 
 
 @run.case

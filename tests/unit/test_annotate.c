@@ -814,6 +814,43 @@ static void skips_in_order(void **state)
 			JANITOR_SKIP_NO_EXPIRY, JANITOR_NO_TIME);
 }
 
+/*
+ * kube-janitor acts on a TTL only when it is above zero (janitor.py: "if ttl_seconds > 0"):
+ * janitor/ttl: 0s (0m, 0h, ...) sets no expiry, long after creation too; a janitor/expires
+ * beside it still counts.
+ */
+static void zero_ttl_never_acts(void **state)
+{
+	static const char *const zeros[] = { "0s", "0m", "00h", "0d", "0w" };
+	struct janitor_kv with_expires[] = {
+		{ JANITOR_ANN_TTL, "0s" }, { JANITOR_ANN_EXPIRES, "2024-02-29" },
+		{ JANITOR_ANN_NOTIFIED_AT, "2024-02-27" },
+	};
+	struct janitor_pod_state st;
+
+	(void)state;
+	for (size_t i = 0; i < NKV(zeros); i++) {
+		struct janitor_kv kv[] = {
+			{ JANITOR_ANN_TTL, zeros[i] },
+			{ JANITOR_ANN_NOTIFIED_AT, "2024-02-27" },
+		};
+
+		st = state_of(kv, NKV(kv), T_2024_02_28_2300);
+		assert_false(st.forever);
+		assert_int_equal(st.ttl_expiry_ms, JANITOR_NO_TIME);
+		assert_int_equal(st.expiry_ms, JANITOR_NO_TIME);
+		assert_decision(janitor_sweep_decision(&st, T_2024_02_28_2300, 0, false, false),
+				JANITOR_SKIP, JANITOR_SKIP_NO_EXPIRY, JANITOR_NO_TIME);
+		assert_decision(janitor_sweep_decision(&st, T_2024_02_28_2300 + 30 * DAY, HOUR,
+						       false, false),
+				JANITOR_SKIP, JANITOR_SKIP_NO_EXPIRY, JANITOR_NO_TIME);
+	}
+	st = state_of(with_expires, NKV(with_expires), T_2024_02_28_2300);
+	assert_int_equal(st.expiry_ms, T_2024_02_29);
+	assert_decision(janitor_sweep_decision(&st, T_2024_02_29, 0, false, false), JANITOR_ACT,
+			JANITOR_SKIP_NONE, JANITOR_NO_TIME);
+}
+
 static void forever_ttl_skips_even_with_expires(void **state)
 {
 	struct janitor_kv kv[] = {
@@ -875,6 +912,7 @@ int main(void)
 		cmocka_unit_test(ttl_expiry_uses_the_same_rule),
 		cmocka_unit_test(skips_in_order),
 		cmocka_unit_test(forever_ttl_skips_even_with_expires),
+		cmocka_unit_test(zero_ttl_never_acts),
 		cmocka_unit_test(names),
 	};
 

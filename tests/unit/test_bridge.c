@@ -31,7 +31,19 @@ struct env {
 	struct render *render;
 	struct bridge *b;
 	int64_t now;
+	int leading;       /* what may_act answers */
+	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
 };
+
+/* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
+static int env_may_act(void *ctx)
+{
+	struct env *e = ctx;
+
+	if (e->lose_after && fake_http_count(e->gh) >= e->lose_after)
+		e->leading = 0;
+	return e->leading;
+}
 
 static int64_t clock_now(void *ctx)
 {
@@ -75,6 +87,9 @@ static void env_start_scan(struct env *e, const char *extra_github, const char *
 	bo.sleep_ms = clock_sleep;
 	bo.clock_ctx = e;
 	bo.gh_max_attempts = 2;
+	bo.may_act = env_may_act;
+	bo.may_act_ctx = e;
+	e->leading = 1;
 	e->b = bridge_new(&bo);
 	if (scanned)
 		assert_int_equal(store_scan_done(e->st, "default", "my-org/alerts", T0), ERR_OK);
@@ -218,6 +233,89 @@ static void fire_resolve_refire_cycle(void **state)
 	get_row(&e, &row);
 	assert_string_equal(row.state, "open");
 	assert_int_equal(row.number, 7);
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
+/*
+ * Leader election: a replica that does not hold the Lease drains nothing, and one that
+ * loses it mid-event stops before its next GitHub call; the event stays queued, not
+ * counted as a failed attempt, and the leader finishes it without a second comment.
+ */
+static void not_the_leader_drains_nothing(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	e.leading = 0;
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 0);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
+
+	/* leading again: the event is handled as usual */
+	e.leading = 1;
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
+static void lease_lost_mid_event_stops_before_the_next_call(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	struct store_event ev = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	/* resolved: the Lease is lost right after the refresh GET, before the comment */
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	e.lose_after = 2;
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	get_row(&e, &row);
+	assert_string_equal(row.state, "open");
+	store_issue_release(&row);
+
+	/*
+	 * The Lease again: not a failed attempt, so it is due at once.  The note said the
+	 * comment may have been posted: its marker is looked for first, then one comment,
+	 * one close.
+	 */
+	e.lose_after = 0;
+	e.leading = 1;
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_int_equal(ev.attempts, 0);
+	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 5);
+	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
+			       "/repos/my-org/alerts/issues/7/comments"));
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/7",
+		       "\"state_reason\":\"completed\"");
+	get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 	env_stop(&e);
 }
@@ -469,6 +567,85 @@ static void invalid_request_is_dead_lettered(void **state)
 }
 
 /*
+ * A 404 confirmed by GET /repos/{o}/{r} dead-letters the event with its
+ * reason; the repository's next event is dead-lettered without a call; a
+ * reload's bridge_retry_dead() re-queues both and GitHub is asked again.
+ */
+static void missing_repository_is_dead_lettered_until_retried(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	int64_t n = 0;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_request(&e, 1, "GET", "/repos/my-org/alerts", NULL);
+	assert_int_equal(store_dead_count(e.st), 1);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+
+	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);  /* known missing: no call */
+	assert_int_equal(store_dead_count(e.st), 2);
+
+	assert_int_equal(bridge_retry_dead(e.b, &n), ERR_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_string_equal(ev.last_error,
+			    STORE_REQUEUED "repository my-org/alerts not found or no access");
+	store_event_release(&ev);
+	/* Its create was attempted: its marker is looked for first, then the POST. */
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_string_equal(fake_http_request(e.gh, 2)->method, "GET");
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	env_stop(&e);
+}
+
+/* Only a 404 from the repository endpoint counts: a 5xx there keeps the event queued. */
+static void missing_repository_needs_a_404_from_github(void **state)
+{
+	struct env e;
+	struct store_event ev;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
+	assert_int_equal(ev.attempts, 1);
+	assert_non_null(strstr(ev.last_error, "404"));
+	assert_non_null(strstr(ev.last_error, "is the repository there? giving up after 2"));
+	store_event_release(&ev);
+	/* The repository is there (the 404 was about something in it): retried, not dead. */
+	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL, "[]");  /* the marker of the create attempted */
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 200, NULL, "{\"full_name\":\"my-org/alerts\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "GET", "/repos/my-org/alerts", NULL);
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	env_stop(&e);
+}
+
+/*
  * GitHub cannot assign one of the rendered assignees: its 422 names the login,
  * and the create is made once more without it; the alert is not dead-lettered,
  * and one issue is made.
@@ -646,6 +823,32 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+
+	/* another receiver's issue of the key is not taken: a firing creates its own */
+	assert_int_equal(store_issue_forget(e.st, "default", FP), ERR_OK);
+	memset(&row, 0, sizeof(row));
+	row.receiver = "default";
+	row.key = FP;
+	row.repo = "my-org/alerts";
+	row.state = "open";
+	row.episode_starts_ms = INT64_C(1795222188539);
+	row.created_at_ms = T0 - 600000;
+	row.updated_at_ms = T0 - 600000;
+	assert_int_equal(store_issue_put(e.st, &row), ERR_OK);
+	memset(&row, 0, sizeof(row));
+	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":13,\"state\":\"open\",\"created_at\":\"2026-11-18T11:01:00Z\","
+		       "\"body\":\"x\\n\\n<!-- alertbridge:receiver=other --> <!-- alertbridge:key="
+		       FP " -->\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(14, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
+		       "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 14);
+	store_issue_release(&row);
 	env_stop(&e);
 }
 
@@ -798,6 +1001,8 @@ int main(void)
 		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
 		cmocka_unit_test(invalid_request_is_dead_lettered),
 		cmocka_unit_test(unassignable_assignee_is_dropped),
+		cmocka_unit_test(missing_repository_is_dead_lettered_until_retried),
+		cmocka_unit_test(missing_repository_needs_a_404_from_github),
 		cmocka_unit_test(bad_token_keeps_the_event),
 		cmocka_unit_test(deleted_issue_is_recreated),
 		cmocka_unit_test(not_planned_is_respected_within_window),
@@ -807,6 +1012,8 @@ int main(void)
 		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
 		cmocka_unit_test(rebuild_keeps_to_its_receiver),
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
+		cmocka_unit_test(not_the_leader_drains_nothing),
+		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
 	};
 	log_setup(LOG_ERROR, LOG_LOGFMT);
 	return cmocka_run_group_tests(tests, NULL, NULL);

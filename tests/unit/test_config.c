@@ -183,6 +183,8 @@ static void every_default(void **state)
 	assert_int_equal(cfg->github.token_from_env, 0);
 	assert_int_equal(cfg->github.app.app_id, 0);
 	assert_int_equal(cfg->github.content_per_minute, 20);
+	assert_int_equal(cfg->github.content_per_hour, 500);
+	assert_int_equal(cfg->database_retention_ms, 7 * 86400 * S);
 	assert_int_equal(cfg->github.timeout_ms, 10 * S);
 	assert_int_equal(cfg->github.dry_run, 0);
 
@@ -238,9 +240,41 @@ static void policy_defaults(void **state)
 	assert_string_equal(p->alertname, "A");
 	assert_int_equal(p->grace_ms, 24 * H);
 	assert_int_equal(p->notice_lead_ms, 2 * H);
+	assert_int_equal(p->reminder_before_ms, H);  /* half the notice lead */
 	assert_int_equal(p->owned, CFG_OWNED_NOTIFY_ONLY);
 	assert_null(p->message);
 	cfg_free(cfg);
+}
+
+static void policy_reminder_before(void **state)
+{
+	struct config *cfg = parse_ok("janitor:\n  enabled: true\n  policies:\n"
+				      "    - {alertname: A, notice_lead: 3h, reminder_before: 20m}\n"
+				      "    - {alertname: B, notice_lead: 90m}\n"
+				      "    - {alertname: C, notice_lead: 2h, reminder_before: 0s}\n"
+				      "    - {alertname: D, notice_lead: 0s}\n");
+	struct buf out = BUF_INIT;
+	(void)state;
+	assert_int_equal(cfg_policy_find(cfg, "A")->reminder_before_ms, 20 * 60 * S);
+	assert_int_equal(cfg_policy_find(cfg, "B")->reminder_before_ms, 45 * 60 * S);
+	assert_int_equal(cfg_policy_find(cfg, "C")->reminder_before_ms, 0);  /* no reminder */
+	assert_int_equal(cfg_policy_find(cfg, "D")->reminder_before_ms, 0);
+	cfg_dump(cfg, &out);
+	assert_non_null(strstr(buf_str(&out), "      notice_lead: 3h\n      reminder_before: 20m\n"));
+	assert_non_null(strstr(buf_str(&out), "      notice_lead: 1h30m\n      reminder_before: 45m\n"));
+	buf_release(&out);
+	cfg_free(cfg);
+	expect_err("janitor:\n  policies:\n    - alertname: A\n      notice_lead: 1h\n"
+		   "      reminder_before: 1h\n",
+		   "alertbridge.yml:5: janitor.policies[0].reminder_before: 1h is not less than "
+		   "notice_lead (1h)");
+	expect_err("janitor:\n  policies:\n    - {alertname: A, notice_lead: 0s, "
+		   "reminder_before: 1m}\n",
+		   "alertbridge.yml:3: janitor.policies[0].reminder_before: 1m is not less than "
+		   "notice_lead (0s)");
+	expect_err("janitor:\n  policies:\n    - {alertname: A, reminder_before: soon}\n",
+		   "alertbridge.yml:3: janitor.policies[0].reminder_before: not a valid duration "
+		   "string: \"soon\"");
 }
 
 static void nulls_keep_defaults(void **state)
@@ -297,6 +331,9 @@ static void design_example_loads(void **state)
 	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->owned, CFG_OWNED_SCALE_TO_ZERO);
 	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->grace_ms, 6 * H);
 	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->notice_lead_ms, H);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->reminder_before_ms, H / 2);
+	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->reminder_before_ms,
+			 H / 2);
 	assert_int_equal(cfg_policy_find(cfg, "JanitorPodPendingTooLong")->owned,
 			 CFG_OWNED_NOTIFY_ONLY);
 	assert_string_equal(j->slack.bot_token, "xoxb-fixture-slack");
@@ -515,6 +552,22 @@ static void range_limits(void **state)
 	cfg_free(cfg);
 	cfg = parse_ok(RCV "github: {content_per_minute: \"80\"}\n");
 	assert_int_equal(cfg->github.content_per_minute, 80);
+	cfg_free(cfg);
+	expect_err(RCV "database_retention: 0s\n",
+		   "alertbridge.yml:2: database_retention: must be greater than 0s");
+	expect_err(RCV "database_retention: 7days\n", "alertbridge.yml:2: database_retention: "
+		   "unknown unit \"days\" in duration \"7days\"");
+	cfg = parse_ok(RCV "database_retention: 2s\n");
+	assert_int_equal(cfg->database_retention_ms, 2 * S);
+	cfg_free(cfg);
+	expect_err(RCV "github: {content_per_hour: 501}\n",
+		   "alertbridge.yml:2: github.content_per_hour: "
+		   "expected an integer from 1 to 500, got \"501\"");
+	expect_err(RCV "github:\n  content_per_hour: 0\n",
+		   "alertbridge.yml:3: github.content_per_hour: "
+		   "expected an integer from 1 to 500, got \"0\"");
+	cfg = parse_ok(RCV "github: {content_per_hour: 60}\n");
+	assert_int_equal(cfg->github.content_per_hour, 60);
 	cfg_free(cfg);
 }
 
@@ -926,6 +979,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_default),
 		cmocka_unit_test(policy_defaults),
+		cmocka_unit_test(policy_reminder_before),
 		cmocka_unit_test(nulls_keep_defaults),
 		cmocka_unit_test(design_example_loads),
 		cmocka_unit_test(deploy_example_loads),

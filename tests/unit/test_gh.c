@@ -328,6 +328,58 @@ static void content_budget_per_minute_is_kept(void **state)
 	assert_int_equal(slept(fx), 60000);
 }
 
+/*
+ * GitHub allows 500 content-creating requests an hour: mutations spread out
+ * enough for the per-minute budget (one a second) still stop at the 501st
+ * until the oldest of the hour leaves the window.
+ */
+static void content_budget_per_hour_is_kept(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	for (int i = 0; i < 501; i++)
+		fake_http_push(fx->fake, 201, NULL, "{}");
+	for (int i = 0; i < 500; i++) {
+		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+		fx->now += 1000;  /* one a second: 60 a minute, within any per-minute budget */
+	}
+	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	/* the first went out at T0: the 501st waits for T0 + 1 h */
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->now, T0 + 3600000);
+	assert_int_equal(fake_http_count(fx->fake), 501);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.pacing_wait_ms, 3600000 - 500000);
+}
+
+/* A lower content_per_hour is kept too, and gh_stats() tells what is left. */
+static void content_per_hour_option_is_kept(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fx->opts.content_per_hour = 2;
+	reopen(fx);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.content_left_hour, 2);
+	assert_int_equal(st.content_left_minute, 80);
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, 201, NULL, "{}");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.content_left_hour, 0);
+	assert_int_equal(st.content_left_minute, 78);
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	/* T0, T0 + 1 s (min interval), then T0 + 1 h */
+	assert_int_equal(fx->nsleeps, 2);
+	assert_int_equal(fx->now, T0 + 3600000);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.content_left_hour, 0);  /* T0 + 1 s and T0 + 1 h are within it */
+}
+
 static void server_error_then_success_is_retried(void **state)
 {
 	struct fixture *fx = *state;
@@ -510,6 +562,29 @@ static void not_found_and_gone(void **state)
 	assert_string_equal(buf_str(&fx->err),
 			    "PATCH /repos/o/r/issues/5: 410 gone: This issue was deleted");
 	assert_int_equal(fake_http_count(fx->fake), 2);
+}
+
+/* GitHub REST "Get a repository": 200 exists, 404 missing or no access, 5xx no answer. */
+static void repo_get_tells_missing_from_unknown(void **state)
+{
+	struct fixture *fx = *state;
+	const struct fake_request *r;
+
+	fake_http_push(fx->fake, 200, NULL, "{\"full_name\":\"o/r\"}");
+	fake_http_push(fx->fake, 404, NULL, "{\"message\":\"Not Found\"}");
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, 503, NULL, "{\"message\":\"Unavailable\"}");
+	assert_int_equal(gh_repo_get(fx->gh, "o/r", &fx->err), ERR_OK);
+	r = fake_http_request(fx->fake, 0);
+	assert_string_equal(r->method, "GET");
+	assert_string_equal(r->uri, "/repos/o/r");
+	assert_github_headers(r, 0);
+	assert_int_equal(gh_repo_get(fx->gh, "o/gone", &fx->err), ERR_NOTFOUND);
+	assert_string_equal(buf_str(&fx->err), "GET /repos/o/gone: 404 not found: Not Found");
+	assert_int_equal(gh_repo_get(fx->gh, "o/r", &fx->err), ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 5);
+	assert_int_equal(gh_repo_get(fx->gh, "o/r/x", &fx->err), ERR_INVALID);
+	assert_int_equal(fake_http_count(fx->fake), 5);
 }
 
 static void persistent_failure_gives_up_with_retry(void **state)
@@ -899,6 +974,8 @@ int main(void)
 		T(get_follows_301_to_transferred_issue),
 		T(mutating_calls_are_one_second_apart_gets_are_not),
 		T(content_budget_per_minute_is_kept),
+		T(content_budget_per_hour_is_kept),
+		T(content_per_hour_option_is_kept),
 		T(server_error_then_success_is_retried),
 		T(retry_after_is_honoured),
 		T(stopping_sends_nothing_after_a_cut_short_wait),
@@ -909,6 +986,7 @@ int main(void)
 		T(plain_forbidden_is_auth),
 		T(unprocessable_is_invalid_with_github_message),
 		T(not_found_and_gone),
+		T(repo_get_tells_missing_from_unknown),
 		T(persistent_failure_gives_up_with_retry),
 		T(ambiguous_create_found_by_marker_not_posted_twice),
 		T(ambiguous_create_not_found_is_posted_again),

@@ -653,7 +653,8 @@ static void not_deleted_before_notice_lead_then_deleted(void **state)
 	delivered_notice(&e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
 	push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
 	sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	/* 30 min (reminder_before: notice_lead / 2) before acting: the reminder */
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
 	assert_int_equal(fake_http_count(e.kube), 1);
 	assert_string_equal(fake_request_header(fake_http_request(e.kube, 0), "accept"),
 			    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
@@ -681,6 +682,140 @@ static void not_deleted_before_notice_lead_then_deleted(void **state)
 	assert_contains(n.text, ":wastebasket: Pod `ml-team/train-1` was deleted as announced");
 	store_notice_release(&n);
 	assert_contains(metrics_text(&e), "{action=\"deleted\",reason=\"JanitorPodPendingTooLong\"} 1");
+	env_stop(&e);
+}
+
+/*
+ * Reminders: one reply in the notice's thread reminder_before (default notice_lead / 2;
+ * JanitorPodPendingTooLong: 1h / 2) ahead of the action, once per notice, recorded in the
+ * outbox so a restart does not send it again; none without a delivered notice, none once
+ * the mark is gone.
+ */
+#define REMIND_ANN                                                                    \
+	"\"janitor/expires\":\"2026-11-18T02:00:00Z\",\"janitor/marked-at\":"          \
+	"\"2026-11-17T20:00:00Z\",\"janitor/reason\":\"JanitorPodPendingTooLong\","   \
+	"\"janitor/notified-at\":\"2026-11-17T23:00:00Z\""
+#define REMIND_AT (T0 + 90 * MIN) /* act at T0 + 2h (janitor/expires), less 30 min */
+
+static void reminder_once_in_the_notice_thread(void **state)
+{
+	struct env e;
+	struct store_notice n = { 0 };
+	struct janitor_options jo = { 0 };
+	json_t *post;
+	(void)state;
+
+	env_start(&e, 0);
+	delivered_notice(&e, "train-1", "uid-1", T0 + 2 * HOUR, T0 - HOUR);
+	e.now = REMIND_AT - 1;
+	push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &n), ERR_NOTFOUND);
+
+	e.now = REMIND_AT;
+	push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
+	no_mutation(e.kube, 0);
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &n), ERR_OK);
+	assert_string_equal(n.state, "pending");
+	assert_string_equal(n.channel, "C0GPU");
+	assert_string_equal(n.thread_ts, "1794950000.000100");
+	assert_string_equal(n.text,
+			    ":alarm_clock: *Reminder:* pod `ml-team/train-1` will be deleted in 30 "
+			    "minutes, at Wed, 18 Nov 2026 02:00:00 UTC (JanitorPodPendingTooLong).\n"
+			    "*To keep it:* `kubectl annotate pod -n ml-team train-1 "
+			    "janitor/exempt=true`\n"
+			    "*To snooze it:* `kubectl annotate pod -n ml-team train-1 --overwrite "
+			    "janitor/expires=2026-11-18T08:00:00Z` (any later UTC time)\n");
+	store_notice_release(&n);
+
+	/* the next sweeps queue no second one */
+	e.now = REMIND_AT + MIN;
+	push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_pending_count(e.st), 1);
+
+	/* delivered as a reply in the notice's thread; the pod is not stamped again */
+	fake_http_push(e.slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_notice_step(e.j), 1);
+	post = body_json(req(e.slack, 0, "POST", "/chat.postMessage"));
+	assert_string_equal(json_string_value(json_object_get(post, "channel")), "C0GPU");
+	assert_string_equal(json_string_value(json_object_get(post, "thread_ts")),
+			    "1794950000.000100");
+	assert_contains(json_string_value(json_object_get(post, "text")), ":alarm_clock:");
+	json_decref(post);
+	assert_int_equal(fake_http_count(e.kube), 3);  /* the three listings */
+
+	/* a restart: the outbox remembers the reminder */
+	janitor_free(e.j);
+	jo.cfg = e.cfg;
+	jo.store = e.st;
+	jo.kube = e.kc;
+	jo.slack = e.sc;
+	jo.now_ms = v_now;
+	jo.sleep_ms = v_sleep;
+	jo.clock_ctx = &e;
+	e.j = janitor_new(&jo);
+	e.now = REMIND_AT + 2 * MIN;
+	push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_pending_count(e.st), 0);
+	assert_int_equal(janitor_notice_step(e.j), 0);
+	assert_int_equal(fake_http_count(e.slack), 1);
+	env_stop(&e);
+}
+
+static void no_reminder_without_a_delivered_notice_or_a_mark(void **state)
+{
+	struct env e;
+	struct store_notice n = { 0 }, r = { 0 };
+	(void)state;
+
+	env_start(&e, 0);
+	/* janitor/notified-at by hand, the outbox's notice still pending: no reminder */
+	n.namespace = (char *)"ml-team";
+	n.pod = (char *)"train-1";
+	n.uid = (char *)"uid-1";
+	n.kind = (char *)"notice";
+	n.expires_ms = T0 + 2 * HOUR;
+	n.text = (char *)"notice";
+	assert_int_equal(store_notice_add(e.st, &n, NULL), ERR_OK);
+	e.now = REMIND_AT;
+	push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &r), ERR_NOTFOUND);
+
+	/* delivered: the reminder is queued, then the alert resolves before it went out */
+	assert_int_equal(store_notice_sent(e.st, n.id, T0 - HOUR, "#gpu-cluster", "C0GPU",
+					   "1794950000.000100"),
+			 ERR_OK);
+	push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
+	enqueue(&e, "resolved", "JanitorPodPendingTooLong", "ml-team", "train-1", "uid-1");
+	push_pod(e.kube, "train-1", "uid-1", REMIND_ANN);
+	push_pod(e.kube, "train-1", "uid-1", "");
+	fake_http_push(e.kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e.j), 1);
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &r), ERR_OK);
+	assert_string_equal(r.state, "dead");  /* cancelled: it never goes out */
+	store_notice_release(&r);
+
+	/* the mark is gone: later sweeps have nothing to remind of */
+	e.now = REMIND_AT + 10 * MIN;
+	push_one(e.kube, "train-1", "uid-1", "");
+	sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "");
+	fake_http_push(e.slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_notice_step(e.j), 1);  /* the "cancelled" reply only */
+	assert_int_equal(janitor_notice_step(e.j), 0);
+	assert_int_equal(fake_http_count(e.slack), 1);
+	assert_contains(fake_http_request(e.slack, 0)->body, "Never mind");
 	env_stop(&e);
 }
 
@@ -747,12 +882,12 @@ static void user_ttl_notice_first_delete_after_lead(void **state)
 		"{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/notified-at\":"
 		"\"2026-11-18T00:00:00Z\"}}}");
 
-	/* First policy's notice_lead (2h): wait, then act. */
+	/* First policy's notice_lead (2h): wait (reminding 1h before), then act. */
 	e.now = T0 + 2 * HOUR - 1000;
 	push_one(e.kube, "train-1", "uid-1",
 		 "\"janitor/ttl\":\"1h\",\"janitor/notified-at\":\"2026-11-18T00:00:00Z\"");
 	sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
 	e.now = T0 + 2 * HOUR;
 	push_one(e.kube, "train-1", "uid-1",
 		 "\"janitor/ttl\":\"1h\",\"janitor/notified-at\":\"2026-11-18T00:00:00Z\"");
@@ -1377,6 +1512,8 @@ int main(void)
 		cmocka_unit_test(resolved_unmarks_only_ours_and_replies),
 		cmocka_unit_test(kube_failure_retries_event),
 		cmocka_unit_test(not_deleted_before_notice_lead_then_deleted),
+		cmocka_unit_test(reminder_once_in_the_notice_thread),
+		cmocka_unit_test(no_reminder_without_a_delivered_notice_or_a_mark),
 		cmocka_unit_test(uid_changed_before_acting_untouched),
 		cmocka_unit_test(annotation_without_delivered_notice_notifies_first),
 		cmocka_unit_test(user_ttl_notice_first_delete_after_lead),

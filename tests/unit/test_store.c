@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -472,6 +473,55 @@ static void dead_letter_marks_event_and_row(void **state)
 	store_close(st);
 }
 
+/* Dead letters re-queued by key or by reason; the rest stay dead; order is kept. */
+static void dead_letters_are_requeued_by_filter(void **state)
+{
+	struct store *st = open_ok(":memory:");
+	struct store_issue row = mkrow("default", "a", 7), got;
+	int64_t a1 = enq1(st, "bridge", "a"), b = enq1(st, "bridge", "b");
+	int64_t c = enq1(st, "bridge", "c"), j = enq1(st, "janitor", "a"), n = -1;
+	struct store_event ev;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_event_progress(st, a1, "create@1700000000000"), ERR_OK);
+	assert_int_equal(store_event_dead(st, a1, "repository o/x not found or no access"),
+			 ERR_OK);
+	assert_int_equal(store_event_dead(st, b, "repository o/y not found or no access"), ERR_OK);
+	assert_int_equal(store_event_dead(st, c, "422 validation failed"), ERR_OK);
+	assert_int_equal(store_event_dead(st, j, "repository o/x not found or no access"), ERR_OK);
+	int64_t a2 = enq1(st, "bridge", "a");  /* a newer event of a, pending */
+
+	assert_int_equal(store_dead_requeue(st, "bridge", "default", "zz", NULL, &n), ERR_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_dead_requeue(st, "bridge", "default", "a", NULL, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_dead_count(st), 3);
+	assert_int_equal(store_issue_get(st, "default", "a", &got), ERR_OK);
+	assert_null(got.dead_reason);
+	store_issue_release(&got);
+	/* the re-queued one goes first (id order), with its note and the old reason */
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX, &ev), ERR_OK);
+	assert_int_equal(ev.id, a1);
+	assert_int_equal(ev.attempts, 0);
+	assert_string_equal(ev.progress, "create@1700000000000");
+	assert_string_equal(ev.last_error,
+			    STORE_REQUEUED "repository o/x not found or no access");
+	store_event_release(&ev);
+	assert_int_equal(store_event_done(st, a1, NULL, NULL), ERR_OK);
+	assert_int_equal(next_id(st, "bridge", INT64_MAX), a2);
+
+	/* by reason, every receiver and key of the kind; the janitor's stays */
+	assert_int_equal(store_dead_requeue(st, "bridge", NULL, NULL,
+					    "repository % not found or no access", &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_dead_count(st), 2);  /* c (422) and the janitor's */
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+	assert_int_equal(store_dead_requeue(st, "", NULL, NULL, NULL, &n), ERR_INVALID);
+	assert_int_equal(store_dead_requeue(NULL, "bridge", NULL, NULL, NULL, &n), ERR_INVALID);
+	store_close(st);
+}
+
 static int dead_fn(void *ctx, const struct store_event *ev)
 {
 	struct buf *out = ctx;
@@ -527,6 +577,98 @@ static void prune_drops_old_done_events_only(void **state)
 	assert_int_equal(store_dead_count(st), 1);
 	assert_int_equal(store_pending_count(st, "bridge"), 1);
 	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_NOTFOUND);
+	store_close(st);
+}
+
+/* Bytes of the database file and its WAL. */
+static int64_t db_bytes(const char *path)
+{
+	char wal[200];
+	struct stat sb;
+	int64_t n = 0;
+
+	if (stat(path, &sb) == 0)
+		n += (int64_t)sb.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &sb) == 0)
+		n += (int64_t)sb.st_size;
+	return n;
+}
+
+/* n firing events of 2 KiB payload each, in one commit, then all marked done at done_ms. */
+static void add_done_events(const char *path, struct store *st, int n, int64_t done_ms)
+{
+	static char payload[2048];
+	struct store_event *evs = calloc((size_t)n, sizeof(*evs));
+	struct buf msg = BUF_INIT;
+	char sql[160], (*keys)[24] = calloc((size_t)n, sizeof(*keys));
+
+	memset(payload, 'x', sizeof(payload) - 1);
+	payload[0] = '"';
+	payload[sizeof(payload) - 2] = '"';
+	for (int i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		evs[i] = mkev("bridge", "default", keys[i], "firing");
+		evs[i].payload = payload;
+	}
+	if (store_enqueue(st, evs, (size_t)n, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	snprintf(sql, sizeof(sql), "UPDATE events SET state = 'done', done_at_ms = %lld "
+		 "WHERE state = 'pending' AND key LIKE 'k%%'", (long long)done_ms);
+	sql_exec(path, sql);
+	buf_release(&msg);
+	free(keys);
+	free(evs);
+}
+
+/*
+ * Retention: repeated rounds of many done events pruned leave the file the
+ * size of what is live (incremental vacuum after the prune), dead letters
+ * and pending events stay, and a database made before incremental vacuum
+ * is switched on open.
+ */
+static void prune_keeps_the_file_small_and_dead_letters(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = open_ok(f->path);
+	int64_t dead = enq1(st, "bridge", "dead");
+	int64_t deleted = 0, empty_bytes, first = 0;
+
+	assert_true(enq1(st, "janitor", "pending") > 0);
+
+	assert_int_equal(sql_int(f->path, "PRAGMA auto_vacuum"), 2);  /* incremental */
+	assert_int_equal(store_event_dead(st, dead, "repository o/r not found or no access"),
+			 ERR_OK);
+	empty_bytes = db_bytes(f->path);
+	for (int round = 0; round < 4; round++) {
+		int64_t full;
+		add_done_events(f->path, st, 2000, wall_ms() - 10000);
+		full = db_bytes(f->path);
+		assert_true(full > 2000 * 2048);
+		assert_int_equal(store_prune_done(st, wall_ms() - 5000, &deleted), ERR_OK);
+		assert_int_equal(deleted, 2000);
+		assert_int_equal(sql_int(f->path, "SELECT count(*) FROM events"), 2);
+		/* the pages of the deleted rows go back to the file system */
+		if (db_bytes(f->path) > full / 4)
+			fail_msg("round %d: %lld bytes after the prune, %lld before (empty: %lld)",
+				 round, (long long)db_bytes(f->path), (long long)full,
+				 (long long)empty_bytes);
+		if (round == 0)
+			first = db_bytes(f->path);
+		else
+			assert_true(db_bytes(f->path) <= first + 65536);
+	}
+	assert_int_equal(store_dead_count(st), 1);
+	assert_int_equal(store_pending_count(st, "janitor"), 1);
+	store_close(st);
+
+	/* A database made without incremental vacuum (before it was switched on). */
+	sql_exec(f->path, "PRAGMA journal_mode = DELETE; PRAGMA auto_vacuum = NONE; VACUUM");
+	assert_int_equal(sql_int(f->path, "PRAGMA auto_vacuum"), 0);
+	st = open_ok(f->path);
+	assert_int_equal(sql_int(f->path, "PRAGMA auto_vacuum"), 2);
+	assert_int_equal(store_dead_count(st), 1);
+	assert_int_equal(store_pending_count(st, "janitor"), 1);
 	store_close(st);
 }
 
@@ -1141,8 +1283,11 @@ int main(void)
 		cmocka_unit_test(progress_note_survives_retry),
 		cmocka_unit_test(later_event_of_same_key_waits_for_older),
 		cmocka_unit_test(dead_letter_marks_event_and_row),
+		cmocka_unit_test(dead_letters_are_requeued_by_filter),
 		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
 		cmocka_unit_test(prune_drops_old_done_events_only),
+		cmocka_unit_test_setup_teardown(prune_keeps_the_file_small_and_dead_letters, setup,
+						teardown),
 		cmocka_unit_test(enqueue_rejects_bad_input_and_stores_nothing),
 		cmocka_unit_test_setup_teardown(failed_commit_stores_nothing, setup, teardown),
 		cmocka_unit_test(notices_outbox_life_cycle),
