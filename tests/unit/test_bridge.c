@@ -167,6 +167,32 @@ static void assert_request(struct env *e, size_t i, const char *method, const ch
 	assert_string_equal(fake_request_header(r, "X-GitHub-Api-Version"), "2022-11-28");
 }
 
+/*
+ * The next step closes open issue n (GitHub answers the GET, the comment and
+ * the PATCH, after `first` answers already pushed for calls before them).
+ */
+static void step_closes(struct env *e, int n, size_t first)
+{
+	char open[512], closed[512], path[64], comments[80];
+	size_t before = fake_http_count(e->gh) + first;
+
+	snprintf(open, sizeof(open), "{\"number\":%d,\"state\":\"open\",\"state_reason\":null,"
+		 "\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}", n);
+	snprintf(closed, sizeof(closed), "{\"number\":%d,\"state\":\"closed\",\"state_reason\":"
+		 "\"completed\",\"closed_at\":\"2026-11-18T11:00:00Z\",\"repository_url\":"
+		 "\"https://api.github.com/repos/my-org/alerts\"}", n);
+	snprintf(path, sizeof(path), "/repos/my-org/alerts/issues/%d", n);
+	snprintf(comments, sizeof(comments), "%s/comments", path);
+	fake_http_push(e->gh, 200, NULL, open);
+	fake_http_push(e->gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e->gh, 200, NULL, closed);
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), before + 3);  /* and nothing else */
+	assert_request(e, before, "GET", path, NULL);
+	assert_request(e, before + 1, "POST", comments, "resolved at");
+	assert_request(e, before + 2, "PATCH", path, "\"state\":\"closed\"");
+}
+
 static void get_row(struct env *e, struct store_issue *row)
 {
 	assert_int_equal(store_issue_get(e->st, "default", FP, row), ERR_OK);
@@ -337,11 +363,7 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	assert_int_equal(bridge_step(e.b), 1);
 	e.now += 60000;
 	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-18T11:00:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
+	step_closes(&e, 7, 0);
 	e.now += 60000;
 	enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
@@ -360,15 +382,7 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	/* the resolve closes the new issue */
 	e.now += 60000;
 	enqueue(&e, "resolved", "2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(8, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(8, "closed", "\"completed\"", "\"2026-11-21T03:31:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 9);
-	assert_request(&e, 6, "GET", "/repos/my-org/alerts/issues/8", NULL);
-	assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/8/comments", "resolved at");
-	assert_request(&e, 8, "PATCH", "/repos/my-org/alerts/issues/8", "\"state\":\"closed\"");
+	step_closes(&e, 8, 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	env_stop(&e);
 }
@@ -783,50 +797,11 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
  * same: the first live event finds it by its marker and acts on it, never on
  * issue 0.
  */
-static void dry_run_row_finds_its_issue_by_marker(void **state)
+/* FP's row as dry-run writes it (number 0), for the episode 2026-11-21T00:49:48.539Z. */
+static void put_dry_run_row(struct env *e)
 {
-	struct env e;
 	struct store_issue row = { 0 };
-	(void)state;
 
-	env_start(&e, NULL, NULL);
-	row.receiver = "default";
-	row.key = FP;
-	row.repo = "my-org/alerts";
-	row.number = 0;
-	row.state = "open";
-	row.episode_starts_ms = INT64_C(1795222188539); /* 2026-11-21T00:49:48.539Z */
-	row.created_at_ms = T0 - 600000;
-	row.updated_at_ms = T0 - 600000;
-	assert_int_equal(store_issue_put(e.st, &row), ERR_OK);
-	memset(&row, 0, sizeof(row));
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"
-		       "\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":\"x\\n\\n<!-- "
-		       "alertbridge:key=" FP " -->\",\"repository_url\":"
-		       "\"https://api.github.com/repos/my-org/alerts\"}]");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(12, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(12, "closed", "\"completed\"", "\"2026-11-18T11:10:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
-	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
-			       "/repos/my-org/alerts/issues?state=all&sort=created"));
-	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/12", NULL);
-	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/12/comments", "resolved at");
-	assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/12", "\"state\":\"closed\"");
-	get_row(&e, &row);
-	assert_int_equal(row.number, 12);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
-	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
-
-	/* another receiver's issue of the key is not taken: a firing creates its own */
-	assert_int_equal(store_issue_forget(e.st, "default", FP), ERR_OK);
-	memset(&row, 0, sizeof(row));
 	row.receiver = "default";
 	row.key = FP;
 	row.repo = "my-org/alerts";
@@ -834,8 +809,35 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 	row.episode_starts_ms = INT64_C(1795222188539);
 	row.created_at_ms = T0 - 600000;
 	row.updated_at_ms = T0 - 600000;
-	assert_int_equal(store_issue_put(e.st, &row), ERR_OK);
-	memset(&row, 0, sizeof(row));
+	assert_int_equal(store_issue_put(e->st, &row), ERR_OK);
+}
+
+static void dry_run_row_finds_its_issue_by_marker(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	put_dry_run_row(&e);
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"
+		       "\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":\"x\\n\\n<!-- "
+		       "alertbridge:key=" FP " -->\",\"repository_url\":"
+		       "\"https://api.github.com/repos/my-org/alerts\"}]");
+	step_closes(&e, 12, 1);  /* after the marker lookup */
+	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
+			       "/repos/my-org/alerts/issues?state=all&sort=created"));
+	get_row(&e, &row);
+	assert_int_equal(row.number, 12);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+
+	/* another receiver's issue of the key is not taken: a firing creates its own */
+	put_dry_run_row(&e);
 	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       "[{\"number\":13,\"state\":\"open\",\"created_at\":\"2026-11-18T11:01:00Z\","
