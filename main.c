@@ -827,14 +827,15 @@ out:
 
 /* ---- map ---- */
 
+/* "%.0lld" prints nothing for 0: a row without an issue reads "repo (no issue)". */
 static int print_row_line(void *ctx, const struct store_issue *row)
 {
 	char when[32] = "-";
 	(void)ctx;
 	if (row->episode_starts_ms)
 		rfc3339_format(row->episode_starts_ms, when);
-	printf("%-20s %-16s %s#%lld %s%s%s %s%s%s\n", row->receiver, row->key, row->repo,
-	       (long long)row->number, row->state, row->state_reason ? "/" : "",
+	printf("%-20s %-16s %s%s%.0lld %s%s%s %s%s%s\n", row->receiver, row->key, row->repo,
+	       row->number ? "#" : " (no issue)", (long long)row->number, row->state, row->state_reason ? "/" : "",
 	       row->state_reason ? row->state_reason : "", when,
 	       row->dead_reason ? " dead: " : "", row->dead_reason ? row->dead_reason : "");
 	return 0;
@@ -862,7 +863,7 @@ static void print_row_full(const struct store_issue *row)
 	printf("receiver:          %s\nkey:               %s\nrepo:              %s\n",
 	       row->receiver, row->key, row->repo);
 	printf("issue:             %lld%s\n", (long long)row->number,
-	       row->number ? "" : " (dry-run: no issue made)");
+	       row->number ? "" : " (no issue on GitHub)");
 	printf("state:             %s\nstate_reason:      %s\n", row->state,
 	       row->state_reason ? row->state_reason : "-");
 	rfc3339_format(row->episode_starts_ms, t);

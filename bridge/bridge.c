@@ -11,10 +11,12 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "bridge/group.h"
 #include "bridge/issue.h"
+#include "bridge/rebuild.h"
 #include "bridge/repos.h"
 #include "bridge/storm.h"
 #include "bridge/view.h"
@@ -47,6 +49,7 @@ struct bridge {
 	struct metric *m_gh_ambiguous;
 	struct metric *m_gh_unauthorized;
 	struct metric *m_rebuilt;
+	struct metric *m_assignees_dropped;
 };
 
 /* What one event needs while it is handled; released in one place. */
@@ -63,6 +66,8 @@ struct work {
 	int step;                 /* calls of the action already done (progress note) */
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
+	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
+	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
 	int64_t now_ms;
 	struct group_event *grp;  /* issue_per: group, else NULL */
 };
@@ -158,6 +163,9 @@ static void register_metrics(struct bridge *b)
 	b->m_gh_unauthorized = metrics_counter(
 		m, "alertbridge_github_unauthorized_total",
 		"GitHub answers 401 (bad or expired token); events are kept and retried.", NULL);
+	b->m_assignees_dropped = metrics_counter(
+		m, "alertbridge_github_assignees_dropped_total",
+		"Assignees left out of a create because GitHub cannot assign them (422).", NULL);
 	b->m_rebuilt = metrics_counter(
 		m, "alertbridge_map_rows_rebuilt_total",
 		"Map rows rebuilt from the markers of issues on GitHub (a lost database).", NULL);
@@ -208,6 +216,9 @@ int bridge_dry_run(const struct bridge *b)
 
 /* ---- planning ---- */
 
+#define CREATE_NOTE "create@"
+#define CREATE_LOOKBACK_MS 60000
+
 static int needs_issue(enum issue_action a)
 {
 	switch (a) {
@@ -250,6 +261,21 @@ static int parse_progress(const char *note, enum issue_action *action, int *step
 	return 0;
 }
 
+/* The row takes the issue as GitHub has it: where it lives, number, state. */
+static void take_issue(struct store_issue *row, const struct gh_issue *gi)
+{
+	if (gi->repo && (!row->repo || strcmp(gi->repo, row->repo))) {
+		free(row->repo);
+		row->repo = xstrdup(gi->repo);
+	}
+	row->number = gi->number;
+	free(row->state);
+	row->state = xstrdup(gi->state ? gi->state : "open");
+	free(row->state_reason);
+	row->state_reason = xstrdup(gi->state_reason);
+	row->closed_at_ms = gi->closed_at_ms;
+}
+
 /* Fresh state of the mapped issue from GitHub; follows transfers. */
 static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 {
@@ -269,18 +295,51 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 	}
 	if (rc)
 		return rc;
-	if (gi.repo && strcmp(gi.repo, w->row.repo)) {
-		free(w->row.repo);
-		w->row.repo = xstrdup(gi.repo);
-	}
-	w->row.number = gi.number;
-	free(w->row.state);
-	w->row.state = xstrdup(gi.state ? gi.state : "open");
-	free(w->row.state_reason);
-	w->row.state_reason = xstrdup(gi.state_reason);
-	w->row.closed_at_ms = gi.closed_at_ms;
-	gh_issue_release(&gi);
+	take_issue(&w->row, &gi);
+	gh_issue_release(&w->fresh);
+	w->fresh = gi;  /* kept for its labels (add_new_labels) */
 	return ERR_OK;
+}
+
+/*
+ * The first live event of a row written in dry-run (number 0: no issue was
+ * made): the issue may exist all the same (made by another instance, or by a
+ * create whose row was not updated), so look for its marker among the issues
+ * created since the row was.  Found: the row takes it.  Not found: a firing
+ * creates it (the row is dropped: no issue yet); a resolve is recorded on the
+ * row and calls nothing (w->no_issue).  Another error: retry later.
+ */
+static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	struct gh_issue gi = { 0 };
+	const char *repo = w->row.repo ? w->row.repo : w->repo;
+	struct log_line *l;
+	enum err rc = rebuild_find_issue(b->gh, repo, w->ev.receiver, w->ev.key,
+					 w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
+
+	if (rc == ERR_OK) {
+		take_issue(&w->row, &gi);
+		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
+		log_int(l, "issue", gi.number);
+	} else if (rc == ERR_NOTFOUND) {
+		rc = ERR_OK;
+		if (w->iev.firing)
+			w->have_row = 0;
+		else
+			w->no_issue = 1;
+		l = log_begin(LOG_INFO, w->iev.firing ? "dry-run row: no issue yet, creating it"
+						    : "dry-run row: no issue, resolve recorded only");
+	} else {
+		l = NULL;
+	}
+	if (l) {
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "repo", repo);
+		log_end(l);
+	}
+	gh_issue_release(&gi);
+	return rc;
 }
 
 static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
@@ -294,6 +353,14 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 	}
 	w->step = 0;
 	w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms, &why);
+	if (w->have_row && w->row.number == 0 && !gh_dry_run(b->gh) &&
+	    (w->iev.firing || needs_issue(w->action))) {
+		rc = adopt_dry_run_row(b, w, errmsg);
+		if (rc)
+			return rc;
+		w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms,
+				       &why);
+	}
 	if (needs_issue(w->action) && w->have_row && w->row.number > 0 && !gh_dry_run(b->gh)) {
 		rc = refresh(b, w, errmsg);
 		if (rc)
@@ -326,7 +393,7 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
  * ms>"), which makes it unique on its issue: an ambiguous comment is looked
  * for by it before it is posted again (gh_comment_create_marked()).
  */
-#define EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
+#define EPISODE_MARKER_OPEN ISSUE_EPISODE_MARKER_OPEN
 #define EPISODE_MARKER_CLOSE " -->"
 
 static void episode_marker(int64_t starts_at_ms, struct buf *out)
@@ -348,29 +415,6 @@ static void comment_marker(const struct issue_event *ev, struct buf *out)
 	else
 		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld"
 				 EPISODE_MARKER_CLOSE, t, (long long)ev->ends_at_ms);
-}
-
-/* The newest episode marker in text (NULL: none); 0 when there is none. */
-static int64_t episode_of(const char *text)
-{
-	size_t open_len = strlen(EPISODE_MARKER_OPEN);
-	int64_t best = 0;
-
-	for (const char *p = text ? strstr(text, EPISODE_MARKER_OPEN) : NULL; p;
-	     p = strstr(p + open_len, EPISODE_MARKER_OPEN)) {
-		const char *v = p + open_len;
-		const char *end = strpbrk(v, " \t\r\n");
-		char t[40];
-		int64_t ms;
-
-		if (!end || (size_t)(end - v) >= sizeof(t))
-			continue;
-		memcpy(t, v, (size_t)(end - v));
-		t[end - v] = '\0';
-		if (rfc3339_parse(t, &ms) == ERR_OK && ms > best)
-			best = ms;
-	}
-	return best;
 }
 
 static void issue_url(struct bridge *b, const char *repo, int64_t number, struct buf *out)
@@ -430,8 +474,11 @@ static enum err comment_text(struct bridge *b, struct work *w, const json_t *vie
 
 /* ---- actions ---- */
 
-#define CREATE_NOTE "create@"
-#define CREATE_LOOKBACK_MS 60000
+/* The hidden marker that ends the issue body of the event's alert (bridge/issue.h). */
+static void key_marker(const struct work *w, struct buf *out)
+{
+	issue_marker_receiver(w->ev.receiver, w->ev.key, out);
+}
 
 /*
  * A create whose outcome a previous attempt left open (an ambiguous answer
@@ -505,7 +552,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 		goto out;
 	}
 	issue_title_clean(buf_str(&raw_title), &title);
-	issue_marker(w->ev.key, &marker);
+	key_marker(w, &marker);
 	episode_marker(w->iev.starts_at_ms, &markers);
 	(void)buf_adds(&markers, "\n");
 	(void)buf_adds(&markers, buf_str(&marker));
@@ -645,6 +692,66 @@ out:
 	return rc;
 }
 
+static int has_label(char *const *have, const char *name)
+{
+	for (; *have; have++)
+		if (!strcasecmp(*have, name))  /* GitHub's label names ignore case */
+			return 1;
+	return 0;
+}
+
+/*
+ * A new episode on an open or reopened issue: the labels rendered for it that
+ * the issue lacks (e.g. a severity that changed) are added (gh_labels_add);
+ * none is ever removed, since a person may have added it.  Only when refresh()
+ * read the issue's labels (not in dry-run, not on a resumed attempt).  Adding
+ * is idempotent, so a retry needs no progress note.  A template that fails or
+ * labels GitHub rejects (422) are logged and skipped: the comment still goes.
+ */
+static enum err add_new_labels(struct bridge *b, struct work *w, const json_t *view,
+			       struct buf *errmsg)
+{
+	char **want = NULL;
+	const char **missing = NULL;
+	size_t n = 0, k = 0;
+	struct log_line *l = NULL;
+	enum err rc = ERR_OK;
+
+	if (!w->fresh.labels)
+		return ERR_OK;
+	if (render_list(b->opts.render, w->rcv->name, 0, view, &want, errmsg) == ERR_OK) {
+		while (want[n])
+			n++;
+		missing = xcalloc(n + 1, sizeof(*missing));
+		for (size_t i = 0; i < n; i++)
+			if (!has_label(w->fresh.labels, want[i]))
+				missing[k++] = want[i];
+		rc = k ? gh_labels_add(b->gh, w->row.repo, w->row.number, missing, errmsg)
+		       : ERR_OK;
+		if (!rc && k)
+			l = log_begin(LOG_INFO, "labels added for the new episode");
+	} else {
+		rc = ERR_INVALID;
+	}
+	if (rc == ERR_INVALID) {
+		l = log_begin(LOG_WARN, "new labels not added");
+		log_str(l, "detail", buf_str(errmsg));
+		buf_reset(errmsg);
+		rc = ERR_OK;
+	}
+	if (l) {
+		log_str(l, "receiver", w->ev.receiver);
+		log_str(l, "key", w->ev.key);
+		log_str(l, "repo", w->row.repo);
+		log_int(l, "issue", w->row.number);
+		log_int(l, "added", (int64_t)k);
+		log_end(l);
+	}
+	free(missing);
+	render_list_free(want);
+	return rc;
+}
+
 static enum err do_state(struct bridge *b, struct work *w, const char *state, const char *reason,
 			 struct buf *errmsg)
 {
@@ -665,8 +772,8 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 	json_t *view = NULL;
 	enum err rc = ERR_OK;
 
-	if (w->action == ISSUE_NOTHING)
-		return ERR_OK;
+	if (w->action == ISSUE_NOTHING || w->no_issue)
+		return ERR_OK;  /* no_issue: a resolve of a dry-run row, recorded by finish() */
 	rc = build_view(b, w, &view, errmsg);
 	if (rc)
 		return ERR_INVALID;
@@ -678,14 +785,18 @@ static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
 		rc = do_create(b, w, view, errmsg);
 		break;
 	case ISSUE_COMMENT_REFIRE:
-		rc = do_comment(b, w, view, RENDER_REFIRE, errmsg);
+		rc = add_new_labels(b, w, view, errmsg);
+		if (!rc)
+			rc = do_comment(b, w, view, RENDER_REFIRE, errmsg);
 		break;
 	case ISSUE_COMMENT_RESOLVED:
 		rc = do_comment(b, w, view, RENDER_RESOLVE, errmsg);
 		break;
 	case ISSUE_REOPEN:
 		if (w->step < 1) {
-			rc = do_state(b, w, "open", "reopened", errmsg);
+			rc = add_new_labels(b, w, view, errmsg);
+			if (!rc)
+				rc = do_state(b, w, "open", "reopened", errmsg);
 			if (!rc)  /* the comment follows at once */
 				rc = note_progress(b, w, 1, !gh_dry_run(b->gh), errmsg);
 		}
@@ -828,7 +939,8 @@ static void finish(struct bridge *b, struct work *w)
 	struct buf msg = BUF_INIT;
 	enum err rc;
 
-	if (w->have_row)
+	/* A create applied its action in do_create() (with the new number): once only. */
+	if (w->have_row && w->action != ISSUE_CREATE && w->action != ISSUE_CREATE_LINKED)
 		issue_apply(&w->row, w->action, &w->iev, w->now_ms);
 	if (w->grp)
 		rc = group_event_done(b->opts.store, w->grp, &w->ev, w->have_row ? &w->row : NULL,
@@ -883,115 +995,7 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
 	return 0;
 }
 
-/* ---- rebuilding the map from GitHub ---- */
-
-/* One scan of a repository for one receiver. */
-struct scan {
-	struct bridge *b;
-	const char *receiver;
-	const char *repo;
-	int64_t reopen_window_ms;
-	int64_t now_ms;
-	int64_t imported;
-	enum err rc;        /* first failure; stops the walk */
-	struct buf *errmsg;
-};
-
-static int newest_comment_episode(void *ctx, const char *body, int64_t created_at_ms)
-{
-	int64_t *best = ctx;
-	int64_t e = episode_of(body);
-
-	(void)created_at_ms;
-	if (e > *best)
-		*best = e;
-	return 0;
-}
-
-/*
- * The newest episode applied to an issue: the newest episode marker of its
- * body and of its comments.  Comments are read only when the issue may still
- * see the episode again: open, or closed within the reopen window.  An issue
- * without any marker (made by a version without them) counts from its
- * creation: a notification that started before it is then stale.
- */
-static enum err issue_episode(struct scan *sc, const struct gh_issue *is, int64_t *out)
-{
-	int64_t e = episode_of(is->body);
-	int recent = !is->state || strcmp(is->state, "closed") ||
-		     sc->now_ms - is->closed_at_ms <= sc->reopen_window_ms;
-	enum err rc = ERR_OK;
-
-	if (is->comments > 0 && recent)
-		rc = gh_comment_list(sc->b->gh, is->repo, is->number, newest_comment_episode, &e,
-				     sc->errmsg);
-	*out = e ? e : is->created_at_ms;
-	return rc;
-}
-
-/*
- * Import one listed issue that carries a key marker: the map row of
- * (receiver, key) unless one exists already.  Issues come oldest first, so a
- * newer issue of the same key in the same repository (a linked one)
- * replaces the older, which becomes previous_number.
- */
-static int scan_issue(void *ctx, const struct gh_issue *is)
-{
-	struct scan *sc = ctx;
-	struct buf key = BUF_INIT;
-	struct store_issue row = { 0 }, old = { 0 };
-	int have_old = 0;
-	enum err rc;
-
-	if (!issue_marker_parse(is->body, &key))
-		goto out;
-	/* A storm summary (bridge/storm.h) is not an alert's issue: its rows are rebuilt by
-	 * no one, and its members get their own issues when they fire again. */
-	if (storm_is_summary_key(buf_str(&key)))
-		goto out;
-	rc = store_issue_get(sc->b->opts.store, sc->receiver, buf_str(&key), &old);
-	if (rc && rc != ERR_NOTFOUND) {
-		sc->rc = ERR_DB;
-		buf_setf(sc->errmsg, "rebuild: cannot read the map row of %s", buf_str(&key));
-		goto out;
-	}
-	have_old = rc == ERR_OK;
-	if (have_old && !(old.repo && !strcmp(old.repo, is->repo) && old.number < is->number))
-		goto out;
-	row.receiver = (char *)sc->receiver;
-	row.key = (char *)buf_str(&key);
-	row.repo = is->repo;
-	row.number = is->number;
-	row.state = is->state;
-	row.state_reason = is->state_reason;
-	row.closed_at_ms = is->closed_at_ms;
-	row.previous_number = have_old ? old.number : 0;
-	row.created_at_ms = is->created_at_ms ? is->created_at_ms : sc->now_ms;
-	row.updated_at_ms = sc->now_ms;
-	sc->rc = issue_episode(sc, is, &row.episode_starts_ms);
-	if (sc->rc)
-		goto out;
-	sc->rc = store_issue_put(sc->b->opts.store, &row);
-	if (sc->rc) {
-		buf_setf(sc->errmsg, "rebuild: cannot store the map row of %s", buf_str(&key));
-		goto out;
-	}
-	sc->imported++;
-	{
-		struct log_line *l = log_begin(LOG_INFO, "map row rebuilt from github");
-		log_str(l, "receiver", sc->receiver);
-		log_str(l, "key", row.key);
-		log_str(l, "repo", row.repo);
-		log_int(l, "issue", row.number);
-		log_str(l, "state", row.state);
-		log_int(l, "episode_starts_ms", row.episode_starts_ms);
-		log_end(l);
-	}
-out:
-	store_issue_release(&old);
-	buf_release(&key);
-	return sc->rc != ERR_OK;
-}
+/* ---- rebuilding the map from GitHub (bridge/rebuild.h) ---- */
 
 /*
  * Before the first event of (receiver, repo) after the database was created,
@@ -1002,7 +1006,7 @@ out:
  */
 static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
 {
-	struct scan sc = { 0 };
+	int64_t imported = 0;
 	enum err rc;
 
 	if (gh_dry_run(b->gh) || issue_repo_valid(w->repo, NULL) != ERR_OK)
@@ -1013,15 +1017,8 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 			buf_setf(errmsg, "cannot read the scans of %s", w->repo);
 		return rc;
 	}
-	sc.b = b;
-	sc.receiver = w->ev.receiver;
-	sc.repo = w->repo;
-	sc.reopen_window_ms = w->rcv->reopen_window_ms;
-	sc.now_ms = now_ms(b);
-	sc.errmsg = errmsg;
-	rc = gh_issue_list(b->gh, w->repo, scan_issue, &sc, errmsg);
-	if (!rc)
-		rc = sc.rc;
+	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo,
+			  w->rcv->reopen_window_ms, now_ms(b), &imported, errmsg);
 	if (!rc)
 		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, now_ms(b));
 	{
@@ -1032,12 +1029,12 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 			log_err(l, rc);
 		log_str(l, "receiver", w->ev.receiver);
 		log_str(l, "repo", w->repo);
-		log_int(l, "rows", sc.imported);
+		log_int(l, "rows", imported);
 		if (rc)
 			log_str(l, "detail", buf_str(errmsg));
 		log_end(l);
 	}
-	metric_add(b->m_rebuilt, NULL, (double)sc.imported);
+	metric_add(b->m_rebuilt, NULL, (double)imported);
 	return rc;
 }
 
@@ -1167,6 +1164,8 @@ static void update_gauges(struct bridge *b)
 		   (double)(s.ambiguous_resolved - b->last_stats.ambiguous_resolved));
 	metric_add(b->m_gh_unauthorized, NULL,
 		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
+	metric_add(b->m_assignees_dropped, NULL,
+		   (double)(s.assignees_dropped - b->last_stats.assignees_dropped));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
 	{
 		const char *mi[] = { "minute" }, *hr[] = { "hour" };
@@ -1200,6 +1199,7 @@ int bridge_step(struct bridge *b)
 	handle(b, &w);
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
+	gh_issue_release(&w.fresh);
 	json_decref(w.payload_doc);
 	group_event_release(w.grp);
 	free(w.grp);

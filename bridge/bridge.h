@@ -19,31 +19,51 @@
  * GitHub again.
  *
  * No second issue, no second comment:
+ *   - every issue body ends with the receiver's key marker
+ *     "<!-- alertbridge:receiver=R --> <!-- alertbridge:key=K -->"
+ *     (issue_marker_receiver(); the body still ends with the key marker, as
+ *     DESIGN.md says), unique per (receiver, key) even when receivers share a
+ *     repository;
  *   - before its POST a create writes the progress note "create@<ms>"; a
  *     retry of that event (after an ambiguous answer whose lookup failed, or
- *     a crash) first looks for the key marker among the issues created since
+ *     a crash) first looks for that marker among the issues created since
  *     then (gh_issue_find_marker), and adopts the issue it finds;
  *   - every comment carries "<!-- alertbridge:episode=<startsAt> event=... -->",
  *     unique per transition, and is posted with gh_comment_create_marked();
  *     before its POST the note "ACTION:STEP~" says it may be posted, and a
  *     retry with that note (a crash between GitHub's answer and our commit)
  *     first reads the issue's comments (gh_comment_list) for that marker;
+ *   - a row written in dry-run has number 0 (no issue).  Its first live event
+ *     looks for the key marker among the issues created since the row was
+ *     (gh_issue_find_marker; an issue whose marker names another receiver is
+ *     not taken) and then acts on the issue found; when there is none, a
+ *     firing creates the issue and a resolve is only recorded on the row (no
+ *     call), so nothing is ever sent for issue 0;
  *   - lost database: before the first event of a (receiver, repo) after the
  *     database was created, the map is rebuilt from GitHub by listing the
  *     repository's issues page by page (gh_issue_list: state=all,
- *     per_page=100; never search, which lags behind writes).  Each issue
- *     whose body ends with "<!-- alertbridge:key=K -->" gives the row of
+ *     per_page=100; never search, which lags behind writes): bridge/rebuild.h.
+ *     Each issue whose marker names the receiver gives the row of
  *     (receiver, K) unless one exists: number, repo, state, state_reason,
  *     closed_at as GitHub has them, the newest issue of a key winning (an
- *     older one becomes previous_number).  The episode is the newest
- *     "alertbridge:episode=" marker of the body and of the comments (read
- *     only for issues that are open or closed within reopen_window, and that
- *     have comments), else the issue's created_at (a notification that
- *     started before the issue is then stale).  So a re-sent notification
- *     of the episode last applied changes nothing; a newer one is a new
- *     episode.  The scan is recorded (store_scan_done) and done once; a
- *     failed scan keeps the event queued (retry) and makes no create.
- *     Receivers that share a repository each import its markers.
+ *     older one becomes previous_number).  Receivers that share a repository
+ *     each import only their own markers.  A marker of the old form, without
+ *     a receiver ("<!-- alertbridge:key=K -->", issues made before markers
+ *     named one), is imported by every receiver of the repository unless
+ *     another receiver's marker names the same key there.  The episode is
+ *     the newest "alertbridge:episode=" marker of the body and of the
+ *     comments (read only for issues that are open or closed within
+ *     reopen_window, and that have comments), else the issue's created_at (a
+ *     notification that started before the issue is then stale).  So a
+ *     re-sent notification of the episode last applied changes nothing; a
+ *     newer one is a new episode.  The scan is recorded (store_scan_done) and
+ *     done once; a failed scan keeps the event queued (retry) and makes no
+ *     create.
+ *
+ * On a new episode of an open or reopened issue the rendered labels the
+ * issue lacks are added (gh_labels_add), none removed.  A re-fire after
+ * reopen_window creates a new issue; the row then holds its number, and
+ * previous_number the old one it links.
  */
 #ifndef AB_BRIDGE_H
 #define AB_BRIDGE_H

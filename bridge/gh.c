@@ -6,6 +6,7 @@
  * Waiting uses the injected clock, so unit tests run in virtual time.
  */
 #include "gh.h"
+#include "gh_assignees.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -194,6 +195,9 @@ void gh_issue_release(struct gh_issue *is)
 	free(is->state_reason);
 	free(is->html_url);
 	free(is->body);
+	for (char **l = is->labels; l && *l; l++)
+		free(*l);
+	free(is->labels);
 	memset(is, 0, sizeof(*is));
 }
 
@@ -652,6 +656,24 @@ static char *dup_string(json_t *obj, const char *key)
 	return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
 }
 
+/* The names of an issue's "labels" (objects with "name", or strings); NULL when absent. */
+static char **label_names(json_t *labels)
+{
+	size_t i, n = 0;
+	json_t *v;
+	char **out;
+
+	if (!json_is_array(labels))
+		return NULL;
+	out = xcalloc(json_array_size(labels) + 1, sizeof(*out));
+	json_array_foreach(labels, i, v) {
+		json_t *name = json_is_object(v) ? json_object_get(v, "name") : v;
+		if (json_is_string(name))
+			out[n++] = xstrdup(json_string_value(name));
+	}
+	return out;
+}
+
 /* Fill out from an issue object; repo from repository_url (".../repos/{o}/{r}"). */
 static enum err parse_issue(json_t *j, const char *what, struct gh_issue *out,
 			    struct buf *errmsg)
@@ -682,6 +704,7 @@ static enum err parse_issue(json_t *j, const char *what, struct gh_issue *out,
 	out->created_at_ms = parse_iso8601(json_string_value(json_object_get(j, "created_at")));
 	if (json_is_integer(json_object_get(j, "comments")))
 		out->comments = (int64_t)json_integer_value(json_object_get(j, "comments"));
+	out->labels = label_names(json_object_get(j, "labels"));
 	return ERR_OK;
 }
 
@@ -771,16 +794,65 @@ static enum err check_repo(const char *repo, struct buf *errmsg)
 	return ERR_INVALID;
 }
 
+/* One POST /repos/{o}/{r}/issues (with its retries and marker lookups); res: the answer. */
+static enum err post_create(struct gh_client *c, const char *repo, const char *path,
+			    const char *title, const char *body, const char *marker,
+			    const char *const *labels, const char *const *assignees,
+			    struct http_response *res, struct gh_issue *out, struct buf *errmsg)
+{
+	json_t *o = json_object();
+	int failed = 0;
+	char *json;
+	enum err rc;
+
+	failed |= set_str(o, "title", title);
+	failed |= set_str(o, "body", body);
+	if (labels)
+		failed |= set_str_array(o, "labels", labels);
+	if (assignees)
+		failed |= set_str_array(o, "assignees", assignees);
+	json = dump(o, failed);
+	if (!json) {
+		buf_setf(errmsg, "issue create in %s: title, body, labels and assignees must be "
+			 "valid UTF-8", repo);
+		return ERR_INVALID;
+	}
+	{
+		struct call k = { "POST", path, NULL, json, 1, repo, marker, 0 };
+		int64_t sent_ms = now(c);
+		rc = call(c, &k, res, out, errmsg);
+		if (rc == ERR_OK && !out->number &&
+		    parse_issue_body(res, "POST issue", out, errmsg) != ERR_OK)
+			rc = unreadable_create(c, &k, sent_ms, out, errmsg);
+	}
+	free(json);
+	return rc;
+}
+
+static void log_assignees_dropped(struct gh_client *c, const char *repo, const char *dropped,
+				  const char *why)
+{
+	struct log_line *l = log_begin(LOG_WARN, "github cannot assign them: creating the issue "
+				       "without those assignees");
+	size_t n = 1;
+
+	for (const char *p = dropped; *p; p++)
+		n += *p == ',';
+	c->stats.assignees_dropped += n;
+	log_str(l, "repo", repo);
+	log_str(l, "dropped", dropped);
+	log_str(l, "detail", why);
+	log_end(l);
+}
+
 enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
 			 const char *body, const char *marker, const char *const *labels,
 			 const char *const *assignees, struct gh_issue *out,
 			 struct buf *errmsg)
 {
 	struct http_response res;
-	struct buf path = BUF_INIT;
-	json_t *o;
-	char *json = NULL;
-	int failed = 0;
+	struct buf path = BUF_INIT, dropped = BUF_INIT;
+	const char **kept = NULL;
 	enum err rc = check_repo(repo, errmsg);
 
 	memset(out, 0, sizeof(*out));
@@ -799,30 +871,19 @@ enum err gh_issue_create(struct gh_client *c, const char *repo, const char *titl
 		fake_issue(out, repo, 0, "open", NULL);
 		goto out;
 	}
-	o = json_object();
-	failed |= set_str(o, "title", title);
-	failed |= set_str(o, "body", body);
-	if (labels)
-		failed |= set_str_array(o, "labels", labels);
-	if (assignees)
-		failed |= set_str_array(o, "assignees", assignees);
-	json = dump(o, failed);
-	if (!json) {
-		buf_setf(errmsg, "issue create in %s: title, body, labels and assignees must be "
-			 "valid UTF-8", repo);
-		rc = ERR_INVALID;
-		goto out;
-	}
-	{
-		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker, 0 };
-		int64_t sent_ms = now(c);
-		rc = call(c, &k, &res, out, errmsg);
-		if (rc == ERR_OK && !out->number &&
-		    parse_issue_body(&res, "POST issue", out, errmsg) != ERR_OK)
-			rc = unreadable_create(c, &k, sent_ms, out, errmsg);
+	rc = post_create(c, repo, buf_str(&path), title, body, marker, labels, assignees, &res,
+			 out, errmsg);
+	if (rc == ERR_INVALID && assignees && *assignees &&
+	    (kept = gh_assignees_kept(res.status, buf_str(&res.body), res.body.len, assignees,
+				       &dropped)) != NULL) {
+		/* Nothing was made (422): the same create once more, without them. */
+		log_assignees_dropped(c, repo, buf_str(&dropped), buf_str(errmsg));
+		rc = post_create(c, repo, buf_str(&path), title, body, marker, labels,
+				 (const char *const *)kept, &res, out, errmsg);
 	}
 out:
-	free(json);
+	free(kept);
+	buf_release(&dropped);
 	buf_release(&path);
 	http_response_release(&res);
 	return rc;
@@ -1125,6 +1186,7 @@ static enum err scan_marker_page(void *ctx, json_t *page, int *stop, struct buf 
 	struct marker_walk *w = ctx;
 	json_t *it;
 	size_t i;
+	enum err rc;
 
 	json_array_foreach(page, i, it) {
 		const char *body = json_string_value(json_object_get(it, "body"));
@@ -1138,7 +1200,10 @@ static enum err scan_marker_page(void *ctx, json_t *page, int *stop, struct buf 
 			continue;
 		*stop = 1;
 		w->found = 1;
-		return parse_issue(it, "issue list", w->out, errmsg);
+		rc = parse_issue(it, "issue list", w->out, errmsg);
+		if (!rc)
+			w->out->body = xstrdup(body);
+		return rc;
 	}
 	return ERR_OK;
 }

@@ -88,7 +88,8 @@ struct gh_issue {
 	int64_t closed_at_ms;  /* 0 while open */
 	int64_t created_at_ms; /* 0 when GitHub did not say */
 	int64_t comments;      /* number of comments GitHub counted */
-	char *body;            /* set by gh_issue_list() only; else NULL */
+	char *body;            /* set by gh_issue_list() and gh_issue_find_marker(); else NULL */
+	char **labels;         /* label names, NULL-terminated; NULL when GitHub sent none */
 };
 
 /*
@@ -110,6 +111,7 @@ struct gh_stats {
 	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
 	int content_left_minute;         /* mutations that fit now in the last 60 s's budget */
 	int content_left_hour;           /* ... and in the last hour's */
+	uint64_t assignees_dropped;      /* assignees left out of a create GitHub rejected them on */
 };
 
 /* Create a client; never NULL.  Copies every string in opts. */
@@ -152,6 +154,12 @@ void gh_stats(const struct gh_client *c, struct gh_stats *out);
  * issue exists): ERR_OK when the marker is found, else ERR_RETRY ("the create
  * may have succeeded"), never ERR_INVALID, so the caller does not give up on
  * an issue GitHub made.
+ * Assignees GitHub cannot assign (no access to the repository, no such user)
+ * make it answer 422 "Validation Failed" with errors[] {field "assignees",
+ * code "invalid", value: the login}, and make no issue: the create is then
+ * sent once more without the logins named (without any assignee when no error
+ * names one), logged at warn and counted in gh_stats.assignees_dropped; its
+ * outcome is the call's.  So an alert is not dead-lettered for its assignee.
  */
 enum err gh_issue_create(struct gh_client *c, const char *repo, const char *title,
 			 const char *body, const char *marker, const char *const *labels,
@@ -220,8 +228,9 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
  * since=<since_ms as ISO 8601>&per_page=100, following Link rel="next"; pull
  * requests skipped).  Reading stops at the first issue created before
  * since_ms or after 10 pages.  A Link next URL outside api_url is ERR_INVALID
- * (the token is never sent elsewhere).  ERR_NOTFOUND when none has it, and
- * always in dry-run.  GETs are not paced but wait out rate limits.
+ * (the token is never sent elsewhere).  The newest issue that has it is
+ * returned, with its body.  ERR_NOTFOUND when none has it, and always in
+ * dry-run.  GETs are not paced but wait out rate limits.
  */
 enum err gh_issue_find_marker(struct gh_client *c, const char *repo, const char *marker,
 			      int64_t since_ms, struct gh_issue *out,

@@ -13,6 +13,7 @@
 
 #include <openssl/evp.h>
 
+#include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
 
@@ -232,8 +233,10 @@ void issue_apply(struct store_issue *row, enum issue_action a, const struct issu
 
 #define MARKER_OPEN "<!--"
 #define MARKER_TAG "alertbridge:key="
+#define MARKER_RECEIVER_TAG "alertbridge:receiver="
 #define MARKER_CLOSE "-->"
 #define MARKER_KEY_MAX 128
+#define MARKER_RECEIVER_MAX 255  /* decoded bytes */
 
 static int is_key_char(unsigned char c)
 {
@@ -276,9 +279,93 @@ static size_t marker_at(const char *p, const char **key)
 	return strncmp(p, MARKER_CLOSE, strlen(MARKER_CLOSE)) == 0 ? n : 0;
 }
 
-int issue_marker_parse(const char *body, struct buf *key_out)
+void issue_marker_receiver(const char *receiver, const char *key, struct buf *out)
 {
-	const char *p = body, *key = NULL, *k;
+	static const char hex[] = "0123456789ABCDEF";
+
+	if (receiver && *receiver) {
+		(void)buf_adds(out, MARKER_OPEN " " MARKER_RECEIVER_TAG);
+		for (const unsigned char *p = (const unsigned char *)receiver; *p; p++) {
+			if (is_key_char(*p)) {
+				(void)buf_addch(out, (char)*p);
+			} else {
+				(void)buf_addch(out, '%');
+				(void)buf_addch(out, hex[*p >> 4]);
+				(void)buf_addch(out, hex[*p & 0xf]);
+			}
+		}
+		(void)buf_adds(out, " " MARKER_CLOSE " ");
+	}
+	issue_marker(key, out);
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * A well-formed receiver marker "<!-- alertbridge:receiver=R -->" that ends
+ * right before end (only marker spaces between) and starts at or after
+ * body: R decoded into out, 1; else 0 (out unchanged).
+ */
+static int receiver_before(const char *body, const char *end, struct buf *out)
+{
+	struct buf dec = BUF_INIT;
+	const char *p = end, *v, *open;
+	size_t tag = strlen(MARKER_RECEIVER_TAG);
+	int ok = 0;
+
+	while (p > body && is_marker_space(p[-1]))
+		p--;
+	if ((size_t)(p - body) < strlen(MARKER_CLOSE) ||
+	    strncmp(p - strlen(MARKER_CLOSE), MARKER_CLOSE, strlen(MARKER_CLOSE)))
+		return 0;
+	p -= strlen(MARKER_CLOSE);
+	while (p > body && is_marker_space(p[-1]))
+		p--;
+	/* the value: [A-Za-z0-9._%-] back to the tag */
+	v = p;
+	while (v > body && (is_key_char((unsigned char)v[-1]) || v[-1] == '%'))
+		v--;
+	if (v == p || (size_t)(v - body) < tag || strncmp(v - tag, MARKER_RECEIVER_TAG, tag))
+		return 0;
+	open = v - tag;
+	while (open > body && is_marker_space(open[-1]))
+		open--;
+	if ((size_t)(open - body) < strlen(MARKER_OPEN) ||
+	    strncmp(open - strlen(MARKER_OPEN), MARKER_OPEN, strlen(MARKER_OPEN)))
+		return 0;
+	for (const char *q = v; q < p; q++) {
+		if (*q != '%') {
+			(void)buf_addch(&dec, *q);
+			continue;
+		}
+		if (q + 2 >= p || hex_value(q[1]) < 0 || hex_value(q[2]) < 0)
+			goto out;
+		(void)buf_addch(&dec, (char)(hex_value(q[1]) * 16 + hex_value(q[2])));
+		q += 2;
+	}
+	if (dec.len == 0 || dec.len > MARKER_RECEIVER_MAX || memchr(dec.data, '\0', dec.len))
+		goto out;
+	buf_reset(out);
+	(void)buf_add(out, dec.data, dec.len);
+	ok = 1;
+out:
+	buf_release(&dec);
+	return ok;
+}
+
+int issue_marker_parse_receiver(const char *body, struct buf *receiver_out,
+				struct buf *key_out)
+{
+	const char *p = body, *key = NULL, *at = NULL, *k;
 	size_t key_len = 0, n;
 
 	if (!body)
@@ -288,13 +375,43 @@ int issue_marker_parse(const char *body, struct buf *key_out)
 		if (n) {
 			key = k;
 			key_len = n;
+			at = p;
 		}
 	}
 	if (!key)
 		return 0;
+	if (receiver_out && !receiver_before(body, at, receiver_out))
+		buf_reset(receiver_out);
 	buf_reset(key_out);
 	(void)buf_add(key_out, key, key_len);
 	return 1;
+}
+
+int64_t issue_episode_newest(const char *text)
+{
+	size_t open_len = strlen(ISSUE_EPISODE_MARKER_OPEN);
+	int64_t best = 0;
+
+	for (const char *p = text ? strstr(text, ISSUE_EPISODE_MARKER_OPEN) : NULL; p;
+	     p = strstr(p + open_len, ISSUE_EPISODE_MARKER_OPEN)) {
+		const char *v = p + open_len;
+		const char *end = strpbrk(v, " \t\r\n");
+		char t[40];
+		int64_t ms;
+
+		if (!end || (size_t)(end - v) >= sizeof(t))
+			continue;
+		memcpy(t, v, (size_t)(end - v));
+		t[end - v] = '\0';
+		if (rfc3339_parse(t, &ms) == ERR_OK && ms > best)
+			best = ms;
+	}
+	return best;
+}
+
+int issue_marker_parse(const char *body, struct buf *key_out)
+{
+	return issue_marker_parse_receiver(body, NULL, key_out);
 }
 
 /*

@@ -118,6 +118,19 @@ enum issue_action issue_plan(const struct store_issue *row, const struct issue_e
 void issue_apply(struct store_issue *row, enum issue_action a, const struct issue_event *ev,
 		 int64_t now_ms);
 
+/*
+ * The opening of the episode marker that every issue body and comment
+ * alertbridge posts carries: "<!-- alertbridge:episode=<startsAt, RFC 3339>"
+ * (the bridge writes it, bridge/bridge.c).
+ */
+#define ISSUE_EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
+
+/*
+ * The newest startsAt (ms UTC) among the episode markers in text (NULL: none),
+ * each ended by a space, tab or line break; 0 when there is none that parses.
+ */
+int64_t issue_episode_newest(const char *text);
+
 /* GitHub's limits: title 256 characters, body and comment 65536. */
 #define ISSUE_TITLE_MAX_CHARS 256
 #define ISSUE_BODY_MAX_BYTES 65536
@@ -131,6 +144,19 @@ void issue_apply(struct store_issue *row, enum issue_action a, const struct issu
 void issue_marker(const char *key, struct buf *out);
 
 /*
+ * The marker of an alert's issue, which names its receiver too, so that
+ * receivers sharing a repository each rebuild only their own rows:
+ * "<!-- alertbridge:receiver=RECEIVER --> <!-- alertbridge:key=KEY -->",
+ * appended to out.  The body still ends with the key marker above (old
+ * readers find the key); the whole string is unique per (receiver, key), so a
+ * create looked for by it (gh_issue_find_marker) is never another receiver's.
+ * receiver is percent-encoded: every byte but [A-Za-z0-9._-] becomes %XX
+ * (upper-case hex), e.g. "team a" -> "team%20a"; NULL or "" gives
+ * issue_marker(key, out) alone.  key as issue_marker().
+ */
+void issue_marker_receiver(const char *receiver, const char *key, struct buf *out);
+
+/*
  * Find the last marker in body (NULL: none) and set key_out to its key.
  * Tolerates spaces, tabs and line breaks after "<!--" and before "-->" (a
  * body edited on GitHub).  The key is 1-128 characters of [A-Za-z0-9._-].
@@ -138,6 +164,18 @@ void issue_marker(const char *key, struct buf *out);
  * unchanged).
  */
 int issue_marker_parse(const char *body, struct buf *key_out);
+
+/*
+ * issue_marker_parse() that also reads the receiver: when the last key
+ * marker directly follows a "<!-- alertbridge:receiver=R -->" (only spaces,
+ * tabs or line breaks between), receiver_out is set to R decoded (1-255
+ * bytes once decoded; a malformed %XX makes the receiver marker count as
+ * absent); else (the form issue_marker() writes, and issues made before
+ * receivers were named) receiver_out is reset to "".  Returns 1 when a key
+ * marker was found (both outputs set), 0 otherwise (both unchanged).
+ */
+int issue_marker_parse_receiver(const char *body, struct buf *receiver_out,
+				struct buf *key_out);
 
 /*
  * Append to out a GitHub issue title made from raw (NULL: ""): its first

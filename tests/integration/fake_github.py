@@ -12,7 +12,14 @@ API", "Using pagination in the REST API".  Like GitHub's, the search index lags 
 (search_lag_s, default 60 s): an issue is found by search only that long after it was created
 or changed, while the issues list is consistent at once.
 
+Assignees: by default any login can be assigned.  Given a set of assignable logins
+(assignable=[...], --assignable, or the side door), a create or update naming anyone else is
+answered as GitHub answers it: 422 "Validation Failed" with one error per rejected login,
+{"value": login, "resource": "Issue", "field": "assignees", "code": "invalid"}, and nothing
+is made or changed.
+
 As a script:  python3 fake_github.py --port 0 --port-file F --token T [--repo owner/name ...]
+              [--assignable login ...]
 As a module:  fg = FakeGitHub(token="T", repos=["acme/alerts"]); fg.start(); ...; fg.stop()
 
 Side door (no auth, never recorded), all JSON:
@@ -29,6 +36,8 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/delete               {repo, number}
   POST /_fake/repo                 {repo}                         create a repository
   POST /_fake/clock                {advance_s}                    move the fake's clock
+  POST /_fake/assignable           {logins: [...] or null}        who can be assigned (null:
+                                                                  anyone, the default)
   POST /_fake/reset                forget everything but the repositories
 """
 
@@ -99,8 +108,9 @@ class FakeGitHub:
     """The fake's state and its HTTP server.  All state is guarded by self.lock (reentrant)."""
 
     def __init__(self, token="test-token", repos=("acme/alerts",), host="127.0.0.1", port=0,
-                 user="alertbridge-bot", search_lag_s=60.0):
+                 user="alertbridge-bot", search_lag_s=60.0, assignable=None):
         self.token = token
+        self.assignable = None if assignable is None else set(assignable)
         self.search_lag_s = float(search_lag_s)
         self.user = user
         self.host = host
@@ -191,6 +201,11 @@ class FakeGitHub:
         """Accept only this token from now on (a rotated or revoked token: 401 for the old)."""
         with self.lock:
             self.token = token
+
+    def set_assignable(self, logins):
+        """Only these logins can be assigned from now on (None: anyone)."""
+        with self.lock:
+            self.assignable = None if logins is None else set(logins)
 
     def marker_counts(self, repo):
         """{key: number of live issues whose body carries <!-- alertbridge:key=KEY -->}."""
@@ -463,6 +478,17 @@ class FakeGitHub:
             out.append(x)
         return out
 
+    def _check_assignable(self, logins):
+        """GitHub's answer to assignees who cannot be assigned (no access to the repository,
+        no such user): 422 with one error per rejected login."""
+        if self.assignable is None:
+            return
+        bad = [a for a in logins if a not in self.assignable]
+        if bad:
+            raise error(422, "Validation Failed", errors=[{
+                "value": a, "resource": "Issue", "field": "assignees", "code": "invalid"}
+                for a in bad])
+
     def _create(self, r, body):
         if not isinstance(body, dict):
             raise error(400, "Body should be a JSON object")
@@ -486,6 +512,7 @@ class FakeGitHub:
                 "message": "body is too long (maximum is 65536 characters)"}])
         labels = self._check_names(body, "labels")
         assignees = self._check_names(body, "assignees")
+        self._check_assignable(assignees)
         n = r["next_number"]
         r["next_number"] += 1
         now = self.now()
@@ -520,6 +547,7 @@ class FakeGitHub:
             raise error(422, "Validation Failed", errors=errors)
         labels = self._check_names(body, "labels") if "labels" in body else None
         assignees = self._check_names(body, "assignees") if "assignees" in body else None
+        self._check_assignable(assignees or [])
         now = self.now()
         if "title" in body:
             i["title"] = body["title"]
@@ -712,6 +740,12 @@ class FakeGitHub:
             if path == "/_fake/clock":
                 self.advance(body.get("advance_s", 0))
                 return 200, {"ok": True}
+            if path == "/_fake/assignable":
+                logins = body.get("logins")
+                if logins is not None and not isinstance(logins, list):
+                    raise ValueError("logins: want a list or null")
+                self.set_assignable(logins)
+                return 200, {"ok": True}
             if path == "/_fake/token":
                 self.set_token(body["token"])
                 return 200, {"ok": True}
@@ -838,11 +872,14 @@ def main(argv=None):
     ap.add_argument("--token", default="test-token")
     ap.add_argument("--repo", action="append", help="owner/name (repeatable); default "
                     "acme/alerts")
+    ap.add_argument("--assignable", action="append",
+                    help="a login that can be assigned (repeatable); default: anyone")
     ap.add_argument("--search-lag", type=float, default=60.0,
                     help="seconds the search index lags behind writes (default 60)")
     args = ap.parse_args(argv)
     fg = FakeGitHub(token=args.token, repos=args.repo or ["acme/alerts"], host=args.host,
-                    port=args.port, search_lag_s=args.search_lag).start()
+                    port=args.port, search_lag_s=args.search_lag,
+                    assignable=args.assignable).start()
     if args.port_file:
         tmp = args.port_file + ".tmp"
         with open(tmp, "w") as f:

@@ -146,6 +146,31 @@ def validation_failed_422():
 
 
 @run.case
+def unassignable_assignees_422():
+    fg.reset()
+    try:
+        st, _, j = api("POST", "/_fake/assignable", {"logins": ["oncall"]})
+        eq(st, 200, "side door sets the assignable logins")
+        st, _, j = api("POST", "/repos/%s/issues" % REPO, {
+            "title": "t", "assignees": ["oncall", "ghost", "nobody"]})
+        eq(st, 422, "an assignee who cannot be assigned")
+        eq(j["message"], "Validation Failed", "message")
+        eq(j["errors"], [{"value": v, "resource": "Issue", "field": "assignees",
+                          "code": "invalid"} for v in ("ghost", "nobody")],
+           "one error per rejected login, as GitHub answers")
+        eq(fg.issues(REPO), [], "nothing made")
+        eq([a["login"] for a in create(assignees=["oncall"])["assignees"]], ["oncall"],
+           "an assignable login is accepted")
+        st, _, _ = api("PATCH", "/repos/%s/issues/1" % REPO, {"assignees": ["ghost"]})
+        eq(st, 422, "an update naming one is rejected too")
+        eq([a["login"] for a in fg.issues(REPO)[0]["assignees"]], ["oncall"], "unchanged")
+    finally:
+        fg.set_assignable(None)
+    eq([a["login"] for a in create(assignees=["anyone"])["assignees"]], ["anyone"],
+       "by default anyone can be assigned")
+
+
+@run.case
 def patch_close_and_reopen():
     fg.reset()
     create()
@@ -376,7 +401,7 @@ def script_mode_port_file():
     pf = os.path.join(d, "port")
     p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(
         os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf,
-        "--token", "T2", "--repo", "o/r"], stderr=subprocess.DEVNULL)
+        "--token", "T2", "--repo", "o/r", "--assignable", "oncall"], stderr=subprocess.DEVNULL)
     try:
         poll(lambda: os.path.exists(pf), "port file", timeout_s=10)
         port = int(open(pf).read())
@@ -384,6 +409,9 @@ def script_mode_port_file():
         st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port, {"title": "s"},
                         headers=h)
         eq((st, j["number"]), (201, 1), "script serves the API")
+        st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port,
+                        {"title": "s", "assignees": ["ghost"]}, headers=h)
+        eq((st, j["errors"][0]["value"]), (422, "ghost"), "--assignable limits the assignees")
     finally:
         p.terminate()
         try:

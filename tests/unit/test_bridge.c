@@ -113,8 +113,9 @@ static void env_stop(struct env *e)
 	fake_http_stop(e->gh);
 }
 
-/* Queue one alert event for FP as intake would. */
-static void enqueue(struct env *e, const char *status, const char *starts, const char *ends)
+/* Queue one alert event for FP with that severity label, as intake would. */
+static void enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
+			const char *severity)
 {
 	char body[2048];
 	struct am_payload *p = NULL;
@@ -126,9 +127,9 @@ static void enqueue(struct env *e, const char *status, const char *starts, const
 		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
 		 "\"externalURL\":\"http://am:9093\",\"alerts\":[{\"status\":\"%s\",\"labels\":"
 		 "{\"alertname\":\"DiskFull\",\"namespace\":\"prod\",\"pod\":\"db-0\",\"severity\":"
-		 "\"critical\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
+		 "\"%s\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
 		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"" FP "\"}]}",
-		 status, status, starts, ends);
+		 status, status, severity, starts, ends);
 	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
 	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
 	se.kind = "bridge";
@@ -143,6 +144,12 @@ static void enqueue(struct env *e, const char *status, const char *starts, const
 	am_payload_free(p);
 	buf_release(&ev);
 	buf_release(&err);
+}
+
+/* Queue one alert event for FP as intake would (severity critical). */
+static void enqueue(struct env *e, const char *status, const char *starts, const char *ends)
+{
+	enqueue_sev(e, status, starts, ends, "critical");
 }
 
 #define ISSUE_JSON(n, state, reason, closed)                                              \
@@ -161,6 +168,32 @@ static void assert_request(struct env *e, size_t i, const char *method, const ch
 		fail_msg("request %zu body lacks %s: %s", i, body_part, r->body);
 	assert_string_equal(fake_request_header(r, "Authorization"), "Bearer ghp_test_token");
 	assert_string_equal(fake_request_header(r, "X-GitHub-Api-Version"), "2022-11-28");
+}
+
+/*
+ * The next step closes open issue n (GitHub answers the GET, the comment and
+ * the PATCH, after `first` answers already pushed for calls before them).
+ */
+static void step_closes(struct env *e, int n, size_t first)
+{
+	char open[512], closed[512], path[64], comments[80];
+	size_t before = fake_http_count(e->gh) + first;
+
+	snprintf(open, sizeof(open), "{\"number\":%d,\"state\":\"open\",\"state_reason\":null,"
+		 "\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}", n);
+	snprintf(closed, sizeof(closed), "{\"number\":%d,\"state\":\"closed\",\"state_reason\":"
+		 "\"completed\",\"closed_at\":\"2026-11-18T11:00:00Z\",\"repository_url\":"
+		 "\"https://api.github.com/repos/my-org/alerts\"}", n);
+	snprintf(path, sizeof(path), "/repos/my-org/alerts/issues/%d", n);
+	snprintf(comments, sizeof(comments), "%s/comments", path);
+	fake_http_push(e->gh, 200, NULL, open);
+	fake_http_push(e->gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e->gh, 200, NULL, closed);
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), before + 3);  /* and nothing else */
+	assert_request(e, before, "GET", path, NULL);
+	assert_request(e, before + 1, "POST", comments, "resolved at");
+	assert_request(e, before + 2, "PATCH", path, "\"state\":\"closed\"");
 }
 
 static void get_row(struct env *e, struct store_issue *row)
@@ -316,6 +349,99 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	env_stop(&e);
 }
 
+/*
+ * A new episode after reopen_window (0 here: every re-fire of a closed issue)
+ * makes a new issue that links the old one; the row then points at the new
+ * issue and remembers the old, and the next resolve closes the new one.
+ */
+static void refire_after_window_links_and_keeps_the_new_issue(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, "    reopen_window: 0s\n");
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	step_closes(&e, 7, 0);
+	e.now += 60000;
+	enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-18T11:00:00Z\""));
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(8, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
+		       "Previous issue: [#7](");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 8);
+	assert_int_equal(row.previous_number, 7);
+	assert_string_equal(row.state, "open");
+	store_issue_release(&row);
+
+	/* the resolve closes the new issue */
+	e.now += 60000;
+	enqueue(&e, "resolved", "2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z");
+	step_closes(&e, 8, 0);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
+/*
+ * A new episode on the open issue renders another severity: the label the
+ * issue lacks is added (compared without case) before the comment; labels
+ * GitHub rejects do not hold the comment back.
+ */
+#define LABELED_JSON(n, labels)                                                            \
+	"{\"number\":" #n ",\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"     \
+	"\"labels\":" labels ",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}"
+
+static void new_episode_adds_the_labels_the_issue_lacks(void **state)
+{
+	struct env e;
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	enqueue_sev(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z", "warning");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	enqueue_sev(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z", "critical");
+	fake_http_push(e.gh, 200, NULL,
+		       LABELED_JSON(7, "[{\"name\":\"ALERT\"},{\"name\":\"severity:warning\"},"
+				    "{\"name\":\"team:db\"}]"));
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/labels",
+		       "{\"labels\":[\"severity:critical\"]}");
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+
+	/* nothing new to add: no label call; a 422 on labels still lets the comment go */
+	enqueue_sev(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z", "critical");
+	fake_http_push(e.gh, 200, NULL,
+		       LABELED_JSON(7, "[\"alert\",\"severity:critical\"]"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	enqueue_sev(&e, "firing", "2026-11-21T04:00:00Z", "0001-01-01T00:00:00Z", "page");
+	fake_http_push(e.gh, 200, NULL, LABELED_JSON(7, "[]"));
+	fake_http_push(e.gh, 422, NULL, "{\"message\":\"Validation Failed\"}");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":3}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 9);
+	assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/7/labels",
+		       "{\"labels\":[\"alert\",\"severity:page\"]}");
+	assert_request(&e, 8, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	assert_int_equal(store_dead_count(e.st), 0);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	env_stop(&e);
+}
+
 static void close_resumes_after_failed_state_change(void **state)
 {
 	struct env e;
@@ -447,7 +573,7 @@ static void invalid_request_is_dead_lettered(void **state)
 	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 422, NULL,
 		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
-		       "\"code\":\"invalid\",\"field\":\"assignees\"}]}");
+		       "\"code\":\"custom\",\"field\":\"title\"}]}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1);
 	assert_int_equal(store_dead_count(e.st), 1);
@@ -533,6 +659,47 @@ static void missing_repository_needs_a_404_from_github(void **state)
 	assert_request(&e, 5, "GET", "/repos/my-org/alerts", NULL);
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	env_stop(&e);
+}
+
+/*
+ * GitHub cannot assign one of the rendered assignees: its 422 names the login,
+ * and the create is made once more without it; the alert is not dead-lettered,
+ * and one issue is made.
+ */
+static void unassignable_assignee_is_dropped(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, "    assignees: [oncall, ghost]\n");
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 422, NULL,
+		       "{\"message\":\"Validation Failed\",\"errors\":[{\"value\":\"ghost\","
+		       "\"resource\":\"Issue\",\"field\":\"assignees\",\"code\":\"invalid\"}]}");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(6, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
+		       "\"assignees\":[\"oncall\",\"ghost\"]");
+	assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\"]");
+	assert_int_equal(store_dead_count(e.st), 0);
+	get_row(&e, &row);
+	assert_int_equal(row.number, 6);
+	store_issue_release(&row);
+
+	/* an error that names no login: every assignee is left out */
+	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(store_issue_forget(e.st, "default", FP), ERR_OK);
+	fake_http_push(e.gh, 422, NULL,
+		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
+		       "\"field\":\"assignees\",\"code\":\"invalid\"}]}");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[]");
+	assert_int_equal(store_dead_count(e.st), 0);
 	env_stop(&e);
 }
 
@@ -628,6 +795,68 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 	env_stop(&e);
 }
 
+/*
+ * A row written in dry-run (number 0) whose issue exists on GitHub all the
+ * same: the first live event finds it by its marker and acts on it, never on
+ * issue 0.
+ */
+/* FP's row as dry-run writes it (number 0), for the episode 2026-11-21T00:49:48.539Z. */
+static void put_dry_run_row(struct env *e)
+{
+	struct store_issue row = { 0 };
+
+	row.receiver = "default";
+	row.key = FP;
+	row.repo = "my-org/alerts";
+	row.state = "open";
+	row.episode_starts_ms = INT64_C(1795222188539);
+	row.created_at_ms = T0 - 600000;
+	row.updated_at_ms = T0 - 600000;
+	assert_int_equal(store_issue_put(e->st, &row), ERR_OK);
+}
+
+static void dry_run_row_finds_its_issue_by_marker(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start(&e, NULL, NULL);
+	put_dry_run_row(&e);
+	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"
+		       "\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":\"x\\n\\n<!-- "
+		       "alertbridge:key=" FP " -->\",\"repository_url\":"
+		       "\"https://api.github.com/repos/my-org/alerts\"}]");
+	step_closes(&e, 12, 1);  /* after the marker lookup */
+	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
+			       "/repos/my-org/alerts/issues?state=all&sort=created"));
+	get_row(&e, &row);
+	assert_int_equal(row.number, 12);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+
+	/* another receiver's issue of the key is not taken: a firing creates its own */
+	put_dry_run_row(&e);
+	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":13,\"state\":\"open\",\"created_at\":\"2026-11-18T11:01:00Z\","
+		       "\"body\":\"x\\n\\n<!-- alertbridge:receiver=other --> <!-- alertbridge:key="
+		       FP " -->\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(14, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
+		       "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 14);
+	store_issue_release(&row);
+	env_stop(&e);
+}
+
 static void unconfigured_receiver_is_dead_lettered(void **state)
 {
 	struct env e;
@@ -696,6 +925,55 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
 		       "event=resolved-");
 	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
+	env_stop(&e);
+}
+
+/*
+ * Receivers sharing a repository: the rebuild takes only issues whose marker
+ * names this receiver, and an old marker without a receiver only when no
+ * other receiver's marker claims the key.
+ */
+#define OTHER_MARKER "<!-- alertbridge:receiver=other --> <!-- alertbridge:key=" FP " -->"
+#define OWN_MARKER "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->"
+
+static void rebuild_keeps_to_its_receiver(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	env_start_scan(&e, NULL, NULL, 0);
+	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	/* an old marker (#3), then another receiver's issue of the same key (#4) */
+	fake_http_push(e.gh, 200, NULL,
+		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=" FP " -->") ","
+		       LISTED(4, "open", "null", 0, "b\\n\\n" OTHER_MARKER) "]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
+	get_row(&e, &row);
+	assert_int_equal(row.number, 9);
+	store_issue_release(&row);
+	env_stop(&e);
+
+	/* its own marker wins over a newer one of another receiver; an old one counts when no
+	 * other receiver claims the key */
+	env_start_scan(&e, NULL, NULL, 0);
+	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=0000000000000001 -->")
+		       "," LISTED(5, "open", "null", 0, "c\\n\\n<!-- alertbridge:episode=2026-11-21T01:30:00Z"
+				  " -->\\n" OWN_MARKER) ","
+		       LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1); /* same episode on #5: nothing */
+	get_row(&e, &row);
+	assert_int_equal(row.number, 5);
+	store_issue_release(&row);
+	assert_int_equal(store_issue_get(e.st, "default", "0000000000000001", &row), ERR_OK);
+	assert_int_equal(row.number, 3);
+	store_issue_release(&row);
 	env_stop(&e);
 }
 
@@ -882,18 +1160,23 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fire_resolve_refire_cycle),
+		cmocka_unit_test(refire_after_window_links_and_keeps_the_new_issue),
+		cmocka_unit_test(new_episode_adds_the_labels_the_issue_lacks),
 		cmocka_unit_test(close_resumes_after_failed_state_change),
 		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
 		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
 		cmocka_unit_test(invalid_request_is_dead_lettered),
+		cmocka_unit_test(unassignable_assignee_is_dropped),
 		cmocka_unit_test(missing_repository_is_dead_lettered_until_retried),
 		cmocka_unit_test(missing_repository_needs_a_404_from_github),
 		cmocka_unit_test(bad_token_keeps_the_event),
 		cmocka_unit_test(deleted_issue_is_recreated),
 		cmocka_unit_test(not_planned_is_respected_within_window),
 		cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
+		cmocka_unit_test(dry_run_row_finds_its_issue_by_marker),
 		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
 		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
+		cmocka_unit_test(rebuild_keeps_to_its_receiver),
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
 		cmocka_unit_test(not_the_leader_drains_nothing),
 		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),

@@ -595,6 +595,61 @@ static void marker_parse_rejects_malformed(void **state)
 	buf_release(&key);
 }
 
+/* The receiver's marker: encoded, parsed back, and the old form read as "no receiver". */
+static void marker_names_the_receiver(void **state)
+{
+	struct buf m = BUF_INIT, key = BUF_INIT, rcv = BUF_INIT;
+	(void)state;
+	issue_marker_receiver("team a/b%", "0123456789abcdef", &m);
+	assert_string_equal(buf_str(&m), "<!-- alertbridge:receiver=team%20a%2Fb%25 --> "
+			    "<!-- alertbridge:key=0123456789abcdef -->");
+	assert_int_equal(issue_marker_parse_receiver(buf_str(&m), &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "team a/b%");
+	assert_string_equal(buf_str(&key), "0123456789abcdef");
+	/* old readers still find the key */
+	buf_reset(&key);
+	assert_int_equal(issue_marker_parse(buf_str(&m), &key), 1);
+	assert_string_equal(buf_str(&key), "0123456789abcdef");
+	/* edited on GitHub: line breaks between and inside the two */
+	assert_int_equal(issue_marker_parse_receiver("x\r\n<!--alertbridge:receiver=ops\r\n-->"
+						     "\r\n<!-- alertbridge:key=k1 -->\r\n",
+						     &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "ops");
+	assert_string_equal(buf_str(&key), "k1");
+	/* the old form, and a receiver marker not next to the key marker: no receiver */
+	assert_int_equal(issue_marker_parse_receiver("b\n\n<!-- alertbridge:key=k2 -->", &rcv,
+						     &key), 1);
+	assert_string_equal(buf_str(&rcv), "");
+	assert_string_equal(buf_str(&key), "k2");
+	buf_adds(&rcv, "x");
+	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=ops --> text "
+						     "<!-- alertbridge:key=k3 -->", &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "");
+	/* a malformed escape, or an empty receiver: no receiver */
+	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=a%2 --> "
+						     "<!-- alertbridge:key=k4 -->", &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "");
+	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=a%00 --> "
+						     "<!-- alertbridge:key=k4 -->", &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "");
+	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver= --> "
+						     "<!-- alertbridge:key=k5 -->", &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "");
+	/* no key marker: nothing changes */
+	buf_adds(&rcv, "kept");
+	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=ops -->", &rcv,
+						     &key), 0);
+	assert_string_equal(buf_str(&rcv), "kept");
+	assert_string_equal(buf_str(&key), "k5");
+	/* no receiver: the old form */
+	buf_reset(&m);
+	issue_marker_receiver(NULL, "k6", &m);
+	assert_string_equal(buf_str(&m), "<!-- alertbridge:key=k6 -->");
+	buf_release(&m);
+	buf_release(&key);
+	buf_release(&rcv);
+}
+
 /* ---- title ---- */
 
 static void expect_title(const char *raw, const char *want)
@@ -953,6 +1008,7 @@ int main(void)
 		cmocka_unit_test(marker_format_and_round_trip),
 		cmocka_unit_test(marker_parse_takes_the_last_and_tolerates_edits),
 		cmocka_unit_test(marker_parse_rejects_malformed),
+		cmocka_unit_test(marker_names_the_receiver),
 		cmocka_unit_test(title_first_non_empty_line_trimmed),
 		cmocka_unit_test(title_controls_removed),
 		cmocka_unit_test(title_invalid_utf8_replaced),

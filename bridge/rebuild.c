@@ -1,0 +1,246 @@
+/*
+ * rebuild.c - the map rebuilt from the markers of the issues on GitHub
+ * (bridge/rebuild.h).  The listing only gathers the issues that may be this
+ * receiver's, and the keys other receivers' markers claim; the rows are
+ * written after it, when it is known which old markers (without a receiver)
+ * belong to no other receiver.
+ */
+#include "bridge/rebuild.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bridge/issue.h"
+#include "bridge/storm.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+
+#include "core/banned.h"
+
+/* A listed issue that may give a row: the fields the row takes. */
+struct candidate {
+	char *key;
+	int old_form;          /* its marker names no receiver */
+	struct gh_issue is;    /* without body */
+	int64_t body_episode;  /* newest episode marker of its body; 0: none */
+};
+
+/* One scan of a repository for one receiver. */
+struct scan {
+	struct gh_client *gh;
+	struct store *st;
+	const char *receiver;
+	int64_t reopen_window_ms;
+	int64_t now_ms;
+	int64_t imported;
+	struct candidate *cands;
+	size_t n_cands, cap_cands;
+	char **claimed;       /* keys that other receivers' markers name; sorted after listing */
+	size_t n_claimed, cap_claimed;
+	struct buf *errmsg;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *xstrdup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+/* gh_issue_list() callback: gather this receiver's candidates and others' keys. */
+static int gather(void *ctx, const struct gh_issue *is)
+{
+	struct scan *sc = ctx;
+	struct buf rcv = BUF_INIT, key = BUF_INIT;
+	struct candidate *c;
+
+	if (!issue_marker_parse_receiver(is->body, &rcv, &key))
+		goto out;
+	/* A storm summary (bridge/storm.h) is not an alert's issue: its rows are rebuilt by
+	 * no one, and its members get their own issues when they fire again. */
+	if (storm_is_summary_key(buf_str(&key)))
+		goto out;
+	if (rcv.len && strcmp(buf_str(&rcv), sc->receiver)) {
+		if (sc->n_claimed == sc->cap_claimed) {
+			sc->cap_claimed = sc->cap_claimed ? 2 * sc->cap_claimed : 16;
+			sc->claimed = xreallocarray(sc->claimed, sc->cap_claimed, sizeof(*sc->claimed));
+		}
+		sc->claimed[sc->n_claimed++] = xstrdup(buf_str(&key));
+		goto out;
+	}
+	if (sc->n_cands == sc->cap_cands) {
+		sc->cap_cands = sc->cap_cands ? 2 * sc->cap_cands : 16;
+		sc->cands = xreallocarray(sc->cands, sc->cap_cands, sizeof(*sc->cands));
+	}
+	c = &sc->cands[sc->n_cands++];
+	memset(c, 0, sizeof(*c));
+	c->key = xstrdup(buf_str(&key));
+	c->old_form = rcv.len == 0;
+	c->is.repo = xstrdup_or_null(is->repo);
+	c->is.number = is->number;
+	c->is.state = xstrdup_or_null(is->state);
+	c->is.state_reason = xstrdup_or_null(is->state_reason);
+	c->is.closed_at_ms = is->closed_at_ms;
+	c->is.created_at_ms = is->created_at_ms;
+	c->is.comments = is->comments;
+	c->body_episode = issue_episode_newest(is->body);
+out:
+	buf_release(&rcv);
+	buf_release(&key);
+	return 0;
+}
+
+static int newest_comment_episode(void *ctx, const char *body, int64_t created_at_ms)
+{
+	int64_t *best = ctx;
+	int64_t e = issue_episode_newest(body);
+
+	(void)created_at_ms;
+	if (e > *best)
+		*best = e;
+	return 0;
+}
+
+/*
+ * The newest episode applied to an issue: the newest episode marker of its
+ * body and of its comments.  Comments are read only when the issue may still
+ * see the episode again: open, or closed within the reopen window.  An issue
+ * without any marker (made by a version without them) counts from its
+ * creation: a notification that started before it is then stale.
+ */
+static enum err issue_episode(struct scan *sc, const struct candidate *c, int64_t *out)
+{
+	const struct gh_issue *is = &c->is;
+	int64_t e = c->body_episode;
+	int recent = !is->state || strcmp(is->state, "closed") ||
+		     sc->now_ms - is->closed_at_ms <= sc->reopen_window_ms;
+	enum err rc = ERR_OK;
+
+	if (is->comments > 0 && recent)
+		rc = gh_comment_list(sc->gh, is->repo, is->number, newest_comment_episode, &e,
+				     sc->errmsg);
+	*out = e ? e : is->created_at_ms;
+	return rc;
+}
+
+/*
+ * Import one candidate: the map row of (receiver, key) unless one exists
+ * already.  Candidates come oldest first, so a newer issue of the same key in
+ * the same repository (a linked one) replaces the older, which becomes
+ * previous_number.
+ */
+static enum err import(struct scan *sc, const struct candidate *c)
+{
+	const struct gh_issue *is = &c->is;
+	struct store_issue row = { 0 }, old = { 0 };
+	int have_old;
+	enum err rc = store_issue_get(sc->st, sc->receiver, c->key, &old);
+
+	if (rc && rc != ERR_NOTFOUND) {
+		buf_setf(sc->errmsg, "rebuild: cannot read the map row of %s", c->key);
+		return ERR_DB;
+	}
+	have_old = rc == ERR_OK;
+	rc = ERR_OK;
+	if (have_old && !(old.repo && !strcmp(old.repo, is->repo) && old.number < is->number))
+		goto out;
+	row.receiver = (char *)sc->receiver;
+	row.key = c->key;
+	row.repo = is->repo;
+	row.number = is->number;
+	row.state = is->state;
+	row.state_reason = is->state_reason;
+	row.closed_at_ms = is->closed_at_ms;
+	row.previous_number = have_old ? old.number : 0;
+	row.created_at_ms = is->created_at_ms ? is->created_at_ms : sc->now_ms;
+	row.updated_at_ms = sc->now_ms;
+	rc = issue_episode(sc, c, &row.episode_starts_ms);
+	if (rc)
+		goto out;
+	rc = store_issue_put(sc->st, &row);
+	if (rc) {
+		buf_setf(sc->errmsg, "rebuild: cannot store the map row of %s", c->key);
+		goto out;
+	}
+	sc->imported++;
+	{
+		struct log_line *l = log_begin(LOG_INFO, "map row rebuilt from github");
+		log_str(l, "receiver", sc->receiver);
+		log_str(l, "key", row.key);
+		log_str(l, "repo", row.repo);
+		log_int(l, "issue", row.number);
+		log_str(l, "state", row.state);
+		log_str(l, "marker", c->old_form ? "without receiver" : "receiver");
+		log_int(l, "episode_starts_ms", row.episode_starts_ms);
+		log_end(l);
+	}
+out:
+	store_issue_release(&old);
+	return rc;
+}
+
+/* An old-form marker of a key another receiver's marker names: not ours. */
+static int claimed_by_another(const struct scan *sc, const struct candidate *c)
+{
+	const char *k = c->key;
+
+	return c->old_form && sc->n_claimed &&
+	       bsearch(&k, sc->claimed, sc->n_claimed, sizeof(*sc->claimed), cmp_str) != NULL;
+}
+
+enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
+		      const char *repo, int64_t reopen_window_ms, int64_t now_ms,
+		      int64_t *imported, struct buf *errmsg)
+{
+	struct scan sc = { 0 };
+	enum err rc;
+	size_t i;
+
+	sc.gh = gh;
+	sc.st = st;
+	sc.receiver = receiver;
+	sc.reopen_window_ms = reopen_window_ms;
+	sc.now_ms = now_ms;
+	sc.errmsg = errmsg;
+	rc = gh_issue_list(gh, repo, gather, &sc, errmsg);
+	if (sc.n_claimed)
+		qsort(sc.claimed, sc.n_claimed, sizeof(*sc.claimed), cmp_str);
+	for (i = 0; !rc && i < sc.n_cands; i++)
+		if (!claimed_by_another(&sc, &sc.cands[i]))
+			rc = import(&sc, &sc.cands[i]);
+	for (i = 0; i < sc.n_cands; i++) {
+		free(sc.cands[i].key);
+		gh_issue_release(&sc.cands[i].is);
+	}
+	for (i = 0; i < sc.n_claimed; i++)
+		free(sc.claimed[i]);
+	free(sc.cands);
+	free(sc.claimed);
+	if (imported)
+		*imported = sc.imported;
+	return rc;
+}
+
+enum err rebuild_find_issue(struct gh_client *gh, const char *repo, const char *receiver,
+			    const char *key, int64_t since_ms, struct gh_issue *out,
+			    struct buf *errmsg)
+{
+	struct buf marker = BUF_INIT, rcv = BUF_INIT, found = BUF_INIT;
+	enum err rc;
+
+	issue_marker(key, &marker);
+	rc = gh_issue_find_marker(gh, repo, buf_str(&marker), since_ms, out, errmsg);
+	if (rc == ERR_OK && !(issue_marker_parse_receiver(out->body, &rcv, &found) &&
+			      !strcmp(buf_str(&found), key) &&
+			      (!rcv.len || !strcmp(buf_str(&rcv), receiver)))) {
+		gh_issue_release(out);
+		rc = ERR_NOTFOUND;
+	}
+	buf_release(&marker);
+	buf_release(&rcv);
+	buf_release(&found);
+	return rc;
+}

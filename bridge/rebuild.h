@@ -1,0 +1,56 @@
+/*
+ * rebuild.h - the bridge's map rebuilt from the markers of the issues on
+ * GitHub, after the database was lost (bridge/bridge.h says when).
+ */
+#ifndef AB_REBUILD_H
+#define AB_REBUILD_H
+
+#include <stdint.h>
+
+#include "bridge/gh.h"
+#include "core/buf.h"
+#include "core/err.h"
+#include "core/store.h"
+
+/*
+ * Import into st the map rows of receiver from the issues of repo: every
+ * issue of the repository is listed (gh_issue_list: state=all, per_page=100,
+ * oldest first), then those whose marker (issue_marker_parse_receiver())
+ * gives this receiver's rows, in that order:
+ *   - a marker naming this receiver: its row;
+ *   - a marker naming another receiver: never;
+ *   - an old marker without a receiver (made before markers named one): its
+ *     row, unless a marker of another receiver names the same key in the
+ *     repository (then the key is that receiver's, and this receiver's own
+ *     issue, if it has one, carries its name);
+ *   - storm summaries (storm_is_summary_key()): never.
+ * A row of (receiver, key) is written unless one exists; a newer issue of
+ * the same key in the same repository replaces the older, which becomes
+ * previous_number.  The row takes number, repo, state, state_reason and
+ * closed_at as GitHub has them; its episode is the newest
+ * "alertbridge:episode=" marker of the body and of the comments (read,
+ * GET .../issues/{n}/comments, only for issues with comments that are open or
+ * closed within reopen_window_ms of now_ms, both in ms UTC), else the
+ * issue's created_at.  *imported (not NULL) is set to the rows written.
+ * Errors (detail in errmsg): those of gh_issue_list() and gh_comment_list();
+ * ERR_DB when the store fails.  Rows written before an error stay.
+ */
+enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
+		      const char *repo, int64_t reopen_window_ms, int64_t now_ms,
+		      int64_t *imported, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * The issue of a map row of (receiver, key) that has none (number 0, written
+ * in dry-run), by its marker among the issues of repo created since since_ms
+ * (ms UTC): gh_issue_find_marker() with the key marker, which both forms
+ * contain, so an issue made before markers named the receiver is found too;
+ * the newest issue found is taken when its marker names receiver or no
+ * receiver.  ERR_OK with *out (release with gh_issue_release()); ERR_NOTFOUND
+ * when there is none (or the newest is another receiver's); the errors of
+ * gh_issue_find_marker() otherwise.
+ */
+enum err rebuild_find_issue(struct gh_client *gh, const char *repo, const char *receiver,
+			    const char *key, int64_t since_ms, struct gh_issue *out,
+			    struct buf *errmsg) WARN_UNUSED;
+
+#endif
