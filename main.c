@@ -94,7 +94,8 @@ static const char usage_serve[] =
 	"With janitor.enabled: true it also serves POST /v1/janitor/webhook and runs the\n"
 	"janitor (dry-run until janitor.dry_run: false).\n"
 	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n"
-	"SIGHUP: logged (reload is not implemented yet: restart to apply a changed config).\n";
+	"SIGHUP: logged (reload is not implemented yet: restart to apply a changed config);\n"
+	"  re-queues the events dead-lettered for a missing repository.\n";
 
 static const char usage_check[] =
 	"usage: alertbridge check-config FILE\n"
@@ -257,6 +258,23 @@ static void log_sighup(const char *path)
 	log_end(l);
 	cfg_free(cfg);
 	buf_release(&err);
+}
+
+/*
+ * SIGHUP stands for "something outside changed" (a repository created, a
+ * token given access): re-queue the events dead-lettered as "repository not
+ * found or no access", so GitHub is asked again.
+ */
+static void retry_missing_repos(struct bridge *b)
+{
+	struct log_line *l;
+	int64_t n = 0;
+
+	if (!b || bridge_retry_dead(b, &n) != ERR_OK)
+		return;  /* the store logged why */
+	l = log_begin(LOG_INFO, "SIGHUP: dead letters of missing repositories re-queued");
+	log_int(l, "events", n);
+	log_end(l);
 }
 
 struct service {
@@ -691,6 +709,7 @@ static int cmd_serve(const struct flags *f)
 			if (sig != SIGHUP)
 				break;
 			log_sighup(f->config_file ? f->config_file : DEFAULT_CONFIG);
+			retry_missing_repos(s.bridge);
 		}
 		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);

@@ -17,6 +17,7 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -135,6 +136,14 @@ def missing_repository_is_dead_lettered_then_retried():
         eq(event_of(ab.db, bad["fingerprint"])[0], "done", "the re-queued event is done")
         eq([event_of(ab.db, a["fingerprint"])[0] for a in more], ["dead"] * 3,
            "the other keys' dead letters stay")
+        # SIGHUP re-queues every dead letter of a missing repository (the reload's promise).
+        ab.proc.p.send_signal(signal.SIGHUP)
+        poll(lambda: len(gh.issues(MISSING)) == 4, "SIGHUP: the three other keys' issues",
+             timeout_s=30)
+        poll(lambda: [event_of(ab.db, a["fingerprint"])[0] for a in more] == ["done"] * 3,
+             "their events done", timeout_s=10)
+        check("dead letters of missing repositories re-queued" in ab.tail(200),
+              "SIGHUP's re-queue is logged", ab.tail(20))
         out = map_cmd(ab, "retry", "0123456789abcdef", "--receiver=" + RECEIVER)
         eq(out.returncode, 1, "map retry of a key without dead events exits 1")
         out = map_cmd(ab, "retry", bad["fingerprint"])
