@@ -851,7 +851,7 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	if (!rc) {
 		episode_marker(row->episode_starts_ms, &markers);
 		(void)buf_adds(&markers, "\n");
-		issue_marker(row->key, &markers);
+		issue_marker_receiver(gs->receiver, row->key, &markers);
 		issue_body_fit(buf_str(&raw), buf_str(&markers), body);
 	}
 	json_decref(view);

@@ -108,6 +108,11 @@ def group_lifecycle():
         body = gh.issues(REPO)[0]["body"]
         check(re.search(r"<!-- alertbridge:key=[0-9a-f]{64} -->$", body.rstrip()),
               "updated body ends with the key marker", body[-200:])
+        # The receiver's marker stays too, or a rebuild would let every receiver of the
+        # repository import the group's issue (it was lost on body updates).
+        check(re.search(r"<!-- alertbridge:receiver=%s --> <!-- alertbridge:key=[0-9a-f]{64} "
+                        r"-->$" % re.escape(RECEIVER), body.rstrip()),
+              "updated body keeps the receiver marker", body[-200:])
         time.sleep(INTERVAL_S + 1)  # room for a second (wrong) update or comment
         eq(gh.comments(REPO, n), [], "no comment while the group keeps firing")
         patches = [r for r in mutating(gh) if r["method"] == "PATCH" and
