@@ -77,6 +77,8 @@ struct bridge_options {
 	/* Test hooks for the GitHub client (0: its defaults). */
 	int64_t gh_min_interval_ms;
 	int gh_max_attempts;
+	int64_t gh_backoff_base_ms;
+	int64_t gh_window_ms;       /* the content budget's window */
 };
 
 /*

@@ -43,6 +43,7 @@ struct gh_client {
 	int64_t min_interval_ms;
 	int max_attempts;
 	int64_t backoff_base_ms;
+	int64_t window_ms;
 	int dry_run;
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
@@ -109,6 +110,7 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
 	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
 	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
+	c->window_ms = opts->window_ms > 0 ? opts->window_ms : WINDOW_MS;
 	c->dry_run = opts->dry_run || !*c->token;
 	c->now_ms = opts->now_ms ? opts->now_ms : clock_hook_now_ms;
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
@@ -267,8 +269,8 @@ static void pace(struct gh_client *c)
 		wait = c->last_mutation_ms + c->min_interval_ms - t;
 	if (c->window_len == c->budget) {
 		int64_t oldest = c->window[c->window_pos];
-		if (oldest + WINDOW_MS - t > wait)
-			wait = oldest + WINDOW_MS - t;
+		if (oldest + c->window_ms - t > wait)
+			wait = oldest + c->window_ms - t;
 	}
 	pause_ms(c, wait, &c->stats.pacing_wait_ms);
 }
