@@ -9,6 +9,9 @@
 #   integration tests: tests/integration/test_*.py, each run with python3 and the
 #                      binary's path in ALERTBRIDGE_BIN; the last line it prints
 #                      must be "N passed, N failed".
+#   model test:        tests/model/lifecycle.py (the model-based lifecycle test) with the
+#                      integration tests: MODEL_SEEDS seeds (default 200; 25 under ASan unless
+#                      MODEL_SEEDS is set), see the file for its other knobs.
 #   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
 #                      -fsanitize=address,undefined); any sanitizer report a test's processes
 #                      write (leaks at exit included) fails that test.
@@ -106,7 +109,11 @@ run_integration() { # $@: test files
 		[ -f "$t" ] || continue
 		name=$(basename "$t" .py)
 		selected "$name" || continue
-		timeout 900 python3 "$t" >"$log" 2>&1
+		if [ "$name" = lifecycle ] && [ -n "$stage" ]; then
+			MODEL_SEEDS=${MODEL_SEEDS:-25} timeout 900 python3 "$t" >"$log" 2>&1
+		else
+			timeout 900 python3 "$t" >"$log" 2>&1
+		fi
 		rc=$?
 		last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 		p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
@@ -122,7 +129,7 @@ run_stage() {
 	p0=$passed; f0=$failed
 	export ALERTBRIDGE_BIN="$(abspath "$3")"
 	run_units "$2"
-	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py
+	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py tests/model/lifecycle.py
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"
