@@ -137,7 +137,14 @@ class Soak:
         deadline = time.time() + limit_s
         while self.pending():
             if time.time() > deadline:
-                raise RuntimeError("queue not empty after %d s" % limit_s)
+                con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
+                try:
+                    rows = con.execute("SELECT id, key, status, attempts, last_error FROM events "
+                                       "WHERE state = 'pending' LIMIT 5").fetchall()
+                finally:
+                    con.close()
+                raise RuntimeError("queue not empty after %d s (%d pending), e.g. %s" % (
+                    limit_s, self.pending(), rows))
             time.sleep(0.1)
 
 
@@ -222,6 +229,9 @@ def main():
                 for g in resolved_now:
                     post(g, groups[g])
                     posts += 1
+            if day % 7 == 6:
+                log("day %d: %d posts, %d events pending, database %d bytes, RSS %d kB" % (
+                    day + 1, posts, s.pending(), db_bytes(s.db), rss_kb(s.proc.pid)))
             if day == 6:
                 s.quiet()
                 week_s = time.time() - t0
