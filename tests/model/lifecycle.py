@@ -31,6 +31,9 @@ steps (default 60) drawn from the enabled feature classes:
                                    their threshold) and off, an alert routed to a repository
                                    that does not exist (beside a good one in one webhook)
 
+Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
+the group body's task list (its text is not checked), bad input (tests/integration covers it).
+
 Times that matter come from the payloads (startsAt/endsAt, a virtual clock in the past) and
 the fake (closed_at); the binary runs with ALERTBRIDGE_TEST_SECOND_MS (its own pacing and
 backoff scaled down; GitHub's Retry-After is honoured as is).
