@@ -11,6 +11,9 @@
 #   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/) only
 #   make quicktest  unit + integration tests of build/ only (no sanitizers, no valgrind)
 #   make bench      wrk against /v1/webhook and a bare libmicrohttpd responder
+#   make soak       the model-based lifecycle test (tests/model/) on SEEDS more seeds (default
+#                   2000, seeds 1001 on: not those of make test), then a month of Alertmanager
+#                   traffic replayed at an accelerated pace (tests/model/soak_month.py)
 #   make deps       install (as root) or name the Debian packages still missing
 #   make clean
 #
@@ -26,6 +29,8 @@
 #             the learnt corpus are replayed first, then a short run; make fuzz stays long)
 #   INTEGRATION_JOBS  integration tests run at a time in each stage of make test (default 2)
 #   FUZZ_CC   compiler for make fuzz (default clang; needs libFuzzer: clang + libclang-rt-dev)
+#   SEEDS     seeds for make soak (default 2000); MODEL_FEATURES, MODEL_JOBS as in
+#             tests/model/lifecycle.py
 #   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
 
 CC ?= cc
@@ -40,6 +45,7 @@ FUZZ_CC ?= clang
 VALGRIND ?= 1
 ASAN ?= 1
 FUZZ ?= 1
+SEEDS ?= 2000
 ifeq ($(V),1)
 Q :=
 E := @true
@@ -81,7 +87,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 
 .SECONDARY:
 
-.PHONY: all test quicktest unit integration run asan bench deps clean fmt fuzz fuzz-build
+.PHONY: all test quicktest unit integration run asan bench deps clean fmt fuzz fuzz-build soak
 
 all: $(BIN)
 
@@ -178,6 +184,15 @@ ifneq ($(NODEPS),1)
 endif
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tests/bench/run.sh $(O) $(BIN)
+
+soak:
+ifneq ($(NODEPS),1)
+	@sh deploy/deps.sh build test
+endif
+	@$(MAKE) --no-print-directory $(BIN)
+	@rc=0; ALERTBRIDGE_BIN=$(abspath $(BIN)) MODEL_SEEDS=$(SEEDS) MODEL_FIRST=1001 \
+		python3 tests/model/lifecycle.py || rc=1; \
+	ALERTBRIDGE_BIN=$(abspath $(BIN)) python3 tests/model/soak_month.py || rc=1; exit $$rc
 
 fmt:
 	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] tests/unit/*.c

@@ -553,6 +553,27 @@ static void setup_janitor(struct service *s)
 	s->janitor = janitor_new(&jo);
 }
 
+/*
+ * Test hook (tests/model): ALERTBRIDGE_TEST_SECOND_MS=N (1..1000) makes one second of the
+ * bridge's own pacing and backoff last N ms: mutating GitHub calls N ms apart, the content
+ * budget's window 60 N ms, the client's backoff from N ms, the event retry schedule from 5 N ms
+ * up to 600 N ms.  Waits GitHub asks for (retry-after, x-ratelimit-reset) are not scaled.
+ */
+static void test_second(struct bridge_options *bo)
+{
+	const char *v = getenv("ALERTBRIDGE_TEST_SECOND_MS");
+	long n = v ? strtol(v, NULL, 10) : 0;
+
+	if (n < 1 || n > 1000)
+		return;
+	log_msg(LOG_WARN, "test hook: pacing and backoff scaled", "second_ms", v);
+	bo->gh_min_interval_ms = n;
+	bo->gh_backoff_base_ms = n;
+	bo->gh_window_ms = 60 * n;
+	bo->retry_base_ms = 5 * n;
+	bo->retry_max_ms = 600 * n;
+}
+
 static int start_service(struct service *s, const struct flags *f)
 {
 	struct buf err = BUF_INIT;
@@ -601,6 +622,7 @@ static int start_service(struct service *s, const struct flags *f)
 		goto out;
 	bo.may_act = s->is_leader;
 	bo.may_act_ctx = s->leader_ctx;
+	test_second(&bo);
 	s->bridge = bridge_new(&bo);
 	if (s->cfg->janitor.enabled)
 		setup_janitor(s);

@@ -192,6 +192,8 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.content_per_hour = (int)g->content_per_hour;
 	go.min_interval_ms = opts->gh_min_interval_ms;
 	go.max_attempts = opts->gh_max_attempts;
+	go.backoff_base_ms = opts->gh_backoff_base_ms;
+	go.window_ms = opts->gh_window_ms;
 	go.dry_run = g->dry_run;
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;

@@ -114,6 +114,8 @@ struct bridge_options {
 	 */
 	int (*may_act)(void *ctx);
 	void *may_act_ctx;
+	int64_t gh_backoff_base_ms;
+	int64_t gh_window_ms;       /* the content budget's window */
 };
 
 /*

@@ -145,8 +145,11 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	(void)buf_printf(&b, "User-Agent: %s", opts->user_agent ? opts->user_agent : "alertbridge");
 	c->ua_header = buf_detach(&b);
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
-	window_init(&c->minute, opts->content_per_minute, MAX_BUDGET, MINUTE_MS);
-	window_init(&c->hour, opts->content_per_hour, MAX_HOUR_BUDGET, HOUR_MS);
+	/* window_ms (a test hook) scales both windows: the hour is 60 of them. */
+	window_init(&c->minute, opts->content_per_minute, MAX_BUDGET,
+		    opts->window_ms > 0 ? opts->window_ms : MINUTE_MS);
+	window_init(&c->hour, opts->content_per_hour, MAX_HOUR_BUDGET,
+		    opts->window_ms > 0 ? 60 * opts->window_ms : HOUR_MS);
 	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
 	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
 	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;

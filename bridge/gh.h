@@ -62,6 +62,7 @@ struct gh_options {
 	int64_t min_interval_ms;   /* spacing of mutating calls; 1000 by default (0 means 1000) */
 	int max_attempts;          /* per call for transient failures; 0 means 5 */
 	int64_t backoff_base_ms;   /* first backoff; 0 means 1000; doubles, jittered, capped at 60 s */
+	int64_t window_ms;         /* test hook: the content budget's window; 0 means 60 s */
 	int dry_run;               /* non-zero: log calls, make none */
 	/* Test hooks: clock and sleep, both in milliseconds; NULL for the real ones. */
 	int64_t (*now_ms)(void *ctx);

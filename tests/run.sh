@@ -9,6 +9,9 @@
 #   integration tests: tests/integration/test_*.py, each run with python3 and the
 #                      binary's path in ALERTBRIDGE_BIN; the last line it prints
 #                      must be "N passed, N failed".
+#   model test:        tests/model/lifecycle.py (the model-based lifecycle test) with the
+#                      integration tests: MODEL_SEEDS seeds (default 200; 25 under ASan unless
+#                      MODEL_SEEDS is set), see the file for its other knobs.
 #   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
 #                      -fsanitize=address,undefined); any sanitizer report a test's processes
 #                      write (leaks at exit included) fails that test.
@@ -106,6 +109,8 @@ run_units() { # $1: build dir
 integration_one() {
 	name=$(basename "$1" .py)
 	if [ -n "$stage" ]; then
+		# The model test's 200 seeds are the plain stage's; 25 under the sanitizers.
+		[ "$name" = lifecycle ] && export MODEL_SEEDS="${MODEL_SEEDS:-25}"
 		ASAN_OPTIONS="log_path=$3/report:detect_leaks=1" \
 		UBSAN_OPTIONS="log_path=$3/report:print_stacktrace=1:halt_on_error=1" \
 		timeout 900 python3 "$1" >"$2" 2>&1
@@ -170,7 +175,7 @@ run_stage() {
 	p0=$passed; f0=$failed
 	export ALERTBRIDGE_BIN="$(abspath "$3")"
 	run_units "$2"
-	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py
+	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py tests/model/lifecycle.py
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"

@@ -32,6 +32,9 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/token                {token}                        the token it accepts now
   POST /_fake/search_lag           {seconds}                      how far search lags writes
   POST /_fake/close                {repo, number, state_reason}   a person closes an issue
+  POST /_fake/reopen               {repo, number}                 a person reopens an issue
+  POST /_fake/age                  {repo, number, seconds}        the issue was closed (and
+                                                                  last changed) that much earlier
   POST /_fake/transfer             {repo, number, to}             -> {repo, number}
   POST /_fake/delete               {repo, number}
   POST /_fake/repo                 {repo}                         create a repository
@@ -242,6 +245,24 @@ class FakeGitHub:
             now = self.now()
             i.update(state="closed", state_reason=state_reason, closed_at=now, updated_at=now,
                      closed_by="a-human")
+
+    def human_reopen(self, repo, number):
+        """A person reopens the closed issue in the web UI (not recorded as a request)."""
+        with self.lock:
+            i = self._live_issue(self.repos[repo.lower()], int(number))
+            if i["state"] != "closed":
+                raise ValueError("issue %s#%s is not closed" % (repo, number))
+            i.update(state="open", state_reason="reopened", closed_at=None, closed_by=None,
+                     updated_at=self.now())
+
+    def age(self, repo, number, seconds):
+        """Move the issue's closed_at and updated_at `seconds` into the past, as if it had been
+        closed that much earlier (a reopen_window that has run out, without waiting)."""
+        with self.lock:
+            i = self._live_issue(self.repos[repo.lower()], int(number))
+            if i["closed_at"]:
+                i["closed_at"] -= float(seconds)
+            i["updated_at"] -= float(seconds)
 
     def transfer(self, repo, number, to):
         """Transfer the issue to repository `to`; returns (to, new_number)."""
@@ -727,6 +748,12 @@ class FakeGitHub:
             if path == "/_fake/close":
                 self.human_close(body["repo"], body["number"],
                                  body.get("state_reason", "completed"))
+                return 200, {"ok": True}
+            if path == "/_fake/reopen":
+                self.human_reopen(body["repo"], body["number"])
+                return 200, {"ok": True}
+            if path == "/_fake/age":
+                self.age(body["repo"], body["number"], body["seconds"])
                 return 200, {"ok": True}
             if path == "/_fake/transfer":
                 to, n = self.transfer(body["repo"], body["number"], body["to"])

@@ -339,6 +339,21 @@ def recording_and_faults():
     st, _, j = http("POST", fg.url + "/_fake/close", {"repo": REPO})
     eq(st, 400, "bad side-door call")
     check("number" in j["message"], "names the missing field", j)
+    # a person reopens; an issue closed long ago (age moves closed_at back)
+    st, _, _ = http("POST", fg.url + "/_fake/age", {"repo": REPO, "number": 1,
+                                                    "seconds": 7200})
+    eq(st, 200, "side-door age")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    check(j["closed_at"] <= time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                          time.gmtime(time.time() - 7100)),
+          "closed_at two hours back", j["closed_at"])
+    st, _, _ = http("POST", fg.url + "/_fake/reopen", {"repo": REPO, "number": 1})
+    eq(st, 200, "side-door reopen")
+    st, _, j = api("GET", "/repos/%s/issues/1" % REPO)
+    eq((j["state"], j["state_reason"], j["closed_at"]), ("open", "reopened", None),
+       "reopened by a person")
+    st, _, _ = http("POST", fg.url + "/_fake/reopen", {"repo": REPO, "number": 1})
+    eq(st, 400, "reopening an open issue is refused")
 
 
 @run.case

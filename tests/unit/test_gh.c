@@ -380,6 +380,26 @@ static void content_per_hour_option_is_kept(void **state)
 	assert_int_equal(st.content_left_hour, 0);  /* T0 + 1 s and T0 + 1 h are within it */
 }
 
+/* The test hook behind ALERTBRIDGE_TEST_SECOND_MS: spacing and the budget's window scaled. */
+static void scaled_pacing_keeps_the_budget_in_a_shorter_window(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx->opts.content_per_minute = 2;
+	fx->opts.min_interval_ms = 5;
+	fx->opts.window_ms = 300;
+	reopen(fx);
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, 201, NULL, "{}");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	/* t0, t0+5 ms, then the 3rd waits for t0's slot to leave the 300 ms window */
+	assert_int_equal(fx->nsleeps, 2);
+	assert_int_equal(fx->sleeps[0], 5);
+	assert_int_equal(fx->sleeps[1], 295);
+	assert_int_equal(fx->now, T0 + 300);
+}
+
 static void server_error_then_success_is_retried(void **state)
 {
 	struct fixture *fx = *state;
@@ -976,6 +996,7 @@ int main(void)
 		T(content_budget_per_minute_is_kept),
 		T(content_budget_per_hour_is_kept),
 		T(content_per_hour_option_is_kept),
+		T(scaled_pacing_keeps_the_budget_in_a_shorter_window),
 		T(server_error_then_success_is_retried),
 		T(retry_after_is_honoured),
 		T(stopping_sends_nothing_after_a_cut_short_wait),

@@ -1,0 +1,925 @@
+#!/usr/bin/env python3
+"""lifecycle.py - the model-based lifecycle test of the bridge.
+
+Drives the real alertbridge binary against the fake GitHub (tests/integration/fake_github.py)
+with seeded random sequences of steps, keeps a reference model of what GitHub must show
+(DESIGN.md, "Bridge semantics") and, at every quiet point (the bridge's queue empty), checks:
+
+  - every event is done, or dead-lettered with a reason (none stuck pending);
+  - for every alert (or group): exactly the issues the model expects, each in the expected
+    state and state_reason, with the expected number of alertbridge comments - so one open
+    issue per firing alert, none left open for a resolved one under auto_close, no duplicate
+    issue - and no alertbridge comment twice on an issue (same transition marker);
+  - the map (the sqlite file, read-only) equal to GitHub: each row names the alert's current
+    issue, in GitHub's state (unless a person changed it since), issue 0 only for a dry-run row.
+
+One seed is one world: its own fake GitHub (repos acme/alerts and acme/moved), its own
+alertbridge process and database, alerts of receivers "alerts" (issue_per: alert,
+auto_close), "keep" (auto_close: false) and "groups" (issue_per: group), and MODEL_STEPS
+steps (default 60) drawn from the enabled feature classes:
+
+  fire resolve repeat dup ooo      firing, resolved, repeats, duplicates from two
+                                   Alertmanagers (sent concurrently), out-of-order delivery
+  refire refire_past               re-fire inside and past reopen_window (the fake ages the
+                                   issue's closed_at: no wall clock is waited on)
+  close wontfix reopen delete transfer   a person closes (completed / not planned),
+                                   reopens, deletes or transfers an issue
+  faults ratelimit timeout         GitHub 5xx, lost answers (before and after the write),
+                                   403/429 with Retry-After, timeouts
+  kill lostdb dryrun               SIGKILL and restart, a lost database, dry-run -> live
+  group noclose storms badrepo     issue_per: group, auto_close: false, storms on (below
+                                   their threshold) and off, an alert routed to a repository
+                                   that does not exist (beside a good one in one webhook)
+
+Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
+the group body's task list (its text is not checked), bad input (tests/integration covers it).
+
+Times that matter come from the payloads (startsAt/endsAt, a virtual clock in the past) and
+the fake (closed_at); the binary runs with ALERTBRIDGE_TEST_SECOND_MS (its own pacing and
+backoff scaled down; GitHub's Retry-After is honoured as is).
+
+Env (or flags): MODEL_SEEDS=N (default 200: seeds 1..N), MODEL_SEED=S (only seed S),
+MODEL_FIRST=F (first seed, default 1), MODEL_STEPS (default 60), MODEL_JOBS (worlds run at
+once, default 4), MODEL_FEATURES (comma list; "all" by default; "-x,-y" = all but x, y),
+MODEL_REPEAT=N (run MODEL_SEED N times), MODEL_KEEP=1 (keep every world's directory; a
+failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge).
+A failing seed prints what it saw, its steps, the log lines of the keys involved, the log's
+tail and a one-line replay command.  A replay runs the same steps; what depends on timing (the
+instant of a SIGKILL, which request meets an injected fault) may need MODEL_REPEAT to recur.
+The last line is "N passed, N failed" (one per seed).
+"""
+
+import hashlib
+import multiprocessing
+import os
+import random
+import re
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+
+from fake_github import FakeGitHub  # noqa: E402
+from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
+
+BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
+FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
+            "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
+            "lostdb", "dryrun", "group", "noclose", "storms", "badrepo")
+REPO = "acme/alerts"
+MOVED = "acme/moved"
+MISSING = "acme/missing"
+GH_TOKEN = "ghs_modelToken0123456789"
+HOOK_TOKEN = "model-webhook-secret"
+SECOND_MS = 5            # ALERTBRIDGE_TEST_SECOND_MS
+WINDOW_S = 3600          # reopen_window
+QUIET_S = 12             # a quiet point waits at most this long
+MARK_RE = re.compile(r"<!--\s*alertbridge:key=([A-Za-z0-9._-]{1,128})\s*-->")
+BOT_MARK_RE = re.compile(r"<!--\s*alertbridge:episode=[^>]*-->")
+
+
+class ModelFailure(Exception):
+    pass
+
+
+def parse_features(spec):
+    spec = (spec or "all").strip()
+    if spec in ("", "all"):
+        return set(FEATURES)
+    items = [x.strip() for x in spec.split(",") if x.strip()]
+    if all(x.startswith("-") for x in items):
+        out = set(FEATURES) - {x[1:] for x in items}
+    else:
+        out = set(items)
+    bad = [x.lstrip("-") for x in items if x.lstrip("-") not in FEATURES]
+    if bad:
+        raise SystemExit("unknown MODEL_FEATURES %s (known: %s)" % (bad, ",".join(FEATURES)))
+    return out
+
+
+def feature_spec(features):
+    if set(features) == set(FEATURES):
+        return "all"
+    return ",".join(f for f in FEATURES if f in features)
+
+
+# ----- the reference model ---------------------------------------------------------------------
+
+class Issue:
+    """An issue the model expects on GitHub."""
+
+    def __init__(self, ep):
+        self.state = "open"
+        self.reason = None
+        self.comments = 0         # alertbridge comments
+        self.create_ep = ep       # episode marker of the body
+        self.marker_ep = ep       # newest episode marker (body or comments)
+        self.marker_res = None    # endsAt of its newest "resolved" comment
+        self.aged = False         # closed longer ago than reopen_window
+        self.deleted = False
+        self.transferred = False
+        self.human = False        # a person changed it (the map may lag behind)
+        self.repo = None          # bound at a quiet point
+        self.number = None
+        self.old = None           # (repo, number) before a transfer
+
+    def desc(self):
+        return "%s#%s %s/%s %d comments%s%s" % (
+            self.repo, self.number, self.state, self.reason, self.comments,
+            " (aged)" if self.aged else "", " (deleted)" if self.deleted else "")
+
+
+class Key:
+    """One map identity (receiver, key): an alert, or a group with issue_per: group."""
+
+    def __init__(self, receiver, key, auto_close=True, bad=False):
+        self.receiver = receiver
+        self.key = key
+        self.auto_close = auto_close
+        self.bad = bad            # routed to a repository that does not exist
+        self.row = None           # None, "dry", "live" (-> issues[cur]) or "gone" (deleted)
+        self.cur = None
+        self.ep = None            # applied episode (startsAt ms)
+        self.res_end = None       # applied resolve (endsAt ms)
+        self.issues = []
+        self.uncertain = False    # its deleted issue was noticed: no old deliveries any more
+
+    def current(self):
+        return self.issues[self.cur] if self.row == "live" else None
+
+    def create(self, s):
+        self.issues.append(Issue(s))
+        self.cur = len(self.issues) - 1
+        self.row = "live"
+        self.ep = s
+        self.res_end = None
+
+
+def apply_event(k, firing, s, e, dry):
+    """What the bridge must do with one event of k (DESIGN.md, Bridge semantics); returns a
+    short name of the action for the step log."""
+    if k.bad:
+        return "dead-letter"
+    if k.row is not None:
+        if k.ep is not None and s < k.ep:
+            return "stale"
+        if firing and k.res_end is not None and s < k.res_end:
+            return "stale"
+        if not firing and k.res_end is not None and e < k.res_end:
+            return "stale"
+    if dry:
+        if firing:
+            if k.row is None:
+                k.row = "dry"
+            k.ep = s
+        else:
+            k.res_end = e
+        return "dry-run"
+    if firing:
+        if k.row in (None, "dry"):
+            k.create(s)
+            return "create"
+        if s == k.ep:
+            return "same episode"
+        if k.row == "gone":
+            k.create(s)
+            return "create (issue deleted)"
+        cur = k.current()
+        if cur.state == "open":
+            cur.comments += 1
+            cur.marker_ep = s
+            k.ep = s
+            return "comment firing again"
+        if cur.aged:
+            k.create(s)
+            return "create linked"
+        k.ep = s
+        if cur.reason == "not_planned":
+            return "nothing (not planned)"
+        cur.state, cur.reason, cur.aged = "open", "reopened", False
+        cur.comments += 1
+        cur.marker_ep = s
+        return "reopen"
+    # resolved
+    if k.row is None:
+        return "nothing (no issue)"
+    if k.res_end is not None and e <= k.res_end:
+        return "nothing (resolve already applied)"
+    k.res_end = e
+    if k.row == "dry":
+        return "nothing (no issue)"
+    if k.row == "gone":
+        k.uncertain = True
+        return "nothing (issue deleted)"
+    cur = k.current()
+    if cur.state != "open":
+        return "nothing (closed)"
+    cur.comments += 1
+    cur.marker_res = e
+    if not k.auto_close:
+        return "comment resolved"
+    cur.state, cur.reason, cur.aged = "closed", "completed", False
+    return "close"
+
+
+def rebuild(keys):
+    """The map after the bridge rebuilt it from GitHub's markers (a lost database): each key
+    without a row gets its newest live issue in the receiver's repository, with the newest
+    episode marker (of the body only for an issue closed longer ago than reopen_window)."""
+    for k in keys:
+        if k.row not in (None, "dry") or k.bad:
+            continue
+        for idx in range(len(k.issues) - 1, -1, -1):
+            i = k.issues[idx]
+            if not i.deleted and not i.transferred:
+                k.row, k.cur = "live", idx
+                if i.state == "closed" and i.aged:
+                    k.ep, k.res_end = i.create_ep, None
+                else:
+                    k.ep, k.res_end = i.marker_ep, i.marker_res
+                break
+
+
+# ----- one world -------------------------------------------------------------------------------
+
+class Alert:
+    def __init__(self, rng, receiver, n, repo_label=None):
+        self.fp = "%016x" % rng.getrandbits(64)
+        self.labels = {"alertname": "Model%s%d" % (receiver.capitalize(), n),
+                       "instance": "node-%d" % n, "severity": "warning"}
+        if repo_label:
+            self.labels["alertbridge_repo"] = repo_label
+        self.receiver = receiver
+        self.firing = False
+        self.starts = None
+        self.ends = None
+        self.sent = []            # every (firing, starts, ends) generated, in order
+
+    def notification(self, firing=None, starts=None, ends=None):
+        if firing is None:
+            firing, starts, ends = self.firing, self.starts, self.ends
+        return {"fingerprint": self.fp, "status": "firing" if firing else "resolved",
+                "labels": dict(self.labels),
+                "annotations": {"summary": "model alert %s" % self.labels["instance"]},
+                "startsAt": iso_ms(starts / 1000.0),
+                "endsAt": iso_ms(ends / 1000.0) if not firing else "0001-01-01T00:00:00Z"}
+
+
+class Group:
+    def __init__(self, rng, n, members):
+        self.group_key = '{}/{}:{alertname="ModelGroup%d", gk="%x"}' % (n, rng.getrandbits(32))
+        self.key = hashlib.sha256(self.group_key.encode()).hexdigest()
+        self.members = members
+        self.active = False       # firing episode of the group
+        self.starts = None        # the group episode's start
+        self.ends = None
+        self.last = None          # last payload sent
+
+
+class World:
+    def __init__(self, seed, features, steps, keep):
+        self.seed = seed
+        self.features = features
+        self.rng = random.Random(seed)
+        self.n_steps = steps
+        self.keep = keep
+        self.log_lines = []
+        self.dir = tempfile.mkdtemp(prefix="ab-model-%d-" % seed)
+        self.gh = None
+        self.proc = None
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.db = os.path.join(self.dir, "alertbridge.db")
+        self.log_path = os.path.join(self.dir, "alertbridge.log")
+        rng = self.rng
+        self.dry = "dryrun" in features and rng.random() < 0.5
+        self.dry_until = rng.randint(5, max(6, steps // 2)) if self.dry else -1
+        self.storms = "storms" in features and rng.random() < 0.5
+        self.vt = int((time.time() - 20 * 86400) * 1000)
+        self.keys = {}
+        self.alerts = []
+        for n in range(rng.randint(2, 4)):
+            self.add_alert(Alert(rng, "alerts", n))
+        if "noclose" in features:
+            for n in range(2):
+                self.add_alert(Alert(rng, "keep", n), auto_close=False)
+        self.bad = None
+        if "badrepo" in features:
+            self.bad = Alert(rng, "alerts", 9, repo_label=MISSING)
+            self.keys[("alerts", self.bad.fp)] = Key("alerts", self.bad.fp, bad=True)
+        self.groups = []
+        if "group" in features:
+            for n in range(2):
+                g = Group(rng, n, [Alert(rng, "groups", 10 * n + m) for m in range(3)])
+                self.groups.append(g)
+                self.keys[("groups", g.key)] = Key("groups", g.key)
+        self.rebuild_pending = {"alerts", "keep", "groups"}
+        self.held = []            # notifications held back (out-of-order delivery)
+
+    def add_alert(self, a, auto_close=True):
+        self.alerts.append(a)
+        self.keys[(a.receiver, a.fp)] = Key(a.receiver, a.fp, auto_close=auto_close)
+
+    def note(self, msg):
+        self.log_lines.append("step %d: %s" % (self.step_no, msg))
+
+    def fail(self, msg):
+        raise ModelFailure(msg)
+
+    # ----- processes -------------------------------------------------------------------------
+    def write_config(self):
+        storm = "    storm: {enabled: true, storm_after: 1h}\n" if self.storms else ""
+        with open(os.path.join(self.dir, "webhook-token"), "w") as f:
+            f.write(HOOK_TOKEN + "\n")
+        with open(os.path.join(self.dir, "github-token"), "w") as f:
+            f.write(GH_TOKEN + "\n")
+        with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
+            f.write("listen_address: 127.0.0.1:%d\n"
+                    "database: alertbridge.db\n"
+                    "log: {level: debug, format: logfmt}\n"
+                    "webhook: {bearer_token_file: webhook-token}\n"
+                    "github:\n"
+                    "  api_url: %s\n"
+                    "  token_file: github-token\n"
+                    "  content_per_minute: 80\n"
+                    "  timeout: 1s\n"
+                    "  dry_run: %s\n"
+                    "receivers:\n"
+                    % (self.port, self.gh.url, "true" if self.dry else "false"))
+            for name, extra in (("alerts", ""), ("keep", "    auto_close: false\n"),
+                                ("groups", "    issue_per: group\n")):
+                f.write("  - name: %s\n"
+                        "    repo: %s\n"
+                        "    labels: [alert]\n"
+                        "    reopen_window: 1h\n"
+                        "%s%s" % (name, REPO, extra, storm))
+            f.write("janitor:\n  enabled: false\n")
+
+    def start(self):
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        env["ALERTBRIDGE_TEST_SECOND_MS"] = str(SECOND_MS)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml"],
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
+                                     start_new_session=True)
+        log.close()
+        deadline = time.time() + 20
+        while True:
+            if self.proc.poll() is not None:
+                self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
+            try:
+                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            if time.time() > deadline:
+                self.fail("alertbridge not ready within 20 s")
+            time.sleep(0.01)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        if self.proc:
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def tail(self, n=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    # ----- delivering notifications ----------------------------------------------------------
+    def post(self, receiver, alerts, group_key=None, status=None):
+        p = webhook_payload(receiver, alerts, status=status)
+        if group_key:
+            p["groupKey"] = group_key
+        st, _, body = http("POST", self.url + "/v1/webhook", p, timeout_s=10,
+                           headers={"Authorization": "Bearer " + HOOK_TOKEN})
+        if st != 200:
+            self.fail("webhook answered %s: %s" % (st, body))
+        return p
+
+    def before_event(self, receiver):
+        if not self.dry and receiver in self.rebuild_pending:
+            self.rebuild_pending.discard(receiver)
+            rebuild([k for k in self.keys.values() if k.receiver == receiver])
+
+    def deliver(self, a, firing, starts, ends, dup=False):
+        """Post one alert's notification (twice at once when dup) and apply it to the model."""
+        n = a.notification(firing, starts, ends)
+        alerts = [n]
+        bad = self.bad is not None and a.receiver == "alerts" and self.rng.random() < 0.15
+        if bad:
+            alerts.append(self.bad.notification(True, self.vt, None))
+        if dup:
+            errs = []
+
+            def one():
+                try:
+                    self.post(a.receiver, alerts)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errs.append(e)
+            ts = [threading.Thread(target=one) for _ in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join(15)
+            if errs:
+                raise errs[0]
+        else:
+            self.post(a.receiver, alerts)
+        self.before_event(a.receiver)
+        k = self.keys[(a.receiver, a.fp)]
+        what = apply_event(k, firing, starts, ends, self.dry)
+        self.note("%s%s %s %s starts=%d%s -> %s" % (
+            "dup " if dup else "", a.receiver, a.fp, "firing" if firing else "resolved",
+            starts, "" if firing else " ends=%d" % ends, what))
+        if bad:
+            self.note("  + alert %s routed to %s (must be dead-lettered)" % (self.bad.fp,
+                                                                            MISSING))
+
+    def deliver_group(self, g, dup=False):
+        # As Alertmanager sends a group: its firing alerts and those resolved in this episode
+        # (an alert resolved in an earlier episode was flushed long ago).
+        alerts = [m.notification() for m in g.members if m.starts is not None and (
+            m.firing or (m.ends is not None and m.ends >= g.starts))]
+        firing = any(m.firing for m in g.members)
+        ps = self.post("groups", alerts, group_key=g.group_key)
+        if dup:
+            self.post("groups", alerts, group_key=g.group_key)
+        g.last = ps
+        self.before_event("groups")
+        k = self.keys[("groups", g.key)]
+        what = apply_event(k, firing, g.starts, g.ends if not firing else None, self.dry)
+        self.note("%sgroup %s %s [%s] -> %s" % (
+            "dup " if dup else "", g.key[:12], "firing" if firing else "resolved",
+            " ".join("%s:%s" % (m.fp[:6], "F" if m.firing else "R") for m in g.members
+                     if m.starts is not None), what))
+
+    # ----- quiet points and invariants -------------------------------------------------------
+    def events(self):
+        if not os.path.exists(self.db):
+            return []
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
+        try:
+            return con.execute("SELECT id, receiver, key, status, state, attempts, last_error "
+                               "FROM events WHERE kind = 'bridge'").fetchall()
+        except sqlite3.OperationalError:
+            return []
+        finally:
+            con.close()
+
+    def map_rows(self):
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
+        try:
+            return con.execute("SELECT receiver, key, repo, number, state FROM issues").fetchall()
+        finally:
+            con.close()
+
+    def quiet(self):
+        deadline = time.time() + QUIET_S
+        while True:
+            if self.proc is None or self.proc.poll() is not None:
+                self.fail("alertbridge died (exit %s)" % (self.proc and self.proc.returncode))
+            pending = [e for e in self.events() if e[4] == "pending"]
+            if not pending:
+                return
+            if time.time() > deadline:
+                self.fail("events stuck pending after %d s (none may be): %s" % (
+                    QUIET_S, "; ".join("event %d %s %s %s attempts=%d error=%s" % (
+                        e[0], e[1], e[2][:16], e[3], e[5], e[6]) for e in pending[:5])))
+            time.sleep(0.01)
+
+    def check(self):
+        self.quiet()
+        with self.gh.lock:
+            self.gh.faults = []
+        problems = []
+        bad_keys = {k.key for k in self.keys.values() if k.bad}
+        for e in self.events():
+            if e[4] == "dead":
+                if not e[6]:
+                    problems.append("event %d dead-lettered without a reason" % e[0])
+                elif e[2] not in bad_keys:
+                    problems.append("event %d (%s %s %s) dead-lettered: %s" % (
+                        e[0], e[1], e[2][:16], e[3], e[6]))
+        actual = {}
+        for repo in (REPO, MOVED):
+            for i in self.gh.issues(repo):
+                m = MARK_RE.findall(i["body"] or "")
+                if m:
+                    actual.setdefault(m[-1], []).append((i["id"], repo, i))
+        for k in self.keys.values():
+            exp = [i for i in k.issues if not i.deleted]
+            act = [x[1:] for x in sorted(actual.get(k.key, []), key=lambda x: x[0])]
+            if len(act) != len(exp):
+                problems.append("%s %s: %d issue(s) on GitHub (%s), the model expects %d (%s)" % (
+                    k.receiver, k.key[:16], len(act),
+                    ", ".join("%s#%d %s" % (r, i["number"], i["state"]) for r, i in act),
+                    len(exp), ", ".join(i.desc() for i in exp)))
+                continue
+            for want, (repo, got) in zip(exp, act):
+                want.repo, want.number = repo, got["number"]
+                where = "%s %s %s#%d" % (k.receiver, k.key[:16], repo, got["number"])
+                if (got["state"], got["state_reason"]) != (want.state, want.reason):
+                    problems.append("%s: %s/%s on GitHub, the model expects %s/%s" % (
+                        where, got["state"], got["state_reason"], want.state, want.reason))
+                marks = []
+                for c in self.gh.comments(repo, got["number"]):
+                    marks += BOT_MARK_RE.findall(c["body"] or "")
+                dups = sorted({m for m in marks if marks.count(m) > 1})
+                if dups:
+                    problems.append("%s: the same comment twice: %s" % (where, dups))
+                if len(marks) != want.comments:
+                    problems.append("%s: %d alertbridge comment(s), the model expects %d" % (
+                        where, len(marks), want.comments))
+            if k.bad and act:
+                problems.append("an alert routed to %s got an issue" % MISSING)
+        if not problems:
+            problems += self.check_map()
+        if problems:
+            self.fail("invariants broken at a quiet point:\n    " + "\n    ".join(problems))
+        self.note("quiet point: invariants hold")
+
+    def check_map(self):
+        out = []
+        rows = {(r[0], r[1]): r for r in self.map_rows()}
+        for k in self.keys.values():
+            r = rows.get((k.receiver, k.key))
+            if k.bad:
+                if r is not None and r[3] > 0:
+                    out.append("map row of the alert routed to %s names an issue" % MISSING)
+                continue
+            if k.row == "live":
+                i = k.current()
+                if r is None:
+                    out.append("%s %s: no map row, the model expects %s" % (
+                        k.receiver, k.key[:16], i.desc()))
+                    continue
+                names = {(i.repo, i.number)}
+                if i.old:
+                    names.add(i.old)
+                if (r[2], r[3]) not in names:
+                    out.append("%s %s: the map names %s#%d, GitHub's issue is %s" % (
+                        k.receiver, k.key[:16], r[2], r[3], i.desc()))
+                elif not i.human and r[4] != i.state:
+                    out.append("%s %s: the map says %s, GitHub %s (%s)" % (
+                        k.receiver, k.key[:16], r[4], i.state, i.desc()))
+            elif k.row == "dry":
+                if r is None or r[3] != 0:
+                    out.append("%s %s: the model expects a dry-run row (issue 0), map: %s" % (
+                        k.receiver, k.key[:16], r))
+            elif k.row is None and r is not None and r[3] > 0:
+                out.append("%s %s: the map names %s#%d, the model knows no issue of it" % (
+                    k.receiver, k.key[:16], r[2], r[3]))
+            elif r is not None and r[3] == 0 and not self.dry:
+                out.append("%s %s: a live map row with issue 0 (%s)" % (
+                    k.receiver, k.key[:16], r))
+        return out
+
+    # ----- the steps -------------------------------------------------------------------------
+    def tick(self):
+        self.vt += self.rng.randint(1, 600) * 1000
+
+    def live_issue(self, pred):
+        """Keys whose current issue (bound at the last quiet point) matches pred."""
+        return [k for k in self.keys.values()
+                if k.row == "live" and k.current().number is not None and pred(k.current())]
+
+    def choose(self):
+        f = self.features
+        rng = self.rng
+        opts = []
+
+        def add(name, w):
+            opts.append((name, w))
+        add("fire", 6)
+        if "resolve" in f:
+            add("resolve", 5)
+        if "repeat" in f:
+            add("repeat", 2)
+        if "dup" in f:
+            add("dup", 2)
+        if "ooo" in f:
+            add("ooo", 2)
+        if "refire_past" in f and not self.dry:
+            add("refire_past", 2)
+        if "group" in f:
+            add("group", 4)
+        if not self.dry:
+            for name, w in (("close", 1), ("wontfix", 1), ("reopen", 1), ("delete", 1),
+                            ("transfer", 1), ("faults", 2), ("ratelimit", 0.3),
+                            ("timeout", 0.3), ("lostdb", 0.5)):
+                if name in f:
+                    add(name, w)
+        if "kill" in f:
+            add("kill", 1)
+        total = sum(w for _, w in opts)
+        x = rng.random() * total
+        for name, w in opts:
+            x -= w
+            if x <= 0:
+                return name
+        return opts[-1][0]
+
+    def step(self):
+        rng = self.rng
+        f = self.features
+        self.tick()
+        if self.dry and self.step_no >= self.dry_until:
+            self.check()
+            self.stop()
+            self.dry = False
+            self.write_config()
+            self.start()
+            self.note("dry-run -> live: restarted with dry_run: false")
+            return
+        what = self.choose()
+        if what == "fire":
+            a = rng.choice(self.alerts)
+            if not a.firing:
+                if a.ends is not None and "refire" not in f:
+                    what = "repeat"
+                else:
+                    a.firing, a.starts, a.ends = True, self.vt, None
+                    a.sent.append((True, a.starts, None))
+            if a.firing:
+                self.deliver(a, True, a.starts, None)
+                return
+        if what == "resolve":
+            fl = [a for a in self.alerts if a.firing]
+            if fl:
+                a = rng.choice(fl)
+                a.firing, a.ends = False, self.vt
+                a.sent.append((False, a.starts, a.ends))
+                self.deliver(a, False, a.starts, a.ends)
+                return
+            what = "repeat"
+        if what in ("repeat", "dup"):
+            sent = [a for a in self.alerts if a.sent]
+            if sent:
+                a = rng.choice(sent)
+                fi, s, e = a.sent[-1]
+                self.deliver(a, fi, s, e, dup=(what == "dup"))
+            return
+        if what == "ooo":
+            # An older notification arrives late, or the last two arrive swapped.
+            cands = [a for a in self.alerts if len(a.sent) >= 2 and
+                     not self.keys[(a.receiver, a.fp)].uncertain]
+            if not cands:
+                return
+            a = rng.choice(cands)
+            if rng.random() < 0.5 and "refire" in f:
+                old = a.sent[-1]
+                # the next transition happens at once and is delivered before `old` again
+                if a.firing:
+                    a.firing, a.ends = False, self.vt
+                else:
+                    a.firing, a.starts, a.ends = True, self.vt, None
+                a.sent.append((a.firing, a.starts, a.ends))
+                self.deliver(a, a.firing, a.starts, a.ends)
+                self.deliver(a, *old)
+            else:
+                old = a.sent[rng.randrange(len(a.sent) - 1)]
+                self.deliver(a, *old)
+            return
+        if what == "refire_past":
+            # Only issues no person touched: the map caches a person's not_planned, and the
+            # test can age GitHub's closed_at but not the map's.
+            ks = self.live_issue(lambda i: i.state == "closed" and not i.aged and not i.human)
+            ks = [k for k in ks if k.receiver != "groups"]
+            if not ks:
+                return
+            k = rng.choice(ks)
+            i = k.current()
+            self.check()
+            self.gh.age(i.repo, i.number, 2 * WINDOW_S)
+            i.aged = True
+            self.note("%s#%d closed 2 h ago now (past reopen_window)" % (i.repo, i.number))
+            a = next((a for a in self.alerts if a.fp == k.key), None)
+            if a is not None and not a.firing:
+                a.firing, a.starts, a.ends = True, self.vt, None
+                a.sent.append((True, a.starts, None))
+                self.deliver(a, True, a.starts, None)
+            return
+        if what == "group":
+            g = rng.choice(self.groups)
+            m = rng.choice(g.members)
+            if not m.firing:
+                m.firing, m.starts, m.ends = True, self.vt, None
+                if not g.active:
+                    g.active, g.starts, g.ends = True, self.vt, None
+            else:
+                m.firing, m.ends = False, self.vt
+                if not any(x.firing for x in g.members):
+                    g.active, g.ends = False, self.vt
+            self.deliver_group(g, dup=("dup" in f and rng.random() < 0.3))
+            return
+        if what in ("close", "wontfix", "reopen", "delete", "transfer"):
+            self.check()
+            if what in ("close", "wontfix", "delete", "transfer"):
+                ks = self.live_issue(lambda i: i.state == "open" or what in (
+                    "delete", "transfer"))
+            else:
+                ks = self.live_issue(lambda i: i.state == "closed")
+            if what == "transfer":
+                ks = [k for k in ks if not k.current().transferred]
+            if not ks:
+                return
+            k = rng.choice(ks)
+            i = k.current()
+            if what in ("close", "wontfix"):
+                reason = "completed" if what == "close" else "not_planned"
+                self.gh.human_close(i.repo, i.number, reason)
+                i.state, i.reason, i.aged = "closed", reason, False
+            elif what == "reopen":
+                self.gh.human_reopen(i.repo, i.number)
+                i.state, i.reason, i.aged = "open", "reopened", False
+            elif what == "delete":
+                self.gh.delete(i.repo, i.number)
+                i.deleted = True
+                k.row = "gone"
+            else:
+                to, n = self.gh.transfer(i.repo, i.number, MOVED)
+                i.old = (i.repo, i.number)
+                i.repo, i.number, i.transferred = to, n, True
+            i.human = True
+            self.note("a person: %s %s %s" % (what, k.key[:16], i.desc()))
+            return
+        if what in ("faults", "ratelimit", "timeout"):
+            path = r"/repos/acme/(alerts|moved)/issues.*"
+            method = rng.choice(["POST", "PATCH", "GET", ".*"])
+            if what == "faults":
+                action = rng.choice(["respond", "respond_after", "drop", "drop_after"])
+                status = rng.choice([500, 502, 503])
+                self.gh.add_fault(method=method, path=path, count=rng.randint(1, 2),
+                                  status=status, action=action, body={"message": "boom"})
+                self.note("fault: next %s %s -> %s %d" % (method, path, action, status))
+            elif what == "ratelimit":
+                if rng.random() < 0.5:
+                    st, body = 429, {"message": "API rate limit exceeded"}
+                else:
+                    st, body = 403, {"message": "You have exceeded a secondary rate limit."}
+                self.gh.add_fault(method=method, path=path, count=1, status=st, body=body,
+                                  headers={"Retry-After": "1"})
+                self.note("fault: next %s -> %d Retry-After: 1" % (method, st))
+            else:
+                self.gh.add_fault(method=method, path=path, count=1, action="delay_after",
+                                  delay_ms=1300)
+                self.note("fault: next %s answered after the 1 s timeout (done)" % method)
+            return
+        if what == "kill":
+            time.sleep(rng.random() * 0.03)
+            self.kill()
+            self.start()
+            self.note("SIGKILL and restart")
+            return
+        if what == "lostdb":
+            self.check()
+            self.kill()
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                try:
+                    os.unlink(self.db + suffix)
+                except FileNotFoundError:
+                    pass
+            for k in self.keys.values():
+                k.row, k.cur, k.ep, k.res_end = None, None, None, None
+            self.rebuild_pending = {"alerts", "keep", "groups"}
+            self.start()
+            self.note("database lost (SIGKILL, files removed, restart)")
+            return
+
+    def run(self):
+        self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO, MOVED], search_lag_s=60).start()
+        # A SIGKILL resets the bridge's kept-alive connections: not worth a traceback.
+        self.gh.server.handle_error = lambda request, address: None
+        self.write_config()
+        self.step_no = 0
+        self.note("world: %d alerts, %d groups, dry-run until step %d, storms %s" % (
+            len(self.alerts), len(self.groups), self.dry_until, "on" if self.storms else "off"))
+        self.start()
+        for self.step_no in range(1, self.n_steps + 1):
+            self.step()
+            if self.rng.random() < 0.25:
+                self.check()
+        self.step_no += 1
+        if self.dry:
+            self.check()
+        else:
+            self.check()
+
+    def close(self):
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            self.kill()
+        if self.gh:
+            self.gh.stop()
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def replay_line(seed, features, steps):
+    extra = "" if steps == 60 else " MODEL_STEPS=%d" % steps
+    return ("make NODEPS=1 alertbridge && MODEL_SEED=%d MODEL_FEATURES=%s%s MODEL_KEEP=1 "
+            "python3 tests/model/lifecycle.py" % (seed, feature_spec(features), extra))
+
+
+def run_seed(args):
+    seed, features, steps, keep = args
+    t0 = time.time()
+    w = World(seed, features, steps, keep)
+    out = []
+    ok = True
+    try:
+        w.run()
+    except Exception as e:  # noqa: BLE001 - every failure is reported with its seed
+        ok = False
+        out.append("seed %d FAILED at step %d: %s" % (seed, w.step_no, e))
+        if not isinstance(e, ModelFailure):
+            out.append(traceback.format_exc())
+        out.append("  steps:")
+        out += ["    " + x for x in w.log_lines[-40:]]
+        keys = set(re.findall(r"\b[0-9a-f]{16}\b", str(e)))
+        lines = [x for x in w.tail(100000).splitlines()
+                 if any(k in x for k in keys) and "webhook request" not in x]
+        if lines:
+            out.append("  alertbridge log, lines of %s (last 30):" % " ".join(sorted(keys)))
+            out += ["    " + x for x in lines[-30:]]
+        out.append("  alertbridge log (last 15 lines, %s):" % w.log_path)
+        out += ["    " + x for x in w.tail(15).splitlines()]
+        w.keep = True
+        out.append("  replay: " + replay_line(seed, features, steps))
+    finally:
+        w.close()
+    return seed, ok, time.time() - t0, "\n".join(out)
+
+
+def main():
+    env = os.environ
+    features = parse_features(env.get("MODEL_FEATURES"))
+    steps = max(1, int(env.get("MODEL_STEPS") or 60))
+    jobs = max(1, int(env.get("MODEL_JOBS") or 4))
+    keep = bool(env.get("MODEL_KEEP"))
+    if env.get("MODEL_SEED"):
+        seeds = [int(env["MODEL_SEED"])] * max(1, int(env.get("MODEL_REPEAT") or 1))
+    else:
+        first = int(env.get("MODEL_FIRST") or 1)
+        seeds = list(range(first, first + int(env.get("MODEL_SEEDS") or 200)))
+    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
+        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
+        print("0 passed, 1 failed")
+        return 1
+    print("model: %d seed(s) from %d, %d steps each, features %s, %d at once" % (
+        len(seeds), seeds[0], steps, feature_spec(features), jobs), flush=True)
+    t0 = time.time()
+    passed = failed = 0
+    failing = []
+    work = [(s, features, steps, keep) for s in seeds]
+    if jobs == 1 or len(seeds) == 1:
+        results = map(run_seed, work)
+        pool = None
+    else:
+        pool = multiprocessing.get_context("fork").Pool(jobs)
+        results = pool.imap_unordered(run_seed, work)
+    for seed, ok, secs, text in results:
+        if ok:
+            passed += 1
+            print("seed %d: ok (%.1f s)" % (seed, secs), flush=True)
+        else:
+            failed += 1
+            failing.append(seed)
+            print(text, flush=True)
+    if pool:
+        pool.close()
+        pool.join()
+    print("model: %d seeds in %.0f s%s" % (len(seeds), time.time() - t0,
+                                           "; failing seeds: %s" % " ".join(
+                                               map(str, sorted(failing))) if failing else ""))
+    print("%d passed, %d failed" % (passed, failed), flush=True)
+    return 0 if failed == 0 and passed > 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
