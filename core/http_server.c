@@ -998,9 +998,15 @@ void srv_stop(struct srv *s)
 
 	if (!s || !s->daemon)
 		return;
+	/*
+	 * The listen socket quiesce hands back is closed only after
+	 * MHD_stop_daemon(): until then a pool thread may still use it (the
+	 * libmicrohttpd manual, MHD_quiesce_daemon).  Closed earlier, a thread
+	 * reaching its connection limit failed to remove it from its epoll set
+	 * and libmicrohttpd aborted the process ("Failed to remove listen FD
+	 * from epoll set").
+	 */
 	fd = MHD_quiesce_daemon(s->daemon);
-	if (fd != MHD_INVALID_SOCKET)
-		close(fd);
 	clock_gettime(CLOCK_REALTIME, &deadline);
 	/* A stalled upload must not hold shutdown for the whole read timeout. */
 	deadline.tv_sec += s->timeout_s < SRV_DRAIN_MAX_S ? s->timeout_s : SRV_DRAIN_MAX_S;
@@ -1011,6 +1017,8 @@ void srv_stop(struct srv *s)
 	pthread_mutex_unlock(&s->lock);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
 	if (s->reaper_running) {
 		pthread_mutex_lock(&s->lock);
 		s->reaper_stop = 1;
