@@ -3,15 +3,15 @@
  * of the "bridge" queue, plans with issue_plan() against the map row
  * (refreshed from GitHub before any call on an existing issue), makes the
  * calls, and records the outcome.  Serial by design: GitHub asks
- * integrations to make mutating calls one at a time.
+ * integrations to make mutating calls one at a time.  This part takes the
+ * events and records outcomes; bridge_exec.c builds the texts and makes the calls.
  */
-#include "bridge/bridge.h"
+#include "bridge/bridge_int.h"
 
 #include <jansson.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include "bridge/group.h"
@@ -19,70 +19,22 @@
 #include "bridge/rebuild.h"
 #include "bridge/repos.h"
 #include "bridge/storm.h"
-#include "bridge/view.h"
 #include "core/log.h"
-#include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/clock.h"
 #include "core/banned.h"
 
-struct bridge {
-	struct bridge_options opts;
-	struct gh_client *gh;
-	struct storm *storm;  /* alert storms: bridge/storm.h */
-	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
-	struct group *group;  /* issue_per: group body updates: bridge/group.h */
-	char *html_base;  /* https://github.com or https://HOST for Enterprise */
-	pthread_t thread;
-	int started;
-	struct clock_stop stop;  /* bridge_request_stop(); cuts the worker's sleeps short */
-	unsigned int seed;
-	struct gh_stats last_stats;
-	struct metric *m_events;
-	struct metric *m_pending;
-	struct metric *m_dead;
-	struct metric *m_dead_letters;
-	struct metric *m_gh_requests;
-	struct metric *m_gh_retries;
-	struct metric *m_gh_ratelimit;
-	struct metric *m_gh_content_left;
-	struct metric *m_gh_ambiguous;
-	struct metric *m_gh_unauthorized;
-	struct metric *m_rebuilt;
-	struct metric *m_assignees_dropped;
-};
-
-/* What one event needs while it is handled; released in one place. */
-struct work {
-	struct store_event ev;
-	const struct cfg_receiver *rcv;
-	const char *repo;         /* points into payload_doc or the config */
-	json_t *payload_doc;
-	struct store_issue row;
-	int have_row;
-	struct issue_event iev;
-	struct issue_policy pol;
-	enum issue_action action;
-	int step;                 /* calls of the action already done (progress note) */
-	int comment_noted;        /* the stored note says the next call, a comment, may be made */
-	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
-	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
-	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
-	int64_t now_ms;
-	struct group_event *grp;  /* issue_per: group, else NULL */
-};
-
 static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
 			   const struct group_members *gm, struct buf *body, struct buf *errmsg);
 
-static int64_t now_ms(struct bridge *b)
+int64_t bridge_now_ms(struct bridge *b)
 {
 	return b->opts.now_ms ? b->opts.now_ms(b->opts.clock_ctx) : clock_wall_ms();
 }
 
 static int64_t gh_clock(void *ctx)
 {
-	return now_ms(ctx);
+	return bridge_now_ms(ctx);
 }
 
 static void gh_sleep(void *ctx, int64_t ms)
@@ -218,8 +170,6 @@ int bridge_dry_run(const struct bridge *b)
 
 /* ---- planning ---- */
 
-#define CREATE_NOTE "create@"
-#define CREATE_LOOKBACK_MS 60000
 
 static int needs_issue(enum issue_action a)
 {
@@ -383,441 +333,6 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 	return ERR_OK;
 }
 
-/* ---- texts ---- */
-
-/*
- * The episode marker: every issue body and every comment alertbridge posts
- * carries "<!-- alertbridge:episode=<startsAt, RFC 3339 with ms> ... -->" of
- * the event it was made for, so that a map rebuilt from GitHub knows the
- * newest episode applied (the newest marker of the body and the comments)
- * and a re-sent notification of that episode changes nothing.  A comment's
- * marker also names its transition (" event=firing", " event=resolved-<endsAt
- * ms>"), which makes it unique on its issue: an ambiguous comment is looked
- * for by it before it is posted again (gh_comment_create_marked()).
- */
-#define EPISODE_MARKER_OPEN ISSUE_EPISODE_MARKER_OPEN
-#define EPISODE_MARKER_CLOSE " -->"
-
-static void episode_marker(int64_t starts_at_ms, struct buf *out)
-{
-	char t[32];
-
-	rfc3339_format_ms(starts_at_ms, t);
-	(void)buf_printf(out, EPISODE_MARKER_OPEN "%s" EPISODE_MARKER_CLOSE, t);
-}
-
-static void comment_marker(const struct issue_event *ev, struct buf *out)
-{
-	char t[32];
-
-	rfc3339_format_ms(ev->starts_at_ms, t);
-	if (ev->firing)
-		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=firing" EPISODE_MARKER_CLOSE,
-				 t);
-	else
-		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld"
-				 EPISODE_MARKER_CLOSE, t, (long long)ev->ends_at_ms);
-}
-
-static void issue_url(struct bridge *b, const char *repo, int64_t number, struct buf *out)
-{
-	buf_printf(out, "%s/%s/issues/%lld", b->html_base, repo, (long long)number);
-}
-
-static enum err build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg)
-{
-	struct buf cur_url = BUF_INIT, prev_url = BUF_INIT;
-	struct view_issue cur = { 0 }, prev = { 0 };
-	struct view_context ctx = { 0 };
-	enum err rc;
-
-	ctx.now_ms = w->now_ms;
-	ctx.receiver = w->rcv->name;
-	ctx.repo = w->repo;
-	if (w->have_row && w->row.number > 0) {
-		issue_url(b, w->row.repo, w->row.number, &cur_url);
-		cur.number = w->row.number;
-		cur.html_url = buf_str(&cur_url);
-		cur.closed_at_ms = w->row.closed_at_ms;
-		if (w->action == ISSUE_CREATE_LINKED) {
-			prev = cur;  /* the closed issue the new one supersedes */
-			ctx.previous = &prev;
-		} else {
-			ctx.issue = &cur;
-		}
-	}
-	if (!ctx.previous && w->have_row && w->row.previous_number > 0) {
-		issue_url(b, w->row.repo, w->row.previous_number, &prev_url);
-		prev.number = w->row.previous_number;
-		prev.html_url = buf_str(&prev_url);
-		ctx.previous = &prev;
-	}
-	rc = view_build(w->ev.payload, &ctx, view, errmsg);
-	if (!rc && w->grp)
-		group_view_add(*view, &w->grp->members);
-	buf_release(&cur_url);
-	buf_release(&prev_url);
-	return rc;
-}
-
-/* Render a comment of kind which with its marker, cut to GitHub's limit. */
-static enum err comment_text(struct bridge *b, struct work *w, const json_t *view,
-			     enum render_text which, const char *marker, struct buf *out,
-			     struct buf *errmsg)
-{
-	struct buf raw = BUF_INIT;
-	enum err rc = render_text(b->opts.render, w->rcv->name, which, view, &raw, errmsg);
-
-	if (!rc)
-		issue_body_fit(buf_str(&raw), marker, out);
-	buf_release(&raw);
-	return rc;
-}
-
-/* ---- actions ---- */
-
-/* The hidden marker that ends the issue body of the event's alert (bridge/issue.h). */
-static void key_marker(const struct work *w, struct buf *out)
-{
-	issue_marker_receiver(w->ev.receiver, w->ev.key, out);
-}
-
-/*
- * A create whose outcome a previous attempt left open (an ambiguous answer
- * whose lookup failed, a crash between the POST and the commit) has the note
- * "create@<ms>" written before its POST: look for the marker among the issues
- * created since then (minus a margin) before posting again.  ERR_OK with *gi
- * when found, ERR_NOTFOUND when the POST is to be made, another error when
- * GitHub could not tell (retry later).
- */
-static enum err earlier_create(struct bridge *b, struct work *w, const char *marker,
-			       struct gh_issue *gi, struct buf *errmsg)
-{
-	const char *note = w->ev.progress;
-	char *end = NULL;
-	long long t;
-	enum err rc;
-
-	if (!note || strncmp(note, CREATE_NOTE, strlen(CREATE_NOTE)) || gh_dry_run(b->gh))
-		return ERR_NOTFOUND;
-	t = strtoll(note + strlen(CREATE_NOTE), &end, 10);
-	if (*end || t <= 0)
-		return ERR_NOTFOUND;
-	rc = gh_issue_find_marker(b->gh, w->repo, marker, (int64_t)t - CREATE_LOOKBACK_MS, gi,
-				  errmsg);
-	if (rc == ERR_OK) {
-		struct log_line *l = log_begin(LOG_INFO, "earlier create found by marker");
-		log_str(l, "receiver", w->ev.receiver);
-		log_str(l, "key", w->ev.key);
-		log_str(l, "repo", gi->repo);
-		log_int(l, "issue", gi->number);
-		log_end(l);
-	}
-	return rc;
-}
-
-/* Write the note earlier_create() reads; ERR_NOTFOUND (go on) once it is durable. */
-static enum err note_create(struct bridge *b, struct work *w, struct buf *errmsg)
-{
-	char note[48];
-	enum err rc;
-
-	if (gh_dry_run(b->gh))
-		return ERR_NOTFOUND;
-	snprintf(note, sizeof(note), CREATE_NOTE "%lld", (long long)now_ms(b));
-	rc = store_event_progress(b->opts.store, w->ev.id, note);
-	if (rc) {
-		buf_setf(errmsg, "cannot record the create attempt: %s", err_str(rc));
-		return rc;
-	}
-	return ERR_NOTFOUND;
-}
-
-static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
-			  struct buf *errmsg)
-{
-	struct buf raw_title = BUF_INIT, title = BUF_INIT, raw_body = BUF_INIT, body = BUF_INIT;
-	struct buf marker = BUF_INIT, markers = BUF_INIT;
-	char **labels = NULL, **assignees = NULL;
-	struct gh_issue gi = { 0 };
-	enum err rc;
-
-	rc = render_text(b->opts.render, w->rcv->name, RENDER_TITLE, view, &raw_title, errmsg);
-	if (!rc)
-		rc = render_text(b->opts.render, w->rcv->name, RENDER_BODY, view, &raw_body, errmsg);
-	if (!rc)
-		rc = render_list(b->opts.render, w->rcv->name, 0, view, &labels, errmsg);
-	if (!rc)
-		rc = render_list(b->opts.render, w->rcv->name, 1, view, &assignees, errmsg);
-	if (rc) {
-		rc = ERR_INVALID;  /* a template that fails on this alert will fail again */
-		goto out;
-	}
-	issue_title_clean(buf_str(&raw_title), &title);
-	key_marker(w, &marker);
-	episode_marker(w->iev.starts_at_ms, &markers);
-	(void)buf_adds(&markers, "\n");
-	(void)buf_adds(&markers, buf_str(&marker));
-	issue_body_fit(buf_str(&raw_body), buf_str(&markers), &body);
-	rc = earlier_create(b, w, buf_str(&marker), &gi, errmsg);
-	if (rc == ERR_NOTFOUND)
-		rc = note_create(b, w, errmsg);
-	if (rc == ERR_NOTFOUND)
-		rc = gh_issue_create(b->gh, w->repo, buf_str(&title), buf_str(&body),
-				     buf_str(&marker), (const char *const *)labels,
-				     (const char *const *)assignees, &gi, errmsg);
-	if (rc)
-		goto out;
-	if (!w->have_row) {
-		store_issue_release(&w->row);  /* a row whose issue was deleted: start afresh */
-		memset(&w->row, 0, sizeof(w->row));
-		w->row.receiver = xstrdup(w->ev.receiver);
-		w->row.key = xstrdup(w->ev.key);
-		w->row.created_at_ms = w->now_ms;
-		w->have_row = 1;
-	}
-	issue_apply(&w->row, w->action, &w->iev, w->now_ms);
-	free(w->row.repo);
-	w->row.repo = xstrdup(gi.repo ? gi.repo : w->repo);
-	w->row.number = gi.number;
-	{
-		struct log_line *l = log_begin(LOG_INFO, "issue created");
-		log_str(l, "receiver", w->ev.receiver);
-		log_str(l, "key", w->ev.key);
-		log_str(l, "repo", w->row.repo);
-		log_int(l, "issue", gi.number);
-		if (w->row.previous_number)
-			log_int(l, "previous", w->row.previous_number);
-		log_str(l, "title", buf_str(&title));
-		log_end(l);
-	}
-out:
-	gh_issue_release(&gi);
-	render_list_free(labels);
-	render_list_free(assignees);
-	buf_release(&raw_title);
-	buf_release(&title);
-	buf_release(&raw_body);
-	buf_release(&body);
-	buf_release(&marker);
-	buf_release(&markers);
-	return rc;
-}
-
-/*
- * Record progress on the event: step calls of the action done; with
- * comment_next, the next call is a comment that may be posted from now on.
- * A crash between that comment and the record of its outcome leaves this
- * note, and the retry looks for the comment's marker before posting again.
- */
-static enum err note_progress(struct bridge *b, struct work *w, int step, int comment_next,
-			      struct buf *errmsg)
-{
-	char note[40];
-	enum err rc;
-
-	snprintf(note, sizeof(note), "%s:%d%s", issue_action_str(w->action), step,
-		 comment_next ? "~" : "");
-	rc = store_event_progress(b->opts.store, w->ev.id, note);
-	if (rc) {
-		buf_setf(errmsg, "cannot record progress: %s", err_str(rc));
-		return rc;
-	}
-	w->step = step;
-	w->comment_noted = comment_next;
-	return ERR_OK;
-}
-
-static int has_marker(void *ctx, const char *body, int64_t created_at_ms)
-{
-	const char **marker = ctx;
-
-	(void)created_at_ms;
-	if (*marker && strstr(body, *marker))
-		*marker = NULL;  /* found */
-	return *marker == NULL;
-}
-
-/*
- * Is the comment carrying marker already on the issue (posted by an attempt
- * that died before recording it)?  ERR_OK yes, ERR_NOTFOUND no, another
- * error when GitHub could not tell.
- */
-static enum err comment_posted(struct bridge *b, struct work *w, const char *marker,
-			       struct buf *errmsg)
-{
-	const char *m = marker;
-	enum err rc = gh_comment_list(b->gh, w->row.repo, w->row.number, has_marker, &m, errmsg);
-
-	if (rc)
-		return rc;
-	if (m)
-		return ERR_NOTFOUND;
-	{
-		struct log_line *l = log_begin(LOG_INFO, "earlier comment found by marker");
-		log_str(l, "receiver", w->ev.receiver);
-		log_str(l, "key", w->ev.key);
-		log_str(l, "repo", w->row.repo);
-		log_int(l, "issue", w->row.number);
-		log_end(l);
-	}
-	return ERR_OK;
-}
-
-static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
-			   enum render_text which, struct buf *errmsg)
-{
-	struct buf text = BUF_INIT, marker = BUF_INIT;
-	enum err rc;
-
-	comment_marker(&w->iev, &marker);
-	rc = comment_text(b, w, view, which, buf_str(&marker), &text, errmsg);
-	if (rc) {
-		rc = ERR_INVALID;
-		goto out;
-	}
-	if (w->comment_in_doubt) {
-		rc = comment_posted(b, w, buf_str(&marker), errmsg);
-		if (rc != ERR_NOTFOUND)
-			goto out;  /* posted already (ERR_OK), or cannot tell yet */
-		w->comment_in_doubt = 0;
-	} else if (!w->comment_noted && !gh_dry_run(b->gh)) {
-		rc = note_progress(b, w, w->step, 1, errmsg);
-		if (rc)
-			goto out;
-	}
-	rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
-				      buf_str(&marker), errmsg);
-out:
-	buf_release(&text);
-	buf_release(&marker);
-	return rc;
-}
-
-static int has_label(char *const *have, const char *name)
-{
-	for (; *have; have++)
-		if (!strcasecmp(*have, name))  /* GitHub's label names ignore case */
-			return 1;
-	return 0;
-}
-
-/*
- * A new episode on an open or reopened issue: the labels rendered for it that
- * the issue lacks (e.g. a severity that changed) are added (gh_labels_add);
- * none is ever removed, since a person may have added it.  Only when refresh()
- * read the issue's labels (not in dry-run, not on a resumed attempt).  Adding
- * is idempotent, so a retry needs no progress note.  A template that fails or
- * labels GitHub rejects (422) are logged and skipped: the comment still goes.
- */
-static enum err add_new_labels(struct bridge *b, struct work *w, const json_t *view,
-			       struct buf *errmsg)
-{
-	char **want = NULL;
-	const char **missing = NULL;
-	size_t n = 0, k = 0;
-	struct log_line *l = NULL;
-	enum err rc = ERR_OK;
-
-	if (!w->fresh.labels)
-		return ERR_OK;
-	if (render_list(b->opts.render, w->rcv->name, 0, view, &want, errmsg) == ERR_OK) {
-		while (want[n])
-			n++;
-		missing = xcalloc(n + 1, sizeof(*missing));
-		for (size_t i = 0; i < n; i++)
-			if (!has_label(w->fresh.labels, want[i]))
-				missing[k++] = want[i];
-		rc = k ? gh_labels_add(b->gh, w->row.repo, w->row.number, missing, errmsg)
-		       : ERR_OK;
-		if (!rc && k)
-			l = log_begin(LOG_INFO, "labels added for the new episode");
-	} else {
-		rc = ERR_INVALID;
-	}
-	if (rc == ERR_INVALID) {
-		l = log_begin(LOG_WARN, "new labels not added");
-		log_str(l, "detail", buf_str(errmsg));
-		buf_reset(errmsg);
-		rc = ERR_OK;
-	}
-	if (l) {
-		log_str(l, "receiver", w->ev.receiver);
-		log_str(l, "key", w->ev.key);
-		log_str(l, "repo", w->row.repo);
-		log_int(l, "issue", w->row.number);
-		log_int(l, "added", (int64_t)k);
-		log_end(l);
-	}
-	free(missing);
-	render_list_free(want);
-	return rc;
-}
-
-static enum err do_state(struct bridge *b, struct work *w, const char *state, const char *reason,
-			 struct buf *errmsg)
-{
-	struct gh_issue gi = { 0 };
-	enum err rc = gh_issue_set_state(b->gh, w->row.repo, w->row.number, state, reason, &gi,
-					 errmsg);
-	gh_issue_release(&gi);
-	return rc;
-}
-
-/*
- * Two calls, the first recorded: a retry resumes after it.  A reopen changes
- * the state first (the comment then explains it); a close comments first so
- * the issue reads "resolved at ..." above the close event.
- */
-static enum err execute(struct bridge *b, struct work *w, struct buf *errmsg)
-{
-	json_t *view = NULL;
-	enum err rc = ERR_OK;
-
-	if (w->action == ISSUE_NOTHING || w->no_issue)
-		return ERR_OK;  /* no_issue: a resolve of a dry-run row, recorded by finish() */
-	rc = build_view(b, w, &view, errmsg);
-	if (rc)
-		return ERR_INVALID;
-	switch (w->action) {
-	case ISSUE_NOTHING:
-		break;
-	case ISSUE_CREATE:
-	case ISSUE_CREATE_LINKED:
-		rc = do_create(b, w, view, errmsg);
-		break;
-	case ISSUE_COMMENT_REFIRE:
-		rc = add_new_labels(b, w, view, errmsg);
-		if (!rc)
-			rc = do_comment(b, w, view, RENDER_REFIRE, errmsg);
-		break;
-	case ISSUE_COMMENT_RESOLVED:
-		rc = do_comment(b, w, view, RENDER_RESOLVE, errmsg);
-		break;
-	case ISSUE_REOPEN:
-		if (w->step < 1) {
-			rc = add_new_labels(b, w, view, errmsg);
-			if (!rc)
-				rc = do_state(b, w, "open", "reopened", errmsg);
-			if (!rc)  /* the comment follows at once */
-				rc = note_progress(b, w, 1, !gh_dry_run(b->gh), errmsg);
-		}
-		if (!rc)
-			rc = do_comment(b, w, view, RENDER_REOPEN, errmsg);
-		break;
-	case ISSUE_CLOSE:
-		if (w->step < 1) {
-			rc = do_comment(b, w, view, RENDER_RESOLVE, errmsg);
-			if (!rc)
-				rc = note_progress(b, w, 1, 0, errmsg);
-		}
-		if (!rc)
-			rc = do_state(b, w, "closed", "completed", errmsg);
-		break;
-	}
-	json_decref(view);
-	return rc;
-}
 
 /* ---- issue_per: group (bridge/group.h) ---- */
 
@@ -838,7 +353,7 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 		buf_setf(errmsg, "receiver \"%s\" is no longer configured", gs->receiver);
 		return ERR_INVALID;
 	}
-	w.now_ms = now_ms(b);
+	w.now_ms = bridge_now_ms(b);
 	w.repo = row->repo;
 	w.row = *row;  /* borrowed, read only */
 	w.have_row = 1;
@@ -847,11 +362,11 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	w.ev.payload = gs->payload;
 	ge.members = *gm;  /* borrowed */
 	w.grp = &ge;
-	rc = build_view(b, &w, &view, errmsg);
+	rc = bridge_build_view(b, &w, &view, errmsg);
 	if (!rc)
 		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
 	if (!rc) {
-		episode_marker(row->episode_starts_ms, &markers);
+		bridge_episode_marker(row->episode_starts_ms, &markers);
 		(void)buf_adds(&markers, "\n");
 		issue_marker_receiver(gs->receiver, row->key, &markers);
 		issue_body_fit(buf_str(&raw), buf_str(&markers), body);
@@ -915,7 +430,7 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 		count_dead(b, w->ev.receiver, "invalid");
 	} else {
 		/* From the time of the failure: the client's own retries took time. */
-		int64_t t = now_ms(b);
+		int64_t t = bridge_now_ms(b);
 		int64_t next = t + backoff_ms(b, w->ev.attempts);
 		src = store_event_retry(b->opts.store, w->ev.id, next, why);
 		l = log_begin(rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
@@ -1020,9 +535,9 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 		return rc;
 	}
 	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo,
-			  w->rcv->reopen_window_ms, now_ms(b), &imported, errmsg);
+			  w->rcv->reopen_window_ms, bridge_now_ms(b), &imported, errmsg);
 	if (!rc)
-		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, now_ms(b));
+		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, bridge_now_ms(b));
 	{
 		struct log_line *l = log_begin(rc ? LOG_WARN : LOG_INFO,
 					       rc ? "map rebuild from github failed, will retry"
@@ -1079,13 +594,13 @@ static void handle(struct bridge *b, struct work *w)
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
 	repo = json_object_get(w->payload_doc, "repo");
 	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
-	if (repos_dead_if_known(b->repos, &w->ev, w->repo, now_ms(b))) {
+	if (repos_dead_if_known(b->repos, &w->ev, w->repo, bridge_now_ms(b))) {
 		count_repo_dead(b, w);
 		goto out;
 	}
 	rc = ensure_scanned(b, w, &errmsg);
 	if (rc == ERR_NOTFOUND &&
-	    repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+	    repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b), &errmsg)) {
 		count_repo_dead(b, w);
 		goto out;
 	}
@@ -1117,7 +632,7 @@ static void handle(struct bridge *b, struct work *w)
 	}
 	rc = plan(b, w, &errmsg);
 	if (!rc)
-		rc = execute(b, w, &errmsg);
+		rc = bridge_execute(b, w, &errmsg);
 	if (rc == ERR_RETRY && gh_hold(b)) {
 		/* Cut short by bridge_stop() or a lost Lease: not a failure; resumed later. */
 		struct log_line *l = log_begin(LOG_INFO, gh_stopping(b)
@@ -1128,7 +643,7 @@ static void handle(struct bridge *b, struct work *w)
 		log_str(l, "detail", buf_str(&errmsg));
 		log_end(l);
 	} else if (rc == ERR_NOTFOUND && is_create(w->action) &&
-		   repos_dead_if_missing(b->repos, &w->ev, w->repo, now_ms(b), &errmsg)) {
+		   repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b), &errmsg)) {
 		count_repo_dead(b, w);
 	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
@@ -1185,7 +700,7 @@ int bridge_step(struct bridge *b)
 	if (!may_act(b))
 		return 0;  /* not the leader: the queue is the leader's to drain */
 	memset(&w, 0, sizeof(w));
-	w.now_ms = now_ms(b);
+	w.now_ms = bridge_now_ms(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
 	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */
 		update_gauges(b);

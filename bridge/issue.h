@@ -121,7 +121,7 @@ void issue_apply(struct store_issue *row, enum issue_action a, const struct issu
 /*
  * The opening of the episode marker that every issue body and comment
  * alertbridge posts carries: "<!-- alertbridge:episode=<startsAt, RFC 3339>"
- * (the bridge writes it, bridge/bridge.c).
+ * (the bridge writes it, bridge/bridge_exec.c).
  */
 #define ISSUE_EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
 

@@ -1,32 +1,30 @@
 /*
  * store.c - the sqlite store: durable event inbox, (receiver, key) -> issue
  * map, schema migrations by PRAGMA user_version, and group commit for intake.
+ * This part opens, migrates and closes the file and holds the helpers the
+ * other parts share (store_int.h): store_events.c, store_map.c,
+ * store_outbox.c, store_groups.c.
  *
  * One connection serves every call under db_mu.  Intake callers queue their
  * batch under q_mu; one of them, the leader, commits every queued batch in one
  * transaction while the others wait on commit_cond (see store_enqueue()).
  */
-#include "store.h"
+#include "store_int.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <sqlite3.h>
 
 #include "log.h"
 #include "xalloc.h"
-#include "clock.h"
 #include "banned.h"
 
 #define BUSY_TIMEOUT_MS 5000
-#define EACH_PAGE_ROWS 64
 
 /*
  * Schema migrations: step i takes user_version i to i + 1 and runs in its own
@@ -177,42 +175,6 @@ static const char *const migrations[] = {
 	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
 	"o.kind = e.kind AND o.receiver = e.receiver AND o.key = e.key AND o.id < e.id)"
 
-enum stmt_id {
-	S_BEGIN,
-	S_COMMIT,
-	S_ROLLBACK,
-	S_EV_INSERT,
-	S_EV_NEXT,
-	S_EV_DUE_KIND,
-	S_EV_DUE_ANY,
-	S_EV_PENDING,
-	S_EV_DEAD_COUNT,
-	S_EV_STATE,
-	S_EV_DONE,
-	S_EV_RETRY,
-	S_EV_DEAD,
-	S_EV_PROGRESS,
-	S_EV_PRUNE,
-	S_IS_GET,
-	S_IS_PUT,
-	S_IS_FORGET,
-	S_IS_SET_DEAD,
-	S_IS_PAGE_ALL,
-	S_IS_PAGE_RCV,
-	S_NO_INSERT,
-	S_NO_NEXT,
-	S_NO_LATEST,
-	S_NO_SENT,
-	S_NO_RETRY,
-	S_NO_DEAD,
-	S_NO_CANCEL,
-	S_NO_PENDING,
-	S_SCAN_GET,
-	S_SCAN_PUT,
-	S_EV_DEAD_UNMAPPED,
-	S_COUNT
-};
-
 static const char *const stmt_sql[S_COUNT] = {
 	[S_BEGIN] = "BEGIN IMMEDIATE",
 	[S_COMMIT] = "COMMIT",
@@ -278,43 +240,13 @@ static const char *const stmt_sql[S_COUNT] = {
 		       "ON CONFLICT (receiver, repo) DO UPDATE SET done_at_ms = excluded.done_at_ms",
 };
 
-/* One store_enqueue() call waiting in the group-commit queue (on its stack). */
-struct batch {
-	struct store_event *evs;
-	size_t n;
-	struct buf *errmsg;
-	enum err rc;
-	int done;  /* set by the leader under q_mu; then rc and errmsg are final */
-	struct batch *next;
-};
-
-struct store {
-	char *path;
-	sqlite3 *db;                   /* used only under db_mu */
-	sqlite3_stmt *stmt[S_COUNT];   /* used only under db_mu */
-	pthread_mutex_t db_mu;
-
-	pthread_mutex_t q_mu;          /* guards everything below */
-	pthread_cond_t commit_cond;    /* a leader finished: batches done, leadership free */
-	pthread_cond_t event_cond;     /* enq_seq, wake_gen or closing changed (monotonic) */
-	pthread_cond_t idle_cond;      /* waiters dropped to 0 while closing */
-	struct batch *head;            /* batches waiting for the next leader */
-	struct batch **tail;
-	int committing;                /* a leader is running its transaction */
-	uint64_t enq_seq;              /* successful enqueue commits */
-	uint64_t wake_gen;             /* store_wake() calls */
-	int closing;
-	int waiters;                   /* threads inside store_wait_kind() */
-	struct store_stats stats;
-};
-
-static int empty(const char *s)
+int store_empty(const char *s)
 {
 	return !s || !*s;
 }
 
 /* Log an ERR_DB detail for the functions that have no errmsg to return it in. */
-static void log_db(const char *op, const struct buf *msg)
+void store_log_db(const char *op, const struct buf *msg)
 {
 	struct log_line *l = log_begin(LOG_ERROR, "store failed");
 
@@ -324,7 +256,7 @@ static void log_db(const char *op, const struct buf *msg)
 	log_end(l);
 }
 
-static void bind_text(sqlite3_stmt *s, int idx, const char *v, int *brc)
+void store_bind_text(sqlite3_stmt *s, int idx, const char *v, int *brc)
 {
 	int rc = v ? sqlite3_bind_text(s, idx, v, -1, SQLITE_STATIC) : sqlite3_bind_null(s, idx);
 
@@ -332,7 +264,7 @@ static void bind_text(sqlite3_stmt *s, int idx, const char *v, int *brc)
 		*brc = rc;
 }
 
-static void bind_int(sqlite3_stmt *s, int idx, int64_t v, int *brc)
+void store_bind_int(sqlite3_stmt *s, int idx, int64_t v, int *brc)
 {
 	int rc = sqlite3_bind_int64(s, idx, v);
 
@@ -341,13 +273,13 @@ static void bind_int(sqlite3_stmt *s, int idx, int64_t v, int *brc)
 }
 
 /* Reset s for its next use and drop bindings that point into callers' memory. */
-static void done_with(sqlite3_stmt *s)
+void store_done_with(sqlite3_stmt *s)
 {
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 }
 
-static enum err db_fail(struct store *st, const char *what, struct buf *errmsg)
+enum err store_db_fail(struct store *st, const char *what, struct buf *errmsg)
 {
 	buf_setf(errmsg, "store %s: %s: %s", st->path, what, sqlite3_errmsg(st->db));
 	return ERR_DB;
@@ -357,8 +289,8 @@ static enum err db_fail(struct store *st, const char *what, struct buf *errmsg)
  * Step a statement that returns no rows and reset it.  brc is the result of
  * its bindings.  Caller holds db_mu.
  */
-static enum err run(struct store *st, enum stmt_id id, int brc, const char *what,
-		    struct buf *errmsg)
+enum err store_run(struct store *st, enum stmt_id id, int brc, const char *what,
+		   struct buf *errmsg)
 {
 	sqlite3_stmt *s = st->stmt[id];
 	enum err rc = ERR_OK;
@@ -367,14 +299,14 @@ static enum err run(struct store *st, enum stmt_id id, int brc, const char *what
 		buf_setf(errmsg, "store %s: %s: bind: %s", st->path, what, sqlite3_errstr(brc));
 		rc = ERR_DB;
 	} else if (sqlite3_step(s) != SQLITE_DONE) {
-		rc = db_fail(st, what, errmsg);
+		rc = store_db_fail(st, what, errmsg);
 	}
-	done_with(s);
+	store_done_with(s);
 	return rc;
 }
 
 /* Roll back the open transaction, if any.  Caller holds db_mu. */
-static void rollback(struct store *st)
+void store_rollback(struct store *st)
 {
 	if (!sqlite3_get_autocommit(st->db)) {
 		sqlite3_step(st->stmt[S_ROLLBACK]);
@@ -383,7 +315,7 @@ static void rollback(struct store *st)
 }
 
 /* A copy of a text column; NULL for SQL NULL. */
-static char *col_str(sqlite3_stmt *s, int i)
+char *store_col_str(sqlite3_stmt *s, int i)
 {
 	return xstrdup((const char *)sqlite3_column_text(s, i));
 }
@@ -391,7 +323,7 @@ static char *col_str(sqlite3_stmt *s, int i)
 /* ---- open, migrate, close ---- */
 
 /* Run sql (one or more statements, no rows wanted) outside the statement cache. */
-static enum err exec(sqlite3 *db, const char *path, const char *sql, struct buf *errmsg)
+enum err store_exec(sqlite3 *db, const char *path, const char *sql, struct buf *errmsg)
 {
 	char *msg = NULL;
 
@@ -449,7 +381,7 @@ static enum err migrate(struct store *st, struct buf *errmsg)
 	char set[64];
 
 	for (;;) {
-		rc = exec(st->db, st->path, "BEGIN IMMEDIATE", errmsg);
+		rc = store_exec(st->db, st->path, "BEGIN IMMEDIATE", errmsg);
 		if (rc)
 			break;
 		rc = read_version(st, &version, errmsg);
@@ -464,15 +396,15 @@ static enum err migrate(struct store *st, struct buf *errmsg)
 			break;
 		}
 		if (version == N_MIGRATIONS) {
-			rc = exec(st->db, st->path, "COMMIT", errmsg);
+			rc = store_exec(st->db, st->path, "COMMIT", errmsg);
 			break;
 		}
 		snprintf(set, sizeof(set), "PRAGMA user_version = %d", version + 1);
-		rc = exec(st->db, st->path, migrations[version], errmsg);
+		rc = store_exec(st->db, st->path, migrations[version], errmsg);
 		if (rc == ERR_OK)
-			rc = exec(st->db, st->path, set, errmsg);
+			rc = store_exec(st->db, st->path, set, errmsg);
 		if (rc == ERR_OK)
-			rc = exec(st->db, st->path, "COMMIT", errmsg);
+			rc = store_exec(st->db, st->path, "COMMIT", errmsg);
 		if (rc)
 			break;
 		struct log_line *l = log_begin(LOG_INFO, "store migrated");
@@ -481,7 +413,7 @@ static enum err migrate(struct store *st, struct buf *errmsg)
 		log_end(l);
 	}
 	if (rc && !sqlite3_get_autocommit(st->db))
-		(void)exec(st->db, st->path, "ROLLBACK", NULL);
+		(void)store_exec(st->db, st->path, "ROLLBACK", NULL);
 	return rc;
 }
 
@@ -498,7 +430,7 @@ static enum err configure(struct store *st, struct buf *errmsg)
 	 * shows here.  auto_vacuum takes effect on a new file only, before WAL
 	 * mode writes its header; see incremental_vacuum() for older files.
 	 */
-	rc = exec(st->db, st->path, "PRAGMA auto_vacuum = INCREMENTAL", errmsg);
+	rc = store_exec(st->db, st->path, "PRAGMA auto_vacuum = INCREMENTAL", errmsg);
 	if (rc)
 		goto out;
 	rc = query_text(st->db, st->path, "PRAGMA journal_mode = WAL", &mode, errmsg);
@@ -510,8 +442,8 @@ static enum err configure(struct store *st, struct buf *errmsg)
 		rc = ERR_DB;
 		goto out;
 	}
-	rc = exec(st->db, st->path, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
-		  errmsg);
+	rc = store_exec(st->db, st->path, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON",
+			errmsg);
 out:
 	buf_release(&mode);
 	return rc;
@@ -531,7 +463,7 @@ static enum err incremental_vacuum(struct store *st, struct buf *errmsg)
 
 	if (rc || !strcmp(buf_str(&mode), "2"))
 		goto out;
-	rc = exec(st->db, st->path, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", errmsg);
+	rc = store_exec(st->db, st->path, "PRAGMA auto_vacuum = INCREMENTAL; VACUUM", errmsg);
 	if (rc == ERR_OK) {
 		struct log_line *l = log_begin(LOG_INFO, "store switched to incremental vacuum");
 		log_str(l, "path", st->path);
@@ -601,7 +533,7 @@ enum err store_open(const char *path, struct store **out, struct buf *errmsg)
 	int src;
 
 	*out = NULL;
-	if (empty(path)) {
+	if (store_empty(path)) {
 		buf_setf(errmsg, "store: database path is empty");
 		return ERR_INVALID;
 	}
@@ -652,1035 +584,13 @@ void store_close(struct store *st)
 	destroy(st);
 }
 
-/* ---- intake: group commit ---- */
-
-/*
- * Dead-letter pending event id of (receiver, key) with reason and set the
- * reason on its map row, if any.  Caller holds db_mu inside a transaction.
- */
-static enum err mark_dead(struct store *st, int64_t id, const char *receiver, const char *key,
-			  int64_t now_ms, const char *reason, struct buf *errmsg)
-{
-	int brc = SQLITE_OK;
-	enum err rc;
-
-	bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
-	bind_int(st->stmt[S_EV_DEAD], 2, now_ms, &brc);
-	bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
-	rc = run(st, S_EV_DEAD, brc, "dead-letter event", errmsg);
-	if (rc)
-		return rc;
-	bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);
-	bind_text(st->stmt[S_IS_SET_DEAD], 2, key, &brc);
-	bind_text(st->stmt[S_IS_SET_DEAD], 3, reason, &brc);
-	return run(st, S_IS_SET_DEAD, brc, "set dead reason", errmsg);
-}
-
-static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
-{
-	const char *missing = NULL;
-
-	if (empty(ev->kind))
-		missing = "kind";
-	else if (empty(ev->receiver))
-		missing = "receiver";
-	else if (empty(ev->key))
-		missing = "key";
-	else if (empty(ev->status))
-		missing = "status";
-	else if (empty(ev->payload))
-		missing = "payload";
-	if (missing) {
-		buf_setf(errmsg, "store: event %zu: %s is empty", i, missing);
-		return ERR_INVALID;
-	}
-	if (strcmp(ev->status, "firing") && strcmp(ev->status, "resolved")) {
-		buf_setf(errmsg, "store: event %zu: status \"%s\" is not firing or resolved", i,
-			 ev->status);
-		return ERR_INVALID;
-	}
-	return ERR_OK;
-}
-
-static enum err insert_event(struct store *st, struct store_event *ev, int64_t now,
-			     struct buf *errmsg)
-{
-	sqlite3_stmt *s = st->stmt[S_EV_INSERT];
-	int brc = SQLITE_OK;
-	enum err rc;
-
-	bind_text(s, 1, ev->kind, &brc);
-	bind_text(s, 2, ev->receiver, &brc);
-	bind_text(s, 3, ev->key, &brc);
-	bind_text(s, 4, ev->status, &brc);
-	bind_int(s, 5, ev->starts_at_ms, &brc);
-	bind_int(s, 6, ev->ends_at_ms, &brc);
-	bind_text(s, 7, ev->payload, &brc);
-	bind_int(s, 8, ev->received_at_ms > 0 ? ev->received_at_ms : now, &brc);
-	rc = run(st, S_EV_INSERT, brc, "insert event", errmsg);
-	if (rc == ERR_OK)
-		ev->id = sqlite3_last_insert_rowid(st->db);
-	if (rc == ERR_OK && !empty(ev->dead_reason))
-		rc = mark_dead(st, ev->id, ev->receiver, ev->key, now, ev->dead_reason, errmsg);
-	return rc;
-}
-
-/*
- * The leader's transaction: every event of every batch in list, one BEGIN
- * IMMEDIATE .. COMMIT.  Sets each batch's rc (and ids or errmsg) but not
- * done: the caller publishes that under q_mu.
- */
-static void commit_group(struct store *st, struct batch *list)
-{
-	struct buf msg = BUF_INIT;
-	int64_t now = clock_wall_ms();
-	enum err rc;
-
-	pthread_mutex_lock(&st->db_mu);
-	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
-	for (struct batch *b = list; b && rc == ERR_OK; b = b->next) {
-		for (size_t i = 0; i < b->n && rc == ERR_OK; i++)
-			rc = insert_event(st, &b->evs[i], now, &msg);
-	}
-	if (rc == ERR_OK)
-		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-
-	for (struct batch *b = list; b; b = b->next) {
-		b->rc = rc;
-		if (rc == ERR_OK)
-			continue;
-		for (size_t i = 0; i < b->n; i++)
-			b->evs[i].id = 0;
-		buf_setf(b->errmsg, "%s (nothing of this group commit was stored)", buf_str(&msg));
-	}
-	if (rc)
-		log_db("enqueue", &msg);
-	buf_release(&msg);
-}
-
-enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, struct buf *errmsg)
-{
-	struct batch me = { evs, n, errmsg, ERR_OK, 0, NULL };
-	struct batch *list;
-	enum err rc;
-
-	if (!st || (n > 0 && !evs)) {
-		buf_setf(errmsg, "store: enqueue: no store or no events");
-		return ERR_INVALID;
-	}
-	for (size_t i = 0; i < n; i++) {
-		rc = check_event(&evs[i], i, errmsg);
-		if (rc)
-			return rc;
-	}
-	if (n == 0)
-		return ERR_OK;
-
-	pthread_mutex_lock(&st->q_mu);
-	*st->tail = &me;
-	st->tail = &me.next;
-	/* Wait while another leader commits; it may take our batch with it. */
-	while (!me.done && st->committing)
-		pthread_cond_wait(&st->commit_cond, &st->q_mu);
-	if (!me.done) {
-		/* Lead: take everything queued so far (our batch included). */
-		st->committing = 1;
-		list = st->head;
-		st->head = NULL;
-		st->tail = &st->head;
-		pthread_mutex_unlock(&st->q_mu);
-
-		commit_group(st, list);
-
-		pthread_mutex_lock(&st->q_mu);
-		for (struct batch *b = list; b; b = b->next) {
-			b->done = 1;
-			st->stats.batches += b->rc == ERR_OK;
-			st->stats.events += b->rc == ERR_OK ? b->n : 0;
-		}
-		if (list->rc == ERR_OK) {
-			st->stats.commits++;
-			st->enq_seq++;
-			pthread_cond_broadcast(&st->event_cond);
-		} else {
-			st->stats.failed_commits++;
-		}
-		st->committing = 0;
-		/* Wake our followers, and the first of the next group to lead it. */
-		pthread_cond_broadcast(&st->commit_cond);
-	}
-	rc = me.rc;
-	pthread_mutex_unlock(&st->q_mu);
-	return rc;
-}
-
-/* ---- workers: next, wait, done, retry, dead ---- */
-
-static void read_event(sqlite3_stmt *s, struct store_event *out)
-{
-	out->id = sqlite3_column_int64(s, 0);
-	out->kind = col_str(s, 1);
-	out->receiver = col_str(s, 2);
-	out->key = col_str(s, 3);
-	out->status = col_str(s, 4);
-	out->starts_at_ms = sqlite3_column_int64(s, 5);
-	out->ends_at_ms = sqlite3_column_int64(s, 6);
-	out->payload = col_str(s, 7);
-	out->received_at_ms = sqlite3_column_int64(s, 8);
-	out->attempts = sqlite3_column_int(s, 9);
-	out->last_error = col_str(s, 10);
-	out->progress = col_str(s, 11);
-}
-
-enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
-			  struct store_event *out)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, src;
-
-	memset(out, 0, sizeof(*out));
-	if (!st || empty(kind))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_NEXT];
-	bind_text(s, 1, kind, &brc);
-	bind_int(s, 2, now_ms, &brc);
-	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
-	if (src == SQLITE_ROW)
-		read_event(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = db_fail(st, "next event", &msg);
-	done_with(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("next event", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-void store_event_release(struct store_event *ev)
-{
-	if (!ev)
-		return;
-	free(ev->kind);
-	free(ev->receiver);
-	free(ev->key);
-	free(ev->status);
-	free(ev->payload);
-	free(ev->last_error);
-	free(ev->progress);
-	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;
-	ev->progress = NULL;
-}
-
-/* The one integer a counting statement returns; -1 on error (logged). */
-static int64_t count(struct store *st, enum stmt_id id, const char *kind, const char *what)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
-	int64_t n = -1;
-	int brc = SQLITE_OK;
-
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[id];
-	if (kind)
-		bind_text(s, 1, kind, &brc);
-	if (brc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		n = sqlite3_column_type(s, 0) == SQLITE_NULL ? INT64_MAX
-							      : sqlite3_column_int64(s, 0);
-	else
-		(void)db_fail(st, what, &msg);
-	done_with(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (n == -1)
-		log_db(what, &msg);
-	buf_release(&msg);
-	return n;
-}
-
-int64_t store_pending_count(struct store *st, const char *kind)
-{
-	if (!st || empty(kind))
-		return -1;
-	return count(st, S_EV_PENDING, kind, "pending count");
-}
-
-int64_t store_dead_count(struct store *st)
-{
-	if (!st)
-		return -1;
-	return count(st, S_EV_DEAD_COUNT, NULL, "dead count");
-}
-
-static struct timespec mono_deadline(int64_t wait_ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(wait_ms / 1000);
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
-	return ts;
-}
-
-void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
-{
-	uint64_t seq, gen;
-	int64_t due, now, wait_ms;
-	struct timespec deadline;
-
-	if (!st || timeout_ms <= 0)
-		return;
-	if (timeout_ms > INT64_C(86400000))
-		timeout_ms = INT64_C(86400000);
-	pthread_mutex_lock(&st->q_mu);
-	if (st->closing) {
-		pthread_mutex_unlock(&st->q_mu);
-		return;
-	}
-	st->waiters++;
-	/* Snapshot before looking at the table: a commit after this changes enq_seq. */
-	seq = st->enq_seq;
-	gen = st->wake_gen;
-	pthread_mutex_unlock(&st->q_mu);
-
-	if (kind)
-		due = count(st, S_EV_DUE_KIND, kind, "due time");
-	else
-		due = count(st, S_EV_DUE_ANY, NULL, "due time");
-	now = clock_wall_ms();
-	wait_ms = timeout_ms;
-	if (due >= 0 && due < INT64_MAX)
-		wait_ms = due <= now ? 0 : (due - now < wait_ms ? due - now : wait_ms);
-	deadline = mono_deadline(wait_ms);
-
-	pthread_mutex_lock(&st->q_mu);
-	while (wait_ms > 0 && !st->closing && st->enq_seq == seq && st->wake_gen == gen) {
-		if (pthread_cond_timedwait(&st->event_cond, &st->q_mu, &deadline) == ETIMEDOUT)
-			break;
-	}
-	st->waiters--;
-	if (st->closing && st->waiters == 0)
-		pthread_cond_broadcast(&st->idle_cond);
-	pthread_mutex_unlock(&st->q_mu);
-}
-
-void store_wait(struct store *st, int64_t timeout_ms)
-{
-	store_wait_kind(st, NULL, timeout_ms);
-}
-
-void store_wake(struct store *st)
-{
-	if (!st)
-		return;
-	pthread_mutex_lock(&st->q_mu);
-	st->wake_gen++;
-	pthread_cond_broadcast(&st->event_cond);
-	pthread_mutex_unlock(&st->q_mu);
-}
-
-void store_stats(struct store *st, struct store_stats *out)
-{
-	memset(out, 0, sizeof(*out));
-	if (!st)
-		return;
-	pthread_mutex_lock(&st->q_mu);
-	*out = st->stats;
-	pthread_mutex_unlock(&st->q_mu);
-}
-
-/*
- * Why an UPDATE ... AND state = 'pending' changed nothing: ERR_NOTFOUND or
- * ERR_CONFLICT, with errmsg.  When the event is pending, ERR_OK and its
- * receiver and key copied to *receiver, *key (may be NULL).  Caller holds db_mu.
- */
-static enum err event_state(struct store *st, int64_t id, char **receiver, char **key,
-			    struct buf *errmsg)
-{
-	sqlite3_stmt *s = st->stmt[S_EV_STATE];
-	enum err rc = ERR_OK;
-	int src = sqlite3_bind_int64(s, 1, id);
-
-	if (src == SQLITE_OK)
-		src = sqlite3_step(s);
-	if (src == SQLITE_DONE) {
-		buf_setf(errmsg, "store: event %lld does not exist", (long long)id);
-		rc = ERR_NOTFOUND;
-	} else if (src != SQLITE_ROW) {
-		rc = db_fail(st, "event state", errmsg);
-	} else if (strcmp((const char *)sqlite3_column_text(s, 0), "pending")) {
-		buf_setf(errmsg, "store: event %lld is already %s", (long long)id,
-			 (const char *)sqlite3_column_text(s, 0));
-		rc = ERR_CONFLICT;
-	} else {
-		if (receiver)
-			*receiver = col_str(s, 1);
-		if (key)
-			*key = col_str(s, 2);
-	}
-	done_with(s);
-	return rc;
-}
-
-static enum err check_issue(const struct store_issue *row, struct buf *errmsg)
-{
-	const char *missing = NULL;
-
-	if (!row)
-		missing = "row";
-	else if (empty(row->receiver))
-		missing = "receiver";
-	else if (empty(row->key))
-		missing = "key";
-	else if (empty(row->repo))
-		missing = "repo";
-	else if (empty(row->state))
-		missing = "state";
-	if (missing) {
-		buf_setf(errmsg, "store: issue row: %s is empty", missing);
-		return ERR_INVALID;
-	}
-	if (strcmp(row->state, "open") && strcmp(row->state, "closed")) {
-		buf_setf(errmsg, "store: issue row: state \"%s\" is not open or closed",
-			 row->state);
-		return ERR_INVALID;
-	}
-	return ERR_OK;
-}
-
-/* Upsert row.  Caller holds db_mu. */
-static enum err put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
-{
-	sqlite3_stmt *s = st->stmt[S_IS_PUT];
-	int brc = SQLITE_OK;
-
-	bind_text(s, 1, row->receiver, &brc);
-	bind_text(s, 2, row->key, &brc);
-	bind_text(s, 3, row->repo, &brc);
-	bind_int(s, 4, row->number, &brc);
-	bind_text(s, 5, row->state, &brc);
-	bind_text(s, 6, row->state_reason, &brc);
-	bind_int(s, 7, row->episode_starts_ms, &brc);
-	bind_int(s, 8, row->resolved_ends_ms, &brc);
-	bind_int(s, 9, row->closed_at_ms, &brc);
-	bind_int(s, 10, row->previous_number, &brc);
-	bind_int(s, 11, row->created_at_ms, &brc);
-	bind_int(s, 12, row->updated_at_ms, &brc);
-	bind_text(s, 13, row->dead_reason, &brc);
-	return run(st, S_IS_PUT, brc, "put issue", errmsg);
-}
-
-enum err store_event_done(struct store *st, int64_t id, const struct store_issue *row,
-			  struct buf *errmsg)
-{
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK;
-
-	if (!st) {
-		buf_setf(errmsg, "store: no store");
-		return ERR_INVALID;
-	}
-	if (row) {
-		rc = check_issue(row, errmsg);
-		if (rc)
-			return rc;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = run(st, S_BEGIN, SQLITE_OK, "begin", errmsg);
-	if (rc)
-		goto out;
-	bind_int(st->stmt[S_EV_DONE], 1, id, &brc);
-	bind_int(st->stmt[S_EV_DONE], 2, clock_wall_ms(), &brc);
-	rc = run(st, S_EV_DONE, brc, "mark event done", errmsg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = event_state(st, id, NULL, NULL, errmsg);
-		if (rc == ERR_OK) /* pending yet not updated: cannot happen under BEGIN IMMEDIATE */
-			rc = db_fail(st, "mark event done", errmsg);
-	}
-	if (rc == ERR_OK && row)
-		rc = put_issue(st, row, errmsg);
-	if (rc == ERR_OK)
-		rc = run(st, S_COMMIT, SQLITE_OK, "commit", errmsg);
-out:
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *error)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int brc = SQLITE_OK;
-	sqlite3_stmt *s;
-
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_RETRY];
-	bind_int(s, 1, id, &brc);
-	bind_int(s, 2, next_at_ms, &brc);
-	bind_text(s, 3, error, &brc);
-	rc = run(st, S_EV_RETRY, brc, "retry event", &msg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = event_state(st, id, NULL, NULL, &msg);
-		if (rc == ERR_OK) /* changed by another process in between */
-			rc = ERR_CONFLICT;
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("retry event", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_event_progress(struct store *st, int64_t id, const char *progress)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int brc = SQLITE_OK;
-	sqlite3_stmt *s;
-
-	if (!st || empty(progress))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_PROGRESS];
-	bind_int(s, 1, id, &brc);
-	bind_text(s, 2, progress, &brc);
-	rc = run(st, S_EV_PROGRESS, brc, "record event progress", &msg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = event_state(st, id, NULL, NULL, &msg);
-		if (rc == ERR_OK)
-			rc = ERR_CONFLICT;
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("record event progress", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_event_dead(struct store *st, int64_t id, const char *reason)
-{
-	struct buf msg = BUF_INIT;
-	char *receiver = NULL, *key = NULL;
-	enum err rc;
-
-	if (!st || empty(reason))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
-	if (rc == ERR_OK)
-		rc = event_state(st, id, &receiver, &key, &msg);
-	if (rc == ERR_OK)
-		rc = mark_dead(st, id, receiver, key, clock_wall_ms(), reason, &msg);
-	if (rc == ERR_OK)
-		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("dead-letter event", &msg);
-	free(receiver);
-	free(key);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int brc = SQLITE_OK;
-	int64_t n;
-
-	if (deleted)
-		*deleted = 0;
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_int(st->stmt[S_EV_PRUNE], 1, before_ms, &brc);
-	rc = run(st, S_EV_PRUNE, brc, "prune events", &msg);
-	n = rc == ERR_OK ? sqlite3_changes64(st->db) : 0;
-	if (deleted)
-		*deleted = n;
-	/* Hand the freed pages back, then move them out of the WAL into the file. */
-	if (n > 0)
-		rc = exec(st->db, st->path,
-			  "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc)
-		log_db("prune events", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-/* ---- the issue map ---- */
-
-static void read_issue(sqlite3_stmt *s, struct store_issue *out)
-{
-	out->receiver = col_str(s, 0);
-	out->key = col_str(s, 1);
-	out->repo = col_str(s, 2);
-	out->number = sqlite3_column_int64(s, 3);
-	out->state = col_str(s, 4);
-	out->state_reason = col_str(s, 5);
-	out->episode_starts_ms = sqlite3_column_int64(s, 6);
-	out->resolved_ends_ms = sqlite3_column_int64(s, 7);
-	out->closed_at_ms = sqlite3_column_int64(s, 8);
-	out->previous_number = sqlite3_column_int64(s, 9);
-	out->created_at_ms = sqlite3_column_int64(s, 10);
-	out->updated_at_ms = sqlite3_column_int64(s, 11);
-	out->dead_reason = col_str(s, 12);
-}
-
-enum err store_issue_get(struct store *st, const char *receiver, const char *key,
-			 struct store_issue *out)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, src;
-
-	memset(out, 0, sizeof(*out));
-	if (!st || empty(receiver) || empty(key))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_IS_GET];
-	bind_text(s, 1, receiver, &brc);
-	bind_text(s, 2, key, &brc);
-	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
-	if (src == SQLITE_ROW)
-		read_issue(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = db_fail(st, "get issue", &msg);
-	done_with(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("get issue", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_issue_put(struct store *st, const struct store_issue *row)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
-	if (!st)
-		return ERR_INVALID;
-	rc = check_issue(row, &msg);
-	if (rc == ERR_OK) {
-		pthread_mutex_lock(&st->db_mu);
-		rc = put_issue(st, row, &msg);
-		pthread_mutex_unlock(&st->db_mu);
-		if (rc)
-			log_db("put issue", &msg);
-	}
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_issue_forget(struct store *st, const char *receiver, const char *key)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (!st || empty(receiver) || empty(key))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_text(st->stmt[S_IS_FORGET], 1, receiver, &brc);
-	bind_text(st->stmt[S_IS_FORGET], 2, key, &brc);
-	rc = run(st, S_IS_FORGET, brc, "forget issue", &msg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
-		rc = ERR_NOTFOUND;
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("forget issue", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-/*
- * Read up to EACH_PAGE_ROWS rows after (after_rcv, after_key) into page;
- * *n gets how many.  Keyset paging, so the lock is held per page only.
- */
-static enum err read_page(struct store *st, const char *receiver, const char *after_rcv,
-			  const char *after_key, struct store_issue *page, int *n,
-			  struct buf *errmsg)
-{
-	enum stmt_id id = receiver ? S_IS_PAGE_RCV : S_IS_PAGE_ALL;
-	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, src = SQLITE_OK;
-
-	*n = 0;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[id];
-	bind_text(s, 1, receiver ? receiver : after_rcv, &brc);
-	bind_text(s, 2, after_key, &brc);
-	bind_int(s, 3, EACH_PAGE_ROWS, &brc);
-	if (brc != SQLITE_OK)
-		src = brc;
-	while (src == SQLITE_OK || src == SQLITE_ROW) {
-		src = sqlite3_step(s);
-		if (src != SQLITE_ROW)
-			break;
-		memset(&page[*n], 0, sizeof(page[*n]));
-		read_issue(s, &page[*n]);
-		(*n)++;
-	}
-	if (src != SQLITE_DONE)
-		rc = db_fail(st, "list issues", errmsg);
-	done_with(s);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_issue_each(struct store *st, const char *receiver,
-			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx)
-{
-	struct store_issue page[EACH_PAGE_ROWS];
-	struct buf msg = BUF_INIT;
-	char *after_rcv = xstrdup(""), *after_key = xstrdup("");
-	enum err rc = ERR_OK;
-	int n = 0, stop = 0;
-
-	if (!st || !fn) {
-		rc = ERR_INVALID;
-		goto out;
-	}
-	do {
-		rc = read_page(st, receiver, after_rcv, after_key, page, &n, &msg);
-		for (int i = 0; i < n; i++) {
-			if (!stop && rc == ERR_OK)
-				stop = fn(ctx, &page[i]);
-			if (i == n - 1) {
-				free(after_rcv);
-				free(after_key);
-				after_rcv = page[i].receiver;
-				after_key = page[i].key;
-				page[i].receiver = page[i].key = NULL;
-			}
-			store_issue_release(&page[i]);
-		}
-	} while (rc == ERR_OK && !stop && n == EACH_PAGE_ROWS);
-	if (rc == ERR_DB)
-		log_db("list issues", &msg);
-out:
-	free(after_rcv);
-	free(after_key);
-	buf_release(&msg);
-	return rc;
-}
-
-void store_issue_release(struct store_issue *row)
-{
-	if (!row)
-		return;
-	free(row->receiver);
-	free(row->key);
-	free(row->repo);
-	free(row->state);
-	free(row->state_reason);
-	free(row->dead_reason);
-	row->receiver = row->key = row->repo = row->state = NULL;
-	row->state_reason = row->dead_reason = NULL;
-}
-
-/* ---- the janitor's Slack outbox ---- */
-
-static int notice_kind_valid(const char *kind)
-{
-	static const char *const kinds[] = { "notice", "reminder", "cancelled", "deleted" };
-
-	for (size_t i = 0; kind && i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (!strcmp(kind, kinds[i]))
-			return 1;
-	return 0;
-}
-
-enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *errmsg)
-{
-	sqlite3_stmt *s;
-	const char *missing = NULL;
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (!st || !n) {
-		buf_setf(errmsg, "store: notice: no store or no notice");
-		return ERR_INVALID;
-	}
-	n->id = 0;
-	if (empty(n->namespace))
-		missing = "namespace";
-	else if (empty(n->pod))
-		missing = "pod";
-	else if (empty(n->uid))
-		missing = "uid";
-	else if (empty(n->text))
-		missing = "text";
-	if (missing) {
-		buf_setf(errmsg, "store: notice: %s is empty", missing);
-		return ERR_INVALID;
-	}
-	if (!notice_kind_valid(n->kind)) {
-		buf_setf(errmsg, "store: notice: kind \"%s\" is not notice, reminder, cancelled "
-			 "or deleted", n->kind ? n->kind : "");
-		return ERR_INVALID;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_NO_INSERT];
-	bind_text(s, 1, n->namespace, &brc);
-	bind_text(s, 2, n->pod, &brc);
-	bind_text(s, 3, n->uid, &brc);
-	bind_text(s, 4, n->kind, &brc);
-	bind_int(s, 5, n->expires_ms, &brc);
-	bind_text(s, 6, n->notify, &brc);
-	bind_text(s, 7, n->owner, &brc);
-	bind_text(s, 8, n->channel, &brc);
-	bind_text(s, 9, n->thread_ts, &brc);
-	bind_text(s, 10, n->text, &brc);
-	bind_int(s, 11, n->created_at_ms > 0 ? n->created_at_ms : clock_wall_ms(), &brc);
-	rc = run(st, S_NO_INSERT, brc, "add notice", errmsg);
-	if (rc == ERR_OK)
-		n->id = sqlite3_last_insert_rowid(st->db);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-static void read_notice(sqlite3_stmt *s, struct store_notice *out)
-{
-	out->id = sqlite3_column_int64(s, 0);
-	out->namespace = col_str(s, 1);
-	out->pod = col_str(s, 2);
-	out->uid = col_str(s, 3);
-	out->kind = col_str(s, 4);
-	out->expires_ms = sqlite3_column_int64(s, 5);
-	out->notify = col_str(s, 6);
-	out->owner = col_str(s, 7);
-	out->channel = col_str(s, 8);
-	out->thread_ts = col_str(s, 9);
-	out->text = col_str(s, 10);
-	out->state = col_str(s, 11);
-	out->attempts = sqlite3_column_int(s, 12);
-	out->next_attempt_at_ms = sqlite3_column_int64(s, 13);
-	out->created_at_ms = sqlite3_column_int64(s, 14);
-	out->sent_at_ms = sqlite3_column_int64(s, 15);
-	out->slack_channel_id = col_str(s, 16);
-	out->slack_ts = col_str(s, 17);
-	out->last_error = col_str(s, 18);
-}
-
-/* Step a one-row notice SELECT whose parameters are bound (brc their result). */
-static enum err one_notice(struct store *st, enum stmt_id id, int brc, const char *what,
-			   struct store_notice *out)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = st->stmt[id];
-	int src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
-	enum err rc = ERR_OK;
-
-	if (src == SQLITE_ROW)
-		read_notice(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = db_fail(st, what, &msg);
-	done_with(s);
-	if (rc == ERR_DB)
-		log_db(what, &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_notice_next(struct store *st, int64_t now_ms, struct store_notice *out)
-{
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	memset(out, 0, sizeof(*out));
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_int(st->stmt[S_NO_NEXT], 1, now_ms, &brc);
-	rc = one_notice(st, S_NO_NEXT, brc, "next notice", out);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_notice_latest(struct store *st, const char *uid, const char *kind,
-			     struct store_notice *out)
-{
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	memset(out, 0, sizeof(*out));
-	if (!st || empty(uid) || empty(kind))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_text(st->stmt[S_NO_LATEST], 1, uid, &brc);
-	bind_text(st->stmt[S_NO_LATEST], 2, kind, &brc);
-	rc = one_notice(st, S_NO_LATEST, brc, "latest notice", out);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-/* Run an UPDATE of one pending notice; ERR_NOTFOUND when it changed nothing. */
-static enum err update_notice(struct store *st, enum stmt_id id, int brc, const char *what)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc = run(st, id, brc, what, &msg);
-
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
-		rc = ERR_NOTFOUND;
-	if (rc == ERR_DB)
-		log_db(what, &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_notice_sent(struct store *st, int64_t id, int64_t sent_at_ms, const char *channel,
-			   const char *slack_channel_id, const char *slack_ts)
-{
-	sqlite3_stmt *s;
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_NO_SENT];
-	bind_int(s, 1, id, &brc);
-	bind_int(s, 2, sent_at_ms, &brc);
-	bind_text(s, 3, channel, &brc);
-	bind_text(s, 4, slack_channel_id, &brc);
-	bind_text(s, 5, slack_ts, &brc);
-	rc = update_notice(st, S_NO_SENT, brc, "notice sent");
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_notice_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *channel,
-			    const char *error)
-{
-	sqlite3_stmt *s;
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_NO_RETRY];
-	bind_int(s, 1, id, &brc);
-	bind_int(s, 2, next_at_ms, &brc);
-	bind_text(s, 3, channel, &brc);
-	bind_text(s, 4, error, &brc);
-	rc = update_notice(st, S_NO_RETRY, brc, "retry notice");
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_notice_dead(struct store *st, int64_t id, const char *reason)
-{
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_int(st->stmt[S_NO_DEAD], 1, id, &brc);
-	bind_text(st->stmt[S_NO_DEAD], 2, reason, &brc);
-	rc = update_notice(st, S_NO_DEAD, brc, "notice dead");
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_notice_cancel(struct store *st, const char *uid, const char *reason, int64_t *n)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (n)
-		*n = 0;
-	if (!st || empty(uid))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_text(st->stmt[S_NO_CANCEL], 1, uid, &brc);
-	bind_text(st->stmt[S_NO_CANCEL], 2, reason, &brc);
-	rc = run(st, S_NO_CANCEL, brc, "cancel notices", &msg);
-	if (rc == ERR_OK && n)
-		*n = sqlite3_changes64(st->db);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc)
-		log_db("cancel notices", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-int64_t store_notice_pending_count(struct store *st)
-{
-	if (!st)
-		return -1;
-	return count(st, S_NO_PENDING, NULL, "pending notices");
-}
-
-void store_notice_release(struct store_notice *n)
-{
-	if (!n)
-		return;
-	free(n->namespace);
-	free(n->pod);
-	free(n->uid);
-	free(n->kind);
-	free(n->notify);
-	free(n->owner);
-	free(n->channel);
-	free(n->thread_ts);
-	free(n->text);
-	free(n->state);
-	free(n->slack_channel_id);
-	free(n->slack_ts);
-	free(n->last_error);
-	memset(n, 0, sizeof(*n));
-}
-
-/*
- * ---- storm summaries (schema version 3; bridge/storm.h) ----
- * These statements are prepared per call rather than kept in stmt_sql: they
- * run at most once per event or per summary update, and keeping them here
- * keeps the storm's part of the store in one block.
- */
-
-#define SUMMARY_COLS                                                                \
-	"s.id, s.receiver, s.repo, s.alertname, s.marker_key, s.number, s.state, "  \
-	"s.created_at_ms, s.synced_at_ms, s.next_sync_ms, s.dirty, "                \
-	"(SELECT count(*) FROM storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1), " \
-	"(SELECT count(*) FROM storm_members AS m WHERE m.summary_id = s.id)"
-
 /*
  * Prepare sql and bind the arguments types describes ('t' const char *, 'i'
  * int64_t).  With rows NULL, step it to the end and finalize it; else hand
  * the statement to the caller, who steps and finalizes it.  Caller holds db_mu.
  */
-static enum err sq(struct store *st, const char *sql, const char *what, struct buf *errmsg,
-		   sqlite3_stmt **rows, const char *types, ...)
+enum err store_sq(struct store *st, const char *sql, const char *what, struct buf *errmsg,
+		  sqlite3_stmt **rows, const char *types, ...)
 {
 	sqlite3_stmt *s = NULL;
 	enum err rc = ERR_OK;
@@ -1688,13 +598,13 @@ static enum err sq(struct store *st, const char *sql, const char *what, struct b
 	va_list ap;
 
 	if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK)
-		return db_fail(st, what, errmsg);
+		return store_db_fail(st, what, errmsg);
 	va_start(ap, types);
 	for (int i = 0; types[i]; i++) {
 		if (types[i] == 't')
-			bind_text(s, i + 1, va_arg(ap, const char *), &brc);
+			store_bind_text(s, i + 1, va_arg(ap, const char *), &brc);
 		else
-			bind_int(s, i + 1, va_arg(ap, int64_t), &brc);
+			store_bind_int(s, i + 1, va_arg(ap, int64_t), &brc);
 	}
 	va_end(ap);
 	if (brc != SQLITE_OK) {
@@ -1704,672 +614,8 @@ static enum err sq(struct store *st, const char *sql, const char *what, struct b
 		*rows = s;
 		return ERR_OK;
 	} else if (sqlite3_step(s) != SQLITE_DONE) {
-		rc = db_fail(st, what, errmsg);
+		rc = store_db_fail(st, what, errmsg);
 	}
 	sqlite3_finalize(s);
 	return rc;
-}
-
-int64_t store_pending_creates(struct store *st, const char *receiver)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
-	int64_t n = -1;
-
-	if (!st || empty(receiver))
-		return -1;
-	pthread_mutex_lock(&st->db_mu);
-	if (sq(st, "SELECT count(DISTINCT e.key) FROM events AS e WHERE e.kind = 'bridge' AND "
-		   "e.state = 'pending' AND e.receiver = ?1 AND e.status = 'firing' AND NOT EXISTS "
-		   "(SELECT 1 FROM issues AS i WHERE i.receiver = e.receiver AND i.key = e.key)",
-	       "pending creates", &msg, &s, "t", receiver) == ERR_OK) {
-		if (sqlite3_step(s) == SQLITE_ROW)
-			n = sqlite3_column_int64(s, 0);
-		else
-			(void)db_fail(st, "pending creates", &msg);
-		sqlite3_finalize(s);
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (n < 0)
-		log_db("pending creates", &msg);
-	buf_release(&msg);
-	return n;
-}
-
-static void read_summary(sqlite3_stmt *s, void *o)
-{
-	struct store_summary *out = o;
-
-	out->id = sqlite3_column_int64(s, 0);
-	out->receiver = col_str(s, 1);
-	out->repo = col_str(s, 2);
-	out->alertname = col_str(s, 3);
-	out->marker_key = col_str(s, 4);
-	out->number = sqlite3_column_int64(s, 5);
-	out->state = col_str(s, 6);
-	out->created_at_ms = sqlite3_column_int64(s, 7);
-	out->synced_at_ms = sqlite3_column_int64(s, 8);
-	out->next_sync_ms = sqlite3_column_int64(s, 9);
-	out->dirty = (int)sqlite3_column_int64(s, 10);
-	out->firing = sqlite3_column_int64(s, 11);
-	out->total = sqlite3_column_int64(s, 12);
-}
-
-/* Run a prepared query; read its first row into out.  Caller holds db_mu. */
-static enum err one_row(struct store *st, sqlite3_stmt *s, const char *what,
-			void (*read)(sqlite3_stmt *s, void *out), void *out, struct buf *errmsg)
-{
-	int src = sqlite3_step(s);
-	enum err rc = ERR_OK;
-
-	if (src == SQLITE_ROW)
-		read(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = db_fail(st, what, errmsg);
-	sqlite3_finalize(s);
-	return rc;
-}
-
-/*
- * Lock, run sql with types/args through sq(), read one row with read (a
- * summary's, a group state's), unlock, log ERR_DB.
- */
-#define ROW_QUERY(st, read, out, what, sql, ...)                                     \
-	do {                                                                          \
-		struct buf msg_ = BUF_INIT;                                           \
-		sqlite3_stmt *s_ = NULL;                                              \
-		memset((out), 0, sizeof(*(out)));                                     \
-		pthread_mutex_lock(&(st)->db_mu);                                     \
-		rc = sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
-		if (rc == ERR_OK)                                                     \
-			rc = one_row((st), s_, (what), (read), (out), &msg_);        \
-		pthread_mutex_unlock(&(st)->db_mu);                                   \
-		if (rc == ERR_DB)                                                     \
-			log_db((what), &msg_);                                        \
-		buf_release(&msg_);                                                   \
-	} while (0)
-
-enum err store_summary_live(struct store *st, const char *receiver, const char *repo,
-			    const char *alertname, struct store_summary *out)
-{
-	enum err rc;
-
-	if (!st || empty(receiver) || empty(repo) || !alertname) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_summary, out, "live summary",
-		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
-		      "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
-		      "ORDER BY s.id DESC LIMIT 1",
-		      "ttt", receiver, repo, alertname);
-	return rc;
-}
-
-enum err store_summary_get(struct store *st, int64_t id, struct store_summary *out)
-{
-	enum err rc;
-
-	if (!st) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_summary, out, "get summary",
-		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
-	return rc;
-}
-
-enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms,
-			   struct store_summary *out)
-{
-	enum err rc;
-
-	if (!st) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_summary, out, "due summary",
-		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
-		      "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
-		      "(s.dirty AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
-		      "storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1)) "
-		      "ORDER BY s.next_sync_ms, s.id LIMIT 1",
-		      "ii", now_ms, interval_ms);
-	return rc;
-}
-
-enum err store_summary_add(struct store *st, struct store_summary *s, struct buf *errmsg)
-{
-	enum err rc;
-
-	if (!st || !s || empty(s->receiver) || empty(s->repo) || !s->alertname ||
-	    empty(s->marker_key)) {
-		buf_setf(errmsg, "store: summary: receiver, repo, alertname and marker_key needed");
-		return ERR_INVALID;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "INSERT INTO storm_summaries (receiver, repo, alertname, marker_key, state, "
-		    "created_at_ms) VALUES (?1, ?2, ?3, ?4, 'creating', ?5)",
-		"add summary", errmsg, NULL, "tttti", s->receiver, s->repo, s->alertname,
-		s->marker_key, s->created_at_ms > 0 ? s->created_at_ms : clock_wall_ms());
-	s->id = rc ? 0 : sqlite3_last_insert_rowid(st->db);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_summary_save(struct store *st, const struct store_summary *s, struct buf *errmsg)
-{
-	enum err rc;
-
-	if (!st || !s || empty(s->repo) || empty(s->state) ||
-	    (strcmp(s->state, "creating") && strcmp(s->state, "open") &&
-	     strcmp(s->state, "closed"))) {
-		buf_setf(errmsg, "store: summary: repo and state (creating, open or closed) needed");
-		return ERR_INVALID;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
-	if (rc)
-		goto out;
-	rc = sq(st, "UPDATE storm_summaries SET repo = ?2, number = ?3, state = ?4, "
-		    "synced_at_ms = ?5, next_sync_ms = ?6, dirty = ?7 WHERE id = ?1",
-		"save summary", errmsg, NULL, "ititiii", s->id, s->repo, s->number, s->state,
-		s->synced_at_ms, s->next_sync_ms, (int64_t)s->dirty);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		buf_setf(errmsg, "store: summary %lld does not exist", (long long)s->id);
-		rc = ERR_NOTFOUND;
-	}
-	/* The map rows of its alerts follow the summary issue (store.h). */
-	if (rc == ERR_OK && strcmp(s->state, "creating"))
-		rc = sq(st, "UPDATE issues SET repo = ?2, number = ?3, state = ?4, "
-			    "state_reason = CASE WHEN ?4 = 'closed' THEN 'completed' END, "
-			    "closed_at_ms = CASE WHEN ?4 = 'closed' THEN ?5 ELSE 0 END, "
-			    "updated_at_ms = ?5 WHERE (receiver, key) IN (SELECT receiver, key FROM "
-			    "storm_members WHERE summary_id = ?1) "
-			    "AND (state != ?4 OR number != ?3 OR repo != ?2)",
-			"update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
-			s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());
-	if (rc == ERR_OK)
-		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
-out:
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_member_get(struct store *st, const char *receiver, const char *key,
-			  struct store_member *out)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
-	enum err rc;
-	int src;
-
-	memset(out, 0, sizeof(*out));
-	if (!st || empty(receiver) || empty(key))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
-		    "storm_members WHERE receiver = ?1 AND key = ?2",
-		"get member", &msg, &s, "tt", receiver, key);
-	if (rc == ERR_OK) {
-		src = sqlite3_step(s);
-		if (src == SQLITE_ROW) {
-			out->key = col_str(s, 0);
-			out->summary_id = sqlite3_column_int64(s, 1);
-			out->firing = (int)sqlite3_column_int64(s, 2);
-			out->starts_at_ms = sqlite3_column_int64(s, 3);
-			out->ends_at_ms = sqlite3_column_int64(s, 4);
-			out->line = col_str(s, 5);
-		} else if (src == SQLITE_DONE) {
-			rc = ERR_NOTFOUND;
-		} else {
-			rc = db_fail(st, "get member", &msg);
-		}
-		sqlite3_finalize(s);
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("get member", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-/* Mark pending event id done inside the caller's transaction.  Caller holds db_mu. */
-static enum err mark_done(struct store *st, int64_t id, struct buf *errmsg)
-{
-	enum err rc = sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
-			     "WHERE id = ?1 AND state = 'pending'",
-			 "mark event done", errmsg, NULL, "ii", id, clock_wall_ms());
-
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = event_state(st, id, NULL, NULL, errmsg);
-		if (rc == ERR_OK)
-			rc = db_fail(st, "mark event done", errmsg);
-	}
-	return rc;
-}
-
-enum err store_member_fold(struct store *st, int64_t event_id, const struct store_issue *row,
-			   const struct store_member *m, int dirty, struct buf *errmsg)
-{
-	enum err rc;
-
-	if (!st || !m || empty(m->key) || m->summary_id <= 0) {
-		buf_setf(errmsg, "store: member: key and summary_id needed");
-		return ERR_INVALID;
-	}
-	rc = check_issue(row, errmsg);
-	if (rc)
-		return rc;
-	if (strcmp(row->key, m->key)) {
-		buf_setf(errmsg, "store: member key \"%s\" is not the row's \"%s\"", m->key,
-			 row->key);
-		return ERR_INVALID;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
-	if (rc)
-		goto out;
-	rc = mark_done(st, event_id, errmsg);
-	if (rc == ERR_OK)
-		rc = put_issue(st, row, errmsg);
-	if (rc == ERR_OK)
-		rc = sq(st, "INSERT INTO storm_members (receiver, key, summary_id, firing, "
-			    "starts_at_ms, ends_at_ms, line) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-			    "ON CONFLICT (receiver, key) DO UPDATE SET summary_id = excluded.summary_id, "
-			    "firing = excluded.firing, starts_at_ms = excluded.starts_at_ms, "
-			    "ends_at_ms = excluded.ends_at_ms, line = excluded.line",
-			"fold member", errmsg, NULL, "ttiiiit", row->receiver, m->key, m->summary_id,
-			(int64_t)(m->firing != 0), m->starts_at_ms, m->ends_at_ms,
-			m->line ? m->line : "");
-	if (rc == ERR_OK && dirty)
-		rc = sq(st, "UPDATE storm_summaries SET dirty = 1 WHERE id = ?1", "mark summary",
-			errmsg, NULL, "i", m->summary_id);
-	if (rc == ERR_OK)
-		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
-out:
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_member_unfold(struct store *st, const char *receiver, const char *key,
-			     struct buf *errmsg)
-{
-	enum err rc;
-
-	if (!st || empty(receiver) || empty(key)) {
-		buf_setf(errmsg, "store: unfold: receiver and key needed");
-		return ERR_INVALID;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
-	if (rc == ERR_OK)
-		rc = sq(st, "DELETE FROM issues WHERE receiver = ?1 AND key = ?2", "unfold row",
-			errmsg, NULL, "tt", receiver, key);
-	if (rc == ERR_OK)
-		rc = sq(st, "DELETE FROM storm_members WHERE receiver = ?1 AND key = ?2",
-			"unfold member", errmsg, NULL, "tt", receiver, key);
-	if (rc == ERR_OK)
-		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_member_list(struct store *st, int64_t summary_id, struct store_member **out,
-			   size_t *n)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
-	struct store_member *v = NULL;
-	size_t len = 0, cap = 0;
-	enum err rc;
-	int src;
-
-	*out = NULL;
-	*n = 0;
-	if (!st)
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
-		    "storm_members WHERE summary_id = ?1 ORDER BY firing DESC, starts_at_ms, key",
-		"list members", &msg, &s, "i", summary_id);
-	while (rc == ERR_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 64;
-			v = xreallocarray(v, cap, sizeof(*v));
-		}
-		v[len].key = col_str(s, 0);
-		v[len].summary_id = sqlite3_column_int64(s, 1);
-		v[len].firing = (int)sqlite3_column_int64(s, 2);
-		v[len].starts_at_ms = sqlite3_column_int64(s, 3);
-		v[len].ends_at_ms = sqlite3_column_int64(s, 4);
-		v[len].line = col_str(s, 5);
-		len++;
-	}
-	if (rc == ERR_OK && src != SQLITE_DONE)
-		rc = db_fail(st, "list members", &msg);
-	sqlite3_finalize(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("list members", &msg);
-	if (rc) {
-		store_member_list_free(v, len);
-		len = 0;
-		v = NULL;
-	}
-	*out = v;
-	*n = len;
-	buf_release(&msg);
-	return rc;
-}
-
-void store_member_release(struct store_member *m)
-{
-	if (!m)
-		return;
-	free(m->key);
-	free(m->line);
-	memset(m, 0, sizeof(*m));
-}
-
-void store_member_list_free(struct store_member *v, size_t n)
-{
-	for (size_t i = 0; v && i < n; i++)
-		store_member_release(&v[i]);
-	free(v);
-}
-
-void store_summary_release(struct store_summary *s)
-{
-	if (!s)
-		return;
-	free(s->receiver);
-	free(s->repo);
-	free(s->alertname);
-	free(s->marker_key);
-	free(s->state);
-	memset(s, 0, sizeof(*s));
-}
-
-/* ---- repository scans (map rebuild) ---- */
-
-enum err store_scan_get(struct store *st, const char *receiver, const char *repo,
-			int64_t *done_at_ms)
-{
-	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
-	enum err rc = ERR_NOTFOUND;
-	int brc = SQLITE_OK, step;
-
-	if (!st || empty(receiver) || empty(repo))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_SCAN_GET];
-	bind_text(s, 1, receiver, &brc);
-	bind_text(s, 2, repo, &brc);
-	step = brc == SQLITE_OK ? sqlite3_step(s) : SQLITE_ERROR;
-	if (step == SQLITE_ROW) {
-		if (done_at_ms)
-			*done_at_ms = sqlite3_column_int64(s, 0);
-		rc = ERR_OK;
-	} else if (step != SQLITE_DONE) {
-		rc = db_fail(st, "read repo scan", &msg);
-	}
-	done_with(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("read repo scan", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
-			 int64_t done_at_ms)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int brc = SQLITE_OK;
-
-	if (!st || empty(receiver) || empty(repo))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	bind_text(st->stmt[S_SCAN_PUT], 1, receiver, &brc);
-	bind_text(st->stmt[S_SCAN_PUT], 2, repo, &brc);
-	bind_int(st->stmt[S_SCAN_PUT], 3, done_at_ms, &brc);
-	rc = run(st, S_SCAN_PUT, brc, "record repo scan", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("record repo scan", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-/* ---- dead letters without a map row ---- */
-
-enum err store_dead_unmapped(struct store *st, const char *kind, int max,
-			     int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
-{
-	struct buf msg = BUF_INIT;
-	struct store_event *evs;
-	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, n = 0, step = SQLITE_DONE, stopped = 0;
-
-	if (!st || empty(kind) || !fn || max <= 0)
-		return ERR_INVALID;
-	if (max > 1000)
-		max = 1000;
-	evs = xcalloc((size_t)max, sizeof(*evs));
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_DEAD_UNMAPPED];
-	bind_text(s, 1, kind, &brc);
-	bind_int(s, 2, max, &brc);
-	while (brc == SQLITE_OK && n < max && (step = sqlite3_step(s)) == SQLITE_ROW)
-		read_event(s, &evs[n++]);
-	if (brc != SQLITE_OK || (n < max && step != SQLITE_DONE))
-		rc = db_fail(st, "list dead letters", &msg);
-	done_with(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		log_db("list dead letters", &msg);
-	for (int i = 0; i < n; i++) {
-		if (rc == ERR_OK && !stopped)
-			stopped = fn(ctx, &evs[i]);
-		store_event_release(&evs[i]);
-	}
-	free(evs);
-	buf_release(&msg);
-	return rc;
-}
-
-/* ---- re-queueing dead letters ---- */
-
-/* The dead events store_dead_requeue() selects: ?1 kind, ?2 receiver, ?3 key, ?4 reason. */
-#define DEAD_MATCH                                                                  \
-	"state = 'dead' AND kind = ?1 AND (?2 IS NULL OR receiver = ?2) AND "       \
-	"(?3 IS NULL OR key = ?3) AND (?4 IS NULL OR last_error LIKE ?4)"
-
-enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
-			    const char *key, const char *reason_like, int64_t *n)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int64_t changed = 0;
-
-	if (n)
-		*n = 0;
-	if (!st || empty(kind))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
-	if (rc == ERR_OK)
-		rc = sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
-			    "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
-			    "events.key = issues.key)",
-			"clear dead reasons", &msg, NULL, "tttt", kind, receiver, key, reason_like);
-	if (rc == ERR_OK)
-		rc = sq(st, "UPDATE events SET state = 'pending', done_at_ms = NULL, attempts = 0, "
-			    "next_attempt_at_ms = 0, last_error = '" STORE_REQUEUED "' || "
-			    "coalesce(last_error, '') WHERE " DEAD_MATCH,
-			"requeue dead letters", &msg, NULL, "tttt", kind, receiver, key,
-			reason_like);
-	if (rc == ERR_OK)
-		changed = sqlite3_changes64(st->db);
-	if (rc == ERR_OK)
-		rc = run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc) {
-		log_db("requeue dead letters", &msg);
-	} else if (changed > 0) {
-		if (n)
-			*n = changed;
-		store_wake(st);
-	}
-	buf_release(&msg);
-	return rc;
-}
-
-/* ---- issue_per: group states ---- */
-
-#define GROUP_COLS "receiver, key, members, payload, dirty, synced_at_ms, next_sync_ms"
-
-static void read_group(sqlite3_stmt *s, void *o)
-{
-	struct store_group *out = o;
-
-	out->receiver = col_str(s, 0);
-	out->key = col_str(s, 1);
-	out->members = col_str(s, 2);
-	out->payload = col_str(s, 3);
-	out->dirty = (int)sqlite3_column_int64(s, 4);
-	out->synced_at_ms = sqlite3_column_int64(s, 5);
-	out->next_sync_ms = sqlite3_column_int64(s, 6);
-}
-
-enum err store_group_get(struct store *st, const char *receiver, const char *key,
-			 struct store_group *out)
-{
-	enum err rc;
-
-	if (!st || empty(receiver) || empty(key)) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_group, out, "get group state",
-		    "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
-		    "tt", receiver, key);
-	return rc;
-}
-
-enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
-			 struct store_group *out)
-{
-	enum err rc;
-
-	if (!st) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_group, out, "due group state",
-		    "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
-		    "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
-		    "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
-		    "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
-		    "ORDER BY max(g.next_sync_ms, g.synced_at_ms + ?2), g.key LIMIT 1",
-		    "ii", now_ms, interval_ms);
-	return rc;
-}
-
-static enum err check_group(const struct store_group *g, struct buf *errmsg)
-{
-	if (!g || empty(g->receiver) || empty(g->key) || empty(g->members) || empty(g->payload)) {
-		buf_setf(errmsg, "store: group state: receiver, key, members and payload needed");
-		return ERR_INVALID;
-	}
-	return ERR_OK;
-}
-
-/* Upsert g.  Caller holds db_mu. */
-static enum err put_group(struct store *st, const struct store_group *g, struct buf *errmsg)
-{
-	return sq(st, "INSERT INTO group_states (" GROUP_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-		      "?7) ON CONFLICT (receiver, key) DO UPDATE SET members = excluded.members, "
-		      "payload = excluded.payload, dirty = excluded.dirty, "
-		      "synced_at_ms = excluded.synced_at_ms, next_sync_ms = excluded.next_sync_ms",
-		  "put group state", errmsg, NULL, "ttttiii", g->receiver, g->key, g->members,
-		  g->payload, (int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
-}
-
-enum err store_group_done(struct store *st, int64_t event_id, const struct store_issue *row,
-			  const struct store_group *g, struct buf *errmsg)
-{
-	enum err rc;
-
-	if (!st) {
-		buf_setf(errmsg, "store: no store");
-		return ERR_INVALID;
-	}
-	rc = check_group(g, errmsg);
-	if (rc == ERR_OK && row)
-		rc = check_issue(row, errmsg);
-	if (rc)
-		return rc;
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
-	if (rc)
-		goto out;
-	rc = mark_done(st, event_id, errmsg);
-	if (rc == ERR_OK && row)
-		rc = put_issue(st, row, errmsg);
-	if (rc == ERR_OK)
-		rc = put_group(st, g, errmsg);
-	if (rc == ERR_OK)
-		rc = sq(st, "COMMIT", "commit", errmsg, NULL, "");
-out:
-	if (rc)
-		rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-enum err store_group_synced(struct store *st, const struct store_group *g, struct buf *errmsg)
-{
-	enum err rc;
-
-	if (!st || !g || empty(g->receiver) || empty(g->key)) {
-		buf_setf(errmsg, "store: group state: receiver and key needed");
-		return ERR_INVALID;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = sq(st, "UPDATE group_states SET dirty = ?3, synced_at_ms = ?4, next_sync_ms = ?5 "
-		    "WHERE receiver = ?1 AND key = ?2",
-		"record group body update", errmsg, NULL, "ttiii", g->receiver, g->key,
-		(int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		buf_setf(errmsg, "store: no group state for %s", g->key);
-		rc = ERR_NOTFOUND;
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
-}
-
-void store_group_release(struct store_group *g)
-{
-	if (!g)
-		return;
-	free(g->receiver);
-	free(g->key);
-	free(g->members);
-	free(g->payload);
-	memset(g, 0, sizeof(*g));
 }

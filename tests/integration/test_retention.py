@@ -4,7 +4,7 @@
 The real binary with `database_retention: 2s` against the fake GitHub: alerts fire and resolve
 (six done events).  Within a bounded time the done rows are gone from the sqlite file while the
 map rows stay, and the file is in incremental-vacuum mode (dead letters staying is
-test_store.c's and test_repo_missing.py's).  Before the fix nothing ever pruned them.
+test_store_events.c's and test_repo_missing.py's).  Before the fix nothing ever pruned them.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """

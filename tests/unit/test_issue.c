@@ -37,7 +37,7 @@ static void row_init(struct store_issue *row, const char *state, const char *rea
 	row->updated_at_ms = T0 - DAY_MS;
 }
 
-/* store_issue_release() lives in store.c; the test frees its own rows. */
+/* store_issue_release() lives in store_map.c; the test frees its own rows. */
 static void row_free(struct store_issue *row)
 {
 	free(row->receiver);

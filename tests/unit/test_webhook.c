@@ -4,7 +4,7 @@
  * in a fresh temporary directory, libcurl as Alertmanager.  Every answer is
  * checked byte for byte, and every rejection leaves the queue unchanged.
  * Store failures are injected with an sqlite trigger added through a second
- * connection to the same file (as test_store.c does).
+ * connection to the same file (as test_store_events.c does).
  */
 #include <setjmp.h>
 #include <stdarg.h>

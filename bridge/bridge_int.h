@@ -1,0 +1,79 @@
+/*
+ * bridge_int.h - what the parts of the reconciler share: struct bridge, the
+ * work of one event, and the calls bridge.c makes into bridge_exec.c.  Not
+ * for other modules: they use bridge/bridge.h.
+ */
+#ifndef AB_BRIDGE_INT_H
+#define AB_BRIDGE_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bridge/bridge.h"
+#include "bridge/group.h"
+#include "bridge/issue.h"
+#include "core/buf.h"
+#include "core/clock.h"
+#include "core/err.h"
+
+/* The progress note of a create about to be sent: CREATE_NOTE "<ms when sent>". */
+#define CREATE_NOTE "create@"
+/* How far before a create (or its note) its issue is looked for by marker, in ms. */
+#define CREATE_LOOKBACK_MS 60000
+
+struct bridge {
+	struct bridge_options opts;
+	struct gh_client *gh;
+	struct storm *storm;  /* alert storms: bridge/storm.h */
+	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
+	struct group *group;  /* issue_per: group body updates: bridge/group.h */
+	char *html_base;  /* https://github.com or https://HOST for Enterprise */
+	pthread_t thread;
+	int started;
+	struct clock_stop stop;  /* bridge_request_stop(); cuts the worker's sleeps short */
+	unsigned int seed;
+	struct gh_stats last_stats;
+	struct metric *m_events;
+	struct metric *m_pending;
+	struct metric *m_dead;
+	struct metric *m_dead_letters;
+	struct metric *m_gh_requests;
+	struct metric *m_gh_retries;
+	struct metric *m_gh_ratelimit;
+	struct metric *m_gh_content_left;
+	struct metric *m_gh_ambiguous;
+	struct metric *m_gh_unauthorized;
+	struct metric *m_rebuilt;
+	struct metric *m_assignees_dropped;
+};
+
+/* What one event needs while it is handled; released in one place. */
+struct work {
+	struct store_event ev;
+	const struct cfg_receiver *rcv;
+	const char *repo;         /* points into payload_doc or the config */
+	json_t *payload_doc;
+	struct store_issue row;
+	int have_row;
+	struct issue_event iev;
+	struct issue_policy pol;
+	enum issue_action action;
+	int step;                 /* calls of the action already done (progress note) */
+	int comment_noted;        /* the stored note says the next call, a comment, may be made */
+	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
+	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
+	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
+	int64_t now_ms;
+	struct group_event *grp;  /* issue_per: group, else NULL */
+};
+/* The bridge's clock (opts.now_ms, else the wall clock), in ms since the epoch. */
+int64_t bridge_now_ms(struct bridge *b);
+/* The episode marker of the episode starting at starts_at_ms, appended to out. */
+void bridge_episode_marker(int64_t starts_at_ms, struct buf *out);
+/* The view of w for the templates in *view (json_decref() it); an error with errmsg. */
+enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg);
+/* Make the calls w->action needs from w->step on, noting progress; ERR_INVALID: no view. */
+enum err bridge_execute(struct bridge *b, struct work *w, struct buf *errmsg);
+
+#endif

@@ -1,0 +1,681 @@
+/*
+ * config_fields.c - the configuration's schema: the field table of every
+ * section, the custom field parsers, the per-section checks, the defaults and
+ * the lists of records (receivers, policies).  config.c walks the YAML with
+ * these tables; both share config_int.h.
+ */
+#include "config_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* ---- validation helpers ---- */
+
+static int valid_url(const char *s)
+{
+	if (!strncmp(s, "https://", 8))
+		return s[8] != '\0';
+	if (!strncmp(s, "http://", 7))
+		return s[7] != '\0';
+	return 0;
+}
+
+/* An http(s) URL at key in map, trailing slashes removed. */
+static enum err check_url(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+			  char *url)
+{
+	char sub[PATH_MAX_LEN];
+	size_t n;
+
+	cfg_join_key(sub, path, key);
+	if (!url || !valid_url(url))
+		return cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID,
+				"expected an http:// or https:// URL, got \"%s\"", url ? url : "");
+	n = strlen(url);
+	while (n > 0 && url[n - 1] == '/')
+		url[--n] = '\0';
+	return ERR_OK;
+}
+
+static enum err need(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		     const void *value)
+{
+	char sub[PATH_MAX_LEN];
+
+	if (value)
+		return ERR_OK;
+	if (cfg_find_value(c, map, key, NULL)) {
+		cfg_join_key(sub, path, key);
+		return cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, "must not be empty");
+	}
+	return cfg_fail(c, map, path, ERR_INVALID, "missing required key \"%s\"", key);
+}
+
+static enum err exclusive(struct ctx *c, yaml_node_t *map, const char *path, const char *a,
+			  const void *va, const char *b, const void *vb)
+{
+	char sub[PATH_MAX_LEN];
+
+	if (!va || !vb)
+		return ERR_OK;
+	cfg_join_key(sub, path, b);
+	return cfg_fail(c, cfg_key_or_map(c, map, b), sub, ERR_INVALID, "cannot be used together with %s",
+			a);
+}
+
+/* host:port, [v6]:port or :port with a port from 0 to 65535. */
+static int valid_listen(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	uint64_t port;
+
+	if (!colon || !cfg_parse_u64(colon + 1, 0, 65535, &port) || strlen(colon + 1) > 5)
+		return 0;
+	if (s[0] == '[')
+		return colon > s + 1 && colon[-1] == ']' &&
+		       !memchr(s + 1, ']', (size_t)(colon - s - 2));
+	return !memchr(s, ':', (size_t)(colon - s)) && !memchr(s, ']', (size_t)(colon - s));
+}
+
+static int valid_repo(const char *s)
+{
+	const char *slash = strchr(s, '/');
+
+	if (!slash || slash == s || !slash[1] || strchr(slash + 1, '/'))
+		return 0;
+	for (; *s; s++)
+		if (*s == ' ' || *s == '\t' || *s == '\\' || *s == '?' || *s == '#' || *s == '%')
+			return 0;
+	return 1;
+}
+
+/* ---- custom fields ---- */
+
+static enum err parse_log_level(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	const char *s = "";
+
+	if (cfg_get_scalar(c, node, path, "debug, info, warn or error", &s) != ERR_OK)
+		return ERR_INVALID;
+	if (log_level_parse(s, field) != ERR_OK)
+		return cfg_type_error(c, node, path, "debug, info, warn or error");
+	return ERR_OK;
+}
+
+static enum err parse_log_format(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	const char *s = "";
+
+	if (cfg_get_scalar(c, node, path, "logfmt or json", &s) != ERR_OK)
+		return ERR_INVALID;
+	if (log_format_parse(s, field) != ERR_OK)
+		return cfg_type_error(c, node, path, "logfmt or json");
+	return ERR_OK;
+}
+
+static enum err parse_issue_per(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	const char *want = "\"alert\" or \"group\"";
+	const char *s = "";
+
+	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
+		return ERR_INVALID;
+	if (!strcmp(s, "alert"))
+		*(enum cfg_issue_per *)field = CFG_ISSUE_PER_ALERT;
+	else if (!strcmp(s, "group"))
+		*(enum cfg_issue_per *)field = CFG_ISSUE_PER_GROUP;
+	else
+		return cfg_type_error(c, node, path, want);
+	return ERR_OK;
+}
+
+const char *const cfg_owned_names[] = {
+	[CFG_OWNED_NOTIFY_ONLY] = "notify-only",
+	[CFG_OWNED_SCALE_TO_ZERO] = "scale-to-zero",
+	[CFG_OWNED_DELETE_OWNER] = "delete-owner",
+};
+
+static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	const char *want = "\"scale-to-zero\", \"delete-owner\" or \"notify-only\"";
+	const char *s = "";
+
+	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
+		return ERR_INVALID;
+	for (size_t i = 0; i < sizeof(cfg_owned_names) / sizeof(cfg_owned_names[0]); i++) {
+		if (!strcmp(s, cfg_owned_names[i])) {
+			*(enum cfg_owned *)field = (enum cfg_owned)i;
+			return ERR_OK;
+		}
+	}
+	return cfg_type_error(c, node, path, want);
+}
+
+static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_slack *slack = field;
+	yaml_node_pair_t *p;
+	size_t n;
+
+	if (node->type != YAML_MAPPING_NODE)
+		return cfg_type_error(c, node, path, "a mapping of namespace to channel");
+	n = (size_t)(node->data.mapping.pairs.top - node->data.mapping.pairs.start);
+	free(slack->namespace_channels);
+	slack->namespace_channels = xcalloc(n ? n : 1, sizeof(struct cfg_pair));
+	for (p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
+		yaml_node_t *k = cfg_node_at(c, p->key), *v = cfg_node_at(c, p->value);
+		struct cfg_pair *pair;
+		char sub[PATH_MAX_LEN];
+		const char *ks = "", *vs = "";
+
+		if (cfg_get_scalar(c, k, path, "a namespace", &ks) != ERR_OK)
+			return ERR_INVALID;
+		cfg_join_key(sub, path, ks);
+		if (!*ks)
+			return cfg_fail(c, k, path, ERR_INVALID, "empty namespace");
+		for (size_t i = 0; i < slack->namespace_channels_count; i++)
+			if (!strcmp(slack->namespace_channels[i].key, ks))
+				return cfg_fail(c, k, sub, ERR_INVALID, "duplicate key");
+		if (cfg_is_null(v))
+			return cfg_fail(c, v, sub, ERR_INVALID, "expected a channel, got null");
+		if (cfg_get_scalar(c, v, sub, "a channel", &vs) != ERR_OK)
+			return ERR_INVALID;
+		pair = &slack->namespace_channels[slack->namespace_channels_count++];
+		pair->key = xstrdup(ks);
+		pair->value = xstrdup(vs);
+	}
+	return ERR_OK;
+}
+
+/* ---- field tables ---- */
+
+#define FLD(s, k, t, f) { .key = k, .type = t, .off = offsetof(s, f) }
+#define NUM(s, k, t, f, lo, hi) { .key = k, .type = t, .off = offsetof(s, f), .min = lo, .max = hi }
+#define DUR(s, k, f, nonzero) \
+	{ .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero }
+#define SECRET(s, k, f, f2) \
+	{ .key = k, .type = F_SECRET, .off = offsetof(s, f), .off2 = offsetof(s, f2) }
+#define MAP(s, k, f, set) { .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set }
+#define FUNC(s, k, f, fn_) { .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_ }
+#define FIELDSET(name, arr, chk) \
+	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk }
+
+static const struct field log_fields[] = {
+	FUNC(struct cfg_log, "level", level, parse_log_level),
+	FUNC(struct cfg_log, "format", format, parse_log_format),
+};
+FIELDSET(log_set, log_fields, NULL);
+
+static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_basic_auth *a = obj;
+	enum err rc = need(c, map, path, "username", a->username);
+	char sub[PATH_MAX_LEN];
+
+	if (rc == ERR_OK && strchr(a->username, ':')) {
+		/* RFC 7617 2: the user-id cannot contain a colon (check-config says so too). */
+		cfg_join_key(sub, path, "username");
+		return cfg_fail(c, cfg_key_or_map(c, map, "username"), sub, ERR_INVALID,
+				"must not contain ':' (RFC 7617)");
+	}
+	return rc != ERR_OK ? rc : need(c, map, path, "password_file", a->password_file);
+}
+
+static const struct field basic_auth_fields[] = {
+	FLD(struct cfg_basic_auth, "username", F_STR, username),
+	SECRET(struct cfg_basic_auth, "password_file", password_file, password),
+};
+FIELDSET(basic_auth_set, basic_auth_fields, check_basic_auth);
+
+static enum err check_tls(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_tls *t = obj;
+	enum err rc = ERR_OK;
+
+	if (t->cert_file || t->key_file || t->client_ca_file) {
+		rc = need(c, map, path, "cert_file", t->cert_file);
+		if (rc == ERR_OK)
+			rc = need(c, map, path, "key_file", t->key_file);
+	}
+	return rc;
+}
+
+static const struct field tls_fields[] = {
+	FLD(struct cfg_tls, "cert_file", F_PATH, cert_file),
+	FLD(struct cfg_tls, "key_file", F_PATH, key_file),
+	FLD(struct cfg_tls, "client_ca_file", F_PATH, client_ca_file),
+};
+FIELDSET(tls_set, tls_fields, check_tls);
+
+static enum err check_webhook(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_webhook *w = obj;
+	char sub[PATH_MAX_LEN];
+
+	/* The server counts its idle timeout in whole seconds (libmicrohttpd). */
+	if (w->read_timeout_ms < MS_S || w->read_timeout_ms > 24 * 3600 * MS_S) {
+		cfg_join_key(sub, path, "read_timeout");
+		return cfg_fail(c, cfg_key_or_map(c, map, "read_timeout"), sub, ERR_INVALID,
+				"must be from 1s to 24h");
+	}
+	if (w->read_header_timeout_ms > w->read_timeout_ms) {
+		cfg_join_key(sub, path, "read_header_timeout");
+		return cfg_fail(c, cfg_key_or_map(c, map, "read_header_timeout"), sub, ERR_INVALID,
+				"must not be longer than read_timeout");
+	}
+	return exclusive(c, map, path, "bearer_token_file", w->bearer_token_file, "basic_auth",
+			 w->basic_auth.username);
+}
+
+static const struct field webhook_fields[] = {
+	SECRET(struct cfg_webhook, "bearer_token_file", bearer_token_file, bearer_token),
+	MAP(struct cfg_webhook, "basic_auth", basic_auth, basic_auth_set),
+	MAP(struct cfg_webhook, "tls", tls, tls_set),
+	NUM(struct cfg_webhook, "max_body_bytes", F_SIZE, max_body_bytes, 1, 1u << 30),
+	NUM(struct cfg_webhook, "max_alerts", F_SIZE, max_alerts, 1, 1000000),
+	NUM(struct cfg_webhook, "max_connections", F_UINT, max_connections, 1, 65536),
+	DUR(struct cfg_webhook, "read_timeout", read_timeout_ms, 1),
+	DUR(struct cfg_webhook, "read_header_timeout", read_header_timeout_ms, 1),
+	NUM(struct cfg_webhook, "max_connections_per_ip", F_UINT, max_connections_per_ip, 0, 65536),
+	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024),
+};
+FIELDSET(webhook_set, webhook_fields, check_webhook);
+
+static enum err check_app(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_github_app *a = obj;
+	enum err rc = need(c, map, path, "app_id", a->app_id ? a : NULL);
+
+	if (rc == ERR_OK)
+		rc = need(c, map, path, "installation_id", a->installation_id ? a : NULL);
+	if (rc == ERR_OK)
+		rc = need(c, map, path, "private_key_file", a->private_key_file);
+	return rc;
+}
+
+static const struct field app_fields[] = {
+	NUM(struct cfg_github_app, "app_id", F_INT64, app_id, 1, INT64_MAX),
+	NUM(struct cfg_github_app, "installation_id", F_INT64, installation_id, 1, INT64_MAX),
+	FLD(struct cfg_github_app, "private_key_file", F_PATH, private_key_file),
+};
+FIELDSET(app_set, app_fields, check_app);
+
+static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_github *g = obj;
+	enum err rc = exclusive(c, map, path, "token_file", g->token_file, "app",
+				g->app.app_id ? g : NULL);
+	char sub[PATH_MAX_LEN];
+
+	if (rc == ERR_OK && (g->body_update_interval_ms < MS_S ||
+			     g->body_update_interval_ms > 3600 * MS_S)) {
+		cfg_join_key(sub, path, "body_update_interval");
+		return cfg_fail(c, cfg_key_or_map(c, map, "body_update_interval"), sub, ERR_INVALID,
+				"must be between 1s and 1h");
+	}
+	return rc != ERR_OK ? rc : check_url(c, map, path, "api_url", g->api_url);
+}
+
+static const struct field github_fields[] = {
+	FLD(struct cfg_github, "api_url", F_STR, api_url),
+	SECRET(struct cfg_github, "token_file", token_file, token),
+	MAP(struct cfg_github, "app", app, app_set),
+	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
+	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
+	DUR(struct cfg_github, "timeout", timeout_ms, 1),
+	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1),
+	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
+};
+FIELDSET(github_set, github_fields, check_github);
+
+static const struct field templates_fields[] = {
+	FLD(struct cfg_templates, "title", F_PATH, title),
+	FLD(struct cfg_templates, "body", F_PATH, body),
+	FLD(struct cfg_templates, "refire", F_PATH, refire),
+	FLD(struct cfg_templates, "resolve", F_PATH, resolve),
+	FLD(struct cfg_templates, "reopen", F_PATH, reopen),
+};
+FIELDSET(templates_set, templates_fields, NULL);
+
+static const struct field storm_fields[] = {
+	FLD(struct cfg_storm, "enabled", F_BOOL, enabled),
+	DUR(struct cfg_storm, "storm_after", storm_after_ms, 1),
+};
+FIELDSET(storm_set, storm_fields, NULL);
+
+static enum err check_receiver(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_receiver *r = obj;
+	enum err rc = need(c, map, path, "name", r->name);
+	char sub[PATH_MAX_LEN];
+
+	if (rc == ERR_OK)
+		rc = need(c, map, path, "repo", r->repo);
+	if (rc == ERR_OK && !valid_repo(r->repo)) {
+		cfg_join_key(sub, path, "repo");
+		rc = cfg_fail(c, cfg_find_value(c, map, "repo", NULL), sub, ERR_INVALID,
+			      "expected \"owner/name\", got \"%s\"", r->repo);
+	}
+	return rc;
+}
+
+static const struct field receiver_fields[] = {
+	FLD(struct cfg_receiver, "name", F_STR, name),
+	FLD(struct cfg_receiver, "repo", F_STR, repo),
+	FUNC(struct cfg_receiver, "issue_per", issue_per, parse_issue_per),
+	FLD(struct cfg_receiver, "labels", F_LIST, labels),
+	FLD(struct cfg_receiver, "assignees", F_LIST, assignees),
+	FLD(struct cfg_receiver, "auto_close", F_BOOL, auto_close),
+	DUR(struct cfg_receiver, "reopen_window", reopen_window_ms, 0),
+	MAP(struct cfg_receiver, "templates", templates, templates_set),
+	MAP(struct cfg_receiver, "storm", storm, storm_set),
+};
+FIELDSET(receiver_set, receiver_fields, check_receiver);
+
+/* "KEY: <a> <what> <other key> (<b>)": a policy duration out of order with another. */
+static enum err policy_order(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+			     int64_t a_ms, const char *what, const char *other, int64_t b_ms)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	char sub[PATH_MAX_LEN];
+	enum err rc;
+
+	duration_format(a_ms, &a);
+	duration_format(b_ms, &b);
+	cfg_join_key(sub, path, key);
+	rc = cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, "%s %s %s (%s)", buf_str(&a),
+		      what, other, buf_str(&b));
+	buf_release(&a);
+	buf_release(&b);
+	return rc;
+}
+
+static enum err check_policy(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_policy *p = obj;
+	enum err rc = need(c, map, path, "alertname", p->alertname);
+
+	if (rc != ERR_OK)
+		return rc;
+	if (p->notice_lead_ms > p->grace_ms)
+		return policy_order(c, map, path, "notice_lead", p->notice_lead_ms,
+				    "is longer than", "grace", p->grace_ms);
+	if (p->reminder_before_ms < 0)  /* not given */
+		p->reminder_before_ms = p->notice_lead_ms / 2;
+	else if (p->reminder_before_ms > 0 && p->reminder_before_ms >= p->notice_lead_ms)
+		return policy_order(c, map, path, "reminder_before", p->reminder_before_ms,
+				    "is not less than", "notice_lead", p->notice_lead_ms);
+	return ERR_OK;
+}
+
+static const struct field policy_fields[] = {
+	FLD(struct cfg_policy, "alertname", F_STR, alertname),
+	DUR(struct cfg_policy, "grace", grace_ms, 0),
+	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0),
+	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
+	FUNC(struct cfg_policy, "owned", owned, parse_owned),
+	FLD(struct cfg_policy, "message", F_STR, message),
+};
+FIELDSET(policy_set, policy_fields, check_policy);
+
+static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_slack *s = obj;
+	enum err rc = exclusive(c, map, path, "bot_token_file", s->bot_token_file,
+				"webhook_url_file", s->webhook_url_file);
+
+	return rc != ERR_OK ? rc : check_url(c, map, path, "api_url", s->api_url);
+}
+
+static const struct field slack_fields[] = {
+	FLD(struct cfg_slack, "api_url", F_STR, api_url),
+	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token),
+	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url),
+	FLD(struct cfg_slack, "default_channel", F_STR, default_channel),
+	FLD(struct cfg_slack, "owner_label", F_STR, owner_label),
+	/* parse_channels fills both namespace_channels and its count: it gets the struct. */
+	{ .key = "namespace_channels", .type = F_FUNC, .off = 0, .fn = parse_channels },
+};
+FIELDSET(slack_set, slack_fields, check_slack);
+
+static enum err check_leader(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_leader_election *l = obj;
+	enum err rc = need(c, map, path, "namespace", l->namespace);
+
+	return rc != ERR_OK ? rc : need(c, map, path, "lease_name", l->lease_name);
+}
+
+static const struct field leader_fields[] = {
+	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled),
+	FLD(struct cfg_leader_election, "namespace", F_STR, namespace),
+	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name),
+	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1),
+	FLD(struct cfg_leader_election, "identity", F_STR, identity),
+};
+FIELDSET(leader_set, leader_fields, check_leader);
+
+static const struct field kubernetes_fields[] = {
+	FLD(struct cfg_kubernetes, "kubeconfig", F_PATH, kubeconfig),
+	FLD(struct cfg_kubernetes, "context", F_STR, context),
+};
+FIELDSET(kubernetes_set, kubernetes_fields, NULL);
+
+static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field);
+
+static const struct field janitor_fields[] = {
+	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled),
+	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run),
+	MAP(struct cfg_janitor, "kubernetes", kubernetes, kubernetes_set),
+	FLD(struct cfg_janitor, "exclude_namespaces", F_LIST, exclude_namespaces),
+	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1),
+	NUM(struct cfg_janitor, "max_deletions_per_sweep", F_UINT, max_deletions_per_sweep, 0,
+	    100000),
+	{ .key = "policies", .type = F_FUNC, .off = 0, .fn = parse_policies },
+	MAP(struct cfg_janitor, "slack", slack, slack_set),
+	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set),
+};
+FIELDSET(janitor_set, janitor_fields, NULL);
+
+static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field);
+static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
+
+static const struct field root_fields[] = {
+	FLD(struct config, "listen_address", F_STR, listen_address),
+	FLD(struct config, "database", F_STR, database),
+	DUR(struct config, "database_retention", database_retention_ms, 1),
+	MAP(struct config, "log", log, log_set),
+	MAP(struct config, "webhook", webhook, webhook_set),
+	MAP(struct config, "github", github, github_set),
+	{ .key = "receivers", .type = F_FUNC, .off = 0, .fn = parse_receivers },
+	MAP(struct config, "janitor", janitor, janitor_set),
+};
+const struct fieldset cfg_root_set = { root_fields,
+				      sizeof(root_fields) / sizeof(root_fields[0]), check_root };
+
+/* ---- defaults and lists of records ---- */
+
+static void receiver_defaults(struct cfg_receiver *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->issue_per = CFG_ISSUE_PER_ALERT;
+	r->labels.items = xcalloc(1, sizeof(char *));
+	r->assignees.items = xcalloc(1, sizeof(char *));
+	r->auto_close = 1;
+	r->reopen_window_ms = 7 * MS_D;
+	r->storm.storm_after_ms = 10 * MS_M;
+}
+
+static void policy_defaults(struct cfg_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->grace_ms = 24 * MS_H;
+	p->notice_lead_ms = 2 * MS_H;
+	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
+	p->owned = CFG_OWNED_NOTIFY_ONLY;
+}
+
+static char *hostname(void)
+{
+	char name[256];
+
+	if (gethostname(name, sizeof(name)) != 0 || !name[0])
+		return xstrdup("alertbridge");
+	name[sizeof(name) - 1] = '\0';
+	return xstrdup(name);
+}
+
+void cfg_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->listen_address = xstrdup(CFG_DEFAULT_LISTEN_ADDRESS);
+	cfg->database = xstrdup(CFG_DEFAULT_DATABASE);
+	cfg->database_retention_ms = 7 * MS_D;
+	cfg->log.level = LOG_INFO;
+	cfg->log.format = LOG_LOGFMT;
+	cfg->webhook.max_body_bytes = 1048576;
+	cfg->webhook.max_alerts = 10000;
+	cfg->webhook.max_connections = 256;
+	cfg->webhook.read_timeout_ms = 30 * MS_S;
+	cfg->webhook.read_header_timeout_ms = 10 * MS_S;
+	cfg->webhook.threads = 4;
+	cfg->github.api_url = xstrdup(CFG_DEFAULT_GITHUB_API_URL);
+	cfg->github.content_per_minute = 20;
+	cfg->github.content_per_hour = 500;
+	cfg->github.timeout_ms = 10 * MS_S;
+	cfg->github.body_update_interval_ms = 60 * MS_S;
+	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
+	cfg->janitor.dry_run = 1;
+	cfg->janitor.exclude_namespaces.items = xcalloc(2, sizeof(char *));
+	cfg->janitor.exclude_namespaces.items[0] = xstrdup("kube-system");
+	cfg->janitor.exclude_namespaces.count = 1;
+	cfg->janitor.sweep_interval_ms = MS_M;
+	cfg->janitor.max_deletions_per_sweep = 10;
+	cfg->janitor.policies = xcalloc(1, sizeof(struct cfg_policy));
+	cfg->janitor.slack.api_url = xstrdup(CFG_DEFAULT_SLACK_API_URL);
+	cfg->janitor.slack.namespace_channels = xcalloc(1, sizeof(struct cfg_pair));
+	cfg->janitor.leader_election.namespace = xstrdup("alertbridge");
+	cfg->janitor.leader_election.lease_name = xstrdup("alertbridge");
+	cfg->janitor.leader_election.lease_duration_ms = 15 * MS_S;
+	cfg->janitor.leader_election.identity = hostname();
+}
+
+/* Number of items of a sequence node, or an error naming what was expected. */
+static enum err sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
+			     size_t *n)
+{
+	if (node->type != YAML_SEQUENCE_NODE)
+		return cfg_type_error(c, node, path, want);
+	*n = (size_t)(node->data.sequence.items.top - node->data.sequence.items.start);
+	return ERR_OK;
+}
+
+/* Error when the string at key of item i equals that of an earlier item. */
+static enum err unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
+		       const char *key, const char *what, const char *value, const char *earlier,
+		       size_t j)
+{
+	yaml_node_t *item = cfg_node_at(c, seq->data.sequence.items.start[i]);
+	yaml_node_t *first = cfg_node_at(c, seq->data.sequence.items.start[j]);
+	char sub[PATH_MAX_LEN];
+
+	if (strcmp(value, earlier))
+		return ERR_OK;
+	cfg_path_printf(sub, "%s[%zu].%s", path, i, key);
+	return cfg_fail(c, cfg_find_value(c, item, key, NULL), sub, ERR_INVALID,
+			"duplicate %s \"%s\" (also at line %lu)", what, value,
+			cfg_line_of(cfg_find_value(c, first, key, NULL)));
+}
+
+static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct config *cfg = field;
+	size_t n = 0;
+	enum err rc = sequence_len(c, node, path, "a list of receivers", &n);
+
+	if (rc != ERR_OK)
+		return rc;
+	free(cfg->receivers);
+	cfg->receivers = xcalloc(n ? n : 1, sizeof(struct cfg_receiver));
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
+		struct cfg_receiver *r = &cfg->receivers[i];
+		char sub[PATH_MAX_LEN];
+
+		receiver_defaults(r);
+		cfg->receivers_count++;
+		cfg_path_printf(sub, "%s[%zu]", path, i);
+		rc = cfg_parse_map(c, item, sub, &receiver_set, r);
+		if (rc != ERR_OK)
+			return rc;
+		for (size_t j = 0; j < i && rc == ERR_OK; j++)
+			rc = unique(c, node, i, path, "name", "receiver name", r->name,
+				    cfg->receivers[j].name, j);
+		if (rc != ERR_OK)
+			return rc;
+	}
+	return ERR_OK;
+}
+
+static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_janitor *j = field;
+	size_t n = 0;
+	enum err rc = sequence_len(c, node, path, "a list of policies", &n);
+
+	if (rc != ERR_OK)
+		return rc;
+	free(j->policies);
+	j->policies = xcalloc(n ? n : 1, sizeof(struct cfg_policy));
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
+		struct cfg_policy *p = &j->policies[i];
+		char sub[PATH_MAX_LEN];
+
+		policy_defaults(p);
+		j->policies_count++;
+		cfg_path_printf(sub, "%s[%zu]", path, i);
+		rc = cfg_parse_map(c, item, sub, &policy_set, p);
+		if (rc != ERR_OK)
+			return rc;
+		for (size_t k = 0; k < i && rc == ERR_OK; k++)
+			rc = unique(c, node, i, path, "alertname", "policy alertname",
+				    p->alertname, j->policies[k].alertname, k);
+		if (rc != ERR_OK)
+			return rc;
+	}
+	return ERR_OK;
+}
+
+static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct config *cfg = obj;
+	struct cfg_leader_election *le = &cfg->janitor.leader_election;
+	enum err rc = need(c, map, path, "listen_address", cfg->listen_address);
+	const char *env;
+
+	if (rc == ERR_OK && !valid_listen(cfg->listen_address))
+		rc = cfg_fail(c, cfg_key_or_map(c, map, "listen_address"), "listen_address", ERR_INVALID,
+			      "expected host:port or :port, got \"%s\"", cfg->listen_address);
+	if (rc == ERR_OK)
+		rc = need(c, map, path, "database", cfg->database);
+	if (rc == ERR_OK && cfg->receivers_count == 0 && !cfg->janitor.enabled)
+		rc = cfg_fail(c, cfg_key_or_map(c, map, "receivers"), "receivers", ERR_INVALID,
+			      "at least one receiver is required unless the janitor is enabled");
+	if (rc != ERR_OK)
+		return rc;
+	if (!le->identity)
+		le->identity = hostname();
+	/* GITHUB_TOKEN only when no file and no app names credentials. */
+	env = getenv("GITHUB_TOKEN");
+	if (!cfg->github.token_file && !cfg->github.app.app_id && env && *env) {
+		cfg->github.token = xstrdup(env);
+		cfg->github.token_from_env = 1;
+	}
+	return ERR_OK;
+}

@@ -1,0 +1,101 @@
+/*
+ * config_int.h - what the parts of the configuration loader share: the walk's
+ * context, the field table types, and the node and path helpers.  config.c
+ * walks the YAML and dumps; config_fields.c holds the tables and checks.  Not
+ * for other modules: they use config.h.
+ */
+#ifndef AB_CONFIG_INT_H
+#define AB_CONFIG_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <yaml.h>
+
+#include "config.h"
+
+#define PATH_MAX_LEN 256
+#define MS_S INT64_C(1000)
+#define MS_M (60 * MS_S)
+#define MS_H (60 * MS_M)
+#define MS_D (24 * MS_H)
+
+struct ctx {
+	yaml_document_t *doc;
+	const char *name;
+	const char *base_dir;
+	struct buf *errmsg;
+	struct config *cfg;
+};
+
+enum ftype {
+	F_STR,      /* char *; empty or null keeps/sets NULL */
+	F_PATH,     /* char *, resolved against base_dir */
+	F_SECRET,   /* char * path at off, char * contents at off2 */
+	F_BOOL,     /* int */
+	F_UINT,     /* unsigned, in [min, max] */
+	F_SIZE,     /* size_t, in [min, max] */
+	F_INT64,    /* int64_t, in [min, max] */
+	F_DURATION, /* int64_t ms; min 1 means "not 0" */
+	F_LIST,     /* struct cfg_list */
+	F_MAP,      /* nested struct, fields in sub */
+	F_FUNC,     /* custom parser fn */
+};
+
+struct fieldset;
+
+typedef enum err (*parse_fn)(struct ctx *c, yaml_node_t *node, const char *path, void *field);
+typedef enum err (*check_fn)(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
+
+struct field {
+	const char *key;
+	enum ftype type;
+	size_t off;
+	size_t off2;
+	uint64_t min, max;
+	const struct fieldset *sub;
+	parse_fn fn;
+};
+
+struct fieldset {
+	const struct field *fields;
+	size_t count;
+	check_fn check; /* run after the mapping (also when it is absent or null) */
+};
+/* The top-level mapping's fields and check (config_fields.c). */
+extern const struct fieldset cfg_root_set;
+/* The names of enum cfg_owned, by value. */
+extern const char *const cfg_owned_names[];
+
+/* The 1-based line of node for messages; 1 for NULL. */
+unsigned long cfg_line_of(const yaml_node_t *node);
+/* Set c->errmsg to "name:line: path: message" and return code. */
+enum err cfg_fail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
+		  const char *fmt, ...) PRINTF_LIKE(5, 6);
+/* The node with document index index, or NULL. */
+yaml_node_t *cfg_node_at(struct ctx *c, int index);
+/* 1 when node is NULL or a plain scalar YAML reads as null. */
+int cfg_is_null(const yaml_node_t *node);
+/* ERR_INVALID: "expected want, got <what node is>". */
+enum err cfg_type_error(struct ctx *c, const yaml_node_t *node, const char *path,
+			const char *want);
+/* The scalar's text in *out (lives with the document), or an error naming want. */
+enum err cfg_get_scalar(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
+			const char **out);
+/* Format a key path into out (PATH_MAX_LEN bytes); overlong paths are cut. */
+void cfg_path_printf(char *out, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* path.key into out (PATH_MAX_LEN bytes). */
+void cfg_join_key(char *out, const char *path, const char *key);
+/* The value node of key in mapping map, or NULL; its key node in *key_node if not NULL. */
+yaml_node_t *cfg_find_value(struct ctx *c, yaml_node_t *map, const char *key,
+			    yaml_node_t **key_node);
+/* The key node of key in map, for errors about it; the map itself when absent. */
+yaml_node_t *cfg_key_or_map(struct ctx *c, yaml_node_t *map, const char *key);
+/* Parse decimal s into *out within [min, max]; 0 when it is not one. */
+int cfg_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Walk mapping node (NULL or null: absent) into obj by the fields of fs, then fs->check. */
+enum err cfg_parse_map(struct ctx *c, yaml_node_t *node, const char *path,
+		       const struct fieldset *fs, void *obj);
+/* Set every default of a fresh cfg (config_fields.c). */
+void cfg_defaults(struct config *cfg);
+
+#endif

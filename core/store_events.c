@@ -1,0 +1,631 @@
+/*
+ * store_events.c - the event inbox: group-committed intake, the workers' next/
+ * wait/done/retry/dead calls, pruning, and listing and re-queueing dead letters.
+ * Part of the store (store.c); shares its connection and helpers via store_int.h.
+ */
+#include "store_int.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* ---- intake: group commit ---- */
+
+/*
+ * Dead-letter pending event id of (receiver, key) with reason and set the
+ * reason on its map row, if any.  Caller holds db_mu inside a transaction.
+ */
+static enum err mark_dead(struct store *st, int64_t id, const char *receiver, const char *key,
+			  int64_t now_ms, const char *reason, struct buf *errmsg)
+{
+	int brc = SQLITE_OK;
+	enum err rc;
+
+	store_bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
+	store_bind_int(st->stmt[S_EV_DEAD], 2, now_ms, &brc);
+	store_bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
+	rc = store_run(st, S_EV_DEAD, brc, "dead-letter event", errmsg);
+	if (rc)
+		return rc;
+	store_bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);
+	store_bind_text(st->stmt[S_IS_SET_DEAD], 2, key, &brc);
+	store_bind_text(st->stmt[S_IS_SET_DEAD], 3, reason, &brc);
+	return store_run(st, S_IS_SET_DEAD, brc, "set dead reason", errmsg);
+}
+
+static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
+{
+	const char *missing = NULL;
+
+	if (store_empty(ev->kind))
+		missing = "kind";
+	else if (store_empty(ev->receiver))
+		missing = "receiver";
+	else if (store_empty(ev->key))
+		missing = "key";
+	else if (store_empty(ev->status))
+		missing = "status";
+	else if (store_empty(ev->payload))
+		missing = "payload";
+	if (missing) {
+		buf_setf(errmsg, "store: event %zu: %s is empty", i, missing);
+		return ERR_INVALID;
+	}
+	if (strcmp(ev->status, "firing") && strcmp(ev->status, "resolved")) {
+		buf_setf(errmsg, "store: event %zu: status \"%s\" is not firing or resolved", i,
+			 ev->status);
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}
+
+static enum err insert_event(struct store *st, struct store_event *ev, int64_t now,
+			     struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_EV_INSERT];
+	int brc = SQLITE_OK;
+	enum err rc;
+
+	store_bind_text(s, 1, ev->kind, &brc);
+	store_bind_text(s, 2, ev->receiver, &brc);
+	store_bind_text(s, 3, ev->key, &brc);
+	store_bind_text(s, 4, ev->status, &brc);
+	store_bind_int(s, 5, ev->starts_at_ms, &brc);
+	store_bind_int(s, 6, ev->ends_at_ms, &brc);
+	store_bind_text(s, 7, ev->payload, &brc);
+	store_bind_int(s, 8, ev->received_at_ms > 0 ? ev->received_at_ms : now, &brc);
+	rc = store_run(st, S_EV_INSERT, brc, "insert event", errmsg);
+	if (rc == ERR_OK)
+		ev->id = sqlite3_last_insert_rowid(st->db);
+	if (rc == ERR_OK && !store_empty(ev->dead_reason))
+		rc = mark_dead(st, ev->id, ev->receiver, ev->key, now, ev->dead_reason, errmsg);
+	return rc;
+}
+
+/*
+ * The leader's transaction: every event of every batch in list, one BEGIN
+ * IMMEDIATE .. COMMIT.  Sets each batch's rc (and ids or errmsg) but not
+ * done: the caller publishes that under q_mu.
+ */
+static void commit_group(struct store *st, struct batch *list)
+{
+	struct buf msg = BUF_INIT;
+	int64_t now = clock_wall_ms();
+	enum err rc;
+
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	for (struct batch *b = list; b && rc == ERR_OK; b = b->next) {
+		for (size_t i = 0; i < b->n && rc == ERR_OK; i++)
+			rc = insert_event(st, &b->evs[i], now, &msg);
+	}
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+
+	for (struct batch *b = list; b; b = b->next) {
+		b->rc = rc;
+		if (rc == ERR_OK)
+			continue;
+		for (size_t i = 0; i < b->n; i++)
+			b->evs[i].id = 0;
+		buf_setf(b->errmsg, "%s (nothing of this group commit was stored)", buf_str(&msg));
+	}
+	if (rc)
+		store_log_db("enqueue", &msg);
+	buf_release(&msg);
+}
+
+enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, struct buf *errmsg)
+{
+	struct batch me = { evs, n, errmsg, ERR_OK, 0, NULL };
+	struct batch *list;
+	enum err rc;
+
+	if (!st || (n > 0 && !evs)) {
+		buf_setf(errmsg, "store: enqueue: no store or no events");
+		return ERR_INVALID;
+	}
+	for (size_t i = 0; i < n; i++) {
+		rc = check_event(&evs[i], i, errmsg);
+		if (rc)
+			return rc;
+	}
+	if (n == 0)
+		return ERR_OK;
+
+	pthread_mutex_lock(&st->q_mu);
+	*st->tail = &me;
+	st->tail = &me.next;
+	/* Wait while another leader commits; it may take our batch with it. */
+	while (!me.done && st->committing)
+		pthread_cond_wait(&st->commit_cond, &st->q_mu);
+	if (!me.done) {
+		/* Lead: take everything queued so far (our batch included). */
+		st->committing = 1;
+		list = st->head;
+		st->head = NULL;
+		st->tail = &st->head;
+		pthread_mutex_unlock(&st->q_mu);
+
+		commit_group(st, list);
+
+		pthread_mutex_lock(&st->q_mu);
+		for (struct batch *b = list; b; b = b->next) {
+			b->done = 1;
+			st->stats.batches += b->rc == ERR_OK;
+			st->stats.events += b->rc == ERR_OK ? b->n : 0;
+		}
+		if (list->rc == ERR_OK) {
+			st->stats.commits++;
+			st->enq_seq++;
+			pthread_cond_broadcast(&st->event_cond);
+		} else {
+			st->stats.failed_commits++;
+		}
+		st->committing = 0;
+		/* Wake our followers, and the first of the next group to lead it. */
+		pthread_cond_broadcast(&st->commit_cond);
+	}
+	rc = me.rc;
+	pthread_mutex_unlock(&st->q_mu);
+	return rc;
+}
+
+/* ---- workers: next, wait, done, retry, dead ---- */
+
+static void read_event(sqlite3_stmt *s, struct store_event *out)
+{
+	out->id = sqlite3_column_int64(s, 0);
+	out->kind = store_col_str(s, 1);
+	out->receiver = store_col_str(s, 2);
+	out->key = store_col_str(s, 3);
+	out->status = store_col_str(s, 4);
+	out->starts_at_ms = sqlite3_column_int64(s, 5);
+	out->ends_at_ms = sqlite3_column_int64(s, 6);
+	out->payload = store_col_str(s, 7);
+	out->received_at_ms = sqlite3_column_int64(s, 8);
+	out->attempts = sqlite3_column_int(s, 9);
+	out->last_error = store_col_str(s, 10);
+	out->progress = store_col_str(s, 11);
+}
+
+enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
+			  struct store_event *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, src;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || store_empty(kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_NEXT];
+	store_bind_text(s, 1, kind, &brc);
+	store_bind_int(s, 2, now_ms, &brc);
+	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+	if (src == SQLITE_ROW)
+		read_event(s, out);
+	else if (src == SQLITE_DONE)
+		rc = ERR_NOTFOUND;
+	else
+		rc = store_db_fail(st, "next event", &msg);
+	store_done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("next event", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+void store_event_release(struct store_event *ev)
+{
+	if (!ev)
+		return;
+	free(ev->kind);
+	free(ev->receiver);
+	free(ev->key);
+	free(ev->status);
+	free(ev->payload);
+	free(ev->last_error);
+	free(ev->progress);
+	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;
+	ev->progress = NULL;
+}
+
+/* The one integer a counting statement returns; -1 on error (logged). */
+int64_t store_count(struct store *st, enum stmt_id id, const char *kind, const char *what)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	int64_t n = -1;
+	int brc = SQLITE_OK;
+
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[id];
+	if (kind)
+		store_bind_text(s, 1, kind, &brc);
+	if (brc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
+		n = sqlite3_column_type(s, 0) == SQLITE_NULL ? INT64_MAX
+							      : sqlite3_column_int64(s, 0);
+	else
+		(void)store_db_fail(st, what, &msg);
+	store_done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (n == -1)
+		store_log_db(what, &msg);
+	buf_release(&msg);
+	return n;
+}
+
+int64_t store_pending_count(struct store *st, const char *kind)
+{
+	if (!st || store_empty(kind))
+		return -1;
+	return store_count(st, S_EV_PENDING, kind, "pending count");
+}
+
+int64_t store_dead_count(struct store *st)
+{
+	if (!st)
+		return -1;
+	return store_count(st, S_EV_DEAD_COUNT, NULL, "dead count");
+}
+
+static struct timespec mono_deadline(int64_t wait_ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += (time_t)(wait_ms / 1000);
+	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
+{
+	uint64_t seq, gen;
+	int64_t due, now, wait_ms;
+	struct timespec deadline;
+
+	if (!st || timeout_ms <= 0)
+		return;
+	if (timeout_ms > INT64_C(86400000))
+		timeout_ms = INT64_C(86400000);
+	pthread_mutex_lock(&st->q_mu);
+	if (st->closing) {
+		pthread_mutex_unlock(&st->q_mu);
+		return;
+	}
+	st->waiters++;
+	/* Snapshot before looking at the table: a commit after this changes enq_seq. */
+	seq = st->enq_seq;
+	gen = st->wake_gen;
+	pthread_mutex_unlock(&st->q_mu);
+
+	if (kind)
+		due = store_count(st, S_EV_DUE_KIND, kind, "due time");
+	else
+		due = store_count(st, S_EV_DUE_ANY, NULL, "due time");
+	now = clock_wall_ms();
+	wait_ms = timeout_ms;
+	if (due >= 0 && due < INT64_MAX)
+		wait_ms = due <= now ? 0 : (due - now < wait_ms ? due - now : wait_ms);
+	deadline = mono_deadline(wait_ms);
+
+	pthread_mutex_lock(&st->q_mu);
+	while (wait_ms > 0 && !st->closing && st->enq_seq == seq && st->wake_gen == gen) {
+		if (pthread_cond_timedwait(&st->event_cond, &st->q_mu, &deadline) == ETIMEDOUT)
+			break;
+	}
+	st->waiters--;
+	if (st->closing && st->waiters == 0)
+		pthread_cond_broadcast(&st->idle_cond);
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+void store_wait(struct store *st, int64_t timeout_ms)
+{
+	store_wait_kind(st, NULL, timeout_ms);
+}
+
+void store_wake(struct store *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->q_mu);
+	st->wake_gen++;
+	pthread_cond_broadcast(&st->event_cond);
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+void store_stats(struct store *st, struct store_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return;
+	pthread_mutex_lock(&st->q_mu);
+	*out = st->stats;
+	pthread_mutex_unlock(&st->q_mu);
+}
+
+/*
+ * Why an UPDATE ... AND state = 'pending' changed nothing: ERR_NOTFOUND or
+ * ERR_CONFLICT, with errmsg.  When the event is pending, ERR_OK and its
+ * receiver and key copied to *receiver, *key (may be NULL).  Caller holds db_mu.
+ */
+enum err store_event_state(struct store *st, int64_t id, char **receiver, char **key,
+			   struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_EV_STATE];
+	enum err rc = ERR_OK;
+	int src = sqlite3_bind_int64(s, 1, id);
+
+	if (src == SQLITE_OK)
+		src = sqlite3_step(s);
+	if (src == SQLITE_DONE) {
+		buf_setf(errmsg, "store: event %lld does not exist", (long long)id);
+		rc = ERR_NOTFOUND;
+	} else if (src != SQLITE_ROW) {
+		rc = store_db_fail(st, "event state", errmsg);
+	} else if (strcmp((const char *)sqlite3_column_text(s, 0), "pending")) {
+		buf_setf(errmsg, "store: event %lld is already %s", (long long)id,
+			 (const char *)sqlite3_column_text(s, 0));
+		rc = ERR_CONFLICT;
+	} else {
+		if (receiver)
+			*receiver = store_col_str(s, 1);
+		if (key)
+			*key = store_col_str(s, 2);
+	}
+	store_done_with(s);
+	return rc;
+}
+
+enum err store_event_done(struct store *st, int64_t id, const struct store_issue *row,
+			  struct buf *errmsg)
+{
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK;
+
+	if (!st) {
+		buf_setf(errmsg, "store: no store");
+		return ERR_INVALID;
+	}
+	if (row) {
+		rc = store_check_issue(row, errmsg);
+		if (rc)
+			return rc;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", errmsg);
+	if (rc)
+		goto out;
+	store_bind_int(st->stmt[S_EV_DONE], 1, id, &brc);
+	store_bind_int(st->stmt[S_EV_DONE], 2, clock_wall_ms(), &brc);
+	rc = store_run(st, S_EV_DONE, brc, "mark event done", errmsg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = store_event_state(st, id, NULL, NULL, errmsg);
+		if (rc == ERR_OK) /* pending yet not updated: cannot happen under BEGIN IMMEDIATE */
+			rc = store_db_fail(st, "mark event done", errmsg);
+	}
+	if (rc == ERR_OK && row)
+		rc = store_put_issue(st, row, errmsg);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", errmsg);
+out:
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *error)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+	sqlite3_stmt *s;
+
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_RETRY];
+	store_bind_int(s, 1, id, &brc);
+	store_bind_int(s, 2, next_at_ms, &brc);
+	store_bind_text(s, 3, error, &brc);
+	rc = store_run(st, S_EV_RETRY, brc, "retry event", &msg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = store_event_state(st, id, NULL, NULL, &msg);
+		if (rc == ERR_OK) /* changed by another process in between */
+			rc = ERR_CONFLICT;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("retry event", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_event_progress(struct store *st, int64_t id, const char *progress)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+	sqlite3_stmt *s;
+
+	if (!st || store_empty(progress))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_PROGRESS];
+	store_bind_int(s, 1, id, &brc);
+	store_bind_text(s, 2, progress, &brc);
+	rc = store_run(st, S_EV_PROGRESS, brc, "record event progress", &msg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+		rc = store_event_state(st, id, NULL, NULL, &msg);
+		if (rc == ERR_OK)
+			rc = ERR_CONFLICT;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("record event progress", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_event_dead(struct store *st, int64_t id, const char *reason)
+{
+	struct buf msg = BUF_INIT;
+	char *receiver = NULL, *key = NULL;
+	enum err rc;
+
+	if (!st || store_empty(reason))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK)
+		rc = store_event_state(st, id, &receiver, &key, &msg);
+	if (rc == ERR_OK)
+		rc = mark_dead(st, id, receiver, key, clock_wall_ms(), reason, &msg);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("dead-letter event", &msg);
+	free(receiver);
+	free(key);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+	int64_t n;
+
+	if (deleted)
+		*deleted = 0;
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	store_bind_int(st->stmt[S_EV_PRUNE], 1, before_ms, &brc);
+	rc = store_run(st, S_EV_PRUNE, brc, "prune events", &msg);
+	n = rc == ERR_OK ? sqlite3_changes64(st->db) : 0;
+	if (deleted)
+		*deleted = n;
+	/* Hand the freed pages back, then move them out of the WAL into the file. */
+	if (n > 0)
+		rc = store_exec(st->db, st->path,
+				"PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)", &msg);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc)
+		store_log_db("prune events", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+/* ---- dead letters without a map row ---- */
+
+enum err store_dead_unmapped(struct store *st, const char *kind, int max,
+			     int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
+{
+	struct buf msg = BUF_INIT;
+	struct store_event *evs;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, n = 0, step = SQLITE_DONE, stopped = 0;
+
+	if (!st || store_empty(kind) || !fn || max <= 0)
+		return ERR_INVALID;
+	if (max > 1000)
+		max = 1000;
+	evs = xcalloc((size_t)max, sizeof(*evs));
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_DEAD_UNMAPPED];
+	store_bind_text(s, 1, kind, &brc);
+	store_bind_int(s, 2, max, &brc);
+	while (brc == SQLITE_OK && n < max && (step = sqlite3_step(s)) == SQLITE_ROW)
+		read_event(s, &evs[n++]);
+	if (brc != SQLITE_OK || (n < max && step != SQLITE_DONE))
+		rc = store_db_fail(st, "list dead letters", &msg);
+	store_done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("list dead letters", &msg);
+	for (int i = 0; i < n; i++) {
+		if (rc == ERR_OK && !stopped)
+			stopped = fn(ctx, &evs[i]);
+		store_event_release(&evs[i]);
+	}
+	free(evs);
+	buf_release(&msg);
+	return rc;
+}
+
+/* ---- re-queueing dead letters ---- */
+
+/* The dead events store_dead_requeue() selects: ?1 kind, ?2 receiver, ?3 key, ?4 reason. */
+#define DEAD_MATCH                                                                  \
+	"state = 'dead' AND kind = ?1 AND (?2 IS NULL OR receiver = ?2) AND "       \
+	"(?3 IS NULL OR key = ?3) AND (?4 IS NULL OR last_error LIKE ?4)"
+
+enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
+			    const char *key, const char *reason_like, int64_t *n)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int64_t changed = 0;
+
+	if (n)
+		*n = 0;
+	if (!st || store_empty(kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
+				  "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
+				  "events.key = issues.key)",
+			      "clear dead reasons", &msg, NULL, "tttt", kind, receiver, key, reason_like);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "UPDATE events SET state = 'pending', done_at_ms = NULL, attempts = 0, "
+				  "next_attempt_at_ms = 0, last_error = '" STORE_REQUEUED "' || "
+				  "coalesce(last_error, '') WHERE " DEAD_MATCH,
+			      "requeue dead letters", &msg, NULL, "tttt", kind, receiver, key,
+			      reason_like);
+	if (rc == ERR_OK)
+		changed = sqlite3_changes64(st->db);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc) {
+		store_log_db("requeue dead letters", &msg);
+	} else if (changed > 0) {
+		if (n)
+			*n = changed;
+		store_wake(st);
+	}
+	buf_release(&msg);
+	return rc;
+}

@@ -1,0 +1,293 @@
+/*
+ * store_map.c - the (receiver, key) -> issue map and the record of repository
+ * scans that rebuild it.  Part of the store (store.c); shares its connection
+ * and helpers via store_int.h.
+ */
+#include "store_int.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+#include "banned.h"
+
+#define EACH_PAGE_ROWS 64
+
+enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
+{
+	const char *missing = NULL;
+
+	if (!row)
+		missing = "row";
+	else if (store_empty(row->receiver))
+		missing = "receiver";
+	else if (store_empty(row->key))
+		missing = "key";
+	else if (store_empty(row->repo))
+		missing = "repo";
+	else if (store_empty(row->state))
+		missing = "state";
+	if (missing) {
+		buf_setf(errmsg, "store: issue row: %s is empty", missing);
+		return ERR_INVALID;
+	}
+	if (strcmp(row->state, "open") && strcmp(row->state, "closed")) {
+		buf_setf(errmsg, "store: issue row: state \"%s\" is not open or closed",
+			 row->state);
+		return ERR_INVALID;
+	}
+	return ERR_OK;
+}
+
+/* Upsert row.  Caller holds db_mu. */
+enum err store_put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_IS_PUT];
+	int brc = SQLITE_OK;
+
+	store_bind_text(s, 1, row->receiver, &brc);
+	store_bind_text(s, 2, row->key, &brc);
+	store_bind_text(s, 3, row->repo, &brc);
+	store_bind_int(s, 4, row->number, &brc);
+	store_bind_text(s, 5, row->state, &brc);
+	store_bind_text(s, 6, row->state_reason, &brc);
+	store_bind_int(s, 7, row->episode_starts_ms, &brc);
+	store_bind_int(s, 8, row->resolved_ends_ms, &brc);
+	store_bind_int(s, 9, row->closed_at_ms, &brc);
+	store_bind_int(s, 10, row->previous_number, &brc);
+	store_bind_int(s, 11, row->created_at_ms, &brc);
+	store_bind_int(s, 12, row->updated_at_ms, &brc);
+	store_bind_text(s, 13, row->dead_reason, &brc);
+	return store_run(st, S_IS_PUT, brc, "put issue", errmsg);
+}
+
+/* ---- the issue map ---- */
+
+static void read_issue(sqlite3_stmt *s, struct store_issue *out)
+{
+	out->receiver = store_col_str(s, 0);
+	out->key = store_col_str(s, 1);
+	out->repo = store_col_str(s, 2);
+	out->number = sqlite3_column_int64(s, 3);
+	out->state = store_col_str(s, 4);
+	out->state_reason = store_col_str(s, 5);
+	out->episode_starts_ms = sqlite3_column_int64(s, 6);
+	out->resolved_ends_ms = sqlite3_column_int64(s, 7);
+	out->closed_at_ms = sqlite3_column_int64(s, 8);
+	out->previous_number = sqlite3_column_int64(s, 9);
+	out->created_at_ms = sqlite3_column_int64(s, 10);
+	out->updated_at_ms = sqlite3_column_int64(s, 11);
+	out->dead_reason = store_col_str(s, 12);
+}
+
+enum err store_issue_get(struct store *st, const char *receiver, const char *key,
+			 struct store_issue *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, src;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || store_empty(receiver) || store_empty(key))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_IS_GET];
+	store_bind_text(s, 1, receiver, &brc);
+	store_bind_text(s, 2, key, &brc);
+	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+	if (src == SQLITE_ROW)
+		read_issue(s, out);
+	else if (src == SQLITE_DONE)
+		rc = ERR_NOTFOUND;
+	else
+		rc = store_db_fail(st, "get issue", &msg);
+	store_done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("get issue", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_issue_put(struct store *st, const struct store_issue *row)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st)
+		return ERR_INVALID;
+	rc = store_check_issue(row, &msg);
+	if (rc == ERR_OK) {
+		pthread_mutex_lock(&st->db_mu);
+		rc = store_put_issue(st, row, &msg);
+		pthread_mutex_unlock(&st->db_mu);
+		if (rc)
+			store_log_db("put issue", &msg);
+	}
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_issue_forget(struct store *st, const char *receiver, const char *key)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || store_empty(receiver) || store_empty(key))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	store_bind_text(st->stmt[S_IS_FORGET], 1, receiver, &brc);
+	store_bind_text(st->stmt[S_IS_FORGET], 2, key, &brc);
+	rc = store_run(st, S_IS_FORGET, brc, "forget issue", &msg);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
+		rc = ERR_NOTFOUND;
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("forget issue", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+/*
+ * Read up to EACH_PAGE_ROWS rows after (after_rcv, after_key) into page;
+ * *n gets how many.  Keyset paging, so the lock is held per page only.
+ */
+static enum err read_page(struct store *st, const char *receiver, const char *after_rcv,
+			  const char *after_key, struct store_issue *page, int *n,
+			  struct buf *errmsg)
+{
+	enum stmt_id id = receiver ? S_IS_PAGE_RCV : S_IS_PAGE_ALL;
+	sqlite3_stmt *s;
+	enum err rc = ERR_OK;
+	int brc = SQLITE_OK, src = SQLITE_OK;
+
+	*n = 0;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[id];
+	store_bind_text(s, 1, receiver ? receiver : after_rcv, &brc);
+	store_bind_text(s, 2, after_key, &brc);
+	store_bind_int(s, 3, EACH_PAGE_ROWS, &brc);
+	if (brc != SQLITE_OK)
+		src = brc;
+	while (src == SQLITE_OK || src == SQLITE_ROW) {
+		src = sqlite3_step(s);
+		if (src != SQLITE_ROW)
+			break;
+		memset(&page[*n], 0, sizeof(page[*n]));
+		read_issue(s, &page[*n]);
+		(*n)++;
+	}
+	if (src != SQLITE_DONE)
+		rc = store_db_fail(st, "list issues", errmsg);
+	store_done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
+enum err store_issue_each(struct store *st, const char *receiver,
+			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx)
+{
+	struct store_issue page[EACH_PAGE_ROWS];
+	struct buf msg = BUF_INIT;
+	char *after_rcv = xstrdup(""), *after_key = xstrdup("");
+	enum err rc = ERR_OK;
+	int n = 0, stop = 0;
+
+	if (!st || !fn) {
+		rc = ERR_INVALID;
+		goto out;
+	}
+	do {
+		rc = read_page(st, receiver, after_rcv, after_key, page, &n, &msg);
+		for (int i = 0; i < n; i++) {
+			if (!stop && rc == ERR_OK)
+				stop = fn(ctx, &page[i]);
+			if (i == n - 1) {
+				free(after_rcv);
+				free(after_key);
+				after_rcv = page[i].receiver;
+				after_key = page[i].key;
+				page[i].receiver = page[i].key = NULL;
+			}
+			store_issue_release(&page[i]);
+		}
+	} while (rc == ERR_OK && !stop && n == EACH_PAGE_ROWS);
+	if (rc == ERR_DB)
+		store_log_db("list issues", &msg);
+out:
+	free(after_rcv);
+	free(after_key);
+	buf_release(&msg);
+	return rc;
+}
+
+void store_issue_release(struct store_issue *row)
+{
+	if (!row)
+		return;
+	free(row->receiver);
+	free(row->key);
+	free(row->repo);
+	free(row->state);
+	free(row->state_reason);
+	free(row->dead_reason);
+	row->receiver = row->key = row->repo = row->state = NULL;
+	row->state_reason = row->dead_reason = NULL;
+}
+
+/* ---- repository scans (map rebuild) ---- */
+
+enum err store_scan_get(struct store *st, const char *receiver, const char *repo,
+			int64_t *done_at_ms)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s;
+	enum err rc = ERR_NOTFOUND;
+	int brc = SQLITE_OK, step;
+
+	if (!st || store_empty(receiver) || store_empty(repo))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_SCAN_GET];
+	store_bind_text(s, 1, receiver, &brc);
+	store_bind_text(s, 2, repo, &brc);
+	step = brc == SQLITE_OK ? sqlite3_step(s) : SQLITE_ERROR;
+	if (step == SQLITE_ROW) {
+		if (done_at_ms)
+			*done_at_ms = sqlite3_column_int64(s, 0);
+		rc = ERR_OK;
+	} else if (step != SQLITE_DONE) {
+		rc = store_db_fail(st, "read repo scan", &msg);
+	}
+	store_done_with(s);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("read repo scan", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
+			 int64_t done_at_ms)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || store_empty(receiver) || store_empty(repo))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	store_bind_text(st->stmt[S_SCAN_PUT], 1, receiver, &brc);
+	store_bind_text(st->stmt[S_SCAN_PUT], 2, repo, &brc);
+	store_bind_int(st->stmt[S_SCAN_PUT], 3, done_at_ms, &brc);
+	rc = store_run(st, S_SCAN_PUT, brc, "record repo scan", &msg);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("record repo scan", &msg);
+	buf_release(&msg);
+	return rc;
+}

@@ -1,0 +1,113 @@
+/*
+ * janitor_fixture.h - fixtures of the janitor's unit tests (test_janitor*.c):
+ * struct env (a janitor on two fake_http servers, the Kubernetes API and
+ * Slack, and an in-memory store, in virtual time from T0), canned pods and
+ * alerts, and checks of the requests made.  Failures end the test (cmocka).
+ */
+#ifndef AB_TEST_JANITOR_FIXTURE_H
+#define AB_TEST_JANITOR_FIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "core/buf.h"
+#include "core/config.h"
+#include "core/err.h"
+#include "core/metrics.h"
+#include "core/store.h"
+#include "janitor/janitor.h"
+#include "tests/unit/helpers/fake_http.h"
+
+#define T0 INT64_C(1794960000000) /* 2026-11-18T00:00:00Z */
+#define MIN (60 * 1000LL)
+#define HOUR (60 * MIN)
+#define POD_PATH "/api/v1/namespaces/ml-team/pods/train-1"
+#define LIST_PATH "/api/v1/pods?limit=500"
+#define OK_POST "{\"ok\":true,\"channel\":\"C0GPU\",\"ts\":\"1794960000.000100\"}"
+#define MARKED_BY_US                                                                   \
+	"\"janitor/expires\":\"2026-11-19T00:00:00Z\","                                \
+	"\"janitor/marked-expires\":\"2026-11-19T00:00:00Z\","                         \
+	"\"janitor/marked-at\":\"2026-11-18T00:00:00Z\","                              \
+	"\"janitor/reason\":\"JanitorIdleGPUPod\""
+
+struct env {
+	struct fake_http *kube, *slack;
+	struct config *cfg;
+	struct store *st;
+	struct metrics *metrics;
+	struct kube_client *kc;
+	struct slack_client *sc;
+	struct janitor *j;
+	int64_t now;
+	struct buf rows;  /* "ns/pod=action;" per plan row */
+	FILE *log;
+	int leading;          /* what is_leader answers (env_opts.leader_hook) */
+	size_t lose_after;    /* >0: is_leader turns 0 once the kube fake saw this many requests */
+};
+
+/* What a test changes of the environment; zero fields keep the defaults. */
+struct env_opts {
+	int leader_hook;         /* give the janitor is_leader() (env.leading) */
+	int64_t kube_timeout_ms; /* real time: 0 means 5000 */
+	int64_t slack_timeout_ms;
+	int slack_attempts;      /* 0 means 1 */
+};
+
+/* The annotations of a pod of a JanitorPodPendingTooLong mark, due, notified at notified. */
+#define DUE_ANN(notified)                                                             \
+	"\"janitor/expires\":\"2026-11-17T23:59:00Z\",\"janitor/marked-at\":"          \
+	"\"2026-11-16T23:59:00Z\",\"janitor/reason\":\"JanitorPodPendingTooLong\","   \
+	"\"janitor/notified-at\":\"" notified "\""
+
+/* The virtual clock of the env ctx, in ms. */
+int64_t jfx_v_now(void *ctx);
+/* Advance the virtual clock of the env ctx by ms. */
+void jfx_v_sleep(void *ctx, int64_t ms);
+/* How many requests f received with method. */
+size_t jfx_count_method(struct fake_http *f, const char *method);
+/* Build e: fakes, config (dry_run or not), store, clients and janitor, as o changes them. */
+void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o);
+/* jfx_env_start_with() with the default options. */
+void jfx_env_start(struct env *e, int dry_run);
+/* Free everything of e and give the log back to stderr. */
+void jfx_env_stop(struct env *e);
+/* What was logged since jfx_env_start() (a static buffer, valid until the next call). */
+char *jfx_read_log(struct env *e);
+/* Fail unless hay (may be NULL) contains needle. */
+void jfx_assert_contains(const char *hay, const char *needle);
+/* A pod object of ml-team (malloc'd): annotations is the inside of the JSON object. */
+char *jfx_pod_json(const char *name, const char *uid, const char *annotations,
+		   const char *owner_kind, const char *owner_name);
+/* Queue a 200 answer of pod name/uid with annotations on f. */
+void jfx_push_pod(struct fake_http *f, const char *name, const char *uid,
+		  const char *annotations);
+/* Queue a metadata-only list page of n pods (each a jfx_pod_json() string, consumed). */
+void jfx_push_list(struct fake_http *f, char **pods, size_t n);
+/* Queue a list page of the one pod name/uid with annotations ann. */
+void jfx_push_one(struct fake_http *f, const char *name, const char *uid, const char *ann);
+/* Queue one alert for pod ns/pod (uid may be NULL) as the intake would. */
+void jfx_enqueue(struct env *e, const char *status, const char *alertname, const char *ns,
+		 const char *pod, const char *uid);
+/* A notice of uid already delivered at sent_at_ms, as the outbox records it. */
+void jfx_delivered_notice(struct env *e, const char *pod, const char *uid, int64_t expires_ms,
+			  int64_t sent_at_ms);
+/* The i-th request f received, failing unless it is method uri. */
+const struct fake_request *jfx_req(struct fake_http *f, size_t i, const char *method,
+				   const char *uri);
+/* Fail unless r's body is the JSON want. */
+void jfx_body_is(const struct fake_request *r, const char *want);
+/* r's body parsed (json_decref() it); fails when it is not JSON. */
+json_t *jfx_body_json(const struct fake_request *r);
+/* Fail unless the requests from the first-th on were all reads. */
+void jfx_no_mutation(struct fake_http *f, size_t first);
+/* janitor_sweep() row callback: appends "ns/pod=action;" to the env ctx's rows. */
+void jfx_collect_row(void *ctx, const struct janitor_plan_row *row);
+/* Run one sweep of e, its rows collected in e->rows; fail unless it returns want. */
+void jfx_sweep(struct env *e, enum err want);
+/* The metrics as exposed (a static buffer, valid until the next call). */
+const char *jfx_metrics_text(struct env *e);
+
+#endif

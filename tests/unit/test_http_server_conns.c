@@ -1,0 +1,439 @@
+/*
+ * test_http_server_conns.c - connections at the routing server: concurrent
+ * clients, stopping with a handler or an upload in flight, read and header
+ * timeouts, and the connection caps.
+ */
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "core/http_server.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "tests/unit/helpers/http_server_fixture.h"
+
+#define CLIENTS 4
+#define PER_CLIENT 25
+
+struct client {
+	const struct srv *s;
+	int ok;
+};
+
+static void *client_run(void *arg)
+{
+	struct client *cl = arg;
+	CURL *c = curl_easy_init();
+	struct reply r;
+	char url[128];
+	int i;
+
+	hfx_url_for(url, sizeof(url), cl->s, "/hello");
+	for (i = 0; i < PER_CLIENT; i++) {
+		if (hfx_fetch_with(c, "POST", url, "x", NULL, &r) == CURLE_OK && r.status == 200 &&
+		    !strcmp(buf_str(&r.body), "hello POST"))
+			cl->ok++;
+		hfx_reply_release(&r);
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+static void concurrent_requests(void **state)
+{
+	struct seen sn;
+	struct srv *s = hfx_start_server(&sn, 0, 4);
+	struct client cl[CLIENTS];
+	pthread_t t[CLIENTS];
+	int i, ok = 0;
+
+	(void)state;
+	for (i = 0; i < CLIENTS; i++) {
+		cl[i].s = s;
+		cl[i].ok = 0;
+		assert_int_equal(pthread_create(&t[i], NULL, client_run, &cl[i]), 0);
+	}
+	for (i = 0; i < CLIENTS; i++) {
+		pthread_join(t[i], NULL);
+		ok += cl[i].ok;
+	}
+	assert_int_equal(ok, CLIENTS * PER_CLIENT);
+	assert_int_equal(hfx_calls(&sn), CLIENTS * PER_CLIENT);
+	srv_free(s);
+	assert_int_equal(sn.obs_calls, CLIENTS * PER_CLIENT);
+}
+
+struct slow_client {
+	const struct srv *s;
+	struct reply r;
+	CURLcode cc;
+};
+
+static void *slow_run(void *arg)
+{
+	struct slow_client *sc = arg;
+	char url[128];
+
+	hfx_url_for(url, sizeof(url), sc->s, "/slow");
+	sc->cc = hfx_fetch("GET", url, NULL, NULL, &sc->r);
+	return NULL;
+}
+
+static void stop_waits_for_handler_in_flight(void **state)
+{
+	struct seen sn;
+	struct srv *s = hfx_start_server(&sn, 0, 2);
+	struct slow_client sc = {s, {0}, CURLE_OK};
+	struct timespec tick = {0, 10 * 1000 * 1000};
+	pthread_t t;
+	int i, started = 0;
+
+	(void)state;
+	assert_int_equal(pthread_create(&t, NULL, slow_run, &sc), 0);
+	for (i = 0; i < 300 && !started; i++) {
+		nanosleep(&tick, NULL);
+		pthread_mutex_lock(&sn.lock);
+		started = sn.started;
+		pthread_mutex_unlock(&sn.lock);
+	}
+	assert_true(started);
+	srv_stop(s);
+	/* The handler finished and its answer reached the client. */
+	assert_int_equal(sn.finished, 1);
+	pthread_join(t, NULL);
+	assert_int_equal(sc.cc, CURLE_OK);
+	assert_int_equal(sc.r.status, 200);
+	assert_string_equal(buf_str(&sc.r.body), "done");
+	hfx_reply_release(&sc.r);
+	/* No longer accepting. */
+	assert_true(hfx_raw_connect(s) < 0);
+	srv_stop(s); /* idempotent */
+	srv_free(s);
+}
+
+/* A client stalled mid-body holds srv_stop() for at most SRV_DRAIN_MAX_S, not timeout_s. */
+static void stop_does_not_wait_out_a_stalled_upload(void **state)
+{
+	struct srv_options o = {0};
+	struct buf err = BUF_INIT;
+	struct srv *s = NULL;
+	struct seen sn;
+	struct timespec t0, t1, settle = {0, 200 * 1000 * 1000};
+	const char *req = "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhalf";
+	double took_s;
+	int fd;
+
+	(void)state;
+	memset(&sn, 0, sizeof(sn));
+	pthread_mutex_init(&sn.lock, NULL);
+	o.listen_address = "127.0.0.1:0";
+	o.threads = 1;
+	o.timeout_s = 30;
+	assert_int_equal(srv_new(&o, &s, &err), ERR_OK);
+	assert_int_equal(srv_route(s, "POST", "/echo", hfx_echo, &sn), ERR_OK);
+	assert_int_equal(srv_start(s, &err), ERR_OK);
+	fd = hfx_raw_connect(s);
+	assert_true(fd >= 0);
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	nanosleep(&settle, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	srv_stop(s);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	took_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	if (took_s > SRV_DRAIN_MAX_S + 2.0)
+		fail_msg("srv_stop took %.1f s with a stalled upload", took_s);
+	assert_int_equal(hfx_calls(&sn), 0);  /* the half-sent request was never handled */
+	assert_true(hfx_raw_connect(s) < 0);
+	close(fd);
+	srv_free(s);
+	buf_release(&err);
+}
+
+/* A server on 127.0.0.1:0 with /hello and the given limits, started. */
+static struct srv *start_limited(struct seen *sn, unsigned timeout_s, unsigned header_timeout_ms,
+				 unsigned max_conn, unsigned max_per_ip)
+{
+	struct srv_options o = {0};
+	struct buf err = BUF_INIT;
+	struct srv *s = NULL;
+
+	memset(sn, 0, sizeof(*sn));
+	pthread_mutex_init(&sn->lock, NULL);
+	o.listen_address = "127.0.0.1:0";
+	o.threads = 2;
+	o.timeout_s = timeout_s;
+	o.header_timeout_ms = header_timeout_ms;
+	o.max_connections = max_conn;
+	o.max_connections_per_ip = max_per_ip;
+	assert_int_equal(srv_new(&o, &s, &err), ERR_OK);
+	assert_int_equal(srv_route(s, "GET", "/hello", hfx_hello, sn), ERR_OK);
+	assert_int_equal(srv_route(s, "POST", "/hello", hfx_hello, sn), ERR_OK);
+	assert_int_equal(srv_start(s, &err), ERR_OK);
+	buf_release(&err);
+	return s;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connect from source address src ("127.0.0.2") to the server; asserts success. */
+static int connect_from(const struct srv *s, const char *src)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	a.sin_port = htons((uint16_t)srv_port(s));
+	assert_int_equal(inet_pton(AF_INET, "127.0.0.1", &a.sin_addr), 1);
+	assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	return fd;
+}
+
+/*
+ * Send drip (may be NULL) one byte every 200 ms and wait for the server to
+ * close fd, for at most limit_ms.  Returns the ms until the close, or -1 if
+ * the connection is still open at limit_ms; what the server sent goes to got.
+ */
+static int64_t wait_closed(int fd, const char *drip, int64_t limit_ms, struct buf *got)
+{
+	int64_t t0 = mono_ms(), next_drip = t0;
+	char chunk[512];
+	ssize_t n;
+
+	while (mono_ms() - t0 < limit_ms) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (drip && *drip && mono_ms() >= next_drip) {
+			if (send(fd, drip, 1, MSG_NOSIGNAL) != 1)
+				return mono_ms() - t0;
+			drip++;
+			next_drip += 200;
+		}
+		if (poll(&p, 1, 50) == 0)
+			continue;
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n <= 0)
+			return mono_ms() - t0;
+		assert_int_equal(buf_add(got, chunk, (size_t)n), ERR_OK);
+	}
+	return -1;
+}
+
+/* GET /hello over a new connection from src; the status (0: no answer). */
+static int get_hello_from(const struct srv *s, const char *src)
+{
+	static const char req[] = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+	struct buf got = BUF_INIT;
+	int fd = connect_from(s, src), status = 0;
+
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	(void)wait_closed(fd, NULL, 3000, &got);
+	if (!strncmp(buf_str(&got), "HTTP/1.1 ", 9))
+		status = (int)strtol(buf_str(&got) + 9, NULL, 10);
+	close(fd);
+	buf_release(&got);
+	return status;
+}
+
+static void silent_client_closed_after_read_timeout(void **state)
+{
+	struct seen sn;
+	struct srv *s = start_limited(&sn, 1, 10000, 0, 0);
+	struct buf got = BUF_INIT;
+	int fd = connect_from(s, "127.0.0.1");
+	int64_t ms;
+
+	(void)state;
+	ms = wait_closed(fd, NULL, 8000, &got);
+	assert_true(ms >= 900 && ms <= 5000);
+	assert_string_equal(buf_str(&got), "");
+	close(fd);
+	srv_free(s);
+	buf_release(&got);
+}
+
+/* Headers one byte every 200 ms (slowloris): cut off at the header timeout. */
+static void slow_headers_cut_off(void **state)
+{
+	static const char drip[] = "GET /hello HTTP/1.1\r\nHost: x\r\nX-Pad: aaaaaaaaaaaaaaaaaaaaaaa"
+				   "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+	struct seen sn;
+	struct srv *s;
+	struct buf got = BUF_INIT;
+	char logged[1024] = "";
+	int fds[2], fd;
+	int64_t ms;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	log_set_fd(fds[1]);
+	s = start_limited(&sn, 10, 1000, 0, 0);
+	fd = connect_from(s, "127.0.0.1");
+	ms = wait_closed(fd, drip, 8000, &got);
+	assert_true(ms >= 900 && ms <= 5000);  /* not the 10 s idle timeout: bytes kept coming */
+	assert_string_equal(buf_str(&got), "");
+	assert_int_equal(hfx_calls(&sn), 0);
+	close(fd);
+	srv_free(s);
+	log_set_fd(2);
+	close(fds[1]);
+	n = read(fds[0], logged, sizeof(logged) - 1);
+	close(fds[0]);
+	assert_true(n > 0);
+	assert_non_null(strstr(logged, "msg=\"closed a slow connection\" remote_addr=127.0.0.1 "
+				       "waiting_for=headers after_ms="));
+	buf_release(&got);
+}
+
+/* A body one byte every 200 ms: cut off at the read timeout, the handler never runs. */
+static void slow_body_cut_off(void **state)
+{
+	static const char drip[] = "0123456789012345678901234567890123456789";
+	static const char head[] = "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 40\r\n\r\n";
+	struct seen sn;
+	struct srv *s = start_limited(&sn, 2, 500, 0, 0);
+	struct buf got = BUF_INIT;
+	int fd = connect_from(s, "127.0.0.1");
+	int64_t ms;
+
+	(void)state;
+	assert_int_equal(send(fd, head, strlen(head), MSG_NOSIGNAL), (ssize_t)strlen(head));
+	ms = wait_closed(fd, drip, 8000, &got);
+	assert_true(ms >= 1700 && ms <= 6000);  /* 2 s from the start, headers in at once */
+	assert_string_equal(buf_str(&got), "");
+	assert_int_equal(hfx_calls(&sn), 0);
+	close(fd);
+	srv_free(s);
+	buf_release(&got);
+}
+
+/* After a response, a kept-alive connection waits header_timeout for the next request. */
+static void kept_alive_connection_waits_header_timeout(void **state)
+{
+	static const char req[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct seen sn;
+	struct srv *s = start_limited(&sn, 10, 1000, 0, 0);
+	struct buf got = BUF_INIT;
+	int fd = connect_from(s, "127.0.0.1");
+	int64_t ms;
+
+	(void)state;
+	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
+	ms = wait_closed(fd, NULL, 8000, &got);
+	assert_true(ms >= 900 && ms <= 5000);
+	assert_non_null(strstr(buf_str(&got), "HTTP/1.1 200 OK\r\n"));
+	assert_int_equal(hfx_calls(&sn), 1);
+	close(fd);
+	srv_free(s);
+	buf_release(&got);
+}
+
+/* max_connections held open: the next one is closed at once; a freed slot serves again. */
+static void connection_over_cap_is_closed(void **state)
+{
+	struct seen sn;
+	struct srv *s;
+	struct buf got = BUF_INIT;
+	char logged[1024] = "";
+	int held[3], fds[2], fd, i, status = 0;
+	int64_t ms, t0;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	log_set_fd(fds[1]);
+	s = start_limited(&sn, 10, 10000, 3, 0);
+	for (i = 0; i < 3; i++)
+		held[i] = connect_from(s, "127.0.0.1");
+	fd = connect_from(s, "127.0.0.1");  /* TCP accepts it; the server closes it */
+	ms = wait_closed(fd, NULL, 8000, &got);
+	assert_true(ms >= 0 && ms < 5000);
+	assert_string_equal(buf_str(&got), "");
+	close(fd);
+	close(held[0]);
+	t0 = mono_ms();
+	while (status != 200 && mono_ms() - t0 < 3000)
+		status = get_hello_from(s, "127.0.0.1");
+	assert_int_equal(status, 200);
+	for (i = 1; i < 3; i++)
+		close(held[i]);
+	srv_free(s);
+	log_set_fd(2);
+	close(fds[1]);
+	n = read(fds[0], logged, sizeof(logged) - 1);
+	close(fds[0]);
+	assert_true(n > 0);
+	assert_non_null(strstr(logged, "msg=\"connection limit reached: closing new connections\" "
+				       "max_connections=3 refused_total=1"));
+	buf_release(&got);
+}
+
+/* Per-IP cap: 127.0.0.1 holds its share, 127.0.0.2 is still served at once. */
+static void per_ip_cap_leaves_room_for_others(void **state)
+{
+	struct seen sn;
+	struct srv *s = start_limited(&sn, 10, 10000, 16, 2);
+	struct buf got = BUF_INIT;
+	int held[2], fd, i;
+	int64_t ms, t0;
+
+	(void)state;
+	for (i = 0; i < 2; i++)
+		held[i] = connect_from(s, "127.0.0.1");
+	fd = connect_from(s, "127.0.0.1");
+	ms = wait_closed(fd, NULL, 8000, &got);
+	assert_true(ms >= 0 && ms < 5000);
+	assert_string_equal(buf_str(&got), "");
+	close(fd);
+	t0 = mono_ms();
+	assert_int_equal(get_hello_from(s, "127.0.0.2"), 200);
+	assert_true(mono_ms() - t0 < 1000);
+	for (i = 0; i < 2; i++)
+		close(held[i]);
+	srv_free(s);
+	buf_release(&got);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(concurrent_requests),
+		cmocka_unit_test(stop_waits_for_handler_in_flight),
+		cmocka_unit_test(stop_does_not_wait_out_a_stalled_upload),
+		cmocka_unit_test(silent_client_closed_after_read_timeout),
+		cmocka_unit_test(slow_headers_cut_off),
+		cmocka_unit_test(slow_body_cut_off),
+		cmocka_unit_test(kept_alive_connection_waits_header_timeout),
+		cmocka_unit_test(connection_over_cap_is_closed),
+		cmocka_unit_test(per_ip_cap_leaves_room_for_others),
+	};
+	int rc;
+
+	curl_global_init(CURL_GLOBAL_ALL);
+	rc = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return rc;
+}

@@ -1,0 +1,855 @@
+/*
+ * test_store_events.c - the event inbox (core/store_events.c): FIFO, kinds,
+ * retry, dead letters, per-key order, pruning, group commit from 8 threads,
+ * durability across _exit, wait/wake.  Failures are injected with sqlite
+ * triggers added through a second connection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/store.h"
+#include "tests/unit/helpers/store_fixture.h"
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the inbox ---- */
+
+static void enqueue_next_done_round_trip(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event evs[2] = { sfx_mkev("bridge", "default", "k1", "firing"),
+				      sfx_mkev("bridge", "default", "k2", "resolved") };
+	struct store_event got;
+	struct buf msg = BUF_INIT;
+	char payload[] = "{\"x\":1}";
+
+	(void)state;
+	evs[1].ends_at_ms = 1700000009000;
+	evs[1].payload = payload;
+	assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_OK);
+	payload[0] = 'X'; /* the store kept its own copy */
+	assert_true(evs[0].id > 0);
+	assert_true(evs[1].id > evs[0].id);
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(got.id, evs[0].id);
+	assert_string_equal(got.kind, "bridge");
+	assert_string_equal(got.receiver, "default");
+	assert_string_equal(got.key, "k1");
+	assert_string_equal(got.status, "firing");
+	assert_int_equal(got.starts_at_ms, 1700000000000);
+	assert_int_equal(got.ends_at_ms, 0);
+	assert_string_equal(got.payload, "{\"alertname\":\"GPUIdle\"}");
+	assert_int_equal(got.received_at_ms, 1700000001000);
+	assert_int_equal(got.attempts, 0);
+	assert_null(got.last_error);
+	store_event_release(&got);
+	store_event_release(&got); /* released fields are NULL: safe twice */
+	store_event_release(NULL);
+
+	assert_int_equal(store_event_done(st, evs[0].id, NULL, &msg), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(got.id, evs[1].id);
+	assert_string_equal(got.status, "resolved");
+	assert_int_equal(got.ends_at_ms, 1700000009000);
+	assert_string_equal(got.payload, "{\"x\":1}");
+	store_event_release(&got);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+
+	/* Done twice, or an unknown id. */
+	assert_int_equal(store_event_done(st, evs[0].id, NULL, &msg), ERR_CONFLICT);
+	sfx_assert_contains(buf_str(&msg), "is already done");
+	assert_int_equal(store_event_done(st, 9999, NULL, &msg), ERR_NOTFOUND);
+	sfx_assert_contains(buf_str(&msg), "event 9999 does not exist");
+	assert_int_equal(store_enqueue(st, NULL, 0, &msg), ERR_OK);
+	buf_release(&msg);
+	store_close(st);
+}
+
+static void fifo_within_kind_and_kinds_apart(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	int64_t b[5], j[3];
+	const char *keys[] = { "k0", "k1", "k2", "k3", "k4" };
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		b[i] = sfx_enq1(st, "bridge", keys[i]);
+		if (i < 3)
+			j[i] = sfx_enq1(st, "janitor", keys[i]);
+	}
+	assert_int_equal(store_pending_count(st, "bridge"), 5);
+	assert_int_equal(store_pending_count(st, "janitor"), 3);
+	assert_int_equal(store_pending_count(st, "other"), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(sfx_next_id(st, "janitor", 0), j[i]);
+		assert_int_equal(store_event_done(st, j[i], NULL, NULL), ERR_OK);
+	}
+	assert_int_equal(sfx_next_id(st, "janitor", 0), 0);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(sfx_next_id(st, "bridge", 0), b[i]);
+		assert_int_equal(store_event_done(st, b[i], NULL, NULL), ERR_OK);
+	}
+	assert_int_equal(sfx_next_id(st, "bridge", 0), 0);
+	store_close(st);
+}
+
+static void retry_waits_for_next_attempt(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event got;
+	int64_t a = sfx_enq1(st, "bridge", "ka");
+	int64_t b = sfx_enq1(st, "bridge", "kb");
+	const int64_t t = 1800000000000;
+
+	(void)state;
+	assert_int_equal(store_event_retry(st, a, t + 5000, "github: 502 bad gateway"), ERR_OK);
+	/* a is not due: b (another key) goes first. */
+	assert_int_equal(sfx_next_id(st, "bridge", t), b);
+	assert_int_equal(store_event_done(st, b, NULL, NULL), ERR_OK);
+	assert_int_equal(sfx_next_id(st, "bridge", t + 4999), 0);
+	assert_int_equal(store_next_event(st, "bridge", t + 5000, &got), ERR_OK);
+	assert_int_equal(got.id, a);
+	assert_int_equal(got.attempts, 1);
+	assert_string_equal(got.last_error, "github: 502 bad gateway");
+	store_event_release(&got);
+
+	assert_int_equal(store_event_retry(st, a, t + 9000, NULL), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", t + 9000, &got), ERR_OK);
+	assert_int_equal(got.attempts, 2);
+	assert_null(got.last_error);
+	store_event_release(&got);
+
+	assert_int_equal(store_event_retry(st, b, t, "x"), ERR_CONFLICT);
+	assert_int_equal(store_event_retry(st, 4242, t, "x"), ERR_NOTFOUND);
+	store_close(st);
+}
+
+static void progress_note_survives_retry(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event got;
+	int64_t a = sfx_enq1(st, "bridge", "ka");
+	const int64_t t = 1800000000000;
+
+	(void)state;
+	assert_int_equal(store_next_event(st, "bridge", t, &got), ERR_OK);
+	assert_null(got.progress);
+	store_event_release(&got);
+	assert_int_equal(store_event_progress(st, a, "close:1"), ERR_OK);
+	assert_int_equal(store_event_retry(st, a, t, "github: 502"), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", t, &got), ERR_OK);
+	assert_string_equal(got.progress, "close:1");
+	store_event_release(&got);
+	assert_int_equal(store_event_progress(st, a, ""), ERR_INVALID);
+	assert_int_equal(store_event_progress(st, 4242, "x:1"), ERR_NOTFOUND);
+	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
+	assert_int_equal(store_event_progress(st, a, "close:2"), ERR_CONFLICT);
+	store_close(st);
+}
+
+static void later_event_of_same_key_waits_for_older(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	int64_t firing = sfx_enq1(st, "bridge", "k");
+	int64_t resolved = sfx_enq1(st, "bridge", "k");
+	int64_t other = sfx_enq1(st, "bridge", "other");
+	int64_t janitor = sfx_enq1(st, "janitor", "k");
+	const int64_t t = 1800000000000;
+
+	(void)state;
+	assert_int_equal(store_event_retry(st, firing, t + 1000, "timeout"), ERR_OK);
+	/* resolved for k must not overtake firing for k; other keys and kinds go on. */
+	assert_int_equal(sfx_next_id(st, "bridge", t), other);
+	assert_int_equal(store_event_done(st, other, NULL, NULL), ERR_OK);
+	assert_int_equal(sfx_next_id(st, "bridge", t), 0);
+	assert_int_equal(sfx_next_id(st, "janitor", t), janitor);
+	assert_int_equal(sfx_next_id(st, "bridge", t + 1000), firing);
+	assert_int_equal(store_event_done(st, firing, NULL, NULL), ERR_OK);
+	assert_int_equal(sfx_next_id(st, "bridge", t), resolved);
+	/* A dead-lettered head no longer holds its key back. */
+	int64_t again = sfx_enq1(st, "bridge", "k");
+	assert_int_equal(store_event_dead(st, resolved, "bad payload"), ERR_OK);
+	assert_int_equal(sfx_next_id(st, "bridge", t), again);
+	store_close(st);
+}
+
+static void dead_letter_marks_event_and_row(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("default", "kd", 7), got;
+	int64_t id = sfx_enq1(st, "bridge", "kd");
+	int64_t id2 = sfx_enq1(st, "bridge", "no-row");
+	struct buf msg = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_dead_count(st), 0);
+	assert_int_equal(store_event_dead(st, id, ""), ERR_INVALID);
+	assert_int_equal(store_event_dead(st, id, NULL), ERR_INVALID);
+	assert_int_equal(store_event_dead(st, id, "github: 422 validation failed"), ERR_OK);
+	assert_int_equal(store_event_dead(st, id2, "github: 404 repo not found"), ERR_OK);
+	assert_int_equal(store_dead_count(st), 2);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	assert_int_equal(sfx_next_id(st, "bridge", INT64_MAX), 0);
+	assert_int_equal(store_issue_get(st, "default", "kd", &got), ERR_OK);
+	assert_string_equal(got.dead_reason, "github: 422 validation failed");
+	store_issue_release(&got);
+	assert_int_equal(store_issue_get(st, "default", "no-row", &got), ERR_NOTFOUND);
+
+	assert_int_equal(store_event_dead(st, id, "again"), ERR_CONFLICT);
+	assert_int_equal(store_event_dead(st, 777, "x"), ERR_NOTFOUND);
+	assert_int_equal(store_event_retry(st, id, 0, "x"), ERR_CONFLICT);
+	assert_int_equal(store_event_done(st, id, NULL, &msg), ERR_CONFLICT);
+	sfx_assert_contains(buf_str(&msg), "is already dead");
+	buf_release(&msg);
+	store_close(st);
+}
+
+/* Dead letters re-queued by key or by reason; the rest stay dead; order is kept. */
+static void dead_letters_are_requeued_by_filter(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("default", "a", 7), got;
+	int64_t a1 = sfx_enq1(st, "bridge", "a"), b = sfx_enq1(st, "bridge", "b");
+	int64_t c = sfx_enq1(st, "bridge", "c"), j = sfx_enq1(st, "janitor", "a"), n = -1;
+	struct store_event ev;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_event_progress(st, a1, "create@1700000000000"), ERR_OK);
+	assert_int_equal(store_event_dead(st, a1, "repository o/x not found or no access"),
+			 ERR_OK);
+	assert_int_equal(store_event_dead(st, b, "repository o/y not found or no access"), ERR_OK);
+	assert_int_equal(store_event_dead(st, c, "422 validation failed"), ERR_OK);
+	assert_int_equal(store_event_dead(st, j, "repository o/x not found or no access"), ERR_OK);
+	int64_t a2 = sfx_enq1(st, "bridge", "a");  /* a newer event of a, pending */
+
+	assert_int_equal(store_dead_requeue(st, "bridge", "default", "zz", NULL, &n), ERR_OK);
+	assert_int_equal(n, 0);
+	assert_int_equal(store_dead_requeue(st, "bridge", "default", "a", NULL, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_dead_count(st), 3);
+	assert_int_equal(store_issue_get(st, "default", "a", &got), ERR_OK);
+	assert_null(got.dead_reason);
+	store_issue_release(&got);
+	/* the re-queued one goes first (id order), with its note and the old reason */
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX, &ev), ERR_OK);
+	assert_int_equal(ev.id, a1);
+	assert_int_equal(ev.attempts, 0);
+	assert_string_equal(ev.progress, "create@1700000000000");
+	assert_string_equal(ev.last_error,
+			    STORE_REQUEUED "repository o/x not found or no access");
+	store_event_release(&ev);
+	assert_int_equal(store_event_done(st, a1, NULL, NULL), ERR_OK);
+	assert_int_equal(sfx_next_id(st, "bridge", INT64_MAX), a2);
+
+	/* by reason, every receiver and key of the kind; the janitor's stays */
+	assert_int_equal(store_dead_requeue(st, "bridge", NULL, NULL,
+					    "repository % not found or no access", &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_dead_count(st), 2);  /* c (422) and the janitor's */
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+	assert_int_equal(store_dead_requeue(st, "", NULL, NULL, NULL, &n), ERR_INVALID);
+	assert_int_equal(store_dead_requeue(NULL, "bridge", NULL, NULL, NULL, &n), ERR_INVALID);
+	store_close(st);
+}
+
+static int dead_fn(void *ctx, const struct store_event *ev)
+{
+	struct buf *out = ctx;
+	(void)buf_printf(out, "%s/%s:%s;", ev->receiver, ev->key, ev->last_error);
+	return 0;
+}
+
+
+/*
+ * An event with dead_reason is enqueued already dead-lettered, in the same
+ * commit as the pending ones beside it: never handed to a worker, listed and
+ * counted as a dead letter, its map row marked.
+ */
+static void enqueue_dead_letters_invalid_events(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("default", "kd", 7), got;
+	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k0", "firing"),
+				      sfx_mkev("bridge", "default", "k1", "firing"),
+				      sfx_mkev("bridge", "default", "kd", "resolved") };
+	struct store_event ev;
+	struct buf out = BUF_INIT, msg = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	evs[1].dead_reason = (char *)"invalid alert: alerts[1].startsAt: missing";
+	evs[2].dead_reason = (char *)"invalid alert: alerts[2].labels.alertbridge_repo: bad";
+	if (store_enqueue(st, evs, 3, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	assert_true(evs[1].id > evs[0].id && evs[2].id > evs[1].id);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	assert_int_equal(store_dead_count(st), 2);
+	memset(&ev, 0, sizeof(ev));
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX, &ev), ERR_OK);
+	assert_string_equal(ev.key, "k0");
+	assert_null(ev.dead_reason);
+	store_event_release(&ev);
+	assert_int_equal(store_dead_unmapped(st, "bridge", 10, dead_fn, &out), ERR_OK);
+	assert_string_equal(buf_str(&out), "default/k1:invalid alert: alerts[1].startsAt: missing;");
+	assert_int_equal(store_issue_get(st, "default", "kd", &got), ERR_OK);
+	assert_string_equal(got.dead_reason, "invalid alert: alerts[2].labels.alertbridge_repo: bad");
+	store_issue_release(&got);
+	assert_int_equal(store_event_done(st, evs[1].id, NULL, &msg), ERR_CONFLICT);
+	/* An empty reason is no reason: the event is pending. */
+	evs[0].dead_reason = (char *)"";
+	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
+	assert_int_equal(store_pending_count(st, "bridge"), 2);
+	buf_release(&out);
+	buf_release(&msg);
+	store_close(st);
+}
+
+static void repo_scans_and_unmapped_dead_letters(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("default", "kd", 7);
+	struct buf out = BUF_INIT;
+	int64_t t = 0;
+
+	(void)state;
+	assert_int_equal(store_scan_get(st, "default", "o/r", &t), ERR_NOTFOUND);
+	assert_int_equal(store_scan_done(st, "default", "o/r", 1700000000000), ERR_OK);
+	assert_int_equal(store_scan_get(st, "default", "o/r", &t), ERR_OK);
+	assert_int_equal(t, 1700000000000);
+	assert_int_equal(store_scan_get(st, "other", "o/r", NULL), ERR_NOTFOUND);
+	assert_int_equal(store_scan_done(st, "default", "o/r", 1700000005000), ERR_OK);
+	assert_int_equal(store_scan_get(st, "default", "o/r", &t), ERR_OK);
+	assert_int_equal(t, 1700000005000);
+	assert_int_equal(store_scan_get(st, "", "o/r", &t), ERR_INVALID);
+	assert_int_equal(store_scan_done(st, "default", NULL, 1), ERR_INVALID);
+
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_event_dead(st, sfx_enq1(st, "bridge", "kd"), "mapped"), ERR_OK);
+	assert_int_equal(store_event_dead(st, sfx_enq1(st, "bridge", "k1"), "422 one"), ERR_OK);
+	(void)sfx_enq1(st, "bridge", "k2"); /* pending: not listed */
+	assert_int_equal(store_event_dead(st, sfx_enq1(st, "janitor", "k3"), "other kind"), ERR_OK);
+	assert_int_equal(store_dead_unmapped(st, "bridge", 10, dead_fn, &out), ERR_OK);
+	assert_string_equal(buf_str(&out), "default/k1:422 one;");
+	assert_int_equal(store_dead_unmapped(st, "bridge", 0, dead_fn, &out), ERR_INVALID);
+	buf_release(&out);
+	store_close(st);
+}
+
+static void prune_drops_old_done_events_only(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	int64_t a = sfx_enq1(st, "bridge", "a"), b = sfx_enq1(st, "bridge", "b");
+	int64_t deleted = -1;
+
+	(void)state;
+	sfx_enq1(st, "bridge", "c");
+	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
+	assert_int_equal(store_event_dead(st, b, "x"), ERR_OK);
+	assert_int_equal(store_prune_done(st, wall_ms() - 60000, &deleted), ERR_OK);
+	assert_int_equal(deleted, 0);
+	assert_int_equal(store_prune_done(st, wall_ms() + 1000, &deleted), ERR_OK);
+	assert_int_equal(deleted, 1);
+	assert_int_equal(store_dead_count(st), 1);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_NOTFOUND);
+	store_close(st);
+}
+
+/* Bytes of the database file and its WAL. */
+static int64_t db_bytes(const char *path)
+{
+	char wal[200];
+	struct stat sb;
+	int64_t n = 0;
+
+	if (stat(path, &sb) == 0)
+		n += (int64_t)sb.st_size;
+	snprintf(wal, sizeof(wal), "%s-wal", path);
+	if (stat(wal, &sb) == 0)
+		n += (int64_t)sb.st_size;
+	return n;
+}
+
+/* n firing events of 2 KiB payload each, in one commit, then all marked done at done_ms. */
+static void add_done_events(const char *path, struct store *st, int n, int64_t done_ms)
+{
+	static char payload[2048];
+	struct store_event *evs = calloc((size_t)n, sizeof(*evs));
+	struct buf msg = BUF_INIT;
+	char sql[160], (*keys)[24] = calloc((size_t)n, sizeof(*keys));
+
+	memset(payload, 'x', sizeof(payload) - 1);
+	payload[0] = '"';
+	payload[sizeof(payload) - 2] = '"';
+	for (int i = 0; i < n; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		evs[i] = sfx_mkev("bridge", "default", keys[i], "firing");
+		evs[i].payload = payload;
+	}
+	if (store_enqueue(st, evs, (size_t)n, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	snprintf(sql, sizeof(sql), "UPDATE events SET state = 'done', done_at_ms = %lld "
+		 "WHERE state = 'pending' AND key LIKE 'k%%'", (long long)done_ms);
+	sfx_sql_exec(path, sql);
+	buf_release(&msg);
+	free(keys);
+	free(evs);
+}
+
+/*
+ * Retention: repeated rounds of many done events pruned leave the file the
+ * size of what is live (incremental vacuum after the prune), dead letters
+ * and pending events stay, and a database made before incremental vacuum
+ * is switched on open.
+ */
+static void prune_keeps_the_file_small_and_dead_letters(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	int64_t dead = sfx_enq1(st, "bridge", "dead");
+	int64_t deleted = 0, empty_bytes, first = 0;
+
+	assert_true(sfx_enq1(st, "janitor", "pending") > 0);
+
+	assert_int_equal(sfx_sql_int(f->path, "PRAGMA auto_vacuum"), 2);  /* incremental */
+	assert_int_equal(store_event_dead(st, dead, "repository o/r not found or no access"),
+			 ERR_OK);
+	empty_bytes = db_bytes(f->path);
+	for (int round = 0; round < 4; round++) {
+		int64_t full;
+		add_done_events(f->path, st, 2000, wall_ms() - 10000);
+		full = db_bytes(f->path);
+		assert_true(full > 2000 * 2048);
+		assert_int_equal(store_prune_done(st, wall_ms() - 5000, &deleted), ERR_OK);
+		assert_int_equal(deleted, 2000);
+		assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), 2);
+		/* the pages of the deleted rows go back to the file system */
+		if (db_bytes(f->path) > full / 4)
+			fail_msg("round %d: %lld bytes after the prune, %lld before (empty: %lld)",
+				 round, (long long)db_bytes(f->path), (long long)full,
+				 (long long)empty_bytes);
+		if (round == 0)
+			first = db_bytes(f->path);
+		else
+			assert_true(db_bytes(f->path) <= first + 65536);
+	}
+	assert_int_equal(store_dead_count(st), 1);
+	assert_int_equal(store_pending_count(st, "janitor"), 1);
+	store_close(st);
+
+	/* A database made without incremental vacuum (before it was switched on). */
+	sfx_sql_exec(f->path, "PRAGMA journal_mode = DELETE; PRAGMA auto_vacuum = NONE; VACUUM");
+	assert_int_equal(sfx_sql_int(f->path, "PRAGMA auto_vacuum"), 0);
+	st = sfx_open_ok(f->path);
+	assert_int_equal(sfx_sql_int(f->path, "PRAGMA auto_vacuum"), 2);
+	assert_int_equal(store_dead_count(st), 1);
+	assert_int_equal(store_pending_count(st, "janitor"), 1);
+	store_close(st);
+}
+
+static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event evs[2];
+	struct buf msg = BUF_INIT;
+	static const struct {
+		int field;
+		const char *value;
+		const char *want;
+	} cases[] = {
+		{ 0, NULL, "store: event 1: kind is empty" },
+		{ 0, "", "store: event 1: kind is empty" },
+		{ 1, NULL, "store: event 1: receiver is empty" },
+		{ 2, "", "store: event 1: key is empty" },
+		{ 3, NULL, "store: event 1: status is empty" },
+		{ 3, "pending", "store: event 1: status \"pending\" is not firing or resolved" },
+		{ 4, NULL, "store: event 1: payload is empty" },
+		{ 4, "", "store: event 1: payload is empty" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		evs[0] = sfx_mkev("bridge", "default", "good", "firing");
+		evs[1] = sfx_mkev("bridge", "default", "bad", "firing");
+		char **field[] = { &evs[1].kind, &evs[1].receiver, &evs[1].key, &evs[1].status,
+				   &evs[1].payload };
+		*field[cases[i].field] = (char *)cases[i].value;
+		buf_reset(&msg);
+		assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_INVALID);
+		assert_string_equal(buf_str(&msg), cases[i].want);
+		assert_int_equal(evs[0].id, 0);
+	}
+	assert_int_equal(store_enqueue(st, NULL, 1, &msg), ERR_INVALID);
+	sfx_assert_contains(buf_str(&msg), "no events");
+	assert_int_equal(store_enqueue(NULL, evs, 1, &msg), ERR_INVALID);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	struct store_stats stats;
+	store_stats(st, &stats);
+	assert_int_equal(stats.commits, 0);
+	assert_int_equal(stats.batches, 0);
+	buf_release(&msg);
+	store_close(st);
+}
+
+static void failed_commit_stores_nothing(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k1", "firing"),
+				      sfx_mkev("bridge", "default", "k2", "firing"),
+				      sfx_mkev("bridge", "default", "boom", "firing") };
+	struct buf msg = BUF_INIT;
+	struct store_stats stats;
+
+	sfx_sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON events WHEN NEW.key = 'boom' "
+			      "BEGIN SELECT RAISE(ABORT, 'injected insert failure'); END");
+	assert_int_equal(store_enqueue(st, evs, 3, &msg), ERR_DB);
+	sfx_assert_contains(buf_str(&msg), "injected insert failure");
+	sfx_assert_contains(buf_str(&msg), "nothing of this group commit was stored");
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(evs[i].id, 0);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	store_stats(st, &stats);
+	assert_int_equal(stats.failed_commits, 1);
+	assert_int_equal(stats.commits, 0);
+	/* The store goes on working after a failed group. */
+	assert_true(sfx_enq1(st, "bridge", "k3") > 0);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	buf_release(&msg);
+	store_close(st);
+}
+
+/* ---- group commit and durability ---- */
+
+#define GC_THREADS 8
+#define GC_CALLS 200
+
+struct gc_arg {
+	struct store *st;
+	int idx;
+	int64_t ids[GC_CALLS];
+	int done;
+	int64_t deadline_ms;
+};
+
+static void *gc_thread(void *p)
+{
+	struct gc_arg *a = p;
+	char key[32];
+
+	for (int i = 0; i < GC_CALLS && mono_ms() < a->deadline_ms; i++) {
+		snprintf(key, sizeof(key), "t%d-%d", a->idx, i);
+		struct store_event ev = sfx_mkev("bridge", "default", key, "firing");
+		if (store_enqueue(a->st, &ev, 1, NULL) != ERR_OK)
+			break;
+		a->ids[i] = ev.id;
+		a->done++;
+	}
+	return NULL;
+}
+
+static int cmp_i64(const void *x, const void *y)
+{
+	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
+static void group_commit_from_8_threads(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct gc_arg *args = calloc(GC_THREADS, sizeof(*args));
+	pthread_t th[GC_THREADS];
+	int64_t *all = calloc(GC_THREADS * GC_CALLS, sizeof(*all));
+	int64_t deadline = mono_ms() + 60000;
+	struct store_stats stats;
+
+	for (int t = 0; t < GC_THREADS; t++) {
+		args[t].st = st;
+		args[t].idx = t;
+		args[t].deadline_ms = deadline;
+		assert_int_equal(pthread_create(&th[t], NULL, gc_thread, &args[t]), 0);
+	}
+	for (int t = 0; t < GC_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < GC_THREADS; t++) {
+		assert_int_equal(args[t].done, GC_CALLS);
+		memcpy(all + t * GC_CALLS, args[t].ids, sizeof(args[t].ids));
+	}
+	qsort(all, GC_THREADS * GC_CALLS, sizeof(*all), cmp_i64);
+	assert_true(all[0] > 0);
+	for (int i = 1; i < GC_THREADS * GC_CALLS; i++)
+		assert_true(all[i] > all[i - 1]);
+	assert_int_equal(store_pending_count(st, "bridge"), GC_THREADS * GC_CALLS);
+	store_stats(st, &stats);
+	assert_int_equal(stats.batches, GC_THREADS * GC_CALLS);
+	assert_int_equal(stats.events, GC_THREADS * GC_CALLS);
+	assert_int_equal(stats.failed_commits, 0);
+	assert_true(stats.commits >= 1);
+	assert_true(stats.commits < stats.batches);
+	print_message("group commit: %llu commits for %llu calls\n",
+		      (unsigned long long)stats.commits, (unsigned long long)stats.batches);
+	store_close(st);
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(DISTINCT id) FROM events"),
+			 GC_THREADS * GC_CALLS);
+	free(all);
+	free(args);
+}
+
+#define GF_THREADS 4
+#define GF_CALLS 60
+
+struct gf_arg {
+	struct store *st;
+	int idx;
+	int64_t ids[GF_CALLS];
+	enum err rc[GF_CALLS];
+	char msg[GF_CALLS][16];
+};
+
+/* Thread 0 sends a poisoned event every 3rd call; the others are all valid. */
+static void *gf_thread(void *p)
+{
+	struct gf_arg *a = p;
+	struct buf msg = BUF_INIT;
+	char key[32];
+
+	for (int i = 0; i < GF_CALLS; i++) {
+		snprintf(key, sizeof(key), "%s%d-%d", a->idx == 0 && i % 3 == 0 ? "boom" : "k",
+			 a->idx, i);
+		struct store_event ev = sfx_mkev("bridge", "default", key, "firing");
+		buf_reset(&msg);
+		a->rc[i] = store_enqueue(a->st, &ev, 1, &msg);
+		a->ids[i] = ev.id;
+		snprintf(a->msg[i], sizeof(a->msg[i]), "%s", strstr(buf_str(&msg), "injected")
+								? "injected" : "");
+	}
+	buf_release(&msg);
+	return NULL;
+}
+
+static void failed_group_fails_every_batch_in_it(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct gf_arg *args = calloc(GF_THREADS, sizeof(*args));
+	pthread_t th[GF_THREADS];
+	struct store_stats stats;
+	int64_t ok = 0, failed = 0;
+
+	sfx_sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON events "
+			      "WHEN NEW.key LIKE 'boom%' "
+			      "BEGIN SELECT RAISE(ABORT, 'injected insert failure'); END");
+	for (int t = 0; t < GF_THREADS; t++) {
+		args[t].st = st;
+		args[t].idx = t;
+		assert_int_equal(pthread_create(&th[t], NULL, gf_thread, &args[t]), 0);
+	}
+	for (int t = 0; t < GF_THREADS; t++)
+		pthread_join(th[t], NULL);
+	for (int t = 0; t < GF_THREADS; t++) {
+		for (int i = 0; i < GF_CALLS; i++) {
+			if (args[t].rc[i] == ERR_OK) {
+				assert_true(args[t].ids[i] > 0);
+				ok++;
+				continue;
+			}
+			/* Poisoned or merely in the same group: same error, nothing stored. */
+			assert_int_equal(args[t].rc[i], ERR_DB);
+			assert_int_equal(args[t].ids[i], 0);
+			assert_string_equal(args[t].msg[i], "injected");
+			failed++;
+		}
+	}
+	store_stats(st, &stats);
+	assert_int_equal(failed, GF_THREADS * GF_CALLS - (int64_t)stats.batches);
+	assert_int_equal(ok, (int64_t)stats.batches);
+	assert_true(failed >= GF_CALLS / 3);
+	assert_int_equal(stats.failed_commits >= 1, 1);
+	assert_int_equal(store_pending_count(st, "bridge"), ok);
+	print_message("group failure: %lld of %d calls failed in %llu failed commits\n",
+		      (long long)failed, GF_THREADS * GF_CALLS,
+		      (unsigned long long)stats.failed_commits);
+	store_close(st);
+	free(args);
+}
+
+static void committed_events_survive_exit(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = NULL;
+	struct store_event got;
+	int status = 0;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		/* Child: its own connection; no cleanup, no close, no checkpoint. */
+		struct store_event evs[5];
+		const char *keys[] = { "d0", "d1", "d2", "d3", "d4" };
+		struct store *cst = NULL;
+		int ok = 0;
+
+		if (store_open(f->path, &cst, NULL) == ERR_OK) {
+			for (int i = 0; i < 5; i++)
+				evs[i] = sfx_mkev("bridge", "default", keys[i], "firing");
+			ok = store_enqueue(cst, evs, 5, NULL) == ERR_OK;
+		}
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	st = sfx_open_ok(f->path);
+	assert_int_equal(store_pending_count(st, "bridge"), 5);
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_string_equal(got.key, "d0");
+	store_event_release(&got);
+	store_close(st);
+}
+
+/* ---- wait and wake ---- */
+
+struct waiter {
+	struct store *st;
+	const char *kind;
+	int64_t timeout_ms;
+	int64_t took_ms;
+	atomic_int started;
+};
+
+static void *wait_thread(void *p)
+{
+	struct waiter *w = p;
+	int64_t t0 = mono_ms();
+
+	atomic_store(&w->started, 1);
+	store_wait_kind(w->st, w->kind, w->timeout_ms);
+	w->took_ms = mono_ms() - t0;
+	return NULL;
+}
+
+/* Start a waiter and give it time to block (bounded). */
+static void start_waiter(pthread_t *th, struct waiter *w)
+{
+	assert_int_equal(pthread_create(th, NULL, wait_thread, w), 0);
+	for (int i = 0; i < 200 && !atomic_load(&w->started); i++)
+		usleep(1000);
+	usleep(50000);
+}
+
+static void wait_returns_on_enqueue_wake_and_close(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct waiter w = { st, "bridge", 10000, 0, 0 };
+	struct waiter w_wake = { st, "janitor", 10000, 0, 0 };
+	struct waiter w_close = { st, "janitor", 10000, 0, 0 };
+	pthread_t th;
+
+	(void)state;
+	/* Nothing queued: times out. */
+	int64_t t0 = mono_ms();
+	store_wait(st, 100);
+	assert_true(mono_ms() - t0 >= 90);
+	t0 = mono_ms();
+	store_wait(st, 0);
+	assert_true(mono_ms() - t0 < 50);
+
+	start_waiter(&th, &w);
+	sfx_enq1(st, "bridge", "k");
+	pthread_join(th, NULL);
+	assert_true(w.took_ms < 5000);
+
+	/* An event is due now: no wait at all. */
+	t0 = mono_ms();
+	store_wait(st, 5000);
+	store_wait_kind(st, "bridge", 5000);
+	assert_true(mono_ms() - t0 < 1000);
+
+	/* Events of another kind do not end a kind's wait early... */
+	t0 = mono_ms();
+	store_wait_kind(st, "janitor", 150);
+	assert_true(mono_ms() - t0 >= 140);
+
+	/* ...a retry that comes due does. */
+	assert_int_equal(store_event_retry(st, sfx_next_id(st, "bridge", 0), wall_ms() + 200, "x"),
+			 ERR_OK);
+	t0 = mono_ms();
+	store_wait_kind(st, "bridge", 5000);
+	assert_true(mono_ms() - t0 >= 150);
+	assert_true(mono_ms() - t0 < 2000);
+
+	start_waiter(&th, &w_wake);
+	store_wake(st);
+	pthread_join(th, NULL);
+	assert_true(w_wake.took_ms < 5000);
+
+	start_waiter(&th, &w_close);
+	store_close(st);
+	pthread_join(th, NULL);
+	assert_true(w_close.took_ms < 5000);
+	store_wake(NULL);
+	store_wait(NULL, 10);
+}
+
+int main(void)
+{
+	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(enqueue_next_done_round_trip),
+		cmocka_unit_test(fifo_within_kind_and_kinds_apart),
+		cmocka_unit_test(retry_waits_for_next_attempt),
+		cmocka_unit_test(progress_note_survives_retry),
+		cmocka_unit_test(later_event_of_same_key_waits_for_older),
+		cmocka_unit_test(dead_letter_marks_event_and_row),
+		cmocka_unit_test(dead_letters_are_requeued_by_filter),
+		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
+		cmocka_unit_test(enqueue_dead_letters_invalid_events),
+		cmocka_unit_test(prune_drops_old_done_events_only),
+		cmocka_unit_test_setup_teardown(prune_keeps_the_file_small_and_dead_letters, sfx_setup,
+						sfx_teardown),
+		cmocka_unit_test(enqueue_rejects_bad_input_and_stores_nothing),
+		cmocka_unit_test_setup_teardown(failed_commit_stores_nothing, sfx_setup, sfx_teardown),
+		cmocka_unit_test_setup_teardown(group_commit_from_8_threads, sfx_setup, sfx_teardown),
+		cmocka_unit_test_setup_teardown(failed_group_fails_every_batch_in_it, sfx_setup,
+						sfx_teardown),
+		cmocka_unit_test_setup_teardown(committed_events_survive_exit, sfx_setup, sfx_teardown),
+		cmocka_unit_test(wait_returns_on_enqueue_wake_and_close),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,215 @@
+/*
+ * test_store_map.c - the issue map (core/store_map.c): put, get, forget,
+ * paging, bad rows, and done + row atomicity.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/store.h"
+#include "tests/unit/helpers/store_fixture.h"
+
+/* ---- the map ---- */
+
+struct collect {
+	char seen[300][40];
+	int n;
+	int stop_after;
+	struct store *st;  /* when set, fn calls back into the store */
+};
+
+static int collect_fn(void *ctx, const struct store_issue *row)
+{
+	struct collect *c = ctx;
+	struct store_issue again;
+
+	if (c->n < 300)
+		snprintf(c->seen[c->n], sizeof(c->seen[0]), "%s/%s", row->receiver, row->key);
+	c->n++;
+	if (c->st) {
+		/* Re-entering the store from fn must not deadlock. */
+		if (store_issue_get(c->st, row->receiver, row->key, &again) != ERR_OK)
+			return 1;
+		store_issue_release(&again);
+	}
+	return c->stop_after && c->n >= c->stop_after;
+}
+
+static void map_put_get_forget_each(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("team-b", "k2", 11), got;
+	struct collect *c = calloc(1, sizeof(*c));
+
+	(void)state;
+	assert_int_equal(store_issue_get(st, "team-b", "k2", &got), ERR_NOTFOUND);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = sfx_mkrow("team-a", "k9", 12);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = sfx_mkrow("team-a", "k1", 13);
+	row.state = (char *)"closed";
+	row.state_reason = (char *)"not_planned";
+	row.closed_at_ms = 1700000005000;
+	row.resolved_ends_ms = 1700000004000;
+	row.previous_number = 3;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+
+	assert_int_equal(store_issue_get(st, "team-a", "k1", &got), ERR_OK);
+	assert_string_equal(got.receiver, "team-a");
+	assert_string_equal(got.key, "k1");
+	assert_string_equal(got.repo, "my-org/cluster-alerts");
+	assert_int_equal(got.number, 13);
+	assert_string_equal(got.state, "closed");
+	assert_string_equal(got.state_reason, "not_planned");
+	assert_int_equal(got.episode_starts_ms, 1700000000000);
+	assert_int_equal(got.resolved_ends_ms, 1700000004000);
+	assert_int_equal(got.closed_at_ms, 1700000005000);
+	assert_int_equal(got.previous_number, 3);
+	assert_int_equal(got.created_at_ms, 1700000002000);
+	assert_int_equal(got.updated_at_ms, 1700000003000);
+	assert_null(got.dead_reason);
+	store_issue_release(&got);
+	store_issue_release(NULL);
+
+	/* Replace keeps one row per (receiver, key). */
+	row = sfx_mkrow("team-a", "k1", 14);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_get(st, "team-a", "k1", &got), ERR_OK);
+	assert_int_equal(got.number, 14);
+	assert_string_equal(got.state, "open");
+	assert_null(got.state_reason);
+	store_issue_release(&got);
+
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 3);
+	assert_string_equal(c->seen[0], "team-a/k1");
+	assert_string_equal(c->seen[1], "team-a/k9");
+	assert_string_equal(c->seen[2], "team-b/k2");
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(store_issue_each(st, "team-b", collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 1);
+	assert_string_equal(c->seen[0], "team-b/k2");
+	memset(c, 0, sizeof(*c));
+	c->stop_after = 2;
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 2);
+	assert_int_equal(store_issue_each(st, NULL, NULL, c), ERR_INVALID);
+
+	assert_int_equal(store_issue_forget(st, "team-a", "k9"), ERR_OK);
+	assert_int_equal(store_issue_forget(st, "team-a", "k9"), ERR_NOTFOUND);
+	assert_int_equal(store_issue_get(st, "team-a", "k9", &got), ERR_NOTFOUND);
+	assert_int_equal(store_issue_forget(st, "", "k9"), ERR_INVALID);
+	assert_int_equal(store_issue_get(st, "team-a", NULL, &got), ERR_INVALID);
+	free(c);
+	store_close(st);
+}
+
+static void map_each_pages_and_allows_reentry(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct collect *c = calloc(1, sizeof(*c));
+	char key[32];
+
+	(void)state;
+	for (int i = 0; i < 150; i++) {
+		snprintf(key, sizeof(key), "key%03d", i);
+		struct store_issue row = sfx_mkrow(i % 2 ? "odd" : "even", key, i + 1);
+		assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	}
+	c->st = st;
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 150);
+	assert_string_equal(c->seen[0], "even/key000");
+	assert_string_equal(c->seen[74], "even/key148");
+	assert_string_equal(c->seen[75], "odd/key001");
+	assert_string_equal(c->seen[149], "odd/key149");
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(store_issue_each(st, "odd", collect_fn, c), ERR_OK);
+	assert_int_equal(c->n, 75);
+	assert_string_equal(c->seen[74], "odd/key149");
+	free(c);
+	store_close(st);
+}
+
+static void map_put_rejects_bad_rows(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("default", "k", 1);
+	struct collect c;
+
+	(void)state;
+	row.repo = NULL;
+	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
+	row = sfx_mkrow("default", "", 1);
+	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
+	row = sfx_mkrow("default", "k", 1);
+	row.state = (char *)"merged";
+	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
+	assert_int_equal(store_issue_put(st, NULL), ERR_INVALID);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(store_issue_each(st, NULL, collect_fn, &c), ERR_OK);
+	assert_int_equal(c.n, 0);
+	store_close(st);
+}
+
+static void done_and_row_commit_together_or_not_at_all(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct store_issue row = sfx_mkrow("default", "boom", 5), got;
+	int64_t id = sfx_enq1(st, "bridge", "boom");
+	struct buf msg = BUF_INIT;
+
+	/* Invalid row (repo is NOT NULL): refused, event untouched. */
+	row.repo = NULL;
+	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_INVALID);
+	assert_string_equal(buf_str(&msg), "store: issue row: repo is empty");
+	assert_int_equal(sfx_next_id(st, "bridge", 0), id);
+
+	/* The row insert fails inside the transaction: the event update rolls back. */
+	sfx_sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON issues WHEN NEW.key = 'boom' "
+			      "BEGIN SELECT RAISE(ABORT, 'injected row failure'); END");
+	row = sfx_mkrow("default", "boom", 5);
+	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_DB);
+	sfx_assert_contains(buf_str(&msg), "injected row failure");
+	assert_int_equal(sfx_next_id(st, "bridge", 0), id);
+	assert_int_equal(store_pending_count(st, "bridge"), 1);
+	assert_int_equal(store_issue_get(st, "default", "boom", &got), ERR_NOTFOUND);
+
+	/* Without the failure both land. */
+	sfx_sql_exec(f->path, "DROP TRIGGER inject");
+	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_OK);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	assert_int_equal(store_issue_get(st, "default", "boom", &got), ERR_OK);
+	assert_int_equal(got.number, 5);
+	store_issue_release(&got);
+	buf_release(&msg);
+	store_close(st);
+}
+
+int main(void)
+{
+	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(map_put_get_forget_each),
+		cmocka_unit_test(map_each_pages_and_allows_reentry),
+		cmocka_unit_test(map_put_rejects_bad_rows),
+		cmocka_unit_test_setup_teardown(done_and_row_commit_together_or_not_at_all, sfx_setup,
+						sfx_teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
