@@ -155,6 +155,11 @@ static const char *const migrations[] = {
 	"  PRIMARY KEY (receiver, key)"
 	") WITHOUT ROWID;"
 	"CREATE INDEX group_states_dirty ON group_states (next_sync_ms) WHERE dirty = 1;",
+	/*
+	 * 6: dead letters by alert, so a new dead letter finds the identical
+	 * older ones it replaces (S_EV_DEAD_SUPERSEDE).
+	 */
+	"CREATE INDEX events_dead_key ON events (kind, receiver, key) WHERE state = 'dead';",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -197,6 +202,18 @@ static const char *const stmt_sql[S_COUNT] = {
 		       "last_error = ?3 WHERE id = ?1 AND state = 'pending'",
 	[S_EV_DEAD] = "UPDATE events SET state = 'dead', done_at_ms = ?2, last_error = ?3 "
 		      "WHERE id = ?1 AND state = 'pending'",
+	/*
+	 * The dead letters event ?1 (just dead-lettered) repeats: same queue,
+	 * alert, state (status, startsAt, endsAt) and reason.  Alertmanager
+	 * re-sends a notification every repeat_interval; the newest copy stays.
+	 */
+	[S_EV_DEAD_SUPERSEDE] = "DELETE FROM events WHERE state = 'dead' AND id != ?1 AND "
+				"EXISTS (SELECT 1 FROM events AS n WHERE n.id = ?1 AND "
+				"n.kind = events.kind AND n.receiver = events.receiver AND "
+				"n.key = events.key AND n.status = events.status AND "
+				"n.starts_at_ms = events.starts_at_ms AND "
+				"n.ends_at_ms = events.ends_at_ms AND "
+				"n.last_error IS events.last_error)",
 	[S_EV_PROGRESS] = "UPDATE events SET progress = ?2 WHERE id = ?1 AND state = 'pending'",
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",

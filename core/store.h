@@ -173,7 +173,10 @@ enum err store_event_progress(struct store *st, int64_t id, const char *progress
 /*
  * Dead-letter pending event id with reason (kept in last_error; never
  * retried); also sets dead_reason on the map row of its (receiver, key) if
- * one exists, in the same transaction.
+ * one exists, in the same transaction.  Older dead letters it repeats (the
+ * same kind, receiver, key, status, starts_at_ms, ends_at_ms and reason: a
+ * notification Alertmanager re-sent) are deleted, so one stands for them;
+ * an event enqueued with dead_reason does the same.
  * Errors: ERR_INVALID (reason NULL or empty), ERR_NOTFOUND, ERR_CONFLICT
  * (done or dead), ERR_DB (logged).
  */

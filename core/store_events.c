@@ -20,7 +20,9 @@
 
 /*
  * Dead-letter pending event id of (receiver, key) with reason and set the
- * reason on its map row, if any.  Caller holds db_mu inside a transaction.
+ * reason on its map row, if any; older dead letters that id repeats (the
+ * same alert state and reason: a re-sent notification) are deleted, so one
+ * dead letter stands for them.  Caller holds db_mu inside a transaction.
  */
 static enum err mark_dead(struct store *st, int64_t id, const char *receiver, const char *key,
 			  int64_t now_ms, const char *reason, struct buf *errmsg)
@@ -32,6 +34,10 @@ static enum err mark_dead(struct store *st, int64_t id, const char *receiver, co
 	store_bind_int(st->stmt[S_EV_DEAD], 2, now_ms, &brc);
 	store_bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
 	rc = store_run(st, S_EV_DEAD, brc, "dead-letter event", errmsg);
+	if (rc)
+		return rc;
+	store_bind_int(st->stmt[S_EV_DEAD_SUPERSEDE], 1, id, &brc);
+	rc = store_run(st, S_EV_DEAD_SUPERSEDE, brc, "replace repeated dead letters", errmsg);
 	if (rc)
 		return rc;
 	store_bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);

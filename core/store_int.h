@@ -32,6 +32,7 @@ enum stmt_id {
 	S_EV_DONE,
 	S_EV_RETRY,
 	S_EV_DEAD,
+	S_EV_DEAD_SUPERSEDE,
 	S_EV_PROGRESS,
 	S_EV_PRUNE,
 	S_IS_GET,

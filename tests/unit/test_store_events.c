@@ -337,6 +337,55 @@ static void enqueue_dead_letters_invalid_events(void **state)
 	store_close(st);
 }
 
+/*
+ * Alertmanager re-sends a notification every repeat_interval: a dead letter
+ * that repeats an older one (same alert state and reason) replaces it, so
+ * dead letters do not pile up; another state or reason is another letter.
+ */
+static void repeated_dead_letters_are_one(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event ev = sfx_mkev("bridge", "default", "kr", "firing");
+	struct buf out = BUF_INIT, msg = BUF_INIT;
+	int64_t last = 0;
+
+	(void)state;
+	ev.dead_reason = (char *)"invalid alert: alerts[0].labels.alertbridge_repo: bad";
+	for (int i = 0; i < 5; i++) {  /* the same bad alert, five repeats */
+		ev.id = 0;
+		if (store_enqueue(st, &ev, 1, &msg) != ERR_OK)
+			fail_msg("enqueue: %s", buf_str(&msg));
+		last = ev.id;
+	}
+	assert_int_equal(store_dead_count(st), 1);
+	/* The worker's dead letters too: the same firing, dead for the same reason. */
+	ev.dead_reason = NULL;
+	ev.key = (char *)"kw";
+	for (int i = 0; i < 3; i++) {
+		ev.id = 0;
+		assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+		assert_int_equal(store_event_dead(st, ev.id, "repository o/r not found"), ERR_OK);
+	}
+	assert_int_equal(store_dead_count(st), 2);
+	/* Another reason, or another episode, is another dead letter. */
+	ev.id = 0;
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_int_equal(store_event_dead(st, ev.id, "github: 422 validation failed"), ERR_OK);
+	ev.id = 0;
+	ev.starts_at_ms += 1000;
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_int_equal(store_event_dead(st, ev.id, "github: 422 validation failed"), ERR_OK);
+	assert_int_equal(store_dead_count(st), 4);
+	/* The newest copy is the one kept. */
+	assert_int_equal(store_dead_unmapped(st, "bridge", 10, dead_fn, &out), ERR_OK);
+	sfx_assert_contains(buf_str(&out), "default/kr:invalid alert");
+	assert_int_equal(store_event_done(st, last, NULL, &msg), ERR_CONFLICT);
+	sfx_assert_contains(buf_str(&msg), "is already dead");
+	buf_release(&out);
+	buf_release(&msg);
+	store_close(st);
+}
+
 static void repo_scans_and_unmapped_dead_letters(void **state)
 {
 	struct store *st = sfx_open_ok(":memory:");
@@ -840,6 +889,7 @@ int main(void)
 		cmocka_unit_test(dead_letters_are_requeued_by_filter),
 		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
 		cmocka_unit_test(enqueue_dead_letters_invalid_events),
+		cmocka_unit_test(repeated_dead_letters_are_one),
 		cmocka_unit_test(prune_drops_old_done_events_only),
 		cmocka_unit_test_setup_teardown(prune_keeps_the_file_small_and_dead_letters, sfx_setup,
 						sfx_teardown),
