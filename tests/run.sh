@@ -150,7 +150,11 @@ run_integration() { # $@: test files
 	for d in "$lanes"/*; do
 		(
 			while read -r t; do
+				t0=$(date +%s)
 				integration_one "$t" "$d/$(basename "$t" .py).log" "$d/san" >>"$d/results"
+				# progress while the other lane runs; counted below, in file order
+				echo "  ${stage}... $(tail -n 1 "$d/results" | cut -d' ' -f1) finished in" \
+				     "$(( $(date +%s) - t0 ))s"
 			done <"$d/tests"
 		) &
 	done
