@@ -146,25 +146,27 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	store_issue_release(&row);
 
 	/*
-	 * The Lease again: not a failed attempt, so it is due at once.  The note said the
-	 * comment may have been posted: its marker is looked for first, then one comment,
-	 * one close.
+	 * The Lease again: not a failed attempt, so it is due at once.  The resumed
+	 * attempt reads the issue again; the note said the comment may have been posted:
+	 * its marker is looked for first, then one comment, one close.
 	 */
 	e.lose_after = 0;
 	e.leading = 1;
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 0);
 	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL, "[]");
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	assert_non_null(strstr(fake_http_request(e.gh, 3)->uri,
 			       "/repos/my-org/alerts/issues/7/comments"));
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/7",
+	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
 			   "\"state_reason\":\"completed\"");
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
@@ -291,12 +293,15 @@ static void close_resumes_after_failed_state_change(void **state)
 	store_event_release(&ev);
 	assert_int_equal(bridge_step(e.b), 0); /* not due yet */
 
+	/* the resumed attempt reads the issue again, then closes it */
 	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	assert_int_equal(fake_http_count(e.gh), 7);
+	bfx_assert_request(&e, 5, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	bfx_assert_request(&e, 6, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
 	for (size_t i = 0; i < fake_http_count(e.gh); i++) /* one comment, not two */
 		if (i != 2)
 			assert_null(strstr(fake_http_request(e.gh, i)->uri, "/comments"));
@@ -339,19 +344,24 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 	assert_string_equal(ev.progress, "close:0~");
 	store_event_release(&ev);
 
-	/* The retry finds the comment on the issue (the POST did land): no second one. */
+	/*
+	 * The retry reads the issue again and finds the comment on it (the POST did
+	 * land): no second one.
+	 */
 	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL,
 		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
 		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	assert_string_equal(fake_http_request(e.gh, 3)->method, "GET");
-	assert_non_null(strstr(fake_http_request(e.gh, 3)->uri,
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 3, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_string_equal(fake_http_request(e.gh, 4)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 4)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
-	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
@@ -374,17 +384,19 @@ static void comment_in_doubt_but_absent_is_posted(void **state)
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(store_event_progress(e.st, ev.id, "close:0~"), ERR_OK);
 	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL, "[]");
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_non_null(strstr(fake_http_request(e.gh, 1)->uri,
+	assert_int_equal(fake_http_count(e.gh), 5);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments",
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/3/comments",
 			   RESOLVED_MARKER);
-	bfx_assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }
@@ -587,14 +599,16 @@ static void not_planned_is_respected_within_window(void **state)
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
+	/* the new episode reads the issue (a person may have reopened it): still won't fix */
 	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	/* create, GET on resolve; the refire plans nothing from the closed row */
-	for (size_t i = 0; i < fake_http_count(e.gh); i++) {
-		const struct fake_request *r = fake_http_request(e.gh, i);
-		if (i > 0)
-			assert_string_equal(r->method, "GET");
-	}
+	/* create, GET on resolve, GET on the new episode, and nothing else */
+	assert_int_equal(fake_http_count(e.gh), 3);
+	for (size_t i = 1; i < fake_http_count(e.gh); i++)
+		bfx_assert_request(&e, i, "GET", "/repos/my-org/alerts/issues/5", NULL);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	assert_string_equal(row.state_reason, "not_planned");

@@ -42,7 +42,7 @@ void bfx_env_start_scan(struct env *e, const char *extra_github, const char *rec
 {
 	char yaml[2048];
 	struct buf err = BUF_INIT;
-	struct bridge_options bo = { 0 };
+	struct bridge_options *bo = &e->bo;
 
 	memset(e, 0, sizeof(*e));
 	e->now = T0;
@@ -57,18 +57,18 @@ void bfx_env_start_scan(struct env *e, const char *extra_github, const char *rec
 	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
 	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
 	assert_int_equal(render_new(e->cfg, &e->render, &err), ERR_OK);
-	bo.cfg = e->cfg;
-	bo.store = e->st;
-	bo.render = e->render;
-	bo.user_agent = "alertbridge/test";
-	bo.now_ms = bfx_v_now;
-	bo.sleep_ms = bfx_v_sleep;
-	bo.clock_ctx = e;
-	bo.gh_max_attempts = 2;
-	bo.may_act = env_may_act;
-	bo.may_act_ctx = e;
+	bo->cfg = e->cfg;
+	bo->store = e->st;
+	bo->render = e->render;
+	bo->user_agent = "alertbridge/test";
+	bo->now_ms = bfx_v_now;
+	bo->sleep_ms = bfx_v_sleep;
+	bo->clock_ctx = e;
+	bo->gh_max_attempts = 2;
+	bo->may_act = env_may_act;
+	bo->may_act_ctx = e;
 	e->leading = 1;
-	e->b = bridge_new(&bo);
+	e->b = bridge_new(bo);
 	if (scanned)
 		assert_int_equal(store_scan_done(e->st, "default", "my-org/alerts", T0), ERR_OK);
 	buf_release(&err);
@@ -77,6 +77,13 @@ void bfx_env_start_scan(struct env *e, const char *extra_github, const char *rec
 void bfx_env_start(struct env *e, const char *extra_github, const char *receiver_extra)
 {
 	bfx_env_start_scan(e, extra_github, receiver_extra, 1);
+}
+
+void bfx_bridge_restart(struct env *e, int dry_run)
+{
+	bridge_free(e->b);
+	e->cfg->github.dry_run = dry_run;
+	e->b = bridge_new(&e->bo);
 }
 
 void bfx_env_stop(struct env *e)

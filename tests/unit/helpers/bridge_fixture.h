@@ -29,6 +29,7 @@ struct env {
 	int64_t now;
 	int leading;       /* what may_act answers */
 	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
+	struct bridge_options bo; /* what b was made with */
 };
 
 /* An issue as GitHub answers it: number, state, state_reason and closed_at as JSON values. */
@@ -53,6 +54,11 @@ void bfx_env_start_scan(struct env *e, const char *extra_github, const char *rec
 			int scanned);
 /* bfx_env_start_scan() with the repository scanned. */
 void bfx_env_start(struct env *e, const char *extra_github, const char *receiver_extra);
+/*
+ * A restart of the bridge of e (as a process restart: store and GitHub kept),
+ * with github.dry_run set to dry_run.
+ */
+void bfx_bridge_restart(struct env *e, int dry_run);
 /* Free everything of e. */
 void bfx_env_stop(struct env *e);
 /* Queue one alert event of FP with that severity label, as the intake would (RFC 3339 times). */
