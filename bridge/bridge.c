@@ -262,7 +262,9 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
  * nothing), or a resolve that would comment.  The issue may exist all the same
  * (made by another instance, or by a create whose row was not updated), so
  * look for its marker among the issues created since the row was.  Found: the
- * row takes it.  Not found: a firing creates it (the row is dropped: no issue
+ * row takes it, and the episode its body was made for when that is newer (a
+ * create of this very event whose answer was lost: no "firing again" on
+ * it).  Not found: a firing creates it (the row is dropped: no issue
  * yet); a resolve is recorded on the row and calls nothing (w->no_issue).
  * Another error: retry later.
  */
@@ -275,7 +277,11 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 					 w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
 
 	if (rc == ERR_OK) {
+		int64_t episode = issue_episode_newest(gi.body);
+
 		take_issue(&w->row, &gi);
+		if (episode > w->row.episode_starts_ms)
+			w->row.episode_starts_ms = episode;
 		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
 		log_int(l, "issue", gi.number);
 	} else if (rc == ERR_NOTFOUND) {

@@ -256,6 +256,36 @@ static void dry_run_row_resolved_gets_an_issue_only_from_a_new_episode(void **st
 }
 
 /*
+ * Dry-run made FP's row and closed it; live, the new episode's create was
+ * made but its answer lost (the retry finds the issue by marker): the issue
+ * was made for this episode (its body's episode marker), so no "firing
+ * again" comment follows on it.
+ */
+static void dry_run_row_takes_the_episode_of_the_issue_found(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	bfx_env_start(&e, "  dry_run: true\n", NULL);
+	step(&e, "firing", S1, NO_END, 0);
+	step(&e, "resolved", S1, E1, 0);
+	bfx_bridge_restart(&e, 0);
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":9,\"state\":\"open\",\"state_reason\":null,"
+		       "\"closed_at\":null,\"created_at\":\"2026-11-21T02:00:01Z\",\"body\":\"x"
+		       "\\n\\n<!-- alertbridge:episode=2026-11-21T02:00:00.000Z -->\\n<!-- "
+		       "alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->\","
+		       "\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}]");
+	step(&e, "firing", S2, NO_END, 1);
+	assert_row(&e, 9, "open", NULL);
+	bfx_get_row(&e, &row);
+	assert_int_equal(row.episode_starts_ms, INT64_C(1795226400000));
+	store_issue_release(&row);
+	bfx_env_stop(&e);
+}
+
+/*
  * Dry-run made FP's row, still firing: the same episode's next firing, live,
  * makes its issue (the alert fires by the row), once.
  */
@@ -285,6 +315,7 @@ int main(void)
 		cmocka_unit_test(resumed_comment_reads_the_issue_again),
 		cmocka_unit_test(resumed_close_of_a_deleted_issue_ends),
 		cmocka_unit_test(dry_run_row_resolved_gets_an_issue_only_from_a_new_episode),
+		cmocka_unit_test(dry_run_row_takes_the_episode_of_the_issue_found),
 		cmocka_unit_test(dry_run_row_still_firing_gets_its_issue),
 	};
 	log_setup(LOG_ERROR, LOG_LOGFMT);
