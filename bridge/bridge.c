@@ -1,7 +1,9 @@
 /*
  * bridge.c - the reconciler.  One worker thread takes the oldest due event
  * of the "bridge" queue, plans with issue_plan() against the map row
- * (refreshed from GitHub before any call on an existing issue), makes the
+ * (refreshed from GitHub before any call on an existing issue, before a
+ * "nothing" that rests on the closed state the map cached, and when a
+ * transition resumes from its progress note), makes the
  * calls, and records the outcome.  Serial by design: GitHub asks
  * integrations to make mutating calls one at a time.  This part takes the
  * events and records outcomes; bridge_exec.c builds the texts and makes the calls.
@@ -255,11 +257,16 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 
 /*
  * The first live event of a row written in dry-run (number 0: no issue was
- * made): the issue may exist all the same (made by another instance, or by a
- * create whose row was not updated), so look for its marker among the issues
- * created since the row was.  Found: the row takes it.  Not found: a firing
- * creates it (the row is dropped: no issue yet); a resolve is recorded on the
- * row and calls nothing (w->no_issue).  Another error: retry later.
+ * made) that needs the issue: a firing the row has not overtaken
+ * (issue_firing_current(): a stale or late copy of a resolved episode makes
+ * nothing), or a resolve that would comment.  The issue may exist all the same
+ * (made by another instance, or by a create whose row was not updated), so
+ * look for its marker among the issues created since the row was.  Found: the
+ * row takes it, and the episode its body was made for when that is newer (a
+ * create of this very event whose answer was lost: no "firing again" on
+ * it).  Not found: a firing creates it (the row is dropped: no issue
+ * yet); a resolve is recorded on the row and calls nothing (w->no_issue).
+ * Another error: retry later.
  */
 static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *errmsg)
 {
@@ -270,7 +277,11 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 					 w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
 
 	if (rc == ERR_OK) {
+		int64_t episode = issue_episode_newest(gi.body);
+
 		take_issue(&w->row, &gi);
+		if (episode > w->row.episode_starts_ms)
+			w->row.episode_starts_ms = episode;
 		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
 		log_int(l, "issue", gi.number);
 	} else if (rc == ERR_NOTFOUND) {
@@ -294,26 +305,65 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 	return rc;
 }
 
+/* Does w's row name an issue on GitHub that a call may read (not dry-run, not issue 0)? */
+static int has_issue(struct bridge *b, const struct work *w)
+{
+	return w->have_row && w->row.number > 0 && !gh_dry_run(b->gh);
+}
+
+/*
+ * A transition resumed from its progress note ("ACTION:STEP"): the row is
+ * the map's, which a previous attempt's refresh did not reach, so the issue
+ * is read again and the row takes GitHub's state (a person may have reopened
+ * it; the map then ends as GitHub has it).  Returns 1 to resume, 0 when the
+ * issue is gone (the event is planned afresh: a firing creates), -1 on an
+ * error in *rc.
+ */
+static int resume(struct bridge *b, struct work *w, enum err *rc, struct buf *errmsg)
+{
+	if (!has_issue(b, w))
+		return 1;
+	*rc = refresh(b, w, errmsg);
+	if (*rc)
+		return -1;
+	if (w->have_row)
+		return 1;
+	w->comment_in_doubt = w->comment_noted = 0;
+	return 0;
+}
+
+/*
+ * The action for w: a resumed one, or issue_plan() on the map row, then on
+ * GitHub's state when the row's could mislead: a dry-run row looks for its
+ * issue when the event needs one; a mapped issue is read before any call on
+ * it, and before a "nothing" that rests on the closed state the map cached.
+ */
 static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	const char *why = "";
-	enum err rc;
+	enum err rc = ERR_OK;
 
 	if (parse_progress(w->ev.progress, &w->action, &w->step, &w->comment_in_doubt)) {
+		int r;
+
 		w->comment_noted = w->comment_in_doubt;
-		return ERR_OK;
+		r = resume(b, w, &rc, errmsg);
+		if (r)
+			return r > 0 ? ERR_OK : rc;
 	}
 	w->step = 0;
 	w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms, &why);
 	if (w->have_row && w->row.number == 0 && !gh_dry_run(b->gh) &&
-	    (w->iev.firing || needs_issue(w->action))) {
+	    (w->iev.firing ? issue_firing_current(&w->row, &w->iev) : needs_issue(w->action))) {
 		rc = adopt_dry_run_row(b, w, errmsg);
 		if (rc)
 			return rc;
 		w->action = issue_plan(w->have_row ? &w->row : NULL, &w->iev, &w->pol, w->now_ms,
 				       &why);
 	}
-	if (needs_issue(w->action) && w->have_row && w->row.number > 0 && !gh_dry_run(b->gh)) {
+	if (has_issue(b, w) &&
+	    (needs_issue(w->action) ||
+	     issue_plan_rests_on_closed(&w->row, &w->iev, &w->pol, w->now_ms))) {
 		rc = refresh(b, w, errmsg);
 		if (rc)
 			return rc;

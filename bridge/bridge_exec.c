@@ -341,8 +341,8 @@ static int has_label(char *const *have, const char *name)
  * A new episode on an open or reopened issue: the labels rendered for it that
  * the issue lacks (e.g. a severity that changed) are added (gh_labels_add);
  * none is ever removed, since a person may have added it.  Only when refresh()
- * read the issue's labels (not in dry-run, not on a resumed attempt).  Adding
- * is idempotent, so a retry needs no progress note.  A template that fails or
+ * read the issue's labels (not in dry-run).  Adding is idempotent, so a retry
+ * (or a resumed attempt, which reads them again) needs no progress note.  A template that fails or
  * labels GitHub rejects (422) are logged and skipped: the comment still goes.
  */
 static enum err add_new_labels(struct bridge *b, struct work *w, const json_t *view,

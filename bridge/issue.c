@@ -145,6 +145,27 @@ enum issue_action issue_plan(const struct store_issue *row, const struct issue_e
 	return a;
 }
 
+int issue_firing_current(const struct store_issue *row, const struct issue_event *ev)
+{
+	return ev->firing && ev->starts_at_ms >= row->episode_starts_ms &&
+	       ev->starts_at_ms >= row->resolved_ends_ms;
+}
+
+int issue_plan_rests_on_closed(const struct store_issue *row, const struct issue_event *ev,
+			       const struct issue_policy *pol, int64_t now_ms)
+{
+	static char open_state[] = "open";
+	struct store_issue as_open;
+
+	if (!row || !is_closed(row) || issue_plan(row, ev, pol, now_ms, NULL) != ISSUE_NOTHING)
+		return 0;
+	as_open = *row;  /* shallow: read only */
+	as_open.state = open_state;
+	as_open.state_reason = NULL;
+	as_open.closed_at_ms = 0;
+	return issue_plan(&as_open, ev, pol, now_ms, NULL) != ISSUE_NOTHING;
+}
+
 static void set_str(char **field, const char *value)
 {
 	free(*field);

@@ -89,6 +89,31 @@ enum issue_action issue_plan(const struct store_issue *row, const struct issue_e
 			     const struct issue_policy *pol, int64_t now_ms, const char **why);
 
 /*
+ * Does a firing ev still count against row: ev->firing, and ev neither older
+ * than row's episode nor started before the resolve row applied (so the alert
+ * fires by row and ev: the episode row applied and no resolve of it, or a
+ * newer one)?  Zero for a resolve and for the stale firings issue_plan()
+ * ignores.  Pure; row and ev must not be NULL.  The reconciler asks it of a
+ * row written in dry-run whose issue GitHub does not have: only such a
+ * firing makes the issue.
+ */
+int issue_firing_current(const struct store_issue *row, const struct issue_event *ev);
+
+/*
+ * Does issue_plan() decide ISSUE_NOTHING for ev only because row says the
+ * issue is closed?  Non-zero when row->state is "closed", issue_plan(row, ...)
+ * is ISSUE_NOTHING, and it would be an action were the issue open (a new
+ * episode of an issue closed as not planned or duplicate, a new resolve of a
+ * closed issue).  Then the decision rests on a state a person may have changed
+ * on GitHub since (reopened, deleted): the reconciler reads the issue and
+ * plans again.  Zero for stale events and for repeats of the episode or
+ * resolve row applied, which stay call-free.  Pure: arguments as issue_plan();
+ * row NULL gives 0.
+ */
+int issue_plan_rests_on_closed(const struct store_issue *row, const struct issue_event *ev,
+			       const struct issue_policy *pol, int64_t now_ms);
+
+/*
  * Change row as action a implies, after it succeeded on GitHub, so that the
  * next issue_plan() sees it.  Call it for every planned action, ISSUE_NOTHING
  * included, and store the row: a NOTHING still records the newest episode

@@ -22,184 +22,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/store.h"
-#include "tests/unit/helpers/fake_http.h"
-
-#define T0 INT64_C(1795000000000) /* 2026-11-18T... UTC, the virtual clock's start */
-#define FP "43257ea8bc3d7780"
-
-struct env {
-	struct fake_http *gh;
-	struct config *cfg;
-	struct store *st;
-	struct render *render;
-	struct bridge *b;
-	int64_t now;
-	int leading;       /* what may_act answers */
-	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
-};
-
-/* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
-static int env_may_act(void *ctx)
-{
-	struct env *e = ctx;
-
-	if (e->lose_after && fake_http_count(e->gh) >= e->lose_after)
-		e->leading = 0;
-	return e->leading;
-}
-
-static int64_t clock_now(void *ctx)
-{
-	return ((struct env *)ctx)->now;
-}
-
-static void clock_sleep(void *ctx, int64_t ms)
-{
-	((struct env *)ctx)->now += ms;
-}
-
-/*
- * scanned: record the repository as already scanned for markers, so the
- * test sees only the calls of its events (the map rebuild has its own tests).
- */
-static void env_start_scan(struct env *e, const char *extra_github, const char *receiver_extra,
-			   int scanned)
-{
-	char yaml[2048];
-	struct buf err = BUF_INIT;
-	struct bridge_options bo = { 0 };
-
-	memset(e, 0, sizeof(*e));
-	e->now = T0;
-	e->gh = fake_http_start();
-	snprintf(yaml, sizeof(yaml),
-		 "github:\n  api_url: %s\n  content_per_minute: 80\n%s"
-		 "receivers:\n  - name: default\n    repo: my-org/alerts\n"
-		 "    labels: [alert, \"severity:{{labels.severity}}\"]\n%s",
-		 fake_http_url(e->gh), extra_github ? extra_github : "",
-		 receiver_extra ? receiver_extra : "");
-	setenv("GITHUB_TOKEN", "ghp_test_token", 1);
-	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
-	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
-	assert_int_equal(render_new(e->cfg, &e->render, &err), ERR_OK);
-	bo.cfg = e->cfg;
-	bo.store = e->st;
-	bo.render = e->render;
-	bo.user_agent = "alertbridge/test";
-	bo.now_ms = clock_now;
-	bo.sleep_ms = clock_sleep;
-	bo.clock_ctx = e;
-	bo.gh_max_attempts = 2;
-	bo.may_act = env_may_act;
-	bo.may_act_ctx = e;
-	e->leading = 1;
-	e->b = bridge_new(&bo);
-	if (scanned)
-		assert_int_equal(store_scan_done(e->st, "default", "my-org/alerts", T0), ERR_OK);
-	buf_release(&err);
-}
-
-static void env_start(struct env *e, const char *extra_github, const char *receiver_extra)
-{
-	env_start_scan(e, extra_github, receiver_extra, 1);
-}
-
-static void env_stop(struct env *e)
-{
-	bridge_free(e->b);
-	render_free(e->render);
-	store_close(e->st);
-	cfg_free(e->cfg);
-	fake_http_stop(e->gh);
-}
-
-/* Queue one alert event for FP with that severity label, as intake would. */
-static void enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
-			const char *severity)
-{
-	char body[2048];
-	struct am_payload *p = NULL;
-	struct am_error aerr;
-	struct buf ev = BUF_INIT, err = BUF_INIT;
-	struct store_event se = { 0 };
-
-	snprintf(body, sizeof(body),
-		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
-		 "\"externalURL\":\"http://am:9093\",\"alerts\":[{\"status\":\"%s\",\"labels\":"
-		 "{\"alertname\":\"DiskFull\",\"namespace\":\"prod\",\"pod\":\"db-0\",\"severity\":"
-		 "\"%s\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
-		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"" FP "\"}]}",
-		 status, status, severity, starts, ends);
-	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
-	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
-	se.kind = "bridge";
-	se.receiver = "default";
-	se.key = FP;
-	se.status = (char *)status;
-	se.starts_at_ms = p->alerts[0].starts_at_ms;
-	se.ends_at_ms = p->alerts[0].ends_at_ms;
-	se.payload = ev.data;
-	se.received_at_ms = e->now;
-	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
-	am_payload_free(p);
-	buf_release(&ev);
-	buf_release(&err);
-}
-
-/* Queue one alert event for FP as intake would (severity critical). */
-static void enqueue(struct env *e, const char *status, const char *starts, const char *ends)
-{
-	enqueue_sev(e, status, starts, ends, "critical");
-}
-
-#define ISSUE_JSON(n, state, reason, closed)                                              \
-	"{\"number\":" #n ",\"state\":\"" state "\",\"state_reason\":" reason                  \
-	",\"closed_at\":" closed ",\"html_url\":\"https://github.com/my-org/alerts/issues/" #n \
-	"\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}"
-
-static void assert_request(struct env *e, size_t i, const char *method, const char *uri,
-			   const char *body_part)
-{
-	const struct fake_request *r = fake_http_request(e->gh, i);
-	assert_non_null(r);
-	assert_string_equal(r->method, method);
-	assert_string_equal(r->uri, uri);
-	if (body_part && !strstr(r->body, body_part))
-		fail_msg("request %zu body lacks %s: %s", i, body_part, r->body);
-	assert_string_equal(fake_request_header(r, "Authorization"), "Bearer ghp_test_token");
-	assert_string_equal(fake_request_header(r, "X-GitHub-Api-Version"), "2022-11-28");
-}
-
-/*
- * The next step closes open issue n (GitHub answers the GET, the comment and
- * the PATCH, after `first` answers already pushed for calls before them).
- */
-static void step_closes(struct env *e, int n, size_t first)
-{
-	char open[512], closed[512], path[64], comments[80];
-	size_t before = fake_http_count(e->gh) + first;
-
-	snprintf(open, sizeof(open), "{\"number\":%d,\"state\":\"open\",\"state_reason\":null,"
-		 "\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}", n);
-	snprintf(closed, sizeof(closed), "{\"number\":%d,\"state\":\"closed\",\"state_reason\":"
-		 "\"completed\",\"closed_at\":\"2026-11-18T11:00:00Z\",\"repository_url\":"
-		 "\"https://api.github.com/repos/my-org/alerts\"}", n);
-	snprintf(path, sizeof(path), "/repos/my-org/alerts/issues/%d", n);
-	snprintf(comments, sizeof(comments), "%s/comments", path);
-	fake_http_push(e->gh, 200, NULL, open);
-	fake_http_push(e->gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e->gh, 200, NULL, closed);
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(fake_http_count(e->gh), before + 3);  /* and nothing else */
-	assert_request(e, before, "GET", path, NULL);
-	assert_request(e, before + 1, "POST", comments, "resolved at");
-	assert_request(e, before + 2, "PATCH", path, "\"state\":\"closed\"");
-}
-
-static void get_row(struct env *e, struct store_issue *row)
-{
-	assert_int_equal(store_issue_get(e->st, "default", FP, row), ERR_OK);
-}
+#include "tests/unit/helpers/bridge_fixture.h"
 
 static void fire_resolve_refire_cycle(void **state)
 {
@@ -207,63 +30,63 @@ static void fire_resolve_refire_cycle(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
+	bfx_env_start(&e, NULL, NULL);
 	/* firing, no row: one create with title, labels and the marker. */
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1);
-	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
-		       "\"title\":\"[critical] DiskFull: DiskFull on db-0\"");
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
+			   "\"title\":\"[critical] DiskFull: DiskFull on db-0\"");
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
 			       "<!-- alertbridge:key=" FP " -->\""));
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
 			       "\"labels\":[\"alert\",\"severity:critical\"]"));
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 7);
 	assert_string_equal(row.state, "open");
 	store_issue_release(&row);
 
 	/* the same episode again (repeat_interval, HA twin): nothing. */
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1);
 	assert_int_equal(bridge_step(e.b), 0);
 
 	/* resolved: refresh, comment, close as completed. */
 	e.now += 60000;
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
-	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/7",
-		       "\"state_reason\":\"completed\"");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	bfx_assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/7",
+			   "\"state_reason\":\"completed\"");
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 
 	/* a new episode within reopen_window: reopen, then comment. */
 	e.now += 3600000;
-	enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "\"reopened\"", "null"));
 	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 7);
-	assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
-		       "\"state_reason\":\"reopened\"");
-	assert_request(&e, 6, "POST", "/repos/my-org/alerts/issues/7/comments", "Reopened");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
+			   "\"state_reason\":\"reopened\"");
+	bfx_assert_request(&e, 6, "POST", "/repos/my-org/alerts/issues/7/comments", "Reopened");
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "open");
 	assert_int_equal(row.number, 7);
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -277,9 +100,9 @@ static void not_the_leader_drains_nothing(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
+	bfx_env_start(&e, NULL, NULL);
 	e.leading = 0;
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	assert_int_equal(bridge_step(e.b), 0);
 	assert_int_equal(bridge_step(e.b), 0);
 	assert_int_equal(fake_http_count(e.gh), 0);
@@ -291,9 +114,9 @@ static void not_the_leader_drains_nothing(void **state)
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1);
-	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void lease_lost_mid_event_stops_before_the_next_call(void **state)
@@ -303,50 +126,52 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	struct store_event ev = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	/* resolved: the Lease is lost right after the refresh GET, before the comment */
 	e.now += 60000;
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	e.lose_after = 2;
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 2);
-	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
 	assert_int_equal(bridge_step(e.b), 0);
 	assert_int_equal(fake_http_count(e.gh), 2);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "open");
 	store_issue_release(&row);
 
 	/*
-	 * The Lease again: not a failed attempt, so it is due at once.  The note said the
-	 * comment may have been posted: its marker is looked for first, then one comment,
-	 * one close.
+	 * The Lease again: not a failed attempt, so it is due at once.  The resumed
+	 * attempt reads the issue again; the note said the comment may have been posted:
+	 * its marker is looked for first, then one comment, one close.
 	 */
 	e.lose_after = 0;
 	e.leading = 1;
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 0);
 	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL, "[]");
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	assert_non_null(strstr(fake_http_request(e.gh, 3)->uri,
 			       "/repos/my-org/alerts/issues/7/comments"));
-	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/7",
-		       "\"state_reason\":\"completed\"");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
+			   "\"state_reason\":\"completed\"");
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -360,23 +185,23 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, "    reopen_window: 0s\n");
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, "    reopen_window: 0s\n");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	e.now += 60000;
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
-	step_closes(&e, 7, 0);
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	bfx_step_closes(&e, 7, 0);
 	e.now += 60000;
-	enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-18T11:00:00Z\""));
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(8, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 6);
-	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
-		       "Previous issue: [#7](");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
+			   "Previous issue: [#7](");
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 8);
 	assert_int_equal(row.previous_number, 7);
 	assert_string_equal(row.state, "open");
@@ -384,10 +209,10 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 
 	/* the resolve closes the new issue */
 	e.now += 60000;
-	enqueue(&e, "resolved", "2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z");
-	step_closes(&e, 8, 0);
+	bfx_enqueue(&e, "resolved", "2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z");
+	bfx_step_closes(&e, 8, 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -404,11 +229,12 @@ static void new_episode_adds_the_labels_the_issue_lacks(void **state)
 	struct env e;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue_sev(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z", "warning");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue_sev(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z",
+			"warning");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
-	enqueue_sev(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z", "critical");
+	bfx_enqueue_sev(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z", "critical");
 	fake_http_push(e.gh, 200, NULL,
 		       LABELED_JSON(7, "[{\"name\":\"ALERT\"},{\"name\":\"severity:warning\"},"
 				    "{\"name\":\"team:db\"}]"));
@@ -416,30 +242,30 @@ static void new_episode_adds_the_labels_the_issue_lacks(void **state)
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/labels",
-		       "{\"labels\":[\"severity:critical\"]}");
-	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/labels",
+			   "{\"labels\":[\"severity:critical\"]}");
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
 
 	/* nothing new to add: no label call; a 422 on labels still lets the comment go */
-	enqueue_sev(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z", "critical");
+	bfx_enqueue_sev(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z", "critical");
 	fake_http_push(e.gh, 200, NULL,
 		       LABELED_JSON(7, "[\"alert\",\"severity:critical\"]"));
 	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 6);
-	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
-	enqueue_sev(&e, "firing", "2026-11-21T04:00:00Z", "0001-01-01T00:00:00Z", "page");
+	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	bfx_enqueue_sev(&e, "firing", "2026-11-21T04:00:00Z", "0001-01-01T00:00:00Z", "page");
 	fake_http_push(e.gh, 200, NULL, LABELED_JSON(7, "[]"));
 	fake_http_push(e.gh, 422, NULL, "{\"message\":\"Validation Failed\"}");
 	fake_http_push(e.gh, 201, NULL, "{\"id\":3}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 9);
-	assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/7/labels",
-		       "{\"labels\":[\"alert\",\"severity:page\"]}");
-	assert_request(&e, 8, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	bfx_assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/7/labels",
+			   "{\"labels\":[\"alert\",\"severity:page\"]}");
+	bfx_assert_request(&e, 8, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void close_resumes_after_failed_state_change(void **state)
@@ -449,11 +275,11 @@ static void close_resumes_after_failed_state_change(void **state)
 	struct store_event ev;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Server Error\"}");
@@ -467,19 +293,22 @@ static void close_resumes_after_failed_state_change(void **state)
 	store_event_release(&ev);
 	assert_int_equal(bridge_step(e.b), 0); /* not due yet */
 
+	/* the resumed attempt reads the issue again, then closes it */
 	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	assert_int_equal(fake_http_count(e.gh), 7);
+	bfx_assert_request(&e, 5, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	bfx_assert_request(&e, 6, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
 	for (size_t i = 0; i < fake_http_count(e.gh); i++) /* one comment, not two */
 		if (i != 2)
 			assert_null(strstr(fake_http_request(e.gh, i)->uri, "/comments"));
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -498,40 +327,46 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 
 	/* The comment's POST fails: the note written before it stays ("~": maybe posted). */
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 3);
-	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments", RESOLVED_MARKER);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments",
+			   RESOLVED_MARKER);
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_string_equal(ev.progress, "close:0~");
 	store_event_release(&ev);
 
-	/* The retry finds the comment on the issue (the POST did land): no second one. */
+	/*
+	 * The retry reads the issue again and finds the comment on it (the POST did
+	 * land): no second one.
+	 */
 	e.now += 3600000;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL,
 		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
 		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	assert_string_equal(fake_http_request(e.gh, 3)->method, "GET");
-	assert_non_null(strstr(fake_http_request(e.gh, 3)->uri,
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 3, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_string_equal(fake_http_request(e.gh, 4)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 4)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
-	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void comment_in_doubt_but_absent_is_posted(void **state)
@@ -540,27 +375,30 @@ static void comment_in_doubt_but_absent_is_posted(void **state)
 	struct store_event ev;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	/* As a process killed right after writing the note leaves it. */
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(store_event_progress(e.st, ev.id, "close:0~"), ERR_OK);
 	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL, "[]");
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_non_null(strstr(fake_http_request(e.gh, 1)->uri,
+	assert_int_equal(fake_http_count(e.gh), 5);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
-	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments", RESOLVED_MARKER);
-	assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/3/comments",
+			   RESOLVED_MARKER);
+	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void invalid_request_is_dead_lettered(void **state)
@@ -569,8 +407,8 @@ static void invalid_request_is_dead_lettered(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 422, NULL,
 		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
 		       "\"code\":\"custom\",\"field\":\"title\"}]}");
@@ -580,7 +418,7 @@ static void invalid_request_is_dead_lettered(void **state)
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
 	assert_int_equal(bridge_step(e.b), 0); /* never retried */
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -595,18 +433,18 @@ static void missing_repository_is_dead_lettered_until_retried(void **state)
 	int64_t n = 0;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
 	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 2);
-	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
-	assert_request(&e, 1, "GET", "/repos/my-org/alerts", NULL);
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts", NULL);
 	assert_int_equal(store_dead_count(e.st), 1);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 
-	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 2);  /* known missing: no call */
 	assert_int_equal(store_dead_count(e.st), 2);
@@ -624,9 +462,9 @@ static void missing_repository_is_dead_lettered_until_retried(void **state)
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 4);
 	assert_string_equal(fake_http_request(e.gh, 2)->method, "GET");
-	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /* Only a 404 from the repository endpoint counts: a 5xx there keeps the event queued. */
@@ -636,8 +474,8 @@ static void missing_repository_needs_a_404_from_github(void **state)
 	struct store_event ev;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
 	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
 	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
@@ -656,10 +494,10 @@ static void missing_repository_needs_a_404_from_github(void **state)
 	fake_http_push(e.gh, 200, NULL, "{\"full_name\":\"my-org/alerts\"}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 6);
-	assert_request(&e, 5, "GET", "/repos/my-org/alerts", NULL);
+	bfx_assert_request(&e, 5, "GET", "/repos/my-org/alerts", NULL);
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -673,24 +511,25 @@ static void unassignable_assignee_is_dropped(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, "    assignees: [oncall, ghost]\n");
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, "    assignees: [oncall, ghost]\n");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 422, NULL,
 		       "{\"message\":\"Validation Failed\",\"errors\":[{\"value\":\"ghost\","
 		       "\"resource\":\"Issue\",\"field\":\"assignees\",\"code\":\"invalid\"}]}");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(6, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 2);
-	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
-		       "\"assignees\":[\"oncall\",\"ghost\"]");
-	assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\"]");
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
+			   "\"assignees\":[\"oncall\",\"ghost\"]");
+	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues",
+			   "\"assignees\":[\"oncall\"]");
 	assert_int_equal(store_dead_count(e.st), 0);
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 6);
 	store_issue_release(&row);
 
 	/* an error that names no login: every assignee is left out */
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	assert_int_equal(store_issue_forget(e.st, "default", FP), ERR_OK);
 	fake_http_push(e.gh, 422, NULL,
 		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
@@ -698,9 +537,9 @@ static void unassignable_assignee_is_dropped(void **state)
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[]");
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[]");
 	assert_int_equal(store_dead_count(e.st), 0);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void bad_token_keeps_the_event(void **state)
@@ -709,8 +548,8 @@ static void bad_token_keeps_the_event(void **state)
 	struct store_event ev;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 401, NULL, "{\"message\":\"Bad credentials\"}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(store_dead_count(e.st), 0);
@@ -719,7 +558,7 @@ static void bad_token_keeps_the_event(void **state)
 	assert_non_null(strstr(ev.last_error, "401"));
 	assert_null(strstr(ev.last_error, "ghp_test_token"));
 	store_event_release(&ev);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void deleted_issue_is_recreated(void **state)
@@ -728,20 +567,20 @@ static void deleted_issue_is_recreated(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
-	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 410, NULL, "{\"message\":\"This issue was deleted\"}");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 3);
-	assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
-	get_row(&e, &row);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 9);
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void not_planned_is_respected_within_window(void **state)
@@ -750,29 +589,31 @@ static void not_planned_is_respected_within_window(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(5, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	/* a person closed it as "won't fix"; the alert resolves, then fires again */
 	e.now += 60000;
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	/* the new episode reads the issue (a person may have reopened it): still won't fix */
+	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	/* create, GET on resolve; the refire plans nothing from the closed row */
-	for (size_t i = 0; i < fake_http_count(e.gh); i++) {
-		const struct fake_request *r = fake_http_request(e.gh, i);
-		if (i > 0)
-			assert_string_equal(r->method, "GET");
-	}
-	get_row(&e, &row);
+	/* create, GET on resolve, GET on the new episode, and nothing else */
+	assert_int_equal(fake_http_count(e.gh), 3);
+	for (size_t i = 1; i < fake_http_count(e.gh); i++)
+		bfx_assert_request(&e, i, "GET", "/repos/my-org/alerts/issues/5", NULL);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	assert_string_equal(row.state_reason, "not_planned");
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void dry_run_keeps_the_map_and_calls_nothing(void **state)
@@ -781,18 +622,18 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, "  dry_run: true\n", NULL);
+	bfx_env_start(&e, "  dry_run: true\n", NULL);
 	assert_true(bridge_dry_run(e.b));
-	enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 0);
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 0);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /*
@@ -800,48 +641,33 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
  * same: the first live event finds it by its marker and acts on it, never on
  * issue 0.
  */
-/* FP's row as dry-run writes it (number 0), for the episode 2026-11-21T00:49:48.539Z. */
-static void put_dry_run_row(struct env *e)
-{
-	struct store_issue row = { 0 };
-
-	row.receiver = "default";
-	row.key = FP;
-	row.repo = "my-org/alerts";
-	row.state = "open";
-	row.episode_starts_ms = INT64_C(1795222188539);
-	row.created_at_ms = T0 - 600000;
-	row.updated_at_ms = T0 - 600000;
-	assert_int_equal(store_issue_put(e->st, &row), ERR_OK);
-}
-
 static void dry_run_row_finds_its_issue_by_marker(void **state)
 {
 	struct env e;
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start(&e, NULL, NULL);
-	put_dry_run_row(&e);
-	enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_env_start(&e, NULL, NULL);
+	bfx_put_dry_run_row(&e);
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"
 		       "\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":\"x\\n\\n<!-- "
 		       "alertbridge:key=" FP " -->\",\"repository_url\":"
 		       "\"https://api.github.com/repos/my-org/alerts\"}]");
-	step_closes(&e, 12, 1);  /* after the marker lookup */
+	bfx_step_closes(&e, 12, 1);  /* after the marker lookup */
 	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
 			       "/repos/my-org/alerts/issues?state=all&sort=created"));
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 12);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 
 	/* another receiver's issue of the key is not taken: a firing creates its own */
-	put_dry_run_row(&e);
-	enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
+	bfx_put_dry_run_row(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       "[{\"number\":13,\"state\":\"open\",\"created_at\":\"2026-11-18T11:01:00Z\","
 		       "\"body\":\"x\\n\\n<!-- alertbridge:receiver=other --> <!-- alertbridge:key="
@@ -849,12 +675,12 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(14, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 6);
-	assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
-		       "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
+			   "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->");
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 14);
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void unconfigured_receiver_is_dead_lettered(void **state)
@@ -864,7 +690,7 @@ static void unconfigured_receiver_is_dead_lettered(void **state)
 	struct buf err = BUF_INIT;
 	(void)state;
 
-	env_start(&e, NULL, NULL);
+	bfx_env_start(&e, NULL, NULL);
 	se.kind = "bridge";
 	se.receiver = "removed-team";
 	se.key = FP;
@@ -877,7 +703,7 @@ static void unconfigured_receiver_is_dead_lettered(void **state)
 	assert_int_equal(store_dead_count(e.st), 1);
 	assert_int_equal(fake_http_count(e.gh), 0);
 	buf_release(&err);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /* An issue in a list page, with its body and comment count. */
@@ -892,9 +718,9 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start_scan(&e, NULL, NULL, 0);
+	bfx_env_start_scan(&e, NULL, NULL, 0);
 	/* the same episode re-sent after the database was lost */
-	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       "[" LISTED(4, "open", "null", 0, "unrelated") ","
 		       LISTED(5, "open", "null", 1, "x\\n\\n<!-- alertbridge:episode="
@@ -904,28 +730,29 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 		       " event=firing -->\"}]");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 2); /* no create, no comment */
-	assert_request(&e, 0, "GET",
-		       "/repos/my-org/alerts/issues?state=all&sort=created&direction=asc"
-		       "&per_page=100", NULL);
-	assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100", NULL);
-	get_row(&e, &row);
+	bfx_assert_request(&e, 0, "GET",
+			   "/repos/my-org/alerts/issues?state=all&sort=created&direction=asc"
+			   "&per_page=100", NULL);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100",
+			   NULL);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
 	assert_string_equal(row.state, "open");
 	assert_int_equal(row.episode_starts_ms, INT64_C(1795224600000)); /* the comment's */
 	store_issue_release(&row);
 
 	/* once per repository: the next event reads no list; a resolve closes #5 */
-	enqueue(&e, "resolved", "2026-11-21T01:30:00Z", "2026-11-21T02:00:00Z");
+	bfx_enqueue(&e, "resolved", "2026-11-21T01:30:00Z", "2026-11-21T02:00:00Z");
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(5, "open", "null", "null"));
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(5, "closed", "\"completed\"", "\"2026-11-21T02:00:05Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 5);
-	assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
-		       "event=resolved-");
-	assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
-	env_stop(&e);
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
+			   "event=resolved-");
+	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
+	bfx_env_stop(&e);
 }
 
 /*
@@ -942,8 +769,8 @@ static void rebuild_keeps_to_its_receiver(void **state)
 	struct store_issue row = { 0 };
 	(void)state;
 
-	env_start_scan(&e, NULL, NULL, 0);
-	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	bfx_env_start_scan(&e, NULL, NULL, 0);
+	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
 	/* an old marker (#3), then another receiver's issue of the same key (#4) */
 	fake_http_push(e.gh, 200, NULL,
 		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=" FP " -->") ","
@@ -951,16 +778,16 @@ static void rebuild_keeps_to_its_receiver(void **state)
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 2);
-	assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
-	get_row(&e, &row);
+	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 9);
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 
 	/* its own marker wins over a newer one of another receiver; an old one counts when no
 	 * other receiver claims the key */
-	env_start_scan(&e, NULL, NULL, 0);
-	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	bfx_env_start_scan(&e, NULL, NULL, 0);
+	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL,
 		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=0000000000000001 -->")
 		       "," LISTED(5, "open", "null", 0, "c\\n\\n<!-- alertbridge:episode=2026-11-21T01:30:00Z"
@@ -968,13 +795,13 @@ static void rebuild_keeps_to_its_receiver(void **state)
 		       LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1); /* same episode on #5: nothing */
-	get_row(&e, &row);
+	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
 	store_issue_release(&row);
 	assert_int_equal(store_issue_get(e.st, "default", "0000000000000001", &row), ERR_OK);
 	assert_int_equal(row.number, 3);
 	store_issue_release(&row);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 static void failed_rebuild_keeps_the_event(void **state)
@@ -983,8 +810,8 @@ static void failed_rebuild_keeps_the_event(void **state)
 	struct store_event ev;
 	(void)state;
 
-	env_start_scan(&e, NULL, NULL, 0);
-	enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	bfx_env_start_scan(&e, NULL, NULL, 0);
+	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
 	fake_http_push(e.gh, 200, NULL, "{\"not\":\"a list\"}");
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1); /* no create without the rebuild */
@@ -992,7 +819,7 @@ static void failed_rebuild_keeps_the_event(void **state)
 	assert_int_equal(ev.attempts, 1);
 	assert_string_equal(ev.last_error, "issue list of my-org/alerts: answer is not a JSON array");
 	store_event_release(&ev);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 /* ---- issue_per: group ---- */
@@ -1085,12 +912,12 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	char key[65];
 	(void)state;
 
-	env_start(&e, NULL, "    issue_per: group\n");
+	bfx_env_start(&e, NULL, "    issue_per: group\n");
 	enqueue_group(&e, group_fixture("03_group_of_3_firing.json", 0), key);
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 1);
-	assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
 	assert_body_lists(&e, 0, " ", " ");
 
 	/* app resolves, then leaves the notifications: no call at all (not "firing again") */
@@ -1112,8 +939,8 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	bo.store = e.st;
 	bo.render = e.render;
 	bo.user_agent = "alertbridge/test";
-	bo.now_ms = clock_now;
-	bo.sleep_ms = clock_sleep;
+	bo.now_ms = bfx_v_now;
+	bo.sleep_ms = bfx_v_sleep;
 	bo.clock_ctx = &e;
 	bo.gh_max_attempts = 1;
 	e.b = bridge_new(&bo);
@@ -1128,7 +955,7 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 3);
-	assert_request(&e, 2, "PATCH", "/repos/my-org/alerts/issues/7", NULL);
+	bfx_assert_request(&e, 2, "PATCH", "/repos/my-org/alerts/issues/7", NULL);
 	assert_null(strstr(fake_http_request(e.gh, 2)->body, "\"title\""));
 	assert_body_lists(&e, 2, "x", " ");
 	e.now += 3600000;
@@ -1144,16 +971,16 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 6);
-	assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
-		       "\"state_reason\":\"completed\"");
+	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
+			   "\"state_reason\":\"completed\"");
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 7);
 	assert_body_lists(&e, 6, "x", "x");
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_NOTFOUND);
-	env_stop(&e);
+	bfx_env_stop(&e);
 }
 
 int main(void)

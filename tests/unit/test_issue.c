@@ -247,6 +247,57 @@ static void resolved_closed_does_nothing(void **state)
 	row_free(&row);
 }
 
+/* A "nothing" that only the closed state gives is told apart from repeats and stale events. */
+static void plan_rests_on_closed_only_for_new_transitions(void **state)
+{
+	struct store_issue row;
+	(void)state;
+	row_init(&row, "closed", "not_planned", T0, T0 + HOUR_MS, T0 + 2 * HOUR_MS);
+	/* a new episode within the window, a new resolve: an open issue would get a call */
+	assert_true(issue_plan_rests_on_closed(&row, &(struct issue_event){ 1, T0 + DAY_MS, 0 },
+					       &close_7d, T0 + DAY_MS));
+	assert_true(issue_plan_rests_on_closed(
+		&row, &(struct issue_event){ 0, T0 + DAY_MS, T0 + 2 * DAY_MS }, &close_7d,
+		T0 + 2 * DAY_MS));
+	/* the same episode, the applied resolve, stale events: nothing either way */
+	assert_false(issue_plan_rests_on_closed(&row, &(struct issue_event){ 1, T0, 0 },
+						&close_7d, T0 + DAY_MS));
+	assert_false(issue_plan_rests_on_closed(
+		&row, &(struct issue_event){ 0, T0, T0 + HOUR_MS }, &close_7d, T0 + DAY_MS));
+	assert_false(issue_plan_rests_on_closed(&row, &(struct issue_event){ 1, T0 - 1, 0 },
+						&close_7d, T0 + DAY_MS));
+	/* an action already (reopen of a completed issue), an open row, no row */
+	free(row.state_reason);
+	row.state_reason = xstrdup("completed");
+	assert_false(issue_plan_rests_on_closed(&row, &(struct issue_event){ 1, T0 + DAY_MS, 0 },
+						&close_7d, T0 + DAY_MS));
+	free(row.state);
+	row.state = xstrdup("open");
+	assert_false(issue_plan_rests_on_closed(
+		&row, &(struct issue_event){ 0, T0 + DAY_MS, T0 + 2 * DAY_MS }, &close_7d,
+		T0 + 2 * DAY_MS));
+	assert_false(issue_plan_rests_on_closed(NULL, &(struct issue_event){ 1, T0, 0 },
+						&close_7d, T0));
+	row_free(&row);
+}
+
+/* A firing counts against a row from the row's episode on, not before its applied resolve. */
+static void firing_current_from_the_episode_not_before_its_resolve(void **state)
+{
+	struct store_issue row;
+	(void)state;
+	row_init(&row, "open", NULL, T0, 0, 0);
+	assert_true(issue_firing_current(&row, &(struct issue_event){ 1, T0, 0 }));
+	assert_true(issue_firing_current(&row, &(struct issue_event){ 1, T0 + DAY_MS, 0 }));
+	assert_false(issue_firing_current(&row, &(struct issue_event){ 1, T0 - 1, 0 }));
+	assert_false(issue_firing_current(&row, &(struct issue_event){ 0, T0, T0 + HOUR_MS }));
+	row.resolved_ends_ms = T0 + HOUR_MS; /* resolved: its episode's copies are late */
+	assert_false(issue_firing_current(&row, &(struct issue_event){ 1, T0, 0 }));
+	assert_false(issue_firing_current(&row, &(struct issue_event){ 1, T0 + MIN_MS, 0 }));
+	assert_true(issue_firing_current(&row, &(struct issue_event){ 1, T0 + HOUR_MS, 0 }));
+	row_free(&row);
+}
+
 static void resolved_older_episode_is_stale(void **state)
 {
 	struct store_issue row;
@@ -993,6 +1044,8 @@ int main(void)
 		cmocka_unit_test(resolved_without_row_does_nothing),
 		cmocka_unit_test(resolved_open_closes_or_comments),
 		cmocka_unit_test(resolved_closed_does_nothing),
+		cmocka_unit_test(plan_rests_on_closed_only_for_new_transitions),
+		cmocka_unit_test(firing_current_from_the_episode_not_before_its_resolve),
 		cmocka_unit_test(resolved_older_episode_is_stale),
 		cmocka_unit_test(resolved_repeat_does_nothing),
 		cmocka_unit_test(resolved_without_ends_at_uses_starts_at),

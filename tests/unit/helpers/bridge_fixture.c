@@ -1,0 +1,187 @@
+/*
+ * bridge_fixture.c - what the reconciler's unit tests (test_bridge*.c) share:
+ * a bridge wired to a fake_http GitHub and an in-memory store in virtual
+ * time, alert events queued as the intake would, and request checks.
+ */
+#include "bridge_fixture.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "core/am.h"
+#include "core/buf.h"
+
+/* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
+static int env_may_act(void *ctx)
+{
+	struct env *e = ctx;
+
+	if (e->lose_after && fake_http_count(e->gh) >= e->lose_after)
+		e->leading = 0;
+	return e->leading;
+}
+
+int64_t bfx_v_now(void *ctx)
+{
+	return ((struct env *)ctx)->now;
+}
+
+void bfx_v_sleep(void *ctx, int64_t ms)
+{
+	((struct env *)ctx)->now += ms;
+}
+
+void bfx_env_start_scan(struct env *e, const char *extra_github, const char *receiver_extra,
+			    int scanned)
+{
+	char yaml[2048];
+	struct buf err = BUF_INIT;
+	struct bridge_options *bo = &e->bo;
+
+	memset(e, 0, sizeof(*e));
+	e->now = T0;
+	e->gh = fake_http_start();
+	snprintf(yaml, sizeof(yaml),
+		 "github:\n  api_url: %s\n  content_per_minute: 80\n%s"
+		 "receivers:\n  - name: default\n    repo: my-org/alerts\n"
+		 "    labels: [alert, \"severity:{{labels.severity}}\"]\n%s",
+		 fake_http_url(e->gh), extra_github ? extra_github : "",
+		 receiver_extra ? receiver_extra : "");
+	setenv("GITHUB_TOKEN", "ghp_test_token", 1);
+	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
+	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
+	assert_int_equal(render_new(e->cfg, &e->render, &err), ERR_OK);
+	bo->cfg = e->cfg;
+	bo->store = e->st;
+	bo->render = e->render;
+	bo->user_agent = "alertbridge/test";
+	bo->now_ms = bfx_v_now;
+	bo->sleep_ms = bfx_v_sleep;
+	bo->clock_ctx = e;
+	bo->gh_max_attempts = 2;
+	bo->may_act = env_may_act;
+	bo->may_act_ctx = e;
+	e->leading = 1;
+	e->b = bridge_new(bo);
+	if (scanned)
+		assert_int_equal(store_scan_done(e->st, "default", "my-org/alerts", T0), ERR_OK);
+	buf_release(&err);
+}
+
+void bfx_env_start(struct env *e, const char *extra_github, const char *receiver_extra)
+{
+	bfx_env_start_scan(e, extra_github, receiver_extra, 1);
+}
+
+void bfx_bridge_restart(struct env *e, int dry_run)
+{
+	bridge_free(e->b);
+	e->cfg->github.dry_run = dry_run;
+	e->b = bridge_new(&e->bo);
+}
+
+void bfx_env_stop(struct env *e)
+{
+	bridge_free(e->b);
+	render_free(e->render);
+	store_close(e->st);
+	cfg_free(e->cfg);
+	fake_http_stop(e->gh);
+}
+
+void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
+			    const char *severity)
+{
+	char body[2048];
+	struct am_payload *p = NULL;
+	struct am_error aerr;
+	struct buf ev = BUF_INIT, err = BUF_INIT;
+	struct store_event se = { 0 };
+
+	snprintf(body, sizeof(body),
+		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
+		 "\"externalURL\":\"http://am:9093\",\"alerts\":[{\"status\":\"%s\",\"labels\":"
+		 "{\"alertname\":\"DiskFull\",\"namespace\":\"prod\",\"pod\":\"db-0\",\"severity\":"
+		 "\"%s\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
+		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"" FP "\"}]}",
+		 status, status, severity, starts, ends);
+	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
+	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
+	se.kind = "bridge";
+	se.receiver = "default";
+	se.key = FP;
+	se.status = (char *)status;
+	se.starts_at_ms = p->alerts[0].starts_at_ms;
+	se.ends_at_ms = p->alerts[0].ends_at_ms;
+	se.payload = ev.data;
+	se.received_at_ms = e->now;
+	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
+	am_payload_free(p);
+	buf_release(&ev);
+	buf_release(&err);
+}
+
+void bfx_enqueue(struct env *e, const char *status, const char *starts, const char *ends)
+{
+	bfx_enqueue_sev(e, status, starts, ends, "critical");
+}
+
+void bfx_assert_request(struct env *e, size_t i, const char *method, const char *uri,
+			       const char *body_part)
+{
+	const struct fake_request *r = fake_http_request(e->gh, i);
+	assert_non_null(r);
+	assert_string_equal(r->method, method);
+	assert_string_equal(r->uri, uri);
+	if (body_part && !strstr(r->body, body_part))
+		fail_msg("request %zu body lacks %s: %s", i, body_part, r->body);
+	assert_string_equal(fake_request_header(r, "Authorization"), "Bearer ghp_test_token");
+	assert_string_equal(fake_request_header(r, "X-GitHub-Api-Version"), "2022-11-28");
+}
+
+void bfx_step_closes(struct env *e, int n, size_t first)
+{
+	char open[512], closed[512], path[64], comments[80];
+	size_t before = fake_http_count(e->gh) + first;
+
+	snprintf(open, sizeof(open), "{\"number\":%d,\"state\":\"open\",\"state_reason\":null,"
+		 "\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}", n);
+	snprintf(closed, sizeof(closed), "{\"number\":%d,\"state\":\"closed\",\"state_reason\":"
+		 "\"completed\",\"closed_at\":\"2026-11-18T11:00:00Z\",\"repository_url\":"
+		 "\"https://api.github.com/repos/my-org/alerts\"}", n);
+	snprintf(path, sizeof(path), "/repos/my-org/alerts/issues/%d", n);
+	snprintf(comments, sizeof(comments), "%s/comments", path);
+	fake_http_push(e->gh, 200, NULL, open);
+	fake_http_push(e->gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e->gh, 200, NULL, closed);
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), before + 3);  /* and nothing else */
+	bfx_assert_request(e, before, "GET", path, NULL);
+	bfx_assert_request(e, before + 1, "POST", comments, "resolved at");
+	bfx_assert_request(e, before + 2, "PATCH", path, "\"state\":\"closed\"");
+}
+
+void bfx_get_row(struct env *e, struct store_issue *row)
+{
+	assert_int_equal(store_issue_get(e->st, "default", FP, row), ERR_OK);
+}
+
+void bfx_put_dry_run_row(struct env *e)
+{
+	struct store_issue row = { 0 };
+
+	row.receiver = "default";
+	row.key = FP;
+	row.repo = "my-org/alerts";
+	row.state = "open";
+	row.episode_starts_ms = INT64_C(1795222188539);
+	row.created_at_ms = T0 - 600000;
+	row.updated_at_ms = T0 - 600000;
+	assert_int_equal(store_issue_put(e->st, &row), ERR_OK);
+}

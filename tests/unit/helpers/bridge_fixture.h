@@ -1,0 +1,85 @@
+/*
+ * bridge_fixture.h - fixtures of the reconciler's unit tests (test_bridge*.c):
+ * struct env (a bridge on a fake_http GitHub and an in-memory store, in
+ * virtual time from T0), alert events of the fingerprint FP queued as the
+ * intake would, canned issues and checks of the requests made.  Failures end
+ * the test (cmocka).
+ */
+#ifndef AB_TEST_BRIDGE_FIXTURE_H
+#define AB_TEST_BRIDGE_FIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "bridge/bridge.h"
+#include "bridge/render.h"
+#include "core/config.h"
+#include "core/store.h"
+#include "tests/unit/helpers/fake_http.h"
+
+#define T0 INT64_C(1795000000000) /* 2026-11-18T... UTC, the virtual clock's start */
+#define FP "43257ea8bc3d7780"
+
+struct env {
+	struct fake_http *gh;
+	struct config *cfg;
+	struct store *st;
+	struct render *render;
+	struct bridge *b;
+	int64_t now;
+	int leading;       /* what may_act answers */
+	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
+	struct bridge_options bo; /* what b was made with */
+};
+
+/* An issue as GitHub answers it: number, state, state_reason and closed_at as JSON values. */
+#define ISSUE_JSON(n, state, reason, closed)                                              \
+	"{\"number\":" #n ",\"state\":\"" state "\",\"state_reason\":" reason                  \
+	",\"closed_at\":" closed ",\"html_url\":\"https://github.com/my-org/alerts/issues/" #n \
+	"\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}"
+
+/* The virtual clock of the env ctx, in ms (bridge_options.now_ms). */
+int64_t bfx_v_now(void *ctx);
+/* Advance the virtual clock of the env ctx by ms (bridge_options.sleep_ms). */
+void bfx_v_sleep(void *ctx, int64_t ms);
+/*
+ * Build e: the fake GitHub, a config with receiver "default" (repo
+ * my-org/alerts) plus extra_github lines under github: and receiver_extra
+ * lines under the receiver (either may be NULL), the store, the templates and
+ * the bridge, in virtual time from T0.  scanned: record the repository as
+ * already scanned for markers, so the test sees only the calls of its events
+ * (the map rebuild has its own tests).
+ */
+void bfx_env_start_scan(struct env *e, const char *extra_github, const char *receiver_extra,
+			int scanned);
+/* bfx_env_start_scan() with the repository scanned. */
+void bfx_env_start(struct env *e, const char *extra_github, const char *receiver_extra);
+/*
+ * A restart of the bridge of e (as a process restart: store and GitHub kept),
+ * with github.dry_run set to dry_run.
+ */
+void bfx_bridge_restart(struct env *e, int dry_run);
+/* Free everything of e. */
+void bfx_env_stop(struct env *e);
+/* Queue one alert event of FP with that severity label, as the intake would (RFC 3339 times). */
+void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
+		     const char *severity);
+/* bfx_enqueue_sev() with severity critical. */
+void bfx_enqueue(struct env *e, const char *status, const char *starts, const char *ends);
+/*
+ * Fail unless the i-th request is method uri, with body_part in its body
+ * (NULL: any body), and GitHub's authorization and API version headers.
+ */
+void bfx_assert_request(struct env *e, size_t i, const char *method, const char *uri,
+			const char *body_part);
+/*
+ * The next step closes open issue n (GitHub answers the GET, the comment and
+ * the PATCH, after `first` answers already pushed for calls before them).
+ */
+void bfx_step_closes(struct env *e, int n, size_t first);
+/* FP's map row into *row (store_issue_release() it); fails when there is none. */
+void bfx_get_row(struct env *e, struct store_issue *row);
+/* FP's row as dry-run writes it (number 0, open), for the episode 2026-11-21T00:49:48.539Z. */
+void bfx_put_dry_run_row(struct env *e);
+
+#endif

@@ -1,0 +1,323 @@
+/*
+ * test_bridge_state.c - the reconciler decides on the issue as GitHub has it
+ * now, not as the map last saw it: a "nothing" that rests on a closed state
+ * the map cached is checked against GitHub first (a person may have reopened
+ * or deleted the issue since), a transition resumed from its progress note
+ * reads the issue again, and a row written in dry-run gets its issue only
+ * from a firing the row has not overtaken.  Against a scripted GitHub
+ * (fake_http) and a real sqlite store, in virtual time (bridge_fixture.h).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bridge/bridge.h"
+#include "core/log.h"
+#include "core/store.h"
+#include "tests/unit/helpers/bridge_fixture.h"
+
+#define S1 "2026-11-21T00:49:48.539Z"
+#define E1 "2026-11-21T01:00:00Z"
+#define S2 "2026-11-21T02:00:00Z"
+#define E2 "2026-11-21T02:30:00Z"
+#define NO_END "0001-01-01T00:00:00Z"
+#define FIRING_S2_MARKER "<!-- alertbridge:episode=2026-11-21T02:00:00.000Z event=firing -->"
+
+/* Queue an event and handle it; fail unless GitHub then saw calls requests in all. */
+static void step(struct env *e, const char *status, const char *starts, const char *ends,
+		 size_t calls)
+{
+	bfx_enqueue(e, status, starts, ends);
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), calls);
+	assert_int_equal(store_pending_count(e->st, "bridge"), 0);
+	assert_int_equal(store_dead_count(e->st), 0);
+}
+
+/* FP's map row is state/state_reason (reason NULL: none). */
+static void assert_row(struct env *e, int64_t number, const char *state, const char *reason)
+{
+	struct store_issue row = { 0 };
+
+	bfx_get_row(e, &row);
+	assert_int_equal(row.number, number);
+	assert_string_equal(row.state, state);
+	if (reason)
+		assert_string_equal(row.state_reason, reason);
+	else
+		assert_null(row.state_reason);
+	store_issue_release(&row);
+}
+
+/*
+ * A firing made issue 5; a person closed it as won't fix (seen by the
+ * resolve's refresh).  The map now says closed/not_planned.
+ */
+static void start_not_planned(struct env *e)
+{
+	bfx_env_start(e, NULL, NULL);
+	fake_http_push(e->gh, 201, NULL, ISSUE_JSON(5, "open", "null", "null"));
+	step(e, "firing", S1, NO_END, 1);
+	fake_http_push(e->gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
+	step(e, "resolved", S1, E1, 2);
+	assert_row(e, 5, "closed", "not_planned");
+}
+
+/*
+ * A new episode of an issue the map says closed as not planned: GitHub is
+ * asked first.  Still won't fix: nothing more.  A person reopened it since:
+ * "firing again", and the next resolve (the map no longer caching the closed
+ * state) closes it.  Repeats of the applied episode ask nothing.
+ */
+static void not_planned_reopened_by_a_person_is_seen(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start_not_planned(&e);
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
+	step(&e, "firing", S2, NO_END, 3);
+	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/5", NULL);
+	assert_row(&e, 5, "closed", "not_planned");
+	step(&e, "firing", S2, NO_END, 3); /* the same episode again: no call */
+	bfx_env_stop(&e);
+
+	start_not_planned(&e);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(5, "open", "\"reopened\"", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	step(&e, "firing", S2, NO_END, 4);
+	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/5", NULL);
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
+			   FIRING_S2_MARKER);
+	assert_row(&e, 5, "open", "reopened");
+	bfx_enqueue(&e, "resolved", S2, E2);
+	bfx_step_closes(&e, 5, 0);
+	assert_row(&e, 5, "closed", "completed");
+	bfx_env_stop(&e);
+}
+
+/*
+ * A resolve of a new episode whose issue the map says closed: the person who
+ * closed it as won't fix reopened it since, so it is commented and closed.
+ * When GitHub still has it closed, nothing is done; a repeat asks nothing.
+ */
+static void resolve_of_an_issue_the_map_says_closed_asks_github(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start_not_planned(&e);
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
+	step(&e, "firing", S2, NO_END, 3);
+	/* a person reopens issue 5 on GitHub; the alert resolves */
+	bfx_enqueue(&e, "resolved", S2, E2);
+	bfx_step_closes(&e, 5, 0);
+	assert_row(&e, 5, "closed", "completed");
+	step(&e, "resolved", S2, E2, 6); /* applied already: no call */
+	bfx_env_stop(&e);
+
+	start_not_planned(&e);
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
+	step(&e, "firing", S2, NO_END, 3);
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
+	step(&e, "resolved", S2, E2, 4);
+	bfx_assert_request(&e, 3, "GET", "/repos/my-org/alerts/issues/5", NULL);
+	assert_row(&e, 5, "closed", "not_planned");
+	bfx_env_stop(&e);
+}
+
+/*
+ * A person deleted the issue the map says closed as not planned: the new
+ * episode finds it gone and makes a new issue.
+ */
+static void deleted_not_planned_issue_is_recreated(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start_not_planned(&e);
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(6, "open", "null", "null"));
+	step(&e, "firing", S2, NO_END, 4);
+	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/5", NULL);
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_row(&e, 6, "open", NULL);
+	bfx_env_stop(&e);
+}
+
+/*
+ * The map says closed (a resolve closed issue 3); a person reopened it; the
+ * next episode's "firing again" comment was in flight when the process died
+ * (its progress note says the comment may be posted).  The resumed attempt
+ * reads the issue again, so the map ends open as on GitHub, and the next
+ * resolve closes it.
+ */
+static void resumed_comment_reads_the_issue_again(void **state)
+{
+	struct env e;
+	struct store_event ev = { 0 };
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	step(&e, "firing", S1, NO_END, 1);
+	bfx_enqueue(&e, "resolved", S1, E1);
+	bfx_step_closes(&e, 3, 0);
+	assert_row(&e, 3, "closed", "completed");
+
+	/* As a process killed during the comment leaves it (GitHub has the comment). */
+	bfx_enqueue(&e, "firing", S2, NO_END);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_int_equal(store_event_progress(e.st, ev.id, "comment_refire:0~"), ERR_OK);
+	store_event_release(&ev);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "\"reopened\"", "null"));
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"id\":1,\"body\":\"again\\n\\n" FIRING_S2_MARKER "\","
+		       "\"created_at\":\"2026-11-21T02:00:01Z\"}]");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 4, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_non_null(strstr(fake_http_request(e.gh, 5)->uri,
+			       "/repos/my-org/alerts/issues/3/comments"));
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	assert_row(&e, 3, "open", "reopened");
+
+	bfx_enqueue(&e, "resolved", S2, E2);
+	bfx_step_closes(&e, 3, 0);
+	assert_row(&e, 3, "closed", "completed");
+	bfx_env_stop(&e);
+}
+
+/*
+ * A close resumed after its comment (note "close:1") whose issue a person
+ * deleted meanwhile: the resolve has no issue left to close; the event is
+ * done, not retried for ever against the deleted issue.
+ */
+static void resumed_close_of_a_deleted_issue_ends(void **state)
+{
+	struct env e;
+	struct store_event ev = { 0 };
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	step(&e, "firing", S1, NO_END, 1);
+	bfx_enqueue(&e, "resolved", S1, E1);
+	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
+	assert_int_equal(store_event_progress(e.st, ev.id, "close:1"), ERR_OK);
+	store_event_release(&ev);
+	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	assert_int_equal(store_dead_count(e.st), 0);
+	bfx_env_stop(&e);
+}
+
+/*
+ * Dry-run made FP's row and closed it (issue 0, no issue on GitHub).  Live
+ * again: a late copy of that episode's firing (stale, or the same episode)
+ * creates nothing and asks nothing; a new episode looks for the issue by
+ * marker, then creates it.
+ */
+static void dry_run_row_resolved_gets_an_issue_only_from_a_new_episode(void **state)
+{
+	struct env e;
+	(void)state;
+
+	bfx_env_start(&e, "  dry_run: true\n", NULL);
+	step(&e, "firing", S1, NO_END, 0);
+	step(&e, "resolved", S1, E1, 0);
+	assert_row(&e, 0, "closed", "completed");
+	bfx_bridge_restart(&e, 0);
+	step(&e, "firing", S1, NO_END, 0);
+	step(&e, "resolved", S1, E1, 0);
+	assert_row(&e, 0, "closed", "completed");
+
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
+	step(&e, "firing", S2, NO_END, 2);
+	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
+			       "/repos/my-org/alerts/issues?state=all&sort=created"));
+	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_row(&e, 9, "open", NULL);
+	bfx_env_stop(&e);
+}
+
+/*
+ * Dry-run made FP's row and closed it; live, the new episode's create was
+ * made but its answer lost (the retry finds the issue by marker): the issue
+ * was made for this episode (its body's episode marker), so no "firing
+ * again" comment follows on it.
+ */
+static void dry_run_row_takes_the_episode_of_the_issue_found(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	bfx_env_start(&e, "  dry_run: true\n", NULL);
+	step(&e, "firing", S1, NO_END, 0);
+	step(&e, "resolved", S1, E1, 0);
+	bfx_bridge_restart(&e, 0);
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"number\":9,\"state\":\"open\",\"state_reason\":null,"
+		       "\"closed_at\":null,\"created_at\":\"2026-11-21T02:00:01Z\",\"body\":\"x"
+		       "\\n\\n<!-- alertbridge:episode=2026-11-21T02:00:00.000Z -->\\n<!-- "
+		       "alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->\","
+		       "\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}]");
+	step(&e, "firing", S2, NO_END, 1);
+	assert_row(&e, 9, "open", NULL);
+	bfx_get_row(&e, &row);
+	assert_int_equal(row.episode_starts_ms, INT64_C(1795226400000));
+	store_issue_release(&row);
+	bfx_env_stop(&e);
+}
+
+/*
+ * Dry-run made FP's row, still firing: the same episode's next firing, live,
+ * makes its issue (the alert fires by the row), once.
+ */
+static void dry_run_row_still_firing_gets_its_issue(void **state)
+{
+	struct env e;
+	(void)state;
+
+	bfx_env_start(&e, "  dry_run: true\n", NULL);
+	step(&e, "firing", S1, NO_END, 0);
+	bfx_bridge_restart(&e, 0);
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
+	step(&e, "firing", S1, NO_END, 2);
+	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", NULL);
+	assert_row(&e, 9, "open", NULL);
+	step(&e, "firing", S1, NO_END, 2);
+	bfx_env_stop(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(not_planned_reopened_by_a_person_is_seen),
+		cmocka_unit_test(resolve_of_an_issue_the_map_says_closed_asks_github),
+		cmocka_unit_test(deleted_not_planned_issue_is_recreated),
+		cmocka_unit_test(resumed_comment_reads_the_issue_again),
+		cmocka_unit_test(resumed_close_of_a_deleted_issue_ends),
+		cmocka_unit_test(dry_run_row_resolved_gets_an_issue_only_from_a_new_episode),
+		cmocka_unit_test(dry_run_row_takes_the_episode_of_the_issue_found),
+		cmocka_unit_test(dry_run_row_still_firing_gets_its_issue),
+	};
+	log_setup(LOG_ERROR, LOG_LOGFMT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
