@@ -586,7 +586,7 @@ def reminder_in_the_notice_thread_before_deletion():
     eq(r["channel"], "D0BOB", "the reminder in the notice's channel")
     human = time.strftime("%a, %d %b %Y %H:%M:%S UTC", time.gmtime(act))
     want = re.compile(
-        r":alarm_clock: \*Reminder:\* pod `ml/rem-8` will be deleted in \d+ seconds?, at "
+        r":alarm_clock: \*Reminder:\* pod `ml/rem-8` will be deleted in \d+ (?:seconds?|milliseconds?), at "
         + re.escape(human) + r" \(JanitorPodUnschedulable\)\.\n"
         r"\*To keep it:\* `kubectl annotate pod -n ml rem-8 janitor/exempt=true`\n"
         r"\*To snooze it:\* `kubectl annotate pod -n ml rem-8 --overwrite "
