@@ -9,6 +9,11 @@ search API, which the fake makes lag behind writes as GitHub's does) and rebuild
 the markers.  The same notifications are re-sent (nothing may happen: no issue, no comment),
 then new transitions (applied to the right issues), then a new alert (one new issue).
 
+Another loss checks what the rebuild reads from the comments' transition markers:
+  applied_resolve_survives_the_rebuild  a resolve applied before the loss (a "resolved" comment
+      with auto_close: false; a close a person then undid by reopening) is not applied again when
+      Alertmanager re-sends it: no second comment, no close of the reopened issue.
+
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline, the figures, and last
 "N passed, N failed".
 """
@@ -39,7 +44,7 @@ run = Runner()
 
 
 class Stack:
-    def __init__(self):
+    def __init__(self, receivers=None):
         self.dir = tempfile.mkdtemp(prefix="ab-lostdb-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=120).start()
         self.port = free_port()
@@ -62,12 +67,13 @@ class Stack:
                     "  content_per_minute: 60\n"
                     "  timeout: 5s\n"
                     "receivers:\n"
-                    "  - name: %s\n"
-                    "    repo: %s\n"
-                    "    auto_close: true\n"
-                    "    reopen_window: 7d\n"
-                    "    templates: {title: title.mustache, body: body.mustache}\n"
-                    % (self.port, self.gh.url, RECEIVER, REPO))
+                    % (self.port, self.gh.url))
+            for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]:
+                f.write("  - name: %s\n"
+                        "    repo: %s\n"
+                        "    reopen_window: 7d\n"
+                        "    templates: {title: title.mustache, body: body.mustache}\n%s"
+                        % (name, REPO, extra))
         self.ab = None
         self.runs = 0
 
@@ -93,14 +99,23 @@ class Stack:
             self.gh.stop()
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def post(self, status, alerts):
-        payload = {"version": "4", "status": status, "receiver": RECEIVER,
-                   "groupKey": "{}:{}", "truncatedAlerts": 0, "groupLabels": {},
+    def post(self, status, alerts, receiver=RECEIVER, group_key="{}:{}"):
+        payload = {"version": "4", "status": status, "receiver": receiver,
+                   "groupKey": group_key, "truncatedAlerts": 0, "groupLabels": {},
                    "commonLabels": {}, "commonAnnotations": {},
                    "externalURL": "http://am.example:9093", "alerts": alerts}
         st, _, body = http("POST", self.url + "/v1/webhook", payload,
                            headers={"Authorization": "Bearer " + HOOK_TOKEN})
         eq(st, 200, "webhook acknowledged")
+
+    def lose_database(self):
+        self.stop()
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.db + suffix):
+                os.unlink(self.db + suffix)
+        event("database deleted")
+        self.gh.get_requests(clear=True)
+        self.start()
 
     def idle(self, events):
         """Wait until this alertbridge process finished `events` events in all (bounded)."""
@@ -238,6 +253,55 @@ def lost_database(s):
     print("figures: alerts 5, transitions after the loss 8 (4 re-sent, 4 new), issues %d, "
           "duplicates %d, lost 0, list pages read %d" % (len(after), dup, len(lists)),
           flush=True)
+
+
+def with_stack(receivers, fn):
+    s = Stack(receivers)
+    try:
+        fn(s)
+    except BaseException:
+        print_tail("alertbridge log (last 60 lines)", s.ab.tail(60) if s.ab else
+                   open(os.path.join(s.dir, "alertbridge.log")).read()[-6000:])
+        raise
+    finally:
+        s.cleanup()
+
+
+def mutating(gh):
+    return [(r["method"], r["path"]) for r in gh.get_requests() if r["method"] in MUTATING]
+
+
+@run.case
+def applied_resolve_survives_the_rebuild():
+    def body(s):
+        s.start()
+        t0 = time.time() - 600
+        kept = alert("KeptOpen", t0)        # auto_close: false: resolved by a comment only
+        undone = alert("CloseUndone", t0)   # closed on resolve, then reopened by a person
+        s.post("firing", [kept], receiver="keep")
+        s.post("firing", [undone])
+        s.idle(2)
+        kept_res, undone_res = resolved(kept), resolved(undone)
+        s.post("resolved", [kept_res], receiver="keep")
+        s.post("resolved", [undone_res])
+        s.idle(4)
+        nk, nu = by_key(s.gh)[kept["fingerprint"]][0]["number"], \
+            by_key(s.gh)[undone["fingerprint"]][0]["number"]
+        s.gh.human_reopen(REPO, nu)
+        before = snapshot(s.gh)
+        eq([before[kept["fingerprint"]], before[undone["fingerprint"]]],
+           [[(nk, "open", None, 1)], [(nu, "open", "reopened", 1)]],
+           "before the loss: a resolved comment; a close a person undid")
+        s.lose_database()
+        s.post("resolved", [kept_res], receiver="keep")  # Alertmanager re-sends them
+        s.post("resolved", [undone_res])
+        s.idle(2)
+        time.sleep(1.0)
+        eq(mutating(s.gh), [], "re-sent resolves change nothing (no comment, no close)")
+        eq(snapshot(s.gh), before, "GitHub unchanged")
+
+    with_stack([(RECEIVER, "    auto_close: true\n"), ("keep", "    auto_close: false\n")],
+               body)
 
 
 def main():
