@@ -9,10 +9,15 @@ search API, which the fake makes lag behind writes as GitHub's does) and rebuild
 the markers.  The same notifications are re-sent (nothing may happen: no issue, no comment),
 then new transitions (applied to the right issues), then a new alert (one new issue).
 
-Another loss checks what the rebuild reads from the comments' transition markers:
+Two more losses check what the rebuild reads from the comments' transition markers and how a
+group without its stored members goes on:
   applied_resolve_survives_the_rebuild  a resolve applied before the loss (a "resolved" comment
       with auto_close: false; a close a person then undid by reopening) is not applied again when
-      Alertmanager re-sends it: no second comment, no close of the reopened issue.
+      Alertmanager re-sends it: no second comment, no close of the reopened issue;
+  group_episode_survives_the_rebuild    issue_per: group: a group issue a person closed while
+      the group fired stays closed when, after the loss, one of its alerts resolved and fired
+      again (the same episode of the group); with auto_close: false, a group that resolved
+      before the loss and fires again after it is a new episode ("firing again" comment).
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline, the figures, and last
 "N passed, N failed".
@@ -268,7 +273,9 @@ def with_stack(receivers, fn):
 
 
 def mutating(gh):
-    return [(r["method"], r["path"]) for r in gh.get_requests() if r["method"] in MUTATING]
+    """The mutating requests, but for a group's body rewrite (its member list)."""
+    return [(r["method"], r["path"]) for r in gh.get_requests() if r["method"] in MUTATING
+            and not (r["method"] == "PATCH" and set(r["body"] or {}) == {"body"})]
 
 
 @run.case
@@ -302,6 +309,50 @@ def applied_resolve_survives_the_rebuild():
 
     with_stack([(RECEIVER, "    auto_close: true\n"), ("keep", "    auto_close: false\n")],
                body)
+
+
+@run.case
+def group_episode_survives_the_rebuild():
+    def body(s):
+        s.start()
+        t0 = time.time() - 900
+        x, y = alert("GroupX", t0), alert("GroupY", t0 + 10)
+        u, v = alert("GroupU", t0), alert("GroupV", t0 + 10)
+        closed_gk, kept_gk = '{}:{g="closed"}', '{}:{g="kept"}'
+        s.post("firing", [x, y], receiver="groups", group_key=closed_gk)
+        s.post("firing", [u, v], receiver="groups-keep", group_key=kept_gk)
+        s.idle(2)
+        s.post("resolved", [resolved(u), resolved(v)], receiver="groups-keep",
+               group_key=kept_gk)
+        s.idle(3)
+        issues = sorted(s.gh.issues(REPO), key=lambda i: i["number"])
+        eq(len(issues), 2, "one issue per group")
+        nc, nk = issues[0]["number"], issues[1]["number"]
+        s.gh.human_close(REPO, nc, "completed")  # while the group fires
+        before = snapshot(s.gh)
+        eq(sorted(before.values()), sorted([[(nc, "closed", "completed", 0)],
+                                            [(nk, "open", None, 1)]]),
+           "before the loss: a group closed by a person, a group resolved (comment)")
+        s.lose_database()
+        # X resolved and fired again while Y kept the group firing: the same episode.
+        x2 = dict(x, startsAt=iso_ms(t0 + 300))
+        s.post("firing", [x2, y], receiver="groups", group_key=closed_gk)
+        s.idle(1)
+        time.sleep(1.0)
+        eq(mutating(s.gh), [], "the group a person closed is left closed (no reopen)")
+        eq(snapshot(s.gh), before, "GitHub unchanged (but for the body's member list)")
+        # The resolved group fires again: a new episode.
+        s.post("firing", [dict(u, startsAt=iso_ms(time.time()))], receiver="groups-keep",
+               group_key=kept_gk)
+        s.idle(2)
+        time.sleep(1.0)
+        after = snapshot(s.gh)
+        eq(sorted(after.values()), sorted([[(nc, "closed", "completed", 0)],
+                                           [(nk, "open", None, 2)]]),
+           "the resolved group firing again gets its 'firing again' comment")
+
+    with_stack([("groups", "    issue_per: group\n    auto_close: true\n"),
+                ("groups-keep", "    issue_per: group\n    auto_close: false\n")], body)
 
 
 def main():
