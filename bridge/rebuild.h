@@ -32,7 +32,8 @@
  * GET .../issues/{n}/comments, only for issues with comments that are open or
  * closed within reopen_window_ms of now_ms, both in ms UTC), else the
  * issue's created_at; its resolved_ends_ms the resolve of that episode that a
- * comment marker " event=resolved-<endsAt ms>" says was applied
+ * marker " event=resolved-<endsAt ms>" of a comment, or of a group issue's
+ * rewritten body (bridge_group_body_marker()), says was applied
  * (issue_episode_fold()), else 0 — but an issue closed longer ago whose
  * comments are not read counts as resolved at its episode (resolved_ends_ms =
  * episode_starts_ms: its resolve is not known; bridge/group.h says why it

@@ -16,8 +16,10 @@ group without its stored members goes on:
       Alertmanager re-sends it: no second comment, no close of the reopened issue;
   group_episode_survives_the_rebuild    issue_per: group: a group issue a person closed while
       the group fired stays closed when, after the loss, one of its alerts resolved and fired
-      again (the same episode of the group); with auto_close: false, a group that resolved
-      before the loss and fires again after it is a new episode ("firing again" comment).
+      again (the same episode of the group); a group that resolved before the loss and fires
+      again after it is a new episode: with auto_close: false (its resolved comment) a "firing
+      again" comment, and one whose resolve met an issue a person had closed (no comment; its
+      body's marker, rewritten with the member list, says it) is reopened.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline, the figures, and last
 "N passed, N failed".
@@ -71,6 +73,7 @@ class Stack:
                     "  token_file: github-token\n"
                     "  content_per_minute: 60\n"
                     "  timeout: 5s\n"
+                    "  body_update_interval: 1s\n"
                     "receivers:\n"
                     % (self.port, self.gh.url))
             for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]:
@@ -318,21 +321,32 @@ def group_episode_survives_the_rebuild():
         t0 = time.time() - 900
         x, y = alert("GroupX", t0), alert("GroupY", t0 + 10)
         u, v = alert("GroupU", t0), alert("GroupV", t0 + 10)
-        closed_gk, kept_gk = '{}:{g="closed"}', '{}:{g="kept"}'
+        z = alert("GroupZ", t0)
+        closed_gk, kept_gk, quiet_gk = '{}:{g="closed"}', '{}:{g="kept"}', '{}:{g="quiet"}'
         s.post("firing", [x, y], receiver="groups", group_key=closed_gk)
         s.post("firing", [u, v], receiver="groups-keep", group_key=kept_gk)
-        s.idle(2)
+        s.post("firing", [z], receiver="groups", group_key=quiet_gk)
+        s.idle(3)
         s.post("resolved", [resolved(u), resolved(v)], receiver="groups-keep",
                group_key=kept_gk)
-        s.idle(3)
+        s.idle(4)
         issues = sorted(s.gh.issues(REPO), key=lambda i: i["number"])
-        eq(len(issues), 2, "one issue per group")
-        nc, nk = issues[0]["number"], issues[1]["number"]
+        eq(len(issues), 3, "one issue per group")
+        nc, nk, nq = issues[0]["number"], issues[1]["number"], issues[2]["number"]
         s.gh.human_close(REPO, nc, "completed")  # while the group fires
+        # A person closes Z's issue while it fires; then the group resolves: no comment on the
+        # closed issue, only its body's member list (and marker) rewritten.
+        s.gh.human_close(REPO, nq, "completed")
+        s.post("resolved", [resolved(z)], receiver="groups", group_key=quiet_gk)
+        s.idle(5)
+        poll(lambda: "event=resolved-" in next(i["body"] for i in s.gh.issues(REPO)
+                                                if i["number"] == nq),
+             "the resolved group's body rewritten", timeout_s=30, interval_s=0.2)
         before = snapshot(s.gh)
         eq(sorted(before.values()), sorted([[(nc, "closed", "completed", 0)],
-                                            [(nk, "open", None, 1)]]),
-           "before the loss: a group closed by a person, a group resolved (comment)")
+                                            [(nk, "open", None, 1)],
+                                            [(nq, "closed", "completed", 0)]]),
+           "before the loss: groups closed by a person, a group resolved (comment)")
         s.lose_database()
         # X resolved and fired again while Y kept the group firing: the same episode.
         x2 = dict(x, startsAt=iso_ms(t0 + 300))
@@ -346,10 +360,16 @@ def group_episode_survives_the_rebuild():
                group_key=kept_gk)
         s.idle(2)
         time.sleep(1.0)
+        # Z fires again after its resolve (known from its body only): a new episode, reopened.
+        s.post("firing", [dict(z, startsAt=iso_ms(time.time()))], receiver="groups",
+               group_key=quiet_gk)
+        s.idle(3)
+        time.sleep(1.0)
         after = snapshot(s.gh)
         eq(sorted(after.values()), sorted([[(nc, "closed", "completed", 0)],
-                                           [(nk, "open", None, 2)]]),
-           "the resolved group firing again gets its 'firing again' comment")
+                                           [(nk, "open", None, 2)],
+                                           [(nq, "open", "reopened", 1)]]),
+           "the resolved groups firing again: a 'firing again' comment, a reopen")
 
     with_stack([("groups", "    issue_per: group\n    auto_close: true\n"),
                 ("groups-keep", "    issue_per: group\n    auto_close: false\n")], body)
