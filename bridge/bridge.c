@@ -416,7 +416,7 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	if (!rc)
 		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
 	if (!rc) {
-		bridge_episode_marker(row->episode_starts_ms, &markers);
+		bridge_group_body_marker(row, &markers);
 		(void)buf_adds(&markers, "\n");
 		issue_marker_receiver(gs->receiver, row->key, &markers);
 		issue_body_fit(buf_str(&raw), buf_str(&markers), body);

@@ -54,9 +54,14 @@
  *     the newest "alertbridge:episode=" marker of the body and of the
  *     comments (read only for issues that are open or closed within
  *     reopen_window, and that have comments), else the issue's created_at (a
- *     notification that started before the issue is then stale).  So a
- *     re-sent notification of the episode last applied changes nothing; a
- *     newer one is a new episode.  The scan is recorded (store_scan_done) and
+ *     notification that started before the issue is then stale); a marker
+ *     " event=resolved-<endsAt ms>" of that episode (a comment's, or a group
+ *     issue's rewritten body's) says its resolve was applied (the row's resolved_ends; issue_episode_fold()), and an
+ *     issue closed longer ago whose comments are not read counts as resolved
+ *     at its episode.  So a re-sent notification of the episode last applied,
+ *     firing or resolved, changes nothing (no second "resolved" comment, no
+ *     close of an issue a person reopened); a newer one is a new episode.
+ *     The scan is recorded (store_scan_done) and
  *     done once; a failed scan keeps the event queued (retry) and makes no
  *     create.
  *

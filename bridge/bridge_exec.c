@@ -41,17 +41,34 @@ void bridge_episode_marker(int64_t starts_at_ms, struct buf *out)
 	(void)buf_printf(out, EPISODE_MARKER_OPEN "%s" EPISODE_MARKER_CLOSE, t);
 }
 
+/* The marker of a resolve of the episode starting at starts_at_ms, ending at ends_at_ms. */
+static void resolved_marker(int64_t starts_at_ms, int64_t ends_at_ms, struct buf *out)
+{
+	char t[32];
+
+	rfc3339_format_ms(starts_at_ms, t);
+	(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld" EPISODE_MARKER_CLOSE, t,
+			 (long long)ends_at_ms);
+}
+
 static void comment_marker(const struct issue_event *ev, struct buf *out)
 {
 	char t[32];
 
+	if (!ev->firing) {
+		resolved_marker(ev->starts_at_ms, ev->ends_at_ms, out);
+		return;
+	}
 	rfc3339_format_ms(ev->starts_at_ms, t);
-	if (ev->firing)
-		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=firing" EPISODE_MARKER_CLOSE,
-				 t);
+	(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=firing" EPISODE_MARKER_CLOSE, t);
+}
+
+void bridge_group_body_marker(const struct store_issue *row, struct buf *out)
+{
+	if (group_row_resolved(row))
+		resolved_marker(row->episode_starts_ms, row->resolved_ends_ms, out);
 	else
-		(void)buf_printf(out, EPISODE_MARKER_OPEN "%s event=resolved-%lld"
-				 EPISODE_MARKER_CLOSE, t, (long long)ev->ends_at_ms);
+		bridge_episode_marker(row->episode_starts_ms, out);
 }
 
 static void issue_url(struct bridge *b, const char *repo, int64_t number, struct buf *out)

@@ -71,6 +71,14 @@ struct work {
 int64_t bridge_now_ms(struct bridge *b);
 /* The episode marker of the episode starting at starts_at_ms, appended to out. */
 void bridge_episode_marker(int64_t starts_at_ms, struct buf *out);
+/*
+ * The episode marker of a group issue's body as its rewrites write it, from
+ * its map row, appended to out: with " event=resolved-<resolved_ends_ms>" when
+ * the row shows the group resolved (group_row_resolved()), so that a map
+ * rebuilt after a lost database knows the group's resolve even when it was
+ * applied to a closed issue, without a comment (bridge/rebuild.h).
+ */
+void bridge_group_body_marker(const struct store_issue *row, struct buf *out);
 /* The view of w for the templates in *view (json_decref() it); an error with errmsg. */
 enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg);
 /* Make the calls w->action needs from w->step on, noting progress; ERR_INVALID: no view. */

@@ -271,6 +271,17 @@ out:
 	return rc;
 }
 
+int group_row_resolved(const struct store_issue *row)
+{
+	return row && row->resolved_ends_ms != 0 &&
+	       row->resolved_ends_ms >= row->episode_starts_ms;
+}
+
+int group_row_firing(const struct store_issue *row)
+{
+	return row && !(row->state && !strcmp(row->state, "closed")) && !group_row_resolved(row);
+}
+
 void group_issue_event(const struct group_members *g, const struct group_change *c, int known,
 		       const struct store_issue *row, struct issue_event *out)
 {
@@ -287,7 +298,8 @@ void group_issue_event(const struct group_members *g, const struct group_change 
 	memset(out, 0, sizeof(*out));
 	out->firing = c->is_firing;
 	out->starts_at_ms = row ? row->episode_starts_ms : earliest;
-	if (c->is_firing && (!c->was_firing || !row)) {
+	/* Members not known (a rebuilt row): the row says whether the episode is over. */
+	if (c->is_firing && (!row || (known ? !c->was_firing : group_row_resolved(row)))) {
 		out->starts_at_ms = earliest;
 		/* Members known: their own episodes already ruled out stale events. */
 		if (known && row && out->starts_at_ms <= row->episode_starts_ms)
@@ -349,7 +361,6 @@ enum err group_event_load(struct store *st, const struct store_event *ev,
 			  const struct store_issue *row, struct group_event *out,
 			  struct issue_event *iev, struct buf *errmsg)
 {
-	int open = row && !(row->state && !strcmp(row->state, "closed"));
 	int known;
 	enum err rc;
 
@@ -367,7 +378,7 @@ enum err group_event_load(struct store *st, const struct store_event *ev,
 		buf_reset(errmsg);
 	}
 	known = out->members.n > 0;
-	rc = group_merge(&out->members, ev->payload, open, &out->change, errmsg);
+	rc = group_merge(&out->members, ev->payload, group_row_firing(row), &out->change, errmsg);
 	if (!rc)
 		group_issue_event(&out->members, &out->change, known, row, iev);
 	return rc;

@@ -10,7 +10,10 @@
  * The pure part turns one group event (am_group_event_json()) and the members
  * remembered (core/store.h, struct store_group) into the issue_event that
  * issue_plan() (bridge/issue.h) decides on, so the group's issue follows the
- * same state table as an alert's.  The rest makes the paced body updates.
+ * same state table as an alert's.  When no members are remembered (a map
+ * rebuilt after a lost database) the map row decides: a firing group goes on
+ * with the row's episode unless the row shows the group resolved
+ * (group_issue_event()).  The rest makes the paced body updates.
  */
 #ifndef AB_GROUP_H
 #define AB_GROUP_H
@@ -82,7 +85,7 @@ struct group_change {
  *     only the members firing now are kept: the list is the episode's.
  * was_firing is taken from g, or, when g is empty, from assume_firing (a
  * group whose members are not known: a map row rebuilt from GitHub, or made
- * by a version that did not remember them; pass whether its issue is open).
+ * by a version that did not remember them; pass group_row_firing()).
  * An event without "members" (queued by a version that did not send them)
  * counts as one member: its own alert.
  * Errors: ERR_INVALID (event_json is not an object whose "members" is an
@@ -90,6 +93,20 @@ struct group_change {
  */
 enum err group_merge(struct group_members *g, const char *event_json, int assume_firing,
 		     struct group_change *out, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Whether the map row row (NULL: none) shows its group resolved: the resolve
+ * of its episode applied (resolved_ends_ms not 0 and not before
+ * episode_starts_ms), as issue_apply() records it and a map rebuilt from
+ * GitHub reads it from the comments' markers (bridge/rebuild.h).
+ */
+int group_row_resolved(const struct store_issue *row);
+/*
+ * Whether a group whose members are not known fires, as its row says: a row
+ * whose issue is open and whose group is not resolved (group_row_resolved()).
+ * A person's close is no resolve: the group may fire on.  0 when row is NULL.
+ */
+int group_row_firing(const struct store_issue *row);
 
 /*
  * The issue_event that issue_plan() plans the group's issue with, after
@@ -104,7 +121,17 @@ enum err group_merge(struct group_members *g, const char *event_json, int assume
  *                              earliest startsAt), ending at the latest
  *                              endsAt of the members: a close while it was
  *                              firing, else "resolve already applied".
- * known: whether g held members before the event.
+ * known: whether g held members before the event.  When it did not (a map
+ * row rebuilt from GitHub after a lost database, or one made by a version
+ * that did not remember members), "was firing" is decided from the row, not
+ * from the members' startsAt, which cannot tell a member that resolved and
+ * fired again while others kept the group firing from a new episode:
+ *   firing, row not resolved   the row's episode goes on: "same episode",
+ *                              whether its issue is open or a person closed it;
+ *   firing, row resolved       (group_row_resolved()) a new episode at the
+ *                              earliest startsAt of the members firing, which
+ *                              issue_plan() calls stale when it started before
+ *                              the applied resolve ended (a late copy).
  */
 void group_issue_event(const struct group_members *g, const struct group_change *c, int known,
 		       const struct store_issue *row, struct issue_event *out);

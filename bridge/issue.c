@@ -408,26 +408,58 @@ int issue_marker_parse_receiver(const char *body, struct buf *receiver_out,
 	return 1;
 }
 
-int64_t issue_episode_newest(const char *text)
+/*
+ * Whether p (after the marker's startsAt) is the transition
+ * "event=resolved-<ms>", ended by a space, tab or line break; *ends_ms then
+ * gets its endsAt.
+ */
+static int resolved_transition(const char *p, int64_t *ends_ms)
+{
+	static const char word[] = "event=resolved-";
+	char *end = NULL;
+	long long v;
+
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (strncmp(p, word, sizeof(word) - 1))
+		return 0;
+	p += sizeof(word) - 1;
+	if (*p < '0' || *p > '9')
+		return 0;
+	v = strtoll(p, &end, 10);
+	if (*end == '\0' || !strchr(" \t\r\n", *end))
+		return 0;
+	*ends_ms = (int64_t)v;
+	return 1;
+}
+
+void issue_episode_fold(const char *text, struct issue_episode_seen *seen)
 {
 	size_t open_len = strlen(ISSUE_EPISODE_MARKER_OPEN);
-	int64_t best = 0;
 
 	for (const char *p = text ? strstr(text, ISSUE_EPISODE_MARKER_OPEN) : NULL; p;
 	     p = strstr(p + open_len, ISSUE_EPISODE_MARKER_OPEN)) {
 		const char *v = p + open_len;
 		const char *end = strpbrk(v, " \t\r\n");
+		struct issue_event ev = { 0 };
 		char t[40];
-		int64_t ms;
 
 		if (!end || (size_t)(end - v) >= sizeof(t))
 			continue;
 		memcpy(t, v, (size_t)(end - v));
 		t[end - v] = '\0';
-		if (rfc3339_parse(t, &ms) == ERR_OK && ms > best)
-			best = ms;
+		if (rfc3339_parse(t, &ev.starts_at_ms) != ERR_OK || ev.starts_at_ms <= 0)
+			continue;
+		if (ev.starts_at_ms > seen->starts_ms) {
+			seen->starts_ms = ev.starts_at_ms;
+			seen->resolved_ends_ms = 0;
+		}
+		if (ev.starts_at_ms != seen->starts_ms)
+			continue;
+		if (resolved_transition(end, &ev.ends_at_ms) &&
+		    resolve_end(&ev) > seen->resolved_ends_ms)
+			seen->resolved_ends_ms = resolve_end(&ev);
 	}
-	return best;
 }
 
 int issue_marker_parse(const char *body, struct buf *key_out)

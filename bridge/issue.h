@@ -151,10 +151,31 @@ void issue_apply(struct store_issue *row, enum issue_action a, const struct issu
 #define ISSUE_EPISODE_MARKER_OPEN "<!-- alertbridge:episode="
 
 /*
- * The newest startsAt (ms UTC) among the episode markers in text (NULL: none),
- * each ended by a space, tab or line break; 0 when there is none that parses.
+ * What the episode markers of an issue say was applied to it (the map row's
+ * episode_starts_ms and resolved_ends_ms, as issue_apply() left them), for a
+ * map rebuilt from GitHub (bridge/rebuild.h).
  */
-int64_t issue_episode_newest(const char *text);
+struct issue_episode_seen {
+	int64_t starts_ms;         /* the newest episode marker's startsAt (ms UTC); 0: none */
+	int64_t resolved_ends_ms;  /* the resolve applied to that episode (ms UTC); 0: none */
+};
+
+/*
+ * Fold the episode markers of text (NULL: none; an issue body or a comment)
+ * into *seen, which starts zeroed; texts may come in any order.  A marker is
+ * ISSUE_EPISODE_MARKER_OPEN, its startsAt (RFC 3339) ended by a space, tab or
+ * line break, then optionally the transition: "event=firing" or
+ * "event=resolved-<endsAt, ms since the epoch>" (the comment markers the
+ * bridge writes); markers whose startsAt does not parse are skipped.
+ *   - a startsAt newer than seen->starts_ms is the newest episode: starts_ms
+ *     takes it and resolved_ends_ms is reset (its resolve is not known yet);
+ *   - a "resolved-" marker of the newest episode means its resolve was
+ *     applied: resolved_ends_ms = the latest of them, its endsAt or, when that
+ *     is earlier (or 0), its startsAt (issue_plan()'s resolve end).
+ * A marker without a transition (a body) or "event=firing" leaves
+ * resolved_ends_ms as it is: within one episode the resolve comes last.
+ */
+void issue_episode_fold(const char *text, struct issue_episode_seen *seen);
 
 /* GitHub's limits: title 256 characters, body and comment 65536. */
 #define ISSUE_TITLE_MAX_CHARS 256

@@ -22,7 +22,7 @@ struct candidate {
 	char *key;
 	int old_form;          /* its marker names no receiver */
 	struct gh_issue is;    /* without body */
-	int64_t body_episode;  /* newest episode marker of its body; 0: none */
+	struct issue_episode_seen body_seen;  /* what its body's episode marker says */
 };
 
 /* One scan of a repository for one receiver. */
@@ -86,43 +86,49 @@ static int gather(void *ctx, const struct gh_issue *is)
 	c->is.closed_at_ms = is->closed_at_ms;
 	c->is.created_at_ms = is->created_at_ms;
 	c->is.comments = is->comments;
-	c->body_episode = issue_episode_newest(is->body);
+	issue_episode_fold(is->body, &c->body_seen);
 out:
 	buf_release(&rcv);
 	buf_release(&key);
 	return 0;
 }
 
-static int newest_comment_episode(void *ctx, const char *body, int64_t created_at_ms)
+static int fold_comment(void *ctx, const char *body, int64_t created_at_ms)
 {
-	int64_t *best = ctx;
-	int64_t e = issue_episode_newest(body);
-
 	(void)created_at_ms;
-	if (e > *best)
-		*best = e;
+	issue_episode_fold(body, ctx);
 	return 0;
 }
 
 /*
- * The newest episode applied to an issue: the newest episode marker of its
- * body and of its comments.  Comments are read only when the issue may still
- * see the episode again: open, or closed within the reopen window.  An issue
- * without any marker (made by a version without them) counts from its
- * creation: a notification that started before it is then stale.
+ * The newest episode applied to an issue and its resolve, into row: the
+ * newest episode marker of its body and of its comments, and the resolve of
+ * that episode when a comment's marker says it was applied
+ * (issue_episode_fold()).  Comments are read only when the issue may still
+ * see the episode again: open, or closed within the reopen window.  One
+ * closed longer ago whose comments are not read counts as resolved at its
+ * episode (resolved_ends = episode): its resolve is not known, and a firing
+ * after it is then a new episode (for an alert, as its startsAt says anyway;
+ * for a group, whose members are not known, see group.h).  An issue without
+ * any marker (made by a version without them) counts from its creation: a
+ * notification that started before it is then stale.
  */
-static enum err issue_episode(struct scan *sc, const struct candidate *c, int64_t *out)
+static enum err issue_episode(struct scan *sc, const struct candidate *c,
+			      struct store_issue *row)
 {
 	const struct gh_issue *is = &c->is;
-	int64_t e = c->body_episode;
-	int recent = !is->state || strcmp(is->state, "closed") ||
-		     sc->now_ms - is->closed_at_ms <= sc->reopen_window_ms;
+	struct issue_episode_seen seen = c->body_seen;
+	int closed = is->state && !strcmp(is->state, "closed");
+	int recent = !closed || sc->now_ms - is->closed_at_ms <= sc->reopen_window_ms;
 	enum err rc = ERR_OK;
 
 	if (is->comments > 0 && recent)
-		rc = gh_comment_list(sc->gh, is->repo, is->number, newest_comment_episode, &e,
+		rc = gh_comment_list(sc->gh, is->repo, is->number, fold_comment, &seen,
 				     sc->errmsg);
-	*out = e ? e : is->created_at_ms;
+	row->episode_starts_ms = seen.starts_ms ? seen.starts_ms : is->created_at_ms;
+	row->resolved_ends_ms = seen.starts_ms ? seen.resolved_ends_ms : 0;
+	if (closed && !recent && is->comments > 0 && !row->resolved_ends_ms)
+		row->resolved_ends_ms = row->episode_starts_ms;
 	return rc;
 }
 
@@ -157,7 +163,7 @@ static enum err import(struct scan *sc, const struct candidate *c)
 	row.previous_number = have_old ? old.number : 0;
 	row.created_at_ms = is->created_at_ms ? is->created_at_ms : sc->now_ms;
 	row.updated_at_ms = sc->now_ms;
-	rc = issue_episode(sc, c, &row.episode_starts_ms);
+	rc = issue_episode(sc, c, &row);
 	if (rc)
 		goto out;
 	rc = store_issue_put(sc->st, &row);
@@ -175,6 +181,7 @@ static enum err import(struct scan *sc, const struct candidate *c)
 		log_str(l, "state", row.state);
 		log_str(l, "marker", c->old_form ? "without receiver" : "receiver");
 		log_int(l, "episode_starts_ms", row.episode_starts_ms);
+		log_int(l, "resolved_ends_ms", row.resolved_ends_ms);
 		log_end(l);
 	}
 out:

@@ -31,7 +31,13 @@
  * "alertbridge:episode=" marker of the body and of the comments (read,
  * GET .../issues/{n}/comments, only for issues with comments that are open or
  * closed within reopen_window_ms of now_ms, both in ms UTC), else the
- * issue's created_at.  *imported (not NULL) is set to the rows written.
+ * issue's created_at; its resolved_ends_ms the resolve of that episode that a
+ * marker " event=resolved-<endsAt ms>" of a comment, or of a group issue's
+ * rewritten body (bridge_group_body_marker()), says was applied
+ * (issue_episode_fold()), else 0 — but an issue closed longer ago whose
+ * comments are not read counts as resolved at its episode (resolved_ends_ms =
+ * episode_starts_ms: its resolve is not known; bridge/group.h says why it
+ * matters).  *imported (not NULL) is set to the rows written.
  * Errors (detail in errmsg): those of gh_issue_list() and gh_comment_list();
  * ERR_DB when the store fails.  Rows written before an error stay.
  */

@@ -9,6 +9,18 @@ search API, which the fake makes lag behind writes as GitHub's does) and rebuild
 the markers.  The same notifications are re-sent (nothing may happen: no issue, no comment),
 then new transitions (applied to the right issues), then a new alert (one new issue).
 
+Two more losses check what the rebuild reads from the comments' transition markers and how a
+group without its stored members goes on:
+  applied_resolve_survives_the_rebuild  a resolve applied before the loss (a "resolved" comment
+      with auto_close: false; a close a person then undid by reopening) is not applied again when
+      Alertmanager re-sends it: no second comment, no close of the reopened issue;
+  group_episode_survives_the_rebuild    issue_per: group: a group issue a person closed while
+      the group fired stays closed when, after the loss, one of its alerts resolved and fired
+      again (the same episode of the group); a group that resolved before the loss and fires
+      again after it is a new episode: with auto_close: false (its resolved comment) a "firing
+      again" comment, and one whose resolve met an issue a person had closed (no comment; its
+      body's marker, rewritten with the member list, says it) is reopened.
+
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline, the figures, and last
 "N passed, N failed".
 """
@@ -39,7 +51,7 @@ run = Runner()
 
 
 class Stack:
-    def __init__(self):
+    def __init__(self, receivers=None):
         self.dir = tempfile.mkdtemp(prefix="ab-lostdb-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=120).start()
         self.port = free_port()
@@ -61,13 +73,15 @@ class Stack:
                     "  token_file: github-token\n"
                     "  content_per_minute: 60\n"
                     "  timeout: 5s\n"
+                    "  body_update_interval: 1s\n"
                     "receivers:\n"
-                    "  - name: %s\n"
-                    "    repo: %s\n"
-                    "    auto_close: true\n"
-                    "    reopen_window: 7d\n"
-                    "    templates: {title: title.mustache, body: body.mustache}\n"
-                    % (self.port, self.gh.url, RECEIVER, REPO))
+                    % (self.port, self.gh.url))
+            for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]:
+                f.write("  - name: %s\n"
+                        "    repo: %s\n"
+                        "    reopen_window: 7d\n"
+                        "    templates: {title: title.mustache, body: body.mustache}\n%s"
+                        % (name, REPO, extra))
         self.ab = None
         self.runs = 0
 
@@ -93,14 +107,23 @@ class Stack:
             self.gh.stop()
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def post(self, status, alerts):
-        payload = {"version": "4", "status": status, "receiver": RECEIVER,
-                   "groupKey": "{}:{}", "truncatedAlerts": 0, "groupLabels": {},
+    def post(self, status, alerts, receiver=RECEIVER, group_key="{}:{}"):
+        payload = {"version": "4", "status": status, "receiver": receiver,
+                   "groupKey": group_key, "truncatedAlerts": 0, "groupLabels": {},
                    "commonLabels": {}, "commonAnnotations": {},
                    "externalURL": "http://am.example:9093", "alerts": alerts}
         st, _, body = http("POST", self.url + "/v1/webhook", payload,
                            headers={"Authorization": "Bearer " + HOOK_TOKEN})
         eq(st, 200, "webhook acknowledged")
+
+    def lose_database(self):
+        self.stop()
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.db + suffix):
+                os.unlink(self.db + suffix)
+        event("database deleted")
+        self.gh.get_requests(clear=True)
+        self.start()
 
     def idle(self, events):
         """Wait until this alertbridge process finished `events` events in all (bounded)."""
@@ -238,6 +261,118 @@ def lost_database(s):
     print("figures: alerts 5, transitions after the loss 8 (4 re-sent, 4 new), issues %d, "
           "duplicates %d, lost 0, list pages read %d" % (len(after), dup, len(lists)),
           flush=True)
+
+
+def with_stack(receivers, fn):
+    s = Stack(receivers)
+    try:
+        fn(s)
+    except BaseException:
+        print_tail("alertbridge log (last 60 lines)", s.ab.tail(60) if s.ab else
+                   open(os.path.join(s.dir, "alertbridge.log")).read()[-6000:])
+        raise
+    finally:
+        s.cleanup()
+
+
+def mutating(gh):
+    """The mutating requests, but for a group's body rewrite (its member list)."""
+    return [(r["method"], r["path"]) for r in gh.get_requests() if r["method"] in MUTATING
+            and not (r["method"] == "PATCH" and set(r["body"] or {}) == {"body"})]
+
+
+@run.case
+def applied_resolve_survives_the_rebuild():
+    def body(s):
+        s.start()
+        t0 = time.time() - 600
+        kept = alert("KeptOpen", t0)        # auto_close: false: resolved by a comment only
+        undone = alert("CloseUndone", t0)   # closed on resolve, then reopened by a person
+        s.post("firing", [kept], receiver="keep")
+        s.post("firing", [undone])
+        s.idle(2)
+        kept_res, undone_res = resolved(kept), resolved(undone)
+        s.post("resolved", [kept_res], receiver="keep")
+        s.post("resolved", [undone_res])
+        s.idle(4)
+        nk, nu = by_key(s.gh)[kept["fingerprint"]][0]["number"], \
+            by_key(s.gh)[undone["fingerprint"]][0]["number"]
+        s.gh.human_reopen(REPO, nu)
+        before = snapshot(s.gh)
+        eq([before[kept["fingerprint"]], before[undone["fingerprint"]]],
+           [[(nk, "open", None, 1)], [(nu, "open", "reopened", 1)]],
+           "before the loss: a resolved comment; a close a person undid")
+        s.lose_database()
+        s.post("resolved", [kept_res], receiver="keep")  # Alertmanager re-sends them
+        s.post("resolved", [undone_res])
+        s.idle(2)
+        time.sleep(1.0)
+        eq(mutating(s.gh), [], "re-sent resolves change nothing (no comment, no close)")
+        eq(snapshot(s.gh), before, "GitHub unchanged")
+
+    with_stack([(RECEIVER, "    auto_close: true\n"), ("keep", "    auto_close: false\n")],
+               body)
+
+
+@run.case
+def group_episode_survives_the_rebuild():
+    def body(s):
+        s.start()
+        t0 = time.time() - 900
+        x, y = alert("GroupX", t0), alert("GroupY", t0 + 10)
+        u, v = alert("GroupU", t0), alert("GroupV", t0 + 10)
+        z = alert("GroupZ", t0)
+        closed_gk, kept_gk, quiet_gk = '{}:{g="closed"}', '{}:{g="kept"}', '{}:{g="quiet"}'
+        s.post("firing", [x, y], receiver="groups", group_key=closed_gk)
+        s.post("firing", [u, v], receiver="groups-keep", group_key=kept_gk)
+        s.post("firing", [z], receiver="groups", group_key=quiet_gk)
+        s.idle(3)
+        s.post("resolved", [resolved(u), resolved(v)], receiver="groups-keep",
+               group_key=kept_gk)
+        s.idle(4)
+        issues = sorted(s.gh.issues(REPO), key=lambda i: i["number"])
+        eq(len(issues), 3, "one issue per group")
+        nc, nk, nq = issues[0]["number"], issues[1]["number"], issues[2]["number"]
+        s.gh.human_close(REPO, nc, "completed")  # while the group fires
+        # A person closes Z's issue while it fires; then the group resolves: no comment on the
+        # closed issue, only its body's member list (and marker) rewritten.
+        s.gh.human_close(REPO, nq, "completed")
+        s.post("resolved", [resolved(z)], receiver="groups", group_key=quiet_gk)
+        s.idle(5)
+        poll(lambda: "event=resolved-" in next(i["body"] for i in s.gh.issues(REPO)
+                                                if i["number"] == nq),
+             "the resolved group's body rewritten", timeout_s=30, interval_s=0.2)
+        before = snapshot(s.gh)
+        eq(sorted(before.values()), sorted([[(nc, "closed", "completed", 0)],
+                                            [(nk, "open", None, 1)],
+                                            [(nq, "closed", "completed", 0)]]),
+           "before the loss: groups closed by a person, a group resolved (comment)")
+        s.lose_database()
+        # X resolved and fired again while Y kept the group firing: the same episode.
+        x2 = dict(x, startsAt=iso_ms(t0 + 300))
+        s.post("firing", [x2, y], receiver="groups", group_key=closed_gk)
+        s.idle(1)
+        time.sleep(1.0)
+        eq(mutating(s.gh), [], "the group a person closed is left closed (no reopen)")
+        eq(snapshot(s.gh), before, "GitHub unchanged (but for the body's member list)")
+        # The resolved group fires again: a new episode.
+        s.post("firing", [dict(u, startsAt=iso_ms(time.time()))], receiver="groups-keep",
+               group_key=kept_gk)
+        s.idle(2)
+        time.sleep(1.0)
+        # Z fires again after its resolve (known from its body only): a new episode, reopened.
+        s.post("firing", [dict(z, startsAt=iso_ms(time.time()))], receiver="groups",
+               group_key=quiet_gk)
+        s.idle(3)
+        time.sleep(1.0)
+        after = snapshot(s.gh)
+        eq(sorted(after.values()), sorted([[(nc, "closed", "completed", 0)],
+                                           [(nk, "open", None, 2)],
+                                           [(nq, "open", "reopened", 1)]]),
+           "the resolved groups firing again: a 'firing again' comment, a reopen")
+
+    with_stack([("groups", "    issue_per: group\n    auto_close: true\n"),
+                ("groups-keep", "    issue_per: group\n    auto_close: false\n")], body)
 
 
 def main():

@@ -126,9 +126,9 @@ static enum issue_action step(struct life *l, json_t *payload, struct group_chan
 	struct buf err = BUF_INIT;
 	enum issue_action a;
 	int known = l->g.n > 0;
-	int open = l->have_row && strcmp(l->row.state, "closed");
 
-	assert_int_equal(group_merge(&l->g, doc, open, c, &err), ERR_OK);
+	assert_int_equal(group_merge(&l->g, doc, group_row_firing(l->have_row ? &l->row : NULL),
+				     c, &err), ERR_OK);
 	group_issue_event(&l->g, c, known, l->have_row ? &l->row : NULL, &iev);
 	a = issue_plan(l->have_row ? &l->row : NULL, &iev, &l->pol, l->now, NULL);
 	if (a == ISSUE_CREATE) {
@@ -304,6 +304,78 @@ static void unknown_members_follow_the_issue_state(void **state)
 	life_release(&l);
 }
 
+/* A rebuilt row (no members known) in the given state, whose episode is episode. */
+static void rebuilt_row(struct life *l, const char *state, int64_t episode, int64_t resolved_ends)
+{
+	life_init(l);
+	l->have_row = 1;
+	l->row.state = strdup(state);
+	if (!strcmp(state, "closed")) {
+		l->row.state_reason = strdup("completed");
+		l->row.closed_at_ms = l->now - HOUR;
+	}
+	l->row.episode_starts_ms = episode;
+	l->row.resolved_ends_ms = resolved_ends;
+}
+
+/*
+ * After a lost database the row's episode (from the markers) decides, not
+ * the members' startsAt alone: the group is in the row's episode unless the
+ * row shows its resolve applied.
+ */
+static void unknown_members_continue_the_rows_episode(void **state)
+{
+	struct life l;
+	struct group_change c;
+	json_t *p;
+	(void)state;
+
+	/* A person closed it while the group fired; then "app" resolved and fired again
+	 * while the others kept the group firing: the same episode, left closed. */
+	rebuilt_row(&l, "closed", ms(T_EARLY), 0);
+	p = fixture("03_group_of_3_firing.json");
+	set_starts(p, "app", T_AGAIN);
+	assert_int_equal(step(&l, p, &c), ISSUE_NOTHING);
+	assert_string_equal(l.row.state, "closed");
+	assert_int_equal(l.row.episode_starts_ms, ms(T_EARLY));
+	assert_int_equal(l.g.n, 3);
+	life_release(&l);
+
+	/* Open and not resolved: the same, whatever the members' startsAt. */
+	rebuilt_row(&l, "open", ms(T_EARLY), 0);
+	p = fixture("03_group_of_3_firing.json");
+	set_starts(p, "app", T_AGAIN);
+	assert_int_equal(step(&l, p, &c), ISSUE_NOTHING);
+	life_release(&l);
+
+	/* auto_close off: the resolve was applied (a "resolved" comment), the issue is open; the
+	 * group fires again: a new episode. */
+	rebuilt_row(&l, "open", ms(T_EARLY), ms("2026-11-21T00:49:54.703Z"));
+	l.pol.auto_close = 0;
+	p = fixture("03_group_of_3_firing.json");
+	set_starts(p, "app", T_AGAIN);
+	set_starts(p, "proxy", T_AGAIN);
+	set_starts(p, "sidecar", T_AGAIN);
+	assert_int_equal(step(&l, p, &c), ISSUE_COMMENT_REFIRE);
+	assert_int_equal(l.row.episode_starts_ms, ms(T_AGAIN));
+	life_release(&l);
+
+	/* Closed on its resolve: a late copy of the resolved episode's firing is stale; a firing
+	 * after the resolve reopens. */
+	rebuilt_row(&l, "closed", ms(T_EARLY), ms("2026-11-21T00:49:54.703Z"));
+	assert_int_equal(step(&l, fired_staggered(), &c), ISSUE_NOTHING);
+	assert_string_equal(l.row.state, "closed");
+	life_release(&l);
+	rebuilt_row(&l, "closed", ms(T_EARLY), ms("2026-11-21T00:49:54.703Z"));
+	p = fixture("03_group_of_3_firing.json");
+	set_starts(p, "proxy", T_AGAIN);
+	set_starts(p, "sidecar", T_AGAIN);
+	drop_alert(p, "app");
+	assert_int_equal(step(&l, p, &c), ISSUE_REOPEN);
+	assert_int_equal(l.row.episode_starts_ms, ms(T_AGAIN));
+	life_release(&l);
+}
+
 static void bad_events_change_nothing(void **state)
 {
 	struct group_members g = { 0 };
@@ -434,6 +506,7 @@ int main(void)
 		cmocka_unit_test(all_resolved_closes_then_a_new_episode_reopens),
 		cmocka_unit_test(resolved_group_resolves_members_not_listed),
 		cmocka_unit_test(unknown_members_follow_the_issue_state),
+		cmocka_unit_test(unknown_members_continue_the_rows_episode),
 		cmocka_unit_test(bad_events_change_nothing),
 		cmocka_unit_test(event_without_members_is_its_alert),
 		cmocka_unit_test(members_json_round_trip),

@@ -647,6 +647,46 @@ static void marker_parse_rejects_malformed(void **state)
 }
 
 /* The receiver's marker: encoded, parsed back, and the old form read as "no receiver". */
+/* The markers a rebuild folds: the newest episode, and its resolve when applied. */
+static void episode_fold_reads_the_newest_transition(void **state)
+{
+	struct issue_episode_seen seen = { 0 };
+	(void)state;
+
+	issue_episode_fold(NULL, &seen);
+	issue_episode_fold("no marker", &seen);
+	assert_int_equal(seen.starts_ms, 0);
+	/* the body (no transition), then its comments in any order */
+	issue_episode_fold("b\n\n<!-- alertbridge:episode=2026-11-21T00:00:00.000Z -->", &seen);
+	assert_int_equal(seen.starts_ms, INT64_C(1795219200000));
+	assert_int_equal(seen.resolved_ends_ms, 0);
+	issue_episode_fold("resolved <!-- alertbridge:episode=2026-11-21T00:00:00.000Z "
+			   "event=resolved-1795220000000 -->", &seen);
+	assert_int_equal(seen.resolved_ends_ms, INT64_C(1795220000000));
+	/* an older episode's transitions change nothing */
+	issue_episode_fold("<!-- alertbridge:episode=2026-11-20T00:00:00.000Z "
+			   "event=resolved-1795300000000 -->", &seen);
+	assert_int_equal(seen.starts_ms, INT64_C(1795219200000));
+	assert_int_equal(seen.resolved_ends_ms, INT64_C(1795220000000));
+	/* the firing of the same episode keeps its resolve: the resolve comes last */
+	issue_episode_fold("<!-- alertbridge:episode=2026-11-21T00:00:00.000Z event=firing -->",
+			   &seen);
+	assert_int_equal(seen.resolved_ends_ms, INT64_C(1795220000000));
+	/* a newer episode: its resolve is not known yet */
+	issue_episode_fold("firing again <!-- alertbridge:episode=2026-11-21T01:00:00.000Z "
+			   "event=firing -->", &seen);
+	assert_int_equal(seen.starts_ms, INT64_C(1795222800000));
+	assert_int_equal(seen.resolved_ends_ms, 0);
+	/* an endsAt of 0 or before startsAt ends at startsAt; a malformed one is no resolve */
+	issue_episode_fold("<!-- alertbridge:episode=2026-11-21T01:00:00.000Z event=resolved-x -->"
+			   "<!-- alertbridge:episode=2026-11-21T01:00:00.000Z event=resolved-12-->",
+			   &seen);
+	assert_int_equal(seen.resolved_ends_ms, 0);
+	issue_episode_fold("<!-- alertbridge:episode=2026-11-21T01:00:00.000Z event=resolved-0 -->",
+			   &seen);
+	assert_int_equal(seen.resolved_ends_ms, INT64_C(1795222800000));
+}
+
 static void marker_names_the_receiver(void **state)
 {
 	struct buf m = BUF_INIT, key = BUF_INIT, rcv = BUF_INIT;
@@ -1062,6 +1102,7 @@ int main(void)
 		cmocka_unit_test(marker_parse_takes_the_last_and_tolerates_edits),
 		cmocka_unit_test(marker_parse_rejects_malformed),
 		cmocka_unit_test(marker_names_the_receiver),
+		cmocka_unit_test(episode_fold_reads_the_newest_transition),
 		cmocka_unit_test(title_first_non_empty_line_trimmed),
 		cmocka_unit_test(title_controls_removed),
 		cmocka_unit_test(title_invalid_utf8_replaced),
