@@ -277,11 +277,12 @@ static enum err adopt_dry_run_row(struct bridge *b, struct work *w, struct buf *
 					 w->row.created_at_ms - CREATE_LOOKBACK_MS, &gi, errmsg);
 
 	if (rc == ERR_OK) {
-		int64_t episode = issue_episode_newest(gi.body);
+		struct issue_episode_seen seen = { 0 };
 
+		issue_episode_fold(gi.body, &seen);
 		take_issue(&w->row, &gi);
-		if (episode > w->row.episode_starts_ms)
-			w->row.episode_starts_ms = episode;
+		if (seen.starts_ms > w->row.episode_starts_ms)
+			w->row.episode_starts_ms = seen.starts_ms;
 		l = log_begin(LOG_INFO, "dry-run row: issue found by marker");
 		log_int(l, "issue", gi.number);
 	} else if (rc == ERR_NOTFOUND) {
