@@ -123,6 +123,8 @@ class Issue:
         self.create_ep = ep       # episode marker of the body
         self.marker_ep = ep       # newest episode marker (body or comments)
         self.marker_res = None    # endsAt of its newest "resolved" comment
+        self.pending_res = None   # a group's resolve met this issue closed: no comment; the
+                                  # paced body rewrite carries it (may not have happened yet)
         self.aged = False         # closed longer ago than reopen_window
         self.deleted = False
         self.transferred = False
@@ -151,6 +153,8 @@ class Key:
         self.res_end = None       # applied resolve (endsAt ms)
         self.issues = []
         self.uncertain = False    # its deleted issue was noticed: no old deliveries any more
+        self.continues = False    # a group rebuilt without its resolve: the next firing
+                                  # continues the row's episode (bridge/group.h)
 
     def current(self):
         return self.issues[self.cur] if self.row == "live" else None
@@ -189,10 +193,14 @@ def apply_event(k, firing, s, e, dry):
             return "create"
         if s == k.ep:
             return "same episode"
+        if k.continues and k.res_end is None:
+            k.ep, k.continues = s, False
+            return "same episode (a group rebuilt without its resolve continues its row)"
         if k.row == "gone":
             k.create(s)
             return "create (issue deleted)"
         cur = k.current()
+        cur.pending_res = None    # the body is rewritten for the new episode
         if cur.state == "open":
             cur.comments += 1
             cur.marker_ep = s
@@ -214,6 +222,7 @@ def apply_event(k, firing, s, e, dry):
     if k.res_end is not None and e <= k.res_end:
         return "nothing (resolve already applied)"
     k.res_end = e
+    k.continues = False
     if k.row == "dry":
         return "nothing (no issue)"
     if k.row == "gone":
@@ -221,6 +230,8 @@ def apply_event(k, firing, s, e, dry):
         return "nothing (issue deleted)"
     cur = k.current()
     if cur.state != "open":
+        if k.receiver == "groups":
+            cur.pending_res = e
         return "nothing (closed)"
     cur.comments += 1
     cur.marker_res = e
@@ -230,10 +241,13 @@ def apply_event(k, firing, s, e, dry):
     return "close"
 
 
-def rebuild(keys):
+def rebuild(keys, body_of=None):
     """The map after the bridge rebuilt it from GitHub's markers (a lost database): each key
     without a row gets its newest live issue in the receiver's repository, with the newest
-    episode marker (of the body only for an issue closed longer ago than reopen_window)."""
+    episode marker (of the body only for an issue closed longer ago than reopen_window).  A
+    group's resolve that met its issue closed is known only if the paced body rewrite that
+    carries it ("event=resolved-<endsAt>") reached GitHub before the loss: body_of(issue)
+    tells; without it the group's next firing continues the row's episode."""
     for k in keys:
         if k.row not in (None, "dry") or k.bad:
             continue
@@ -241,6 +255,12 @@ def rebuild(keys):
             i = k.issues[idx]
             if not i.deleted and not i.transferred:
                 k.row, k.cur = "live", idx
+                if i.pending_res is not None and body_of is not None:
+                    if "event=resolved-%d" % i.pending_res in (body_of(i) or ""):
+                        i.marker_res = i.pending_res
+                    else:
+                        k.continues = True
+                    i.pending_res = None
                 if i.state == "closed" and i.aged:
                     k.ep, k.res_end = i.create_ep, None
                 else:
@@ -423,7 +443,14 @@ class World:
     def before_event(self, receiver):
         if not self.dry and receiver in self.rebuild_pending:
             self.rebuild_pending.discard(receiver)
-            rebuild([k for k in self.keys.values() if k.receiver == receiver])
+            rebuild([k for k in self.keys.values() if k.receiver == receiver], self.body_of)
+
+    def body_of(self, issue):
+        """The body GitHub has now for an issue the model bound at a quiet point."""
+        for i in self.gh.issues(issue.repo) if issue.repo else ():
+            if i["number"] == issue.number:
+                return i["body"]
+        return None
 
     def deliver(self, a, firing, starts, ends, dup=False):
         """Post one alert's notification (twice at once when dup) and apply it to the model."""
