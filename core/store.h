@@ -120,7 +120,8 @@ int store_schema_version(void);
  * Repeats: an event with repeat_state whose state (status, starts_at_ms,
  * ends_at_ms, repeat_state) equals that of the newest event of its (kind,
  * receiver, key) that has a repeat_state, that newest one not being a dead
- * letter, is a repeat: it is not stored, its id stays 0 and repeated is 1
+ * letter, is a repeat unless the key's map row (kind "bridge") is a dry-run
+ * row (number 0: the next notification after going live makes the issue): it is not stored, its id stays 0 and repeated is 1
  * (what it says is already durable).  The comparison is made by the
  * group-commit leader inside the transaction, so it sees the events of the
  * same group committed before it: of identical events queued at once, one

@@ -1173,6 +1173,32 @@ static void concurrent_repeats_stored_once(void **state)
 	free(body);
 }
 
+/* A dry-run map row (issue 0): the re-send is stored, so that once live it makes the issue. */
+static void dry_run_row_is_no_repeat(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("01_single_firing.json");
+	struct store_issue row = { .receiver = (char *)"alert-service",
+				   .key = (char *)"43257ea8bc3d7780",
+				   .repo = (char *)"my-org/cluster-alerts", .number = 0,
+				   .state = (char *)"open" };
+	struct store_event ev;
+
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	store_event_release(&ev);
+	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	assert_string_equal(ev.key, "43257ea8bc3d7780");
+	store_event_release(&ev);
+	row.number = 12;  /* live now */
+	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	assert_no_more_events(f);
+	free(fired);
+}
+
 /* After map forget (another process in production), the same firing is new. */
 static void forgotten_key_is_no_repeat(void **state)
 {
@@ -1291,6 +1317,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(group_member_change_is_no_repeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(concurrent_repeats_stored_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(forgotten_key_is_no_repeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(dry_run_row_is_no_repeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_endpoint_without_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(payload_limits_apply, setup, teardown),
 	};
