@@ -72,6 +72,17 @@ static enum err check_event(const struct store_event *ev, size_t i, struct buf *
 	return ERR_OK;
 }
 
+/* Bind ev's kind, receiver, key, status, starts_at_ms, ends_at_ms at ?1..?6. */
+static void bind_key_state(sqlite3_stmt *s, const struct store_event *ev, int *brc)
+{
+	store_bind_text(s, 1, ev->kind, brc);
+	store_bind_text(s, 2, ev->receiver, brc);
+	store_bind_text(s, 3, ev->key, brc);
+	store_bind_text(s, 4, ev->status, brc);
+	store_bind_int(s, 5, ev->starts_at_ms, brc);
+	store_bind_int(s, 6, ev->ends_at_ms, brc);
+}
+
 static enum err insert_event(struct store *st, struct store_event *ev, int64_t now,
 			     struct buf *errmsg)
 {
@@ -79,12 +90,7 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
 	int brc = SQLITE_OK;
 	enum err rc;
 
-	store_bind_text(s, 1, ev->kind, &brc);
-	store_bind_text(s, 2, ev->receiver, &brc);
-	store_bind_text(s, 3, ev->key, &brc);
-	store_bind_text(s, 4, ev->status, &brc);
-	store_bind_int(s, 5, ev->starts_at_ms, &brc);
-	store_bind_int(s, 6, ev->ends_at_ms, &brc);
+	bind_key_state(s, ev, &brc);
 	store_bind_text(s, 7, ev->payload, &brc);
 	store_bind_int(s, 8, ev->received_at_ms > 0 ? ev->received_at_ms : now, &brc);
 	store_bind_text(s, 9, ev->repeat_state, &brc);
@@ -109,12 +115,7 @@ static enum err check_repeat(struct store *st, struct store_event *ev, struct bu
 	ev->repeated = 0;
 	if (!ev->repeat_state || !store_empty(ev->dead_reason))
 		return ERR_OK;
-	store_bind_text(s, 1, ev->kind, &brc);
-	store_bind_text(s, 2, ev->receiver, &brc);
-	store_bind_text(s, 3, ev->key, &brc);
-	store_bind_text(s, 4, ev->status, &brc);
-	store_bind_int(s, 5, ev->starts_at_ms, &brc);
-	store_bind_int(s, 6, ev->ends_at_ms, &brc);
+	bind_key_state(s, ev, &brc);
 	store_bind_text(s, 7, ev->repeat_state, &brc);
 	if (brc != SQLITE_OK) {
 		rc = store_db_fail(st, "bind repeat check", errmsg);

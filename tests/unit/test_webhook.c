@@ -1173,14 +1173,15 @@ static void concurrent_repeats_stored_once(void **state)
 	free(body);
 }
 
-/* A dry-run map row (issue 0): the re-send is stored, so that once live it makes the issue. */
-static void dry_run_row_is_no_repeat(void **state)
+/*
+ * Post 01_single_firing.json, take its event and give its key a map row
+ * with issue number: the state a repeat is compared with.
+ */
+static void fire_and_map(const struct fixture *f, const char *fired, int64_t number)
 {
-	struct fixture *f = *state;
-	char *fired = read_fixture("01_single_firing.json");
 	struct store_issue row = { .receiver = (char *)"alert-service",
 				   .key = (char *)"43257ea8bc3d7780",
-				   .repo = (char *)"my-org/cluster-alerts", .number = 0,
+				   .repo = (char *)"my-org/cluster-alerts", .number = number,
 				   .state = (char *)"open" };
 	struct store_event ev;
 
@@ -1188,12 +1189,21 @@ static void dry_run_row_is_no_repeat(void **state)
 	take_event(f, &ev);
 	store_event_release(&ev);
 	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
+}
+
+/* A dry-run map row (issue 0): the re-send is stored, so that once live it makes the issue. */
+static void dry_run_row_is_no_repeat(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("01_single_firing.json");
+	struct store_event ev;
+
+	fire_and_map(f, fired, 0);
 	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
 	take_event(f, &ev);
 	assert_string_equal(ev.key, "43257ea8bc3d7780");
 	store_event_release(&ev);
-	row.number = 12;  /* live now */
-	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
+	fire_and_map(f, fired, 12);  /* live now: the post is a repeat, the row gets a number */
 	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
 	assert_no_more_events(f);
 	free(fired);
@@ -1204,16 +1214,9 @@ static void forgotten_key_is_no_repeat(void **state)
 {
 	struct fixture *f = *state;
 	char *fired = read_fixture("01_single_firing.json");
-	struct store_issue row = { .receiver = (char *)"alert-service",
-				   .key = (char *)"43257ea8bc3d7780",
-				   .repo = (char *)"my-org/cluster-alerts", .number = 7,
-				   .state = (char *)"open" };
 	struct store_event ev;
 
-	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	take_event(f, &ev);
-	store_event_release(&ev);
-	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
+	fire_and_map(f, fired, 7);
 	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
 	assert_no_more_events(f);
 	assert_int_equal(store_issue_forget(f->st, "alert-service", "43257ea8bc3d7780"), ERR_OK);
