@@ -1019,18 +1019,33 @@ static void *poster_run(void *arg)
 	return NULL;
 }
 
+/* N_THREADS threads post bodies[t] POSTS_PER_THREAD times each at once: all answered 200. */
+static void post_from_threads(const struct fixture *f, const char *const *bodies)
+{
+	struct poster ps[N_THREADS];
+	pthread_t th[N_THREADS];
+
+	for (int t = 0; t < N_THREADS; t++) {
+		ps[t].f = f;
+		ps[t].body = bodies[t];
+		assert_int_equal(pthread_create(&th[t], NULL, poster_run, &ps[t]), 0);
+	}
+	for (int t = 0; t < N_THREADS; t++)
+		assert_int_equal(pthread_join(th[t], NULL), 0);
+	for (int t = 0; t < N_THREADS; t++)
+		for (int i = 0; i < POSTS_PER_THREAD; i++)
+			assert_int_equal(ps[t].status[i], 200);
+}
+
 /* Each thread posts its own alerts (fingerprints of its own), 5 times. */
 static void concurrent_posts_all_stored(void **state)
 {
 	struct fixture *f = *state;
 	char *body = read_fixture("03_group_of_3_firing.json");
-	char *bodies[N_THREADS];
-	struct poster ps[N_THREADS];
-	pthread_t th[N_THREADS];
-	struct store_stats stats;
-
 	static const char *const fps[] = { "98e2b6219b0e1a8d", "9329cd68b64d6724",
 					   "04b8c13f54b78add" };
+	char *bodies[N_THREADS];
+	struct store_stats stats;
 
 	for (int t = 0; t < N_THREADS; t++) {
 		bodies[t] = xstrdup(body);
@@ -1044,16 +1059,7 @@ static void concurrent_posts_all_stored(void **state)
 			bodies[t] = next;
 		}
 	}
-	for (int t = 0; t < N_THREADS; t++) {
-		ps[t].f = f;
-		ps[t].body = bodies[t];
-		assert_int_equal(pthread_create(&th[t], NULL, poster_run, &ps[t]), 0);
-	}
-	for (int t = 0; t < N_THREADS; t++)
-		assert_int_equal(pthread_join(th[t], NULL), 0);
-	for (int t = 0; t < N_THREADS; t++)
-		for (int i = 0; i < POSTS_PER_THREAD; i++)
-			assert_int_equal(ps[t].status[i], 200);
+	post_from_threads(f, (const char *const *)bodies);
 	/* Each thread's first post is stored, its next ones are repeats. */
 	assert_int_equal(store_pending_count(f->st, "bridge"), N_THREADS * 3);
 	store_stats(f->st, &stats);
@@ -1155,19 +1161,11 @@ static void concurrent_repeats_stored_once(void **state)
 {
 	struct fixture *f = *state;
 	char *body = fixture_for("03_group_of_3_firing.json", "grouped");
-	struct poster ps[N_THREADS];
-	pthread_t th[N_THREADS];
+	const char *bodies[N_THREADS];
 
-	for (int t = 0; t < N_THREADS; t++) {
-		ps[t].f = f;
-		ps[t].body = body;
-		assert_int_equal(pthread_create(&th[t], NULL, poster_run, &ps[t]), 0);
-	}
 	for (int t = 0; t < N_THREADS; t++)
-		assert_int_equal(pthread_join(th[t], NULL), 0);
-	for (int t = 0; t < N_THREADS; t++)
-		for (int i = 0; i < POSTS_PER_THREAD; i++)
-			assert_int_equal(ps[t].status[i], 200);
+		bodies[t] = body;
+	post_from_threads(f, bodies);
 	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
 	assert_repeated(f, "grouped", (N_THREADS * POSTS_PER_THREAD - 1) * 3);
 	free(body);
