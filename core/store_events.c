@@ -165,7 +165,6 @@ static int commit_group(struct store *st, struct batch *list)
 		for (size_t i = 0; i < b->n && rc == ERR_OK; i++) {
 			struct store_event *ev = &b->evs[i];
 
-			ev->id = 0;
 			rc = check_repeat(st, ev, &msg);
 			if (rc == ERR_OK && !ev->repeated)
 				rc = insert_event(st, ev, now, &msg);
@@ -210,6 +209,7 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 		rc = check_event(&evs[i], i, errmsg);
 		if (rc)
 			return rc;
+		evs[i].id = 0;
 		evs[i].repeated = 0;
 	}
 	if (n == 0)
