@@ -34,6 +34,7 @@ struct webhook {
 	struct metric *requests;  /* {receiver, code} */
 	struct metric *alerts;    /* {receiver, status} */
 	struct metric *invalid;   /* {receiver, reason} */
+	struct metric *repeated;  /* {receiver} */
 	struct metric *duration;  /* seconds, no labels */
 };
 
@@ -55,6 +56,8 @@ struct request {
 	struct store_event *evs;         /* n_evs events of the valid alerts, then n_dead dead ones */
 	size_t n_evs;
 	size_t n_dead;
+	size_t n_repeated;               /* alerts whose event was a repeat, not stored */
+	char group_state[65];            /* issue_per: group: the repeat_state of its event */
 };
 
 static const double DURATION_BUCKETS[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -66,6 +69,7 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 	static const char *const requests_labels[] = { "receiver", "code", NULL };
 	static const char *const alerts_labels[] = { "receiver", "status", NULL };
 	static const char *const invalid_labels[] = { "receiver", "reason", NULL };
+	static const char *const repeated_labels[] = { "receiver", NULL };
 	struct webhook *w;
 
 	assert(opts && opts->cfg && opts->store);
@@ -92,6 +96,10 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 					     "Alerts dead-lettered at intake as invalid, by receiver "
 					     "and reason (the alert's member that failed).",
 					     invalid_labels);
+		w->repeated = metrics_counter(m, "alertbridge_webhook_alerts_repeated_total",
+					      "Alerts whose state equals the last one stored for "
+					      "their key (a repeat): answered, nothing stored.",
+					      repeated_labels);
 		w->duration = metrics_histogram(m, "alertbridge_webhook_duration_seconds",
 						"Time spent handling a webhook, commit included.",
 						NULL, DURATION_BUCKETS, N_DURATION_BUCKETS);
@@ -242,9 +250,41 @@ static enum err build_alert_events(struct request *r, int64_t received_ms)
 		ev->starts_at_ms = a->starts_at_ms;
 		ev->ends_at_ms = a->ends_at_ms;
 		ev->payload = (char *)doc;
+		ev->repeat_state = (char *)repo_of(r, i);
 		doc += strlen(doc) + 1;
 	}
 	return ERR_OK;
+}
+
+static int by_fingerprint(const void *a, const void *b)
+{
+	const struct am_alert *const *x = a, *const *y = b;
+
+	return strcmp((*x)->fingerprint, (*y)->fingerprint);
+}
+
+/*
+ * The repeat_state of a group's event: SHA-256 hex of its repository and
+ * its members (fingerprint, status, startsAt, endsAt) by fingerprint, so a
+ * member that comes, goes or changes makes the event no repeat.
+ */
+static void group_state(struct request *r, char out[65])
+{
+	const struct am_payload *p = r->p;
+	const struct am_alert **members = xcalloc(p->n_alerts, sizeof(*members));
+	struct buf canon = BUF_INIT;
+
+	for (size_t i = 0; i < p->n_alerts; i++)
+		members[i] = &p->alerts[i];
+	qsort(members, p->n_alerts, sizeof(*members), by_fingerprint);
+	(void)buf_printf(&canon, "%s\n", repo_of(r, 0));
+	for (size_t i = 0; i < p->n_alerts; i++)
+		(void)buf_printf(&canon, "%s %s %lld %lld\n", members[i]->fingerprint,
+				 members[i]->status, (long long)members[i]->starts_at_ms,
+				 (long long)members[i]->ends_at_ms);
+	issue_group_key_hash(buf_str(&canon), out);
+	buf_release(&canon);
+	free(members);
 }
 
 /* issue_per: group - one event for the payload (see webhook.h). */
@@ -266,6 +306,8 @@ static enum err build_group_event(struct request *r, int64_t received_ms, char k
 	ev->key = key;
 	ev->status = (char *)p->status;
 	ev->payload = r->docs.data;
+	group_state(r, r->group_state);
+	ev->repeat_state = r->group_state;
 	ev->starts_at_ms = p->alerts[0].starts_at_ms;
 	for (size_t i = 0; i < p->n_alerts; i++) {
 		const struct am_alert *a = &p->alerts[i];
@@ -343,6 +385,10 @@ static int intake(struct webhook *w, struct request *r)
 			      buf_str(&r->detail));
 	if (rc != ERR_OK)  /* an event we built is incomplete: a bug, but answer it */
 		return reject(r, 500, "internal error", "internal error: %s", buf_str(&r->detail));
+	for (size_t i = 0; i < r->n_evs; i++) {
+		if (r->evs[i].repeated)  /* a group's event stands for all its alerts */
+			r->n_repeated += r->n_evs == 1 ? r->p->n_alerts : 1;
+	}
 	return r->status = 200;
 }
 
@@ -390,6 +436,7 @@ static void log_request(const struct request *r, int64_t duration_us)
 		log_str(l, "receiver", r->rcv->name);
 		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
 		log_int(l, "events", (int64_t)r->n_evs);
+		log_int(l, "repeated", (int64_t)r->n_repeated);
 		log_int(l, "invalid", (int64_t)r->n_dead);
 		log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
 		log_end(l);
@@ -431,6 +478,11 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 			metric_add(w->alerts, firing_labels, (double)firing);
 		if (firing < r->p->n_alerts)
 			metric_add(w->alerts, resolved_labels, (double)(r->p->n_alerts - firing));
+		if (r->n_repeated) {
+			const char *repeated_labels[] = { receiver };
+
+			metric_add(w->repeated, repeated_labels, (double)r->n_repeated);
+		}
 		for (size_t i = 0; i < r->n_dead; i++) {
 			const char *invalid_labels[] = {
 				receiver, r->p->alerts[r->p->n_alerts + i].invalid_reason };

@@ -160,6 +160,14 @@ static const char *const migrations[] = {
 	 * older ones it replaces (S_EV_DEAD_SUPERSEDE).
 	 */
 	"CREATE INDEX events_dead_key ON events (kind, receiver, key) WHERE state = 'dead';",
+	/*
+	 * 7: repeats (store_enqueue()): what else than status, startsAt and
+	 * endsAt an event's state is (NULL: not compared; cleared by map forget),
+	 * and the newest such event of a key found by index.
+	 */
+	"ALTER TABLE events ADD COLUMN repeat_state TEXT;"
+	"CREATE INDEX events_repeat ON events (kind, receiver, key, id)"
+	"  WHERE repeat_state IS NOT NULL;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -185,7 +193,20 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_COMMIT] = "COMMIT",
 	[S_ROLLBACK] = "ROLLBACK",
 	[S_EV_INSERT] = "INSERT INTO events (kind, receiver, key, status, starts_at_ms, "
-			"ends_at_ms, payload, received_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			"ends_at_ms, payload, received_at_ms, repeat_state) "
+			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	/*
+	 * 1 when the newest comparable event of (kind, receiver, key) has the
+	 * state ?4..?7 and is not a dead letter, and the key has no dry-run map
+	 * row (number 0: once live, its next notification makes the issue): the
+	 * event would be a repeat.
+	 */
+	[S_EV_REPEAT] = "SELECT status = ?4 AND starts_at_ms = ?5 AND ends_at_ms = ?6 AND "
+			"repeat_state = ?7 AND state <> 'dead' AND NOT (kind = 'bridge' AND "
+			"EXISTS (SELECT 1 FROM issues AS i WHERE i.receiver = ?2 AND i.key = ?3 "
+			"AND i.number = 0)) FROM events WHERE kind = ?1 AND "
+			"receiver = ?2 AND key = ?3 AND repeat_state IS NOT NULL "
+			"ORDER BY id DESC LIMIT 1",
 	[S_EV_NEXT] = "SELECT " EVENT_COLS " FROM events AS e WHERE e.kind = ?1 AND "
 		      "e.state = 'pending' AND e.next_attempt_at_ms <= ?2 AND " HEAD_OF_KEY
 		      " ORDER BY e.id LIMIT 1",
@@ -228,6 +249,9 @@ static const char *const stmt_sql[S_COUNT] = {
 		     "created_at_ms = excluded.created_at_ms, "
 		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason",
 	[S_IS_FORGET] = "DELETE FROM issues WHERE receiver = ?1 AND key = ?2",
+	/* After a forget the next notification of the key is no repeat (S_EV_REPEAT). */
+	[S_EV_FORGET_STATE] = "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "
+			      "receiver = ?1 AND key = ?2 AND repeat_state IS NOT NULL",
 	[S_IS_SET_DEAD] = "UPDATE issues SET dead_reason = ?3 WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PAGE_ALL] = "SELECT " ISSUE_COLS " FROM issues WHERE (receiver, key) > (?1, ?2) "
 			  "ORDER BY receiver, key LIMIT ?3",

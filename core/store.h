@@ -49,6 +49,18 @@ struct store_event {
 	 * Never set by the functions that read events (see last_error).
 	 */
 	char *dead_reason;
+	/*
+	 * Input to store_enqueue() only: non-NULL makes the event subject to
+	 * repeat detection, with what besides status, starts_at_ms and
+	 * ends_at_ms its state is (e.g. the repository, or a digest of a
+	 * group's members; "" for nothing).  Kept with the event.
+	 */
+	char *repeat_state;
+	/*
+	 * Output of store_enqueue(): 1 when the event was a repeat and was not
+	 * stored (id 0), else 0.
+	 */
+	int repeated;
 };
 
 /* The map row: what alertbridge knows of the issue for (receiver, key). */
@@ -105,6 +117,17 @@ int store_schema_version(void);
  * so no worker sees it; last_error = dead_reason; the map row of its
  * (receiver, key), if any, gets the dead_reason too): it shows in
  * store_dead_unmapped() / the map row and counts in store_dead_count().
+ * Repeats: an event with repeat_state whose state (status, starts_at_ms,
+ * ends_at_ms, repeat_state) equals that of the newest event of its (kind,
+ * receiver, key) that has a repeat_state, that newest one not being a dead
+ * letter, is a repeat unless the key's map row (kind "bridge") is a dry-run
+ * row (number 0: the next notification after going live makes the issue): it is not stored, its id stays 0 and repeated is 1
+ * (what it says is already durable).  The comparison is made by the
+ * group-commit leader inside the transaction, so it sees the events of the
+ * same group committed before it: of identical events queued at once, one
+ * is stored.  When every event of a group commit is a repeat no
+ * transaction is opened.  A key whose events were pruned (store_prune_done())
+ * or forgotten (store_issue_forget()) has no newest event to repeat.
  * Errors: ERR_INVALID (a required field NULL or empty, evs NULL with n > 0;
  * errmsg names the event index and field), ERR_DB (the shared transaction
  * failed: every caller in it gets ERR_DB and the same message).
@@ -241,8 +264,12 @@ enum err store_issue_get(struct store *st, const char *receiver, const char *key
  */
 enum err store_issue_put(struct store *st, const struct store_issue *row) WARN_UNUSED;
 /*
- * Delete the map row.  Errors: ERR_INVALID (receiver or key NULL or empty),
- * ERR_NOTFOUND (there was none), ERR_DB (logged).
+ * Delete the map row, and in the same transaction the repeat_state of the
+ * "bridge" events of (receiver, key), so that the key's next notification is
+ * not a repeat (store_enqueue()) even if it equals the last one stored: its
+ * next firing opens a new issue.  Errors: ERR_INVALID (receiver or key NULL
+ * or empty), ERR_NOTFOUND (there was no map row; nothing changed), ERR_DB
+ * (logged; nothing changed).
  */
 enum err store_issue_forget(struct store *st, const char *receiver, const char *key) WARN_UNUSED;
 /*

@@ -72,6 +72,17 @@ static enum err check_event(const struct store_event *ev, size_t i, struct buf *
 	return ERR_OK;
 }
 
+/* Bind ev's kind, receiver, key, status, starts_at_ms, ends_at_ms at ?1..?6. */
+static void bind_key_state(sqlite3_stmt *s, const struct store_event *ev, int *brc)
+{
+	store_bind_text(s, 1, ev->kind, brc);
+	store_bind_text(s, 2, ev->receiver, brc);
+	store_bind_text(s, 3, ev->key, brc);
+	store_bind_text(s, 4, ev->status, brc);
+	store_bind_int(s, 5, ev->starts_at_ms, brc);
+	store_bind_int(s, 6, ev->ends_at_ms, brc);
+}
+
 static enum err insert_event(struct store *st, struct store_event *ev, int64_t now,
 			     struct buf *errmsg)
 {
@@ -79,14 +90,10 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
 	int brc = SQLITE_OK;
 	enum err rc;
 
-	store_bind_text(s, 1, ev->kind, &brc);
-	store_bind_text(s, 2, ev->receiver, &brc);
-	store_bind_text(s, 3, ev->key, &brc);
-	store_bind_text(s, 4, ev->status, &brc);
-	store_bind_int(s, 5, ev->starts_at_ms, &brc);
-	store_bind_int(s, 6, ev->ends_at_ms, &brc);
+	bind_key_state(s, ev, &brc);
 	store_bind_text(s, 7, ev->payload, &brc);
 	store_bind_int(s, 8, ev->received_at_ms > 0 ? ev->received_at_ms : now, &brc);
+	store_bind_text(s, 9, ev->repeat_state, &brc);
 	rc = store_run(st, S_EV_INSERT, brc, "insert event", errmsg);
 	if (rc == ERR_OK)
 		ev->id = sqlite3_last_insert_rowid(st->db);
@@ -96,45 +103,102 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
 }
 
 /*
- * The leader's transaction: every event of every batch in list, one BEGIN
- * IMMEDIATE .. COMMIT.  Sets each batch's rc (and ids or errmsg) but not
- * done: the caller publishes that under q_mu.
+ * Whether ev repeats the newest comparable event of its key (S_EV_REPEAT):
+ * sets ev->repeated; 0 for an event without repeat_state.
  */
-static void commit_group(struct store *st, struct batch *list)
+static enum err check_repeat(struct store *st, struct store_event *ev, struct buf *errmsg)
+{
+	sqlite3_stmt *s = st->stmt[S_EV_REPEAT];
+	int brc = SQLITE_OK, src;
+	enum err rc = ERR_OK;
+
+	ev->repeated = 0;
+	if (!ev->repeat_state || !store_empty(ev->dead_reason))
+		return ERR_OK;
+	bind_key_state(s, ev, &brc);
+	store_bind_text(s, 7, ev->repeat_state, &brc);
+	if (brc != SQLITE_OK) {
+		rc = store_db_fail(st, "bind repeat check", errmsg);
+		store_done_with(s);
+		return rc;
+	}
+	src = sqlite3_step(s);
+	if (src == SQLITE_ROW)
+		ev->repeated = sqlite3_column_int(s, 0) != 0;
+	else if (src != SQLITE_DONE)
+		rc = store_db_fail(st, "repeat check", errmsg);
+	store_done_with(s);
+	return rc;
+}
+
+/* 1 when every event of list is a repeat (read outside a transaction); 0 on doubt. */
+static int all_repeats(struct store *st, struct batch *list)
+{
+	for (struct batch *b = list; b; b = b->next) {
+		for (size_t i = 0; i < b->n; i++) {
+			if (check_repeat(st, &b->evs[i], NULL) != ERR_OK || !b->evs[i].repeated)
+				return 0;
+		}
+	}
+	return 1;
+}
+
+/*
+ * The leader's transaction: every event of every batch in list, one BEGIN
+ * IMMEDIATE .. COMMIT, repeats left out (checked again inside it, so that an
+ * event repeats one just inserted before it); none when all are repeats.
+ * Sets each batch's rc (and ids, repeated or errmsg) but not done: the
+ * caller publishes that under q_mu.  Returns 1 when a transaction committed.
+ */
+static int commit_group(struct store *st, struct batch *list)
 {
 	struct buf msg = BUF_INIT;
 	int64_t now = clock_wall_ms();
-	enum err rc;
+	int committed = 0;
+	enum err rc = ERR_OK;
 
 	pthread_mutex_lock(&st->db_mu);
+	if (all_repeats(st, list))
+		goto unlock;
 	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
 	for (struct batch *b = list; b && rc == ERR_OK; b = b->next) {
-		for (size_t i = 0; i < b->n && rc == ERR_OK; i++)
-			rc = insert_event(st, &b->evs[i], now, &msg);
+		for (size_t i = 0; i < b->n && rc == ERR_OK; i++) {
+			struct store_event *ev = &b->evs[i];
+
+			rc = check_repeat(st, ev, &msg);
+			if (rc == ERR_OK && !ev->repeated)
+				rc = insert_event(st, ev, now, &msg);
+		}
 	}
 	if (rc == ERR_OK)
 		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
 	if (rc)
 		store_rollback(st);
+	committed = rc == ERR_OK;
+unlock:
 	pthread_mutex_unlock(&st->db_mu);
 
 	for (struct batch *b = list; b; b = b->next) {
 		b->rc = rc;
 		if (rc == ERR_OK)
 			continue;
-		for (size_t i = 0; i < b->n; i++)
+		for (size_t i = 0; i < b->n; i++) {
 			b->evs[i].id = 0;
+			b->evs[i].repeated = 0;
+		}
 		buf_setf(b->errmsg, "%s (nothing of this group commit was stored)", buf_str(&msg));
 	}
 	if (rc)
 		store_log_db("enqueue", &msg);
 	buf_release(&msg);
+	return committed;
 }
 
 enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, struct buf *errmsg)
 {
 	struct batch me = { evs, n, errmsg, ERR_OK, 0, NULL };
 	struct batch *list;
+	int committed;
 	enum err rc;
 
 	if (!st || (n > 0 && !evs)) {
@@ -145,6 +209,8 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 		rc = check_event(&evs[i], i, errmsg);
 		if (rc)
 			return rc;
+		evs[i].id = 0;
+		evs[i].repeated = 0;
 	}
 	if (n == 0)
 		return ERR_OK;
@@ -163,19 +229,22 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 		st->tail = &st->head;
 		pthread_mutex_unlock(&st->q_mu);
 
-		commit_group(st, list);
+		committed = commit_group(st, list);
 
 		pthread_mutex_lock(&st->q_mu);
 		for (struct batch *b = list; b; b = b->next) {
 			b->done = 1;
-			st->stats.batches += b->rc == ERR_OK;
-			st->stats.events += b->rc == ERR_OK ? b->n : 0;
+			if (!committed)
+				continue;
+			st->stats.batches++;
+			for (size_t i = 0; i < b->n; i++)
+				st->stats.events += !b->evs[i].repeated;
 		}
-		if (list->rc == ERR_OK) {
+		if (committed) {
 			st->stats.commits++;
 			st->enq_seq++;
 			pthread_cond_broadcast(&st->event_cond);
-		} else {
+		} else if (list->rc != ERR_OK) {
 			st->stats.failed_commits++;
 		}
 		st->committing = 0;

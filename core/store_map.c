@@ -140,11 +140,23 @@ enum err store_issue_forget(struct store *st, const char *receiver, const char *
 	if (!st || store_empty(receiver) || store_empty(key))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	store_bind_text(st->stmt[S_IS_FORGET], 1, receiver, &brc);
-	store_bind_text(st->stmt[S_IS_FORGET], 2, key, &brc);
-	rc = store_run(st, S_IS_FORGET, brc, "forget issue", &msg);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK) {
+		store_bind_text(st->stmt[S_IS_FORGET], 1, receiver, &brc);
+		store_bind_text(st->stmt[S_IS_FORGET], 2, key, &brc);
+		rc = store_run(st, S_IS_FORGET, brc, "forget issue", &msg);
+	}
 	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
 		rc = ERR_NOTFOUND;
+	if (rc == ERR_OK) {
+		store_bind_text(st->stmt[S_EV_FORGET_STATE], 1, receiver, &brc);
+		store_bind_text(st->stmt[S_EV_FORGET_STATE], 2, key, &brc);
+		rc = store_run(st, S_EV_FORGET_STATE, brc, "forget repeat state", &msg);
+	}
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("forget issue", &msg);

@@ -386,6 +386,43 @@ static void repeated_dead_letters_are_one(void **state)
 	store_close(st);
 }
 
+/*
+ * store_enqueue()'s repeats: an event with repeat_state equal to the newest
+ * comparable one of its key is not stored (also within one call); a dead
+ * newest one, another repeat_state, or an event without one is stored.
+ */
+static void repeats_are_not_stored(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event evs[2] = { sfx_mkev("bridge", "default", "k1", "firing"),
+				      sfx_mkev("bridge", "default", "k1", "firing") };
+	struct buf msg = BUF_INIT;
+	struct store_stats stats;
+
+	(void)state;
+	evs[0].repeat_state = evs[1].repeat_state = (char *)"o/r";
+	assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_OK);
+	assert_true(evs[0].id > 0 && !evs[0].repeated);
+	assert_true(evs[1].id == 0 && evs[1].repeated);  /* repeats the one before it */
+	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
+	assert_true(evs[0].id == 0 && evs[0].repeated);
+	store_stats(st, &stats);
+	assert_int_equal(stats.commits, 1);  /* the repeat opened no transaction */
+	assert_int_equal(stats.events, 1);
+	evs[0].repeat_state = (char *)"o/other";  /* another repository: another state */
+	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
+	assert_true(evs[0].id > 0 && !evs[0].repeated);
+	assert_int_equal(store_event_dead(st, evs[0].id, "repository o/other not found"), ERR_OK);
+	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);  /* a dead letter: try again */
+	assert_true(evs[0].id > 0 && !evs[0].repeated);
+	evs[0].repeat_state = NULL;  /* not compared */
+	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
+	assert_true(evs[0].id > 0 && !evs[0].repeated);
+	assert_int_equal(store_pending_count(st, "bridge"), 3);
+	buf_release(&msg);
+	store_close(st);
+}
+
 static void repo_scans_and_unmapped_dead_letters(void **state)
 {
 	struct store *st = sfx_open_ok(":memory:");
@@ -890,6 +927,7 @@ int main(void)
 		cmocka_unit_test(repo_scans_and_unmapped_dead_letters),
 		cmocka_unit_test(enqueue_dead_letters_invalid_events),
 		cmocka_unit_test(repeated_dead_letters_are_one),
+		cmocka_unit_test(repeats_are_not_stored),
 		cmocka_unit_test(prune_drops_old_done_events_only),
 		cmocka_unit_test_setup_teardown(prune_keeps_the_file_small_and_dead_letters, sfx_setup,
 						sfx_teardown),

@@ -39,6 +39,7 @@
 #define NOW_MS INT64_C(1800000000000)
 #define MAX_EVENTS_BYTES (128u << 10)
 #define OK_ALERT_SERVICE_3 "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}"
+#define OK_ALERT_SERVICE_1 "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":1}"
 #define OK_TEAM_AB_1 "{\"status\":\"ok\",\"receiver\":\"team.a+b\",\"alerts\":1}"
 
 static const char CONFIG_YAML[] =
@@ -438,7 +439,8 @@ static void wrong_content_type_is_415(void **state)
 		assert_int_equal(r.status, 200);
 		reply_release(&r);
 	}
-	assert_int_equal(store_pending_count(f->st, "bridge"), 3);
+	/* The first is stored, the others repeat it. */
+	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
 	free(body);
 }
 
@@ -541,12 +543,13 @@ static void group_fixtures_queue_one_event_per_alert(void **state)
 
 	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_3);
 	expect_ok(f, NULL, partly, OK_ALERT_SERVICE_3);
-	assert_int_equal(store_pending_count(f->st, "bridge"), 6);
+	/* 04 repeats the two alerts of 03 still firing: only its resolved one is new. */
+	assert_int_equal(store_pending_count(f->st, "bridge"), 4);
 	for (int k = 0; k < 2; k++) {
 		const char *body = k ? partly : fired;
 
 		assert_int_equal(am_parse(body, strlen(body), NULL, &p, &e), ERR_OK);
-		for (size_t i = 0; i < 3; i++) {
+		for (size_t i = 0; i < (k ? 1u : 3u); i++) {
 			const struct am_alert *a = &p->alerts[i];
 
 			take_event(f, &ev);
@@ -573,7 +576,8 @@ static void quote_meta_receiver_and_query_override(void **state)
 	struct fixture *f = *state;
 	/* Alertmanager sends regexp.QuoteMeta("team.a+b") = team\.a\+b (JSON: team\\.a\\+b). */
 	char *escaped = fixture_for("01_single_firing.json", "team\\\\.a\\\\+b");
-	char *nobody = fixture_for("01_single_firing.json", "nobody");
+	/* Resolved: another state of the alert, not a repeat. */
+	char *nobody = fixture_for("02_single_resolved.json", "nobody");
 	struct store_event ev;
 
 	expect_ok(f, NULL, escaped, "{\"status\":\"ok\",\"receiver\":\"team.a+b\",\"alerts\":1}");
@@ -591,6 +595,7 @@ static void quote_meta_receiver_and_query_override(void **state)
 	/* An empty ?receiver= counts as absent. */
 	expect_ok(f, "?receiver=", escaped, OK_TEAM_AB_1);
 	take_event(f, &ev);
+	assert_string_equal(ev.receiver, "team.a+b");
 	store_event_release(&ev);
 	assert_no_more_events(f);
 	free(nobody);
@@ -607,7 +612,7 @@ static void repo_query_and_label_override(void **state)
 	char *empty = replace(body, "\"container\": \"proxy\",",
 			      "\"container\": \"proxy\", \"alertbridge_repo\": \"\",");
 	const char *want_ok = OK_ALERT_SERVICE_3;
-	const char *repos[] = { "other/repo", "lab/own-repo", "other/repo" };
+	const char *repos[] = { "other/repo", "lab/own-repo" };
 	struct store_event ev;
 
 	expect_ok(f, "?repo=other/repo", body, want_ok);
@@ -616,13 +621,15 @@ static void repo_query_and_label_override(void **state)
 		assert_payload(ev.payload, body, i, "other/repo");
 		store_event_release(&ev);
 	}
-	/* The label wins over the query, for its alert only. */
+	/*
+	 * The label wins over the query, for its alert only: the only new
+	 * state (the other two repeat the first post).
+	 */
 	expect_ok(f, "?repo=other%2Frepo", labelled, want_ok);
-	for (size_t i = 0; i < 3; i++) {
-		take_event(f, &ev);
-		assert_payload(ev.payload, labelled, i, repos[i]);
-		store_event_release(&ev);
-	}
+	take_event(f, &ev);
+	assert_payload(ev.payload, labelled, 1, repos[1]);
+	store_event_release(&ev);
+	assert_no_more_events(f);
 	/* An empty label counts as absent. */
 	expect_ok(f, NULL, empty, want_ok);
 	for (size_t i = 0; i < 3; i++) {
@@ -1012,17 +1019,15 @@ static void *poster_run(void *arg)
 	return NULL;
 }
 
-static void concurrent_posts_all_stored(void **state)
+/* N_THREADS threads post bodies[t] POSTS_PER_THREAD times each at once: all answered 200. */
+static void post_from_threads(const struct fixture *f, const char *const *bodies)
 {
-	struct fixture *f = *state;
-	char *body = read_fixture("03_group_of_3_firing.json");
 	struct poster ps[N_THREADS];
 	pthread_t th[N_THREADS];
-	struct store_stats stats;
 
 	for (int t = 0; t < N_THREADS; t++) {
 		ps[t].f = f;
-		ps[t].body = body;
+		ps[t].body = bodies[t];
 		assert_int_equal(pthread_create(&th[t], NULL, poster_run, &ps[t]), 0);
 	}
 	for (int t = 0; t < N_THREADS; t++)
@@ -1030,13 +1035,196 @@ static void concurrent_posts_all_stored(void **state)
 	for (int t = 0; t < N_THREADS; t++)
 		for (int i = 0; i < POSTS_PER_THREAD; i++)
 			assert_int_equal(ps[t].status[i], 200);
-	assert_int_equal(store_pending_count(f->st, "bridge"), N_THREADS * POSTS_PER_THREAD * 3);
+}
+
+/* Each thread posts its own alerts (fingerprints of its own), 5 times. */
+static void concurrent_posts_all_stored(void **state)
+{
+	struct fixture *f = *state;
+	char *body = read_fixture("03_group_of_3_firing.json");
+	static const char *const fps[] = { "98e2b6219b0e1a8d", "9329cd68b64d6724",
+					   "04b8c13f54b78add" };
+	char *bodies[N_THREADS];
+	struct store_stats stats;
+
+	for (int t = 0; t < N_THREADS; t++) {
+		bodies[t] = xstrdup(body);
+		for (size_t i = 0; i < 3; i++) {
+			char mine[17];
+			char *next;
+
+			snprintf(mine, sizeof(mine), "%x%s", t, fps[i] + 1);
+			next = replace(bodies[t], fps[i], mine);
+			free(bodies[t]);
+			bodies[t] = next;
+		}
+	}
+	post_from_threads(f, (const char *const *)bodies);
+	/* Each thread's first post is stored, its next ones are repeats. */
+	assert_int_equal(store_pending_count(f->st, "bridge"), N_THREADS * 3);
 	store_stats(f->st, &stats);
-	assert_int_equal(stats.batches, N_THREADS * POSTS_PER_THREAD);
-	assert_int_equal(stats.events, N_THREADS * POSTS_PER_THREAD * 3);
+	assert_int_equal(stats.events, N_THREADS * 3);
 	print_message("%d posts in %llu commits\n", N_THREADS * POSTS_PER_THREAD,
 		      (unsigned long long)stats.commits);
+	for (int t = 0; t < N_THREADS; t++)
+		free(bodies[t]);
 	free(body);
+}
+
+/* The count in alertbridge_webhook_alerts_repeated_total{receiver}. */
+static void assert_repeated(const struct fixture *f, const char *receiver, int n)
+{
+	struct buf out = BUF_INIT, line = BUF_INIT;
+
+	metrics_render(f->metrics, &out);
+	assert_int_equal(buf_printf(&line, "alertbridge_webhook_alerts_repeated_total"
+					   "{receiver=\"%s\"} %d\n", receiver, n), ERR_OK);
+	assert_contains(buf_str(&out), buf_str(&line));
+	buf_release(&line);
+	buf_release(&out);
+}
+
+/*
+ * An alert state equal to the last one stored for its key adds no event,
+ * without a transaction; a changed endsAt or status does.
+ */
+static void repeat_adds_no_event(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("01_single_firing.json");
+	char *resolved = read_fixture("02_single_resolved.json");
+	char *later = replace(fired, "0001-01-01T00:00:00Z", "2026-11-21T01:49:48.539Z");
+	struct store_stats before, after;
+	struct store_event ev;
+
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);  /* done: a repeat of a done event is still one */
+	store_event_release(&ev);
+	store_stats(f->st, &before);
+	for (int i = 0; i < 5; i++)
+		expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	store_stats(f->st, &after);
+	assert_no_more_events(f);
+	assert_int_equal(after.commits, before.commits);
+	assert_repeated(f, "alert-service", 5);
+
+	expect_ok(f, NULL, later, OK_ALERT_SERVICE_1);  /* endsAt moved: a new state */
+	expect_ok(f, NULL, later, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	assert_int_equal(ev.ends_at_ms, INT64_C(1795225788539));
+	store_event_release(&ev);
+	assert_no_more_events(f);
+	expect_ok(f, NULL, resolved, OK_ALERT_SERVICE_1);
+	expect_ok(f, NULL, resolved, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	assert_string_equal(ev.status, "resolved");
+	store_event_release(&ev);
+	assert_no_more_events(f);
+	/* The same receiver's other repository is another state. */
+	expect_ok(f, "?repo=other/repo", resolved, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	store_event_release(&ev);
+	assert_no_more_events(f);
+	assert_repeated(f, "alert-service", 7);
+	free(later);
+	free(resolved);
+	free(fired);
+}
+
+/* A group event repeats only when its members (fingerprint, status, times) are equal too. */
+static void group_member_change_is_no_repeat(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("03_group_of_3_firing.json");
+	char *partial = read_fixture("04_group_partially_resolved.json");
+	char *two = replace(fired, "\"fingerprint\": \"04b8c13f54b78add\"",
+			    "\"fingerprint\": \"04b8c13f54b78ade\"");
+	const char *ok3 = "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3}";
+
+	expect_ok(f, "?receiver=grouped", fired, ok3);
+	expect_ok(f, "?receiver=grouped", fired, ok3);
+	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
+	assert_repeated(f, "grouped", 3);
+	expect_ok(f, "?receiver=grouped", two, ok3);  /* a member replaced */
+	assert_int_equal(store_pending_count(f->st, "bridge"), 2);
+	expect_ok(f, "?receiver=grouped", partial, ok3);  /* a member resolved */
+	expect_ok(f, "?receiver=grouped", partial, ok3);
+	assert_int_equal(store_pending_count(f->st, "bridge"), 3);
+	assert_repeated(f, "grouped", 6);
+	free(two);
+	free(partial);
+	free(fired);
+}
+
+/* 8 threads post the same group at once: one event, every answer 200. */
+static void concurrent_repeats_stored_once(void **state)
+{
+	struct fixture *f = *state;
+	char *body = fixture_for("03_group_of_3_firing.json", "grouped");
+	const char *bodies[N_THREADS];
+
+	for (int t = 0; t < N_THREADS; t++)
+		bodies[t] = body;
+	post_from_threads(f, bodies);
+	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
+	assert_repeated(f, "grouped", (N_THREADS * POSTS_PER_THREAD - 1) * 3);
+	free(body);
+}
+
+/*
+ * Post 01_single_firing.json, take its event and give its key a map row
+ * with issue number: the state a repeat is compared with.
+ */
+static void fire_and_map(const struct fixture *f, const char *fired, int64_t number)
+{
+	struct store_issue row = { .receiver = (char *)"alert-service",
+				   .key = (char *)"43257ea8bc3d7780",
+				   .repo = (char *)"my-org/cluster-alerts", .number = number,
+				   .state = (char *)"open" };
+	struct store_event ev;
+
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	store_event_release(&ev);
+	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
+}
+
+/* A dry-run map row (issue 0): the re-send is stored, so that once live it makes the issue. */
+static void dry_run_row_is_no_repeat(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("01_single_firing.json");
+	struct store_event ev;
+
+	fire_and_map(f, fired, 0);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	assert_string_equal(ev.key, "43257ea8bc3d7780");
+	store_event_release(&ev);
+	fire_and_map(f, fired, 12);  /* live now: the post is a repeat, the row gets a number */
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	assert_no_more_events(f);
+	free(fired);
+}
+
+/* After map forget (another process in production), the same firing is new. */
+static void forgotten_key_is_no_repeat(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("01_single_firing.json");
+	struct store_event ev;
+
+	fire_and_map(f, fired, 7);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	assert_no_more_events(f);
+	assert_int_equal(store_issue_forget(f->st, "alert-service", "43257ea8bc3d7780"), ERR_OK);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	assert_string_equal(ev.key, "43257ea8bc3d7780");
+	store_event_release(&ev);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);  /* and then repeats again */
+	assert_no_more_events(f);
+	free(fired);
 }
 
 /* Serve a second webhook built from wo on its own server and POST body to it. */
@@ -1126,6 +1314,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(expanded_events_over_limit_is_413, setup, teardown),
 		cmocka_unit_test_setup_teardown(metrics_count_requests_and_alerts, setup, teardown),
 		cmocka_unit_test_setup_teardown(concurrent_posts_all_stored, setup, teardown),
+		cmocka_unit_test_setup_teardown(repeat_adds_no_event, setup, teardown),
+		cmocka_unit_test_setup_teardown(group_member_change_is_no_repeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(concurrent_repeats_stored_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(forgotten_key_is_no_repeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(dry_run_row_is_no_repeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_endpoint_without_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(payload_limits_apply, setup, teardown),
 	};
