@@ -200,4 +200,6 @@ fmt:
 clean:
 	rm -rf build build-asan build-fuzz alertbridge
 
--include $(LIB_OBJ:.o=.d) $(O)/main.d
+# Header dependencies of everything built, test helpers and unit tests included (a helper
+# object left stale by a changed header crashed the unit tests).
+-include $(LIB_OBJ:.o=.d) $(O)/main.d $(TEST_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d)
