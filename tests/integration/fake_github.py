@@ -111,8 +111,10 @@ class FakeGitHub:
     """The fake's state and its HTTP server.  All state is guarded by self.lock (reentrant)."""
 
     def __init__(self, token="test-token", repos=("acme/alerts",), host="127.0.0.1", port=0,
-                 user="alertbridge-bot", search_lag_s=60.0, assignable=None):
+                 user="alertbridge-bot", search_lag_s=60.0, assignable=None,
+                 rate_limit=RATE_LIMIT):
         self.token = token
+        self.rate_limit = rate_limit  # core requests an hour (GitHub: 5,000 for a token)
         self.assignable = None if assignable is None else set(assignable)
         self.search_lag_s = float(search_lag_s)
         self.user = user
@@ -373,8 +375,8 @@ class FakeGitHub:
 
     def _rate_headers(self):
         self.used += 1
-        return {"x-ratelimit-limit": str(RATE_LIMIT),
-                "x-ratelimit-remaining": str(max(0, RATE_LIMIT - self.used)),
+        return {"x-ratelimit-limit": str(self.rate_limit),
+                "x-ratelimit-remaining": str(max(0, self.rate_limit - self.used)),
                 "x-ratelimit-used": str(self.used),
                 "x-ratelimit-reset": str(int(self.started) + 3600),
                 "x-ratelimit-resource": "core"}
