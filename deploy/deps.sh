@@ -5,8 +5,8 @@
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
-want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-dev libssl-dev libgnutls28-dev"
-want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind"
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev libssl-dev libgnutls28-dev"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk"
 
@@ -22,11 +22,11 @@ for set in "$@"; do
 		have_cmd cc || need build-essential
 		have_cmd pkg-config || need pkg-config
 		have_pc libmicrohttpd || need libmicrohttpd-dev
-		have_pc libcurl || need libcurl4-openssl-dev
+		have_pc libcurl || need libcurl4-gnutls-dev
 		have_pc jansson || need libjansson-dev
 		have_pc sqlite3 || need libsqlite3-dev
 		have_pc yaml-0.1 || need libyaml-dev
-		have_pc libjwt || need libjwt-dev
+		have_pc libjwt-gnutls || need libjwt-gnutls-dev
 		have_pc libcrypto || need libssl-dev
 		have_pc gnutls || need libgnutls28-dev
 		;;
@@ -38,6 +38,7 @@ for set in "$@"; do
 		have_cmd sqlite3 || need sqlite3
 		have_cmd curl || need curl
 		have_cmd valgrind || need valgrind
+		have_cmd chromium || need chromium
 		;;
 	fuzz)
 		have_cmd clang || need clang
