@@ -118,6 +118,7 @@ static const char usage_map[] =
 	"       alertbridge map show KEY [--receiver=NAME]\n"
 	"       alertbridge map forget KEY --receiver=NAME\n"
 	"       alertbridge map retry KEY --receiver=NAME\n"
+	"       alertbridge map rescan [--receiver=NAME]\n"
 	"\n"
 	"Reads the database named by --database.path, else the configuration's 'database'\n"
 	"(--config.file, default alertbridge.yml), else ./alertbridge.db.\n"
@@ -125,6 +126,8 @@ static const char usage_map[] =
 	"show: every field of the row.  forget: delete the row, so the next firing\n"
 	"creates a new issue.  retry: re-queue the dead-lettered events of KEY (e.g. once\n"
 	"the repository exists); a running service picks them up within a second.\n"
+	"rescan: after restoring an older backup, read each repository's issues again\n"
+	"(before its next event) and take in the issues the backup does not know.\n"
 	"KEY is the alert fingerprint (or the group hash).\n";
 
 static const char usage_janitor[] =
@@ -974,7 +977,7 @@ static int cmd_map(const struct flags *f)
 		fputs(usage_map, f->help ? stdout : stderr);
 		return f->help ? 0 : 2;
 	}
-	if (strcmp(sub, "list") && f->nargs < 2) {
+	if (strcmp(sub, "list") && strcmp(sub, "rescan") && f->nargs < 2) {
 		fputs(usage_map, stderr);
 		return 2;
 	}
@@ -1011,6 +1014,13 @@ static int cmd_map(const struct flags *f)
 		rc = 0;
 	} else if (!strcmp(sub, "retry")) {
 		rc = map_retry(st, f);
+	} else if (!strcmp(sub, "rescan")) {
+		int64_t n = 0;
+		if (store_scan_forget(st, f->receiver, &n))
+			goto out;
+		printf("forgot %lld repository scan(s): each repository is read again before "
+		       "its next event\n", (long long)n);
+		rc = 0;
 	} else if (!strcmp(sub, "forget")) {
 		enum err e;
 		if (!f->receiver) {

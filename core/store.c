@@ -279,6 +279,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_SCAN_GET] = "SELECT done_at_ms FROM repo_scans WHERE receiver = ?1 AND repo = ?2",
 	[S_SCAN_PUT] = "INSERT INTO repo_scans (receiver, repo, done_at_ms) VALUES (?1, ?2, ?3) "
 		       "ON CONFLICT (receiver, repo) DO UPDATE SET done_at_ms = excluded.done_at_ms",
+	[S_SCAN_FORGET] = "DELETE FROM repo_scans WHERE ?1 IS NULL OR receiver = ?1",
 };
 
 int store_empty(const char *s)

@@ -492,6 +492,16 @@ enum err store_scan_done(struct store *st, const char *receiver, const char *rep
 			 int64_t done_at_ms) WARN_UNUSED;
 
 /*
+ * Forget the finished scans of receiver (NULL: of every receiver), so the
+ * next event of each (receiver, repo) scans the repository again and imports
+ * what the map lacks (`alertbridge map rescan`, after restoring an older
+ * backup: bridge/rebuild.h says what a scan imports).  *n (may be NULL) gets
+ * how many scans were forgotten.  Errors: ERR_INVALID (st NULL, receiver
+ * empty), ERR_DB (logged).
+ */
+enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n) WARN_UNUSED;
+
+/*
  * Group states (schema version 5; the logic is bridge/group.h): for a
  * receiver with issue_per: group, what the bridge remembers of the group of
  * map row (receiver, key) besides that row: its members' states and the

@@ -53,6 +53,7 @@ enum stmt_id {
 	S_NO_PENDING,
 	S_SCAN_GET,
 	S_SCAN_PUT,
+	S_SCAN_FORGET,
 	S_EV_DEAD_UNMAPPED,
 	S_COUNT
 };

@@ -303,3 +303,23 @@ enum err store_scan_done(struct store *st, const char *receiver, const char *rep
 	buf_release(&msg);
 	return rc;
 }
+
+enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	if (!st || (receiver && !*receiver))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	store_bind_text(st->stmt[S_SCAN_FORGET], 1, receiver, &brc);
+	rc = store_run(st, S_SCAN_FORGET, brc, "forget repo scans", &msg);
+	if (rc == ERR_OK && n)
+		*n = sqlite3_changes(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("forget repo scans", &msg);
+	buf_release(&msg);
+	return rc;
+}

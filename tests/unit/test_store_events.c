@@ -441,6 +441,17 @@ static void repo_scans_and_unmapped_dead_letters(void **state)
 	assert_int_equal(t, 1700000005000);
 	assert_int_equal(store_scan_get(st, "", "o/r", &t), ERR_INVALID);
 	assert_int_equal(store_scan_done(st, "default", NULL, 1), ERR_INVALID);
+	/* map rescan: forgetting one receiver's scans keeps the others' */
+	assert_int_equal(store_scan_done(st, "other", "o/r", 1700000006000), ERR_OK);
+	assert_int_equal(store_scan_done(st, "other", "o/s", 1700000006000), ERR_OK);
+	assert_int_equal(store_scan_forget(st, "default", &t), ERR_OK);
+	assert_int_equal(t, 1);
+	assert_int_equal(store_scan_get(st, "default", "o/r", NULL), ERR_NOTFOUND);
+	assert_int_equal(store_scan_get(st, "other", "o/r", NULL), ERR_OK);
+	assert_int_equal(store_scan_forget(st, NULL, &t), ERR_OK);
+	assert_int_equal(t, 2);
+	assert_int_equal(store_scan_get(st, "other", "o/s", NULL), ERR_NOTFOUND);
+	assert_int_equal(store_scan_forget(st, "", NULL), ERR_INVALID);
 
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	assert_int_equal(store_event_dead(st, sfx_enq1(st, "bridge", "kd"), "mapped"), ERR_OK);
