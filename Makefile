@@ -10,7 +10,7 @@
 #   make run        build and serve deploy/examples/alertbridge.yml (dry-run without a GitHub token)
 #   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/) only
 #   make quicktest  unit + integration tests of build/ only (no sanitizers, no valgrind)
-#   make bench      wrk against /v1/webhook and a bare libmicrohttpd responder
+#   make bench      intake (new, repeat, mix) against a bare libmicrohttpd responder, callgrind, GitHub calls
 #   make soak       the model-based lifecycle test (tests/model/) on SEEDS more seeds (default
 #                   2000, seeds 1001 on: not those of make test), then a month of Alertmanager
 #                   traffic replayed at an accelerated pace (tests/model/soak_month.py)

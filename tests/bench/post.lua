@@ -1,7 +1,12 @@
 -- post.lua - wrk script for `make bench`: POSTs an Alertmanager webhook (a real three-alert
--- payload) with the bearer token, giving every request its own startsAt so each one is a new
--- firing episode, counts non-2xx answers per thread and prints one machine-readable line.
--- Env: BENCH_PAYLOAD (path of the JSON payload), BENCH_TOKEN (bearer token).
+-- payload) with the bearer token, counts non-2xx answers per thread and prints one
+-- machine-readable line.  The workload (BENCH_MODE):
+--   new     every request has its own startsAt: each is a new firing episode (default);
+--   repeat  the payload as it is, again and again (Alertmanager's repeat_interval, an HA
+--           twin, a retry): after the first, every request is a repeat;
+--   mix     9 requests in 10 are that repeat, 1 in 10 brings new alerts (new fingerprints:
+--           alerts that start firing, while the repeated ones go on).
+-- Env: BENCH_PAYLOAD (path of the JSON payload), BENCH_TOKEN (bearer token), BENCH_MODE.
 
 local threads = {}
 local counter = 0
@@ -19,6 +24,8 @@ function init(args)
 	ok = 0
 	-- 2030-01-01T00:00:00Z, then one millisecond per request, threads interleaved.
 	base_ms = 1893456000000
+	mode = os.getenv("BENCH_MODE") or "new"
+	assert(mode == "new" or mode == "repeat" or mode == "mix", "BENCH_MODE: new, repeat or mix")
 	wrk.method = "POST"
 	wrk.headers["Authorization"] = "Bearer " .. os.getenv("BENCH_TOKEN")
 	wrk.headers["Content-Type"] = "application/json"
@@ -31,8 +38,19 @@ end
 
 function request()
 	counter = counter + 1
-	local ts = starts_at(base_ms + counter * 64 + id)
+	if mode == "repeat" or (mode == "mix" and counter % 10 ~= 0) then
+		return wrk.format(nil, nil, nil, template)
+	end
+	local n = counter * 64 + id
+	local ts = starts_at(base_ms + n)
 	local body = template:gsub('"startsAt": *"[^"]*"', '"startsAt": "' .. ts .. '"')
+	if mode == "mix" then
+		local k = 0
+		body = body:gsub('"fingerprint": *"[^"]*"', function()
+			k = k + 1
+			return string.format('"fingerprint": "%012x%04x"', n, k)
+		end)
+	end
 	return wrk.format(nil, nil, nil, body)
 end
 
