@@ -11,6 +11,7 @@
 #   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/) only
 #   make quicktest  unit + integration tests of build/ only (no sanitizers, no valgrind)
 #   make bench      intake (new, repeat, mix) against a bare libmicrohttpd responder, callgrind, GitHub calls
+#   make bench-janitor  the janitor's sweep of 1k / 20k / 100k pods: CPU and instructions per pod, RSS
 #   make soak       the model-based lifecycle test (tests/model/) on SEEDS more seeds (default
 #                   2000, seeds 1001 on: not those of make test), then a month of Alertmanager
 #                   traffic replayed at an accelerated pace (tests/model/soak_month.py)
@@ -87,7 +88,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 
 .SECONDARY:
 
-.PHONY: all test quicktest unit integration run asan bench deps clean fmt fuzz fuzz-build soak
+.PHONY: all test quicktest unit integration run asan bench bench-janitor deps clean fmt fuzz fuzz-build soak
 
 all: $(BIN)
 
@@ -184,6 +185,13 @@ ifneq ($(NODEPS),1)
 endif
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tests/bench/run.sh $(O) $(BIN)
+
+bench-janitor:
+ifneq ($(NODEPS),1)
+	@sh deploy/deps.sh build bench
+endif
+	@$(MAKE) --no-print-directory $(BIN)
+	@python3 tests/bench/janitor_bench.py $(BIN)
 
 soak:
 ifneq ($(NODEPS),1)

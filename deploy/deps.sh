@@ -8,7 +8,7 @@ set -u
 want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev libssl-dev libgnutls28-dev"
 want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium"
 want_fuzz="clang libclang-rt-dev"
-want_bench="wrk"
+want_bench="wrk time valgrind"
 
 missing=""
 need() { missing="$missing $1"; }
@@ -48,6 +48,8 @@ for set in "$@"; do
 		;;
 	bench)
 		have_cmd wrk || need wrk
+		[ -x /usr/bin/time ] || need time
+		have_cmd valgrind || need valgrind
 		;;
 	*)
 		echo "deps.sh: unknown set '$set' (build, test, bench, fuzz)" >&2
