@@ -6,7 +6,7 @@
 set -u
 
 want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev libssl-dev libgnutls28-dev"
-want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium wrk time"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk time valgrind"
 
@@ -39,6 +39,8 @@ for set in "$@"; do
 		have_cmd curl || need curl
 		have_cmd valgrind || need valgrind
 		have_cmd chromium || need chromium
+		have_cmd wrk || need wrk            # test_bench_smoke.py
+		[ -x /usr/bin/time ] || need time
 		;;
 	fuzz)
 		have_cmd clang || need clang
