@@ -272,6 +272,7 @@ void janitor_free(struct janitor *j)
 	if (!j)
 		return;
 	janitor_stop(j);
+	reload_release(j->opts.reload, j->gen);
 	janitor_render_release(j);
 	for (size_t i = 0; i < j->n_unknown_alerts; i++)
 		free(j->unknown_alerts[i]);
@@ -706,6 +707,24 @@ static void sweep_if_due(struct janitor *j)
 	buf_release(&err);
 }
 
+/* Between two events: take the current generation of the config (core/reload.h). */
+static void pick_up_config(struct janitor *j)
+{
+	const struct reload_gen *g = reload_acquire(j->opts.reload);
+
+	if (!g)
+		return;
+	if (g == j->gen) {
+		reload_release(j->opts.reload, g);
+		return;
+	}
+	reload_release(j->opts.reload, j->gen);
+	j->gen = g;
+	j->opts.cfg = g->cfg;
+	j->cfg = &g->cfg->janitor;
+	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
+}
+
 static void *worker(void *arg)
 {
 	struct janitor *j = arg;
@@ -713,6 +732,7 @@ static void *worker(void *arg)
 	while (!stopping(j)) {
 		int r;
 
+		pick_up_config(j);
 		if (!janitor_leading(j)) {
 			j->next_sweep_ms = 0;  /* sweep at once when leadership comes */
 			clock_stop_sleep_ms(&j->stop, 1000);
