@@ -467,6 +467,7 @@ static void log_store_stats(struct store *st)
 
 static void service_release(struct service *s)
 {
+	reload_watch_stop(s->reload);  /* its reloads call into the bridge */
 	log_store_stats(s->store);
 	retention_stop(s->retention);
 	srv_free(s->srv);

@@ -145,14 +145,20 @@ void reload_release(struct reload *r, const struct reload_gen *g)
 	unref(r, (struct gen *)(void *)g);
 }
 
+void reload_watch_stop(struct reload *r)
+{
+	if (!r || !r->watching)
+		return;
+	clock_stop_request(&r->stop);
+	pthread_join(r->watcher, NULL);
+	r->watching = 0;
+}
+
 void reload_free(struct reload *r)
 {
 	if (!r)
 		return;
-	if (r->watching) {
-		clock_stop_request(&r->stop);
-		pthread_join(r->watcher, NULL);
-	}
+	reload_watch_stop(r);
 	if (r->first)
 		unref(r, r->first);
 	if (r->cur)

@@ -98,6 +98,12 @@ enum err reload_run(struct reload *r, const char *trigger, struct buf *errmsg) W
 enum err reload_watch_start(struct reload *r, int64_t interval_ms, struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * Stop the auto-reload poll and wait for a reload it is making; before the
+ * modules opts.after uses go away.  r may be NULL; idempotent.
+ */
+void reload_watch_stop(struct reload *r);
+
+/*
  * srv_handler for POST /-/reload (ctx: the struct reload): 403 unless
  * enable_lifecycle; 401 (with WWW-Authenticate) when the webhook
  * credentials are configured and the request lacks them; else reload_run("http")
