@@ -666,11 +666,30 @@ static void update_gauges(struct janitor *j)
 	metric_set(j->m_notices_pending, NULL, (double)store_notice_pending_count(j->opts.store));
 }
 
+/* Between two events: take the current generation of the config (core/reload.h). */
+static void pick_up_config(struct janitor *j)
+{
+	const struct reload_gen *g = reload_acquire(j->opts.reload);
+
+	if (!g)
+		return;
+	if (g == j->gen) {
+		reload_release(j->opts.reload, g);
+		return;
+	}
+	reload_release(j->opts.reload, j->gen);
+	j->gen = g;
+	j->opts.cfg = g->cfg;
+	j->cfg = &g->cfg->janitor;
+	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
+}
+
 int janitor_step(struct janitor *j)
 {
 	struct work w;
 	enum err rc;
 
+	pick_up_config(j);  /* the worker's notices and sweep of this round use it too */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = janitor_now(j);
 	rc = store_next_event(j->opts.store, JANITOR_QUEUE, w.now_ms, &w.ev);
@@ -707,24 +726,6 @@ static void sweep_if_due(struct janitor *j)
 	buf_release(&err);
 }
 
-/* Between two events: take the current generation of the config (core/reload.h). */
-static void pick_up_config(struct janitor *j)
-{
-	const struct reload_gen *g = reload_acquire(j->opts.reload);
-
-	if (!g)
-		return;
-	if (g == j->gen) {
-		reload_release(j->opts.reload, g);
-		return;
-	}
-	reload_release(j->opts.reload, j->gen);
-	j->gen = g;
-	j->opts.cfg = g->cfg;
-	j->cfg = &g->cfg->janitor;
-	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
-}
-
 static void *worker(void *arg)
 {
 	struct janitor *j = arg;
@@ -732,7 +733,6 @@ static void *worker(void *arg)
 	while (!stopping(j)) {
 		int r;
 
-		pick_up_config(j);
 		if (!janitor_leading(j)) {
 			j->next_sweep_ms = 0;  /* sweep at once when leadership comes */
 			clock_stop_sleep_ms(&j->stop, 1000);

@@ -120,8 +120,9 @@ struct janitor_options {
 	const struct config *cfg;     /* cfg->janitor; required, outlives the janitor */
 	/*
 	 * The reloadable config (core/reload.h), or NULL: cfg for good.  Else
-	 * the worker takes the current generation between two events (and
-	 * sweeps), and gives the Slack client its secret.
+	 * janitor_step() first takes the current generation (the worker's
+	 * notices and sweep that follow use it too), and gives the Slack client
+	 * its secret.
 	 */
 	struct reload *reload;
 	struct store *store;          /* queue and outbox; required, outlives the janitor */
