@@ -14,7 +14,8 @@ The real binary against the fake GitHub:
 - --config.auto-reload-interval picks up a ConfigMap-style update (a swapped symlink) with no
   signal;
 - a rotated GitHub token file is used after a reload, with no restart;
-- /-/reload is 403 without --web.enable-lifecycle, 405 for GET, 401 without the webhook token.
+- /-/reload is 403 without --web.enable-lifecycle, 405 for GET, 401 without the webhook token;
+- a bad --config.auto-reload-interval is a usage error (exit 2).
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
@@ -23,6 +24,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -31,7 +33,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
+from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
                      print_tail, webhook_payload)
 
 REPO = "acme/alerts"
@@ -362,6 +364,20 @@ def lifecycle_endpoint_methods_and_auth(ab, gh):
     eq(reload_http(ab, token="wrong")[0], 401, "POST /-/reload with a wrong token")
     eq(len(log_lines(ab, "config reloaded")), 0, "nothing reloaded")
     eq(reload_http(ab)[0], 200, "POST /-/reload with the webhook token")
+
+
+@run.case
+def bad_auto_reload_interval_is_a_usage_error():
+    for v in ("abc", "0s", "-1m"):
+        out = subprocess.run([ALERTBRIDGE, "serve", "--config.auto-reload-interval=" + v],
+                             capture_output=True, text=True, timeout=10)
+        eq(out.returncode, 2, "--config.auto-reload-interval=%s exits 2" % v)
+        check("--config.auto-reload-interval" in out.stderr, "the message names the flag",
+              out.stderr)
+    out = subprocess.run([ALERTBRIDGE, "serve", "--help"], capture_output=True, text=True,
+                         timeout=10)
+    check("--web.enable-lifecycle" in out.stdout and "POST /-/reload" in out.stdout,
+          "serve --help names the flags", out.stdout)
 
 
 if __name__ == "__main__":
