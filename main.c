@@ -102,11 +102,10 @@ static const char usage_serve[] =
 	"With janitor.enabled: true it also serves POST /v1/janitor/webhook and runs the\n"
 	"janitor (dry-run until janitor.dry_run: false).\n"
 	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n"
-	"SIGHUP, POST /-/reload (with --web.enable-lifecycle), or a change seen every\n"
-	"--config.auto-reload-interval: reload the config, its templates and secret files;\n"
-	"  a broken file keeps the running config; listen address, TLS, database and the\n"
-	"  clients' endpoints need a restart.  Each also re-queues the events\n"
-	"  dead-lettered for a missing repository.\n";
+	"SIGHUP, POST /-/reload (--web.enable-lifecycle), or a change of the files\n"
+	"(--config.auto-reload-interval): reload config, templates and secrets; a broken\n"
+	"file keeps the running config; listen address, TLS, database need a restart.\n"
+	"Each also re-queues the events dead-lettered for a missing repository.\n";
 
 static const char usage_check[] =
 	"usage: alertbridge check-config FILE\n"
@@ -256,24 +255,6 @@ static struct config *load_config(const char *path)
 }
 
 /* ---- serve ---- */
-
-/*
- * A reload (core/reload.h) stands for "something outside changed" (a
- * repository created, a token given access): re-queue the events
- * dead-lettered as "repository not found or no access", so GitHub is asked
- * again, whether or not the new config loaded.
- */
-static void retry_missing_repos(struct bridge *b)
-{
-	struct log_line *l;
-	int64_t n = 0;
-
-	if (!b || bridge_retry_dead(b, &n) != ERR_OK)
-		return;  /* the store logged why */
-	l = log_begin(LOG_INFO, "reload: dead letters of missing repositories re-queued");
-	log_int(l, "events", n);
-	log_end(l);
-}
 
 struct service {
 	struct config *cfg;
@@ -490,43 +471,28 @@ static void service_release(struct service *s)
 	metrics_free(s->metrics);
 }
 
-/* reload_options.prepare: the templates of a new config. */
-static enum err prepare_templates(void *ctx, const struct config *cfg, void **ext,
-				  struct buf *errmsg)
-{
-	struct render *r = NULL;
-	enum err rc = render_new(cfg, &r, errmsg);
-
-	(void)ctx;
-	*ext = r;
-	return rc;
-}
-
-static void free_templates(void *ext)
-{
-	render_free(ext);
-}
-
+/*
+ * A reload stands for "something outside changed" (a repository created, a
+ * token given access): re-queue the events dead-lettered as "repository not
+ * found or no access" (bridge/repos.c logs how many), whether or not the new
+ * config loaded, so GitHub is asked again.
+ */
 static void after_reload(void *ctx, int ok)
 {
 	struct service *s = ctx;
 
 	(void)ok;
-	retry_missing_repos(s->bridge);
+	(void)!bridge_retry_dead(s->bridge, NULL);  /* the store logs a failure */
 }
 
 /* The reload (core/reload.h); from here on it owns s->cfg and s->render. */
 static int setup_reload(struct service *s, const struct flags *f, struct buf *err)
 {
-	struct reload_options ro = { 0 };
+	struct reload_options ro = {
+		.config_file = f->config_file ? f->config_file : DEFAULT_CONFIG, .metrics = s->metrics,
+		.prepare = render_reload_prepare, .ext_free = render_reload_free,
+		.after = after_reload, .ctx = s, .enable_lifecycle = f->enable_lifecycle };
 
-	ro.config_file = f->config_file ? f->config_file : DEFAULT_CONFIG;
-	ro.metrics = s->metrics;
-	ro.prepare = prepare_templates;
-	ro.ext_free = free_templates;
-	ro.after = after_reload;
-	ro.ctx = s;
-	ro.enable_lifecycle = f->enable_lifecycle;
 	if (reload_new(&ro, s->cfg, s->render, &s->reload, err)) {
 		log_msg(LOG_ERROR, "cannot set up the config reload", "detail", buf_str(err));
 		return 1;
