@@ -196,7 +196,14 @@ def reload_under_load_loses_and_duplicates_nothing(ab, gh):
     issues = gh.issues(REPO)
     titles = sorted(i["title"] for i in issues)
     eq(titles, sorted("v1 Load%d" % i for i in range(n)), "exactly one issue per alert")
+    configured = {"v1"} | {"load-%d" % k for k in range(6)}
+    used = set(lb["name"] for i in issues for lb in i["labels"])
+    check(len(used) >= 2, "the reloads fell between the events (labels of several configs)",
+          used)
     for i in issues:
+        names = [lb["name"] for lb in i["labels"]]
+        check(len(names) == 1 and names[0] in configured,
+              "%s has the label of one config, not a mix" % i["title"], names)
         comments = [c["body"] for c in gh.comments(REPO, i["number"])]
         want = 1 if i["state"] == "closed" else 0
         eq(len(comments), want, "comments on %s" % i["title"])
