@@ -743,6 +743,28 @@ static void update_gauges(struct bridge *b)
 	b->last_stats = s;
 }
 
+/*
+ * Between two events: take the current generation of the config, so that
+ * the next event is handled wholly under it (core/reload.h).
+ */
+static void pick_up_config(struct bridge *b)
+{
+	const struct reload_gen *g = reload_acquire(b->opts.reload);
+
+	if (!g)
+		return;
+	if (g == b->gen) {
+		reload_release(b->opts.reload, g);
+		return;
+	}
+	reload_release(b->opts.reload, b->gen);
+	b->gen = g;
+	b->opts.cfg = g->cfg;
+	b->opts.render = g->ext;
+	storm_set_cfg(b->storm, g->cfg);
+	gh_set_token(b->gh, g->cfg->github.token);
+}
+
 int bridge_step(struct bridge *b)
 {
 	struct work w;
@@ -750,6 +772,7 @@ int bridge_step(struct bridge *b)
 
 	if (!may_act(b))
 		return 0;  /* not the leader: the queue is the leader's to drain */
+	pick_up_config(b);
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
@@ -835,6 +858,7 @@ void bridge_free(struct bridge *b)
 	group_free(b->group);
 	gh_client_free(b->gh);
 	free(b->html_base);
+	reload_release(b->opts.reload, b->gen);
 	clock_stop_release(&b->stop);
 	free(b);
 }

@@ -28,6 +28,7 @@ struct bridge {
 	struct storm *storm;  /* alert storms: bridge/storm.h */
 	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
 	struct group *group;  /* issue_per: group body updates: bridge/group.h */
+	const struct reload_gen *gen;  /* the generation opts.cfg and opts.render are from */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;

@@ -27,6 +27,7 @@ struct webhook {
 	const struct config *cfg;
 	struct store *store;
 	const struct auth *auth;
+	struct reload *reload;
 	struct am_options limits;
 	size_t max_events_bytes;
 	int64_t (*now_ms)(void *now_ctx);
@@ -41,6 +42,8 @@ struct webhook {
 /* The state of one request, from the first check to the answer. */
 struct request {
 	const struct srv_request *req;
+	const struct config *cfg;        /* the receivers of this request (webhook_options.reload) */
+	const struct auth *auth;         /* its credentials */
 	struct am_payload *p;
 	const struct cfg_receiver *rcv;  /* the receiver found, or NULL */
 	const char *asked;               /* the receiver name looked up, or NULL */
@@ -77,6 +80,7 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 	w->cfg = opts->cfg;
 	w->store = opts->store;
 	w->auth = opts->auth;
+	w->reload = opts->reload;
 	w->limits = opts->limits;
 	w->limits.keep_invalid_alerts = 1;
 	w->max_events_bytes = opts->max_events_bytes ? opts->max_events_bytes
@@ -345,7 +349,7 @@ static int intake(struct webhook *w, struct request *r)
 	char group_key[65];
 	enum err rc;
 
-	if (auth_check(w->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
+	if (auth_check(r->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
 		r->reason = "unauthorized";
 		return r->status = 401;
 	}
@@ -359,7 +363,7 @@ static int intake(struct webhook *w, struct request *r)
 	r->asked = non_empty(srv_query(req, "receiver"));
 	if (!r->asked)
 		r->asked = r->p->receiver_name;
-	r->rcv = cfg_receiver_find(w->cfg, r->asked);
+	r->rcv = cfg_receiver_find(r->cfg, r->asked);
 	if (!r->rcv)
 		return reject(r, 404, "unknown receiver", "unknown receiver \"%s\"", r->asked);
 	r->query_repo = non_empty(srv_query(req, "repo"));
@@ -392,7 +396,7 @@ static int intake(struct webhook *w, struct request *r)
 	return r->status = 200;
 }
 
-static void answer(const struct webhook *w, struct request *r, struct srv_response *res)
+static void answer(struct request *r, struct srv_response *res)
 {
 	struct buf *b = &res->body;
 
@@ -407,7 +411,7 @@ static void answer(const struct webhook *w, struct request *r, struct srv_respon
 		(void)buf_addch(b, '}');
 		return;
 	}
-	intake_error_member(res, r->status, w->auth, buf_str(&r->msg), r->field,
+	intake_error_member(res, r->status, r->auth, buf_str(&r->msg), r->field,
 			    r->status == 404 ? "receiver" : NULL, r->asked);
 }
 
@@ -508,13 +512,17 @@ void webhook_handle(void *ctx, const struct srv_request *req, struct srv_respons
 	struct webhook *w = ctx;
 	struct request r;
 	int64_t start_us = clock_mono_us(), duration_us;
+	const struct reload_gen *g = reload_acquire(w->reload);
 
 	memset(&r, 0, sizeof(r));
 	r.req = req;
+	r.cfg = g ? g->cfg : w->cfg;
+	r.auth = g ? g->auth : w->auth;
 	(void)intake(w, &r);
-	answer(w, &r, res);
+	answer(&r, res);
 	duration_us = clock_mono_us() - start_us;
 	observe(w, &r, duration_us);
 	log_request(&r, duration_us);
 	request_release(&r);
+	reload_release(w->reload, g);
 }

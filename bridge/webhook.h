@@ -19,6 +19,7 @@
 #include "core/http_server.h"
 #include "core/intake.h"
 #include "core/metrics.h"
+#include "core/reload.h"
 #include "core/store.h"
 
 struct webhook;
@@ -35,6 +36,12 @@ struct webhook_options {
 	struct store *store;       /* required, must outlive the webhook */
 	struct metrics *metrics;   /* NULL: no metrics */
 	const struct auth *auth;   /* NULL (or AUTH_NONE): no authentication */
+	/*
+	 * The reloadable config (core/reload.h), or NULL: cfg and auth for good.
+	 * Else each request takes the current generation's receivers and
+	 * webhook credentials, and holds them until it is answered.
+	 */
+	struct reload *reload;
 	struct am_options limits;  /* passed to am_parse(); zero fields take its defaults */
 	/*
 	 * Most bytes of event documents one request may queue (each alert's

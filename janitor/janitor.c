@@ -272,6 +272,7 @@ void janitor_free(struct janitor *j)
 	if (!j)
 		return;
 	janitor_stop(j);
+	reload_release(j->opts.reload, j->gen);
 	janitor_render_release(j);
 	for (size_t i = 0; i < j->n_unknown_alerts; i++)
 		free(j->unknown_alerts[i]);
@@ -665,11 +666,30 @@ static void update_gauges(struct janitor *j)
 	metric_set(j->m_notices_pending, NULL, (double)store_notice_pending_count(j->opts.store));
 }
 
+/* Between two events: take the current generation of the config (core/reload.h). */
+static void pick_up_config(struct janitor *j)
+{
+	const struct reload_gen *g = reload_acquire(j->opts.reload);
+
+	if (!g)
+		return;
+	if (g == j->gen) {
+		reload_release(j->opts.reload, g);
+		return;
+	}
+	reload_release(j->opts.reload, j->gen);
+	j->gen = g;
+	j->opts.cfg = g->cfg;
+	j->cfg = &g->cfg->janitor;
+	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
+}
+
 int janitor_step(struct janitor *j)
 {
 	struct work w;
 	enum err rc;
 
+	pick_up_config(j);  /* the worker's notices and sweep of this round use it too */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = janitor_now(j);
 	rc = store_next_event(j->opts.store, JANITOR_QUEUE, w.now_ms, &w.ev);

@@ -28,6 +28,7 @@
 #include "core/err.h"
 #include "core/http_server.h"
 #include "core/metrics.h"
+#include "core/reload.h"
 #include "core/store.h"
 #include "janitor/annotate.h"
 #include "janitor/kube.h"
@@ -61,6 +62,9 @@ struct janitor_webhook_options {
 	struct store *store;       /* required, must outlive the webhook */
 	struct metrics *metrics;   /* NULL: no metrics */
 	const struct auth *auth;   /* NULL (or AUTH_NONE): no authentication */
+	/* The reloadable config (core/reload.h): each request checks its generation's
+	 * webhook credentials instead of auth.  NULL: auth for good. */
+	struct reload *reload;
 	struct am_options limits;  /* passed to am_parse(); zero fields take its defaults */
 	size_t max_events_bytes;   /* event documents per request; 0: 64 MiB (then 413) */
 	/* The clock for received_at_ms, in ms since the epoch; NULL: CLOCK_REALTIME. */
@@ -114,6 +118,13 @@ struct janitor;
 
 struct janitor_options {
 	const struct config *cfg;     /* cfg->janitor; required, outlives the janitor */
+	/*
+	 * The reloadable config (core/reload.h), or NULL: cfg for good.  Else
+	 * janitor_step() first takes the current generation (the worker's
+	 * notices and sweep that follow use it too), and gives the Slack client
+	 * its secret.
+	 */
+	struct reload *reload;
 	struct store *store;          /* queue and outbox; required, outlives the janitor */
 	struct kube_client *kube;     /* required; borrowed, used only by the janitor's thread */
 	struct slack_client *slack;   /* borrowed; NULL: Slack is not configured, notices wait */

@@ -28,6 +28,7 @@ enum jtext { JT_NOTICE, JT_REMINDER, JT_CANCELLED, JT_DELETED, JT_COUNT };
 struct janitor {
 	struct janitor_options opts;
 	const struct cfg_janitor *cfg;
+	const struct reload_gen *gen;  /* the generation opts.cfg is from (opts.reload) */
 	int dry_run;
 	struct mustache *tmpl[JT_COUNT];
 	pthread_t thread;

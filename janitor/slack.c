@@ -145,6 +145,25 @@ static void wipe_free(char *s)
 	free(s);
 }
 
+void slack_set_secret(struct slack_client *c, const char *bot_token, const char *webhook_url)
+{
+	struct buf b = BUF_INIT;
+
+	if (!c)
+		return;
+	if (c->webhook && webhook_url && *webhook_url && strcmp(webhook_url, c->webhook_url)) {
+		wipe_free(c->webhook_url);
+		c->webhook_url = xstrdup(webhook_url);
+		c->webhook_path = url_path(c->webhook_url);
+	} else if (!c->webhook && bot_token && *bot_token && strcmp(bot_token, c->token)) {
+		wipe_free(c->token);
+		wipe_free(c->auth_header);
+		c->token = xstrdup(bot_token);
+		(void)buf_printf(&b, "Authorization: Bearer %s", c->token);
+		c->auth_header = buf_detach(&b);
+	}
+}
+
 void slack_client_free(struct slack_client *c)
 {
 	if (!c)

@@ -615,6 +615,8 @@ def check_systemd():
         "NoNewPrivileges": "yes",
         "Restart": "on-failure",
         "KillSignal": "SIGTERM",
+        # systemctl reload: SIGHUP reloads the config (README "Reload").
+        "ExecReload": "/bin/kill -HUP $MAINPID",
     }
     p = ["[Service] %s=%s, want %s" % (k, values.get(k), v)
          for k, v in want.items() if values.get(k) != [v]]
@@ -624,7 +626,7 @@ def check_systemd():
         p.append("no TimeoutStopSec")
     if ("WantedBy", "multi-user.target") not in sec.get("Install", []):
         p.append("[Install] WantedBy=multi-user.target missing")
-    report("systemd unit: service, user, paths, hardening, restart", p)
+    report("systemd unit: service, user, paths, hardening, restart, reload", p)
 
     name = "systemd-analyze verify alertbridge.service"
     if not shutil.which("systemd-analyze"):

@@ -540,6 +540,38 @@ static void lookup_errors_do_not_fall_through(void **state)
 	assert_int_equal(fake_http_count(fx->fake), 6);
 }
 
+/* ---- rotated secrets (a reload: core/reload.h) ---- */
+
+static void rotated_secret_is_sent_in_the_same_mode(void **state)
+{
+	struct fixture *fx = *state;
+	struct buf url = BUF_INIT;
+
+	slack_set_secret(fx->c, "xoxb-SECRET-rotated", "http://127.0.0.1:1/ignored");
+	fake_http_push(fx->fake, 200, NULL, OK_POST);
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
+	assert_string_equal(fake_request_header(fake_http_request(fx->fake, 0), "authorization"),
+			    "Bearer xoxb-SECRET-rotated");
+	assert_false(slack_webhook_mode(fx->c));
+	slack_set_secret(fx->c, NULL, NULL);  /* nothing given: the current one stays */
+	fx->now += 5000;
+	fake_http_push(fx->fake, 200, NULL, OK_POST);
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
+	assert_string_equal(fake_request_header(fake_http_request(fx->fake, 1), "authorization"),
+			    "Bearer xoxb-SECRET-rotated");
+
+	use_webhook(fx);
+	assert_int_equal(buf_printf(&url, "%s/services/T000/B000/ROTATED", fake_http_url(fx->fake)),
+			 ERR_OK);
+	slack_set_secret(fx->c, "xoxb-ignored", buf_str(&url));
+	fake_http_push(fx->fake, 200, NULL, "ok");
+	assert_int_equal(post(fx, "#ignored", "hello", NULL), ERR_OK);
+	assert_string_equal(fake_http_request(fx->fake, 2)->uri, "/services/T000/B000/ROTATED");
+	assert_null(fake_request_header(fake_http_request(fx->fake, 2), "authorization"));
+	assert_true(slack_webhook_mode(fx->c));
+	buf_release(&url);
+}
+
 /* ---- incoming webhooks ---- */
 
 static void webhook_posts_text_only(void **state)
@@ -864,6 +896,7 @@ int main(void)
 		T(unknown_owner_falls_through),
 		T(lookup_errors_do_not_fall_through),
 		T(webhook_posts_text_only),
+		T(rotated_secret_is_sent_in_the_same_mode),
 		T(webhook_error_texts),
 		T(webhook_url_never_in_messages),
 		T(token_never_in_messages),

@@ -90,6 +90,7 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 	so.clock_ctx = e;
 	e->sc = slack_client_new(&so);
 	jo.cfg = e->cfg;
+	jo.reload = o->reload;
 	jo.store = e->st;
 	jo.kube = e->kc;
 	jo.slack = e->sc;

@@ -54,6 +54,7 @@ struct env_opts {
 	int64_t kube_timeout_ms; /* real time: 0 means 5000 */
 	int64_t slack_timeout_ms;
 	int slack_attempts;      /* 0 means 1 */
+	struct reload *reload;   /* janitor_options.reload */
 };
 
 /* The annotations of a pod of a JanitorPodPendingTooLong mark, due, notified at notified. */
