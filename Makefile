@@ -54,7 +54,7 @@ Q := @
 E := @echo
 endif
 
-PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls libcrypto gnutls
+PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)

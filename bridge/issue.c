@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
+#include "core/codec.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
@@ -629,13 +629,11 @@ void issue_body_fit(const char *body, const char *marker, struct buf *out)
 void issue_group_key_hash(const char *group_key, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
+	unsigned char md[CODEC_SHA256_LEN];
 	const char *s = group_key ? group_key : "";
 
-	if (!EVP_Digest(s, strlen(s), md, &md_len, EVP_sha256(), NULL) || md_len != 32)
-		abort(); /* only fails when libcrypto cannot allocate: as xmalloc does */
-	for (unsigned int i = 0; i < md_len; i++) {
+	codec_sha256(s, strlen(s), md);
+	for (unsigned int i = 0; i < CODEC_SHA256_LEN; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 0xf];
 	}
