@@ -681,23 +681,6 @@ static enum target classify_target(const char *v)
 	return T_NONE;
 }
 
-/* RFC 3986 percent-encoding of everything but the unreserved characters. */
-static void url_encode(struct buf *out, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
-			(void)buf_addch(out, (char)*p);
-		} else {
-			(void)buf_addch(out, '%');
-			(void)buf_addch(out, hex[*p >> 4]);
-			(void)buf_addch(out, hex[*p & 15]);
-		}
-	}
-}
-
 /*
  * users.lookupByEmail: the user ID of email into user[SLACK_ID_MAX].
  * (docs.slack.dev/reference/methods/users.lookupByEmail)
@@ -711,7 +694,7 @@ static enum err lookup_email(struct slack_client *c, const char *email, char *us
 	enum err rc;
 
 	(void)buf_printf(&url, "%s/users.lookupByEmail?email=", c->api_url);
-	url_encode(&url, email);
+	http_url_escape(email, &url);
 	k.url = buf_str(&url);
 	rc = call(c, &k, &answer, errmsg);
 	if (rc)
