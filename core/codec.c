@@ -48,6 +48,21 @@ static void dump(struct buf *out, const json_t *j, size_t flags)
 	free(heap);
 }
 
+/*
+ * Whether s[0..n) is printable ASCII without '"' or '\\': what jansson
+ * writes unchanged.  Most labels and log values are; they skip the json_t
+ * and its allocation (the event documents are on the intake's hot path).
+ */
+static int plain_ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
+			return 0;
+	}
+	return 1;
+}
+
 void codec_json_string(struct buf *out, const char *s, size_t n)
 {
 	static const char replacement[] = "\xef\xbf\xbd";  /* U+FFFD */
@@ -57,6 +72,12 @@ void codec_json_string(struct buf *out, const char *s, size_t n)
 
 	if (!s)
 		s = "";
+	if (plain_ascii(s, n)) {
+		(void)buf_addch(out, '"');
+		(void)buf_add(out, s, n);
+		(void)buf_addch(out, '"');
+		return;
+	}
 	if (!utf8_valid(s, n)) {
 		for (size_t i = 0; i < n; i++) {
 			if ((unsigned char)s[i] >= 0x80)
