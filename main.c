@@ -22,18 +22,17 @@
 #include "core/http_client.h"
 #include "core/http_server.h"
 #include "core/log.h"
+#include "core/healthcheck.h"
 #include "core/metrics.h"
 #include "core/retention.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
+#include "core/version.h"
 #include "janitor/janitor.h"
 #include "janitor/kubeconfig.h"
 #include "janitor/leader.h"
 #include "core/banned.h"
 
-#ifndef AB_VERSION
-#define AB_VERSION "0.1.0"
-#endif
 
 #define DEFAULT_CONFIG "alertbridge.yml"
 
@@ -71,7 +70,10 @@ static const char usage_main[] =
 	"                             inspect or edit the alert-to-issue map\n"
 	"  janitor sweep --once [--dry-run]\n"
 	"                             run one janitor sweep now and print its plan\n"
-	"  version                    print the version\n"
+	"  version, --version         print the version, revision, build date, compiler and\n"
+	"                             the linked libraries' versions\n"
+	"  healthcheck                GET /-/healthy of the running service (--web.listen-address,\n"
+	"                             else the config's listen_address); exit 0 when it answers 200\n"
 	"\n"
 	"Flags:\n"
 	"  --config.file=FILE         configuration file (default alertbridge.yml)\n"
@@ -103,6 +105,14 @@ static const char usage_check[] =
 	"Loads FILE as the service would (secret files included) and compiles every\n"
 	"template.  Prints SUCCESS and the effective configuration (secrets hidden), or\n"
 	"the first error with its line, and exits 1.\n";
+
+static const char usage_healthcheck[] =
+	"usage: alertbridge healthcheck [--web.listen-address=ADDR] [--config.file=FILE]\n"
+	"\n"
+	"GETs /-/healthy of the alertbridge listening on ADDR (default: the listen_address\n"
+	"of the configuration, https when webhook.tls is set; a wildcard host is asked on\n"
+	"the loopback), for a container HEALTHCHECK.  Exit status: 0 healthy (200 within\n"
+	"5 s), 1 anything else.\n";
 
 static const char usage_render[] =
 	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N] [--html]\n"
@@ -414,7 +424,7 @@ static void handle_status(void *ctx, const struct srv_request *req, struct srv_r
 		   "<h2>Tracked alerts</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
 		   "<tr><th>Receiver</th><th>Key</th><th>Issue</th><th>State</th>"
 		   "<th>Episode start</th><th>Dead letter</th></tr>\n",
-		   AB_VERSION, (long long)store_pending_count(s->store, "bridge"),
+		   version_get()->version, (long long)store_pending_count(s->store, "bridge"),
 		   (long long)store_dead_count(s->store),
 		   bridge_dry_run(s->bridge) ? "dry-run" : "live");
 	if (store_issue_each(s->store, NULL, status_row, &sc))
@@ -517,7 +527,7 @@ static int setup_leader(struct service *s, struct buf *err)
 			buf_str(err));
 		return 1;
 	}
-	ko.user_agent = "alertbridge/" AB_VERSION;
+	ko.user_agent = version_user_agent();
 	ko.timeout_ms = lease_ms * 2 / 15;  /* the retry period */
 	ko.max_retry_after_ms = ko.timeout_ms;
 	s->leader_kube = kube_client_new(&kc, &ko);
@@ -605,6 +615,7 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_WARN, "webhook authentication is off: anyone who reaches the port can post alerts",
 			"hint", "set webhook.bearer_token_file or webhook.basic_auth");
 	s->metrics = metrics_new();
+	version_register_metric(s->metrics, NULL);
 	wo.cfg = s->cfg;
 	wo.store = s->store;
 	wo.metrics = s->metrics;
@@ -615,7 +626,7 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.store = s->store;
 	bo.render = s->render;
 	bo.metrics = s->metrics;
-	bo.user_agent = "alertbridge/" AB_VERSION;
+	bo.user_agent = version_user_agent();
 	/* One Lease for both workers: only the leader drains the bridge queue too. */
 	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
 	    setup_leader(s, &err))
@@ -677,7 +688,7 @@ static int start_service(struct service *s, const struct flags *f)
 	}
 	{
 		struct log_line *l = log_begin(LOG_INFO, "alertbridge started");
-		log_str(l, "version", AB_VERSION);
+		log_str(l, "version", version_get()->version);
 		log_str(l, "config", s->cfg->path);
 		log_str(l, "listen_address", so.listen_address);
 		log_int(l, "port", srv_port(s->srv));
@@ -1130,6 +1141,52 @@ out:
 	return rc;
 }
 
+/* ---- version, healthcheck ---- */
+
+static int cmd_version(void)
+{
+	struct buf out = BUF_INIT;
+
+	version_text(&out);
+	fputs(buf_str(&out), stdout);
+	buf_release(&out);
+	return 0;
+}
+
+/* GET /-/healthy of the address of --web.listen-address, else of the config: exit 0 or 1. */
+static int cmd_healthcheck(const struct flags *f)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+	const char *addr = f->listen_address;
+	int tls = 0, rc = 1;
+
+	if (f->help) {
+		fputs(usage_healthcheck, stdout);
+		return 0;
+	}
+	if (!addr) {
+		cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
+		if (!cfg)
+			goto out;
+		addr = cfg->listen_address;
+		tls = cfg->webhook.tls.cert_file != NULL;
+	}
+	if (http_global_init() != ERR_OK) {
+		fprintf(stderr, "alertbridge: healthcheck: libcurl cannot initialise\n");
+		goto out;
+	}
+	if (healthcheck_probe(addr, tls, 5000, &err) == ERR_OK)
+		rc = 0;
+	else
+		fprintf(stderr, "alertbridge: healthcheck: %s\n", buf_str(&err));
+	http_global_cleanup();
+out:
+	cfg_free(cfg);
+	buf_release(&err);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct flags f;
@@ -1142,13 +1199,17 @@ int main(int argc, char **argv)
 		cmd = argv[1];
 		first = 2;
 	}
+	if (first == 1 && argc > 1 && !strcmp(argv[1], "--version")) {
+		cmd = "version";
+		first = 2;
+	}
 	rc = parse_flags(argc, argv, first, &f);
 	if (rc)
 		return rc;
-	if (!strcmp(cmd, "version")) {
-		printf("alertbridge version %s\n", AB_VERSION);
-		return 0;
-	}
+	if (!strcmp(cmd, "version"))
+		return cmd_version();
+	if (!strcmp(cmd, "healthcheck"))
+		return cmd_healthcheck(&f);
 	if (!strcmp(cmd, "serve")) {
 		if (f.help && first == 1) {
 			fputs(usage_main, stdout);

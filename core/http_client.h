@@ -22,7 +22,7 @@ struct http_client;
 /* Options of a client; every field may be left zero. */
 struct http_client_options {
 	const char *ca_file;    /* PEM bundle to verify servers with; NULL: the system's */
-	int insecure;           /* non-zero: skip TLS peer and host verification (tests only) */
+	int insecure;           /* non-zero: skip TLS peer and host verification (tests, healthcheck) */
 	size_t max_body_bytes;  /* response body cap; 0 means 8 MiB */
 	/*
 	 * Mutual TLS and in-memory trust (Kubernetes kubeconfigs carry both as
