@@ -1141,52 +1141,6 @@ out:
 	return rc;
 }
 
-/* ---- version, healthcheck ---- */
-
-static int cmd_version(void)
-{
-	struct buf out = BUF_INIT;
-
-	version_text(&out);
-	fputs(buf_str(&out), stdout);
-	buf_release(&out);
-	return 0;
-}
-
-/* GET /-/healthy of the address of --web.listen-address, else of the config: exit 0 or 1. */
-static int cmd_healthcheck(const struct flags *f)
-{
-	struct buf err = BUF_INIT;
-	struct config *cfg = NULL;
-	const char *addr = f->listen_address;
-	int tls = 0, rc = 1;
-
-	if (f->help) {
-		fputs(usage_healthcheck, stdout);
-		return 0;
-	}
-	if (!addr) {
-		cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
-		if (!cfg)
-			goto out;
-		addr = cfg->listen_address;
-		tls = cfg->webhook.tls.cert_file != NULL;
-	}
-	if (http_global_init() != ERR_OK) {
-		fprintf(stderr, "alertbridge: healthcheck: libcurl cannot initialise\n");
-		goto out;
-	}
-	if (healthcheck_probe(addr, tls, 5000, &err) == ERR_OK)
-		rc = 0;
-	else
-		fprintf(stderr, "alertbridge: healthcheck: %s\n", buf_str(&err));
-	http_global_cleanup();
-out:
-	cfg_free(cfg);
-	buf_release(&err);
-	return rc;
-}
-
 int main(int argc, char **argv)
 {
 	struct flags f;
@@ -1206,10 +1160,18 @@ int main(int argc, char **argv)
 	rc = parse_flags(argc, argv, first, &f);
 	if (rc)
 		return rc;
-	if (!strcmp(cmd, "version"))
-		return cmd_version();
+	if (!strcmp(cmd, "version")) {
+		struct buf out = BUF_INIT;
+		version_text(&out);
+		fputs(buf_str(&out), stdout);
+		buf_release(&out);
+		return 0;
+	}
+	if (!strcmp(cmd, "healthcheck") && f.help)
+		return fputs(usage_healthcheck, stdout) < 0;
 	if (!strcmp(cmd, "healthcheck"))
-		return cmd_healthcheck(&f);
+		return healthcheck_command(f.listen_address, f.config_file ? f.config_file :
+					   DEFAULT_CONFIG);
 	if (!strcmp(cmd, "serve")) {
 		if (f.help && first == 1) {
 			fputs(usage_main, stdout);

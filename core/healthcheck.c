@@ -1,12 +1,13 @@
 /*
  * healthcheck.c - GET /-/healthy of the local alertbridge over libcurl
- * (healthcheck.h); main.c's `healthcheck` command exits 0 or 1 on its answer.
+ * (healthcheck.h), and the `alertbridge healthcheck` command around it.
  */
 #include "healthcheck.h"
 
 #include <stdio.h>
 #include <string.h>
 
+#include "config.h"
 #include "http_client.h"
 #include "version.h"
 
@@ -71,5 +72,35 @@ out:
 	http_response_release(&res);
 	http_client_free(c);
 	buf_release(&url);
+	return rc;
+}
+
+int healthcheck_command(const char *listen_address, const char *config_path)
+{
+	struct buf err = BUF_INIT;
+	struct config *cfg = NULL;
+	const char *addr = listen_address;
+	int tls = 0, rc = 1;
+
+	if (!addr) {
+		if (cfg_load(config_path, &cfg, &err)) {
+			fprintf(stderr, "alertbridge: healthcheck: %s\n", buf_str(&err));
+			goto out;
+		}
+		addr = cfg->listen_address;
+		tls = cfg->webhook.tls.cert_file != NULL;
+	}
+	if (http_global_init() != ERR_OK) {
+		fprintf(stderr, "alertbridge: healthcheck: libcurl cannot initialise\n");
+		goto out;
+	}
+	if (healthcheck_probe(addr, tls, 5000, &err) == ERR_OK)
+		rc = 0;
+	else
+		fprintf(stderr, "alertbridge: healthcheck: %s\n", buf_str(&err));
+	http_global_cleanup();
+out:
+	cfg_free(cfg);
+	buf_release(&err);
 	return rc;
 }

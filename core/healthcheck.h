@@ -31,4 +31,13 @@ enum err healthcheck_url(const char *listen_address, int tls, struct buf *out,
 enum err healthcheck_probe(const char *listen_address, int tls, int64_t timeout_ms,
 			   struct buf *errmsg) __attribute__((warn_unused_result));
 
+/*
+ * The `alertbridge healthcheck` command: healthcheck_probe() of listen_address
+ * when not NULL, else of the listen_address of the configuration at
+ * config_path (cfg_load(); https when its webhook.tls is set), within 5 s.
+ * Says why on stderr when not healthy.  Returns the exit status: 0 healthy,
+ * 1 not, or the configuration does not load.
+ */
+int healthcheck_command(const char *listen_address, const char *config_path);
+
 #endif

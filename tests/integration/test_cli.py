@@ -41,7 +41,7 @@ def help_for_every_command():
     for word in ("serve", "check-config", "render", "map", "version", "--config.file",
                  "--web.listen-address", "GITHUB_TOKEN"):
         check(word in out, "main help mentions %s" % word, out)
-    for cmd in ("serve", "check-config", "render", "map"):
+    for cmd in ("serve", "check-config", "render", "map", "healthcheck"):
         rc, out, _ = ab(cmd, "--help")
         eq(rc, 0, "%s --help exit code" % cmd)
         check(out.startswith("usage: alertbridge %s" % cmd), "%s --help usage line" % cmd, out)
@@ -90,6 +90,9 @@ def build_info_metric_and_healthcheck():
     check("healthcheck" in err, "healthcheck says why", err)
     rc, _, err = ab("healthcheck", "--web.listen-address=nonsense")
     eq(rc, 1, "healthcheck of an address without a port exits 1")
+    rc, _, err = ab("healthcheck", "--config.file=" + os.path.join(TMP, "missing.yml"))
+    eq(rc, 1, "healthcheck without a loadable config exits 1")
+    check("missing.yml" in err, "healthcheck names the config it could not load", err)
     proc = Proc("alertbridge", [BIN, "serve", "--config.file=" + cfg],
                 os.path.join(TMP, "build-info.log"), cwd=TMP).start()
     try:
