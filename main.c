@@ -23,19 +23,18 @@
 #include "core/http_client.h"
 #include "core/http_server.h"
 #include "core/log.h"
+#include "core/healthcheck.h"
 #include "core/metrics.h"
 #include "core/reload.h"
 #include "core/retention.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
+#include "core/version.h"
 #include "janitor/janitor.h"
 #include "janitor/kubeconfig.h"
 #include "janitor/leader.h"
 #include "core/banned.h"
 
-#ifndef AB_VERSION
-#define AB_VERSION "0.1.0"
-#endif
 
 #define DEFAULT_CONFIG "alertbridge.yml"
 
@@ -75,7 +74,10 @@ static const char usage_main[] =
 	"                             inspect or edit the alert-to-issue map\n"
 	"  janitor sweep --once [--dry-run]\n"
 	"                             run one janitor sweep now and print its plan\n"
-	"  version                    print the version\n"
+	"  version, --version         print the version, revision, build date, compiler and\n"
+	"                             the linked libraries' versions\n"
+	"  healthcheck                GET /-/healthy of the running service (--web.listen-address,\n"
+	"                             else the config's listen_address); exit 0 when it answers 200\n"
 	"\n"
 	"Flags:\n"
 	"  --config.file=FILE         configuration file (default alertbridge.yml)\n"
@@ -113,6 +115,14 @@ static const char usage_check[] =
 	"Loads FILE as the service would (secret files included) and compiles every\n"
 	"template.  Prints SUCCESS and the effective configuration (secrets hidden), or\n"
 	"the first error with its line, and exits 1.\n";
+
+static const char usage_healthcheck[] =
+	"usage: alertbridge healthcheck [--web.listen-address=ADDR] [--config.file=FILE]\n"
+	"\n"
+	"GETs /-/healthy of the alertbridge listening on ADDR (default: the listen_address\n"
+	"of the configuration, https when webhook.tls is set; a wildcard host is asked on\n"
+	"the loopback), for a container HEALTHCHECK.  Exit status: 0 healthy (200 within\n"
+	"5 s), 1 anything else.\n";
 
 static const char usage_render[] =
 	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N] [--html]\n"
@@ -397,7 +407,7 @@ static void handle_status(void *ctx, const struct srv_request *req, struct srv_r
 		   "<h2>Tracked alerts</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
 		   "<tr><th>Receiver</th><th>Key</th><th>Issue</th><th>State</th>"
 		   "<th>Episode start</th><th>Dead letter</th></tr>\n",
-		   AB_VERSION, (long long)store_pending_count(s->store, "bridge"),
+		   version_get()->version, (long long)store_pending_count(s->store, "bridge"),
 		   (long long)store_dead_count(s->store),
 		   bridge_dry_run(s->bridge) ? "dry-run" : "live");
 	if (store_issue_each(s->store, NULL, status_row, &sc))
@@ -534,7 +544,7 @@ static int setup_leader(struct service *s, struct buf *err)
 			buf_str(err));
 		return 1;
 	}
-	ko.user_agent = "alertbridge/" AB_VERSION;
+	ko.user_agent = version_user_agent();
 	ko.timeout_ms = lease_ms * 2 / 15;  /* the retry period */
 	ko.max_retry_after_ms = ko.timeout_ms;
 	s->leader_kube = kube_client_new(&kc, &ko);
@@ -624,6 +634,7 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_WARN, "webhook authentication is off: anyone who reaches the port can post alerts",
 			"hint", "set webhook.bearer_token_file or webhook.basic_auth");
 	s->metrics = metrics_new();
+	version_register_metric(s->metrics, NULL);
 	if (setup_reload(s, f, &err))
 		goto out;
 	wo.cfg = s->cfg;
@@ -638,7 +649,7 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.render = s->render;
 	bo.reload = s->reload;
 	bo.metrics = s->metrics;
-	bo.user_agent = "alertbridge/" AB_VERSION;
+	bo.user_agent = version_user_agent();
 	/* One Lease for both workers: only the leader drains the bridge queue too. */
 	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
 	    setup_leader(s, &err))
@@ -705,7 +716,7 @@ static int start_service(struct service *s, const struct flags *f)
 	}
 	{
 		struct log_line *l = log_begin(LOG_INFO, "alertbridge started");
-		log_str(l, "version", AB_VERSION);
+		log_str(l, "version", version_get()->version);
 		log_str(l, "config", s->cfg->path);
 		log_str(l, "listen_address", so.listen_address);
 		log_int(l, "port", srv_port(s->srv));
@@ -1176,13 +1187,25 @@ int main(int argc, char **argv)
 		cmd = argv[1];
 		first = 2;
 	}
+	if (first == 1 && argc > 1 && !strcmp(argv[1], "--version")) {
+		cmd = "version";
+		first = 2;
+	}
 	rc = parse_flags(argc, argv, first, &f);
 	if (rc)
 		return rc;
 	if (!strcmp(cmd, "version")) {
-		printf("alertbridge version %s\n", AB_VERSION);
+		struct buf out = BUF_INIT;
+		version_text(&out);
+		fputs(buf_str(&out), stdout);
+		buf_release(&out);
 		return 0;
 	}
+	if (!strcmp(cmd, "healthcheck") && f.help)
+		return fputs(usage_healthcheck, stdout) < 0;
+	if (!strcmp(cmd, "healthcheck"))
+		return healthcheck_command(f.listen_address, f.config_file ? f.config_file :
+					   DEFAULT_CONFIG);
 	if (!strcmp(cmd, "serve")) {
 		if (f.help && first == 1) {
 			fputs(usage_main, stdout);

@@ -411,7 +411,7 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 	}
 	buf_setf(errmsg, "%s %s: %d %s", k->method, k->path, status, status_word(status));
 	add_github_message(errmsg, res);
-	retry_after_s = header_int(res, "retry-after");
+	retry_after_s = http_retry_after_s(res, gh_now(c));
 	if (is_rate_limited(res)) {
 		int64_t reset_s = header_int(res, "x-ratelimit-reset");
 		c->stats.requests_rate_limited++;

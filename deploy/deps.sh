@@ -5,7 +5,7 @@
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
-want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev libssl-dev libgnutls28-dev"
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev"
 want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium wrk time"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk time valgrind"
@@ -27,7 +27,7 @@ for set in "$@"; do
 		have_pc sqlite3 || need libsqlite3-dev
 		have_pc yaml-0.1 || need libyaml-dev
 		have_pc libjwt-gnutls || need libjwt-gnutls-dev
-		have_pc libcrypto || need libssl-dev
+		have_pc nettle || need nettle-dev
 		have_pc gnutls || need libgnutls28-dev
 		;;
 	test)

@@ -42,6 +42,10 @@ LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
 # Packages every debian:12-slim image already has; the runtime stage need not install them.
 BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+# Installed in the runtime stage though no library of the binary comes from it.
+RUNTIME_EXTRA_PACKAGES = {"ca-certificates"}
+# Issue 8: "runtime stage <= 40 MB of libraries" (decimal megabytes).
+LIBRARY_BUDGET_BYTES = 40 * 1000 * 1000
 # Libraries that only test or sanitizer builds link.
 TEST_ONLY_PACKAGES = {"libcmocka0", "libasan8", "libubsan1"}
 
@@ -513,10 +517,19 @@ def check_dockerfile():
         report("Dockerfile: two stages", ["%d stages" % len(stages)])
         return
     build, runtime = stages
-    if not re.match(r"FROM debian:12-slim AS build$", build[0]):
-        p.append("build stage: %r, want FROM debian:12-slim AS build" % build[0])
-    if runtime[0] != "FROM debian:12-slim":
-        p.append("runtime stage: %r, want FROM debian:12-slim" % runtime[0])
+    # Pinned: an exact Debian 12 point release (or a dated bookworm tag), or a digest.
+    pinned = r"debian:(12\.\d+-slim|bookworm-\d{8}-slim)(@sha256:[0-9a-f]{64})?"
+    if not re.match(r"FROM %s AS build$" % pinned, build[0]):
+        p.append("build stage: %r, want FROM debian:12.N-slim AS build (pinned)" % build[0])
+    if not re.match(r"FROM %s$" % pinned, runtime[0]):
+        p.append("runtime stage: %r, want FROM debian:12.N-slim (pinned)" % runtime[0])
+    elif runtime[0].split()[1] != build[0].split()[1]:
+        p.append("the stages' base images differ: %r, %r" % (build[0], runtime[0]))
+    health = [l for l in runtime if l.startswith("HEALTHCHECK ")]
+    if not health or not re.search(
+            r'CMD \["/usr/local/bin/alertbridge", "healthcheck"(, "[^"]*")*\]$', health[-1]):
+        p.append("no HEALTHCHECK CMD [\"/usr/local/bin/alertbridge\", \"healthcheck\", ...]: %r"
+                 % health)
     if not any(re.search(r"sh deploy/deps.sh build\b", l) for l in build):
         p.append("build stage does not install deploy/deps.sh's build packages")
     if not any(re.search(r"\bmake\b.*NODEPS=1", l) for l in build):
@@ -577,6 +590,54 @@ def check_dockerfile():
                          % (os.path.basename(b), lib, owner))
     report("%s (%d binaries; %s)" % (name, len(binaries), " ".join(sorted(seen))),
            sorted(set(p)))
+
+    # One TLS stack: alertbridge itself needs exactly these packages, and no OpenSSL.
+    owners = needed_packages(BIN) if os.access(BIN, os.X_OK) else None
+    name = "Dockerfile: runtime packages are exactly what alertbridge needs, no libssl3"
+    if owners is None:
+        skip(name, "no binary, or readelf, ldd or dpkg missing")
+    else:
+        want = {o for o in owners.values() if o} - BASE_IMAGE_PACKAGES
+        got = set(pkgs) - RUNTIME_EXTRA_PACKAGES
+        p = []
+        if want - got:
+            p.append("missing: %s" % " ".join(sorted(want - got)))
+        if got - want:
+            p.append("not needed by %s: %s" % (os.path.basename(BIN), " ".join(sorted(got - want))))
+        for banned in ("libssl3", "libcurl4", "libjwt0"):
+            if banned in pkgs:
+                p.append("%s installed (OpenSSL flavour)" % banned)
+        for lib in owners:
+            if re.match(r"lib(ssl|crypto)\.so", lib):
+                p.append("alertbridge links %s itself" % lib)
+        report("%s: %s" % (name, " ".join(sorted(pkgs))), p)
+    guarded(check_library_size)
+
+
+def ldd_libraries(binary):
+    """The real paths of every shared library ldd resolves for binary (the loader too)."""
+    out = run(["ldd", binary]).stdout
+    paths = re.findall(r"=>\s+(/\S+)", out) + re.findall(r"^\s*(/\S+)\s+\(", out, re.M)
+    return sorted({os.path.realpath(p) for p in paths})
+
+
+def check_library_size():
+    """Issue 8: the runtime stage carries at most 40 MB of shared libraries.  Without a
+    Docker engine, measured as the sum of the files ldd resolves for the binary here (the same
+    Debian 12 packages the runtime stage installs)."""
+    name = "runtime libraries: the files ldd resolves for alertbridge sum to <= 40 MB"
+    if not (os.access(BIN, os.X_OK) and shutil.which("ldd")):
+        skip(name, "no binary or no ldd")
+        return
+    libs = ldd_libraries(BIN)
+    total = sum(os.path.getsize(p) for p in libs)
+    p = [] if total <= LIBRARY_BUDGET_BYTES else [
+        "%.1f MB > 40 MB: %s" % (total / 1e6, ", ".join(
+            "%s %.1f MB" % (os.path.basename(l), os.path.getsize(l) / 1e6)
+            for l in sorted(libs, key=os.path.getsize, reverse=True)[:5]))]
+    if not any("libgnutls" in l for l in libs):
+        p.append("GnuTLS not among the libraries (ldd parsing?): %s" % libs)
+    report("%s (%.1f MB in %d files)" % (name, total / 1e6, len(libs)), p)
 
 
 # ---- systemd ------------------------------------------------------------------------------

@@ -324,6 +324,20 @@ static void retry_after_is_waited(void **state)
 			 "{\"channel\":\"#gpu\",\"text\":\"hi\",\"unfurl_links\":false}");
 }
 
+/* RFC 9110 10.2.3: Retry-After may be an HTTP-date; T0 + 3 s here. */
+static void retry_after_as_an_http_date_is_waited(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 429, "Retry-After: Tue, 14 Nov 2023 22:13:23 GMT",
+		       "{\"ok\":false,\"error\":\"ratelimited\"}");
+	fake_http_push(fx->fake, 200, NULL, OK_POST);
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 3000);
+}
+
 static void rate_limit_gives_up_after_max_attempts(void **state)
 {
 	struct fixture *fx = *state;
@@ -885,6 +899,7 @@ int main(void)
 		T(malformed_answers_are_invalid),
 		T(bad_input_makes_no_request),
 		T(retry_after_is_waited),
+		T(retry_after_as_an_http_date_is_waited),
 		T(rate_limit_gives_up_after_max_attempts),
 		T(long_retry_after_fails_fast),
 		T(server_errors_are_retried_with_backoff),

@@ -490,8 +490,8 @@ static void unknown_receiver_is_404(void **state)
 			"\"receiver\":\"a\\u0001\\t\"}");
 	/* Not UTF-8 in the query: escaped as U+FFFD. */
 	expect_rejected(f, "?receiver=%FF", body, GOOD_HEADERS, 404,
-			"{\"error\":\"unknown receiver \\\"\\ufffd\\\"\","
-			"\"receiver\":\"\\ufffd\"}");
+			"{\"error\":\"unknown receiver \\\"\\uFFFD\\\"\","
+			"\"receiver\":\"\\uFFFD\"}");
 	/* The payload's name, unescaped (we\."q" -> we."q"), is what is looked up. */
 	expect_rejected(f, NULL, quoted, GOOD_HEADERS, 404,
 			"{\"error\":\"unknown receiver \\\"we.\\\"q\\\"\\\"\","
