@@ -1,0 +1,76 @@
+/*
+ * webhook_cache.h - what recent webhook bodies queued, so a body seen again
+ * (Alertmanager's retry, a repeat at repeat_interval, the same group from a
+ * second route) is answered without parsing it again.
+ *
+ * An entry maps the SHA-256 of a request's routing inputs and body
+ * (webhook_cache_digest()) to the events that body queued - their repeat
+ * identity only: kind, receiver, key, status, starts_at_ms, ends_at_ms,
+ * repeat_state, not their documents - and to what the answer and the
+ * metrics need.  The body's meaning is a function of those bytes and the
+ * config, so an entry stays true until the config changes
+ * (webhook_cache_clear()).  Whether the events are still repeats is NOT
+ * cached: the webhook asks the store every time (store_repeats()), so the
+ * store's rule decides, exactly as for a parsed body (bridge/webhook.h).
+ *
+ * A fixed number of slots, each holding one entry, chosen by the digest:
+ * a newer body takes the slot of an older one (bounded memory, no LRU
+ * bookkeeping).  Thread-safe (one mutex; lookups copy the entry out).
+ */
+#ifndef AB_WEBHOOK_CACHE_H
+#define AB_WEBHOOK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/codec.h"
+#include "core/store.h"
+
+struct webhook_cache;
+
+/* One body's worth: what webhook_cache_put() stores and _get() hands back. */
+struct webhook_cache_entry {
+	unsigned char digest[CODEC_SHA256_LEN];
+	char *receiver;               /* the configured receiver's name */
+	size_t n_alerts;              /* alerts of the payload (all valid) */
+	size_t n_firing;              /* of them firing */
+	size_t n_repeated;            /* alerts a repeat stands for: n_alerts, or 1 per event */
+	struct store_event *evs;      /* n_evs events: identity fields only, payload "-" */
+	size_t n_evs;
+};
+
+/* A cache of slots entries (at least 1); never NULL. */
+struct webhook_cache *webhook_cache_new(size_t slots);
+
+/* Free c and its entries; c may be NULL. */
+void webhook_cache_free(struct webhook_cache *c);
+
+/*
+ * The digest that keys a request: SHA-256 over the receiver and repo
+ * query parameters (NULL as absent, distinct from "") and the body bytes.
+ */
+void webhook_cache_digest(const char *query_receiver, const char *query_repo,
+			  const void *body, size_t body_len,
+			  unsigned char out[CODEC_SHA256_LEN]);
+
+/*
+ * Copy the entry of digest into *out (the caller's: release with
+ * webhook_cache_entry_release()); 1 when found, 0 when not (*out zeroed).
+ */
+int webhook_cache_get(struct webhook_cache *c, const unsigned char digest[CODEC_SHA256_LEN],
+		      struct webhook_cache_entry *out);
+
+/*
+ * Store a copy of e (its digest included) in its slot, replacing what was
+ * there.  Events without repeat_state are not cacheable: e is then not
+ * stored (such a body is always queued in full).
+ */
+void webhook_cache_put(struct webhook_cache *c, const struct webhook_cache_entry *e);
+
+/* Drop every entry (the config changed, so bodies may mean something else). */
+void webhook_cache_clear(struct webhook_cache *c);
+
+/* Free what e holds and zero it; e may be NULL. */
+void webhook_cache_entry_release(struct webhook_cache_entry *e);
+
+#endif
