@@ -61,7 +61,7 @@ struct request {
 	size_t n_dead;
 	size_t n_repeated;               /* alerts whose event was a repeat, not stored */
 	char group_state[65];            /* issue_per: group: the repeat_state of its event */
-	unsigned char digest[CODEC_SHA256_LEN];  /* webhook_cache_digest() of the request */
+	struct webhook_cache_request seen;  /* what the cache knows the request by */
 	struct webhook_cache_entry hit;  /* answered from the cache when hit.n_evs > 0 */
 };
 
@@ -360,9 +360,11 @@ static int answer_from_cache(struct webhook *w, struct request *r)
 {
 	int all = 0;
 
-	webhook_cache_digest(srv_query(r->req, "receiver"), srv_query(r->req, "repo"),
-			     r->req->body, r->req->body_len, r->digest);
-	if (!webhook_cache_get(w->cache, r->digest, &r->hit))
+	r->seen.query_receiver = srv_query(r->req, "receiver");
+	r->seen.query_repo = srv_query(r->req, "repo");
+	r->seen.body = r->req->body;
+	r->seen.body_len = r->req->body_len;
+	if (!webhook_cache_get(w->cache, &r->seen, &r->hit))
 		return 0;
 	r->rcv = cfg_receiver_find(w->cfg, r->hit.receiver);
 	if (r->rcv && store_repeats(w->store, r->hit.evs, r->hit.n_evs, &all) == ERR_OK && all) {
@@ -382,7 +384,6 @@ static void remember(struct webhook *w, const struct request *r)
 
 	if (r->n_dead || r->p->n_invalid || !r->n_evs || r->n_evs > WEBHOOK_CACHE_MAX_EVENTS)
 		return;
-	memcpy(e.digest, r->digest, sizeof(e.digest));
 	e.receiver = (char *)r->rcv->name;
 	e.n_alerts = r->p->n_alerts;
 	for (size_t i = 0; i < r->p->n_alerts; i++)
@@ -390,7 +391,7 @@ static void remember(struct webhook *w, const struct request *r)
 	e.n_repeated = r->n_evs == 1 ? r->p->n_alerts : r->n_evs;
 	e.evs = r->evs;
 	e.n_evs = r->n_evs;
-	webhook_cache_put(w->cache, &e);
+	webhook_cache_put(w->cache, &r->seen, &e);
 }
 
 /* The alerts of the request, valid and invalid, parsed or from the cache. */
