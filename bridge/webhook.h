@@ -28,6 +28,9 @@ struct webhook;
 #define WEBHOOK_REPO_LABEL "alertbridge_repo"
 /* Seconds sent in Retry-After with a 503. */
 #define WEBHOOK_RETRY_AFTER_S INTAKE_RETRY_AFTER_S
+/* Slots of the cache of recent bodies, and the most events of a body it keeps. */
+#define WEBHOOK_CACHE_SLOTS 256
+#define WEBHOOK_CACHE_MAX_EVENTS 128
 /* Default of webhook_options.max_events_bytes. */
 #define WEBHOOK_MAX_EVENTS_BYTES ((size_t)64 << 20)
 

@@ -136,6 +136,18 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
 		       struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * Whether store_enqueue() of evs[0..n) would store nothing: *all = 1 when
+ * every event has a repeat_state and is a repeat by store_enqueue()'s rule
+ * above, else 0 (n == 0 gives 0).  Reads under the store's lock, outside a
+ * transaction, as store_enqueue() does before it opens one; writes nothing
+ * (evs[i].repeated is set as store_enqueue() would).  The webhook's cache of
+ * recent bodies asks this instead of parsing a body it has seen
+ * (bridge/webhook.h).  Errors: ERR_INVALID (st NULL, evs NULL with n > 0, a
+ * required field of an event empty), ERR_DB (the read failed; *all = 0).
+ */
+enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int *all) WARN_UNUSED;
+
+/*
  * The oldest event of queue kind that is neither done nor dead-lettered and
  * whose retry time has come (<= now_ms), in id order.  An event is held back
  * while an older pending event of the same (kind, receiver, key) waits for its
