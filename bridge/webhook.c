@@ -46,6 +46,7 @@ struct webhook {
 struct request {
 	const struct srv_request *req;
 	const struct config *cfg;        /* the receivers of this request (webhook_options.reload) */
+	uint64_t generation;             /* its reload generation's serial, 0 without reload */
 	const struct auth *auth;         /* its credentials */
 	struct am_payload *p;
 	const struct cfg_receiver *rcv;  /* the receiver found, or NULL */
@@ -364,13 +365,14 @@ static int answer_from_cache(struct webhook *w, struct request *r)
 {
 	int all = 0;
 
+	r->seen.generation = r->generation;
 	r->seen.query_receiver = srv_query(r->req, "receiver");
 	r->seen.query_repo = srv_query(r->req, "repo");
 	r->seen.body = r->req->body;
 	r->seen.body_len = r->req->body_len;
 	if (!webhook_cache_get(w->cache, &r->seen, &r->hit))
 		return 0;
-	r->rcv = cfg_receiver_find(w->cfg, r->hit.receiver);
+	r->rcv = cfg_receiver_find(r->cfg, r->hit.receiver);
 	if (r->rcv && store_repeats(w->store, r->hit.evs, r->hit.n_evs, &all) == ERR_OK && all) {
 		r->n_evs = r->hit.n_evs;
 		r->n_repeated = r->hit.n_repeated;
@@ -588,6 +590,7 @@ void webhook_handle(void *ctx, const struct srv_request *req, struct srv_respons
 	r.req = req;
 	r.cfg = g ? g->cfg : w->cfg;
 	r.auth = g ? g->auth : w->auth;
+	r.generation = g ? g->serial : 0;
 	(void)intake(w, &r);
 	answer(&r, res);
 	duration_us = clock_mono_us() - start_us;

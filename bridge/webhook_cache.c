@@ -17,6 +17,7 @@
 
 /* A slot: the request as it came, and its entry (n_evs 0: empty). */
 struct slot {
+	uint64_t generation;
 	char *query_receiver;
 	char *query_repo;
 	char *body;
@@ -123,7 +124,7 @@ static int same_param(const char *a, const char *b)
 /* Whether slot s holds the request rq. */
 static int holds(const struct slot *s, const struct webhook_cache_request *rq)
 {
-	return s->e.n_evs > 0 && s->body_len == rq->body_len &&
+	return s->e.n_evs > 0 && s->generation == rq->generation && s->body_len == rq->body_len &&
 	       same_param(s->query_receiver, rq->query_receiver) &&
 	       same_param(s->query_repo, rq->query_repo) &&
 	       !memcmp(s->body, rq->body, rq->body_len);
@@ -183,6 +184,7 @@ void webhook_cache_put(struct webhook_cache *c, const struct webhook_cache_reque
 		if (!e->evs[i].repeat_state || (e->evs[i].dead_reason && *e->evs[i].dead_reason))
 			return;
 	}
+	fresh.generation = rq->generation;
 	fresh.query_receiver = dup_or_null(rq->query_receiver);
 	fresh.query_repo = dup_or_null(rq->query_repo);
 	fresh.body = xmalloc(rq->body_len + 1);

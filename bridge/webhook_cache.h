@@ -33,8 +33,12 @@
 
 struct webhook_cache;
 
-/* What a request is known by: its routing query parameters and its body. */
+/*
+ * What a request is known by: the config it is read under, its routing
+ * query parameters and its body.
+ */
 struct webhook_cache_request {
+	uint64_t generation;          /* the config's reload generation (core/reload.h) */
 	const char *query_receiver;   /* ?receiver=, NULL when absent (distinct from "") */
 	const char *query_repo;       /* ?repo=, likewise */
 	const char *body;
@@ -73,7 +77,7 @@ int webhook_cache_get(struct webhook_cache *c, const struct webhook_cache_reques
 void webhook_cache_put(struct webhook_cache *c, const struct webhook_cache_request *rq,
 		       const struct webhook_cache_entry *e);
 
-/* Drop every entry (the config changed, so bodies may mean something else). */
+/* Drop every entry. */
 void webhook_cache_clear(struct webhook_cache *c);
 
 /* Free what e holds and zero it; e may be NULL. */

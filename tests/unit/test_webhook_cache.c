@@ -30,7 +30,7 @@ static struct store_event event(const char *key, const char *repeat_state)
 static struct webhook_cache_request request(const char *body, const char *q_receiver,
 					    const char *q_repo)
 {
-	struct webhook_cache_request rq = { q_receiver, q_repo, body, strlen(body) };
+	struct webhook_cache_request rq = { 1, q_receiver, q_repo, body, strlen(body) };
 
 	return rq;
 }
@@ -73,6 +73,9 @@ static void exact_request_only(void **state)
 	assert_int_equal(webhook_cache_get(c, &other, &got), 0);
 	assert_int_equal(webhook_cache_get(c, &empty_q, &got), 0);  /* "" is not absent */
 	assert_int_equal(webhook_cache_get(c, &repo_q, &got), 0);
+	same.generation = 2;  /* after a reload: the config may give the body another meaning */
+	assert_int_equal(webhook_cache_get(c, &same, &got), 0);
+	same.generation = 1;
 	webhook_cache_clear(c);
 	assert_int_equal(webhook_cache_get(c, &same, &got), 0);
 	webhook_cache_free(c);
