@@ -728,15 +728,15 @@ static void update_gauges(struct bridge *b)
 		metric_set(b->m_oldest, NULL, oldest == INT64_MAX ? 0 : (double)(oldest / 1000));
 	/* Counting the map is a scan: at most once a second. */
 	if (clock_mono_us() - b->issues_counted_us >= 1000000 || !b->issues_counted_us) {
-		static const char *const open[] = { "open" }, *const closed[] = { "closed" };
+		static const char *const is_open[] = { "open" }, *const is_closed[] = { "closed" };
 		int64_t n_open = store_issue_count(b->opts.store, "open");
 		int64_t n_closed = store_issue_count(b->opts.store, "closed");
 
 		b->issues_counted_us = clock_mono_us();
 		if (n_open >= 0)
-			metric_set(b->m_issues, open, (double)n_open);
+			metric_set(b->m_issues, is_open, (double)n_open);
 		if (n_closed >= 0)
-			metric_set(b->m_issues, closed, (double)n_closed);
+			metric_set(b->m_issues, is_closed, (double)n_closed);
 	}
 	gh_stats(b->gh, &s);
 	{
