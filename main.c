@@ -553,6 +553,7 @@ static int setup_leader(struct service *s, struct buf *err)
 	lo.lease_name = le->lease_name;
 	lo.identity = le->identity;
 	lo.lease_duration_ms = lease_ms;
+	lo.metrics = s->metrics;
 	s->leader = janitor_leader_new(&lo);
 	s->is_leader = leader_is_leader;
 	s->leader_ctx = s->leader;

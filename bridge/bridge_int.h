@@ -38,6 +38,9 @@ struct bridge {
 	struct metric *m_events;
 	struct metric *m_pending;
 	struct metric *m_dead;
+	struct metric *m_oldest;
+	struct metric *m_issues;
+	int64_t issues_counted_us;  /* monotonic time m_issues was last counted */
 	struct metric *m_dead_letters;
 	struct metric *m_gh_requests;
 	struct metric *m_gh_retries;

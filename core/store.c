@@ -216,6 +216,8 @@ static const char *const stmt_sql[S_COUNT] = {
 			 "e.state = 'pending' AND " HEAD_OF_KEY,
 	[S_EV_PENDING] = "SELECT count(*) FROM events WHERE kind = ?1 AND state = 'pending'",
 	[S_EV_DEAD_COUNT] = "SELECT count(*) FROM events WHERE state = 'dead'",
+	[S_EV_OLDEST_PENDING] = "SELECT min(received_at_ms) FROM events "
+				"WHERE kind = ?1 AND state = 'pending'",
 	[S_EV_STATE] = "SELECT state, receiver, key FROM events WHERE id = ?1",
 	[S_EV_DONE] = "UPDATE events SET state = 'done', done_at_ms = ?2 "
 		      "WHERE id = ?1 AND state = 'pending'",
@@ -257,6 +259,9 @@ static const char *const stmt_sql[S_COUNT] = {
 			  "ORDER BY receiver, key LIMIT ?3",
 	[S_IS_PAGE_RCV] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key > ?2 "
 			  "ORDER BY key LIMIT ?3",
+	/* Issues, not rows: the alerts a storm summary folds share one. */
+	[S_IS_COUNT_STATE] = "SELECT count(*) FROM (SELECT DISTINCT repo, number FROM issues "
+			     "WHERE state = ?1 AND number > 0)",
 	[S_NO_INSERT] = "INSERT INTO notices (namespace, pod, uid, kind, expires_ms, notify, owner, "
 			"channel, thread_ts, text, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
 			"?8, ?9, ?10, ?11)",

@@ -165,6 +165,12 @@ void store_event_release(struct store_event *ev);
  */
 int64_t store_pending_count(struct store *st, const char *kind);
 /*
+ * When the oldest pending event of kind was received (received_at_ms: ms
+ * since the epoch, UTC), however long it has waited for retries; INT64_MAX
+ * when none is pending; -1 when st or kind is missing or on ERR_DB (logged).
+ */
+int64_t store_oldest_pending_ms(struct store *st, const char *kind);
+/*
  * Block until an event is enqueued, store_wake() or store_close() is called,
  * the retry time of a pending event comes, or timeout_ms passes, whichever is
  * first.  Returns at once when a pending event of any kind is due now or
@@ -296,6 +302,13 @@ enum err store_issue_each(struct store *st, const char *receiver,
 			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx) WARN_UNUSED;
 /* Free the strings of row (not row itself); row may be NULL. */
 void store_issue_release(struct store_issue *row);
+/*
+ * Number of distinct GitHub issues (repo, number) the map points at in state
+ * ("open" or "closed", as GitHub last showed it): rows written in dry-run
+ * (number 0) are not counted, and the rows a storm summary folds are one
+ * issue.  -1 when st or state is missing or on ERR_DB (logged).
+ */
+int64_t store_issue_count(struct store *st, const char *state);
 
 /*
  * The janitor's Slack outbox (schema version 2): one row per message to a

@@ -389,6 +389,13 @@ int64_t store_dead_count(struct store *st)
 	return store_count(st, S_EV_DEAD_COUNT, NULL, "dead count");
 }
 
+int64_t store_oldest_pending_ms(struct store *st, const char *kind)
+{
+	if (!st || store_empty(kind))
+		return -1;
+	return store_count(st, S_EV_OLDEST_PENDING, kind, "oldest pending");
+}
+
 static struct timespec mono_deadline(int64_t wait_ms)
 {
 	struct timespec ts;

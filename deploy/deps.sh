@@ -6,7 +6,7 @@
 set -u
 
 want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev"
-want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium wrk time"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 python3-yaml sqlite3 curl valgrind chromium wrk time"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk time valgrind"
 
@@ -35,6 +35,7 @@ for set in "$@"; do
 		[ -x /usr/bin/prometheus-alertmanager ] || need prometheus-alertmanager
 		have_cmd promtool || need prometheus
 		have_cmd python3 || need python3
+		python3 -c 'import yaml' 2>/dev/null || need python3-yaml
 		have_cmd sqlite3 || need sqlite3
 		have_cmd curl || need curl
 		have_cmd valgrind || need valgrind

@@ -224,6 +224,7 @@ static void register_metrics(struct janitor *j)
 	static const char *const pods[] = { "action", "reason", NULL };
 	static const char *const result[] = { "result", NULL };
 	static const char *const pod[] = { "namespace", "pod", NULL };
+	static const char *const sweep_results[] = { "ok", "failed", "stopped" };
 	struct metrics *m = j->opts.metrics;
 
 	if (!m)
@@ -236,6 +237,11 @@ static void register_metrics(struct janitor *j)
 	j->m_sweep = metrics_histogram(m, "alertbridge_janitor_sweep_duration_seconds",
 				       "Time one sweep of all pods took.", NULL, SWEEP_BUCKETS,
 				       sizeof(SWEEP_BUCKETS) / sizeof(SWEEP_BUCKETS[0]));
+	j->m_sweeps = metrics_counter(m, "alertbridge_janitor_sweeps_total",
+				      "Sweeps by result: ok, failed (the pods could not be listed), "
+				      "stopped (the Lease was lost mid-sweep).", result);
+	for (size_t i = 0; i < sizeof(sweep_results) / sizeof(sweep_results[0]); i++)
+		metric_add(j->m_sweeps, &sweep_results[i], 0);  /* each result shows from the start */
 	j->m_expiry = metrics_gauge(m, "alertbridge_janitor_pod_expiry_timestamp_seconds",
 				    "When each pod the janitor tracks expires (Unix seconds).", pod);
 	j->m_pending = metrics_gauge(m, "alertbridge_janitor_queue_pending",

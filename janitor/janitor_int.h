@@ -41,6 +41,7 @@ struct janitor {
 	struct metric *m_pods;
 	struct metric *m_notices;
 	struct metric *m_sweep;
+	struct metric *m_sweeps;
 	struct metric *m_expiry;
 	struct metric *m_pending;
 	struct metric *m_notices_pending;

@@ -25,18 +25,23 @@ CMD_TIMEOUT_S = 60
 
 LABEL = "app.kubernetes.io/name: alertbridge"
 CONFIG_ARG = "--config.file=/etc/alertbridge/alertbridge.yml"
+# The ConfigMap's changes reach the mounted directory; the service polls the file (item 1 of
+# issue 8) and reloads it without a restart.
+RELOAD_ARG = "--config.auto-reload-interval=30s"
 
-# DESIGN.md "Janitor semantics", as (apiGroup, resource) -> verbs.
+# Exactly the calls janitor/kube.c makes, as (apiGroup, resource) -> verbs: pods GET (one pod),
+# list (the sweep), PATCH (annotations), DELETE; events POST; replicasets GET (a pod's
+# Deployment, kube_pod_controller); deployments/scale and statefulsets/scale PATCH; jobs DELETE.
+# No events.k8s.io (the Events are posted to core/v1), no get on deployments, statefulsets or
+# jobs (never read).  The Lease's (janitor/leader.c: GET, POST, PUT) are LEASE_RULES, in the
+# leader-election overlay only.
 CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "patch", "delete"},
     ("", "events"): {"create"},
-    ("events.k8s.io", "events"): {"create"},
     ("apps", "replicasets"): {"get"},
-    ("apps", "deployments"): {"get"},
-    ("apps", "statefulsets"): {"get"},
     ("apps", "deployments/scale"): {"patch"},
     ("apps", "statefulsets/scale"): {"patch"},
-    ("batch", "jobs"): {"get", "delete"},
+    ("batch", "jobs"): {"delete"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
@@ -231,40 +236,58 @@ def check_labels(files):
     report("every object is labelled %s" % LABEL, problems)
 
 
-def check_rbac():
+def rbac_docs(path):
     docs = {}
-    for doc in documents(read(os.path.join(BASE, "rbac.yaml"))):
+    for doc in documents(read(path)):
         docs[top(doc, "kind")] = doc
-    problems = []
-    for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
-        if kind not in docs:
-            problems.append("rbac.yaml: no %s" % kind)
+    return docs
+
+
+def check_binding(docs, kind, role):
+    doc = docs[kind]
+    role_name = re.search(r"name:\s*(\S+)", metadata_block(docs[role])).group(1)
+    p = []
+    if not re.search(r"kind: %s\s*\n\s*name: %s\s*$" % (role, re.escape(role_name)), doc, re.M):
+        p.append("%s does not refer to %s %s" % (kind, role, role_name))
+    if not re.search(r"kind: ServiceAccount\s*\n\s*name: alertbridge\s*\n\s*"
+                     r"namespace: alertbridge", doc):
+        p.append("%s does not bind ServiceAccount alertbridge/alertbridge" % kind)
+    return p
+
+
+def check_rbac():
+    docs = rbac_docs(os.path.join(BASE, "rbac.yaml"))
+    problems = ["base/rbac.yaml: no %s" % k for k in ("ClusterRole", "ClusterRoleBinding")
+                if k not in docs]
+    problems += ["base/rbac.yaml: a %s: the Lease's access belongs to leader-election/" % k
+                 for k in ("Role", "RoleBinding") if k in docs]
     if problems:
-        report("rbac.yaml: roles and bindings", problems)
+        report("base/rbac.yaml: the ClusterRole and its binding only", problems)
         return
     got, p = rbac_rules(docs["ClusterRole"])
-    report("ClusterRole: exactly pods/events/owner rules of DESIGN.md",
+    report("ClusterRole: exactly the calls janitor/kube.c makes",
            p + compare_rules(got, CLUSTER_RULES))
-    got, p = rbac_rules(docs["Role"])
-    p += compare_rules(got, LEASE_RULES)
-    if "namespace: alertbridge" not in metadata_block(docs["Role"]):
-        p.append("Role is not in namespace alertbridge")
-    report("Role: exactly leases get/create/update in namespace alertbridge", p)
-    p = []
-    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        doc = docs[kind]
-        role_name = re.search(r"name:\s*(\S+)", metadata_block(docs[role])).group(1)
-        if not re.search(r"kind: %s\s*\n\s*name: %s\s*$" % (role, re.escape(role_name)),
-                         doc, re.M):
-            p.append("%s does not refer to %s %s" % (kind, role, role_name))
-        if not re.search(r"kind: ServiceAccount\s*\n\s*name: alertbridge\s*\n\s*"
-                         r"namespace: alertbridge", doc):
-            p.append("%s does not bind ServiceAccount alertbridge/alertbridge" % kind)
-    report("bindings: both roles to ServiceAccount alertbridge", p)
+    report("ClusterRoleBinding: to ServiceAccount alertbridge",
+           check_binding(docs, "ClusterRoleBinding", "ClusterRole"))
+
+    path = os.path.join(LE, "rbac-lease.yaml")
+    docs = rbac_docs(path) if os.path.isfile(path) else {}
+    p = ["leader-election/rbac-lease.yaml: no %s" % k for k in ("Role", "RoleBinding")
+         if k not in docs]
+    if not p:
+        got, p = rbac_rules(docs["Role"])
+        p += compare_rules(got, LEASE_RULES)
+        if "namespace: alertbridge" not in metadata_block(docs["Role"]):
+            p.append("Role is not in namespace alertbridge")
+        p += check_binding(docs, "RoleBinding", "Role")
+    if "rbac-lease.yaml" not in list_block("\n".join(documents(read(
+            os.path.join(LE, "kustomization.yaml")))), "resources"):
+        p.append("leader-election/kustomization.yaml does not list rbac-lease.yaml")
+    report("leader-election: Role leases get/create/update in namespace alertbridge, bound", p)
 
     # The checker itself must notice a change: one extra verb.
-    mutated = docs["ClusterRole"].replace("verbs: [get, list, patch, delete]",
-                                          "verbs: [get, list, watch, patch, delete]")
+    mutated = rbac_docs(os.path.join(BASE, "rbac.yaml"))["ClusterRole"].replace(
+        "verbs: [get, list, patch, delete]", "verbs: [get, list, watch, patch, delete]")
     got, _ = rbac_rules(mutated)
     diff = compare_rules(got, CLUSTER_RULES)
     report("RBAC check rejects an extra verb (self-test)",
@@ -276,8 +299,8 @@ def check_rbac():
 def pod_problems(doc, what):
     """Rules both the Deployment and the StatefulSet's pod templates must follow."""
     want = [
-        ("runs serve with the config file",
-         r"args:\s*\[serve,\s*%s\]" % re.escape(CONFIG_ARG)),
+        ("runs serve with the config file, reloading it",
+         r"args:\s*\[serve,\s*%s,\s*%s\]" % (re.escape(CONFIG_ARG), re.escape(RELOAD_ARG))),
         ("port 9095 named http", r"- name: http\s*\n\s*containerPort: 9095"),
         ("liveness on /-/healthy",
          r"livenessProbe:\s*\n\s*httpGet: \{path: /-/healthy, port: http\}"),
