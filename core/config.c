@@ -735,6 +735,7 @@ static void dump_janitor(struct buf *out, const struct cfg_janitor *j)
 	kv_list(out, 2, "exclude_namespaces", &j->exclude_namespaces);
 	kv_dur(out, 2, "sweep_interval", j->sweep_interval_ms);
 	(void)buf_printf(out, "  max_deletions_per_sweep: %u\n", j->max_deletions_per_sweep);
+	kv_dur(out, 2, "notice_batch_window", j->notice_batch_window_ms);
 	(void)buf_adds(out, j->policies_count ? "  policies:\n" : "  policies: []\n");
 	for (size_t i = 0; i < j->policies_count; i++) {
 		const struct cfg_policy *p = &j->policies[i];

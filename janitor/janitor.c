@@ -506,7 +506,8 @@ static enum err mark(struct janitor *j, struct work *w, struct buf *errmsg)
 		}
 	}
 	rc = janitor_queue_notice(j, &w->p, &w->owner, action, w->alertname, why_of(w), expiry,
-				  pol->grace_ms, pol->notice_lead_ms, NULL, errmsg);
+				  pol->grace_ms, pol->notice_lead_ms,
+				  j->cfg->notice_batch_window_ms, NULL, errmsg);
 out:
 	buf_release(&why);
 	buf_release(&msg);
