@@ -172,7 +172,8 @@ int janitor_dry_run(const struct janitor *j);
 
 /*
  * Start the worker thread: while leader, it handles due events, then due
- * notices, and sweeps every sweep_interval.  Errors: ERR_IO (no thread).
+ * notices and digests (all that are due before the next sweep), and sweeps
+ * every sweep_interval.  Errors: ERR_IO (no thread).
  */
 enum err janitor_start(struct janitor *j, struct buf *errmsg) WARN_UNUSED;
 /* Stop the worker after the call in flight and join it; nothing queued is lost. */
