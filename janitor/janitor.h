@@ -52,6 +52,12 @@
  * the capped backoff until they clear: a notice is never lost to an outage.
  */
 #define JANITOR_NOTICE_MAX_ATTEMPTS 10
+/*
+ * Pods listed in one Slack message of a digest (one notice for several pods
+ * of one owner): more are split into parts, as is a text past Slack's
+ * 40,000 characters (docs.slack.dev/reference/methods/chat.postMessage).
+ */
+#define JANITOR_DIGEST_MAX_PODS 50
 
 /* ---- intake: POST /v1/janitor/webhook ---- */
 

@@ -200,7 +200,6 @@ void janitor_stamp_notified(struct janitor *j, const char *ns, const char *pod, 
  * its members is sent (the notice lead counts from now) and, for notices,
  * its pod stamped janitor/notified-at.  1 handled, 0 none due, -1 store failed.
  */
-#define JANITOR_DIGEST_MAX_PODS 50
 int janitor_digest_form(struct janitor *j, const struct store_notice *head, const char *channel);
 int janitor_digest_step(struct janitor *j);
 

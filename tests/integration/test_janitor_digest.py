@@ -314,6 +314,32 @@ def undelivered_digest_survives_a_crash():
     check_deleted_after_delivery(st, part_of, pods)
 
 
+@run.case
+def fake_slack_enforces_the_documented_limits():
+    """The fake answers as Slack's chat.postMessage reference says past its limits, so a
+    digest part that broke them would fail here as it would on Slack."""
+    fs = FakeSlack(token=SLACK_TOKEN).start()
+    try:
+        def post(**args):
+            args.setdefault("channel", "#ml-team")
+            st_, _, j = http("POST", fs.api_url + "/chat.postMessage", body=args,
+                             headers={"Authorization": "Bearer " + SLACK_TOKEN})
+            eq(st_, 200, "HTTP status")
+            return j.get("error") if not j.get("ok") else "ok"
+        eq(post(text="x" * 40000), "ok", "40,000 characters")
+        eq(post(text="é" * 40001), "msg_too_long", "40,001 characters")
+        section = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3000}}
+        eq(post(text="t", blocks=[section] * 50), "ok", "50 sections of 3,000 characters")
+        eq(post(text="t", blocks=[section] * 51), "invalid_blocks", "51 blocks")
+        long_ = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3001}}
+        eq(post(text="t", blocks=[long_]), "invalid_blocks", "a section of 3,001 characters")
+        field = {"type": "section", "fields": [{"type": "mrkdwn", "text": "x" * 3001}]}
+        eq(post(text="t", blocks=[field]), "invalid_blocks", "a field of 3,001 characters")
+        eq(len(fs.get_messages()), 2, "messages posted")
+    finally:
+        fs.stop()
+
+
 def on_failure(name):
     st = _live.get("stack")
     if st is not None:
