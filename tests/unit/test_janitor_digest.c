@@ -269,7 +269,7 @@ static void failed_digest_is_retried_and_no_pod_of_it_acted_on(void **state)
 	assert_int_equal(fake_http_count(e.slack), 3);
 	assert_int_equal(store_digest_pending_count(e.st), 0);
 	for (int i = 0; i < 3; i++) {
-		char uid[16];
+		char uid[32];
 
 		snprintf(uid, sizeof(uid), "uid-%d", i);
 		assert_int_equal(store_notice_latest(e.st, uid, "notice", &n), ERR_OK);
@@ -289,7 +289,7 @@ static void replies_in_one_thread_are_one_reply(void **state)
 	jfx_env_start(&e, 0);
 	for (int i = 0; i < 3; i++) {
 		struct store_notice r = { 0 };
-		char pod[16], uid[16], body[64];
+		char pod[32], uid[32], body[96];
 
 		snprintf(pod, sizeof(pod), "train-%d", i);
 		snprintf(uid, sizeof(uid), "uid-%d", i);

@@ -146,7 +146,7 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 			 ERR_NOTFOUND);
 	store_digest_release(&got);
 	for (int i = 0; i < 2; i++) {
-		char uid[16];
+		char uid[32];
 
 		snprintf(uid, sizeof(uid), "uid-%d", i);
 		assert_int_equal(store_notice_latest(st, uid, "notice", &n), ERR_OK);
