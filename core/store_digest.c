@@ -40,7 +40,7 @@ static enum err read_notices(struct store *st, sqlite3_stmt *rows, const char *w
 	while ((src = sqlite3_step(rows)) == SQLITE_ROW) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
-			*out = xrealloc(*out, cap * sizeof(**out));
+			*out = xreallocarray(*out, cap, sizeof(**out));
 		}
 		memset(&(*out)[*n], 0, sizeof(**out));
 		store_read_notice(rows, &(*out)[(*n)++]);

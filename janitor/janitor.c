@@ -720,8 +720,12 @@ static void *worker(void *arg)
 			continue;
 		}
 		r = janitor_step(j);
-		if (r == 0 && (r = janitor_notice_step(j)) > 0)
-			continue;  /* what Slack is due first: a sweep takes long */
+		if (r == 0) {
+			r = janitor_notice_step(j);
+			/* Slack's due messages before the next sweep: a sweep takes long. */
+			if (r > 0)
+				continue;
+		}
 		sweep_if_due(j);
 		if (r == 0)
 			store_wait_kind(j->opts.store, JANITOR_QUEUE, 1000);

@@ -50,9 +50,12 @@ static enum err render_part(struct janitor *j, const struct store_notice *m, siz
 
 	buf_reset(out);
 	if (!is_notice(m)) {
-		for (size_t i = 0; i < k && rc == ERR_OK; i++)
-			if ((i && buf_adds(out, "\n")) || buf_adds(out, m[i].text))
-				rc = ERR_TOOBIG;
+		for (size_t i = 0; i < k && rc == ERR_OK; i++) {
+			if (i)
+				rc = buf_adds(out, "\n");
+			if (rc == ERR_OK)
+				rc = buf_adds(out, m[i].text);
+		}
 		if (rc == ERR_OK && out->len > TEXT_MAX_BYTES)
 			rc = ERR_TOOBIG;
 		return rc;
