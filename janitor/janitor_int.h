@@ -168,11 +168,6 @@ struct jmsg {
 	size_t pods;            /* pods it is about */
 };
 
-/*
- * Resolve the channel of notice n (slack_resolve_owner) into out: 0, or 1
- * when it failed and n's failure was recorded (retry or dead).
- */
-int janitor_resolve_channel(struct janitor *j, const struct store_notice *n, struct buf *out);
 /* Count and log m delivered to channel as posted. */
 void janitor_log_sent(struct janitor *j, const struct jmsg *m, const char *channel,
 		      const struct slack_posted *posted);

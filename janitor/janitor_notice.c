@@ -273,7 +273,8 @@ static void give_up(struct janitor *j, const struct jmsg *m, const char *why)
 	log_end(l);
 }
 
-int janitor_resolve_channel(struct janitor *j, const struct store_notice *n, struct buf *out)
+/* Resolve the owner's channel into out; 0, or 1 when the notice was handled (failed). */
+static int resolve(struct janitor *j, const struct store_notice *n, struct buf *out)
 {
 	struct jmsg m = { n->id, 0, n->kind, n->namespace, n->pod, n->attempts, n->thread_ts, 1 };
 	struct buf err = BUF_INIT;
@@ -379,7 +380,7 @@ int janitor_notice_step(struct janitor *j)
 	r = 1;
 	if (n.channel)
 		(void)buf_adds(&channel, n.channel);
-	else if (janitor_resolve_channel(j, &n, &channel))
+	else if (resolve(j, &n, &channel))
 		goto out;
 	/* Others due with it: a digest (posted by the next step), or it goes alone. */
 	r = janitor_digest_form(j, &n, buf_str(&channel));
