@@ -190,6 +190,7 @@ static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
 	kv_list(y, "exclude_namespaces", &j->exclude_namespaces);
 	kv_dur(y, "sweep_interval", j->sweep_interval_ms);
 	kv_num(y, "max_deletions_per_sweep", j->max_deletions_per_sweep);
+	kv_dur(y, "notice_batch_window", j->notice_batch_window_ms);
 	plain(y, "policies");
 	seq_start(y, j->policies_count == 0);
 	for (size_t i = 0; i < j->policies_count; i++) {

@@ -513,7 +513,8 @@ static enum err mark(struct janitor *j, struct work *w, struct buf *errmsg)
 		}
 	}
 	rc = janitor_queue_notice(j, &w->p, &w->owner, action, w->alertname, why_of(w), expiry,
-				  pol->grace_ms, pol->notice_lead_ms, NULL, errmsg);
+				  pol->grace_ms, pol->notice_lead_ms,
+				  j->cfg->notice_batch_window_ms, NULL, errmsg);
 out:
 	buf_release(&why);
 	buf_release(&msg);
@@ -745,8 +746,12 @@ static void *worker(void *arg)
 			continue;
 		}
 		r = janitor_step(j);
-		if (r == 0)
+		if (r == 0) {
 			r = janitor_notice_step(j);
+			/* Slack's due messages before the next sweep: a sweep takes long. */
+			if (r > 0)
+				continue;
+		}
 		sweep_if_due(j);
 		if (r == 0)
 			store_wait_kind(j->opts.store, JANITOR_QUEUE, 1000);

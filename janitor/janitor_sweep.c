@@ -126,7 +126,7 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 					  janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY,
 							  acted_on),
 					  reason_text(st), NULL, st->expiry_ms,
-					  pol ? pol->grace_ms : 0, lead_of(pol), &queued, &err);
+					  pol ? pol->grace_ms : 0, lead_of(pol), 0, &queued, &err);
 	if (rc)
 		action = "error";
 	else

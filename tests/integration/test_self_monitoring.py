@@ -16,7 +16,7 @@ what exists:
   the bridge (fake GitHub), the janitor (fake Kubernetes API, fake Slack) and leader election,
   is driven through an issue, a 422 dead letter, an invalid alert, a marked pod and its Slack
   notice, a janitor sweep, and its /metrics is scraped (histograms by their _bucket, _sum and
-  _count series).  The metrics of other branches not merged yet are in PENDING.
+  _count series).
 
 Prints one line per check and, last, "N passed, N failed"; exits 1 on any failure.
 Env: ALERTBRIDGE_BIN (default ./alertbridge).
@@ -54,15 +54,6 @@ DASHBOARD = os.path.join(SRC, "deploy", "grafana", "alertbridge.json")
 README = os.path.join(SRC, "README.md")
 TIMEOUT_S = 60
 
-# PENDING: metrics that other branches of issue 8 add (reload: the two config reload metrics;
-# libs: alertbridge_build_info).  They are used by the rules and the dashboard already but not
-# exposed by this branch's binary.  Delete this set once those branches are merged: from then
-# on they must be exposed like every other name.
-PENDING = {
-    "alertbridge_config_last_reload_successful",
-    "alertbridge_config_last_reload_success_timestamp_seconds",
-    "alertbridge_build_info",
-}
 # Series Prometheus itself adds to every scrape.
 SYNTHETIC = {"up"}
 
@@ -499,14 +490,11 @@ def every_metric_the_rules_and_dashboard_use_is_exposed():
         for where, expr in rule_exprs() + dashboard_exprs(dashboard()):
             for n in metric_names(expr):
                 used.setdefault(n, []).append(where)
-        missing = sorted(n for n in used if n not in exposed | PENDING | SYNTHETIC)
+        missing = sorted(n for n in used if n not in exposed | SYNTHETIC)
         check(not missing, "names the rules and dashboard use but /metrics lacks:\n    " +
               "\n    ".join("%s (%s)" % (n, ", ".join(used[n][:3])) for n in missing))
-        stale = sorted(PENDING & exposed)
-        if stale:
-            event("exposed now, delete from PENDING: %s" % ", ".join(stale))
         unused = sorted(n for n in exposed if n.startswith("alertbridge_") and n not in used)
-        event("%d names used, all exposed (or pending); exposed but unused: %s"
+        event("%d names used, all exposed; exposed but unused: %s"
               % (len(used), ", ".join(unused) or "none"))
     except Exception:
         if s.ab is not None:
