@@ -55,6 +55,7 @@ E := @echo
 endif
 
 PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls libcrypto gnutls
+PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)
@@ -66,7 +67,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c))
+LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c web/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.mustache))
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/embed.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -195,7 +196,7 @@ endif
 	ALERTBRIDGE_BIN=$(abspath $(BIN)) python3 tests/model/soak_month.py || rc=1; exit $$rc
 
 fmt:
-	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] tests/unit/*.c
+	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] web/*.[ch] tests/unit/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz alertbridge

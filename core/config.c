@@ -494,6 +494,11 @@ void cfg_free(struct config *cfg)
 	free(cfg->base_dir);
 	free(cfg->listen_address);
 	free(cfg->database);
+	for (size_t i = 0; i < cfg->web.auth.basic_auth_users_count; i++) {
+		free(cfg->web.auth.basic_auth_users[i].key);
+		wipe_free(cfg->web.auth.basic_auth_users[i].value);
+	}
+	free(cfg->web.auth.basic_auth_users);
 	free(cfg->webhook.bearer_token_file);
 	wipe_free(cfg->webhook.bearer_token);
 	free(cfg->webhook.basic_auth.username);
@@ -822,4 +827,15 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	for (size_t i = 0; i < cfg->receivers_count; i++)
 		dump_receiver(out, &cfg->receivers[i]);
 	dump_janitor(out, &cfg->janitor);
+	(void)buf_adds(out, "web:\n  auth:\n");
+	if (!cfg->web.auth.basic_auth_users_count)
+		(void)buf_adds(out, "    basic_auth_users: {}\n");
+	else  /* a hash is not for logs either: the names only, as a comment */
+		(void)buf_adds(out, "    # basic_auth_users (bcrypt hashes not shown):");
+	for (size_t i = 0; i < cfg->web.auth.basic_auth_users_count; i++) {
+		(void)buf_adds(out, i ? ", " : " ");
+		put_str(out, cfg->web.auth.basic_auth_users[i].key);
+	}
+	if (cfg->web.auth.basic_auth_users_count)
+		(void)buf_addch(out, '\n');
 }

@@ -41,7 +41,7 @@ CLUSTER_RULES = {
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
 # Packages every debian:12-slim image already has; the runtime stage need not install them.
-BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+BASE_IMAGE_PACKAGES = {"libc6", "libcrypt1", "libgcc-s1", "libstdc++6", "zlib1g"}
 # Libraries that only test or sanitizer builds link.
 TEST_ONLY_PACKAGES = {"libcmocka0", "libasan8", "libubsan1"}
 
