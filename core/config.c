@@ -828,14 +828,14 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 		dump_receiver(out, &cfg->receivers[i]);
 	dump_janitor(out, &cfg->janitor);
 	(void)buf_adds(out, "web:\n  auth:\n");
-	if (!cfg->web.auth.basic_auth_users_count)
-		(void)buf_adds(out, "    basic_auth_users: {}\n");
-	else  /* a hash is not for logs either: the names only, as a comment */
-		(void)buf_adds(out, "    # basic_auth_users (bcrypt hashes not shown):");
+	/* bcrypt hashes are made to be stored (htpasswd files): shown, so the dump reloads. */
+	(void)buf_adds(out, cfg->web.auth.basic_auth_users_count ? "    basic_auth_users:\n"
+								 : "    basic_auth_users: {}\n");
 	for (size_t i = 0; i < cfg->web.auth.basic_auth_users_count; i++) {
-		(void)buf_adds(out, i ? ", " : " ");
+		(void)buf_adds(out, "      ");
 		put_str(out, cfg->web.auth.basic_auth_users[i].key);
-	}
-	if (cfg->web.auth.basic_auth_users_count)
+		(void)buf_adds(out, ": ");
+		put_str(out, cfg->web.auth.basic_auth_users[i].value);
 		(void)buf_addch(out, '\n');
+	}
 }
