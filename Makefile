@@ -14,6 +14,8 @@
 #   make soak       the model-based lifecycle test (tests/model/) on SEEDS more seeds (default
 #                   2000, seeds 1001 on: not those of make test), then a month of Alertmanager
 #                   traffic replayed at an accelerated pace (tests/model/soak_month.py)
+#   make docs-screenshot  refresh docs/status-page.png: the on-call page in headless Chromium,
+#                   412 px wide, from tests/integration/test_status_page.py
 #   make deps       install (as root) or name the Debian packages still missing
 #   make clean
 #
@@ -88,7 +90,8 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 
 .SECONDARY:
 
-.PHONY: all test quicktest unit integration run asan bench deps clean fmt fuzz fuzz-build soak
+.PHONY: all test quicktest unit integration run asan bench deps clean fmt fuzz fuzz-build soak \
+	docs-screenshot
 
 all: $(BIN)
 
@@ -161,6 +164,10 @@ endif
 
 asan:
 	@$(ASAN_MAKE) quicktest
+
+docs-screenshot: $(BIN)
+	ALERTBRIDGE_BIN=$(abspath $(BIN)) STATUS_PAGE_SCREENSHOT=$(abspath docs/status-page.png) \
+		python3 tests/integration/test_status_page.py
 
 # libFuzzer: the library built with clang and coverage + ASan + UBSan in build-fuzz/,
 # one binary per tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS by tests/fuzz/run.sh.

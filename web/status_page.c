@@ -35,6 +35,11 @@ struct render_ctx {
 	int shown;      /* cards written in the current section */
 	int64_t more;   /* matching rows past max_rows */
 	int64_t firing;
+	/* The alerts by state, in the order shown (states[]): each keeps max_rows cards at most. */
+	struct buf bucket[4];
+	size_t *ends[4];  /* where each card of a bucket ends: cards are cut whole */
+	int in_bucket[4];
+	int64_t matched[4];
 };
 
 static const char css[] =
@@ -76,7 +81,7 @@ static const char css[] =
 	"border:1px solid var(--line);border-radius:6px;background:var(--card);color:var(--fg)}"
 	"button{flex:0 0 auto;background:#1f883d;color:#fff;border-color:#1f883d}"
 	".clear{align-self:center;font-size:13px}"
-	".note{color:var(--muted);font-size:13px}";
+	".note{color:var(--muted);font-size:13px}.nw{white-space:nowrap}";
 
 /* ---- small writers ---- */
 
@@ -142,19 +147,23 @@ static void shell_word(struct buf *out, const char *s)
 	(void)buf_addch(out, '\'');
 }
 
-/* The command that re-queues the bridge dead letters of (receiver, key) (main.c map retry). */
+/*
+ * The command that re-queues the bridge dead letters of (receiver, key)
+ * (main.c map retry); its flag does not break at its hyphens on a narrow screen.
+ */
 static void retry_command(struct render_ctx *r, const char *receiver, const char *key)
 {
-	struct buf cmd = BUF_INIT;
+	struct buf w = BUF_INIT;
 
-	(void)buf_adds(&cmd, "alertbridge map retry ");
-	shell_word(&cmd, key);
-	(void)buf_adds(&cmd, " --receiver=");
-	shell_word(&cmd, receiver);
-	lit(r, "<div class=\"reason\">Retry: <pre><code class=\"retry\">");
-	text(r, buf_str(&cmd));
-	lit(r, "</code></pre></div>");
-	buf_release(&cmd);
+	lit(r, "<div class=\"reason\">Retry: <pre><code class=\"retry\">alertbridge map retry ");
+	shell_word(&w, key);
+	text(r, buf_str(&w));
+	buf_reset(&w);
+	shell_word(&w, receiver);
+	lit(r, " <span class=\"nw\">--receiver=");
+	text(r, buf_str(&w));
+	lit(r, "</span></code></pre></div>");
+	buf_release(&w);
 }
 
 /* ---- filters ---- */
@@ -266,15 +275,36 @@ static void issue_link(struct render_ctx *r, const struct store_issue *row)
 	}
 }
 
+static int state_index(const char *state)
+{
+	for (int i = 0; i < (int)(sizeof(states) / sizeof(states[0])); i++)
+		if (!strcmp(state, states[i]))
+			return i;
+	return 0;
+}
+
+/*
+ * A matching row's card goes into its state's bucket, up to max_rows each;
+ * alerts_section() then shows firing ones first, so a cap never hides a
+ * firing alert behind resolved ones.
+ */
 static int alert_card(void *ctx, const struct store_issue *row)
 {
 	struct render_ctx *r = ctx;
 	const char *state = row_state(row);
+	int b = state_index(state);
+	struct buf *section = r->out;
 
-	if (!strcmp(state, "firing"))
+	if (b == 0)
 		r->firing++;
-	if (!match_state(r->f, state) || !match_alertname(r->f, row->alertname) || !take_row(r))
+	if (!match_state(r->f, state) || !match_alertname(r->f, row->alertname))
 		return 0;
+	r->matched[b]++;
+	if (r->in_bucket[b] >= r->p->opts.max_rows)
+		return 0;
+	if (!r->ends[b])
+		r->ends[b] = xcalloc((size_t)r->p->opts.max_rows, sizeof(size_t));
+	r->out = &r->bucket[b];
 	(void)buf_printf(r->out, "<article class=\"card alert %s\"><div><span class=\"badge\">%s"
 			 "</span><span class=\"name\">", state, state);
 	text(r, row->alertname ? row->alertname : "(alertname not recorded)");
@@ -307,26 +337,54 @@ static int alert_card(void *ctx, const struct store_issue *row)
 		retry_command(r, row->receiver, row->key);
 	}
 	lit(r, "</article>\n");
+	r->ends[b][r->in_bucket[b]++] = r->bucket[b].len;
+	r->out = section;
 	return 0;
 }
 
 static void alerts_section(struct render_ctx *r)
 {
 	const struct status_filter *f = r->f;
+	struct buf head = BUF_INIT, *section = r->out;
+	int64_t all = 0;
+	enum err rc = ERR_OK;
 
-	lit(r, "<section id=\"alerts\"><h2>Alerts</h2>\n");
 	r->shown = 0;
 	r->more = 0;
+	if (empty(f->state) || known_state(f->state))
+		rc = store_issue_each(r->p->opts.store, empty(f->receiver) ? NULL : f->receiver,
+				      alert_card, r);
+	for (int i = 0; i < 4; i++) {
+		if (r->matched[i])
+			(void)buf_printf(&head, "%s%lld %s", all ? ", " : "",
+					 (long long)r->matched[i], states[i]);
+		all += r->matched[i];
+	}
+	lit(r, "<section id=\"alerts\"><h2>Alerts <small>");
+	text(r, buf_str(&head));
+	lit(r, "</small></h2>\n");
 	if (!empty(f->state) && !known_state(f->state)) {
 		lit(r, "<p class=\"note\">Unknown state filter \"");
 		text(r, f->state);
 		lit(r, "\": use firing, resolved, dead-lettered or dry-run.</p>");
-	} else if (store_issue_each(r->p->opts.store, empty(f->receiver) ? NULL : f->receiver,
-				    alert_card, r) != ERR_OK) {
+	} else if (rc != ERR_OK) {
 		lit(r, "<p class=\"note\">Cannot read the map (see the log).</p>");
 	}
+	for (int i = 0; i < 4; i++) {
+		int n = r->in_bucket[i];
+
+		if (r->shown + n > r->p->opts.max_rows)
+			n = r->p->opts.max_rows - r->shown;
+		if (n > 0)
+			(void)buf_add(section, r->bucket[i].data, r->ends[i][n - 1]);
+		r->shown += n;
+		buf_release(&r->bucket[i]);
+		free(r->ends[i]);
+	}
+	r->more = all - r->shown;
 	more_note(r, "; see alertbridge map list");
 	lit(r, "</section>\n");
+	buf_release(&head);
 }
 
 /* ---- dead letters without a map row ---- */
@@ -555,10 +613,10 @@ static void github_tiles(struct render_ctx *r)
 		}
 	}
 	tile(r, g.ratelimit_remaining == 0 && g.ratelimit_reset_ms > r->now_ms,
-	     "GitHub core calls left", v, buf_str(&d));
-	budget_tile(r, "GitHub writes left /min", g.content_left_minute, g.content_limit_minute,
+	     "GitHub API calls left", v, buf_str(&d));
+	budget_tile(r, "writes left / minute", g.content_left_minute, g.content_limit_minute,
 		    g.content_full_minute_ms);
-	budget_tile(r, "GitHub writes left /hour", g.content_left_hour, g.content_limit_hour,
+	budget_tile(r, "writes left / hour", g.content_left_hour, g.content_limit_hour,
 		    g.content_full_hour_ms);
 	buf_release(&d);
 }
@@ -573,9 +631,9 @@ static void summary(struct render_ctx *r, int64_t firing)
 	tile(r, firing > 0, "alerts firing", v, empty(r->f->receiver) ? "" : r->f->receiver);
 	snprintf(v, sizeof(v), "%lld", (long long)dead);
 	tile(r, dead > 0, "dead letters", v, "");
-	queue_tile(r, "bridge", "queued for GitHub");
+	queue_tile(r, "bridge", "GitHub queue");
 	if (r->p->opts.janitor)
-		queue_tile(r, "janitor", "queued for the janitor");
+		queue_tile(r, "janitor", "janitor queue");
 	github_tiles(r);
 	lit(r, "</section>\n");
 }
@@ -637,10 +695,13 @@ void status_page_free(struct status_page *p)
 void status_page_render(struct status_page *p, const struct status_filter *f, struct buf *out)
 {
 	static const struct status_filter none = { NULL, NULL, NULL };
-	struct render_ctx r = { p, f ? f : &none, NULL, 0, 0, 0, 0 };
+	struct render_ctx r;
 	struct buf body = BUF_INIT;
 	char t[32];
 
+	memset(&r, 0, sizeof(r));
+	r.p = p;
+	r.f = f ? f : &none;
 	r.now_ms = p->opts.now_ms(p->opts.clock_ctx);
 	/* The sections first, into body: the summary's firing count comes from them. */
 	r.out = &body;

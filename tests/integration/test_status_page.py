@@ -312,7 +312,7 @@ def auth_guards_page_and_metrics():
 def screenshot_phone():
     out = os.path.join(ST.dir, "status-page.png")
     url = "http://%s:%s@127.0.0.1:%d/" % (USER, PASSWORD.replace(" ", "%20"), ST.port)
-    ST.chromium(["--screenshot=" + out, "--window-size=412,1900", url], "--screenshot")
+    ST.chromium(["--screenshot=" + out, "--window-size=412,1720", url], "--screenshot")
     with open(out, "rb") as f:
         png = f.read()
     eq(png[:8], b"\x89PNG\r\n\x1a\n", "the screenshot is a PNG")
@@ -359,9 +359,8 @@ def page_content_in_chromium():
     check(re.search(r"janitor/expires \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(in \d+h\d+m\)", pt),
           "expires with a countdown", pt)
     tiles = " | ".join(t.text() for t in root.find(cls="tile"))
-    for want in ("alerts firing", "dead letters", "queued for GitHub",
-                 "GitHub core calls left", "GitHub writes left /min",
-                 "GitHub writes left /hour", "queued for the janitor"):
+    for want in ("alerts firing", "dead letters", "GitHub queue", "GitHub API calls left",
+                 "writes left / minute", "writes left / hour", "janitor queue"):
         check(want in tiles, "tile %r" % want, tiles)
 
 

@@ -122,7 +122,7 @@ static void filters_by_state_receiver_and_alertname(void **state)
 	f.state = "dead-lettered";
 	html = render(st, &f, 0);
 	assert_int_equal(count(html, "<article class=\"card alert dead-lettered\""), 1);
-	sfx_assert_contains(html, "alertbridge map retry k3 --receiver=oncall");
+	sfx_assert_contains(html, "alertbridge map retry k3 <span class=\"nw\">--receiver=oncall</span>");
 	free(html);
 	f.state = "dry-run";
 	html = render(st, &f, 0);
@@ -169,6 +169,26 @@ static void caps_rows_and_says_how_many_more(void **state)
 	assert_null(strstr(html, "more not shown"));
 	free(html);
 	store_close(st);
+
+	/* Firing ones first: the cap never hides one behind resolved alerts (keys sort first). */
+	st = sfx_open_ok(":memory:");
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "a%d", i);
+		put(st, "oncall", key, i + 1, "Old", "t", 1, NULL);
+	}
+	put(st, "oncall", "z1", 8, "New", "t", 0, NULL);
+	put(st, "oncall", "z2", 9, "New", "t", 0, NULL);
+	html = render(st, NULL, 2);
+	assert_int_equal(count(html, "<article class=\"card alert firing\""), 2);
+	assert_int_equal(count(html, "<article class=\"card alert "), 2);
+	sfx_assert_contains(html, "<h2>Alerts <small>2 firing, 3 resolved</small></h2>");
+	sfx_assert_contains(html, "3 more not shown");
+	free(html);
+	html = render(st, NULL, 3);
+	assert_int_equal(count(html, "<article class=\"card alert "), 3);
+	assert_true(strstr(html, "alert resolved") > strstr(html, "alert firing"));
+	free(html);
+	store_close(st);
 }
 
 static void last_event_since_and_queue_age(void **state)
@@ -187,7 +207,16 @@ static void last_event_since_and_queue_age(void **state)
 				  "2023-11-14T22:13:20Z</time> (10m ago)");
 	sfx_assert_contains(html, "Last event: firing <time datetime=\"2023-11-14T22:21:15Z\">"
 				  "2023-11-14T22:21:15Z</time> (2m ago), queued (0 failed attempts)");
-	sfx_assert_contains(html, "<b>1</b>queued for GitHub<br>oldest 2m");
+	sfx_assert_contains(html, "<div class=\"tile\"><b>1</b>GitHub queue<br>oldest 2m");
+	sfx_assert_contains(html, "<meta http-equiv=\"refresh\" content=\"60\">");
+	free(html);
+	/* Past 15 minutes the queue's tile turns red. */
+	ev.received_at_ms = NOW - 16 * 60 * 1000;
+	ev.status = (char *)"resolved";
+	ev.ends_at_ms = NOW - 17 * 60 * 1000;
+	assert_int_equal(store_enqueue(st, &ev, 1, NULL), ERR_OK);
+	html = render(st, NULL, 0);
+	sfx_assert_contains(html, "<div class=\"tile bad\"><b>2</b>GitHub queue<br>oldest 16m");
 	free(html);
 	store_close(st);
 }
@@ -208,7 +237,7 @@ static void dead_letters_with_reason_and_retry(void **state)
 	sfx_assert_contains(html, "CertExpiry");
 	sfx_assert_contains(html, "Reason: repository o/r not found or no access");
 	/* Quoted for a shell, then escaped for HTML. */
-	sfx_assert_contains(html, "alertbridge map retry 'fp'\\''1' --receiver='team a'");
+	sfx_assert_contains(html, "alertbridge map retry 'fp'\\''1' <span class=\"nw\">--receiver='team a'</span>");
 	sfx_assert_contains(html, "<b>1</b>dead letters");
 	free(html);
 	html = render(st, &f, 0);  /* another receiver's */
@@ -248,7 +277,7 @@ static void links_the_issue_on_github(void **state)
 	buf_printf(&want, "\">Disk full</a>");
 	sfx_assert_contains(buf_str(&out), buf_str(&want));
 	sfx_assert_contains(buf_str(&out), "<option value=\"default\">default</option>");
-	sfx_assert_contains(buf_str(&out), "GitHub core calls left");
+	sfx_assert_contains(buf_str(&out), "GitHub API calls left");
 	status_page_free(p);
 	buf_release(&out);
 	buf_release(&want);
