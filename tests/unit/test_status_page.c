@@ -153,7 +153,7 @@ static void filters_by_state_receiver_and_alertname(void **state)
 static void caps_rows_and_says_how_many_more(void **state)
 {
 	struct store *st = sfx_open_ok(":memory:");
-	char key[8], *html;
+	char key[16], *html;
 
 	(void)state;
 	for (int i = 0; i < 7; i++) {
