@@ -82,7 +82,9 @@ void status_page_render(struct status_page *p, const struct status_filter *f, st
 
 /*
  * The srv_handler of GET /; ctx is the status_page.  200 text/html with
- * status_page_render() of the query's filters, Cache-Control: no-store.
+ * status_page_render() of the query's filters, Cache-Control: no-store and
+ * Content-Security-Policy: default-src 'none'; style-src 'unsafe-inline';
+ * form-action 'self'; frame-ancestors 'none' (no script may run at all).
  */
 void status_page_handle(void *ctx, const struct srv_request *req, struct srv_response *res);
 

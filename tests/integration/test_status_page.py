@@ -294,6 +294,11 @@ def auth_guards_page_and_metrics():
     for path in ("/-/healthy", "/-/ready"):
         st, _, _ = http("GET", ST.url + path)
         eq(st, 200, "GET %s stays open" % path)
+    st, h, body = http("GET", ST.url + "/", headers=AUTH)
+    eq(st, 200, "GET / with the user")
+    eq(h.get("content-security-policy"), "default-src 'none'; style-src 'unsafe-inline'; "
+       "form-action 'self'; frame-ancestors 'none'", "the page's Content-Security-Policy")
+    eq(h.get("cache-control"), "no-store", "the page's Cache-Control")
     st, _, body = http("GET", ST.url + "/metrics", headers=AUTH)
     eq(st, 200, "GET /metrics with the user")
     check("alertbridge_http_requests_total" in body, "metrics served", body[:300])
