@@ -15,6 +15,8 @@
 #   make soak       the model-based lifecycle test (tests/model/) on SEEDS more seeds (default
 #                   2000, seeds 1001 on: not those of make test), then a month of Alertmanager
 #                   traffic replayed at an accelerated pace (tests/model/soak_month.py)
+#   make docs-screenshot  refresh docs/status-page.png: the on-call page in headless Chromium,
+#                   412 px wide, from tests/integration/test_status_page.py
 #   make deps       install (as root) or name the Debian packages still missing
 #   make clean
 #
@@ -67,6 +69,7 @@ REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 	{ git diff --quiet HEAD 2>/dev/null && echo "$$r" || echo "$$r-dirty"; } || echo unknown)
 
 PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls
+PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)
@@ -78,7 +81,7 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
-LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c))
+LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c web/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.mustache))
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/embed.o
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
@@ -99,7 +102,8 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 
 .SECONDARY:
 
-.PHONY: all test quicktest unit integration run asan bench bench-janitor deps clean fmt fuzz fuzz-build soak
+.PHONY: all test quicktest unit integration run asan bench bench-janitor deps clean fmt fuzz fuzz-build \
+	soak docs-screenshot
 
 all: $(BIN)
 
@@ -184,6 +188,10 @@ endif
 asan:
 	@$(ASAN_MAKE) quicktest
 
+docs-screenshot: $(BIN)
+	ALERTBRIDGE_BIN=$(abspath $(BIN)) STATUS_PAGE_SCREENSHOT=$(abspath docs/status-page.png) \
+		python3 tests/integration/test_status_page.py
+
 # libFuzzer: the library built with clang and coverage + ASan + UBSan in build-fuzz/,
 # one binary per tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS by tests/fuzz/run.sh.
 fuzz:
@@ -225,7 +233,7 @@ endif
 	ALERTBRIDGE_BIN=$(abspath $(BIN)) python3 tests/model/soak_month.py || rc=1; exit $$rc
 
 fmt:
-	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] tests/unit/*.c
+	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] web/*.[ch] tests/unit/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz alertbridge

@@ -33,6 +33,8 @@
 #include "janitor/janitor.h"
 #include "janitor/kubeconfig.h"
 #include "janitor/leader.h"
+#include "web/guard.h"
+#include "web/status_page.h"
 #include "core/banned.h"
 
 
@@ -286,6 +288,9 @@ struct service {
 	struct srv *srv;
 	struct retention *retention;  /* prunes done events after database_retention */
 	struct reload *reload;  /* owns cfg and render once set: core/reload.h */
+	struct auth *web_auth;        /* web.auth: the page and /metrics */
+	struct status_page *page;
+	struct guard page_guard, metrics_guard;
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
@@ -331,100 +336,6 @@ static void handle_metrics(void *ctx, const struct srv_request *req, struct srv_
 	metrics_render(s->metrics, &res->body);
 }
 
-static void html_escape(struct buf *out, const char *s)
-{
-	for (; s && *s; s++) {
-		switch (*s) {
-		case '&': buf_adds(out, "&amp;"); break;
-		case '<': buf_adds(out, "&lt;"); break;
-		case '>': buf_adds(out, "&gt;"); break;
-		case '"': buf_adds(out, "&quot;"); break;
-		default: buf_addch(out, *s);
-		}
-	}
-}
-
-struct status_ctx {
-	struct buf *out;
-	int rows;
-};
-
-static int status_row(void *ctx, const struct store_issue *row)
-{
-	struct status_ctx *sc = ctx;
-	char when[32] = "";
-
-	if (row->episode_starts_ms)
-		rfc3339_format(row->episode_starts_ms, when);
-	buf_adds(sc->out, "<tr><td>");
-	html_escape(sc->out, row->receiver);
-	buf_adds(sc->out, "</td><td><code>");
-	html_escape(sc->out, row->key);
-	buf_adds(sc->out, "</code></td><td>");
-	html_escape(sc->out, row->repo);
-	buf_printf(sc->out, "#%lld</td><td>", (long long)row->number);
-	html_escape(sc->out, row->state);
-	if (row->state_reason) {
-		buf_adds(sc->out, " (");
-		html_escape(sc->out, row->state_reason);
-		buf_adds(sc->out, ")");
-	}
-	buf_printf(sc->out, "</td><td>%s</td><td>", when);
-	html_escape(sc->out, row->dead_reason);
-	buf_adds(sc->out, "</td></tr>\n");
-	return ++sc->rows >= 1000;
-}
-
-/* One dead letter without a map row on the status page (the first 100 of each queue). */
-static int status_dead(void *ctx, const struct store_event *ev)
-{
-	struct buf *out = ctx;
-
-	buf_adds(out, "<tr><td>");
-	html_escape(out, ev->receiver);
-	buf_adds(out, "</td><td><code>");
-	html_escape(out, ev->key);
-	buf_adds(out, "</code></td><td>");
-	html_escape(out, ev->status);
-	buf_adds(out, "</td><td>");
-	html_escape(out, ev->last_error);
-	buf_adds(out, "</td></tr>\n");
-	return 0;
-}
-
-static void handle_status(void *ctx, const struct srv_request *req, struct srv_response *res)
-{
-	struct service *s = ctx;
-	struct status_ctx sc = { &res->body, 0 };
-	(void)req;
-
-	res->status = 200;
-	res->content_type = "text/html; charset=utf-8";
-	buf_printf(&res->body,
-		   "<!doctype html><html><head><title>alertbridge</title></head><body>\n"
-		   "<h1>alertbridge %s</h1>\n<p>Queue: %lld pending, %lld dead-lettered. "
-		   "GitHub: %s. <a href=\"/metrics\">Metrics</a>.</p>\n"
-		   "<h2>Tracked alerts</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
-		   "<tr><th>Receiver</th><th>Key</th><th>Issue</th><th>State</th>"
-		   "<th>Episode start</th><th>Dead letter</th></tr>\n",
-		   version_get()->version, (long long)store_pending_count(s->store, "bridge"),
-		   (long long)store_dead_count(s->store),
-		   bridge_dry_run(s->bridge) ? "dry-run" : "live");
-	if (store_issue_each(s->store, NULL, status_row, &sc))
-		buf_adds(&res->body, "<tr><td colspan=\"6\">cannot read the map</td></tr>\n");
-	buf_adds(&res->body, "</table>\n");
-	if (sc.rows >= 1000)
-		buf_adds(&res->body, "<p>First 1000 rows; see <code>alertbridge map list</code>.</p>\n");
-	buf_adds(&res->body, "<h2>Dead letters without an issue</h2>\n"
-			     "<table border=\"1\" cellpadding=\"4\">\n<tr><th>Receiver</th>"
-			     "<th>Key</th><th>Status</th><th>Reason</th></tr>\n");
-	if (store_dead_unmapped(s->store, "bridge", 100, status_dead, &res->body) ||
-	    store_dead_unmapped(s->store, "janitor", 100, status_dead, &res->body))
-		buf_adds(&res->body, "<tr><td colspan=\"4\">cannot read the queue</td></tr>\n");
-	buf_adds(&res->body, "</table>\n");
-	buf_adds(&res->body, "</body></html>\n");
-}
-
 static void observe_request(void *ctx, const char *method, const char *path, int status,
 			    int64_t duration_us)
 {
@@ -465,6 +376,8 @@ static void service_release(struct service *s)
 	log_store_stats(s->store);
 	retention_stop(s->retention);
 	srv_free(s->srv);
+	status_page_free(s->page);
+	auth_free(s->web_auth);
 	janitor_free(s->janitor);
 	janitor_leader_free(s->leader);
 	kube_client_free(s->leader_kube);
@@ -676,12 +589,21 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot create the HTTP server", "detail", buf_str(&err));
 		goto out;
 	}
+	if (auth_new_web(&s->cfg->web.auth, &s->web_auth, &err)) {
+		log_msg(LOG_ERROR, "cannot set up web authentication", "detail", buf_str(&err));
+		goto out;
+	}
+	s->page = status_page_new(&(struct status_page_options){
+		.cfg = s->cfg, .store = s->store, .bridge = s->bridge, .janitor = s->janitor,
+		.version = version_get()->version });
+	s->page_guard = (struct guard){ s->web_auth, status_page_handle, s->page };
+	s->metrics_guard = (struct guard){ s->web_auth, handle_metrics, s };
 	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
-	    srv_route(s->srv, "GET", "/metrics", handle_metrics, s) ||
+	    srv_route(s->srv, "GET", "/metrics", guard_handle, &s->metrics_guard) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
 	    srv_route(s->srv, "GET", "/-/ready", handle_ready, s) ||
 	    srv_route(s->srv, "POST", "/-/reload", reload_handle, s->reload) ||
-	    srv_route(s->srv, "GET", "/", handle_status, s)) {
+	    srv_route(s->srv, "GET", "/", guard_handle, &s->page_guard)) {
 		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
 		goto out;
 	}

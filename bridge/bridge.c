@@ -170,8 +170,17 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 						      g->body_update_interval_ms, group_body, b });
 	b->repos = repos_new(b->gh, opts->store, 0);
 	gh_stats(b->gh, &b->last_stats);
+	pthread_mutex_init(&b->budget_mu, NULL);
+	b->budget = b->last_stats;
 	register_metrics(b);
 	return b;
+}
+
+void bridge_budget(struct bridge *b, struct gh_stats *out)
+{
+	pthread_mutex_lock(&b->budget_mu);
+	*out = b->budget;
+	pthread_mutex_unlock(&b->budget_mu);
 }
 
 int bridge_dry_run(const struct bridge *b)
@@ -719,6 +728,10 @@ static void update_gauges(struct bridge *b)
 	struct gh_stats s;
 	int64_t oldest;
 
+	gh_stats(b->gh, &s);
+	pthread_mutex_lock(&b->budget_mu);
+	b->budget = s;
+	pthread_mutex_unlock(&b->budget_mu);
 	if (!b->opts.metrics)
 		return;
 	metric_set(b->m_pending, NULL, (double)store_pending_count(b->opts.store, "bridge"));
@@ -738,7 +751,6 @@ static void update_gauges(struct bridge *b)
 		if (n_closed >= 0)
 			metric_set(b->m_issues, is_closed, (double)n_closed);
 	}
-	gh_stats(b->gh, &s);
 	{
 		const char *ok[] = { "ok" }, *ce[] = { "client_error" }, *se[] = { "server_error" };
 		const char *rl[] = { "rate_limited" }, *fa[] = { "failed" };
@@ -884,6 +896,7 @@ void bridge_free(struct bridge *b)
 	gh_client_free(b->gh);
 	free(b->html_base);
 	reload_release(b->opts.reload, b->gen);
+	pthread_mutex_destroy(&b->budget_mu);
 	clock_stop_release(&b->stop);
 	free(b);
 }

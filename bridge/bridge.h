@@ -175,4 +175,22 @@ enum err bridge_retry_dead(struct bridge *b, int64_t *n) WARN_UNUSED;
 /* Non-zero when GitHub calls are only logged (dry-run). */
 int bridge_dry_run(const struct bridge *b);
 
+/*
+ * The GitHub client's counters and budgets (bridge/gh.h struct gh_stats) as
+ * of the worker's last step, for the on-call page: ratelimit_remaining and
+ * ratelimit_reset_ms (GitHub's x-ratelimit-remaining/-reset, the core
+ * limit), content_left_* of content_limit_* and when each is whole again
+ * (content_full_*_ms, 0: it is).  Thread-safe; a copy, not live.
+ */
+void bridge_budget(struct bridge *b, struct gh_stats *out);
+/*
+ * Append the web address of issue number in repo ("owner/name") to out:
+ * https://github.com/{owner}/{repo}/issues/{n} for api.github.com, or the
+ * GitHub Enterprise host of github.api_url (https://HOST/api/v3 ->
+ * https://HOST/{owner}/{repo}/issues/{n}); any other api_url is used as the
+ * base as it is.  Thread-safe (reads what bridge_new() set).
+ */
+void bridge_issue_url(const struct bridge *b, const char *repo, int64_t number,
+		      struct buf *out);
+
 #endif

@@ -71,9 +71,10 @@ void bridge_group_body_marker(const struct store_issue *row, struct buf *out)
 		bridge_episode_marker(row->episode_starts_ms, out);
 }
 
-static void issue_url(struct bridge *b, const char *repo, int64_t number, struct buf *out)
+void bridge_issue_url(const struct bridge *b, const char *repo, int64_t number,
+		      struct buf *out)
 {
-	buf_printf(out, "%s/%s/issues/%lld", b->html_base, repo, (long long)number);
+	(void)buf_printf(out, "%s/%s/issues/%lld", b->html_base, repo, (long long)number);
 }
 
 enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg)
@@ -87,7 +88,7 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
 	ctx.receiver = w->rcv->name;
 	ctx.repo = w->repo;
 	if (w->have_row && w->row.number > 0) {
-		issue_url(b, w->row.repo, w->row.number, &cur_url);
+		bridge_issue_url(b, w->row.repo, w->row.number, &cur_url);
 		cur.number = w->row.number;
 		cur.html_url = buf_str(&cur_url);
 		cur.closed_at_ms = w->row.closed_at_ms;
@@ -99,7 +100,7 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
 		}
 	}
 	if (!ctx.previous && w->have_row && w->row.previous_number > 0) {
-		issue_url(b, w->row.repo, w->row.previous_number, &prev_url);
+		bridge_issue_url(b, w->row.repo, w->row.previous_number, &prev_url);
 		prev.number = w->row.previous_number;
 		prev.html_url = buf_str(&prev_url);
 		ctx.previous = &prev;
@@ -185,6 +186,17 @@ static enum err note_create(struct bridge *b, struct work *w, struct buf *errmsg
 	return ERR_NOTFOUND;
 }
 
+/* What the on-call page shows of the row: the alert's name and the issue's title. */
+static void set_shown(struct store_issue *row, const json_t *view, const char *title)
+{
+	const char *alertname = json_string_value(json_object_get(view, "alertname"));
+
+	free(row->alertname);
+	row->alertname = alertname && *alertname ? xstrdup(alertname) : NULL;
+	free(row->title);
+	row->title = xstrdup(title);
+}
+
 static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 			  struct buf *errmsg)
 {
@@ -232,6 +244,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	free(w->row.repo);
 	w->row.repo = xstrdup(gi.repo ? gi.repo : w->repo);
 	w->row.number = gi.number;
+	set_shown(&w->row, view, buf_str(&title));
 	{
 		struct log_line *l = log_begin(LOG_INFO, "issue created");
 		log_str(l, "receiver", w->ev.receiver);

@@ -35,6 +35,8 @@ struct bridge {
 	struct clock_stop stop;  /* bridge_request_stop(); cuts the worker's sleeps short */
 	unsigned int seed;
 	struct gh_stats last_stats;
+	pthread_mutex_t budget_mu;  /* guards budget: written by the worker, read by the page */
+	struct gh_stats budget;     /* the GitHub client's counters after the last step */
 	struct metric *m_events;
 	struct metric *m_pending;
 	struct metric *m_dead;

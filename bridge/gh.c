@@ -74,6 +74,17 @@ static int window_left(const struct window *w, int64_t now_ms)
 	return w->cap - used;
 }
 
+/* When every slot is free again: the newest mutation still in the window + span; 0: none. */
+static int64_t window_full_at(const struct window *w, int64_t now_ms)
+{
+	int64_t at = 0;
+
+	for (int i = 0; i < w->len; i++)
+		if (w->t[i] + w->span_ms > now_ms && w->t[i] + w->span_ms > at)
+			at = w->t[i] + w->span_ms;
+	return at;
+}
+
 static void pause_ms(struct gh_client *c, int64_t ms, int64_t *counter)
 {
 	if (ms <= 0)
@@ -178,9 +189,15 @@ void gh_issue_release(struct gh_issue *is)
 
 void gh_stats(const struct gh_client *c, struct gh_stats *out)
 {
+	int64_t now = c->now_ms(c->clock_ctx);
+
 	*out = c->stats;
-	out->content_left_minute = window_left(&c->minute, c->now_ms(c->clock_ctx));
-	out->content_left_hour = window_left(&c->hour, c->now_ms(c->clock_ctx));
+	out->content_left_minute = window_left(&c->minute, now);
+	out->content_left_hour = window_left(&c->hour, now);
+	out->content_limit_minute = c->minute.cap;
+	out->content_limit_hour = c->hour.cap;
+	out->content_full_minute_ms = window_full_at(&c->minute, now);
+	out->content_full_hour_ms = window_full_at(&c->hour, now);
 }
 
 /* ---- time and text helpers ---- */
@@ -325,6 +342,7 @@ static void note_ratelimit(struct gh_client *c, const struct http_response *res)
 	if (remaining < 0)
 		return;
 	c->stats.ratelimit_remaining = remaining;
+	c->stats.ratelimit_reset_ms = reset_s > 0 ? reset_s * 1000 : 0;
 	if (remaining == 0 && reset_s > 0)
 		block_until(c, reset_s * 1000);
 }

@@ -112,6 +112,11 @@ struct gh_stats {
 	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
 	int content_left_minute;         /* mutations that fit now in the last 60 s's budget */
 	int content_left_hour;           /* ... and in the last hour's */
+	int content_limit_minute;        /* the budgets: content_per_minute as capped */
+	int content_limit_hour;          /*   and content_per_hour */
+	int64_t content_full_minute_ms;  /* when the minute's budget is whole again; 0: it is */
+	int64_t content_full_hour_ms;    /*   and the hour's (ms since the epoch, client clock) */
+	int64_t ratelimit_reset_ms;      /* last x-ratelimit-reset seen (epoch s * 1000); 0: none */
 	uint64_t assignees_dropped;      /* assignees left out of a create GitHub rejected them on */
 };
 

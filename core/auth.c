@@ -9,11 +9,14 @@
  */
 #include "auth.h"
 
+#include <crypt.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "clock.h"
 #include "codec.h"
 #include "xalloc.h"
 
@@ -21,10 +24,29 @@
 
 #define DIGEST_LEN CODEC_SHA256_LEN
 
+#define BCRYPT_LEN 60
+#define CACHE_SLOTS 16
+
+/* A web.auth user: the digest of its name and its bcrypt hash. */
+struct web_user {
+	unsigned char name[DIGEST_LEN];
+	char hash[BCRYPT_LEN + 1];
+};
+
+/* A (user, password) bcrypt verified: the digest of "user:password" and until when. */
+struct cache_slot {
+	unsigned char key[DIGEST_LEN];
+	int64_t until_us;  /* CLOCK_MONOTONIC; 0: empty */
+};
+
 struct auth {
 	enum auth_mode mode;
 	unsigned char secret[DIGEST_LEN];  /* bearer token, or basic password */
 	unsigned char user[DIGEST_LEN];    /* basic username */
+	struct web_user *users;            /* AUTH_BASIC_USERS */
+	size_t n_users;
+	pthread_mutex_t cache_mu;
+	struct cache_slot cache[CACHE_SLOTS];
 };
 
 static void digest(const void *p, size_t n, unsigned char out[DIGEST_LEN])
@@ -52,6 +74,7 @@ enum err auth_new(const struct cfg_webhook *wh, struct auth **out, struct buf *e
 
 	*out = NULL;
 	a = xcalloc(1, sizeof(*a));
+	pthread_mutex_init(&a->cache_mu, NULL);
 	if (!wh) {
 		a->mode = AUTH_NONE;
 		rc = ERR_OK;
@@ -97,10 +120,55 @@ out:
 	return rc;
 }
 
+/* "$2a$", "$2b$" or "$2y$", two cost digits, "$", 53 characters (config_fields.c checks more). */
+static int is_bcrypt(const char *h)
+{
+	return strlen(h) == BCRYPT_LEN && h[0] == '$' && h[1] == '2' && strchr("aby", h[2]) &&
+	       h[3] == '$' && h[6] == '$';
+}
+
+enum err auth_new_web(const struct cfg_web_auth *wa, struct auth **out, struct buf *errmsg)
+{
+	struct auth *a = xcalloc(1, sizeof(*a));
+	enum err rc = ERR_INVALID;
+
+	*out = NULL;
+	pthread_mutex_init(&a->cache_mu, NULL);
+	a->mode = wa && wa->basic_auth_users_count ? AUTH_BASIC_USERS : AUTH_NONE;
+	if (a->mode == AUTH_BASIC_USERS)
+		a->users = xcalloc(wa->basic_auth_users_count, sizeof(*a->users));
+	for (size_t i = 0; a->users && i < wa->basic_auth_users_count; i++) {
+		const struct cfg_pair *u = &wa->basic_auth_users[i];
+
+		if (!*u->key || strchr(u->key, ':')) {
+			buf_setf(errmsg, "web.auth.basic_auth_users: a user name is empty or has ':'");
+			goto out;
+		}
+		if (!is_bcrypt(u->value)) {
+			buf_setf(errmsg, "web.auth.basic_auth_users.%s: not a bcrypt hash", u->key);
+			goto out;
+		}
+		digest(u->key, strlen(u->key), a->users[i].name);
+		memcpy(a->users[i].hash, u->value, BCRYPT_LEN + 1);
+		a->n_users++;
+	}
+	rc = ERR_OK;
+out:
+	if (rc == ERR_OK)
+		*out = a;
+	else
+		auth_free(a);
+	return rc;
+}
+
 void auth_free(struct auth *a)
 {
 	if (!a)
 		return;
+	if (a->users)
+		codec_wipe(a->users, a->n_users * sizeof(*a->users));
+	free(a->users);
+	pthread_mutex_destroy(&a->cache_mu);
 	codec_wipe(a, sizeof(*a));
 	free(a);
 }
@@ -118,9 +186,86 @@ const char *auth_challenge(const struct auth *a)
 	case AUTH_BEARER:
 		return "Bearer realm=\"alertbridge\"";
 	case AUTH_BASIC:
+	case AUTH_BASIC_USERS:
 		return "Basic realm=\"alertbridge\", charset=\"UTF-8\"";
 	}
 	return NULL;
+}
+
+/* Is key (a digest of "user:password") a verified pair, not expired?  Constant time in key. */
+static int cached(struct auth *a, const unsigned char key[DIGEST_LEN])
+{
+	int64_t now = clock_mono_us();
+	int hit = 0;
+
+	pthread_mutex_lock(&a->cache_mu);
+	for (int i = 0; i < CACHE_SLOTS; i++)
+		hit |= a->cache[i].until_us > now &&
+		       codec_equal_secret(a->cache[i].key, key, DIGEST_LEN);
+	pthread_mutex_unlock(&a->cache_mu);
+	return hit;
+}
+
+/* Remember key as verified for AUTH_CACHE_MS, in the empty or the oldest slot. */
+static void remember(struct auth *a, const unsigned char key[DIGEST_LEN])
+{
+	int64_t now = clock_mono_us();
+	int slot = 0;
+
+	pthread_mutex_lock(&a->cache_mu);
+	for (int i = 1; i < CACHE_SLOTS; i++)
+		if (a->cache[i].until_us < a->cache[slot].until_us)
+			slot = i;
+	memcpy(a->cache[slot].key, key, DIGEST_LEN);
+	a->cache[slot].until_us = now + (int64_t)AUTH_CACHE_MS * 1000;
+	pthread_mutex_unlock(&a->cache_mu);
+}
+
+/*
+ * user[0..un) and password[0..pn) against the web.auth users: the user is
+ * looked up by digest among all of them, then its hash checked by bcrypt
+ * (crypt_r), or the cache.  An unknown user is checked against the first
+ * user's hash, which it cannot match, so it costs the same.
+ */
+static int check_user(const struct auth *ca, const unsigned char *user, size_t un,
+		      const unsigned char *password, size_t pn)
+{
+	struct auth *a = (struct auth *)ca;  /* the cache is the only state that changes */
+	unsigned char key[DIGEST_LEN];
+	struct crypt_data *cd = NULL;
+	char *pw = NULL;
+	const char *got;
+	size_t found = a->n_users;
+	int ok = 0;
+
+	for (size_t i = 0; i < a->n_users; i++)
+		if (digest_equal(user, un, a->users[i].name))
+			found = i;
+	pw = xmalloc(un + pn + 2);
+	memcpy(pw, user, un);
+	pw[un] = ':';
+	memcpy(pw + un + 1, password, pn);
+	digest(pw, un + 1 + pn, key);
+	if (found < a->n_users && cached(a, key)) {
+		ok = 1;
+		goto out;
+	}
+	memmove(pw, password, pn);  /* crypt_r wants the password alone, NUL-terminated */
+	pw[pn] = '\0';
+	cd = xcalloc(1, sizeof(*cd));
+	got = crypt_r(pw, a->users[found < a->n_users ? found : 0].hash, cd);
+	ok = found < a->n_users && got && strlen(got) == BCRYPT_LEN && !memchr(pw, '\0', pn) &&
+	     codec_equal_secret(got, a->users[found].hash, BCRYPT_LEN);
+	if (ok)
+		remember(a, key);
+out:
+	codec_wipe(pw, un + pn + 2);
+	free(pw);
+	if (cd)
+		codec_wipe(cd, sizeof(*cd));
+	free(cd);
+	codec_wipe(key, sizeof(key));
+	return ok;
 }
 
 static enum err check_basic(const struct auth *a, const char *cred, size_t n,
@@ -143,9 +288,14 @@ static enum err check_basic(const struct auth *a, const char *cred, size_t n,
 		buf_setf(errmsg, "malformed basic credentials: no ':' between user and password");
 		goto out;
 	}
-	/* Both halves are always compared: no hint which one was wrong. */
-	ok = digest_equal(dec, (size_t)(colon - dec), a->user);
-	ok &= digest_equal(colon + 1, (size_t)(dec + len - colon - 1), a->secret);
+	if (a->mode == AUTH_BASIC_USERS) {
+		ok = check_user(a, dec, (size_t)(colon - dec), colon + 1,
+				(size_t)(dec + len - colon - 1));
+	} else {
+		/* Both halves are always compared: no hint which one was wrong. */
+		ok = digest_equal(dec, (size_t)(colon - dec), a->user);
+		ok &= digest_equal(colon + 1, (size_t)(dec + len - colon - 1), a->secret);
+	}
 	if (!ok) {
 		buf_setf(errmsg, "invalid username or password");
 		goto out;
@@ -188,7 +338,7 @@ enum err auth_check(const struct auth *a, const char *authorization_header, stru
 		buf_setf(errmsg, "credentials too long");
 		return ERR_AUTH;
 	}
-	if (a->mode == AUTH_BASIC)
+	if (a->mode != AUTH_BEARER)
 		return check_basic(a, cred, n, errmsg);
 	if (!digest_equal(cred, n, a->secret)) {
 		buf_setf(errmsg, "invalid bearer token");

@@ -1,9 +1,10 @@
 /*
- * auth.h - authentication of webhook requests: a bearer token (RFC 6750) or
- * HTTP Basic credentials (RFC 7617), taken from the config's webhook section,
- * checked in constant time.  With neither configured the endpoint is open;
- * the caller logs that once at start (auth_mode() == AUTH_NONE).
- * Secrets never appear in an errmsg or a log line.
+ * auth.h - authentication of HTTP requests: for the webhooks a bearer token
+ * (RFC 6750) or HTTP Basic credentials (RFC 7617) from the config's webhook
+ * section, checked in constant time; for the on-call page and /metrics the
+ * Basic users of web.auth with bcrypt hashes (auth_new_web()).  With nothing
+ * configured the endpoint is open; the caller logs that once at start
+ * (auth_mode() == AUTH_NONE).  Secrets never appear in an errmsg or a log line.
  */
 #ifndef AB_AUTH_H
 #define AB_AUTH_H
@@ -18,7 +19,11 @@ enum auth_mode {
 	AUTH_NONE = 0,  /* no credentials configured: every request passes */
 	AUTH_BEARER,    /* "Authorization: Bearer <token>" */
 	AUTH_BASIC,     /* "Authorization: Basic base64(user:password)" */
+	AUTH_BASIC_USERS, /* the same, against web.auth.basic_auth_users' bcrypt hashes */
 };
+
+/* How long a verified (user, password) of AUTH_BASIC_USERS is taken without bcrypt, in ms. */
+#define AUTH_CACHE_MS (5 * 60 * 1000)
 
 /* Longest Authorization credentials (after the scheme) looked at, in bytes. */
 #define AUTH_MAX_CREDENTIALS_BYTES 4096
@@ -36,6 +41,23 @@ enum auth_mode {
  */
 enum err auth_new(const struct cfg_webhook *wh, struct auth **out, struct buf *errmsg) WARN_UNUSED;
 
+/*
+ * Build the checker of web.auth (Prometheus' web-config basic_auth_users):
+ * AUTH_BASIC_USERS over wa->basic_auth_users (user -> bcrypt hash, checked
+ * by crypt_r(3) of libxcrypt), or AUTH_NONE when there is none (wa NULL
+ * too).  The hashes are copied.  A (user, password) bcrypt verified is
+ * remembered, as a SHA-256 digest, for AUTH_CACHE_MS (16 at most, the
+ * oldest replaced): bcrypt at cost 10 takes tens of ms of CPU, and a
+ * Prometheus scraping /metrics every 15 s would pay it each time.  A failed
+ * check is never remembered; an unknown user costs one bcrypt all the same,
+ * so the time taken does not tell which users exist.
+ * Errors: ERR_INVALID with errmsg: a user name empty or with ':', a hash
+ * that is not bcrypt ("$2a$", "$2b$", "$2y$"; config validation says so
+ * first, with the line).
+ */
+enum err auth_new_web(const struct cfg_web_auth *wa, struct auth **out,
+		      struct buf *errmsg) WARN_UNUSED;
+
 /* Free a; a may be NULL. */
 void auth_free(struct auth *a);
 
@@ -51,7 +73,9 @@ enum auth_mode auth_mode(const struct auth *a);
  * difference is nor on the length of the configured secret.  For Basic, the
  * base64 (RFC 4648 section 4, padding required) is decoded, split at the
  * first ':', and both user and password are always compared.
- * a NULL or AUTH_NONE: ERR_OK for any header.
+ * AUTH_BASIC_USERS: the user's bcrypt hash is checked with crypt_r() (or
+ * the cache, above) and the result compared in constant time.
+ * a NULL or AUTH_NONE: ERR_OK for any header.  Thread-safe.
  * Errors: ERR_AUTH, with errmsg (may be NULL) set to a reason that never
  * contains any part of the header or the secret:
  *   "missing Authorization header", "authorization scheme is not Bearer"
@@ -65,7 +89,7 @@ enum err auth_check(const struct auth *a, const char *authorization_header,
 
 /*
  * The WWW-Authenticate value for a 401 (RFC 9110 11.6.1): for AUTH_BEARER
- * `Bearer realm="alertbridge"`, for AUTH_BASIC
+ * `Bearer realm="alertbridge"`, for AUTH_BASIC and AUTH_BASIC_USERS
  * `Basic realm="alertbridge", charset="UTF-8"` (RFC 7617 2.1), NULL for
  * AUTH_NONE or a NULL a.  A static string.
  */

@@ -495,6 +495,11 @@ void cfg_free(struct config *cfg)
 	free(cfg->base_dir);
 	free(cfg->listen_address);
 	free(cfg->database);
+	for (size_t i = 0; i < cfg->web.auth.basic_auth_users_count; i++) {
+		free(cfg->web.auth.basic_auth_users[i].key);
+		wipe_free(cfg->web.auth.basic_auth_users[i].value);
+	}
+	free(cfg->web.auth.basic_auth_users);
 	free(cfg->webhook.bearer_token_file);
 	wipe_free(cfg->webhook.bearer_token);
 	free(cfg->webhook.basic_auth.username);

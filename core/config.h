@@ -194,6 +194,23 @@ struct cfg_janitor {
 	struct cfg_leader_election leader_election;
 };
 
+/*
+ * web: what guards the on-call page (GET /) and /metrics, as Prometheus'
+ * web-config file does (exporter-toolkit): web.auth.basic_auth_users maps a
+ * user name to the bcrypt hash of its password ("$2y$", "$2b$" or "$2a$",
+ * what `htpasswd -nbBC 10 USER PASSWORD` prints after the colon).  With no
+ * user both are open.  /-/healthy and /-/ready are always open; the webhooks
+ * keep webhook.* auth.
+ */
+struct cfg_web_auth {
+	struct cfg_pair *basic_auth_users;  /* user -> bcrypt hash, in file order; NULL: none */
+	size_t basic_auth_users_count;
+};
+
+struct cfg_web {
+	struct cfg_web_auth auth;
+};
+
 struct config {
 	char *path;           /* the name given for errors (cfg_load: the path) */
 	char *base_dir;       /* directory relative paths were resolved against, or NULL */
@@ -206,6 +223,7 @@ struct config {
 	struct cfg_receiver *receivers; /* in file order; at least one unless the janitor is on */
 	size_t receivers_count;
 	struct cfg_janitor janitor;
+	struct cfg_web web;
 };
 
 /*

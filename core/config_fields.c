@@ -6,6 +6,7 @@
  */
 #include "config_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -156,40 +157,91 @@ static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, 
 	return cfg_type_error(c, node, path, want);
 }
 
-static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+/*
+ * A mapping of non-empty unique string keys to string values into a new
+ * array *pairs of *count (freed by cfg_free()); wk and wv name them in errors.
+ * check (may be NULL) judges each pair: non-zero with why set fails it at the value.
+ */
+static enum err parse_pairs(struct ctx *c, yaml_node_t *node, const char *path,
+			    struct cfg_pair **pairs, size_t *count, const char *wk, const char *wv,
+			    int (*check)(const char *k, const char *v, const char **why))
 {
-	struct cfg_slack *slack = field;
 	yaml_node_pair_t *p;
 	size_t n;
+	char want[96];
 
+	snprintf(want, sizeof(want), "a mapping of %s to %s", wk, wv);
 	if (node->type != YAML_MAPPING_NODE)
-		return cfg_type_error(c, node, path, "a mapping of namespace to channel");
+		return cfg_type_error(c, node, path, want);
 	n = (size_t)(node->data.mapping.pairs.top - node->data.mapping.pairs.start);
-	free(slack->namespace_channels);
-	slack->namespace_channels = xcalloc(n ? n : 1, sizeof(struct cfg_pair));
+	free(*pairs);
+	*pairs = xcalloc(n ? n : 1, sizeof(struct cfg_pair));
 	for (p = node->data.mapping.pairs.start; p < node->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = cfg_node_at(c, p->key), *v = cfg_node_at(c, p->value);
 		struct cfg_pair *pair;
 		char sub[PATH_MAX_LEN];
-		const char *ks = "", *vs = "";
+		const char *ks = "", *vs = "", *why = NULL;
 
-		if (cfg_get_scalar(c, k, path, "a namespace", &ks) != ERR_OK)
+		if (cfg_get_scalar(c, k, path, wk, &ks) != ERR_OK)
 			return ERR_INVALID;
 		cfg_join_key(sub, path, ks);
 		if (!*ks)
-			return cfg_fail(c, k, path, ERR_INVALID, "empty namespace");
-		for (size_t i = 0; i < slack->namespace_channels_count; i++)
-			if (!strcmp(slack->namespace_channels[i].key, ks))
+			return cfg_fail(c, k, path, ERR_INVALID, "empty %s", wk);
+		for (size_t i = 0; i < *count; i++)
+			if (!strcmp((*pairs)[i].key, ks))
 				return cfg_fail(c, k, sub, ERR_INVALID, "duplicate key");
 		if (cfg_is_null(v))
-			return cfg_fail(c, v, sub, ERR_INVALID, "expected a channel, got null");
-		if (cfg_get_scalar(c, v, sub, "a channel", &vs) != ERR_OK)
+			return cfg_fail(c, v, sub, ERR_INVALID, "expected %s, got null", wv);
+		if (cfg_get_scalar(c, v, sub, wv, &vs) != ERR_OK)
 			return ERR_INVALID;
-		pair = &slack->namespace_channels[slack->namespace_channels_count++];
+		if (check && check(ks, vs, &why))
+			return cfg_fail(c, v, sub, ERR_INVALID, "%s", why);
+		pair = &(*pairs)[(*count)++];
 		pair->key = xstrdup(ks);
 		pair->value = xstrdup(vs);
 	}
 	return ERR_OK;
+}
+
+static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_slack *slack = field;
+
+	return parse_pairs(c, node, path, &slack->namespace_channels,
+			   &slack->namespace_channels_count, "a namespace", "a channel", NULL);
+}
+
+/*
+ * A web.auth user: a name without ':' (RFC 7617) and a bcrypt hash as
+ * crypt(3) reads it: "$2a$", "$2b$" or "$2y$", a cost 04..31, "$", then 22
+ * characters of salt and 31 of hash in bcrypt's base64 alphabet.
+ */
+static int check_web_user(const char *user, const char *hash, const char **why)
+{
+	static const char b64[] = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	int cost;
+
+	if (strchr(user, ':')) {
+		*why = "the user name must not contain ':' (RFC 7617)";
+		return 1;
+	}
+	cost = strlen(hash) == 60 ? (hash[4] - '0') * 10 + (hash[5] - '0') : 0;
+	if (strlen(hash) != 60 || hash[0] != '$' || hash[1] != '2' || !strchr("aby", hash[2]) ||
+	    hash[3] != '$' || hash[4] < '0' || hash[4] > '3' || hash[5] < '0' || hash[5] > '9' ||
+	    cost < 4 || cost > 31 || hash[6] != '$' || strspn(hash + 7, b64) != 53) {
+		*why = "expected a bcrypt hash ($2y$, $2b$ or $2a$, cost 04-31, 60 characters: "
+		       "htpasswd -nbBC 10 USER PASSWORD prints one)";
+		return 1;
+	}
+	return 0;
+}
+
+static enum err parse_web_users(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_web_auth *a = field;
+
+	return parse_pairs(c, node, path, &a->basic_auth_users, &a->basic_auth_users_count,
+			   "a user name", "a bcrypt hash", check_web_user);
 }
 
 /* ---- field tables ---- */
@@ -493,6 +545,16 @@ static const struct field janitor_fields[] = {
 };
 FIELDSET(janitor_set, janitor_fields, check_janitor);
 
+static const struct field web_auth_fields[] = {
+	{ .key = "basic_auth_users", .type = F_FUNC, .off = 0, .fn = parse_web_users },
+};
+FIELDSET(web_auth_set, web_auth_fields, NULL);
+
+static const struct field web_fields[] = {
+	MAP(struct cfg_web, "auth", auth, web_auth_set),
+};
+FIELDSET(web_set, web_fields, NULL);
+
 static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
 
@@ -505,6 +567,7 @@ static const struct field root_fields[] = {
 	MAP(struct config, "github", github, github_set),
 	{ .key = "receivers", .type = F_FUNC, .off = 0, .fn = parse_receivers },
 	MAP(struct config, "janitor", janitor, janitor_set),
+	MAP(struct config, "web", web, web_set),
 };
 const struct fieldset cfg_root_set = { root_fields,
 				      sizeof(root_fields) / sizeof(root_fields[0]), check_root };

@@ -516,6 +516,18 @@ static const char *entity(enum mustache_escape mode, char c)
 	}
 }
 
+void mustache_html_escape(struct buf *out, const char *s)
+{
+	for (; s && *s; s++) {
+		const char *e = entity(MUSTACHE_ESCAPE_HTML, *s);
+
+		if (e)
+			(void)buf_adds(out, e);
+		else
+			(void)buf_addch(out, *s);
+	}
+}
+
 static enum err emit_escaped(struct render *r, const char *s, size_t n, int raw)
 {
 	enum mustache_escape mode = raw ? MUSTACHE_ESCAPE_NONE : r->opt->escape;

@@ -132,4 +132,12 @@ enum err mustache_render_compiled(const struct mustache *m, const json_t *view,
 /* Free a compiled template; NULL is a no-op. */
 void mustache_free(struct mustache *m);
 
+/*
+ * Append s to out escaped as {{name}} is in MUSTACHE_ESCAPE_HTML mode: & < >
+ * and " become entities, so the text is safe in an element and in a
+ * double-quoted attribute value (HTML Living Standard, "Serializing HTML
+ * fragments" escapes the same set).  s NULL appends nothing.
+ */
+void mustache_html_escape(struct buf *out, const char *s);
+
 #endif

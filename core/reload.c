@@ -304,12 +304,33 @@ static int keep_key(const struct restart_key *k, const struct config *old, struc
 	return 1;
 }
 
+/* web.auth: the page's and /metrics' guard is built once at start (main.c). */
+static int web_auth_differs(const struct cfg_web_auth *o, const struct cfg_web_auth *c)
+{
+	if (o->basic_auth_users_count != c->basic_auth_users_count)
+		return 1;
+	for (size_t i = 0; i < o->basic_auth_users_count; i++)
+		if (str_differs(o->basic_auth_users[i].key, c->basic_auth_users[i].key) ||
+		    str_differs(o->basic_auth_users[i].value, c->basic_auth_users[i].value))
+			return 1;
+	return 0;
+}
+
 int reload_keep_restart_keys(const struct config *old, struct config *cur)
 {
 	int n = 0;
 
 	for (size_t i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]); i++)
 		n += keep_key(&restart_keys[i], old, cur);
+	if (web_auth_differs(&old->web.auth, &cur->web.auth)) {
+		struct log_line *l = log_begin(LOG_WARN,
+					       "config change needs a restart, the running value stays");
+		log_str(l, "key", "web.auth.basic_auth_users");
+		log_int(l, "running_users", (int64_t)old->web.auth.basic_auth_users_count);
+		log_int(l, "new_users", (int64_t)cur->web.auth.basic_auth_users_count);
+		log_end(l);
+		n++;
+	}
 	return n;
 }
 

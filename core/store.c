@@ -195,6 +195,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE notices ADD COLUMN digest_id INTEGER;"
 	"ALTER TABLE notices ADD COLUMN line TEXT;"
 	"CREATE INDEX notices_digest ON notices (digest_id) WHERE digest_id IS NOT NULL;",
+	/*
+	 * 9: what the on-call page shows of an issue without asking GitHub: the
+	 * alert's name and the issue's title as created (NULL for rows made
+	 * before, or rebuilt from GitHub).
+	 */
+	"ALTER TABLE issues ADD COLUMN alertname TEXT;"
+	"ALTER TABLE issues ADD COLUMN title TEXT;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -205,7 +212,7 @@ static const char *const migrations[] = {
 #define ISSUE_COLS                                                                   \
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
-	"dead_reason"
+	"dead_reason, alertname, title"
 /* A pending event that is the oldest pending one of its (kind, receiver, key). */
 #define HEAD_OF_KEY                                                                 \
 	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
@@ -260,11 +267,15 @@ static const char *const stmt_sql[S_COUNT] = {
 				"n.starts_at_ms = events.starts_at_ms AND "
 				"n.ends_at_ms = events.ends_at_ms AND "
 				"n.last_error IS events.last_error)",
+	/* The newest event of a key that repeat detection compares (store_event_latest()). */
+	[S_EV_LATEST] = "SELECT " EVENT_COLS ", e.state FROM events AS e WHERE e.kind = ?1 AND "
+			"e.receiver = ?2 AND e.key = ?3 AND e.repeat_state IS NOT NULL "
+			"ORDER BY e.id DESC LIMIT 1",
 	[S_EV_PROGRESS] = "UPDATE events SET progress = ?2 WHERE id = ?1 AND state = 'pending'",
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-		     "?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (receiver, key) DO UPDATE SET "
+		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ON CONFLICT (receiver, key) DO UPDATE SET "
 		     "repo = excluded.repo, number = excluded.number, state = excluded.state, "
 		     "state_reason = excluded.state_reason, "
 		     "episode_starts_ms = excluded.episode_starts_ms, "
@@ -272,7 +283,10 @@ static const char *const stmt_sql[S_COUNT] = {
 		     "closed_at_ms = excluded.closed_at_ms, "
 		     "previous_number = excluded.previous_number, "
 		     "created_at_ms = excluded.created_at_ms, "
-		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason",
+		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason, "
+		     /* A row written without them (a rebuild, a fold) keeps what is known. */
+		     "alertname = coalesce(excluded.alertname, issues.alertname), "
+		     "title = coalesce(excluded.title, issues.title)",
 	[S_IS_FORGET] = "DELETE FROM issues WHERE receiver = ?1 AND key = ?2",
 	/* After a forget the next notification of the key is no repeat (S_EV_REPEAT). */
 	[S_EV_FORGET_STATE] = "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "

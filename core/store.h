@@ -78,6 +78,15 @@ struct store_issue {
 	int64_t created_at_ms;
 	int64_t updated_at_ms;
 	char *dead_reason;          /* set when an event for it was dead-lettered */
+	/*
+	 * What the on-call page shows (schema version 8): the alert's alertname
+	 * label and the issue's title as the bridge created it.  NULL when not
+	 * known (rows from before, rows rebuilt from GitHub, storm members);
+	 * store_issue_put() and store_event_done() keep the stored value when
+	 * given NULL.
+	 */
+	char *alertname;
+	char *title;
 };
 
 /* Counters since store_open(), for metrics and the group-commit benchmark. */
@@ -157,6 +166,18 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int 
  */
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 			  struct store_event *out) WARN_UNUSED;
+/*
+ * The newest event of queue kind for (receiver, key) among those repeat
+ * detection compares (stored with a repeat_state: every notification the
+ * bridge's intake queues), into *out (release with store_event_release());
+ * state (at least 8 bytes) gets "pending", "done" or "dead".  Events pruned
+ * (store_prune_done()) are gone, so an old alert may have none.  Read by the
+ * on-call page: "last event and its time" (received_at_ms).
+ * ERR_NOTFOUND when there is none, ERR_INVALID (an argument NULL or empty),
+ * ERR_DB (logged).
+ */
+enum err store_event_latest(struct store *st, const char *kind, const char *receiver,
+			    const char *key, struct store_event *out, char state[8]) WARN_UNUSED;
 /* Free the strings of ev (not ev itself); ev may be NULL. */
 void store_event_release(struct store_event *ev);
 /*

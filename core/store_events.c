@@ -6,6 +6,7 @@
 #include "store_int.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -305,13 +306,39 @@ static void read_event(sqlite3_stmt *s, struct store_event *out)
 	out->progress = store_col_str(s, 11);
 }
 
+/*
+ * Step s (bound, brc its binding result; caller holds db_mu) for one event
+ * into *out, and its state column into state when not NULL.  Resets s.
+ */
+static enum err one_event(struct store *st, sqlite3_stmt *s, int brc, const char *op,
+			  struct store_event *out, char state[8])
+{
+	struct buf msg = BUF_INIT;
+	enum err rc = ERR_OK;
+	int src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+
+	if (src == SQLITE_ROW) {
+		read_event(s, out);
+		if (state)
+			snprintf(state, 8, "%s", (const char *)sqlite3_column_text(s, 12));
+	} else if (src == SQLITE_DONE) {
+		rc = ERR_NOTFOUND;
+	} else {
+		rc = store_db_fail(st, op, &msg);
+	}
+	store_done_with(s);
+	if (rc == ERR_DB)
+		store_log_db(op, &msg);
+	buf_release(&msg);
+	return rc;
+}
+
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 			  struct store_event *out)
 {
-	struct buf msg = BUF_INIT;
 	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, src;
+	enum err rc;
+	int brc = SQLITE_OK;
 
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(kind))
@@ -320,18 +347,29 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 	s = st->stmt[S_EV_NEXT];
 	store_bind_text(s, 1, kind, &brc);
 	store_bind_int(s, 2, now_ms, &brc);
-	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
-	if (src == SQLITE_ROW)
-		read_event(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = store_db_fail(st, "next event", &msg);
-	store_done_with(s);
+	rc = one_event(st, s, brc, "next event", out, NULL);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("next event", &msg);
-	buf_release(&msg);
+	return rc;
+}
+
+enum err store_event_latest(struct store *st, const char *kind, const char *receiver,
+			    const char *key, struct store_event *out, char state[8])
+{
+	sqlite3_stmt *s;
+	enum err rc;
+	int brc = SQLITE_OK;
+
+	memset(out, 0, sizeof(*out));
+	if (!st || store_empty(kind) || store_empty(receiver) || store_empty(key) || !state)
+		return ERR_INVALID;
+	state[0] = '\0';
+	pthread_mutex_lock(&st->db_mu);
+	s = st->stmt[S_EV_LATEST];
+	store_bind_text(s, 1, kind, &brc);
+	store_bind_text(s, 2, receiver, &brc);
+	store_bind_text(s, 3, key, &brc);
+	rc = one_event(st, s, brc, "latest event", out, state);
+	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
 

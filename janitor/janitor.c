@@ -264,6 +264,7 @@ struct janitor *janitor_new(const struct janitor_options *opts)
 	clock_stop_init(&j->stop);
 	j->seed = (unsigned int)clock_wall_ms();
 	janitor_render_init(j);
+	pthread_mutex_init(&j->pods_mu, NULL);
 	register_metrics(j);
 	return j;
 }
@@ -283,6 +284,8 @@ void janitor_free(struct janitor *j)
 	for (size_t i = 0; i < j->n_unknown_alerts; i++)
 		free(j->unknown_alerts[i]);
 	free(j->unknown_alerts);
+	janitor_pods_free(j->pods, j->n_pods);
+	pthread_mutex_destroy(&j->pods_mu);
 	clock_stop_release(&j->stop);
 	free(j);
 }

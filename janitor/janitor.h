@@ -233,6 +233,7 @@ int janitor_notice_step(struct janitor *j);
 struct janitor_plan_row {
 	const char *namespace;
 	const char *pod;
+	const char *uid;         /* the pod's metadata.uid (the outbox's key: store_notice_latest) */
 	const char *owner;       /* janitor/notify, else the owner label's value, else "-" */
 	const char *reason;      /* janitor/reason, else "janitor/ttl" or "janitor/expires" */
 	int64_t expires_ms;      /* the effective expiry; JANITOR_NO_TIME when none */
@@ -285,5 +286,19 @@ struct janitor_sweep_stats {
  */
 enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 		       struct janitor_sweep_stats *stats, struct buf *errmsg) WARN_UNUSED;
+
+/* Pods a sweep keeps for janitor_pods_each(); those past it are counted, not kept. */
+#define JANITOR_PODS_MAX 10000
+/*
+ * For the on-call page: call fn with each annotated pod the last complete
+ * sweep saw (its plan row, action as that sweep left it), in listing order,
+ * at most JANITOR_PODS_MAX.  A sweep that failed or stopped leaves the
+ * previous one's pods.  Returns when that sweep started (ms since the
+ * epoch, UTC), 0 when none has completed yet (fn is then not called);
+ * *total (may be NULL) gets how many annotated pods it saw.  fn runs with
+ * the janitor's snapshot lock held: it must not call the janitor (it may
+ * call the store).  Thread-safe.
+ */
+int64_t janitor_pods_each(struct janitor *j, janitor_plan_fn fn, void *ctx, int64_t *total);
 
 #endif

@@ -38,6 +38,12 @@ struct janitor {
 	int64_t next_sweep_ms;
 	char **unknown_alerts;     /* alert names already logged as without policy */
 	size_t n_unknown_alerts;
+	/* The annotated pods of the last complete sweep (janitor_pods_each()). */
+	pthread_mutex_t pods_mu;
+	struct janitor_pod *pods;
+	size_t n_pods;
+	int64_t pods_total;        /* annotated pods it saw (n_pods is capped) */
+	int64_t pods_at_ms;        /* when that sweep started; 0: none yet */
 	struct metric *m_pods;
 	struct metric *m_notices;
 	struct metric *m_sweep;
@@ -57,6 +63,14 @@ struct jtext_view {
 	int64_t expires_ms;
 	int64_t grace_ms;                /* for snoozeUntil */
 };
+
+/* One pod of a sweep, as kept for janitor_pods_each(): owned copies of a plan row. */
+struct janitor_pod {
+	char *namespace, *pod, *uid, *owner, *reason, *action;
+	int64_t expires_ms, notified_ms;
+};
+/* Free n pods and the array; v may be NULL. */
+void janitor_pods_free(struct janitor_pod *v, size_t n);
 
 int64_t janitor_now(struct janitor *j);
 /* Retry delay after attempts failures: base * 2^attempts, jittered, capped. */

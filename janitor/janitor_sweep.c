@@ -23,6 +23,8 @@ struct sweep {
 	int budget_logged;
 	int64_t now_ms;
 	int lost;            /* the Lease was lost: act on nothing more */
+	struct janitor_pod *pods;  /* what janitor_pods_each() will show */
+	size_t n_pods, cap_pods;
 };
 
 /*
@@ -389,6 +391,78 @@ out:
 	return result;
 }
 
+/* Keep a copy of row for janitor_pods_each() (the first JANITOR_PODS_MAX). */
+static void keep_pod(struct sweep *s, const struct janitor_plan_row *row)
+{
+	struct janitor_pod *p;
+
+	if (s->n_pods >= JANITOR_PODS_MAX)
+		return;
+	if (s->n_pods == s->cap_pods) {
+		s->cap_pods = s->cap_pods ? s->cap_pods * 2 : 16;
+		s->pods = xreallocarray(s->pods, s->cap_pods, sizeof(*s->pods));
+	}
+	p = &s->pods[s->n_pods++];
+	p->namespace = xstrdup(row->namespace);
+	p->pod = xstrdup(row->pod);
+	p->uid = xstrdup(row->uid ? row->uid : "");
+	p->owner = xstrdup(row->owner);
+	p->reason = xstrdup(row->reason);
+	p->action = xstrdup(row->action);
+	p->expires_ms = row->expires_ms;
+	p->notified_ms = row->notified_ms;
+}
+
+void janitor_pods_free(struct janitor_pod *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		free(v[i].namespace);
+		free(v[i].pod);
+		free(v[i].uid);
+		free(v[i].owner);
+		free(v[i].reason);
+		free(v[i].action);
+	}
+	free(v);
+}
+
+/* A complete sweep's pods replace the previous ones; an incomplete one's are dropped. */
+static void publish_pods(struct sweep *s, enum err rc)
+{
+	struct janitor *j = s->j;
+
+	if (rc) {
+		janitor_pods_free(s->pods, s->n_pods);
+		return;
+	}
+	pthread_mutex_lock(&j->pods_mu);
+	janitor_pods_free(j->pods, j->n_pods);
+	j->pods = s->pods;
+	j->n_pods = s->n_pods;
+	j->pods_total = s->stats.annotated;
+	j->pods_at_ms = s->now_ms;
+	pthread_mutex_unlock(&j->pods_mu);
+}
+
+int64_t janitor_pods_each(struct janitor *j, janitor_plan_fn fn, void *ctx, int64_t *total)
+{
+	int64_t at;
+
+	pthread_mutex_lock(&j->pods_mu);
+	at = j->pods_at_ms;
+	if (total)
+		*total = j->pods_total;
+	for (size_t i = 0; i < j->n_pods && at; i++) {
+		const struct janitor_pod *p = &j->pods[i];
+		struct janitor_plan_row row = { p->namespace, p->pod, p->uid, p->owner, p->reason,
+						p->expires_ms, p->notified_ms, p->action };
+
+		fn(ctx, &row);
+	}
+	pthread_mutex_unlock(&j->pods_mu);
+	return at;
+}
+
 static enum err sweep_pod(void *ctx, const struct kube_pod *pod)
 {
 	struct sweep *s = ctx;
@@ -437,6 +511,8 @@ static enum err sweep_pod(void *ctx, const struct kube_pod *pod)
 	}
 	if (d.action == JANITOR_WAIT || d.action == JANITOR_NOTIFY)
 		janitor_expiry_gauge(j, pod->namespace, pod->name, st.expiry_ms);
+	row.uid = pod->uid;
+	keep_pod(s, &row);
 	if (s->fn)
 		s->fn(s->ctx, &row);
 	free(kv);
@@ -462,6 +538,7 @@ enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 			 "stopped after %lld pods", (long long)s.stats.pods);
 		rc = ERR_CONFLICT;
 	}
+	publish_pods(&s, rc);
 	metric_observe(j->m_sweep, NULL, (double)((clock_mono_us() / 1000) - start) / 1000.0);
 	{
 		const char *result[] = { s.lost ? "stopped" : rc ? "failed" : "ok" };

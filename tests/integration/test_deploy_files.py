@@ -46,7 +46,7 @@ CLUSTER_RULES = {
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
 # Packages every debian:12-slim image already has; the runtime stage need not install them.
-BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+BASE_IMAGE_PACKAGES = {"libc6", "libcrypt1", "libgcc-s1", "libstdc++6", "zlib1g"}
 # Installed in the runtime stage though no library of the binary comes from it.
 RUNTIME_EXTRA_PACKAGES = {"ca-certificates"}
 # Issue 8: "runtime stage <= 40 MB of libraries" (decimal megabytes).

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "core/auth.h"
@@ -282,6 +283,114 @@ static void config_errors(void **state)
 	new_rejects(&wh, "webhook.basic_auth: no password");
 }
 
+/* ---- web.auth: bcrypt users (auth_new_web) ---- */
+
+/* "correct horse battery staple" as htpasswd -nbBC would hash it: cost 4 (fast) and 10. */
+#define HASH4 "$2y$04$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq6yG"
+#define HASH10 "$2y$10$TnD4qJFgqkaiWogpqY.qW.F3RqJSEuLmh0VW.H7ERxFCttn6Bne1O"
+#define ONCALL_OK "Basic b25jYWxsOmNvcnJlY3QgaG9yc2UgYmF0dGVyeSBzdGFwbGU=" /* oncall:correct... */
+#define ONCALL_WRONG "Basic b25jYWxsOndyb25n"                              /* oncall:wrong */
+#define NOBODY "Basic bm9ib2R5OmNvcnJlY3QgaG9yc2UgYmF0dGVyeSBzdGFwbGU="     /* nobody:correct... */
+#define OPS_OK "Basic b3BzOmNvcnJlY3QgaG9yc2UgYmF0dGVyeSBzdGFwbGU="        /* ops:correct... */
+
+static struct auth *web(const char *hash_oncall, const char *hash_ops)
+{
+	struct cfg_pair users[2] = { { (char *)"oncall", (char *)hash_oncall },
+				     { (char *)"ops", (char *)hash_ops } };
+	struct cfg_web_auth wa = { users, 2 };
+	struct auth *a = NULL;
+
+	assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_OK);
+	assert_non_null(a);
+	return a;
+}
+
+static void web_users_bcrypt(void **state)
+{
+	struct auth *a = web(HASH4, "$2b$04$SmYCdmELKs64DosuJAvFuuV5AR//F.Ys6JBAsoV3.QtsyUfWlMT5K");
+
+	(void)state;
+	assert_int_equal(auth_mode(a), AUTH_BASIC_USERS);
+	assert_string_equal(auth_challenge(a), "Basic realm=\"alertbridge\", charset=\"UTF-8\"");
+	check_accepts(a, ONCALL_OK);
+	check_accepts(a, ONCALL_OK);  /* the cache's answer is the same */
+	check_rejects(a, ONCALL_WRONG, "invalid username or password");
+	check_rejects(a, NOBODY, "invalid username or password");
+	/* ops's hash is of "wrong": oncall's password is not ops's */
+	check_rejects(a, OPS_OK, "invalid username or password");
+	check_rejects(a, NULL, "missing Authorization header");
+	check_rejects(a, "Bearer x", "authorization scheme is not Basic");
+	auth_free(a);
+}
+
+static void web_open_without_users(void **state)
+{
+	struct cfg_web_auth wa = { NULL, 0 };
+	struct auth *a = NULL;
+
+	(void)state;
+	assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_OK);
+	assert_int_equal(auth_mode(a), AUTH_NONE);
+	check_accepts(a, NULL);
+	auth_free(a);
+	assert_int_equal(auth_new_web(NULL, &a, NULL), ERR_OK);
+	assert_int_equal(auth_mode(a), AUTH_NONE);
+	auth_free(a);
+}
+
+static void web_rejects_bad_users(void **state)
+{
+	struct cfg_pair bad_hash = { (char *)"oncall", (char *)"$1$salt$notbcrypt" };
+	struct cfg_pair bad_name = { (char *)"on:call", (char *)HASH4 };
+	struct cfg_web_auth wa = { &bad_hash, 1 };
+	struct buf msg = BUF_INIT;
+	struct auth *a = (struct auth *)0x1;
+
+	(void)state;
+	assert_int_equal(auth_new_web(&wa, &a, &msg), ERR_INVALID);
+	assert_null(a);
+	assert_string_equal(buf_str(&msg), "web.auth.basic_auth_users.oncall: not a bcrypt hash");
+	wa.basic_auth_users = &bad_name;
+	assert_int_equal(auth_new_web(&wa, &a, &msg), ERR_INVALID);
+	assert_string_equal(buf_str(&msg),
+			    "web.auth.basic_auth_users: a user name is empty or has ':'");
+	buf_release(&msg);
+}
+
+static int64_t check_us(const struct auth *a, const char *header, enum err want)
+{
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(auth_check(a, header, NULL), want);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
+}
+
+/*
+ * Cost 10 is tens of ms of CPU per check: the first check of a pair pays it,
+ * the next ones (a Prometheus scraping /metrics) take the cache; a wrong
+ * password is never cached and an unknown user costs a bcrypt too.
+ */
+static void web_cache_skips_bcrypt(void **state)
+{
+	struct auth *a = web(HASH10, HASH10);
+	int64_t first, cached, wrong, unknown;
+
+	(void)state;
+	first = check_us(a, ONCALL_OK, ERR_OK);
+	cached = check_us(a, ONCALL_OK, ERR_OK);
+	wrong = check_us(a, ONCALL_WRONG, ERR_AUTH);
+	unknown = check_us(a, NOBODY, ERR_AUTH);
+	print_message("bcrypt cost 10: first check %lld us, cached %lld us, wrong password %lld us, "
+		      "unknown user %lld us\n", (long long)first, (long long)cached,
+		      (long long)wrong, (long long)unknown);
+	assert_true(first > 10 * cached);
+	assert_true(wrong > 10 * cached);
+	assert_true(unknown > 10 * cached);
+	auth_free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -299,6 +408,10 @@ int main(void)
 		cmocka_unit_test(open_when_nothing_configured),
 		cmocka_unit_test(challenges),
 		cmocka_unit_test(config_errors),
+		cmocka_unit_test(web_users_bcrypt),
+		cmocka_unit_test(web_open_without_users),
+		cmocka_unit_test(web_rejects_bad_users),
+		cmocka_unit_test(web_cache_skips_bcrypt),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

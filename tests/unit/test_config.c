@@ -469,6 +469,10 @@ static void every_key_is_read(void **state)
 	assert_string_equal(j->leader_election.lease_name, "ab-lease");
 	assert_int_equal(j->leader_election.lease_duration_ms, 20 * S);
 	assert_string_equal(j->leader_election.identity, "pod-1");
+	assert_int_equal(cfg->web.auth.basic_auth_users_count, 1);
+	assert_string_equal(cfg->web.auth.basic_auth_users[0].key, "oncall");
+	assert_string_equal(cfg->web.auth.basic_auth_users[0].value,
+			    "$2y$10$TnD4qJFgqkaiWogpqY.qW.F3RqJSEuLmh0VW.H7ERxFCttn6Bne1O");
 	buf_release(&msg);
 	cfg_free(cfg);
 }
@@ -643,6 +647,46 @@ static void duplicates(void **state)
 		   "\"A\" (also at line 4)");
 	expect_err(RCV "janitor:\n  slack:\n    namespace_channels: {a: \"#a\", a: \"#b\"}\n",
 		   "alertbridge.yml:4: janitor.slack.namespace_channels.a: duplicate key");
+}
+
+/* web.auth.basic_auth_users: bcrypt hashes, as htpasswd -nbBC writes them; errors with the line. */
+static void web_auth_users(void **state)
+{
+	static const char hash[] = "$2y$04$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq6yG";
+	struct config *cfg;
+	char yaml[512];
+
+	(void)state;
+	cfg = parse_ok(RCV);
+	assert_int_equal(cfg->web.auth.basic_auth_users_count, 0);
+	cfg_free(cfg);
+	fmt_into(yaml, sizeof(yaml), RCV "web:\n  auth:\n    basic_auth_users:\n"
+		 "      oncall: \"%s\"\n      ops: '$2b$04$KsfkKg3KYv7M711Zh34x3OXldfa/"
+		 "YEZZ2dCpwrEHKvXEeEUVGq6yG'\n", hash);
+	cfg = parse_ok(yaml);
+	assert_int_equal(cfg->web.auth.basic_auth_users_count, 2);
+	assert_string_equal(cfg->web.auth.basic_auth_users[0].key, "oncall");
+	assert_string_equal(cfg->web.auth.basic_auth_users[0].value, hash);
+	assert_string_equal(cfg->web.auth.basic_auth_users[1].key, "ops");
+	cfg_free(cfg);
+	expect_err(RCV "web:\n  auth:\n    basic_auth_users:\n      oncall: s3cret\n",
+		   "alertbridge.yml:5: web.auth.basic_auth_users.oncall: expected a bcrypt hash "
+		   "($2y$, $2b$ or $2a$, cost 04-31, 60 characters: htpasswd -nbBC 10 USER "
+		   "PASSWORD prints one)");
+	expect_err(RCV "web:\n  auth:\n    basic_auth_users:\n"
+		   "      oncall: $1$abcdefgh$0123456789012345678901234567890123456789012345678\n",
+		   "alertbridge.yml:5: web.auth.basic_auth_users.oncall: expected a bcrypt hash "
+		   "($2y$, $2b$ or $2a$, cost 04-31, 60 characters: htpasswd -nbBC 10 USER "
+		   "PASSWORD prints one)");
+	fmt_into(yaml, sizeof(yaml), RCV "web:\n  auth:\n    basic_auth_users:\n"
+		 "      \"on:call\": \"%s\"\n", hash);
+	expect_err(yaml, "alertbridge.yml:5: web.auth.basic_auth_users.on:call: the user name "
+			 "must not contain ':' (RFC 7617)");
+	expect_err(RCV "web:\n  auth:\n    basic_auth_users: [a]\n",
+		   "alertbridge.yml:4: web.auth.basic_auth_users: expected a mapping of a user "
+		   "name to a bcrypt hash, got a list");
+	expect_err(RCV "web:\n  auth:\n    users: {}\n",
+		   "alertbridge.yml:4: web.auth.users: unknown key");
 }
 
 static void invalid_durations(void **state)
@@ -956,7 +1000,9 @@ static void dump_masks_secrets_and_reloads(void **state)
 		       "    labels: [\"a\\tb\", \"severity:{{labels.severity}}\"]\n"
 		       "webhook: {bearer_token_file: token}\n"
 		       "janitor:\n  policies: [{alertname: A, message: \"line1\\nline2\"}]\n"
-		       "  slack: {bot_token_file: token-bare, namespace_channels: {ns: \"#c\"}}\n",
+		       "  slack: {bot_token_file: token-bare, namespace_channels: {ns: \"#c\"}}\n"
+		       "web: {auth: {basic_auth_users: {oncall: \"$2y$04$KsfkKg3KYv7M711Zh34x3OXl"
+		       "dfa/YEZZ2dCpwrEHKvXEeEUVGq6yG\"}}}\n",
 		       tmpdir);
 	cfg_dump(cfg, &out);
 	assert_null(strstr(buf_str(&out), "s3cret-token"));
@@ -976,6 +1022,8 @@ static void dump_masks_secrets_and_reloads(void **state)
 	assert_string_equal(again->receivers[0].labels.items[0], "a\tb");
 	assert_string_equal(again->janitor.policies[0].message, "line1\nline2");
 	assert_string_equal(again->webhook.bearer_token, "s3cret-token");
+	assert_string_equal(again->web.auth.basic_auth_users[0].value,
+			    "$2y$04$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq6yG");
 	cfg_dump(again, &out2);
 	assert_string_equal(strchr(buf_str(&out2), '\n'), strchr(buf_str(&out), '\n'));
 	unsetenv("GITHUB_TOKEN");
@@ -1010,6 +1058,7 @@ int main(void)
 		cmocka_unit_test(enum_values),
 		cmocka_unit_test(missing_required_keys),
 		cmocka_unit_test(receivers_required_unless_janitor),
+		cmocka_unit_test(web_auth_users),
 		cmocka_unit_test(duplicates),
 		cmocka_unit_test(invalid_durations),
 		cmocka_unit_test(value_formats),

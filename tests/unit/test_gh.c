@@ -141,7 +141,7 @@ static void create_sends_documented_request(void **state)
 	char ij[1024];
 	const struct fake_request *r;
 
-	fake_http_push(fx->fake, 201, "X-RateLimit-Remaining: 4999",
+	fake_http_push(fx->fake, 201, "X-RateLimit-Remaining: 4999\nX-RateLimit-Reset: 1795003600",
 		       issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
 	assert_int_equal(gh_issue_create(fx->gh, "o/r", "Disk full", "body\n" MARKER, MARKER,
 					 labels, assignees, &fx->is, &fx->err), ERR_OK);
@@ -164,6 +164,7 @@ static void create_sends_documented_request(void **state)
 		gh_stats(fx->gh, &st);
 		assert_int_equal(st.requests_ok, 1);
 		assert_int_equal(st.ratelimit_remaining, 4999);
+		assert_int_equal(st.ratelimit_reset_ms, INT64_C(1795003600000));
 	}
 }
 
@@ -365,6 +366,10 @@ static void content_per_hour_option_is_kept(void **state)
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.content_left_hour, 2);
 	assert_int_equal(st.content_left_minute, 80);
+	assert_int_equal(st.content_limit_hour, 2);
+	assert_int_equal(st.content_limit_minute, 80);
+	assert_int_equal(st.content_full_hour_ms, 0);  /* whole: nothing spent */
+	assert_int_equal(st.content_full_minute_ms, 0);
 	for (int i = 0; i < 3; i++)
 		fake_http_push(fx->fake, 201, NULL, "{}");
 	for (int i = 0; i < 2; i++)
@@ -372,6 +377,9 @@ static void content_per_hour_option_is_kept(void **state)
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.content_left_hour, 0);
 	assert_int_equal(st.content_left_minute, 78);
+	/* whole again when the newer of the two (T0 + 1 s) leaves each window */
+	assert_int_equal(st.content_full_hour_ms, fx->now + 3600000);
+	assert_int_equal(st.content_full_minute_ms, fx->now + 60000);
 	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
 	/* T0, T0 + 1 s (min interval), then T0 + 1 h */
 	assert_int_equal(fx->nsleeps, 2);

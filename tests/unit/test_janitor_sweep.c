@@ -510,10 +510,53 @@ static void gauge_removed_when_unmarked(void **state)
 	jfx_env_stop(&e);
 }
 
+static void collect_full(void *ctx, const struct janitor_plan_row *row)
+{
+	(void)buf_printf(ctx, "%s/%s uid=%s owner=%s reason=%s expires=%lld action=%s;",
+			 row->namespace, row->pod, row->uid, row->owner, row->reason,
+			 (long long)row->expires_ms, row->action);
+}
+
+/* janitor_pods_each(): the pods of the last complete sweep, for the on-call page. */
+static void pods_of_the_last_complete_sweep(void **state)
+{
+	struct env e;
+	struct buf seen = BUF_INIT;
+	int64_t total = -1;
+
+	(void)state;
+	jfx_env_start(&e, 0);
+	assert_int_equal(janitor_pods_each(e.j, jfx_collect_row, &e, &total), 0);
+	assert_string_equal(buf_str(&e.rows), "");
+	jfx_delivered_notice(&e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
+	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
+	jfx_sweep(&e, ERR_OK);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
+	buf_adds(&seen, buf_str(&e.rows));
+	buf_reset(&e.rows);
+	assert_int_equal(janitor_pods_each(e.j, jfx_collect_row, &e, &total), T0);
+	assert_int_equal(total, 1);
+	assert_string_equal(buf_str(&e.rows), buf_str(&seen));
+	buf_reset(&seen);
+	assert_int_equal(janitor_pods_each(e.j, collect_full, &seen, NULL), T0);
+	assert_string_equal(buf_str(&seen), "ml-team/train-1 uid=uid-1 owner=- "
+			    "reason=JanitorPodPendingTooLong expires=1794959940000 action=remind;");  /* 2026-11-17T23:59:00Z */
+	/* A sweep that fails leaves the last complete one's pods. */
+	fake_http_push(e.kube, 403, NULL, "{\"kind\":\"Status\",\"code\":403}");
+	e.now = T0 + MIN;
+	buf_reset(&e.rows);
+	assert_int_not_equal(janitor_sweep(e.j, NULL, NULL, NULL, &seen), ERR_OK);
+	assert_int_equal(janitor_pods_each(e.j, jfx_collect_row, &e, &total), T0);
+	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
+	buf_release(&seen);
+	jfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(not_deleted_before_notice_lead_then_deleted),
+		cmocka_unit_test(pods_of_the_last_complete_sweep),
 		cmocka_unit_test(reminder_once_in_the_notice_thread),
 		cmocka_unit_test(no_reminder_without_a_delivered_notice_or_a_mark),
 		cmocka_unit_test(uid_changed_before_acting_untouched),

@@ -958,12 +958,53 @@ static void wait_returns_on_enqueue_wake_and_close(void **state)
 	store_wait(NULL, 10);
 }
 
+/* store_event_latest(): the newest compared event of a key, with its state; and the queue's age. */
+static void latest_event_and_oldest_pending(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event evs[3], got;
+	char stt[8];
+
+	(void)state;
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
+	assert_int_equal(store_oldest_pending_ms(st, ""), -1);
+	evs[0] = sfx_mkev("bridge", "oncall", "k1", "firing");
+	evs[1] = sfx_mkev("bridge", "oncall", "k1", "resolved");
+	evs[2] = sfx_mkev("bridge", "oncall", "k2", "firing");
+	for (int i = 0; i < 3; i++) {
+		evs[i].repeat_state = (char *)"o/r";
+		evs[i].received_at_ms = 1700000001000 + i * 1000;
+	}
+	evs[1].ends_at_ms = 1700000001500;
+	assert_int_equal(store_enqueue(st, evs, 3, NULL), ERR_OK);
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000001000);
+	assert_int_equal(store_oldest_pending_ms(st, "janitor"), INT64_MAX);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, stt), ERR_OK);
+	assert_int_equal(got.id, evs[1].id);
+	assert_string_equal(got.status, "resolved");
+	assert_int_equal(got.received_at_ms, 1700000002000);
+	assert_string_equal(stt, "pending");
+	store_event_release(&got);
+	assert_int_equal(store_event_done(st, evs[0].id, NULL, NULL), ERR_OK);
+	assert_int_equal(store_event_dead(st, evs[1].id, "GitHub said 422"), ERR_OK);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, stt), ERR_OK);
+	assert_string_equal(stt, "dead");
+	assert_string_equal(got.last_error, "GitHub said 422");
+	store_event_release(&got);
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000003000);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k9", &got, stt), ERR_NOTFOUND);
+	assert_int_equal(store_event_latest(st, "janitor", "oncall", "k1", &got, stt), ERR_NOTFOUND);
+	assert_int_equal(store_event_latest(st, "bridge", "", "k1", &got, stt), ERR_INVALID);
+	store_close(st);
+}
+
 int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(enqueue_next_done_round_trip),
 		cmocka_unit_test(oldest_pending_is_the_first_received),
+		cmocka_unit_test(latest_event_and_oldest_pending),
 		cmocka_unit_test(fifo_within_kind_and_kinds_apart),
 		cmocka_unit_test(retry_waits_for_next_attempt),
 		cmocka_unit_test(progress_note_survives_retry),

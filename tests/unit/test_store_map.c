@@ -227,6 +227,44 @@ static void done_and_row_commit_together_or_not_at_all(void **state)
 	store_close(st);
 }
 
+/* alertname and title (schema 8): stored, and kept when a row is written without them. */
+static void map_keeps_alertname_and_title(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row = sfx_mkrow("oncall", "k1", 7), got;
+
+	(void)state;
+	row.alertname = (char *)"DiskFull";
+	row.title = (char *)"[critical] DiskFull: /var 3% left";
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_get(st, "oncall", "k1", &got), ERR_OK);
+	assert_string_equal(got.alertname, "DiskFull");
+	assert_string_equal(got.title, "[critical] DiskFull: /var 3% left");
+	store_issue_release(&got);
+	/* A rebuild or a fold writes the row without them: what was known stays. */
+	row.alertname = row.title = NULL;
+	row.number = 8;
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_get(st, "oncall", "k1", &got), ERR_OK);
+	assert_int_equal(got.number, 8);
+	assert_string_equal(got.alertname, "DiskFull");
+	assert_string_equal(got.title, "[critical] DiskFull: /var 3% left");
+	store_issue_release(&got);
+	row.title = (char *)"new title";
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_get(st, "oncall", "k1", &got), ERR_OK);
+	assert_string_equal(got.title, "new title");
+	store_issue_release(&got);
+	/* A row from before has neither. */
+	row = sfx_mkrow("oncall", "k2", 9);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_get(st, "oncall", "k2", &got), ERR_OK);
+	assert_null(got.alertname);
+	assert_null(got.title);
+	store_issue_release(&got);
+	store_close(st);
+}
+
 int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
@@ -235,6 +273,7 @@ int main(void)
 		cmocka_unit_test(issue_count_by_state),
 		cmocka_unit_test(map_each_pages_and_allows_reentry),
 		cmocka_unit_test(map_put_rejects_bad_rows),
+		cmocka_unit_test(map_keeps_alertname_and_title),
 		cmocka_unit_test_setup_teardown(done_and_row_commit_together_or_not_at_all, sfx_setup,
 						sfx_teardown),
 	};
