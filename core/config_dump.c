@@ -136,6 +136,18 @@ static void kv_bool(struct emitter *y, const char *key, int v)
 	plain(y, v ? "true" : "false");
 }
 
+/* key: a mapping of the n pairs (flow "{}" when empty), values quoted. */
+static void kv_pairs(struct emitter *y, const char *key, const struct cfg_pair *p, size_t n)
+{
+	plain(y, key);
+	map_start(y, n == 0);
+	for (size_t i = 0; i < n; i++) {
+		quoted(y, p[i].key);
+		quoted(y, p[i].value);
+	}
+	map_end(y);
+}
+
 static void kv_list(struct emitter *y, const char *key, const struct cfg_list *l)
 {
 	plain(y, key);
@@ -213,13 +225,7 @@ static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
 	kv_secret(y, "webhook_url_file", s->webhook_url_file, "webhook_url", s->webhook_url);
 	kv_str(y, "default_channel", s->default_channel);
 	kv_str(y, "owner_label", s->owner_label);
-	plain(y, "namespace_channels");
-	map_start(y, s->namespace_channels_count == 0);
-	for (size_t i = 0; i < s->namespace_channels_count; i++) {
-		quoted(y, s->namespace_channels[i].key);
-		quoted(y, s->namespace_channels[i].value);
-	}
-	map_end(y);
+	kv_pairs(y, "namespace_channels", s->namespace_channels, s->namespace_channels_count);
 	map_end(y);
 	plain(y, "leader_election");
 	map_start(y, 0);
@@ -228,6 +234,18 @@ static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
 	kv_str(y, "lease_name", le->lease_name);
 	kv_dur(y, "lease_duration", le->lease_duration_ms);
 	kv_str(y, "identity", le->identity);
+	map_end(y);
+	map_end(y);
+}
+
+/* web.auth: the users and their bcrypt hashes (a hash is not a secret to hide). */
+static void dump_web(struct emitter *y, const struct cfg_web *w)
+{
+	plain(y, "web");
+	map_start(y, 0);
+	plain(y, "auth");
+	map_start(y, 0);
+	kv_pairs(y, "basic_auth_users", w->auth.basic_auth_users, w->auth.basic_auth_users_count);
 	map_end(y);
 	map_end(y);
 }
@@ -308,6 +326,7 @@ static void dump_document(struct emitter *y, const struct config *cfg)
 	plain(y, cfg->log.format == LOG_JSON ? "json" : "logfmt");
 	map_end(y);
 	dump_webhook(y, &cfg->webhook);
+	dump_web(y, &cfg->web);
 	dump_github(y, &cfg->github);
 	plain(y, "receivers");
 	seq_start(y, cfg->receivers_count == 0);
