@@ -17,6 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <yaml.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "duration.h"
 #include "xalloc.h"
@@ -243,6 +246,55 @@ static enum err read_secret(struct ctx *c, yaml_node_t *node, const char *path, 
 		return rc;
 	}
 	*out = buf_detach(&b);
+	return ERR_OK;
+}
+
+/*
+ * The PEM private key at file into *pem, after checking with GnuTLS that it
+ * is an unencrypted RSA private key (PKCS#1 "RSA PRIVATE KEY" or PKCS#8
+ * "PRIVATE KEY").  Errors name node's line and path.
+ */
+enum err cfg_read_rsa_key(struct ctx *c, yaml_node_t *node, const char *path, const char *file,
+			  char **pem)
+{
+	struct buf b = BUF_INIT;
+	const char *why = "";
+	enum err rc = read_file(file, CFG_MAX_KEY_BYTES, &b, &why);
+	gnutls_x509_privkey_t key = NULL;
+	gnutls_datum_t d;
+	int grc;
+
+	if (rc == ERR_IO)
+		return cfg_fail(c, node, path, ERR_IO, "cannot read \"%s\": %s", file, why);
+	if (rc == ERR_TOOBIG) {
+		buf_release(&b);
+		return cfg_fail(c, node, path, ERR_INVALID, "\"%s\" is larger than %u bytes", file,
+				CFG_MAX_KEY_BYTES);
+	}
+	d.data = (unsigned char *)b.data;
+	d.size = (unsigned int)b.len;
+	grc = gnutls_x509_privkey_init(&key);
+	if (grc == GNUTLS_E_SUCCESS)
+		grc = gnutls_x509_privkey_import2(key, &d, GNUTLS_X509_FMT_PEM, NULL,
+						  GNUTLS_PKCS_PLAIN);
+	if (grc != GNUTLS_E_SUCCESS)
+		rc = cfg_fail(c, node, path, ERR_INVALID,
+			      "\"%s\" is not a PEM private key (PKCS#1 or PKCS#8, unencrypted): %s",
+			      file, gnutls_strerror(grc));
+	else if (gnutls_x509_privkey_get_pk_algorithm(key) != GNUTLS_PK_RSA)
+		rc = cfg_fail(c, node, path, ERR_INVALID,
+			      "\"%s\" is a %s key, not an RSA private key (GitHub Apps sign with "
+			      "RS256)", file,
+			      gnutls_pk_algorithm_get_name(
+				      (gnutls_pk_algorithm_t)gnutls_x509_privkey_get_pk_algorithm(key)));
+	if (key)
+		gnutls_x509_privkey_deinit(key);
+	if (rc != ERR_OK) {
+		explicit_bzero(b.data, b.cap);
+		buf_release(&b);
+		return rc;
+	}
+	*pem = buf_detach(&b);
 	return ERR_OK;
 }
 
@@ -506,6 +558,17 @@ void cfg_free(struct config *cfg)
 	free(cfg->github.token_file);
 	wipe_free(cfg->github.token);
 	free(cfg->github.app.private_key_file);
+	wipe_free(cfg->github.app.private_key);
+	for (size_t i = 0; cfg->github.credentials && i < cfg->github.credentials_count; i++) {
+		struct cfg_github_cred *gc = &cfg->github.credentials[i];
+
+		free(gc->owner);
+		free(gc->token_file);
+		wipe_free(gc->token);
+		free(gc->app.private_key_file);
+		wipe_free(gc->app.private_key);
+	}
+	free(cfg->github.credentials);
 	for (size_t i = 0; cfg->receivers && i < cfg->receivers_count; i++) {
 		struct cfg_receiver *r = &cfg->receivers[i];
 
@@ -675,6 +738,19 @@ static void kv_secret(struct buf *out, int indent, const char *key, const char *
 		(void)buf_printf(out, "%*s# %s: <secret>\n", indent, "", secret_name);
 }
 
+/* A github.app mapping at indent; nothing when app_id is 0. */
+static void dump_app(struct buf *out, int indent, const struct cfg_github_app *a)
+{
+	if (!a->app_id)
+		return;
+	(void)buf_printf(out, "%*sapp:\n%*sapp_id: %" PRId64 "\n", indent, "", indent + 2, "",
+			 a->app_id);
+	if (a->installation_id)
+		(void)buf_printf(out, "%*sinstallation_id: %" PRId64 "\n", indent + 2, "",
+				 a->installation_id);
+	kv_str(out, indent + 2, "private_key_file", a->private_key_file);
+}
+
 static void kv_dur(struct buf *out, int indent, const char *key, int64_t ms)
 {
 	(void)buf_printf(out, "%*s%s: ", indent, "", key);
@@ -808,10 +884,16 @@ void cfg_dump(const struct config *cfg, struct buf *out)
 	kv_secret(out, 2, "token_file", g->token_file, "token", g->token);
 	if (g->token_from_env)
 		(void)buf_adds(out, "  # token: <secret> (from GITHUB_TOKEN)\n");
-	if (g->app.app_id) {
-		(void)buf_printf(out, "  app:\n    app_id: %" PRId64 "\n", g->app.app_id);
-		(void)buf_printf(out, "    installation_id: %" PRId64 "\n", g->app.installation_id);
-		kv_str(out, 4, "private_key_file", g->app.private_key_file);
+	dump_app(out, 2, &g->app);
+	if (g->credentials_count)
+		(void)buf_adds(out, "  credentials:\n");
+	for (size_t i = 0; i < g->credentials_count; i++) {
+		const struct cfg_github_cred *gc = &g->credentials[i];
+
+		(void)buf_adds(out, "    - ");
+		kv_str(out, 0, "owner", gc->owner);
+		kv_secret(out, 6, "token_file", gc->token_file, "token", gc->token);
+		dump_app(out, 6, &gc->app);
 	}
 	(void)buf_printf(out, "  content_per_minute: %u\n", g->content_per_minute);
 	(void)buf_printf(out, "  content_per_hour: %u\n", g->content_per_hour);
