@@ -22,6 +22,9 @@ two_organisations_two_credentials
 enterprise_server_paths
     api_url http://host/api/v3 (GitHub Enterprise Server): the token exchange and the create go
     under /api/v3 (the fake answers 404 to anything else).
+jwt_of_another_key_is_refused
+    The fake has another public key for the App: the exchange is answered 401, counted as a
+    token failure, and no create is sent.
 check_config_refuses_bad_keys
     check-config exits 1 naming alertbridge.yml:LINE of private_key_file when the key cannot be
     read or is not an RSA private key, and refuses a duplicate owner.
@@ -263,6 +266,29 @@ def enterprise_server_paths():
         eq([r["status"] for r in reqs(gh, "POST", "/app/installations/77/access_tokens")], [201],
            "the token exchange under /api/v3")
         eq([r["status"] for r in creates(gh, "acme/alerts")], [201], "the create under /api/v3")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def jwt_of_another_key_is_refused():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, _ = make_key(tmp)
+    _, other_pub = make_key(tmp, "other.pem")
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, other_pub, {77: ["acme"]})
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "WrongKey")
+        poll(lambda: metric(ab, "alertbridge_github_app_token_failures_total") >= 1,
+             "a token failure counted", 30)
+        ex = reqs(gh, "POST", r"/app/installations/77/access_tokens")
+        check(ex and all(r["status"] == 401 for r in ex), "the fake refuses the signature",
+              [r["status"] for r in ex])
+        eq(gh.issues("acme/alerts"), [], "no issue without a token")
+        eq(creates(gh, "acme/alerts"), [], "no create sent without a token")
     finally:
         stop_all()
         gh.stop()
