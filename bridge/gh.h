@@ -144,9 +144,12 @@ struct gh_stats {
  * installation_id, the installation of the target repository is looked up
  * with the JWT (GET /repos/{owner}/{repo}/installation, answer {"id"}) and
  * cached per owner (lower-case) with its token.  These calls go through the
- * same retry loop as every call; their failures are ERR_AUTH (401/403/404:
- * the App or key is wrong or not installed) or ERR_RETRY, counted in
- * gh_stats.app_token_failures; each token got counts in app_token_renewals.
+ * same retry loop as every call; a call that cannot get a token fails with
+ * ERR_RETRY (GitHub still failing after max_attempts) or else ERR_AUTH (the
+ * App, key or installation is wrong, or GitHub's answer is not the
+ * documented one), never ERR_INVALID, so its event is kept, not
+ * dead-lettered; counted in gh_stats.app_token_failures.  Each token got
+ * counts in app_token_renewals.
  */
 
 /*

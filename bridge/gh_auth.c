@@ -322,11 +322,11 @@ enum err gh_cred_auth(struct gh_client *c, struct gh_cred *cred, const char *pat
 	if (rc == ERR_OK) {
 		*header = in->auth_header;
 	} else {
-		struct log_line *l = log_begin(LOG_WARN, "github app installation token failed");
+		/* Counted here; logged once, by the caller, with the event it held up.  No token
+		 * is never the event's fault: ERR_AUTH keeps it queued (never dead-lettered). */
 		c->stats.app_token_failures++;
-		log_int(l, "app_id", cred->app_id);
-		log_str(l, "err", buf_str(errmsg));
-		log_end(l);
+		if (rc != ERR_RETRY)
+			rc = ERR_AUTH;
 	}
 	wipe_free(jwt);
 out:

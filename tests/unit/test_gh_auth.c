@@ -336,6 +336,12 @@ static void app_installation_found_per_owner(void **state)
 	fake_http_push(fx->fake, 404, NULL, "{\"message\":\"Not Found\"}");
 	get_issue(fx, "gamma/x", ERR_AUTH);
 	assert_non_null(strstr(buf_str(&fx->err), "GitHub App 12345 is not installed on gamma/x"));
+
+	/* an answer without a token keeps the event (ERR_AUTH), never dead-letters it */
+	fake_http_push(fx->fake, 200, NULL, "{\"id\":9}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	get_issue(fx, "delta/x", ERR_AUTH);
+	assert_non_null(strstr(buf_str(&fx->err), "answer lacks token or expires_at"));
 }
 
 /* Owners matched ignoring case; the default elsewhere; none: ERR_AUTH before any request. */
