@@ -530,6 +530,7 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	struct gh_cred *cred = NULL;
 	const char *auth = c->next_auth;
 	int renewed = 0;
+	struct buf auth_copy = BUF_INIT; /* a call inside this one may renew (free) the token */
 	struct buf url = BUF_INIT;
 	struct buf local_err = BUF_INIT;
 	enum err rc = ERR_OK;
@@ -541,15 +542,15 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	c->next_auth = NULL;
 	if (c->depth++ == 0) /* never inside a call: its credential stays valid */
 		gh_adopt_pending(c);
-	if (auth) {
-		headers[n++] = auth;
-	} else {
+	if (!auth) {
 		cred = gh_cred_for_path(c, k->path, errmsg);
-		rc = cred ? gh_cred_auth(c, cred, k->path, 0, &headers[n++], errmsg) : ERR_AUTH;
+		rc = cred ? gh_cred_auth(c, cred, k->path, 0, &auth, errmsg) : ERR_AUTH;
 		if (rc != ERR_OK)
 			goto out;
 		c->budget = &cred->budget;
 	}
+	(void)buf_adds(&auth_copy, auth);
+	headers[n++] = buf_str(&auth_copy);
 	headers[n++] = "Accept: application/vnd.github+json";
 	headers[n++] = "X-GitHub-Api-Version: " API_VERSION;
 	headers[n++] = c->ua_header;
@@ -602,10 +603,13 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 			if (rc == ERR_AUTH && res->status == 401 && cred && cred->app_id &&
 			    !renewed) {
 				renewed = 1;
-				rc = gh_cred_auth(c, cred, k->path, 1, &headers[0], errmsg);
+				rc = gh_cred_auth(c, cred, k->path, 1, &auth, errmsg);
 				c->budget = &cred->budget;
 				if (rc != ERR_OK)
 					goto out;
+				buf_reset(&auth_copy);
+				(void)buf_adds(&auth_copy, auth);
+				headers[0] = buf_str(&auth_copy);
 				attempt--;
 				continue;
 			}
@@ -642,6 +646,9 @@ give_up:
 	rc = ERR_RETRY;
 out:
 	c->depth--;
+	if (auth_copy.data)
+		explicit_bzero(auth_copy.data, auth_copy.cap);
+	buf_release(&auth_copy);
 	buf_release(&local_err);
 	buf_release(&url);
 	return rc;

@@ -286,6 +286,8 @@ static enum err new_token(struct gh_client *c, struct gh_cred *cr, const char *j
 		log_end(l);
 	} else if (rc == ERR_NOTFOUND) {
 		rc = ERR_AUTH; /* GitHub answers 404 for an installation the App does not have */
+		if (!cr->installation_id)
+			in->id = 0; /* found, then uninstalled: look it up again next time */
 	}
 	json_decref(root);
 	buf_release(&path);
