@@ -747,7 +747,9 @@ static int cmd_check_config(const struct flags *f)
 	cfg_dump(cfg, &dump);
 	printf("SUCCESS: %s is valid (%zu receivers, janitor %s, github %s)\n\n%s", path,
 	       cfg->receivers_count, cfg->janitor.enabled ? "enabled" : "disabled",
-	       cfg->github.dry_run || !cfg->github.token ? "dry-run" : "live", buf_str(&dump));
+	       cfg->github.dry_run || (!cfg->github.token && !cfg->github.app.app_id &&
+				       !cfg->github.credentials_count) ? "dry-run" : "live",
+	       buf_str(&dump));
 	rc = 0;
 out:
 	render_free(r);

@@ -129,6 +129,12 @@ static void register_metrics(struct bridge *b)
 	b->m_assignees_dropped = metrics_counter(
 		m, "alertbridge_github_assignees_dropped_total",
 		"Assignees left out of a create because GitHub cannot assign them (422).", NULL);
+	b->m_app_renewals = metrics_counter(
+		m, "alertbridge_github_app_token_renewals_total",
+		"GitHub App installation tokens obtained (the first and each renewal).", NULL);
+	b->m_app_failures = metrics_counter(
+		m, "alertbridge_github_app_token_failures_total",
+		"Failed GitHub App installation token requests or installation look-ups.", NULL);
 	b->m_rebuilt = metrics_counter(
 		m, "alertbridge_map_rows_rebuilt_total",
 		"Map rows rebuilt from the markers of issues on GitHub (a lost database).", NULL);
@@ -148,7 +154,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	clock_stop_init(&b->stop);
 	b->seed = (unsigned int)clock_wall_ms();
 	go.api_url = g->api_url;
-	go.token = g->token;
+	go.creds = gh_creds_new(g);
 	go.user_agent = opts->user_agent ? opts->user_agent : "alertbridge";
 	go.timeout_ms = g->timeout_ms;
 	go.content_per_minute = (int)g->content_per_minute;
@@ -181,6 +187,11 @@ void bridge_budget(struct bridge *b, struct gh_stats *out)
 	pthread_mutex_lock(&b->budget_mu);
 	*out = b->budget;
 	pthread_mutex_unlock(&b->budget_mu);
+}
+
+void bridge_set_credentials(struct bridge *b, struct gh_creds *creds)
+{
+	gh_client_set_creds(b->gh, creds);
 }
 
 int bridge_dry_run(const struct bridge *b)
@@ -771,6 +782,10 @@ static void update_gauges(struct bridge *b)
 		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
 	metric_add(b->m_assignees_dropped, NULL,
 		   (double)(s.assignees_dropped - b->last_stats.assignees_dropped));
+	metric_add(b->m_app_renewals, NULL,
+		   (double)(s.app_token_renewals - b->last_stats.app_token_renewals));
+	metric_add(b->m_app_failures, NULL,
+		   (double)(s.app_token_failures - b->last_stats.app_token_failures));
 	metric_set(b->m_gh_ratelimit, NULL, (double)s.ratelimit_remaining);
 	{
 		const char *mi[] = { "minute" }, *hr[] = { "hour" };
@@ -799,7 +814,7 @@ static void pick_up_config(struct bridge *b)
 	b->opts.cfg = g->cfg;
 	b->opts.render = g->ext;
 	storm_set_cfg(b->storm, g->cfg);
-	gh_set_token(b->gh, g->cfg->github.token);
+	gh_client_set_creds(b->gh, gh_creds_new(&g->cfg->github));
 }
 
 int bridge_step(struct bridge *b)

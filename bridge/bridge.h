@@ -174,6 +174,12 @@ enum err bridge_retry_dead(struct bridge *b, int64_t *n) WARN_UNUSED;
 
 /* Non-zero when GitHub calls are only logged (dry-run). */
 int bridge_dry_run(const struct bridge *b);
+/*
+ * Config reload: replace the GitHub credentials with creds, built from the
+ * new config with gh_creds_new(&cfg->github) (bridge/gh.h).  Takes creds.
+ * Thread-safe; the bridge's GitHub client switches before its next call.
+ */
+void bridge_set_credentials(struct bridge *b, struct gh_creds *creds);
 
 /*
  * The GitHub client's counters and budgets (bridge/gh.h struct gh_stats) as

@@ -52,6 +52,8 @@ struct bridge {
 	struct metric *m_gh_unauthorized;
 	struct metric *m_rebuilt;
 	struct metric *m_assignees_dropped;
+	struct metric *m_app_renewals;
+	struct metric *m_app_failures;
 };
 
 /* What one event needs while it is handled; released in one place. */

@@ -35,6 +35,8 @@
 #define MAX_BODY_BYTES (32u << 20) /* a page of 100 issues of 64 KiB bodies fits */
 #define MAX_ERRMSG_JSON 1024
 
+static void adopt(struct gh_client *c, struct gh_creds *s);
+
 /* How one attempt ended. */
 enum verdict { DONE, FAILED, TRANSIENT };
 
@@ -105,21 +107,19 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	n = strlen(c->api_url);
 	while (n && c->api_url[n - 1] == '/')
 		c->api_url[--n] = '\0';
-	c->token = xstrdup(opts->token ? opts->token : "");
-	(void)buf_printf(&b, "Authorization: Bearer %s", c->token);
-	c->auth_header = buf_detach(&b);
 	(void)buf_printf(&b, "User-Agent: %s", opts->user_agent ? opts->user_agent : "alertbridge");
 	c->ua_header = buf_detach(&b);
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
-	/* window_ms (a test hook) scales both windows: the hour is 60 of them. */
-	window_init(&c->minute, opts->content_per_minute, MAX_BUDGET,
-		    opts->window_ms > 0 ? opts->window_ms : MINUTE_MS);
-	window_init(&c->hour, opts->content_per_hour, MAX_HOUR_BUDGET,
-		    opts->window_ms > 0 ? 60 * opts->window_ms : HOUR_MS);
+	c->content_per_minute = opts->content_per_minute;
+	c->content_per_hour = opts->content_per_hour;
+	c->window_ms = opts->window_ms;
 	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
 	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
 	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
-	c->dry_run = opts->dry_run || !*c->token;
+	c->creds = opts->creds ? opts->creds : gh_creds_token(opts->token);
+	c->dry_run = opts->dry_run || gh_creds_none(c->creds);
+	adopt(c, c->creds);
+	pthread_mutex_init(&c->mu, NULL);
 	c->now_ms = opts->now_ms ? opts->now_ms : clock_hook_now_ms;
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
@@ -132,37 +132,15 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	return c;
 }
 
-/* Free s after overwriting it: a secret, or a header that carries one. */
-static void wipe_free(char *s)
-{
-	if (s)
-		memset(s, 0, strlen(s));
-	free(s);
-}
-
-void gh_set_token(struct gh_client *c, const char *token)
-{
-	struct buf b = BUF_INIT;
-
-	if (!token || !*token || !strcmp(token, c->token))
-		return;
-	wipe_free(c->token);
-	wipe_free(c->auth_header);
-	c->token = xstrdup(token);
-	(void)buf_printf(&b, "Authorization: Bearer %s", c->token);
-	c->auth_header = buf_detach(&b);
-}
-
 void gh_client_free(struct gh_client *c)
 {
 	if (!c)
 		return;
 	http_client_free(c->http);
-	free(c->minute.t);
-	free(c->hour.t);
+	gh_creds_free(c->creds);
+	gh_creds_free(c->pending);
+	pthread_mutex_destroy(&c->mu);
 	free(c->api_url);
-	wipe_free(c->token);  /* wipe the secret copies before handing memory back */
-	wipe_free(c->auth_header);
 	free(c->ua_header);
 	free(c);
 }
@@ -187,17 +165,70 @@ void gh_issue_release(struct gh_issue *is)
 	memset(is, 0, sizeof(*is));
 }
 
+/* The budgets of s sized by c's options (once per set). */
+static void adopt(struct gh_client *c, struct gh_creds *s)
+{
+	/* window_ms (a test hook) scales both windows: the hour is 60 of them. */
+	for (size_t i = 0; !s->budgets_ready && i < s->n; i++) {
+		window_init(&s->v[i].budget.minute, c->content_per_minute, MAX_BUDGET,
+			    c->window_ms > 0 ? c->window_ms : MINUTE_MS);
+		window_init(&s->v[i].budget.hour, c->content_per_hour, MAX_HOUR_BUDGET,
+			    c->window_ms > 0 ? 60 * c->window_ms : HOUR_MS);
+	}
+	s->budgets_ready = 1;
+	c->budget = &s->v[0].budget;
+}
+
+void gh_client_set_creds(struct gh_client *c, struct gh_creds *s)
+{
+	struct gh_creds *old;
+
+	pthread_mutex_lock(&c->mu);
+	old = c->pending;
+	c->pending = s;
+	pthread_mutex_unlock(&c->mu);
+	gh_creds_free(old);
+}
+
+void gh_adopt_pending(struct gh_client *c)
+{
+	struct gh_creds *s;
+
+	pthread_mutex_lock(&c->mu);
+	s = c->pending;
+	c->pending = NULL;
+	pthread_mutex_unlock(&c->mu);
+	if (!s)
+		return;
+	gh_creds_free(c->creds);
+	c->creds = s;
+	adopt(c, s);
+	log_end(log_begin(LOG_INFO, "github credentials replaced"));
+}
+
+/* Mutations that fit now: the least over the credentials (the tightest budget). */
 void gh_stats(const struct gh_client *c, struct gh_stats *out)
 {
 	int64_t now = c->now_ms(c->clock_ctx);
 
 	*out = c->stats;
-	out->content_left_minute = window_left(&c->minute, now);
-	out->content_left_hour = window_left(&c->hour, now);
-	out->content_limit_minute = c->minute.cap;
-	out->content_limit_hour = c->hour.cap;
-	out->content_full_minute_ms = window_full_at(&c->minute, now);
-	out->content_full_hour_ms = window_full_at(&c->hour, now);
+	/* The tightest credential's windows (the caps are the same for all). */
+	size_t tm = 0, th = 0;
+
+	for (size_t i = 1; i < c->creds->n; i++) {
+		if (window_left(&c->creds->v[i].budget.minute, now) <
+		    window_left(&c->creds->v[tm].budget.minute, now))
+			tm = i;
+		if (window_left(&c->creds->v[i].budget.hour, now) <
+		    window_left(&c->creds->v[th].budget.hour, now))
+			th = i;
+	}
+	out->content_left_minute = window_left(&c->creds->v[tm].budget.minute, now);
+	out->content_left_hour = window_left(&c->creds->v[th].budget.hour, now);
+	out->content_limit_minute = c->creds->v[tm].budget.minute.cap;
+	out->content_limit_hour = c->creds->v[th].budget.hour.cap;
+	out->content_full_minute_ms = window_full_at(&c->creds->v[tm].budget.minute, now);
+	out->content_full_hour_ms = window_full_at(&c->creds->v[th].budget.hour, now);
 }
 
 /* ---- time and text helpers ---- */
@@ -285,7 +316,7 @@ static int64_t secondary_wait_ms(int attempt)
 
 static void wait_rate_limit(struct gh_client *c)
 {
-	int64_t wait = c->blocked_until_ms - gh_now(c);
+	int64_t wait = c->budget->blocked_until_ms - gh_now(c);
 	struct log_line *l;
 
 	if (wait <= 0)
@@ -304,12 +335,14 @@ void gh_pace(struct gh_client *c)
 {
 	int64_t t = gh_now(c), wait = 0;
 
-	if (c->last_mutation_ms)
-		wait = c->last_mutation_ms + c->min_interval_ms - t;
-	if (window_wait_ms(&c->minute, t) > wait)
-		wait = window_wait_ms(&c->minute, t);
-	if (window_wait_ms(&c->hour, t) > wait)
-		wait = window_wait_ms(&c->hour, t);
+	struct gh_budget *b = c->budget;
+
+	if (b->last_mutation_ms)
+		wait = b->last_mutation_ms + c->min_interval_ms - t;
+	if (window_wait_ms(&b->minute, t) > wait)
+		wait = window_wait_ms(&b->minute, t);
+	if (window_wait_ms(&b->hour, t) > wait)
+		wait = window_wait_ms(&b->hour, t);
 	pause_ms(c, wait, &c->stats.pacing_wait_ms);
 }
 
@@ -317,9 +350,9 @@ void gh_note_mutation(struct gh_client *c)
 {
 	int64_t t = gh_now(c);
 
-	c->last_mutation_ms = t;
-	window_note(&c->minute, t);
-	window_note(&c->hour, t);
+	c->budget->last_mutation_ms = t;
+	window_note(&c->budget->minute, t);
+	window_note(&c->budget->hour, t);
 }
 
 /* Block until t (ms), capped, unless already blocked longer. */
@@ -329,8 +362,8 @@ static void block_until(struct gh_client *c, int64_t t)
 
 	if (t > cap)
 		t = cap;
-	if (t > c->blocked_until_ms)
-		c->blocked_until_ms = t;
+	if (t > c->budget->blocked_until_ms)
+		c->budget->blocked_until_ms = t;
 }
 
 /* Remember the primary limit; an exhausted one blocks until its reset. */
@@ -512,6 +545,10 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 {
 	const char *headers[7];
 	struct http_request req = HTTP_REQUEST_INIT;
+	struct gh_cred *cred = NULL;
+	const char *auth = c->next_auth;
+	int renewed = 0;
+	struct buf auth_copy = BUF_INIT; /* a call inside this one may renew (free) the token */
 	struct buf url = BUF_INIT;
 	struct buf local_err = BUF_INIT;
 	enum err rc = ERR_OK;
@@ -520,7 +557,18 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	if (!errmsg)
 		errmsg = &local_err;
 
-	headers[n++] = c->auth_header;
+	c->next_auth = NULL;
+	if (c->depth++ == 0) /* never inside a call: its credential stays valid */
+		gh_adopt_pending(c);
+	if (!auth) {
+		cred = gh_cred_for_path(c, k->path, errmsg);
+		rc = cred ? gh_cred_auth(c, cred, k->path, 0, &auth, errmsg) : ERR_AUTH;
+		if (rc != ERR_OK)
+			goto out;
+		c->budget = &cred->budget;
+	}
+	(void)buf_adds(&auth_copy, auth);
+	headers[n++] = buf_str(&auth_copy);
 	headers[n++] = "Accept: application/vnd.github+json";
 	headers[n++] = "X-GitHub-Api-Version: " API_VERSION;
 	headers[n++] = c->ua_header;
@@ -569,6 +617,20 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 			rc = ERR_OK;
 			goto out;
 		case FAILED:
+			/* An App's installation token GitHub no longer takes: renew it, once. */
+			if (rc == ERR_AUTH && res->status == 401 && cred && cred->app_id &&
+			    !renewed) {
+				renewed = 1;
+				rc = gh_cred_auth(c, cred, k->path, 1, &auth, errmsg);
+				c->budget = &cred->budget;
+				if (rc != ERR_OK)
+					goto out;
+				buf_reset(&auth_copy);
+				(void)buf_adds(&auth_copy, auth);
+				headers[0] = buf_str(&auth_copy);
+				attempt--;
+				continue;
+			}
 			goto out;
 		case TRANSIENT:
 			break;
@@ -601,6 +663,10 @@ give_up:
 	}
 	rc = ERR_RETRY;
 out:
+	c->depth--;
+	if (auth_copy.data)
+		explicit_bzero(auth_copy.data, auth_copy.cap);
+	buf_release(&auth_copy);
 	buf_release(&local_err);
 	buf_release(&url);
 	return rc;

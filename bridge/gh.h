@@ -51,10 +51,15 @@
 #include "core/err.h"
 
 struct gh_client;
+struct gh_creds;
+struct cfg_github;
 
 struct gh_options {
 	const char *api_url;       /* e.g. https://api.github.com or https://HOST/api/v3; no trailing / */
-	const char *token;         /* bearer token; NULL or "" forces dry-run */
+	const char *token;         /* bearer token when creds is NULL; NULL or "" (and no creds)
+				    * forces dry-run */
+	struct gh_creds *creds;    /* credential set (gh_creds_new); the client takes it and
+				    * frees it; NULL: the token above as the only credential */
 	const char *user_agent;    /* e.g. "alertbridge/0.1.0" */
 	int64_t timeout_ms;        /* whole-request timeout; 0 means 10 s */
 	int content_per_minute;    /* budget for mutating calls; 0 or > 80 means 80 */
@@ -118,7 +123,73 @@ struct gh_stats {
 	int64_t content_full_hour_ms;    /*   and the hour's (ms since the epoch, client clock) */
 	int64_t ratelimit_reset_ms;      /* last x-ratelimit-reset seen (epoch s * 1000); 0: none */
 	uint64_t assignees_dropped;      /* assignees left out of a create GitHub rejected them on */
+	uint64_t app_token_renewals;     /* GitHub App installation tokens got (first and renewals) */
+	uint64_t app_token_failures;     /* failed installation token requests or lookups */
 };
+
+/*
+ * Credentials (GitHub "Authenticating as a GitHub App installation" and
+ * "Generating a JSON Web Token (JWT) for a GitHub App").
+ *
+ * A credential set holds the default credential (github.token_file or
+ * $GITHUB_TOKEN, or github.app; maybe none) and one per owner from
+ * github.credentials.  A call on "/repos/{owner}/..." uses the credential
+ * whose owner equals {owner} ignoring case (as GitHub compares logins), else
+ * the default; with neither it fails with ERR_AUTH ("no GitHub credential
+ * for owner ...") before any request.  Each credential keeps its own pacing
+ * and rate-limit state (content budgets, retry-after/x-ratelimit-reset),
+ * since GitHub counts them per token or installation.
+ *
+ * An App credential signs a JWT (RS256 with the App's private key; claims
+ * iat = now - 60 s, exp = now + 9 min, iss = the app ID) and exchanges it
+ * at POST {api_url}/app/installations/{installation_id}/access_tokens
+ * (Authorization: Bearer <JWT>; answer 201 {"token", "expires_at"}).  The
+ * installation token is cached and renewed 5 minutes before expires_at, and
+ * once more when a request with it is answered 401.  Without an
+ * installation_id, the installation of the target repository is looked up
+ * with the JWT (GET /repos/{owner}/{repo}/installation, answer {"id"}) and
+ * cached per owner (lower-case) with its token.  These calls go through the
+ * same retry loop as every call; a call that cannot get a token fails with
+ * ERR_RETRY (GitHub still failing after max_attempts) or else ERR_AUTH (the
+ * App, key or installation is wrong, or GitHub's answer is not the
+ * documented one), never ERR_INVALID, so its event is kept, not
+ * dead-lettered; counted in gh_stats.app_token_failures.  Each token got
+ * counts in app_token_renewals.
+ */
+
+/*
+ * Build the credential set of a parsed github section: never NULL, copies
+ * every string (the App's key PEM too: cfg_parse() read and checked it, so a
+ * reload that parses the config again re-reads the key file).  A set with
+ * no credential at all makes a client dry-run.  Free with gh_creds_free()
+ * unless handed to a client.
+ *
+ * Config reload: parse the new config, build its set with gh_creds_new()
+ * and hand it to the running client with gh_client_set_creds() (the bridge:
+ * bridge_set_credentials()).  Cached installation tokens and rate-limit
+ * state start afresh with the new set.
+ */
+struct gh_creds *gh_creds_new(const struct cfg_github *g);
+/* Free a set the client did not take; s may be NULL.  Wipes the secrets. */
+void gh_creds_free(struct gh_creds *s);
+/*
+ * Hand a new credential set to c (it takes s and frees the old one).
+ * Thread-safe: may be called from any thread while another uses c; the
+ * client switches at the start of its next call, never inside one.  A
+ * client that was dry-run for want of credentials stays dry-run (its
+ * dry-run state is fixed at gh_client_new()).
+ */
+void gh_client_set_creds(struct gh_client *c, struct gh_creds *s);
+
+/*
+ * The JWT of GitHub App app_id signed RS256 with the PEM RSA private key
+ * pem, at now_s (seconds since the epoch, UTC): header {"alg":"RS256",
+ * "typ":"JWT"}, claims iat = now_s - 60, exp = now_s + 540, iss = the app
+ * ID as a decimal string.  *out is malloc'd (caller frees).  ERR_INVALID
+ * when the key cannot sign (detail in errmsg, never the key).
+ */
+enum err gh_app_jwt(int64_t app_id, const char *pem, int64_t now_s, char **out,
+		    struct buf *errmsg) WARN_UNUSED;
 
 /* Create a client; never NULL.  Copies every string in opts. */
 struct gh_client *gh_client_new(const struct gh_options *opts);
@@ -126,13 +197,6 @@ struct gh_client *gh_client_new(const struct gh_options *opts);
 void gh_client_free(struct gh_client *c);
 /* Non-zero when the client makes no calls (dry_run or no token). */
 int gh_dry_run(const struct gh_client *c);
-/*
- * Send token (copied; NULL or "" leaves the current one) from the next
- * request on: a token file rotated and reloaded (core/reload.h).  Whether
- * the client is dry-run does not change.  Call on the thread that makes the
- * requests.
- */
-void gh_set_token(struct gh_client *c, const char *token);
 /* Free the strings of is (not is itself) and zero it; is may be NULL. */
 void gh_issue_release(struct gh_issue *is);
 /* Copy c's counters into *out (content_left_* as of the client's clock now). */

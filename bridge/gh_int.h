@@ -7,6 +7,7 @@
 #ifndef AB_GH_INT_H
 #define AB_GH_INT_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "bridge/gh.h"
@@ -23,25 +24,64 @@ struct window {
 	int64_t span_ms;
 };
 
+/* A credential's pacing and rate-limit state: GitHub counts both per token/installation. */
+struct gh_budget {
+	int64_t last_mutation_ms;  /* end of the last mutating request; 0: none yet */
+	struct window minute;      /* content_per_minute */
+	struct window hour;        /* content_per_hour */
+	int64_t blocked_until_ms;  /* no request before this (rate limit) */
+};
+
+/* A GitHub App installation and its cached installation token. */
+struct gh_install {
+	char *owner;          /* lower-case owner it was found for; "" for a configured id */
+	int64_t id;           /* 0: not found yet */
+	char *auth_header;    /* "Authorization: Bearer <installation token>", or NULL */
+	int64_t expires_ms;   /* the token's expires_at */
+};
+
+/* One credential: a token, or a GitHub App (app_id != 0). */
+struct gh_cred {
+	char *owner;            /* NULL: the default credential */
+	char *auth_header;      /* a token's "Authorization: Bearer ..."; NULL for an App or none */
+	int64_t app_id;         /* 0: not an App */
+	int64_t installation_id;
+	char *key_pem;          /* the App's RSA private key (PEM) */
+	struct gh_install *inst;
+	size_t ninst;
+	struct gh_budget budget;
+};
+
+/* The credential set: v[0] the default (maybe none), then one per owner. */
+struct gh_creds {
+	struct gh_cred *v;
+	size_t n;
+	int budgets_ready;      /* windows sized by the client that adopted the set */
+};
+
 struct gh_client {
 	char *api_url;
-	char *token;
-	char *auth_header;
 	char *ua_header;
 	int64_t timeout_ms;
 	int64_t min_interval_ms;
 	int max_attempts;
 	int64_t backoff_base_ms;
+	int content_per_minute;
+	int content_per_hour;
+	int64_t window_ms;
 	int dry_run;
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
 	int (*stopping)(void *ctx);
 	struct http_client *http;
-	int64_t last_mutation_ms;  /* end of the last mutating request; 0: none yet */
-	struct window minute;      /* content_per_minute */
-	struct window hour;        /* content_per_hour */
-	int64_t blocked_until_ms;  /* no request before this (rate limit) */
+	struct gh_creds *creds;    /* in use (by the calling thread only) */
+	struct gh_budget *budget;  /* the budget of the credential of the current call */
+	pthread_mutex_t mu;        /* guards pending */
+	struct gh_creds *pending;  /* set by gh_client_set_creds(), adopted by the next call */
+	int depth;                 /* gh_call() nesting (App token and marker look-ups) */
+	const char *next_auth;     /* "Authorization: ..." for the next gh_call() only (an App's
+				    * JWT) instead of the credential's; that call clears it */
 	uint64_t rng;
 	struct gh_stats stats;
 };
@@ -71,6 +111,24 @@ int gh_valid_repo(const char *repo);
 /* Ambiguous create or marked comment k: find its marker; ERR_OK (*out), ERR_NOTFOUND, other. */
 enum err gh_resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t attempt_ms,
 			      struct gh_issue *out);
+/* A set whose only credential is token (NULL or "": none). */
+struct gh_creds *gh_creds_token(const char *token);
+/* 1 when s has no credential at all. */
+int gh_creds_none(const struct gh_creds *s);
+/* Adopt a pending credential set, if any (start of every call). */
+void gh_adopt_pending(struct gh_client *c);
+/*
+ * The credential for the repository a path names ("/repos/{owner}/..."):
+ * the owner's, else the default.  NULL when neither (ERR_AUTH in errmsg).
+ */
+struct gh_cred *gh_cred_for_path(struct gh_client *c, const char *path, struct buf *errmsg);
+/*
+ * The Authorization header to send for path with cred: a token's, or an App's
+ * installation token, got or renewed (5 min before expires_at, or always
+ * when force) through gh_call.  Errors: those of gh_call, ERR_AUTH.
+ */
+enum err gh_cred_auth(struct gh_client *c, struct gh_cred *cred, const char *path, int force,
+		      const char **header, struct buf *errmsg);
 /* Perform k with pacing and retries; ERR_OK with res holding the 2xx answer (see gh.c). */
 enum err gh_call(struct gh_client *c, const struct call *k, struct http_response *res,
 		 struct gh_issue *found, struct buf *errmsg);

@@ -18,6 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <yaml.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 
 #include "duration.h"
 #include "xalloc.h"
@@ -244,6 +247,55 @@ static enum err read_secret(struct ctx *c, yaml_node_t *node, const char *path, 
 		return rc;
 	}
 	*out = buf_detach(&b);
+	return ERR_OK;
+}
+
+/*
+ * The PEM private key at file into *pem, after checking with GnuTLS that it
+ * is an unencrypted RSA private key (PKCS#1 "RSA PRIVATE KEY" or PKCS#8
+ * "PRIVATE KEY").  Errors name node's line and path.
+ */
+enum err cfg_read_rsa_key(struct ctx *c, yaml_node_t *node, const char *path, const char *file,
+			  char **pem)
+{
+	struct buf b = BUF_INIT;
+	const char *why = "";
+	enum err rc = read_file(file, CFG_MAX_KEY_BYTES, &b, &why);
+	gnutls_x509_privkey_t key = NULL;
+	gnutls_datum_t d;
+	int grc;
+
+	if (rc == ERR_IO)
+		return cfg_fail(c, node, path, ERR_IO, "cannot read \"%s\": %s", file, why);
+	if (rc == ERR_TOOBIG) {
+		buf_release(&b);
+		return cfg_fail(c, node, path, ERR_INVALID, "\"%s\" is larger than %u bytes", file,
+				CFG_MAX_KEY_BYTES);
+	}
+	d.data = (unsigned char *)b.data;
+	d.size = (unsigned int)b.len;
+	grc = gnutls_x509_privkey_init(&key);
+	if (grc == GNUTLS_E_SUCCESS)
+		grc = gnutls_x509_privkey_import2(key, &d, GNUTLS_X509_FMT_PEM, NULL,
+						  GNUTLS_PKCS_PLAIN);
+	if (grc != GNUTLS_E_SUCCESS)
+		rc = cfg_fail(c, node, path, ERR_INVALID,
+			      "\"%s\" is not a PEM private key (PKCS#1 or PKCS#8, unencrypted): %s",
+			      file, gnutls_strerror(grc));
+	else if (gnutls_x509_privkey_get_pk_algorithm(key) != GNUTLS_PK_RSA)
+		rc = cfg_fail(c, node, path, ERR_INVALID,
+			      "\"%s\" is a %s key, not an RSA private key (GitHub Apps sign with "
+			      "RS256)", file,
+			      gnutls_pk_algorithm_get_name(
+				      (gnutls_pk_algorithm_t)gnutls_x509_privkey_get_pk_algorithm(key)));
+	if (key)
+		gnutls_x509_privkey_deinit(key);
+	if (rc != ERR_OK) {
+		explicit_bzero(b.data, b.cap);
+		buf_release(&b);
+		return rc;
+	}
+	*pem = buf_detach(&b);
 	return ERR_OK;
 }
 
@@ -512,6 +564,17 @@ void cfg_free(struct config *cfg)
 	free(cfg->github.token_file);
 	wipe_free(cfg->github.token);
 	free(cfg->github.app.private_key_file);
+	wipe_free(cfg->github.app.private_key);
+	for (size_t i = 0; cfg->github.credentials && i < cfg->github.credentials_count; i++) {
+		struct cfg_github_cred *gc = &cfg->github.credentials[i];
+
+		free(gc->owner);
+		free(gc->token_file);
+		wipe_free(gc->token);
+		free(gc->app.private_key_file);
+		wipe_free(gc->app.private_key);
+	}
+	free(cfg->github.credentials);
 	for (size_t i = 0; cfg->receivers && i < cfg->receivers_count; i++) {
 		struct cfg_receiver *r = &cfg->receivers[i];
 

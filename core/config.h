@@ -23,6 +23,7 @@
 /* Largest config file and secret file read, in bytes. */
 #define CFG_MAX_FILE_BYTES (4u << 20)
 #define CFG_MAX_SECRET_BYTES (64u << 10)
+#define CFG_MAX_KEY_BYTES (64u << 10)     /* a GitHub App's PEM private key */
 
 /* A list of strings; items[count] is NULL.  items is never NULL. */
 struct cfg_list {
@@ -80,8 +81,19 @@ struct cfg_webhook {
 
 struct cfg_github_app {
 	int64_t app_id;          /* 0 when github.app is not configured */
-	int64_t installation_id;
-	char *private_key_file;  /* resolved path; the key is read by the GitHub client */
+	int64_t installation_id; /* 0: found per owner (GET /repos/{owner}/{repo}/installation) */
+	char *private_key_file;  /* resolved path */
+	char *private_key;       /* SECRET: the file's PEM text, read and checked to be an RSA
+				  * private key (PKCS#1 or PKCS#8) by cfg_parse(); a reload
+				  * parses again, so it re-reads the file */
+};
+
+/* One github.credentials entry: the credential for the repositories of owner. */
+struct cfg_github_cred {
+	char *owner;                /* organisation or user, matched case-insensitively */
+	char *token_file;           /* resolved path, or NULL: app */
+	char *token;                /* SECRET: token_file's contents */
+	struct cfg_github_app app;  /* app_id 0: token_file; exactly one of the two is set */
 };
 
 struct cfg_github {
@@ -90,6 +102,10 @@ struct cfg_github {
 	char *token;                /* SECRET: from token_file, else $GITHUB_TOKEN, else NULL */
 	int token_from_env;         /* 1 when token came from GITHUB_TOKEN */
 	struct cfg_github_app app;  /* exclusive with token_file */
+	struct cfg_github_cred *credentials; /* github.credentials: per owner, owners unique
+					      * (case-insensitive); the credential above is
+					      * the default for every other owner */
+	size_t credentials_count;
 	unsigned content_per_minute; /* 1..80, default 20 */
 	unsigned content_per_hour;   /* 1..500, default 500 (GitHub's ceilings: 80/min, 500/h) */
 	int64_t timeout_ms;         /* github.timeout, default 10s */

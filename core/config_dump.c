@@ -281,6 +281,20 @@ static void dump_webhook(struct emitter *y, const struct cfg_webhook *w)
 	map_end(y);
 }
 
+/* A github.app mapping; nothing when app_id is 0 (installation_id only when set). */
+static void dump_app(struct emitter *y, const struct cfg_github_app *a)
+{
+	if (!a->app_id)
+		return;
+	plain(y, "app");
+	map_start(y, 0);
+	kv_num(y, "app_id", (uint64_t)a->app_id);
+	if (a->installation_id)
+		kv_num(y, "installation_id", (uint64_t)a->installation_id);
+	kv_str(y, "private_key_file", a->private_key_file);
+	map_end(y);
+}
+
 static void dump_github(struct emitter *y, const struct cfg_github *g)
 {
 	plain(y, "github");
@@ -291,13 +305,20 @@ static void dump_github(struct emitter *y, const struct cfg_github *g)
 		plain(y, COMMENT_PREFIX "token");
 		plain(y, "<secret> (from GITHUB_TOKEN)");
 	}
-	if (g->app.app_id) {
-		plain(y, "app");
-		map_start(y, 0);
-		kv_num(y, "app_id", (uint64_t)g->app.app_id);
-		kv_num(y, "installation_id", (uint64_t)g->app.installation_id);
-		kv_str(y, "private_key_file", g->app.private_key_file);
-		map_end(y);
+	dump_app(y, &g->app);
+	if (g->credentials_count) {
+		plain(y, "credentials");
+		seq_start(y, 0);
+		for (size_t i = 0; i < g->credentials_count; i++) {
+			const struct cfg_github_cred *gc = &g->credentials[i];
+
+			map_start(y, 0);
+			kv_str(y, "owner", gc->owner);
+			kv_secret(y, "token_file", gc->token_file, "token", gc->token);
+			dump_app(y, &gc->app);
+			map_end(y);
+		}
+		seq_end(y);
 	}
 	kv_num(y, "content_per_minute", g->content_per_minute);
 	kv_num(y, "content_per_hour", g->content_per_hour);

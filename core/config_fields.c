@@ -6,9 +6,11 @@
  */
 #include "config_int.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "duration.h"
@@ -342,12 +344,15 @@ static enum err check_app(struct ctx *c, yaml_node_t *map, const char *path, voi
 {
 	struct cfg_github_app *a = obj;
 	enum err rc = need(c, map, path, "app_id", a->app_id ? a : NULL);
+	char sub[PATH_MAX_LEN];
 
 	if (rc == ERR_OK)
-		rc = need(c, map, path, "installation_id", a->installation_id ? a : NULL);
-	if (rc == ERR_OK)
 		rc = need(c, map, path, "private_key_file", a->private_key_file);
-	return rc;
+	if (rc != ERR_OK)
+		return rc;
+	cfg_join_key(sub, path, "private_key_file");
+	return cfg_read_rsa_key(c, cfg_find_value(c, map, "private_key_file", NULL), sub,
+				a->private_key_file, &a->private_key);
 }
 
 static const struct field app_fields[] = {
@@ -356,6 +361,37 @@ static const struct field app_fields[] = {
 	FLD(struct cfg_github_app, "private_key_file", F_PATH, private_key_file),
 };
 FIELDSET(app_set, app_fields, check_app);
+
+/* A github.credentials entry: an owner and exactly one of token_file and app. */
+static enum err check_cred(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_github_cred *gc = obj;
+	enum err rc = need(c, map, path, "owner", gc->owner);
+
+	if (rc == ERR_OK)
+		rc = exclusive(c, map, path, "token_file", gc->token_file, "app",
+			       gc->app.app_id ? gc : NULL);
+	if (rc == ERR_OK && !gc->token_file && !gc->app.app_id)
+		rc = cfg_fail(c, map, path, ERR_INVALID, "needs token_file or app");
+	if (rc == ERR_OK && (strchr(gc->owner, '/') || strchr(gc->owner, ' '))) {
+		char sub[PATH_MAX_LEN];
+
+		cfg_join_key(sub, path, "owner");
+		rc = cfg_fail(c, cfg_key_or_map(c, map, "owner"), sub, ERR_INVALID,
+			      "expected an organisation or user name, got \"%s\"", gc->owner);
+	}
+	return rc;
+}
+
+static const struct field cred_fields[] = {
+	FLD(struct cfg_github_cred, "owner", F_STR, owner),
+	SECRET(struct cfg_github_cred, "token_file", token_file, token),
+	MAP(struct cfg_github_cred, "app", app, app_set),
+};
+FIELDSET(cred_set, cred_fields, check_cred);
+
+static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *path,
+				  void *field);
 
 static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
@@ -377,6 +413,7 @@ static const struct field github_fields[] = {
 	FLD(struct cfg_github, "api_url", F_STR, api_url),
 	SECRET(struct cfg_github, "token_file", token_file, token),
 	MAP(struct cfg_github, "app", app, app_set),
+	FUNC(struct cfg_github, "credentials", credentials, parse_credentials),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
 	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1),
@@ -650,21 +687,58 @@ static enum err sequence_len(struct ctx *c, yaml_node_t *node, const char *path,
 	return ERR_OK;
 }
 
-/* Error when the string at key of item i equals that of an earlier item. */
-static enum err unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
-		       const char *key, const char *what, const char *value, const char *earlier,
-		       size_t j)
+/* Error when the string at key of item i equals (by cmp) that of an earlier item. */
+static enum err unique_by(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
+			  const char *key, const char *what, const char *value,
+			  const char *earlier, size_t j, int (*cmp)(const char *, const char *))
 {
 	yaml_node_t *item = cfg_node_at(c, seq->data.sequence.items.start[i]);
 	yaml_node_t *first = cfg_node_at(c, seq->data.sequence.items.start[j]);
 	char sub[PATH_MAX_LEN];
 
-	if (strcmp(value, earlier))
+	if (cmp(value, earlier))
 		return ERR_OK;
 	cfg_path_printf(sub, "%s[%zu].%s", path, i, key);
 	return cfg_fail(c, cfg_find_value(c, item, key, NULL), sub, ERR_INVALID,
 			"duplicate %s \"%s\" (also at line %lu)", what, value,
 			cfg_line_of(cfg_find_value(c, first, key, NULL)));
+}
+
+/* Error when the string at key of item i equals that of an earlier item. */
+static enum err unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
+		       const char *key, const char *what, const char *value, const char *earlier,
+		       size_t j)
+{
+	return unique_by(c, seq, i, path, key, what, value, earlier, j, strcmp);
+}
+
+/* github.credentials: owners unique as GitHub compares them (case-insensitively). */
+static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *path,
+				  void *field)
+{
+	struct cfg_github *g = (struct cfg_github *)((char *)field -
+						     offsetof(struct cfg_github, credentials));
+	size_t n = 0;
+	enum err rc = sequence_len(c, node, path, "a list of credentials", &n);
+
+	if (rc != ERR_OK)
+		return rc;
+	g->credentials = xcalloc(n ? n : 1, sizeof(struct cfg_github_cred));
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
+		struct cfg_github_cred *gc = &g->credentials[i];
+		char sub[PATH_MAX_LEN];
+
+		g->credentials_count++;
+		cfg_path_printf(sub, "%s[%zu]", path, i);
+		rc = cfg_parse_map(c, item, sub, &cred_set, gc);
+		for (size_t j = 0; j < i && rc == ERR_OK; j++)
+			rc = unique_by(c, node, i, path, "owner", "owner", gc->owner,
+				       g->credentials[j].owner, j, strcasecmp);
+		if (rc != ERR_OK)
+			return rc;
+	}
+	return ERR_OK;
 }
 
 static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field)

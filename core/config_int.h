@@ -95,6 +95,14 @@ int cfg_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Walk mapping node (NULL or null: absent) into obj by the fields of fs, then fs->check. */
 enum err cfg_parse_map(struct ctx *c, yaml_node_t *node, const char *path,
 		       const struct fieldset *fs, void *obj);
+/*
+ * Read the PEM private key at file into *pem (caller frees, wiping it),
+ * checked with GnuTLS to be an unencrypted RSA private key (PKCS#1 or
+ * PKCS#8); ERR_IO (unreadable) or ERR_INVALID with "name:line: path: ..."
+ * naming node in c->errmsg.  config.c.
+ */
+enum err cfg_read_rsa_key(struct ctx *c, yaml_node_t *node, const char *path, const char *file,
+			  char **pem);
 /* Set every default of a fresh cfg (config_fields.c). */
 void cfg_defaults(struct config *cfg);
 

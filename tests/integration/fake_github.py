@@ -58,6 +58,8 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from fake_github_app import AppError, FakeApps
+
 DOCS = "https://docs.github.com/rest"
 SUPPORTED_API_VERSIONS = ("2022-11-28",)
 ACCEPTABLE = ("application/vnd.github+json", "application/vnd.github.v3+json",
@@ -112,8 +114,11 @@ class FakeGitHub:
 
     def __init__(self, token="test-token", repos=("acme/alerts",), host="127.0.0.1", port=0,
                  user="alertbridge-bot", search_lag_s=60.0, assignable=None,
-                 rate_limit=RATE_LIMIT):
+                 rate_limit=RATE_LIMIT, path_prefix=""):
         self.token = token
+        # GitHub Enterprise Server serves the API under /api/v3: every path (side door too)
+        # must start with path_prefix, which url includes.
+        self.path_prefix = path_prefix.rstrip("/")
         self.rate_limit = rate_limit  # core requests an hour (GitHub: 5,000 for a token)
         self.assignable = None if assignable is None else set(assignable)
         self.search_lag_s = float(search_lag_s)
@@ -129,6 +134,7 @@ class FakeGitHub:
         self.requests = []
         self.faults = []
         self.used = 0
+        self.apps = FakeApps(self.now)  # GitHub Apps (fake_github_app.py)
         self.server = None
         self.thread = None
         for r in repos:
@@ -158,7 +164,7 @@ class FakeGitHub:
 
     @property
     def url(self):
-        return "http://%s:%d" % (self.host, self.port)
+        return "http://%s:%d%s" % (self.host, self.port, self.path_prefix)
 
     # ----- clock and ids ----------------------------------------------------------------------
     def now(self):
@@ -393,7 +399,15 @@ class FakeGitHub:
                         "https://developer.github.com for other possible causes.\n")
         auth = headers.get("authorization", "")
         m = re.fullmatch(r"(?i)(bearer|token)\s+(\S+)", auth.strip())
-        if not m or m.group(2) != self.token:
+        try:
+            app_answer = self.apps.handle(method, path, m.group(2)) if m else None
+            if app_answer is not None:
+                return app_answer[0], app_answer[1], {}
+            ok = m and (self.apps.check_token(m.group(2), path) or
+                        (m.group(2) == self.token and self.token not in self.apps.scopes))
+        except AppError as e:
+            raise error(e.status, e.message)
+        if not ok:
             raise error(401, "Bad credentials")
         ver = headers.get("x-github-api-version")
         if ver is not None and ver not in SUPPORTED_API_VERSIONS:
@@ -831,6 +845,11 @@ class FakeHandler(BaseHTTPRequestHandler):
         fake = self.fake
         url = urllib.parse.urlsplit(self.path)
         path = url.path
+        if fake.path_prefix:
+            if not path.startswith(fake.path_prefix + "/"):
+                self._send(404, {"message": "Not Found", "documentation_url": DOCS}, {})
+                return
+            path = path[len(fake.path_prefix):]
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""

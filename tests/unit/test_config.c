@@ -64,6 +64,23 @@ static void write_file(const char *name, const char *content)
 	fclose(f);
 }
 
+static void link_key(const char *name, const char *fixture)
+{
+	char from[512], to[256];
+
+	fixture_path(from, sizeof(from), "secrets/");
+	fmt_into(from + strlen(from), sizeof(from) - strlen(from), "%s", fixture);
+	if (from[0] != '/') {
+		char cwd[256];
+		assert_non_null(getcwd(cwd, sizeof(cwd)));
+		memmove(from + strlen(cwd) + 1, from, strlen(from) + 1);
+		memcpy(from, cwd, strlen(cwd));
+		from[strlen(cwd)] = '/';
+	}
+	fmt_into(to, sizeof(to), "%s/%s", tmpdir, name);
+	assert_int_equal(symlink(from, to), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -76,6 +93,10 @@ static int setup(void **state)
 	write_file("token-2nl", "two\n\n");
 	write_file("empty", "");
 	write_file("multi", "line1\nline2\n");
+	/* the test-only RSA, PKCS#8 and EC keys of tests/unit/data/config/secrets */
+	link_key("k.pem", "app.pem");
+	link_key("k8.pem", "app-pkcs8.pem");
+	link_key("ec.pem", "app-ec.pem");
 	unsetenv("GITHUB_TOKEN");
 	return 0;
 }
@@ -83,7 +104,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	static const char *const names[] = { "token", "token-crlf", "token-bare", "token-2nl",
-					     "empty", "multi", "alertbridge.yml" };
+					     "empty", "multi", "alertbridge.yml", "k.pem", "k8.pem",
+					     "ec.pem" };
 	char path[256];
 	(void)state;
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -609,8 +631,8 @@ static void missing_required_keys(void **state)
 					"\"name\"");
 	expect_err("janitor:\n  enabled: true\n  policies:\n    - grace: 1h\n",
 		   "alertbridge.yml:4: janitor.policies[0]: missing required key \"alertname\"");
-	expect_err(RCV "github:\n  app:\n    app_id: 1\n    private_key_file: k.pem\n",
-		   "alertbridge.yml:4: github.app: missing required key \"installation_id\"");
+	expect_err(RCV "github:\n  app:\n    app_id: 1\n    installation_id: 2\n",
+		   "alertbridge.yml:4: github.app: missing required key \"private_key_file\"");
 	expect_err(RCV "webhook:\n  basic_auth: {username: am}\n",
 		   "alertbridge.yml:3: webhook.basic_auth: missing required key \"password_file\"");
 	expect_err(RCV "webhook:\n  tls: {cert_file: c.pem}\n",
@@ -771,7 +793,7 @@ static void mutually_exclusive(void **state)
 		      "alertbridge.yml:4: webhook.basic_auth: cannot be used together with "
 		      "bearer_token_file");
 	expect_err_in(RCV "github:\n  token_file: token\n  app: {app_id: 1, installation_id: 2, "
-			  "private_key_file: k}\n",
+			  "private_key_file: k.pem}\n",
 		      tmpdir, ERR_INVALID,
 		      "alertbridge.yml:4: github.app: cannot be used together with token_file");
 	expect_err_in(RCV "janitor:\n  slack:\n    bot_token_file: token\n"
@@ -846,7 +868,8 @@ static void github_token_env_fallback(void **state)
 	assert_int_equal(cfg->github.token_from_env, 0);
 	cfg_free(cfg);
 
-	cfg = parse_ok(RCV "github: {app: {app_id: 1, installation_id: 2, private_key_file: k}}\n");
+	cfg = parse_in(RCV "github: {app: {app_id: 1, installation_id: 2, private_key_file: k.pem}}\n",
+		       tmpdir);
 	assert_null(cfg->github.token);
 	assert_int_equal(cfg->github.token_from_env, 0);
 	cfg_free(cfg);
@@ -861,27 +884,124 @@ static void github_token_env_fallback(void **state)
 	cfg_free(cfg);
 }
 
+/* Parse yaml in tmpdir expecting rc and an error message containing each of want[]. */
+static void expect_err_has(const char *yaml, enum err want_rc, const char *const *want)
+{
+	struct buf msg = BUF_INIT;
+	struct config *cfg = NULL;
+
+	assert_int_equal(cfg_parse(yaml, strlen(yaml), "alertbridge.yml", tmpdir, &cfg, &msg),
+			 want_rc);
+	for (; *want; want++)
+		if (!strstr(buf_str(&msg), *want))
+			fail_msg("\"%s\" lacks \"%s\"", buf_str(&msg), *want);
+	assert_null(cfg);
+	buf_release(&msg);
+}
+
+/* github.app: the key is read and must be an RSA private key; installation_id optional. */
+static void github_app_key_checked(void **state)
+{
+	struct config *cfg;
+	char want[512];
+	(void)state;
+
+	cfg = parse_in(RCV "github:\n  app: {app_id: 7, private_key_file: k.pem}\n", tmpdir);
+	assert_int_equal(cfg->github.app.app_id, 7);
+	assert_int_equal(cfg->github.app.installation_id, 0);
+	fmt_into(want, sizeof(want), "%s/k.pem", tmpdir);
+	assert_string_equal(cfg->github.app.private_key_file, want);
+	assert_non_null(strstr(cfg->github.app.private_key, "-----BEGIN RSA PRIVATE KEY-----"));
+	cfg_free(cfg);
+	cfg = parse_in(RCV "github:\n  app: {app_id: 7, private_key_file: k8.pem}\n", tmpdir);
+	assert_non_null(strstr(cfg->github.app.private_key, "-----BEGIN PRIVATE KEY-----"));
+	cfg_free(cfg);
+
+	expect_err_has(RCV "github:\n  app:\n    app_id: 7\n    private_key_file: ec.pem\n",
+		       ERR_INVALID, (const char *const[]){
+			       "alertbridge.yml:5: github.app.private_key_file: \"",
+			       "/ec.pem\" is a EC", "key, not an RSA private key", NULL });
+	expect_err_has(RCV "github:\n  app:\n    app_id: 7\n    private_key_file: token\n",
+		       ERR_INVALID, (const char *const[]){
+			       "alertbridge.yml:5: github.app.private_key_file: \"",
+			       "/token\" is not a PEM private key (PKCS#1 or PKCS#8", NULL });
+	expect_err_has(RCV "github:\n  app:\n    app_id: 7\n    private_key_file: nope.pem\n",
+		       ERR_IO, (const char *const[]){
+			       "alertbridge.yml:5: github.app.private_key_file: cannot read \"",
+			       "/nope.pem\": No such file or directory", NULL });
+}
+
+/* github.credentials: owners unique ignoring case, each with token_file or app. */
+static void github_credentials(void **state)
+{
+	struct config *cfg;
+	struct buf dump = BUF_INIT;
+	(void)state;
+
+	cfg = parse_in(RCV "github:\n  token_file: token\n  credentials:\n"
+			   "    - {owner: Acme, token_file: token-bare}\n"
+			   "    - owner: ml-team\n      app: {app_id: 9, installation_id: 3, "
+			   "private_key_file: k.pem}\n",
+		       tmpdir);
+	assert_int_equal(cfg->github.credentials_count, 2);
+	assert_string_equal(cfg->github.credentials[0].owner, "Acme");
+	assert_string_equal(cfg->github.credentials[0].token, "bare-token");
+	assert_int_equal(cfg->github.credentials[0].app.app_id, 0);
+	assert_string_equal(cfg->github.credentials[1].owner, "ml-team");
+	assert_null(cfg->github.credentials[1].token);
+	assert_int_equal(cfg->github.credentials[1].app.app_id, 9);
+	assert_non_null(cfg->github.credentials[1].app.private_key);
+	cfg_dump(cfg, &dump);
+	assert_non_null(strstr(buf_str(&dump), "  credentials:\n  - owner: \"Acme\"\n"));
+	assert_non_null(strstr(buf_str(&dump), "    # token: <secret>\n"));
+	assert_non_null(strstr(buf_str(&dump), "      app_id: 9\n      installation_id: 3\n"));
+	assert_null(strstr(buf_str(&dump), "bare-token"));
+	assert_null(strstr(buf_str(&dump), "PRIVATE KEY"));
+	cfg_free(cfg);
+	buf_release(&dump);
+
+	expect_err_has(RCV "github:\n  credentials:\n    - {owner: acme, token_file: token}\n"
+			   "    - {owner: ACME, token_file: token}\n",
+		       ERR_INVALID, (const char *const[]){
+			       "alertbridge.yml:5: github.credentials[1].owner: duplicate owner "
+			       "\"ACME\" (also at line 4)", NULL });
+	expect_err_has(RCV "github:\n  credentials:\n    - {owner: acme}\n", ERR_INVALID,
+		       (const char *const[]){
+			       "alertbridge.yml:4: github.credentials[0]: needs token_file or app",
+			       NULL });
+	expect_err_has(RCV "github:\n  credentials:\n    - owner: acme\n      token_file: token\n"
+			   "      app: {app_id: 1, private_key_file: k.pem}\n",
+		       ERR_INVALID, (const char *const[]){
+			       "alertbridge.yml:6: github.credentials[0].app: cannot be used "
+			       "together with token_file", NULL });
+	expect_err_has(RCV "github:\n  credentials:\n    - {token_file: token}\n", ERR_INVALID,
+		       (const char *const[]){ "github.credentials[0]: missing required key "
+					      "\"owner\"", NULL });
+	expect_err_has(RCV "github:\n  credentials:\n    - owner: acme\n"
+			   "      app: {app_id: 1, private_key_file: ec.pem}\n",
+		       ERR_INVALID, (const char *const[]){
+			       "alertbridge.yml:5: github.credentials[0].app.private_key_file:",
+			       "not an RSA private key", NULL });
+}
+
 static void relative_paths_resolved(void **state)
 {
 	struct config *cfg;
 	const char *yaml = "database: data/ab.db\n"
 			   "receivers:\n  - name: a\n    repo: o/r\n"
 			   "    templates: {title: t/title.mustache, body: /abs/body.mustache}\n"
-			   "github: {app: {app_id: 1, installation_id: 2,"
-			   " private_key_file: key.pem}}\n"
 			   "janitor: {kubernetes: {kubeconfig: kube.yaml}}\n";
 	(void)state;
 	cfg = parse_in(yaml, "/etc/alertbridge");
 	assert_string_equal(cfg->database, "data/ab.db"); /* working directory, not resolved */
 	assert_string_equal(cfg->receivers[0].templates.title, "/etc/alertbridge/t/title.mustache");
 	assert_string_equal(cfg->receivers[0].templates.body, "/abs/body.mustache");
-	assert_string_equal(cfg->github.app.private_key_file, "/etc/alertbridge/key.pem");
 	assert_string_equal(cfg->janitor.kubernetes.kubeconfig, "/etc/alertbridge/kube.yaml");
 	assert_string_equal(cfg->base_dir, "/etc/alertbridge");
 	cfg_free(cfg);
 
 	cfg = parse_in(yaml, "/etc/alertbridge/");
-	assert_string_equal(cfg->github.app.private_key_file, "/etc/alertbridge/key.pem");
+	assert_string_equal(cfg->janitor.kubernetes.kubeconfig, "/etc/alertbridge/kube.yaml");
 	cfg_free(cfg);
 
 	cfg = parse_in(yaml, NULL);
@@ -1075,6 +1195,8 @@ int main(void)
 		cmocka_unit_test(dump_masks_secrets_and_reloads),
 		cmocka_unit_test(free_accepts_null),
 		cmocka_unit_test(webhook_max_alerts),
+		cmocka_unit_test(github_app_key_checked),
+		cmocka_unit_test(github_credentials),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

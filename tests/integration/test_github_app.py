@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""test_github_app.py - GitHub App authentication and per-owner credentials, with the real
+binary against the fake GitHub (fake_github_app.py checks each JWT's RS256 signature against the
+public key registered here, its claims, and expires installation tokens).
+
+app_installation_files_an_issue
+    github.app with installation_id: the service signs a JWT, gets an installation token at
+    POST /app/installations/{id}/access_tokens and files the issue with it; the renewal counter
+    says 1.
+token_renewed_before_expiry
+    Installation tokens that live 5 min + 3 s: after 3.5 s the next call first gets a new token
+    (5 minutes before expires_at), so no request is ever answered 401.
+token_renewed_once_after_401
+    The fake revokes every token: the next create is answered 401, the service gets a new token
+    once and the create succeeds with it.
+installation_found_per_owner
+    No installation_id: GET /repos/{owner}/{repo}/installation (with the JWT) once per owner,
+    each owner's repositories filed with its own installation's token.
+two_organisations_two_credentials
+    github.token_file (a token that reaches acme only) is the default; github.credentials gives
+    the owner "Beta" (any case) an App: both organisations get their issue.
+enterprise_server_paths
+    api_url http://host/api/v3 (GitHub Enterprise Server): the token exchange and the create go
+    under /api/v3 (the fake answers 404 to anything else).
+jwt_of_another_key_is_refused
+    The fake has another public key for the App: the exchange is answered 401, counted as a
+    token failure, and no create is sent.
+check_config_refuses_bad_keys
+    check-config exits 1 naming alertbridge.yml:LINE of private_key_file when the key cannot be
+    read or is not an RSA private key, and refuses a duplicate owner.
+
+Env: ALERTBRIDGE_BIN.  Needs the openssl command (test keys are made at test time).  Prints
+"N passed, N failed" last.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_github import FakeGitHub  # noqa: E402
+from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
+                     iso_ms, poll, print_tail, webhook_payload)
+
+APP_ID = 4242
+run = Runner()
+live = []  # services of the current case, for logs on failure
+
+
+def make_key(tmp, name="app.pem"):
+    """A fresh 2048-bit RSA key pair (OpenSSL writes PKCS#8); (private key path, public PEM)."""
+    path = os.path.join(tmp, name)
+    subprocess.run(["openssl", "genrsa", "-out", path, "2048"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+    pub = subprocess.run(["openssl", "rsa", "-in", path, "-pubout"], check=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=60).stdout
+    return path, pub.decode()
+
+
+def service(tmp, gh, github_yaml, receivers):
+    """alertbridge with the github section github_yaml (lines under github:) and receivers
+    [(name, repo)]."""
+    ab = Alertbridge(tmp, gh.url, "unused", receivers[0][1], receiver=receivers[0][0])
+    with open(ab.config) as f:
+        text = f.read()
+    text = text.replace("  token_file: github-token\n", github_yaml)
+    extra = "".join("  - name: %s\n    repo: %s\n" % r for r in receivers[1:])
+    text = text.replace("janitor:\n", extra + "janitor:\n")
+    with open(ab.config, "w") as f:
+        f.write(text)
+    live.append(ab)
+    return ab
+
+
+def fire(ab, name, receiver=None):
+    a = {"fingerprint": "%016x" % (abs(hash(name)) % (1 << 63)), "status": "firing",
+         "labels": {"alertname": name, "severity": "critical"},
+         "annotations": {"summary": name + " fires"}, "startsAt": iso_ms(time.time() - 5)}
+    st, _, body = ab.post(webhook_payload(receiver or ab.receiver, [a]))
+    check(st in (200, 202), "webhook accepted", (st, body))
+
+
+def metric(ab, name):
+    st, _, text = http("GET", ab.url + "/metrics")
+    m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
+    return float(m.group(1)) if st == 200 and m else -1
+
+
+def app_yaml(key, installation_id=None, indent="  "):
+    s = "%sapp:\n%s  app_id: %d\n%s  private_key_file: %s\n" % (indent, indent, APP_ID, indent,
+                                                                 key)
+    if installation_id:
+        s += "%s  installation_id: %d\n" % (indent, installation_id)
+    return s
+
+
+def reqs(gh, method=None, path_re=".*"):
+    return [r for r in gh.get_requests() if (method is None or r["method"] == method) and
+            re.fullmatch(path_re, r["path"])]
+
+
+def auth(r):
+    return r["headers"].get("authorization", "")
+
+
+def creates(gh, repo):
+    return reqs(gh, "POST", "/repos/%s/issues" % repo)
+
+
+def stop_all():
+    while live:
+        ab = live.pop()
+        if ab.alive():
+            ab.stop()
+
+
+@run.case
+def app_installation_files_an_issue():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "AppFiles")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue filed as the App", 30)
+        ex = reqs(gh, "POST", r"/app/installations/77/access_tokens")
+        eq(len(ex), 1, "one token exchange")
+        eq(ex[0]["status"], 201, "the fake accepted the JWT (signature and claims)")
+        check(auth(ex[0]).startswith("Bearer ey"), "the exchange sends the JWT", auth(ex[0]))
+        token = gh.apps.issued[0][2]
+        c = creates(gh, "acme/alerts")
+        eq([auth(r) for r in c], ["Bearer " + token], "the create uses the installation token")
+        eq(metric(ab, "alertbridge_github_app_token_renewals_total"), 1.0, "renewals counter")
+        eq(metric(ab, "alertbridge_github_app_token_failures_total"), 0.0, "failures counter")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def token_renewed_before_expiry():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    gh.apps.token_lifetime_s = 300 + 3
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "RenewFirst")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
+        time.sleep(3.5)  # now within 5 minutes of expires_at
+        fire(ab, "RenewSecond")
+        poll(lambda: len(gh.issues("acme/alerts")) == 2, "the second issue", 30)
+        eq(len(gh.apps.issued), 2, "a second token was got before the second create")
+        c = creates(gh, "acme/alerts")
+        eq([auth(r) for r in c], ["Bearer " + t for _, _, t in gh.apps.issued],
+           "each create used the token current then")
+        eq([r for r in gh.get_requests() if r["status"] == 401], [], "no request answered 401")
+        eq(metric(ab, "alertbridge_github_app_token_renewals_total"), 2.0, "renewals counter")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def token_renewed_once_after_401():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "BeforeRevoke")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
+        with gh.lock:
+            gh.apps.revoke_all()
+        fire(ab, "AfterRevoke")
+        poll(lambda: len(gh.issues("acme/alerts")) == 2, "the issue after the revocation", 30)
+        c = creates(gh, "acme/alerts")
+        eq([r["status"] for r in c], [201, 401, 201], "the create after revocation: 401 then 201")
+        eq(len(gh.apps.issued), 2, "one renewal after the 401")
+        eq(auth(c[2]), "Bearer " + gh.apps.issued[1][2], "the repeat uses the new token")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def installation_found_per_owner():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts", "beta/alerts"]).start()
+    gh.apps.register(APP_ID, pub, {11: ["acme"], 12: ["beta"]})
+    ab = service(tmp, gh, app_yaml(key), [("acme", "acme/alerts"), ("beta", "Beta/alerts")])
+    try:
+        ab.start()
+        fire(ab, "AcmeOne", "acme")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1, "acme's issue", 30)
+        fire(ab, "BetaOne", "beta")
+        poll(lambda: len(gh.issues("beta/alerts")) == 1, "beta's issue", 30)
+        fire(ab, "AcmeTwo", "acme")
+        poll(lambda: len(gh.issues("acme/alerts")) == 2, "acme's second issue", 30)
+        eq([r["path"] for r in reqs(gh, "GET", r"/repos/[^/]+/[^/]+/installation")],
+           ["/repos/acme/alerts/installation", "/repos/Beta/alerts/installation"],
+           "one installation look-up per owner")
+        eq([i for _, i, _ in gh.apps.issued], [11, 12], "one token per installation")
+        tok = {i: t for _, i, t in gh.apps.issued}
+        eq([auth(r) for r in creates(gh, "acme/alerts")], ["Bearer " + tok[11]] * 2,
+           "acme's creates use installation 11's token")
+        eq([auth(r) for r in creates(gh, "Beta/alerts")], ["Bearer " + tok[12]],
+           "beta's create uses installation 12's token")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def two_organisations_two_credentials():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="tok-acme-only", repos=["acme/alerts", "beta/alerts"]).start()
+    gh.apps.scope_token("tok-acme-only", ["acme"])
+    gh.apps.register(APP_ID, pub, {12: ["beta"]})
+    with open(os.path.join(tmp, "acme-token"), "w") as f:
+        f.write("tok-acme-only\n")
+    yaml = ("  token_file: acme-token\n  credentials:\n    - owner: Beta\n" +
+            app_yaml(key, indent="      "))
+    ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
+    try:
+        ab.start()
+        fire(ab, "AcmeAlert", "acme")
+        fire(ab, "BetaAlert", "beta")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
+             "one issue in each organisation", 30)
+        eq([auth(r) for r in creates(gh, "acme/alerts")], ["Bearer tok-acme-only"],
+           "acme: the default token")
+        eq([auth(r) for r in creates(gh, "beta/alerts")], ["Bearer " + gh.apps.issued[0][2]],
+           "beta: the App's installation token")
+        eq([r for r in gh.get_requests() if r["status"] in (401, 404)], [],
+           "no credential was sent where it does not reach")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def enterprise_server_paths():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"], path_prefix="/api/v3").start()
+    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    check(gh.url.endswith("/api/v3"), "the fake serves under /api/v3", gh.url)
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "EnterpriseAlert")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue on GHES", 30)
+        eq([r["status"] for r in reqs(gh, "POST", "/app/installations/77/access_tokens")], [201],
+           "the token exchange under /api/v3")
+        eq([r["status"] for r in creates(gh, "acme/alerts")], [201], "the create under /api/v3")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def jwt_of_another_key_is_refused():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, _ = make_key(tmp)
+    _, other_pub = make_key(tmp, "other.pem")
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, other_pub, {77: ["acme"]})
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "WrongKey")
+        poll(lambda: metric(ab, "alertbridge_github_app_token_failures_total") >= 1,
+             "a token failure counted", 30)
+        ex = reqs(gh, "POST", r"/app/installations/77/access_tokens")
+        check(ex and all(r["status"] == 401 for r in ex), "the fake refuses the signature",
+              [r["status"] for r in ex])
+        eq(gh.issues("acme/alerts"), [], "no issue without a token")
+        eq(creates(gh, "acme/alerts"), [], "no create sent without a token")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+def check_config(tmp, github_yaml):
+    path = os.path.join(tmp, "alertbridge.yml")
+    with open(path, "w") as f:
+        f.write("listen_address: 127.0.0.1:9\ndatabase: ab.db\ngithub:\n%s"
+                "receivers:\n  - name: r\n    repo: acme/alerts\n" % github_yaml)
+    p = subprocess.run([ALERTBRIDGE, "check-config", path], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=30)
+    return p.returncode, p.stderr.decode()
+
+
+@run.case
+def check_config_refuses_bad_keys():
+    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    key, _ = make_key(tmp)
+    subprocess.run(["openssl", "ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out",
+                    os.path.join(tmp, "ec.pem")], check=True, timeout=60)
+    with open(os.path.join(tmp, "tok"), "w") as f:
+        f.write("a-token\n")
+    rc, err = check_config(tmp, app_yaml(key))
+    eq(rc, 0, "an RSA key (PKCS#8) passes: " + err)
+    rc, err = check_config(tmp, app_yaml("ec.pem"))
+    eq(rc, 1, "an EC key is refused")
+    check("alertbridge.yml:6: github.app.private_key_file: " in err and
+          "not an RSA private key" in err, "names file:line and says why", err)
+    rc, err = check_config(tmp, app_yaml("missing.pem"))
+    eq(rc, 1, "a missing key is refused")
+    check("alertbridge.yml:6: github.app.private_key_file: cannot read" in err,
+          "names file:line of the unreadable key", err)
+    rc, err = check_config(tmp, "  credentials:\n    - {owner: acme, token_file: tok}\n"
+                           "    - {owner: ACME, token_file: tok}\n")
+    eq(rc, 1, "a duplicate owner is refused")
+    check("duplicate owner" in err, "says duplicate owner", err)
+
+
+def on_failure(name):
+    for ab in live:
+        print_tail("alertbridge log (%s)" % name, ab.tail(80))
+    stop_all()
+
+
+if __name__ == "__main__":
+    event("alertbridge binary: %s" % ALERTBRIDGE)
+    sys.exit(run.run(on_failure=on_failure))
