@@ -215,7 +215,42 @@ static int parse_progress(const char *note, enum issue_action *action, int *step
 	return 0;
 }
 
-/* The row takes the issue as GitHub has it: where it lives, number, state. */
+void bridge_row_take_etag(struct store_issue *row, const struct gh_issue *gi)
+{
+	json_t *names = NULL;
+
+	free(row->etag);
+	free(row->labels);
+	row->etag = gi->etag ? xstrdup(gi->etag) : NULL;
+	row->labels = NULL;
+	if (!gi->etag || !gi->labels)
+		return;
+	names = json_array();
+	for (char **l = gi->labels; *l; l++)
+		json_array_append_new(names, json_string(*l));
+	row->labels = json_dumps(names, JSON_COMPACT);
+	json_decref(names);
+}
+
+/* The labels a row stored with its ETag (bridge_row_take_etag()), or NULL. */
+static char **row_labels(const struct store_issue *row)
+{
+	json_t *names = row->labels ? json_loads(row->labels, 0, NULL) : NULL;
+	char **out = NULL;
+	size_t i, n = 0;
+	json_t *v;
+
+	if (json_is_array(names)) {
+		out = xcalloc(json_array_size(names) + 1, sizeof(*out));
+		json_array_foreach(names, i, v)
+			if (json_is_string(v))
+				out[n++] = xstrdup(json_string_value(v));
+	}
+	json_decref(names);
+	return out;
+}
+
+/* The row takes the issue as GitHub has it: where it lives, number, state, ETag. */
 static void take_issue(struct store_issue *row, const struct gh_issue *gi)
 {
 	if (gi->repo && (!row->repo || strcmp(gi->repo, row->repo))) {
@@ -228,13 +263,27 @@ static void take_issue(struct store_issue *row, const struct gh_issue *gi)
 	free(row->state_reason);
 	row->state_reason = xstrdup(gi->state_reason);
 	row->closed_at_ms = gi->closed_at_ms;
+	bridge_row_take_etag(row, gi);
 }
 
-/* Fresh state of the mapped issue from GitHub; follows transfers. */
+/*
+ * Fresh state of the mapped issue from GitHub; follows transfers.  A
+ * conditional read: with the ETag the row stored, an unchanged issue answers
+ * 304 (no rate-limit unit) and the row, which holds what GitHub had with
+ * that ETag, stands for it.
+ */
 static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	struct gh_issue gi = { 0 };
-	enum err rc = gh_issue_get(b->gh, w->row.repo, w->row.number, &gi, errmsg);
+	int not_modified = 0;
+	enum err rc = gh_issue_get_if_changed(b->gh, w->row.repo, w->row.number, w->row.etag,
+					      &not_modified, &gi, errmsg);
+
+	if (rc == ERR_OK && not_modified) {
+		gh_issue_release(&w->fresh);
+		w->fresh.labels = row_labels(&w->row);
+		return ERR_OK;
+	}
 
 	if (rc == ERR_NOTFOUND || rc == ERR_GONE) {
 		struct log_line *l = log_begin(LOG_WARN, "mapped issue is gone, a new one will be made");

@@ -232,6 +232,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	free(w->row.repo);
 	w->row.repo = xstrdup(gi.repo ? gi.repo : w->repo);
 	w->row.number = gi.number;
+	bridge_row_take_etag(&w->row, &gi);
 	{
 		struct log_line *l = log_begin(LOG_INFO, "issue created");
 		log_str(l, "receiver", w->ev.receiver);
@@ -412,6 +413,9 @@ static enum err do_state(struct bridge *b, struct work *w, const char *state, co
 	struct gh_issue gi = { 0 };
 	enum err rc = gh_issue_set_state(b->gh, w->row.repo, w->row.number, state, reason, &gi,
 					 errmsg);
+
+	if (!rc)  /* the answer is the issue after the change: its ETag fits the row then */
+		bridge_row_take_etag(&w->row, &gi);
 	gh_issue_release(&gi);
 	return rc;
 }

@@ -79,6 +79,12 @@ void bridge_episode_marker(int64_t starts_at_ms, struct buf *out);
  * applied to a closed issue, without a comment (bridge/rebuild.h).
  */
 void bridge_group_body_marker(const struct store_issue *row, struct buf *out);
+/*
+ * The row keeps gi's ETag (NULL: none) and, with it, gi's labels as a JSON
+ * array, so that a later conditional read answered 304 is answered from the
+ * row (refresh() in bridge.c).  For every answer that carries the issue.
+ */
+void bridge_row_take_etag(struct store_issue *row, const struct gh_issue *gi);
 /* The view of w for the templates in *view (json_decref() it); an error with errmsg. */
 enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg);
 /* Make the calls w->action needs from w->step on, noting progress; ERR_INVALID: no view. */

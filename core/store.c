@@ -168,6 +168,13 @@ static const char *const migrations[] = {
 	"ALTER TABLE events ADD COLUMN repeat_state TEXT;"
 	"CREATE INDEX events_repeat ON events (kind, receiver, key, id)"
 	"  WHERE repeat_state IS NOT NULL;",
+	/*
+	 * 8: conditional reads (bridge.c refresh): the ETag GitHub gave the
+	 * issue's last answer, and its labels then (a JSON array of names), so
+	 * a 304 is answered from the row.  NULL: read unconditionally.
+	 */
+	"ALTER TABLE issues ADD COLUMN etag TEXT;"
+	"ALTER TABLE issues ADD COLUMN labels TEXT;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -178,7 +185,7 @@ static const char *const migrations[] = {
 #define ISSUE_COLS                                                                   \
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
-	"dead_reason"
+	"dead_reason, etag, labels"
 #define NOTICE_COLS                                                                 \
 	"id, namespace, pod, uid, kind, expires_ms, notify, owner, channel, thread_ts, text, " \
 	"state, attempts, next_attempt_at_ms, created_at_ms, sent_at_ms, slack_channel_id, " \
@@ -239,7 +246,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-		     "?8, ?9, ?10, ?11, ?12, ?13) ON CONFLICT (receiver, key) DO UPDATE SET "
+		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ON CONFLICT (receiver, key) DO UPDATE SET "
 		     "repo = excluded.repo, number = excluded.number, state = excluded.state, "
 		     "state_reason = excluded.state_reason, "
 		     "episode_starts_ms = excluded.episode_starts_ms, "
@@ -247,7 +254,8 @@ static const char *const stmt_sql[S_COUNT] = {
 		     "closed_at_ms = excluded.closed_at_ms, "
 		     "previous_number = excluded.previous_number, "
 		     "created_at_ms = excluded.created_at_ms, "
-		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason",
+		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason, "
+		     "etag = excluded.etag, labels = excluded.labels",
 	[S_IS_FORGET] = "DELETE FROM issues WHERE receiver = ?1 AND key = ?2",
 	/* After a forget the next notification of the key is no repeat (S_EV_REPEAT). */
 	[S_EV_FORGET_STATE] = "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "

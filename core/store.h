@@ -78,6 +78,8 @@ struct store_issue {
 	int64_t created_at_ms;
 	int64_t updated_at_ms;
 	char *dead_reason;          /* set when an event for it was dead-lettered */
+	char *etag;                 /* ETag of GitHub's last answer with the issue, or NULL */
+	char *labels;               /* its labels then: a JSON array of names, or NULL */
 };
 
 /* Counters since store_open(), for metrics and the group-commit benchmark. */

@@ -60,6 +60,8 @@ enum err store_put_issue(struct store *st, const struct store_issue *row, struct
 	store_bind_int(s, 11, row->created_at_ms, &brc);
 	store_bind_int(s, 12, row->updated_at_ms, &brc);
 	store_bind_text(s, 13, row->dead_reason, &brc);
+	store_bind_text(s, 14, row->etag, &brc);
+	store_bind_text(s, 15, row->labels, &brc);
 	return store_run(st, S_IS_PUT, brc, "put issue", errmsg);
 }
 
@@ -80,6 +82,8 @@ static void read_issue(sqlite3_stmt *s, struct store_issue *out)
 	out->created_at_ms = sqlite3_column_int64(s, 10);
 	out->updated_at_ms = sqlite3_column_int64(s, 11);
 	out->dead_reason = store_col_str(s, 12);
+	out->etag = store_col_str(s, 13);
+	out->labels = store_col_str(s, 14);
 }
 
 enum err store_issue_get(struct store *st, const char *receiver, const char *key,
@@ -247,8 +251,10 @@ void store_issue_release(struct store_issue *row)
 	free(row->state);
 	free(row->state_reason);
 	free(row->dead_reason);
+	free(row->etag);
+	free(row->labels);
 	row->receiver = row->key = row->repo = row->state = NULL;
-	row->state_reason = row->dead_reason = NULL;
+	row->state_reason = row->dead_reason = row->etag = row->labels = NULL;
 }
 
 /* ---- repository scans (map rebuild) ---- */
