@@ -621,9 +621,31 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
  * finds no issue to close).  Done once, recorded in the store; not in
  * dry-run (no calls are made there).
  */
+/*
+ * The receiver's fixed labels (no template, no empty "name:" value; GitHub
+ * cannot filter by a comma inside one), comma-separated, for the rebuild's
+ * labels= filter; "" when it has none.  Not with routes: their issues may
+ * carry other labels.
+ */
+static void fixed_labels(const struct cfg_receiver *rcv, struct buf *out)
+{
+	for (size_t i = 0; !rcv->routes_count && i < rcv->labels.count; i++) {
+		const char *l = rcv->labels.items[i];
+		size_t n = strlen(l);
+
+		if (!n || strstr(l, "{{") || strchr(l, ',') || l[n - 1] == ':')
+			continue;
+		if (out->len)
+			(void)buf_addch(out, ',');
+		(void)buf_adds(out, l);
+	}
+}
+
 static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	int64_t imported = 0;
+	struct buf labels = BUF_INIT;
+	int pages = 0;
 	enum err rc;
 
 	if (gh_dry_run(b->gh) || issue_repo_valid(w->repo, NULL) != ERR_OK)
@@ -634,8 +656,10 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 			buf_setf(errmsg, "cannot read the scans of %s", w->repo);
 		return rc;
 	}
-	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo,
-			  w->rcv->reopen_window_ms, bridge_now_ms(b), &imported, errmsg);
+	fixed_labels(w->rcv, &labels);
+	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo, buf_str(&labels),
+			  w->rcv->reopen_window_ms, bridge_now_ms(b), &imported, &pages, errmsg);
+	buf_release(&labels);
 	if (!rc)
 		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, bridge_now_ms(b));
 	{
@@ -647,6 +671,7 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 		log_str(l, "receiver", w->ev.receiver);
 		log_str(l, "repo", w->repo);
 		log_int(l, "rows", imported);
+		log_int(l, "pages", pages);
 		if (rc)
 			log_str(l, "detail", buf_str(errmsg));
 		log_end(l);
