@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "duration.h"
+#include "matchers.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -514,6 +515,19 @@ void cfg_free(struct config *cfg)
 		list_free(&r->labels);
 		list_free(&r->assignees);
 		templates_free(&r->templates);
+		for (size_t j = 0; r->routes && j < r->routes_count; j++) {
+			struct cfg_route *rt = &r->routes[j];
+
+			for (size_t k = 0; rt->matchers && k < rt->matchers_count; k++)
+				matcher_release(&rt->matchers[k]);
+			free(rt->matchers);
+			list_free(&rt->matchers_text);
+			free(rt->repo);
+			list_free(&rt->labels);
+			list_free(&rt->assignees);
+			templates_free(&rt->templates);
+		}
+		free(r->routes);
 	}
 	free(cfg->receivers);
 	janitor_free(&cfg->janitor);
@@ -719,6 +733,32 @@ static void dump_receiver(struct buf *out, const struct cfg_receiver *r)
 	(void)buf_adds(out, "    storm:\n");
 	kv_bool(out, 6, "enabled", r->storm.enabled);
 	kv_dur(out, 6, "storm_after", r->storm.storm_after_ms);
+	if (r->routes_count)
+		(void)buf_adds(out, "    routes:\n");
+	for (size_t i = 0; i < r->routes_count; i++) {
+		const struct cfg_route *rt = &r->routes[i];
+		struct buf m = BUF_INIT;
+
+		(void)buf_adds(out, "      - matchers: [");
+		for (size_t k = 0; k < rt->matchers_count; k++) {
+			if (k)
+				(void)buf_adds(out, ", ");
+			buf_reset(&m);
+			matcher_format(&rt->matchers[k], &m);
+			put_str(out, buf_str(&m));
+		}
+		(void)buf_adds(out, "]\n");
+		buf_release(&m);
+		kv_str(out, 8, "repo", rt->repo);
+		kv_list(out, 8, "labels", &rt->labels);
+		kv_list(out, 8, "assignees", &rt->assignees);
+		(void)buf_adds(out, "        templates:\n");
+		kv_str(out, 10, "title", rt->templates.title);
+		kv_str(out, 10, "body", rt->templates.body);
+		kv_str(out, 10, "refire", rt->templates.refire);
+		kv_str(out, 10, "resolve", rt->templates.resolve);
+		kv_str(out, 10, "reopen", rt->templates.reopen);
+	}
 }
 
 static void dump_janitor(struct buf *out, const struct cfg_janitor *j)
