@@ -740,7 +740,7 @@ static void receiver_routes(void **state)
 		   "          - team=x\n"
 		   "          - 'severity=~\"(crit\"'\n",
 		   "alertbridge.yml:7: receivers[0].routes[0].matchers[1]: invalid regex \"(crit\": "
-		   "Missing ')'");
+		   "Unmatched ( or \\(");
 	expect_err("receivers:\n"
 		   "  - name: a\n"
 		   "    repo: o/r\n"
@@ -752,7 +752,8 @@ static void receiver_routes(void **state)
 		   "    repo: o/r\n"
 		   "    routes: [{matchers: [a=b], repo: \"{{#labels}}/x\"}]\n",
 		   "alertbridge.yml:4: receivers[0].routes[0].repo: invalid template "
-		   "\"{{#labels}}/x\": line 1, column 1: unclosed section \"labels\"");
+		   "\"{{#labels}}/x\": line 1 col 1: tag \"{{#labels}}\": section never closed (no "
+		   "\"/labels\" tag follows)");
 	expect_err("receivers: [{name: a, repo: o/r, routes: [{matchers: [a=b], repo: x}]}]\n",
 		   "alertbridge.yml:1: receivers[0].routes[0].repo: expected \"owner/name\" or a "
 		   "template, got \"x\"");
