@@ -455,6 +455,11 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	}
 	w.now_ms = bridge_now_ms(b);
 	w.repo = row->repo;
+	{  /* the route of the group's first alert, as at its create */
+		json_t *doc = json_loads(gs->payload, 0, NULL);
+		w.route = bridge_route_of(w.rcv, doc);
+		json_decref(doc);
+	}
 	w.row = *row;  /* borrowed, read only */
 	w.have_row = 1;
 	w.action = ISSUE_NOTHING;
@@ -464,7 +469,7 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	w.grp = &ge;
 	rc = bridge_build_view(b, &w, &view, errmsg);
 	if (!rc)
-		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
+		rc = render_text(b->opts.render, w.rcv->name, w.route, RENDER_BODY, view, &raw, errmsg);
 	if (!rc) {
 		bridge_group_body_marker(row, &markers);
 		(void)buf_adds(&markers, "\n");
@@ -704,12 +709,33 @@ enum err bridge_retry_dead(struct bridge *b, int64_t *n)
 	return repos_retry_dead(b->repos, n);
 }
 
+/*
+ * The repository of w's map row, into w->repo: for an alert whose route's
+ * repo renders to no valid name but that has its issue (the map wins).
+ * ERR_NOTFOUND when it has none.
+ */
+static enum err map_repo(struct bridge *b, struct work *w)
+{
+	struct store_issue row = { 0 };
+	enum err rc = store_issue_get(b->opts.store, w->ev.receiver, w->ev.key, &row);
+
+	if (rc == ERR_OK && row.repo && row.number > 0) {
+		buf_reset(&w->repo_buf);
+		(void)buf_adds(&w->repo_buf, row.repo);
+		w->repo = buf_str(&w->repo_buf);
+	} else {
+		rc = ERR_NOTFOUND;
+	}
+	store_issue_release(&row);
+	return rc;
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
-	json_t *repo;
 	enum err rc;
 
+	w->route = -1;
 	w->rcv = cfg_receiver_find(b->opts.cfg, w->ev.receiver);
 	if (!w->rcv) {
 		buf_setf(&errmsg, "receiver \"%s\" is no longer configured", w->ev.receiver);
@@ -717,8 +743,12 @@ static void handle(struct bridge *b, struct work *w)
 		goto out;
 	}
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
-	repo = json_object_get(w->payload_doc, "repo");
-	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
+	rc = bridge_route(b, w, &errmsg);
+	if (rc && map_repo(b, w) != ERR_OK) {  /* an alert with an issue keeps it (the map wins) */
+		fail(b, w, ERR_INVALID, buf_str(&errmsg));
+		goto out;
+	}
+	buf_reset(&errmsg);
 	if (repos_dead_if_known(b->repos, &w->ev, w->repo, bridge_now_ms(b))) {
 		count_repo_dead(b, w);
 		goto out;
@@ -842,6 +872,7 @@ int bridge_step(struct bridge *b)
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
 	gh_issue_release(&w.fresh);
+	buf_release(&w.repo_buf);
 	json_decref(w.payload_doc);
 	group_event_release(w.grp);
 	free(w.grp);

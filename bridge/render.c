@@ -19,13 +19,20 @@
 #define RENDER_MAX_FILE (1u << 20)
 #define GH_LABEL_MAX_CHARS 50
 
-struct receiver_templates {
-	const char *name;  /* borrowed from the config */
+/* The texts of a receiver, or of one of its routes. */
+struct template_set {
 	struct mustache *text[RENDER_TEXT_COUNT];
 	struct mustache **labels;
 	size_t n_labels;
 	struct mustache **assignees;
 	size_t n_assignees;
+	struct mustache *repo;
+};
+
+struct receiver_templates {
+	const char *name;  /* borrowed from the config */
+	struct template_set *sets;  /* [0]: the receiver's; [1 + i]: route i's */
+	size_t n_sets;
 };
 
 struct render {
@@ -88,19 +95,19 @@ static const char *template_path(const struct cfg_templates *t, enum render_text
 	return NULL;
 }
 
-/* Compile one receiver text from its file or the embedded default. */
-static enum err compile_text(const struct cfg_receiver *rc, size_t idx, enum render_text which,
-			     struct mustache **out, struct buf *errmsg)
+/* Compile one text from its file or the embedded default; where names it in messages. */
+static enum err compile_text(const struct cfg_templates *t, const char *where,
+			     enum render_text which, struct mustache **out, struct buf *errmsg)
 {
-	const char *path = template_path(&rc->templates, which);
+	const char *path = template_path(t, which);
 	struct buf src = BUF_INIT, why = BUF_INIT;
 	enum err rc_err;
 
 	if (path) {
 		rc_err = render_read_file(path, &src, &why);
 		if (rc_err) {
-			buf_setf(errmsg, "receivers[%zu].templates.%s: %s", idx,
-				 config_keys[which], buf_str(&why));
+			buf_setf(errmsg, "%s.templates.%s: %s", where, config_keys[which],
+				 buf_str(&why));
 			goto out;
 		}
 	} else {
@@ -116,7 +123,7 @@ static enum err compile_text(const struct cfg_receiver *rc, size_t idx, enum ren
 	}
 	rc_err = mustache_compile(buf_str(&src), src.len, out, &why);
 	if (rc_err)
-		buf_setf(errmsg, "receivers[%zu].templates.%s (%s): %s", idx, config_keys[which],
+		buf_setf(errmsg, "%s.templates.%s (%s): %s", where, config_keys[which],
 			 path ? path : default_names[which], buf_str(&why));
 out:
 	buf_release(&src);
@@ -124,7 +131,7 @@ out:
 	return rc_err;
 }
 
-static enum err compile_list(const struct cfg_list *list, size_t idx, const char *key,
+static enum err compile_list(const struct cfg_list *list, const char *where, const char *key,
 			     struct mustache ***out, size_t *n_out, struct buf *errmsg)
 {
 	struct buf why = BUF_INIT;
@@ -136,10 +143,31 @@ static enum err compile_list(const struct cfg_list *list, size_t idx, const char
 		const char *s = list->items[i];
 		rc = mustache_compile(s, strlen(s), &(*out)[i], &why);
 		if (rc) {
-			buf_setf(errmsg, "receivers[%zu].%s[%zu]: %s", idx, key, i, buf_str(&why));
+			buf_setf(errmsg, "%s.%s[%zu]: %s", where, key, i, buf_str(&why));
 			break;
 		}
 	}
+	buf_release(&why);
+	return rc;
+}
+
+/* Compile the texts, lists and repo of one receiver or route into set. */
+static enum err compile_set(const struct cfg_templates *t, const struct cfg_list *labels,
+			    const struct cfg_list *assignees, const char *repo, const char *where,
+			    struct template_set *set, struct buf *errmsg)
+{
+	struct buf why = BUF_INIT;
+	enum err rc = ERR_OK;
+
+	for (int w = 0; w < RENDER_TEXT_COUNT && !rc; w++)
+		rc = compile_text(t, where, (enum render_text)w, &set->text[w], errmsg);
+	if (!rc)
+		rc = compile_list(labels, where, "labels", &set->labels, &set->n_labels, errmsg);
+	if (!rc)
+		rc = compile_list(assignees, where, "assignees", &set->assignees, &set->n_assignees,
+				  errmsg);
+	if (!rc && (rc = mustache_compile(repo, strlen(repo), &set->repo, &why)))
+		buf_setf(errmsg, "%s.repo: %s", where, buf_str(&why));
 	buf_release(&why);
 	return rc;
 }
@@ -155,15 +183,21 @@ enum err render_new(const struct config *cfg, struct render **out, struct buf *e
 	for (size_t i = 0; i < r->n && !rc; i++) {
 		const struct cfg_receiver *c = &cfg->receivers[i];
 		struct receiver_templates *t = &r->rcv[i];
+		char where[96];
 
 		t->name = c->name;
-		for (int w = 0; w < RENDER_TEXT_COUNT && !rc; w++)
-			rc = compile_text(c, i, (enum render_text)w, &t->text[w], errmsg);
-		if (!rc)
-			rc = compile_list(&c->labels, i, "labels", &t->labels, &t->n_labels, errmsg);
-		if (!rc)
-			rc = compile_list(&c->assignees, i, "assignees", &t->assignees,
-					  &t->n_assignees, errmsg);
+		t->sets = xcalloc(1 + c->routes_count, sizeof(*t->sets));
+		t->n_sets = 1 + c->routes_count;
+		snprintf(where, sizeof(where), "receivers[%zu]", i);
+		rc = compile_set(&c->templates, &c->labels, &c->assignees, c->repo, where,
+				 &t->sets[0], errmsg);
+		for (size_t k = 0; k < c->routes_count && !rc; k++) {
+			const struct cfg_route *rt = &c->routes[k];
+
+			snprintf(where, sizeof(where), "receivers[%zu].routes[%zu]", i, k);
+			rc = compile_set(&rt->templates, &rt->labels, &rt->assignees, rt->repo,
+					 where, &t->sets[1 + k], errmsg);
+		}
 	}
 	if (rc) {
 		render_free(r);
@@ -179,40 +213,78 @@ void render_free(struct render *r)
 		return;
 	for (size_t i = 0; i < r->n; i++) {
 		struct receiver_templates *t = &r->rcv[i];
-		for (int w = 0; w < RENDER_TEXT_COUNT; w++)
-			mustache_free(t->text[w]);
-		for (size_t j = 0; j < t->n_labels; j++)
-			mustache_free(t->labels[j]);
-		for (size_t j = 0; j < t->n_assignees; j++)
-			mustache_free(t->assignees[j]);
-		free(t->labels);
-		free(t->assignees);
+		for (size_t k = 0; t->sets && k < t->n_sets; k++) {
+			struct template_set *set = &t->sets[k];
+			for (int w = 0; w < RENDER_TEXT_COUNT; w++)
+				mustache_free(set->text[w]);
+			for (size_t j = 0; j < set->n_labels; j++)
+				mustache_free(set->labels[j]);
+			for (size_t j = 0; j < set->n_assignees; j++)
+				mustache_free(set->assignees[j]);
+			free(set->labels);
+			free(set->assignees);
+			mustache_free(set->repo);
+		}
+		free(t->sets);
 	}
 	free(r->rcv);
 	free(r);
 }
 
-static const struct receiver_templates *find(const struct render *r, const char *receiver)
+static char *trim(char *s);
+
+/* The set of receiver's route (-1: the receiver's own), or NULL with errmsg. */
+static const struct template_set *find(const struct render *r, const char *receiver, int route,
+				       struct buf *errmsg)
 {
-	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->rcv[i].name, receiver))
-			return &r->rcv[i];
+	for (size_t i = 0; i < r->n; i++) {
+		const struct receiver_templates *t = &r->rcv[i];
+
+		if (strcmp(t->name, receiver))
+			continue;
+		if (route >= -1 && (size_t)(route + 1) < t->n_sets)
+			return &t->sets[route + 1];
+		buf_setf(errmsg, "receiver \"%s\" has no route %d", receiver, route);
+		return NULL;
+	}
+	buf_setf(errmsg, "unknown receiver \"%s\"", receiver);
 	return NULL;
 }
 
-enum err render_text(const struct render *r, const char *receiver, enum render_text which,
-		     const json_t *view, struct buf *out, struct buf *errmsg)
+enum err render_text(const struct render *r, const char *receiver, int route,
+		     enum render_text which, const json_t *view, struct buf *out,
+		     struct buf *errmsg)
 {
-	const struct receiver_templates *t = find(r, receiver);
+	const struct template_set *t = find(r, receiver, route, errmsg);
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
 
-	if (!t) {
-		buf_setf(errmsg, "unknown receiver \"%s\"", receiver);
+	if (!t)
 		return ERR_NOTFOUND;
-	}
 	opt.escape = which == RENDER_TITLE ? MUSTACHE_ESCAPE_NONE : MUSTACHE_ESCAPE_HTML;
 	opt.max_out_bytes = RENDER_MAX_OUT;
 	return mustache_render_compiled(t->text[which], view, &opt, out, errmsg);
+}
+
+enum err render_repo(const struct render *r, const char *receiver, int route,
+		     const json_t *view, struct buf *out, struct buf *errmsg)
+{
+	const struct template_set *t = find(r, receiver, route, errmsg);
+	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+	struct buf raw = BUF_INIT;
+	enum err rc;
+
+	if (!t)
+		return ERR_NOTFOUND;
+	opt.escape = MUSTACHE_ESCAPE_NONE;
+	opt.max_out_bytes = 4096;
+	rc = mustache_render_compiled(t->repo, view, &opt, &raw, errmsg);
+	if (!rc) {
+		char *s = buf_detach(&raw);
+		(void)buf_adds(out, trim(s));
+		free(s);
+	}
+	buf_release(&raw);
+	return rc;
 }
 
 /* Trim ASCII white space in place; returns s. */
@@ -244,10 +316,10 @@ static void cut_chars(char *s, size_t max)
 	}
 }
 
-enum err render_list(const struct render *r, const char *receiver, int assignees,
+enum err render_list(const struct render *r, const char *receiver, int route, int assignees,
 		     const json_t *view, char ***out, struct buf *errmsg)
 {
-	const struct receiver_templates *t = find(r, receiver);
+	const struct template_set *t = find(r, receiver, route, errmsg);
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
 	struct mustache **tmpl;
 	size_t n, kept = 0;
@@ -255,10 +327,8 @@ enum err render_list(const struct render *r, const char *receiver, int assignees
 	enum err rc = ERR_OK;
 
 	*out = NULL;
-	if (!t) {
-		buf_setf(errmsg, "unknown receiver \"%s\"", receiver);
+	if (!t)
 		return ERR_NOTFOUND;
-	}
 	tmpl = assignees ? t->assignees : t->labels;
 	n = assignees ? t->n_assignees : t->n_labels;
 	list = xcalloc(n + 1, sizeof(*list));

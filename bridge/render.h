@@ -43,12 +43,28 @@ enum err render_new(const struct config *cfg, struct render **out, struct buf *e
 void render_free(struct render *r);
 
 /*
- * Append the text which of receiver over view to out.  The title is rendered
- * without escaping; bodies and comments with HTML escaping (GitHub markdown
- * decodes entities).  Errors: ERR_NOTFOUND unknown receiver, ERR_TOOBIG when
- * the output passes 1 MiB (callers cut to GitHub's limits anyway).
+ * Routes: every call takes route, the index of the receiver's route the
+ * alert took (cfg_route_select(), core/matchers.h), or -1 for the receiver's
+ * own texts; a route's texts are those its config sets, else its receiver's.
+ *
+ * Append the text which of receiver (route) over view to out.  The title is
+ * rendered without escaping; bodies and comments with HTML escaping (GitHub
+ * markdown decodes entities).  Errors: ERR_NOTFOUND unknown receiver or
+ * route, ERR_TOOBIG when the output passes 1 MiB (callers cut to GitHub's
+ * limits anyway).
  */
-enum err render_text(const struct render *r, const char *receiver, enum render_text which,
+enum err render_text(const struct render *r, const char *receiver, int route,
+		     enum render_text which, const json_t *view, struct buf *out,
+		     struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Append the repository of receiver (route) rendered over view to out: its
+ * `repo` template (a literal "owner/name" renders to itself), without
+ * escaping, white space trimmed.  The result is not checked: the caller
+ * checks it is "owner/name" (issue_repo_valid()).  Errors: ERR_NOTFOUND
+ * unknown receiver or route, ERR_TOOBIG past 4 KiB.
+ */
+enum err render_repo(const struct render *r, const char *receiver, int route,
 		     const json_t *view, struct buf *out, struct buf *errmsg) WARN_UNUSED;
 
 /*
@@ -58,7 +74,7 @@ enum err render_text(const struct render *r, const char *receiver, enum render_t
  * duplicates removed, each cut to GitHub's 50 characters.  *out is a
  * NULL-terminated array the caller frees with render_list_free(); never NULL.
  */
-enum err render_list(const struct render *r, const char *receiver, int assignees,
+enum err render_list(const struct render *r, const char *receiver, int route, int assignees,
 		     const json_t *view, char ***out, struct buf *errmsg) WARN_UNUSED;
 /* Free a list from render_list(); may be NULL. */
 void render_list_free(char **list);

@@ -179,3 +179,19 @@ void matcher_format(const struct cfg_matcher *m, struct buf *out)
 	}
 	(void)buf_addch(out, '"');
 }
+
+int cfg_route_select(const struct cfg_receiver *r,
+		     const char *(*label)(void *ctx, const char *name), void *ctx)
+{
+	for (size_t i = 0; i < r->routes_count; i++) {
+		const struct cfg_route *rt = &r->routes[i];
+		size_t k = 0;
+
+		while (k < rt->matchers_count &&
+		       matcher_matches(&rt->matchers[k], label(ctx, rt->matchers[k].name)))
+			k++;
+		if (k == rt->matchers_count)
+			return (int)i;
+	}
+	return -1;
+}

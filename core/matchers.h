@@ -45,4 +45,13 @@ int matcher_matches(const struct cfg_matcher *m, const char *value);
 /* m as Alertmanager writes it, name op "value" (value quoted and escaped), appended to out. */
 void matcher_format(const struct cfg_matcher *m, struct buf *out);
 
+/*
+ * The route of receiver r an alert takes: the index of the first of
+ * r->routes whose matchers all match (a route without matchers matches
+ * every alert), or -1 when none does (the receiver's own settings apply).
+ * label(ctx, name) gives the alert's value of a label, NULL when it lacks it.
+ */
+int cfg_route_select(const struct cfg_receiver *r,
+		     const char *(*label)(void *ctx, const char *name), void *ctx);
+
 #endif
