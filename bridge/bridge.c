@@ -469,7 +469,8 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	w.grp = &ge;
 	rc = bridge_build_view(b, &w, &view, errmsg);
 	if (!rc)
-		rc = render_text(b->opts.render, w.rcv->name, w.route, RENDER_BODY, view, &raw, errmsg);
+		rc = render_text(b->opts.render, w.rcv->name, w.route, RENDER_BODY, view, &raw,
+				 errmsg);
 	if (!rc) {
 		bridge_group_body_marker(row, &markers);
 		(void)buf_adds(&markers, "\n");

@@ -170,7 +170,8 @@ static enum err comment_text(struct bridge *b, struct work *w, const json_t *vie
 			     struct buf *errmsg)
 {
 	struct buf raw = BUF_INIT;
-	enum err rc = render_text(b->opts.render, w->rcv->name, w->route, which, view, &raw, errmsg);
+	enum err rc = render_text(b->opts.render, w->rcv->name, w->route, which, view, &raw,
+				  errmsg);
 
 	if (!rc)
 		issue_body_fit(buf_str(&raw), marker, out);
@@ -246,13 +247,17 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	struct gh_issue gi = { 0 };
 	enum err rc;
 
-	rc = render_text(b->opts.render, w->rcv->name, w->route, RENDER_TITLE, view, &raw_title, errmsg);
+	rc = render_text(b->opts.render, w->rcv->name, w->route, RENDER_TITLE, view, &raw_title,
+			 errmsg);
 	if (!rc)
-		rc = render_text(b->opts.render, w->rcv->name, w->route, RENDER_BODY, view, &raw_body, errmsg);
+		rc = render_text(b->opts.render, w->rcv->name, w->route, RENDER_BODY, view,
+				 &raw_body, errmsg);
 	if (!rc)
-		rc = render_list(b->opts.render, w->rcv->name, w->route, 0, view, &labels, errmsg);
+		rc = render_list(b->opts.render, w->rcv->name, w->route, 0, view, &labels,
+				 errmsg);
 	if (!rc)
-		rc = render_list(b->opts.render, w->rcv->name, w->route, 1, view, &assignees, errmsg);
+		rc = render_list(b->opts.render, w->rcv->name, w->route, 1, view, &assignees,
+				 errmsg);
 	if (rc) {
 		rc = ERR_INVALID;  /* a template that fails on this alert will fail again */
 		goto out;
@@ -426,7 +431,8 @@ static enum err add_new_labels(struct bridge *b, struct work *w, const json_t *v
 
 	if (!w->fresh.labels)
 		return ERR_OK;
-	if (render_list(b->opts.render, w->rcv->name, w->route, 0, view, &want, errmsg) == ERR_OK) {
+	if (render_list(b->opts.render, w->rcv->name, w->route, 0, view, &want, errmsg) ==
+	    ERR_OK) {
 		while (want[n])
 			n++;
 		missing = xcalloc(n + 1, sizeof(*missing));

@@ -210,7 +210,8 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 
 	/* Only issues alertbridge opened carry markers: list those. */
 	if (gh_login(gh, &filter.creator, &why) != ERR_OK) {
-		struct log_line *l = log_begin(LOG_INFO, "rebuild: login unknown, listing by labels");
+		struct log_line *l = log_begin(LOG_INFO,
+					       "rebuild: login unknown, listing by labels");
 		log_str(l, "repo", repo);
 		log_str(l, "labels", labels ? labels : "");
 		log_str(l, "detail", buf_str(&why));

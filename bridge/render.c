@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/issue.h"
+#include "bridge/view.h"
+#include "core/am.h"
 #include "core/embed.h"
+#include "core/matchers.h"
 #include "core/mustache.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
@@ -381,4 +385,90 @@ enum err render_once(const char *tmpl, size_t len, int html_escape, const json_t
 	opt.escape = html_escape ? MUSTACHE_ESCAPE_HTML : MUSTACHE_ESCAPE_NONE;
 	opt.max_out_bytes = RENDER_MAX_OUT;
 	return mustache_render(tmpl, len, view, &opt, out, errmsg);
+}
+
+/* The sample alert of render_sample_repos() for route rt (NULL: the receiver's), as a payload. */
+static void sample_payload(const char *receiver, const struct cfg_route *rt, struct buf *out)
+{
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "alertname", "SampleAlert",
+				   "severity", "critical", "team", "sample", "namespace", "default",
+				   "instance", "sample:9100");
+	json_t *alert, *payload;
+	char *s;
+
+	for (size_t i = 0; rt && i < rt->matchers_count; i++)
+		if (rt->matchers[i].op == CFG_MATCH_EQ)
+			json_object_set_new(labels, rt->matchers[i].name,
+					    json_string(rt->matchers[i].value));
+	alert = json_pack("{s:s, s:O, s:{}, s:s, s:s, s:s}", "status", "firing", "labels", labels,
+			  "annotations", "startsAt", "2026-01-01T00:00:00Z", "endsAt",
+			  "0001-01-01T00:00:00Z", "generatorURL", "");
+	payload = json_pack("{s:s, s:s, s:s, s:s, s:{}, s:O, s:{}, s:s, s:i, s:[o]}", "version",
+			    "4", "status", "firing", "receiver", receiver, "groupKey", "{}:{}",
+			    "groupLabels", "commonLabels", labels, "commonAnnotations",
+			    "externalURL", "", "truncatedAlerts", 0, "alerts", alert);
+	s = json_dumps(payload, JSON_COMPACT);
+	(void)buf_adds(out, s ? s : "");
+	free(s);
+	json_decref(payload);
+	json_decref(labels);
+}
+
+/* The repo of receiver i (route k, -1: its own) for the sample alert, into out; 1 if invalid. */
+static int sample_repo(const struct config *cfg, const struct render *r, size_t i, int k,
+		       int64_t now_ms, struct buf *out)
+{
+	const struct cfg_receiver *c = &cfg->receivers[i];
+	const struct cfg_route *rt = k >= 0 ? &c->routes[k] : NULL;
+	struct buf body = BUF_INIT, doc = BUF_INIT, repo = BUF_INIT, why = BUF_INIT;
+	struct view_context ctx = { 0 };
+	struct am_payload *p = NULL;
+	struct am_error e;
+	json_t *view = NULL;
+	int bad = 1;
+
+	sample_payload(c->name, rt, &body);
+	ctx.now_ms = now_ms;
+	ctx.receiver = c->name;
+	if (am_parse(buf_str(&body), body.len, NULL, &p, &e) == ERR_OK &&
+	    am_event_json(p, 0, &doc) == ERR_OK &&
+	    view_build(buf_str(&doc), &ctx, &view, &why) == ERR_OK &&
+	    render_repo(r, c->name, k, view, &repo, &why) == ERR_OK)
+		bad = issue_repo_valid(buf_str(&repo), &why) != ERR_OK;
+	(void)buf_printf(out, "# receivers[%zu] \"%s\": ", i, c->name);
+	if (rt) {
+		(void)buf_printf(out, "route %d [", k);
+		for (size_t m = 0; m < rt->matchers_count; m++) {
+			if (m)
+				(void)buf_adds(out, ", ");
+			matcher_format(&rt->matchers[m], out);
+		}
+		(void)buf_adds(out, "]: ");
+	} else if (c->routes_count) {
+		(void)buf_adds(out, "no route matches: ");
+	}
+	(void)buf_printf(out, "repo for the sample alert: %s", buf_str(&repo));
+	if (bad)
+		(void)buf_printf(out, "  WARNING: not a valid repository: %s", buf_str(&why));
+	(void)buf_addch(out, '\n');
+	json_decref(view);
+	am_payload_free(p);
+	buf_release(&body);
+	buf_release(&doc);
+	buf_release(&repo);
+	buf_release(&why);
+	return bad;
+}
+
+int render_sample_repos(const struct config *cfg, const struct render *r, int64_t now_ms,
+			struct buf *out)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < cfg->receivers_count; i++) {
+		for (size_t k = 0; k < cfg->receivers[i].routes_count; k++)
+			bad += sample_repo(cfg, r, i, (int)k, now_ms, out);
+		bad += sample_repo(cfg, r, i, -1, now_ms, out);
+	}
+	return bad;
 }

@@ -12,6 +12,7 @@
 #define AB_RENDER_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "core/buf.h"
 #include "core/config.h"
@@ -78,6 +79,24 @@ enum err render_list(const struct render *r, const char *receiver, int route, in
 		     const json_t *view, char ***out, struct buf *errmsg) WARN_UNUSED;
 /* Free a list from render_list(); may be NULL. */
 void render_list_free(char **list);
+
+/*
+ * For `alertbridge check-config`: append to out one line per receiver and
+ * per route saying which repository a sample alert gets there, e.g.
+ *   # receivers[0] "team": route 0 [severity=~"critical|page", team!="ml"]: repo for
+ *   the sample alert: acme/pager           (one line; "no route matches: " for the
+ *   receiver's own repo when it has routes)
+ * The sample alert is firing with the labels alertname="SampleAlert",
+ * severity="critical", team="sample", namespace="default",
+ * instance="sample:9100", plus name="value" of each = matcher of the route
+ * (so that it matches the route where it can).  A repo that renders to no
+ * valid "owner/name" gets "WARNING: not a valid repository: <why>" on its
+ * line and counts in the result (the number of such lines; alerts with the
+ * labels the template needs may still render well).  cfg and r as
+ * render_new() made them.
+ */
+int render_sample_repos(const struct config *cfg, const struct render *r, int64_t now_ms,
+			struct buf *out);
 
 /*
  * One-off render for `alertbridge render`: compile tmpl (len bytes) and

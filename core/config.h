@@ -153,8 +153,8 @@ struct cfg_route {
 
 struct cfg_receiver {
 	char *name;                   /* required, unique: the Alertmanager receiver name */
-	char *repo;                   /* required: "owner/name", or a Mustache template over the
-					 alert's view that renders to one ("{{labels.team}}/alerts") */
+	char *repo;                   /* required: "owner/name", or a Mustache template over
+					 the alert's view rendering to one ("{{labels.team}}/x") */
 	enum cfg_issue_per issue_per; /* "alert" (default) or "group" */
 	struct cfg_list labels;       /* Mustache templates; default empty */
 	struct cfg_list assignees;    /* default empty */

@@ -45,7 +45,8 @@ static enum err quoted(const char **p, struct buf *out, struct buf *errmsg)
 		case 'n': (void)buf_addch(out, '\n'); break;
 		case 't': (void)buf_addch(out, '\t'); break;
 		default:
-			buf_setf(errmsg, "invalid escape \"\\%c\" in a quoted string", *s ? *s : ' ');
+			buf_setf(errmsg, "invalid escape \"\\%c\" in a quoted string",
+				 *s ? *s : ' ');
 			return ERR_INVALID;
 		}
 	}

@@ -246,7 +246,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ON CONFLICT (receiver, key) DO UPDATE SET "
+		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) "
+		     "ON CONFLICT (receiver, key) DO UPDATE SET "
 		     "repo = excluded.repo, number = excluded.number, state = excluded.state, "
 		     "state_reason = excluded.state_reason, "
 		     "episode_starts_ms = excluded.episode_starts_ms, "

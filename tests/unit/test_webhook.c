@@ -843,7 +843,7 @@ static void issue_per_group_dead_letters_invalid_alerts(void **state)
 		json_t *members = json_object_get(doc, "members");
 
 		assert_non_null(doc);
-		assert_null(json_object_get(doc, "repo"));  /* the receiver's: routed by the bridge */
+		assert_null(json_object_get(doc, "repo"));  /* the receiver's: the bridge routes */
 		assert_int_equal(json_array_size(members), 2);
 		for (size_t i = 0; i < json_array_size(members); i++)
 			assert_string_not_equal(json_string_value(json_object_get(
