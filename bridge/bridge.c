@@ -621,13 +621,6 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
 /* ---- rebuilding the map from GitHub (bridge/rebuild.h) ---- */
 
 /*
- * Before the first event of (receiver, repo) after the database was created,
- * rebuild the map rows of that repository from the issues' markers, so a lost
- * database never leads to a second issue for an alert (or to a resolve that
- * finds no issue to close).  Done once, recorded in the store; not in
- * dry-run (no calls are made there).
- */
-/*
  * The receiver's fixed labels (no template, no empty "name:" value; GitHub
  * cannot filter by a comma inside one), comma-separated, for the rebuild's
  * labels= filter; "" when it has none.  Not with routes: their issues may
@@ -647,6 +640,13 @@ static void fixed_labels(const struct cfg_receiver *rcv, struct buf *out)
 	}
 }
 
+/*
+ * Before the first event of (receiver, repo) after the database was created,
+ * rebuild the map rows of that repository from the issues' markers, so a lost
+ * database never leads to a second issue for an alert (or to a resolve that
+ * finds no issue to close).  Done once, recorded in the store; not in
+ * dry-run (no calls are made there).
+ */
 static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	int64_t imported = 0;
