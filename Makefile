@@ -33,6 +33,12 @@
 #   SEEDS     seeds for make soak (default 2000); MODEL_FEATURES, MODEL_JOBS as in
 #             tests/model/lifecycle.py
 #   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
+#   VERSION   the version `alertbridge version` and alertbridge_build_info report (default: the
+#             VERSION file, else `git describe --tags --always`, else 0.1.0-unknown)
+#   REVISION  the git commit (default `git rev-parse --short=12 HEAD`, "-dirty" with changes;
+#             "unknown" without .git, e.g. from a tarball)
+#   SOURCE_DATE_EPOCH  when set, the build date reported (reproducible builds); else the time
+#             core/version.o was compiled
 
 CC ?= cc
 WERROR ?= 1
@@ -55,7 +61,12 @@ Q := @
 E := @echo
 endif
 
-PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls libcrypto gnutls
+VERSION ?= $(shell cat VERSION 2>/dev/null || git describe --tags --always 2>/dev/null || \
+	echo 0.1.0-unknown)
+REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
+	{ git diff --quiet HEAD 2>/dev/null && echo "$$r" || echo "$$r-dirty"; } || echo unknown)
+
+PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)
@@ -108,6 +119,17 @@ $(O)/gen/embed.c: templates/embed.sh $(TEMPLATES)
 $(O)/gen/embed.o: $(O)/gen/embed.c
 	$(E) "  CC      $<"
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The build identity goes to core/version.o alone: a new commit recompiles that one object
+# (the stamp changes only when VERSION or REVISION does); the build date is taken when it is
+# compiled.
+VERSION_STAMP := $(O)/gen/version-stamp
+$(shell mkdir -p $(O)/gen && { echo '$(VERSION) $(REVISION)' | cmp -s - $(VERSION_STAMP) || \
+	echo '$(VERSION) $(REVISION)' > $(VERSION_STAMP); })
+$(O)/core/version.o: $(VERSION_STAMP)
+$(O)/core/version.o: ALL_CFLAGS += -DAB_VERSION='"$(VERSION)"' -DAB_REVISION='"$(REVISION)"' \
+	-DAB_BUILD_DATE='"$(shell date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} \
+	+%Y-%m-%dT%H:%M:%SZ)"'
 
 $(O)/libalertbridge.a: $(LIB_OBJ)
 	@rm -f $@

@@ -20,21 +20,22 @@
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/clock.h"
+#include "core/duration.h"
 #include "core/http_client.h"
 #include "core/http_server.h"
 #include "core/log.h"
+#include "core/healthcheck.h"
 #include "core/metrics.h"
+#include "core/reload.h"
 #include "core/retention.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
+#include "core/version.h"
 #include "janitor/janitor.h"
 #include "janitor/kubeconfig.h"
 #include "janitor/leader.h"
 #include "core/banned.h"
 
-#ifndef AB_VERSION
-#define AB_VERSION "0.1.0"
-#endif
 
 #define DEFAULT_CONFIG "alertbridge.yml"
 
@@ -52,6 +53,8 @@ struct flags {
 	int html;          /* render: HTML-escape values */
 	int once;          /* janitor sweep: --once */
 	int dry_run;       /* janitor sweep: --dry-run */
+	int64_t auto_reload_ms;  /* serve: --config.auto-reload-interval, 0: off */
+	int enable_lifecycle;    /* serve: --web.enable-lifecycle (POST /-/reload) */
 	int help;
 	const char *args[4];  /* positional arguments after the subcommand */
 	int nargs;
@@ -72,7 +75,10 @@ static const char usage_main[] =
 	"                             inspect or edit the alert-to-issue map\n"
 	"  janitor sweep --once [--dry-run]\n"
 	"                             run one janitor sweep now and print its plan\n"
-	"  version                    print the version\n"
+	"  version, --version         print the version, revision, build date, compiler and\n"
+	"                             the linked libraries' versions\n"
+	"  healthcheck                GET /-/healthy of the running service (--web.listen-address,\n"
+	"                             else the config's listen_address); exit 0 when it answers 200\n"
 	"\n"
 	"Flags:\n"
 	"  --config.file=FILE         configuration file (default alertbridge.yml)\n"
@@ -80,6 +86,9 @@ static const char usage_main[] =
 	"  --database.path=FILE       overrides database\n"
 	"  --log.level=LEVEL          debug, info, warn, error (overrides log.level)\n"
 	"  --log.format=FORMAT        logfmt or json (overrides log.format)\n"
+	"  --config.auto-reload-interval=DURATION\n"
+	"                             reload when the config or a file it names changes\n"
+	"  --web.enable-lifecycle     serve POST /-/reload\n"
 	"  -h, --help                 help for alertbridge or a command\n"
 	"\n"
 	"Environment: GITHUB_TOKEN is the GitHub token when github.token_file is not set.\n"
@@ -88,6 +97,7 @@ static const char usage_main[] =
 static const char usage_serve[] =
 	"usage: alertbridge serve [--config.file=FILE] [--web.listen-address=ADDR]\n"
 	"                         [--database.path=FILE] [--log.level=L] [--log.format=F]\n"
+	"                         [--config.auto-reload-interval=DURATION] [--web.enable-lifecycle]\n"
 	"\n"
 	"Serves POST /v1/webhook (Alertmanager), GET /metrics, GET /-/healthy, GET /-/ready\n"
 	"and a status page at /.  Without GitHub credentials, or with github.dry_run: true,\n"
@@ -95,8 +105,10 @@ static const char usage_serve[] =
 	"With janitor.enabled: true it also serves POST /v1/janitor/webhook and runs the\n"
 	"janitor (dry-run until janitor.dry_run: false).\n"
 	"SIGTERM or SIGINT: stop accepting, finish the call in flight, exit 0.\n"
-	"SIGHUP: logged (reload is not implemented yet: restart to apply a changed config);\n"
-	"  re-queues the events dead-lettered for a missing repository.\n";
+	"SIGHUP, POST /-/reload (--web.enable-lifecycle), or a change of the files\n"
+	"(--config.auto-reload-interval): reload config, templates and secrets; a broken\n"
+	"file keeps the running config; listen address, TLS, database need a restart.\n"
+	"Each also re-queues the events dead-lettered for a missing repository.\n";
 
 static const char usage_check[] =
 	"usage: alertbridge check-config FILE\n"
@@ -104,6 +116,14 @@ static const char usage_check[] =
 	"Loads FILE as the service would (secret files included) and compiles every\n"
 	"template.  Prints SUCCESS and the effective configuration (secrets hidden), or\n"
 	"the first error with its line, and exits 1.\n";
+
+static const char usage_healthcheck[] =
+	"usage: alertbridge healthcheck [--web.listen-address=ADDR] [--config.file=FILE]\n"
+	"\n"
+	"GETs /-/healthy of the alertbridge listening on ADDR (default: the listen_address\n"
+	"of the configuration, https when webhook.tls is set; a wildcard host is asked on\n"
+	"the loopback), for a container HEALTHCHECK.  Exit status: 0 healthy (200 within\n"
+	"5 s), 1 anything else.\n";
 
 static const char usage_render[] =
 	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N] [--html]\n"
@@ -189,6 +209,14 @@ static int parse_flags(int argc, char **argv, int first, struct flags *f)
 				return 2;
 			}
 			f->alert_index = (int)n;
+		} else if (parse_flag(a, "--config.auto-reload-interval", &v, &i, argc, argv)) {
+			if (duration_parse(v, &f->auto_reload_ms, NULL) || f->auto_reload_ms < 1) {
+				fprintf(stderr, "alertbridge: --config.auto-reload-interval: not a "
+					"positive duration: \"%s\"\n", v);
+				return 2;
+			}
+		} else if (!strcmp(a, "--web.enable-lifecycle")) {
+			f->enable_lifecycle = 1;
 		} else if (!strcmp(a, "--html")) {
 			f->html = 1;
 		} else if (!strcmp(a, "--once")) {
@@ -242,45 +270,6 @@ static struct config *load_config(const char *path)
 
 /* ---- serve ---- */
 
-/*
- * SIGHUP: reloading is not implemented yet, so say so, and whether the file
- * as it is now would load (a restart with a broken file would not start).
- */
-static void log_sighup(const char *path)
-{
-	struct buf err = BUF_INIT;
-	struct config *cfg = NULL;
-	struct log_line *l;
-	enum err rc = cfg_load(path, &cfg, &err);
-
-	l = log_begin(LOG_WARN, "SIGHUP received; reload is not implemented yet, restart to apply "
-				"a changed config");
-	log_str(l, "config", path);
-	log_str(l, "config_check", rc == ERR_OK ? "ok" : "failed");
-	if (rc != ERR_OK)
-		log_str(l, "error", buf_str(&err));
-	log_end(l);
-	cfg_free(cfg);
-	buf_release(&err);
-}
-
-/*
- * SIGHUP stands for "something outside changed" (a repository created, a
- * token given access): re-queue the events dead-lettered as "repository not
- * found or no access", so GitHub is asked again.
- */
-static void retry_missing_repos(struct bridge *b)
-{
-	struct log_line *l;
-	int64_t n = 0;
-
-	if (!b || bridge_retry_dead(b, &n) != ERR_OK)
-		return;  /* the store logged why */
-	l = log_begin(LOG_INFO, "SIGHUP: dead letters of missing repositories re-queued");
-	log_int(l, "events", n);
-	log_end(l);
-}
-
 struct service {
 	struct config *cfg;
 	struct store *store;
@@ -297,6 +286,7 @@ struct service {
 	struct janitor_leader *leader;
 	struct srv *srv;
 	struct retention *retention;  /* prunes done events after database_retention */
+	struct reload *reload;  /* owns cfg and render once set: core/reload.h */
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
@@ -418,7 +408,7 @@ static void handle_status(void *ctx, const struct srv_request *req, struct srv_r
 		   "<h2>Tracked alerts</h2>\n<table border=\"1\" cellpadding=\"4\">\n"
 		   "<tr><th>Receiver</th><th>Key</th><th>Issue</th><th>State</th>"
 		   "<th>Episode start</th><th>Dead letter</th></tr>\n",
-		   AB_VERSION, (long long)store_pending_count(s->store, "bridge"),
+		   version_get()->version, (long long)store_pending_count(s->store, "bridge"),
 		   (long long)store_dead_count(s->store),
 		   bridge_dry_run(s->bridge) ? "dry-run" : "live");
 	if (store_issue_each(s->store, NULL, status_row, &sc))
@@ -472,6 +462,7 @@ static void log_store_stats(struct store *st)
 
 static void service_release(struct service *s)
 {
+	reload_watch_stop(s->reload);  /* its reloads call into the bridge */
 	log_store_stats(s->store);
 	retention_stop(s->retention);
 	srv_free(s->srv);
@@ -484,10 +475,43 @@ static void service_release(struct service *s)
 	bridge_free(s->bridge);
 	webhook_free(s->webhook);
 	auth_free(s->auth);
-	render_free(s->render);
+	if (s->reload) {
+		reload_free(s->reload);  /* after every holder of a generation */
+	} else {
+		render_free(s->render);
+		cfg_free(s->cfg);
+	}
 	store_close(s->store);
 	metrics_free(s->metrics);
-	cfg_free(s->cfg);
+}
+
+/*
+ * A reload stands for "something outside changed" (a repository created, a
+ * token given access): re-queue the events dead-lettered as "repository not
+ * found or no access" (bridge/repos.c logs how many), whether or not the new
+ * config loaded, so GitHub is asked again.
+ */
+static void after_reload(void *ctx, int ok)
+{
+	struct service *s = ctx;
+
+	(void)ok;
+	(void)!bridge_retry_dead(s->bridge, NULL);  /* the store logs a failure */
+}
+
+/* The reload (core/reload.h); from here on it owns s->cfg and s->render. */
+static int setup_reload(struct service *s, const struct flags *f, struct buf *err)
+{
+	struct reload_options ro = {
+		.config_file = f->config_file ? f->config_file : DEFAULT_CONFIG, .metrics = s->metrics,
+		.prepare = render_reload_prepare, .ext_free = render_reload_free,
+		.after = after_reload, .ctx = s, .enable_lifecycle = f->enable_lifecycle };
+
+	if (reload_new(&ro, s->cfg, s->render, &s->reload, err)) {
+		log_msg(LOG_ERROR, "cannot set up the config reload", "detail", buf_str(err));
+		return 1;
+	}
+	return 0;
 }
 
 static int leader_is_leader(void *ctx)
@@ -521,7 +545,7 @@ static int setup_leader(struct service *s, struct buf *err)
 			buf_str(err));
 		return 1;
 	}
-	ko.user_agent = "alertbridge/" AB_VERSION;
+	ko.user_agent = version_user_agent();
 	ko.timeout_ms = lease_ms * 2 / 15;  /* the retry period */
 	ko.max_retry_after_ms = ko.timeout_ms;
 	s->leader_kube = kube_client_new(&kc, &ko);
@@ -530,6 +554,7 @@ static int setup_leader(struct service *s, struct buf *err)
 	lo.lease_name = le->lease_name;
 	lo.identity = le->identity;
 	lo.lease_duration_ms = lease_ms;
+	lo.metrics = s->metrics;
 	s->leader = janitor_leader_new(&lo);
 	s->is_leader = leader_is_leader;
 	s->leader_ctx = s->leader;
@@ -545,9 +570,11 @@ static void setup_janitor(struct service *s)
 	jw.store = s->store;
 	jw.metrics = s->metrics;
 	jw.auth = s->auth;
+	jw.reload = s->reload;
 	jw.limits.max_alerts = s->cfg->webhook.max_alerts;
 	s->janitor_webhook = janitor_webhook_new(&jw);
 	jo.cfg = s->cfg;
+	jo.reload = s->reload;
 	jo.store = s->store;
 	jo.kube = s->kube;
 	jo.slack = s->slack;
@@ -609,17 +636,22 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_WARN, "webhook authentication is off: anyone who reaches the port can post alerts",
 			"hint", "set webhook.bearer_token_file or webhook.basic_auth");
 	s->metrics = metrics_new();
+	version_register_metric(s->metrics, NULL);
+	if (setup_reload(s, f, &err))
+		goto out;
 	wo.cfg = s->cfg;
 	wo.store = s->store;
 	wo.metrics = s->metrics;
 	wo.auth = s->auth;
+	wo.reload = s->reload;
 	wo.limits.max_alerts = s->cfg->webhook.max_alerts;
 	s->webhook = webhook_new(&wo);
 	bo.cfg = s->cfg;
 	bo.store = s->store;
 	bo.render = s->render;
+	bo.reload = s->reload;
 	bo.metrics = s->metrics;
-	bo.user_agent = "alertbridge/" AB_VERSION;
+	bo.user_agent = version_user_agent();
 	/* One Lease for both workers: only the leader drains the bridge queue too. */
 	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
 	    setup_leader(s, &err))
@@ -649,6 +681,7 @@ static int start_service(struct service *s, const struct flags *f)
 	    srv_route(s->srv, "GET", "/metrics", handle_metrics, s) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
 	    srv_route(s->srv, "GET", "/-/ready", handle_ready, s) ||
+	    srv_route(s->srv, "POST", "/-/reload", reload_handle, s->reload) ||
 	    srv_route(s->srv, "GET", "/", handle_status, s)) {
 		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
 		goto out;
@@ -679,9 +712,13 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot start the HTTP server", "detail", buf_str(&err));
 		goto out;
 	}
+	if (reload_watch_start(s->reload, f->auto_reload_ms, &err)) {
+		log_msg(LOG_ERROR, "cannot start the config auto-reload", "detail", buf_str(&err));
+		goto out;
+	}
 	{
 		struct log_line *l = log_begin(LOG_INFO, "alertbridge started");
-		log_str(l, "version", AB_VERSION);
+		log_str(l, "version", version_get()->version);
 		log_str(l, "config", s->cfg->path);
 		log_str(l, "listen_address", so.listen_address);
 		log_int(l, "port", srv_port(s->srv));
@@ -734,8 +771,7 @@ static int cmd_serve(const struct flags *f)
 			sigwait(&set, &sig);
 			if (sig != SIGHUP)
 				break;
-			log_sighup(f->config_file ? f->config_file : DEFAULT_CONFIG);
-			retry_missing_repos(s.bridge);
+			(void)!reload_run(s.reload, "SIGHUP", NULL);  /* logged */
 		}
 		log_msg(LOG_INFO, "shutting down", "signal", sig == SIGTERM ? "SIGTERM" : "SIGINT");
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
@@ -1155,13 +1191,25 @@ int main(int argc, char **argv)
 		cmd = argv[1];
 		first = 2;
 	}
+	if (first == 1 && argc > 1 && !strcmp(argv[1], "--version")) {
+		cmd = "version";
+		first = 2;
+	}
 	rc = parse_flags(argc, argv, first, &f);
 	if (rc)
 		return rc;
 	if (!strcmp(cmd, "version")) {
-		printf("alertbridge version %s\n", AB_VERSION);
+		struct buf out = BUF_INIT;
+		version_text(&out);
+		fputs(buf_str(&out), stdout);
+		buf_release(&out);
 		return 0;
 	}
+	if (!strcmp(cmd, "healthcheck") && f.help)
+		return fputs(usage_healthcheck, stdout) < 0;
+	if (!strcmp(cmd, "healthcheck"))
+		return healthcheck_command(f.listen_address, f.config_file ? f.config_file :
+					   DEFAULT_CONFIG);
 	if (!strcmp(cmd, "serve")) {
 		if (f.help && first == 1) {
 			fputs(usage_main, stdout);

@@ -87,6 +87,7 @@ static void register_metrics(struct bridge *b)
 	static const char *const rcv_reason[] = { "receiver", "reason", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
 	static const char *const window[] = { "window", NULL };
+	static const char *const state[] = { "state", NULL };
 	struct metrics *m = b->opts.metrics;
 
 	if (!m)
@@ -95,6 +96,14 @@ static void register_metrics(struct bridge *b)
 				      "Alert events the reconciler finished, by outcome.", rcv_result);
 	b->m_pending = metrics_gauge(m, "alertbridge_bridge_queue_pending",
 				     "Events waiting in the bridge queue.", NULL);
+	b->m_oldest = metrics_gauge(
+		m, "alertbridge_bridge_queue_oldest_event_timestamp_seconds",
+		"When the oldest event waiting in the bridge queue was received (Unix seconds; "
+		"0: the queue is empty).", NULL);
+	b->m_issues = metrics_gauge(
+		m, "alertbridge_bridge_issues",
+		"GitHub issues the map points at, by the state GitHub last showed (open, closed).",
+		state);
 	b->m_dead = metrics_gauge(m, "alertbridge_dead_letter_events",
 				  "Events dead-lettered (never retried); see alertbridge map.", NULL);
 	b->m_dead_letters = metrics_counter(
@@ -813,11 +822,27 @@ out:
 static void update_gauges(struct bridge *b)
 {
 	struct gh_stats s;
+	int64_t oldest;
 
 	if (!b->opts.metrics)
 		return;
 	metric_set(b->m_pending, NULL, (double)store_pending_count(b->opts.store, "bridge"));
 	metric_set(b->m_dead, NULL, (double)store_dead_count(b->opts.store));
+	oldest = store_oldest_pending_ms(b->opts.store, "bridge");
+	if (oldest >= 0)
+		metric_set(b->m_oldest, NULL, oldest == INT64_MAX ? 0 : (double)(oldest / 1000));
+	/* Counting the map is a scan: at most once a second. */
+	if (clock_mono_us() - b->issues_counted_us >= 1000000 || !b->issues_counted_us) {
+		static const char *const is_open[] = { "open" }, *const is_closed[] = { "closed" };
+		int64_t n_open = store_issue_count(b->opts.store, "open");
+		int64_t n_closed = store_issue_count(b->opts.store, "closed");
+
+		b->issues_counted_us = clock_mono_us();
+		if (n_open >= 0)
+			metric_set(b->m_issues, is_open, (double)n_open);
+		if (n_closed >= 0)
+			metric_set(b->m_issues, is_closed, (double)n_closed);
+	}
 	gh_stats(b->gh, &s);
 	{
 		const char *ok[] = { "ok" }, *ce[] = { "client_error" }, *se[] = { "server_error" };
@@ -848,6 +873,28 @@ static void update_gauges(struct bridge *b)
 	b->last_stats = s;
 }
 
+/*
+ * Between two events: take the current generation of the config, so that
+ * the next event is handled wholly under it (core/reload.h).
+ */
+static void pick_up_config(struct bridge *b)
+{
+	const struct reload_gen *g = reload_acquire(b->opts.reload);
+
+	if (!g)
+		return;
+	if (g == b->gen) {
+		reload_release(b->opts.reload, g);
+		return;
+	}
+	reload_release(b->opts.reload, b->gen);
+	b->gen = g;
+	b->opts.cfg = g->cfg;
+	b->opts.render = g->ext;
+	storm_set_cfg(b->storm, g->cfg);
+	gh_set_token(b->gh, g->cfg->github.token);
+}
+
 int bridge_step(struct bridge *b)
 {
 	struct work w;
@@ -855,6 +902,7 @@ int bridge_step(struct bridge *b)
 
 	if (!may_act(b))
 		return 0;  /* not the leader: the queue is the leader's to drain */
+	pick_up_config(b);
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
@@ -941,6 +989,7 @@ void bridge_free(struct bridge *b)
 	group_free(b->group);
 	gh_client_free(b->gh);
 	free(b->html_base);
+	reload_release(b->opts.reload, b->gen);
 	clock_stop_release(&b->stop);
 	free(b);
 }

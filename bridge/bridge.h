@@ -95,6 +95,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/metrics.h"
+#include "core/reload.h"
 #include "core/store.h"
 
 struct bridge;
@@ -103,6 +104,13 @@ struct bridge_options {
 	const struct config *cfg;      /* receivers, github settings; outlives the bridge */
 	struct store *store;           /* the queue and the map; outlives the bridge */
 	const struct render *render;   /* compiled templates; outlives the bridge */
+	/*
+	 * The reloadable config (core/reload.h), or NULL: cfg and render for
+	 * good.  Else each bridge_step() first takes the current generation
+	 * (cfg, and its ext: a struct render), so one event is handled wholly
+	 * under one config, and sends the generation's GitHub token.
+	 */
+	struct reload *reload;
 	struct metrics *metrics;       /* may be NULL */
 	const char *user_agent;        /* e.g. "alertbridge/0.1.0" */
 	/*

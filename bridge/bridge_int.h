@@ -28,6 +28,7 @@ struct bridge {
 	struct storm *storm;  /* alert storms: bridge/storm.h */
 	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
 	struct group *group;  /* issue_per: group body updates: bridge/group.h */
+	const struct reload_gen *gen;  /* the generation opts.cfg and opts.render are from */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;
 	int started;
@@ -37,6 +38,9 @@ struct bridge {
 	struct metric *m_events;
 	struct metric *m_pending;
 	struct metric *m_dead;
+	struct metric *m_oldest;
+	struct metric *m_issues;
+	int64_t issues_counted_us;  /* monotonic time m_issues was last counted */
 	struct metric *m_dead_letters;
 	struct metric *m_gh_requests;
 	struct metric *m_gh_retries;

@@ -121,6 +121,27 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	return c;
 }
 
+/* Free s after overwriting it: a secret, or a header that carries one. */
+static void wipe_free(char *s)
+{
+	if (s)
+		memset(s, 0, strlen(s));
+	free(s);
+}
+
+void gh_set_token(struct gh_client *c, const char *token)
+{
+	struct buf b = BUF_INIT;
+
+	if (!token || !*token || !strcmp(token, c->token))
+		return;
+	wipe_free(c->token);
+	wipe_free(c->auth_header);
+	c->token = xstrdup(token);
+	(void)buf_printf(&b, "Authorization: Bearer %s", c->token);
+	c->auth_header = buf_detach(&b);
+}
+
 void gh_client_free(struct gh_client *c)
 {
 	if (!c)
@@ -129,12 +150,8 @@ void gh_client_free(struct gh_client *c)
 	free(c->minute.t);
 	free(c->hour.t);
 	free(c->api_url);
-	if (c->token) /* wipe the secret copies before handing memory back */
-		memset(c->token, 0, strlen(c->token));
-	free(c->token);
-	if (c->auth_header)
-		memset(c->auth_header, 0, strlen(c->auth_header));
-	free(c->auth_header);
+	wipe_free(c->token);  /* wipe the secret copies before handing memory back */
+	wipe_free(c->auth_header);
 	free(c->ua_header);
 	free(c->login);
 	free(c);
@@ -396,7 +413,7 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 	}
 	buf_setf(errmsg, "%s %s: %d %s", k->method, k->path, status, status_word(status));
 	add_github_message(errmsg, res);
-	retry_after_s = header_int(res, "retry-after");
+	retry_after_s = http_retry_after_s(res, gh_now(c));
 	if (is_rate_limited(res)) {
 		int64_t reset_s = header_int(res, "x-ratelimit-reset");
 		c->stats.requests_rate_limited++;

@@ -123,6 +123,13 @@ struct gh_client *gh_client_new(const struct gh_options *opts);
 void gh_client_free(struct gh_client *c);
 /* Non-zero when the client makes no calls (dry_run or no token). */
 int gh_dry_run(const struct gh_client *c);
+/*
+ * Send token (copied; NULL or "" leaves the current one) from the next
+ * request on: a token file rotated and reloaded (core/reload.h).  Whether
+ * the client is dry-run does not change.  Call on the thread that makes the
+ * requests.
+ */
+void gh_set_token(struct gh_client *c, const char *token);
 /* Free the strings of is (not is itself) and zero it; is may be NULL. */
 void gh_issue_release(struct gh_issue *is);
 /* Copy c's counters into *out (content_left_* as of the client's clock now). */

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/evp.h>
 
+#include "core/codec.h"
+#include "core/http_client.h"
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
@@ -302,33 +303,12 @@ static size_t marker_at(const char *p, const char **key)
 
 void issue_marker_receiver(const char *receiver, const char *key, struct buf *out)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
 	if (receiver && *receiver) {
 		(void)buf_adds(out, MARKER_OPEN " " MARKER_RECEIVER_TAG);
-		for (const unsigned char *p = (const unsigned char *)receiver; *p; p++) {
-			if (is_key_char(*p)) {
-				(void)buf_addch(out, (char)*p);
-			} else {
-				(void)buf_addch(out, '%');
-				(void)buf_addch(out, hex[*p >> 4]);
-				(void)buf_addch(out, hex[*p & 0xf]);
-			}
-		}
+		http_url_escape(receiver, out);
 		(void)buf_adds(out, " " MARKER_CLOSE " ");
 	}
 	issue_marker(key, out);
-}
-
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
 }
 
 /*
@@ -351,9 +331,9 @@ static int receiver_before(const char *body, const char *end, struct buf *out)
 	p -= strlen(MARKER_CLOSE);
 	while (p > body && is_marker_space(p[-1]))
 		p--;
-	/* the value: [A-Za-z0-9._%-] back to the tag */
+	/* the value: [A-Za-z0-9._~%-] back to the tag */
 	v = p;
-	while (v > body && (is_key_char((unsigned char)v[-1]) || v[-1] == '%'))
+	while (v > body && (is_key_char((unsigned char)v[-1]) || v[-1] == '%' || v[-1] == '~'))
 		v--;
 	if (v == p || (size_t)(v - body) < tag || strncmp(v - tag, MARKER_RECEIVER_TAG, tag))
 		return 0;
@@ -363,17 +343,9 @@ static int receiver_before(const char *body, const char *end, struct buf *out)
 	if ((size_t)(open - body) < strlen(MARKER_OPEN) ||
 	    strncmp(open - strlen(MARKER_OPEN), MARKER_OPEN, strlen(MARKER_OPEN)))
 		return 0;
-	for (const char *q = v; q < p; q++) {
-		if (*q != '%') {
-			(void)buf_addch(&dec, *q);
-			continue;
-		}
-		if (q + 2 >= p || hex_value(q[1]) < 0 || hex_value(q[2]) < 0)
-			goto out;
-		(void)buf_addch(&dec, (char)(hex_value(q[1]) * 16 + hex_value(q[2])));
-		q += 2;
-	}
-	if (dec.len == 0 || dec.len > MARKER_RECEIVER_MAX || memchr(dec.data, '\0', dec.len))
+	if (http_url_unescape(v, (size_t)(p - v), &dec) != ERR_OK)
+		goto out;
+	if (dec.len == 0 || dec.len > MARKER_RECEIVER_MAX)
 		goto out;
 	buf_reset(out);
 	(void)buf_add(out, dec.data, dec.len);
@@ -629,13 +601,11 @@ void issue_body_fit(const char *body, const char *marker, struct buf *out)
 void issue_group_key_hash(const char *group_key, char out[65])
 {
 	static const char hex[] = "0123456789abcdef";
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int md_len = 0;
+	unsigned char md[CODEC_SHA256_LEN];
 	const char *s = group_key ? group_key : "";
 
-	if (!EVP_Digest(s, strlen(s), md, &md_len, EVP_sha256(), NULL) || md_len != 32)
-		abort(); /* only fails when libcrypto cannot allocate: as xmalloc does */
-	for (unsigned int i = 0; i < md_len; i++) {
+	codec_sha256(s, strlen(s), md);
+	for (unsigned int i = 0; i < CODEC_SHA256_LEN; i++) {
 		out[2 * i] = hex[md[i] >> 4];
 		out[2 * i + 1] = hex[md[i] & 0xf];
 	}

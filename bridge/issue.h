@@ -196,8 +196,9 @@ void issue_marker(const char *key, struct buf *out);
  * appended to out.  The body still ends with the key marker above (old
  * readers find the key); the whole string is unique per (receiver, key), so a
  * create looked for by it (gh_issue_find_marker) is never another receiver's.
- * receiver is percent-encoded: every byte but [A-Za-z0-9._-] becomes %XX
- * (upper-case hex), e.g. "team a" -> "team%20a"; NULL or "" gives
+ * receiver is percent-encoded as http_url_escape() does: every byte but
+ * [A-Za-z0-9._~-] becomes %XX (upper-case hex), e.g. "team a" -> "team%20a"
+ * (markers written before 2026-11 have '~' as %7E: both are read); NULL or "" gives
  * issue_marker(key, out) alone.  key as issue_marker().
  */
 void issue_marker_receiver(const char *receiver, const char *key, struct buf *out);

@@ -211,6 +211,22 @@ enum err render_new(const struct config *cfg, struct render **out, struct buf *e
 	return ERR_OK;
 }
 
+enum err render_reload_prepare(void *ctx, const struct config *cfg, void **ext,
+			       struct buf *errmsg)
+{
+	struct render *r = NULL;
+	enum err rc = render_new(cfg, &r, errmsg);
+
+	(void)ctx;
+	*ext = r;
+	return rc;
+}
+
+void render_reload_free(void *ext)
+{
+	render_free(ext);
+}
+
 void render_free(struct render *r)
 {
 	if (!r)

@@ -42,6 +42,13 @@ const char *render_default_name(enum render_text which);
 enum err render_new(const struct config *cfg, struct render **out, struct buf *errmsg) WARN_UNUSED;
 /* Free r; may be NULL. */
 void render_free(struct render *r);
+/*
+ * render_new() and render_free() in the shapes of reload_options.prepare and
+ * .ext_free (core/reload.h): *ext gets the struct render; ctx is unused.
+ */
+enum err render_reload_prepare(void *ctx, const struct config *cfg, void **ext,
+			       struct buf *errmsg) WARN_UNUSED;
+void render_reload_free(void *ext);
 
 /*
  * Routes: every call takes route, the index of the receiver's route the

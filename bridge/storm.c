@@ -281,6 +281,11 @@ struct storm *storm_new(const struct storm_options *opts)
 	return s;
 }
 
+void storm_set_cfg(struct storm *s, const struct config *cfg)
+{
+	s->opts.cfg = cfg;
+}
+
 void storm_free(struct storm *s)
 {
 	free(s);

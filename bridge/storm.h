@@ -139,6 +139,8 @@ struct storm_options {
 struct storm *storm_new(const struct storm_options *opts);
 /* Free; s may be NULL. */
 void storm_free(struct storm *s);
+/* Use cfg (a reloaded config, core/reload.h) from now on; on the bridge's worker thread. */
+void storm_set_cfg(struct storm *s, const struct config *cfg);
 
 /* What the bridge does with an event after storm_route(). */
 enum storm_route {

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/duration.h"
+#include "core/http_client.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
 
@@ -29,24 +30,6 @@ static void fmt_rfc3339(int64_t ms, struct buf *out)
 }
 
 /* ---- helpers ---- */
-
-/* Percent-encode everything but RFC 3986 unreserved characters. */
-static void url_encode(const char *s, struct buf *out)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-		    c == '-' || c == '.' || c == '_' || c == '~') {
-			(void)buf_addch(out, (char)c);
-		} else {
-			(void)buf_addch(out, '%');
-			(void)buf_addch(out, hex[c >> 4]);
-			(void)buf_addch(out, hex[c & 15]);
-		}
-	}
-}
 
 /* A label value as a quoted matcher value: \ " and newline escaped (Alertmanager's matcher syntax). */
 static void quote_value(const char *s, struct buf *out)
@@ -171,7 +154,7 @@ static void silence_url(const char *external_url, const json_t *labels, struct b
 		quote_value(json_string_value(val), &filter);
 	}
 	(void)buf_addch(&filter, '}');
-	url_encode(buf_str(&filter), out);
+	http_url_escape(buf_str(&filter), out);
 	buf_release(&filter);
 }
 

@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "bridge/issue.h"
+#include "bridge/webhook_cache.h"
 #include "core/intake.h"
 #include "core/log.h"
 #include "core/xalloc.h"
@@ -27,6 +28,7 @@ struct webhook {
 	const struct config *cfg;
 	struct store *store;
 	const struct auth *auth;
+	struct reload *reload;
 	struct am_options limits;
 	size_t max_events_bytes;
 	int64_t (*now_ms)(void *now_ctx);
@@ -35,12 +37,17 @@ struct webhook {
 	struct metric *alerts;    /* {receiver, status} */
 	struct metric *invalid;   /* {receiver, reason} */
 	struct metric *repeated;  /* {receiver} */
+	struct metric *cache_hits;  /* {receiver} */
 	struct metric *duration;  /* seconds, no labels */
+	struct webhook_cache *cache;  /* recent bodies (webhook_cache.h) */
 };
 
 /* The state of one request, from the first check to the answer. */
 struct request {
 	const struct srv_request *req;
+	const struct config *cfg;        /* the receivers of this request (webhook_options.reload) */
+	uint64_t generation;             /* its reload generation's serial, 0 without reload */
+	const struct auth *auth;         /* its credentials */
 	struct am_payload *p;
 	const struct cfg_receiver *rcv;  /* the receiver found, or NULL */
 	const char *asked;               /* the receiver name looked up, or NULL */
@@ -58,6 +65,8 @@ struct request {
 	size_t n_dead;
 	size_t n_repeated;               /* alerts whose event was a repeat, not stored */
 	char group_state[65];            /* issue_per: group: the repeat_state of its event */
+	struct webhook_cache_request seen;  /* what the cache knows the request by */
+	struct webhook_cache_entry hit;  /* answered from the cache when hit.n_evs > 0 */
 };
 
 static const double DURATION_BUCKETS[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -77,6 +86,7 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 	w->cfg = opts->cfg;
 	w->store = opts->store;
 	w->auth = opts->auth;
+	w->reload = opts->reload;
 	w->limits = opts->limits;
 	w->limits.keep_invalid_alerts = 1;
 	w->max_events_bytes = opts->max_events_bytes ? opts->max_events_bytes
@@ -100,15 +110,23 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 					      "Alerts whose state equals the last one stored for "
 					      "their key (a repeat): answered, nothing stored.",
 					      repeated_labels);
+		w->cache_hits = metrics_counter(m, "alertbridge_webhook_cache_hits_total",
+						"Requests whose body was seen before and whose "
+						"alerts are all repeats: answered without parsing.",
+						repeated_labels);
 		w->duration = metrics_histogram(m, "alertbridge_webhook_duration_seconds",
 						"Time spent handling a webhook, commit included.",
 						NULL, DURATION_BUCKETS, N_DURATION_BUCKETS);
 	}
+	w->cache = webhook_cache_new(WEBHOOK_CACHE_SLOTS);
 	return w;
 }
 
 void webhook_free(struct webhook *w)
 {
+	if (!w)
+		return;
+	webhook_cache_free(w->cache);
 	free(w);
 }
 
@@ -354,6 +372,57 @@ static enum err add_dead_events(const struct webhook *w, struct request *r)
 				  r->evs + r->n_evs);
 }
 
+/*
+ * A body seen before (webhook_cache.h) whose events the store says are all
+ * repeats: r->hit holds its entry and r->rcv its receiver; 1.  Else 0 and
+ * the request goes the whole way (a changed state, a forgotten key, a
+ * dry-run row: the store's rule decides, as for a parsed body).
+ */
+static int answer_from_cache(struct webhook *w, struct request *r)
+{
+	int all = 0;
+
+	r->seen.generation = r->generation;
+	r->seen.query_receiver = srv_query(r->req, "receiver");
+	r->seen.query_repo = srv_query(r->req, "repo");
+	r->seen.body = r->req->body;
+	r->seen.body_len = r->req->body_len;
+	if (!webhook_cache_get(w->cache, &r->seen, &r->hit))
+		return 0;
+	r->rcv = cfg_receiver_find(r->cfg, r->hit.receiver);
+	if (r->rcv && store_repeats(w->store, r->hit.evs, r->hit.n_evs, &all) == ERR_OK && all) {
+		r->n_evs = r->hit.n_evs;
+		r->n_repeated = r->hit.n_repeated;
+		return 1;
+	}
+	r->rcv = NULL;
+	webhook_cache_entry_release(&r->hit);
+	return 0;
+}
+
+/* Keep what r's body queued for its next arrival (not with dead letters, not a huge one). */
+static void remember(struct webhook *w, const struct request *r)
+{
+	struct webhook_cache_entry e = { 0 };
+
+	if (r->n_dead || r->p->n_invalid || !r->n_evs || r->n_evs > WEBHOOK_CACHE_MAX_EVENTS)
+		return;
+	e.receiver = (char *)r->rcv->name;
+	e.n_alerts = r->p->n_alerts;
+	for (size_t i = 0; i < r->p->n_alerts; i++)
+		e.n_firing += r->p->alerts[i].firing != 0;
+	e.n_repeated = r->n_evs == 1 ? r->p->n_alerts : r->n_evs;
+	e.evs = r->evs;
+	e.n_evs = r->n_evs;
+	webhook_cache_put(w->cache, &r->seen, &e);
+}
+
+/* The alerts of the request, valid and invalid, parsed or from the cache. */
+static size_t n_alerts(const struct request *r)
+{
+	return r->hit.n_evs ? r->hit.n_alerts : r->p->n_alerts + r->p->n_invalid;
+}
+
 /* Steps 1-7 of webhook.h; returns the HTTP status, with r filled for the answer. */
 static int intake(struct webhook *w, struct request *r)
 {
@@ -362,13 +431,15 @@ static int intake(struct webhook *w, struct request *r)
 	char group_key[65];
 	enum err rc;
 
-	if (auth_check(w->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
+	if (auth_check(r->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
 		r->reason = "unauthorized";
 		return r->status = 401;
 	}
 	if (!intake_content_type_is_json(srv_header(req, "Content-Type")))
 		return reject(r, 415, "unsupported content type",
 			      "unsupported Content-Type: want application/json");
+	if (answer_from_cache(w, r))
+		return r->status = 200;
 	if (am_parse(req->body, req->body_len, &w->limits, &r->p, &aerr) != ERR_OK) {
 		snprintf(r->field, sizeof(r->field), "%s", aerr.field);
 		return reject(r, 400, "invalid payload", "%s", aerr.message);
@@ -376,7 +447,7 @@ static int intake(struct webhook *w, struct request *r)
 	r->asked = non_empty(srv_query(req, "receiver"));
 	if (!r->asked)
 		r->asked = r->p->receiver_name;
-	r->rcv = cfg_receiver_find(w->cfg, r->asked);
+	r->rcv = cfg_receiver_find(r->cfg, r->asked);
 	if (!r->rcv)
 		return reject(r, 404, "unknown receiver", "unknown receiver \"%s\"", r->asked);
 	r->query_repo = non_empty(srv_query(req, "repo"));
@@ -406,10 +477,11 @@ static int intake(struct webhook *w, struct request *r)
 		if (r->evs[i].repeated)  /* a group's event stands for all its alerts */
 			r->n_repeated += r->n_evs == 1 ? r->p->n_alerts : 1;
 	}
+	remember(w, r);
 	return r->status = 200;
 }
 
-static void answer(const struct webhook *w, struct request *r, struct srv_response *res)
+static void answer(struct request *r, struct srv_response *res)
 {
 	struct buf *b = &res->body;
 
@@ -418,13 +490,13 @@ static void answer(const struct webhook *w, struct request *r, struct srv_respon
 	if (r->status == 200) {
 		(void)buf_adds(b, "{\"status\":\"ok\",\"receiver\":");
 		intake_json_quote(b, r->rcv->name);
-		(void)buf_printf(b, ",\"alerts\":%zu", r->p->n_alerts + r->p->n_invalid);
-		if (r->p->n_invalid)
+		(void)buf_printf(b, ",\"alerts\":%zu", n_alerts(r));
+		if (!r->hit.n_evs && r->p->n_invalid)
 			(void)buf_printf(b, ",\"invalid\":%zu", r->p->n_invalid);
 		(void)buf_addch(b, '}');
 		return;
 	}
-	intake_error_member(res, r->status, w->auth, buf_str(&r->msg), r->field,
+	intake_error_member(res, r->status, r->auth, buf_str(&r->msg), r->field,
 			    r->status == 404 ? "receiver" : NULL, r->asked);
 }
 
@@ -451,10 +523,11 @@ static void log_request(const struct request *r, int64_t duration_us)
 		l = log_begin(LOG_DEBUG, "webhook request");
 		log_int(l, "code", r->status);
 		log_str(l, "receiver", r->rcv->name);
-		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
+		log_int(l, "alerts", (int64_t)n_alerts(r));
 		log_int(l, "events", (int64_t)r->n_evs);
 		log_int(l, "repeated", (int64_t)r->n_repeated);
 		log_int(l, "invalid", (int64_t)r->n_dead);
+		log_str(l, "cache", r->hit.n_evs ? "hit" : "miss");
 		log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
 		log_end(l);
 		return;
@@ -485,21 +558,23 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 	metric_add(w->requests, req_labels, 1);
 	metric_observe(w->duration, NULL, (double)duration_us / 1e6);
 	if (r->status == 200) {
-		size_t firing = 0;
+		size_t firing = 0, valid = r->hit.n_evs ? r->hit.n_alerts : r->p->n_alerts;
 		const char *firing_labels[] = { receiver, "firing" };
 		const char *resolved_labels[] = { receiver, "resolved" };
+		const char *receiver_labels[] = { receiver };
 
-		for (size_t i = 0; i < r->p->n_alerts; i++)
+		if (r->hit.n_evs) {
+			firing = r->hit.n_firing;
+			metric_add(w->cache_hits, receiver_labels, 1);
+		}
+		for (size_t i = 0; !r->hit.n_evs && i < r->p->n_alerts; i++)
 			firing += r->p->alerts[i].firing != 0;
 		if (firing)
 			metric_add(w->alerts, firing_labels, (double)firing);
-		if (firing < r->p->n_alerts)
-			metric_add(w->alerts, resolved_labels, (double)(r->p->n_alerts - firing));
-		if (r->n_repeated) {
-			const char *repeated_labels[] = { receiver };
-
-			metric_add(w->repeated, repeated_labels, (double)r->n_repeated);
-		}
+		if (firing < valid)
+			metric_add(w->alerts, resolved_labels, (double)(valid - firing));
+		if (r->n_repeated)
+			metric_add(w->repeated, receiver_labels, (double)r->n_repeated);
 		for (size_t i = 0; i < r->n_dead; i++) {
 			const char *invalid_labels[] = {
 				receiver, r->p->alerts[r->p->n_alerts + i].invalid_reason };
@@ -511,6 +586,7 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 
 static void request_release(struct request *r)
 {
+	webhook_cache_entry_release(&r->hit);
 	am_payload_free(r->p);
 	buf_release(&r->msg);
 	buf_release(&r->detail);
@@ -525,13 +601,18 @@ void webhook_handle(void *ctx, const struct srv_request *req, struct srv_respons
 	struct webhook *w = ctx;
 	struct request r;
 	int64_t start_us = clock_mono_us(), duration_us;
+	const struct reload_gen *g = reload_acquire(w->reload);
 
 	memset(&r, 0, sizeof(r));
 	r.req = req;
+	r.cfg = g ? g->cfg : w->cfg;
+	r.auth = g ? g->auth : w->auth;
+	r.generation = g ? g->serial : 0;
 	(void)intake(w, &r);
-	answer(w, &r, res);
+	answer(&r, res);
 	duration_us = clock_mono_us() - start_us;
 	observe(w, &r, duration_us);
 	log_request(&r, duration_us);
 	request_release(&r);
+	reload_release(w->reload, g);
 }

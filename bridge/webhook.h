@@ -19,6 +19,7 @@
 #include "core/http_server.h"
 #include "core/intake.h"
 #include "core/metrics.h"
+#include "core/reload.h"
 #include "core/store.h"
 
 struct webhook;
@@ -27,6 +28,9 @@ struct webhook;
 #define WEBHOOK_REPO_LABEL "alertbridge_repo"
 /* Seconds sent in Retry-After with a 503. */
 #define WEBHOOK_RETRY_AFTER_S INTAKE_RETRY_AFTER_S
+/* Slots of the cache of recent bodies, and the most events of a body it keeps. */
+#define WEBHOOK_CACHE_SLOTS 256
+#define WEBHOOK_CACHE_MAX_EVENTS 128
 /* Default of webhook_options.max_events_bytes. */
 #define WEBHOOK_MAX_EVENTS_BYTES ((size_t)64 << 20)
 
@@ -35,6 +39,12 @@ struct webhook_options {
 	struct store *store;       /* required, must outlive the webhook */
 	struct metrics *metrics;   /* NULL: no metrics */
 	const struct auth *auth;   /* NULL (or AUTH_NONE): no authentication */
+	/*
+	 * The reloadable config (core/reload.h), or NULL: cfg and auth for good.
+	 * Else each request takes the current generation's receivers and
+	 * webhook credentials, and holds them until it is answered.
+	 */
+	struct reload *reload;
 	struct am_options limits;  /* passed to am_parse(); zero fields take its defaults */
 	/*
 	 * Most bytes of event documents one request may queue (each alert's

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "codec.h"
 #include "rfc3339.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -569,44 +570,11 @@ void am_payload_free(struct am_payload *p)
  * The event document is written directly rather than built as a json_t and
  * dumped: it is made three times per webhook of three alerts on the intake's
  * hot path, and its shape is fixed.  Strings come from am_parse(), so they are
- * valid UTF-8 without NUL; escaping follows RFC 8259 section 7 exactly as
- * jansson's compact dump does (", \\, and control characters; nothing else).
+ * valid UTF-8 without NUL; codec_json_string() escapes them as jansson does.
  */
 static void add_json_string(struct buf *out, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
-	const char *run = s;
-
-	buf_addch(out, '"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		char esc[7] = { '\\', 0 };
-		size_t n = 2;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		buf_add(out, run, (size_t)(s - run));
-		run = s + 1;
-		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\b': esc[1] = 'b'; break;
-		case '\f': esc[1] = 'f'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
-		default:
-			esc[1] = 'u';
-			esc[2] = '0';
-			esc[3] = '0';
-			esc[4] = hex[c >> 4];
-			esc[5] = hex[c & 0xf];
-			n = 6;
-		}
-		buf_add(out, esc, n);
-	}
-	buf_add(out, run, (size_t)(s - run));
-	buf_addch(out, '"');
+	codec_json_string(out, s, strlen(s));
 }
 
 /* ,"key":"value" (or without the comma for the first member). */

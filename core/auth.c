@@ -2,7 +2,8 @@
  * auth.c - bearer and Basic authentication of webhook requests.
  *
  * Only SHA-256 digests of the configured secrets are kept; a presented
- * secret is hashed and the digests are compared with CRYPTO_memcmp(), which
+ * secret is hashed (SHA-256, nettle) and the digests are compared with
+ * nettle's memeql_sec(), which
  * makes the comparison independent of the secret's length and of where the
  * first differing byte is (the hash time depends only on what the client sent).
  */
@@ -13,14 +14,12 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-
+#include "codec.h"
 #include "xalloc.h"
 
 #include "banned.h"
 
-#define DIGEST_LEN 32
+#define DIGEST_LEN CODEC_SHA256_LEN
 
 struct auth {
 	enum auth_mode mode;
@@ -30,11 +29,7 @@ struct auth {
 
 static void digest(const void *p, size_t n, unsigned char out[DIGEST_LEN])
 {
-	unsigned int len = 0;
-
-	/* SHA-256 of a memory buffer fails only when memory is exhausted: as xmalloc. */
-	if (!EVP_Digest(p, n, out, &len, EVP_sha256(), NULL) || len != DIGEST_LEN)
-		abort();
+	codec_sha256(p, n, out);
 }
 
 /* Non-zero when the digest of p[0..n) equals want; constant time in want. */
@@ -44,8 +39,8 @@ static int digest_equal(const void *p, size_t n, const unsigned char want[DIGEST
 	int eq;
 
 	digest(p, n, got);
-	eq = CRYPTO_memcmp(got, want, DIGEST_LEN) == 0;
-	OPENSSL_cleanse(got, sizeof(got));
+	eq = codec_equal_secret(got, want, DIGEST_LEN);
+	codec_wipe(got, sizeof(got));
 	return eq;
 }
 
@@ -106,7 +101,7 @@ void auth_free(struct auth *a)
 {
 	if (!a)
 		return;
-	OPENSSL_cleanse(a, sizeof(*a));
+	codec_wipe(a, sizeof(*a));
 	free(a);
 }
 
@@ -128,71 +123,18 @@ const char *auth_challenge(const struct auth *a)
 	return NULL;
 }
 
-/* The 6-bit value of base64 character c (RFC 4648 table 1), or -1. */
-static int b64_value(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/*
- * Decode s[0..n) (standard alphabet, padded to a multiple of 4) into out,
- * which holds n / 4 * 3 bytes.  Returns the decoded length, or -1 when s is
- * not valid base64 ('=' only as the last one or two characters).
- */
-static long b64_decode(const char *s, size_t n, unsigned char *out)
-{
-	size_t o = 0;
-
-	if (n == 0 || n % 4 != 0)
-		return -1;
-	for (size_t i = 0; i < n; i += 4) {
-		int v[4];
-		int pad = 0;
-
-		for (int k = 0; k < 4; k++) {
-			unsigned char c = (unsigned char)s[i + k];
-
-			if (c == '=' && i + 4 == n && k >= 2) {
-				pad++;
-				v[k] = 0;
-				continue;
-			}
-			if (pad)  /* data after '=' */
-				return -1;
-			v[k] = b64_value(c);
-			if (v[k] < 0)
-				return -1;
-		}
-		out[o++] = (unsigned char)(v[0] << 2 | v[1] >> 4);
-		if (pad < 2)
-			out[o++] = (unsigned char)((v[1] & 0x0f) << 4 | v[2] >> 2);
-		if (pad < 1)
-			out[o++] = (unsigned char)((v[2] & 0x03) << 6 | v[3]);
-	}
-	return (long)o;
-}
-
 static enum err check_basic(const struct auth *a, const char *cred, size_t n,
 			    struct buf *errmsg)
 {
-	unsigned char dec[AUTH_MAX_CREDENTIALS_BYTES / 4 * 3];
+	unsigned char dec[CODEC_BASE64_DECODED_MAX(AUTH_MAX_CREDENTIALS_BYTES)];
 	const unsigned char *colon;
-	long len;
+	size_t len = 0;
 	int ok;
 	enum err rc = ERR_AUTH;
 
-	len = b64_decode(cred, n, dec);
-	if (len < 0) {
+	/* The header's token68 has no whitespace inside (RFC 9110 11.2); nettle would skip it. */
+	if (n == 0 || n % 4 != 0 || n > AUTH_MAX_CREDENTIALS_BYTES ||
+	    strcspn(cred, " \t\r\n\f") < n || codec_base64_decode(cred, n, dec, &len) != ERR_OK) {
 		buf_setf(errmsg, "malformed basic credentials: not valid base64");
 		goto out;
 	}
@@ -210,7 +152,7 @@ static enum err check_basic(const struct auth *a, const char *cred, size_t n,
 	}
 	rc = ERR_OK;
 out:
-	OPENSSL_cleanse(dec, sizeof(dec));
+	codec_wipe(dec, sizeof(dec));
 	return rc;
 }
 

@@ -47,7 +47,7 @@ enum auth_mode auth_mode(const struct auth *a);
  * none) against a.  The scheme is matched case-insensitively (RFC 9110
  * 11.1), followed by one or more spaces and the credentials; trailing spaces
  * and tabs are ignored.  Secrets are compared through their SHA-256 digests
- * with CRYPTO_memcmp(), so the time taken depends neither on where the first
+ * with nettle's memeql_sec(), so the time taken depends neither on where the first
  * difference is nor on the length of the configured secret.  For Basic, the
  * base64 (RFC 4648 section 4, padding required) is decoded, split at the
  * first ':', and both user and password are always compared.

@@ -211,6 +211,9 @@ struct cfg_kubernetes {
 	char *context;    /* NULL: the kubeconfig's current-context */
 };
 
+/* The longest janitor.notice_batch_window: 5m. */
+#define CFG_MAX_NOTICE_BATCH_WINDOW_MS (5 * 60 * 1000LL)
+
 struct cfg_janitor {
 	int enabled;  /* default 0 */
 	int dry_run;  /* default 1: an admin must set false to act */
@@ -218,6 +221,12 @@ struct cfg_janitor {
 	struct cfg_list exclude_namespaces;   /* default [kube-system]; given list replaces it */
 	int64_t sweep_interval_ms;            /* default 1m */
 	unsigned max_deletions_per_sweep;     /* default 10; 0 deletes nothing */
+	/*
+	 * Notices of one owner queued within this long of the first (a burst of
+	 * alerts) go out as one digest; default 5s, 0: only what is due at once
+	 * (a sweep's), at most CFG_MAX_NOTICE_BATCH_WINDOW_MS.
+	 */
+	int64_t notice_batch_window_ms;
 	struct cfg_policy *policies;          /* in file order */
 	size_t policies_count;
 	struct cfg_slack slack;

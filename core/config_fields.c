@@ -592,6 +592,16 @@ FIELDSET(kubernetes_set, kubernetes_fields, NULL);
 
 static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 
+static enum err check_janitor(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	const struct cfg_janitor *j = obj;
+
+	if (j->notice_batch_window_ms > CFG_MAX_NOTICE_BATCH_WINDOW_MS)
+		return policy_order(c, map, path, "notice_batch_window", j->notice_batch_window_ms,
+				    "is longer than", "the maximum", CFG_MAX_NOTICE_BATCH_WINDOW_MS);
+	return ERR_OK;
+}
+
 static const struct field janitor_fields[] = {
 	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled),
 	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run),
@@ -600,11 +610,12 @@ static const struct field janitor_fields[] = {
 	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1),
 	NUM(struct cfg_janitor, "max_deletions_per_sweep", F_UINT, max_deletions_per_sweep, 0,
 	    100000),
+	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0),
 	{ .key = "policies", .type = F_FUNC, .off = 0, .fn = parse_policies },
 	MAP(struct cfg_janitor, "slack", slack, slack_set),
 	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set),
 };
-FIELDSET(janitor_set, janitor_fields, NULL);
+FIELDSET(janitor_set, janitor_fields, check_janitor);
 
 static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
@@ -680,6 +691,7 @@ void cfg_defaults(struct config *cfg)
 	cfg->janitor.exclude_namespaces.count = 1;
 	cfg->janitor.sweep_interval_ms = MS_M;
 	cfg->janitor.max_deletions_per_sweep = 10;
+	cfg->janitor.notice_batch_window_ms = 5 * MS_S;
 	cfg->janitor.policies = xcalloc(1, sizeof(struct cfg_policy));
 	cfg->janitor.slack.api_url = xstrdup(CFG_DEFAULT_SLACK_API_URL);
 	cfg->janitor.slack.namespace_channels = xcalloc(1, sizeof(struct cfg_pair));

@@ -1,8 +1,8 @@
 /*
  * config_int.h - what the parts of the configuration loader share: the walk's
  * context, the field table types, and the node and path helpers.  config.c
- * walks the YAML and dumps; config_fields.c holds the tables and checks.  Not
- * for other modules: they use config.h.
+ * walks the YAML, config_dump.c writes it back, config_fields.c holds the
+ * tables and checks.  Not for other modules: they use config.h.
  */
 #ifndef AB_CONFIG_INT_H
 #define AB_CONFIG_INT_H

@@ -7,9 +7,12 @@
 #include "http_client.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <curl/curl.h>
 
@@ -25,9 +28,8 @@ struct http_client {
 	char *ca_file;
 	char *cert_file;
 	char *key_file;
-	char *cert_pem;
-	char *key_pem;
-	char *ca_pem;
+	int pem_fd[3];  /* memfds holding the PEM texts (CA, cert, key), -1 when none */
+	int pem_failed; /* a memfd could not be made: every https request fails */
 	int insecure;
 	size_t max_body;
 };
@@ -48,6 +50,41 @@ void http_global_cleanup(void)
 	curl_global_cleanup();
 }
 
+/*
+ * Libcurl's GnuTLS backend takes no certificate or key as a blob
+ * (CURLOPT_SSLCERT_BLOB and friends are OpenSSL's): a PEM text given inline
+ * (kubeconfig's *-data) is put in an anonymous memory file, never on disk,
+ * and curl is given its /proc/self/fd path: *file is replaced by it.
+ * Returns -1 when pem is not NULL and no memfd could be made.
+ */
+static int pem_to_memfd(const char *pem, char **file, int *fd_out)
+{
+	char path[64];
+	size_t n, off = 0;
+	int fd;
+
+	*fd_out = -1;
+	if (!pem)
+		return 0;
+	fd = memfd_create("alertbridge-pem", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = strlen(pem);
+	while (off < n) {
+		ssize_t w = write(fd, pem + off, n - off);
+		if (w <= 0) {
+			close(fd);
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	free(*file);
+	*file = xstrdup(path);
+	*fd_out = fd;
+	return 0;
+}
+
 struct http_client *http_client_new(const struct http_client_options *opts)
 {
 	struct http_client *c = xcalloc(1, sizeof(*c));
@@ -59,12 +96,14 @@ struct http_client *http_client_new(const struct http_client_options *opts)
 		c->ca_file = xstrdup(opts->ca_file);
 		c->cert_file = xstrdup(opts->client_cert_file);
 		c->key_file = xstrdup(opts->client_key_file);
-		c->cert_pem = xstrdup(opts->client_cert_pem);
-		c->key_pem = xstrdup(opts->client_key_pem);
-		c->ca_pem = xstrdup(opts->ca_pem);
 		c->insecure = opts->insecure;
 		c->max_body = opts->max_body_bytes;
 	}
+	c->pem_failed |= pem_to_memfd(opts ? opts->ca_pem : NULL, &c->ca_file, &c->pem_fd[0]);
+	c->pem_failed |= pem_to_memfd(opts ? opts->client_cert_pem : NULL, &c->cert_file,
+				      &c->pem_fd[1]);
+	c->pem_failed |= pem_to_memfd(opts ? opts->client_key_pem : NULL, &c->key_file,
+				      &c->pem_fd[2]);
 	if (!c->max_body)
 		c->max_body = DEFAULT_MAX_BODY;
 	return c;
@@ -78,9 +117,9 @@ void http_client_free(struct http_client *c)
 	free(c->ca_file);
 	free(c->cert_file);
 	free(c->key_file);
-	free(c->cert_pem);
-	free(c->key_pem);
-	free(c->ca_pem);
+	for (int i = 0; i < 3; i++)
+		if (c->pem_fd[i] >= 0)
+			close(c->pem_fd[i]);
 	free(c);
 }
 
@@ -118,6 +157,63 @@ const char *http_response_header(const struct http_response *res, const char *na
 		p = value + strlen(value) + 1;
 	}
 	return NULL;
+}
+
+int64_t http_retry_after_s(const struct http_response *res, int64_t now_ms)
+{
+	const char *s = http_response_header(res, "retry-after");
+	char *end = NULL;
+	long long v;
+	time_t at;
+
+	if (!s || !*s)
+		return -1;
+	if (isdigit((unsigned char)*s)) {
+		v = strtoll(s, &end, 10);
+		return *end || v < 0 ? -1 : v;
+	}
+	at = curl_getdate(s, NULL);
+	if (at < 0)
+		return -1;
+	if ((int64_t)at * 1000 <= now_ms)
+		return 0;
+	return ((int64_t)at * 1000 - now_ms + 999) / 1000;
+}
+
+void http_url_escape(const char *s, struct buf *out)
+{
+	char *e;
+
+	if (!s || !*s)
+		return;
+	/* The handle is unused since libcurl 7.82; only allocation makes it fail. */
+	e = curl_easy_escape(NULL, s, 0);
+	if (!e)
+		abort();
+	(void)buf_adds(out, e);
+	curl_free(e);
+}
+
+enum err http_url_unescape(const char *s, size_t n, struct buf *out)
+{
+	char *d;
+	int len = 0;
+	enum err rc = ERR_INVALID;
+
+	/* curl leaves a malformed escape as it is: refuse it instead. */
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '%' && (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
+				    !isxdigit((unsigned char)s[i + 2])))
+			return ERR_INVALID;
+	if (n > INT_MAX)
+		return ERR_INVALID;
+	d = curl_easy_unescape(NULL, s, (int)n, &len);
+	if (!d)
+		abort();
+	if (!memchr(d, '\0', (size_t)len))
+		rc = buf_add(out, d, (size_t)len);
+	curl_free(d);
+	return rc;
 }
 
 static size_t on_body(char *ptr, size_t size, size_t nmemb, void *userdata)
@@ -260,33 +356,21 @@ static CURLcode set_method(CURL *easy, const struct http_request *req)
 	return cc;
 }
 
-/* A PEM string as a curl blob; curl copies it (CURL_BLOB_COPY). */
-static CURLcode set_blob(CURL *e, CURLoption opt, const char *pem)
-{
-	struct curl_blob blob = { (void *)pem, strlen(pem), CURL_BLOB_COPY };
-
-	return curl_easy_setopt(e, opt, &blob);
-}
-
 /* Client certificate, key and in-memory CA; the PEM text wins over a file. */
 static CURLcode set_tls_identity(struct http_client *c)
 {
 	CURL *e = c->easy;
 	CURLcode cc = CURLE_OK;
 
-	if (c->ca_pem)
-		cc = cc ? cc : set_blob(e, CURLOPT_CAINFO_BLOB, c->ca_pem);
-	if (c->cert_pem)
-		cc = cc ? cc : set_blob(e, CURLOPT_SSLCERT_BLOB, c->cert_pem);
-	else if (c->cert_file)
+	if (c->pem_failed)
+		return CURLE_SSL_CERTPROBLEM;
+	if (c->cert_file)
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLCERT, c->cert_file);
-	if (c->key_pem)
-		cc = cc ? cc : set_blob(e, CURLOPT_SSLKEY_BLOB, c->key_pem);
-	else if (c->key_file)
+	if (c->key_file)
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLKEY, c->key_file);
-	if (c->cert_pem || c->cert_file)
+	if (c->cert_file)
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
-	if (c->key_pem || c->key_file)
+	if (c->key_file)
 		cc = cc ? cc : curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
 	return cc;
 }
@@ -330,6 +414,25 @@ static CURLcode configure(struct http_client *c, const struct http_request *req,
 	}
 	cc = cc ? cc : set_method(e, req);
 	return cc;
+}
+
+/* GnuTLS' messages name no file: append the TLS files tried, if any. */
+static void name_tls_files(const struct http_client *c, struct buf *errmsg)
+{
+	static const char *const role[3] = { "CA certificate", "client certificate",
+					     "client key" };
+	const char *file[3] = { c->ca_file, c->cert_file, c->key_file };
+	const char *sep = " (";
+
+	for (int i = 0; i < 3; i++) {
+		if (!file[i])
+			continue;
+		(void)buf_printf(errmsg, "%s%s %s", sep, role[i],
+				 c->pem_fd[i] >= 0 ? "given inline" : file[i]);
+		sep = ", ";
+	}
+	if (strcmp(sep, " (") != 0)
+		(void)buf_addch(errmsg, ')');
 }
 
 enum err http_do(struct http_client *c, const struct http_request *req,
@@ -376,6 +479,9 @@ enum err http_do(struct http_client *c, const struct http_request *req,
 	else if (rc)
 		buf_setf(errmsg, "%s %s: %s", method, url,
 			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	if (cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CONNECT_ERROR ||
+	    cc == CURLE_SSL_CACERT_BADFILE)
+		name_tls_files(c, errmsg);
 	/* Drop the handle's pointers into this call's memory. */
 	curl_easy_setopt(c->easy, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(c->easy, CURLOPT_ERRORBUFFER, NULL);

@@ -22,19 +22,22 @@ struct http_client;
 /* Options of a client; every field may be left zero. */
 struct http_client_options {
 	const char *ca_file;    /* PEM bundle to verify servers with; NULL: the system's */
-	int insecure;           /* non-zero: skip TLS peer and host verification (tests only) */
+	int insecure;           /* non-zero: skip TLS peer and host verification (tests, healthcheck) */
 	size_t max_body_bytes;  /* response body cap; 0 means 8 MiB */
 	/*
 	 * Mutual TLS and in-memory trust (Kubernetes kubeconfigs carry both as
 	 * files or as *-data).  All are copied by http_client_new().  A PEM
-	 * string wins over the file of the same role.  A certificate or key that
-	 * cannot be loaded fails each https request with ERR_IO and curl's text.
+	 * string wins over the file of the same role; libcurl's GnuTLS backend
+	 * reads no blobs, so a PEM string is handed to it as an anonymous memory
+	 * file (memfd_create, /proc/self/fd/N), never written to disk.  A
+	 * certificate or key that cannot be loaded fails each https request with
+	 * ERR_IO, curl's text and the files tried ("given inline" for a PEM).
 	 */
 	const char *client_cert_file;  /* PEM client certificate (CURLOPT_SSLCERT); NULL: none */
 	const char *client_key_file;   /* its PEM key (CURLOPT_SSLKEY); NULL: in the cert file */
-	const char *client_cert_pem;   /* PEM certificate text (CURLOPT_SSLCERT_BLOB); NULL: none */
-	const char *client_key_pem;    /* PEM private key text (CURLOPT_SSLKEY_BLOB); NULL: none */
-	const char *ca_pem;            /* PEM CA bundle text (CURLOPT_CAINFO_BLOB); NULL: none */
+	const char *client_cert_pem;   /* PEM certificate text (as a memory file); NULL: none */
+	const char *client_key_pem;    /* PEM private key text (as a memory file); NULL: none */
+	const char *ca_pem;            /* PEM CA bundle text (as a memory file); NULL: none */
 };
 
 /* One request.  Strings are borrowed for the duration of http_do(). */
@@ -94,6 +97,28 @@ void http_response_release(struct http_response *res);
  * headers wins.  Valid until res changes.
  */
 const char *http_response_header(const struct http_response *res, const char *name);
+/*
+ * The wait res's Retry-After header asks for, in whole seconds (RFC 9110
+ * 10.2.3): delta-seconds as sent, or an HTTP-date (IMF-fixdate, or the
+ * obsolete RFC 850 and asctime forms; libcurl's curl_getdate) less now_ms
+ * (ms since the epoch, UTC), rounded up and 0 for a date already past.
+ * -1 when the header is absent, negative or neither form.
+ */
+int64_t http_retry_after_s(const struct http_response *res, int64_t now_ms);
+/*
+ * Append s percent-encoded to out: every byte but RFC 3986's unreserved
+ * characters (A-Z a-z 0-9 - . _ ~) as %XX, upper-case hex (curl_easy_escape).
+ * For a query value or a path segment.  s NULL appends nothing; buffer errors
+ * are ignored (out keeps what fitted).
+ */
+void http_url_escape(const char *s, struct buf *out);
+/*
+ * Append s[0..n) with each %XX decoded to out (curl_easy_unescape); nothing
+ * else is changed ('+' stays '+').  A '%' not followed by two hex digits is
+ * ERR_INVALID (out unchanged), as is a decoded NUL.
+ */
+enum err http_url_unescape(const char *s, size_t n, struct buf *out)
+	__attribute__((warn_unused_result));
 
 /*
  * Perform req and fill res (reset first).  Any HTTP status, 4xx and 5xx

@@ -9,7 +9,7 @@
 #include <strings.h>
 #include <time.h>
 
-#include "utf8.h"
+#include "codec.h"
 #include "banned.h"
 
 int intake_content_type_is_json(const char *ct)
@@ -30,31 +30,7 @@ int intake_content_type_is_json(const char *ct)
 
 void intake_json_quote(struct buf *b, const char *s)
 {
-	int valid;
-
-	if (!s)
-		s = "";
-	valid = utf8_valid(s, strlen(s));
-	(void)buf_addch(b, '"');
-	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c == '"' || *c == '\\') {
-			(void)buf_addch(b, '\\');
-			(void)buf_addch(b, (char)*c);
-		} else if (*c == '\n') {
-			(void)buf_adds(b, "\\n");
-		} else if (*c == '\t') {
-			(void)buf_adds(b, "\\t");
-		} else if (*c == '\r') {
-			(void)buf_adds(b, "\\r");
-		} else if (*c < 0x20 || *c == 0x7f) {
-			(void)buf_printf(b, "\\u%04x", *c);
-		} else if (*c >= 0x80 && !valid) {
-			(void)buf_adds(b, "\\ufffd");
-		} else {
-			(void)buf_addch(b, (char)*c);
-		}
-	}
-	(void)buf_addch(b, '"');
+	codec_json_string(b, s, s ? strlen(s) : 0);
 }
 
 void intake_error_member(struct srv_response *res, int status, const struct auth *a,

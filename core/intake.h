@@ -27,9 +27,10 @@
 int intake_content_type_is_json(const char *ct);
 
 /*
- * Append s as a JSON string (RFC 8259).  Text that is not valid UTF-8 (a
- * query parameter can be anything) has each byte >= 0x80 written as U+FFFD.
- * Meant for response bodies without a size limit: buf errors are ignored.
+ * Append s (NULL: "") as a JSON string: codec_json_string() of s, so text
+ * that is not valid UTF-8 (a query parameter can be anything) has each byte
+ * >= 0x80 written as \uFFFD.  Meant for response bodies without a size limit:
+ * buf errors are ignored.
  */
 void intake_json_quote(struct buf *b, const char *s);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "codec.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -64,29 +65,6 @@ enum err log_format_parse(const char *s, enum log_format *out)
 	return ERR_OK;
 }
 
-static void add_json_string(struct buf *b, const char *s, size_t n)
-{
-	buf_addch(b, '"');
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c == '"' || c == '\\') {
-			buf_addch(b, '\\');
-			buf_addch(b, (char)c);
-		} else if (c == '\n') {
-			buf_adds(b, "\\n");
-		} else if (c == '\t') {
-			buf_adds(b, "\\t");
-		} else if (c == '\r') {
-			buf_adds(b, "\\r");
-		} else if (c < 0x20 || c == 0x7f) {
-			buf_printf(b, "\\u%04x", c);
-		} else {
-			buf_addch(b, (char)c);
-		}
-	}
-	buf_addch(b, '"');
-}
-
 static int logfmt_needs_quotes(const char *s, size_t n)
 {
 	if (n == 0)
@@ -102,7 +80,7 @@ static int logfmt_needs_quotes(const char *s, size_t n)
 static void add_value(struct buf *b, const char *s, size_t n)
 {
 	if (format == LOG_JSON || logfmt_needs_quotes(s, n))
-		add_json_string(b, s, n);
+		codec_json_string(b, s, n);
 	else
 		buf_add(b, s, n);
 }
@@ -111,7 +89,7 @@ static void add_key(struct buf *b, const char *key)
 {
 	if (format == LOG_JSON) {
 		buf_addch(b, ',');
-		add_json_string(b, key, strlen(key));
+		codec_json_string(b, key, strlen(key));
 		buf_addch(b, ':');
 	} else {
 		buf_addch(b, ' ');

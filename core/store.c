@@ -169,7 +169,34 @@ static const char *const migrations[] = {
 	"CREATE INDEX events_repeat ON events (kind, receiver, key, id)"
 	"  WHERE repeat_state IS NOT NULL;",
 	/*
-	 * 8: conditional reads (bridge.c refresh): the ETag GitHub gave the
+	 * 8: digests (store_digest_add()): one Slack message for several
+	 * notices of one owner, or several replies in one thread.  A member
+	 * notice names its digest (digest_id) and carries its line of the
+	 * digest's table (line, JSON); the digest row is the message.
+	 */
+	"CREATE TABLE digests ("
+	"  id INTEGER PRIMARY KEY,"
+	"  kind TEXT NOT NULL,"
+	"  channel TEXT NOT NULL,"
+	"  thread_ts TEXT,"
+	"  part INTEGER NOT NULL,"
+	"  parts INTEGER NOT NULL,"
+	"  text TEXT NOT NULL,"
+	"  state TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'sent', 'dead')),"
+	"  attempts INTEGER NOT NULL DEFAULT 0,"
+	"  next_attempt_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  sent_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  slack_channel_id TEXT,"
+	"  slack_ts TEXT,"
+	"  last_error TEXT"
+	");"
+	"CREATE INDEX digests_pending ON digests (next_attempt_at_ms, id) WHERE state = 'pending';"
+	"ALTER TABLE notices ADD COLUMN digest_id INTEGER;"
+	"ALTER TABLE notices ADD COLUMN line TEXT;"
+	"CREATE INDEX notices_digest ON notices (digest_id) WHERE digest_id IS NOT NULL;",
+	/*
+	 * 9: conditional reads (bridge.c refresh): the ETag GitHub gave the
 	 * issue's last answer, and its labels then (a JSON array of names), so
 	 * a 304 is answered from the row.  NULL: read unconditionally.
 	 */
@@ -186,10 +213,6 @@ static const char *const migrations[] = {
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
 	"dead_reason, etag, labels"
-#define NOTICE_COLS                                                                 \
-	"id, namespace, pod, uid, kind, expires_ms, notify, owner, channel, thread_ts, text, " \
-	"state, attempts, next_attempt_at_ms, created_at_ms, sent_at_ms, slack_channel_id, " \
-	"slack_ts, last_error"
 /* A pending event that is the oldest pending one of its (kind, receiver, key). */
 #define HEAD_OF_KEY                                                                 \
 	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
@@ -223,6 +246,8 @@ static const char *const stmt_sql[S_COUNT] = {
 			 "e.state = 'pending' AND " HEAD_OF_KEY,
 	[S_EV_PENDING] = "SELECT count(*) FROM events WHERE kind = ?1 AND state = 'pending'",
 	[S_EV_DEAD_COUNT] = "SELECT count(*) FROM events WHERE state = 'dead'",
+	[S_EV_OLDEST_PENDING] = "SELECT min(received_at_ms) FROM events "
+				"WHERE kind = ?1 AND state = 'pending'",
 	[S_EV_STATE] = "SELECT state, receiver, key FROM events WHERE id = ?1",
 	[S_EV_DONE] = "UPDATE events SET state = 'done', done_at_ms = ?2 "
 		      "WHERE id = ?1 AND state = 'pending'",
@@ -266,11 +291,15 @@ static const char *const stmt_sql[S_COUNT] = {
 			  "ORDER BY receiver, key LIMIT ?3",
 	[S_IS_PAGE_RCV] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key > ?2 "
 			  "ORDER BY key LIMIT ?3",
+	/* Issues, not rows: the alerts a storm summary folds share one. */
+	[S_IS_COUNT_STATE] = "SELECT count(*) FROM (SELECT DISTINCT repo, number FROM issues "
+			     "WHERE state = ?1 AND number > 0)",
 	[S_NO_INSERT] = "INSERT INTO notices (namespace, pod, uid, kind, expires_ms, notify, owner, "
-			"channel, thread_ts, text, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-			"?8, ?9, ?10, ?11)",
+			"channel, thread_ts, text, created_at_ms, next_attempt_at_ms, line) VALUES (?1, "
+			"?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+	/* A digest's members go out with it (store_digest_next()). */
 	[S_NO_NEXT] = "SELECT " NOTICE_COLS " FROM notices WHERE state = 'pending' AND "
-		      "next_attempt_at_ms <= ?1 ORDER BY id LIMIT 1",
+		      "next_attempt_at_ms <= ?1 AND digest_id IS NULL ORDER BY id LIMIT 1",
 	[S_NO_LATEST] = "SELECT " NOTICE_COLS " FROM notices WHERE uid = ?1 AND kind = ?2 "
 			"ORDER BY id DESC LIMIT 1",
 	[S_NO_SENT] = "UPDATE notices SET state = 'sent', sent_at_ms = ?2, channel = ?3, "

@@ -138,6 +138,18 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
 		       struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * Whether store_enqueue() of evs[0..n) would store nothing: *all = 1 when
+ * every event has a repeat_state and is a repeat by store_enqueue()'s rule
+ * above, else 0 (n == 0 gives 0).  Reads under the store's lock, outside a
+ * transaction, as store_enqueue() does before it opens one; writes nothing
+ * (evs[i].repeated is set as store_enqueue() would).  The webhook's cache of
+ * recent bodies asks this instead of parsing a body it has seen
+ * (bridge/webhook.h).  Errors: ERR_INVALID (st NULL, evs NULL with n > 0, a
+ * required field of an event empty), ERR_DB (the read failed; *all = 0).
+ */
+enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int *all) WARN_UNUSED;
+
+/*
  * The oldest event of queue kind that is neither done nor dead-lettered and
  * whose retry time has come (<= now_ms), in id order.  An event is held back
  * while an older pending event of the same (kind, receiver, key) waits for its
@@ -154,6 +166,12 @@ void store_event_release(struct store_event *ev);
  * is missing or on ERR_DB (logged).
  */
 int64_t store_pending_count(struct store *st, const char *kind);
+/*
+ * When the oldest pending event of kind was received (received_at_ms: ms
+ * since the epoch, UTC), however long it has waited for retries; INT64_MAX
+ * when none is pending; -1 when st or kind is missing or on ERR_DB (logged).
+ */
+int64_t store_oldest_pending_ms(struct store *st, const char *kind);
 /*
  * Block until an event is enqueued, store_wake() or store_close() is called,
  * the retry time of a pending event comes, or timeout_ms passes, whichever is
@@ -286,6 +304,13 @@ enum err store_issue_each(struct store *st, const char *receiver,
 			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx) WARN_UNUSED;
 /* Free the strings of row (not row itself); row may be NULL. */
 void store_issue_release(struct store_issue *row);
+/*
+ * Number of distinct GitHub issues (repo, number) the map points at in state
+ * ("open" or "closed", as GitHub last showed it): rows written in dry-run
+ * (number 0) are not counted, and the rows a storm summary folds are one
+ * issue.  -1 when st or state is missing or on ERR_DB (logged).
+ */
+int64_t store_issue_count(struct store *st, const char *state);
 
 /*
  * The janitor's Slack outbox (schema version 2): one row per message to a
@@ -308,12 +333,14 @@ struct store_notice {
 	char *text;               /* the rendered message, Slack mrkdwn */
 	char *state;              /* pending | sent | dead */
 	int attempts;             /* failed attempts so far */
-	int64_t next_attempt_at_ms;
+	int64_t next_attempt_at_ms; /* on input: not sent before (0: at once) */
 	int64_t created_at_ms;    /* <= 0 on input: now */
 	int64_t sent_at_ms;       /* when Slack confirmed; 0 until sent */
 	char *slack_channel_id;   /* from Slack's answer ("" in webhook mode) */
 	char *slack_ts;
 	char *last_error;
+	int64_t digest_id;        /* read only: the digest it goes out in (schema 8); 0: none */
+	char *line;               /* a notice's line of a digest (JSON object), or NULL */
 };
 
 /*
@@ -360,6 +387,78 @@ enum err store_notice_dead(struct store *st, int64_t id, const char *reason) WAR
  */
 enum err store_notice_cancel(struct store *st, const char *uid, const char *reason,
 			     int64_t *n) WARN_UNUSED;
+/*
+ * A digest (schema version 8): one Slack message for several pending
+ * notices of one owner (kind "notice": a table of the pods, a new thread),
+ * or for several replies of one kind in one thread (thread_ts set).  A
+ * digest too long for one message is several parts (part of parts), each
+ * its own row and message.  state as for a notice; a digest's members are
+ * pending while it is, sent with it (same sent_at_ms, slack_channel_id,
+ * slack_ts: replies to a member thread under its part) or dead with it.
+ */
+struct store_digest {
+	int64_t id;               /* assigned by store_digest_add() */
+	char *kind;               /* the members' kind */
+	char *channel;            /* where it goes (resolved; "" in webhook mode) */
+	char *thread_ts;          /* replies: the thread; NULL for notices */
+	int part, parts;          /* 1-based part of how many */
+	char *text;               /* the rendered message, Slack mrkdwn */
+	char *state;              /* read only: pending | sent | dead */
+	int attempts;             /* read only: failed attempts so far */
+	int64_t next_attempt_at_ms; /* not sent before (0: at once) */
+	int64_t created_at_ms;    /* <= 0 on input: now */
+	int64_t sent_at_ms;       /* read only */
+	char *slack_channel_id;   /* read only */
+	char *slack_ts;           /* read only */
+	char *last_error;         /* read only */
+};
+
+/*
+ * The pending notices not in a digest that may go out with head (a pending
+ * notice read from the store): same kind, thread_ts, notify, owner and
+ * channel (SQL IS: NULL equals NULL), due by due_by_ms, oldest first, at
+ * most max, head itself included; into a new array *out of *n (free with
+ * store_notices_free()).  Errors: ERR_INVALID, ERR_DB (logged); *out NULL then.
+ */
+enum err store_notice_batch(struct store *st, const struct store_notice *head, int64_t due_by_ms,
+			    size_t max, struct store_notice **out, size_t *n) WARN_UNUSED;
+/* Free n notices of v and v; v may be NULL. */
+void store_notices_free(struct store_notice *v, size_t n);
+/*
+ * Add the nparts digests parts[0..nparts) (ids set) and make their members
+ * (notice ids members[first[i]..first[i+1]) for part i; first has nparts+1
+ * offsets) theirs, channel set to the part's: all or nothing, in one
+ * transaction, before any is posted.  Errors: ERR_INVALID (a part without
+ * kind, text, channel or members), ERR_CONFLICT (a member not pending or in
+ * a digest already: nothing added), ERR_DB (logged); errmsg says which.
+ */
+enum err store_digest_add(struct store *st, struct store_digest *parts, size_t nparts,
+			  const int64_t *members, const size_t *first,
+			  struct buf *errmsg) WARN_UNUSED;
+/* The oldest pending digest due by now_ms into *out (store_digest_release()).
+ * ERR_NOTFOUND when none, ERR_DB (logged). */
+enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest *out) WARN_UNUSED;
+/* Digest id and its pending members delivered (see struct store_digest), in
+ * one transaction.  Errors: ERR_NOTFOUND (no pending digest id), ERR_DB (logged). */
+enum err store_digest_sent(struct store *st, int64_t id, int64_t sent_at_ms,
+			   const char *slack_channel_id, const char *slack_ts) WARN_UNUSED;
+/* A failed attempt of pending digest id: attempts+1, retry not before
+ * next_at_ms, channel (NULL: kept), error also on its members.
+ * Errors: ERR_NOTFOUND, ERR_DB (logged). */
+enum err store_digest_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *channel,
+			    const char *error) WARN_UNUSED;
+/* Give up on pending digest id and its pending members (state dead).
+ * Errors: ERR_NOTFOUND, ERR_DB (logged). */
+enum err store_digest_dead(struct store *st, int64_t id, const char *reason) WARN_UNUSED;
+/* The members of digest id, oldest first, into a new array *out of *n
+ * (store_notices_free()).  Errors: ERR_INVALID, ERR_DB (logged). */
+enum err store_digest_members(struct store *st, int64_t id, struct store_notice **out,
+			      size_t *n) WARN_UNUSED;
+/* Pending digests; -1 when st is NULL or on ERR_DB (logged). */
+int64_t store_digest_pending_count(struct store *st);
+/* Free the strings of d (not d itself); d may be NULL. */
+void store_digest_release(struct store_digest *d);
+
 /* Pending notices; -1 when st is NULL or on ERR_DB (logged). */
 int64_t store_notice_pending_count(struct store *st);
 /* Free the strings of n (not n itself); n may be NULL. */

@@ -143,6 +143,37 @@ static int all_repeats(struct store *st, struct batch *list)
 	return 1;
 }
 
+enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int *all)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc = ERR_OK;
+
+	*all = 0;
+	if (!st || (n > 0 && !evs))
+		return ERR_INVALID;
+	for (size_t i = 0; i < n; i++) {
+		rc = check_event(&evs[i], i, &msg);
+		if (rc)
+			goto out;
+		evs[i].repeated = 0;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+		rc = check_repeat(st, &evs[i], &msg);
+		if (rc == ERR_OK && !evs[i].repeated)
+			break;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	*all = rc == ERR_OK && n > 0;
+	for (size_t i = 0; i < n && *all; i++)
+		*all = evs[i].repeated;
+	if (rc == ERR_DB)
+		store_log_db("repeat check", &msg);
+out:
+	buf_release(&msg);
+	return rc;
+}
+
 /*
  * The leader's transaction: every event of every batch in list, one BEGIN
  * IMMEDIATE .. COMMIT, repeats left out (checked again inside it, so that an
@@ -356,6 +387,13 @@ int64_t store_dead_count(struct store *st)
 	if (!st)
 		return -1;
 	return store_count(st, S_EV_DEAD_COUNT, NULL, "dead count");
+}
+
+int64_t store_oldest_pending_ms(struct store *st, const char *kind)
+{
+	if (!st || store_empty(kind))
+		return -1;
+	return store_count(st, S_EV_OLDEST_PENDING, kind, "oldest pending");
 }
 
 static struct timespec mono_deadline(int64_t wait_ms)

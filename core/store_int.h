@@ -2,7 +2,7 @@
  * store_int.h - what the parts of the store share (SQLite's btreeInt.h):
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
- * store_map.c, store_outbox.c, store_groups.c.  Not for other modules: they
+ * store_map.c, store_outbox.c, store_digest.c, store_groups.c.  Not for other modules: they
  * use store.h.  Every helper that takes st expects the caller to hold db_mu.
  */
 #ifndef AB_STORE_INT_H
@@ -30,6 +30,7 @@ enum stmt_id {
 	S_EV_DUE_ANY,
 	S_EV_PENDING,
 	S_EV_DEAD_COUNT,
+	S_EV_OLDEST_PENDING,
 	S_EV_STATE,
 	S_EV_DONE,
 	S_EV_RETRY,
@@ -43,6 +44,7 @@ enum stmt_id {
 	S_IS_SET_DEAD,
 	S_IS_PAGE_ALL,
 	S_IS_PAGE_RCV,
+	S_IS_COUNT_STATE,
 	S_NO_INSERT,
 	S_NO_NEXT,
 	S_NO_LATEST,
@@ -87,6 +89,13 @@ struct store {
 	int waiters;                   /* threads inside store_wait_kind() */
 	struct store_stats stats;
 };
+/* The columns of a notice, in the order store_read_notice() reads them. */
+#define NOTICE_COLS                                                                 \
+	"id, namespace, pod, uid, kind, expires_ms, notify, owner, channel, thread_ts, text, " \
+	"state, attempts, next_attempt_at_ms, created_at_ms, sent_at_ms, slack_channel_id, " \
+	"slack_ts, last_error, digest_id, line"
+/* The notice at the current row of s (NOTICE_COLS) into out; strings malloc'd. */
+void store_read_notice(sqlite3_stmt *s, struct store_notice *out);
 /* 1 when s is NULL or "". */
 int store_empty(const char *s);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */

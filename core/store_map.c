@@ -241,6 +241,13 @@ out:
 	return rc;
 }
 
+int64_t store_issue_count(struct store *st, const char *state)
+{
+	if (!st || store_empty(state))
+		return -1;
+	return store_count(st, S_IS_COUNT_STATE, state, "count issues");
+}
+
 void store_issue_release(struct store_issue *row)
 {
 	if (!row)

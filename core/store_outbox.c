@@ -67,6 +67,8 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 	store_bind_text(s, 9, n->thread_ts, &brc);
 	store_bind_text(s, 10, n->text, &brc);
 	store_bind_int(s, 11, n->created_at_ms > 0 ? n->created_at_ms : clock_wall_ms(), &brc);
+	store_bind_int(s, 12, n->next_attempt_at_ms, &brc);
+	store_bind_text(s, 13, n->line, &brc);
 	rc = store_run(st, S_NO_INSERT, brc, "add notice", errmsg);
 	if (rc == ERR_OK)
 		n->id = sqlite3_last_insert_rowid(st->db);
@@ -74,7 +76,7 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 	return rc;
 }
 
-static void read_notice(sqlite3_stmt *s, struct store_notice *out)
+void store_read_notice(sqlite3_stmt *s, struct store_notice *out)
 {
 	out->id = sqlite3_column_int64(s, 0);
 	out->namespace = store_col_str(s, 1);
@@ -95,6 +97,8 @@ static void read_notice(sqlite3_stmt *s, struct store_notice *out)
 	out->slack_channel_id = store_col_str(s, 16);
 	out->slack_ts = store_col_str(s, 17);
 	out->last_error = store_col_str(s, 18);
+	out->digest_id = sqlite3_column_int64(s, 19);
+	out->line = store_col_str(s, 20);
 }
 
 /* Step a one-row notice SELECT whose parameters are bound (brc their result). */
@@ -107,7 +111,7 @@ static enum err one_notice(struct store *st, enum stmt_id id, int brc, const cha
 	enum err rc = ERR_OK;
 
 	if (src == SQLITE_ROW)
-		read_notice(s, out);
+		store_read_notice(s, out);
 	else if (src == SQLITE_DONE)
 		rc = ERR_NOTFOUND;
 	else
@@ -268,5 +272,6 @@ void store_notice_release(struct store_notice *n)
 	free(n->slack_channel_id);
 	free(n->slack_ts);
 	free(n->last_error);
+	free(n->line);
 	memset(n, 0, sizeof(*n));
 }

@@ -5,8 +5,8 @@
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
-want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev libssl-dev libgnutls28-dev"
-want_test="libcmocka-dev prometheus-alertmanager prometheus python3 sqlite3 curl valgrind chromium wrk time"
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 python3-yaml sqlite3 curl valgrind chromium wrk time"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk time valgrind"
 
@@ -27,7 +27,7 @@ for set in "$@"; do
 		have_pc sqlite3 || need libsqlite3-dev
 		have_pc yaml-0.1 || need libyaml-dev
 		have_pc libjwt-gnutls || need libjwt-gnutls-dev
-		have_pc libcrypto || need libssl-dev
+		have_pc nettle || need nettle-dev
 		have_pc gnutls || need libgnutls28-dev
 		;;
 	test)
@@ -35,6 +35,7 @@ for set in "$@"; do
 		[ -x /usr/bin/prometheus-alertmanager ] || need prometheus-alertmanager
 		have_cmd promtool || need prometheus
 		have_cmd python3 || need python3
+		python3 -c 'import yaml' 2>/dev/null || need python3-yaml
 		have_cmd sqlite3 || need sqlite3
 		have_cmd curl || need curl
 		have_cmd valgrind || need valgrind

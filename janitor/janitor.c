@@ -224,6 +224,7 @@ static void register_metrics(struct janitor *j)
 	static const char *const pods[] = { "action", "reason", NULL };
 	static const char *const result[] = { "result", NULL };
 	static const char *const pod[] = { "namespace", "pod", NULL };
+	static const char *const sweep_results[] = { "ok", "failed", "stopped" };
 	struct metrics *m = j->opts.metrics;
 
 	if (!m)
@@ -236,6 +237,11 @@ static void register_metrics(struct janitor *j)
 	j->m_sweep = metrics_histogram(m, "alertbridge_janitor_sweep_duration_seconds",
 				       "Time one sweep of all pods took.", NULL, SWEEP_BUCKETS,
 				       sizeof(SWEEP_BUCKETS) / sizeof(SWEEP_BUCKETS[0]));
+	j->m_sweeps = metrics_counter(m, "alertbridge_janitor_sweeps_total",
+				      "Sweeps by result: ok, failed (the pods could not be listed), "
+				      "stopped (the Lease was lost mid-sweep).", result);
+	for (size_t i = 0; i < sizeof(sweep_results) / sizeof(sweep_results[0]); i++)
+		metric_add(j->m_sweeps, &sweep_results[i], 0);  /* each result shows from the start */
 	j->m_expiry = metrics_gauge(m, "alertbridge_janitor_pod_expiry_timestamp_seconds",
 				    "When each pod the janitor tracks expires (Unix seconds).", pod);
 	j->m_pending = metrics_gauge(m, "alertbridge_janitor_queue_pending",
@@ -272,6 +278,7 @@ void janitor_free(struct janitor *j)
 	if (!j)
 		return;
 	janitor_stop(j);
+	reload_release(j->opts.reload, j->gen);
 	janitor_render_release(j);
 	for (size_t i = 0; i < j->n_unknown_alerts; i++)
 		free(j->unknown_alerts[i]);
@@ -506,7 +513,8 @@ static enum err mark(struct janitor *j, struct work *w, struct buf *errmsg)
 		}
 	}
 	rc = janitor_queue_notice(j, &w->p, &w->owner, action, w->alertname, why_of(w), expiry,
-				  pol->grace_ms, pol->notice_lead_ms, NULL, errmsg);
+				  pol->grace_ms, pol->notice_lead_ms,
+				  j->cfg->notice_batch_window_ms, NULL, errmsg);
 out:
 	buf_release(&why);
 	buf_release(&msg);
@@ -665,11 +673,30 @@ static void update_gauges(struct janitor *j)
 	metric_set(j->m_notices_pending, NULL, (double)store_notice_pending_count(j->opts.store));
 }
 
+/* Between two events: take the current generation of the config (core/reload.h). */
+static void pick_up_config(struct janitor *j)
+{
+	const struct reload_gen *g = reload_acquire(j->opts.reload);
+
+	if (!g)
+		return;
+	if (g == j->gen) {
+		reload_release(j->opts.reload, g);
+		return;
+	}
+	reload_release(j->opts.reload, j->gen);
+	j->gen = g;
+	j->opts.cfg = g->cfg;
+	j->cfg = &g->cfg->janitor;
+	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
+}
+
 int janitor_step(struct janitor *j)
 {
 	struct work w;
 	enum err rc;
 
+	pick_up_config(j);  /* the worker's notices and sweep of this round use it too */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = janitor_now(j);
 	rc = store_next_event(j->opts.store, JANITOR_QUEUE, w.now_ms, &w.ev);
@@ -719,8 +746,12 @@ static void *worker(void *arg)
 			continue;
 		}
 		r = janitor_step(j);
-		if (r == 0)
+		if (r == 0) {
 			r = janitor_notice_step(j);
+			/* Slack's due messages before the next sweep: a sweep takes long. */
+			if (r > 0)
+				continue;
+		}
 		sweep_if_due(j);
 		if (r == 0)
 			store_wait_kind(j->opts.store, JANITOR_QUEUE, 1000);

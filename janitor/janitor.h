@@ -6,7 +6,8 @@
  * pod), and the sweeper that deletes or scales what expired after a notice.
  *
  * Parts of one module: janitor.c (lifecycle, worker), janitor_webhook.c,
- * janitor_notice.c (outbox), janitor_sweep.c, janitor_render.c (Slack texts
+ * janitor_notice.c (outbox), janitor_digest.c (one message per owner: several
+ * pods' notices, or several replies of one thread), janitor_sweep.c, janitor_render.c (Slack texts
  * from templates/slack_*.mustache, templates/SLACK_VIEW_MODEL.md).  It builds
  * on janitor/kube.h, janitor/slack.h and the pure rules of janitor/annotate.h.
  *
@@ -28,6 +29,7 @@
 #include "core/err.h"
 #include "core/http_server.h"
 #include "core/metrics.h"
+#include "core/reload.h"
 #include "core/store.h"
 #include "janitor/annotate.h"
 #include "janitor/kube.h"
@@ -52,6 +54,12 @@
  * the capped backoff until they clear: a notice is never lost to an outage.
  */
 #define JANITOR_NOTICE_MAX_ATTEMPTS 10
+/*
+ * Pods listed in one Slack message of a digest (one notice for several pods
+ * of one owner): more are split into parts, as is a text past Slack's
+ * 40,000 characters (docs.slack.dev/reference/methods/chat.postMessage).
+ */
+#define JANITOR_DIGEST_MAX_PODS 50
 
 /* ---- intake: POST /v1/janitor/webhook ---- */
 
@@ -61,6 +69,9 @@ struct janitor_webhook_options {
 	struct store *store;       /* required, must outlive the webhook */
 	struct metrics *metrics;   /* NULL: no metrics */
 	const struct auth *auth;   /* NULL (or AUTH_NONE): no authentication */
+	/* The reloadable config (core/reload.h): each request checks its generation's
+	 * webhook credentials instead of auth.  NULL: auth for good. */
+	struct reload *reload;
 	struct am_options limits;  /* passed to am_parse(); zero fields take its defaults */
 	size_t max_events_bytes;   /* event documents per request; 0: 64 MiB (then 413) */
 	/* The clock for received_at_ms, in ms since the epoch; NULL: CLOCK_REALTIME. */
@@ -114,6 +125,13 @@ struct janitor;
 
 struct janitor_options {
 	const struct config *cfg;     /* cfg->janitor; required, outlives the janitor */
+	/*
+	 * The reloadable config (core/reload.h), or NULL: cfg for good.  Else
+	 * janitor_step() first takes the current generation (the worker's
+	 * notices and sweep that follow use it too), and gives the Slack client
+	 * its secret.
+	 */
+	struct reload *reload;
 	struct store *store;          /* queue and outbox; required, outlives the janitor */
 	struct kube_client *kube;     /* required; borrowed, used only by the janitor's thread */
 	struct slack_client *slack;   /* borrowed; NULL: Slack is not configured, notices wait */
@@ -156,7 +174,8 @@ enum err janitor_clients_new(const struct config *cfg, struct kube_client **kube
  *       unmarked, deleted, scaled (reason: the alert or policy name) and
  *       skipped (reason: why: excluded, exempt, forever, being-deleted, gone,
  *       uid-changed, invalid, no-policy, other-alert);
- *   alertbridge_janitor_notices_total{result}      counter: sent, failed, dead;
+ *   alertbridge_janitor_notices_total{result}      counter: Slack messages sent,
+ *       failed, dead (a digest part, however many pods it lists, counts once);
  *   alertbridge_janitor_sweep_duration_seconds     histogram;
  *   alertbridge_janitor_pod_expiry_timestamp_seconds{namespace,pod} gauge:
  *       the expiry of each pod marked or seen by a sweep, removed when the
@@ -172,7 +191,8 @@ int janitor_dry_run(const struct janitor *j);
 
 /*
  * Start the worker thread: while leader, it handles due events, then due
- * notices, and sweeps every sweep_interval.  Errors: ERR_IO (no thread).
+ * notices and digests (all that are due before the next sweep), and sweeps
+ * every sweep_interval.  Errors: ERR_IO (no thread).
  */
 enum err janitor_start(struct janitor *j, struct buf *errmsg) WARN_UNUSED;
 /* Stop the worker after the call in flight and join it; nothing queued is lost. */
@@ -191,7 +211,12 @@ void janitor_stop(struct janitor *j);
 int janitor_step(struct janitor *j);
 
 /*
- * Deliver at most one due notice of the outbox (tests, the worker): resolve
+ * Deliver at most one due digest part (janitor_digest.c; its pods' notices
+ * are sent with it and each pod stamped janitor/notified-at) or else one due
+ * notice of the outbox (tests, the worker).  A due notice that others may
+ * join (pods of the same owner due within janitor.notice_batch_window, or
+ * replies of one kind in one thread) becomes a digest in the outbox instead,
+ * posted by the next calls.  A notice alone: resolve
  * the owner's channel (slack_resolve_owner: janitor/notify, the owner label,
  * the namespace's channel, the default channel), post it (slack_post, paced
  * per channel), record it sent and, for a notice, then patch the pod with

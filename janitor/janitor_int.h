@@ -23,11 +23,12 @@ enum jaction {
 };
 
 /* The Slack texts, as in templates/SLACK_VIEW_MODEL.md. */
-enum jtext { JT_NOTICE, JT_REMINDER, JT_CANCELLED, JT_DELETED, JT_COUNT };
+enum jtext { JT_NOTICE, JT_REMINDER, JT_CANCELLED, JT_DELETED, JT_DIGEST, JT_COUNT };
 
 struct janitor {
 	struct janitor_options opts;
 	const struct cfg_janitor *cfg;
+	const struct reload_gen *gen;  /* the generation opts.cfg is from (opts.reload) */
 	int dry_run;
 	struct mustache *tmpl[JT_COUNT];
 	pthread_t thread;
@@ -40,6 +41,7 @@ struct janitor {
 	struct metric *m_pods;
 	struct metric *m_notices;
 	struct metric *m_sweep;
+	struct metric *m_sweeps;
 	struct metric *m_expiry;
 	struct metric *m_pending;
 	struct metric *m_notices_pending;
@@ -104,21 +106,40 @@ void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *ty
 /* Compile the embedded templates (janitor_new). */
 void janitor_render_init(struct janitor *j);
 void janitor_render_release(struct janitor *j);
-/* Render text which over v at now_ms into out.  Errors: mustache's. */
+/* Render text which (not JT_DIGEST) over v at now_ms into out.  Errors: mustache's. */
 enum err janitor_render(struct janitor *j, enum jtext which, const struct jtext_view *v,
 			int64_t now_ms, struct buf *out, struct buf *errmsg) WARN_UNUSED;
+/*
+ * A pod's line of a digest, the notice's v (expires_ms: what the notice
+ * announces), as a JSON object (malloc'd, the caller frees it):
+ * {"namespace", "pod", "uid", "policy", "action", "expiresMs"}; NULL when v
+ * holds invalid UTF-8.
+ */
+char *janitor_render_line(const struct jtext_view *v);
+/*
+ * Render part of parts of a digest (templates/slack_digest.mustache) over
+ * the n lines (JSON objects of janitor_render_line) at now_ms into out; total
+ * is the pods of all parts.  Errors: ERR_TOOBIG past Slack's 40,000 bytes
+ * (out is then unusable), ERR_INVALID (a line that is not such an object).
+ */
+enum err janitor_render_digest(struct janitor *j, const char *const *lines, size_t n, int part,
+			       int parts, size_t total, int64_t now_ms, struct buf *out,
+			       struct buf *errmsg) WARN_UNUSED;
 
 /*
  * Queue a notice for pod unless the outbox already holds one of this uid for
  * expiry_ms (in any state); *queued (may be NULL) says whether it did.  The
  * text announces the later of expiry_ms and now + lead_ms: nothing happens
- * before the notice is lead_ms old.  In dry-run it only logs.
+ * before the notice is lead_ms old.  It is not sent before now + delay_ms
+ * (janitor.notice_batch_window for an alert's, so a burst joins one digest;
+ * 0 for a sweep's), and carries its line of a digest (janitor_render_line).
+ * In dry-run it only logs.
  * Errors: ERR_DB, ERR_INVALID (rendering).
  */
 enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 			      const struct kube_owner *owner, enum jaction action,
 			      const char *reason, const char *why, int64_t expiry_ms,
-			      int64_t grace_ms, int64_t lead_ms, int *queued,
+			      int64_t grace_ms, int64_t lead_ms, int64_t delay_ms, int *queued,
 			      struct buf *errmsg) WARN_UNUSED;
 /*
  * Queue a reply (JT_CANCELLED or JT_DELETED) in the thread of the newest
@@ -137,6 +158,48 @@ enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct j
  */
 enum err janitor_queue_reminder(struct janitor *j, const struct jtext_view *v, int *queued,
 				struct buf *errmsg) WARN_UNUSED;
+/* One outbox message being delivered (logs and outcome): a notice, or a digest. */
+struct jmsg {
+	int64_t id;             /* the notice's or the digest's */
+	int digest;             /* non-zero: id is a digest's (store_digest_*) */
+	const char *kind;
+	const char *namespace;  /* a digest: its first pod's */
+	const char *pod;
+	int attempts;           /* failed attempts so far */
+	const char *thread_ts;  /* a reply's thread; NULL otherwise */
+	size_t pods;            /* pods it is about */
+};
+
+/* Count and log m delivered to channel as posted. */
+void janitor_log_sent(struct janitor *j, const struct jmsg *m, const char *channel,
+		      const struct slack_posted *posted);
+/*
+ * Record a failed post of m to channel (slack_post()'s rc and detail why):
+ * channel_not_found falls back to the default channel once (not in a
+ * thread), then m is dead; ERR_RETRY and ERR_AUTH retry with backoff; other
+ * errors retry until JANITOR_NOTICE_MAX_ATTEMPTS.
+ */
+void janitor_post_failed(struct janitor *j, const struct jmsg *m, const char *channel,
+			 enum err rc, const char *why);
+/* janitor_record_notified(), a failure logged (the sweeper stamps it again). */
+void janitor_stamp_notified(struct janitor *j, const char *ns, const char *pod, const char *uid,
+			    int64_t sent_at_ms);
+/*
+ * Digests (janitor_digest.c).  janitor_digest_form(): head is the due
+ * pending notice the outbox is about to send alone, to channel (resolved).
+ * When other pending notices may go with it (store_notice_batch(): a
+ * notice's same owner and namespace channel, due within
+ * janitor.notice_batch_window; a reply's same kind and thread, due now),
+ * they become a digest of one or more parts (at most JANITOR_DIGEST_MAX_PODS
+ * pods and Slack's 40,000 bytes each), durable in the outbox: returns 1.  0:
+ * head goes alone; -1: the store failed.
+ * janitor_digest_step(): deliver at most one due digest part; then each of
+ * its members is sent (the notice lead counts from now) and, for notices,
+ * its pod stamped janitor/notified-at.  1 handled, 0 none due, -1 store failed.
+ */
+int janitor_digest_form(struct janitor *j, const struct store_notice *head, const char *channel);
+int janitor_digest_step(struct janitor *j);
+
 /* Patch janitor/notified-at = sent_at_ms onto ns/name if its uid is still uid. */
 enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,
 				 const char *uid, int64_t sent_at_ms, struct buf *errmsg) WARN_UNUSED;

@@ -6,6 +6,7 @@
  * sweeper never acts on a pod without that stamp (DESIGN.md "Janitor
  * semantics").
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -18,6 +19,7 @@ static const char *const kinds[JT_COUNT] = {
 	[JT_REMINDER] = "reminder",
 	[JT_CANCELLED] = "cancelled",
 	[JT_DELETED] = "deleted",
+	[JT_DIGEST] = "notice",  /* a digest's members are notices */
 };
 
 static void count_notice(struct janitor *j, const char *result)
@@ -30,13 +32,15 @@ static void count_notice(struct janitor *j, const char *result)
 enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 			      const struct kube_owner *owner, enum jaction action,
 			      const char *reason, const char *why, int64_t expiry_ms,
-			      int64_t grace_ms, int64_t lead_ms, int *queued, struct buf *errmsg)
+			      int64_t grace_ms, int64_t lead_ms, int64_t delay_ms, int *queued,
+			      struct buf *errmsg)
 {
 	int64_t now = janitor_now(j);
 	struct store_notice old = { 0 }, n = { 0 };
 	struct jtext_view v = { 0 };
 	struct buf text = BUF_INIT;
 	struct log_line *l;
+	char *line = NULL;
 	enum err rc;
 
 	if (queued)
@@ -85,10 +89,14 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	n.owner = (char *)janitor_owner_value(j, pod);
 	n.text = (char *)buf_str(&text);
 	n.created_at_ms = janitor_now(j);
+	n.next_attempt_at_ms = n.created_at_ms + delay_ms;
+	line = janitor_render_line(&v);
+	n.line = line;
 	rc = store_notice_add(j->opts.store, &n, errmsg);
 	if (rc == ERR_OK && queued)
 		*queued = 1;
 out:
+	free(line);
 	store_notice_release(&old);
 	buf_release(&text);
 	return rc;
@@ -197,58 +205,78 @@ out:
 	return rc;
 }
 
+/* Record a failed attempt of m: a retry at next_at_ms (channel NULL: unresolved), or dead. */
+static enum err record_retry(struct janitor *j, const struct jmsg *m, int64_t next_at_ms,
+			     const char *channel, const char *why)
+{
+	if (m->digest)
+		return store_digest_retry(j->opts.store, m->id, next_at_ms, channel, why);
+	return store_notice_retry(j->opts.store, m->id, next_at_ms, channel, why);
+}
+
+static enum err record_dead(struct janitor *j, const struct jmsg *m, const char *why)
+{
+	if (m->digest)
+		return store_digest_dead(j->opts.store, m->id, why);
+	return store_notice_dead(j->opts.store, m->id, why);
+}
+
+static void log_msg_fields(struct log_line *l, const struct jmsg *m)
+{
+	log_int(l, m->digest ? "digest" : "notice", m->id);
+	log_str(l, "kind", m->kind);
+	log_str(l, "namespace", m->namespace);
+	log_str(l, "pod", m->pod);
+	if (m->digest)
+		log_int(l, "pods", (int64_t)m->pods);
+}
+
 /* A failed attempt: retry later, or give up after the last one. */
-static void failed(struct janitor *j, const struct store_notice *n, const char *channel,
-		   enum err rc, const char *why)
+static void failed(struct janitor *j, const struct jmsg *m, const char *channel, enum err rc,
+		   const char *why)
 {
 	int64_t now = janitor_now(j);
 	/* Waiting fixes an outage or a token an admin replaces: only ERR_INVALID gives up. */
 	int transient = rc == ERR_RETRY || rc == ERR_AUTH;
-	int dead = !transient && n->attempts + 1 >= JANITOR_NOTICE_MAX_ATTEMPTS;
+	int dead = !transient && m->attempts + 1 >= JANITOR_NOTICE_MAX_ATTEMPTS;
 	struct log_line *l;
 	enum err src;
 
 	if (dead)
-		src = store_notice_dead(j->opts.store, n->id, why);
+		src = record_dead(j, m, why);
 	else
-		src = store_notice_retry(j->opts.store, n->id, now + janitor_backoff(j, n->attempts),
-					 channel, why);
+		src = record_retry(j, m, now + janitor_backoff(j, m->attempts), channel, why);
 	count_notice(j, dead ? "dead" : "failed");
 	l = log_begin(dead || rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
 		      dead ? "slack message given up"
 		      : rc == ERR_AUTH ? "slack rejected the token, the message waits for a valid one"
 				       : "slack message failed, will retry");
 	log_err(l, rc);
-	log_int(l, "notice", n->id);
-	log_str(l, "kind", n->kind);
-	log_str(l, "namespace", n->namespace);
-	log_str(l, "pod", n->pod);
+	log_msg_fields(l, m);
 	log_str(l, "channel", channel);
-	log_int(l, "attempts", n->attempts + 1);
+	log_int(l, "attempts", m->attempts + 1);
 	log_str(l, "detail", why);
 	log_end(l);
 	if (src)
 		log_msg(LOG_ERROR, "cannot record notice outcome", "err", err_str(src));
 }
 
-static void give_up(struct janitor *j, const struct store_notice *n, const char *why)
+static void give_up(struct janitor *j, const struct jmsg *m, const char *why)
 {
 	struct log_line *l = log_begin(LOG_ERROR, "slack message given up");
 
-	if (store_notice_dead(j->opts.store, n->id, why))
-		log_msg(LOG_ERROR, "cannot record notice outcome", "notice", n->pod);
+	if (record_dead(j, m, why))
+		log_msg(LOG_ERROR, "cannot record notice outcome", "notice", m->pod);
 	count_notice(j, "dead");
-	log_int(l, "notice", n->id);
-	log_str(l, "kind", n->kind);
-	log_str(l, "namespace", n->namespace);
-	log_str(l, "pod", n->pod);
+	log_msg_fields(l, m);
 	log_str(l, "detail", why);
 	log_end(l);
 }
 
-/* Resolve the owner's channel into out; ERR_OK, or 1 when the notice was handled (failed). */
+/* Resolve the owner's channel into out; 0, or 1 when the notice was handled (failed). */
 static int resolve(struct janitor *j, const struct store_notice *n, struct buf *out)
 {
+	struct jmsg m = { n->id, 0, n->kind, n->namespace, n->pod, n->attempts, n->thread_ts, 1 };
 	struct buf err = BUF_INIT;
 	enum err rc;
 
@@ -256,45 +284,79 @@ static int resolve(struct janitor *j, const struct store_notice *n, struct buf *
 				 janitor_namespace_channel(j, n->namespace),
 				 j->cfg->slack.default_channel, out, &err);
 	if (rc == ERR_NOTFOUND)
-		give_up(j, n, buf_str(&err));
+		give_up(j, &m, buf_str(&err));
 	else if (rc)
-		failed(j, n, NULL, rc, buf_str(&err));
+		failed(j, &m, NULL, rc, buf_str(&err));
 	buf_release(&err);
 	return rc != ERR_OK;
+}
+
+void janitor_stamp_notified(struct janitor *j, const char *ns, const char *pod, const char *uid,
+			    int64_t sent_at_ms)
+{
+	struct buf err = BUF_INIT;
+	struct log_line *l;
+
+	if (janitor_record_notified(j, ns, pod, uid, sent_at_ms, &err) != ERR_OK) {
+		l = log_begin(LOG_WARN, "cannot stamp janitor/notified-at, the sweeper will retry");
+		log_str(l, "namespace", ns);
+		log_str(l, "pod", pod);
+		log_str(l, "error", buf_str(&err));
+		log_end(l);
+	}
+	buf_release(&err);
 }
 
 static void delivered(struct janitor *j, const struct store_notice *n, const char *channel,
 		      const struct slack_posted *posted)
 {
-	struct buf err = BUF_INIT;
 	int64_t now = janitor_now(j);
-	struct log_line *l;
 
 	if (store_notice_sent(j->opts.store, n->id, now, channel, posted->channel, posted->ts)) {
 		/* Slack has it; without the record a retry would post it twice. */
 		log_msg(LOG_ERROR, "cannot record a delivered slack message", "pod", n->pod);
-		goto out;
+		return;
 	}
+	janitor_log_sent(j, &(struct jmsg){ n->id, 0, n->kind, n->namespace, n->pod, 0, NULL, 1 },
+			 channel, posted);
+	if (!strcmp(n->kind, kinds[JT_NOTICE]))
+		janitor_stamp_notified(j, n->namespace, n->pod, n->uid, now);
+}
+
+void janitor_log_sent(struct janitor *j, const struct jmsg *m, const char *channel,
+		      const struct slack_posted *posted)
+{
+	struct log_line *l;
+
 	count_notice(j, "sent");
 	l = log_begin(LOG_INFO, "slack message sent");
-	log_int(l, "notice", n->id);
-	log_str(l, "kind", n->kind);
-	log_str(l, "namespace", n->namespace);
-	log_str(l, "pod", n->pod);
+	log_msg_fields(l, m);
 	log_str(l, "channel", channel);
 	log_str(l, "ts", posted->ts);
 	log_end(l);
-	if (strcmp(n->kind, kinds[JT_NOTICE]))
-		goto out;
-	if (janitor_record_notified(j, n->namespace, n->pod, n->uid, now, &err) != ERR_OK) {
-		l = log_begin(LOG_WARN, "cannot stamp janitor/notified-at, the sweeper will retry");
-		log_str(l, "namespace", n->namespace);
-		log_str(l, "pod", n->pod);
-		log_str(l, "error", buf_str(&err));
+}
+
+void janitor_post_failed(struct janitor *j, const struct jmsg *m, const char *channel,
+			 enum err rc, const char *why)
+{
+	const char *dflt = j->cfg->slack.default_channel;
+
+	if (rc == ERR_NOTFOUND && !m->thread_ts && dflt && *dflt && strcmp(channel, dflt)) {
+		/* The owner's channel is gone: the default channel, once. */
+		struct log_line *l = log_begin(LOG_WARN, "slack channel not found, "
+							 "falling back to the default channel");
+		log_msg_fields(l, m);
+		log_str(l, "channel", channel);
+		log_str(l, "default_channel", dflt);
 		log_end(l);
+		count_notice(j, "failed");
+		if (record_retry(j, m, janitor_now(j), dflt, why))
+			log_msg(LOG_ERROR, "cannot record notice outcome", "pod", m->pod);
+	} else if (rc == ERR_NOTFOUND) {
+		give_up(j, m, why);
+	} else {
+		failed(j, m, channel, rc, why);
 	}
-out:
-	buf_release(&err);
 }
 
 int janitor_notice_step(struct janitor *j)
@@ -302,44 +364,41 @@ int janitor_notice_step(struct janitor *j)
 	struct store_notice n = { 0 };
 	struct slack_posted posted;
 	struct buf channel = BUF_INIT, err = BUF_INIT;
-	const char *dflt = j->cfg->slack.default_channel;
 	enum err rc;
+	int r;
 
 	if (!j->opts.slack || j->dry_run)
 		return 0;
+	r = janitor_digest_step(j);
+	if (r)
+		return r;
 	rc = store_notice_next(j->opts.store, janitor_now(j), &n);
 	if (rc == ERR_NOTFOUND)
 		return 0;
 	if (rc)
 		return -1;
+	r = 1;
 	if (n.channel)
 		(void)buf_adds(&channel, n.channel);
 	else if (resolve(j, &n, &channel))
 		goto out;
-	rc = slack_post(j->opts.slack, buf_str(&channel), n.text, n.thread_ts, &posted, &err);
-	if (rc == ERR_OK) {
-		delivered(j, &n, buf_str(&channel), &posted);
-	} else if (rc == ERR_NOTFOUND && !n.thread_ts && dflt && *dflt &&
-		   strcmp(buf_str(&channel), dflt)) {
-		/* The owner's channel is gone: the default channel, once. */
-		struct log_line *l = log_begin(LOG_WARN, "slack channel not found, "
-							 "falling back to the default channel");
-		log_str(l, "namespace", n.namespace);
-		log_str(l, "pod", n.pod);
-		log_str(l, "channel", buf_str(&channel));
-		log_str(l, "default_channel", dflt);
-		log_end(l);
-		count_notice(j, "failed");
-		if (store_notice_retry(j->opts.store, n.id, janitor_now(j), dflt, buf_str(&err)))
-			log_msg(LOG_ERROR, "cannot record notice outcome", "pod", n.pod);
-	} else if (rc == ERR_NOTFOUND) {
-		give_up(j, &n, buf_str(&err));
-	} else {
-		failed(j, &n, n.channel ? n.channel : buf_str(&channel), rc, buf_str(&err));
+	/* Others due with it: a digest (posted by the next step), or it goes alone. */
+	r = janitor_digest_form(j, &n, buf_str(&channel));
+	if (r) {
+		r = r < 0 ? -1 : 1;
+		goto out;
 	}
+	r = 1;
+	rc = slack_post(j->opts.slack, buf_str(&channel), n.text, n.thread_ts, &posted, &err);
+	if (rc == ERR_OK)
+		delivered(j, &n, buf_str(&channel), &posted);
+	else
+		janitor_post_failed(j, &(struct jmsg){ n.id, 0, n.kind, n.namespace, n.pod,
+						       n.attempts, n.thread_ts, 1 },
+				    buf_str(&channel), rc, buf_str(&err));
 out:
 	store_notice_release(&n);
 	buf_release(&channel);
 	buf_release(&err);
-	return 1;
+	return r;
 }

@@ -21,6 +21,7 @@ static const char *const names[JT_COUNT] = {
 	[JT_REMINDER] = "slack_reminder.mustache",
 	[JT_CANCELLED] = "slack_cancelled.mustache",
 	[JT_DELETED] = "slack_deleted.mustache",
+	[JT_DIGEST] = "slack_digest.mustache",
 };
 
 void janitor_render_init(struct janitor *j)
@@ -79,6 +80,20 @@ static json_t *str(const char *s)
 	return json_string(s ? s : "");
 }
 
+/* "in 2h" or "5m ago": from now_ms to at_ms, appended to out. */
+static void relative(int64_t at_ms, int64_t now_ms, struct buf *out)
+{
+	int64_t d = at_ms - now_ms;
+
+	if (d >= 0) {
+		(void)buf_adds(out, "in ");
+		duration_human(d, out);
+	} else {
+		duration_human(-d, out);
+		(void)buf_adds(out, " ago");
+	}
+}
+
 static json_t *build_view(const struct jtext_view *v, int64_t now_ms)
 {
 	const struct kube_owner *o = v->owner;
@@ -87,20 +102,12 @@ static json_t *build_view(const struct jtext_view *v, int64_t now_ms)
 	json_t *view;
 
 	if (v->expires_ms != JANITOR_NO_TIME) {
-		int64_t d = v->expires_ms - now_ms;
-
 		if (janitor_format_time(v->expires_ms, expires) != ERR_OK)
 			expires[0] = '\0';
 		if (janitor_format_time(v->expires_ms + v->grace_ms, snooze) != ERR_OK)
 			snooze[0] = '\0';
 		rfc3339_human(v->expires_ms, human);
-		if (d >= 0) {
-			(void)buf_adds(&in, "in ");
-			duration_human(d, &in);
-		} else {
-			duration_human(-d, &in);
-			(void)buf_adds(&in, " ago");
-		}
+		relative(v->expires_ms, now_ms, &in);
 	}
 	view = json_pack("{s:{s:o,s:o,s:o},s:{s:o,s:o,s:s,s:s},s:o,s:o,s:s,s:b,s:b,s:b,s:b,"
 			 "s:s,s:s,s:s,s:s}",
@@ -131,6 +138,74 @@ enum err janitor_render(struct janitor *j, enum jtext which, const struct jtext_
 	mo.escape = MUSTACHE_ESCAPE_SLACK;
 	mo.max_out_bytes = TEXT_MAX_BYTES;
 	rc = mustache_render_compiled(j->tmpl[which], view, &mo, out, errmsg);
+	json_decref(view);
+	return rc;
+}
+
+char *janitor_render_line(const struct jtext_view *v)
+{
+	json_t *line = json_pack("{s:o,s:o,s:o,s:o,s:s,s:I}", "namespace", str(v->namespace),
+				 "pod", str(v->pod), "uid", str(v->uid), "policy", str(v->reason),
+				 "action", action_text(v->action), "expiresMs",
+				 (json_int_t)v->expires_ms);
+	char *out = line ? json_dumps(line, JSON_COMPACT) : NULL;
+
+	json_decref(line);
+	return out;
+}
+
+/* The view of one digest line (templates/SLACK_VIEW_MODEL.md "digest"), or NULL. */
+static json_t *line_view(const char *line, int64_t now_ms)
+{
+	json_t *in = json_loads(line ? line : "", 0, NULL), *out = NULL;
+	const char *ns = NULL, *pod = NULL, *policy = NULL, *action = NULL;
+	json_int_t at = 0;
+	char expires[JANITOR_TIME_LEN] = "", human[48] = "";
+	struct buf rel = BUF_INIT;
+
+	if (in && !json_unpack(in, "{s:s,s:s,s:s,s:s,s:I}", "namespace", &ns, "pod", &pod,
+			       "policy", &policy, "action", &action, "expiresMs", &at)) {
+		if (janitor_format_time(at, expires) != ERR_OK)
+			expires[0] = '\0';
+		rfc3339_human(at, human);
+		relative(at, now_ms, &rel);
+		out = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "namespace", ns, "name", pod,
+				"policy", policy, "action", action, "expires", expires,
+				"expiresHuman", human, "expiresIn", buf_str(&rel));
+	}
+	buf_release(&rel);
+	json_decref(in);
+	return out;
+}
+
+enum err janitor_render_digest(struct janitor *j, const char *const *lines, size_t n, int part,
+			       int parts, size_t total, int64_t now_ms, struct buf *out,
+			       struct buf *errmsg)
+{
+	struct mustache_options mo = MUSTACHE_OPTIONS_INIT;
+	json_t *pods = json_array(), *view;
+	enum err rc;
+
+	for (size_t i = 0; i < n; i++) {
+		json_t *p = line_view(lines[i], now_ms);
+
+		if (!p) {
+			json_decref(pods);
+			buf_setf(errmsg, "digest line %zu is not a pod's line", i + 1);
+			return ERR_INVALID;
+		}
+		json_array_append_new(pods, p);
+	}
+	view = json_pack("{s:o,s:I,s:I,s:I,s:I,s:b}", "pods", pods, "count", (json_int_t)n,
+			 "total", (json_int_t)total, "part", (json_int_t)part, "parts",
+			 (json_int_t)parts, "multipart", parts > 1);
+	if (!view) {
+		buf_setf(errmsg, "cannot build the Slack view of a digest");
+		return ERR_INVALID;
+	}
+	mo.escape = MUSTACHE_ESCAPE_SLACK;
+	mo.max_out_bytes = TEXT_MAX_BYTES;
+	rc = mustache_render_compiled(j->tmpl[JT_DIGEST], view, &mo, out, errmsg);
 	json_decref(view);
 	return rc;
 }

@@ -126,7 +126,7 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 					  janitor_jaction(pol ? pol->owned : CFG_OWNED_NOTIFY_ONLY,
 							  acted_on),
 					  reason_text(st), NULL, st->expiry_ms,
-					  pol ? pol->grace_ms : 0, lead_of(pol), &queued, &err);
+					  pol ? pol->grace_ms : 0, lead_of(pol), 0, &queued, &err);
 	if (rc)
 		action = "error";
 	else
@@ -463,6 +463,11 @@ enum err janitor_sweep(struct janitor *j, janitor_plan_fn fn, void *ctx,
 		rc = ERR_CONFLICT;
 	}
 	metric_observe(j->m_sweep, NULL, (double)((clock_mono_us() / 1000) - start) / 1000.0);
+	{
+		const char *result[] = { s.lost ? "stopped" : rc ? "failed" : "ok" };
+
+		metric_add(j->m_sweeps, result, 1);
+	}
 	l = log_begin(rc ? LOG_WARN : (s.stats.acted || s.stats.notified ? LOG_INFO : LOG_DEBUG),
 		      rc ? "sweep stopped" : "sweep done");
 	if (rc)

@@ -30,6 +30,7 @@ struct janitor_webhook {
 /* One request, from the first check to the answer. */
 struct request {
 	const struct srv_request *req;
+	const struct auth *auth;  /* the credentials of this request (options.reload) */
 	struct am_payload *p;
 	int status;
 	const char *reason;     /* short static reason of a rejection, for the log */
@@ -173,7 +174,7 @@ static int intake(struct janitor_webhook *w, struct request *r)
 	struct am_error aerr;
 	enum err rc;
 
-	if (auth_check(w->o.auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
+	if (auth_check(r->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
 		r->reason = "unauthorized";
 		return r->status = 401;
 	}
@@ -201,12 +202,12 @@ static int intake(struct janitor_webhook *w, struct request *r)
 	return r->status;
 }
 
-static void answer(const struct janitor_webhook *w, struct request *r, struct srv_response *res)
+static void answer(struct request *r, struct srv_response *res)
 {
 	struct buf *b = &res->body;
 
 	if (r->status != 200) {
-		intake_error(res, r->status, w->o.auth, buf_str(&r->msg), r->field);
+		intake_error(res, r->status, r->auth, buf_str(&r->msg), r->field);
 		return;
 	}
 	res->status = 200;
@@ -262,11 +263,14 @@ void janitor_webhook_handle(void *ctx, const struct srv_request *req, struct srv
 	int64_t start_us = clock_mono_us();
 	char code[8];
 	const char *labels[] = { code };
+	const struct reload_gen *g = reload_acquire(w->o.reload);
 
 	memset(&r, 0, sizeof(r));
 	r.req = req;
+	r.auth = g ? g->auth : w->o.auth;
 	(void)intake(w, &r);
-	answer(w, &r, res);
+	answer(&r, res);
+	reload_release(w->o.reload, g);
 	snprintf(code, sizeof(code), "%d", r.status);
 	metric_add(w->requests, labels, 1);
 	for (size_t i = 0; r.status == 200 && i < r.p->n_invalid; i++) {

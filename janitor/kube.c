@@ -691,19 +691,6 @@ enum err kube_pod_get(struct kube_client *c, const char *ns, const char *name,
 	return rc;
 }
 
-/* Append s percent-encoded (RFC 3986 unreserved characters kept). */
-static void add_escaped(struct buf *b, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-		    (ch >= '0' && ch <= '9') || strchr("-._~", ch))
-			(void)buf_addch(b, (char)ch);
-		else
-			(void)buf_printf(b, "%%%02X", ch);
-	}
-}
-
 /* Call fn for every item of one page; *next receives metadata.continue (or NULL). */
 static enum err each_item(const struct call *k, json_t *page, kube_pod_fn fn, void *ctx,
 			  char **next, struct buf *errmsg)
@@ -762,7 +749,7 @@ enum err kube_pods_each(struct kube_client *c, const char *ns, int metadata_only
 			(void)buf_printf(&path, "/api/v1/pods?limit=%d", PAGE_LIMIT);
 		if (cont) {
 			(void)buf_adds(&path, "&continue=");
-			add_escaped(&path, cont);
+			http_url_escape(cont, &path);
 		}
 		k.path = buf_str(&path);
 		rc = call(c, &k, &page, errmsg);

@@ -22,6 +22,7 @@
 #include <jansson.h>
 #include <yaml.h>
 
+#include "core/codec.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/clock.h"
@@ -101,53 +102,18 @@ static enum err slurp(const char *path, size_t max, struct buf *out, struct buf 
 	return rc;
 }
 
-static int b64_value(unsigned char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	if (ch == '+')
-		return 62;
-	if (ch == '/')
-		return 63;
-	return -1;
-}
-
 /* Standard base64 (RFC 4648 section 4, whitespace ignored) to a new string; NULL if malformed. */
 static char *b64_decode(const char *s)
 {
-	struct buf out = BUF_INIT;
-	unsigned acc = 0;
-	int bits = 0, pad = 0;
+	size_t n = strlen(s), len = 0;
+	unsigned char *out = xmalloc(CODEC_BASE64_DECODED_MAX(n) + 1);
 
-	for (; *s; s++) {
-		int v;
-		if (strchr(" \t\r\n", *s))
-			continue;
-		if (*s == '=') {
-			pad++;
-			continue;
-		}
-		v = b64_value((unsigned char)*s);
-		if (v < 0 || pad)
-			goto bad;
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			if (buf_addch(&out, (char)((acc >> bits) & 0xff)) != ERR_OK)
-				goto bad;
-		}
+	if (codec_base64_decode(s, n, out, &len) != ERR_OK) {
+		free(out);
+		return NULL;
 	}
-	if (pad > 2 || bits >= 6)
-		goto bad;
-	return buf_detach(&out);
-bad:
-	buf_release(&out);
-	return NULL;
+	out[len] = '\0';
+	return (char *)out;
 }
 
 static void free_strv(char **v)

@@ -39,6 +39,8 @@ struct janitor_leader {
 	int64_t observed_ms;         /* when we saw it change (our clock) */
 	char *reported_holder;       /* holder last logged, NULL before the first */
 
+	struct metric *m_leader;     /* alertbridge_leader_election_is_leader, or NULL */
+
 	/* Shared with readers of janitor_leader_is_leader(). */
 	atomic_int leading;
 	_Atomic int64_t renewed_ms;  /* start of the step that last wrote the Lease */
@@ -91,6 +93,11 @@ struct janitor_leader *janitor_leader_new(const struct janitor_leader_options *o
 
 	atomic_init(&l->leading, 0);
 	atomic_init(&l->renewed_ms, 0);
+	if (o->metrics) {
+		l->m_leader = metrics_gauge(o->metrics, "alertbridge_leader_election_is_leader",
+					    "1 while this replica holds the Lease, else 0.", NULL);
+		metric_set(l->m_leader, NULL, 0);
+	}
 	pthread_mutex_init(&l->mu, NULL);
 	/* The pause between steps is measured on the monotonic clock: wall time may jump. */
 	pthread_condattr_init(&ca);
@@ -131,6 +138,7 @@ static void become_leader(struct janitor_leader *l)
 	log_int(ll, "transitions", l->observed.transitions);
 	log_end(ll);
 	atomic_store(&l->leading, 1);
+	metric_set(l->m_leader, NULL, 1);
 	if (l->o.on_start_leading)
 		l->o.on_start_leading(l->o.ctx);
 }
@@ -142,6 +150,7 @@ static void step_down(struct janitor_leader *l, const char *reason, enum err rc,
 	struct log_line *ll = log_begin(LOG_INFO, "lost leadership");
 
 	atomic_store(&l->leading, 0);
+	metric_set(l->m_leader, NULL, 0);
 	if (rc)
 		log_err(ll, rc);
 	log_str(ll, "identity", l->identity);

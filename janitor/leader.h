@@ -12,6 +12,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
+#include "core/metrics.h"
 #include "janitor/kube.h"
 
 struct janitor_leader;
@@ -48,6 +49,13 @@ struct janitor_leader_options {
 	void (*on_start_leading)(void *ctx);
 	void (*on_stop_leading)(void *ctx);
 	void *ctx;
+	/*
+	 * When not NULL (borrowed; it must outlive the leader): the gauge
+	 * alertbridge_leader_election_is_leader is registered in it, 0 from the start, 1 from
+	 * "became leader" to "lost leadership" (set where they are logged), so the replicas' sum
+	 * says how many lead (alertbridge-rules.yml: AlertbridgeNoLeader when none does).
+	 */
+	struct metrics *metrics;
 	/*
 	 * Test hooks: the clock (ms since the epoch; called from any thread that calls
 	 * janitor_leader_is_leader(), so it must be thread-safe) and the pause between steps of

@@ -145,6 +145,25 @@ static void wipe_free(char *s)
 	free(s);
 }
 
+void slack_set_secret(struct slack_client *c, const char *bot_token, const char *webhook_url)
+{
+	struct buf b = BUF_INIT;
+
+	if (!c)
+		return;
+	if (c->webhook && webhook_url && *webhook_url && strcmp(webhook_url, c->webhook_url)) {
+		wipe_free(c->webhook_url);
+		c->webhook_url = xstrdup(webhook_url);
+		c->webhook_path = url_path(c->webhook_url);
+	} else if (!c->webhook && bot_token && *bot_token && strcmp(bot_token, c->token)) {
+		wipe_free(c->token);
+		wipe_free(c->auth_header);
+		c->token = xstrdup(bot_token);
+		(void)buf_printf(&b, "Authorization: Bearer %s", c->token);
+		c->auth_header = buf_detach(&b);
+	}
+}
+
 void slack_client_free(struct slack_client *c)
 {
 	if (!c)
@@ -322,20 +341,8 @@ static enum code_class classify_code(const char *code)
 	return C_INVALID;
 }
 
-/* Parse a non-negative decimal header value; -1 when absent or malformed. */
-static int64_t header_seconds(const struct http_response *res, const char *name)
-{
-	const char *s = http_response_header(res, name);
-	char *end = NULL;
-	long long v;
-
-	if (!s || !*s)
-		return -1;
-	v = strtoll(s, &end, 10);
-	if (*end || v < 0 || v > 86400 * 7)
-		return -1;
-	return v;
-}
+/* A longer Retry-After than a week is ignored. */
+#define RETRY_AFTER_MAX_S (86400 * 7)
 
 /* base * 2^(attempt-1), capped. */
 static int64_t backoff_ms(const struct slack_client *c, int attempt)
@@ -413,13 +420,15 @@ static enum verdict judge(struct slack_client *c, const struct call *k, enum err
 {
 	const char *name = method_name[k->m];
 	struct buf code = BUF_INIT;
-	int64_t retry_after_s = header_seconds(res, "retry-after");
+	int64_t retry_after_s = http_retry_after_s(res, now(c));
 	enum verdict v = FAILED;
 	enum code_class cls;
 	int status = res->status;
 	int ok2xx = status >= 200 && status < 300;
 
 	*wait_ms = 0;
+	if (retry_after_s > RETRY_AFTER_MAX_S)  /* nonsense: as if absent */
+		retry_after_s = -1;
 	if (hrc == ERR_IO || hrc == ERR_RETRY) {
 		*wait_ms = backoff_ms(c, attempt);
 		v = TRANSIENT;
@@ -691,23 +700,6 @@ static enum target classify_target(const char *v)
 	return T_NONE;
 }
 
-/* RFC 3986 percent-encoding of everything but the unreserved characters. */
-static void url_encode(struct buf *out, const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-		    (*p >= '0' && *p <= '9') || strchr("-._~", *p)) {
-			(void)buf_addch(out, (char)*p);
-		} else {
-			(void)buf_addch(out, '%');
-			(void)buf_addch(out, hex[*p >> 4]);
-			(void)buf_addch(out, hex[*p & 15]);
-		}
-	}
-}
-
 /*
  * users.lookupByEmail: the user ID of email into user[SLACK_ID_MAX].
  * (docs.slack.dev/reference/methods/users.lookupByEmail)
@@ -721,7 +713,7 @@ static enum err lookup_email(struct slack_client *c, const char *email, char *us
 	enum err rc;
 
 	(void)buf_printf(&url, "%s/users.lookupByEmail?email=", c->api_url);
-	url_encode(&url, email);
+	http_url_escape(email, &url);
 	k.url = buf_str(&url);
 	rc = call(c, &k, &answer, errmsg);
 	if (rc)

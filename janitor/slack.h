@@ -59,6 +59,13 @@ struct slack_client *slack_client_new(const struct slack_options *opts);
 void slack_client_free(struct slack_client *c);
 /* Non-zero in incoming-webhook mode (no threads, no lookups, channel ignored). */
 int slack_webhook_mode(const struct slack_client *c);
+/*
+ * Use a rotated secret (copied) from the next call on, in the client's mode:
+ * bot_token in bot mode, webhook_url in webhook mode; NULL or "" leaves the
+ * current one.  The mode never changes.  Call on the thread that makes the
+ * calls (the janitor's worker, after a reload: core/reload.h).
+ */
+void slack_set_secret(struct slack_client *c, const char *bot_token, const char *webhook_url);
 
 /*
  * Errors every call can return.  errmsg (may be NULL) gets detail naming the

@@ -6,7 +6,8 @@ channel ID, ts and the message; thread_ts recorded), users.lookupByEmail (GET ?e
 conversations.open (POST {"users": ID}: a DM channel "D..."), and an incoming webhook
 (POST /services/T/B/X answers the text "ok").  As Slack does, errors come back as HTTP 200
 {"ok": false, "error": CODE} (not_authed without a token, invalid_auth with a wrong one,
-channel_not_found, users_not_found, user_not_found, no_text, invalid_json), rate limits as
+channel_not_found, users_not_found, user_not_found, no_text, invalid_json, msg_too_long for a
+text over 40,000 characters, invalid_blocks past Block Kit's limits), rate limits as
 HTTP 429 {"ok": false, "error": "ratelimited"} with Retry-After (seconds).  Channels: "#name"
 and any known ID are accepted (a "#name" is answered with a stable "C..." ID); "C..."/"G..."
 IDs not known are channel_not_found.
@@ -42,6 +43,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 WEBHOOK_PATH = "/services/T0FAKE/B0FAKE/fakewebhooksecret"
 
+
+# chat.postMessage limits (docs.slack.dev/reference/methods/chat.postMessage, Block Kit
+# reference): text over 40,000 characters is msg_too_long; blocks as in blocks_problem().
+TEXT_MAX_CHARS = 40000
+BLOCKS_MAX = 50
+SECTION_TEXT_MAX = 3000
+HEADER_TEXT_MAX = 150
 
 class FakeSlack:
     def __init__(self, token="xoxb-test-token", host="127.0.0.1", port=0):
@@ -237,8 +245,12 @@ class FakeSlack:
             return 200, {"ok": False, "error": "channel_not_found"}, {}
         if not text and not args.get("blocks") and not args.get("attachments"):
             return 200, {"ok": False, "error": "no_text"}, {}
-        if text and len(text) > 40000:
+        if text and len(text) > TEXT_MAX_CHARS:
             return 200, {"ok": False, "error": "msg_too_long"}, {}
+        bad = blocks_problem(args.get("blocks"))
+        if bad:
+            return 200, {"ok": False, "error": "invalid_blocks",
+                         "errors": [bad]}, {}
         ts = self._ts()
         msg = {"channel": channel, "channel_id": cid, "text": text,
                "thread_ts": args.get("thread_ts") or None, "ts": ts, "time": time.time(),
@@ -348,6 +360,33 @@ class SlackHandler(BaseHTTPRequestHandler):
         return 404, {"message": "unknown side-door call"}
 
     do_GET = do_POST = _handle
+
+
+def blocks_problem(blocks):
+    """Why Slack would answer invalid_blocks for blocks (None: fine), as its Block Kit
+    reference says: at most 50 blocks a message, a section's text and each of its fields at
+    most 3,000 characters, a header's 150."""
+    if blocks is None:
+        return None
+    if not isinstance(blocks, list):
+        return "blocks must be an array"
+    if len(blocks) > BLOCKS_MAX:
+        return "no more than %d items allowed [json-pointer:/blocks]" % BLOCKS_MAX
+    for i, b in enumerate(blocks):
+        if not isinstance(b, dict) or "type" not in b:
+            return "missing type [json-pointer:/blocks/%d]" % i
+        texts = []
+        if b["type"] == "section":
+            texts = [(b.get("text") or {}).get("text") or ""] + [
+                (f or {}).get("text") or "" for f in b.get("fields") or []]
+            limit = SECTION_TEXT_MAX
+        elif b["type"] == "header":
+            texts, limit = [(b.get("text") or {}).get("text") or ""], HEADER_TEXT_MAX
+        for t in texts:
+            if len(t) > limit:
+                return ("must be less than %d characters [json-pointer:/blocks/%d/text]"
+                        % (limit + 1, i))
+    return None
 
 
 def main(argv=None):

@@ -525,14 +525,15 @@ class Alertbridge:
                     % (self.port, log_level, github_url, content_per_minute, extra_github,
                        receivers_yaml))
 
-    def start(self, wait=True):
+    def start(self, wait=True, flags=()):
+        """Run `alertbridge serve --config.file=CONFIG` plus flags; wait for /-/ready."""
         if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
             raise Failure("alertbridge binary not found or not executable: %s "
                           "(set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
         self.runs += 1
         self.proc = Proc("alertbridge#%d" % self.runs, [
-            ALERTBRIDGE, "serve", "--config.file=" + self.config], self.log_path, env=env,
+            ALERTBRIDGE, "serve", "--config.file=" + self.config] + list(flags), self.log_path, env=env,
             cwd=self.dir)
         self.proc.start()
         if wait:

@@ -6,6 +6,7 @@ serve's SIGTERM exit code.  Every process on 127.0.0.1, bounded in time."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,7 +41,7 @@ def help_for_every_command():
     for word in ("serve", "check-config", "render", "map", "version", "--config.file",
                  "--web.listen-address", "GITHUB_TOKEN"):
         check(word in out, "main help mentions %s" % word, out)
-    for cmd in ("serve", "check-config", "render", "map"):
+    for cmd in ("serve", "check-config", "render", "map", "healthcheck"):
         rc, out, _ = ab(cmd, "--help")
         eq(rc, 0, "%s --help exit code" % cmd)
         check(out.startswith("usage: alertbridge %s" % cmd), "%s --help usage line" % cmd, out)
@@ -52,11 +53,67 @@ def help_for_every_command():
     check('unknown flag "--no-such-flag"' in err, "unknown flag named", err)
 
 
+VERSION_LINES = (r"^alertbridge version \S+ \(revision: (?:[0-9a-f]{12}(?:-dirty)?|unknown)\)$",
+                 r"^  build date: +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$",
+                 r"^  compiler: +(gcc|clang) \d",
+                 r"^  libmicrohttpd: +\d+\.\d+", r"^  libcurl: +\d+\.\d+\.\d+ \(GnuTLS/",
+                 r"^  jansson: +2\.", r"^  sqlite: +3\.", r"^  libyaml: +0\.",
+                 r"^  gnutls: +3\.", r"^  nettle: +3\.")
+
+
 @runner.case
 def version_prints_version():
-    rc, out, _ = ab("version")
-    eq(rc, 0, "version exit code")
-    check(out.startswith("alertbridge version "), "version line", out)
+    want_version = open(os.path.join(SRC, "VERSION")).read().strip()
+    outs = []
+    for spelling in (["version"], ["--version"]):
+        rc, out, err = ab(*spelling)
+        eq(rc, 0, "%s exit code (%s)" % (" ".join(spelling), err.strip()))
+        check(out.startswith("alertbridge version %s " % want_version), "version line", out)
+        lines = out.splitlines()
+        eq(len(lines), len(VERSION_LINES), "%s: one line per item" % spelling[0])
+        for pattern, line in zip(VERSION_LINES, lines):
+            check(re.match(pattern, line), "%s line matches %s" % (spelling[0], pattern), line)
+        outs.append(out)
+    eq(outs[0], outs[1], "version and --version print the same")
+    check("version" in ab("--help")[1] and "healthcheck" in ab("--help")[1],
+          "main help names version and healthcheck")
+
+
+@runner.case
+def build_info_metric_and_healthcheck():
+    port = free_port()
+    cfg = write("build-info.yml", "listen_address: 127.0.0.1:%d\ndatabase: %s\n"
+                "github: {dry_run: true}\nreceivers:\n  - name: r\n    repo: o/r\n"
+                % (port, os.path.join(TMP, "build-info.db")))
+    rc, _, err = ab("healthcheck", "--web.listen-address=127.0.0.1:%d" % port)
+    eq(rc, 1, "healthcheck with nothing listening exits 1")
+    check("healthcheck" in err, "healthcheck says why", err)
+    rc, _, err = ab("healthcheck", "--web.listen-address=nonsense")
+    eq(rc, 1, "healthcheck of an address without a port exits 1")
+    rc, _, err = ab("healthcheck", "--config.file=" + os.path.join(TMP, "missing.yml"))
+    eq(rc, 1, "healthcheck without a loadable config exits 1")
+    check("missing.yml" in err, "healthcheck names the config it could not load", err)
+    proc = Proc("alertbridge", [BIN, "serve", "--config.file=" + cfg],
+                os.path.join(TMP, "build-info.log"), cwd=TMP).start()
+    try:
+        wait_ready(proc, "http://127.0.0.1:%d/-/ready" % port)
+        _, out, _ = ab("version")
+        version = re.match(r"alertbridge version (\S+) \(revision: (\S+)\)", out)
+        date = re.search(r"build date: +(\S+)", out).group(1)
+        compiler = re.search(r"compiler: +(.+)", out).group(1)
+        status, _, text = http("GET", "http://127.0.0.1:%d/metrics" % port)
+        eq(status, 200, "metrics")
+        want = ('alertbridge_build_info{version="%s",revision="%s",build_date="%s",'
+                'compiler="%s"} 1' % (version.group(1), version.group(2), date, compiler))
+        check(want in text.splitlines(), "build_info series " + want,
+              [l for l in text.splitlines() if "build_info" in l])
+        check("# TYPE alertbridge_build_info gauge" in text, "build_info is a gauge")
+        rc, _, err = ab("healthcheck", "--web.listen-address=127.0.0.1:%d" % port)
+        eq(rc, 0, "healthcheck of the running service exits 0 (%s)" % err.strip())
+        rc, _, err = ab("healthcheck", "--config.file=" + cfg)
+        eq(rc, 0, "healthcheck by the config's listen_address exits 0 (%s)" % err.strip())
+    finally:
+        eq(proc.stop(), 0, "SIGTERM exits 0")
 
 
 @runner.case

@@ -25,23 +25,32 @@ CMD_TIMEOUT_S = 60
 
 LABEL = "app.kubernetes.io/name: alertbridge"
 CONFIG_ARG = "--config.file=/etc/alertbridge/alertbridge.yml"
+# The ConfigMap's changes reach the mounted directory; the service polls the file (item 1 of
+# issue 8) and reloads it without a restart.
+RELOAD_ARG = "--config.auto-reload-interval=30s"
 
-# DESIGN.md "Janitor semantics", as (apiGroup, resource) -> verbs.
+# Exactly the calls janitor/kube.c makes, as (apiGroup, resource) -> verbs: pods GET (one pod),
+# list (the sweep), PATCH (annotations), DELETE; events POST; replicasets GET (a pod's
+# Deployment, kube_pod_controller); deployments/scale and statefulsets/scale PATCH; jobs DELETE.
+# No events.k8s.io (the Events are posted to core/v1), no get on deployments, statefulsets or
+# jobs (never read).  The Lease's (janitor/leader.c: GET, POST, PUT) are LEASE_RULES, in the
+# leader-election overlay only.
 CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "patch", "delete"},
     ("", "events"): {"create"},
-    ("events.k8s.io", "events"): {"create"},
     ("apps", "replicasets"): {"get"},
-    ("apps", "deployments"): {"get"},
-    ("apps", "statefulsets"): {"get"},
     ("apps", "deployments/scale"): {"patch"},
     ("apps", "statefulsets/scale"): {"patch"},
-    ("batch", "jobs"): {"get", "delete"},
+    ("batch", "jobs"): {"delete"},
 }
 LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
 
 # Packages every debian:12-slim image already has; the runtime stage need not install them.
 BASE_IMAGE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
+# Installed in the runtime stage though no library of the binary comes from it.
+RUNTIME_EXTRA_PACKAGES = {"ca-certificates"}
+# Issue 8: "runtime stage <= 40 MB of libraries" (decimal megabytes).
+LIBRARY_BUDGET_BYTES = 40 * 1000 * 1000
 # Libraries that only test or sanitizer builds link.
 TEST_ONLY_PACKAGES = {"libcmocka0", "libasan8", "libubsan1"}
 
@@ -227,40 +236,58 @@ def check_labels(files):
     report("every object is labelled %s" % LABEL, problems)
 
 
-def check_rbac():
+def rbac_docs(path):
     docs = {}
-    for doc in documents(read(os.path.join(BASE, "rbac.yaml"))):
+    for doc in documents(read(path)):
         docs[top(doc, "kind")] = doc
-    problems = []
-    for kind in ("ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"):
-        if kind not in docs:
-            problems.append("rbac.yaml: no %s" % kind)
+    return docs
+
+
+def check_binding(docs, kind, role):
+    doc = docs[kind]
+    role_name = re.search(r"name:\s*(\S+)", metadata_block(docs[role])).group(1)
+    p = []
+    if not re.search(r"kind: %s\s*\n\s*name: %s\s*$" % (role, re.escape(role_name)), doc, re.M):
+        p.append("%s does not refer to %s %s" % (kind, role, role_name))
+    if not re.search(r"kind: ServiceAccount\s*\n\s*name: alertbridge\s*\n\s*"
+                     r"namespace: alertbridge", doc):
+        p.append("%s does not bind ServiceAccount alertbridge/alertbridge" % kind)
+    return p
+
+
+def check_rbac():
+    docs = rbac_docs(os.path.join(BASE, "rbac.yaml"))
+    problems = ["base/rbac.yaml: no %s" % k for k in ("ClusterRole", "ClusterRoleBinding")
+                if k not in docs]
+    problems += ["base/rbac.yaml: a %s: the Lease's access belongs to leader-election/" % k
+                 for k in ("Role", "RoleBinding") if k in docs]
     if problems:
-        report("rbac.yaml: roles and bindings", problems)
+        report("base/rbac.yaml: the ClusterRole and its binding only", problems)
         return
     got, p = rbac_rules(docs["ClusterRole"])
-    report("ClusterRole: exactly pods/events/owner rules of DESIGN.md",
+    report("ClusterRole: exactly the calls janitor/kube.c makes",
            p + compare_rules(got, CLUSTER_RULES))
-    got, p = rbac_rules(docs["Role"])
-    p += compare_rules(got, LEASE_RULES)
-    if "namespace: alertbridge" not in metadata_block(docs["Role"]):
-        p.append("Role is not in namespace alertbridge")
-    report("Role: exactly leases get/create/update in namespace alertbridge", p)
-    p = []
-    for kind, role in (("ClusterRoleBinding", "ClusterRole"), ("RoleBinding", "Role")):
-        doc = docs[kind]
-        role_name = re.search(r"name:\s*(\S+)", metadata_block(docs[role])).group(1)
-        if not re.search(r"kind: %s\s*\n\s*name: %s\s*$" % (role, re.escape(role_name)),
-                         doc, re.M):
-            p.append("%s does not refer to %s %s" % (kind, role, role_name))
-        if not re.search(r"kind: ServiceAccount\s*\n\s*name: alertbridge\s*\n\s*"
-                         r"namespace: alertbridge", doc):
-            p.append("%s does not bind ServiceAccount alertbridge/alertbridge" % kind)
-    report("bindings: both roles to ServiceAccount alertbridge", p)
+    report("ClusterRoleBinding: to ServiceAccount alertbridge",
+           check_binding(docs, "ClusterRoleBinding", "ClusterRole"))
+
+    path = os.path.join(LE, "rbac-lease.yaml")
+    docs = rbac_docs(path) if os.path.isfile(path) else {}
+    p = ["leader-election/rbac-lease.yaml: no %s" % k for k in ("Role", "RoleBinding")
+         if k not in docs]
+    if not p:
+        got, p = rbac_rules(docs["Role"])
+        p += compare_rules(got, LEASE_RULES)
+        if "namespace: alertbridge" not in metadata_block(docs["Role"]):
+            p.append("Role is not in namespace alertbridge")
+        p += check_binding(docs, "RoleBinding", "Role")
+    if "rbac-lease.yaml" not in list_block("\n".join(documents(read(
+            os.path.join(LE, "kustomization.yaml")))), "resources"):
+        p.append("leader-election/kustomization.yaml does not list rbac-lease.yaml")
+    report("leader-election: Role leases get/create/update in namespace alertbridge, bound", p)
 
     # The checker itself must notice a change: one extra verb.
-    mutated = docs["ClusterRole"].replace("verbs: [get, list, patch, delete]",
-                                          "verbs: [get, list, watch, patch, delete]")
+    mutated = rbac_docs(os.path.join(BASE, "rbac.yaml"))["ClusterRole"].replace(
+        "verbs: [get, list, patch, delete]", "verbs: [get, list, watch, patch, delete]")
     got, _ = rbac_rules(mutated)
     diff = compare_rules(got, CLUSTER_RULES)
     report("RBAC check rejects an extra verb (self-test)",
@@ -272,8 +299,8 @@ def check_rbac():
 def pod_problems(doc, what):
     """Rules both the Deployment and the StatefulSet's pod templates must follow."""
     want = [
-        ("runs serve with the config file",
-         r"args:\s*\[serve,\s*%s\]" % re.escape(CONFIG_ARG)),
+        ("runs serve with the config file, reloading it",
+         r"args:\s*\[serve,\s*%s,\s*%s\]" % (re.escape(CONFIG_ARG), re.escape(RELOAD_ARG))),
         ("port 9095 named http", r"- name: http\s*\n\s*containerPort: 9095"),
         ("liveness on /-/healthy",
          r"livenessProbe:\s*\n\s*httpGet: \{path: /-/healthy, port: http\}"),
@@ -513,10 +540,19 @@ def check_dockerfile():
         report("Dockerfile: two stages", ["%d stages" % len(stages)])
         return
     build, runtime = stages
-    if not re.match(r"FROM debian:12-slim AS build$", build[0]):
-        p.append("build stage: %r, want FROM debian:12-slim AS build" % build[0])
-    if runtime[0] != "FROM debian:12-slim":
-        p.append("runtime stage: %r, want FROM debian:12-slim" % runtime[0])
+    # Pinned: an exact Debian 12 point release (or a dated bookworm tag), or a digest.
+    pinned = r"debian:(12\.\d+-slim|bookworm-\d{8}-slim)(@sha256:[0-9a-f]{64})?"
+    if not re.match(r"FROM %s AS build$" % pinned, build[0]):
+        p.append("build stage: %r, want FROM debian:12.N-slim AS build (pinned)" % build[0])
+    if not re.match(r"FROM %s$" % pinned, runtime[0]):
+        p.append("runtime stage: %r, want FROM debian:12.N-slim (pinned)" % runtime[0])
+    elif runtime[0].split()[1] != build[0].split()[1]:
+        p.append("the stages' base images differ: %r, %r" % (build[0], runtime[0]))
+    health = [l for l in runtime if l.startswith("HEALTHCHECK ")]
+    if not health or not re.search(
+            r'CMD \["/usr/local/bin/alertbridge", "healthcheck"(, "[^"]*")*\]$', health[-1]):
+        p.append("no HEALTHCHECK CMD [\"/usr/local/bin/alertbridge\", \"healthcheck\", ...]: %r"
+                 % health)
     if not any(re.search(r"sh deploy/deps.sh build\b", l) for l in build):
         p.append("build stage does not install deploy/deps.sh's build packages")
     if not any(re.search(r"\bmake\b.*NODEPS=1", l) for l in build):
@@ -578,6 +614,54 @@ def check_dockerfile():
     report("%s (%d binaries; %s)" % (name, len(binaries), " ".join(sorted(seen))),
            sorted(set(p)))
 
+    # One TLS stack: alertbridge itself needs exactly these packages, and no OpenSSL.
+    owners = needed_packages(BIN) if os.access(BIN, os.X_OK) else None
+    name = "Dockerfile: runtime packages are exactly what alertbridge needs, no libssl3"
+    if owners is None:
+        skip(name, "no binary, or readelf, ldd or dpkg missing")
+    else:
+        want = {o for o in owners.values() if o} - BASE_IMAGE_PACKAGES
+        got = set(pkgs) - RUNTIME_EXTRA_PACKAGES
+        p = []
+        if want - got:
+            p.append("missing: %s" % " ".join(sorted(want - got)))
+        if got - want:
+            p.append("not needed by %s: %s" % (os.path.basename(BIN), " ".join(sorted(got - want))))
+        for banned in ("libssl3", "libcurl4", "libjwt0"):
+            if banned in pkgs:
+                p.append("%s installed (OpenSSL flavour)" % banned)
+        for lib in owners:
+            if re.match(r"lib(ssl|crypto)\.so", lib):
+                p.append("alertbridge links %s itself" % lib)
+        report("%s: %s" % (name, " ".join(sorted(pkgs))), p)
+    guarded(check_library_size)
+
+
+def ldd_libraries(binary):
+    """The real paths of every shared library ldd resolves for binary (the loader too)."""
+    out = run(["ldd", binary]).stdout
+    paths = re.findall(r"=>\s+(/\S+)", out) + re.findall(r"^\s*(/\S+)\s+\(", out, re.M)
+    return sorted({os.path.realpath(p) for p in paths})
+
+
+def check_library_size():
+    """Issue 8: the runtime stage carries at most 40 MB of shared libraries.  Without a
+    Docker engine, measured as the sum of the files ldd resolves for the binary here (the same
+    Debian 12 packages the runtime stage installs)."""
+    name = "runtime libraries: the files ldd resolves for alertbridge sum to <= 40 MB"
+    if not (os.access(BIN, os.X_OK) and shutil.which("ldd")):
+        skip(name, "no binary or no ldd")
+        return
+    libs = ldd_libraries(BIN)
+    total = sum(os.path.getsize(p) for p in libs)
+    p = [] if total <= LIBRARY_BUDGET_BYTES else [
+        "%.1f MB > 40 MB: %s" % (total / 1e6, ", ".join(
+            "%s %.1f MB" % (os.path.basename(l), os.path.getsize(l) / 1e6)
+            for l in sorted(libs, key=os.path.getsize, reverse=True)[:5]))]
+    if not any("libgnutls" in l for l in libs):
+        p.append("GnuTLS not among the libraries (ldd parsing?): %s" % libs)
+    report("%s (%.1f MB in %d files)" % (name, total / 1e6, len(libs)), p)
+
 
 # ---- systemd ------------------------------------------------------------------------------
 
@@ -615,6 +699,8 @@ def check_systemd():
         "NoNewPrivileges": "yes",
         "Restart": "on-failure",
         "KillSignal": "SIGTERM",
+        # systemctl reload: SIGHUP reloads the config (README "Reload").
+        "ExecReload": "/bin/kill -HUP $MAINPID",
     }
     p = ["[Service] %s=%s, want %s" % (k, values.get(k), v)
          for k, v in want.items() if values.get(k) != [v]]
@@ -624,7 +710,7 @@ def check_systemd():
         p.append("no TimeoutStopSec")
     if ("WantedBy", "multi-user.target") not in sec.get("Install", []):
         p.append("[Install] WantedBy=multi-user.target missing")
-    report("systemd unit: service, user, paths, hardening, restart", p)
+    report("systemd unit: service, user, paths, hardening, restart, reload", p)
 
     name = "systemd-analyze verify alertbridge.service"
     if not shutil.which("systemd-analyze"):

@@ -146,12 +146,15 @@ class Stack:
         event("fired %d alerts: %s" % (len(pods), ", ".join(pods)))
 
     def notices(self):
-        """Top-level Slack messages (not thread replies), by pod name, delivered ones only."""
+        """Top-level Slack messages (not thread replies: notices and digests), by the pod
+        names they list, delivered ones only."""
         out = {}
         for m in self.slack.get_messages():
-            g = re.search(r"`%s/([a-z0-9-]+)`" % NS, m["text"] or "")
-            if g and not m["thread_ts"]:
-                out.setdefault(g.group(1), []).append(m)
+            if m["thread_ts"]:
+                continue
+            # A digest lists several pods of one owner: each of them was told by it.
+            for pod in set(re.findall(r"`%s/([a-z0-9-]+)`" % NS, m["text"] or "")):
+                out.setdefault(pod, []).append(m)
         return out
 
 

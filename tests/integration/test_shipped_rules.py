@@ -153,7 +153,7 @@ def effective_policies(out):
     """The janitor.policies[].alertname values of check-config's effective configuration."""
     m = re.search(r"^janitor:\n((?:  .*\n|\n)*)", out, re.M)
     block = m.group(1) if m else ""
-    return set(re.findall(r"^    - alertname: \"([^\"]+)\"", block, re.M))
+    return set(re.findall(r"^  - alertname: \"([^\"]+)\"", block, re.M))
 
 
 def check_janitor_policies(rule_files):

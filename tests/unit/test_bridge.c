@@ -94,6 +94,77 @@ static void fire_resolve_refire_cycle(void **state)
  * loses it mid-event stops before its next GitHub call; the event stays queued, not
  * counted as a failed attempt, and the leader finishes it without a second comment.
  */
+/* Write the config of reloaded_config_applies_to_the_next_event(): label, token in a file. */
+static void write_reload_files(const char *dir, const char *api_url, const char *label,
+			       const char *token)
+{
+	char path[96];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/token", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", token);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "github:\n  api_url: %s\n  token_file: token\n  content_per_minute: 80\n"
+		"receivers:\n  - name: default\n    repo: my-org/alerts\n    labels: [%s]\n",
+		api_url, label);
+	fclose(f);
+}
+
+/* A reload (core/reload.h) applies from the next event: its labels and its GitHub token. */
+static void reloaded_config_applies_to_the_next_event(void **state)
+{
+	char dir[] = "/tmp/ab-bridge-reload-XXXXXX", path[96], cmd[96];
+	struct reload_options ro = { 0 };
+	struct reload *r = NULL;
+	struct config *cfg = NULL;
+	struct render *rd = NULL;
+	struct buf err = BUF_INIT;
+	struct env e;
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
+	write_reload_files(dir, fake_http_url(e.gh), "first", "ghp_test_token");
+	assert_int_equal(cfg_load(path, &cfg, &err), ERR_OK);
+	assert_int_equal(render_new(cfg, &rd, &err), ERR_OK);
+	ro.config_file = path;
+	ro.prepare = render_reload_prepare;
+	ro.ext_free = render_reload_free;
+	assert_int_equal(reload_new(&ro, cfg, rd, &r, &err), ERR_OK);
+	bridge_free(e.b);
+	e.bo.reload = r;
+	e.b = bridge_new(&e.bo);
+
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", "\"labels\":[\"first\"]");
+
+	write_reload_files(dir, fake_http_url(e.gh), "second", "ghp_rotated");
+	assert_int_equal(reload_run(r, "test", &err), ERR_OK);
+	e.now += 60000;
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "closed", "\"completed\"", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 4);
+	for (size_t i = 1; i < 4; i++)
+		assert_string_equal(fake_request_header(fake_http_request(e.gh, i), "Authorization"),
+				    "Bearer ghp_rotated");
+	bfx_env_stop(&e);
+	reload_free(r);  /* after the bridge, which held a generation */
+	buf_release(&err);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void not_the_leader_drains_nothing(void **state)
 {
 	struct env e;
@@ -995,6 +1066,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(fire_resolve_refire_cycle),
+		cmocka_unit_test(reloaded_config_applies_to_the_next_event),
 		cmocka_unit_test(refire_after_window_links_and_keeps_the_new_issue),
 		cmocka_unit_test(new_episode_adds_the_labels_the_issue_lacks),
 		cmocka_unit_test(close_resumes_after_failed_state_change),

@@ -214,6 +214,7 @@ static void every_default(void **state)
 	assert_string_equal(j->exclude_namespaces.items[0], "kube-system");
 	assert_int_equal(j->sweep_interval_ms, M);
 	assert_int_equal(j->max_deletions_per_sweep, 10);
+	assert_int_equal(j->notice_batch_window_ms, 5 * S);
 	assert_int_equal(j->policies_count, 0);
 	assert_string_equal(j->slack.api_url, "https://slack.com/api");
 	assert_null(j->slack.bot_token);
@@ -261,8 +262,8 @@ static void policy_reminder_before(void **state)
 	assert_int_equal(cfg_policy_find(cfg, "C")->reminder_before_ms, 0);  /* no reminder */
 	assert_int_equal(cfg_policy_find(cfg, "D")->reminder_before_ms, 0);
 	cfg_dump(cfg, &out);
-	assert_non_null(strstr(buf_str(&out), "      notice_lead: 3h\n      reminder_before: 20m\n"));
-	assert_non_null(strstr(buf_str(&out), "      notice_lead: 1h30m\n      reminder_before: 45m\n"));
+	assert_non_null(strstr(buf_str(&out), "    notice_lead: 3h\n    reminder_before: 20m\n"));
+	assert_non_null(strstr(buf_str(&out), "    notice_lead: 1h30m\n    reminder_before: 45m\n"));
 	buf_release(&out);
 	cfg_free(cfg);
 	expect_err("janitor:\n  policies:\n    - alertname: A\n      notice_lead: 1h\n"
@@ -446,6 +447,7 @@ static void every_key_is_read(void **state)
 	assert_string_equal(j->exclude_namespaces.items[1], "monitoring");
 	assert_int_equal(j->sweep_interval_ms, 30 * S);
 	assert_int_equal(j->max_deletions_per_sweep, 0);
+	assert_int_equal(j->notice_batch_window_ms, 2 * S);
 	assert_int_equal(j->policies_count, 2);
 	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->owned, CFG_OWNED_DELETE_OWNER);
 	assert_int_equal(cfg_policy_find(cfg, "JanitorIdleGPUPod")->grace_ms, 12 * H);
@@ -648,6 +650,12 @@ static void invalid_durations(void **state)
 	(void)state;
 	expect_err(RCV "github:\n  timeout: 10x\n",
 		   "alertbridge.yml:3: github.timeout: unknown unit \"x\" in duration \"10x\"");
+	expect_err(RCV "janitor:\n  notice_batch_window: 5m1s\n",
+		   "alertbridge.yml:3: janitor.notice_batch_window: 5m1s is longer than the "
+		   "maximum (5m)");
+	expect_err(RCV "janitor:\n  notice_batch_window: -1s\n",
+		   "alertbridge.yml:3: janitor.notice_batch_window: not a valid duration string: "
+		   "\"-1s\"");
 	expect_err(RCV "janitor:\n  sweep_interval: 1m1h\n",
 		   "alertbridge.yml:3: janitor.sweep_interval: not a valid duration string: "
 		   "\"1m1h\"");
@@ -1036,8 +1044,8 @@ static void dump_masks_secrets_and_reloads(void **state)
 	assert_non_null(strstr(buf_str(&out), "  # token: <secret> (from GITHUB_TOKEN)\n"));
 	assert_non_null(strstr(buf_str(&out), "    # bot_token: <secret>\n"));
 	assert_non_null(strstr(buf_str(&out), "listen_address: \":9095\"\n"));
-	assert_non_null(strstr(buf_str(&out), "    reopen_window: 1w\n"));
-	assert_non_null(strstr(buf_str(&out), "  - name: \"we\\\"ird\"\n"));
+	assert_non_null(strstr(buf_str(&out), "  reopen_window: 1w\n"));
+	assert_non_null(strstr(buf_str(&out), "- name: \"we\\\"ird\"\n"));
 
 	/* The dump is itself a valid config with the same meaning. */
 	if (cfg_parse(buf_str(&out), out.len, "dump", NULL, &again, &msg) != ERR_OK)

@@ -447,6 +447,20 @@ static void retry_after_is_honoured(void **state)
 	assert_int_equal(st.requests_rate_limited, 1);
 }
 
+/* RFC 9110 10.2.3: Retry-After may be an HTTP-date; T0 + 30 s here. */
+static void retry_after_as_an_http_date_is_honoured(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 403, "Retry-After: Tue, 14 Nov 2023 22:13:50 GMT",
+		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 30000);
+}
+
 /* The owner's stopping hook, set once the first wait began (as SIGTERM during it). */
 static int stop_after_a_wait(void *ctx)
 {
@@ -1075,6 +1089,7 @@ int main(void)
 		T(scaled_pacing_keeps_the_budget_in_a_shorter_window),
 		T(server_error_then_success_is_retried),
 		T(retry_after_is_honoured),
+		T(retry_after_as_an_http_date_is_honoured),
 		T(stopping_sends_nothing_after_a_cut_short_wait),
 		T(exhausted_primary_limit_waits_until_reset),
 		T(status_429_waits_a_minute),

@@ -128,6 +128,57 @@ static void error_status_is_not_an_error(void **state)
 	assert_string_equal(fake_http_request(fx->fake, 0)->method, "DELETE");
 }
 
+/* The value of one Retry-After answer, at now_ms. */
+static int64_t retry_after(struct fixture *fx, const char *value, int64_t now_ms)
+{
+	struct http_request req = HTTP_REQUEST_INIT;
+	char h[128];
+
+	snprintf(h, sizeof(h), "Retry-After: %s", value ? value : "");
+	fake_http_push(fx->fake, 429, value ? h : NULL, "");
+	req.method = "GET";
+	req.url = url(fx, "/r");
+	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	return http_retry_after_s(&fx->res, now_ms);
+}
+
+static void retry_after_seconds_or_http_date(void **state)
+{
+	struct fixture *fx = *state;
+	const int64_t t0 = INT64_C(1700000000000);  /* Tue, 14 Nov 2023 22:13:20 GMT */
+
+	assert_int_equal(retry_after(fx, "7", t0), 7);
+	assert_int_equal(retry_after(fx, "Tue, 14 Nov 2023 22:13:50 GMT", t0), 30);
+	assert_int_equal(retry_after(fx, "Tue, 14 Nov 2023 22:13:50 GMT", t0 + 500), 30);  /* up */
+	assert_int_equal(retry_after(fx, "Tuesday, 14-Nov-23 22:13:50 GMT", t0), 30);  /* RFC 850 */
+	assert_int_equal(retry_after(fx, "Tue Nov 14 22:13:50 2023", t0), 30);         /* asctime */
+	assert_int_equal(retry_after(fx, "Tue, 14 Nov 2023 22:00:00 GMT", t0), 0);  /* past */
+	assert_int_equal(retry_after(fx, "-1", t0), -1);
+	assert_int_equal(retry_after(fx, "7s", t0), -1);
+	assert_int_equal(retry_after(fx, "soon", t0), -1);
+	assert_int_equal(retry_after(fx, NULL, t0), -1);
+}
+
+static void url_escape_and_unescape(void **state)
+{
+	struct buf out = BUF_INIT;
+	(void)state;
+	http_url_escape("a b/c%d~e_f.g-h\xc3\xa9", &out);
+	assert_string_equal(buf_str(&out), "a%20b%2Fc%25d~e_f.g-h%C3%A9");
+	http_url_escape(NULL, &out);
+	http_url_escape("", &out);
+	assert_string_equal(buf_str(&out), "a%20b%2Fc%25d~e_f.g-h%C3%A9");
+	buf_reset(&out);
+	assert_int_equal(http_url_unescape("a%20b%2fc+d", 11, &out), ERR_OK);
+	assert_string_equal(buf_str(&out), "a b/c+d");
+	buf_reset(&out);
+	assert_int_equal(http_url_unescape("a%2", 3, &out), ERR_INVALID);
+	assert_int_equal(http_url_unescape("a%zz", 4, &out), ERR_INVALID);
+	assert_int_equal(http_url_unescape("a%00", 4, &out), ERR_INVALID);
+	assert_int_equal(out.len, 0);
+	buf_release(&out);
+}
+
 static void redirect_followed_keeps_method_and_last_headers(void **state)
 {
 	struct fixture *fx = *state;
@@ -357,6 +408,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(bad_requests_are_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(reuse_after_error_works, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_cert_options_reach_curl, setup, teardown),
+		cmocka_unit_test_setup_teardown(retry_after_seconds_or_http_date, setup, teardown),
+		cmocka_unit_test(url_escape_and_unescape),
 	};
 	int rc;
 

@@ -732,6 +732,16 @@ static void marker_names_the_receiver(void **state)
 						     &key), 0);
 	assert_string_equal(buf_str(&rcv), "kept");
 	assert_string_equal(buf_str(&key), "k5");
+	/* '~' is unreserved (RFC 3986, curl_easy_escape): kept; the older %7E still read */
+	buf_reset(&m);
+	issue_marker_receiver("a~b", "k7", &m);
+	assert_string_equal(buf_str(&m), "<!-- alertbridge:receiver=a~b --> "
+			    "<!-- alertbridge:key=k7 -->");
+	assert_int_equal(issue_marker_parse_receiver(buf_str(&m), &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "a~b");
+	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=a%7Eb --> "
+						     "<!-- alertbridge:key=k7 -->", &rcv, &key), 1);
+	assert_string_equal(buf_str(&rcv), "a~b");
 	/* no receiver: the old form */
 	buf_reset(&m);
 	issue_marker_receiver(NULL, "k6", &m);

@@ -207,6 +207,55 @@ static void excluded_and_exempt_untouched(void **state)
 	jfx_env_stop(&e);
 }
 
+/* A policy added by a reload applies from the next event on (core/reload.h). */
+static void reloaded_policy_applies_to_the_next_event(void **state)
+{
+	char dir[] = "/tmp/ab-janitor-reload-XXXXXX", path[64], cmd[96];
+	struct reload_options ro = { 0 };
+	struct env_opts o = { 0 };
+	struct reload *r = NULL;
+	struct config *cfg = NULL;
+	struct buf err = BUF_INIT;
+	struct env e;
+	FILE *f;
+	(void)state;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("janitor:\n  enabled: true\n  dry_run: false\n  policies:\n"
+	      "    - {alertname: JanitorPodPendingTooLong}\n", f);
+	fclose(f);
+	assert_int_equal(cfg_load(path, &cfg, &err), ERR_OK);
+	ro.config_file = path;
+	assert_int_equal(reload_new(&ro, cfg, NULL, &r, &err), ERR_OK);
+	o.reload = r;
+	jfx_env_start_with(&e, 0, &o);
+	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
+	assert_int_equal(janitor_step(e.j), 1);
+	assert_int_equal(fake_http_count(e.kube), 0);  /* no policy in the running config */
+	jfx_assert_contains(jfx_read_log(&e), "no janitor policy for this alert, pods left alone");
+
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs("janitor:\n  enabled: true\n  dry_run: false\n  policies:\n"
+	      "    - {alertname: JanitorIdleGPUPod, grace: 24h, notice_lead: 2h}\n", f);
+	fclose(f);
+	assert_int_equal(reload_run(r, "test", &err), ERR_OK);
+	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
+	jfx_push_pod(e.kube, "train-1", "uid-1", "\"a/b\":\"1\"");
+	jfx_push_pod(e.kube, "train-1", "uid-1", "\"a/b\":\"1\"," MARKED_BY_US);
+	fake_http_push(e.kube, 201, NULL, "{\"kind\":\"Event\"}");
+	assert_int_equal(janitor_step(e.j), 1);
+	assert_int_equal(jfx_count_method(e.kube, "PATCH"), 1);  /* marked under the new policy */
+	jfx_env_stop(&e);
+	reload_free(r);
+	buf_release(&err);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
 static void invalid_annotation_warning_event(void **state)
 {
 	struct env e;
@@ -309,6 +358,7 @@ int main(void)
 		cmocka_unit_test(slack_failure_no_stamp_no_deletion),
 		cmocka_unit_test(uid_label_differs_pod_untouched),
 		cmocka_unit_test(excluded_and_exempt_untouched),
+		cmocka_unit_test(reloaded_policy_applies_to_the_next_event),
 		cmocka_unit_test(invalid_annotation_warning_event),
 		cmocka_unit_test(resolved_unmarks_only_ours_and_replies),
 		cmocka_unit_test(kube_failure_retries_event),

@@ -76,6 +76,8 @@ static void lease_lost_mid_sweep_stops_before_the_next_write(void **state)
 	assert_int_equal(janitor_sweep(e.j, jfx_collect_row, &e, NULL, &err), ERR_CONFLICT);
 	jfx_assert_contains(buf_str(&err), "the Lease was lost mid-sweep");
 	assert_string_equal(buf_str(&e.rows), "ml-team/p0=delete-pod;ml-team/p1=stopped;");
+	jfx_assert_contains(jfx_metrics_text(&e),
+			    "alertbridge_janitor_sweeps_total{result=\"stopped\"} 1\n");
 	assert_int_equal(fake_http_count(e.kube), 5);
 	assert_int_equal(jfx_count_method(e.kube, "DELETE"), 1);
 	jfx_req(e.kube, 2, "DELETE", "/api/v1/namespaces/ml-team/pods/p0");

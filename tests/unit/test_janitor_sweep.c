@@ -407,6 +407,11 @@ static void one_pods_error_does_not_stop_the_sweep(void **state)
 	assert_int_equal(stats.pods, 2);
 	jfx_req(e.kube, 3, "DELETE", "/api/v1/namespaces/ml-team/pods/b");
 	jfx_assert_contains(jfx_read_log(&e), "cannot act on pod, the sweep goes on");
+	/* One pod's error is no failed sweep. */
+	jfx_assert_contains(jfx_metrics_text(&e),
+			    "alertbridge_janitor_sweeps_total{result=\"ok\"} 1\n");
+	jfx_assert_contains(jfx_metrics_text(&e),
+			    "alertbridge_janitor_sweeps_total{result=\"failed\"} 0\n");
 	buf_release(&err);
 	jfx_env_stop(&e);
 }
@@ -443,6 +448,11 @@ static void listing_failure_is_returned(void **state)
 	assert_int_equal(janitor_sweep(e.j, NULL, NULL, NULL, &err), ERR_AUTH);
 	jfx_assert_contains(buf_str(&err), "pods is forbidden");
 	jfx_assert_contains(jfx_read_log(&e), "sweep stopped");
+	/* alertbridge-rules.yml's AlertbridgeJanitorSweepFailing counts these. */
+	jfx_assert_contains(jfx_metrics_text(&e),
+			    "alertbridge_janitor_sweeps_total{result=\"failed\"} 1\n");
+	jfx_assert_contains(jfx_metrics_text(&e),
+			    "alertbridge_janitor_sweeps_total{result=\"ok\"} 0\n");
 	buf_release(&err);
 	jfx_env_stop(&e);
 }

@@ -450,6 +450,46 @@ static void conflict_on_take_over_stays_follower(void **state)
 	assert_string_equal(fx->events, "");
 }
 
+/* The gauge the AlertbridgeNoLeader alert sums over the replicas: 0, 1 leading, 0 again. */
+static void is_leader_gauge_follows_leadership(void **state)
+{
+	struct fixture *fx = *state;
+	struct janitor_leader_options o = { 0 };
+	struct metrics *m = metrics_new();
+	struct buf text = BUF_INIT;
+	int64_t t = v_now(fx);
+
+	o.kube = fx->kc;
+	o.namespace = "alertbridge";
+	o.lease_name = "alertbridge";
+	o.identity = "pod-a";
+	o.now_ms = v_now;
+	o.sleep_ms = v_sleep;
+	o.clock_ctx = fx;
+	o.metrics = m;
+	janitor_leader_free(fx->l);
+	fx->l = janitor_leader_new(&o);
+	metrics_render(m, &text);
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 0\n"));
+	fake_http_push(fx->fake, 404, NULL, STATUS_404);
+	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
+	assert_int_equal(step(fx), ERR_OK);
+	buf_reset(&text);
+	metrics_render(m, &text);
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 1\n"));
+	advance(fx, 2 * S);
+	fake_http_push(fx->fake, 409, NULL, STATUS_409);
+	fake_http_push(fx->fake, 200, NULL, lease_answer("9", "pod-b", 15, T0 + S, T0 + S, 1));
+	assert_int_equal(step(fx), ERR_CONFLICT);
+	buf_reset(&text);
+	metrics_render(m, &text);
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 0\n"));
+	janitor_leader_free(fx->l);
+	fx->l = NULL;
+	metrics_free(m);
+	buf_release(&text);
+}
+
 static void leader_steps_down_when_another_holds_it(void **state)
 {
 	struct fixture *fx = *state;
@@ -765,6 +805,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(conflict_on_take_over_stays_follower, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(is_leader_gauge_follows_leadership, setup, teardown),
 		cmocka_unit_test_setup_teardown(leader_steps_down_when_another_holds_it, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(renew_failures_past_deadline_step_down, setup,

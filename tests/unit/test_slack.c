@@ -324,6 +324,20 @@ static void retry_after_is_waited(void **state)
 			 "{\"channel\":\"#gpu\",\"text\":\"hi\",\"unfurl_links\":false}");
 }
 
+/* RFC 9110 10.2.3: Retry-After may be an HTTP-date; T0 + 3 s here. */
+static void retry_after_as_an_http_date_is_waited(void **state)
+{
+	struct fixture *fx = *state;
+
+	fake_http_push(fx->fake, 429, "Retry-After: Tue, 14 Nov 2023 22:13:23 GMT",
+		       "{\"ok\":false,\"error\":\"ratelimited\"}");
+	fake_http_push(fx->fake, 200, NULL, OK_POST);
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->sleeps[0], 3000);
+}
+
 static void rate_limit_gives_up_after_max_attempts(void **state)
 {
 	struct fixture *fx = *state;
@@ -538,6 +552,38 @@ static void lookup_errors_do_not_fall_through(void **state)
 	assert_err(fx, "janitor/notify annotation \"U0ALICE\": conversations.open: "
 		       "malformed answer: no channel.id");
 	assert_int_equal(fake_http_count(fx->fake), 6);
+}
+
+/* ---- rotated secrets (a reload: core/reload.h) ---- */
+
+static void rotated_secret_is_sent_in_the_same_mode(void **state)
+{
+	struct fixture *fx = *state;
+	struct buf url = BUF_INIT;
+
+	slack_set_secret(fx->c, "xoxb-SECRET-rotated", "http://127.0.0.1:1/ignored");
+	fake_http_push(fx->fake, 200, NULL, OK_POST);
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
+	assert_string_equal(fake_request_header(fake_http_request(fx->fake, 0), "authorization"),
+			    "Bearer xoxb-SECRET-rotated");
+	assert_false(slack_webhook_mode(fx->c));
+	slack_set_secret(fx->c, NULL, NULL);  /* nothing given: the current one stays */
+	fx->now += 5000;
+	fake_http_push(fx->fake, 200, NULL, OK_POST);
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
+	assert_string_equal(fake_request_header(fake_http_request(fx->fake, 1), "authorization"),
+			    "Bearer xoxb-SECRET-rotated");
+
+	use_webhook(fx);
+	assert_int_equal(buf_printf(&url, "%s/services/T000/B000/ROTATED", fake_http_url(fx->fake)),
+			 ERR_OK);
+	slack_set_secret(fx->c, "xoxb-ignored", buf_str(&url));
+	fake_http_push(fx->fake, 200, NULL, "ok");
+	assert_int_equal(post(fx, "#ignored", "hello", NULL), ERR_OK);
+	assert_string_equal(fake_http_request(fx->fake, 2)->uri, "/services/T000/B000/ROTATED");
+	assert_null(fake_request_header(fake_http_request(fx->fake, 2), "authorization"));
+	assert_true(slack_webhook_mode(fx->c));
+	buf_release(&url);
 }
 
 /* ---- incoming webhooks ---- */
@@ -853,6 +899,7 @@ int main(void)
 		T(malformed_answers_are_invalid),
 		T(bad_input_makes_no_request),
 		T(retry_after_is_waited),
+		T(retry_after_as_an_http_date_is_waited),
 		T(rate_limit_gives_up_after_max_attempts),
 		T(long_retry_after_fails_fast),
 		T(server_errors_are_retried_with_backoff),
@@ -864,6 +911,7 @@ int main(void)
 		T(unknown_owner_falls_through),
 		T(lookup_errors_do_not_fall_through),
 		T(webhook_posts_text_only),
+		T(rotated_secret_is_sent_in_the_same_mode),
 		T(webhook_error_texts),
 		T(webhook_url_never_in_messages),
 		T(token_never_in_messages),

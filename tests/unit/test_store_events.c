@@ -96,6 +96,40 @@ static void enqueue_next_done_round_trip(void **state)
 	store_close(st);
 }
 
+/* The age of the queue: the oldest pending event's receipt, kept while it waits for retries. */
+static void oldest_pending_is_the_first_received(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k1", "firing"),
+				      sfx_mkev("bridge", "default", "k2", "firing"),
+				      sfx_mkev("janitor", "default", "k3", "firing") };
+	struct store_event got;
+	struct buf msg = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
+	evs[0].received_at_ms = 1700000010000;
+	evs[1].received_at_ms = 1700000020000;
+	evs[2].received_at_ms = 1700000005000;
+	assert_int_equal(store_enqueue(st, evs, 3, &msg), ERR_OK);
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000010000);
+	assert_int_equal(store_oldest_pending_ms(st, "janitor"), 1700000005000);
+	/* A retry keeps the receipt time: the event is as old as when it came. */
+	assert_int_equal(store_event_retry(st, evs[0].id, wall_ms() + 60000, "GitHub down"),
+			 ERR_OK);
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000010000);
+	assert_int_equal(store_event_dead(st, evs[0].id, "invalid"), ERR_OK);
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000020000);
+	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_event_done(st, got.id, NULL, &msg), ERR_OK);
+	store_event_release(&got);
+	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
+	assert_int_equal(store_oldest_pending_ms(st, ""), -1);
+	assert_int_equal(store_oldest_pending_ms(NULL, "bridge"), -1);
+	buf_release(&msg);
+	store_close(st);
+}
+
 static void fifo_within_kind_and_kinds_apart(void **state)
 {
 	struct store *st = sfx_open_ok(":memory:");
@@ -929,6 +963,7 @@ int main(void)
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(enqueue_next_done_round_trip),
+		cmocka_unit_test(oldest_pending_is_the_first_received),
 		cmocka_unit_test(fifo_within_kind_and_kinds_apart),
 		cmocka_unit_test(retry_waits_for_next_attempt),
 		cmocka_unit_test(progress_note_survives_retry),

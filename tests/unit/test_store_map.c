@@ -118,6 +118,32 @@ static void map_put_get_forget_each(void **state)
 	store_close(st);
 }
 
+/* Issues by state: dry-run rows (no issue) are not counted, one storm summary counts once. */
+static void issue_count_by_state(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_issue row;
+
+	(void)state;
+	assert_int_equal(store_issue_count(st, "open"), 0);
+	row = sfx_mkrow("team-a", "k1", 11);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = sfx_mkrow("team-a", "k2", 12);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = sfx_mkrow("team-a", "k3", 12);   /* folded into the same summary issue */
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = sfx_mkrow("team-a", "k4", 0);    /* dry-run: no issue yet */
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	row = sfx_mkrow("team-b", "k5", 13);
+	row.state = (char *)"closed";
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
+	assert_int_equal(store_issue_count(st, "open"), 2);
+	assert_int_equal(store_issue_count(st, "closed"), 1);
+	assert_int_equal(store_issue_count(st, ""), -1);
+	assert_int_equal(store_issue_count(NULL, "open"), -1);
+	store_close(st);
+}
+
 static void map_each_pages_and_allows_reentry(void **state)
 {
 	struct store *st = sfx_open_ok(":memory:");
@@ -206,6 +232,7 @@ int main(void)
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(map_put_get_forget_each),
+		cmocka_unit_test(issue_count_by_state),
 		cmocka_unit_test(map_each_pages_and_allows_reentry),
 		cmocka_unit_test(map_put_rejects_bad_rows),
 		cmocka_unit_test_setup_teardown(done_and_row_commit_together_or_not_at_all, sfx_setup,

@@ -494,8 +494,8 @@ static void unknown_receiver_is_404(void **state)
 			"\"receiver\":\"a\\u0001\\t\"}");
 	/* Not UTF-8 in the query: escaped as U+FFFD. */
 	expect_rejected(f, "?receiver=%FF", body, GOOD_HEADERS, 404,
-			"{\"error\":\"unknown receiver \\\"\\ufffd\\\"\","
-			"\"receiver\":\"\\ufffd\"}");
+			"{\"error\":\"unknown receiver \\\"\\uFFFD\\\"\","
+			"\"receiver\":\"\\uFFFD\"}");
 	/* The payload's name, unescaped (we\."q" -> we."q"), is what is looked up. */
 	expect_rejected(f, NULL, quoted, GOOD_HEADERS, 404,
 			"{\"error\":\"unknown receiver \\\"we.\\\"q\\\"\\\"\","
@@ -1230,6 +1230,90 @@ static void forgotten_key_is_no_repeat(void **state)
 	free(fired);
 }
 
+static void assert_cache_hits(const struct fixture *f, const char *receiver, int n)
+{
+	struct buf out = BUF_INIT, line = BUF_INIT;
+
+	metrics_render(f->metrics, &out);
+	if (n == 0) {
+		assert_lacks(buf_str(&out), "alertbridge_webhook_cache_hits_total{");
+	} else {
+		assert_int_equal(buf_printf(&line, "alertbridge_webhook_cache_hits_total"
+						   "{receiver=\"%s\"} %d\n", receiver, n), ERR_OK);
+		assert_contains(buf_str(&out), buf_str(&line));
+	}
+	buf_release(&line);
+	buf_release(&out);
+}
+
+/*
+ * A body seen before is answered from the cache when the store says its
+ * alerts are all repeats, with the answer and metrics a parse would give;
+ * when they are not (a resolve came between), it goes the whole way and its
+ * new state is queued.  Query parameters are part of what is seen; a body
+ * with a dead letter is never answered from the cache.
+ */
+static void seen_body_is_answered_from_the_cache(void **state)
+{
+	struct fixture *f = *state;
+	char *fired = read_fixture("01_single_firing.json");
+	char *resolved = read_fixture("02_single_resolved.json");
+	char *group = read_fixture("03_group_of_3_firing.json");
+	char *bad = replace(group, "\"container\": \"sidecar\",",
+			    "\"container\": \"sidecar\", \"alertbridge_repo\": \"a/b/c\",");
+	const char *ok3 = "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}";
+	struct store_event ev;
+
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	assert_cache_hits(f, "alert-service", 0);
+	for (int i = 0; i < 3; i++)
+		expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	assert_cache_hits(f, "alert-service", 3);
+	assert_repeated(f, "alert-service", 3);
+	take_event(f, &ev);
+	store_event_release(&ev);
+	assert_no_more_events(f);
+
+	/* Resolved, then the same firing body: not a repeat any more, so queued. */
+	expect_ok(f, NULL, resolved, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	assert_string_equal(ev.status, "resolved");
+	store_event_release(&ev);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	assert_cache_hits(f, "alert-service", 3);
+	take_event(f, &ev);
+	assert_string_equal(ev.status, "firing");
+	store_event_release(&ev);
+	expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);  /* a repeat again, from the cache */
+	assert_cache_hits(f, "alert-service", 4);
+
+	/* Another repository asked for: another request, so the whole way. */
+	expect_ok(f, "?repo=other/repo", fired, OK_ALERT_SERVICE_1);
+	take_event(f, &ev);
+	store_event_release(&ev);
+	assert_cache_hits(f, "alert-service", 4);
+	expect_ok(f, "?repo=other/repo", fired, OK_ALERT_SERVICE_1);
+	assert_cache_hits(f, "alert-service", 5);
+	assert_no_more_events(f);
+
+	/* A group of three: counted as three alerts, answered the same. */
+	expect_ok(f, NULL, group, ok3);
+	expect_ok(f, NULL, group, ok3);
+	assert_cache_hits(f, "alert-service", 6);
+	assert_repeated(f, "alert-service", 3 + 1 + 1 + 3);
+
+	/* With a dead letter: never from the cache (its answer says "invalid"). */
+	for (int i = 0; i < 2; i++)
+		expect_ok(f, "?repo=ok/repo", bad,
+			  "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3,"
+			  "\"invalid\":1}");
+	assert_cache_hits(f, "alert-service", 6);
+	free(bad);
+	free(group);
+	free(resolved);
+	free(fired);
+}
+
 /* Serve a second webhook built from wo on its own server and POST body to it. */
 static void post_to(struct fixture *f, const struct webhook_options *wo, const char *body,
 		    const char *const *headers, struct reply *r)
@@ -1322,6 +1406,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(concurrent_repeats_stored_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(forgotten_key_is_no_repeat, setup, teardown),
 		cmocka_unit_test_setup_teardown(dry_run_row_is_no_repeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(seen_body_is_answered_from_the_cache, setup, teardown),
 		cmocka_unit_test_setup_teardown(open_endpoint_without_auth, setup, teardown),
 		cmocka_unit_test_setup_teardown(payload_limits_apply, setup, teardown),
 	};

@@ -62,13 +62,15 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 	assert_non_null(e->log);
 	log_set_fd(fileno(e->log));
 	snprintf(yaml, sizeof(yaml),
-		 "janitor:\n  enabled: true\n  dry_run: %s\n  max_deletions_per_sweep: 2\n"
+		 "janitor:\n  enabled: true\n  dry_run: %s\n  max_deletions_per_sweep: %u\n"
+		 "  notice_batch_window: %lldms\n"
 		 "  policies:\n"
 		 "    - {alertname: JanitorIdleGPUPod, grace: 24h, notice_lead: 2h, "
 		 "owned: scale-to-zero}\n"
 		 "    - {alertname: JanitorPodPendingTooLong, grace: 6h, notice_lead: 1h}\n"
 		 "  slack: {default_channel: \"#gpu-cluster\", owner_label: owner}\n",
-		 dry_run ? "true" : "false");
+		 dry_run ? "true" : "false", o->max_deletions ? o->max_deletions : 2,
+		 (long long)o->batch_window_ms);
 	if (cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err))
 		fail_msg("cfg_parse: %s", buf_str(&err));
 	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
@@ -90,6 +92,7 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 	so.clock_ctx = e;
 	e->sc = slack_client_new(&so);
 	jo.cfg = e->cfg;
+	jo.reload = o->reload;
 	jo.store = e->st;
 	jo.kube = e->kc;
 	jo.slack = e->sc;

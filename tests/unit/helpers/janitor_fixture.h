@@ -54,6 +54,9 @@ struct env_opts {
 	int64_t kube_timeout_ms; /* real time: 0 means 5000 */
 	int64_t slack_timeout_ms;
 	int slack_attempts;      /* 0 means 1 */
+	struct reload *reload;   /* janitor_options.reload */
+	int64_t batch_window_ms; /* janitor.notice_batch_window (0: 0s) */
+	unsigned max_deletions;  /* janitor.max_deletions_per_sweep; 0 means 2 */
 };
 
 /* The annotations of a pod of a JanitorPodPendingTooLong mark, due, notified at notified. */

@@ -1,0 +1,519 @@
+/*
+ * reload.c - the running configuration as reference-counted generations, and
+ * its reload (SIGHUP, POST /-/reload, the auto-reload poll).  A reload builds
+ * a whole new generation beside the running one and swaps a pointer under a
+ * mutex; workers pick the new one up between two events (reload.h).
+ */
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "reload.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* Largest content of one watched file compared by the auto-reload poll. */
+#define WATCH_MAX_FILE_BYTES (CFG_MAX_FILE_BYTES + 1)
+
+struct gen {
+	struct reload_gen pub;  /* first: a struct reload_gen * is a struct gen * */
+	struct config *cfg;
+	struct auth *auth;
+	int refs;               /* under reload.mu; the current generation holds one */
+};
+
+struct reload {
+	struct reload_options opts;
+	pthread_mutex_t mu;       /* cur and every refs */
+	pthread_mutex_t run_mu;   /* one reload at a time */
+	struct gen *cur;
+	struct gen *first;        /* generation 1: one extra reference until reload_free() */
+	struct metric *m_ok;
+	struct metric *m_ts;
+	/* auto reload */
+	pthread_t watcher;
+	int watching;
+	int64_t interval_ms;
+	struct clock_stop stop;
+	struct buf seen;          /* the watched files' contents at the last look */
+};
+
+static void gen_free(struct reload *r, struct gen *g)
+{
+	if (!g)
+		return;
+	if (r->opts.ext_free)
+		r->opts.ext_free(g->pub.ext);
+	auth_free(g->auth);
+	cfg_free(g->cfg);
+	free(g);
+}
+
+/*
+ * A generation of cfg and ext, with its webhook auth; takes ownership of cfg
+ * and ext on success.  NULL on error (cfg and ext still the caller's).
+ */
+static struct gen *gen_new(struct config *cfg, void *ext, struct buf *errmsg)
+{
+	struct gen *g = xcalloc(1, sizeof(*g));
+
+	if (auth_new(&cfg->webhook, &g->auth, errmsg) != ERR_OK) {
+		free(g);
+		return NULL;
+	}
+	g->cfg = cfg;
+	g->pub.cfg = cfg;
+	g->pub.ext = ext;
+	g->pub.auth = g->auth;
+	g->refs = 1;
+	return g;
+}
+
+static void set_gauges(struct reload *r, int ok)
+{
+	metric_set(r->m_ok, NULL, ok);
+	if (ok)
+		metric_set(r->m_ts, NULL, (double)(clock_wall_ms() / 1000));
+}
+
+enum err reload_new(const struct reload_options *opts, struct config *cfg, void *ext,
+		    struct reload **out, struct buf *errmsg)
+{
+	struct reload *r = xcalloc(1, sizeof(*r));
+
+	*out = NULL;
+	r->opts = *opts;
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_mutex_init(&r->run_mu, NULL);
+	clock_stop_init(&r->stop);
+	buf_init(&r->seen, 0);
+	r->cur = gen_new(cfg, ext, errmsg);
+	if (!r->cur) {
+		reload_free(r);
+		return ERR_INVALID;
+	}
+	r->cur->pub.serial = 1;
+	r->cur->refs++;  /* generation 1 lives until reload_free() */
+	r->first = r->cur;
+	if (opts->metrics) {
+		r->m_ok = metrics_gauge(opts->metrics, "alertbridge_config_last_reload_successful",
+					"Whether the last configuration reload attempt was successful "
+					"(1) or not (0).", NULL);
+		r->m_ts = metrics_gauge(opts->metrics,
+					"alertbridge_config_last_reload_success_timestamp_seconds",
+					"When the configuration was last loaded successfully "
+					"(Unix seconds).", NULL);
+	}
+	set_gauges(r, 1);
+	*out = r;
+	return ERR_OK;
+}
+
+const struct reload_gen *reload_acquire(struct reload *r)
+{
+	struct gen *g;
+
+	if (!r)
+		return NULL;
+	pthread_mutex_lock(&r->mu);
+	g = r->cur;
+	g->refs++;
+	pthread_mutex_unlock(&r->mu);
+	return &g->pub;
+}
+
+/* Drop one reference of g; frees it (outside the lock) when it was the last. */
+static void unref(struct reload *r, struct gen *g)
+{
+	int last;
+
+	pthread_mutex_lock(&r->mu);
+	last = --g->refs == 0;
+	pthread_mutex_unlock(&r->mu);
+	if (last)
+		gen_free(r, g);
+}
+
+void reload_release(struct reload *r, const struct reload_gen *g)
+{
+	if (!r || !g)
+		return;
+	unref(r, (struct gen *)(void *)g);
+}
+
+void reload_watch_stop(struct reload *r)
+{
+	if (!r || !r->watching)
+		return;
+	clock_stop_request(&r->stop);
+	pthread_join(r->watcher, NULL);
+	r->watching = 0;
+}
+
+void reload_free(struct reload *r)
+{
+	if (!r)
+		return;
+	reload_watch_stop(r);
+	if (r->first)
+		unref(r, r->first);
+	if (r->cur)
+		unref(r, r->cur);
+	clock_stop_release(&r->stop);
+	pthread_mutex_destroy(&r->mu);
+	pthread_mutex_destroy(&r->run_mu);
+	if (r->seen.data)
+		memset(r->seen.data, 0, r->seen.len);  /* secret files were read into it */
+	buf_release(&r->seen);
+	free(r);
+}
+
+/* ---- the keys that need a restart ---- */
+
+enum kind { K_STR, K_INT, K_UNSIGNED, K_I64, K_SIZE, K_PRESENT };
+
+struct restart_key {
+	const char *name;
+	enum kind kind;
+	size_t off;
+};
+
+#define KEY(name, kind, member) { name, kind, offsetof(struct config, member) }
+
+/*
+ * What is built once at start: the listener and its TLS, the database and
+ * its retention thread, the logger, the GitHub client (its API, app, budget,
+ * and whether it calls at all), the janitor's clients and election.  K_PRESENT:
+ * a secret whose presence (not its value) picks a mode; its value reloads.
+ */
+static const struct restart_key restart_keys[] = {
+	KEY("listen_address", K_STR, listen_address),
+	KEY("database", K_STR, database),
+	KEY("database_retention", K_I64, database_retention_ms),
+	KEY("log.level", K_INT, log.level),
+	KEY("log.format", K_INT, log.format),
+	KEY("webhook.tls.cert_file", K_STR, webhook.tls.cert_file),
+	KEY("webhook.tls.key_file", K_STR, webhook.tls.key_file),
+	KEY("webhook.tls.client_ca_file", K_STR, webhook.tls.client_ca_file),
+	KEY("webhook.max_body_bytes", K_SIZE, webhook.max_body_bytes),
+	KEY("webhook.max_alerts", K_SIZE, webhook.max_alerts),
+	KEY("webhook.max_connections", K_UNSIGNED, webhook.max_connections),
+	KEY("webhook.read_timeout", K_I64, webhook.read_timeout_ms),
+	KEY("webhook.read_header_timeout", K_I64, webhook.read_header_timeout_ms),
+	KEY("webhook.max_connections_per_ip", K_UNSIGNED, webhook.max_connections_per_ip),
+	KEY("webhook.threads", K_UNSIGNED, webhook.threads),
+	KEY("github.api_url", K_STR, github.api_url),
+	KEY("github.token_file", K_PRESENT, github.token),
+	KEY("github.app.app_id", K_I64, github.app.app_id),
+	KEY("github.app.installation_id", K_I64, github.app.installation_id),
+	KEY("github.app.private_key_file", K_STR, github.app.private_key_file),
+	KEY("github.content_per_minute", K_UNSIGNED, github.content_per_minute),
+	KEY("github.content_per_hour", K_UNSIGNED, github.content_per_hour),
+	KEY("github.timeout", K_I64, github.timeout_ms),
+	KEY("github.body_update_interval", K_I64, github.body_update_interval_ms),
+	KEY("github.dry_run", K_INT, github.dry_run),
+	KEY("janitor.enabled", K_INT, janitor.enabled),
+	KEY("janitor.dry_run", K_INT, janitor.dry_run),
+	KEY("janitor.kubernetes.kubeconfig", K_STR, janitor.kubernetes.kubeconfig),
+	KEY("janitor.kubernetes.context", K_STR, janitor.kubernetes.context),
+	KEY("janitor.slack.api_url", K_STR, janitor.slack.api_url),
+	KEY("janitor.slack.bot_token_file", K_PRESENT, janitor.slack.bot_token),
+	KEY("janitor.slack.webhook_url_file", K_PRESENT, janitor.slack.webhook_url),
+	KEY("janitor.leader_election.enabled", K_INT, janitor.leader_election.enabled),
+	KEY("janitor.leader_election.namespace", K_STR, janitor.leader_election.namespace),
+	KEY("janitor.leader_election.lease_name", K_STR, janitor.leader_election.lease_name),
+	KEY("janitor.leader_election.lease_duration", K_I64,
+	    janitor.leader_election.lease_duration_ms),
+	KEY("janitor.leader_election.identity", K_STR, janitor.leader_election.identity),
+};
+
+static int str_differs(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a != b;
+	return strcmp(a, b) != 0;
+}
+
+/* Compare one key; on a difference log it and copy old's value into cur. */
+static int keep_key(const struct restart_key *k, const struct config *old, struct config *cur)
+{
+	const char *o = (const char *)old + k->off;
+	char *c = (char *)cur + k->off;
+	struct log_line *l;
+	char ov[32] = "", cv[32] = "";
+
+	switch (k->kind) {
+	case K_STR:
+	case K_PRESENT: {
+		const char *os = *(char *const *)(const void *)o;
+		char *cs = *(char **)(void *)c;
+		if (k->kind == K_STR ? !str_differs(os, cs) : !os == !cs)
+			return 0;
+		snprintf(ov, sizeof(ov), "%s", k->kind == K_PRESENT ? (os ? "set" : "unset") : "");
+		snprintf(cv, sizeof(cv), "%s", k->kind == K_PRESENT ? (cs ? "set" : "unset") : "");
+		l = log_begin(LOG_WARN, "config change needs a restart, the running value stays");
+		log_str(l, "key", k->name);
+		log_str(l, "running", k->kind == K_STR ? os : ov);
+		log_str(l, "new", k->kind == K_STR ? cs : cv);
+		log_end(l);
+		/* K_PRESENT: keep the running mode (no secret, or the running one). */
+		if (cs)
+			memset(cs, 0, strlen(cs));
+		free(*(char **)(void *)c);
+		*(char **)(void *)c = xstrdup(os);
+		return 1;
+	}
+	case K_INT:
+		if (*(const int *)(const void *)o == *(int *)(void *)c)
+			return 0;
+		snprintf(ov, sizeof(ov), "%d", *(const int *)(const void *)o);
+		snprintf(cv, sizeof(cv), "%d", *(int *)(void *)c);
+		*(int *)(void *)c = *(const int *)(const void *)o;
+		break;
+	case K_UNSIGNED:
+		if (*(const unsigned *)(const void *)o == *(unsigned *)(void *)c)
+			return 0;
+		snprintf(ov, sizeof(ov), "%u", *(const unsigned *)(const void *)o);
+		snprintf(cv, sizeof(cv), "%u", *(unsigned *)(void *)c);
+		*(unsigned *)(void *)c = *(const unsigned *)(const void *)o;
+		break;
+	case K_I64:
+		if (*(const int64_t *)(const void *)o == *(int64_t *)(void *)c)
+			return 0;
+		snprintf(ov, sizeof(ov), "%lld", (long long)*(const int64_t *)(const void *)o);
+		snprintf(cv, sizeof(cv), "%lld", (long long)*(int64_t *)(void *)c);
+		*(int64_t *)(void *)c = *(const int64_t *)(const void *)o;
+		break;
+	case K_SIZE:
+		if (*(const size_t *)(const void *)o == *(size_t *)(void *)c)
+			return 0;
+		snprintf(ov, sizeof(ov), "%zu", *(const size_t *)(const void *)o);
+		snprintf(cv, sizeof(cv), "%zu", *(size_t *)(void *)c);
+		*(size_t *)(void *)c = *(const size_t *)(const void *)o;
+		break;
+	}
+	l = log_begin(LOG_WARN, "config change needs a restart, the running value stays");
+	log_str(l, "key", k->name);
+	log_str(l, "running", ov);
+	log_str(l, "new", cv);
+	log_end(l);
+	return 1;
+}
+
+int reload_keep_restart_keys(const struct config *old, struct config *cur)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]); i++)
+		n += keep_key(&restart_keys[i], old, cur);
+	return n;
+}
+
+/* ---- reload ---- */
+
+static void log_failure(const char *trigger, const char *file, const char *error)
+{
+	struct log_line *l = log_begin(LOG_ERROR, "config reload failed, the running config stays");
+
+	log_str(l, "trigger", trigger);
+	log_str(l, "config", file);
+	log_str(l, "error", error);
+	log_end(l);
+}
+
+/* Build the new generation and make it current; under run_mu. */
+static enum err swap_in(struct reload *r, const char *trigger, struct buf *errmsg)
+{
+	struct config *cfg = NULL;
+	struct gen *g = NULL, *old;
+	void *ext = NULL;
+	struct log_line *l;
+	enum err rc;
+	int kept;
+
+	rc = cfg_load(r->opts.config_file, &cfg, errmsg);
+	if (rc)
+		return rc;
+	/* r->cur changes only here, under run_mu: reading it needs no other lock. */
+	kept = reload_keep_restart_keys(r->cur->cfg, cfg);
+	if (r->opts.prepare) {
+		rc = r->opts.prepare(r->opts.ctx, cfg, &ext, errmsg);
+		if (rc) {
+			cfg_free(cfg);
+			return rc;
+		}
+	}
+	g = gen_new(cfg, ext, errmsg);
+	if (!g) {
+		if (r->opts.ext_free)
+			r->opts.ext_free(ext);
+		cfg_free(cfg);
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&r->mu);
+	old = r->cur;
+	g->pub.serial = old->pub.serial + 1;
+	r->cur = g;
+	pthread_mutex_unlock(&r->mu);
+	unref(r, old);
+	l = log_begin(LOG_INFO, "config reloaded");
+	log_str(l, "trigger", trigger);
+	log_str(l, "config", r->opts.config_file);
+	log_int(l, "generation", (int64_t)g->pub.serial);
+	log_int(l, "needs_restart", kept);
+	log_end(l);
+	return ERR_OK;
+}
+
+enum err reload_run(struct reload *r, const char *trigger, struct buf *errmsg)
+{
+	struct buf err = BUF_INIT;
+	enum err rc;
+
+	pthread_mutex_lock(&r->run_mu);
+	rc = swap_in(r, trigger, &err);
+	set_gauges(r, rc == ERR_OK);
+	if (rc)
+		log_failure(trigger, r->opts.config_file, buf_str(&err));
+	pthread_mutex_unlock(&r->run_mu);
+	if (rc)
+		buf_setf(errmsg, "%s", buf_str(&err));
+	buf_release(&err);
+	if (r->opts.after)
+		r->opts.after(r->opts.ctx, rc == ERR_OK);
+	return rc;
+}
+
+/* ---- auto reload ---- */
+
+/* Append "<path>\n<length or -1>\n<contents>" of one watched file to out. */
+static void add_file(struct buf *out, const char *path)
+{
+	char chunk[4096];
+	size_t n, total = 0;
+	FILE *f;
+
+	if (!path)
+		return;
+	(void)buf_printf(out, "%s\n", path);
+	f = fopen(path, "rb");
+	if (!f) {
+		(void)buf_adds(out, "-1\n");
+		return;
+	}
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && total < WATCH_MAX_FILE_BYTES) {
+		(void)buf_add(out, chunk, n);
+		total += n;
+	}
+	memset(chunk, 0, sizeof(chunk));
+	fclose(f);
+	(void)buf_printf(out, "\n%zu\n", total);
+}
+
+/* The contents of the config file and the template and secret files cfg names. */
+static void watched_contents(struct reload *r, const struct config *cfg, struct buf *out)
+{
+	add_file(out, r->opts.config_file);
+	add_file(out, cfg->webhook.bearer_token_file);
+	add_file(out, cfg->webhook.basic_auth.password_file);
+	add_file(out, cfg->github.token_file);
+	add_file(out, cfg->janitor.slack.bot_token_file);
+	add_file(out, cfg->janitor.slack.webhook_url_file);
+	for (size_t i = 0; i < cfg->receivers_count; i++) {
+		const struct cfg_templates *t = &cfg->receivers[i].templates;
+		add_file(out, t->title);
+		add_file(out, t->body);
+		add_file(out, t->refire);
+		add_file(out, t->resolve);
+		add_file(out, t->reopen);
+	}
+}
+
+/* One look: reload when the contents changed since the last one. */
+static void watch_once(struct reload *r)
+{
+	const struct reload_gen *g = reload_acquire(r);
+	struct buf now = BUF_INIT, err = BUF_INIT;
+	int changed;
+
+	watched_contents(r, g->cfg, &now);
+	reload_release(r, g);
+	changed = now.len != r->seen.len || memcmp(buf_str(&now), buf_str(&r->seen), now.len);
+	if (r->seen.data)
+		memset(r->seen.data, 0, r->seen.len);
+	buf_release(&r->seen);
+	r->seen = now;
+	if (changed)
+		(void)!reload_run(r, "auto", &err);  /* logged */
+	buf_release(&err);
+}
+
+static void *watcher(void *arg)
+{
+	struct reload *r = arg;
+
+	while (!clock_stop_requested(&r->stop)) {
+		clock_stop_sleep_ms(&r->stop, r->interval_ms);
+		if (!clock_stop_requested(&r->stop))
+			watch_once(r);
+	}
+	return NULL;
+}
+
+enum err reload_watch_start(struct reload *r, int64_t interval_ms, struct buf *errmsg)
+{
+	const struct reload_gen *g;
+
+	if (interval_ms <= 0 || r->watching)
+		return ERR_OK;
+	r->interval_ms = interval_ms;
+	g = reload_acquire(r);
+	watched_contents(r, g->cfg, &r->seen);  /* what runs now is the baseline */
+	reload_release(r, g);
+	if (pthread_create(&r->watcher, NULL, watcher, r)) {
+		buf_setf(errmsg, "cannot start the config auto-reload thread");
+		return ERR_IO;
+	}
+	r->watching = 1;
+	return ERR_OK;
+}
+
+/* ---- POST /-/reload ---- */
+
+void reload_handle(void *ctx, const struct srv_request *req, struct srv_response *res)
+{
+	struct reload *r = ctx;
+	struct buf err = BUF_INIT;
+	const struct reload_gen *g;
+	enum err rc;
+
+	res->content_type = "text/plain; charset=utf-8";
+	if (!r->opts.enable_lifecycle) {
+		res->status = 403;
+		(void)buf_adds(&res->body, "Lifecycle API is not enabled.\n");
+		return;
+	}
+	g = reload_acquire(r);
+	rc = auth_check(g->auth, srv_header(req, "Authorization"), &err);
+	if (rc) {
+		res->status = 401;
+		(void)!srv_response_header(res, "WWW-Authenticate", auth_challenge(g->auth));
+		(void)buf_printf(&res->body, "Unauthorized: %s.\n", buf_str(&err));
+	}
+	reload_release(r, g);
+	if (rc)
+		goto out;
+	if (reload_run(r, "http", &err)) {
+		res->status = 500;
+		(void)buf_printf(&res->body, "failed to reload config: %s\n", buf_str(&err));
+	} else {
+		res->status = 200;
+		(void)buf_adds(&res->body, "Reloaded.\n");
+	}
+out:
+	buf_release(&err);
+}

@@ -1,0 +1,318 @@
+/*
+ * store_digest.c - digests of the janitor's Slack outbox (schema version 8):
+ * one message for several pending notices of one owner, or for several
+ * replies in one thread.  The digest rows and their members' assignment are
+ * written in one transaction before anything is posted, and a delivered
+ * digest marks its members sent in one transaction: a restart neither loses
+ * nor repeats a member.  Part of the store (store.c); shares its connection
+ * and helpers via store_int.h.
+ */
+#include "store_int.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "xalloc.h"
+#include "banned.h"
+
+#define DIGEST_COLS                                                                 \
+	"id, kind, channel, thread_ts, part, parts, text, state, attempts, "        \
+	"next_attempt_at_ms, created_at_ms, sent_at_ms, slack_channel_id, slack_ts, last_error"
+
+void store_notices_free(struct store_notice *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		store_notice_release(&v[i]);
+	free(v);
+}
+
+/* Step rows (a store_sq() statement) into a new array *out of *n notices. */
+static enum err read_notices(struct store *st, sqlite3_stmt *rows, const char *what,
+			     struct store_notice **out, size_t *n, struct buf *errmsg)
+{
+	size_t cap = 0;
+	enum err rc = ERR_OK;
+	int src;
+
+	while ((src = sqlite3_step(rows)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 16;
+			*out = xreallocarray(*out, cap, sizeof(**out));
+		}
+		memset(&(*out)[*n], 0, sizeof(**out));
+		store_read_notice(rows, &(*out)[(*n)++]);
+	}
+	if (src != SQLITE_DONE)
+		rc = store_db_fail(st, what, errmsg);
+	sqlite3_finalize(rows);
+	return rc;
+}
+
+enum err store_notice_batch(struct store *st, const struct store_notice *head, int64_t due_by_ms,
+			    size_t max, struct store_notice **out, size_t *n)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *rows = NULL;
+	enum err rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!st || !head || store_empty(head->kind))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "SELECT " NOTICE_COLS " FROM notices WHERE state = 'pending' AND "
+		      "digest_id IS NULL AND kind = ?1 AND next_attempt_at_ms <= ?2 AND "
+		      "thread_ts IS ?3 AND notify IS ?4 AND owner IS ?5 AND channel IS ?6 "
+		      "ORDER BY id LIMIT ?7", "notice batch", &msg, &rows, "titttti",
+		      head->kind, due_by_ms, head->thread_ts, head->notify, head->owner,
+		      head->channel, (int64_t)max);
+	if (rc == ERR_OK)
+		rc = read_notices(st, rows, "notice batch", out, n, &msg);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc) {
+		store_log_db("notice batch", &msg);
+		store_notices_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_digest_add(struct store *st, struct store_digest *parts, size_t nparts,
+			  const int64_t *members, const size_t *first, struct buf *errmsg)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st || !parts || !nparts || !members || !first) {
+		buf_setf(errmsg, "store: digest: nothing to add");
+		return ERR_INVALID;
+	}
+	for (size_t i = 0; i < nparts; i++)
+		if (store_empty(parts[i].kind) || store_empty(parts[i].text) || !parts[i].channel ||
+		    first[i + 1] <= first[i]) {
+			buf_setf(errmsg, "store: digest part %zu: no kind, text, channel or members",
+				 i + 1);
+			return ERR_INVALID;
+		}
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	for (size_t i = 0; rc == ERR_OK && i < nparts; i++) {
+		struct store_digest *d = &parts[i];
+
+		if (d->created_at_ms <= 0)
+			d->created_at_ms = clock_wall_ms();
+		rc = store_sq(st, "INSERT INTO digests (kind, channel, thread_ts, part, parts, text, "
+			      "created_at_ms, next_attempt_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
+			      "?8)", "add digest", &msg, NULL, "tttiitii", d->kind, d->channel,
+			      d->thread_ts, (int64_t)d->part, (int64_t)d->parts, d->text,
+			      d->created_at_ms, d->next_attempt_at_ms);
+		if (rc)
+			break;
+		d->id = sqlite3_last_insert_rowid(st->db);
+		for (size_t m = first[i]; rc == ERR_OK && m < first[i + 1]; m++) {
+			rc = store_sq(st, "UPDATE notices SET digest_id = ?1, channel = ?2 WHERE "
+				      "id = ?3 AND state = 'pending' AND digest_id IS NULL",
+				      "digest member", &msg, NULL, "iti", d->id, d->channel,
+				      members[m]);
+			if (rc == ERR_OK && sqlite3_changes(st->db) != 1) {
+				buf_setf(&msg, "notice %lld is not pending or in a digest already",
+					 (long long)members[m]);
+				rc = ERR_CONFLICT;
+			}
+		}
+	}
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc) {
+		for (size_t i = 0; i < nparts; i++)
+			parts[i].id = 0;
+		buf_setf(errmsg, "%s", buf_str(&msg));
+		if (rc == ERR_DB)
+			store_log_db("add digest", &msg);
+	}
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest *out)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	enum err rc;
+	int src;
+
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "SELECT " DIGEST_COLS " FROM digests WHERE state = 'pending' AND "
+		      "next_attempt_at_ms <= ?1 ORDER BY id LIMIT 1", "next digest", &msg, &s, "i",
+		      now_ms);
+	if (rc == ERR_OK) {
+		src = sqlite3_step(s);
+		if (src == SQLITE_ROW) {
+			out->id = sqlite3_column_int64(s, 0);
+			out->kind = store_col_str(s, 1);
+			out->channel = store_col_str(s, 2);
+			out->thread_ts = store_col_str(s, 3);
+			out->part = sqlite3_column_int(s, 4);
+			out->parts = sqlite3_column_int(s, 5);
+			out->text = store_col_str(s, 6);
+			out->state = store_col_str(s, 7);
+			out->attempts = sqlite3_column_int(s, 8);
+			out->next_attempt_at_ms = sqlite3_column_int64(s, 9);
+			out->created_at_ms = sqlite3_column_int64(s, 10);
+			out->sent_at_ms = sqlite3_column_int64(s, 11);
+			out->slack_channel_id = store_col_str(s, 12);
+			out->slack_ts = store_col_str(s, 13);
+			out->last_error = store_col_str(s, 14);
+		} else if (src == SQLITE_DONE) {
+			rc = ERR_NOTFOUND;
+		} else {
+			rc = store_db_fail(st, "next digest", &msg);
+		}
+		sqlite3_finalize(s);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db("next digest", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+/*
+ * Run sql1 (the digest id) then sql2 (its members) in one transaction, both
+ * bound to ?1 id, ?2 i2, ?3 t3, ?4 t4 as types says: each names all four
+ * (store_sq() binds every one), an unused one as "?2 = ?2".
+ */
+static enum err digest_update(struct store *st, const char *what, const char *sql1,
+			      const char *sql2, const char *types, int64_t id, int64_t i2,
+			      const char *t3, const char *t4)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	if (rc == ERR_OK)
+		rc = store_sq(st, sql1, what, &msg, NULL, types, id, i2, t3, t4);
+	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
+		rc = ERR_NOTFOUND;
+	if (rc == ERR_OK && sql2)
+		rc = store_sq(st, sql2, what, &msg, NULL, types, id, i2, t3, t4);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_DB)
+		store_log_db(what, &msg);
+	buf_release(&msg);
+	return rc;
+}
+
+enum err store_digest_sent(struct store *st, int64_t id, int64_t sent_at_ms,
+			   const char *slack_channel_id, const char *slack_ts)
+{
+	return digest_update(st, "digest sent",
+			     "UPDATE digests SET state = 'sent', sent_at_ms = ?2, "
+			     "slack_channel_id = ?3, slack_ts = ?4 WHERE id = ?1 AND state = 'pending'",
+			     "UPDATE notices SET state = 'sent', sent_at_ms = ?2, "
+			     "slack_channel_id = ?3, slack_ts = ?4 WHERE digest_id = ?1 AND "
+			     "state = 'pending'", "iitt", id, sent_at_ms, slack_channel_id, slack_ts);
+}
+
+enum err store_digest_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *channel,
+			    const char *error)
+{
+	return digest_update(st, "retry digest",
+			     "UPDATE digests SET attempts = attempts + 1, next_attempt_at_ms = ?2, "
+			     "channel = coalesce(?3, channel), last_error = ?4 WHERE id = ?1 AND "
+			     "state = 'pending'",
+			     "UPDATE notices SET channel = coalesce(?3, channel), last_error = ?4 "
+			     "WHERE digest_id = ?1 AND state = 'pending' AND ?2 = ?2",
+			     "iitt", id, next_at_ms, channel, error);
+}
+
+enum err store_digest_dead(struct store *st, int64_t id, const char *reason)
+{
+	return digest_update(st, "digest dead",
+			     "UPDATE digests SET state = 'dead', attempts = attempts + 1, "
+			     "last_error = ?3 WHERE id = ?1 AND state = 'pending' AND ?2 = ?2 AND ?4 IS NULL",
+			     "UPDATE notices SET state = 'dead', last_error = ?3 WHERE "
+			     "digest_id = ?1 AND state = 'pending' AND ?2 = ?2 AND ?4 IS NULL",
+			     "iitt", id, (int64_t)0, reason, (const char *)NULL);
+}
+
+enum err store_digest_members(struct store *st, int64_t id, struct store_notice **out, size_t *n)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *rows = NULL;
+	enum err rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "SELECT " NOTICE_COLS " FROM notices WHERE digest_id = ?1 ORDER BY id",
+		      "digest members", &msg, &rows, "i", id);
+	if (rc == ERR_OK)
+		rc = read_notices(st, rows, "digest members", out, n, &msg);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc) {
+		store_log_db("digest members", &msg);
+		store_notices_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	buf_release(&msg);
+	return rc;
+}
+
+int64_t store_digest_pending_count(struct store *st)
+{
+	struct buf msg = BUF_INIT;
+	sqlite3_stmt *s = NULL;
+	int64_t n = -1;
+
+	if (!st)
+		return -1;
+	pthread_mutex_lock(&st->db_mu);
+	if (store_sq(st, "SELECT count(*) FROM digests WHERE state = 'pending'", "pending digests",
+		     &msg, &s, "") == ERR_OK) {
+		if (sqlite3_step(s) == SQLITE_ROW)
+			n = sqlite3_column_int64(s, 0);
+		sqlite3_finalize(s);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	if (n < 0)
+		store_log_db("pending digests", &msg);
+	buf_release(&msg);
+	return n;
+}
+
+void store_digest_release(struct store_digest *d)
+{
+	if (!d)
+		return;
+	free(d->kind);
+	free(d->channel);
+	free(d->thread_ts);
+	free(d->text);
+	free(d->state);
+	free(d->slack_channel_id);
+	free(d->slack_ts);
+	free(d->last_error);
+	memset(d, 0, sizeof(*d));
+}
