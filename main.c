@@ -19,6 +19,7 @@
 #include "bridge/webhook.h"
 #include "core/auth.h"
 #include "core/config.h"
+#include "core/clock.h"
 #include "core/duration.h"
 #include "core/http_client.h"
 #include "core/http_server.h"
@@ -744,11 +745,12 @@ static int cmd_check_config(const struct flags *f)
 			buf_str(&err));
 		goto out;
 	}
+	(void)render_sample_repos(cfg, r, clock_wall_ms(), &err);  /* what each route files into */
 	cfg_dump(cfg, &dump);
-	printf("SUCCESS: %s is valid (%zu receivers, janitor %s, github %s)\n\n%s", path,
+	printf("SUCCESS: %s is valid (%zu receivers, janitor %s, github %s)\n\n%s\n%s", path,
 	       cfg->receivers_count, cfg->janitor.enabled ? "enabled" : "disabled",
 	       cfg->github.dry_run || (!cfg->github.token && !cfg->github.app.app_id &&
-				       !cfg->github.credentials_count) ? "dry-run" : "live",
+				       !cfg->github.credentials_count) ? "dry-run" : "live", buf_str(&err),
 	       buf_str(&dump));
 	rc = 0;
 out:

@@ -244,7 +244,42 @@ static int parse_progress(const char *note, enum issue_action *action, int *step
 	return 0;
 }
 
-/* The row takes the issue as GitHub has it: where it lives, number, state. */
+void bridge_row_take_etag(struct store_issue *row, const struct gh_issue *gi)
+{
+	json_t *names = NULL;
+
+	free(row->etag);
+	free(row->labels);
+	row->etag = gi->etag ? xstrdup(gi->etag) : NULL;
+	row->labels = NULL;
+	if (!gi->etag || !gi->labels)
+		return;
+	names = json_array();
+	for (char **l = gi->labels; *l; l++)
+		json_array_append_new(names, json_string(*l));
+	row->labels = json_dumps(names, JSON_COMPACT);
+	json_decref(names);
+}
+
+/* The labels a row stored with its ETag (bridge_row_take_etag()), or NULL. */
+static char **row_labels(const struct store_issue *row)
+{
+	json_t *names = row->labels ? json_loads(row->labels, 0, NULL) : NULL;
+	char **out = NULL;
+	size_t i, n = 0;
+	json_t *v;
+
+	if (json_is_array(names)) {
+		out = xcalloc(json_array_size(names) + 1, sizeof(*out));
+		json_array_foreach(names, i, v)
+			if (json_is_string(v))
+				out[n++] = xstrdup(json_string_value(v));
+	}
+	json_decref(names);
+	return out;
+}
+
+/* The row takes the issue as GitHub has it: where it lives, number, state, ETag. */
 static void take_issue(struct store_issue *row, const struct gh_issue *gi)
 {
 	if (gi->repo && (!row->repo || strcmp(gi->repo, row->repo))) {
@@ -257,13 +292,27 @@ static void take_issue(struct store_issue *row, const struct gh_issue *gi)
 	free(row->state_reason);
 	row->state_reason = xstrdup(gi->state_reason);
 	row->closed_at_ms = gi->closed_at_ms;
+	bridge_row_take_etag(row, gi);
 }
 
-/* Fresh state of the mapped issue from GitHub; follows transfers. */
+/*
+ * Fresh state of the mapped issue from GitHub; follows transfers.  A
+ * conditional read: with the ETag the row stored, an unchanged issue answers
+ * 304 (no rate-limit unit) and the row, which holds what GitHub had with
+ * that ETag, stands for it.
+ */
 static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	struct gh_issue gi = { 0 };
-	enum err rc = gh_issue_get(b->gh, w->row.repo, w->row.number, &gi, errmsg);
+	int not_modified = 0;
+	enum err rc = gh_issue_get_if_changed(b->gh, w->row.repo, w->row.number, w->row.etag,
+					      &not_modified, &gi, errmsg);
+
+	if (rc == ERR_OK && not_modified) {
+		gh_issue_release(&w->fresh);
+		w->fresh.labels = row_labels(&w->row);
+		return ERR_OK;
+	}
 
 	if (rc == ERR_NOTFOUND || rc == ERR_GONE) {
 		struct log_line *l = log_begin(LOG_WARN, "mapped issue is gone, a new one will be made");
@@ -435,6 +484,11 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	}
 	w.now_ms = bridge_now_ms(b);
 	w.repo = row->repo;
+	{  /* the route of the group's first alert, as at its create */
+		json_t *doc = json_loads(gs->payload, 0, NULL);
+		w.route = bridge_route_of(w.rcv, doc);
+		json_decref(doc);
+	}
 	w.row = *row;  /* borrowed, read only */
 	w.have_row = 1;
 	w.action = ISSUE_NOTHING;
@@ -444,7 +498,8 @@ static enum err group_body(void *ctx, const struct store_group *gs, const struct
 	w.grp = &ge;
 	rc = bridge_build_view(b, &w, &view, errmsg);
 	if (!rc)
-		rc = render_text(b->opts.render, w.rcv->name, RENDER_BODY, view, &raw, errmsg);
+		rc = render_text(b->opts.render, w.rcv->name, w.route, RENDER_BODY, view, &raw,
+				 errmsg);
 	if (!rc) {
 		bridge_group_body_marker(row, &markers);
 		(void)buf_adds(&markers, "\n");
@@ -595,6 +650,26 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
 /* ---- rebuilding the map from GitHub (bridge/rebuild.h) ---- */
 
 /*
+ * The receiver's fixed labels (no template, no empty "name:" value; GitHub
+ * cannot filter by a comma inside one), comma-separated, for the rebuild's
+ * labels= filter; "" when it has none.  Not with routes: their issues may
+ * carry other labels.
+ */
+static void fixed_labels(const struct cfg_receiver *rcv, struct buf *out)
+{
+	for (size_t i = 0; !rcv->routes_count && i < rcv->labels.count; i++) {
+		const char *l = rcv->labels.items[i];
+		size_t n = strlen(l);
+
+		if (!n || strstr(l, "{{") || strchr(l, ',') || l[n - 1] == ':')
+			continue;
+		if (out->len)
+			(void)buf_addch(out, ',');
+		(void)buf_adds(out, l);
+	}
+}
+
+/*
  * Before the first event of (receiver, repo) after the database was created,
  * rebuild the map rows of that repository from the issues' markers, so a lost
  * database never leads to a second issue for an alert (or to a resolve that
@@ -604,6 +679,8 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
 static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
 {
 	int64_t imported = 0;
+	struct buf labels = BUF_INIT;
+	int pages = 0;
 	enum err rc;
 
 	if (gh_dry_run(b->gh) || issue_repo_valid(w->repo, NULL) != ERR_OK)
@@ -614,8 +691,10 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 			buf_setf(errmsg, "cannot read the scans of %s", w->repo);
 		return rc;
 	}
-	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo,
-			  w->rcv->reopen_window_ms, bridge_now_ms(b), &imported, errmsg);
+	fixed_labels(w->rcv, &labels);
+	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo, buf_str(&labels),
+			  w->rcv->reopen_window_ms, bridge_now_ms(b), &imported, &pages, errmsg);
+	buf_release(&labels);
 	if (!rc)
 		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, bridge_now_ms(b));
 	{
@@ -627,6 +706,7 @@ static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 		log_str(l, "receiver", w->ev.receiver);
 		log_str(l, "repo", w->repo);
 		log_int(l, "rows", imported);
+		log_int(l, "pages", pages);
 		if (rc)
 			log_str(l, "detail", buf_str(errmsg));
 		log_end(l);
@@ -659,12 +739,33 @@ enum err bridge_retry_dead(struct bridge *b, int64_t *n)
 	return repos_retry_dead(b->repos, n);
 }
 
+/*
+ * The repository of w's map row, into w->repo: for an alert whose route's
+ * repo renders to no valid name but that has its issue (the map wins).
+ * ERR_NOTFOUND when it has none.
+ */
+static enum err map_repo(struct bridge *b, struct work *w)
+{
+	struct store_issue row = { 0 };
+	enum err rc = store_issue_get(b->opts.store, w->ev.receiver, w->ev.key, &row);
+
+	if (rc == ERR_OK && row.repo && row.number > 0) {
+		buf_reset(&w->repo_buf);
+		(void)buf_adds(&w->repo_buf, row.repo);
+		w->repo = buf_str(&w->repo_buf);
+	} else {
+		rc = ERR_NOTFOUND;
+	}
+	store_issue_release(&row);
+	return rc;
+}
+
 static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
-	json_t *repo;
 	enum err rc;
 
+	w->route = -1;
 	w->rcv = cfg_receiver_find(b->opts.cfg, w->ev.receiver);
 	if (!w->rcv) {
 		buf_setf(&errmsg, "receiver \"%s\" is no longer configured", w->ev.receiver);
@@ -672,8 +773,12 @@ static void handle(struct bridge *b, struct work *w)
 		goto out;
 	}
 	w->payload_doc = json_loads(w->ev.payload, 0, NULL);
-	repo = json_object_get(w->payload_doc, "repo");
-	w->repo = json_is_string(repo) ? json_string_value(repo) : w->rcv->repo;
+	rc = bridge_route(b, w, &errmsg);
+	if (rc && map_repo(b, w) != ERR_OK) {  /* an alert with an issue keeps it (the map wins) */
+		fail(b, w, ERR_INVALID, buf_str(&errmsg));
+		goto out;
+	}
+	buf_reset(&errmsg);
 	if (repos_dead_if_known(b->repos, &w->ev, w->repo, bridge_now_ms(b))) {
 		count_repo_dead(b, w);
 		goto out;
@@ -843,6 +948,7 @@ int bridge_step(struct bridge *b)
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
 	gh_issue_release(&w.fresh);
+	buf_release(&w.repo_buf);
 	json_decref(w.payload_doc);
 	group_event_release(w.grp);
 	free(w.grp);

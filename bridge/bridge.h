@@ -18,6 +18,17 @@
  * call, except those re-queued by a person (store_dead_requeue()), which ask
  * GitHub again.
  *
+ * Routing: an event takes the first of its receiver's routes whose matchers
+ * match its alert's labels (cfg_route_select(); a group's: its first
+ * alert's), whose repo, labels, assignees and templates then apply; its
+ * repository is the one the alert names (alertbridge_repo, ?repo=), else
+ * the route's repo template rendered over the alert's view.  One that
+ * renders to no valid name dead-letters the event with the rendered value
+ * in the reason, unless its alert has an issue: the map row's repository
+ * wins over the routes, for every event of an alert that has its issue.
+ * Before acting on a mapped issue it is read conditionally (If-None-Match
+ * with the ETag the row kept): a 304 is answered from the row.
+ *
  * No second issue, no second comment:
  *   - every issue body ends with the receiver's key marker
  *     "<!-- alertbridge:receiver=R --> <!-- alertbridge:key=K -->"
@@ -41,8 +52,11 @@
  *     call), so nothing is ever sent for issue 0;
  *   - lost database: before the first event of a (receiver, repo) after the
  *     database was created, the map is rebuilt from GitHub by listing the
- *     repository's issues page by page (gh_issue_list: state=all,
- *     per_page=100; never search, which lags behind writes): bridge/rebuild.h.
+ *     repository's issues that can carry a marker page by page
+ *     (gh_issue_list_filtered: state=all, per_page=100, creator= the
+ *     credentials' login, else labels= the receiver's fixed labels; never
+ *     search, which lags behind writes; the log says the pages read):
+ *     bridge/rebuild.h.
  *     Each issue whose marker names the receiver gives the row of
  *     (receiver, K) unless one exists: number, repo, state, state_reason,
  *     closed_at as GitHub has them, the newest issue of a key winning (an

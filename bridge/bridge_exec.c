@@ -14,6 +14,7 @@
 
 #include "bridge/view.h"
 #include "core/log.h"
+#include "core/matchers.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
@@ -113,13 +114,65 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
 	return rc;
 }
 
+/* The alert's value of label name (ctx: its event document), NULL when it lacks it. */
+static const char *label_of(void *ctx, const char *name)
+{
+	json_t *v = json_object_get(json_object_get(ctx, "labels"), name);
+
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+int bridge_route_of(const struct cfg_receiver *rcv, const json_t *doc)
+{
+	return cfg_route_select(rcv, label_of, (void *)doc);
+}
+
+enum err bridge_route(struct bridge *b, struct work *w, struct buf *errmsg)
+{
+	json_t *given = json_object_get(w->payload_doc, "repo");
+	const char *tmpl;
+	struct buf why = BUF_INIT;
+	json_t *view = NULL;
+	enum err rc;
+
+	w->route = bridge_route_of(w->rcv, w->payload_doc);
+	if (json_is_string(given)) {  /* alertbridge_repo or ?repo=: the alert's own */
+		w->repo = json_string_value(given);
+		return ERR_OK;
+	}
+	tmpl = w->route >= 0 ? w->rcv->routes[w->route].repo : w->rcv->repo;
+	if (!strstr(tmpl, "{{")) {  /* a literal, checked when the config was loaded */
+		w->repo = tmpl;
+		return ERR_OK;
+	}
+	w->repo = NULL;
+	buf_reset(&w->repo_buf);
+	rc = bridge_build_view(b, w, &view, errmsg);
+	if (!rc)
+		rc = render_repo(b->opts.render, w->rcv->name, w->route, view, &w->repo_buf, errmsg);
+	json_decref(view);
+	if (!rc && issue_repo_valid(buf_str(&w->repo_buf), &why) != ERR_OK) {
+		buf_setf(errmsg, "repo \"%s\" rendered to \"%s\": %s", tmpl,
+			 buf_str(&w->repo_buf), buf_str(&why));
+		rc = ERR_INVALID;
+	} else if (rc) {
+		buf_printf(errmsg, " (repo \"%s\")", tmpl);
+		rc = ERR_INVALID;
+	} else {
+		w->repo = buf_str(&w->repo_buf);
+	}
+	buf_release(&why);
+	return rc;
+}
+
 /* Render a comment of kind which with its marker, cut to GitHub's limit. */
 static enum err comment_text(struct bridge *b, struct work *w, const json_t *view,
 			     enum render_text which, const char *marker, struct buf *out,
 			     struct buf *errmsg)
 {
 	struct buf raw = BUF_INIT;
-	enum err rc = render_text(b->opts.render, w->rcv->name, which, view, &raw, errmsg);
+	enum err rc = render_text(b->opts.render, w->rcv->name, w->route, which, view, &raw,
+				  errmsg);
 
 	if (!rc)
 		issue_body_fit(buf_str(&raw), marker, out);
@@ -206,13 +259,17 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	struct gh_issue gi = { 0 };
 	enum err rc;
 
-	rc = render_text(b->opts.render, w->rcv->name, RENDER_TITLE, view, &raw_title, errmsg);
+	rc = render_text(b->opts.render, w->rcv->name, w->route, RENDER_TITLE, view, &raw_title,
+			 errmsg);
 	if (!rc)
-		rc = render_text(b->opts.render, w->rcv->name, RENDER_BODY, view, &raw_body, errmsg);
+		rc = render_text(b->opts.render, w->rcv->name, w->route, RENDER_BODY, view,
+				 &raw_body, errmsg);
 	if (!rc)
-		rc = render_list(b->opts.render, w->rcv->name, 0, view, &labels, errmsg);
+		rc = render_list(b->opts.render, w->rcv->name, w->route, 0, view, &labels,
+				 errmsg);
 	if (!rc)
-		rc = render_list(b->opts.render, w->rcv->name, 1, view, &assignees, errmsg);
+		rc = render_list(b->opts.render, w->rcv->name, w->route, 1, view, &assignees,
+				 errmsg);
 	if (rc) {
 		rc = ERR_INVALID;  /* a template that fails on this alert will fail again */
 		goto out;
@@ -245,6 +302,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	w->row.repo = xstrdup(gi.repo ? gi.repo : w->repo);
 	w->row.number = gi.number;
 	set_shown(&w->row, view, buf_str(&title));
+	bridge_row_take_etag(&w->row, &gi);
 	{
 		struct log_line *l = log_begin(LOG_INFO, "issue created");
 		log_str(l, "receiver", w->ev.receiver);
@@ -386,7 +444,8 @@ static enum err add_new_labels(struct bridge *b, struct work *w, const json_t *v
 
 	if (!w->fresh.labels)
 		return ERR_OK;
-	if (render_list(b->opts.render, w->rcv->name, 0, view, &want, errmsg) == ERR_OK) {
+	if (render_list(b->opts.render, w->rcv->name, w->route, 0, view, &want, errmsg) ==
+	    ERR_OK) {
 		while (want[n])
 			n++;
 		missing = xcalloc(n + 1, sizeof(*missing));
@@ -425,6 +484,9 @@ static enum err do_state(struct bridge *b, struct work *w, const char *state, co
 	struct gh_issue gi = { 0 };
 	enum err rc = gh_issue_set_state(b->gh, w->row.repo, w->row.number, state, reason, &gi,
 					 errmsg);
+
+	if (!rc)  /* the answer is the issue after the change: its ETag fits the row then */
+		bridge_row_take_etag(&w->row, &gi);
 	gh_issue_release(&gi);
 	return rc;
 }

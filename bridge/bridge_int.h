@@ -60,7 +60,9 @@ struct bridge {
 struct work {
 	struct store_event ev;
 	const struct cfg_receiver *rcv;
-	const char *repo;         /* points into payload_doc or the config */
+	const char *repo;         /* points into payload_doc, or repo_buf (rendered) */
+	struct buf repo_buf;      /* the repo rendered for this alert (bridge_route()) */
+	int route;                /* the receiver's route the alert took; -1: none (its own) */
 	json_t *payload_doc;
 	struct store_issue row;
 	int have_row;
@@ -87,6 +89,24 @@ void bridge_episode_marker(int64_t starts_at_ms, struct buf *out);
  * applied to a closed issue, without a comment (bridge/rebuild.h).
  */
 void bridge_group_body_marker(const struct store_issue *row, struct buf *out);
+/*
+ * The row keeps gi's ETag (NULL: none) and, with it, gi's labels as a JSON
+ * array, so that a later conditional read answered 304 is answered from the
+ * row (refresh() in bridge.c).  For every answer that carries the issue.
+ */
+void bridge_row_take_etag(struct store_issue *row, const struct gh_issue *gi);
+/*
+ * The route w's alert takes (w->route, by the labels of w->payload_doc; an
+ * issue_per: group event's are its first alert's) and the repository it is
+ * filed in (w->repo): the payload's "repo" (the alertbridge_repo label or
+ * ?repo=, set at intake), else the route's (or receiver's) repo template
+ * rendered over the alert's view, as titles are.  ERR_INVALID when what it
+ * renders to is no "owner/name" GitHub accepts, errmsg naming the rendered
+ * value.
+ */
+enum err bridge_route(struct bridge *b, struct work *w, struct buf *errmsg);
+/* The route of rcv an event document's alert takes (cfg_route_select()), -1: none. */
+int bridge_route_of(const struct cfg_receiver *rcv, const json_t *doc);
 /* The view of w for the templates in *view (json_decref() it); an error with errmsg. */
 enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg);
 /* Make the calls w->action needs from w->step on, noting progress; ERR_INVALID: no view. */

@@ -142,6 +142,7 @@ void gh_client_free(struct gh_client *c)
 	pthread_mutex_destroy(&c->mu);
 	free(c->api_url);
 	free(c->ua_header);
+	free(c->login);
 	free(c);
 }
 
@@ -162,6 +163,7 @@ void gh_issue_release(struct gh_issue *is)
 	for (char **l = is->labels; l && *l; l++)
 		free(*l);
 	free(is->labels);
+	free(is->etag);
 	memset(is, 0, sizeof(*is));
 }
 
@@ -456,7 +458,7 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 		*rc = hrc;
 		return FAILED;
 	}
-	if (status >= 200 && status < 300) {
+	if ((status >= 200 && status < 300) || (status == 304 && k->if_none_match)) {
 		c->stats.requests_ok++;
 		return DONE;
 	}
@@ -543,12 +545,13 @@ enum err gh_resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t
 enum err gh_call(struct gh_client *c, const struct call *k, struct http_response *res,
 		 struct gh_issue *found, struct buf *errmsg)
 {
-	const char *headers[7];
+	const char *headers[8];
 	struct http_request req = HTTP_REQUEST_INIT;
 	struct gh_cred *cred = NULL;
 	const char *auth = c->next_auth;
 	int renewed = 0;
 	struct buf auth_copy = BUF_INIT; /* a call inside this one may renew (free) the token */
+	struct buf cond = BUF_INIT;
 	struct buf url = BUF_INIT;
 	struct buf local_err = BUF_INIT;
 	enum err rc = ERR_OK;
@@ -574,6 +577,10 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	headers[n++] = c->ua_header;
 	if (k->body)
 		headers[n++] = "Content-Type: application/json";
+	if (k->if_none_match) {
+		(void)buf_printf(&cond, "If-None-Match: %s", k->if_none_match);
+		headers[n++] = buf_str(&cond);
+	}
 	headers[n] = NULL;
 	if (k->url)
 		(void)buf_adds(&url, k->url);
@@ -669,5 +676,6 @@ out:
 	buf_release(&auth_copy);
 	buf_release(&local_err);
 	buf_release(&url);
+	buf_release(&cond);
 	return rc;
 }

@@ -96,6 +96,8 @@ struct gh_issue {
 	int64_t comments;      /* number of comments GitHub counted */
 	char *body;            /* set by gh_issue_list() and gh_issue_find_marker(); else NULL */
 	char **labels;         /* label names, NULL-terminated; NULL when GitHub sent none */
+	char *etag;            /* the ETag header of the answer that carried the issue (a GET, a
+	                          create, a state change), e.g. W/"1f2e..."; NULL when none */
 };
 
 /*
@@ -252,6 +254,32 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		      struct gh_issue *out, struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * gh_issue_get() made conditional ("Conditional requests" of GitHub's REST
+ * best practices): with etag (an ETag an earlier answer gave, e.g.
+ * W/"1f2e..."; NULL or "": an unconditional GET) it sends If-None-Match:
+ * etag.  GitHub answers 304 Not Modified when the issue is unchanged, and a
+ * 304 does not count against the primary rate limit: then *not_modified = 1
+ * and out holds nothing (the caller keeps what it had).  Else *not_modified
+ * = 0 and out is the issue with its new etag.  Errors as gh_issue_get().
+ */
+enum err gh_issue_get_if_changed(struct gh_client *c, const char *repo, int64_t number,
+				 const char *etag, int *not_modified, struct gh_issue *out,
+				 struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * The login the credentials act as, for the issues list's creator= filter
+ * (bridge/rebuild.h): GitHub REST "Get the authenticated user", GET /user,
+ * read once and cached for the client's life (a failure is not cached).
+ * *login lives as long as c.  A GitHub App's installation token cannot read
+ * /user (403): its issues are created by "<app-slug>[bot]", which the App
+ * authentication sets with gh_set_login() (hook for github.app).  Dry-run:
+ * no call, ERR_NOTFOUND.  Errors as every call.
+ */
+enum err gh_login(struct gh_client *c, const char **login, struct buf *errmsg) WARN_UNUSED;
+/* Set the cached login (copied), e.g. "my-app[bot]" for a GitHub App; NULL forgets it. */
+void gh_set_login(struct gh_client *c, const char *login);
+
+/*
  * GitHub REST "Get a repository": GET /repos/{owner}/{repo}.  ERR_OK when
  * it exists and the token can see it; ERR_NOTFOUND when GitHub answers 404,
  * which means it does not exist or the token has no access (GitHub does not
@@ -338,6 +366,23 @@ enum err gh_issue_set_body(struct gh_client *c, const char *repo, int64_t number
 enum err gh_issue_list(struct gh_client *c, const char *repo,
 		       int (*fn)(void *ctx, const struct gh_issue *issue), void *ctx,
 		       struct buf *errmsg) WARN_UNUSED;
+
+/* Filters of the issues list, as GitHub's query parameters; NULL or "": not sent. */
+struct gh_list_filter {
+	const char *creator;  /* creator=LOGIN: only issues that login opened */
+	const char *labels;   /* labels=a,b: only issues carrying every label named */
+};
+
+/*
+ * gh_issue_list() with filter (may be NULL) added to the query, values
+ * percent-encoded: GET /repos/{owner}/{repo}/issues?state=all&sort=created&
+ * direction=asc&per_page=100[&creator=..][&labels=..].  *pages (may be NULL)
+ * is set to the pages read (answers received), also on error.
+ */
+enum err gh_issue_list_filtered(struct gh_client *c, const char *repo,
+				const struct gh_list_filter *filter,
+				int (*fn)(void *ctx, const struct gh_issue *issue), void *ctx,
+				int *pages, struct buf *errmsg) WARN_UNUSED;
 
 /*
  * The comments of an issue, oldest first: GET /repos/{owner}/{repo}/issues/

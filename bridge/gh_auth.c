@@ -202,7 +202,7 @@ static enum err app_call(struct gh_client *c, const char *method, const char *pa
 {
 	struct http_response res;
 	struct buf auth = BUF_INIT;
-	struct call k = { method, path, NULL, NULL, 0, NULL, NULL, 0 };
+	struct call k = { method, path, NULL, NULL, 0, NULL, NULL, 0, NULL };
 	enum err rc;
 
 	http_response_init(&res);

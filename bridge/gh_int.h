@@ -84,6 +84,7 @@ struct gh_client {
 				    * JWT) instead of the credential's; that call clears it */
 	uint64_t rng;
 	struct gh_stats stats;
+	char *login;               /* gh_login()'s cache, or NULL */
 };
 
 /* One API call as gh_call() performs it. */
@@ -96,6 +97,7 @@ struct call {
 	const char *repo;     /* for an ambiguous create: where to look for the marker */
 	const char *marker;   /* non-NULL for creates and marked comments */
 	int64_t number;       /* a marked comment: its issue; 0 for an issue create */
+	const char *if_none_match; /* a conditional GET: the ETag; a 304 is then a success */
 };
 
 /* The injected clock's time, in ms. */

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include "core/http_client.h"
@@ -123,6 +124,10 @@ static enum err parse_issue_body(const struct http_response *res, const char *wh
 	}
 	rc = parse_issue(root, what, out, errmsg);
 	json_decref(root);
+	if (rc == ERR_OK) {
+		const char *etag = http_response_header(res, "etag");
+		out->etag = etag && *etag ? xstrdup(etag) : NULL;
+	}
 	return rc;
 }
 
@@ -220,7 +225,7 @@ static enum err post_create(struct gh_client *c, const char *repo, const char *p
 		return ERR_INVALID;
 	}
 	{
-		struct call k = { "POST", path, NULL, json, 1, repo, marker, 0 };
+		struct call k = { "POST", path, NULL, json, 1, repo, marker, 0, NULL };
 		int64_t sent_ms = gh_now(c);
 		rc = gh_call(c, &k, res, out, errmsg);
 		if (rc == ERR_OK && !out->number &&
@@ -294,11 +299,21 @@ out:
 enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		      struct gh_issue *out, struct buf *errmsg)
 {
+	int not_modified = 0;
+
+	return gh_issue_get_if_changed(c, repo, number, NULL, &not_modified, out, errmsg);
+}
+
+enum err gh_issue_get_if_changed(struct gh_client *c, const char *repo, int64_t number,
+				 const char *etag, int *not_modified, struct gh_issue *out,
+				 struct buf *errmsg)
+{
 	struct http_response res;
 	struct buf path = BUF_INIT;
 	enum err rc = check_repo(repo, errmsg);
 
 	memset(out, 0, sizeof(*out));
+	*not_modified = 0;
 	http_response_init(&res);
 	if (rc)
 		goto out;
@@ -309,10 +324,13 @@ enum err gh_issue_get(struct gh_client *c, const char *repo, int64_t number,
 		goto out;
 	}
 	{
-		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0 };
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0,
+				  etag && *etag ? etag : NULL };
 		rc = gh_call(c, &k, &res, NULL, errmsg);
 	}
-	if (rc == ERR_OK)
+	if (rc == ERR_OK && res.status == 304)
+		*not_modified = 1;
+	else if (rc == ERR_OK)
 		rc = parse_issue_body(&res, buf_str(&path), out, errmsg);
 out:
 	buf_release(&path);
@@ -335,13 +353,55 @@ enum err gh_repo_get(struct gh_client *c, const char *repo, struct buf *errmsg)
 		goto out;
 	}
 	{
-		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0 };
+		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0, NULL };
 		rc = gh_call(c, &k, &res, NULL, errmsg);
 	}
 out:
 	buf_release(&path);
 	http_response_release(&res);
 	return rc;
+}
+
+enum err gh_login(struct gh_client *c, const char **login, struct buf *errmsg)
+{
+	struct http_response res;
+	json_t *root = NULL, *l;
+	enum err rc = ERR_OK;
+
+	*login = NULL;
+	if (c->login) {
+		*login = c->login;
+		return ERR_OK;
+	}
+	if (c->dry_run) {
+		buf_setf(errmsg, "dry-run: the login is not read");
+		return ERR_NOTFOUND;
+	}
+	http_response_init(&res);
+	{
+		struct call k = { "GET", "/user", NULL, NULL, 0, NULL, NULL, 0, NULL };
+		rc = gh_call(c, &k, &res, NULL, errmsg);
+	}
+	if (rc == ERR_OK) {
+		root = json_loadb(buf_str(&res.body), res.body.len, 0, NULL);
+		l = json_object_get(root, "login");
+		if (json_is_string(l) && json_string_length(l) > 0) {
+			gh_set_login(c, json_string_value(l));
+			*login = c->login;
+		} else {
+			buf_setf(errmsg, "GET /user: answer has no login");
+			rc = ERR_INVALID;
+		}
+	}
+	json_decref(root);
+	http_response_release(&res);
+	return rc;
+}
+
+void gh_set_login(struct gh_client *c, const char *login)
+{
+	free(c->login);
+	c->login = login ? xstrdup(login) : NULL;
 }
 
 enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t number,
@@ -384,7 +444,7 @@ enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t numbe
 		goto out;
 	}
 	{
-		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0 };
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0, NULL };
 		rc = gh_call(c, &k, &res, NULL, errmsg);
 	}
 	if (rc == ERR_OK)
@@ -416,7 +476,7 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 	http_response_init(&res);
 	{
 		struct call k = { "POST", path, NULL, json, 1, marker ? k_repo : NULL, marker,
-				  marker ? number : 0 };
+				  marker ? number : 0, NULL };
 		rc = gh_call(c, &k, &res, NULL, errmsg);
 	}
 	http_response_release(&res);
@@ -522,7 +582,7 @@ static char *link_next(const struct http_response *res)
 static enum err list_pages(struct gh_client *c, const char *path, const char *what,
 			   int max_pages,
 			   enum err (*fn)(void *ctx, json_t *page, int *stop, struct buf *errmsg),
-			   void *ctx, struct buf *errmsg)
+			   void *ctx, int *pages, struct buf *errmsg)
 {
 	struct http_response res;
 	char *next = NULL;
@@ -530,7 +590,7 @@ static enum err list_pages(struct gh_client *c, const char *path, const char *wh
 
 	http_response_init(&res);
 	for (int page = 0; !max_pages || page < max_pages; page++) {
-		struct call k = { "GET", path, next, NULL, 0, NULL, NULL, 0 };
+		struct call k = { "GET", path, next, NULL, 0, NULL, NULL, 0, NULL };
 		json_error_t jerr;
 		json_t *root;
 		int stop = 0;
@@ -538,6 +598,8 @@ static enum err list_pages(struct gh_client *c, const char *path, const char *wh
 		rc = gh_call(c, &k, &res, NULL, errmsg);
 		if (rc)
 			goto out;
+		if (pages)
+			(*pages)++;
 		root = json_loadb(buf_str(&res.body), res.body.len, 0, &jerr);
 		if (!json_is_array(root)) {
 			buf_setf(errmsg, "%s: answer is not a JSON array", what);
@@ -623,7 +685,7 @@ enum err gh_find_marker(struct gh_client *c, const char *repo, const char *marke
 			 "&since=%s&per_page=100", repo, since);
 	(void)buf_printf(&what, "issue list of %s", repo);
 	rc = list_pages(c, buf_str(&path), buf_str(&what), MAX_PAGES, scan_marker_page, &w,
-			errmsg);
+			NULL, errmsg);
 	if (rc == ERR_OK && !w.found) {
 		buf_setf(errmsg, "no issue in %s created since %s carries the marker %s", repo,
 			 since, marker);
@@ -696,7 +758,7 @@ enum err gh_issue_set_body(struct gh_client *c, const char *repo, int64_t number
 		goto out;
 	}
 	{
-		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0 };
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0, NULL };
 		rc = gh_call(c, &k, &res, NULL, errmsg);
 	}
 out:
@@ -740,20 +802,48 @@ enum err gh_issue_list(struct gh_client *c, const char *repo,
 		       int (*fn)(void *ctx, const struct gh_issue *issue), void *ctx,
 		       struct buf *errmsg)
 {
+	return gh_issue_list_filtered(c, repo, NULL, fn, ctx, NULL, errmsg);
+}
+
+/* "&name=value" with value percent-encoded (libcurl), when value is not empty. */
+static void add_param(struct buf *path, const char *name, const char *value)
+{
+	char *v;
+
+	if (!value || !*value)
+		return;
+	v = curl_easy_escape(NULL, value, 0);
+	if (v)
+		(void)buf_printf(path, "&%s=%s", name, v);
+	curl_free(v);
+}
+
+enum err gh_issue_list_filtered(struct gh_client *c, const char *repo,
+				const struct gh_list_filter *filter,
+				int (*fn)(void *ctx, const struct gh_issue *issue), void *ctx,
+				int *pages, struct buf *errmsg)
+{
 	struct issue_walk w = { fn, ctx };
 	struct buf path = BUF_INIT, what = BUF_INIT;
 	enum err rc = check_repo(repo, errmsg);
 
+	if (pages)
+		*pages = 0;
 	if (rc)
 		return rc;
 	(void)buf_printf(&path, "/repos/%s/issues?state=all&sort=created&direction=asc"
 			 "&per_page=100", repo);
+	if (filter) {
+		add_param(&path, "creator", filter->creator);
+		add_param(&path, "labels", filter->labels);
+	}
 	if (c->dry_run) {
 		log_dry_run("GET", buf_str(&path), NULL);
 		goto out;
 	}
 	(void)buf_printf(&what, "issue list of %s", repo);
-	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_issue_page, &w, errmsg);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_issue_page, &w, pages,
+			errmsg);
 out:
 	buf_release(&path);
 	buf_release(&what);
@@ -801,7 +891,7 @@ enum err gh_comment_list(struct gh_client *c, const char *repo, int64_t number,
 		goto out;
 	}
 	(void)buf_printf(&what, "comments of %s#%" PRId64, repo, number);
-	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_comment_page, &w, errmsg);
+	rc = list_pages(c, buf_str(&path), buf_str(&what), 0, list_comment_page, &w, NULL, errmsg);
 out:
 	buf_release(&path);
 	buf_release(&what);
@@ -842,7 +932,7 @@ enum err gh_find_comment_marker(struct gh_client *c, const char *repo, int64_t n
 			 repo, number, since);
 	(void)buf_printf(&what, "comments of %s#%" PRId64, repo, number);
 	rc = list_pages(c, buf_str(&path), buf_str(&what), MAX_PAGES, list_comment_page, &w,
-			errmsg);
+			NULL, errmsg);
 	if (rc == ERR_OK && !m.found) {
 		buf_setf(errmsg, "no comment on %s#%" PRId64 " since %s carries %s", repo, number,
 			 since, marker);

@@ -199,12 +199,26 @@ static int claimed_by_another(const struct scan *sc, const struct candidate *c)
 }
 
 enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
-		      const char *repo, int64_t reopen_window_ms, int64_t now_ms,
-		      int64_t *imported, struct buf *errmsg)
+		      const char *repo, const char *labels, int64_t reopen_window_ms,
+		      int64_t now_ms, int64_t *imported, int *pages, struct buf *errmsg)
 {
+	struct gh_list_filter filter = { NULL, NULL };
 	struct scan sc = { 0 };
+	struct buf why = BUF_INIT;
 	enum err rc;
 	size_t i;
+
+	/* Only issues alertbridge opened carry markers: list those. */
+	if (gh_login(gh, &filter.creator, &why) != ERR_OK) {
+		struct log_line *l = log_begin(LOG_INFO,
+					       "rebuild: login unknown, listing by labels");
+		log_str(l, "repo", repo);
+		log_str(l, "labels", labels ? labels : "");
+		log_str(l, "detail", buf_str(&why));
+		log_end(l);
+		filter.labels = labels;
+	}
+	buf_release(&why);
 
 	sc.gh = gh;
 	sc.st = st;
@@ -212,7 +226,7 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 	sc.reopen_window_ms = reopen_window_ms;
 	sc.now_ms = now_ms;
 	sc.errmsg = errmsg;
-	rc = gh_issue_list(gh, repo, gather, &sc, errmsg);
+	rc = gh_issue_list_filtered(gh, repo, &filter, gather, &sc, pages, errmsg);
 	if (sc.n_claimed)
 		qsort(sc.claimed, sc.n_claimed, sizeof(*sc.claimed), cmp_str);
 	for (i = 0; !rc && i < sc.n_cands; i++)

@@ -13,10 +13,18 @@
 #include "core/store.h"
 
 /*
- * Import into st the map rows of receiver from the issues of repo: every
- * issue of the repository is listed (gh_issue_list: state=all, per_page=100,
- * oldest first), then those whose marker (issue_marker_parse_receiver())
- * gives this receiver's rows, in that order:
+ * Import into st the map rows of receiver from the issues of repo: the
+ * issues that can carry its marker are listed (gh_issue_list_filtered:
+ * state=all, per_page=100, oldest first): those opened by the credentials'
+ * own login (creator=, gh_login(): GET /user once, or "<app-slug>[bot]" for a
+ * GitHub App), since only alertbridge's issues carry markers; when the login
+ * cannot be read, those carrying every one of labels (labels=, a
+ * comma-separated list of the receiver's fixed labels; NULL or "": every
+ * issue of the repository).  A person's removal of such a label hides that
+ * issue from a labels= rebuild, which is why creator= comes first.
+ * *pages (not NULL) is set to the pages of the list read.  Then the issues
+ * whose marker (issue_marker_parse_receiver()) gives this receiver's rows, in
+ * that order:
  *   - a marker naming this receiver: its row;
  *   - a marker naming another receiver: never;
  *   - an old marker without a receiver (made before markers named one): its
@@ -42,8 +50,9 @@
  * ERR_DB when the store fails.  Rows written before an error stay.
  */
 enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
-		      const char *repo, int64_t reopen_window_ms, int64_t now_ms,
-		      int64_t *imported, struct buf *errmsg) WARN_UNUSED;
+		      const char *repo, const char *labels, int64_t reopen_window_ms,
+		      int64_t now_ms, int64_t *imported, int *pages,
+		      struct buf *errmsg) WARN_UNUSED;
 
 /*
  * The issue of a map row of (receiver, key) that has none (number 0, written

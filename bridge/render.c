@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bridge/issue.h"
+#include "bridge/view.h"
+#include "core/am.h"
 #include "core/embed.h"
+#include "core/matchers.h"
 #include "core/mustache.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
@@ -19,13 +23,20 @@
 #define RENDER_MAX_FILE (1u << 20)
 #define GH_LABEL_MAX_CHARS 50
 
-struct receiver_templates {
-	const char *name;  /* borrowed from the config */
+/* The texts of a receiver, or of one of its routes. */
+struct template_set {
 	struct mustache *text[RENDER_TEXT_COUNT];
 	struct mustache **labels;
 	size_t n_labels;
 	struct mustache **assignees;
 	size_t n_assignees;
+	struct mustache *repo;
+};
+
+struct receiver_templates {
+	const char *name;  /* borrowed from the config */
+	struct template_set *sets;  /* [0]: the receiver's; [1 + i]: route i's */
+	size_t n_sets;
 };
 
 struct render {
@@ -88,19 +99,19 @@ static const char *template_path(const struct cfg_templates *t, enum render_text
 	return NULL;
 }
 
-/* Compile one receiver text from its file or the embedded default. */
-static enum err compile_text(const struct cfg_receiver *rc, size_t idx, enum render_text which,
-			     struct mustache **out, struct buf *errmsg)
+/* Compile one text from its file or the embedded default; where names it in messages. */
+static enum err compile_text(const struct cfg_templates *t, const char *where,
+			     enum render_text which, struct mustache **out, struct buf *errmsg)
 {
-	const char *path = template_path(&rc->templates, which);
+	const char *path = template_path(t, which);
 	struct buf src = BUF_INIT, why = BUF_INIT;
 	enum err rc_err;
 
 	if (path) {
 		rc_err = render_read_file(path, &src, &why);
 		if (rc_err) {
-			buf_setf(errmsg, "receivers[%zu].templates.%s: %s", idx,
-				 config_keys[which], buf_str(&why));
+			buf_setf(errmsg, "%s.templates.%s: %s", where, config_keys[which],
+				 buf_str(&why));
 			goto out;
 		}
 	} else {
@@ -116,7 +127,7 @@ static enum err compile_text(const struct cfg_receiver *rc, size_t idx, enum ren
 	}
 	rc_err = mustache_compile(buf_str(&src), src.len, out, &why);
 	if (rc_err)
-		buf_setf(errmsg, "receivers[%zu].templates.%s (%s): %s", idx, config_keys[which],
+		buf_setf(errmsg, "%s.templates.%s (%s): %s", where, config_keys[which],
 			 path ? path : default_names[which], buf_str(&why));
 out:
 	buf_release(&src);
@@ -124,7 +135,7 @@ out:
 	return rc_err;
 }
 
-static enum err compile_list(const struct cfg_list *list, size_t idx, const char *key,
+static enum err compile_list(const struct cfg_list *list, const char *where, const char *key,
 			     struct mustache ***out, size_t *n_out, struct buf *errmsg)
 {
 	struct buf why = BUF_INIT;
@@ -136,10 +147,31 @@ static enum err compile_list(const struct cfg_list *list, size_t idx, const char
 		const char *s = list->items[i];
 		rc = mustache_compile(s, strlen(s), &(*out)[i], &why);
 		if (rc) {
-			buf_setf(errmsg, "receivers[%zu].%s[%zu]: %s", idx, key, i, buf_str(&why));
+			buf_setf(errmsg, "%s.%s[%zu]: %s", where, key, i, buf_str(&why));
 			break;
 		}
 	}
+	buf_release(&why);
+	return rc;
+}
+
+/* Compile the texts, lists and repo of one receiver or route into set. */
+static enum err compile_set(const struct cfg_templates *t, const struct cfg_list *labels,
+			    const struct cfg_list *assignees, const char *repo, const char *where,
+			    struct template_set *set, struct buf *errmsg)
+{
+	struct buf why = BUF_INIT;
+	enum err rc = ERR_OK;
+
+	for (int w = 0; w < RENDER_TEXT_COUNT && !rc; w++)
+		rc = compile_text(t, where, (enum render_text)w, &set->text[w], errmsg);
+	if (!rc)
+		rc = compile_list(labels, where, "labels", &set->labels, &set->n_labels, errmsg);
+	if (!rc)
+		rc = compile_list(assignees, where, "assignees", &set->assignees, &set->n_assignees,
+				  errmsg);
+	if (!rc && (rc = mustache_compile(repo, strlen(repo), &set->repo, &why)))
+		buf_setf(errmsg, "%s.repo: %s", where, buf_str(&why));
 	buf_release(&why);
 	return rc;
 }
@@ -155,15 +187,21 @@ enum err render_new(const struct config *cfg, struct render **out, struct buf *e
 	for (size_t i = 0; i < r->n && !rc; i++) {
 		const struct cfg_receiver *c = &cfg->receivers[i];
 		struct receiver_templates *t = &r->rcv[i];
+		char where[96];
 
 		t->name = c->name;
-		for (int w = 0; w < RENDER_TEXT_COUNT && !rc; w++)
-			rc = compile_text(c, i, (enum render_text)w, &t->text[w], errmsg);
-		if (!rc)
-			rc = compile_list(&c->labels, i, "labels", &t->labels, &t->n_labels, errmsg);
-		if (!rc)
-			rc = compile_list(&c->assignees, i, "assignees", &t->assignees,
-					  &t->n_assignees, errmsg);
+		t->sets = xcalloc(1 + c->routes_count, sizeof(*t->sets));
+		t->n_sets = 1 + c->routes_count;
+		snprintf(where, sizeof(where), "receivers[%zu]", i);
+		rc = compile_set(&c->templates, &c->labels, &c->assignees, c->repo, where,
+				 &t->sets[0], errmsg);
+		for (size_t k = 0; k < c->routes_count && !rc; k++) {
+			const struct cfg_route *rt = &c->routes[k];
+
+			snprintf(where, sizeof(where), "receivers[%zu].routes[%zu]", i, k);
+			rc = compile_set(&rt->templates, &rt->labels, &rt->assignees, rt->repo,
+					 where, &t->sets[1 + k], errmsg);
+		}
 	}
 	if (rc) {
 		render_free(r);
@@ -195,40 +233,78 @@ void render_free(struct render *r)
 		return;
 	for (size_t i = 0; i < r->n; i++) {
 		struct receiver_templates *t = &r->rcv[i];
-		for (int w = 0; w < RENDER_TEXT_COUNT; w++)
-			mustache_free(t->text[w]);
-		for (size_t j = 0; j < t->n_labels; j++)
-			mustache_free(t->labels[j]);
-		for (size_t j = 0; j < t->n_assignees; j++)
-			mustache_free(t->assignees[j]);
-		free(t->labels);
-		free(t->assignees);
+		for (size_t k = 0; t->sets && k < t->n_sets; k++) {
+			struct template_set *set = &t->sets[k];
+			for (int w = 0; w < RENDER_TEXT_COUNT; w++)
+				mustache_free(set->text[w]);
+			for (size_t j = 0; j < set->n_labels; j++)
+				mustache_free(set->labels[j]);
+			for (size_t j = 0; j < set->n_assignees; j++)
+				mustache_free(set->assignees[j]);
+			free(set->labels);
+			free(set->assignees);
+			mustache_free(set->repo);
+		}
+		free(t->sets);
 	}
 	free(r->rcv);
 	free(r);
 }
 
-static const struct receiver_templates *find(const struct render *r, const char *receiver)
+static char *trim(char *s);
+
+/* The set of receiver's route (-1: the receiver's own), or NULL with errmsg. */
+static const struct template_set *find(const struct render *r, const char *receiver, int route,
+				       struct buf *errmsg)
 {
-	for (size_t i = 0; i < r->n; i++)
-		if (!strcmp(r->rcv[i].name, receiver))
-			return &r->rcv[i];
+	for (size_t i = 0; i < r->n; i++) {
+		const struct receiver_templates *t = &r->rcv[i];
+
+		if (strcmp(t->name, receiver))
+			continue;
+		if (route >= -1 && (size_t)(route + 1) < t->n_sets)
+			return &t->sets[route + 1];
+		buf_setf(errmsg, "receiver \"%s\" has no route %d", receiver, route);
+		return NULL;
+	}
+	buf_setf(errmsg, "unknown receiver \"%s\"", receiver);
 	return NULL;
 }
 
-enum err render_text(const struct render *r, const char *receiver, enum render_text which,
-		     const json_t *view, struct buf *out, struct buf *errmsg)
+enum err render_text(const struct render *r, const char *receiver, int route,
+		     enum render_text which, const json_t *view, struct buf *out,
+		     struct buf *errmsg)
 {
-	const struct receiver_templates *t = find(r, receiver);
+	const struct template_set *t = find(r, receiver, route, errmsg);
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
 
-	if (!t) {
-		buf_setf(errmsg, "unknown receiver \"%s\"", receiver);
+	if (!t)
 		return ERR_NOTFOUND;
-	}
 	opt.escape = which == RENDER_TITLE ? MUSTACHE_ESCAPE_NONE : MUSTACHE_ESCAPE_HTML;
 	opt.max_out_bytes = RENDER_MAX_OUT;
 	return mustache_render_compiled(t->text[which], view, &opt, out, errmsg);
+}
+
+enum err render_repo(const struct render *r, const char *receiver, int route,
+		     const json_t *view, struct buf *out, struct buf *errmsg)
+{
+	const struct template_set *t = find(r, receiver, route, errmsg);
+	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+	struct buf raw = BUF_INIT;
+	enum err rc;
+
+	if (!t)
+		return ERR_NOTFOUND;
+	opt.escape = MUSTACHE_ESCAPE_NONE;
+	opt.max_out_bytes = 4096;
+	rc = mustache_render_compiled(t->repo, view, &opt, &raw, errmsg);
+	if (!rc) {
+		char *s = buf_detach(&raw);
+		(void)buf_adds(out, trim(s));
+		free(s);
+	}
+	buf_release(&raw);
+	return rc;
 }
 
 /* Trim ASCII white space in place; returns s. */
@@ -260,10 +336,10 @@ static void cut_chars(char *s, size_t max)
 	}
 }
 
-enum err render_list(const struct render *r, const char *receiver, int assignees,
+enum err render_list(const struct render *r, const char *receiver, int route, int assignees,
 		     const json_t *view, char ***out, struct buf *errmsg)
 {
-	const struct receiver_templates *t = find(r, receiver);
+	const struct template_set *t = find(r, receiver, route, errmsg);
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
 	struct mustache **tmpl;
 	size_t n, kept = 0;
@@ -271,10 +347,8 @@ enum err render_list(const struct render *r, const char *receiver, int assignees
 	enum err rc = ERR_OK;
 
 	*out = NULL;
-	if (!t) {
-		buf_setf(errmsg, "unknown receiver \"%s\"", receiver);
+	if (!t)
 		return ERR_NOTFOUND;
-	}
 	tmpl = assignees ? t->assignees : t->labels;
 	n = assignees ? t->n_assignees : t->n_labels;
 	list = xcalloc(n + 1, sizeof(*list));
@@ -327,4 +401,90 @@ enum err render_once(const char *tmpl, size_t len, int html_escape, const json_t
 	opt.escape = html_escape ? MUSTACHE_ESCAPE_HTML : MUSTACHE_ESCAPE_NONE;
 	opt.max_out_bytes = RENDER_MAX_OUT;
 	return mustache_render(tmpl, len, view, &opt, out, errmsg);
+}
+
+/* The sample alert of render_sample_repos() for route rt (NULL: the receiver's), as a payload. */
+static void sample_payload(const char *receiver, const struct cfg_route *rt, struct buf *out)
+{
+	json_t *labels = json_pack("{s:s, s:s, s:s, s:s, s:s}", "alertname", "SampleAlert",
+				   "severity", "critical", "team", "sample", "namespace", "default",
+				   "instance", "sample:9100");
+	json_t *alert, *payload;
+	char *s;
+
+	for (size_t i = 0; rt && i < rt->matchers_count; i++)
+		if (rt->matchers[i].op == CFG_MATCH_EQ)
+			json_object_set_new(labels, rt->matchers[i].name,
+					    json_string(rt->matchers[i].value));
+	alert = json_pack("{s:s, s:O, s:{}, s:s, s:s, s:s}", "status", "firing", "labels", labels,
+			  "annotations", "startsAt", "2026-01-01T00:00:00Z", "endsAt",
+			  "0001-01-01T00:00:00Z", "generatorURL", "");
+	payload = json_pack("{s:s, s:s, s:s, s:s, s:{}, s:O, s:{}, s:s, s:i, s:[o]}", "version",
+			    "4", "status", "firing", "receiver", receiver, "groupKey", "{}:{}",
+			    "groupLabels", "commonLabels", labels, "commonAnnotations",
+			    "externalURL", "", "truncatedAlerts", 0, "alerts", alert);
+	s = json_dumps(payload, JSON_COMPACT);
+	(void)buf_adds(out, s ? s : "");
+	free(s);
+	json_decref(payload);
+	json_decref(labels);
+}
+
+/* The repo of receiver i (route k, -1: its own) for the sample alert, into out; 1 if invalid. */
+static int sample_repo(const struct config *cfg, const struct render *r, size_t i, int k,
+		       int64_t now_ms, struct buf *out)
+{
+	const struct cfg_receiver *c = &cfg->receivers[i];
+	const struct cfg_route *rt = k >= 0 ? &c->routes[k] : NULL;
+	struct buf body = BUF_INIT, doc = BUF_INIT, repo = BUF_INIT, why = BUF_INIT;
+	struct view_context ctx = { 0 };
+	struct am_payload *p = NULL;
+	struct am_error e;
+	json_t *view = NULL;
+	int bad = 1;
+
+	sample_payload(c->name, rt, &body);
+	ctx.now_ms = now_ms;
+	ctx.receiver = c->name;
+	if (am_parse(buf_str(&body), body.len, NULL, &p, &e) == ERR_OK &&
+	    am_event_json(p, 0, &doc) == ERR_OK &&
+	    view_build(buf_str(&doc), &ctx, &view, &why) == ERR_OK &&
+	    render_repo(r, c->name, k, view, &repo, &why) == ERR_OK)
+		bad = issue_repo_valid(buf_str(&repo), &why) != ERR_OK;
+	(void)buf_printf(out, "# receivers[%zu] \"%s\": ", i, c->name);
+	if (rt) {
+		(void)buf_printf(out, "route %d [", k);
+		for (size_t m = 0; m < rt->matchers_count; m++) {
+			if (m)
+				(void)buf_adds(out, ", ");
+			matcher_format(&rt->matchers[m], out);
+		}
+		(void)buf_adds(out, "]: ");
+	} else if (c->routes_count) {
+		(void)buf_adds(out, "no route matches: ");
+	}
+	(void)buf_printf(out, "repo for the sample alert: %s", buf_str(&repo));
+	if (bad)
+		(void)buf_printf(out, "  WARNING: not a valid repository: %s", buf_str(&why));
+	(void)buf_addch(out, '\n');
+	json_decref(view);
+	am_payload_free(p);
+	buf_release(&body);
+	buf_release(&doc);
+	buf_release(&repo);
+	buf_release(&why);
+	return bad;
+}
+
+int render_sample_repos(const struct config *cfg, const struct render *r, int64_t now_ms,
+			struct buf *out)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < cfg->receivers_count; i++) {
+		for (size_t k = 0; k < cfg->receivers[i].routes_count; k++)
+			bad += sample_repo(cfg, r, i, (int)k, now_ms, out);
+		bad += sample_repo(cfg, r, i, -1, now_ms, out);
+	}
+	return bad;
 }

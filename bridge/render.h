@@ -12,6 +12,7 @@
 #define AB_RENDER_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 #include "core/buf.h"
 #include "core/config.h"
@@ -50,12 +51,28 @@ enum err render_reload_prepare(void *ctx, const struct config *cfg, void **ext,
 void render_reload_free(void *ext);
 
 /*
- * Append the text which of receiver over view to out.  The title is rendered
- * without escaping; bodies and comments with HTML escaping (GitHub markdown
- * decodes entities).  Errors: ERR_NOTFOUND unknown receiver, ERR_TOOBIG when
- * the output passes 1 MiB (callers cut to GitHub's limits anyway).
+ * Routes: every call takes route, the index of the receiver's route the
+ * alert took (cfg_route_select(), core/matchers.h), or -1 for the receiver's
+ * own texts; a route's texts are those its config sets, else its receiver's.
+ *
+ * Append the text which of receiver (route) over view to out.  The title is
+ * rendered without escaping; bodies and comments with HTML escaping (GitHub
+ * markdown decodes entities).  Errors: ERR_NOTFOUND unknown receiver or
+ * route, ERR_TOOBIG when the output passes 1 MiB (callers cut to GitHub's
+ * limits anyway).
  */
-enum err render_text(const struct render *r, const char *receiver, enum render_text which,
+enum err render_text(const struct render *r, const char *receiver, int route,
+		     enum render_text which, const json_t *view, struct buf *out,
+		     struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Append the repository of receiver (route) rendered over view to out: its
+ * `repo` template (a literal "owner/name" renders to itself), without
+ * escaping, white space trimmed.  The result is not checked: the caller
+ * checks it is "owner/name" (issue_repo_valid()).  Errors: ERR_NOTFOUND
+ * unknown receiver or route, ERR_TOOBIG past 4 KiB.
+ */
+enum err render_repo(const struct render *r, const char *receiver, int route,
 		     const json_t *view, struct buf *out, struct buf *errmsg) WARN_UNUSED;
 
 /*
@@ -65,10 +82,28 @@ enum err render_text(const struct render *r, const char *receiver, enum render_t
  * duplicates removed, each cut to GitHub's 50 characters.  *out is a
  * NULL-terminated array the caller frees with render_list_free(); never NULL.
  */
-enum err render_list(const struct render *r, const char *receiver, int assignees,
+enum err render_list(const struct render *r, const char *receiver, int route, int assignees,
 		     const json_t *view, char ***out, struct buf *errmsg) WARN_UNUSED;
 /* Free a list from render_list(); may be NULL. */
 void render_list_free(char **list);
+
+/*
+ * For `alertbridge check-config`: append to out one line per receiver and
+ * per route saying which repository a sample alert gets there, e.g.
+ *   # receivers[0] "team": route 0 [severity=~"critical|page", team!="ml"]: repo for
+ *   the sample alert: acme/pager           (one line; "no route matches: " for the
+ *   receiver's own repo when it has routes)
+ * The sample alert is firing with the labels alertname="SampleAlert",
+ * severity="critical", team="sample", namespace="default",
+ * instance="sample:9100", plus name="value" of each = matcher of the route
+ * (so that it matches the route where it can).  A repo that renders to no
+ * valid "owner/name" gets "WARNING: not a valid repository: <why>" on its
+ * line and counts in the result (the number of such lines; alerts with the
+ * labels the template needs may still render well).  cfg and r as
+ * render_new() made them.
+ */
+int render_sample_repos(const struct config *cfg, const struct render *r, int64_t now_ms,
+			struct buf *out);
 
 /*
  * One-off render for `alertbridge render`: compile tmpl (len bytes) and

@@ -192,36 +192,53 @@ out:
 	return status;
 }
 
-/* The repository of alert i: its label, else ?repo=, else the receiver's. */
-static const char *repo_of(const struct request *r, size_t i)
+/* The repository alert i names itself: its label, else ?repo=, else NULL. */
+static const char *given_repo_of(const struct request *r, size_t i)
 {
 	const char *label = non_empty(am_labels_get(&r->p->alerts[i].labels, WEBHOOK_REPO_LABEL));
 
-	if (label)
-		return label;
-	return r->query_repo ? r->query_repo : r->rcv->repo;
+	return label ? label : r->query_repo;
 }
 
 /*
- * Append alert i's document (group: the group's, am_group_event_json()) with
- * "repo" added, then a NUL.  am_event_json() writes a compact object, so its
- * closing brace is replaced by the new member: no second parse.  The member
- * is built in r->member (reused across alerts) so that hitting the size
- * limit never leaves half of it behind.
+ * The repository of alert i for its repeat state: the one it names, else
+ * the receiver's repo as configured (a template is rendered by the bridge,
+ * bridge_route(); the alert's labels, which it renders from, are its
+ * fingerprint's).
+ */
+static const char *repo_of(const struct request *r, size_t i)
+{
+	const char *given = given_repo_of(r, i);
+
+	return given ? given : r->rcv->repo;
+}
+
+/*
+ * Append alert i's document (group: the group's, am_group_event_json()),
+ * with "repo" added when the alert names its repository (given_repo_of()),
+ * then a NUL.  am_event_json() writes a compact object, so its closing brace
+ * is replaced by the new member: no second parse.  The member is built in
+ * r->member (reused across alerts) so that hitting the size limit never
+ * leaves half of it behind.
  */
 static enum err add_doc_of(struct request *r, size_t i, int group)
 {
 	struct buf *d = &r->docs;
 	size_t start = d->len;
+	const char *given = given_repo_of(r, i);
 	enum err rc;
 
 	rc = group ? am_group_event_json(r->p, d) : am_event_json(r->p, i, d);
 	if (rc != ERR_OK)
 		goto out;
 	assert(d->len > start && d->data[d->len - 1] == '}');
+	if (!given) {
+		rc = buf_addch(d, '\0');
+		goto out;
+	}
 	buf_reset(&r->member);
 	(void)buf_adds(&r->member, ",\"repo\":");
-	intake_json_quote(&r->member, repo_of(r, i));
+	intake_json_quote(&r->member, given);
 	(void)buf_add(&r->member, "}", 2);  /* with the NUL that ends the document */
 	buf_truncate(d, d->len - 1);
 	rc = buf_add(d, r->member.data, r->member.len);

@@ -23,6 +23,7 @@
 #include <gnutls/x509.h>
 
 #include "duration.h"
+#include "matchers.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -583,6 +584,19 @@ void cfg_free(struct config *cfg)
 		list_free(&r->labels);
 		list_free(&r->assignees);
 		templates_free(&r->templates);
+		for (size_t j = 0; r->routes && j < r->routes_count; j++) {
+			struct cfg_route *rt = &r->routes[j];
+
+			for (size_t k = 0; rt->matchers && k < rt->matchers_count; k++)
+				matcher_release(&rt->matchers[k]);
+			free(rt->matchers);
+			list_free(&rt->matchers_text);
+			free(rt->repo);
+			list_free(&rt->labels);
+			list_free(&rt->assignees);
+			templates_free(&rt->templates);
+		}
+		free(r->routes);
 	}
 	free(cfg->receivers);
 	janitor_free(&cfg->janitor);

@@ -131,9 +131,46 @@ struct cfg_storm {
 
 enum cfg_issue_per { CFG_ISSUE_PER_ALERT = 0, CFG_ISSUE_PER_GROUP };
 
+/* A matcher's operator, as Alertmanager writes it. */
+enum cfg_match_op {
+	CFG_MATCH_EQ = 0,  /* =  */
+	CFG_MATCH_NE,      /* != */
+	CFG_MATCH_RE,      /* =~ (the regex is fully anchored) */
+	CFG_MATCH_NRE,     /* !~ */
+};
+
+/*
+ * One Alertmanager-style matcher, `name op "value"`, parsed by
+ * cfg_matcher_parse() (core/matchers.c).  re is the compiled, anchored
+ * ^(?:value)$ regex for =~ and !~ (POSIX extended: REG_EXTENDED|REG_NOSUB).
+ */
+struct cfg_matcher {
+	char *name;
+	enum cfg_match_op op;
+	char *value;
+	void *re;  /* regex_t * for =~ and !~; NULL otherwise */
+};
+
+/*
+ * One entry of a receiver's `routes:`.  Whatever the route does not set is
+ * copied from its receiver when the file is loaded, so each field is always
+ * the effective one.
+ */
+struct cfg_route {
+	struct cfg_matcher *matchers; /* all must match; none: the route matches every alert */
+	size_t matchers_count;
+	struct cfg_list matchers_text; /* the matchers as written, for dumps and messages */
+	char *repo;                   /* Mustache template or "owner/name" */
+	struct cfg_list labels;
+	struct cfg_list assignees;
+	struct cfg_templates templates;
+	unsigned long line;           /* the line of the route in the file, for messages */
+};
+
 struct cfg_receiver {
 	char *name;                   /* required, unique: the Alertmanager receiver name */
-	char *repo;                   /* required, "owner/name" */
+	char *repo;                   /* required: "owner/name", or a Mustache template over
+					 the alert's view rendering to one ("{{labels.team}}/x") */
 	enum cfg_issue_per issue_per; /* "alert" (default) or "group" */
 	struct cfg_list labels;       /* Mustache templates; default empty */
 	struct cfg_list assignees;    /* default empty */
@@ -141,6 +178,8 @@ struct cfg_receiver {
 	int64_t reopen_window_ms;     /* default 7d */
 	struct cfg_templates templates;
 	struct cfg_storm storm;
+	struct cfg_route *routes;     /* in file order: the first whose matchers all match wins */
+	size_t routes_count;
 };
 
 enum cfg_owned {

@@ -15,6 +15,7 @@
 #include <yaml.h>
 
 #include "duration.h"
+#include "matchers.h"
 #include "banned.h"
 
 /* A key no configuration has (not [a-z_]): only ours start a line with it. */
@@ -182,6 +183,39 @@ static void dump_receiver(struct emitter *y, const struct cfg_receiver *r)
 	kv_bool(y, "enabled", r->storm.enabled);
 	kv_dur(y, "storm_after", r->storm.storm_after_ms);
 	map_end(y);
+	if (r->routes_count) {
+		struct buf m = BUF_INIT;
+
+		plain(y, "routes");
+		seq_start(y, 0);
+		for (size_t i = 0; i < r->routes_count; i++) {
+			const struct cfg_route *rt = &r->routes[i];
+
+			map_start(y, 0);
+			plain(y, "matchers");
+			seq_start(y, 1);
+			for (size_t k = 0; k < rt->matchers_count; k++) {
+				buf_reset(&m);
+				matcher_format(&rt->matchers[k], &m);
+				quoted(y, buf_str(&m));
+			}
+			seq_end(y);
+			kv_str(y, "repo", rt->repo);
+			kv_list(y, "labels", &rt->labels);
+			kv_list(y, "assignees", &rt->assignees);
+			plain(y, "templates");
+			map_start(y, 0);
+			kv_str(y, "title", rt->templates.title);
+			kv_str(y, "body", rt->templates.body);
+			kv_str(y, "refire", rt->templates.refire);
+			kv_str(y, "resolve", rt->templates.resolve);
+			kv_str(y, "reopen", rt->templates.reopen);
+			map_end(y);
+			map_end(y);
+		}
+		seq_end(y);
+		buf_release(&m);
+	}
 	map_end(y);
 }
 

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "matchers.h"
+#include "mustache.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -437,18 +439,138 @@ static const struct field storm_fields[] = {
 };
 FIELDSET(storm_set, storm_fields, NULL);
 
+/*
+ * A repo at key of map: "owner/name", or a Mustache template (it has "{{")
+ * that compiles; what it renders to is checked per alert at run time.
+ */
+static enum err check_repo(struct ctx *c, yaml_node_t *map, const char *path, const char *repo)
+{
+	char sub[PATH_MAX_LEN];
+	struct mustache *m = NULL;
+	struct buf why = BUF_INIT;
+	enum err rc = ERR_OK;
+
+	cfg_join_key(sub, path, "repo");
+	if (strstr(repo, "{{")) {
+		if (mustache_compile(repo, strlen(repo), &m, &why) != ERR_OK)
+			rc = cfg_fail(c, cfg_find_value(c, map, "repo", NULL), sub, ERR_INVALID,
+				      "invalid template \"%s\": %s", repo, buf_str(&why));
+		mustache_free(m);
+		buf_release(&why);
+		return rc;
+	}
+	if (!valid_repo(repo))
+		rc = cfg_fail(c, cfg_find_value(c, map, "repo", NULL), sub, ERR_INVALID,
+			      "expected \"owner/name\" or a template, got \"%s\"", repo);
+	return rc;
+}
+
+static void copy_list(struct cfg_list *to, const struct cfg_list *from)
+{
+	to->items = xcalloc(from->count + 1, sizeof(char *));
+	to->count = from->count;
+	for (size_t i = 0; i < from->count; i++)
+		to->items[i] = xstrdup(from->items[i]);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+/* What route rt does not set, it takes from its receiver r. */
+static void route_inherit(struct cfg_route *rt, const struct cfg_receiver *r)
+{
+	struct cfg_templates *t = &rt->templates;
+
+	if (!rt->repo)
+		rt->repo = xstrdup(r->repo);
+	if (!rt->labels.items)
+		copy_list(&rt->labels, &r->labels);
+	if (!rt->assignees.items)
+		copy_list(&rt->assignees, &r->assignees);
+	if (!t->title)
+		t->title = dup_or_null(r->templates.title);
+	if (!t->body)
+		t->body = dup_or_null(r->templates.body);
+	if (!t->refire)
+		t->refire = dup_or_null(r->templates.refire);
+	if (!t->resolve)
+		t->resolve = dup_or_null(r->templates.resolve);
+	if (!t->reopen)
+		t->reopen = dup_or_null(r->templates.reopen);
+}
+
 static enum err check_receiver(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_receiver *r = obj;
 	enum err rc = need(c, map, path, "name", r->name);
-	char sub[PATH_MAX_LEN];
 
 	if (rc == ERR_OK)
 		rc = need(c, map, path, "repo", r->repo);
-	if (rc == ERR_OK && !valid_repo(r->repo)) {
-		cfg_join_key(sub, path, "repo");
-		rc = cfg_fail(c, cfg_find_value(c, map, "repo", NULL), sub, ERR_INVALID,
-			      "expected \"owner/name\", got \"%s\"", r->repo);
+	if (rc == ERR_OK)
+		rc = check_repo(c, map, path, r->repo);
+	for (size_t i = 0; rc == ERR_OK && i < r->routes_count; i++)
+		route_inherit(&r->routes[i], r);
+	return rc;
+}
+
+/* A route: its matchers parse (errors name the matcher's line), its repo is valid. */
+static enum err check_route(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_route *rt = obj;
+	yaml_node_t *seq = cfg_find_value(c, map, "matchers", NULL);
+	struct buf why = BUF_INIT;
+	enum err rc = ERR_OK;
+
+	rt->line = cfg_line_of(map);
+	rt->matchers = xcalloc(rt->matchers_text.count + 1, sizeof(*rt->matchers));
+	for (size_t i = 0; i < rt->matchers_text.count; i++) {
+		char sub[PATH_MAX_LEN];
+
+		if (matcher_parse(rt->matchers_text.items[i], &rt->matchers[i], &why) == ERR_OK) {
+			rt->matchers_count++;
+			continue;
+		}
+		cfg_path_printf(sub, "%s.matchers[%zu]", path, i);
+		rc = cfg_fail(c, cfg_node_at(c, seq->data.sequence.items.start[i]), sub,
+			      ERR_INVALID, "%s", buf_str(&why));
+		break;
+	}
+	buf_release(&why);
+	if (rc == ERR_OK && rt->repo)
+		rc = check_repo(c, map, path, rt->repo);
+	return rc;
+}
+
+static const struct field route_fields[] = {
+	FLD(struct cfg_route, "matchers", F_LIST, matchers_text),
+	FLD(struct cfg_route, "repo", F_STR, repo),
+	FLD(struct cfg_route, "labels", F_LIST, labels),
+	FLD(struct cfg_route, "assignees", F_LIST, assignees),
+	MAP(struct cfg_route, "templates", templates, templates_set),
+};
+FIELDSET(route_set, route_fields, check_route);
+
+static enum err sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
+			     size_t *n);
+
+static enum err parse_routes(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_receiver *r = field;
+	size_t n = 0;
+	enum err rc = sequence_len(c, node, path, "a list of routes", &n);
+
+	if (rc != ERR_OK)
+		return rc;
+	r->routes = xcalloc(n ? n : 1, sizeof(*r->routes));
+	for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+		char sub[PATH_MAX_LEN];
+
+		r->routes_count++;
+		cfg_path_printf(sub, "%s[%zu]", path, i);
+		rc = cfg_parse_map(c, cfg_node_at(c, node->data.sequence.items.start[i]), sub,
+				   &route_set, &r->routes[i]);
 	}
 	return rc;
 }
@@ -463,6 +585,8 @@ static const struct field receiver_fields[] = {
 	DUR(struct cfg_receiver, "reopen_window", reopen_window_ms, 0),
 	MAP(struct cfg_receiver, "templates", templates, templates_set),
 	MAP(struct cfg_receiver, "storm", storm, storm_set),
+	/* parse_routes fills both routes and its count: it gets the struct. */
+	{ .key = "routes", .type = F_FUNC, .off = 0, .fn = parse_routes },
 };
 FIELDSET(receiver_set, receiver_fields, check_receiver);
 

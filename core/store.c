@@ -202,6 +202,13 @@ static const char *const migrations[] = {
 	 */
 	"ALTER TABLE issues ADD COLUMN alertname TEXT;"
 	"ALTER TABLE issues ADD COLUMN title TEXT;",
+	/*
+	 * 10: conditional reads (bridge.c refresh): the ETag GitHub gave the
+	 * issue's last answer, and its labels then (a JSON array of names), so
+	 * a 304 is answered from the row.  NULL: read unconditionally.
+	 */
+	"ALTER TABLE issues ADD COLUMN etag TEXT;"
+	"ALTER TABLE issues ADD COLUMN labels TEXT;",
 };
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
@@ -212,7 +219,7 @@ static const char *const migrations[] = {
 #define ISSUE_COLS                                                                   \
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
-	"dead_reason, alertname, title"
+	"dead_reason, alertname, title, etag, labels"
 /* A pending event that is the oldest pending one of its (kind, receiver, key). */
 #define HEAD_OF_KEY                                                                 \
 	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
@@ -275,7 +282,8 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15) ON CONFLICT (receiver, key) DO UPDATE SET "
+		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
+		     "ON CONFLICT (receiver, key) DO UPDATE SET "
 		     "repo = excluded.repo, number = excluded.number, state = excluded.state, "
 		     "state_reason = excluded.state_reason, "
 		     "episode_starts_ms = excluded.episode_starts_ms, "
@@ -286,7 +294,8 @@ static const char *const stmt_sql[S_COUNT] = {
 		     "updated_at_ms = excluded.updated_at_ms, dead_reason = excluded.dead_reason, "
 		     /* A row written without them (a rebuild, a fold) keeps what is known. */
 		     "alertname = coalesce(excluded.alertname, issues.alertname), "
-		     "title = coalesce(excluded.title, issues.title)",
+		     "title = coalesce(excluded.title, issues.title), "
+		     "etag = excluded.etag, labels = excluded.labels",
 	[S_IS_FORGET] = "DELETE FROM issues WHERE receiver = ?1 AND key = ?2",
 	/* After a forget the next notification of the key is no repeat (S_EV_REPEAT). */
 	[S_EV_FORGET_STATE] = "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "

@@ -87,6 +87,8 @@ struct store_issue {
 	 */
 	char *alertname;
 	char *title;
+	char *etag;                 /* ETag of GitHub's last answer with the issue, or NULL */
+	char *labels;               /* its labels then: a JSON array of names, or NULL */
 };
 
 /* Counters since store_open(), for metrics and the group-commit benchmark. */

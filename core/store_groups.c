@@ -203,8 +203,8 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 		rc = store_sq(st, "UPDATE issues SET repo = ?2, number = ?3, state = ?4, "
 				  "state_reason = CASE WHEN ?4 = 'closed' THEN 'completed' END, "
 				  "closed_at_ms = CASE WHEN ?4 = 'closed' THEN ?5 ELSE 0 END, "
-				  "updated_at_ms = ?5 WHERE (receiver, key) IN (SELECT receiver, key FROM "
-				  "storm_members WHERE summary_id = ?1) "
+				  "updated_at_ms = ?5, etag = NULL WHERE (receiver, key) IN "
+				  "(SELECT receiver, key FROM storm_members WHERE summary_id = ?1) "
 				  "AND (state != ?4 OR number != ?3 OR repo != ?2)",
 			      "update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
 			      s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());

@@ -62,6 +62,8 @@ enum err store_put_issue(struct store *st, const struct store_issue *row, struct
 	store_bind_text(s, 13, row->dead_reason, &brc);
 	store_bind_text(s, 14, row->alertname, &brc);
 	store_bind_text(s, 15, row->title, &brc);
+	store_bind_text(s, 16, row->etag, &brc);
+	store_bind_text(s, 17, row->labels, &brc);
 	return store_run(st, S_IS_PUT, brc, "put issue", errmsg);
 }
 
@@ -84,6 +86,8 @@ static void read_issue(sqlite3_stmt *s, struct store_issue *out)
 	out->dead_reason = store_col_str(s, 12);
 	out->alertname = store_col_str(s, 13);
 	out->title = store_col_str(s, 14);
+	out->etag = store_col_str(s, 15);
+	out->labels = store_col_str(s, 16);
 }
 
 enum err store_issue_get(struct store *st, const char *receiver, const char *key,
@@ -260,8 +264,11 @@ void store_issue_release(struct store_issue *row)
 	free(row->dead_reason);
 	free(row->alertname);
 	free(row->title);
+	free(row->etag);
+	free(row->labels);
 	row->receiver = row->key = row->repo = row->state = NULL;
 	row->state_reason = row->dead_reason = row->alertname = row->title = NULL;
+	row->etag = row->labels = NULL;
 }
 
 /* ---- repository scans (map rebuild) ---- */

@@ -12,6 +12,14 @@ API", "Using pagination in the REST API".  Like GitHub's, the search index lags 
 (search_lag_s, default 60 s): an issue is found by search only that long after it was created
 or changed, while the issues list is consistent at once.
 
+Conditional requests: the issue answers (GET, create, PATCH) carry a weak ETag (W/"<sha1 of
+the issue's JSON>") as GitHub's do; a GET of an issue with If-None-Match naming its current ETag
+is answered 304 Not Modified without a body, and like GitHub the fake does not count a 304
+against the rate limit (x-ratelimit-used stays).  The issues list filters by creator= (the login
+that opened the issue) and labels= (comma-separated; an issue must carry every one, compared
+case-insensitively).  GET /user answers the token's login (user=, default alertbridge-bot).
+add_issue() makes an issue as another login would (a person's issue in the repository).
+
 Assignees: by default any login can be assigned.  Given a set of assignable logins
 (assignable=[...], --assignable, or the side door), a create or update naming anyone else is
 answered as GitHub answers it: 422 "Validation Failed" with one error per rejected login,
@@ -47,6 +55,7 @@ Side door (no auth, never recorded), all JSON:
 import argparse
 import copy
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -244,6 +253,21 @@ class FakeGitHub:
                                 "status": int(status), "headers": headers or {}, "body": body,
                                 "action": action, "delay_ms": int(delay_ms)})
 
+    def add_issue(self, repo, title, body="", creator=None, labels=()):
+        """An issue opened by creator (default: the token's own login) with labels; returns
+        its number."""
+        with self.lock:
+            r = self.repos[repo.lower()]
+            n = r["next_number"]
+            r["next_number"] += 1
+            now = self.now()
+            r["issues"][n] = {"id": self._id(), "number": n, "title": title, "body": body,
+                              "labels": list(labels), "assignees": [], "state": "open",
+                              "state_reason": None, "created_at": now, "updated_at": now,
+                              "closed_at": None, "closed_by": None,
+                              "creator": creator or self.user}
+            return n
+
     def human_close(self, repo, number, state_reason="completed"):
         """A person closes the issue in the web UI (not recorded as a request)."""
         if state_reason not in ("completed", "not_planned"):
@@ -357,7 +381,7 @@ class FakeGitHub:
             "events_url": base + "/events",
             "html_url": "https://github.com/%s/issues/%d" % (r["full_name"], i["number"]),
             "number": i["number"], "title": i["title"], "body": i["body"],
-            "user": self._user(self.user),
+            "user": self._user(i.get("creator") or self.user),
             "labels": [self._label(r, n) for n in i["labels"]],
             "state": i["state"], "state_reason": i["state_reason"], "locked": False,
             "assignee": self._user(i["assignees"][0]) if i["assignees"] else None,
@@ -379,8 +403,21 @@ class FakeGitHub:
                 return dict(f)
         return None
 
-    def _rate_headers(self):
-        self.used += 1
+    @staticmethod
+    def etag(issue_json):
+        """The weak ETag of an issue answer, as GitHub sends it: W/"<hash of the JSON>"."""
+        data = json.dumps(issue_json, sort_keys=True).encode("utf-8")
+        return 'W/"%s"' % hashlib.sha1(data).hexdigest()
+
+    def _issue_answer(self, status, r, i, headers=None):
+        body = self._issue_json(r, i)
+        h = dict(headers or {})
+        h["ETag"] = self.etag(body)
+        return status, body, h
+
+    def _rate_headers(self, count=True):
+        if count:
+            self.used += 1
         return {"x-ratelimit-limit": str(self.rate_limit),
                 "x-ratelimit-remaining": str(max(0, self.rate_limit - self.used)),
                 "x-ratelimit-used": str(self.used),
@@ -428,7 +465,7 @@ class FakeGitHub:
                 raise error(400, "Problems parsing JSON")
             if body is None:
                 raise error(400, "Problems parsing JSON")
-        return self._route(method, path, query, body)
+        return self._route(method, path, query, body, headers.get("if-none-match"))
 
     def _repo(self, owner, name):
         r = self.repos.get(("%s/%s" % (owner, name)).lower())
@@ -450,9 +487,11 @@ class FakeGitHub:
                               "documentation_url": DOCS}, {"Location": loc})
         return i
 
-    def _route(self, method, path, query, body):
+    def _route(self, method, path, query, body, if_none_match=None):
         if path == "/search/issues" and method == "GET":
             return self._search(query)
+        if path == "/user" and method == "GET":
+            return 200, self._user(self.user), {}
         m = re.fullmatch(r"/repositories/(\d+)(/issues/.*)", path)
         if m:
             for r in self.repos.values():
@@ -483,7 +522,11 @@ class FakeGitHub:
             sub = m.group(4) or ""
             i = self._issue_for(r, number, method, sub)
             if sub == "" and method == "GET":
-                return 200, self._issue_json(r, i), {}
+                status, got, h = self._issue_answer(200, r, i)
+                tags = [t.strip() for t in (if_none_match or "").split(",")]
+                if h["ETag"] in tags or h["ETag"][2:] in tags or "*" in tags:
+                    return 304, None, h
+                return status, got, h
             if sub == "" and method == "PATCH":
                 return self._update(r, i, body)
             if sub == "/comments" and method == "POST":
@@ -561,8 +604,8 @@ class FakeGitHub:
                           "labels": merged, "assignees": list(dict.fromkeys(assignees)),
                           "state": "open", "state_reason": None, "created_at": now,
                           "updated_at": now, "closed_at": None, "closed_by": None}
-        return 201, self._issue_json(r, r["issues"][n]), {
-            "Location": "%s/repos/%s/issues/%d" % (self.url, r["full_name"], n)}
+        return self._issue_answer(201, r, r["issues"][n], {
+            "Location": "%s/repos/%s/issues/%d" % (self.url, r["full_name"], n)})
 
     def _update(self, r, i, body):
         if not isinstance(body, dict):
@@ -611,7 +654,7 @@ class FakeGitHub:
                 i["state_reason"] = reason
             i["state"] = "open"
         i["updated_at"] = now
-        return 200, self._issue_json(r, i), {}
+        return self._issue_answer(200, r, i)
 
     def _comment(self, r, i, body):
         if not isinstance(body, dict):
@@ -678,10 +721,15 @@ class FakeGitHub:
             if since is None:
                 raise error(422, "Validation Failed", errors=[{
                     "resource": "Issue", "code": "invalid", "field": "since"}])
+        creator = q.get("creator")
+        want = [x.strip().lower() for x in q.get("labels", "").split(",") if x.strip()]
         items = [i for i in r["issues"].values()
                  if not i.get("deleted") and not i.get("transferred_to")
                  and (state == "all" or i["state"] == state)
-                 and (since is None or int(i["updated_at"]) >= since)]
+                 and (since is None or int(i["updated_at"]) >= since)
+                 and (creator is None or (i.get("creator") or self.user).lower() ==
+                      creator.lower())
+                 and all(w in [x.lower() for x in i["labels"]] for w in want)]
         key = {"created": lambda i: (i["created_at"], i["number"]),
                "updated": lambda i: (i["updated_at"], i["number"]),
                "comments": lambda i: (len(r["comments"].get(i["number"], [])), i["number"])}
@@ -868,7 +916,7 @@ class FakeHandler(BaseHTTPRequestHandler):
         with fake.lock:
             fake.requests.append(rec)
             fault = fake._take_fault(self.command, path)
-            rate = fake._rate_headers()
+            rate = fake._rate_headers() if fault else None
         if fault and fault["action"] == "drop":
             rec["status"] = "dropped"
             self._drop()
@@ -888,6 +936,8 @@ class FakeHandler(BaseHTTPRequestHandler):
             except Reply as r:
                 status, body, extra = r.status, r.body, r.headers
             rec["status"] = status
+            if rate is None:  # GitHub does not count a 304 against the rate limit
+                rate = fake._rate_headers(count=status != 304)
         if fault and fault["action"] == "drop_after":
             rec["status"] = "dropped_after_%d" % status
             self._drop()

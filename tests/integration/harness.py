@@ -478,11 +478,13 @@ class Alertbridge:
     """`alertbridge serve` on a loopback port with a minimal config in workdir (one receiver
     posting to repo on the fake GitHub at github_url, bearer-token webhooks, default templates,
     sqlite in workdir), which can be started, stopped (SIGTERM) and killed (SIGKILL) again and
-    again; every run appends to the same log.  extra_github adds lines under `github:`."""
+    again; every run appends to the same log.  extra_github adds lines under `github:`;
+    receivers_yaml (optional) replaces the receiver block: the lines under `receivers:`
+    (repo and receiver are then unused); write_receivers() rewrites it for the next start."""
 
     def __init__(self, workdir, github_url, github_token, repo, receiver="bridge",
                  hook_token="hook-secret", content_per_minute=80, log_level="info",
-                 extra_github=""):
+                 extra_github="", receivers_yaml=None):
         self.dir = workdir
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
@@ -497,6 +499,12 @@ class Alertbridge:
             f.write(github_token + "\n")
         self.db = os.path.join(workdir, "alertbridge.db")
         self.config = os.path.join(workdir, "alertbridge.yml")
+        self._config_args = (log_level, github_url, content_per_minute, extra_github)
+        self.write_receivers(receivers_yaml or "  - name: %s\n    repo: %s\n" % (receiver, repo))
+        self.log_path = os.path.join(workdir, "alertbridge.log")
+
+    def write_receivers(self, receivers_yaml):
+        log_level, github_url, content_per_minute, extra_github = self._config_args
         with open(self.config, "w") as f:
             f.write("listen_address: 127.0.0.1:%d\n"
                     "database: alertbridge.db\n"
@@ -511,13 +519,11 @@ class Alertbridge:
                     "  dry_run: false\n"
                     "%s"
                     "receivers:\n"
-                    "  - name: %s\n"
-                    "    repo: %s\n"
+                    "%s"
                     "janitor:\n"
                     "  enabled: false\n"
                     % (self.port, log_level, github_url, content_per_minute, extra_github,
-                       receiver, repo))
-        self.log_path = os.path.join(workdir, "alertbridge.log")
+                       receivers_yaml))
 
     def start(self, wait=True, flags=()):
         """Run `alertbridge serve --config.file=CONFIG` plus flags; wait for /-/ready."""

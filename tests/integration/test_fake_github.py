@@ -255,6 +255,48 @@ def list_filters_and_pagination():
 
 
 @run.case
+def etags_304_and_uncounted_reads():
+    fg.reset()
+    j = create(title="etag")
+    path = "/repos/%s/issues/%d" % (REPO, j["number"])
+    st, h, got = api("GET", path)
+    tag = h.get("etag", "")
+    check(tag.startswith('W/"') and tag.endswith('"'), "a weak ETag as GitHub sends", tag)
+    used = int(h["x-ratelimit-used"])
+    st, h2, body = api("GET", path, headers={"If-None-Match": tag})
+    eq(st, 304, "unchanged issue answers 304")
+    eq(body, None, "no body on 304")
+    eq(h2.get("etag"), tag, "the 304 names the ETag")
+    st, h3, _ = api("GET", path)
+    eq(int(h3["x-ratelimit-used"]), used + 1, "the 304 was not counted, the 200 was")
+    st, h4, _ = api("POST", path + "/comments", {"body": "c"})
+    st, h5, _ = api("GET", path, headers={"If-None-Match": tag})
+    eq(st, 200, "a comment changes the issue: 200")
+    check(h5["etag"] != tag, "and its ETag", h5["etag"])
+    st, h6, p = api("PATCH", path, {"state": "closed"})
+    st, h7, _ = api("GET", path, headers={"If-None-Match": h6["etag"]})
+    eq(st, 304, "the PATCH answer's ETag is the issue's")
+
+
+@run.case
+def list_filters_creator_and_labels():
+    fg.reset()
+    mine = create(title="mine", labels=["alert", "sev:1"])["number"]
+    create(title="mine, other labels", labels=["alert"])
+    theirs = fg.add_issue(REPO, "a person's", creator="octocat", labels=["alert", "sev:1"])
+    path = "/repos/%s/issues?state=all" % REPO
+    st, _, j = api("GET", path + "&creator=alertbridge-bot")
+    eq(sorted(i["number"] for i in j), [mine, mine + 1], "creator= keeps the login's issues")
+    eq({i["user"]["login"] for i in j}, {"alertbridge-bot"}, "user is the creator")
+    st, _, j = api("GET", path + "&labels=ALERT,sev:1")
+    eq(sorted(i["number"] for i in j), [mine, theirs], "labels=: every label, any case")
+    st, _, j = api("GET", path + "&creator=octocat&labels=alert")
+    eq([i["number"] for i in j], [theirs], "both filters")
+    st, _, u = api("GET", "/user")
+    eq(u["login"], "alertbridge-bot", "GET /user names the token's login")
+
+
+@run.case
 def not_found_gone_moved():
     fg.reset()
     create(title="a")

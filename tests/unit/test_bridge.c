@@ -777,6 +777,9 @@ static void unconfigured_receiver_is_dead_lettered(void **state)
 	bfx_env_stop(&e);
 }
 
+/* GET /user's answer: the token's login, for the rebuild's creator= filter. */
+#define USER_JSON "{\"login\":\"ab-bot\",\"id\":7}"
+
 /* An issue in a list page, with its body and comment count. */
 #define LISTED(n, state, closed, comments, body)                                           \
 	"{\"number\":" #n ",\"state\":\"" state "\",\"state_reason\":null,\"closed_at\":" closed  \
@@ -792,6 +795,7 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 	bfx_env_start_scan(&e, NULL, NULL, 0);
 	/* the same episode re-sent after the database was lost */
 	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
 	fake_http_push(e.gh, 200, NULL,
 		       "[" LISTED(4, "open", "null", 0, "unrelated") ","
 		       LISTED(5, "open", "null", 1, "x\\n\\n<!-- alertbridge:episode="
@@ -800,11 +804,12 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 		       "[{\"body\":\"firing again <!-- alertbridge:episode=2026-11-21T01:30:00.000Z"
 		       " event=firing -->\"}]");
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2); /* no create, no comment */
-	bfx_assert_request(&e, 0, "GET",
+	assert_int_equal(fake_http_count(e.gh), 3); /* no create, no comment */
+	bfx_assert_request(&e, 0, "GET", "/user", NULL);
+	bfx_assert_request(&e, 1, "GET",
 			   "/repos/my-org/alerts/issues?state=all&sort=created&direction=asc"
-			   "&per_page=100", NULL);
-	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100",
+			   "&per_page=100&creator=ab-bot", NULL);
+	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100",
 			   NULL);
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
@@ -819,10 +824,10 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 	fake_http_push(e.gh, 200, NULL,
 		       ISSUE_JSON(5, "closed", "\"completed\"", "\"2026-11-21T02:00:05Z\""));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/5/comments",
 			   "event=resolved-");
-	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
 	bfx_env_stop(&e);
 }
 
@@ -843,13 +848,14 @@ static void rebuild_keeps_to_its_receiver(void **state)
 	bfx_env_start_scan(&e, NULL, NULL, 0);
 	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
 	/* an old marker (#3), then another receiver's issue of the same key (#4) */
+	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
 	fake_http_push(e.gh, 200, NULL,
 		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=" FP " -->") ","
 		       LISTED(4, "open", "null", 0, "b\\n\\n" OTHER_MARKER) "]");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2);
-	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
+	assert_int_equal(fake_http_count(e.gh), 3);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 9);
 	store_issue_release(&row);
@@ -859,13 +865,14 @@ static void rebuild_keeps_to_its_receiver(void **state)
 	 * other receiver claims the key */
 	bfx_env_start_scan(&e, NULL, NULL, 0);
 	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
 	fake_http_push(e.gh, 200, NULL,
 		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=0000000000000001 -->")
 		       "," LISTED(5, "open", "null", 0, "c\\n\\n<!-- alertbridge:episode=2026-11-21T01:30:00Z"
 				  " -->\\n" OWN_MARKER) ","
 		       LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]");
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1); /* same episode on #5: nothing */
+	assert_int_equal(fake_http_count(e.gh), 2); /* same episode on #5: nothing */
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
 	store_issue_release(&row);
@@ -883,9 +890,10 @@ static void failed_rebuild_keeps_the_event(void **state)
 
 	bfx_env_start_scan(&e, NULL, NULL, 0);
 	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
 	fake_http_push(e.gh, 200, NULL, "{\"not\":\"a list\"}");
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1); /* no create without the rebuild */
+	assert_int_equal(fake_http_count(e.gh), 2); /* no create without the rebuild */
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 1);
 	assert_string_equal(ev.last_error, "issue list of my-org/alerts: answer is not a JSON array");

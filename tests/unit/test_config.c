@@ -758,14 +758,92 @@ static void invalid_durations(void **state)
 		   "(1h)");
 }
 
+/* Routes: matchers parsed, what a route leaves out taken from its receiver, errors with lines. */
+static void receiver_routes(void **state)
+{
+	struct config *cfg;
+	const struct cfg_receiver *r;
+	struct buf dump = BUF_INIT;
+
+	(void)state;
+	cfg = parse_ok("receivers:\n"
+		       "  - name: a\n"
+		       "    repo: \"{{labels.team}}/alerts\"\n"
+		       "    labels: [alert]\n"
+		       "    assignees: [oncall]\n"
+		       "    templates: {title: t.mustache}\n"
+		       "    routes:\n"
+		       "      - matchers: ['severity=~\"critical|page\"', team!=ml]\n"
+		       "        repo: acme/pager\n"
+		       "        labels: [page]\n"
+		       "      - matchers: []\n"
+		       "        templates: {body: b.mustache}\n");
+	r = &cfg->receivers[0];
+	assert_string_equal(r->repo, "{{labels.team}}/alerts");
+	assert_int_equal(r->routes_count, 2);
+	assert_int_equal(r->routes[0].matchers_count, 2);
+	assert_string_equal(r->routes[0].matchers[0].name, "severity");
+	assert_int_equal(r->routes[0].matchers[0].op, CFG_MATCH_RE);
+	assert_int_equal(r->routes[0].matchers[1].op, CFG_MATCH_NE);
+	assert_string_equal(r->routes[0].matchers[1].value, "ml");
+	assert_int_equal(r->routes[0].line, 8);
+	assert_string_equal(r->routes[0].repo, "acme/pager");
+	assert_string_equal(r->routes[0].labels.items[0], "page");
+	assert_int_equal(r->routes[0].labels.count, 1);
+	assert_string_equal(r->routes[0].assignees.items[0], "oncall");  /* from the receiver */
+	assert_string_equal(r->routes[0].templates.title, "t.mustache");
+	assert_null(r->routes[0].templates.body);
+	assert_string_equal(r->routes[1].repo, "{{labels.team}}/alerts");
+	assert_string_equal(r->routes[1].labels.items[0], "alert");
+	assert_string_equal(r->routes[1].templates.body, "b.mustache");
+	cfg_dump(cfg, &dump);
+	assert_non_null(strstr(buf_str(&dump), "- matchers: [\"severity=~\\\"critical|page\\\"\", "
+					       "\"team!=\\\"ml\\\"\"]"));
+	cfg_free(cfg);
+	/* The dump reads back. */
+	cfg = parse_ok(buf_str(&dump));
+	assert_int_equal(cfg->receivers[0].routes[0].matchers_count, 2);
+	cfg_free(cfg);
+	buf_release(&dump);
+
+	expect_err("receivers:\n"
+		   "  - name: a\n"
+		   "    repo: o/r\n"
+		   "    routes:\n"
+		   "      - matchers:\n"
+		   "          - team=x\n"
+		   "          - 'severity=~\"(crit\"'\n",
+		   "alertbridge.yml:7: receivers[0].routes[0].matchers[1]: invalid regex \"(crit\": "
+		   "Unmatched ( or \\(");
+	expect_err("receivers:\n"
+		   "  - name: a\n"
+		   "    repo: o/r\n"
+		   "    routes: [{matchers: [=x]}]\n",
+		   "alertbridge.yml:4: receivers[0].routes[0].matchers[0]: expected a label name at "
+		   "\"=x\"");
+	expect_err("receivers:\n"
+		   "  - name: a\n"
+		   "    repo: o/r\n"
+		   "    routes: [{matchers: [a=b], repo: \"{{#labels}}/x\"}]\n",
+		   "alertbridge.yml:4: receivers[0].routes[0].repo: invalid template "
+		   "\"{{#labels}}/x\": line 1 col 1: tag \"{{#labels}}\": section never closed (no "
+		   "\"/labels\" tag follows)");
+	expect_err("receivers: [{name: a, repo: o/r, routes: [{matchers: [a=b], repo: x}]}]\n",
+		   "alertbridge.yml:1: receivers[0].routes[0].repo: expected \"owner/name\" or a "
+		   "template, got \"x\"");
+	expect_err("receivers: [{name: a, repo: o/r, routes: [{matcher: [a=b]}]}]\n",
+		   "alertbridge.yml:1: receivers[0].routes[0].matcher: unknown key");
+}
+
 static void value_formats(void **state)
 {
 	(void)state;
 	expect_err("receivers: [{name: a, repo: cluster-alerts}]\n",
-		   "alertbridge.yml:1: receivers[0].repo: expected \"owner/name\", got "
-		   "\"cluster-alerts\"");
+		   "alertbridge.yml:1: receivers[0].repo: expected \"owner/name\" or a "
+		   "template, got \"cluster-alerts\"");
 	expect_err("receivers: [{name: a, repo: a/b/c}]\n",
-		   "alertbridge.yml:1: receivers[0].repo: expected \"owner/name\", got \"a/b/c\"");
+		   "alertbridge.yml:1: receivers[0].repo: expected \"owner/name\" or a template, "
+		   "got \"a/b/c\"");
 	expect_err(RCV "listen_address: 9095\n",
 		   "alertbridge.yml:2: listen_address: expected host:port or :port, got \"9095\"");
 	expect_err(RCV "listen_address: \"::1:9095\"\n",
@@ -1165,6 +1243,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(every_default),
+		cmocka_unit_test(receiver_routes),
 		cmocka_unit_test(policy_defaults),
 		cmocka_unit_test(policy_reminder_before),
 		cmocka_unit_test(nulls_keep_defaults),

@@ -1003,6 +1003,79 @@ static void dry_run_logs_and_makes_no_request(void **state)
 	gh_issue_release(NULL);
 }
 
+/* If-None-Match with the stored ETag; 304 is "unchanged", 200 brings the new ETag. */
+static void conditional_get_sends_the_etag_and_takes_304_as_unchanged(void **state)
+{
+	struct fixture *fx = *state;
+	char ij[1024];
+	int not_modified = -1;
+
+	fake_http_push(fx->fake, 304, "ETag: W/\"abc\"", "");
+	assert_int_equal(gh_issue_get_if_changed(fx->gh, "o/r", 3, "W/\"abc\"", &not_modified,
+						 &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(not_modified, 1);
+	assert_int_equal(fx->is.number, 0);
+	assert_string_equal(fake_request_header(fake_http_request(fx->fake, 0), "if-none-match"),
+			    "W/\"abc\"");
+	assert_github_headers(fake_http_request(fx->fake, 0), 0);
+
+	fake_http_push(fx->fake, 200, "ETag: W/\"def\"",
+		       issue_json(ij, sizeof(ij), "o/r", 3, "open", NULL, ""));
+	assert_int_equal(gh_issue_get_if_changed(fx->gh, "o/r", 3, "W/\"abc\"", &not_modified,
+						 &fx->is, &fx->err), ERR_OK);
+	assert_int_equal(not_modified, 0);
+	assert_int_equal(fx->is.number, 3);
+	assert_string_equal(fx->is.etag, "W/\"def\"");
+	gh_issue_release(&fx->is);
+
+	/* Without an ETag the GET is unconditional, and a 304 would not be a success. */
+	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 3, "open", NULL, ""));
+	assert_int_equal(gh_issue_get_if_changed(fx->gh, "o/r", 3, NULL, &not_modified, &fx->is,
+						 &fx->err), ERR_OK);
+	assert_null(fake_request_header(fake_http_request(fx->fake, 2), "if-none-match"));
+	assert_null(fx->is.etag);
+}
+
+/* The rebuild's list: creator= and labels= percent-encoded; pages counted. */
+static void issue_list_filters_by_creator_and_labels_and_counts_pages(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_list_filter f = { "my-app[bot]", "alert,sev one" };
+	char link[512];
+	struct seen s = { 0 };
+	int pages = -1;
+
+	snprintf(link, sizeof(link), "Link: <%s/repositories/1/issues?page=2>; rel=\"next\"",
+		 fake_http_url(fx->fake));
+	fake_http_push(fx->fake, 200, link, "[]");
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	assert_int_equal(gh_issue_list_filtered(fx->gh, "o/r", &f, see_issue, &s, &pages, &fx->err),
+			 ERR_OK);
+	assert_int_equal(pages, 2);
+	assert_string_equal(fake_http_request(fx->fake, 0)->uri,
+			    "/repos/o/r/issues?state=all&sort=created&direction=asc&per_page=100"
+			    "&creator=my-app%5Bbot%5D&labels=alert%2Csev%20one");
+}
+
+/* GET /user once; the login is cached; gh_set_login() overrides it. */
+static void login_is_read_once_and_cached(void **state)
+{
+	struct fixture *fx = *state;
+	const char *login = NULL;
+
+	fake_http_push(fx->fake, 200, NULL, "{\"login\":\"alertbridge-bot\",\"id\":1}");
+	assert_int_equal(gh_login(fx->gh, &login, &fx->err), ERR_OK);
+	assert_string_equal(login, "alertbridge-bot");
+	assert_int_equal(gh_login(fx->gh, &login, &fx->err), ERR_OK);
+	assert_string_equal(login, "alertbridge-bot");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_string_equal(fake_http_request(fx->fake, 0)->uri, "/user");
+	gh_set_login(fx->gh, "my-app[bot]");
+	assert_int_equal(gh_login(fx->gh, &login, &fx->err), ERR_OK);
+	assert_string_equal(login, "my-app[bot]");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1013,6 +1086,9 @@ int main(void)
 		T(set_state_patches_state_and_reason),
 		T(comment_and_labels_post_documented_bodies),
 		T(get_parses_issue),
+		T(conditional_get_sends_the_etag_and_takes_304_as_unchanged),
+		T(issue_list_filters_by_creator_and_labels_and_counts_pages),
+		T(login_is_read_once_and_cached),
 		T(get_follows_301_to_transferred_issue),
 		T(mutating_calls_are_one_second_apart_gets_are_not),
 		T(content_budget_per_minute_is_kept),

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""test_routing.py - routing alerts to repositories (issue 9 item 2), real binary + fake GitHub.
+
+  routes_and_repo_templates   a receiver whose repo is "{{labels.team}}/alerts" with two
+      routes: severity=~"critical|page" and team!="ml" files into acme/pager with its own
+      labels and assignee; alertname=Special takes its own title template (and the receiver's
+      repo); the rest goes to the team's repository with the receiver's labels; an alert
+      without a team renders "/alerts" and is dead-lettered with that value in the reason while
+      the others of its webhook are filed; the regex is fully anchored (severity="critical-ish"
+      is no match);
+  group_repo_from_the_first_alert  issue_per: group renders the group's repo from its first
+      alert, as its title;
+  the_map_wins_after_a_reroute  an alert filed in infra/alerts keeps its issue when a new
+      config routes it to acme/pager: its resolve closes the issue it has, nothing is made in
+      acme/pager, while a new alert follows the new route;
+  check_config_shows_each_routes_repo  check-config prints the repo a sample alert gets for
+      each route, and rejects a regex it cannot compile naming file:line.
+
+Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline and last "N passed, N failed".
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_github import FakeGitHub  # noqa: E402
+from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
+                     http, iso_ms, poll, print_tail, webhook_payload)
+
+TOKEN = "ghs_routingToken0123456789"
+REPOS = ["acme/pager", "infra/alerts", "ml/alerts", "db/alerts"]
+ROUTED = """  - name: bridge
+    repo: "{{labels.team}}/alerts"
+    labels: [alert]
+    routes:
+      - matchers: ['severity=~"critical|page"', team!="ml"]
+        repo: acme/pager
+        labels: [page, "sev:{{labels.severity}}"]
+        assignees: [oncall]
+      - matchers: [alertname=Special]
+        templates: {title: special.mustache}
+  - name: grouped
+    repo: "{{labels.team}}/alerts"
+    issue_per: group
+"""
+
+run = Runner()
+STACKS = []
+
+
+def stack(receivers):
+    d = tempfile.mkdtemp(prefix="ab-routing-")
+    with open(os.path.join(d, "special.mustache"), "w") as f:
+        f.write("special: {{labels.alertname}} for {{labels.team}}\n")
+    gh = FakeGitHub(token=TOKEN, repos=REPOS).start()
+    ab = Alertbridge(d, gh.url, TOKEN, REPOS[0], receivers_yaml=receivers)
+    STACKS.append((d, gh, ab))
+    return gh, ab
+
+
+def alert(fp, labels, status="firing", starts=None, ends=None):
+    a = {"fingerprint": fp, "status": status, "labels": dict(labels),
+         "annotations": {"summary": "routing " + fp},
+         "startsAt": iso_ms(starts or time.time() - 60)}
+    if ends:
+        a["endsAt"] = iso_ms(ends)
+    return a
+
+
+def issues_of(gh, repo):
+    return gh.issues(repo)
+
+
+def done_events(ab):
+    st, _, text = http("GET", ab.url + "/metrics")
+    return sum(float(v) for v in re.findall(
+        r"^alertbridge_bridge_events_total\{[^}]*\} (\S+)$", text, re.M))
+
+
+def post(ab, receiver, alerts, events):
+    before = done_events(ab)
+    st, _, body = ab.post(webhook_payload(receiver, alerts))
+    eq(st, 200, "webhook acknowledged")
+    poll(lambda: done_events(ab) >= before + events, "%d events applied" % events, timeout_s=30)
+
+
+@run.case
+def routes_and_repo_templates():
+    gh, ab = stack(ROUTED)
+    ab.start()
+    post(ab, "bridge", [
+        alert("a000000000000001", {"alertname": "Down", "team": "infra", "severity": "critical"}),
+        alert("a000000000000002", {"alertname": "Down", "team": "ml", "severity": "page"}),
+        alert("a000000000000003", {"alertname": "Special", "team": "db", "severity": "warning"}),
+        alert("a000000000000004", {"alertname": "Down", "team": "infra",
+                                   "severity": "critical-ish"}),
+        alert("a000000000000005", {"alertname": "Down", "severity": "warning"}),
+    ], events=5)
+    pager = issues_of(gh, "acme/pager")
+    eq(len(pager), 1, "one issue in acme/pager (the first route)")
+    check("a000000000000001" in pager[0]["body"], "the infra critical alert", pager[0]["body"])
+    eq(sorted(x["name"] for x in pager[0]["labels"]), ["page", "sev:critical"],
+       "the route's labels, rendered")
+    eq([x["login"] for x in pager[0]["assignees"]], ["oncall"], "the route's assignee")
+    ml = issues_of(gh, "ml/alerts")
+    eq(len(ml), 1, "team ml skips the first route (team!=\"ml\"): its team's repo")
+    eq([x["name"] for x in ml[0]["labels"]], ["alert"], "the receiver's labels")
+    db = issues_of(gh, "db/alerts")
+    eq(len(db), 1, "the Special route takes the receiver's repo template")
+    eq(db[0]["title"], "special: Special for db", "and its own title template")
+    infra = issues_of(gh, "infra/alerts")
+    eq(len(infra), 1, "critical-ish is no match for the anchored regex: the team's repo")
+    check("a000000000000004" in infra[0]["body"], "the critical-ish alert", infra[0]["body"])
+    dead = db_rows(ab.db, "SELECT key, last_error FROM events WHERE state = 'dead'")
+    eq([r[0] for r in dead], ["a000000000000005"], "the alert without a team is dead-lettered")
+    check('rendered to "/alerts"' in dead[0][1], "with the rendered value in the reason",
+          dead[0][1])
+    event("dead letter: %s" % dead[0][1])
+    ab.stop()
+
+
+@run.case
+def group_repo_from_the_first_alert():
+    gh, ab = stack(ROUTED)
+    ab.start()
+    post(ab, "grouped", [
+        alert("b000000000000001", {"alertname": "Lag", "team": "db", "instance": "a"}),
+        alert("b000000000000002", {"alertname": "Lag", "team": "infra", "instance": "b"}),
+    ], events=1)
+    eq(len(issues_of(gh, "db/alerts")), 1, "the group's issue: the first alert's team")
+    eq(len(issues_of(gh, "infra/alerts")), 0, "not the second's")
+    ab.stop()
+
+
+@run.case
+def the_map_wins_after_a_reroute():
+    gh, ab = stack("  - name: bridge\n    repo: \"{{labels.team}}/alerts\"\n")
+    ab.start()
+    t0 = time.time() - 60
+    labels = {"alertname": "Down", "team": "infra", "severity": "critical"}
+    post(ab, "bridge", [alert("c000000000000001", labels, starts=t0)], events=1)
+    eq(len(issues_of(gh, "infra/alerts")), 1, "filed by the repo template")
+    ab.stop()
+    ab.write_receivers(ROUTED)  # now severity=critical goes to acme/pager
+    ab.start()
+    post(ab, "bridge", [alert("c000000000000001", labels, "resolved", starts=t0,
+                              ends=time.time() - 1)], events=1)
+    infra = issues_of(gh, "infra/alerts")
+    eq(infra[0]["state"], "closed", "the resolve closed the issue the alert has")
+    eq(issues_of(gh, "acme/pager"), [], "nothing made where the new route points")
+    post(ab, "bridge", [alert("c000000000000002", labels)], events=1)
+    eq(len(issues_of(gh, "acme/pager")), 1, "a new alert follows the new route")
+    ab.stop()
+
+
+@run.case
+def check_config_shows_each_routes_repo():
+    d, gh, ab = STACKS[0] if STACKS else (None, None, None)
+    gh, ab = stack(ROUTED)
+    out = subprocess.run([ALERTBRIDGE, "check-config", ab.config], capture_output=True,
+                         text=True, timeout=30)
+    eq(out.returncode, 0, "valid")
+    lines = [x for x in out.stdout.splitlines() if "repo for the sample alert" in x]
+    event("\n".join(lines))
+    check(any('route 0 [severity=~"critical|page", team!="ml"]: repo for the sample alert: '
+              'acme/pager' in x for x in lines), "route 0's repo", lines)
+    check(any('route 1 [alertname="Special"]: repo for the sample alert: sample/alerts' in x
+              for x in lines), "route 1 renders the receiver's template", lines)
+    with open(ab.config) as f:
+        text = f.read()
+    bad = text.replace("team!=\"ml\"]", "team!=\"ml\", 'x=~\"(a\"']")
+    with open(ab.config, "w") as f:
+        f.write(bad)
+    line = [i + 1 for i, x in enumerate(bad.splitlines()) if "x=~" in x][0]
+    out = subprocess.run([ALERTBRIDGE, "check-config", ab.config], capture_output=True,
+                         text=True, timeout=30)
+    eq(out.returncode, 1, "a regex that does not compile is rejected")
+    check("alertbridge.yml:%d: receivers[0].routes[0].matchers[2]: invalid regex" % line
+          in out.stderr, "naming file:line", out.stderr)
+
+
+def on_failure(name):
+    for d, gh, ab in STACKS:
+        print_tail("alertbridge log (%s)" % name, ab.tail(40))
+
+
+def cleanup():
+    for d, gh, ab in STACKS:
+        try:
+            if ab.alive():
+                ab.stop()
+        finally:
+            gh.stop()
+            shutil.rmtree(d, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(run.run(on_failure=on_failure, after=cleanup))
