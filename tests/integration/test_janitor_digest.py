@@ -164,6 +164,8 @@ def wait_progress(count, want, what, deadline_s=300):
         if time.time() > end:
             raise Failure("%s: %d of %d after %d s" % (what, count(), want, deadline_s))
         last = count()
+        if last >= want:  # reached between the loop's test and here
+            break
         poll(lambda: count() > last, "%s: more than %d" % (what, last), timeout_s=60,
              interval_s=1)
 
