@@ -28,7 +28,7 @@
 #   NODEPS    1 skips the dependency check (deploy/deps.sh)
 #   V         1 prints every command (default: one short line per file)
 #   FUZZ_SECONDS  seconds per harness for make fuzz (default 60)
-#   TEST_FUZZ_SECONDS  seconds per harness in make test's fuzz stage (default 15: the seeds and
+#   TEST_FUZZ_SECONDS  seconds per harness in make test's fuzz stage (default 10: the seeds and
 #             the learnt corpus are replayed first, then a short run; make fuzz stays long)
 #   INTEGRATION_JOBS  integration tests run at a time in each stage of make test (default 2)
 #   FUZZ_CC   compiler for make fuzz (default clang; needs libFuzzer: clang + libclang-rt-dev)
@@ -49,7 +49,7 @@ SAN ?=
 NODEPS ?=
 V ?=
 FUZZ_SECONDS ?= 60
-TEST_FUZZ_SECONDS ?= 15
+TEST_FUZZ_SECONDS ?= 10
 FUZZ_CC ?= clang
 VALGRIND ?= 1
 ASAN ?= 1
