@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "core/store.h"
 #include "tests/unit/helpers/bridge_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 static void fire_resolve_refire_cycle(void **state)
 {
@@ -118,7 +119,7 @@ static void write_reload_files(const char *dir, const char *api_url, const char 
 /* A reload (core/reload.h) applies from the next event: its labels and its GitHub token. */
 static void reloaded_config_applies_to_the_next_event(void **state)
 {
-	char dir[] = "/tmp/ab-bridge-reload-XXXXXX", path[96], cmd[96];
+	char dir[64], path[96];
 	struct reload_options ro = { 0 };
 	struct reload *r = NULL;
 	struct config *cfg = NULL;
@@ -128,7 +129,7 @@ static void reloaded_config_applies_to_the_next_event(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	assert_non_null(mkdtemp(dir));
+	tfx_mkdtemp(dir, sizeof(dir), "ab-bridge-reload");
 	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
 	write_reload_files(dir, fake_http_url(e.gh), "first", "ghp_test_token");
 	assert_int_equal(cfg_load(path, &cfg, &err), ERR_OK);
@@ -161,8 +162,7 @@ static void reloaded_config_applies_to_the_next_event(void **state)
 	bfx_env_stop(&e);
 	reload_free(r);  /* after the bridge, which held a generation */
 	buf_release(&err);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	tfx_remove_tree(dir);
 }
 
 static void not_the_leader_drains_nothing(void **state)

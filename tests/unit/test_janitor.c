@@ -21,6 +21,7 @@
 #include "core/store.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 /* ---- the worker ---- */
 
@@ -210,7 +211,7 @@ static void excluded_and_exempt_untouched(void **state)
 /* A policy added by a reload applies from the next event on (core/reload.h). */
 static void reloaded_policy_applies_to_the_next_event(void **state)
 {
-	char dir[] = "/tmp/ab-janitor-reload-XXXXXX", path[64], cmd[96];
+	char dir[48], path[64];
 	struct reload_options ro = { 0 };
 	struct env_opts o = { 0 };
 	struct reload *r = NULL;
@@ -220,7 +221,7 @@ static void reloaded_policy_applies_to_the_next_event(void **state)
 	FILE *f;
 	(void)state;
 
-	assert_non_null(mkdtemp(dir));
+	tfx_mkdtemp(dir, sizeof(dir), "ab-janitor-reload");
 	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
@@ -252,8 +253,7 @@ static void reloaded_policy_applies_to_the_next_event(void **state)
 	jfx_env_stop(&e);
 	reload_free(r);
 	buf_release(&err);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	tfx_remove_tree(dir);
 }
 
 static void invalid_annotation_warning_event(void **state)

@@ -18,6 +18,7 @@
 #include "core/reload.h"
 #include "core/xalloc.h"
 #include "tests/unit/helpers/http_server_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 struct fx {
 	char dir[64];
@@ -116,8 +117,7 @@ static int setup(void **state)
 	log_setup(LOG_ERROR, LOG_LOGFMT);
 	pthread_mutex_init(&fx->lock, NULL);
 	g_fx = fx;
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/ab-reload-XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
+	tfx_mkdtemp(fx->dir, sizeof(fx->dir), "ab-reload");
 	snprintf(fx->path, sizeof(fx->path), "%s/alertbridge.yml", fx->dir);
 	write_config(fx, "v1", NULL);
 	cfg = load(fx->path);
@@ -139,12 +139,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[128];
 
 	reload_free(fx->r);
 	metrics_free(fx->m);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	tfx_remove_tree(fx->dir);
 	pthread_mutex_destroy(&fx->lock);
 	free(fx);
 	return 0;

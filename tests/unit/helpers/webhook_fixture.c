@@ -29,6 +29,7 @@
 #include "core/xalloc.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 static const char CONFIG_YAML[] =
 	"receivers:\n"
@@ -100,8 +101,7 @@ int wfx_setup(void **state)
 	struct srv_options so = { 0 };
 	struct webhook_options wo = { 0 };
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/test_webhook.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
+	tfx_mkdtemp(f->dir, sizeof(f->dir), "test_webhook");
 	snprintf(f->path, sizeof(f->path), "%s/ab.db", f->dir);
 	snprintf(f->log_path, sizeof(f->log_path), "%s/log", f->dir);
 	f->log_fd = open(f->log_path, O_CREAT | O_RDWR | O_TRUNC | O_APPEND, 0600);
@@ -138,7 +138,6 @@ int wfx_setup(void **state)
 int wfx_teardown(void **state)
 {
 	struct fixture *f = *state;
-	char cmd[160];
 
 	srv_free(f->srv);
 	webhook_free(f->wh);
@@ -148,8 +147,7 @@ int wfx_teardown(void **state)
 	cfg_free(f->cfg);
 	log_set_fd(2);
 	close(f->log_fd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	tfx_remove_tree(f->dir);
 	free(f);
 	return 0;
 }
