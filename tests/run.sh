@@ -49,8 +49,9 @@ passed=0
 failed=0
 failed_names=""
 log=$(mktemp)
+why=$(mktemp)
 san=$(mktemp -d)
-trap 'rm -rf "$log" "$san"' EXIT
+trap 'rm -rf "$log" "$why" "$san"' EXIT
 stage=""     # "" for the plain build, else "asan " or "valgrind "
 summary=""
 
@@ -62,6 +63,10 @@ account() {
 	if [ "$f" -ne 0 ]; then
 		cat "$log"
 		failed_names="$failed_names $stage$2"
+		# why, again at the end: CI keeps only the output's tail
+		{ echo "--- $stage$2:"
+		  grep -E -A2 ' FAIL |^\[  (ERROR|FAILED)  \] [a-z_]|^----- sanitizer report|^[A-Za-z]*Error:' \
+		    "$log" | cut -c1-300 | head -n 6; } >>"$why"
 		echo "$stage$1 $2: $p passed, $f failed (exit $5)"
 	else
 		echo "$stage$1 $2: $p passed"
@@ -297,6 +302,10 @@ $line"
 fi
 
 [ -n "$summary" ] && echo "$summary" | sed '/^$/d'
-[ -n "$failed_names" ] && echo "failing:$failed_names"
+if [ -n "$failed_names" ]; then
+	echo "failing:$failed_names"
+	echo "why (the first lines of each failing test's report; the whole one is above):"
+	cat "$why"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
