@@ -1,0 +1,62 @@
+/*
+ * db_int.h - what db.c shares with the engines (db_sqlite.c, db_pg.c): each
+ * engine fills a struct db_ops, and every struct db / struct db_stmt starts
+ * with the common part below, which db.c's public functions dispatch on.
+ * Not for other modules: they use db.h.
+ */
+#ifndef AB_DB_INT_H
+#define AB_DB_INT_H
+
+#include <stdint.h>
+
+#include "buf.h"
+#include "db.h"
+#include "err.h"
+
+struct db_ops {
+	enum db_engine engine;
+	void (*close)(struct db *db);
+	enum err (*prepare)(struct db *db, const char *sql, struct db_stmt **out,
+			    struct buf *errmsg);
+	void (*finalize)(struct db_stmt *s);
+	void (*bind_text)(struct db_stmt *s, int idx, const char *v);
+	void (*bind_int)(struct db_stmt *s, int idx, int64_t v);
+	void (*bind_null)(struct db_stmt *s, int idx);
+	enum db_step (*step)(struct db_stmt *s);
+	int64_t (*col_int)(struct db_stmt *s, int i);
+	const char *(*col_text)(struct db_stmt *s, int i);
+	int (*col_is_null)(struct db_stmt *s, int i);
+	void (*reset)(struct db_stmt *s);
+	int64_t (*changes)(struct db *db);
+	const char *(*errmsg)(struct db *db);
+	enum err (*exec)(struct db *db, const char *sql, struct buf *errmsg);
+	enum err (*begin)(struct db *db, struct buf *errmsg);
+	enum err (*commit)(struct db *db, struct buf *errmsg);
+	void (*rollback)(struct db *db);
+	int (*in_transaction)(struct db *db);
+	enum err (*schema_version)(struct db *db, int *version, struct buf *errmsg);
+	enum err (*set_schema_version)(struct db *db, int version, struct buf *errmsg);
+	enum err (*reclaim)(struct db *db, struct buf *errmsg);
+	enum err (*try_lock)(struct db *db, int64_t key, int *held, struct buf *errmsg);
+	int (*lock_held)(struct db *db, int64_t key);
+	void (*unlock)(struct db *db, int64_t key);
+};
+
+/* The first member of every engine's connection. */
+struct db {
+	const struct db_ops *ops;
+	char *name;   /* db_name(): path, or URI without its password; set by the engine's
+		       * open function, malloc'd, freed by db_close() in db.c after ops->close */
+};
+
+/* The first member of every engine's statement. */
+struct db_stmt {
+	struct db *db;
+};
+
+/* The engines' open functions, called by db_open() with target already classified. */
+enum err db_sqlite_open(const char *path, struct db **out, struct buf *errmsg);
+enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
+		    struct buf *errmsg);
+
+#endif
