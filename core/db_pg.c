@@ -628,9 +628,14 @@ static enum err pg_schema_version(struct db *db, int *version, struct buf *errms
 	enum err rc;
 
 	*version = 0;
-	/* Under the caller's write lock, so two processes cannot create it at once. */
+	/*
+	 * Under the caller's write lock, so two processes cannot create it at
+	 * once; to_regclass() rather than IF NOT EXISTS, whose notice would be
+	 * logged at every start.
+	 */
 	rc = exec_sql(pg,
-		      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+		      "DO $$ BEGIN IF to_regclass('schema_version') IS NULL THEN"
+		      " CREATE TABLE schema_version (version INTEGER NOT NULL); END IF; END $$;"
 		      "INSERT INTO schema_version (version) SELECT 0"
 		      " WHERE NOT EXISTS (SELECT 1 FROM schema_version);"
 		      "SELECT version FROM schema_version",
