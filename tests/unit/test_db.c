@@ -685,6 +685,16 @@ static void name_hides_the_password(void **state)
 	uri_as(want, sizeof(want), user, "xxxxx");
 	assert_string_equal(db_name(db), want);
 	assert_int_equal(db_engine(db), DB_POSTGRES);
+	/* The session's defaults (db.h): the name, and keepalives the server sends. */
+	{
+		struct db_stmt *s = prepare_ok(db, "SELECT current_setting('application_name'),"
+						   " current_setting('tcp_keepalives_idle')");
+
+		assert_int_equal(db_step(s), DB_ROW);
+		assert_string_equal(db_col_text(s, 0), "alertbridge");
+		assert_string_equal(db_col_text(s, 1), "10");
+		db_finalize(s);
+	}
 	db_close(db);
 }
 
@@ -795,8 +805,9 @@ static void reconnects_after_a_restart(void **state)
 	db_rollback(busy);
 	assert_false(db_in_transaction(busy));
 	assert_int_equal(one_int(busy, "SELECT SUM(v) FROM z"), 3); /* only the idle one's */
-	/* Prepared statements are made again on the new session. */
+	/* Prepared statements are made again on the new session, set up as the first. */
 	assert_int_equal(one_int(idle, "SELECT COUNT(*) FROM z"), 1);
+	assert_int_equal(one_int(idle, "SELECT current_setting('tcp_keepalives_count')::int"), 3);
 	assert_int_equal(db_exec(e->admin, "SELECT 1", &msg), ERR_UNAVAILABLE);
 out:
 	buf_release(&msg);
