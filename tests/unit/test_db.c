@@ -919,10 +919,15 @@ int main(void)
 #ifdef AB_HAVE_LIBPQ
 	offline++;
 #endif
+#ifdef AB_HAVE_LIBPQ
 	if (!pg_uri()) {
 		print_message("test_db: the PostgreSQL half skipped (AB_TEST_PG_URI is unset; "
 			      "make test sets it)\n");
 		n = offline + (n - offline - 3) / 2;
 	}
+#else
+	print_message("test_db: the PostgreSQL half skipped (built without libpq)\n");
+	n = offline + (n - offline - 3) / 2;
+#endif
 	return _cmocka_run_group_tests("test_db", tests, n, NULL, NULL);
 }
