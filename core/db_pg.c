@@ -46,9 +46,13 @@
 #define KEEPALIVE_IDLE_S "10"
 #define KEEPALIVE_INTERVAL_S "5"
 #define KEEPALIVE_COUNT "3"
+/* The server's side, where neither its configuration nor the URI's options set it. */
 #define SERVER_KEEPALIVES                                                           \
-	"SET tcp_keepalives_idle = " KEEPALIVE_IDLE_S "; SET tcp_keepalives_interval = " \
-	KEEPALIVE_INTERVAL_S "; SET tcp_keepalives_count = " KEEPALIVE_COUNT
+	"SELECT set_config(name, v, false) FROM (VALUES"                              \
+	" ('tcp_keepalives_idle', '" KEEPALIVE_IDLE_S "'),"                           \
+	" ('tcp_keepalives_interval', '" KEEPALIVE_INTERVAL_S "'),"                   \
+	" ('tcp_keepalives_count', '" KEEPALIVE_COUNT "')) AS k (name, v)"            \
+	" JOIN pg_settings USING (name) WHERE source = 'default'"
 
 /* One statement prepared on the server under name, for parameters of types. */
 struct prepared {
@@ -143,7 +147,7 @@ static void session_setup(struct pg *pg)
 {
 	PGresult *res = PQexec(pg->conn, SERVER_KEEPALIVES);
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		struct log_line *l = log_begin(LOG_WARN, "cannot set the server's tcp keepalives");
 		struct buf b = BUF_INIT;
 
