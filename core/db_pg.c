@@ -360,8 +360,9 @@ static enum err cache_add(struct pg *pg, const struct pg_stmt *s, const struct p
 /*
  * sql with ?N rewritten to $N, outside '...' literals, "..." identifiers and
  * comments, into out; *nparams is the largest N.  A bare ? is left alone.
+ * ERR_DB with why set for a ?0 or a ?N past MAX_PARAMS.
  */
-static enum err translate(const char *sql, struct buf *out, int *nparams, struct buf *errmsg)
+static enum err translate(const char *sql, struct buf *out, int *nparams, struct buf *why)
 {
 	const char *p = sql;
 
@@ -382,7 +383,7 @@ static enum err translate(const char *sql, struct buf *out, int *nparams, struct
 			long n = strtol(p + 1, &stop, 10);
 
 			if (n < 1 || n > MAX_PARAMS) {
-				buf_setf(errmsg, "placeholder ?%.10s out of range (1..%d)", p + 1,
+				buf_setf(why, "placeholder ?%.10s out of range (1..%d)", p + 1,
 					 MAX_PARAMS);
 				return ERR_DB;
 			}
@@ -410,11 +411,10 @@ static enum err pg_prepare(struct db *db, const char *sql, struct db_stmt **out,
 	struct pg_stmt *s;
 	size_t n;
 	int nparams;
-	enum err rc = translate(sql, &t, &nparams, errmsg);
+	enum err rc = translate(sql, &t, &nparams, &pg->err);
 
 	*out = NULL;
 	if (rc != ERR_OK) {
-		set_oneline(&pg->err, buf_str(errmsg));
 		buf_setf(errmsg, "%s: %s", db->name, buf_str(&pg->err));
 		buf_release(&t);
 		return rc;

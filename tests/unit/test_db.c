@@ -426,6 +426,12 @@ static void bad_sql_and_constraints(void **state)
 		assert_contains(buf_str(&msg), "syntax error");
 	}
 
+	/* A placeholder out of range: refused at prepare, the reason in db_errmsg(). */
+	s = (struct db_stmt *)&msg;
+	assert_int_equal(db_prepare(db, "SELECT ?0", &s, NULL), ERR_DB);
+	assert_null(s);
+	assert_true(strlen(db_errmsg(db)) > 0);
+
 	exec_ok(db, "CREATE TABLE u (k TEXT PRIMARY KEY)");
 	s = prepare_ok(db, "INSERT INTO u (k) VALUES (?1)");
 	db_bind_text(s, 1, "dup");
