@@ -100,11 +100,13 @@ selected() {
 }
 
 # In the ASan+UBSan stage, the integration tests that run no code of alertbridge's worth
-# instrumenting again (files, fakes, the benchmarks' scripts) and the slowest one whose code
-# the unit tests already run under the sanitizers (test_janitor_digest: test_janitor_digest.c,
-# test_store_digest.c), to keep `make test` within 25 minutes on 2 cores.  ASAN_SKIP overrides.
+# instrumenting again (files, fakes, the benchmarks' scripts, the test PostgreSQL) and the
+# slowest one whose code the unit tests already run under the sanitizers (test_janitor_digest:
+# test_janitor_digest.c, test_store_digest.c), to keep `make test` within 25 minutes on 2 cores.
+# ASAN_SKIP overrides.
 ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
-test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest}
+test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
+test_pg_cluster}
 asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
