@@ -945,6 +945,7 @@ static void bad_targets(void **state)
 		 closed_port());
 	buf_reset(&msg);
 	assert_int_equal(db_open(uri, NULL, &db, &msg), ERR_UNAVAILABLE);
+	assert_string_equal(err_str(ERR_UNAVAILABLE), "unavailable");
 	assert_null(db);
 	assert_contains(buf_str(&msg), "Connection refused");
 	assert_contains(buf_str(&msg), "postgres://u:xxxxx@127.0.0.1:");
