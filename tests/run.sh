@@ -241,7 +241,8 @@ if [ -z "${AB_TEST_PG_URI:-}" ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/nul
 		rm -rf "$pg_dir"; pg_dir=""
 		failed=$((failed + 1)); failed_names="$failed_names postgresql"
 	}
-	[ -z "$pg_dir" ] || { export AB_TEST_PG_URI; export AB_TEST_PG_DIR="$pg_dir"; }
+	[ -z "$pg_dir" ] || { export AB_TEST_PG_URI; export AB_TEST_PG_DIR="$pg_dir"
+		echo "postgresql: $AB_TEST_PG_URI (tests/pg/pg.sh, in $pg_dir)"; }
 fi
 
 run_stage "${O}" "$O" "$BIN"
