@@ -68,7 +68,7 @@ VERSION ?= $(shell cat VERSION 2>/dev/null || git describe --tags --always 2>/de
 REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 	{ git diff --quiet HEAD 2>/dev/null && echo "$$r" || echo "$$r-dirty"; } || echo unknown)
 
-PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls
+PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls libpq
 PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
@@ -80,6 +80,8 @@ PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
+# libpq is in PKGS: db.c opens postgres:// targets with the PostgreSQL engine (core/db_pg.c).
+ALL_CFLAGS += -DAB_HAVE_LIBPQ
 
 LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c web/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.mustache))
