@@ -76,6 +76,8 @@ static const char usage_main[] =
 	"                             render a template over an Alertmanager payload\n"
 	"  map list|show KEY|forget KEY|retry KEY\n"
 	"                             inspect or edit the alert-to-issue map\n"
+	"  store copy --from=SOURCE --to=TARGET\n"
+	"                             copy a store into a new one (sqlite to PostgreSQL)\n"
 	"  janitor sweep --once [--dry-run]\n"
 	"                             run one janitor sweep now and print its plan\n"
 	"  version, --version         print the version, revision, build date, compiler and\n"
@@ -1123,6 +1125,8 @@ int main(int argc, char **argv)
 		cmd = "version";
 		first = 2;
 	}
+	if (!strcmp(cmd, "store"))  /* flags of its own (store_copy.c) */
+		return store_copy_command(argc - first, argv + first);
 	rc = parse_flags(argc, argv, first, &f);
 	if (rc)
 		return rc;

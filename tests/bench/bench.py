@@ -2,7 +2,9 @@
 """bench.py - `make bench`: alertbridge's intake against a bare libmicrohttpd responder, in one run.
 
 Three workloads, each against a fresh alertbridge (its own database) and each compared with the
-bare responder measured in the same run (tests/bench/post.lua says what each sends):
+bare responder measured in the same run (tests/bench/post.lua says what each sends), on each
+store engine: sqlite (a file) and PostgreSQL (a private cluster on loopback started for the run,
+tests/integration/pg.py, a database per alertbridge; when the server is installed):
   new      every request a new firing episode (each is a durable event per alert);
   repeat   the same payload again and again (Alertmanager's repeat_interval, HA twins, retries);
   mix      9 repeats in 10, 1 new.
@@ -23,7 +25,9 @@ searches and the rate-limit units used (GitHub does not count a 304).
 
 usage: bench.py BARE_RESPONDER ALERTBRIDGE
 env:   BENCH_DURATION (10s), BENCH_THREADS (2), BENCH_CONNECTIONS (16), BENCH_PAYLOAD,
-       BENCH_CALLGRIND_REQUESTS (200; 0 skips callgrind), BENCH_MODES (new,repeat,mix).
+       BENCH_CALLGRIND_REQUESTS (200; 0 skips callgrind), BENCH_MODES (new,repeat,mix),
+       BENCH_ENGINES (sqlite,postgres; postgres only when installed).  callgrind counts the
+       sqlite engine's runs only (on PostgreSQL the server's work is another process's).
 Exit status 0; 1 when an answer was not 2xx or an acknowledged alert is missing; 2 on setup.
 """
 
@@ -44,6 +48,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "integration"))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import free_port, iso_ms  # noqa: E402
+import pg  # noqa: E402
 
 DURATION = os.environ.get("BENCH_DURATION", "10s")
 THREADS = os.environ.get("BENCH_THREADS", "2")
@@ -52,6 +57,8 @@ PAYLOAD = os.environ.get("BENCH_PAYLOAD") or os.path.join(
     SRC, "tests", "fixtures", "alertmanager", "03_group_of_3_firing.json")
 CG_REQUESTS = int(os.environ.get("BENCH_CALLGRIND_REQUESTS", "200"))
 MODES = [m for m in os.environ.get("BENCH_MODES", "new,repeat,mix").split(",") if m]
+ENGINES = [e for e in os.environ.get("BENCH_ENGINES", "sqlite,postgres" if pg.installed() else
+                                     "sqlite").split(",") if e]
 LUA = os.path.join(SRC, "tests", "bench", "post.lua")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TOKEN = "bench-" + os.urandom(8).hex()
@@ -105,17 +112,21 @@ class Bridge:
     """One alertbridge, live against the fake GitHub at github_url, in its own directory;
     content_per_minute 1 holds the worker back, so what is measured is the intake."""
 
-    def __init__(self, binary, receiver, github_url, wrap=(), content_per_minute=1):
+    def __init__(self, binary, receiver, github_url, wrap=(), content_per_minute=1,
+                 cluster=None):
         self.dir = tempfile.mkdtemp(prefix="ab-bench-")
         self.port = free_port()
         self.db = os.path.join(self.dir, "alertbridge.db")
+        self.cluster = cluster
+        if cluster:
+            self.db = cluster.create_database()
         with open(os.path.join(self.dir, "webhook-token"), "w") as f:
             f.write(TOKEN + "\n")
         with open(os.path.join(self.dir, "github-token"), "w") as f:
             f.write("ghs_benchToken0123456789\n")
         with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
             f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
+                    "database: %s\n"
                     "log: {level: warn, format: logfmt}\n"
                     "webhook:\n"
                     "  bearer_token_file: webhook-token\n"
@@ -135,7 +146,8 @@ class Bridge:
                     "    reopen_window: 7d\n"
                     "janitor:\n"
                     "  enabled: false\n"
-                    % (self.port, github_url, content_per_minute, receiver))
+                    % (self.port, self.db if cluster else "alertbridge.db", github_url,
+                       content_per_minute, receiver))
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
         self.log = open(os.path.join(self.dir, "alertbridge.log"), "w")
         self.proc = subprocess.Popen(list(wrap) + [binary, "serve",
@@ -151,6 +163,8 @@ class Bridge:
         return float(m.group(1)) if st == 200 and m else -1
 
     def events(self):
+        if self.cluster:
+            return int(self.cluster.sql(self.db, "SELECT count(*) FROM events")[0][0])
         con = sqlite3.connect(self.db, timeout=10)
         try:
             return con.execute("SELECT count(*) FROM events").fetchone()[0]
@@ -161,6 +175,8 @@ class Bridge:
         stop(self.proc, grace_s=120)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+        if self.cluster:
+            self.cluster.drop_database(self.db)
 
 
 def wrk(port, mode):
@@ -304,6 +320,34 @@ def gh_calls(binary, receiver, template):
     return rows
 
 
+def run_ours(binary, mode, per, cluster):
+    """wrk against a fresh alertbridge on cluster (None: sqlite); the results with the
+    durability check of its events after the run ("durable" says it, "ok_durable" 0/1)."""
+    b = Bridge(binary, RECEIVER, GH.url, cluster=cluster)
+    try:
+        r = measured(b.port, b.proc.pid, mode)
+        stop(b.proc, grace_s=120)
+        events = b.events()
+    finally:
+        b.close()
+    ok = int(r["ok"])
+    if mode == "new":
+        durable = events >= ok * per
+        r["durable"] = "%d events for %d x %d alerts: %s" % (
+            events, ok, per, "OK" if durable else "MISSING %d" % (ok * per - events))
+    elif mode == "repeat":
+        durable = events == per
+        r["durable"] = "%d events for %d requests of %d alerts: %s" % (
+            events, ok, per, "OK, repeats not stored" if durable else "WRONG")
+    else:
+        new = (ok + 9) // 10  # 1 in 10 per wrk thread: within a few of this
+        durable = events >= per + max(ok // 10 - int(THREADS), 0) * per
+        r["durable"] = "%d events for %d requests, about %d of them new x %d alerts " \
+            "+ %d" % (events, ok, new, per, per)
+    r["ok_durable"] = 1 if durable else 0
+    return r
+
+
 def main():
     global RECEIVER, GH
     if len(sys.argv) != 3:
@@ -326,32 +370,20 @@ def main():
                    os.path.getsize(os.path.join(tmp, "bare.port")) > 0, "bare ready", bare)
         bare_port = int(open(os.path.join(tmp, "bare.port")).read())
         os.unlink(os.path.join(tmp, "bare.port"))
-        for mode in MODES:
-            results[("bare", mode)] = measured(bare_port, bare.pid, mode)
-            b = Bridge(binary, RECEIVER, GH.url)
+        for engine in ENGINES:
+            if engine == "postgres":  # fsync on: a commit costs what it costs in production
+                os.environ["PG_DURABLE"] = "1"
+            cluster = pg.Cluster().start(share=False) if engine == "postgres" else None
             try:
-                r = measured(b.port, b.proc.pid, mode)
-                results[("ours", mode)] = r
-                stop(b.proc, grace_s=120)
-                events = b.events()
+                for mode in MODES:
+                    results[("bare", engine, mode)] = measured(bare_port, bare.pid, mode)
+                    r = results[("ours", engine, mode)] = run_ours(binary, mode, per, cluster)
+                    if not r["ok_durable"] or r["non2xx"] or \
+                            results[("bare", engine, mode)]["non2xx"]:
+                        status = 1
             finally:
-                b.close()
-            ok = int(r["ok"])
-            if mode == "new":
-                durable = events >= ok * per
-                r["durable"] = "%d events for %d x %d alerts: %s" % (
-                    events, ok, per, "OK" if durable else "MISSING %d" % (ok * per - events))
-            elif mode == "repeat":
-                durable = events == per
-                r["durable"] = "%d events for %d requests of %d alerts: %s" % (
-                    events, ok, per, "OK, repeats not stored" if durable else "WRONG")
-            else:
-                new = (ok + 9) // 10  # 1 in 10 per wrk thread: within a few of this
-                durable = events >= per + max(ok // 10 - int(THREADS), 0) * per
-                r["durable"] = "%d events for %d requests, about %d of them new x %d alerts " \
-                    "+ %d" % (events, ok, new, per, per)
-            if not durable or r["non2xx"] or results[("bare", mode)]["non2xx"]:
-                status = 1
+                if cluster:
+                    cluster.stop()
     finally:
         stop(bare)
         shutil.rmtree(tmp, ignore_errors=True)
@@ -360,19 +392,21 @@ def main():
 
     print("wrk -t%s -c%s -d%s, payload %s (%d alerts)" % (THREADS, CONNS, DURATION,
                                                            os.path.basename(PAYLOAD), per))
-    print("%-8s %-12s %10s %9s %9s %11s %7s" % ("workload", "server", "requests/s", "p50 ms",
+    print("%-8s %-21s %10s %9s %9s %11s %7s" % ("workload", "server", "requests/s", "p50 ms",
                                                 "p99 ms", "CPU us/req", "non-2xx"))
-    for mode in MODES:
-        for who in ("bare", "ours"):
-            r = results[(who, mode)]
-            print("%-8s %-12s %10.0f %9.3f %9.3f %11.1f %7d" % (
-                mode, "bare MHD" if who == "bare" else "alertbridge", r["rps"],
-                r["p50_us"] / 1000, r["p99_us"] / 1000, r["cpu_us"], r["non2xx"]))
-        o, b = results[("ours", mode)], results[("bare", mode)]
-        print("%-8s %-12s %10.3f %9.2f %9.2f %11.2f" % (
-            mode, "ratio", o["rps"] / b["rps"], o["p50_us"] / max(b["p50_us"], 1),
-            o["p99_us"] / max(b["p99_us"], 1), o["cpu_us"] / max(b["cpu_us"], 1e-9)))
-        print("         durability: %s" % o["durable"])
+    for engine in ENGINES:
+        for mode in MODES:
+            for who in ("bare", "ours"):
+                r = results[(who, engine, mode)]
+                print("%-8s %-21s %10.0f %9.3f %9.3f %11.1f %7d" % (
+                    mode, "bare MHD" if who == "bare" else "alertbridge (%s)" % engine,
+                    r["rps"], r["p50_us"] / 1000, r["p99_us"] / 1000, r["cpu_us"],
+                    r["non2xx"]))
+            o, b = results[("ours", engine, mode)], results[("bare", engine, mode)]
+            print("%-8s %-21s %10.3f %9.2f %9.2f %11.2f" % (
+                mode, "ratio", o["rps"] / b["rps"], o["p50_us"] / max(b["p50_us"], 1),
+                o["p99_us"] / max(b["p99_us"], 1), o["cpu_us"] / max(b["cpu_us"], 1e-9)))
+            print("         durability: %s" % o["durable"])
 
     if CG_REQUESTS:
         print()

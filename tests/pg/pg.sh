@@ -10,7 +10,8 @@
 # cluster's superuser: PostgreSQL refuses to run as root, so as root the server runs as the
 # `postgres` system user (runuser; DIR is chowned to it), else as the current user.  Logins
 # over TCP are trusted, except role `pwuser` (which a test may create) whose password is
-# checked (scram-sha-256).  fsync is off: a test cluster needs no durability.  The server's
+# checked (scram-sha-256).  fsync is off (a test cluster needs no durability) unless
+# PG_DURABLE=1 (make bench: commits cost what they cost in production).  The server's
 # log is DIR/log.  Every wait is bounded (PG_WAIT_S, default 60 s).  The server binaries are
 # found in PG_BINDIR or /usr/lib/postgresql/*/bin (Debian's postgresql package).
 set -u
@@ -65,6 +66,8 @@ start)
 	hba="$dir/data/pg_hba.conf"
 	{ echo "host all pwuser 127.0.0.1/32 scram-sha-256"; cat "$hba"; } >"$hba.new" &&
 		as sh -c "cat '$hba.new' >'$hba'" && rm -f "$hba.new" || die "cannot write $hba"
+	fsync=off
+	[ "${PG_DURABLE:-0}" = 1 ] && fsync=on  # the benchmark: durable, as in production
 	tries=0
 	while :; do
 		tries=$((tries + 1))
@@ -74,8 +77,8 @@ start)
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
-fsync = off
-full_page_writes = off
+fsync = $fsync
+full_page_writes = $fsync
 max_connections = 200
 shared_buffers = 32MB
 EOF
