@@ -68,7 +68,7 @@ VERSION ?= $(shell cat VERSION 2>/dev/null || git describe --tags --always 2>/de
 REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 	{ git diff --quiet HEAD 2>/dev/null && echo "$$r" || echo "$$r-dirty"; } || echo unknown)
 
-PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls
+PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls libpq
 PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
