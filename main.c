@@ -540,8 +540,7 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot set up the kubernetes client", "detail", buf_str(&err));
 		goto out;
 	}
-	/* pgdeploy: cfg->database_password_file */
-	if (store_open_target(db, NULL, &s->store, &err)) {
+	if (store_open_target(db, s->cfg->database_password_file, &s->store, &err)) {
 		log_msg(LOG_ERROR, "cannot open the database", "detail", buf_str(&err));
 		goto out;
 	}
@@ -959,8 +958,7 @@ static int cmd_map(const struct flags *f)
 		fprintf(stderr, "alertbridge: %s: no database here (%s)\n", db, strerror(errno));
 		goto out;
 	}
-	/* pgdeploy: cfg->database_password_file */
-	if (store_open_target(db, NULL, &st, &err)) {
+	if (store_open_target(db, cfg ? cfg->database_password_file : NULL, &st, &err)) {
 		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
 		goto out;
 	}
@@ -1070,9 +1068,8 @@ static int cmd_janitor(const struct flags *f)
 		fprintf(stderr, "alertbridge: cannot initialise libcurl\n");
 		goto out;
 	}
-	/* pgdeploy: cfg->database_password_file */
-	if (store_open_target(f->database_path ? f->database_path : cfg->database, NULL, &st,
-			      &err) ||
+	if (store_open_target(f->database_path ? f->database_path : cfg->database,
+			      cfg->database_password_file, &st, &err) ||
 	    janitor_clients_new(cfg, &kube, &slack, &err)) {
 		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
 		goto cleanup;

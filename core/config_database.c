@@ -11,17 +11,8 @@
 #include <libpq-fe.h>
 #include <string.h>
 
+#include "db.h"
 #include "banned.h"
-
-/*
- * 1 when target is a PostgreSQL URI.  The same test as db.h's
- * db_target_is_postgres(); kept here so the loader does not depend on the
- * store.
- */
-static int is_postgres_uri(const char *target)
-{
-	return !strncmp(target, "postgres://", 11) || !strncmp(target, "postgresql://", 13);
-}
 
 /*
  * 1 when uri (after its scheme) names a password where libpq looks for one:
@@ -79,7 +70,7 @@ enum err cfg_check_database(struct ctx *c, yaml_node_t *map, struct config *cfg)
 	yaml_node_t *pw_node = cfg_key_or_map(c, map, "database_password_file");
 	enum err rc;
 
-	if (!is_postgres_uri(cfg->database)) {
+	if (!db_target_is_postgres(cfg->database)) {
 		if (!cfg->database_password_file)
 			return ERR_OK;
 		return cfg_fail(c, pw_node, "database_password_file", ERR_INVALID,
