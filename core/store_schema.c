@@ -3,7 +3,9 @@
  * (db.h): step i takes schema version i to i + 1 and runs in its own
  * transaction (store.c, migrate()).  Both lists have the same length: a
  * future step is appended to BOTH lists, in each engine's dialect; never
- * edit a step that has shipped.  sqlite's file vacuum mode is not a step
+ * edit a step that has shipped.  Steps only add (tables, indexes, columns
+ * with defaults): during a rolling update on PostgreSQL, replicas of the
+ * previous version keep working against the new schema (README, Upgrade).  sqlite's file vacuum mode is not a step
  * (VACUUM cannot run in a transaction): db_sqlite.c sets it at open.
  */
 #include "store_int.h"
