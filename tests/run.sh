@@ -57,7 +57,8 @@ why=$(mktemp)
 san=$(mktemp -d)
 pg_dir=""
 trap 'rm -rf "$log" "$why" "$san"; [ -z "$pg_dir" ] || sh tests/pg/pg.sh stop "$pg_dir" >/dev/null' EXIT
-trap 'exit 130' INT TERM
+# a signal (Ctrl-C, a closed pipe) ends the script through the EXIT trap: the cluster stops
+trap 'exit 130' INT TERM HUP PIPE
 stage=""     # "" for the plain build, else "asan " or "valgrind "
 summary=""
 
