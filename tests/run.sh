@@ -26,7 +26,8 @@
 # PostgreSQL (issue 10): when a server is installed and AB_TEST_PG_URI is unset, one private
 # cluster (tests/pg/pg.sh) serves every stage: its URI in AB_TEST_PG_URI, its directory in
 # AB_TEST_PG_DIR; it is stopped and removed at the end.  Without a server the tests' PostgreSQL
-# halves say they were skipped.
+# halves say they were skipped.  With it, the store's unit tests (STORE_UNITS) run a second
+# time on PostgreSQL, counted as "unit NAME (postgres)".
 set -u
 unit_only=0
 asan_dir=""
@@ -111,19 +112,36 @@ asan_skipped() {
 	return 1
 }
 
+# The store's unit tests, run a second time on PostgreSQL (AB_TEST_STORE=postgres, see
+# tests/unit/helpers/store_fixture.h) when AB_TEST_PG_URI is set; test_store_copy and test_db
+# do both engines in one run.
+STORE_UNITS="test_store test_store_events test_store_map test_store_outbox test_store_digest \
+test_store_groups"
+
+# Run unit binary $1, counted as $2 (the rest of the arguments: the environment it runs in).
+run_unit() {
+	t=$1; name=$2; shift 2
+	env "$@" "$t" >"$log" 2>&1
+	rc=$?
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	p=${p:-0}; f=${f:-0}
+	san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
+	account unit "$name" "$p" "$f" "$rc"
+}
+
 run_units() { # $1: build dir
 	for t in "$1"/tests/test_*; do
 		[ -x "$t" ] || continue
 		case "$t" in *.d|*.o) continue ;; esac
 		name=$(basename "$t")
 		selected "$name" || continue
-		"$t" >"$log" 2>&1
-		rc=$?
-		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-		p=${p:-0}; f=${f:-0}
-		san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
-		account unit "$name" "$p" "$f" "$rc"
+		run_unit "$t" "$name"
+	done
+	[ -n "${AB_TEST_PG_URI:-}" ] || return 0
+	for name in $STORE_UNITS; do
+		[ -x "$1/tests/$name" ] && selected "$name" || continue
+		run_unit "$1/tests/$name" "$name (postgres)" AB_TEST_STORE=postgres
 	done
 }
 
