@@ -11,7 +11,9 @@
 #                      must be "N passed, N failed".
 #   model test:        tests/model/lifecycle.py (the model-based lifecycle test) with the
 #                      integration tests: MODEL_SEEDS seeds (default 200; 25 under ASan unless
-#                      MODEL_SEEDS is set), see the file for its other knobs.
+#                      MODEL_SEEDS is set), see the file for its other knobs; and
+#                      tests/model/lifecycle_pg.py, the same on PostgreSQL with MODEL_PG_SEEDS
+#                      seeds (default 40; not under ASan).
 #   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
 #                      -fsanitize=address,undefined); any sanitizer report a test's processes
 #                      write (leaks at exit included) fails that test.
@@ -103,9 +105,12 @@ selected() {
 # In the ASan+UBSan stage, the integration tests that run no code of alertbridge's worth
 # instrumenting again (files, fakes, the benchmarks' scripts) and the slowest one whose code
 # the unit tests already run under the sanitizers (test_janitor_digest: test_janitor_digest.c,
-# test_store_digest.c), to keep `make test` within 25 minutes on 2 cores.  ASAN_SKIP overrides.
+# test_store_digest.c) and the model on PostgreSQL (lifecycle_pg: the model on sqlite runs the
+# bridge under them, the store's unit tests on PostgreSQL the store's code), to keep `make test`
+# within 25 minutes on 2 cores.  ASAN_SKIP overrides.
 ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
-test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest}
+test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
+lifecycle_pg}
 asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
@@ -179,6 +184,7 @@ weight() {
 	test_storm) echo 127 ;;
 	test_janitor_e2e) echo 105 ;;
 	lifecycle) echo 91 ;;
+	lifecycle_pg) echo 40 ;;
 	test_janitor_faults|test_deploy_files|test_crash) echo 85 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_lost_database) echo 33 ;;
@@ -241,7 +247,9 @@ run_stage() {
 	p0=$passed; f0=$failed
 	export ALERTBRIDGE_BIN="$(abspath "$3")"
 	run_units "$2"
-	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py tests/model/lifecycle.py
+	[ "$unit_only" -eq 1 ] ||
+		run_integration tests/integration/test_*.py tests/model/lifecycle.py \
+			tests/model/lifecycle_pg.py
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"
