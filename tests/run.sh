@@ -184,7 +184,7 @@ weight() {
 	test_storm) echo 127 ;;
 	test_janitor_e2e) echo 105 ;;
 	lifecycle) echo 91 ;;
-	lifecycle_pg) echo 40 ;;
+	lifecycle_pg) echo 45 ;;
 	test_janitor_faults|test_deploy_files|test_crash) echo 85 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_lost_database) echo 33 ;;
