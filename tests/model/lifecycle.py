@@ -122,7 +122,8 @@ class Psql:
             self.proc = subprocess.Popen(
                 [os.path.join(pg.bindir() or "/usr/bin", "psql"), "-X", "-q", "-A", "-t",
                  "-F", "\x1f", "-R", "\x1e", "-v", "ON_ERROR_STOP=0", "-d", self.uri],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            os.set_blocking(self.proc.stderr.fileno(), False)
         try:
             self.proc.stdin.write(query.encode() + b";\n\\echo __END__\n")
             self.proc.stdin.flush()
@@ -139,12 +140,20 @@ class Psql:
                 raise RuntimeError("psql: no answer to %r within %d s" % (query, self.timeout_s))
             chunk = os.read(fd, 65536)
             if not chunk:
+                try:
+                    err = os.read(self.proc.stderr.fileno(), 65536)
+                except BlockingIOError:
+                    err = b""
                 self.close()
-                raise RuntimeError("psql ended: %s" % out.decode("utf-8", "replace").strip())
+                raise RuntimeError("psql ended: %s" % err.decode("utf-8", "replace").strip())
             out += chunk
+        try:  # psql wrote the query's error, if any, before it ran the echo
+            err = os.read(self.proc.stderr.fileno(), 65536)
+        except BlockingIOError:
+            err = b""
+        if err:
+            raise RuntimeError("psql %r: %s" % (query, err.decode("utf-8", "replace").strip()))
         text = out[:-len(self.END)].decode("utf-8", "replace")
-        if "ERROR:" in text or "FATAL:" in text:
-            raise RuntimeError("psql %r: %s" % (query, text.strip()))
         text = text[:-1] if text.endswith("\n") else text
         return [r.split("\x1f") for r in text.split("\x1e")] if text else []
 
@@ -153,7 +162,7 @@ class Psql:
             if self.proc.poll() is None:
                 self.proc.kill()
             self.proc.wait(timeout=10)
-            for f in (self.proc.stdin, self.proc.stdout):
+            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
                 f.close()
         self.proc = None
 
