@@ -118,10 +118,11 @@ asan_skipped() {
 }
 
 # The store's unit tests, run a second time on PostgreSQL (AB_TEST_STORE=postgres, see
-# tests/unit/helpers/store_fixture.h) when AB_TEST_PG_URI is set; test_store_copy and test_db
-# do both engines in one run.
+# tests/unit/helpers/store_fixture.h) when AB_TEST_PG_URI is set, and test_storm (the storm
+# summaries' part of the store, core/store_groups.c, is tested there); test_store_copy and
+# test_db do both engines in one run.
 STORE_UNITS="test_store test_store_events test_store_map test_store_outbox test_store_digest \
-test_store_groups"
+test_store_groups test_storm"
 
 # Run unit binary $1, counted as $2 (the rest of the arguments: the environment it runs in).
 run_unit() {
