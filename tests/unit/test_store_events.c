@@ -424,6 +424,7 @@ static void repeated_dead_letters_are_one(void **state)
  * store_enqueue()'s repeats: an event with repeat_state equal to the newest
  * comparable one of its key is not stored (also within one call); a dead
  * newest one, another repeat_state, or an event without one is stored.
+ * store_repeats() says so without writing.
  */
 static void repeats_are_not_stored(void **state)
 {
@@ -440,6 +441,16 @@ static void repeats_are_not_stored(void **state)
 	assert_true(evs[1].id == 0 && evs[1].repeated);  /* repeats the one before it */
 	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
 	assert_true(evs[0].id == 0 && evs[0].repeated);
+	/* store_repeats(): the same answer, nothing written */
+	int all = -1;
+	assert_int_equal(store_repeats(st, evs, 2, &all), ERR_OK);
+	assert_true(all == 1 && evs[0].repeated && evs[1].repeated);
+	evs[1].repeat_state = (char *)"o/new";
+	assert_int_equal(store_repeats(st, evs, 2, &all), ERR_OK);
+	assert_true(all == 0 && evs[0].repeated && !evs[1].repeated);
+	evs[1].repeat_state = (char *)"o/r";
+	assert_int_equal(store_repeats(st, evs, 0, &all), ERR_OK);
+	assert_int_equal(all, 0);
 	store_stats(st, &stats);
 	assert_int_equal(stats.commits, 1);  /* the repeat opened no transaction */
 	assert_int_equal(stats.events, 1);
