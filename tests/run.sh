@@ -11,7 +11,9 @@
 #                      must be "N passed, N failed".
 #   model test:        tests/model/lifecycle.py (the model-based lifecycle test) with the
 #                      integration tests: MODEL_SEEDS seeds (default 200; 25 under ASan unless
-#                      MODEL_SEEDS is set), see the file for its other knobs.
+#                      MODEL_SEEDS is set), see the file for its other knobs; and
+#                      tests/model/lifecycle_pg.py, the same on PostgreSQL with MODEL_PG_SEEDS
+#                      seeds (default 40; not under ASan).
 #   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
 #                      -fsanitize=address,undefined); any sanitizer report a test's processes
 #                      write (leaks at exit included) fails that test.
@@ -26,7 +28,8 @@
 # PostgreSQL (issue 10): when a server is installed and AB_TEST_PG_URI is unset, one private
 # cluster (tests/pg/pg.sh) serves every stage: its URI in AB_TEST_PG_URI, its directory in
 # AB_TEST_PG_DIR; it is stopped and removed at the end.  Without a server the tests' PostgreSQL
-# halves say they were skipped.
+# halves say they were skipped.  With it, the store's unit tests (STORE_UNITS) run a second
+# time on PostgreSQL, counted as "unit NAME (postgres)".
 set -u
 unit_only=0
 asan_dir=""
@@ -101,17 +104,37 @@ selected() {
 }
 
 # In the ASan+UBSan stage, the integration tests that run no code of alertbridge's worth
-# instrumenting again (files, fakes, the benchmarks' scripts, the test PostgreSQL) and the
+# instrumenting again (files, fakes, the benchmarks' scripts, the test PostgreSQL), the
 # slowest one whose code the unit tests already run under the sanitizers (test_janitor_digest:
-# test_janitor_digest.c, test_store_digest.c), to keep `make test` within 25 minutes on 2 cores.
-# ASAN_SKIP overrides.
+# test_janitor_digest.c, test_store_digest.c) and the model on PostgreSQL (lifecycle_pg: the
+# model on sqlite runs the bridge under them, the store's unit tests on PostgreSQL the store's
+# code), to keep `make test` within 25 minutes on 2 cores.  ASAN_SKIP overrides.
 ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
 test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
-test_pg_cluster}
+test_pg_cluster lifecycle_pg}
 asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
 	return 1
+}
+
+# The store's unit tests, run a second time on PostgreSQL (AB_TEST_STORE=postgres, see
+# tests/unit/helpers/store_fixture.h) when AB_TEST_PG_URI is set, and test_storm (the storm
+# summaries' part of the store, core/store_groups.c, is tested there); test_store_copy and
+# test_db do both engines in one run.
+STORE_UNITS="test_store test_store_events test_store_map test_store_outbox test_store_digest \
+test_store_groups test_storm"
+
+# Run unit binary $1, counted as $2 (the rest of the arguments: the environment it runs in).
+run_unit() {
+	t=$1; name=$2; shift 2
+	env "$@" "$t" >"$log" 2>&1
+	rc=$?
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	p=${p:-0}; f=${f:-0}
+	san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
+	account unit "$name" "$p" "$f" "$rc"
 }
 
 run_units() { # $1: build dir
@@ -120,13 +143,12 @@ run_units() { # $1: build dir
 		case "$t" in *.d|*.o) continue ;; esac
 		name=$(basename "$t")
 		selected "$name" || continue
-		"$t" >"$log" 2>&1
-		rc=$?
-		p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-		f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-		p=${p:-0}; f=${f:-0}
-		san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
-		account unit "$name" "$p" "$f" "$rc"
+		run_unit "$t" "$name"
+	done
+	[ -n "${AB_TEST_PG_URI:-}" ] || return 0
+	for name in $STORE_UNITS; do
+		[ -x "$1/tests/$name" ] && selected "$name" || continue
+		run_unit "$1/tests/$name" "$name (postgres)" AB_TEST_STORE=postgres
 	done
 }
 
@@ -164,6 +186,7 @@ weight() {
 	test_storm) echo 127 ;;
 	test_janitor_e2e) echo 105 ;;
 	lifecycle) echo 91 ;;
+	lifecycle_pg) echo 45 ;;
 	test_janitor_faults|test_deploy_files|test_crash) echo 85 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_lost_database) echo 33 ;;
@@ -226,7 +249,9 @@ run_stage() {
 	p0=$passed; f0=$failed
 	export ALERTBRIDGE_BIN="$(abspath "$3")"
 	run_units "$2"
-	[ "$unit_only" -eq 1 ] || run_integration tests/integration/test_*.py tests/model/lifecycle.py
+	[ "$unit_only" -eq 1 ] ||
+		run_integration tests/integration/test_*.py tests/model/lifecycle.py \
+			tests/model/lifecycle_pg.py
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"

@@ -10,8 +10,9 @@ with seeded random sequences of steps, keeps a reference model of what GitHub mu
     state and state_reason, with the expected number of alertbridge comments - so one open
     issue per firing alert, none left open for a resolved one under auto_close, no duplicate
     issue - and no alertbridge comment twice on an issue (same transition marker);
-  - the map (the sqlite file, read-only) equal to GitHub: each row names the alert's current
-    issue, in GitHub's state (unless a person changed it since), issue 0 only for a dry-run row.
+  - the map (read-only: the sqlite file, or the PostgreSQL database through psql) equal to
+    GitHub: each row names the alert's current issue, in GitHub's state (unless a person
+    changed it since), issue 0 only for a dry-run row.
 
 One seed is one world: its own fake GitHub (repos acme/alerts and acme/moved), its own
 alertbridge process and database, alerts of receivers "alerts" (issue_per: alert,
@@ -26,7 +27,9 @@ steps (default 60) drawn from the enabled feature classes:
                                    reopens, deletes or transfers an issue
   faults ratelimit timeout         GitHub 5xx, lost answers (before and after the write),
                                    403/429 with Retry-After, timeouts
-  kill lostdb dryrun               SIGKILL and restart, a lost database, dry-run -> live
+  kill lostdb dryrun               SIGKILL and restart, a lost database (files removed; on
+                                   PostgreSQL DROP DATABASE ... WITH (FORCE) and CREATE again),
+                                   dry-run -> live
   group noclose storms badrepo     issue_per: group, auto_close: false, storms on (below
                                    their threshold) and off, an alert routed to a repository
                                    that does not exist (beside a good one in one webhook)
@@ -42,7 +45,11 @@ Env (or flags): MODEL_SEEDS=N (default 200: seeds 1..N), MODEL_SEED=S (only seed
 MODEL_FIRST=F (first seed, default 1), MODEL_STEPS (default 60), MODEL_JOBS (worlds run at
 once, default 4), MODEL_FEATURES (comma list; "all" by default; "-x,-y" = all but x, y),
 MODEL_REPEAT=N (run MODEL_SEED N times), MODEL_KEEP=1 (keep every world's directory; a
-failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge).
+failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge),
+MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres).
+On PostgreSQL each world's store is a fresh database (tests/integration/pg.py) on the cluster
+AB_TEST_PG_URI names (tests/run.sh starts one), or on a private cluster this run starts and
+removes at its end; a kept world keeps its database (on a cluster that outlives the run only).
 A failing seed prints what it saw, its steps, the log lines of the keys involved, the log's
 tail and a one-line replay command.  A replay runs the same steps; what depends on timing (the
 instant of a SIGKILL, which request meets an injected fault) may need MODEL_REPEAT to recur.
@@ -54,6 +61,7 @@ import multiprocessing
 import os
 import random
 import re
+import select
 import shutil
 import signal
 import sqlite3
@@ -63,14 +71,18 @@ import tempfile
 import threading
 import time
 import traceback
+import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
+import pg  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
+ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
+PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
             "lostdb", "dryrun", "group", "noclose", "storms", "badrepo")
@@ -88,6 +100,71 @@ BOT_MARK_RE = re.compile(r"<!--\s*alertbridge:episode=[^>]*-->")
 
 class ModelFailure(Exception):
     pass
+
+
+class Psql:
+    """One psql session kept open on a database for the world's reads (the machine has no
+    python driver for PostgreSQL; a psql per read would cost more than the bridge).  rows()
+    runs one query: its rows as lists of strings (NULL reads as ""); an SQL error raises
+    RuntimeError with psql's message; a session that died is opened again on the next query.
+    Every read is bounded (timeout_s)."""
+
+    END = b"__END__\n"
+
+    def __init__(self, uri, timeout_s=10):
+        self.uri = uri
+        self.timeout_s = timeout_s
+        self.proc = None
+
+    def rows(self, query):
+        if self.proc is None or self.proc.poll() is not None:
+            self.close()
+            self.proc = subprocess.Popen(
+                [os.path.join(pg.bindir() or "/usr/bin", "psql"), "-X", "-q", "-A", "-t",
+                 "-F", "\x1f", "-R", "\x1e", "-v", "ON_ERROR_STOP=0", "-d", self.uri],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            os.set_blocking(self.proc.stderr.fileno(), False)
+        try:
+            self.proc.stdin.write(query.encode() + b";\n\\echo __END__\n")
+            self.proc.stdin.flush()
+        except OSError as e:
+            self.close()
+            raise RuntimeError("psql: %s" % e) from e
+        out = b""
+        deadline = time.time() + self.timeout_s
+        fd = self.proc.stdout.fileno()
+        while not out.endswith(self.END):
+            left = deadline - time.time()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                raise RuntimeError("psql: no answer to %r within %d s" % (query, self.timeout_s))
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                try:
+                    err = os.read(self.proc.stderr.fileno(), 65536)
+                except BlockingIOError:
+                    err = b""
+                self.close()
+                raise RuntimeError("psql ended: %s" % err.decode("utf-8", "replace").strip())
+            out += chunk
+        try:  # psql wrote the query's error, if any, before it ran the echo
+            err = os.read(self.proc.stderr.fileno(), 65536)
+        except BlockingIOError:
+            err = b""
+        if err:
+            raise RuntimeError("psql %r: %s" % (query, err.decode("utf-8", "replace").strip()))
+        text = out[:-len(self.END)].decode("utf-8", "replace")
+        text = text[:-1] if text.endswith("\n") else text
+        return [r.split("\x1f") for r in text.split("\x1e")] if text else []
+
+    def close(self):
+        if self.proc:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait(timeout=10)
+            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+                f.close()
+        self.proc = None
 
 
 def parse_features(spec):
@@ -318,6 +395,9 @@ class World:
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.db = os.path.join(self.dir, "alertbridge.db")
+        self.uri = None           # PostgreSQL: the world's database (run() creates it)
+        self.psql = None
+        self.step_no = 0
         self.log_path = os.path.join(self.dir, "alertbridge.log")
         rng = self.rng
         self.dry = "dryrun" in features and rng.random() < 0.5
@@ -363,7 +443,7 @@ class World:
             f.write(GH_TOKEN + "\n")
         with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
             f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
+                    "database: \"%s\"\n"
                     "log: {level: debug, format: logfmt}\n"
                     "webhook: {bearer_token_file: webhook-token}\n"
                     "github:\n"
@@ -373,7 +453,8 @@ class World:
                     "  timeout: 1s\n"
                     "  dry_run: %s\n"
                     "receivers:\n"
-                    % (self.port, self.gh.url, "true" if self.dry else "false"))
+                    % (self.port, self.uri or "alertbridge.db", self.gh.url,
+                       "true" if self.dry else "false"))
             for name, extra in (("alerts", ""), ("keep", "    auto_close: false\n"),
                                 ("groups", "    issue_per: group\n")):
                 f.write("  - name: %s\n"
@@ -506,6 +587,16 @@ class World:
 
     # ----- quiet points and invariants -------------------------------------------------------
     def events(self):
+        if self.uri:
+            try:
+                return [(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), r[6]) for r in
+                        self.psql.rows("SELECT id, receiver, key, status, state, attempts, "
+                                       "coalesce(last_error, '') FROM events "
+                                       "WHERE kind = 'bridge'")]
+            except RuntimeError as e:
+                if "does not exist" in str(e):  # not migrated yet
+                    return []
+                raise
         if not os.path.exists(self.db):
             return []
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
@@ -518,6 +609,9 @@ class World:
             con.close()
 
     def map_rows(self):
+        if self.uri:
+            return [(r[0], r[1], r[2], int(r[3]), r[4]) for r in
+                    self.psql.rows("SELECT receiver, key, repo, number, state FROM issues")]
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
         try:
             return con.execute("SELECT receiver, key, repo, number, state FROM issues").fetchall()
@@ -825,6 +919,10 @@ class World:
         if what == "lostdb":
             self.check()
             self.kill()
+            if self.uri:
+                self.psql.close()
+                PG.drop_database(self.uri)
+                PG.create_database(self.db_name)
             for suffix in ("", "-wal", "-shm", "-journal"):
                 try:
                     os.unlink(self.db + suffix)
@@ -834,10 +932,15 @@ class World:
                 k.row, k.cur, k.ep, k.res_end = None, None, None, None
             self.rebuild_pending = {"alerts", "keep", "groups"}
             self.start()
-            self.note("database lost (SIGKILL, files removed, restart)")
+            self.note("database lost (SIGKILL, %s, restart)" % (
+                "database dropped and created again" if self.uri else "files removed"))
             return
 
     def run(self):
+        if ENGINE == "postgres":
+            self.db_name = "model_%d_%s" % (self.seed, uuid.uuid4().hex[:8])
+            self.uri = PG.create_database(self.db_name)
+            self.psql = Psql(self.uri)
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO, MOVED], search_lag_s=60).start()
         # A SIGKILL resets the bridge's kept-alive connections: not worth a traceback.
         self.gh.server.handle_error = lambda request, address: None
@@ -863,14 +966,19 @@ class World:
             self.kill()
         if self.gh:
             self.gh.stop()
+        if self.psql:
+            self.psql.close()
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
+            if self.uri:
+                PG.drop_database(self.uri)
 
 
 def replay_line(seed, features, steps):
     extra = "" if steps == 60 else " MODEL_STEPS=%d" % steps
-    return ("make NODEPS=1 alertbridge && MODEL_SEED=%d MODEL_FEATURES=%s%s MODEL_KEEP=1 "
-            "python3 tests/model/lifecycle.py" % (seed, feature_spec(features), extra))
+    engine = "" if ENGINE == "sqlite" else "MODEL_ENGINE=%s " % ENGINE
+    return ("make NODEPS=1 alertbridge && %sMODEL_SEED=%d MODEL_FEATURES=%s%s MODEL_KEEP=1 "
+            "python3 tests/model/lifecycle.py" % (engine, seed, feature_spec(features), extra))
 
 
 def run_seed(args):
@@ -883,7 +991,7 @@ def run_seed(args):
         w.run()
     except Exception as e:  # noqa: BLE001 - every failure is reported with its seed
         ok = False
-        out.append("seed %d FAILED at step %d: %s" % (seed, w.step_no, e))
+        out.append("seed %d (%s) FAILED at step %d: %s" % (seed, ENGINE, w.step_no, e))
         if not isinstance(e, ModelFailure):
             out.append(traceback.format_exc())
         out.append("  steps:")
@@ -894,6 +1002,8 @@ def run_seed(args):
         if lines:
             out.append("  alertbridge log, lines of %s (last 30):" % " ".join(sorted(keys)))
             out += ["    " + x for x in lines[-30:]]
+        if w.uri:
+            out.append("  database: %s" % w.uri)
         out.append("  alertbridge log (last 15 lines, %s):" % w.log_path)
         out += ["    " + x for x in w.tail(15).splitlines()]
         w.keep = True
@@ -904,7 +1014,10 @@ def run_seed(args):
 
 
 def main():
+    global PG
     env = os.environ
+    if ENGINE not in ("sqlite", "postgres"):
+        raise SystemExit("unknown MODEL_ENGINE %s (known: sqlite, postgres)" % ENGINE)
     features = parse_features(env.get("MODEL_FEATURES"))
     steps = max(1, int(env.get("MODEL_STEPS") or 60))
     jobs = max(1, int(env.get("MODEL_JOBS") or 4))
@@ -918,8 +1031,24 @@ def main():
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
         print("0 passed, 1 failed")
         return 1
-    print("model: %d seed(s) from %d, %d steps each, features %s, %d at once" % (
-        len(seeds), seeds[0], steps, feature_spec(features), jobs), flush=True)
+    if ENGINE == "postgres":
+        try:
+            PG = pg.Cluster().start()
+        except Exception as e:  # noqa: BLE001 - no server, or it would not start
+            print("model: no PostgreSQL: %s" % e)
+            print("0 passed, 1 failed")
+            return 1
+    try:
+        return run_seeds(seeds, features, steps, jobs, keep)
+    finally:
+        if PG:
+            PG.stop()
+
+
+def run_seeds(seeds, features, steps, jobs, keep):
+    print("model: %d seed(s) from %d, %d steps each, features %s, %d at once, on %s%s" % (
+        len(seeds), seeds[0], steps, feature_spec(features), jobs, ENGINE,
+        " (%s)" % PG.uri if PG else ""), flush=True)
     t0 = time.time()
     passed = failed = 0
     failing = []
@@ -941,9 +1070,9 @@ def main():
     if pool:
         pool.close()
         pool.join()
-    print("model: %d seeds in %.0f s%s" % (len(seeds), time.time() - t0,
-                                           "; failing seeds: %s" % " ".join(
-                                               map(str, sorted(failing))) if failing else ""))
+    print("model: %d seeds on %s in %.0f s%s" % (
+        len(seeds), ENGINE, time.time() - t0,
+        "; failing seeds: %s" % " ".join(map(str, sorted(failing))) if failing else ""))
     print("%d passed, %d failed" % (passed, failed), flush=True)
     return 0 if failed == 0 and passed > 0 else 1
 

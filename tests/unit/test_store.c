@@ -1,6 +1,7 @@
 /*
- * test_store.c - the sqlite store (core/store.c): open, migrations, bad
- * files and paths.  Each test gets a fresh directory under /tmp.
+ * test_store.c - the store (core/store.c): open, migrations, bad files and
+ * paths.  Each test gets a fresh store on the engine of AB_TEST_STORE
+ * (store_fixture.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +14,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -29,18 +29,13 @@ static void open_creates_wal_db_at_current_version(void **state)
 {
 	struct fixture *f = *state;
 	struct store *st = sfx_open_ok(f->path);
-	sqlite3 *db = NULL;
-	sqlite3_stmt *s = NULL;
 
 	assert_true(store_schema_version() >= 1);
-	assert_int_equal(sfx_sql_int(f->path, "PRAGMA user_version"), store_schema_version());
-	assert_int_equal(sqlite3_open(f->path, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
-	sqlite3_finalize(s);
-	sqlite3_close(db);
+	assert_int_equal(sfx_schema_version(f->path), store_schema_version());
 	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	if (!f->postgres)  /* the file's journal */
+		assert_int_equal(sfx_sql_int(f->path, "SELECT journal_mode = 'wal' "
+						      "FROM pragma_journal_mode"), 1);
 	store_close(st);
 	store_close(NULL);
 }
@@ -56,7 +51,7 @@ static void reopen_keeps_events_and_rows(void **state)
 	store_close(st);
 
 	st = sfx_open_ok(f->path);
-	assert_int_equal(sfx_sql_int(f->path, "PRAGMA user_version"), store_schema_version());
+	assert_int_equal(sfx_schema_version(f->path), store_schema_version());
 	assert_int_equal(sfx_next_id(st, "bridge", 0), id);
 	assert_int_equal(store_issue_get(st, "default", "aaaa000011112222", &got), ERR_OK);
 	assert_int_equal(got.number, 42);
@@ -72,16 +67,16 @@ static void newer_schema_is_refused(void **state)
 	char want[96];
 
 	store_close(st);
-	sfx_sql_exec(f->path, "PRAGMA user_version = 999");
+	sfx_set_schema_version(f->path, 999);
 	st = (struct store *)&msg; /* must be reset to NULL */
-	assert_int_equal(store_open(f->path, &st, &msg), ERR_DB);
+	assert_int_equal(store_open_target(f->path, NULL, &st, &msg), ERR_DB);
 	assert_null(st);
 	snprintf(want, sizeof(want), "schema version 999 is newer than this build's %d",
 		 store_schema_version());
 	sfx_assert_contains(buf_str(&msg), want);
 	sfx_assert_contains(buf_str(&msg), f->path);
 	/* Nothing was changed by the refusal. */
-	assert_int_equal(sfx_sql_int(f->path, "PRAGMA user_version"), 999);
+	assert_int_equal(sfx_schema_version(f->path), 999);
 	buf_release(&msg);
 }
 
@@ -90,8 +85,10 @@ static void garbage_file_is_refused(void **state)
 	struct fixture *f = *state;
 	struct buf msg = BUF_INIT;
 	struct store *st = NULL;
-	FILE *fp = fopen(f->other, "w");
+	FILE *fp;
 
+	sfx_sqlite_only("a file that is not an sqlite database");
+	fp = fopen(f->other, "w");
 	assert_non_null(fp);
 	for (int i = 0; i < 64; i++)
 		fputs("this is not an sqlite database, just text\n", fp);
@@ -110,6 +107,7 @@ static void bad_paths_are_refused(void **state)
 	struct store *st = NULL;
 	char path[192];
 
+	sfx_sqlite_only("file paths (PostgreSQL's bad targets: test_db)");
 	assert_int_equal(store_open(NULL, &st, &msg), ERR_INVALID);
 	sfx_assert_contains(buf_str(&msg), "path is empty");
 	assert_int_equal(store_open("", &st, &msg), ERR_INVALID);
@@ -137,7 +135,7 @@ static void targets_choose_the_engine(void **state)
 	assert_non_null(st);
 	assert_int_equal(store_pending_count(st, "bridge"), 0);
 	store_close(st);
-	assert_int_equal(sfx_sql_int(f->path, "PRAGMA user_version"), store_schema_version());
+	assert_int_equal(sfx_schema_version(f->path), store_schema_version());
 
 	st = (struct store *)&msg; /* must be reset to NULL */
 	assert_int_equal(store_open_target("", NULL, &st, &msg), ERR_INVALID);
@@ -163,13 +161,12 @@ int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(open_creates_wal_db_at_current_version, sfx_setup,
-						sfx_teardown),
-		cmocka_unit_test_setup_teardown(reopen_keeps_events_and_rows, sfx_setup, sfx_teardown),
-		cmocka_unit_test_setup_teardown(newer_schema_is_refused, sfx_setup, sfx_teardown),
-		cmocka_unit_test_setup_teardown(garbage_file_is_refused, sfx_setup, sfx_teardown),
-		cmocka_unit_test_setup_teardown(bad_paths_are_refused, sfx_setup, sfx_teardown),
-		cmocka_unit_test_setup_teardown(targets_choose_the_engine, sfx_setup, sfx_teardown),
+		SFX_TEST(open_creates_wal_db_at_current_version),
+		SFX_TEST(reopen_keeps_events_and_rows),
+		SFX_TEST(newer_schema_is_refused),
+		SFX_TEST(garbage_file_is_refused),
+		SFX_TEST(bad_paths_are_refused),
+		SFX_TEST(targets_choose_the_engine),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -43,11 +43,11 @@ static int64_t add(struct store *st, int i, const char *notify, int64_t due_ms)
 
 static void batch_is_one_owners_due_notices(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_notice head = { 0 }, *m = NULL;
 	size_t n = 0;
 
-	(void)state;
 	add(st, 0, "#a", T);
 	add(st, 1, "#b", T);          /* another owner */
 	add(st, 2, "#a", T + 5000);   /* in the window */
@@ -169,13 +169,13 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 
 static void bad_digests_are_refused(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_digest d = { 0 };
 	struct buf err = BUF_INIT;
 	int64_t id = add(st, 0, "#a", T);
 	size_t first[] = { 0, 1 }, empty[] = { 0, 0 };
 
-	(void)state;
 	d.kind = (char *)"notice";
 	d.channel = (char *)"#a";
 	assert_int_equal(store_digest_add(st, &d, 1, &id, first, &err), ERR_INVALID);
@@ -191,11 +191,11 @@ int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(batch_is_one_owners_due_notices),
+		SFX_MEMORY_TEST(batch_is_one_owners_due_notices),
 		cmocka_unit_test_setup_teardown(
 			digest_durable_across_a_restart_then_sent_with_its_members, sfx_setup,
 			sfx_teardown),
-		cmocka_unit_test(bad_digests_are_refused),
+		SFX_MEMORY_TEST(bad_digests_are_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

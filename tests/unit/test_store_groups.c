@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -41,12 +40,11 @@ static void group_states_done_due_synced(void **state)
 	g.synced_at_ms = 1000;
 	assert_int_equal(store_group_get(st, "default", "g1", &got), ERR_NOTFOUND);
 	/* a failing row rolls back the event and the state */
-	sfx_sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON issues "
-			      "BEGIN SELECT RAISE(ABORT, 'injected row failure'); END");
+	sfx_inject(f->path, "issues", NULL, "injected row failure");
 	assert_int_equal(store_group_done(st, id, &row, &g, &msg), ERR_DB);
 	assert_int_equal(sfx_next_id(st, "bridge", 0), id);
 	assert_int_equal(store_group_get(st, "default", "g1", &got), ERR_NOTFOUND);
-	sfx_sql_exec(f->path, "DROP TRIGGER inject");
+	sfx_uninject(f->path, "issues");
 	g.members = (char *)"";
 	assert_int_equal(store_group_done(st, id, &row, &g, &msg), ERR_INVALID);
 	g.members = (char *)"[{\"fingerprint\":\"a\"}]";
@@ -85,7 +83,7 @@ int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(group_states_done_due_synced, sfx_setup, sfx_teardown),
+		SFX_TEST(group_states_done_due_synced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

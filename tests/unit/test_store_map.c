@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -51,11 +50,11 @@ static int collect_fn(void *ctx, const struct store_issue *row)
 
 static void map_put_get_forget_each(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_issue row = sfx_mkrow("team-b", "k2", 11), got;
 	struct collect *c = calloc(1, sizeof(*c));
 
-	(void)state;
 	assert_int_equal(store_issue_get(st, "team-b", "k2", &got), ERR_NOTFOUND);
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	row = sfx_mkrow("team-a", "k9", 12);
@@ -121,10 +120,10 @@ static void map_put_get_forget_each(void **state)
 /* Issues by state: dry-run rows (no issue) are not counted, one storm summary counts once. */
 static void issue_count_by_state(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_issue row;
 
-	(void)state;
 	assert_int_equal(store_issue_count(st, "open"), 0);
 	row = sfx_mkrow("team-a", "k1", 11);
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
@@ -146,11 +145,11 @@ static void issue_count_by_state(void **state)
 
 static void map_each_pages_and_allows_reentry(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct collect *c = calloc(1, sizeof(*c));
 	char key[32];
 
-	(void)state;
 	for (int i = 0; i < 150; i++) {
 		snprintf(key, sizeof(key), "key%03d", i);
 		struct store_issue row = sfx_mkrow(i % 2 ? "odd" : "even", key, i + 1);
@@ -173,11 +172,11 @@ static void map_each_pages_and_allows_reentry(void **state)
 
 static void map_put_rejects_bad_rows(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_issue row = sfx_mkrow("default", "k", 1);
 	struct collect c;
 
-	(void)state;
 	row.repo = NULL;
 	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
 	row = sfx_mkrow("default", "", 1);
@@ -207,8 +206,7 @@ static void done_and_row_commit_together_or_not_at_all(void **state)
 	assert_int_equal(sfx_next_id(st, "bridge", 0), id);
 
 	/* The row insert fails inside the transaction: the event update rolls back. */
-	sfx_sql_exec(f->path, "CREATE TRIGGER inject BEFORE INSERT ON issues WHEN NEW.key = 'boom' "
-			      "BEGIN SELECT RAISE(ABORT, 'injected row failure'); END");
+	sfx_inject(f->path, "issues", "NEW.key = 'boom'", "injected row failure");
 	row = sfx_mkrow("default", "boom", 5);
 	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_DB);
 	sfx_assert_contains(buf_str(&msg), "injected row failure");
@@ -217,7 +215,7 @@ static void done_and_row_commit_together_or_not_at_all(void **state)
 	assert_int_equal(store_issue_get(st, "default", "boom", &got), ERR_NOTFOUND);
 
 	/* Without the failure both land. */
-	sfx_sql_exec(f->path, "DROP TRIGGER inject");
+	sfx_uninject(f->path, "issues");
 	assert_int_equal(store_event_done(st, id, &row, &msg), ERR_OK);
 	assert_int_equal(store_pending_count(st, "bridge"), 0);
 	assert_int_equal(store_issue_get(st, "default", "boom", &got), ERR_OK);
@@ -230,10 +228,10 @@ static void done_and_row_commit_together_or_not_at_all(void **state)
 /* alertname and title (schema 8): stored, and kept when a row is written without them. */
 static void map_keeps_alertname_and_title(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_issue row = sfx_mkrow("oncall", "k1", 7), got;
 
-	(void)state;
 	row.alertname = (char *)"DiskFull";
 	row.title = (char *)"[critical] DiskFull: /var 3% left";
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
@@ -269,13 +267,12 @@ int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(map_put_get_forget_each),
-		cmocka_unit_test(issue_count_by_state),
-		cmocka_unit_test(map_each_pages_and_allows_reentry),
-		cmocka_unit_test(map_put_rejects_bad_rows),
-		cmocka_unit_test(map_keeps_alertname_and_title),
-		cmocka_unit_test_setup_teardown(done_and_row_commit_together_or_not_at_all, sfx_setup,
-						sfx_teardown),
+		SFX_MEMORY_TEST(map_put_get_forget_each),
+		SFX_MEMORY_TEST(issue_count_by_state),
+		SFX_MEMORY_TEST(map_each_pages_and_allows_reentry),
+		SFX_MEMORY_TEST(map_put_rejects_bad_rows),
+		SFX_MEMORY_TEST(map_keeps_alertname_and_title),
+		SFX_TEST(done_and_row_commit_together_or_not_at_all),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

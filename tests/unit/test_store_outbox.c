@@ -13,7 +13,6 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -25,12 +24,12 @@
 
 static void notices_outbox_life_cycle(void **state)
 {
-	struct store *st = sfx_open_ok(":memory:");
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
 	struct store_notice n = { 0 }, got = { 0 }, reply = { 0 };
 	struct buf msg = BUF_INIT;
 	int64_t cancelled = -1;
 
-	(void)state;
 	n.namespace = (char *)"ml-team";
 	n.pod = (char *)"train-1";
 	n.uid = (char *)"uid-1";
@@ -97,7 +96,7 @@ int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(notices_outbox_life_cycle),
+		SFX_MEMORY_TEST(notices_outbox_life_cycle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

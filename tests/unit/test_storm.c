@@ -1,8 +1,10 @@
 /*
  * test_storm.c - alert storms (bridge/storm.h): the fold decision, the
  * member episode rules, the summary text (counts, bounds, marker), and the
- * routing and summary life cycle against a real sqlite store and a dry-run
- * GitHub client in virtual time; plus the store's and gh's storm additions.
+ * routing and summary life cycle against a real store (sqlite in memory, or
+ * a fresh PostgreSQL database with AB_TEST_STORE=postgres: store_fixture.h)
+ * and a dry-run GitHub client in virtual time; plus the store's and gh's
+ * storm additions.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/store.h"
+#include "tests/unit/helpers/store_fixture.h"
 
 #define T0 INT64_C(1795000000000)
 
@@ -215,6 +218,7 @@ static void summary_text_is_bounded(void **state)
 /* ---- routing and the summary life cycle: real store, dry-run GitHub, virtual time ---- */
 
 struct env {
+	void *target;           /* the store's struct fixture (store_fixture.h) */
 	struct store *st;
 	struct gh_client *gh;
 	struct storm *storm;
@@ -240,7 +244,9 @@ static int setup(void **state)
 	struct buf err = BUF_INIT;
 
 	e->now = T0;
-	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
+	if (sfx_setup_memory(&e->target) != 0)
+		return -1;
+	e->st = sfx_open_ok(((struct fixture *)e->target)->path);
 	go.api_url = "http://127.0.0.1:9";
 	go.dry_run = 1;
 	go.now_ms = clock_now;
@@ -264,6 +270,7 @@ static int teardown(void **state)
 	storm_free(e->storm);
 	gh_client_free(e->gh);
 	store_close(e->st);
+	sfx_teardown(&e->target);
 	free(e);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * store_fixture.c - what the store's unit tests (test_store*.c) share: a fresh
- * directory per test, a second sqlite connection to inject failures, and
- * builders of events and map rows.
+ * store per test on either engine, a second connection to inject failures,
+ * and builders of events and map rows.
  */
 #include "store_fixture.h"
 
@@ -17,28 +17,76 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-int sfx_setup(void **state)
+#include "core/db.h"
+#include "pg_fixture.h"
+
+int sfx_postgres(void)
+{
+	const char *e = getenv("AB_TEST_STORE");
+
+	return e && strcmp(e, "postgres") == 0;
+}
+
+void sfx_sqlite_only(const char *why)
+{
+	if (!sfx_postgres())
+		return;
+	print_message("skipped on PostgreSQL: %s\n", why);
+	skip();
+}
+
+/* setup on sqlite file memory ? ":memory:" : dir/ab.db; on PostgreSQL a fresh database. */
+static int setup(void **state, int memory)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
 
-	snprintf(f->dir, sizeof(f->dir), "/tmp/test_store.XXXXXX");
-	if (!mkdtemp(f->dir))
+	if (!f)
 		return -1;
-	snprintf(f->path, sizeof(f->path), "%s/ab.db", f->dir);
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_store.XXXXXX");
+	if (!mkdtemp(f->dir)) {
+		free(f);
+		return -1;
+	}
 	snprintf(f->other, sizeof(f->other), "%s/garbage.db", f->dir);
 	*state = f;
+	if (sfx_postgres()) {
+		if (!pgfx_server()) {
+			print_error("AB_TEST_STORE=postgres needs AB_TEST_PG_URI\n");
+			return -1;
+		}
+		f->postgres = 1;
+		pgfx_create(f->path, sizeof(f->path), "ab_store");
+	} else if (memory) {
+		snprintf(f->path, sizeof(f->path), ":memory:");
+	} else {
+		snprintf(f->path, sizeof(f->path), "%s/ab.db", f->dir);
+	}
 	return 0;
+}
+
+int sfx_setup(void **state)
+{
+	return setup(state, 0);
+}
+
+int sfx_setup_memory(void **state)
+{
+	return setup(state, 1);
 }
 
 int sfx_teardown(void **state)
 {
 	struct fixture *f = *state;
 	const char *suffix[] = { "", "-wal", "-shm", "-journal" };
-	char p[160];
+	char p[300];
 
+	if (f->postgres)
+		pgfx_drop(f->path);
 	for (size_t i = 0; i < 4; i++) {
-		snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
-		unlink(p);
+		if (!strncmp(f->path, f->dir, strlen(f->dir))) {  /* an sqlite file */
+			snprintf(p, sizeof(p), "%s%s", f->path, suffix[i]);
+			unlink(p);
+		}
 		snprintf(p, sizeof(p), "%s%s", f->other, suffix[i]);
 		unlink(p);
 	}
@@ -47,8 +95,12 @@ int sfx_teardown(void **state)
 	return 0;
 }
 
-/* Run sql on path through a connection of the test's own. */
-void sfx_sql_exec(const char *path, const char *sql)
+/*
+ * sqlite: a plain connection of sqlite3's, not db_open()'s (which would
+ * switch the file to WAL and incremental vacuum): what the test sees and
+ * sets is the file as the store left it.
+ */
+static void sq_exec(const char *path, const char *sql)
 {
 	sqlite3 *db = NULL;
 	char *msg = NULL;
@@ -60,7 +112,7 @@ void sfx_sql_exec(const char *path, const char *sql)
 	sqlite3_close(db);
 }
 
-int64_t sfx_sql_int(const char *path, const char *sql)
+static int64_t sq_int(const char *path, const char *sql)
 {
 	sqlite3 *db = NULL;
 	sqlite3_stmt *s = NULL;
@@ -75,13 +127,128 @@ int64_t sfx_sql_int(const char *path, const char *sql)
 	return v;
 }
 
-struct store *sfx_open_ok(const char *path)
+/* PostgreSQL: a connection of db.h's to the test's database. */
+static struct db *pg_conn(const char *uri)
+{
+	struct buf msg = BUF_INIT;
+	struct db *db = NULL;
+
+	if (db_open(uri, NULL, &db, &msg) != ERR_OK)
+		fail_msg("db_open %s: %s", uri, buf_str(&msg));
+	buf_release(&msg);
+	return db;
+}
+
+void sfx_sql_exec(const char *target, const char *sql)
+{
+	struct buf msg = BUF_INIT;
+	struct db *db;
+
+	if (!db_target_is_postgres(target)) {
+		sq_exec(target, sql);
+		return;
+	}
+	db = pg_conn(target);
+	if (db_exec(db, sql, &msg) != ERR_OK)
+		fail_msg("sql_exec %s: %s", sql, buf_str(&msg));
+	db_close(db);
+	buf_release(&msg);
+}
+
+int64_t sfx_sql_int(const char *target, const char *sql)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *s = NULL;
+	struct db *db;
+	int64_t v;
+
+	if (!db_target_is_postgres(target))
+		return sq_int(target, sql);
+	db = pg_conn(target);
+	if (db_prepare(db, sql, &s, &msg) != ERR_OK)
+		fail_msg("sql_int %s: %s", sql, buf_str(&msg));
+	if (db_step(s) != DB_ROW)
+		fail_msg("sql_int %s: no row: %s", sql, db_errmsg(db));
+	v = db_col_int(s, 0);
+	db_finalize(s);
+	db_close(db);
+	buf_release(&msg);
+	return v;
+}
+
+void sfx_inject(const char *target, const char *table, const char *when, const char *message)
+{
+	char sql[512];
+
+	if (db_target_is_postgres(target))
+		snprintf(sql, sizeof(sql),
+			 "CREATE FUNCTION inject_fail() RETURNS trigger LANGUAGE plpgsql AS "
+			 "$$BEGIN RAISE EXCEPTION '%s'; END$$; "
+			 "CREATE TRIGGER inject BEFORE INSERT ON %s FOR EACH ROW %s%s%s "
+			 "EXECUTE FUNCTION inject_fail()",
+			 message, table, when ? "WHEN (" : "", when ? when : "", when ? ")" : "");
+	else
+		snprintf(sql, sizeof(sql),
+			 "CREATE TRIGGER inject BEFORE INSERT ON %s %s%s "
+			 "BEGIN SELECT RAISE(ABORT, '%s'); END",
+			 table, when ? "WHEN " : "", when ? when : "", message);
+	sfx_sql_exec(target, sql);
+}
+
+void sfx_uninject(const char *target, const char *table)
+{
+	char sql[160];
+
+	if (db_target_is_postgres(target))
+		snprintf(sql, sizeof(sql),
+			 "DROP TRIGGER inject ON %s; DROP FUNCTION inject_fail()", table);
+	else
+		snprintf(sql, sizeof(sql), "DROP TRIGGER inject");
+	sfx_sql_exec(target, sql);
+}
+
+/* version < 0: read it; else set it.  The schema version of target then. */
+static int pg_schema_version(const char *uri, int version)
+{
+	struct buf msg = BUF_INIT;
+	struct db *db = pg_conn(uri);
+	int v = -1;
+
+	if (db_begin(db, &msg) != ERR_OK || db_schema_version(db, &v, &msg) != ERR_OK ||
+	    (version >= 0 && db_set_schema_version(db, v = version, &msg) != ERR_OK) ||
+	    db_commit(db, &msg) != ERR_OK)
+		fail_msg("schema version of %s: %s", uri, buf_str(&msg));
+	db_close(db);
+	buf_release(&msg);
+	return v;
+}
+
+int sfx_schema_version(const char *target)
+{
+	if (db_target_is_postgres(target))
+		return pg_schema_version(target, -1);
+	return (int)sq_int(target, "PRAGMA user_version");
+}
+
+void sfx_set_schema_version(const char *target, int version)
+{
+	char sql[64];
+
+	if (db_target_is_postgres(target)) {
+		pg_schema_version(target, version);
+		return;
+	}
+	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version);
+	sq_exec(target, sql);
+}
+
+struct store *sfx_open_ok(const char *target)
 {
 	struct buf msg = BUF_INIT;
 	struct store *st = NULL;
 
-	if (store_open(path, &st, &msg) != ERR_OK)
-		fail_msg("store_open %s: %s", path, buf_str(&msg));
+	if (store_open_target(target, NULL, &st, &msg) != ERR_OK)
+		fail_msg("store_open %s: %s", target, buf_str(&msg));
 	buf_release(&msg);
 	return st;
 }

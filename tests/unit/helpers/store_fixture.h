@@ -1,7 +1,14 @@
 /*
  * store_fixture.h - fixtures of the store's unit tests (test_store*.c): a
- * fresh directory under /tmp per test, sql through a connection of the test's
- * own, and builders of events and map rows.  Failures end the test (cmocka).
+ * fresh store per test on the engine AB_TEST_STORE names, sql through a
+ * connection of the test's own, and builders of events and map rows.
+ * Failures end the test (cmocka).
+ *
+ * Engines: without AB_TEST_STORE (or with AB_TEST_STORE=sqlite) each test's
+ * store is the file ab.db in a fresh directory under /tmp (or ":memory:"); with
+ * AB_TEST_STORE=postgres it is a fresh database on the server AB_TEST_PG_URI
+ * names (pg_fixture.h), dropped at teardown.  tests/run.sh runs the store's
+ * unit binaries once per engine.
  */
 #ifndef AB_TEST_STORE_FIXTURE_H
 #define AB_TEST_STORE_FIXTURE_H
@@ -11,21 +18,52 @@
 #include "core/store.h"
 
 struct fixture {
-	char dir[64];
-	char path[128];
+	char dir[64];     /* a fresh directory, on both engines */
+	char path[256];   /* the store's target: dir/ab.db, or a PostgreSQL URI */
 	char other[128];  /* a second file name for garbage */
+	int postgres;     /* 1 when path is a PostgreSQL database */
 };
 
-/* cmocka setup: a struct fixture with a fresh directory under /tmp in *state. */
+/* 1 when AB_TEST_STORE=postgres: the tests' stores are PostgreSQL databases. */
+int sfx_postgres(void);
+/*
+ * On PostgreSQL, print "skipped on PostgreSQL: why" and skip the test (cmocka's
+ * skip(): the test ends here); on sqlite, nothing.  For what only an sqlite
+ * file has (its bytes, WAL, PRAGMAs, paths).
+ */
+void sfx_sqlite_only(const char *why);
+
+/*
+ * cmocka setup: a struct fixture in *state with a fresh directory and a
+ * fresh store target on the engine of AB_TEST_STORE (see above); -1 when
+ * AB_TEST_STORE=postgres and AB_TEST_PG_URI is unset.  sfx_setup_memory():
+ * the same, but on sqlite the target is ":memory:" (for tests that need no
+ * file: no fsync per commit).
+ */
 int sfx_setup(void **state);
-/* cmocka teardown: remove the files of setup()'s fixture and free it. */
+int sfx_setup_memory(void **state);
+/* A cmocka test of fn with sfx_setup() (a file on sqlite) or sfx_setup_memory(). */
+#define SFX_TEST(fn) cmocka_unit_test_setup_teardown(fn, sfx_setup, sfx_teardown)
+#define SFX_MEMORY_TEST(fn) cmocka_unit_test_setup_teardown(fn, sfx_setup_memory, sfx_teardown)
+/* cmocka teardown: remove the files (and the PostgreSQL database) of setup()'s fixture. */
 int sfx_teardown(void **state);
-/* Run sql on path through a connection of the test's own. */
-void sfx_sql_exec(const char *path, const char *sql);
-/* The integer the one-row query sql returns on path. */
-int64_t sfx_sql_int(const char *path, const char *sql);
-/* store_open(path) or fail the test. */
-struct store *sfx_open_ok(const char *path);
+/* Run sql (one or more statements) on target through a connection of the test's own. */
+void sfx_sql_exec(const char *target, const char *sql);
+/* The integer the one-row query sql returns on target. */
+int64_t sfx_sql_int(const char *target, const char *sql);
+/*
+ * Make every INSERT into table for whose row when (an SQL condition on NEW,
+ * e.g. "NEW.key = 'boom'", the same in both dialects; NULL for every row)
+ * holds fail with message: a trigger named inject (and on PostgreSQL its
+ * function inject_fail()).  sfx_uninject() removes them.
+ */
+void sfx_inject(const char *target, const char *table, const char *when, const char *message);
+void sfx_uninject(const char *target, const char *table);
+/* The schema version of target (sqlite's user_version, PostgreSQL's schema_version row). */
+int sfx_schema_version(const char *target);
+void sfx_set_schema_version(const char *target, int version);
+/* store_open_target(target, NULL) or fail the test. */
+struct store *sfx_open_ok(const char *target);
 /* An event of kind/receiver/key/status with fixed times and a small payload (strings borrowed). */
 struct store_event sfx_mkev(const char *kind, const char *receiver, const char *key,
 			    const char *status);
