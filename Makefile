@@ -35,6 +35,8 @@
 #   SEEDS     seeds for make soak (default 2000); MODEL_FEATURES, MODEL_JOBS as in
 #             tests/model/lifecycle.py
 #   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
+#   LIBPQ     1 builds the PostgreSQL engine (core/db_pg.c, libpq; -DAB_HAVE_LIBPQ), 0 leaves it
+#             out (sqlite only); default 1 when pkg-config finds libpq (Debian's libpq-dev)
 #   VERSION   the version `alertbridge version` and alertbridge_build_info report (default: the
 #             VERSION file, else `git describe --tags --always`, else 0.1.0-unknown)
 #   REVISION  the git commit (default `git rev-parse --short=12 HEAD`, "-dirty" with changes;
@@ -68,8 +70,13 @@ VERSION ?= $(shell cat VERSION 2>/dev/null || git describe --tags --always 2>/de
 REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 	{ git diff --quiet HEAD 2>/dev/null && echo "$$r" || echo "$$r-dirty"; } || echo unknown)
 
-PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls
+PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls libpq
 PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
+LIBPQ ?= $(shell pkg-config --exists libpq 2>/dev/null && echo 1 || echo 0)
+ifeq ($(LIBPQ),1)
+PKGS += libpq      # the PostgreSQL engine of the store (core/db_pg.c)
+DEFS += -DAB_HAVE_LIBPQ
+endif
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)
@@ -78,7 +85,7 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(DEFS) $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 
 LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c web/*.c))

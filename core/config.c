@@ -251,6 +251,16 @@ static enum err read_secret(struct ctx *c, yaml_node_t *node, const char *path, 
 	return ERR_OK;
 }
 
+enum err cfg_check_secret_file(struct ctx *c, yaml_node_t *node, const char *path,
+			       const char *file)
+{
+	char *secret = NULL;
+	enum err rc = read_secret(c, node, path, file, &secret);
+
+	wipe_free(secret);
+	return rc;
+}
+
 /*
  * The PEM private key at file into *pem, after checking with GnuTLS that it
  * is an unencrypted RSA private key (PKCS#1 "RSA PRIVATE KEY" or PKCS#8
@@ -548,6 +558,7 @@ void cfg_free(struct config *cfg)
 	free(cfg->base_dir);
 	free(cfg->listen_address);
 	free(cfg->database);
+	free(cfg->database_password_file);
 	for (size_t i = 0; i < cfg->web.auth.basic_auth_users_count; i++) {
 		free(cfg->web.auth.basic_auth_users[i].key);
 		wipe_free(cfg->web.auth.basic_auth_users[i].value);

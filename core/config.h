@@ -41,8 +41,9 @@ struct cfg_pair {
  * Relative paths.  Every file the config names (templates.*, every *_file,
  * webhook.tls.*, github.app.private_key_file, janitor.kubernetes.kubeconfig)
  * is resolved against the directory of the config file, as Prometheus does
- * for rule_files; absolute paths are kept.  `database` is NOT resolved: like
- * Prometheus' --storage.tsdb.path it is relative to the working directory.
+ * for rule_files; absolute paths are kept (database_password_file too).
+ * `database` is NOT resolved: like Prometheus' --storage.tsdb.path it is
+ * relative to the working directory.
  * Paths are NULL when the key is absent (or empty).
  */
 
@@ -270,7 +271,13 @@ struct config {
 	char *path;           /* the name given for errors (cfg_load: the path) */
 	char *base_dir;       /* directory relative paths were resolved against, or NULL */
 	char *listen_address; /* host:port, default ":9095" (all interfaces) */
-	char *database;       /* default "alertbridge.db", relative to the working directory */
+	char *database;       /* default "alertbridge.db": an sqlite file, relative to the
+			       * working directory; or a PostgreSQL URI (postgres:// or
+			       * postgresql://, libpq's form) without a password */
+	char *database_password_file; /* PostgreSQL only: resolved path of the file holding the
+				       * password on one line (read by the store, not here: the
+				       * loader only checks it can be read), or NULL: libpq's
+				       * PGPASSFILE / ~/.pgpass */
 	int64_t database_retention_ms; /* done events kept this long; > 0, default 7d */
 	struct cfg_log log;
 	struct cfg_webhook webhook;

@@ -372,6 +372,8 @@ static void dump_document(struct emitter *y, const struct config *cfg)
 	map_start(y, 0);
 	kv_str(y, "listen_address", cfg->listen_address);
 	kv_str(y, "database", cfg->database);
+	if (cfg->database_password_file)
+		kv_str(y, "database_password_file", cfg->database_password_file);
 	kv_dur(y, "database_retention", cfg->database_retention_ms);
 	plain(y, "log");
 	map_start(y, 0);

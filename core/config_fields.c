@@ -722,6 +722,7 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 static const struct field root_fields[] = {
 	FLD(struct config, "listen_address", F_STR, listen_address),
 	FLD(struct config, "database", F_STR, database),
+	FLD(struct config, "database_password_file", F_PATH, database_password_file),
 	DUR(struct config, "database_retention", database_retention_ms, 1),
 	MAP(struct config, "log", log, log_set),
 	MAP(struct config, "webhook", webhook, webhook_set),
@@ -937,6 +938,8 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 			      "expected host:port or :port, got \"%s\"", cfg->listen_address);
 	if (rc == ERR_OK)
 		rc = need(c, map, path, "database", cfg->database);
+	if (rc == ERR_OK)
+		rc = cfg_check_database(c, map, cfg);
 	if (rc == ERR_OK && cfg->receivers_count == 0 && !cfg->janitor.enabled)
 		rc = cfg_fail(c, cfg_key_or_map(c, map, "receivers"), "receivers", ERR_INVALID,
 			      "at least one receiver is required unless the janitor is enabled");

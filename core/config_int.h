@@ -103,6 +103,24 @@ enum err cfg_parse_map(struct ctx *c, yaml_node_t *node, const char *path,
  */
 enum err cfg_read_rsa_key(struct ctx *c, yaml_node_t *node, const char *path, const char *file,
 			  char **pem);
+/*
+ * Check that the secret file at file can be read and holds one non-empty
+ * line, as every *_file does; its contents are wiped and dropped (the caller
+ * wants the path only).  ERR_IO (unreadable) or ERR_INVALID with
+ * "name:line: path: ..." naming node in c->errmsg.  config.c.
+ */
+enum err cfg_check_secret_file(struct ctx *c, yaml_node_t *node, const char *path,
+			       const char *file);
+/*
+ * The checks of the top-level database and database_password_file of cfg
+ * (map: the top-level mapping, for lines): database is an sqlite path, or a
+ * PostgreSQL URI (postgres:// or postgresql://) that libpq's
+ * PQconninfoParse() accepts and that holds no password;
+ * database_password_file is for PostgreSQL only and must be readable.
+ * ERR_INVALID or ERR_IO with "name:line: key: ..." in c->errmsg; the message
+ * never quotes a password.  config_database.c.
+ */
+enum err cfg_check_database(struct ctx *c, yaml_node_t *map, struct config *cfg);
 /* Set every default of a fresh cfg (config_fields.c). */
 void cfg_defaults(struct config *cfg);
 

@@ -14,6 +14,7 @@ const char *err_str(enum err code)
 	case ERR_RETRY: return "retry";
 	case ERR_IO: return "io";
 	case ERR_DB: return "db";
+	case ERR_UNAVAILABLE: return "unavailable";
 	}
 	return "unknown";
 }

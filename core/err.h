@@ -26,6 +26,7 @@ enum err {
 	ERR_RETRY,     /* transient: try again later (5xx, timeout, rate limit) */
 	ERR_IO,        /* file or network I/O failed */
 	ERR_DB,        /* the store could not read or commit */
+	ERR_UNAVAILABLE, /* the database server cannot be reached now (PostgreSQL); a later call reconnects */
 };
 
 /* Returns a static lower-case name for code, e.g. "invalid"; never NULL. */

@@ -193,6 +193,7 @@ struct restart_key {
 static const struct restart_key restart_keys[] = {
 	KEY("listen_address", K_STR, listen_address),
 	KEY("database", K_STR, database),
+	KEY("database_password_file", K_STR, database_password_file),
 	KEY("database_retention", K_I64, database_retention_ms),
 	KEY("log.level", K_INT, log.level),
 	KEY("log.format", K_INT, log.format),

@@ -278,6 +278,41 @@ static void restart_keys_keep_running_values(void **state)
 	cfg_free(cur);
 }
 
+/*
+ * database and database_password_file (PostgreSQL) are opened once at start:
+ * a change of either keeps the running value.
+ */
+static void database_keys_need_restart(void **state)
+{
+	struct fx *fx = *state;
+	struct config *old, *cur;
+	char pw[128], extra[384];
+
+	snprintf(pw, sizeof(pw), "%s/pg-password", fx->dir);
+	write_file(pw, "s3cr3t\n");
+	snprintf(pw, sizeof(pw), "%s/pg-password-2", fx->dir);
+	write_file(pw, "s3cr3t-2\n");
+	write_config(fx, "a", "database: postgres://ab@db1.example/alertbridge\n"
+		     "database_password_file: pg-password\n");
+	old = load(fx->path);
+	write_config(fx, "b", "database: postgres://ab@db2.example/alertbridge\n"
+		     "database_password_file: pg-password-2\n");
+	cur = load(fx->path);
+	assert_int_equal(reload_keep_restart_keys(old, cur), 2);
+	assert_string_equal(cur->database, "postgres://ab@db1.example/alertbridge");
+	snprintf(extra, sizeof(extra), "%s/pg-password", fx->dir);
+	assert_string_equal(cur->database_password_file, extra);
+	assert_int_equal(reload_keep_restart_keys(old, cur), 0);
+	cfg_free(cur);
+	/* Dropping the password file (libpq's PGPASSFILE then) needs a restart too. */
+	write_config(fx, "c", "database: postgres://ab@db1.example/alertbridge\n");
+	cur = load(fx->path);
+	assert_int_equal(reload_keep_restart_keys(old, cur), 1);
+	assert_string_equal(cur->database_password_file, extra);
+	cfg_free(old);
+	cfg_free(cur);
+}
+
 struct reader {
 	struct fx *fx;
 	int stop;
@@ -434,6 +469,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(swap_keeps_held_generation_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(broken_file_keeps_running_config, setup, teardown),
 		cmocka_unit_test_setup_teardown(restart_keys_keep_running_values, setup, teardown),
+		cmocka_unit_test_setup_teardown(database_keys_need_restart, setup, teardown),
 		cmocka_unit_test_setup_teardown(concurrent_readers_see_whole_generations, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(auto_reload_polls_contents, setup, teardown),

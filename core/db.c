@@ -1,0 +1,176 @@
+/*
+ * db.c - the public functions of db.h: db_open() picks the engine by the
+ * target's form, every other call dispatches through the engine's table
+ * (db_int.h) to db_sqlite.c or db_pg.c.
+ */
+#include "db.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "db_int.h"
+#include "banned.h"
+
+int db_target_is_postgres(const char *target)
+{
+	return target && (!strncmp(target, "postgres://", 11) ||
+			  !strncmp(target, "postgresql://", 13));
+}
+
+enum err db_open(const char *target, const char *password_file, struct db **out,
+		 struct buf *errmsg)
+{
+	*out = NULL;
+	if (!target || !*target) {
+		buf_setf(errmsg, "database: the target (a file path or postgres:// URI) is empty");
+		return ERR_INVALID;
+	}
+	if (db_target_is_postgres(target)) {
+#ifdef AB_HAVE_LIBPQ
+		return db_pg_open(target, password_file, out, errmsg);
+#else
+		(void)password_file;
+		buf_setf(errmsg,
+			 "database: alertbridge was built without PostgreSQL support (libpq)");
+		return ERR_INVALID;
+#endif
+	}
+	return db_sqlite_open(target, out, errmsg);
+}
+
+void db_close(struct db *db)
+{
+	char *name;
+
+	if (!db)
+		return;
+	name = db->name;
+	db->ops->close(db);
+	free(name);
+}
+
+enum db_engine db_engine(const struct db *db)
+{
+	return db->ops->engine;
+}
+
+const char *db_name(const struct db *db)
+{
+	return db->name;
+}
+
+enum err db_prepare(struct db *db, const char *sql, struct db_stmt **out, struct buf *errmsg)
+{
+	return db->ops->prepare(db, sql, out, errmsg);
+}
+
+void db_finalize(struct db_stmt *s)
+{
+	if (s)
+		s->db->ops->finalize(s);
+}
+
+void db_bind_text(struct db_stmt *s, int idx, const char *v)
+{
+	s->db->ops->bind_text(s, idx, v);
+}
+
+void db_bind_int(struct db_stmt *s, int idx, int64_t v)
+{
+	s->db->ops->bind_int(s, idx, v);
+}
+
+void db_bind_null(struct db_stmt *s, int idx)
+{
+	s->db->ops->bind_null(s, idx);
+}
+
+enum db_step db_step(struct db_stmt *s)
+{
+	return s->db->ops->step(s);
+}
+
+int64_t db_col_int(struct db_stmt *s, int i)
+{
+	return s->db->ops->col_int(s, i);
+}
+
+const char *db_col_text(struct db_stmt *s, int i)
+{
+	return s->db->ops->col_text(s, i);
+}
+
+int db_col_is_null(struct db_stmt *s, int i)
+{
+	return s->db->ops->col_is_null(s, i);
+}
+
+void db_reset(struct db_stmt *s)
+{
+	s->db->ops->reset(s);
+}
+
+int64_t db_changes(struct db *db)
+{
+	return db->ops->changes(db);
+}
+
+const char *db_errmsg(struct db *db)
+{
+	return db->ops->errmsg(db);
+}
+
+enum err db_exec(struct db *db, const char *sql, struct buf *errmsg)
+{
+	return db->ops->exec(db, sql, errmsg);
+}
+
+enum err db_begin(struct db *db, struct buf *errmsg)
+{
+	return db->ops->begin(db, errmsg);
+}
+
+enum err db_commit(struct db *db, struct buf *errmsg)
+{
+	return db->ops->commit(db, errmsg);
+}
+
+void db_rollback(struct db *db)
+{
+	db->ops->rollback(db);
+}
+
+int db_in_transaction(struct db *db)
+{
+	return db->ops->in_transaction(db);
+}
+
+enum err db_schema_version(struct db *db, int *version, struct buf *errmsg)
+{
+	return db->ops->schema_version(db, version, errmsg);
+}
+
+enum err db_set_schema_version(struct db *db, int version, struct buf *errmsg)
+{
+	return db->ops->set_schema_version(db, version, errmsg);
+}
+
+enum err db_reclaim(struct db *db, struct buf *errmsg)
+{
+	return db->ops->reclaim(db, errmsg);
+}
+
+enum err db_try_lock(struct db *db, int64_t key, int *held, struct buf *errmsg)
+{
+	return db->ops->try_lock(db, key, held, errmsg);
+}
+
+int db_lock_held(struct db *db, int64_t key)
+{
+	return db->ops->lock_held(db, key);
+}
+
+void db_unlock(struct db *db, int64_t key)
+{
+	db->ops->unlock(db, key);
+}

@@ -1,0 +1,906 @@
+/*
+ * db_pg.c - the PostgreSQL engine of db.h, on libpq (issue 10).  SQL is
+ * translated from ?N to $N once per statement and prepared once per
+ * connection (a cache keyed by the SQL and its parameter types); a result is
+ * fetched whole at the first db_step().  Writers serialise on a transaction
+ * advisory lock; a lost connection is ERR_UNAVAILABLE and is reset by the
+ * next call made outside a transaction.
+ */
+#ifdef AB_HAVE_LIBPQ
+
+#include "db_int.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "xalloc.h"
+#include "banned.h"
+
+/* Type OIDs of pg_type (src/include/catalog/pg_type.dat): stable across versions. */
+#define BOOL_OID 16
+#define INT8_OID 20
+#define TEXT_OID 25
+
+/* Server-side prepared statements kept per connection before DEALLOCATE ALL. */
+#define CACHE_MAX 256
+/* Largest ?N accepted (PostgreSQL's limit on parameters of one statement). */
+#define MAX_PARAMS 65535
+/* Longest password file line read. */
+#define MAX_PASSWORD 1024
+/* Default seconds to wait for a connection (a URI's connect_timeout wins). */
+#define CONNECT_TIMEOUT_S "10"
+
+/* One statement prepared on the server under name, for parameters of types. */
+struct prepared {
+	uint64_t hash;  /* of sql */
+	char *sql;
+	Oid *types;
+	int n;
+	char name[24];
+};
+
+struct pg {
+	struct db base;
+	PGconn *conn;
+	struct buf err;     /* db_errmsg() */
+	int64_t changes;    /* db_changes() */
+	int in_tx;          /* a transaction is open, as last seen (kept once the connection is lost) */
+	struct prepared *cache;
+	size_t ncache;
+	uint64_t next_name; /* prepared statement names ab_1, ab_2, ... of this connection */
+};
+
+enum run_state { READY, RAN, FAILED };
+
+struct pg_stmt {
+	struct db_stmt base;
+	char *sql;          /* translated: $N */
+	uint64_t hash;
+	int nparams;
+	const char **values; /* text of each parameter, NULL for SQL NULL */
+	Oid *types;          /* INT8_OID, TEXT_OID, 0 for NULL (the server infers it) */
+	char (*nums)[24];    /* the text of integers bound */
+	struct buf bind_err; /* the first bind failure, reported by the next step */
+	PGresult *res;
+	int row;             /* the current row; -1 before the first */
+	enum run_state state;
+};
+
+static struct pg *pg_of(struct db *db)
+{
+	return (struct pg *)db;
+}
+
+static struct pg_stmt *stmt_of(struct db_stmt *s)
+{
+	return (struct pg_stmt *)s;
+}
+
+/* libpq's message on one line: newlines and tabs become spaces, trailing space cut. */
+static void set_oneline(struct buf *b, const char *msg)
+{
+	size_t n;
+
+	buf_reset(b);
+	for (; msg && *msg; msg++) {
+		if (*msg == '\n' || *msg == '\t') {
+			if (b->len && b->data[b->len - 1] != ' ')
+				(void)buf_addch(b, ' ');
+		} else {
+			(void)buf_addch(b, *msg);
+		}
+	}
+	n = b->len;
+	while (n && b->data[n - 1] == ' ')
+		n--;
+	buf_truncate(b, n);
+}
+
+static void set_err(struct pg *pg, struct buf *errmsg, const char *msg)
+{
+	set_oneline(&pg->err, msg);
+	buf_setf(errmsg, "%s: %s", pg->base.name, buf_str(&pg->err));
+}
+
+/* PostgreSQL's notices (e.g. "relation ... already exists, skipping") go to the debug log. */
+static void notice(void *arg, const char *message)
+{
+	struct pg *pg = arg;
+	struct log_line *l = log_begin(LOG_DEBUG, "postgresql notice");
+	struct buf b = BUF_INIT;
+
+	if (!l)
+		return;
+	set_oneline(&b, message);
+	log_str(l, "database", pg->base.name);
+	log_str(l, "notice", buf_str(&b));
+	log_end(l);
+	buf_release(&b);
+}
+
+static void cache_clear(struct pg *pg)
+{
+	for (size_t i = 0; i < pg->ncache; i++) {
+		free(pg->cache[i].sql);
+		free(pg->cache[i].types);
+	}
+	pg->ncache = 0;
+}
+
+static void note_tx(struct pg *pg)
+{
+	PGTransactionStatusType t = PQtransactionStatus(pg->conn);
+
+	if (t != PQTRANS_UNKNOWN)
+		pg->in_tx = t != PQTRANS_IDLE;
+}
+
+/*
+ * Ready to send: a connection that was lost is reset here, once per call,
+ * unless a transaction was open on it (its caller must roll back first, or
+ * the rest of the transaction would run, and commit, statement by statement).
+ */
+static enum err usable(struct pg *pg, struct buf *errmsg)
+{
+	if (PQstatus(pg->conn) == CONNECTION_OK)
+		return ERR_OK;
+	if (pg->in_tx) {
+		set_err(pg, errmsg, "the connection was lost inside a transaction (roll it back)");
+		return ERR_UNAVAILABLE;
+	}
+	PQreset(pg->conn);
+	cache_clear(pg); /* a new session has none of them */
+	if (PQstatus(pg->conn) != CONNECTION_OK) {
+		set_err(pg, errmsg, PQerrorMessage(pg->conn));
+		return ERR_UNAVAILABLE;
+	}
+	log_msg(LOG_INFO, "reconnected to the database", "database", pg->base.name);
+	return ERR_OK;
+}
+
+/* The connection is down: a class 08 error, a shutdown (57P01..57P03), or libpq says so. */
+static int conn_lost(struct pg *pg, const char *sqlstate)
+{
+	if (PQstatus(pg->conn) == CONNECTION_BAD)
+		return 1;
+	if (!sqlstate)
+		return 0;
+	return strncmp(sqlstate, "08", 2) == 0 || strcmp(sqlstate, "57P01") == 0 ||
+	       strcmp(sqlstate, "57P02") == 0 || strcmp(sqlstate, "57P03") == 0;
+}
+
+/* 1 when res is a success; else record why and classify it into *rc (res may be NULL). */
+static int succeeded(struct pg *pg, const PGresult *res, enum err *rc, struct buf *errmsg)
+{
+	ExecStatusType st = res ? PQresultStatus(res) : PGRES_FATAL_ERROR;
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+
+	note_tx(pg);
+	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
+		*rc = ERR_OK;
+		return 1;
+	}
+	if (!msg || !*msg)
+		msg = res ? PQresultErrorMessage(res) : "";
+	if (!*msg)
+		msg = PQerrorMessage(pg->conn);
+	*rc = conn_lost(pg, state) ? ERR_UNAVAILABLE : ERR_DB;
+	set_oneline(&pg->err, msg);
+	if (state && *rc == ERR_DB)
+		(void)buf_printf(&pg->err, " (SQLSTATE %s)", state);
+	buf_setf(errmsg, "%s: %s", pg->base.name, buf_str(&pg->err));
+	return 0;
+}
+
+/* db_changes(): rows of the last INSERT, UPDATE, DELETE or MERGE. */
+static void note_changes(struct pg *pg, const PGresult *res)
+{
+	const char *cmd = PQcmdStatus((PGresult *)res);
+
+	if (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
+	    strncmp(cmd, "DELETE", 6) == 0 || strncmp(cmd, "MERGE", 5) == 0)
+		pg->changes = strtoll(PQcmdTuples((PGresult *)res), NULL, 10);
+}
+
+/* Run sql (no parameters; may be several statements): ERR_OK with its last result in *out. */
+static enum err exec_sql(struct pg *pg, const char *sql, PGresult **out, struct buf *errmsg)
+{
+	enum err rc = usable(pg, errmsg);
+	PGresult *res;
+
+	if (out)
+		*out = NULL;
+	if (rc != ERR_OK)
+		return rc;
+	res = PQexec(pg->conn, sql);
+	if (succeeded(pg, res, &rc, errmsg)) {
+		note_changes(pg, res);
+		if (out) {
+			*out = res;
+			res = NULL;
+		}
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* Run sql with int8 parameters params[0..n) and read the first column of its one row. */
+static enum err query_int(struct pg *pg, const char *sql, int n, const int64_t *params,
+			  int64_t *out, struct buf *errmsg)
+{
+	char text[3][24];
+	const char *values[3];
+	Oid types[3];
+	enum err rc = usable(pg, errmsg);
+	PGresult *res;
+
+	*out = 0;
+	if (rc != ERR_OK)
+		return rc;
+	for (int i = 0; i < n && i < 3; i++) {
+		snprintf(text[i], sizeof(text[i]), "%lld", (long long)params[i]);
+		values[i] = text[i];
+		types[i] = INT8_OID;
+	}
+	res = PQexecParams(pg->conn, sql, n, types, values, NULL, NULL, 0);
+	if (succeeded(pg, res, &rc, errmsg) && PQntuples(res) == 1 && PQnfields(res) == 1) {
+		const char *v = PQgetvalue(res, 0, 0);
+
+		*out = PQftype(res, 0) == BOOL_OID ? v[0] == 't' : strtoll(v, NULL, 10);
+	}
+	PQclear(res);
+	return rc;
+}
+
+/* FNV-1a of s. */
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = UINT64_C(14695981039346656037);
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+	return h;
+}
+
+/* A statement prepared for s's SQL whose types fit s's bindings (a NULL fits any). */
+static const struct prepared *cache_find(const struct pg *pg, const struct pg_stmt *s)
+{
+	for (size_t i = 0; i < pg->ncache; i++) {
+		const struct prepared *p = &pg->cache[i];
+		int fits = p->hash == s->hash && p->n == s->nparams && strcmp(p->sql, s->sql) == 0;
+
+		for (int j = 0; fits && j < s->nparams; j++)
+			fits = s->types[j] == 0 || s->types[j] == p->types[j];
+		if (fits)
+			return p;
+	}
+	return NULL;
+}
+
+/* Prepare s on the server (PQprepare) and remember it; ERR_OK with it in *out. */
+static enum err cache_add(struct pg *pg, const struct pg_stmt *s, const struct prepared **out,
+			  struct buf *errmsg)
+{
+	struct prepared *p;
+	PGresult *res;
+	enum err rc;
+
+	if (pg->ncache == CACHE_MAX) {
+		/* SQL built at run time can make many: start over rather than grow without end. */
+		rc = exec_sql(pg, "DEALLOCATE ALL", NULL, errmsg);
+		if (rc != ERR_OK)
+			return rc;
+		cache_clear(pg);
+	}
+	if (!pg->cache)
+		pg->cache = xcalloc(CACHE_MAX, sizeof(*pg->cache));
+	p = &pg->cache[pg->ncache];
+	snprintf(p->name, sizeof(p->name), "ab_%llu", (unsigned long long)++pg->next_name);
+	res = PQprepare(pg->conn, p->name, s->sql, s->nparams, s->types);
+	if (!succeeded(pg, res, &rc, errmsg)) {
+		PQclear(res);
+		return rc;
+	}
+	PQclear(res);
+	p->hash = s->hash;
+	p->sql = xstrdup(s->sql);
+	p->n = s->nparams;
+	p->types = xcalloc((size_t)(s->nparams ? s->nparams : 1), sizeof(Oid));
+	if (s->nparams)
+		memcpy(p->types, s->types, (size_t)s->nparams * sizeof(Oid));
+	pg->ncache++;
+	*out = p;
+	return ERR_OK;
+}
+
+/*
+ * sql with ?N rewritten to $N, outside '...' literals, "..." identifiers and
+ * comments, into out; *nparams is the largest N.  A bare ? is left alone.
+ */
+static enum err translate(const char *sql, struct buf *out, int *nparams, struct buf *errmsg)
+{
+	const char *p = sql;
+
+	*nparams = 0;
+	while (*p) {
+		const char *end = NULL;
+
+		if (*p == '\'' || *p == '"') {
+			end = strchr(p + 1, *p); /* '' inside a literal: two literals in a row */
+			end = end ? end + 1 : p + strlen(p);
+		} else if (p[0] == '-' && p[1] == '-') {
+			end = p + strcspn(p, "\n");
+		} else if (p[0] == '/' && p[1] == '*') {
+			end = strstr(p + 2, "*/");
+			end = end ? end + 2 : p + strlen(p);
+		} else if (p[0] == '?' && isdigit((unsigned char)p[1])) {
+			char *stop;
+			long n = strtol(p + 1, &stop, 10);
+
+			if (n < 1 || n > MAX_PARAMS) {
+				buf_setf(errmsg, "placeholder ?%.10s out of range (1..%d)", p + 1,
+					 MAX_PARAMS);
+				return ERR_DB;
+			}
+			(void)buf_printf(out, "$%ld", n);
+			if (n > *nparams)
+				*nparams = (int)n;
+			p = stop;
+			continue;
+		}
+		if (!end)
+			end = p + 1;
+		(void)buf_add(out, p, (size_t)(end - p));
+		p = end;
+	}
+	if (!out->data)
+		(void)buf_adds(out, "");
+	return ERR_OK;
+}
+
+static enum err pg_prepare(struct db *db, const char *sql, struct db_stmt **out,
+			   struct buf *errmsg)
+{
+	struct pg *pg = pg_of(db);
+	struct buf t = BUF_INIT;
+	struct pg_stmt *s;
+	size_t n;
+	int nparams;
+	enum err rc = translate(sql, &t, &nparams, errmsg);
+
+	*out = NULL;
+	if (rc != ERR_OK) {
+		set_oneline(&pg->err, buf_str(errmsg));
+		buf_setf(errmsg, "%s: %s", db->name, buf_str(&pg->err));
+		buf_release(&t);
+		return rc;
+	}
+	n = (size_t)(nparams ? nparams : 1);
+	s = xcalloc(1, sizeof(*s));
+	s->base.db = db;
+	s->sql = buf_detach(&t);
+	s->hash = hash_str(s->sql);
+	s->nparams = nparams;
+	s->values = xcalloc(n, sizeof(*s->values));
+	s->types = xcalloc(n, sizeof(*s->types));
+	s->nums = xcalloc(n, sizeof(*s->nums));
+	s->row = -1;
+	*out = &s->base;
+	return ERR_OK;
+}
+
+static void pg_reset(struct db_stmt *base)
+{
+	struct pg_stmt *s = stmt_of(base);
+
+	PQclear(s->res);
+	s->res = NULL;
+	s->row = -1;
+	s->state = READY;
+	buf_reset(&s->bind_err);
+	for (int i = 0; i < s->nparams; i++) {
+		s->values[i] = NULL;
+		s->types[i] = 0;
+	}
+}
+
+static void pg_finalize(struct db_stmt *base)
+{
+	struct pg_stmt *s = stmt_of(base);
+
+	/* Its server-side statement stays in the connection's cache for the next prepare. */
+	PQclear(s->res);
+	buf_release(&s->bind_err);
+	free(s->sql);
+	free(s->values);
+	free(s->types);
+	free(s->nums);
+	free(s);
+}
+
+/* Parameter idx of s, or -1 with the first failure kept for db_step(). */
+static int param(struct pg_stmt *s, int idx)
+{
+	if (idx >= 1 && idx <= s->nparams)
+		return idx - 1;
+	if (!s->bind_err.len)
+		buf_setf(&s->bind_err, "parameter ?%d out of range (the statement has %d)", idx,
+			 s->nparams);
+	return -1;
+}
+
+static void pg_bind_text(struct db_stmt *base, int idx, const char *v)
+{
+	struct pg_stmt *s = stmt_of(base);
+	int i = param(s, idx);
+
+	if (i < 0)
+		return;
+	s->values[i] = v;
+	s->types[i] = v ? TEXT_OID : 0;
+}
+
+static void pg_bind_int(struct db_stmt *base, int idx, int64_t v)
+{
+	struct pg_stmt *s = stmt_of(base);
+	int i = param(s, idx);
+
+	if (i < 0)
+		return;
+	snprintf(s->nums[i], sizeof(s->nums[i]), "%lld", (long long)v);
+	s->values[i] = s->nums[i];
+	s->types[i] = INT8_OID;
+}
+
+static void pg_bind_null(struct db_stmt *base, int idx)
+{
+	struct pg_stmt *s = stmt_of(base);
+	int i = param(s, idx);
+
+	if (i < 0)
+		return;
+	s->values[i] = NULL;
+	s->types[i] = 0;
+}
+
+/* Run s: prepared once per connection and types, then executed with its bindings. */
+static enum err run(struct pg_stmt *s)
+{
+	struct pg *pg = pg_of(s->base.db);
+	const struct prepared *p;
+	enum err rc;
+	PGresult *res;
+
+	if (s->bind_err.len) {
+		set_oneline(&pg->err, buf_str(&s->bind_err));
+		return ERR_DB;
+	}
+	rc = usable(pg, NULL);
+	if (rc != ERR_OK)
+		return rc;
+	p = cache_find(pg, s);
+	if (!p) {
+		rc = cache_add(pg, s, &p, NULL);
+		if (rc != ERR_OK)
+			return rc;
+	}
+	res = PQexecPrepared(pg->conn, p->name, s->nparams, s->values, NULL, NULL, 0);
+	if (!succeeded(pg, res, &rc, NULL)) {
+		PQclear(res);
+		return rc;
+	}
+	note_changes(pg, res);
+	s->res = res;
+	return ERR_OK;
+}
+
+static enum db_step pg_step(struct db_stmt *base)
+{
+	struct pg_stmt *s = stmt_of(base);
+
+	if (s->state == FAILED)
+		return DB_ERROR;
+	if (s->state == READY) {
+		if (run(s) != ERR_OK) {
+			s->state = FAILED;
+			return DB_ERROR;
+		}
+		s->state = RAN;
+	}
+	if (s->row < PQntuples(s->res))
+		s->row++;
+	return s->row < PQntuples(s->res) ? DB_ROW : DB_DONE;
+}
+
+static const char *pg_col_text(struct db_stmt *base, int i)
+{
+	struct pg_stmt *s = stmt_of(base);
+
+	if (!s->res || s->row < 0 || s->row >= PQntuples(s->res) || i < 0 ||
+	    i >= PQnfields(s->res) || PQgetisnull(s->res, s->row, i))
+		return NULL;
+	/* A comparison reads as sqlite gives it: 1 or 0. */
+	if (PQftype(s->res, i) == BOOL_OID)
+		return PQgetvalue(s->res, s->row, i)[0] == 't' ? "1" : "0";
+	return PQgetvalue(s->res, s->row, i);
+}
+
+static int64_t pg_col_int(struct db_stmt *s, int i)
+{
+	const char *v = pg_col_text(s, i);
+
+	return v ? strtoll(v, NULL, 10) : 0;
+}
+
+static int pg_col_is_null(struct db_stmt *s, int i)
+{
+	return pg_col_text(s, i) == NULL;
+}
+
+static int64_t pg_changes(struct db *db)
+{
+	return pg_of(db)->changes;
+}
+
+static const char *pg_errmsg(struct db *db)
+{
+	return buf_str(&pg_of(db)->err);
+}
+
+static enum err pg_exec(struct db *db, const char *sql, struct buf *errmsg)
+{
+	return exec_sql(pg_of(db), sql, NULL, errmsg);
+}
+
+static void pg_rollback(struct db *db)
+{
+	struct pg *pg = pg_of(db);
+	PGresult *res;
+
+	if (PQstatus(pg->conn) == CONNECTION_OK && PQtransactionStatus(pg->conn) != PQTRANS_IDLE) {
+		res = PQexec(pg->conn, "ROLLBACK");
+		PQclear(res);
+	}
+	pg->in_tx = 0;
+}
+
+static enum err pg_begin(struct db *db, struct buf *errmsg)
+{
+	struct pg *pg = pg_of(db);
+	char sql[96];
+	enum err rc;
+
+	if (pg->in_tx) {
+		set_err(pg, errmsg, "cannot begin: a transaction is open already");
+		return ERR_DB;
+	}
+	/* One round trip; the transaction stays open after it. */
+	snprintf(sql, sizeof(sql), "BEGIN; SELECT pg_advisory_xact_lock(%lld)",
+		 (long long)DB_WRITE_LOCK);
+	rc = exec_sql(pg, sql, NULL, errmsg);
+	if (rc != ERR_OK && rc != ERR_UNAVAILABLE)
+		pg_rollback(db);
+	return rc;
+}
+
+static enum err pg_commit(struct db *db, struct buf *errmsg)
+{
+	struct pg *pg = pg_of(db);
+	PGresult *res = NULL;
+	enum err rc;
+
+	if (!pg->in_tx) {
+		set_err(pg, errmsg, "cannot commit: no transaction is open");
+		return ERR_DB;
+	}
+	rc = exec_sql(pg, "COMMIT", &res, errmsg);
+	/* COMMIT of a transaction in which a statement failed answers ROLLBACK. */
+	if (rc == ERR_OK && strcmp(PQcmdStatus(res), "ROLLBACK") == 0) {
+		set_err(pg, errmsg, "the transaction was rolled back: a statement in it failed");
+		rc = ERR_DB;
+	}
+	PQclear(res);
+	pg->in_tx = 0; /* ended either way: on a lost connection nothing is left to roll back */
+	return rc;
+}
+
+static int pg_in_transaction(struct db *db)
+{
+	struct pg *pg = pg_of(db);
+
+	if (PQstatus(pg->conn) == CONNECTION_OK)
+		note_tx(pg);
+	return pg->in_tx;
+}
+
+static enum err pg_schema_version(struct db *db, int *version, struct buf *errmsg)
+{
+	struct pg *pg = pg_of(db);
+	PGresult *res = NULL;
+	enum err rc;
+
+	*version = 0;
+	/* Under the caller's write lock, so two processes cannot create it at once. */
+	rc = exec_sql(pg,
+		      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+		      "INSERT INTO schema_version (version) SELECT 0"
+		      " WHERE NOT EXISTS (SELECT 1 FROM schema_version);"
+		      "SELECT version FROM schema_version",
+		      &res, errmsg);
+	if (rc == ERR_OK && PQntuples(res) != 1) {
+		char why[80];
+
+		snprintf(why, sizeof(why), "table schema_version has %d rows, want 1",
+			 PQntuples(res));
+		set_err(pg, errmsg, why);
+		rc = ERR_DB;
+	} else if (rc == ERR_OK) {
+		*version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+	}
+	PQclear(res);
+	return rc;
+}
+
+static enum err pg_set_schema_version(struct db *db, int version, struct buf *errmsg)
+{
+	char sql[64];
+
+	snprintf(sql, sizeof(sql), "UPDATE schema_version SET version = %d", version);
+	return exec_sql(pg_of(db), sql, NULL, errmsg);
+}
+
+static enum err pg_reclaim(struct db *db, struct buf *errmsg)
+{
+	(void)db;
+	(void)errmsg;
+	return ERR_OK; /* autovacuum gives the space back */
+}
+
+/*
+ * pg_locks shows a bigint advisory key as its high half in classid, its low
+ * half in objid, and objsubid 1 (two int4 keys have objsubid 2); hi and lo
+ * are the parameters of those halves.
+ */
+#define HELD_SQL(hi, lo)                                                            \
+	"EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted"    \
+	" AND pid = pg_backend_pid() AND objsubid = 1 AND classid::int8 = " hi      \
+	" AND objid::int8 = " lo ")"
+
+/* key, then its high and low halves as pg_locks shows them. */
+static void lock_params(int64_t key, int64_t p[3])
+{
+	p[0] = key;
+	p[1] = (int64_t)((uint64_t)key >> 32);
+	p[2] = (int64_t)((uint64_t)key & UINT32_MAX);
+}
+
+static enum err pg_try_lock(struct db *db, int64_t key, int *held, struct buf *errmsg)
+{
+	int64_t p[3], v = 0;
+	enum err rc;
+
+	lock_params(key, p);
+	/* Taken once: pg_try_advisory_lock() again would stack a second hold. */
+	rc = query_int(pg_of(db), "SELECT CASE WHEN " HELD_SQL("$2", "$3")
+			" THEN true ELSE pg_try_advisory_lock($1) END", 3, p, &v, errmsg);
+	*held = rc == ERR_OK && v == 1;
+	return rc;
+}
+
+static int pg_lock_held(struct db *db, int64_t key)
+{
+	int64_t p[3], v = 0;
+
+	lock_params(key, p);
+	if (query_int(pg_of(db), "SELECT " HELD_SQL("$1", "$2"), 2, p + 1, &v, NULL) != ERR_OK)
+		return 0;
+	return v == 1;
+}
+
+static void pg_unlock(struct db *db, int64_t key)
+{
+	int64_t v = 0;
+
+	(void)query_int(pg_of(db), "SELECT pg_advisory_unlock($1)", 1, &key, &v, NULL);
+}
+
+static void pg_close(struct db *db)
+{
+	struct pg *pg = pg_of(db);
+
+	PQfinish(pg->conn);
+	cache_clear(pg);
+	free(pg->cache);
+	buf_release(&pg->err);
+	free(pg);
+}
+
+static const struct db_ops pg_ops = {
+	.engine = DB_POSTGRES,
+	.close = pg_close,
+	.prepare = pg_prepare,
+	.finalize = pg_finalize,
+	.bind_text = pg_bind_text,
+	.bind_int = pg_bind_int,
+	.bind_null = pg_bind_null,
+	.step = pg_step,
+	.col_int = pg_col_int,
+	.col_text = pg_col_text,
+	.col_is_null = pg_col_is_null,
+	.reset = pg_reset,
+	.changes = pg_changes,
+	.errmsg = pg_errmsg,
+	.exec = pg_exec,
+	.begin = pg_begin,
+	.commit = pg_commit,
+	.rollback = pg_rollback,
+	.in_transaction = pg_in_transaction,
+	.schema_version = pg_schema_version,
+	.set_schema_version = pg_set_schema_version,
+	.reclaim = pg_reclaim,
+	.try_lock = pg_try_lock,
+	.lock_held = pg_lock_held,
+	.unlock = pg_unlock,
+};
+
+/* Append the query string s to b, its password parameter's value, if any, replaced by xxxxx. */
+static void add_query_redacted(struct buf *b, const char *s)
+{
+	while (*s) {
+		size_t n = strcspn(s, "&");
+
+		if (strncmp(s, "password=", 9) == 0 && n >= 9)
+			(void)buf_adds(b, "password=xxxxx");
+		else
+			(void)buf_add(b, s, n);
+		s += n;
+		if (*s)
+			(void)buf_addch(b, *s++);
+	}
+}
+
+/*
+ * uri without its password: postgres://user:secret@host/db?password=secret
+ * becomes postgres://user:xxxxx@host/db?password=xxxxx (malloc'd).
+ */
+static char *redact(const char *uri)
+{
+	struct buf b = BUF_INIT;
+	const char *host = strstr(uri, "://");
+	const char *at = NULL, *colon, *query;
+	size_t auth;
+
+	if (!host)
+		return xstrdup(uri);
+	host += 3;
+	auth = strcspn(host, "/?");
+	for (size_t i = 0; i < auth; i++)
+		if (host[i] == '@')
+			at = host + i;
+	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
+	if (colon) {
+		(void)buf_add(&b, uri, (size_t)(colon + 1 - uri));
+		(void)buf_adds(&b, "xxxxx");
+		(void)buf_add(&b, at, (size_t)(host + auth - at));
+	} else {
+		(void)buf_add(&b, uri, (size_t)(host + auth - uri));
+	}
+	query = strchr(host + auth, '?');
+	if (query) {
+		(void)buf_add(&b, host + auth, (size_t)(query + 1 - (host + auth)));
+		add_query_redacted(&b, query + 1);
+	} else {
+		(void)buf_adds(&b, host + auth);
+	}
+	return buf_detach(&b);
+}
+
+/* The first line of file (no newline) into pw (n bytes): ERR_IO or ERR_INVALID with why. */
+static enum err read_password(const char *file, char *pw, size_t n, struct buf *errmsg)
+{
+	FILE *f = fopen(file, "r");
+	size_t len;
+	enum err rc = ERR_OK;
+
+	pw[0] = '\0';
+	if (!f) {
+		buf_setf(errmsg, "cannot read the database password file \"%s\": %s", file,
+			 strerror(errno));
+		return ERR_IO;
+	}
+	if (!fgets(pw, (int)n, f)) {
+		pw[0] = '\0';
+		if (ferror(f)) {
+			buf_setf(errmsg, "cannot read the database password file \"%s\": %s",
+				 file, strerror(errno));
+			rc = ERR_IO;
+		}
+	}
+	len = strlen(pw);
+	if (rc == ERR_OK && len == n - 1 && pw[len - 1] != '\n' && !feof(f)) {
+		buf_setf(errmsg, "the database password file \"%s\" has a line longer than %zu "
+			 "bytes", file, n - 2);
+		rc = ERR_INVALID;
+	}
+	fclose(f);
+	while (len && (pw[len - 1] == '\n' || pw[len - 1] == '\r'))
+		pw[--len] = '\0';
+	if (rc == ERR_OK && len == 0) {
+		buf_setf(errmsg, "the database password file \"%s\" is empty", file);
+		rc = ERR_INVALID;
+	}
+	if (rc != ERR_OK)
+		explicit_bzero(pw, n);
+	return rc;
+}
+
+enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
+		    struct buf *errmsg)
+{
+	char password[MAX_PASSWORD + 2];
+	char *perr = NULL;
+	PQconninfoOption *opts = PQconninfoParse(uri, &perr);
+	/* Keywords before dbname are defaults the URI's own parameters override. */
+	const char *keys[] = { "fallback_application_name", "connect_timeout", "dbname",
+			       "password", NULL };
+	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, uri, password, NULL };
+	struct pg *pg;
+	enum err rc;
+
+	*out = NULL;
+	if (!opts) {
+		struct buf why = BUF_INIT;
+		char *name = redact(uri);
+
+		set_oneline(&why, perr ? perr : "out of memory");
+		buf_setf(errmsg, "invalid PostgreSQL URI \"%s\": %s", name, buf_str(&why));
+		buf_release(&why);
+		free(name);
+		PQfreemem(perr);
+		return ERR_INVALID;
+	}
+	PQconninfoFree(opts);
+	if (password_file) {
+		rc = read_password(password_file, password, sizeof(password), errmsg);
+		if (rc != ERR_OK)
+			return rc;
+	} else {
+		keys[3] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
+	}
+	pg = xcalloc(1, sizeof(*pg));
+	pg->base.ops = &pg_ops;
+	pg->base.name = redact(uri);
+	pg->conn = PQconnectdbParams(keys, values, 1);
+	explicit_bzero(password, sizeof(password));
+	if (!pg->conn) {
+		buf_setf(errmsg, "%s: cannot connect: out of memory", pg->base.name);
+		free(pg->base.name);
+		free(pg);
+		return ERR_UNAVAILABLE;
+	}
+	if (PQstatus(pg->conn) != CONNECTION_OK) {
+		set_oneline(&pg->err, PQerrorMessage(pg->conn));
+		buf_setf(errmsg, "cannot connect to %s: %s", pg->base.name, buf_str(&pg->err));
+		free(pg->base.name);
+		pg_close(&pg->base);
+		return ERR_UNAVAILABLE;
+	}
+	PQsetNoticeProcessor(pg->conn, notice, pg);
+	*out = &pg->base;
+	return ERR_OK;
+}
+
+#else
+
+/* Built without libpq (AB_HAVE_LIBPQ unset): db.c does not call db_pg_open(). */
+typedef int db_pg_not_built;
+
+#endif
