@@ -100,20 +100,30 @@ struct store_stats {
 };
 
 /*
- * Open (creating if needed) and migrate the database at path.  ":memory:"
- * is accepted for tests.  On error *out is NULL and errmsg says why (with the
- * path and sqlite's message).  Each migration step runs in its own
- * transaction and sets PRAGMA user_version (https://sqlite.org/pragma.html).
- * Errors: ERR_INVALID (path NULL or empty), ERR_DB (cannot open, not a
- * database, schema newer than this build's store_schema_version()).
+ * Open and migrate the store at target: an sqlite file path (created if
+ * needed; ":memory:" is accepted for tests) or a PostgreSQL URI
+ * (postgres://user@host:5432/alertbridge?sslmode=verify-full, db.h).
+ * password_file (NULL, or a file whose first line is the password) is for
+ * PostgreSQL only; without it libpq's PGPASSWORD / PGPASSFILE apply.  Each
+ * migration step runs in its own write transaction and sets the schema
+ * version (sqlite: PRAGMA user_version, https://sqlite.org/pragma.html;
+ * PostgreSQL: table schema_version), so replicas starting together migrate
+ * once.  On error *out is NULL and errmsg says why (with the path or the URI
+ * without its password, and the engine's message).
+ * Errors: ERR_INVALID (target NULL or empty, a malformed URI, a build
+ * without libpq given a URI), ERR_DB (cannot open or reach, not a database,
+ * schema newer than this build's store_schema_version()).
  */
+enum err store_open_target(const char *target, const char *password_file, struct store **out,
+			   struct buf *errmsg) WARN_UNUSED;
+/* store_open_target(path, NULL, out, errmsg): for sqlite callers. */
 enum err store_open(const char *path, struct store **out, struct buf *errmsg) WARN_UNUSED;
 /*
  * Close; st may be NULL.  Wakes any store_wait() caller and waits for them to
  * return.  No other call on st may be in progress or start after it.
  */
 void store_close(struct store *st);
-/* The schema version this build migrates to (PRAGMA user_version). */
+/* The schema version this build migrates to (the same on both engines). */
 int store_schema_version(void);
 
 /*

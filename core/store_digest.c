@@ -30,14 +30,13 @@ void store_notices_free(struct store_notice *v, size_t n)
 }
 
 /* Step rows (a store_sq() statement) into a new array *out of *n notices. */
-static enum err read_notices(struct store *st, sqlite3_stmt *rows, const char *what,
+static enum err read_notices(struct store *st, struct db_stmt *rows, const char *what,
 			     struct store_notice **out, size_t *n, struct buf *errmsg)
 {
 	size_t cap = 0;
-	enum err rc = ERR_OK;
-	int src;
+	enum err rc;
 
-	while ((src = sqlite3_step(rows)) == SQLITE_ROW) {
+	while ((rc = store_step_row(st, rows, what, errmsg)) == ERR_OK) {
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 16;
 			*out = xreallocarray(*out, cap, sizeof(**out));
@@ -45,17 +44,15 @@ static enum err read_notices(struct store *st, sqlite3_stmt *rows, const char *w
 		memset(&(*out)[*n], 0, sizeof(**out));
 		store_read_notice(rows, &(*out)[(*n)++]);
 	}
-	if (src != SQLITE_DONE)
-		rc = store_db_fail(st, what, errmsg);
-	sqlite3_finalize(rows);
-	return rc;
+	db_finalize(rows);
+	return rc == ERR_NOTFOUND ? ERR_OK : rc;
 }
 
 enum err store_notice_batch(struct store *st, const struct store_notice *head, int64_t due_by_ms,
 			    size_t max, struct store_notice **out, size_t *n)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *rows = NULL;
+	struct db_stmt *rows = NULL;
 	enum err rc;
 
 	*out = NULL;
@@ -65,7 +62,8 @@ enum err store_notice_batch(struct store *st, const struct store_notice *head, i
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_sq(st, "SELECT " NOTICE_COLS " FROM notices WHERE state = 'pending' AND "
 		      "digest_id IS NULL AND kind = ?1 AND next_attempt_at_ms <= ?2 AND "
-		      "thread_ts IS ?3 AND notify IS ?4 AND owner IS ?5 AND channel IS ?6 "
+		      "thread_ts IS NOT DISTINCT FROM ?3 AND notify IS NOT DISTINCT FROM ?4 AND "
+		      "owner IS NOT DISTINCT FROM ?5 AND channel IS NOT DISTINCT FROM ?6 "
 		      "ORDER BY id LIMIT ?7", "notice batch", &msg, &rows, "titttti",
 		      head->kind, due_by_ms, head->thread_ts, head->notify, head->owner,
 		      head->channel, (int64_t)max);
@@ -100,26 +98,26 @@ enum err store_digest_add(struct store *st, struct store_digest *parts, size_t n
 			return ERR_INVALID;
 		}
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	rc = store_begin(st, &msg);
 	for (size_t i = 0; rc == ERR_OK && i < nparts; i++) {
 		struct store_digest *d = &parts[i];
 
 		if (d->created_at_ms <= 0)
 			d->created_at_ms = clock_wall_ms();
-		rc = store_sq(st, "INSERT INTO digests (kind, channel, thread_ts, part, parts, text, "
-			      "created_at_ms, next_attempt_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-			      "?8)", "add digest", &msg, NULL, "tttiitii", d->kind, d->channel,
-			      d->thread_ts, (int64_t)d->part, (int64_t)d->parts, d->text,
-			      d->created_at_ms, d->next_attempt_at_ms);
+		rc = store_sq_insert(st, "INSERT INTO digests (kind, channel, thread_ts, part, parts, "
+				     "text, created_at_ms, next_attempt_at_ms) VALUES (?1, ?2, ?3, ?4, "
+				     "?5, ?6, ?7, ?8) RETURNING id", &d->id, "add digest", &msg,
+				     "tttiitii", d->kind, d->channel, d->thread_ts, (int64_t)d->part,
+				     (int64_t)d->parts, d->text, d->created_at_ms,
+				     d->next_attempt_at_ms);
 		if (rc)
 			break;
-		d->id = sqlite3_last_insert_rowid(st->db);
 		for (size_t m = first[i]; rc == ERR_OK && m < first[i + 1]; m++) {
 			rc = store_sq(st, "UPDATE notices SET digest_id = ?1, channel = ?2 WHERE "
 				      "id = ?3 AND state = 'pending' AND digest_id IS NULL",
 				      "digest member", &msg, NULL, "iti", d->id, d->channel,
 				      members[m]);
-			if (rc == ERR_OK && sqlite3_changes(st->db) != 1) {
+			if (rc == ERR_OK && db_changes(st->db) != 1) {
 				buf_setf(&msg, "notice %lld is not pending or in a digest already",
 					 (long long)members[m]);
 				rc = ERR_CONFLICT;
@@ -127,7 +125,7 @@ enum err store_digest_add(struct store *st, struct store_digest *parts, size_t n
 		}
 	}
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+		rc = store_commit(st, &msg);
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
@@ -145,9 +143,8 @@ enum err store_digest_add(struct store *st, struct store_digest *parts, size_t n
 enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest *out)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	enum err rc;
-	int src;
 
 	memset(out, 0, sizeof(*out));
 	if (!st)
@@ -157,29 +154,25 @@ enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest
 		      "next_attempt_at_ms <= ?1 ORDER BY id LIMIT 1", "next digest", &msg, &s, "i",
 		      now_ms);
 	if (rc == ERR_OK) {
-		src = sqlite3_step(s);
-		if (src == SQLITE_ROW) {
-			out->id = sqlite3_column_int64(s, 0);
+		rc = store_step_row(st, s, "next digest", &msg);
+		if (rc == ERR_OK) {
+			out->id = db_col_int(s, 0);
 			out->kind = store_col_str(s, 1);
 			out->channel = store_col_str(s, 2);
 			out->thread_ts = store_col_str(s, 3);
-			out->part = sqlite3_column_int(s, 4);
-			out->parts = sqlite3_column_int(s, 5);
+			out->part = (int)db_col_int(s, 4);
+			out->parts = (int)db_col_int(s, 5);
 			out->text = store_col_str(s, 6);
 			out->state = store_col_str(s, 7);
-			out->attempts = sqlite3_column_int(s, 8);
-			out->next_attempt_at_ms = sqlite3_column_int64(s, 9);
-			out->created_at_ms = sqlite3_column_int64(s, 10);
-			out->sent_at_ms = sqlite3_column_int64(s, 11);
+			out->attempts = (int)db_col_int(s, 8);
+			out->next_attempt_at_ms = db_col_int(s, 9);
+			out->created_at_ms = db_col_int(s, 10);
+			out->sent_at_ms = db_col_int(s, 11);
 			out->slack_channel_id = store_col_str(s, 12);
 			out->slack_ts = store_col_str(s, 13);
 			out->last_error = store_col_str(s, 14);
-		} else if (src == SQLITE_DONE) {
-			rc = ERR_NOTFOUND;
-		} else {
-			rc = store_db_fail(st, "next digest", &msg);
 		}
-		sqlite3_finalize(s);
+		db_finalize(s);
 	}
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
@@ -191,7 +184,8 @@ enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest
 /*
  * Run sql1 (the digest id) then sql2 (its members) in one transaction, both
  * bound to ?1 id, ?2 i2, ?3 t3, ?4 t4 as types says: each names all four
- * (store_sq() binds every one), an unused one as "?2 = ?2".
+ * (store_sq() binds every one), an unused one as "CAST(?2 AS BIGINT) IS NOT NULL"
+ * or "CAST(?4 AS TEXT) IS NULL" (typed: PostgreSQL infers no type otherwise).
  */
 static enum err digest_update(struct store *st, const char *what, const char *sql1,
 			      const char *sql2, const char *types, int64_t id, int64_t i2,
@@ -203,15 +197,15 @@ static enum err digest_update(struct store *st, const char *what, const char *sq
 	if (!st)
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	rc = store_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_sq(st, sql1, what, &msg, NULL, types, id, i2, t3, t4);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
+	if (rc == ERR_OK && db_changes(st->db) == 0)
 		rc = ERR_NOTFOUND;
 	if (rc == ERR_OK && sql2)
 		rc = store_sq(st, sql2, what, &msg, NULL, types, id, i2, t3, t4);
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+		rc = store_commit(st, &msg);
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
@@ -240,7 +234,8 @@ enum err store_digest_retry(struct store *st, int64_t id, int64_t next_at_ms, co
 			     "channel = coalesce(?3, channel), last_error = ?4 WHERE id = ?1 AND "
 			     "state = 'pending'",
 			     "UPDATE notices SET channel = coalesce(?3, channel), last_error = ?4 "
-			     "WHERE digest_id = ?1 AND state = 'pending' AND ?2 = ?2",
+			     "WHERE digest_id = ?1 AND state = 'pending' AND "
+			     "CAST(?2 AS BIGINT) IS NOT NULL",
 			     "iitt", id, next_at_ms, channel, error);
 }
 
@@ -248,16 +243,18 @@ enum err store_digest_dead(struct store *st, int64_t id, const char *reason)
 {
 	return digest_update(st, "digest dead",
 			     "UPDATE digests SET state = 'dead', attempts = attempts + 1, "
-			     "last_error = ?3 WHERE id = ?1 AND state = 'pending' AND ?2 = ?2 AND ?4 IS NULL",
+			     "last_error = ?3 WHERE id = ?1 AND state = 'pending' AND "
+			     "CAST(?2 AS BIGINT) IS NOT NULL AND CAST(?4 AS TEXT) IS NULL",
 			     "UPDATE notices SET state = 'dead', last_error = ?3 WHERE "
-			     "digest_id = ?1 AND state = 'pending' AND ?2 = ?2 AND ?4 IS NULL",
+			     "digest_id = ?1 AND state = 'pending' AND CAST(?2 AS BIGINT) IS NOT NULL "
+			     "AND CAST(?4 AS TEXT) IS NULL",
 			     "iitt", id, (int64_t)0, reason, (const char *)NULL);
 }
 
 enum err store_digest_members(struct store *st, int64_t id, struct store_notice **out, size_t *n)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *rows = NULL;
+	struct db_stmt *rows = NULL;
 	enum err rc;
 
 	*out = NULL;
@@ -283,7 +280,7 @@ enum err store_digest_members(struct store *st, int64_t id, struct store_notice 
 int64_t store_digest_pending_count(struct store *st)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int64_t n = -1;
 
 	if (!st)
@@ -291,9 +288,9 @@ int64_t store_digest_pending_count(struct store *st)
 	pthread_mutex_lock(&st->db_mu);
 	if (store_sq(st, "SELECT count(*) FROM digests WHERE state = 'pending'", "pending digests",
 		     &msg, &s, "") == ERR_OK) {
-		if (sqlite3_step(s) == SQLITE_ROW)
-			n = sqlite3_column_int64(s, 0);
-		sqlite3_finalize(s);
+		if (store_step_row(st, s, "pending digests", &msg) == ERR_OK)
+			n = db_col_int(s, 0);
+		db_finalize(s);
 	}
 	pthread_mutex_unlock(&st->db_mu);
 	if (n < 0)

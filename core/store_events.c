@@ -28,23 +28,16 @@
 static enum err mark_dead(struct store *st, int64_t id, const char *receiver, const char *key,
 			  int64_t now_ms, const char *reason, struct buf *errmsg)
 {
-	int brc = SQLITE_OK;
-	enum err rc;
+	enum err rc = store_run(st, S_EV_DEAD, "dead-letter event", errmsg, "iit", id, now_ms,
+				reason);
 
-	store_bind_int(st->stmt[S_EV_DEAD], 1, id, &brc);
-	store_bind_int(st->stmt[S_EV_DEAD], 2, now_ms, &brc);
-	store_bind_text(st->stmt[S_EV_DEAD], 3, reason, &brc);
-	rc = store_run(st, S_EV_DEAD, brc, "dead-letter event", errmsg);
-	if (rc)
-		return rc;
-	store_bind_int(st->stmt[S_EV_DEAD_SUPERSEDE], 1, id, &brc);
-	rc = store_run(st, S_EV_DEAD_SUPERSEDE, brc, "replace repeated dead letters", errmsg);
-	if (rc)
-		return rc;
-	store_bind_text(st->stmt[S_IS_SET_DEAD], 1, receiver, &brc);
-	store_bind_text(st->stmt[S_IS_SET_DEAD], 2, key, &brc);
-	store_bind_text(st->stmt[S_IS_SET_DEAD], 3, reason, &brc);
-	return store_run(st, S_IS_SET_DEAD, brc, "set dead reason", errmsg);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_EV_DEAD_SUPERSEDE, "replace repeated dead letters", errmsg,
+			       "i", id);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_IS_SET_DEAD, "set dead reason", errmsg, "ttt", receiver, key,
+			       reason);
+	return rc;
 }
 
 static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
@@ -73,31 +66,15 @@ static enum err check_event(const struct store_event *ev, size_t i, struct buf *
 	return ERR_OK;
 }
 
-/* Bind ev's kind, receiver, key, status, starts_at_ms, ends_at_ms at ?1..?6. */
-static void bind_key_state(sqlite3_stmt *s, const struct store_event *ev, int *brc)
-{
-	store_bind_text(s, 1, ev->kind, brc);
-	store_bind_text(s, 2, ev->receiver, brc);
-	store_bind_text(s, 3, ev->key, brc);
-	store_bind_text(s, 4, ev->status, brc);
-	store_bind_int(s, 5, ev->starts_at_ms, brc);
-	store_bind_int(s, 6, ev->ends_at_ms, brc);
-}
-
 static enum err insert_event(struct store *st, struct store_event *ev, int64_t now,
 			     struct buf *errmsg)
 {
-	sqlite3_stmt *s = st->stmt[S_EV_INSERT];
-	int brc = SQLITE_OK;
-	enum err rc;
+	enum err rc = store_insert(st, S_EV_INSERT, &ev->id, "insert event", errmsg, "ttttiitit",
+				   ev->kind, ev->receiver, ev->key, ev->status, ev->starts_at_ms,
+				   ev->ends_at_ms, ev->payload,
+				   ev->received_at_ms > 0 ? ev->received_at_ms : now,
+				   ev->repeat_state);
 
-	bind_key_state(s, ev, &brc);
-	store_bind_text(s, 7, ev->payload, &brc);
-	store_bind_int(s, 8, ev->received_at_ms > 0 ? ev->received_at_ms : now, &brc);
-	store_bind_text(s, 9, ev->repeat_state, &brc);
-	rc = store_run(st, S_EV_INSERT, brc, "insert event", errmsg);
-	if (rc == ERR_OK)
-		ev->id = sqlite3_last_insert_rowid(st->db);
 	if (rc == ERR_OK && !store_empty(ev->dead_reason))
 		rc = mark_dead(st, ev->id, ev->receiver, ev->key, now, ev->dead_reason, errmsg);
 	return rc;
@@ -109,26 +86,19 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
  */
 static enum err check_repeat(struct store *st, struct store_event *ev, struct buf *errmsg)
 {
-	sqlite3_stmt *s = st->stmt[S_EV_REPEAT];
-	int brc = SQLITE_OK, src;
-	enum err rc = ERR_OK;
+	enum err rc;
 
 	ev->repeated = 0;
 	if (!ev->repeat_state || !store_empty(ev->dead_reason))
 		return ERR_OK;
-	bind_key_state(s, ev, &brc);
-	store_bind_text(s, 7, ev->repeat_state, &brc);
-	if (brc != SQLITE_OK) {
-		rc = store_db_fail(st, "bind repeat check", errmsg);
-		store_done_with(s);
-		return rc;
+	rc = store_row(st, S_EV_REPEAT, "repeat check", errmsg, "ttttiit", ev->kind, ev->receiver,
+		       ev->key, ev->status, ev->starts_at_ms, ev->ends_at_ms, ev->repeat_state);
+	if (rc == ERR_NOTFOUND)
+		return ERR_OK;
+	if (rc == ERR_OK) {
+		ev->repeated = db_col_int(st->stmt[S_EV_REPEAT], 0) != 0;
+		db_reset(st->stmt[S_EV_REPEAT]);
 	}
-	src = sqlite3_step(s);
-	if (src == SQLITE_ROW)
-		ev->repeated = sqlite3_column_int(s, 0) != 0;
-	else if (src != SQLITE_DONE)
-		rc = store_db_fail(st, "repeat check", errmsg);
-	store_done_with(s);
 	return rc;
 }
 
@@ -192,7 +162,7 @@ static int commit_group(struct store *st, struct batch *list)
 	pthread_mutex_lock(&st->db_mu);
 	if (all_repeats(st, list))
 		goto unlock;
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	rc = store_begin(st, &msg);
 	for (struct batch *b = list; b && rc == ERR_OK; b = b->next) {
 		for (size_t i = 0; i < b->n && rc == ERR_OK; i++) {
 			struct store_event *ev = &b->evs[i];
@@ -203,7 +173,7 @@ static int commit_group(struct store *st, struct batch *list)
 		}
 	}
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+		rc = store_commit(st, &msg);
 	if (rc)
 		store_rollback(st);
 	committed = rc == ERR_OK;
@@ -290,64 +260,56 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 
 /* ---- workers: next, wait, done, retry, dead ---- */
 
-static void read_event(sqlite3_stmt *s, struct store_event *out)
+static void read_event(struct db_stmt *s, struct store_event *out)
 {
-	out->id = sqlite3_column_int64(s, 0);
+	out->id = db_col_int(s, 0);
 	out->kind = store_col_str(s, 1);
 	out->receiver = store_col_str(s, 2);
 	out->key = store_col_str(s, 3);
 	out->status = store_col_str(s, 4);
-	out->starts_at_ms = sqlite3_column_int64(s, 5);
-	out->ends_at_ms = sqlite3_column_int64(s, 6);
+	out->starts_at_ms = db_col_int(s, 5);
+	out->ends_at_ms = db_col_int(s, 6);
 	out->payload = store_col_str(s, 7);
-	out->received_at_ms = sqlite3_column_int64(s, 8);
-	out->attempts = sqlite3_column_int(s, 9);
+	out->received_at_ms = db_col_int(s, 8);
+	out->attempts = (int)db_col_int(s, 9);
 	out->last_error = store_col_str(s, 10);
 	out->progress = store_col_str(s, 11);
 }
 
 /*
- * Step s (bound, brc its binding result; caller holds db_mu) for one event
- * into *out, and its state column into state when not NULL.  Resets s.
+ * After store_row() (its result rc) of cached statement id, a SELECT of
+ * EVENT_COLS and then state: the event into *out, its state into state when
+ * not NULL.  Logs ERR_DB (op, msg).  Caller holds db_mu.
  */
-static enum err one_event(struct store *st, sqlite3_stmt *s, int brc, const char *op,
-			  struct store_event *out, char state[8])
+static enum err one_event(struct store *st, enum stmt_id id, enum err rc, const char *op,
+			  struct buf *msg, struct store_event *out, char state[8])
 {
-	struct buf msg = BUF_INIT;
-	enum err rc = ERR_OK;
-	int src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
+	struct db_stmt *s = st->stmt[id];
 
-	if (src == SQLITE_ROW) {
+	if (rc == ERR_OK) {
 		read_event(s, out);
 		if (state)
-			snprintf(state, 8, "%s", (const char *)sqlite3_column_text(s, 12));
-	} else if (src == SQLITE_DONE) {
-		rc = ERR_NOTFOUND;
-	} else {
-		rc = store_db_fail(st, op, &msg);
+			snprintf(state, 8, "%s", db_col_text(s, 12));
+		db_reset(s);
 	}
-	store_done_with(s);
 	if (rc == ERR_DB)
-		store_log_db(op, &msg);
-	buf_release(&msg);
+		store_log_db(op, msg);
+	buf_release(msg);
 	return rc;
 }
 
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 			  struct store_event *out)
 {
-	sqlite3_stmt *s;
+	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
 
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(kind))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_NEXT];
-	store_bind_text(s, 1, kind, &brc);
-	store_bind_int(s, 2, now_ms, &brc);
-	rc = one_event(st, s, brc, "next event", out, NULL);
+	rc = store_row(st, S_EV_NEXT, "next event", &msg, "ti", kind, now_ms);
+	rc = one_event(st, S_EV_NEXT, rc, "next event", &msg, out, NULL);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
@@ -355,20 +317,16 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 enum err store_event_latest(struct store *st, const char *kind, const char *receiver,
 			    const char *key, struct store_event *out, char state[8])
 {
-	sqlite3_stmt *s;
+	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
 
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(kind) || store_empty(receiver) || store_empty(key) || !state)
 		return ERR_INVALID;
 	state[0] = '\0';
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_LATEST];
-	store_bind_text(s, 1, kind, &brc);
-	store_bind_text(s, 2, receiver, &brc);
-	store_bind_text(s, 3, key, &brc);
-	rc = one_event(st, s, brc, "latest event", out, state);
+	rc = store_row(st, S_EV_LATEST, "latest event", &msg, "ttt", kind, receiver, key);
+	rc = one_event(st, S_EV_LATEST, rc, "latest event", &msg, out, state);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
@@ -392,20 +350,18 @@ void store_event_release(struct store_event *ev)
 int64_t store_count(struct store *st, enum stmt_id id, const char *kind, const char *what)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
+	struct db_stmt *s = st->stmt[id];
 	int64_t n = -1;
-	int brc = SQLITE_OK;
+	enum err rc;
 
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[id];
-	if (kind)
-		store_bind_text(s, 1, kind, &brc);
-	if (brc == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-		n = sqlite3_column_type(s, 0) == SQLITE_NULL ? INT64_MAX
-							      : sqlite3_column_int64(s, 0);
-	else
+	rc = kind ? store_row(st, id, what, &msg, "t", kind) : store_row(st, id, what, &msg, "");
+	if (rc == ERR_OK) {
+		n = db_col_is_null(s, 0) ? INT64_MAX : db_col_int(s, 0);
+		db_reset(s);
+	} else if (rc == ERR_NOTFOUND) {
 		(void)store_db_fail(st, what, &msg);
-	store_done_with(s);
+	}
 	pthread_mutex_unlock(&st->db_mu);
 	if (n == -1)
 		store_log_db(what, &msg);
@@ -523,20 +479,18 @@ void store_stats(struct store *st, struct store_stats *out)
 enum err store_event_state(struct store *st, int64_t id, char **receiver, char **key,
 			   struct buf *errmsg)
 {
-	sqlite3_stmt *s = st->stmt[S_EV_STATE];
-	enum err rc = ERR_OK;
-	int src = sqlite3_bind_int64(s, 1, id);
+	struct db_stmt *s = st->stmt[S_EV_STATE];
+	enum err rc = store_row(st, S_EV_STATE, "event state", errmsg, "i", id);
 
-	if (src == SQLITE_OK)
-		src = sqlite3_step(s);
-	if (src == SQLITE_DONE) {
+	if (rc == ERR_NOTFOUND) {
 		buf_setf(errmsg, "store: event %lld does not exist", (long long)id);
-		rc = ERR_NOTFOUND;
-	} else if (src != SQLITE_ROW) {
-		rc = store_db_fail(st, "event state", errmsg);
-	} else if (strcmp((const char *)sqlite3_column_text(s, 0), "pending")) {
+		return rc;
+	}
+	if (rc)
+		return rc;
+	if (strcmp(db_col_text(s, 0), "pending")) {
 		buf_setf(errmsg, "store: event %lld is already %s", (long long)id,
-			 (const char *)sqlite3_column_text(s, 0));
+			 db_col_text(s, 0));
 		rc = ERR_CONFLICT;
 	} else {
 		if (receiver)
@@ -544,7 +498,18 @@ enum err store_event_state(struct store *st, int64_t id, char **receiver, char *
 		if (key)
 			*key = store_col_str(s, 2);
 	}
-	store_done_with(s);
+	db_reset(s);
+	return rc;
+}
+
+enum err store_event_changed(struct store *st, int64_t id, enum err rc, const char *what,
+			     struct buf *errmsg)
+{
+	if (rc != ERR_NOTFOUND)
+		return rc;
+	rc = store_event_state(st, id, NULL, NULL, errmsg);
+	if (rc == ERR_OK) /* pending yet not updated */
+		rc = what ? store_db_fail(st, what, errmsg) : ERR_CONFLICT;
 	return rc;
 }
 
@@ -552,7 +517,6 @@ enum err store_event_done(struct store *st, int64_t id, const struct store_issue
 			  struct buf *errmsg)
 {
 	enum err rc = ERR_OK;
-	int brc = SQLITE_OK;
 
 	if (!st) {
 		buf_setf(errmsg, "store: no store");
@@ -564,21 +528,15 @@ enum err store_event_done(struct store *st, int64_t id, const struct store_issue
 			return rc;
 	}
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", errmsg);
+	rc = store_begin(st, errmsg);
 	if (rc)
 		goto out;
-	store_bind_int(st->stmt[S_EV_DONE], 1, id, &brc);
-	store_bind_int(st->stmt[S_EV_DONE], 2, clock_wall_ms(), &brc);
-	rc = store_run(st, S_EV_DONE, brc, "mark event done", errmsg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = store_event_state(st, id, NULL, NULL, errmsg);
-		if (rc == ERR_OK) /* pending yet not updated: cannot happen under BEGIN IMMEDIATE */
-			rc = store_db_fail(st, "mark event done", errmsg);
-	}
+	rc = store_event_changed(st, id, store_run1(st, S_EV_DONE, "mark event done", errmsg, "ii", id,
+					      clock_wall_ms()), "mark event done", errmsg);
 	if (rc == ERR_OK && row)
 		rc = store_put_issue(st, row, errmsg);
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", errmsg);
+		rc = store_commit(st, errmsg);
 out:
 	if (rc)
 		store_rollback(st);
@@ -590,22 +548,12 @@ enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, con
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
-	sqlite3_stmt *s;
 
 	if (!st)
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_RETRY];
-	store_bind_int(s, 1, id, &brc);
-	store_bind_int(s, 2, next_at_ms, &brc);
-	store_bind_text(s, 3, error, &brc);
-	rc = store_run(st, S_EV_RETRY, brc, "retry event", &msg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = store_event_state(st, id, NULL, NULL, &msg);
-		if (rc == ERR_OK) /* changed by another process in between */
-			rc = ERR_CONFLICT;
-	}
+	rc = store_event_changed(st, id, store_run1(st, S_EV_RETRY, "retry event", &msg, "iit", id,
+					      next_at_ms, error), NULL, &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("retry event", &msg);
@@ -617,21 +565,12 @@ enum err store_event_progress(struct store *st, int64_t id, const char *progress
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
-	sqlite3_stmt *s;
 
 	if (!st || store_empty(progress))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_PROGRESS];
-	store_bind_int(s, 1, id, &brc);
-	store_bind_text(s, 2, progress, &brc);
-	rc = store_run(st, S_EV_PROGRESS, brc, "record event progress", &msg);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = store_event_state(st, id, NULL, NULL, &msg);
-		if (rc == ERR_OK)
-			rc = ERR_CONFLICT;
-	}
+	rc = store_event_changed(st, id, store_run1(st, S_EV_PROGRESS, "record event progress", &msg,
+					      "it", id, progress), NULL, &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("record event progress", &msg);
@@ -648,13 +587,13 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 	if (!st || store_empty(reason))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	rc = store_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_event_state(st, id, &receiver, &key, &msg);
 	if (rc == ERR_OK)
 		rc = mark_dead(st, id, receiver, key, clock_wall_ms(), reason, &msg);
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+		rc = store_commit(st, &msg);
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
@@ -670,7 +609,6 @@ enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
 	int64_t n;
 
 	if (deleted)
@@ -678,15 +616,13 @@ enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
 	if (!st)
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	store_bind_int(st->stmt[S_EV_PRUNE], 1, before_ms, &brc);
-	rc = store_run(st, S_EV_PRUNE, brc, "prune events", &msg);
-	n = rc == ERR_OK ? sqlite3_changes64(st->db) : 0;
+	rc = store_run(st, S_EV_PRUNE, "prune events", &msg, "i", before_ms);
+	n = rc == ERR_OK ? db_changes(st->db) : 0;
 	if (deleted)
 		*deleted = n;
-	/* Hand the freed pages back, then move them out of the WAL into the file. */
-	if (n > 0)
-		rc = store_exec(st->db, st->path,
-				"PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE)", &msg);
+	/* Give the freed space back (sqlite: to the file system). */
+	if (n > 0 && db_reclaim(st->db, NULL) != ERR_OK)
+		rc = store_db_fail(st, "reclaim space", &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc)
 		store_log_db("prune events", &msg);
@@ -701,9 +637,9 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 {
 	struct buf msg = BUF_INIT;
 	struct store_event *evs;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, n = 0, step = SQLITE_DONE, stopped = 0;
+	int n = 0, stopped = 0;
 
 	if (!st || store_empty(kind) || !fn || max <= 0)
 		return ERR_INVALID;
@@ -712,13 +648,13 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 	evs = xcalloc((size_t)max, sizeof(*evs));
 	pthread_mutex_lock(&st->db_mu);
 	s = st->stmt[S_EV_DEAD_UNMAPPED];
-	store_bind_text(s, 1, kind, &brc);
-	store_bind_int(s, 2, max, &brc);
-	while (brc == SQLITE_OK && n < max && (step = sqlite3_step(s)) == SQLITE_ROW)
+	db_bind_text(s, 1, kind);
+	db_bind_int(s, 2, max);
+	while (n < max && (rc = store_step_row(st, s, "list dead letters", &msg)) == ERR_OK)
 		read_event(s, &evs[n++]);
-	if (brc != SQLITE_OK || (n < max && step != SQLITE_DONE))
-		rc = store_db_fail(st, "list dead letters", &msg);
-	store_done_with(s);
+	if (rc == ERR_NOTFOUND)
+		rc = ERR_OK;
+	db_reset(s);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("list dead letters", &msg);
@@ -736,8 +672,9 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 
 /* The dead events store_dead_requeue() selects: ?1 kind, ?2 receiver, ?3 key, ?4 reason. */
 #define DEAD_MATCH                                                                  \
-	"state = 'dead' AND kind = ?1 AND (?2 IS NULL OR receiver = ?2) AND "       \
-	"(?3 IS NULL OR key = ?3) AND (?4 IS NULL OR last_error LIKE ?4)"
+	"state = 'dead' AND kind = ?1 AND (CAST(?2 AS TEXT) IS NULL OR receiver = ?2) AND " \
+	"(CAST(?3 AS TEXT) IS NULL OR key = ?3) AND "                                 \
+	"(CAST(?4 AS TEXT) IS NULL OR lower(last_error) LIKE lower(?4))"
 
 enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
 			    const char *key, const char *reason_like, int64_t *n)
@@ -751,7 +688,7 @@ enum err store_dead_requeue(struct store *st, const char *kind, const char *rece
 	if (!st || store_empty(kind))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
+	rc = store_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
 				  "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
@@ -764,9 +701,9 @@ enum err store_dead_requeue(struct store *st, const char *kind, const char *rece
 			      "requeue dead letters", &msg, NULL, "tttt", kind, receiver, key,
 			      reason_like);
 	if (rc == ERR_OK)
-		changed = sqlite3_changes64(st->db);
+		changed = db_changes(st->db);
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+		rc = store_commit(st, &msg);
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);

@@ -30,7 +30,7 @@
 int64_t store_pending_creates(struct store *st, const char *receiver)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	int64_t n = -1;
 
 	if (!st || store_empty(receiver))
@@ -40,11 +40,9 @@ int64_t store_pending_creates(struct store *st, const char *receiver)
 			 "e.state = 'pending' AND e.receiver = ?1 AND e.status = 'firing' AND NOT EXISTS "
 			 "(SELECT 1 FROM issues AS i WHERE i.receiver = e.receiver AND i.key = e.key)",
 		     "pending creates", &msg, &s, "t", receiver) == ERR_OK) {
-		if (sqlite3_step(s) == SQLITE_ROW)
-			n = sqlite3_column_int64(s, 0);
-		else
-			(void)store_db_fail(st, "pending creates", &msg);
-		sqlite3_finalize(s);
+		if (store_step_row(st, s, "pending creates", &msg) == ERR_OK)
+			n = db_col_int(s, 0);
+		db_finalize(s);
 	}
 	pthread_mutex_unlock(&st->db_mu);
 	if (n < 0)
@@ -53,39 +51,34 @@ int64_t store_pending_creates(struct store *st, const char *receiver)
 	return n;
 }
 
-static void read_summary(sqlite3_stmt *s, void *o)
+static void read_summary(struct db_stmt *s, void *o)
 {
 	struct store_summary *out = o;
 
-	out->id = sqlite3_column_int64(s, 0);
+	out->id = db_col_int(s, 0);
 	out->receiver = store_col_str(s, 1);
 	out->repo = store_col_str(s, 2);
 	out->alertname = store_col_str(s, 3);
 	out->marker_key = store_col_str(s, 4);
-	out->number = sqlite3_column_int64(s, 5);
+	out->number = db_col_int(s, 5);
 	out->state = store_col_str(s, 6);
-	out->created_at_ms = sqlite3_column_int64(s, 7);
-	out->synced_at_ms = sqlite3_column_int64(s, 8);
-	out->next_sync_ms = sqlite3_column_int64(s, 9);
-	out->dirty = (int)sqlite3_column_int64(s, 10);
-	out->firing = sqlite3_column_int64(s, 11);
-	out->total = sqlite3_column_int64(s, 12);
+	out->created_at_ms = db_col_int(s, 7);
+	out->synced_at_ms = db_col_int(s, 8);
+	out->next_sync_ms = db_col_int(s, 9);
+	out->dirty = (int)db_col_int(s, 10);
+	out->firing = db_col_int(s, 11);
+	out->total = db_col_int(s, 12);
 }
 
 /* Run a prepared query; read its first row into out.  Caller holds db_mu. */
-static enum err one_row(struct store *st, sqlite3_stmt *s, const char *what,
-			void (*read)(sqlite3_stmt *s, void *out), void *out, struct buf *errmsg)
+static enum err one_row(struct store *st, struct db_stmt *s, const char *what,
+			void (*read)(struct db_stmt *s, void *out), void *out, struct buf *errmsg)
 {
-	int src = sqlite3_step(s);
-	enum err rc = ERR_OK;
+	enum err rc = store_step_row(st, s, what, errmsg);
 
-	if (src == SQLITE_ROW)
+	if (rc == ERR_OK)
 		read(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = store_db_fail(st, what, errmsg);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return rc;
 }
 
@@ -96,7 +89,7 @@ static enum err one_row(struct store *st, sqlite3_stmt *s, const char *what,
 #define ROW_QUERY(st, read, out, what, sql, ...)                                     \
 	do {                                                                          \
 		struct buf msg_ = BUF_INIT;                                           \
-		sqlite3_stmt *s_ = NULL;                                              \
+		struct db_stmt *s_ = NULL;                                            \
 		memset((out), 0, sizeof(*(out)));                                     \
 		pthread_mutex_lock(&(st)->db_mu);                                     \
 		rc = store_sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
@@ -150,7 +143,7 @@ enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms
 	ROW_QUERY(st, read_summary, out, "due summary",
 		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
 		      "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
-		      "(s.dirty AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
+		      "(s.dirty <> 0 AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
 		      "storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1)) "
 		      "ORDER BY s.next_sync_ms, s.id LIMIT 1",
 		      "ii", now_ms, interval_ms);
@@ -167,11 +160,12 @@ enum err store_summary_add(struct store *st, struct store_summary *s, struct buf
 		return ERR_INVALID;
 	}
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "INSERT INTO storm_summaries (receiver, repo, alertname, marker_key, state, "
-			  "created_at_ms) VALUES (?1, ?2, ?3, ?4, 'creating', ?5)",
-		      "add summary", errmsg, NULL, "tttti", s->receiver, s->repo, s->alertname,
-		      s->marker_key, s->created_at_ms > 0 ? s->created_at_ms : clock_wall_ms());
-	s->id = rc ? 0 : sqlite3_last_insert_rowid(st->db);
+	s->id = 0;
+	rc = store_sq_insert(st, "INSERT INTO storm_summaries (receiver, repo, alertname, "
+			     "marker_key, state, created_at_ms) VALUES (?1, ?2, ?3, ?4, 'creating', "
+			     "?5) RETURNING id", &s->id, "add summary", errmsg, "tttti", s->receiver,
+			     s->repo, s->alertname, s->marker_key,
+			     s->created_at_ms > 0 ? s->created_at_ms : clock_wall_ms());
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
@@ -187,14 +181,14 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 		return ERR_INVALID;
 	}
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	rc = store_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = store_sq(st, "UPDATE storm_summaries SET repo = ?2, number = ?3, state = ?4, "
 			  "synced_at_ms = ?5, next_sync_ms = ?6, dirty = ?7 WHERE id = ?1",
 		      "save summary", errmsg, NULL, "ititiii", s->id, s->repo, s->number, s->state,
 		      s->synced_at_ms, s->next_sync_ms, (int64_t)s->dirty);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+	if (rc == ERR_OK && db_changes(st->db) == 0) {
 		buf_setf(errmsg, "store: summary %lld does not exist", (long long)s->id);
 		rc = ERR_NOTFOUND;
 	}
@@ -202,14 +196,14 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 	if (rc == ERR_OK && strcmp(s->state, "creating"))
 		rc = store_sq(st, "UPDATE issues SET repo = ?2, number = ?3, state = ?4, "
 				  "state_reason = CASE WHEN ?4 = 'closed' THEN 'completed' END, "
-				  "closed_at_ms = CASE WHEN ?4 = 'closed' THEN ?5 ELSE 0 END, "
+				  "closed_at_ms = CASE WHEN ?4 = 'closed' THEN CAST(?5 AS BIGINT) ELSE 0 END, "
 				  "updated_at_ms = ?5, etag = NULL WHERE (receiver, key) IN "
 				  "(SELECT receiver, key FROM storm_members WHERE summary_id = ?1) "
 				  "AND (state != ?4 OR number != ?3 OR repo != ?2)",
 			      "update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
 			      s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());
 	if (rc == ERR_OK)
-		rc = store_sq(st, "COMMIT", "commit", errmsg, NULL, "");
+		rc = store_commit(st, errmsg);
 out:
 	if (rc)
 		store_rollback(st);
@@ -217,13 +211,24 @@ out:
 	return rc;
 }
 
+static void read_member(struct db_stmt *s, void *o)
+{
+	struct store_member *out = o;
+
+	out->key = store_col_str(s, 0);
+	out->summary_id = db_col_int(s, 1);
+	out->firing = (int)db_col_int(s, 2);
+	out->starts_at_ms = db_col_int(s, 3);
+	out->ends_at_ms = db_col_int(s, 4);
+	out->line = store_col_str(s, 5);
+}
+
 enum err store_member_get(struct store *st, const char *receiver, const char *key,
 			  struct store_member *out)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	enum err rc;
-	int src;
 
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(receiver) || store_empty(key))
@@ -232,22 +237,8 @@ enum err store_member_get(struct store *st, const char *receiver, const char *ke
 	rc = store_sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
 			  "storm_members WHERE receiver = ?1 AND key = ?2",
 		      "get member", &msg, &s, "tt", receiver, key);
-	if (rc == ERR_OK) {
-		src = sqlite3_step(s);
-		if (src == SQLITE_ROW) {
-			out->key = store_col_str(s, 0);
-			out->summary_id = sqlite3_column_int64(s, 1);
-			out->firing = (int)sqlite3_column_int64(s, 2);
-			out->starts_at_ms = sqlite3_column_int64(s, 3);
-			out->ends_at_ms = sqlite3_column_int64(s, 4);
-			out->line = store_col_str(s, 5);
-		} else if (src == SQLITE_DONE) {
-			rc = ERR_NOTFOUND;
-		} else {
-			rc = store_db_fail(st, "get member", &msg);
-		}
-		sqlite3_finalize(s);
-	}
+	if (rc == ERR_OK)
+		rc = one_row(st, s, "get member", read_member, out, &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("get member", &msg);
@@ -258,16 +249,9 @@ enum err store_member_get(struct store *st, const char *receiver, const char *ke
 /* Mark pending event id done inside the caller's transaction.  Caller holds db_mu. */
 static enum err mark_done(struct store *st, int64_t id, struct buf *errmsg)
 {
-	enum err rc = store_sq(st, "UPDATE events SET state = 'done', done_at_ms = ?2 "
-				   "WHERE id = ?1 AND state = 'pending'",
-			       "mark event done", errmsg, NULL, "ii", id, clock_wall_ms());
-
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
-		rc = store_event_state(st, id, NULL, NULL, errmsg);
-		if (rc == ERR_OK)
-			rc = store_db_fail(st, "mark event done", errmsg);
-	}
-	return rc;
+	return store_event_changed(st, id, store_run1(st, S_EV_DONE, "mark event done", errmsg,
+						      "ii", id, clock_wall_ms()),
+				   "mark event done", errmsg);
 }
 
 enum err store_member_fold(struct store *st, int64_t event_id, const struct store_issue *row,
@@ -288,7 +272,7 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 		return ERR_INVALID;
 	}
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	rc = store_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = mark_done(st, event_id, errmsg);
@@ -307,7 +291,7 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 		rc = store_sq(st, "UPDATE storm_summaries SET dirty = 1 WHERE id = ?1", "mark summary",
 			      errmsg, NULL, "i", m->summary_id);
 	if (rc == ERR_OK)
-		rc = store_sq(st, "COMMIT", "commit", errmsg, NULL, "");
+		rc = store_commit(st, errmsg);
 out:
 	if (rc)
 		store_rollback(st);
@@ -325,7 +309,7 @@ enum err store_member_unfold(struct store *st, const char *receiver, const char 
 		return ERR_INVALID;
 	}
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	rc = store_begin(st, errmsg);
 	if (rc == ERR_OK)
 		rc = store_sq(st, "DELETE FROM issues WHERE receiver = ?1 AND key = ?2", "unfold row",
 			      errmsg, NULL, "tt", receiver, key);
@@ -333,7 +317,7 @@ enum err store_member_unfold(struct store *st, const char *receiver, const char 
 		rc = store_sq(st, "DELETE FROM storm_members WHERE receiver = ?1 AND key = ?2",
 			      "unfold member", errmsg, NULL, "tt", receiver, key);
 	if (rc == ERR_OK)
-		rc = store_sq(st, "COMMIT", "commit", errmsg, NULL, "");
+		rc = store_commit(st, errmsg);
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
@@ -344,11 +328,10 @@ enum err store_member_list(struct store *st, int64_t summary_id, struct store_me
 			   size_t *n)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s = NULL;
+	struct db_stmt *s = NULL;
 	struct store_member *v = NULL;
 	size_t len = 0, cap = 0;
 	enum err rc;
-	int src;
 
 	*out = NULL;
 	*n = 0;
@@ -358,22 +341,16 @@ enum err store_member_list(struct store *st, int64_t summary_id, struct store_me
 	rc = store_sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
 			  "storm_members WHERE summary_id = ?1 ORDER BY firing DESC, starts_at_ms, key",
 		      "list members", &msg, &s, "i", summary_id);
-	while (rc == ERR_OK && (src = sqlite3_step(s)) == SQLITE_ROW) {
+	while (rc == ERR_OK && (rc = store_step_row(st, s, "list members", &msg)) == ERR_OK) {
 		if (len == cap) {
 			cap = cap ? cap * 2 : 64;
 			v = xreallocarray(v, cap, sizeof(*v));
 		}
-		v[len].key = store_col_str(s, 0);
-		v[len].summary_id = sqlite3_column_int64(s, 1);
-		v[len].firing = (int)sqlite3_column_int64(s, 2);
-		v[len].starts_at_ms = sqlite3_column_int64(s, 3);
-		v[len].ends_at_ms = sqlite3_column_int64(s, 4);
-		v[len].line = store_col_str(s, 5);
-		len++;
+		read_member(s, &v[len++]);
 	}
-	if (rc == ERR_OK && src != SQLITE_DONE)
-		rc = store_db_fail(st, "list members", &msg);
-	sqlite3_finalize(s);
+	if (rc == ERR_NOTFOUND)
+		rc = ERR_OK;
+	db_finalize(s);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("list members", &msg);
@@ -420,7 +397,7 @@ void store_summary_release(struct store_summary *s)
 
 #define GROUP_COLS "receiver, key, members, payload, dirty, synced_at_ms, next_sync_ms"
 
-static void read_group(sqlite3_stmt *s, void *o)
+static void read_group(struct db_stmt *s, void *o)
 {
 	struct store_group *out = o;
 
@@ -428,9 +405,9 @@ static void read_group(sqlite3_stmt *s, void *o)
 	out->key = store_col_str(s, 1);
 	out->members = store_col_str(s, 2);
 	out->payload = store_col_str(s, 3);
-	out->dirty = (int)sqlite3_column_int64(s, 4);
-	out->synced_at_ms = sqlite3_column_int64(s, 5);
-	out->next_sync_ms = sqlite3_column_int64(s, 6);
+	out->dirty = (int)db_col_int(s, 4);
+	out->synced_at_ms = db_col_int(s, 5);
+	out->next_sync_ms = db_col_int(s, 6);
 }
 
 enum err store_group_get(struct store *st, const char *receiver, const char *key,
@@ -462,7 +439,8 @@ enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
 		    "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
 		    "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
 		    "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
-		    "ORDER BY max(g.next_sync_ms, g.synced_at_ms + ?2), g.key LIMIT 1",
+		    "ORDER BY CASE WHEN g.next_sync_ms > g.synced_at_ms + ?2 THEN g.next_sync_ms "
+		    "ELSE g.synced_at_ms + ?2 END, g.key LIMIT 1",
 		    "ii", now_ms, interval_ms);
 	return rc;
 }
@@ -502,7 +480,7 @@ enum err store_group_done(struct store *st, int64_t event_id, const struct store
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "BEGIN IMMEDIATE", "begin", errmsg, NULL, "");
+	rc = store_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = mark_done(st, event_id, errmsg);
@@ -511,7 +489,7 @@ enum err store_group_done(struct store *st, int64_t event_id, const struct store
 	if (rc == ERR_OK)
 		rc = put_group(st, g, errmsg);
 	if (rc == ERR_OK)
-		rc = store_sq(st, "COMMIT", "commit", errmsg, NULL, "");
+		rc = store_commit(st, errmsg);
 out:
 	if (rc)
 		store_rollback(st);
@@ -532,7 +510,7 @@ enum err store_group_synced(struct store *st, const struct store_group *g, struc
 			  "WHERE receiver = ?1 AND key = ?2",
 		      "record group body update", errmsg, NULL, "ttiii", g->receiver, g->key,
 		      (int64_t)(g->dirty != 0), g->synced_at_ms, g->next_sync_ms);
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0) {
+	if (rc == ERR_OK && db_changes(st->db) == 0) {
 		buf_setf(errmsg, "store: no group state for %s", g->key);
 		rc = ERR_NOTFOUND;
 	}

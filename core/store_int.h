@@ -11,17 +11,13 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include <sqlite3.h>
-
 #include "buf.h"
+#include "db.h"
 #include "err.h"
 #include "store.h"
 
 /* The statements store_open() prepares once, by id into stmt_sql (store.c). */
 enum stmt_id {
-	S_BEGIN,
-	S_COMMIT,
-	S_ROLLBACK,
 	S_EV_INSERT,
 	S_EV_REPEAT,
 	S_EV_FORGET_STATE,
@@ -72,9 +68,8 @@ struct batch {
 };
 
 struct store {
-	char *path;
-	sqlite3 *db;                   /* used only under db_mu */
-	sqlite3_stmt *stmt[S_COUNT];   /* used only under db_mu */
+	struct db *db;                 /* used only under db_mu */
+	struct db_stmt *stmt[S_COUNT]; /* used only under db_mu */
 	pthread_mutex_t db_mu;
 
 	pthread_mutex_t q_mu;          /* guards everything below */
@@ -96,38 +91,75 @@ struct store {
 	"state, attempts, next_attempt_at_ms, created_at_ms, sent_at_ms, slack_channel_id, " \
 	"slack_ts, last_error, digest_id, line"
 /* The notice at the current row of s (NOTICE_COLS) into out; strings malloc'd. */
-void store_read_notice(sqlite3_stmt *s, struct store_notice *out);
+void store_read_notice(struct db_stmt *s, struct store_notice *out);
 /* 1 when s is NULL or "". */
 int store_empty(const char *s);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */
 void store_log_db(const char *op, const struct buf *msg);
-/* Bind text v (NULL binds SQL NULL) at idx; the first failure is kept in *brc. */
-void store_bind_text(sqlite3_stmt *s, int idx, const char *v, int *brc);
-/* Bind v at idx; the first failure is kept in *brc. */
-void store_bind_int(sqlite3_stmt *s, int idx, int64_t v, int *brc);
-/* Reset a cached statement and drop bindings that point into callers' memory. */
-void store_done_with(sqlite3_stmt *s);
-/* Run sql (statements, no rows) on db outside the statement cache; errors name path. */
-enum err store_exec(sqlite3 *db, const char *path, const char *sql, struct buf *errmsg);
-/* Put st's last sqlite error, with what, in errmsg; returns ERR_DB. */
+/* Put st's last database error, with what, in errmsg; returns ERR_DB. */
 enum err store_db_fail(struct store *st, const char *what, struct buf *errmsg);
-/* Step cached statement id (bindings' result brc) that returns no rows, and reset it. */
-enum err store_run(struct store *st, enum stmt_id id, int brc, const char *what,
-		   struct buf *errmsg);
+/* BEGIN (the write lock, db_begin()) and COMMIT; ERR_DB with errmsg. */
+enum err store_begin(struct store *st, struct buf *errmsg);
+enum err store_commit(struct store *st, struct buf *errmsg);
 /* Roll back the open transaction, if any. */
 void store_rollback(struct store *st);
 /* A copy of a text column (free()); NULL for SQL NULL. */
-char *store_col_str(sqlite3_stmt *s, int i);
-/* Prepare and bind sql per call ('t' text, 'i' int64_t); run it, or hand it out in *rows. */
+char *store_col_str(struct db_stmt *s, int i);
+/*
+ * The statement helpers.  types describes the arguments bound to ?1, ?2, ...
+ * in order: 't' const char * (NULL binds SQL NULL), 'i' int64_t.  what names
+ * the operation in errmsg ("store PATH: WHAT: ERROR"); every ERR_DB has it.
+ *
+ * store_run: run cached statement id (no rows wanted) and reset it.
+ * store_run1: the same, and it must change exactly one row: ERR_NOTFOUND
+ *   (errmsg untouched) when it changed none.
+ * store_row: run cached statement id for its first row: ERR_OK with the row
+ *   current (read it, then db_reset(st->stmt[id])), ERR_NOTFOUND (no row) or
+ *   ERR_DB, both with the statement reset.
+ * store_insert: run cached statement id, an INSERT ... RETURNING id, into *id.
+ */
+enum err store_run(struct store *st, enum stmt_id id, const char *what, struct buf *errmsg,
+		   const char *types, ...);
+enum err store_run1(struct store *st, enum stmt_id id, const char *what, struct buf *errmsg,
+		    const char *types, ...);
+enum err store_row(struct store *st, enum stmt_id id, const char *what, struct buf *errmsg,
+		   const char *types, ...);
+enum err store_insert(struct store *st, enum stmt_id id, int64_t *row_id, const char *what,
+		      struct buf *errmsg, const char *types, ...);
+/*
+ * Prepare sql per call (statements that run seldom) and bind types as above.
+ * With rows NULL run it (no rows wanted) and finalize it; else hand the
+ * statement to the caller, who steps it (store_step_row()) and finalizes it.
+ */
 enum err store_sq(struct store *st, const char *sql, const char *what, struct buf *errmsg,
-		  sqlite3_stmt **rows, const char *types, ...);
+		  struct db_stmt **rows, const char *types, ...);
+/* store_sq() of an INSERT ... RETURNING id, the new row's id into *row_id. */
+enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, const char *what,
+			 struct buf *errmsg, const char *types, ...);
+/* Step s once: ERR_OK (a row is current), ERR_NOTFOUND (no more) or ERR_DB (errmsg). */
+enum err store_step_row(struct store *st, struct db_stmt *s, const char *what,
+			struct buf *errmsg);
 /* The one integer counting statement id (bound to kind if not NULL) returns; -1 on error. */
 int64_t store_count(struct store *st, enum stmt_id id, const char *kind, const char *what);
 /* Why a pending-only UPDATE of event id changed nothing (ERR_NOTFOUND, ERR_CONFLICT). */
 enum err store_event_state(struct store *st, int64_t id, char **receiver, char **key,
 			   struct buf *errmsg);
+/*
+ * After store_run1() (its result rc) of an UPDATE of pending event id: when
+ * it changed nothing, why (store_event_state(): ERR_NOTFOUND, ERR_CONFLICT).
+ * An event still pending was changed by another process in between:
+ * ERR_CONFLICT, or with what (a write under db_begin(), where that cannot
+ * happen) ERR_DB.
+ */
+enum err store_event_changed(struct store *st, int64_t id, enum err rc, const char *what,
+			     struct buf *errmsg);
 /* ERR_INVALID with errmsg when an issue map row lacks a required field. */
 enum err store_check_issue(const struct store_issue *row, struct buf *errmsg);
+/*
+ * The schema migrations of engine (store_schema.c): *n steps, step i takes
+ * version i to i + 1 (an empty step does nothing on that engine).
+ */
+const char *const *store_migrations(enum db_engine engine, int *n);
 /* Upsert an issue map row. */
 enum err store_put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg);
 

@@ -44,45 +44,29 @@ enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 /* Upsert row.  Caller holds db_mu. */
 enum err store_put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
 {
-	sqlite3_stmt *s = st->stmt[S_IS_PUT];
-	int brc = SQLITE_OK;
-
-	store_bind_text(s, 1, row->receiver, &brc);
-	store_bind_text(s, 2, row->key, &brc);
-	store_bind_text(s, 3, row->repo, &brc);
-	store_bind_int(s, 4, row->number, &brc);
-	store_bind_text(s, 5, row->state, &brc);
-	store_bind_text(s, 6, row->state_reason, &brc);
-	store_bind_int(s, 7, row->episode_starts_ms, &brc);
-	store_bind_int(s, 8, row->resolved_ends_ms, &brc);
-	store_bind_int(s, 9, row->closed_at_ms, &brc);
-	store_bind_int(s, 10, row->previous_number, &brc);
-	store_bind_int(s, 11, row->created_at_ms, &brc);
-	store_bind_int(s, 12, row->updated_at_ms, &brc);
-	store_bind_text(s, 13, row->dead_reason, &brc);
-	store_bind_text(s, 14, row->alertname, &brc);
-	store_bind_text(s, 15, row->title, &brc);
-	store_bind_text(s, 16, row->etag, &brc);
-	store_bind_text(s, 17, row->labels, &brc);
-	return store_run(st, S_IS_PUT, brc, "put issue", errmsg);
+	return store_run(st, S_IS_PUT, "put issue", errmsg, "tttittiiiiiittttt", row->receiver,
+			 row->key, row->repo, row->number, row->state, row->state_reason,
+			 row->episode_starts_ms, row->resolved_ends_ms, row->closed_at_ms,
+			 row->previous_number, row->created_at_ms, row->updated_at_ms,
+			 row->dead_reason, row->alertname, row->title, row->etag, row->labels);
 }
 
 /* ---- the issue map ---- */
 
-static void read_issue(sqlite3_stmt *s, struct store_issue *out)
+static void read_issue(struct db_stmt *s, struct store_issue *out)
 {
 	out->receiver = store_col_str(s, 0);
 	out->key = store_col_str(s, 1);
 	out->repo = store_col_str(s, 2);
-	out->number = sqlite3_column_int64(s, 3);
+	out->number = db_col_int(s, 3);
 	out->state = store_col_str(s, 4);
 	out->state_reason = store_col_str(s, 5);
-	out->episode_starts_ms = sqlite3_column_int64(s, 6);
-	out->resolved_ends_ms = sqlite3_column_int64(s, 7);
-	out->closed_at_ms = sqlite3_column_int64(s, 8);
-	out->previous_number = sqlite3_column_int64(s, 9);
-	out->created_at_ms = sqlite3_column_int64(s, 10);
-	out->updated_at_ms = sqlite3_column_int64(s, 11);
+	out->episode_starts_ms = db_col_int(s, 6);
+	out->resolved_ends_ms = db_col_int(s, 7);
+	out->closed_at_ms = db_col_int(s, 8);
+	out->previous_number = db_col_int(s, 9);
+	out->created_at_ms = db_col_int(s, 10);
+	out->updated_at_ms = db_col_int(s, 11);
 	out->dead_reason = store_col_str(s, 12);
 	out->alertname = store_col_str(s, 13);
 	out->title = store_col_str(s, 14);
@@ -94,25 +78,17 @@ enum err store_issue_get(struct store *st, const char *receiver, const char *key
 			 struct store_issue *out)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, src;
+	enum err rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(receiver) || store_empty(key))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_IS_GET];
-	store_bind_text(s, 1, receiver, &brc);
-	store_bind_text(s, 2, key, &brc);
-	src = brc == SQLITE_OK ? sqlite3_step(s) : brc;
-	if (src == SQLITE_ROW)
-		read_issue(s, out);
-	else if (src == SQLITE_DONE)
-		rc = ERR_NOTFOUND;
-	else
-		rc = store_db_fail(st, "get issue", &msg);
-	store_done_with(s);
+	rc = store_row(st, S_IS_GET, "get issue", &msg, "tt", receiver, key);
+	if (rc == ERR_OK) {
+		read_issue(st->stmt[S_IS_GET], out);
+		db_reset(st->stmt[S_IS_GET]);
+	}
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("get issue", &msg);
@@ -143,26 +119,18 @@ enum err store_issue_forget(struct store *st, const char *receiver, const char *
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
 
 	if (!st || store_empty(receiver) || store_empty(key))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_BEGIN, SQLITE_OK, "begin", &msg);
-	if (rc == ERR_OK) {
-		store_bind_text(st->stmt[S_IS_FORGET], 1, receiver, &brc);
-		store_bind_text(st->stmt[S_IS_FORGET], 2, key, &brc);
-		rc = store_run(st, S_IS_FORGET, brc, "forget issue", &msg);
-	}
-	if (rc == ERR_OK && sqlite3_changes(st->db) == 0)
-		rc = ERR_NOTFOUND;
-	if (rc == ERR_OK) {
-		store_bind_text(st->stmt[S_EV_FORGET_STATE], 1, receiver, &brc);
-		store_bind_text(st->stmt[S_EV_FORGET_STATE], 2, key, &brc);
-		rc = store_run(st, S_EV_FORGET_STATE, brc, "forget repeat state", &msg);
-	}
+	rc = store_begin(st, &msg);
 	if (rc == ERR_OK)
-		rc = store_run(st, S_COMMIT, SQLITE_OK, "commit", &msg);
+		rc = store_run1(st, S_IS_FORGET, "forget issue", &msg, "tt", receiver, key);
+	if (rc == ERR_OK)
+		rc = store_run(st, S_EV_FORGET_STATE, "forget repeat state", &msg, "tt", receiver,
+			       key);
+	if (rc == ERR_OK)
+		rc = store_commit(st, &msg);
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
@@ -181,29 +149,23 @@ static enum err read_page(struct store *st, const char *receiver, const char *af
 			  struct buf *errmsg)
 {
 	enum stmt_id id = receiver ? S_IS_PAGE_RCV : S_IS_PAGE_ALL;
-	sqlite3_stmt *s;
-	enum err rc = ERR_OK;
-	int brc = SQLITE_OK, src = SQLITE_OK;
+	struct db_stmt *s;
+	enum err rc;
 
 	*n = 0;
 	pthread_mutex_lock(&st->db_mu);
 	s = st->stmt[id];
-	store_bind_text(s, 1, receiver ? receiver : after_rcv, &brc);
-	store_bind_text(s, 2, after_key, &brc);
-	store_bind_int(s, 3, EACH_PAGE_ROWS, &brc);
-	if (brc != SQLITE_OK)
-		src = brc;
-	while (src == SQLITE_OK || src == SQLITE_ROW) {
-		src = sqlite3_step(s);
-		if (src != SQLITE_ROW)
-			break;
+	db_bind_text(s, 1, receiver ? receiver : after_rcv);
+	db_bind_text(s, 2, after_key);
+	db_bind_int(s, 3, EACH_PAGE_ROWS);
+	while ((rc = store_step_row(st, s, "list issues", errmsg)) == ERR_OK) {
 		memset(&page[*n], 0, sizeof(page[*n]));
 		read_issue(s, &page[*n]);
 		(*n)++;
 	}
-	if (src != SQLITE_DONE)
-		rc = store_db_fail(st, "list issues", errmsg);
-	store_done_with(s);
+	if (rc == ERR_NOTFOUND)
+		rc = ERR_OK;
+	db_reset(s);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
@@ -277,25 +239,17 @@ enum err store_scan_get(struct store *st, const char *receiver, const char *repo
 			int64_t *done_at_ms)
 {
 	struct buf msg = BUF_INIT;
-	sqlite3_stmt *s;
-	enum err rc = ERR_NOTFOUND;
-	int brc = SQLITE_OK, step;
+	enum err rc;
 
 	if (!st || store_empty(receiver) || store_empty(repo))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_SCAN_GET];
-	store_bind_text(s, 1, receiver, &brc);
-	store_bind_text(s, 2, repo, &brc);
-	step = brc == SQLITE_OK ? sqlite3_step(s) : SQLITE_ERROR;
-	if (step == SQLITE_ROW) {
+	rc = store_row(st, S_SCAN_GET, "read repo scan", &msg, "tt", receiver, repo);
+	if (rc == ERR_OK) {
 		if (done_at_ms)
-			*done_at_ms = sqlite3_column_int64(s, 0);
-		rc = ERR_OK;
-	} else if (step != SQLITE_DONE) {
-		rc = store_db_fail(st, "read repo scan", &msg);
+			*done_at_ms = db_col_int(st->stmt[S_SCAN_GET], 0);
+		db_reset(st->stmt[S_SCAN_GET]);
 	}
-	store_done_with(s);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("read repo scan", &msg);
@@ -308,15 +262,11 @@ enum err store_scan_done(struct store *st, const char *receiver, const char *rep
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
 
 	if (!st || store_empty(receiver) || store_empty(repo))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	store_bind_text(st->stmt[S_SCAN_PUT], 1, receiver, &brc);
-	store_bind_text(st->stmt[S_SCAN_PUT], 2, repo, &brc);
-	store_bind_int(st->stmt[S_SCAN_PUT], 3, done_at_ms, &brc);
-	rc = store_run(st, S_SCAN_PUT, brc, "record repo scan", &msg);
+	rc = store_run(st, S_SCAN_PUT, "record repo scan", &msg, "tti", receiver, repo, done_at_ms);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("record repo scan", &msg);
@@ -328,15 +278,13 @@ enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n)
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
-	int brc = SQLITE_OK;
 
 	if (!st || (receiver && !*receiver))
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
-	store_bind_text(st->stmt[S_SCAN_FORGET], 1, receiver, &brc);
-	rc = store_run(st, S_SCAN_FORGET, brc, "forget repo scans", &msg);
+	rc = store_run(st, S_SCAN_FORGET, "forget repo scans", &msg, "t", receiver);
 	if (rc == ERR_OK && n)
-		*n = sqlite3_changes(st->db);
+		*n = db_changes(st->db);
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc == ERR_DB)
 		store_log_db("forget repo scans", &msg);

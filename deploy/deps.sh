@@ -5,8 +5,8 @@
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
-want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev libcrypt-dev"
-want_test="libcmocka-dev prometheus-alertmanager prometheus python3 python3-yaml sqlite3 curl valgrind chromium wrk time"
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev libcrypt-dev libpq-dev"
+want_test="libcmocka-dev prometheus-alertmanager prometheus python3 python3-yaml sqlite3 curl valgrind chromium wrk time postgresql"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk time valgrind"
 
@@ -30,6 +30,7 @@ for set in "$@"; do
 		have_pc nettle || need nettle-dev
 		have_pc gnutls || need libgnutls28-dev
 		have_pc libxcrypt || need libcrypt-dev
+		have_pc libpq || need libpq-dev
 		;;
 	test)
 		have_pc cmocka || need libcmocka-dev
@@ -43,6 +44,8 @@ for set in "$@"; do
 		have_cmd chromium || need chromium
 		have_cmd wrk || need wrk            # test_bench_smoke.py
 		[ -x /usr/bin/time ] || need time
+		# the private cluster of tests/pg/pg.sh (initdb, pg_ctl)
+		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need postgresql
 		;;
 	fuzz)
 		have_cmd clang || need clang

@@ -23,6 +23,10 @@
 # Each stage prints its time; VALGRIND_SLOWDOWN (default 4) scales the e2e test's waits.
 # TESTS (a shell pattern such as "test_bridge_e2e" or "test_*kube*") runs only the unit and
 # integration tests whose names match it (the valgrind stage only if the e2e test does).
+# PostgreSQL (issue 10): when a server is installed and AB_TEST_PG_URI is unset, one private
+# cluster (tests/pg/pg.sh) serves every stage: its URI in AB_TEST_PG_URI, its directory in
+# AB_TEST_PG_DIR; it is stopped and removed at the end.  Without a server the tests' PostgreSQL
+# halves say they were skipped.
 set -u
 unit_only=0
 asan_dir=""
@@ -51,7 +55,9 @@ failed_names=""
 log=$(mktemp)
 why=$(mktemp)
 san=$(mktemp -d)
-trap 'rm -rf "$log" "$why" "$san"' EXIT
+pg_dir=""
+trap 'rm -rf "$log" "$why" "$san"; [ -z "$pg_dir" ] || sh tests/pg/pg.sh stop "$pg_dir" >/dev/null' EXIT
+trap 'exit 130' INT TERM
 stage=""     # "" for the plain build, else "asan " or "valgrind "
 summary=""
 
@@ -224,6 +230,17 @@ run_stage() {
 	summary="$summary
 $line"
 }
+
+if [ -z "${AB_TEST_PG_URI:-}" ] && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+	pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/ab-pg.XXXXXX") &&
+		AB_TEST_PG_URI=$(sh tests/pg/pg.sh start "$pg_dir") || {
+		echo "tests/pg/pg.sh: cannot start PostgreSQL in $pg_dir"
+		[ ! -f "$pg_dir/log" ] || tail -n 20 "$pg_dir/log"
+		rm -rf "$pg_dir"; pg_dir=""
+		failed=$((failed + 1)); failed_names="$failed_names postgresql"
+	}
+	[ -z "$pg_dir" ] || { export AB_TEST_PG_URI; export AB_TEST_PG_DIR="$pg_dir"; }
+fi
 
 run_stage "${O}" "$O" "$BIN"
 
