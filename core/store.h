@@ -685,4 +685,73 @@ enum err store_group_synced(struct store *st, const struct store_group *g,
 /* Free the strings of g (not g) and zero it; g may be NULL. */
 void store_group_release(struct store_group *g);
 
+/* ---- more than one replica on one database (store_lock.c, issue 10) ---- */
+
+/*
+ * The key of the worker lock: one per process for both queues ("bridge" and
+ * the janitor's), as one Lease covers both ("ab" "wk" in ASCII; db.h's
+ * DB_WRITE_LOCK is another key).
+ */
+#define STORE_WORKER_LOCK INT64_C(0x6162776b)
+
+/*
+ * On PostgreSQL, the longest store_wait_kind() waits before it returns to
+ * let its caller look at the queue again: an event another replica stored
+ * wakes nobody here, so this bounds how long it waits unseen.
+ */
+#define STORE_SHARED_WAIT_MS INT64_C(250)
+
+/* 1 when st's database may be shared with other replicas (PostgreSQL), else 0 (sqlite). */
+int store_shared(const struct store *st);
+
+/*
+ * Take the worker lock key if nobody holds it: *held = 1 when this replica
+ * holds it now (also when it held it already; taking it again does not
+ * stack), else 0.  PostgreSQL: a session advisory lock
+ * (pg_try_advisory_lock, https://www.postgresql.org/docs/15/explicit-locking.html#ADVISORY-LOCKS)
+ * on the store's one connection, released by store_worker_unlock() or when
+ * the session ends: the process exits or is killed (the kernel closes the
+ * socket: at once), the server restarts, or the server drops a dead
+ * connection (see below).  sqlite: always held (one process owns the file).
+ * A connection the store lost and made again (any call may do that) has
+ * lost the lock: store_worker_lock_held() says so.
+ *
+ * Dead connections.  The store's connection sets (core/db_pg.c) libpq's
+ * keepalives (idle 4 s, interval 1 s, count 3) and tcp_user_timeout 5 s,
+ * and the session's tcp_keepalives_idle 10 s, _interval 2 s, _count 5 and
+ * tcp_user_timeout 20 s.  So when the network or the host of a holder
+ * dies, the holder notices within 7 s (5 s when a query is in flight: every
+ * store_worker_lock_held() check is one), and the server drops its session,
+ * releasing the lock, only 20 s after it last heard from it: by then the
+ * holder has surely noticed and stopped, and its last GitHub request
+ * (github.timeout, 10 s by default) has ended.  A request still in flight
+ * when the lock goes for another reason (the server restarted) is covered
+ * by the grace of core/active.h: a new holder waits the longest request
+ * time before its first call.
+ *
+ * Takeover bound (kill -> another replica acts): the lock is free at once
+ * after a kill, in <= 20 s after a host or network is lost, when the
+ * server is back after a restart; the others try every second
+ * (ACTIVE_RETRY_MS) and wait the grace (github.timeout) after taking it:
+ * 1 s + grace, plus 20 s for a lost host.
+ *
+ * Errors: ERR_UNAVAILABLE (the server cannot be reached; *held = 0), ERR_DB.
+ */
+enum err store_worker_lock(struct store *st, int64_t key, int *held,
+			   struct buf *errmsg) WARN_UNUSED;
+/*
+ * 1 while this replica still holds the worker lock key (PostgreSQL: one
+ * query on the store's connection, so a lost connection or server reads 0
+ * within the keepalive bounds above); sqlite: 1.  Asked before every call
+ * to GitHub, Slack or Kubernetes (core/active.h).
+ */
+int store_worker_lock_held(struct store *st, int64_t key);
+/* Release the worker lock key if held (PostgreSQL); nothing on sqlite. */
+void store_worker_unlock(struct store *st, int64_t key);
+/*
+ * One round trip to the database: ERR_OK when it answers; ERR_UNAVAILABLE
+ * (PostgreSQL: cannot be reached) or ERR_DB with errmsg.  For readiness.
+ */
+enum err store_ping(struct store *st, struct buf *errmsg) WARN_UNUSED;
+
 #endif
