@@ -36,16 +36,6 @@
 #define MAX_PASSWORD 1024
 /* Default seconds to wait for a connection (a URI's connect_timeout wins). */
 #define CONNECT_TIMEOUT_S "10"
-/*
- * Dead connections (the worker lock's safety, core/store.h store_worker_lock()):
- * libpq's keepalives (idle 4 s, interval 1 s, count 3) and tcp_user_timeout
- * 5 s make this side notice a dead peer within 7 s idle, 5 s in a query; the
- * session's own settings below make the server drop it (and its advisory
- * locks) only 20 s after it last heard from us.  A URI's own parameters win.
- */
-#define SESSION_KEEPALIVES                                                      \
-	"-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=5" \
-	" -c tcp_user_timeout=20000"
 
 /* One statement prepared on the server under name, for parameters of types. */
 struct prepared {
@@ -859,11 +849,9 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	char *perr = NULL;
 	PQconninfoOption *opts = PQconninfoParse(uri, &perr);
 	/* Keywords before dbname are defaults the URI's own parameters override. */
-	const char *keys[] = { "fallback_application_name", "connect_timeout", "keepalives",
-			       "keepalives_idle", "keepalives_interval", "keepalives_count",
-			       "tcp_user_timeout", "options", "dbname", "password", NULL };
-	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, "1", "4", "1", "3", "5000",
-				 SESSION_KEEPALIVES, uri, password, NULL };
+	const char *keys[] = { "fallback_application_name", "connect_timeout", "dbname",
+			       "password", NULL };
+	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, uri, password, NULL };
 	struct pg *pg;
 	enum err rc;
 
@@ -885,7 +873,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		if (rc != ERR_OK)
 			return rc;
 	} else {
-		keys[9] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
+		keys[3] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
 	}
 	pg = xcalloc(1, sizeof(*pg));
 	pg->base.ops = &pg_ops;
