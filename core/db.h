@@ -19,6 +19,12 @@
  *   NULL params    a NULL bound where the SQL gives the parameter no type
  *                  (?3 IS NULL) must be written CAST(?3 AS TEXT) IS NULL.
  *   schema         each engine has its own migration list (store.c).
+ *   types          db_bind_int() sends a bigint, db_bind_text() text; PostgreSQL
+ *                  compares text with a number only through a CAST, and its
+ *                  INTEGER is 32-bit (use BIGINT).
+ *   failures       a statement that fails inside a transaction aborts it on
+ *                  PostgreSQL: later statements fail and db_commit() returns
+ *                  ERR_DB, keeping nothing; sqlite keeps the other statements.
  *
  * Threads: a struct db and its statements are used by one thread at a time
  * (the store's db_mu).  Nothing here is a cancellation point for callers.
@@ -66,7 +72,12 @@ int db_target_is_postgres(const char *target);
  * (may be NULL; PostgreSQL only) holds the password on its first line; without
  * it libpq's own PGPASSWORD / PGPASSFILE apply.  *out is the caller's: free
  * it with db_close().  ERR_INVALID for a malformed URI; ERR_UNAVAILABLE when
- * the server cannot be reached (errmsg says why, never the password).
+ * the server cannot be reached or refuses the login (errmsg says why, never
+ * the password); ERR_IO when password_file cannot be read, ERR_INVALID when
+ * it is empty (errmsg names the file).  PostgreSQL: application_name is
+ * "alertbridge", connect_timeout 10 s and TCP keepalives 10 s idle, 3 probes
+ * 5 s apart (libpq's keepalives_*, unless the URI sets them, and the
+ * server's tcp_keepalives_*) so that a dead peer ends the session in 25 s.
  */
 enum err db_open(const char *target, const char *password_file, struct db **out,
 		 struct buf *errmsg);
@@ -103,7 +114,9 @@ void db_bind_null(struct db_stmt *s, int idx);
 
 /*
  * Run s if it has not run since its last reset, and make its next row
- * current.  On PostgreSQL the whole result is fetched at the first step.
+ * current.  On PostgreSQL the whole result is fetched at the first step, and
+ * a lost connection is DB_ERROR here (db_exec() and db_begin() say
+ * ERR_UNAVAILABLE); the next call outside a transaction reconnects.
  */
 enum db_step db_step(struct db_stmt *s);
 
@@ -151,7 +164,8 @@ enum err db_reclaim(struct db *db, struct buf *errmsg);
 /*
  * Session-level exclusive lock key (PostgreSQL: pg_try_advisory_lock; held
  * until db_unlock() or the connection ends).  *held is 1 when this
- * connection holds it now.  On sqlite, whose file has one writer process,
+ * connection holds it now; asked again while it holds it, it is still held
+ * once (one db_unlock() frees it).  On sqlite, whose file has one writer process,
  * always held.  A lost connection loses the lock: callers check again with
  * db_lock_held() before each call to GitHub, Slack or Kubernetes.
  */

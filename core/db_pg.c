@@ -36,6 +36,19 @@
 #define MAX_PASSWORD 1024
 /* Default seconds to wait for a connection (a URI's connect_timeout wins). */
 #define CONNECT_TIMEOUT_S "10"
+/*
+ * TCP keepalives on both ends, so that a dead peer (a host powered off, a
+ * network cut) ends the connection in 10 + 3 * 5 = 25 s: the client stops
+ * waiting for a result that never comes, and the server ends the session,
+ * which frees its advisory locks for another replica.  Without them the
+ * kernel's defaults (2 hours) apply.
+ */
+#define KEEPALIVE_IDLE_S "10"
+#define KEEPALIVE_INTERVAL_S "5"
+#define KEEPALIVE_COUNT "3"
+#define SERVER_KEEPALIVES                                                           \
+	"SET tcp_keepalives_idle = " KEEPALIVE_IDLE_S "; SET tcp_keepalives_interval = " \
+	KEEPALIVE_INTERVAL_S "; SET tcp_keepalives_count = " KEEPALIVE_COUNT
 
 /* One statement prepared on the server under name, for parameters of types. */
 struct prepared {
@@ -125,6 +138,24 @@ static void notice(void *arg, const char *message)
 	buf_release(&b);
 }
 
+/* A new session: the server's keepalives (a failure is logged; the session still works). */
+static void session_setup(struct pg *pg)
+{
+	PGresult *res = PQexec(pg->conn, SERVER_KEEPALIVES);
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+		struct log_line *l = log_begin(LOG_WARN, "cannot set the server's tcp keepalives");
+		struct buf b = BUF_INIT;
+
+		set_oneline(&b, PQresultErrorMessage(res));
+		log_str(l, "database", pg->base.name);
+		log_str(l, "error", buf_str(&b));
+		log_end(l);
+		buf_release(&b);
+	}
+	PQclear(res);
+}
+
 static void cache_clear(struct pg *pg)
 {
 	for (size_t i = 0; i < pg->ncache; i++) {
@@ -161,6 +192,7 @@ static enum err usable(struct pg *pg, struct buf *errmsg)
 		set_err(pg, errmsg, PQerrorMessage(pg->conn));
 		return ERR_UNAVAILABLE;
 	}
+	session_setup(pg);
 	log_msg(LOG_INFO, "reconnected to the database", "database", pg->base.name);
 	return ERR_OK;
 }
@@ -628,9 +660,14 @@ static enum err pg_schema_version(struct db *db, int *version, struct buf *errms
 	enum err rc;
 
 	*version = 0;
-	/* Under the caller's write lock, so two processes cannot create it at once. */
+	/*
+	 * Under the caller's write lock, so two processes cannot create it at
+	 * once; to_regclass() rather than IF NOT EXISTS, whose notice would be
+	 * logged at every start.
+	 */
 	rc = exec_sql(pg,
-		      "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);"
+		      "DO $$ BEGIN IF to_regclass('schema_version') IS NULL THEN"
+		      " CREATE TABLE schema_version (version INTEGER NOT NULL); END IF; END $$;"
 		      "INSERT INTO schema_version (version) SELECT 0"
 		      " WHERE NOT EXISTS (SELECT 1 FROM schema_version);"
 		      "SELECT version FROM schema_version",
@@ -849,9 +886,11 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	char *perr = NULL;
 	PQconninfoOption *opts = PQconninfoParse(uri, &perr);
 	/* Keywords before dbname are defaults the URI's own parameters override. */
-	const char *keys[] = { "fallback_application_name", "connect_timeout", "dbname",
-			       "password", NULL };
-	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, uri, password, NULL };
+	const char *keys[] = { "fallback_application_name", "connect_timeout", "keepalives_idle",
+			       "keepalives_interval", "keepalives_count", "dbname", "password",
+			       NULL };
+	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, KEEPALIVE_IDLE_S,
+				 KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT, uri, password, NULL };
 	struct pg *pg;
 	enum err rc;
 
@@ -873,7 +912,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		if (rc != ERR_OK)
 			return rc;
 	} else {
-		keys[3] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
+		keys[6] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
 	}
 	pg = xcalloc(1, sizeof(*pg));
 	pg->base.ops = &pg_ops;
@@ -894,6 +933,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		return ERR_UNAVAILABLE;
 	}
 	PQsetNoticeProcessor(pg->conn, notice, pg);
+	session_setup(pg);
 	*out = &pg->base;
 	return ERR_OK;
 }

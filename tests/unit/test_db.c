@@ -453,6 +453,64 @@ static void bad_sql_and_constraints(void **state)
 	db_close(db);
 }
 
+/*
+ * A failed statement inside a transaction: PostgreSQL aborts the whole
+ * transaction (its commit fails and keeps nothing); sqlite keeps the rest.
+ */
+static void failed_statement_in_a_transaction(void **state)
+{
+	struct env *e = *state;
+	struct db *db = open_ok(e->target);
+	struct buf msg = BUF_INIT;
+	struct db_stmt *s;
+
+	exec_ok(db, "CREATE TABLE f (k BIGINT PRIMARY KEY)");
+	assert_int_equal(db_begin(db, &msg), ERR_OK);
+	exec_ok(db, "INSERT INTO f VALUES (1)");
+	s = prepare_ok(db, "INSERT INTO f VALUES (?1)");
+	db_bind_int(s, 1, 1);
+	assert_int_equal(db_step(s), DB_ERROR);
+	db_finalize(s);
+	assert_true(db_in_transaction(db));
+	if (e->engine == DB_POSTGRES) {
+		assert_int_equal(db_exec(db, "INSERT INTO f VALUES (2)", &msg), ERR_DB);
+		assert_contains(buf_str(&msg), "current transaction is aborted");
+		buf_reset(&msg);
+		assert_int_equal(db_commit(db, &msg), ERR_DB);
+		assert_contains(buf_str(&msg), "rolled back");
+		assert_false(db_in_transaction(db));
+		assert_int_equal(one_int(db, "SELECT COUNT(*) FROM f"), 0);
+	} else {
+		exec_ok(db, "INSERT INTO f VALUES (2)");
+		assert_int_equal(db_commit(db, &msg), ERR_OK);
+		assert_int_equal(one_int(db, "SELECT COUNT(*) FROM f"), 2);
+	}
+	buf_release(&msg);
+	db_close(db);
+}
+
+/* More distinct statements than PostgreSQL's per-connection cache holds. */
+static void many_distinct_statements(void **state)
+{
+	struct env *e = *state;
+	struct db *db = open_ok(e->target);
+
+	for (int i = 0; i < 300; i++) {
+		char sql[64];
+		struct db_stmt *s;
+
+		snprintf(sql, sizeof(sql), "SELECT ?1 + %d", i);
+		s = prepare_ok(db, sql);
+		db_bind_int(s, 1, 1000);
+		assert_int_equal(db_step(s), DB_ROW);
+		assert_int_equal(db_col_int(s, 0), 1000 + i);
+		db_finalize(s);
+	}
+	if (e->engine == DB_POSTGRES)
+		assert_true(one_int(db, "SELECT COUNT(*) FROM pg_prepared_statements") <= 256);
+	db_close(db);
+}
+
 static void reset_and_rerun(void **state)
 {
 	struct env *e = *state;
@@ -627,6 +685,16 @@ static void name_hides_the_password(void **state)
 	uri_as(want, sizeof(want), user, "xxxxx");
 	assert_string_equal(db_name(db), want);
 	assert_int_equal(db_engine(db), DB_POSTGRES);
+	/* The session's defaults (db.h): the name, and keepalives the server sends. */
+	{
+		struct db_stmt *s = prepare_ok(db, "SELECT current_setting('application_name'),"
+						   " current_setting('tcp_keepalives_idle')");
+
+		assert_int_equal(db_step(s), DB_ROW);
+		assert_string_equal(db_col_text(s, 0), "alertbridge");
+		assert_string_equal(db_col_text(s, 1), "10");
+		db_finalize(s);
+	}
 	db_close(db);
 }
 
@@ -713,6 +781,7 @@ static void reconnects_after_a_restart(void **state)
 		goto out;
 	}
 	exec_ok(idle, "CREATE TABLE z (v BIGINT)");
+	assert_int_equal(one_int(idle, "SELECT COUNT(*) FROM z"), 0);
 	assert_int_equal(db_try_lock(idle, key, &held, &msg), ERR_OK);
 	assert_int_equal(held, 1);
 	assert_int_equal(db_begin(busy, &msg), ERR_OK);
@@ -736,8 +805,9 @@ static void reconnects_after_a_restart(void **state)
 	db_rollback(busy);
 	assert_false(db_in_transaction(busy));
 	assert_int_equal(one_int(busy, "SELECT SUM(v) FROM z"), 3); /* only the idle one's */
-	/* Prepared statements are made again on the new session. */
-	assert_int_equal(one_int(idle, "SELECT SUM(v) FROM z"), 3);
+	/* Prepared statements are made again on the new session, set up as the first. */
+	assert_int_equal(one_int(idle, "SELECT COUNT(*) FROM z"), 1);
+	assert_int_equal(one_int(idle, "SELECT current_setting('tcp_keepalives_count')::int"), 3);
 	assert_int_equal(db_exec(e->admin, "SELECT 1", &msg), ERR_UNAVAILABLE);
 out:
 	buf_release(&msg);
@@ -821,6 +891,8 @@ static const enum db_engine sqlite_engine = DB_SQLITE, pg_engine = DB_POSTGRES;
 	X(schema_version_starts_at_0)                                                     \
 	X(bad_sql_and_constraints)                                                        \
 	X(reset_and_rerun)                                                                \
+	X(failed_statement_in_a_transaction)                                              \
+	X(many_distinct_statements)                                                       \
 	X(begin_waits_for_the_other_commit)                                               \
 	X(advisory_locks)
 
