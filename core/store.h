@@ -209,7 +209,9 @@ int64_t store_oldest_pending_ms(struct store *st, const char *kind);
  * first.  Returns at once when a pending event of any kind is due now or
  * timeout_ms <= 0.  Used by workers instead of polling; a wake-up may be
  * spurious, so callers loop.  An enqueue that commits after the call starts
- * always ends the wait (no lost wake-ups).  timeout_ms is capped at one day.
+ * always ends the wait (no lost wake-ups).  timeout_ms is capped at one day,
+ * and on PostgreSQL at STORE_SHARED_WAIT_MS: an event another replica stored
+ * wakes nobody here, so this bounds how long it waits unseen.
  */
 void store_wait(struct store *st, int64_t timeout_ms);
 /* store_wait() that looks only at events of queue kind (kind NULL: any kind). */
@@ -716,24 +718,29 @@ int store_shared(const struct store *st);
  * A connection the store lost and made again (any call may do that) has
  * lost the lock: store_worker_lock_held() says so.
  *
- * Dead connections.  The store's connection sets (core/db_pg.c) libpq's
- * keepalives (idle 4 s, interval 1 s, count 3) and tcp_user_timeout 5 s,
- * and the session's tcp_keepalives_idle 10 s, _interval 2 s, _count 5 and
- * tcp_user_timeout 20 s.  So when the network or the host of a holder
- * dies, the holder notices within 7 s (5 s when a query is in flight: every
- * store_worker_lock_held() check is one), and the server drops its session,
- * releasing the lock, only 20 s after it last heard from it: by then the
- * holder has surely noticed and stopped, and its last GitHub request
- * (github.timeout, 10 s by default) has ended.  A request still in flight
- * when the lock goes for another reason (the server restarted) is covered
- * by the grace of core/active.h: a new holder waits the longest request
- * time before its first call.
+ * Dead connections.  The store's connection (core/db_pg.c) sets libpq's
+ * keepalives (idle 5 s, interval 2 s, count 3) and tcp_user_timeout 10 s,
+ * and the session's tcp_keepalives_idle 10 s, _interval 5 s, _count 3 and
+ * tcp_user_timeout 25 s.  So when the network or the host of a holder
+ * dies, the holder notices within 11 s (10 s when a query is in flight:
+ * every store_worker_lock_held() check is one, and it answers 0 then),
+ * while the server drops its session, releasing the lock, only 25 s after
+ * it last heard from it: by then the holder has surely noticed and
+ * stopped, and its last GitHub request, started after its last check
+ * (github.timeout, 10 s by default), has ended.  A request still in flight
+ * when the lock goes for another reason (the server restarted, a kill
+ * right after a request was sent) is covered by the grace of
+ * core/active.h: a new holder waits the longest request time before its
+ * first call.
  *
- * Takeover bound (kill -> another replica acts): the lock is free at once
- * after a kill, in <= 20 s after a host or network is lost, when the
- * server is back after a restart; the others try every second
- * (ACTIVE_RETRY_MS) and wait the grace (github.timeout) after taking it:
- * 1 s + grace, plus 20 s for a lost host.
+ * Takeover bound (the holder gone -> another replica acts): the lock is
+ * free at once after a kill or an exit, <= 25 s after a host or network is
+ * lost, as soon as the server is back after a restart; the others try
+ * every ACTIVE_RETRY_MS (1 s), wait the grace (github.timeout; 30 s with
+ * the janitor) after taking it, and look at the queue every
+ * STORE_SHARED_WAIT_MS: 1 s + grace + 0.25 s after a kill (measured by
+ * tests/integration/test_pg_failover.py: 2.0-3.0 s with a 2 s grace), 25 s
+ * more for a lost host.
  *
  * Errors: ERR_UNAVAILABLE (the server cannot be reached; *held = 0), ERR_DB.
  */
