@@ -20,6 +20,7 @@
 #include "core/active.h"
 #include "core/auth.h"
 #include "core/config.h"
+#include "core/db.h"
 #include "core/clock.h"
 #include "core/duration.h"
 #include "core/http_client.h"
@@ -983,11 +984,12 @@ static int cmd_map(const struct flags *f)
 			return 1;
 		db = cfg->database;
 	}
-	if (access(db, F_OK)) {
+	if (!db_target_is_postgres(db) && access(db, F_OK)) {
 		fprintf(stderr, "alertbridge: %s: no database here (%s)\n", db, strerror(errno));
 		goto out;
 	}
-	if (store_open(db, &st, &err)) {
+	/* pgdeploy: cfg->database_password_file */
+	if (store_open_target(db, NULL, &st, &err)) {
 		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
 		goto out;
 	}
@@ -1097,7 +1099,9 @@ static int cmd_janitor(const struct flags *f)
 		fprintf(stderr, "alertbridge: cannot initialise libcurl\n");
 		goto out;
 	}
-	if (store_open(f->database_path ? f->database_path : cfg->database, &st, &err) ||
+	/* pgdeploy: cfg->database_password_file */
+	if (store_open_target(f->database_path ? f->database_path : cfg->database, NULL, &st,
+			      &err) ||
 	    janitor_clients_new(cfg, &kube, &slack, &err)) {
 		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
 		goto cleanup;

@@ -1,9 +1,11 @@
 /*
- * store.c - the sqlite store: durable event inbox, (receiver, key) -> issue
- * map, schema migrations by PRAGMA user_version, and group commit for intake.
- * This part opens, migrates and closes the file and holds the helpers the
- * other parts share (store_int.h): store_events.c, store_map.c,
- * store_outbox.c, store_groups.c.
+ * store.c - the store: durable event inbox, (receiver, key) -> issue map,
+ * schema migrations by version, and group commit for intake, on either
+ * engine of db.h (an sqlite file or PostgreSQL).  This part opens, migrates
+ * and closes the database and holds the statements and helpers the other
+ * parts share (store_int.h): store_events.c, store_map.c, store_outbox.c,
+ * store_digest.c, store_groups.c; the migration lists are in store_schema.c.
+ * Its SQL is written once, in what sqlite and PostgreSQL both accept (db.h).
  *
  * One connection serves every call under db_mu.  Intake callers queue their
  * batch under q_mu; one of them, the leader, commits every queued batch in one

@@ -276,7 +276,8 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 /*
  * Re-queue the dead-lettered events of queue kind that match every filter
  * given (NULL: any): receiver, key, and reason_like, an SQL LIKE pattern
- * over the dead-letter reason (e.g. "repository % not found or no access").
+ * over the dead-letter reason (e.g. "repository % not found or no access"),
+ * matched without regard to ASCII case on both engines.
  * In one transaction they become pending, due now, with attempts 0 and
  * last_error STORE_REQUEUED + the reason (their progress note is kept: a
  * create attempted before still looks for its marker first), and the map

@@ -122,6 +122,43 @@ static void bad_paths_are_refused(void **state)
 	buf_release(&msg);
 }
 
+/*
+ * store_open_target(): a path is an sqlite file (as store_open()); a
+ * postgres:// URI is PostgreSQL, refused by a build without libpq, and its
+ * errors never show the URI's password.
+ */
+static void targets_choose_the_engine(void **state)
+{
+	struct fixture *f = *state;
+	struct buf msg = BUF_INIT;
+	struct store *st = NULL;
+
+	assert_int_equal(store_open_target(f->path, NULL, &st, &msg), ERR_OK);
+	assert_non_null(st);
+	assert_int_equal(store_pending_count(st, "bridge"), 0);
+	store_close(st);
+	assert_int_equal(sfx_sql_int(f->path, "PRAGMA user_version"), store_schema_version());
+
+	st = (struct store *)&msg; /* must be reset to NULL */
+	assert_int_equal(store_open_target("", NULL, &st, &msg), ERR_INVALID);
+	assert_null(st);
+	st = (struct store *)&msg;
+#ifdef AB_HAVE_LIBPQ
+	/* Port 1 of the loopback: refused at once. */
+	assert_int_equal(store_open_target("postgres://ab:s3cret@127.0.0.1:1/ab", NULL, &st, &msg),
+			 ERR_DB);
+	assert_null(strstr(buf_str(&msg), "s3cret"));
+#else
+	assert_int_equal(store_open_target("postgres://ab:s3cret@127.0.0.1:1/ab", NULL, &st, &msg),
+			 ERR_INVALID);
+	sfx_assert_contains(buf_str(&msg), "built without PostgreSQL support");
+	assert_null(strstr(buf_str(&msg), "s3cret"));
+	assert_int_equal(store_open_target("postgresql://ab@db/ab", NULL, &st, &msg), ERR_INVALID);
+#endif
+	assert_null(st);
+	buf_release(&msg);
+}
+
 int main(void)
 {
 	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
@@ -132,6 +169,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(newer_schema_is_refused, sfx_setup, sfx_teardown),
 		cmocka_unit_test_setup_teardown(garbage_file_is_refused, sfx_setup, sfx_teardown),
 		cmocka_unit_test_setup_teardown(bad_paths_are_refused, sfx_setup, sfx_teardown),
+		cmocka_unit_test_setup_teardown(targets_choose_the_engine, sfx_setup, sfx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
