@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """test_deploy_files.py - checks the deployment artefacts in deploy/ by reading them: the
-kustomize base and overlay (files exist, RBAC exactly as DESIGN.md, pod spec, the ConfigMap's
-alertbridge.yml through `alertbridge check-config`), the Dockerfile's packages against apt-cache
-and the binary's shared libraries, the systemd unit (text rules, systemd-analyze verify).
+kustomize base and overlays (files exist, RBAC exactly as DESIGN.md, pod spec, the ConfigMaps'
+alertbridge.yml through `alertbridge check-config`: the base's, and postgres/'s on a PostgreSQL
+URI with its password file), the Dockerfile's packages against apt-cache and the binary's shared
+libraries, the systemd unit (text rules, systemd-analyze verify) and the systemd example for two
+hosts on one PostgreSQL (deploy/systemd/alertbridge-postgres.yml through check-config).
 Python stdlib only; YAML is read with simple line rules that the files are written to follow.
 Prints one line per check and, last, "N passed, N failed"; exits 1 on any failure.
 """
@@ -21,6 +23,10 @@ BIN = os.environ.get("ALERTBRIDGE_BIN") or os.path.join(SRC, "alertbridge")
 K8S = os.path.join(SRC, "deploy", "kubernetes")
 BASE = os.path.join(K8S, "base")
 LE = os.path.join(K8S, "leader-election")
+PG = os.path.join(K8S, "postgres")
+SYSTEMD_PG = os.path.join(SRC, "deploy", "systemd", "alertbridge-postgres.yml")
+# The files postgres/ projects from the Secret "alertbridge-database" into /etc/alertbridge.
+PG_FILES = ("database-password", "database-ca.crt")
 CMD_TIMEOUT_S = 60
 
 LABEL = "app.kubernetes.io/name: alertbridge"
@@ -414,6 +420,100 @@ def check_config_text(dep):
     return base
 
 
+def check_postgres_config_text(base):
+    """postgres/'s alertbridge.yml: the base's with database on PostgreSQL, nothing else."""
+    pg = configmap_yml(os.path.join(PG, "configmap.yaml"))
+    if base is None or pg is None:
+        report("postgres configmap holds alertbridge.yml", ["alertbridge.yml: | not found"])
+        return None
+    p = []
+    m = re.search(r'^database: "?(postgres(?:ql)?://[^"\s]*)"?\s*$', pg, re.M)
+    if not m:
+        p.append("database is not a PostgreSQL URI")
+    elif re.search(r"://[^/@]*:[^/@]*@", m.group(1)) or "password=" in m.group(1):
+        p.append("the URI holds a password")
+    if not re.search(r"^database_password_file: /etc/alertbridge/database-password$", pg, re.M):
+        p.append("database_password_file is not /etc/alertbridge/database-password")
+    dep = "\n".join(documents(read(os.path.join(PG, "deployment.yaml"))))
+    if not re.search(r"- secret:\s*\n\s*name: alertbridge-database\s*\n(?:\s+.*\n)*?"
+                     r"\s*- \{key: password, path: database-password\}", dep):
+        p.append("deployment.yaml does not project database-password from the Secret "
+                 "alertbridge-database")
+    ex = read(os.path.join(PG, "secret.example.yaml"))
+    if "name: alertbridge-database" not in ex or not re.search(r"^  password:", ex, re.M):
+        p.append("postgres/secret.example.yaml does not show the Secret's key password")
+    strip = re.compile(r"^(database(_password_file)?:.*|# .*)\n", re.M)
+    if strip.sub("", pg) != strip.sub("", base):
+        p.append("postgres's alertbridge.yml differs from the base's beyond database")
+    report("postgres configmap = base config + PostgreSQL URI and password file from a Secret", p)
+    return pg
+
+
+def config_accepted(name, text, files, refuse=()):
+    """check-config accepts text with /etc/alertbridge/ files made in a tmp; each
+    (what, edit, want, never) of refuse, a change of text it must refuse with want in its output
+    and never not in it (self-tests)."""
+    if not os.access(BIN, os.X_OK):
+        skip(name, "no binary at %s (ALERTBRIDGE_BIN)" % BIN)
+        return False
+    with tempfile.TemporaryDirectory(prefix="deploy-files-") as tmp:
+        etc = os.path.join(tmp, "etc") + "/"
+        os.mkdir(etc)
+        for secret in files:
+            with open(os.path.join(etc, secret), "w") as f:
+                f.write("test-%s\n" % secret)
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        good = os.path.join(tmp, "alertbridge.yml")
+        with open(good, "w") as f:
+            f.write(text.replace("/etc/alertbridge/", etc))
+        r = run([BIN, "check-config", good], env=env, cwd=tmp)
+        if r.returncode == 2 and "usage" in r.stdout.lower():
+            skip(name, "not yet: the binary has no check-config (%s)" % r.stdout.strip())
+            return False
+        report(name, [] if r.returncode == 0 else
+               ["exit %d: %s" % (r.returncode, r.stdout.strip())])
+        for what, edit, want, never in refuse:
+            bad = os.path.join(tmp, "bad.yml")
+            with open(bad, "w") as f:
+                f.write(edit(text).replace("/etc/alertbridge/", etc))
+            r = run([BIN, "check-config", bad], env=env, cwd=tmp)
+            report("%s (self-test)" % what,
+                   [] if r.returncode != 0 and want in r.stdout and
+                   (never is None or never not in r.stdout) else
+                   ["exit %d, output %r" % (r.returncode, r.stdout.strip())])
+    return True
+
+
+def postgres_refusals(what):
+    """check-config's refusals a PostgreSQL config must show (config_accepted's refuse)."""
+    return [
+        ("check-config refuses %s with a password in the URI, not echoing it" % what,
+         lambda t: t.replace("://alertbridge@", "://alertbridge:hunter2@"),
+         "database: the URI holds a password: put it in a file named by "
+         "database_password_file", "hunter2"),
+        ("check-config refuses %s without its password file" % what,
+         lambda t: t.replace("/etc/alertbridge/database-password", "/etc/alertbridge/nothing"),
+         "database_password_file: cannot read", None),
+    ]
+
+
+def check_postgres_configs(pg):
+    if pg is not None:
+        config_accepted("check-config accepts postgres's ConfigMap alertbridge.yml", pg,
+                        ("webhook-token", "github-token", "slack-token") + PG_FILES,
+                        postgres_refusals("postgres's ConfigMap"))
+    text = read(SYSTEMD_PG)
+    p = []
+    if not re.search(r'^database: "?postgres(ql)?://', text, re.M):
+        p.append("database is not a PostgreSQL URI")
+    if not re.search(r"^database_password_file: /etc/alertbridge/\S+$", text, re.M):
+        p.append("no database_password_file in /etc/alertbridge")
+    report("systemd alertbridge-postgres.yml: PostgreSQL URI, password file", p)
+    config_accepted("check-config accepts deploy/systemd/alertbridge-postgres.yml", text,
+                    ("webhook-token", "github-token") + PG_FILES,
+                    postgres_refusals("alertbridge-postgres.yml"))
+
+
 def check_config_binary(base):
     name = "check-config accepts the ConfigMap's alertbridge.yml"
     if base is None:
@@ -460,7 +560,9 @@ def check_kustomize_build():
             (K8S, {"Deployment", "PersistentVolumeClaim", "ConfigMap", "Service"},
              {"StatefulSet", "Secret"}),
             (LE, {"StatefulSet", "ConfigMap", "Service"},
-             {"Deployment", "PersistentVolumeClaim", "Secret"})):
+             {"Deployment", "PersistentVolumeClaim", "Secret"}),
+            (PG, {"Deployment", "ConfigMap", "Service", "PodDisruptionBudget"},
+             {"StatefulSet", "PersistentVolumeClaim", "Secret"})):
         rel = os.path.relpath(kdir, SRC)
         r = run(cmd + [kdir])
         if r.returncode != 0:
@@ -729,7 +831,9 @@ def check_systemd():
 def check_docs():
     p = []
     for rel in ("deploy/README.md", "deploy/systemd/README.md",
-                "deploy/kubernetes/secret.example.yaml"):
+                "deploy/kubernetes/secret.example.yaml",
+                "deploy/kubernetes/postgres/secret.example.yaml",
+                "deploy/systemd/alertbridge-postgres.yml"):
         if not os.path.isfile(os.path.join(SRC, rel)):
             p.append("%s missing" % rel)
     report("deployment READMEs and the example secret exist", p)
@@ -752,6 +856,8 @@ def main():
     dep = guarded(check_workloads)
     base = guarded(check_config_text, dep) if dep is not None else None
     guarded(check_config_binary, base)
+    pg = guarded(check_postgres_config_text, base)
+    guarded(check_postgres_configs, pg)
     guarded(check_kustomize_build)
     guarded(check_dockerfile)
     guarded(check_systemd)

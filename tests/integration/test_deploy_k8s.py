@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """test_deploy_k8s.py - the Kubernetes manifests as kustomize renders them, checked offline.
 
-Every kustomization (deploy/kubernetes, leader-election/) and every component of
+Every kustomization (deploy/kubernetes, leader-election/, postgres/) and every component of
 deploy/kubernetes/components/ (each alone on the base, all together on the base, and those that
-fit on the leader-election overlay) is rendered with `kubectl kustomize` (skipped when kubectl is
+fit on the leader-election and postgres overlays) is rendered with `kubectl kustomize` (skipped when kubectl is
 not installed) and each object is checked against a strict structural schema of the kinds we
 ship: required fields, the fields each kind knows (for the parts we use: a typo'd or unknown
 field fails), types and enums.  Then what must hold between them: workload, Service,
@@ -12,7 +12,11 @@ ports match the container port, probes are on /-/healthy and /-/ready, the confi
 mounted without subPath and reloaded (--config.auto-reload-interval), the Secret's keys are
 optional, RBAC is exactly the calls the code makes with the Lease's Role only with leader
 election, and the PrometheusRule is what components/prometheus-rule/generate.sh makes of
-deploy/prometheus/*-rules.yml.  A self-test shows the schema check fails on a typo.
+deploy/prometheus/*-rules.yml.  The postgres/ overlay (issue 10): a Deployment of two or more
+replicas with no claim at all, a PodDisruptionBudget with minAvailable 1, and the rendered
+alertbridge.yml on a PostgreSQL URI whose database_password_file is projected from a Secret and
+which `alertbridge check-config` (ALERTBRIDGE_BIN) accepts.  Self-tests show the schema check
+fails on a typo and the postgres checks on a claim or a password file from the ConfigMap.
 Prints one line per check and, last, "N passed, N failed"; exits 1 on any failure.
 """
 
@@ -36,6 +40,8 @@ SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
 K8S = os.path.join(SRC, "deploy", "kubernetes")
 BASE = os.path.join(K8S, "base")
 LE = os.path.join(K8S, "leader-election")
+PG = os.path.join(K8S, "postgres")
+BIN = os.environ.get("ALERTBRIDGE_BIN") or os.path.join(SRC, "alertbridge")
 COMPONENTS = os.path.join(K8S, "components")
 RULE_FILES = [os.path.join(SRC, "deploy", "prometheus", f)
               for f in ("janitor-rules.yml", "alertbridge-rules.yml")]
@@ -56,6 +62,8 @@ COMPONENT_KINDS = {
 # Components that do not belong on the leader-election overlay (see the README: only the
 # leader is ready, so any budget would block draining the leader's node).
 NOT_WITH_LEADER_ELECTION = {"pod-disruption-budget"}
+# postgres/ brings its own PodDisruptionBudget (minAvailable 1, for two or more ready replicas).
+NOT_WITH_POSTGRES = {"pod-disruption-budget"}
 # The pods the NetworkPolicy lets in, as the README documents them.
 NETPOL_PEERS = [{"app.kubernetes.io/name": "alertmanager"}, {"app.kubernetes.io/name": "prometheus"}]
 NETPOL_NAMESPACE = {"kubernetes.io/metadata.name": "monitoring"}
@@ -188,7 +196,9 @@ KINDS = {
                                                              "subjects": SUBJECTS},
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): {"roleRef": ROLE_REF, "subjects": SUBJECTS},
     ("apps/v1", "Deployment"): {"spec": obj({
-        "replicas": "int", "strategy": obj({"type": enum("Recreate", "RollingUpdate")}),
+        "replicas": "int", "strategy": obj({
+            "type": enum("Recreate", "RollingUpdate"),
+            "rollingUpdate": obj({"maxUnavailable": "intstr", "maxSurge": "intstr"})}),
         "selector": SELECTOR, "template": POD_TEMPLATE}, ["selector", "template"])},
     ("apps/v1", "StatefulSet"): {"spec": obj({
         "replicas": "int", "serviceName": "str",
@@ -605,6 +615,124 @@ def check_readme():
     report("README: each component and the NetworkPolicy's labels", p)
 
 
+def rendered_config(docs):
+    """The alertbridge.yml of the rendered ConfigMap alertbridge-config, parsed, and its text."""
+    cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == "alertbridge-config"]
+    if len(cms) != 1:
+        raise ValueError("%d ConfigMaps alertbridge-config" % len(cms))
+    text = cms[0]["data"]["alertbridge.yml"]
+    return yaml.safe_load(text), text
+
+
+def config_volume_files(w):
+    """Files of the volume mounted at CONFIG_DIR: {path: (source kind, source name)}."""
+    spec = w["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    mounts = [m for m in c.get("volumeMounts", []) if m["mountPath"] == CONFIG_DIR]
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    out = {}
+    for m in mounts:
+        for src in (volumes.get(m["name"], {}).get("projected") or {}).get("sources", []):
+            for kind, ref in src.items():
+                for item in ref.get("items", []):
+                    out[item["path"]] = (kind, ref["name"])
+    return out
+
+
+def postgres_problems(docs):
+    """What the postgres/ overlay must be: shared store, no claim, budget, password file."""
+    p = []
+    deps = by_kind(docs, "Deployment")
+    if by_kind(docs, "StatefulSet") or len(deps) != 1:
+        return ["want one Deployment and no StatefulSet, got %d Deployments, %d StatefulSets"
+                % (len(deps), len(by_kind(docs, "StatefulSet")))]
+    w = deps[0]
+    if not isinstance(w["spec"].get("replicas"), int) or w["spec"]["replicas"] < 2:
+        p.append("replicas %r, want 2 or more" % w["spec"].get("replicas"))
+    if by_kind(docs, "PersistentVolumeClaim"):
+        p.append("a PersistentVolumeClaim: the store is PostgreSQL")
+    if w["spec"].get("volumeClaimTemplates"):
+        p.append("volumeClaimTemplates: the store is PostgreSQL")
+    for v in w["spec"]["template"]["spec"].get("volumes", []):
+        if "persistentVolumeClaim" in v:
+            p.append("volume %s is a claim" % v["name"])
+    pdbs = by_kind(docs, "PodDisruptionBudget")
+    if len(pdbs) != 1 or pdbs[0]["spec"].get("minAvailable") != 1 or \
+            "maxUnavailable" in pdbs[0]["spec"]:
+        p.append("want one PodDisruptionBudget with minAvailable: 1, got %r"
+                 % [d["spec"] for d in pdbs])
+    cfg, _ = rendered_config(docs)
+    db = cfg.get("database") or ""
+    if not re.match(r"postgres(ql)?://", db):
+        p.append("database %r is not a PostgreSQL URI" % db)
+    if ((cfg.get("janitor") or {}).get("leader_election") or {}).get("enabled"):
+        p.append("leader election on: only the leader would be ready (the budget would block "
+                 "drains); the advisory lock chooses the worker")
+    pw = cfg.get("database_password_file") or ""
+    files = config_volume_files(w)
+    if not pw.startswith(CONFIG_DIR + "/"):
+        p.append("database_password_file %r is not in %s" % (pw, CONFIG_DIR))
+    elif files.get(pw[len(CONFIG_DIR) + 1:], ("none",))[0] != "secret":
+        p.append("database_password_file %s is not projected from a Secret (%r)" % (pw, files))
+    return p
+
+
+def check_config_accepted(docs, name):
+    """alertbridge check-config accepts the rendered alertbridge.yml, its files made in a tmp."""
+    what = "%s: check-config accepts the rendered alertbridge.yml" % name
+    if not os.access(BIN, os.X_OK):
+        skip(what, "no binary at %s (ALERTBRIDGE_BIN)" % BIN)
+        return
+    _, text = rendered_config(docs)
+    files = config_volume_files(workloads(docs)[0])
+    with tempfile.TemporaryDirectory(prefix="ab-k8s-cfg-") as tmp:
+        for path in files:
+            if path != "alertbridge.yml":
+                with open(os.path.join(tmp, path), "w") as f:
+                    f.write("test-%s\n" % path)
+        cfg = os.path.join(tmp, "alertbridge.yml")
+        with open(cfg, "w") as f:
+            f.write(text.replace(CONFIG_DIR + "/", tmp + "/"))
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        r = subprocess.run([BIN, "check-config", cfg], capture_output=True, text=True, env=env,
+                           cwd=tmp, timeout=CMD_TIMEOUT_S)
+        report(what, [] if r.returncode == 0 else
+               ["exit %d: %s" % (r.returncode, (r.stdout + r.stderr).strip())])
+        # It must be able to fail: the password file the config names, missing.
+        os.unlink(os.path.join(tmp, "database-password"))
+        r = subprocess.run([BIN, "check-config", cfg], capture_output=True, text=True, env=env,
+                           cwd=tmp, timeout=CMD_TIMEOUT_S)
+        out = r.stdout + r.stderr
+        report("%s: check-config refuses it without the password file (self-test)" % name,
+               [] if r.returncode != 0 and "database_password_file: cannot read" in out else
+               ["exit %d: %s" % (r.returncode, out.strip())])
+
+
+def check_postgres(docs):
+    report("postgres: Deployment of 2+ replicas, no claim, minAvailable 1, password from a "
+           "Secret", postgres_problems(docs))
+    # The checks must be able to fail.
+    p = []
+    bad = copy.deepcopy(docs)
+    w = by_kind(bad, "Deployment")[0]
+    w["spec"]["volumeClaimTemplates"] = [{"metadata": {"name": "data"}}]
+    if not any("volumeClaimTemplates" in x for x in postgres_problems(bad)):
+        p.append("a Deployment with volumeClaimTemplates passed")
+    bad = copy.deepcopy(docs)
+    for v in by_kind(bad, "Deployment")[0]["spec"]["template"]["spec"]["volumes"]:
+        for src in (v.get("projected") or {}).get("sources", []):
+            if "configMap" in src:
+                src["configMap"].setdefault("items", []).append(
+                    {"key": "pw", "path": "database-password"})
+            if "secret" in src:
+                src["secret"]["items"] = [i for i in src["secret"].get("items", [])
+                                          if i["path"] != "database-password"]
+    if not any("not projected from a Secret" in x for x in postgres_problems(bad)):
+        p.append("a password file from the ConfigMap passed")
+    report("postgres checks reject a claim and a password file not from a Secret (self-test)", p)
+    check_config_accepted(docs, "postgres")
+
+
 def check_renders():
     cmd = kustomize_cmd()
     if cmd is None:
@@ -613,12 +741,18 @@ def check_renders():
     comps = component_dirs()
     check_render(cmd, "deploy/kubernetes", [K8S], [], False)
     check_render(cmd, "leader-election", [LE], [], True)
+    pg = check_render(cmd, "postgres", [PG], [], False)
+    if pg is not None:
+        check_postgres(pg)
     for c in comps:
         check_render(cmd, "base + %s" % os.path.basename(c), [BASE], [c], False)
     check_render(cmd, "base + every component", [BASE], comps, False)
     le_comps = [c for c in comps if os.path.basename(c) not in NOT_WITH_LEADER_ELECTION]
     check_render(cmd, "leader-election + %s" % " + ".join(map(os.path.basename, le_comps)),
                  [LE], le_comps, True)
+    pg_comps = [c for c in comps if os.path.basename(c) not in NOT_WITH_POSTGRES]
+    check_render(cmd, "postgres + %s" % " + ".join(map(os.path.basename, pg_comps)),
+                 [PG], pg_comps, False)
 
 
 def guarded(fn):
