@@ -138,7 +138,8 @@ struct bridge_options {
 	 * right before every GitHub request, so a worker that loses the Lease
 	 * mid-event sends nothing more; that event stays queued, not counted as
 	 * a failed attempt, and its progress note lets the leader resume it.
-	 * Called on the worker's thread; must be cheap and thread-safe.
+	 * Called on the worker's thread; must be thread-safe (the worker lock
+	 * costs one database round trip).
 	 */
 	int (*may_act)(void *ctx);
 	void *may_act_ctx;
