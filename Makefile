@@ -35,8 +35,6 @@
 #   SEEDS     seeds for make soak (default 2000); MODEL_FEATURES, MODEL_JOBS as in
 #             tests/model/lifecycle.py
 #   VALGRIND  0 skips the valgrind stage of make test; ASAN=0 the ASan stage; FUZZ=0 the fuzzing
-#   LIBPQ     1 builds the PostgreSQL engine (core/db_pg.c, libpq; -DAB_HAVE_LIBPQ), 0 leaves it
-#             out (sqlite only); default 1 when pkg-config finds libpq (Debian's libpq-dev)
 #   VERSION   the version `alertbridge version` and alertbridge_build_info report (default: the
 #             VERSION file, else `git describe --tags --always`, else 0.1.0-unknown)
 #   REVISION  the git commit (default `git rev-parse --short=12 HEAD`, "-dirty" with changes;
@@ -72,11 +70,6 @@ REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 
 PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls libpq
 PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
-LIBPQ ?= $(shell pkg-config --exists libpq 2>/dev/null && echo 1 || echo 0)
-ifeq ($(LIBPQ),1)
-PKGS += libpq      # the PostgreSQL engine of the store (core/db_pg.c)
-DEFS += -DAB_HAVE_LIBPQ
-endif
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)
@@ -85,8 +78,10 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(DEFS) $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
 LDLIBS = $(PKG_LIBS) -lpthread -lm
+# libpq is in PKGS: db.c opens postgres:// targets with the PostgreSQL engine (core/db_pg.c).
+ALL_CFLAGS += -DAB_HAVE_LIBPQ
 
 LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c web/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.mustache))

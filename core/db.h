@@ -76,8 +76,9 @@ int db_target_is_postgres(const char *target);
  * the password); ERR_IO when password_file cannot be read, ERR_INVALID when
  * it is empty (errmsg names the file).  PostgreSQL: application_name is
  * "alertbridge", connect_timeout 10 s and TCP keepalives 10 s idle, 3 probes
- * 5 s apart (libpq's keepalives_*, unless the URI sets them, and the
- * server's tcp_keepalives_*) so that a dead peer ends the session in 25 s.
+ * 5 s apart (libpq's keepalives_* and the server's tcp_keepalives_*, unless
+ * the URI or the server's configuration sets them) so that a dead peer ends
+ * the session in 25 s.
  */
 enum err db_open(const char *target, const char *password_file, struct db **out,
 		 struct buf *errmsg);

@@ -46,10 +46,14 @@
 #define KEEPALIVE_IDLE_S "10"
 #define KEEPALIVE_INTERVAL_S "5"
 #define KEEPALIVE_COUNT "3"
+/* The server's side, where neither its configuration nor the URI's options set it. */
 #define SERVER_KEEPALIVES                                                           \
-	"SET tcp_keepalives_idle = " KEEPALIVE_IDLE_S "; SET tcp_keepalives_interval = " \
-	KEEPALIVE_INTERVAL_S "; SET tcp_keepalives_count = " KEEPALIVE_COUNT            \
-	"; SET tcp_user_timeout = 25000"
+	"SELECT set_config(name, v, false) FROM (VALUES"                              \
+	" ('tcp_keepalives_idle', '" KEEPALIVE_IDLE_S "'),"                           \
+	" ('tcp_keepalives_interval', '" KEEPALIVE_INTERVAL_S "'),"                   \
+	" ('tcp_keepalives_count', '" KEEPALIVE_COUNT "'),"                           \
+	" ('tcp_user_timeout', '25000')) AS k (name, v)"                              \
+	" JOIN pg_settings USING (name) WHERE source = 'default'"
 /*
  * The client notices first (the worker lock, core/store.h store_worker_lock()):
  * its keepalives end a dead connection in 5 + 3 * 2 = 11 s, and its
@@ -156,7 +160,7 @@ static void session_setup(struct pg *pg)
 {
 	PGresult *res = PQexec(pg->conn, SERVER_KEEPALIVES);
 
-	if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		struct log_line *l = log_begin(LOG_WARN, "cannot set the server's tcp keepalives");
 		struct buf b = BUF_INIT;
 
@@ -369,8 +373,9 @@ static enum err cache_add(struct pg *pg, const struct pg_stmt *s, const struct p
 /*
  * sql with ?N rewritten to $N, outside '...' literals, "..." identifiers and
  * comments, into out; *nparams is the largest N.  A bare ? is left alone.
+ * ERR_DB with why set for a ?0 or a ?N past MAX_PARAMS.
  */
-static enum err translate(const char *sql, struct buf *out, int *nparams, struct buf *errmsg)
+static enum err translate(const char *sql, struct buf *out, int *nparams, struct buf *why)
 {
 	const char *p = sql;
 
@@ -391,7 +396,7 @@ static enum err translate(const char *sql, struct buf *out, int *nparams, struct
 			long n = strtol(p + 1, &stop, 10);
 
 			if (n < 1 || n > MAX_PARAMS) {
-				buf_setf(errmsg, "placeholder ?%.10s out of range (1..%d)", p + 1,
+				buf_setf(why, "placeholder ?%.10s out of range (1..%d)", p + 1,
 					 MAX_PARAMS);
 				return ERR_DB;
 			}
@@ -419,11 +424,10 @@ static enum err pg_prepare(struct db *db, const char *sql, struct db_stmt **out,
 	struct pg_stmt *s;
 	size_t n;
 	int nparams;
-	enum err rc = translate(sql, &t, &nparams, errmsg);
+	enum err rc = translate(sql, &t, &nparams, &pg->err);
 
 	*out = NULL;
 	if (rc != ERR_OK) {
-		set_oneline(&pg->err, buf_str(errmsg));
 		buf_setf(errmsg, "%s: %s", db->name, buf_str(&pg->err));
 		buf_release(&t);
 		return rc;

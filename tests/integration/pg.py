@@ -12,6 +12,9 @@ sharing a cluster do not see each other's rows.  Every command is bounded (timeo
     pg.sql(uri, "SELECT count(*) FROM issues")
     pg.restart()                    # needs AB_TEST_PG_DIR or a private cluster
     pg.stop()
+
+Integration tests run two at a time: a test that restarts or stops the server should start a
+private cluster (start(share=False)), or it cuts the sessions of the test running alongside.
 """
 
 import glob
