@@ -112,7 +112,7 @@ char *store_col_str(struct db_stmt *s, int i);
  *
  * store_run: run cached statement id (no rows wanted) and reset it.
  * store_run1: the same, and it must change exactly one row: ERR_NOTFOUND
- *   (errmsg untouched) when it changed none.
+ *   (errmsg untouched) when it changed none (or several).
  * store_row: run cached statement id for its first row: ERR_OK with the row
  *   current (read it, then db_reset(st->stmt[id])), ERR_NOTFOUND (no row) or
  *   ERR_DB, both with the statement reset.
