@@ -104,17 +104,6 @@ static void lease_decides(void **state)
 	store_close(st);
 }
 
-static struct store *open_target(const char *target)
-{
-	struct buf msg = BUF_INIT;
-	struct store *st = NULL;
-
-	if (store_open_target(target, NULL, &st, &msg) != ERR_OK)
-		fail_msg("store_open_target: %s", buf_str(&msg));
-	buf_release(&msg);
-	return st;
-}
-
 /* Wait up to limit_ms for active_may_act(a) to become want; the ms it took. */
 static int64_t until(struct active *a, int want, int64_t limit_ms)
 {
@@ -143,8 +132,8 @@ static void postgres_one_acts(void **state)
 		print_message("postgres_one_acts: skipped (AB_TEST_PG_URI is unset)\n");
 		return;
 	}
-	s1 = open_target(uri);
-	s2 = open_target(uri);
+	s1 = sfx_open_ok(uri);
+	s2 = sfx_open_ok(uri);
 	m1 = metrics_new();
 	m2 = metrics_new();
 	a1 = gate(s1, m1, 0, 300);

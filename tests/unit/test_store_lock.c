@@ -20,17 +20,6 @@
 #include "tests/unit/helpers/pgdb.h"
 #include "tests/unit/helpers/store_fixture.h"
 
-static struct store *open_target(const char *target)
-{
-	struct buf msg = BUF_INIT;
-	struct store *st = NULL;
-
-	if (store_open_target(target, NULL, &st, &msg) != ERR_OK)
-		fail_msg("store_open_target: %s", buf_str(&msg));
-	buf_release(&msg);
-	return st;
-}
-
 static int lock(struct store *st)
 {
 	int held = -1;
@@ -74,8 +63,8 @@ static void postgres_one_holder(void **state)
 		print_message("postgres_one_holder: skipped (AB_TEST_PG_URI is unset)\n");
 		return;
 	}
-	a = open_target(uri);
-	b = open_target(uri);
+	a = sfx_open_ok(uri);
+	b = sfx_open_ok(uri);
 	assert_true(store_shared(a));
 	assert_int_equal(store_ping(a, NULL), ERR_OK);
 	assert_false(store_worker_lock_held(a, STORE_WORKER_LOCK));
