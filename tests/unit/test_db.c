@@ -604,6 +604,72 @@ static void begin_waits_for_the_other_commit(void **state)
 	db_close(a);
 }
 
+/* A read-modify-write in db_begin() .. db_commit(), iterations times, on a connection of its own. */
+struct incrementer {
+	const char *target;
+	int iterations;
+	int failures;
+};
+
+static void *increment(void *arg)
+{
+	struct incrementer *w = arg;
+	struct db *db = NULL;
+	struct db_stmt *get = NULL, *set = NULL;
+
+	if (db_open(w->target, NULL, &db, NULL) != ERR_OK ||
+	    db_prepare(db, "SELECT v FROM c", &get, NULL) != ERR_OK ||
+	    db_prepare(db, "UPDATE c SET v = ?1", &set, NULL) != ERR_OK) {
+		w->failures = w->iterations;
+		goto out;
+	}
+	for (int i = 0; i < w->iterations; i++) {
+		int64_t v;
+
+		if (db_begin(db, NULL) != ERR_OK || db_step(get) != DB_ROW) {
+			w->failures++;
+			db_rollback(db);
+			db_reset(get);
+			continue;
+		}
+		v = db_col_int(get, 0);
+		db_reset(get);
+		db_bind_int(set, 1, v + 1);
+		if (db_step(set) != DB_DONE || db_commit(db, NULL) != ERR_OK) {
+			w->failures++;
+			db_rollback(db);
+		}
+		db_reset(set);
+	}
+out:
+	db_finalize(get);
+	db_finalize(set);
+	db_close(db);
+	return NULL;
+}
+
+/* Writers serialise on db_begin(): no update is lost between two connections. */
+static void writers_serialise(void **state)
+{
+	struct env *e = *state;
+	struct db *db = open_ok(e->target);
+	struct incrementer w[2] = { { e->target, 40, 0 }, { e->target, 40, 0 } };
+	struct timespec deadline;
+	pthread_t t[2];
+
+	exec_ok(db, "CREATE TABLE c (v BIGINT NOT NULL); INSERT INTO c VALUES (0)");
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, increment, &w[i]), 0);
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 30;
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(pthread_timedjoin_np(t[i], NULL, &deadline), 0);
+		assert_int_equal(w[i].failures, 0);
+	}
+	assert_int_equal(one_int(db, "SELECT v FROM c"), 80);
+	db_close(db);
+}
+
 static void advisory_locks(void **state)
 {
 	struct env *e = *state;
@@ -879,6 +945,7 @@ static void bad_targets(void **state)
 		 closed_port());
 	buf_reset(&msg);
 	assert_int_equal(db_open(uri, NULL, &db, &msg), ERR_UNAVAILABLE);
+	assert_string_equal(err_str(ERR_UNAVAILABLE), "unavailable");
 	assert_null(db);
 	assert_contains(buf_str(&msg), "Connection refused");
 	assert_contains(buf_str(&msg), "postgres://u:xxxxx@127.0.0.1:");
@@ -922,6 +989,7 @@ static const enum db_engine sqlite_engine = DB_SQLITE, pg_engine = DB_POSTGRES;
 	X(failed_statement_in_a_transaction)                                              \
 	X(many_distinct_statements)                                                       \
 	X(begin_waits_for_the_other_commit)                                               \
+	X(writers_serialise)                                                              \
 	X(advisory_locks)
 
 /* Only on PostgreSQL. */
