@@ -105,6 +105,13 @@ static void accepted_forms(void **state)
 	dump = parse_and_dump("database: postgresql://db.example/alertbridge\n" RCV);
 	assert_has(dump, "database: \"postgresql://db.example/alertbridge\"\n");
 	free(dump);
+	/* Ports and IPv6 hosts are not passwords; nor is a list of hosts (libpq tries each). */
+	dump = parse_and_dump("database: postgres://ab@[::1]:5432/alertbridge\n" RCV);
+	free(dump);
+	dump = parse_and_dump("database: \"postgres://ab@db1:5432,db2:5432/alertbridge"
+			      "?target_session_attrs=read-write\"\n" RCV);
+	assert_has(dump, "db1:5432,db2:5432");
+	free(dump);
 	/* An empty password (u:@) is none: libpq then asks PGPASSFILE. */
 	dump = parse_and_dump("database: postgres://u:@db.example/alertbridge\n" RCV);
 	free(dump);
