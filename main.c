@@ -386,13 +386,13 @@ static void service_release(struct service *s)
 	status_page_free(s->page);
 	auth_free(s->web_auth);
 	janitor_free(s->janitor);
-	active_free(s->active);  /* after the workers: releases the worker lock */
 	janitor_leader_free(s->leader);
 	kube_client_free(s->leader_kube);
 	janitor_webhook_free(s->janitor_webhook);
 	kube_client_free(s->kube);
 	slack_client_free(s->slack);
 	bridge_free(s->bridge);
+	active_free(s->active);  /* after both workers: releases the worker lock */
 	webhook_free(s->webhook);
 	auth_free(s->auth);
 	if (s->reload) {
