@@ -30,6 +30,9 @@ struct active {
 	atomic_int db_ok;            /* the last round trip reached the database */
 };
 
+/* Why a held lock is gone: the server says so (the session is new, or it was released). */
+static const char NOT_HELD[] = "the database does not show it held (the connection was lost or reset)";
+
 static int lock_decides(const struct active *a)
 {
 	return a->shared && !a->o.lease;
@@ -109,7 +112,7 @@ static void tick(struct active *a)
 			atomic_store(&a->db_ok, 1);
 			return;
 		}
-		lost(a, "the database no longer shows it held");
+		lost(a, NOT_HELD);
 	}
 	try_take(a);
 }
@@ -176,7 +179,7 @@ int active_may_act(void *ctx)
 		return 0;
 	if (store_worker_lock_held(a->o.store, STORE_WORKER_LOCK))
 		return 1;
-	lost(a, "the database no longer shows it held");
+	lost(a, NOT_HELD);
 	return 0;
 }
 
