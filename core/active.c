@@ -31,7 +31,8 @@ struct active {
 };
 
 /* Why a held lock is gone: the server says so (the session is new, or it was released). */
-static const char NOT_HELD[] = "the database does not show it held (the connection was lost or reset)";
+static const char NOT_HELD[] =
+	"the database does not show it held (the connection was lost or reset)";
 
 static int lock_decides(const struct active *a)
 {
