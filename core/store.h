@@ -722,7 +722,9 @@ int store_shared(const struct store *st);
  * Dead connections.  The store's connection (core/db_pg.c) sets libpq's
  * keepalives (idle 5 s, interval 2 s, count 3) and tcp_user_timeout 10 s,
  * and the session's tcp_keepalives_idle 10 s, _interval 5 s, _count 3 and
- * tcp_user_timeout 25 s.  So when the network or the host of a holder
+ * tcp_user_timeout 25 s (where the server's configuration leaves them at
+ * their defaults; a URI's own parameters win too: keep the client's bound
+ * under the server's).  So when the network or the host of a holder
  * dies, the holder notices within 11 s (10 s when a query is in flight:
  * every store_worker_lock_held() check is one, and it answers 0 then),
  * while the server drops its session, releasing the lock, only 25 s after
