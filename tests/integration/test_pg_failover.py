@@ -145,8 +145,9 @@ def settled(gh, sender, replicas):
     for fp, status in acked.items():
         if len(byk.get(fp, ())) != 1 or (byk[fp][0]["state"] == "open") != (status == "firing"):
             return False
-    live = [r for r in replicas if r.alive()]
-    return bool(live) and live[0].metric("alertbridge_bridge_queue_pending") == 0
+    # The worker's own gauge: a standby's is not refreshed while it does not act.
+    holder = [r for r in replicas if r.holds_lock()]
+    return len(holder) == 1 and holder[0].metric("alertbridge_bridge_queue_pending") == 0
 
 
 def verdict(gh, sender):
@@ -187,6 +188,14 @@ class Setup:
         if et is not None:
             for r in self.replicas:
                 print_tail("alertbridge %s log (last 60 lines)" % r.name, r.tail(60))
+                try:
+                    with open(r.log_path, errors="replace") as f:
+                        lines = [x for x in f if "worker lock" in x or "reconnected" in x or
+                                 "level=error" in x and "store failed" not in x]
+                except OSError:
+                    lines = []
+                print_tail("alertbridge %s: the worker lock and errors" % r.name,
+                           "".join(lines[-40:]))
         for f in [r.stop for r in self.replicas] + [self.gh.stop, self.cluster.stop]:
             try:
                 f()
