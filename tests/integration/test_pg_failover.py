@@ -145,7 +145,7 @@ def settled(gh, sender, replicas):
     for fp, status in acked.items():
         if len(byk.get(fp, ())) != 1 or (byk[fp][0]["state"] == "open") != (status == "firing"):
             return False
-    # The worker's own gauge: a standby's is not refreshed while it does not act.
+    # The worker's own gauge (a standby's lags: it is recounted once a second).
     holder = [r for r in replicas if r.holds_lock()]
     return len(holder) == 1 and holder[0].metric("alertbridge_bridge_queue_pending") == 0
 
