@@ -447,6 +447,7 @@ def webhook_on_the_standby_seen_quickly():
         check(len(slow) <= 1 and statistics.mean(lat) < 0.3,
               "webhooks taken by the standby seen within 0.3 s (one late allowed)", lat)
 
+
 def on_term(signum, frame):
     raise KeyboardInterrupt("signal %d" % signum)
 
