@@ -38,7 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (Alertbridge, Failure, Runner, check, eq, event, http,  # noqa: E402
+from harness import (Alertbridge, Runner, check, eq, event, http,  # noqa: E402
                      issues_by_key, iso_ms, poll, print_tail, webhook_payload)
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
