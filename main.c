@@ -17,6 +17,7 @@
 #include "bridge/render.h"
 #include "bridge/view.h"
 #include "bridge/webhook.h"
+#include "core/active.h"
 #include "core/auth.h"
 #include "core/config.h"
 #include "core/db.h"
@@ -298,10 +299,12 @@ struct service {
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
-	 * NULL means this replica always leads.  Only the leader reports ready.
+	 * NULL means this replica always leads.
 	 */
 	int (*is_leader)(void *ctx);
 	void *leader_ctx;
+	/* May this replica act (the Lease, the worker lock, or sqlite)?  core/active.h */
+	struct active *active;
 };
 
 static void handle_health(void *ctx, const struct srv_request *req, struct srv_response *res)
@@ -316,11 +319,12 @@ static void handle_health(void *ctx, const struct srv_request *req, struct srv_r
 static void handle_ready(void *ctx, const struct srv_request *req, struct srv_response *res)
 {
 	struct service *s = ctx;
+	struct buf why = BUF_INIT;
 	(void)req;
 	res->content_type = "text/plain; charset=utf-8";
-	if (s->is_leader && !s->is_leader(s->leader_ctx)) {
+	if (s->active && !active_ready(s->active, &why)) {
 		res->status = 503;
-		buf_adds(&res->body, "Not ready: not the leader.\n");
+		buf_printf(&res->body, "Not ready: %s.\n", buf_str(&why));
 	} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
 		res->status = 200;
 		buf_adds(&res->body, "Ready.\n");
@@ -328,6 +332,7 @@ static void handle_ready(void *ctx, const struct srv_request *req, struct srv_re
 		res->status = 503;
 		buf_adds(&res->body, "Not ready.\n");
 	}
+	buf_release(&why);
 }
 
 static void handle_metrics(void *ctx, const struct srv_request *req, struct srv_response *res)
@@ -389,6 +394,7 @@ static void service_release(struct service *s)
 	kube_client_free(s->kube);
 	slack_client_free(s->slack);
 	bridge_free(s->bridge);
+	active_free(s->active);  /* after both workers: releases the worker lock */
 	webhook_free(s->webhook);
 	auth_free(s->auth);
 	if (s->reload) {
@@ -477,6 +483,26 @@ static int setup_leader(struct service *s, struct buf *err)
 	return 0;
 }
 
+/*
+ * Who acts (core/active.h): the Lease when leader election is on, else the
+ * store's worker lock on PostgreSQL, else always.  The grace after taking the
+ * lock is the longest one request of a worker may last: GitHub's timeout, or
+ * the Kubernetes client's 30 s with the janitor.
+ */
+static void setup_active(struct service *s)
+{
+	struct active_options ao = { 0 };
+
+	ao.store = s->store;
+	ao.lease = s->is_leader;
+	ao.lease_ctx = s->leader_ctx;
+	ao.metrics = s->metrics;
+	ao.grace_ms = s->cfg->github.timeout_ms;
+	if (s->cfg->janitor.enabled && ao.grace_ms < KUBE_DEFAULT_TIMEOUT_MS)
+		ao.grace_ms = KUBE_DEFAULT_TIMEOUT_MS;
+	s->active = active_new(&ao);
+}
+
 /* The janitor's clients, intake and worker (janitor.enabled). */
 static void setup_janitor(struct service *s)
 {
@@ -495,8 +521,8 @@ static void setup_janitor(struct service *s)
 	jo.kube = s->kube;
 	jo.slack = s->slack;
 	jo.metrics = s->metrics;
-	jo.is_leader = s->is_leader;
-	jo.leader_ctx = s->leader_ctx;
+	jo.is_leader = active_may_act;
+	jo.leader_ctx = s->active;
 	s->janitor = janitor_new(&jo);
 }
 
@@ -572,8 +598,9 @@ static int start_service(struct service *s, const struct flags *f)
 	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
 	    setup_leader(s, &err))
 		goto out;
-	bo.may_act = s->is_leader;
-	bo.may_act_ctx = s->leader_ctx;
+	setup_active(s);
+	bo.may_act = active_may_act;
+	bo.may_act_ctx = s->active;
 	test_second(&bo);
 	s->bridge = bridge_new(&bo);
 	if (s->cfg->janitor.enabled)
@@ -623,6 +650,10 @@ static int start_service(struct service *s, const struct flags *f)
 	}
 	if (retention_start(s->store, s->cfg->database_retention_ms, 0, &s->retention, &err)) {
 		log_msg(LOG_ERROR, "cannot start the retention", "detail", buf_str(&err));
+		goto out;
+	}
+	if (active_start(s->active, &err)) {
+		log_msg(LOG_ERROR, "cannot start the worker lock", "detail", buf_str(&err));
 		goto out;
 	}
 	if (s->leader && janitor_leader_start(s->leader)) {
@@ -705,6 +736,7 @@ static int cmd_serve(const struct flags *f)
 		janitor_stop(s.janitor);
 		janitor_leader_stop(s.leader);  /* releases the Lease for the standby */
 		bridge_stop(s.bridge);
+		active_stop(s.active);  /* the workers' last calls ended: the standby may take over */
 	}
 	service_release(&s);
 	http_global_cleanup();

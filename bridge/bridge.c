@@ -922,13 +922,29 @@ static void pick_up_config(struct bridge *b)
 	gh_client_set_creds(b->gh, gh_creds_new(&g->cfg->github));
 }
 
+/*
+ * Not acting: the queue may be shared (PostgreSQL) and drained by another
+ * replica, so keep this one's gauges true too, at most once a second.
+ */
+static void standby_gauges(struct bridge *b)
+{
+	int64_t now = clock_mono_us();
+
+	if (b->standby_counted_us && now - b->standby_counted_us < 1000000)
+		return;
+	b->standby_counted_us = now;
+	update_gauges(b);
+}
+
 int bridge_step(struct bridge *b)
 {
 	struct work w;
 	enum err rc;
 
-	if (!may_act(b))
+	if (!may_act(b)) {
+		standby_gauges(b);
 		return 0;  /* not the leader: the queue is the leader's to drain */
+	}
 	pick_up_config(b);
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);

@@ -131,13 +131,15 @@ struct bridge_options {
 	int64_t gh_min_interval_ms;
 	int gh_max_attempts;
 	/*
-	 * May this replica act?  NULL: always.  With leader election main.c
-	 * wires it to the Lease (janitor/leader.h): while may_act(may_act_ctx)
+	 * May this replica act?  NULL: always.  main.c wires it to core/active.h
+	 * (the Lease with leader election, else the store's worker lock on
+	 * PostgreSQL, else always): while may_act(may_act_ctx)
 	 * is 0, bridge_step() takes no event (returns 0), and it is asked again
 	 * right before every GitHub request, so a worker that loses the Lease
 	 * mid-event sends nothing more; that event stays queued, not counted as
 	 * a failed attempt, and its progress note lets the leader resume it.
-	 * Called on the worker's thread; must be cheap and thread-safe.
+	 * Called on the worker's thread; must be thread-safe (the worker lock
+	 * costs one database round trip).
 	 */
 	int (*may_act)(void *ctx);
 	void *may_act_ctx;

@@ -38,8 +38,8 @@
 #define CONNECT_TIMEOUT_S "10"
 /*
  * TCP keepalives on both ends, so that a dead peer (a host powered off, a
- * network cut) ends the connection in 10 + 3 * 5 = 25 s: the client stops
- * waiting for a result that never comes, and the server ends the session,
+ * network cut) ends the connection: the client stops waiting for a result
+ * that never comes (CLIENT_* below), and in 10 + 3 * 5 = 25 s the server ends the session,
  * which frees its advisory locks for another replica.  Without them the
  * kernel's defaults (2 hours) apply.
  */
@@ -51,8 +51,21 @@
 	"SELECT set_config(name, v, false) FROM (VALUES"                              \
 	" ('tcp_keepalives_idle', '" KEEPALIVE_IDLE_S "'),"                           \
 	" ('tcp_keepalives_interval', '" KEEPALIVE_INTERVAL_S "'),"                   \
-	" ('tcp_keepalives_count', '" KEEPALIVE_COUNT "')) AS k (name, v)"            \
+	" ('tcp_keepalives_count', '" KEEPALIVE_COUNT "'),"                           \
+	" ('tcp_user_timeout', '25000')) AS k (name, v)"                              \
 	" JOIN pg_settings USING (name) WHERE source = 'default'"
+/*
+ * The client notices first (the worker lock, core/store.h store_worker_lock()):
+ * its keepalives end a dead connection in 5 + 3 * 2 = 11 s, and its
+ * tcp_user_timeout ends one whose query stays unacknowledged for 10 s (the
+ * retransmissions would take ~15 min); the server gives up on a session
+ * only 25 s after it last heard from it (its tcp_user_timeout bounds data it
+ * sent that stays unacknowledged the same way).
+ */
+#define CLIENT_KEEPALIVE_IDLE_S "5"
+#define CLIENT_KEEPALIVE_INTERVAL_S "2"
+#define CLIENT_KEEPALIVE_COUNT "3"
+#define CLIENT_TCP_USER_TIMEOUT_MS "10000"
 
 /* One statement prepared on the server under name, for parameters of types. */
 struct prepared {
@@ -891,10 +904,11 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	PQconninfoOption *opts = PQconninfoParse(uri, &perr);
 	/* Keywords before dbname are defaults the URI's own parameters override. */
 	const char *keys[] = { "fallback_application_name", "connect_timeout", "keepalives_idle",
-			       "keepalives_interval", "keepalives_count", "dbname", "password",
-			       NULL };
-	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, KEEPALIVE_IDLE_S,
-				 KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT, uri, password, NULL };
+			       "keepalives_interval", "keepalives_count", "tcp_user_timeout",
+			       "dbname", "password", NULL };
+	const char *values[] = { "alertbridge", CONNECT_TIMEOUT_S, CLIENT_KEEPALIVE_IDLE_S,
+				 CLIENT_KEEPALIVE_INTERVAL_S, CLIENT_KEEPALIVE_COUNT,
+				 CLIENT_TCP_USER_TIMEOUT_MS, uri, password, NULL };
 	struct pg *pg;
 	enum err rc;
 
@@ -916,7 +930,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		if (rc != ERR_OK)
 			return rc;
 	} else {
-		keys[6] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
+		keys[7] = NULL; /* libpq's PGPASSWORD / PGPASSFILE apply */
 	}
 	pg = xcalloc(1, sizeof(*pg));
 	pg->base.ops = &pg_ops;

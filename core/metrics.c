@@ -492,8 +492,9 @@ void metrics_render(struct metrics *m, struct buf *out)
 	size_t i;
 
 	pthread_mutex_lock(&m->lock);
-	/* Sorting in place is stable enough: names are unique. */
-	qsort(m->families, m->nfamilies, sizeof(*m->families), cmp_family);
+	/* Sorting in place is stable enough: names are unique.  None yet: families is NULL. */
+	if (m->nfamilies)
+		qsort(m->families, m->nfamilies, sizeof(*m->families), cmp_family);
 	for (i = 0; i < m->nfamilies; i++)
 		render_family(out, m->families[i]);
 	pthread_mutex_unlock(&m->lock);

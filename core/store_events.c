@@ -414,6 +414,8 @@ void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
 		return;
 	if (timeout_ms > INT64_C(86400000))
 		timeout_ms = INT64_C(86400000);
+	if (store_shared(st) && timeout_ms > STORE_SHARED_WAIT_MS)
+		timeout_ms = STORE_SHARED_WAIT_MS;  /* another replica's enqueue wakes nobody here */
 	pthread_mutex_lock(&st->q_mu);
 	if (st->closing) {
 		pthread_mutex_unlock(&st->q_mu);

@@ -138,9 +138,10 @@ struct janitor_options {
 	struct metrics *metrics;      /* may be NULL */
 	int force_dry_run;            /* non-zero: dry-run whatever cfg->janitor.dry_run says */
 	/*
-	 * Leader election gate (janitor/leader.h): the worker drains the queue,
-	 * the outbox and sweeps only while is_leader(leader_ctx) is non-zero.
-	 * NULL: always the leader.
+	 * May this replica act (main.c: core/active.h, the Lease or the store's
+	 * worker lock): the worker drains the queue, the outbox and sweeps only
+	 * while is_leader(leader_ctx) is non-zero, asked again before every
+	 * Kubernetes write and Slack post.  NULL: always the leader.
 	 */
 	int (*is_leader)(void *leader_ctx);
 	void *leader_ctx;
@@ -224,8 +225,10 @@ int janitor_step(struct janitor *j);
  * default channel once, then the notice is dead; other failures retry with
  * backoff (JANITOR_NOTICE_MAX_ATTEMPTS says which ones give up).  The stamp is a
  * uid-conditional patch (janitor_apply_patch).  Nothing happens without a
- * Slack client or in dry-run.  Returns 1 when a notice was handled, 0 when
- * none was due, -1 when the store failed.
+ * Slack client, in dry-run, or while this replica does not lead
+ * (janitor_options.is_leader, asked again right before the post): the
+ * notice stays pending, no attempt counted.  Returns 1 when a notice was
+ * handled, 0 when none was due (or not leading), -1 when the store failed.
  */
 int janitor_notice_step(struct janitor *j);
 

@@ -367,7 +367,8 @@ int janitor_notice_step(struct janitor *j)
 	enum err rc;
 	int r;
 
-	if (!j->opts.slack || j->dry_run)
+	/* Not leading (the Lease or the worker lock lost): the next leader sends it. */
+	if (!j->opts.slack || j->dry_run || !janitor_leading(j))
 		return 0;
 	r = janitor_digest_step(j);
 	if (r)
@@ -389,6 +390,10 @@ int janitor_notice_step(struct janitor *j)
 		goto out;
 	}
 	r = 1;
+	if (!janitor_leading(j)) {  /* lost while the channel was looked up */
+		r = 0;
+		goto out;
+	}
 	rc = slack_post(j->opts.slack, buf_str(&channel), n.text, n.thread_ts, &posted, &err);
 	if (rc == ERR_OK)
 		delivered(j, &n, buf_str(&channel), &posted);

@@ -22,7 +22,6 @@
 #include "core/banned.h"
 
 #define DEFAULT_UA "alertbridge"
-#define DEFAULT_TIMEOUT_MS 30000
 #define DEFAULT_MAX_RETRY_AFTER_MS 10000
 #define MAX_BODY_BYTES (64u << 20)       /* a page of 500 full pods stays well below */
 #define TOKEN_REREAD_MS 60000
@@ -106,7 +105,7 @@ struct kube_client *kube_client_new(struct kube_config *cfg, const struct kube_o
 	if (!c->opts.sleep_ms)
 		c->opts.sleep_ms = clock_hook_sleep_ms;
 	if (c->opts.timeout_ms <= 0)
-		c->opts.timeout_ms = DEFAULT_TIMEOUT_MS;
+		c->opts.timeout_ms = KUBE_DEFAULT_TIMEOUT_MS;
 	if (c->opts.max_retry_after_ms <= 0)
 		c->opts.max_retry_after_ms = DEFAULT_MAX_RETRY_AFTER_MS;
 	buf_init(&c->token, 0);

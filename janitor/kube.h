@@ -21,10 +21,13 @@
 
 struct kube_client;
 
+/* kube_options.timeout_ms when 0: the longest one request may last. */
+#define KUBE_DEFAULT_TIMEOUT_MS INT64_C(30000)
+
 /* Knobs; every field may be left zero. */
 struct kube_options {
 	const char *user_agent;       /* NULL: "alertbridge" */
-	int64_t timeout_ms;           /* per request; 0 means 30 s */
+	int64_t timeout_ms;           /* per request; 0 means KUBE_DEFAULT_TIMEOUT_MS */
 	int64_t max_retry_after_ms;   /* longest Retry-After honoured; 0 means 10 s */
 	int64_t exec_timeout_ms;      /* exec plugin run; 0 means 60 s */
 	/* Test hooks: clock and sleep in milliseconds; NULL for the real ones. */

@@ -190,6 +190,28 @@ static void not_the_leader_drains_nothing(void **state)
 	bfx_env_stop(&e);
 }
 
+/* A replica that does not act keeps the queue gauges true: on PostgreSQL the queue is shared. */
+static void not_the_leader_counts_the_queue(void **state)
+{
+	struct env e;
+	struct metrics *m = metrics_new();
+	struct buf text = BUF_INIT;
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	e.bo.metrics = m;
+	bfx_bridge_restart(&e, 0);
+	e.leading = 0;
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 0);
+	metrics_render(m, &text);
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_bridge_queue_pending 1\n"));
+	assert_int_equal(fake_http_count(e.gh), 0);
+	bfx_env_stop(&e);
+	metrics_free(m);
+	buf_release(&text);
+}
+
 static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 {
 	struct env e;
@@ -1086,6 +1108,7 @@ int main(void)
 		cmocka_unit_test(rebuild_keeps_to_its_receiver),
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
 		cmocka_unit_test(not_the_leader_drains_nothing),
+		cmocka_unit_test(not_the_leader_counts_the_queue),
 		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
 		cmocka_unit_test(group_member_resolving_updates_the_body_paced),
 	};

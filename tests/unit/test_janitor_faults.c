@@ -142,6 +142,44 @@ static void lease_lost_mid_step_sends_no_patch_then_marks(void **state)
 	jfx_env_stop(&e);
 }
 
+/* The worker lock or the Lease lost before the outbox's turn: no Slack call, nothing lost. */
+static void lease_lost_sends_no_slack_message_then_sends_it(void **state)
+{
+	struct env e;
+	struct env_opts o = { .leader_hook = 1 };
+	struct store_notice n = { 0 };
+	(void)state;
+
+	jfx_env_start_with(&e, 0, &o);
+	e.leading = 1;
+	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
+	jfx_push_pod(e.kube, "train-1", "uid-1", "");
+	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
+	fake_http_push(e.kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e.j), 1);
+	assert_int_equal(store_notice_pending_count(e.st), 1);
+
+	e.leading = 0;
+	e.now = T0 + 1500;
+	assert_int_equal(janitor_notice_step(e.j), 0);
+	assert_int_equal(fake_http_count(e.slack), 0);
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
+	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.attempts, 0);
+	store_notice_release(&n);
+
+	e.leading = 1;
+	fake_http_push(e.slack, 200, NULL, OK_POST);
+	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
+	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
+	assert_int_equal(janitor_notice_step(e.j), 1);
+	assert_int_equal(fake_http_count(e.slack), 1);
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
+	assert_string_equal(n.state, "sent");
+	store_notice_release(&n);
+	jfx_env_stop(&e);
+}
+
 /* Mark train-1 (uid-1) through the worker: 3 Kubernetes answers. */
 static void mark_train(struct env *e)
 {
@@ -416,6 +454,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lease_lost_mid_sweep_stops_before_the_next_write),
 		cmocka_unit_test(lease_lost_mid_step_sends_no_patch_then_marks),
+		cmocka_unit_test(lease_lost_sends_no_slack_message_then_sends_it),
 		cmocka_unit_test(slack_outage_and_bad_token_never_lose_the_notice),
 		cmocka_unit_test(slack_rejecting_the_message_still_gives_up),
 		cmocka_unit_test(slack_timeout_retried_then_delivered),

@@ -19,6 +19,19 @@ static char *render(struct metrics *m)
 	return buf_detach(&b);
 }
 
+/* An empty registry renders nothing (and sorts nothing: qsort of NULL is undefined). */
+static void empty_registry_renders_nothing(void **state)
+{
+	struct metrics *m = metrics_new();
+	struct buf out = BUF_INIT;
+	(void)state;
+
+	metrics_render(m, &out);
+	assert_string_equal(buf_str(&out), "");
+	buf_release(&out);
+	metrics_free(m);
+}
+
 static void counter_and_gauge_text(void **state)
 {
 	static const char *const labels[] = {"method", "code", NULL};
@@ -250,6 +263,7 @@ static void remove_deletes_one_series(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(empty_registry_renders_nothing),
 		cmocka_unit_test(counter_and_gauge_text),
 		cmocka_unit_test(remove_deletes_one_series),
 		cmocka_unit_test(escaping_of_labels_and_help),
