@@ -21,7 +21,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "core/store.h"
-#include "tests/unit/helpers/pgdb.h"
+#include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define GAUGE "alertbridge_store_worker_lock_held"
@@ -128,10 +128,11 @@ static void postgres_one_acts(void **state)
 	int64_t ms;
 
 	(void)state;
-	if (!pgdb_create(uri, sizeof(uri), "active")) {
+	if (!pgfx_server()) {
 		print_message("postgres_one_acts: skipped (AB_TEST_PG_URI is unset)\n");
 		return;
 	}
+	pgfx_create(uri, sizeof(uri), "ab_active");
 	s1 = sfx_open_ok(uri);
 	s2 = sfx_open_ok(uri);
 	m1 = metrics_new();
@@ -179,7 +180,7 @@ static void postgres_one_acts(void **state)
 	metrics_free(m2);
 	store_close(s1);
 	store_close(s2);
-	pgdb_drop(uri);
+	pgfx_drop(uri);
 }
 
 int main(void)

@@ -17,7 +17,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/store.h"
-#include "tests/unit/helpers/pgdb.h"
+#include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 static int lock(struct store *st)
@@ -59,10 +59,11 @@ static void postgres_one_holder(void **state)
 	struct store *a, *b;
 
 	(void)state;
-	if (!pgdb_create(uri, sizeof(uri), "store_lock")) {
+	if (!pgfx_server()) {
 		print_message("postgres_one_holder: skipped (AB_TEST_PG_URI is unset)\n");
 		return;
 	}
+	pgfx_create(uri, sizeof(uri), "ab_store_lock");
 	a = sfx_open_ok(uri);
 	b = sfx_open_ok(uri);
 	assert_true(store_shared(a));
@@ -99,7 +100,7 @@ static void postgres_one_holder(void **state)
 		assert_true(ms < 1000);
 	}
 	store_close(a);
-	pgdb_drop(uri);
+	pgfx_drop(uri);
 }
 
 int main(void)
