@@ -35,11 +35,16 @@ void sfx_sqlite_only(const char *why)
 	skip();
 }
 
-/* setup on sqlite file memory ? ":memory:" : dir/ab.db; on PostgreSQL a fresh database. */
+/* sfx_setup() (memory 0) and sfx_setup_memory() (memory 1). */
 static int setup(void **state, int memory)
 {
-	struct fixture *f = calloc(1, sizeof(*f));
+	struct fixture *f;
 
+	if (sfx_postgres() && !pgfx_server()) {
+		print_error("AB_TEST_STORE=postgres needs AB_TEST_PG_URI\n");
+		return -1;
+	}
+	f = calloc(1, sizeof(*f));
 	if (!f)
 		return -1;
 	snprintf(f->dir, sizeof(f->dir), "/tmp/test_store.XXXXXX");
@@ -50,10 +55,6 @@ static int setup(void **state, int memory)
 	snprintf(f->other, sizeof(f->other), "%s/garbage.db", f->dir);
 	*state = f;
 	if (sfx_postgres()) {
-		if (!pgfx_server()) {
-			print_error("AB_TEST_STORE=postgres needs AB_TEST_PG_URI\n");
-			return -1;
-		}
 		f->postgres = 1;
 		pgfx_create(f->path, sizeof(f->path), "ab_store");
 	} else if (memory) {
