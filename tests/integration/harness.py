@@ -260,12 +260,19 @@ class WebhookProxy:
     """Forwards every request to http://127.0.0.1:<upstream_port> unchanged (method, path, body,
     headers but Host/Content-Length/Connection) and records it with the upstream's answer, so a
     test can see what Alertmanager sent and what alertbridge answered.  When the upstream is
-    down it answers 502 (Alertmanager retries 5xx, as it would a refused connection)."""
+    down it answers 502 (Alertmanager retries 5xx, as it would a refused connection).
+    upstream_port may be a list of ports: each request then goes to the next one in turn and,
+    when that one refuses the connection, to the others (as a Kubernetes Service in front of
+    replicas); `refused` counts the connections refused."""
 
     def __init__(self, upstream_port):
         self.upstream_port = upstream_port
+        ports = list(upstream_port) if isinstance(upstream_port, (list, tuple)) else \
+            [upstream_port]
         self.lock = threading.Lock()
         self.deliveries = []
+        self.refused = 0
+        turn = [0]
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -279,17 +286,27 @@ class WebhookProxy:
                 raw = self.rfile.read(n) if n > 0 else b""
                 hdrs = {k: v for k, v in self.headers.items()
                         if k.lower() not in ("host", "content-length", "connection")}
-                url = "http://127.0.0.1:%d%s" % (proxy.upstream_port, self.path)
-                try:
-                    st, rh, body = http("POST", url, headers=hdrs, raw=raw, timeout_s=15)
-                except OSError as e:
-                    st, rh, body = 502, {}, {"error": "upstream: %s" % e}
+                with proxy.lock:
+                    first = turn[0]
+                    turn[0] += 1
+                for k in range(len(ports)):
+                    port = ports[(first + k) % len(ports)]
+                    url = "http://127.0.0.1:%d%s" % (port, self.path)
+                    try:
+                        st, rh, body = http("POST", url, headers=hdrs, raw=raw, timeout_s=15)
+                        break
+                    except OSError as e:
+                        st, rh, body = 502, {}, {"error": "upstream: %s" % e}
+                        if not isinstance(getattr(e, "reason", e), ConnectionRefusedError):
+                            break
+                        with proxy.lock:
+                            proxy.refused += 1
                 try:
                     payload = json.loads(raw.decode("utf-8"))
                 except ValueError:
                     payload = None
                 rec = {"time": time.time(), "path": self.path, "headers": hdrs, "raw": raw,
-                       "payload": payload, "status": st, "answer": body}
+                       "payload": payload, "status": st, "answer": body, "port": port}
                 with proxy.lock:
                     proxy.deliveries.append(rec)
                 what = payload.get("status") if isinstance(payload, dict) else "?"

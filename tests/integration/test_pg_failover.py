@@ -14,6 +14,16 @@ every alert answered 200 has exactly one issue in its last acknowledged state, n
 posted twice, and every takeover is at least the grace (github.timeout) and within the bound
 of store.h (1 s retry + grace + the 250 ms wait, with slack for a loaded machine).
 
+real_alertmanager_through_a_failover: the same with a real Alertmanager (group_wait and
+group_interval 1 s, repeat_interval 4 s) as the client, posting to one URL in front of both
+replicas (harness.WebhookProxy on two ports: each webhook to the next replica, the other when
+one refuses the connection, as a Kubernetes Service).  Six alerts are posted to Alertmanager's
+API, three of them resolved later, on a seeded schedule; the worker-lock holder is SIGKILLed
+once or twice at seeded moments mid-stream (a probe alert posted to Alertmanager right after,
+the takeover measured as above) and restarted.  At the end every alert has exactly one issue,
+open or closed as last posted, its last state answered 200, no comment twice, both replicas
+answered webhooks, and every takeover is within the bound.
+
 database_restarted_under_load: webhooks keep coming through both replicas while PostgreSQL is
 stopped for 3 s and started again: while it is down they are answered 503 (nothing else but
 200), /-/ready says not ready on both; every webhook answered 200, before or after, is on
@@ -38,8 +48,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import (Alertbridge, Runner, check, eq, event, http,  # noqa: E402
-                     issues_by_key, iso_ms, poll, print_tail, webhook_payload)
+from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
+                     check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
+                     print_tail, webhook_payload)
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
 
@@ -343,6 +354,163 @@ def kill_the_active_worker():
         eq(len(holders), 1, "replicas holding the worker lock at the end")
         check(tk[0] >= GRACE_S - 0.1, "no takeover before the grace", tk)
         check(tk[-1] <= GRACE_S + 1.0 + 0.25 + 4.0, "every takeover within the bound", tk)
+
+
+@run.case
+def real_alertmanager_through_a_failover():
+    if not pg.installed():
+        event("skipped: no PostgreSQL server installed")
+        return
+    seed = int(os.environ.get("PG_FAILOVER_SEED") or time.time() * 1000) % 1000000
+    rng = random.Random(seed)
+    event("PG_FAILOVER_SEED=%d; replay: PG_FAILOVER_SEED=%d PG_FAILOVER_ONLY=%s python3 "
+          "tests/integration/test_pg_failover.py" % (seed, seed,
+                                                     "real_alertmanager_through_a_failover"))
+    pods = ["pod-%d" % i for i in range(6)]
+    resolved_pods = sorted(rng.sample(pods, 3))
+    schedule = sorted([(rng.uniform(0, 3), p, True) for p in pods] +
+                      [(rng.uniform(6, 10), p, False) for p in resolved_pods])
+    n_kills = rng.randint(1, 2)
+    kill_gaps = [rng.uniform(1.0, 5.0), rng.uniform(0.5, 3.0)][:n_kills]
+    restart_gaps = [rng.uniform(0.2, 1.0) for _ in range(n_kills)]
+    event("plan: %d alerts, %d resolved, %d kills after %s s" % (
+        len(pods), len(resolved_pods), n_kills, " ".join("%.1f" % g for g in kill_gaps)))
+
+    def am_alert(pod, starts, ends=None):
+        a = {"labels": {"alertname": "PgFailoverAm", "pod": pod, "namespace": "ha",
+                        "severity": "warning"},
+             "annotations": {"summary": "failover test alert on " + pod},
+             "startsAt": iso_ms(starts)}
+        if ends is not None:
+            a["endsAt"] = iso_ms(ends)
+        return a
+
+    with Setup("alertmanager") as s:
+        a, b = s.replicas
+        # One URL in front of both replicas: each webhook to the next live one, as a Service.
+        front = WebhookProxy([a.port, b.port])
+        am = Alertmanager(s.tmp, "http://127.0.0.1:%d/v1/webhook" % front.port, a.hook_file,
+                          receiver=RECEIVER, group_by=("alertname", "pod"), group_wait="1s",
+                          group_interval="1s", repeat_interval="4s")
+        stop = threading.Event()
+        errors, takeovers = [], []
+        want = {}                           # pod -> "firing" / "resolved", as posted
+        try:
+            for r in s.replicas:
+                r.start()
+            am.start()
+
+            def driver():
+                t0, starts = time.time(), {}
+                try:
+                    for at, pod, firing in schedule:
+                        if stop.wait(max(0.0, t0 + at - time.time())):
+                            return
+                        if firing:
+                            starts[pod] = time.time() - 1
+                            am.post([am_alert(pod, starts[pod])])
+                        else:
+                            am.post([am_alert(pod, starts[pod], time.time() - 0.5)])
+                        want[pod] = "firing" if firing else "resolved"
+                        event("posted %s %s to Alertmanager" % (want[pod], pod))
+                except Exception as e:
+                    errors.append("driver: %r" % e)
+
+            def killer():
+                try:
+                    for k in range(n_kills):
+                        if stop.wait(kill_gaps[k]):
+                            return
+                        victim = poll(lambda: next((r for r in s.replicas if r.holds_lock()),
+                                                   None), "a worker-lock holder", timeout_s=20)
+                        victim.kill()
+                        t_kill = time.time()
+                        # Work for the survivor, through Alertmanager and the front.
+                        probe = "probe-%d" % k
+                        am.post([am_alert(probe, time.time() - 1)])
+                        want[probe] = "firing"
+
+                        def first_call():
+                            later = [r["time"] for r in s.gh.get_requests() if r["time"] > t_kill]
+                            return min(later) if later else None
+                        t_call = poll(first_call, "the survivor's first GitHub call",
+                                      timeout_s=20, interval_s=0.05)
+                        takeovers.append(t_call - t_kill)
+                        event("takeover %d: %.2f s (%s killed)" % (k + 1, t_call - t_kill,
+                                                                  victim.name))
+                        time.sleep(restart_gaps[k])
+                        victim.start()
+                except Exception as e:
+                    errors.append("killer: %r" % e)
+
+            threads = [threading.Thread(target=driver, daemon=True),
+                       threading.Thread(target=killer, daemon=True)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            stop.set()
+            check(not any(t.is_alive() for t in threads), "driver and killer finished")
+            check(not errors, "driver and killer ran without errors", errors)
+
+            def fingerprints():
+                out = {}
+                for d in front.get():
+                    for x in (d["payload"] or {}).get("alerts", []):
+                        out[x["labels"]["pod"]] = x["fingerprint"]
+                return out
+
+            def expected():
+                fps = fingerprints()
+                sender = Sender([])
+                sender.acked = {fps.get(p, "missing-" + p): st for p, st in want.items()}
+                return sender
+            try:
+                poll(lambda: settled(s.gh, expected(), s.replicas),
+                     "every alert on GitHub in its final state", timeout_s=30, interval_s=0.5)
+                unsettled = None
+            except Failure as e:
+                unsettled = str(e)  # the figures below say what is wrong
+            time.sleep(2)  # a late wrong call (a duplicate) would show now
+            issues, dups, cdups, lost, comments = verdict(s.gh, expected())
+            deliveries = front.get()
+            answers = collections.Counter(d["status"] for d in deliveries)
+            by_replica = collections.Counter(r.name for d in deliveries for r in s.replicas
+                                             if d["status"] == 200 and d["port"] == r.port)
+            acked = last_acknowledged(deliveries)
+            fps = fingerprints()
+            holders = [r.name for r in s.replicas if r.holds_lock()]
+            tk = sorted(takeovers)
+            event("figures: seed=%d alerts=%d resolved=%d webhooks=%s answered_200_by=%s "
+                  "refused_and_retried=%d kills=%d takeover_s=%s issues_checked=%d "
+                  "comments_checked=%d duplicate_issues=%d duplicate_comments=%d lost=%d" % (
+                      seed, len(want), len(resolved_pods), dict(answers), dict(by_replica),
+                      front.refused, len(tk), ",".join("%.2f" % x for x in tk), len(issues),
+                      comments, len(dups), len(cdups), len(lost)))
+            eq(len(tk), n_kills, "takeovers measured")
+            eq(sorted(fps), sorted(want), "every alert delivered by Alertmanager")
+            eq(unsettled, None, "settled: every alert in its final state, the queue empty")
+            eq({p: acked.get(fps[p], ("none",))[0] for p in want}, want,
+               "each alert's last state answered 200")
+            eq(dups, {}, "keys with more than one issue")
+            eq(lost, [], "alerts missing on GitHub or in the wrong state")
+            eq(cdups, [], "comments posted twice")
+            eq(len(issues), len(want), "one issue per alert")
+            eq(len(holders), 1, "replicas holding the worker lock at the end")
+            check(all(by_replica[r.name] >= 1 for r in s.replicas),
+                  "both replicas answered webhooks 200", dict(by_replica))
+            check(tk[0] >= GRACE_S - 0.1, "no takeover before the grace", tk)
+            check(tk[-1] <= GRACE_S + 1.0 + 0.25 + 4.0, "every takeover within the bound", tk)
+        except Exception:
+            print_tail("alertmanager log (last 30 lines)", am.proc.tail(30))
+            raise
+        finally:
+            stop.set()
+            for f in (am.stop, front.stop):
+                try:
+                    f()
+                except Exception as e:
+                    event("cleanup error: %s" % e)
 
 
 @run.case
