@@ -108,10 +108,12 @@ selected() {
 # slowest one whose code the unit tests already run under the sanitizers (test_janitor_digest:
 # test_janitor_digest.c, test_store_digest.c) and the model on PostgreSQL (lifecycle_pg: the
 # model on sqlite runs the bridge under them, the store's unit tests on PostgreSQL the store's
-# code), to keep `make test` within 25 minutes on 2 cores.  ASAN_SKIP overrides.
+# code) and the failover test (test_pg_failover: test_db, test_active and test_store_lock run
+# db_pg.c and the worker lock under them), to keep `make test` within 25 minutes on 2 cores.
+# ASAN_SKIP overrides.
 ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
 test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
-test_pg_cluster lifecycle_pg}
+test_pg_cluster lifecycle_pg test_pg_failover}
 asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
@@ -182,14 +184,18 @@ integration_one() {
 # so that the lanes get even loads.
 weight() {
 	case "$1" in
-	test_janitor_digest|test_bridge_faults) echo 200 ;;
+	test_bridge_faults) echo 200 ;;
+	test_janitor_digest) echo 156 ;;
+	test_deploy_files) echo 131 ;;
 	test_storm) echo 127 ;;
 	test_janitor_e2e) echo 105 ;;
-	lifecycle) echo 91 ;;
-	lifecycle_pg) echo 45 ;;
-	test_janitor_faults|test_deploy_files|test_crash) echo 85 ;;
+	lifecycle) echo 95 ;;
+	test_crash|test_janitor_faults) echo 85 ;;
+	lifecycle_pg|test_pg_failover) echo 73 ;;
 	test_bridge_e2e) echo 42 ;;
+	test_bench_smoke) echo 36 ;;
 	test_lost_database) echo 33 ;;
+	test_lifecycle|test_ha) echo 26 ;;
 	*) echo 15 ;;
 	esac
 }
