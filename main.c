@@ -1159,6 +1159,14 @@ int main(int argc, char **argv)
 	rc = parse_flags(argc, argv, first, &f);
 	if (rc)
 		return rc;
+	if (f.database_path && db_target_is_postgres(f.database_path)) {
+		struct buf why = BUF_INIT;
+		if (cfg_database_uri_check(f.database_path, &why)) {
+			fprintf(stderr, "alertbridge: --database.path: %s\n", buf_str(&why));
+			buf_release(&why);
+			return 2;
+		}
+	}
 	if (!strcmp(cmd, "version")) {
 		struct buf out = BUF_INIT;
 		version_text(&out);

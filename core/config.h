@@ -321,6 +321,14 @@ enum err cfg_parse(const char *yaml, size_t len, const char *name_for_errors,
 /* Free cfg and everything in it, wiping the secrets first.  cfg may be NULL. */
 void cfg_free(struct config *cfg);
 
+/*
+ * The check `database` gets when it is a PostgreSQL URI (config_database.c),
+ * for a URI that comes from elsewhere (--database.path): ERR_OK when libpq's
+ * PQconninfoParse() takes it and it names no password (user:pw@ or
+ * password=); else ERR_INVALID with why (never quoting the password).
+ */
+enum err cfg_database_uri_check(const char *uri, struct buf *why) WARN_UNUSED;
+
 /* The receiver named name (exact match), or NULL.  Lives as long as cfg. */
 const struct cfg_receiver *cfg_receiver_find(const struct config *cfg, const char *name);
 

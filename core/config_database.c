@@ -38,29 +38,44 @@ static int names_password(const char *uri)
 #define PASSWORD_IN_URI "the URI holds a password: put it in a file named by " \
 	"database_password_file (or libpq's PGPASSFILE) instead"
 
-/* A PostgreSQL URI: well formed for libpq, without a password. */
-static enum err check_uri(struct ctx *c, yaml_node_t *node, const char *uri)
+enum err cfg_database_uri_check(const char *uri, struct buf *why)
 {
-	char *why = NULL;
+	char *msg = NULL;
 	PQconninfoOption *opts;
 	enum err rc = ERR_OK;
 
-	if (names_password(uri))
-		return cfg_fail(c, node, "database", ERR_INVALID, PASSWORD_IN_URI);
-	opts = PQconninfoParse(uri, &why);
+	if (names_password(uri)) {
+		buf_setf(why, PASSWORD_IN_URI);
+		return ERR_INVALID;
+	}
+	opts = PQconninfoParse(uri, &msg);
 	if (!opts) {
-		size_t n = why ? strlen(why) : 0;
+		size_t n = msg ? strlen(msg) : 0;
 
-		while (n > 0 && why[n - 1] == '\n')
-			why[--n] = '\0';
-		rc = cfg_fail(c, node, "database", ERR_INVALID, "not a valid PostgreSQL URI: %s",
-			      why ? why : "out of memory");
+		while (n > 0 && msg[n - 1] == '\n')
+			msg[--n] = '\0';
+		buf_setf(why, "not a valid PostgreSQL URI: %s", msg ? msg : "out of memory");
+		rc = ERR_INVALID;
 	}
 	for (const PQconninfoOption *o = opts; o && o->keyword && rc == ERR_OK; o++)
-		if (!strcmp(o->keyword, "password") && o->val && *o->val)
-			rc = cfg_fail(c, node, "database", ERR_INVALID, PASSWORD_IN_URI);
-	PQfreemem(why);
+		if (!strcmp(o->keyword, "password") && o->val && *o->val) {
+			buf_setf(why, PASSWORD_IN_URI);
+			rc = ERR_INVALID;
+		}
+	PQfreemem(msg);
 	PQconninfoFree(opts);
+	return rc;
+}
+
+/* A PostgreSQL URI: well formed for libpq, without a password. */
+static enum err check_uri(struct ctx *c, yaml_node_t *node, const char *uri)
+{
+	struct buf why = BUF_INIT;
+	enum err rc = cfg_database_uri_check(uri, &why);
+
+	if (rc != ERR_OK)
+		rc = cfg_fail(c, node, "database", rc, "%s", buf_str(&why));
+	buf_release(&why);
 	return rc;
 }
 

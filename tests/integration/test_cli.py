@@ -210,4 +210,20 @@ def map_commands_on_a_served_database():
     check(not os.path.exists(os.path.join(TMP, "none.db")), "no database created by map")
 
 
+
+@runner.case
+def database_path_uri_checked_as_config():
+    """--database.path gets check-config's test of a PostgreSQL URI: no password in it (never
+    echoed), well formed for libpq; exit 2 before anything is opened."""
+    for uri in ("postgres://ab:hunter2@127.0.0.1:1/x", "postgres://ab@127.0.0.1:1/x?password=hunter2"):
+        for cmd in (["map", "list"], ["serve"], ["janitor", "sweep", "--once"]):
+            rc, out, err = ab(*cmd, "--database.path=" + uri)
+            eq(rc, 2, "%s with a password in --database.path" % " ".join(cmd))
+            check("database_password_file" in err, "says where the password goes", err)
+            check("hunter2" not in err + out, "the password never printed", err)
+    rc, _, err = ab("map", "list", "--database.path=postgres://[bad")
+    eq(rc, 2, "a malformed URI")
+    check("not a valid PostgreSQL URI" in err, "libpq's reason", err)
+
+
 sys.exit(runner.run())
