@@ -215,7 +215,8 @@ def map_commands_on_a_served_database():
 def database_path_uri_checked_as_config():
     """--database.path gets check-config's test of a PostgreSQL URI: no password in it (never
     echoed), well formed for libpq; exit 2 before anything is opened."""
-    for uri in ("postgres://ab:hunter2@127.0.0.1:1/x", "postgres://ab@127.0.0.1:1/x?password=hunter2"):
+    for uri in ("postgres://ab:hunter2@127.0.0.1:1/x",
+                "postgres://ab@127.0.0.1:1/x?password=hunter2"):
         for cmd in (["map", "list"], ["serve"], ["janitor", "sweep", "--once"]):
             rc, out, err = ab(*cmd, "--database.path=" + uri)
             eq(rc, 2, "%s with a password in --database.path" % " ".join(cmd))

@@ -224,15 +224,21 @@ class Setup:
         subprocess.run(argv, check=True, timeout=60, stdout=subprocess.DEVNULL)
 
 
+def seeded(case):
+    """(random.Random, seed) of PG_FAILOVER_SEED, else of the clock; prints the seed and the
+    case's one-line replay."""
+    seed = int(os.environ.get("PG_FAILOVER_SEED") or time.time() * 1000) % 1000000
+    event("PG_FAILOVER_SEED=%d; replay: PG_FAILOVER_SEED=%d PG_FAILOVER_ONLY=%s python3 "
+          "tests/integration/test_pg_failover.py" % (seed, seed, case))
+    return random.Random(seed), seed
+
+
 @run.case
 def kill_the_active_worker():
     if not pg.installed():
         event("skipped: no PostgreSQL server installed")
         return
-    seed = int(os.environ.get("PG_FAILOVER_SEED") or time.time() * 1000) % 1000000
-    rng = random.Random(seed)
-    event("PG_FAILOVER_SEED=%d; replay: PG_FAILOVER_SEED=%d PG_FAILOVER_ONLY=%s python3 "
-          "tests/integration/test_pg_failover.py" % (seed, seed, "kill_the_active_worker"))
+    rng, seed = seeded("kill_the_active_worker")
     n_alerts, duration_s = 8, 30.0
     fps = ["f0f0f0f0f0f0%04x" % i for i in range(n_alerts)]
     schedule = []
@@ -361,11 +367,7 @@ def real_alertmanager_through_a_failover():
     if not pg.installed():
         event("skipped: no PostgreSQL server installed")
         return
-    seed = int(os.environ.get("PG_FAILOVER_SEED") or time.time() * 1000) % 1000000
-    rng = random.Random(seed)
-    event("PG_FAILOVER_SEED=%d; replay: PG_FAILOVER_SEED=%d PG_FAILOVER_ONLY=%s python3 "
-          "tests/integration/test_pg_failover.py" % (seed, seed,
-                                                     "real_alertmanager_through_a_failover"))
+    rng, seed = seeded("real_alertmanager_through_a_failover")
     pods = ["pod-%d" % i for i in range(6)]
     resolved_pods = sorted(rng.sample(pods, 3))
     schedule = sorted([(rng.uniform(0, 3), p, True) for p in pods] +
