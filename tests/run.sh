@@ -76,7 +76,8 @@ account() {
 		# why, again at the end: CI keeps only the output's tail
 		{ echo "--- $stage$2:"
 		  grep -E -A2 ' FAIL |^\[  (ERROR|FAILED)  \] [a-z_]|^----- sanitizer report|^[A-Za-z]*Error:' \
-		    "$log" | cut -c1-300 | head -n 6; } >>"$why"
+		    "$log" | cut -c1-300 | head -n 6 | grep . ||
+			tail -n 4 "$log" | cut -c1-300; } >>"$why"  # no such line (a crash): its end
 		echo "$stage$1 $2: $p passed, $f failed (exit $5)"
 	else
 		echo "$stage$1 $2: $p passed"
