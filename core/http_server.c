@@ -930,8 +930,15 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 enum err srv_start(struct srv *s, struct buf *errmsg)
 {
 	struct MHD_OptionItem opts[16];
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO | MHD_USE_ITC |
-			 MHD_USE_ERROR_LOG;
+	/*
+	 * poll(), not epoll: with a thread pool on epoll, MHD_quiesce_daemon()
+	 * removes the listen socket from every worker's epoll set from the
+	 * calling thread while a worker at its connection limit may remove it
+	 * too; the loser's EPOLL_CTL_DEL fails and libmicrohttpd aborts the
+	 * process ("Failed to remove listen FD from epoll set", seen in CI at
+	 * srv_stop).  With poll() quiesce only signals each worker's ITC.
+	 */
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
 	size_t n = 0;
 	enum err rc;
 	int fd = -1;

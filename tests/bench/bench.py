@@ -25,7 +25,8 @@ searches and the rate-limit units used (GitHub does not count a 304).
 
 usage: bench.py BARE_RESPONDER ALERTBRIDGE
 env:   BENCH_DURATION (10s), BENCH_THREADS (2), BENCH_CONNECTIONS (16), BENCH_PAYLOAD,
-       BENCH_CALLGRIND_REQUESTS (200; 0 skips callgrind), BENCH_MODES (new,repeat,mix),
+       BENCH_CALLGRIND_REQUESTS (200; 0 skips callgrind), BENCH_CALLGRIND_KEEP (a folder
+       where the callgrind outputs are kept, for callgrind_annotate), BENCH_MODES (new,repeat,mix),
        BENCH_ENGINES (sqlite,postgres; postgres only when installed).  callgrind counts the
        sqlite engine's runs only (on PostgreSQL the server's work is another process's).
 Exit status 0; 1 when an answer was not 2xx or an acknowledged alert is missing; 2 on setup.
@@ -59,6 +60,7 @@ CG_REQUESTS = int(os.environ.get("BENCH_CALLGRIND_REQUESTS", "200"))
 MODES = [m for m in os.environ.get("BENCH_MODES", "new,repeat,mix").split(",") if m]
 ENGINES = [e for e in os.environ.get("BENCH_ENGINES", "sqlite,postgres" if pg.installed() else
                                      "sqlite").split(",") if e]
+KEEP_CG = os.environ.get("BENCH_CALLGRIND_KEEP")
 LUA = os.path.join(SRC, "tests", "bench", "post.lua")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TOKEN = "bench-" + os.urandom(8).hex()
@@ -248,6 +250,9 @@ def callgrind_total(cmd, cwd, port, body_for, n, is_bridge):
             die("callgrind run: %d of %d requests answered 2xx" % (ok, n))
     stop(proc, grace_s=120)
     text = open(out).read()
+    if KEEP_CG and n:
+        shutil.copy(out, os.path.join(KEEP_CG, "callgrind.%s.%d" % (
+            "alertbridge" if is_bridge else "bare", len(os.listdir(KEEP_CG)))))
     os.unlink(out)
     m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
     if is_bridge:

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -419,6 +420,38 @@ static void connection_over_cap_is_closed(void **state)
 				       "max_connections=3 refused_total=1"));
 }
 
+/*
+ * Stopping while the pool's workers are at their connection limit: on epoll,
+ * MHD_quiesce_daemon() and a full worker both took the listen socket out of
+ * the worker's epoll set and libmicrohttpd aborted the process ("Failed to
+ * remove listen FD from epoll set", CI).  Rounds of clients over every
+ * limit, each ended by a stop; the test passes when the process survives
+ * them all and each stop returns.
+ */
+static void stop_with_workers_at_their_limit(void **state)
+{
+	int round, i, fds[24], devnull = open("/dev/null", O_WRONLY);
+
+	(void)state;
+	log_set_fd(devnull);  /* a "connection limit reached" line per round */
+	for (round = 0; round < 40; round++) {
+		struct seen sn;
+		struct srv *s = start_limited(&sn, 10, 10000, 1, 0);
+
+		for (i = 0; i < 24; i++)
+			fds[i] = hfx_raw_connect(s);
+		if (round % 2)
+			(void)poll(NULL, 0, 2);
+		srv_free(s);
+		for (i = 0; i < 24; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		pthread_mutex_destroy(&sn.lock);
+	}
+	log_set_fd(2);
+	close(devnull);
+}
+
 /* Per-IP cap: 127.0.0.1 holds its share, 127.0.0.2 is still served at once. */
 static void per_ip_cap_leaves_room_for_others(void **state)
 {
@@ -457,6 +490,7 @@ int main(void)
 		cmocka_unit_test(kept_alive_connection_waits_header_timeout),
 		cmocka_unit_test(connection_over_cap_is_closed),
 		cmocka_unit_test(per_ip_cap_leaves_room_for_others),
+		cmocka_unit_test(stop_with_workers_at_their_limit),
 	};
 	int rc;
 
