@@ -380,6 +380,7 @@ static enum err add_dead_events(const struct webhook *w, struct request *r)
  */
 static int answer_from_cache(struct webhook *w, struct request *r)
 {
+	uint64_t version;
 	int all = 0;
 
 	r->seen.generation = r->generation;
@@ -390,7 +391,11 @@ static int answer_from_cache(struct webhook *w, struct request *r)
 	if (!webhook_cache_get(w->cache, &r->seen, &r->hit))
 		return 0;
 	r->rcv = cfg_receiver_find(r->cfg, r->hit.receiver);
-	if (r->rcv && store_repeats(w->store, r->hit.evs, r->hit.n_evs, &all) == ERR_OK && all) {
+	version = r->hit.repeats_version;
+	if (r->rcv && store_repeats(w->store, r->hit.evs, r->hit.n_evs, &version, &all) == ERR_OK &&
+	    all) {
+		if (version != r->hit.repeats_version)
+			webhook_cache_set_repeats_version(w->cache, &r->seen, version);
 		r->n_evs = r->hit.n_evs;
 		r->n_repeated = r->hit.n_repeated;
 		return 1;

@@ -173,6 +173,17 @@ int webhook_cache_get(struct webhook_cache *c, const struct webhook_cache_reques
 	return found;
 }
 
+void webhook_cache_set_repeats_version(struct webhook_cache *c,
+				       const struct webhook_cache_request *rq, uint64_t version)
+{
+	struct slot *s = slot_of(c, rq);
+
+	pthread_mutex_lock(&c->mu);
+	if (holds(s, rq))
+		s->e.repeats_version = version;
+	pthread_mutex_unlock(&c->mu);
+}
+
 void webhook_cache_put(struct webhook_cache *c, const struct webhook_cache_request *rq,
 		       const struct webhook_cache_entry *e)
 {

@@ -12,6 +12,9 @@
  * (webhook_cache_clear()).  Whether the events are still repeats is NOT
  * cached: the webhook asks the store every time (store_repeats()), so the
  * store's rule decides, exactly as for a parsed body (bridge/webhook.h).
+ * What the entry keeps is the store's version at the last "all repeats"
+ * (repeats_version): with nothing written since, the store answers from it
+ * without a query.
  *
  * A fixed number of slots, each holding one entry, chosen by a keyed hash of
  * the request (nettle's UMAC-64 under a random key, about a byte per
@@ -53,6 +56,8 @@ struct webhook_cache_entry {
 	size_t n_repeated;            /* alerts a repeat stands for: n_alerts, or 1 per event */
 	struct store_event *evs;      /* n_evs events: identity fields only, payload "-" */
 	size_t n_evs;
+	uint64_t repeats_version;     /* store_repeats()'s version at its last "all
+				       * repeats" for evs; 0 when not known */
 };
 
 /* A cache of slots entries (at least 1); never NULL. */
@@ -76,6 +81,13 @@ int webhook_cache_get(struct webhook_cache *c, const struct webhook_cache_reques
  */
 void webhook_cache_put(struct webhook_cache *c, const struct webhook_cache_request *rq,
 		       const struct webhook_cache_entry *e);
+
+/*
+ * Set the repeats_version of rq's entry, if its slot still holds rq (a
+ * newer body may have taken it; then nothing is set).
+ */
+void webhook_cache_set_repeats_version(struct webhook_cache *c,
+				       const struct webhook_cache_request *rq, uint64_t version);
 
 /* Drop every entry. */
 void webhook_cache_clear(struct webhook_cache *c);

@@ -155,6 +155,11 @@ enum err db_set_schema_version(struct db *db, int version, struct buf *errmsg)
 	return db->ops->set_schema_version(db, version, errmsg);
 }
 
+enum err db_data_version(struct db *db, uint64_t *version, struct buf *errmsg)
+{
+	return db->ops->data_version(db, version, errmsg);
+}
+
 enum err db_reclaim(struct db *db, struct buf *errmsg)
 {
 	return db->ops->reclaim(db, errmsg);

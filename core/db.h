@@ -157,6 +157,19 @@ enum err db_schema_version(struct db *db, int *version, struct buf *errmsg);
 enum err db_set_schema_version(struct db *db, int version, struct buf *errmsg);
 
 /*
+ * A number that changes whenever what the database holds may have changed:
+ * on sqlite, a statement that can write stepped on this connection (or
+ * db_exec(), db_begin(), db_commit(), db_rollback()), or a commit by any
+ * other connection to the file (PRAGMA data_version; the CLI's
+ * `map forget` is another process).  The same number twice: no row changed
+ * in between, so a read gives the same answer.  On PostgreSQL other
+ * replicas write unseen: *version is 0, "unknown", equal to nothing.  Never
+ * 0 on sqlite.  Caller serialises it with the connection's other uses.
+ * Errors: ERR_DB (the pragma failed; *version 0).
+ */
+enum err db_data_version(struct db *db, uint64_t *version, struct buf *errmsg);
+
+/*
  * After deleting many rows: give the space back (sqlite: incremental_vacuum
  * and a WAL checkpoint; PostgreSQL: nothing, autovacuum does it).
  */

@@ -37,6 +37,7 @@ struct db_ops {
 	enum err (*schema_version)(struct db *db, int *version, struct buf *errmsg);
 	enum err (*set_schema_version)(struct db *db, int version, struct buf *errmsg);
 	enum err (*reclaim)(struct db *db, struct buf *errmsg);
+	enum err (*data_version)(struct db *db, uint64_t *version, struct buf *errmsg);
 	enum err (*try_lock)(struct db *db, int64_t key, int *held, struct buf *errmsg);
 	int (*lock_held)(struct db *db, int64_t key);
 	void (*unlock)(struct db *db, int64_t key);

@@ -777,9 +777,19 @@ static void pg_close(struct db *db)
 	free(pg);
 }
 
+/* Other replicas write unseen: never a version that could match (db.h). */
+static enum err pg_data_version(struct db *db, uint64_t *version, struct buf *errmsg)
+{
+	(void)db;
+	(void)errmsg;
+	*version = 0;
+	return ERR_OK;
+}
+
 static const struct db_ops pg_ops = {
 	.engine = DB_POSTGRES,
 	.close = pg_close,
+	.data_version = pg_data_version,
 	.prepare = pg_prepare,
 	.finalize = pg_finalize,
 	.bind_text = pg_bind_text,

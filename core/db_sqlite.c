@@ -31,7 +31,10 @@ struct sq_db {
 	struct db base;
 	sqlite3 *h;
 	/* Prepared once: the intake's group commit runs them per batch. */
-	sqlite3_stmt *begin, *commit, *rollback;
+	sqlite3_stmt *begin, *commit, *rollback, *data_version;
+	/* db_data_version(): bumped by a write of ours or a new PRAGMA data_version */
+	uint64_t version;
+	int64_t seen_data_version;
 	const char *bind_err;  /* db_errmsg() after a step refused for a failed bind */
 };
 
@@ -68,6 +71,7 @@ static void sq_close(struct db *db)
 	sqlite3_finalize(d->begin);
 	sqlite3_finalize(d->commit);
 	sqlite3_finalize(d->rollback);
+	sqlite3_finalize(d->data_version);
 	if (d->h && sqlite3_close(d->h) != SQLITE_OK) {
 		struct log_line *l = log_begin(LOG_ERROR, "database close failed");
 		log_str(l, "path", db->name);
@@ -142,6 +146,8 @@ static enum db_step sq_step(struct db_stmt *s)
 	struct sq_db *d = sq(s->db);
 
 	d->bind_err = NULL;
+	if (!sqlite3_stmt_readonly(q->s))
+		d->version++;
 	if (q->brc != SQLITE_OK) {
 		d->bind_err = sqlite3_errstr(q->brc);
 		return DB_ERROR;
@@ -235,6 +241,7 @@ static enum err sq_exec(struct db *db, const char *sql, struct buf *errmsg)
 	char *msg = NULL;
 
 	d->bind_err = NULL;
+	d->version++;
 	if (sqlite3_exec(d->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		buf_setf(errmsg, "%s: %s", db->name, msg ? msg : sqlite3_errmsg(d->h));
 		sqlite3_free(msg);
@@ -250,6 +257,7 @@ static enum err run_cached(struct sq_db *d, sqlite3_stmt *s, const char *what,
 	enum err rc = ERR_OK;
 
 	d->bind_err = NULL;
+	d->version++;
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = fail(d, what, errmsg);
 	sqlite3_reset(s);
@@ -275,6 +283,34 @@ static void sq_rollback(struct db *db)
 {
 	if (sq_in_transaction(db))
 		(void)run_cached(sq(db), sq(db)->rollback, "rollback", NULL);
+}
+
+/*
+ * Our writes bump d->version as they run; another connection's commit shows
+ * as a new PRAGMA data_version (sqlite: it changes when another connection
+ * committed since the last call; our own commits leave it alone).
+ */
+static enum err sq_data_version(struct db *db, uint64_t *version, struct buf *errmsg)
+{
+	struct sq_db *d = sq(db);
+	int64_t dv;
+
+	*version = 0;
+	d->bind_err = NULL;
+	if (sqlite3_step(d->data_version) != SQLITE_ROW) {
+		enum err rc = fail(d, "PRAGMA data_version", errmsg);
+
+		sqlite3_reset(d->data_version);
+		return rc;
+	}
+	dv = sqlite3_column_int64(d->data_version, 0);
+	sqlite3_reset(d->data_version);
+	if (dv != d->seen_data_version) {
+		d->seen_data_version = dv;
+		d->version++;
+	}
+	*version = d->version + 1;  /* never 0 */
+	return ERR_OK;
 }
 
 /* The single value of sql as text into out ("" for NULL). */
@@ -347,6 +383,7 @@ static void sq_unlock(struct db *db, int64_t key)
 static const struct db_ops sq_ops = {
 	.engine = DB_SQLITE,
 	.close = sq_close,
+	.data_version = sq_data_version,
 	.prepare = sq_prepare,
 	.finalize = sq_finalize,
 	.bind_text = sq_bind_text,
@@ -435,7 +472,9 @@ static enum err prepare_cached(struct sq_db *d, struct buf *errmsg)
 	    sqlite3_prepare_v3(d->h, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT, &d->commit,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v3(d->h, "ROLLBACK", -1, SQLITE_PREPARE_PERSISTENT, &d->rollback,
-			       NULL) != SQLITE_OK)
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v3(d->h, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
+			       &d->data_version, NULL) != SQLITE_OK)
 		return fail(d, "prepare", errmsg);
 	return ERR_OK;
 }

@@ -163,10 +163,18 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
  * transaction, as store_enqueue() does before it opens one; writes nothing
  * (evs[i].repeated is set as store_enqueue() would).  The webhook's cache of
  * recent bodies asks this instead of parsing a body it has seen
- * (bridge/webhook.h).  Errors: ERR_INVALID (st NULL, evs NULL with n > 0, a
- * required field of an event empty), ERR_DB (the read failed; *all = 0).
+ * (bridge/webhook.h).
+ * version (may be NULL), in: the database's version (db_data_version()) at
+ * which an earlier call said "all repeats" for the same evs, or 0.  When the
+ * version is still that, no row changed since, and the answer is 1 without
+ * reading an event (a repeat at Alertmanager's repeat_interval costs one
+ * pragma, not a query per alert).  Out: the version this answer holds at
+ * when *all = 1, else 0; always 0 on PostgreSQL (other replicas write).
+ * Errors: ERR_INVALID (st NULL, evs NULL with n > 0, a required field of
+ * an event empty), ERR_DB (the read failed; *all = 0, *version 0).
  */
-enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int *all) WARN_UNUSED;
+enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint64_t *version,
+		       int *all) WARN_UNUSED;
 
 /*
  * The oldest event of queue kind that is neither done nor dead-lettered and

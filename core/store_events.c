@@ -114,12 +114,16 @@ static int all_repeats(struct store *st, struct batch *list)
 	return 1;
 }
 
-enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int *all)
+enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint64_t *version,
+		       int *all)
 {
 	struct buf msg = BUF_INIT;
+	uint64_t known = version ? *version : 0, now_v = 0;
 	enum err rc = ERR_OK;
 
 	*all = 0;
+	if (version)
+		*version = 0;
 	if (!st || (n > 0 && !evs))
 		return ERR_INVALID;
 	for (size_t i = 0; i < n; i++) {
@@ -129,15 +133,24 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, int 
 		evs[i].repeated = 0;
 	}
 	pthread_mutex_lock(&st->db_mu);
-	for (size_t i = 0; i < n && rc == ERR_OK; i++) {
-		rc = check_repeat(st, &evs[i], &msg);
-		if (rc == ERR_OK && !evs[i].repeated)
-			break;
+	rc = db_data_version(st->db, &now_v, &msg);
+	if (rc == ERR_OK && known && now_v == known && n > 0) {
+		/* Nothing was written since the same events were all repeats. */
+		for (size_t i = 0; i < n; i++)
+			evs[i].repeated = 1;
+	} else {
+		for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+			rc = check_repeat(st, &evs[i], &msg);
+			if (rc == ERR_OK && !evs[i].repeated)
+				break;
+		}
 	}
 	pthread_mutex_unlock(&st->db_mu);
 	*all = rc == ERR_OK && n > 0;
 	for (size_t i = 0; i < n && *all; i++)
 		*all = evs[i].repeated;
+	if (version && *all)
+		*version = now_v;
 	if (rc == ERR_DB)
 		store_log_db("repeat check", &msg);
 out:

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -443,13 +444,13 @@ static void repeats_are_not_stored(void **state)
 	assert_true(evs[0].id == 0 && evs[0].repeated);
 	/* store_repeats(): the same answer, nothing written */
 	int all = -1;
-	assert_int_equal(store_repeats(st, evs, 2, &all), ERR_OK);
+	assert_int_equal(store_repeats(st, evs, 2, NULL, &all), ERR_OK);
 	assert_true(all == 1 && evs[0].repeated && evs[1].repeated);
 	evs[1].repeat_state = (char *)"o/new";
-	assert_int_equal(store_repeats(st, evs, 2, &all), ERR_OK);
+	assert_int_equal(store_repeats(st, evs, 2, NULL, &all), ERR_OK);
 	assert_true(all == 0 && evs[0].repeated && !evs[1].repeated);
 	evs[1].repeat_state = (char *)"o/r";
-	assert_int_equal(store_repeats(st, evs, 0, &all), ERR_OK);
+	assert_int_equal(store_repeats(st, evs, 0, NULL, &all), ERR_OK);
 	assert_int_equal(all, 0);
 	store_stats(st, &stats);
 	assert_int_equal(stats.commits, 1);  /* the repeat opened no transaction */
@@ -507,6 +508,60 @@ static void repo_scans_and_unmapped_dead_letters(void **state)
 	assert_string_equal(buf_str(&out), "default/k1:422 one;");
 	assert_int_equal(store_dead_unmapped(st, "bridge", 0, dead_fn, &out), ERR_INVALID);
 	buf_release(&out);
+	store_close(st);
+}
+
+/*
+ * store_repeats()'s version: the answer "all repeats" is given from it only
+ * while no row changed.  A commit by another connection to the file (the
+ * CLI's `map forget` is another process) or a write of our own ends it; on
+ * PostgreSQL there is never a version (other replicas write unseen).
+ */
+static void repeats_from_the_version_only_while_nothing_changed(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
+	struct buf msg = BUF_INIT;
+	sqlite3 *h = NULL;
+	uint64_t v = 0, v2;
+	int all = -1;
+
+	ev.repeat_state = (char *)"o/r";
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_true(ev.id > 0);
+	assert_int_equal(store_repeats(st, &ev, 1, &v, &all), ERR_OK);
+	assert_int_equal(all, 1);
+	if (sfx_postgres()) {
+		assert_true(v == 0);
+		goto out;
+	}
+	assert_true(v != 0);
+	v2 = v;  /* nothing changed: the same answer at the same version */
+	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
+	assert_true(all == 1 && v2 == v);
+
+	/* another connection forgets the key's repeat state and commits */
+	assert_int_equal(sqlite3_open(f->path, &h), SQLITE_OK);
+	sqlite3_busy_timeout(h, 5000);
+	assert_int_equal(sqlite3_exec(h, "UPDATE events SET repeat_state = NULL", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(h);
+	v2 = v;
+	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
+	assert_true(all == 0 && !ev.repeated && v2 == 0);
+
+	/* stored again; then a write of ours ends the version too */
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_true(ev.id > 0);
+	assert_int_equal(store_repeats(st, &ev, 1, &v, &all), ERR_OK);
+	assert_true(all == 1 && v != 0);
+	assert_int_equal(store_event_dead(st, ev.id, "repository o/r not found"), ERR_OK);
+	v2 = v;
+	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
+	assert_true(all == 0 && v2 == 0);  /* a dead newest event is no state to repeat */
+out:
+	buf_release(&msg);
 	store_close(st);
 }
 
@@ -1028,6 +1083,7 @@ int main(void)
 		SFX_MEMORY_TEST(enqueue_dead_letters_invalid_events),
 		SFX_MEMORY_TEST(repeated_dead_letters_are_one),
 		SFX_MEMORY_TEST(repeats_are_not_stored),
+		SFX_TEST(repeats_from_the_version_only_while_nothing_changed),
 		SFX_MEMORY_TEST(prune_drops_old_done_events_only),
 		SFX_TEST(prune_keeps_the_file_small_and_dead_letters),
 		SFX_MEMORY_TEST(enqueue_rejects_bad_input_and_stores_nothing),
