@@ -13,7 +13,7 @@
 #                      integration tests: MODEL_SEEDS seeds (default 200; 25 under ASan unless
 #                      MODEL_SEEDS is set), see the file for its other knobs; and
 #                      tests/model/lifecycle_pg.py, the same on PostgreSQL with MODEL_PG_SEEDS
-#                      seeds (default 40; not under ASan).
+#                      seeds (default 20; not under ASan).
 #   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
 #                      -fsanitize=address,undefined); any sanitizer report a test's processes
 #                      write (leaks at exit included) fails that test.
@@ -192,7 +192,8 @@ weight() {
 	test_janitor_e2e) echo 105 ;;
 	lifecycle) echo 95 ;;
 	test_crash|test_janitor_faults) echo 85 ;;
-	lifecycle_pg|test_pg_failover) echo 73 ;;
+	test_pg_failover) echo 73 ;;
+	lifecycle_pg) echo 40 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_bench_smoke) echo 36 ;;
 	test_lost_database) echo 33 ;;

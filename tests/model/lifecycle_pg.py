@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """lifecycle_pg.py - the model-based lifecycle test (lifecycle.py) with the store on PostgreSQL:
-MODEL_ENGINE=postgres and MODEL_PG_SEEDS seeds (default 40: seeds 1..40, the first of the
+MODEL_ENGINE=postgres and MODEL_PG_SEEDS seeds (default 20: seeds 1..20, the first of the
 sqlite run's 200, so that a seed failing on one engine only points at the engine).  Each
 world's database is fresh on the cluster AB_TEST_PG_URI names (tests/run.sh starts one), or on
 a private cluster when it is unset.  Without a PostgreSQL server installed it says so and counts
@@ -22,7 +22,7 @@ if __name__ == "__main__":
         print("0 passed, 0 failed")
         sys.exit(0)
     os.environ["MODEL_ENGINE"] = "postgres"
-    os.environ["MODEL_SEEDS"] = os.environ.get("MODEL_PG_SEEDS") or "40"
+    os.environ["MODEL_SEEDS"] = os.environ.get("MODEL_PG_SEEDS") or "20"
     sys.path.insert(0, HERE)
     import lifecycle  # noqa: E402 - reads MODEL_ENGINE when imported
     sys.exit(lifecycle.main())

@@ -434,7 +434,7 @@ static void stop_with_workers_at_their_limit(void **state)
 
 	(void)state;
 	log_set_fd(devnull);  /* a "connection limit reached" line per round */
-	for (round = 0; round < 40; round++) {
+	for (round = 0; round < 20; round++) {
 		struct seen sn;
 		struct srv *s = start_limited(&sn, 10, 10000, 1, 0);
 
