@@ -839,10 +839,17 @@ out:
 	buf_release(&errmsg);
 }
 
-static void update_gauges(struct bridge *b)
+/*
+ * The gauges after a step.  The queue's are scans of the pending events
+ * (count, oldest): under a backlog they cost the worker O(pending) per
+ * event while the intake waits for the store, so they are counted at most
+ * once a second, and whenever the queue was found empty (cheap then, and
+ * the gauges reach 0 at once).
+ */
+static void update_gauges(struct bridge *b, int queue_empty)
 {
 	struct gh_stats s;
-	int64_t oldest;
+	int64_t oldest, now_us = clock_mono_us();
 
 	gh_stats(b->gh, &s);
 	pthread_mutex_lock(&b->budget_mu);
@@ -850,11 +857,16 @@ static void update_gauges(struct bridge *b)
 	pthread_mutex_unlock(&b->budget_mu);
 	if (!b->opts.metrics)
 		return;
-	metric_set(b->m_pending, NULL, (double)store_pending_count(b->opts.store, "bridge"));
-	metric_set(b->m_dead, NULL, (double)store_dead_count(b->opts.store));
-	oldest = store_oldest_pending_ms(b->opts.store, "bridge");
-	if (oldest >= 0)
-		metric_set(b->m_oldest, NULL, oldest == INT64_MAX ? 0 : (double)(oldest / 1000));
+	if (queue_empty || !b->queue_counted_us || now_us - b->queue_counted_us >= 1000000) {
+		b->queue_counted_us = now_us;
+		metric_set(b->m_pending, NULL,
+			   (double)store_pending_count(b->opts.store, "bridge"));
+		metric_set(b->m_dead, NULL, (double)store_dead_count(b->opts.store));
+		oldest = store_oldest_pending_ms(b->opts.store, "bridge");
+		if (oldest >= 0)
+			metric_set(b->m_oldest, NULL,
+				   oldest == INT64_MAX ? 0 : (double)(oldest / 1000));
+	}
 	/* Counting the map is a scan: at most once a second. */
 	if (clock_mono_us() - b->issues_counted_us >= 1000000 || !b->issues_counted_us) {
 		static const char *const is_open[] = { "open" }, *const is_closed[] = { "closed" };
@@ -933,7 +945,7 @@ static void standby_gauges(struct bridge *b)
 	if (b->standby_counted_us && now - b->standby_counted_us < 1000000)
 		return;
 	b->standby_counted_us = now;
-	update_gauges(b);
+	update_gauges(b, 0);
 }
 
 int bridge_step(struct bridge *b)
@@ -950,12 +962,12 @@ int bridge_step(struct bridge *b)
 	w.now_ms = bridge_now_ms(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
 	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */
-		update_gauges(b);
+		update_gauges(b, 0);
 		return 1;
 	}
 	rc = store_next_event(b->opts.store, "bridge", w.now_ms, &w.ev);
 	if (rc == ERR_NOTFOUND) {
-		update_gauges(b);
+		update_gauges(b, 1);
 		return 0;
 	}
 	if (rc)
@@ -968,7 +980,7 @@ int bridge_step(struct bridge *b)
 	json_decref(w.payload_doc);
 	group_event_release(w.grp);
 	free(w.grp);
-	update_gauges(b);
+	update_gauges(b, 0);
 	return 1;
 }
 

@@ -43,6 +43,7 @@ struct bridge {
 	struct metric *m_oldest;
 	struct metric *m_issues;
 	int64_t issues_counted_us;  /* monotonic time m_issues was last counted */
+	int64_t queue_counted_us;   /* monotonic time the queue gauges were last counted */
 	int64_t standby_counted_us; /* monotonic time the gauges were updated while not acting */
 	struct metric *m_dead_letters;
 	struct metric *m_gh_requests;
