@@ -989,9 +989,11 @@ static void *worker(void *arg)
 	struct bridge *b = arg;
 
 	while (!gh_stopping(b)) {
+		struct store_mark mark = store_mark(b->opts.store);
 		int r = bridge_step(b);
+
 		if (r == 0)
-			store_wait_kind(b->opts.store, "bridge", 1000);
+			store_wait_kind_since(b->opts.store, "bridge", mark, 1000);
 		else if (r < 0)
 			clock_stop_sleep_ms(&b->stop, 1000);
 	}

@@ -417,7 +417,83 @@ static struct timespec mono_deadline(int64_t wait_ms)
 	return ts;
 }
 
-void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
+struct store_mark store_mark(struct store *st)
+{
+	struct store_mark m = { 0, 0 };
+
+	if (!st)
+		return m;
+	pthread_mutex_lock(&st->q_mu);
+	m.seq = st->enq_seq;
+	m.gen = st->wake_gen;
+	pthread_mutex_unlock(&st->q_mu);
+	return m;
+}
+
+/* The cache slot of kind (NULL: any), under q_mu; NULL for a kind too long to keep. */
+static struct due_cache *due_slot(struct store *st, const char *kind)
+{
+	struct due_cache *free_slot = NULL;
+
+	if (kind && strlen(kind) >= sizeof(st->due[0].kind))
+		return NULL;
+	for (size_t i = 0; i < sizeof(st->due) / sizeof(st->due[0]); i++) {
+		struct due_cache *d = &st->due[i];
+
+		if (!d->any && !d->kind[0]) {
+			if (!free_slot)
+				free_slot = d;
+			continue;
+		}
+		if (kind ? !d->any && !strcmp(d->kind, kind) : d->any)
+			return d;
+	}
+	if (free_slot) {
+		if (kind)
+			snprintf(free_slot->kind, sizeof(free_slot->kind), "%s", kind);
+		else
+			free_slot->any = 1;
+	}
+	return free_slot;
+}
+
+/*
+ * When the earliest head of kind's queue is due: the cached time while no
+ * event left the queue or changed its retry time since it was read and it
+ * is still ahead (a time passed is read again: nothing was due at the
+ * caller's step), else a scan of the pending events (S_EV_DUE_KIND).
+ */
+static int64_t due_time(struct store *st, const char *kind, int use_cache, int64_t now)
+{
+	struct due_cache *d;
+	uint64_t changes;
+	int64_t due;
+
+	pthread_mutex_lock(&st->q_mu);
+	d = use_cache ? due_slot(st, kind) : NULL;
+	changes = st->queue_changes;
+	if (d && d->valid && d->changes == changes && d->due > now) {
+		due = d->due;
+		pthread_mutex_unlock(&st->q_mu);
+		return due;
+	}
+	pthread_mutex_unlock(&st->q_mu);
+	if (kind)
+		due = store_count(st, S_EV_DUE_KIND, kind, "due time");
+	else
+		due = store_count(st, S_EV_DUE_ANY, NULL, "due time");
+	if (d && due >= 0) {
+		pthread_mutex_lock(&st->q_mu);
+		d->due = due;
+		d->changes = changes;
+		d->valid = 1;
+		pthread_mutex_unlock(&st->q_mu);
+	}
+	return due;
+}
+
+static void wait_kind(struct store *st, const char *kind, const struct store_mark *mark,
+		      int64_t timeout_ms)
 {
 	uint64_t seq, gen;
 	int64_t due, now, wait_ms;
@@ -436,15 +512,12 @@ void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
 	}
 	st->waiters++;
 	/* Snapshot before looking at the table: a commit after this changes enq_seq. */
-	seq = st->enq_seq;
-	gen = st->wake_gen;
+	seq = mark ? mark->seq : st->enq_seq;
+	gen = mark ? mark->gen : st->wake_gen;
 	pthread_mutex_unlock(&st->q_mu);
 
-	if (kind)
-		due = store_count(st, S_EV_DUE_KIND, kind, "due time");
-	else
-		due = store_count(st, S_EV_DUE_ANY, NULL, "due time");
 	now = clock_wall_ms();
+	due = due_time(st, kind, mark != NULL, now);
 	wait_ms = timeout_ms;
 	if (due >= 0 && due < INT64_MAX)
 		wait_ms = due <= now ? 0 : (due - now < wait_ms ? due - now : wait_ms);
@@ -461,6 +534,17 @@ void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
 	pthread_mutex_unlock(&st->q_mu);
 }
 
+void store_wait_kind(struct store *st, const char *kind, int64_t timeout_ms)
+{
+	wait_kind(st, kind, NULL, timeout_ms);
+}
+
+void store_wait_kind_since(struct store *st, const char *kind, struct store_mark mark,
+			   int64_t timeout_ms)
+{
+	wait_kind(st, kind, &mark, timeout_ms);
+}
+
 void store_wait(struct store *st, int64_t timeout_ms)
 {
 	store_wait_kind(st, NULL, timeout_ms);
@@ -472,6 +556,7 @@ void store_wake(struct store *st)
 		return;
 	pthread_mutex_lock(&st->q_mu);
 	st->wake_gen++;
+	st->queue_changes++;  /* e.g. dead letters re-queued: due times read again */
 	pthread_cond_broadcast(&st->event_cond);
 	pthread_mutex_unlock(&st->q_mu);
 }
@@ -517,9 +602,17 @@ enum err store_event_state(struct store *st, int64_t id, char **receiver, char *
 	return rc;
 }
 
+void store_queue_changed(struct store *st)
+{
+	pthread_mutex_lock(&st->q_mu);
+	st->queue_changes++;
+	pthread_mutex_unlock(&st->q_mu);
+}
+
 enum err store_event_changed(struct store *st, int64_t id, enum err rc, const char *what,
 			     struct buf *errmsg)
 {
+	store_queue_changed(st);
 	if (rc != ERR_NOTFOUND)
 		return rc;
 	rc = store_event_state(st, id, NULL, NULL, errmsg);
@@ -612,6 +705,7 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 	if (rc)
 		store_rollback(st);
 	pthread_mutex_unlock(&st->db_mu);
+	store_queue_changed(st);
 	if (rc == ERR_DB)
 		store_log_db("dead-letter event", &msg);
 	free(receiver);

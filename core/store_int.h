@@ -84,7 +84,21 @@ struct store {
 	int closing;
 	int waiters;                   /* threads inside store_wait_kind() */
 	struct store_stats stats;
+	/*
+	 * store_wait_kind_since()'s due times, a slot per queue (kind NULL:
+	 * any), kept while queue_changes stays what it was when they were read.
+	 */
+	uint64_t queue_changes;        /* events finished, retried, dead-lettered, re-queued */
+	struct due_cache {
+		char kind[16];         /* "" with any = 1 for all kinds */
+		int any, valid;
+		int64_t due;           /* ms since the epoch; INT64_MAX: none */
+		uint64_t changes;      /* queue_changes when due was read */
+	} due[3];
 };
+
+/* An event left the queue or changed its retry time: the cached due times are stale. */
+void store_queue_changed(struct store *st);
 /* The columns of a notice, in the order store_read_notice() reads them. */
 #define NOTICE_COLS                                                                 \
 	"id, namespace, pod, uid, kind, expires_ms, notify, owner, channel, thread_ts, text, " \

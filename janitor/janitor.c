@@ -741,6 +741,7 @@ static void *worker(void *arg)
 	struct janitor *j = arg;
 
 	while (!stopping(j)) {
+		struct store_mark mark;
 		int r;
 
 		if (!janitor_leading(j)) {
@@ -748,6 +749,7 @@ static void *worker(void *arg)
 			clock_stop_sleep_ms(&j->stop, 1000);
 			continue;
 		}
+		mark = store_mark(j->opts.store);
 		r = janitor_step(j);
 		if (r == 0) {
 			r = janitor_notice_step(j);
@@ -757,7 +759,7 @@ static void *worker(void *arg)
 		}
 		sweep_if_due(j);
 		if (r == 0)
-			store_wait_kind(j->opts.store, JANITOR_QUEUE, 1000);
+			store_wait_kind_since(j->opts.store, JANITOR_QUEUE, mark, 1000);
 		else if (r < 0)
 			clock_stop_sleep_ms(&j->stop, 1000);
 	}

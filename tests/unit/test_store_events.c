@@ -1026,6 +1026,49 @@ static void wait_returns_on_enqueue_wake_and_close(void **state)
 	store_wait(NULL, 10);
 }
 
+/*
+ * store_wait_kind_since(): an event stored after the mark ends the wait at
+ * once though the due time is kept from the wait before (a retry 3 s
+ * ahead); a retry time changed since is read again.
+ */
+static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct store_mark mark;
+	int64_t a, b, t0;
+
+	sfx_enq1(st, "bridge", "ka");
+	a = sfx_next_id(st, "bridge", 0);
+	assert_int_equal(store_event_retry(st, a, wall_ms() + 3000, "x"), ERR_OK);
+	mark = store_mark(st);
+	t0 = mono_ms();
+	store_wait_kind_since(st, "bridge", mark, 150);  /* reads and keeps the due time */
+	assert_true(mono_ms() - t0 >= 140);
+
+	mark = store_mark(st);  /* a worker's look finds nothing due ... */
+	sfx_enq1(st, "bridge", "kb");  /* ... and an event is stored before it waits */
+	t0 = mono_ms();
+	store_wait_kind_since(st, "bridge", mark, 5000);
+	assert_true(mono_ms() - t0 < 1000);
+	b = sfx_next_id(st, "bridge", wall_ms());
+	assert_true(b > a);
+	assert_int_equal(store_event_dead(st, b, "done with it"), ERR_OK);
+	mark = store_mark(st);
+	t0 = mono_ms();
+	store_wait_kind_since(st, "bridge", mark, 150);  /* the due time read again, kept */
+	assert_true(mono_ms() - t0 >= 140);
+
+	/* the retry comes sooner: the kept due time is stale */
+	assert_int_equal(store_event_retry(st, a, wall_ms() + 200, "x"), ERR_OK);
+	mark = store_mark(st);
+	t0 = mono_ms();
+	store_wait_kind_since(st, "bridge", mark, 5000);
+	assert_true(mono_ms() - t0 >= 150);
+	assert_true(mono_ms() - t0 < 2000);
+	store_close(st);
+}
+
 /* store_event_latest(): the newest compared event of a key, with its state; and the queue's age. */
 static void latest_event_and_oldest_pending(void **state)
 {
@@ -1092,6 +1135,7 @@ int main(void)
 		SFX_TEST(failed_group_fails_every_batch_in_it),
 		SFX_TEST(committed_events_survive_exit),
 		SFX_MEMORY_TEST(wait_returns_on_enqueue_wake_and_close),
+		SFX_MEMORY_TEST(wait_since_a_mark_keeps_the_due_time_until_the_queue_changes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
