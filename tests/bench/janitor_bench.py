@@ -14,7 +14,8 @@ Then instructions per pod under callgrind (a sweep of JANITOR_BENCH_CALLGRIND_PO
 of none): a count that does not drift with machine load.
 
 usage: janitor_bench.py ALERTBRIDGE
-env:   JANITOR_BENCH_SIZES (1000,20000,100000), JANITOR_BENCH_CALLGRIND_PODS (20000; 0 skips)
+env:   JANITOR_BENCH_SIZES (1000,20000,100000), JANITOR_BENCH_CALLGRIND_PODS (20000; 0 skips),
+       JANITOR_BENCH_CALLGRIND_KEEP (a folder where the callgrind outputs are kept)
 Exit status 0; 1 when a sweep failed or its plan missed pods; 2 on setup.
 """
 
@@ -33,6 +34,7 @@ import urllib.request
 
 SIZES = [int(x) for x in os.environ.get("JANITOR_BENCH_SIZES", "1000,20000,100000").split(",")]
 CG_PODS = int(os.environ.get("JANITOR_BENCH_CALLGRIND_PODS", "20000"))
+KEEP_CG = os.environ.get("JANITOR_BENCH_CALLGRIND_KEEP")
 TOKEN = "bench-kube-token-0123456789"
 
 
@@ -126,6 +128,8 @@ def instructions(binary, workdir):
                    timeout=900)
     with open(out) as f:
         m = re.search(r"^(?:summary|totals): (\d+)", f.read(), re.M)
+    if KEEP_CG:
+        shutil.copy(out, os.path.join(KEEP_CG, "callgrind.janitor.%d" % len(os.listdir(KEEP_CG))))
     os.unlink(out)
     return int(m.group(1)) if m else 0
 
