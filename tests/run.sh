@@ -185,7 +185,7 @@ integration_one() {
 # so that the lanes get even loads.
 weight() {
 	case "$1" in
-	test_bridge_faults) echo 200 ;;
+	test_bridge_faults) echo 65 ;;
 	test_janitor_digest) echo 156 ;;
 	test_deploy_files) echo 131 ;;
 	test_storm) echo 127 ;;
