@@ -20,11 +20,13 @@ Personal tokens can be scoped to owners too (scope_token): the fake's main token
 repository unless scoped.
 """
 
+import atexit
 import base64
 import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -56,6 +58,7 @@ class FakeApps:
         self.issued = []               # (app_id, installation_id, token) in order
         self.lock = threading.Lock()
         self.dir = tempfile.mkdtemp(prefix="fakegh-app-")
+        atexit.register(shutil.rmtree, self.dir, True)  # the fake may be started again
 
     # ----- set up by the test ------------------------------------------------------------------
     def register(self, app_id, public_key_pem, installations):

@@ -4,9 +4,11 @@ version, check-config (valid, and errors that name file, line and key), render o
 Alertmanager payload, map list/show/forget on a database the service filled (dry-run), and
 serve's SIGTERM exit code.  Every process on 127.0.0.1, bounded in time."""
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,6 +20,7 @@ SRC = os.environ.get("ALERTBRIDGE_SRC", os.getcwd())
 BIN = os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge"))
 FIX = os.path.join(SRC, "tests", "fixtures", "alertmanager")
 TMP = tempfile.mkdtemp(prefix="ab-cli-")
+atexit.register(shutil.rmtree, TMP, True)
 runner = Runner()
 
 

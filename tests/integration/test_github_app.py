@@ -34,8 +34,10 @@ Env: ALERTBRIDGE_BIN.  Needs the openssl command (test keys are made at test tim
 "N passed, N failed" last.
 """
 
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -122,9 +124,16 @@ def stop_all():
             ab.stop()
 
 
+def temp_dir():
+    """A folder for one case, removed when the test ends."""
+    d = tempfile.mkdtemp(prefix="ab-app-")
+    atexit.register(shutil.rmtree, d, True)
+    return d
+
+
 @run.case
 def app_installation_files_an_issue():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
     gh.apps.register(APP_ID, pub, {77: ["acme"]})
@@ -149,7 +158,7 @@ def app_installation_files_an_issue():
 
 @run.case
 def token_renewed_before_expiry():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
     gh.apps.register(APP_ID, pub, {77: ["acme"]})
@@ -192,7 +201,7 @@ def tokens_in_use(gh):
 
 @run.case
 def token_renewed_once_after_401():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
     gh.apps.register(APP_ID, pub, {77: ["acme"]})
@@ -216,7 +225,7 @@ def token_renewed_once_after_401():
 
 @run.case
 def installation_found_per_owner():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts", "beta/alerts"]).start()
     gh.apps.register(APP_ID, pub, {11: ["acme"], 12: ["beta"]})
@@ -245,7 +254,7 @@ def installation_found_per_owner():
 
 @run.case
 def two_organisations_two_credentials():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="tok-acme-only", repos=["acme/alerts", "beta/alerts"]).start()
     gh.apps.scope_token("tok-acme-only", ["acme"])
@@ -274,7 +283,7 @@ def two_organisations_two_credentials():
 
 @run.case
 def enterprise_server_paths():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"], path_prefix="/api/v3").start()
     gh.apps.register(APP_ID, pub, {77: ["acme"]})
@@ -294,7 +303,7 @@ def enterprise_server_paths():
 
 @run.case
 def jwt_of_another_key_is_refused():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, _ = make_key(tmp)
     _, other_pub = make_key(tmp, "other.pem")
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
@@ -327,7 +336,7 @@ def check_config(tmp, github_yaml):
 
 @run.case
 def check_config_refuses_bad_keys():
-    tmp = tempfile.mkdtemp(prefix="ab-app-")
+    tmp = temp_dir()
     key, _ = make_key(tmp)
     subprocess.run(["openssl", "ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out",
                     os.path.join(tmp, "ec.pem")], check=True, timeout=60)

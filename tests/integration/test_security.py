@@ -6,10 +6,12 @@ slow bodies, silent clients and connection floods from several loopback addresse
 legitimate client keeps being served; and a grep of everything the binary printed or answered
 for distinctive secret values.  Every process on 127.0.0.x, every wait bounded."""
 
+import atexit
 import base64
 import http.client as httpclient
 import json
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -29,6 +31,7 @@ SRC = os.environ.get("ALERTBRIDGE_SRC", os.getcwd())
 BIN = os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge"))
 FIX = os.path.join(SRC, "tests", "fixtures", "alertmanager")
 TMP = tempfile.mkdtemp(prefix="ab-security-")
+atexit.register(shutil.rmtree, TMP, True)
 runner = Runner()
 
 with open(os.path.join(FIX, "03_group_of_3_firing.json"), "rb") as _f:
