@@ -44,7 +44,7 @@ struct srv_options {
 	 */
 	const char *listen_address;
 	/*
-	 * Worker threads (libmicrohttpd's thread pool, epoll where available).
+	 * Worker threads (libmicrohttpd's thread pool, each on poll(): see srv_start()).
 	 * Handlers run on these threads and may block, so this is also the
 	 * number of handlers that can run at once.  0: one per online CPU.
 	 */
