@@ -110,11 +110,13 @@ selected() {
 # test_janitor_digest.c, test_store_digest.c) and the model on PostgreSQL (lifecycle_pg: the
 # model on sqlite runs the bridge under them, the store's unit tests on PostgreSQL the store's
 # code) and the failover test (test_pg_failover: test_db, test_active and test_store_lock run
-# db_pg.c and the worker lock under them), to keep `make test` within 25 minutes on 2 cores.
+# db_pg.c and the worker lock under them), and the two slowest whose code runs under them
+# elsewhere (test_storm: test_storm.c; test_crash: the model's SIGKILL-and-restart steps under
+# ASan, test_lost_database), to keep `make test` within 25 minutes on 2 cores.
 # ASAN_SKIP overrides.
 ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
 test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
-test_pg_cluster lifecycle_pg test_pg_failover}
+test_pg_cluster lifecycle_pg test_pg_failover test_storm test_crash}
 asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done

@@ -1,7 +1,7 @@
 /*
  * bare_responder.c - the benchmark's baseline: a bare libmicrohttpd server with
  * alertbridge's threading model (internal polling thread, a pool of 4 threads,
- * epoll) that reads each request body, discards it and answers 200
+ * each on poll() as core/http_server.c) that reads each request body, discards it and answers 200
  * {"status":"ok"}.  `make bench` runs wrk against it and against alertbridge to
  * show what intake (auth, parsing, the durable sqlite commit) costs.
  *
@@ -116,8 +116,8 @@ int main(int argc, char **argv)
 	sa.sin_family = AF_INET;
 	sa.sin_port = 0;
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
-			     MHD_USE_ERROR_LOG, 0, NULL, NULL, on_request, NULL,
+	d = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG, 0, NULL,
+			     NULL, on_request, NULL,
 			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
 			     MHD_OPTION_THREAD_POOL_SIZE, (unsigned)POOL_THREADS,
 			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)CONNECTION_TIMEOUT_S,
