@@ -160,6 +160,11 @@ enum err db_data_version(struct db *db, uint64_t *version, struct buf *errmsg)
 	return db->ops->data_version(db, version, errmsg);
 }
 
+int db_data_version_unlocked(struct db *db, uint64_t *version)
+{
+	return db->ops->data_version_unlocked(db, version);
+}
+
 enum err db_reclaim(struct db *db, struct buf *errmsg)
 {
 	return db->ops->reclaim(db, errmsg);

@@ -38,6 +38,7 @@ struct db_ops {
 	enum err (*set_schema_version)(struct db *db, int version, struct buf *errmsg);
 	enum err (*reclaim)(struct db *db, struct buf *errmsg);
 	enum err (*data_version)(struct db *db, uint64_t *version, struct buf *errmsg);
+	int (*data_version_unlocked)(struct db *db, uint64_t *version);
 	enum err (*try_lock)(struct db *db, int64_t key, int *held, struct buf *errmsg);
 	int (*lock_held)(struct db *db, int64_t key);
 	void (*unlock)(struct db *db, int64_t key);

@@ -786,10 +786,18 @@ static enum err pg_data_version(struct db *db, uint64_t *version, struct buf *er
 	return ERR_OK;
 }
 
+static int pg_data_version_unlocked(struct db *db, uint64_t *version)
+{
+	(void)db;
+	*version = 0;
+	return 1;
+}
+
 static const struct db_ops pg_ops = {
 	.engine = DB_POSTGRES,
 	.close = pg_close,
 	.data_version = pg_data_version,
+	.data_version_unlocked = pg_data_version_unlocked,
 	.prepare = pg_prepare,
 	.finalize = pg_finalize,
 	.bind_text = pg_bind_text,

@@ -25,6 +25,14 @@
 #include "banned.h"
 
 #define BUSY_TIMEOUT_MS 5000
+/*
+ * The wal-index header: the first 96 bytes of the "-shm" file, two copies of
+ * a 48-byte header whose iChange counts write transactions and whose
+ * mxFrame, salts and checksums change with every commit and WAL reset
+ * (sqlite: https://sqlite.org/walformat.html, "The WAL-Index Header").
+ */
+#define WAL_HDR_BYTES 96
+#define WAL_INDEX_PAGE_BYTES 32768  /* the unit sqlite maps the wal-index in (ibid.) */
 #define RETURNING_ID " RETURNING id"
 
 struct sq_db {
@@ -32,9 +40,16 @@ struct sq_db {
 	sqlite3 *h;
 	/* Prepared once: the intake's group commit runs them per batch. */
 	sqlite3_stmt *begin, *commit, *rollback, *data_version;
-	/* db_data_version(): bumped by a write of ours or a new PRAGMA data_version */
+	/*
+	 * db_data_version(): version is bumped (atomically: it is read without
+	 * the caller's lock) by a write of ours; another connection's commit
+	 * shows in the wal-index header at shm (sqlite's own mapping),
+	 * or, when that is not mapped, as a new PRAGMA data_version.
+	 */
 	uint64_t version;
 	int64_t seen_data_version;
+	const unsigned char *shm;  /* atomic: set once, read without the lock */
+	int shm_unmappable, wal;
 	const char *bind_err;  /* db_errmsg() after a step refused for a failed bind */
 };
 
@@ -58,6 +73,12 @@ static struct sq_stmt *sqs(struct db_stmt *s)
 	return (struct sq_stmt *)s;
 }
 
+/* A write of ours is about to run: db_data_version() changes. */
+static void bump(struct sq_db *d)
+{
+	__atomic_add_fetch(&d->version, 1, __ATOMIC_SEQ_CST);
+}
+
 static enum err fail(struct sq_db *d, const char *what, struct buf *errmsg)
 {
 	buf_setf(errmsg, "%s: %s: %s", d->base.name, what, sqlite3_errmsg(d->h));
@@ -72,6 +93,7 @@ static void sq_close(struct db *db)
 	sqlite3_finalize(d->commit);
 	sqlite3_finalize(d->rollback);
 	sqlite3_finalize(d->data_version);
+	d->shm = NULL;  /* sqlite unmaps it as the connection closes */
 	if (d->h && sqlite3_close(d->h) != SQLITE_OK) {
 		struct log_line *l = log_begin(LOG_ERROR, "database close failed");
 		log_str(l, "path", db->name);
@@ -147,7 +169,7 @@ static enum db_step sq_step(struct db_stmt *s)
 
 	d->bind_err = NULL;
 	if (!sqlite3_stmt_readonly(q->s))
-		d->version++;
+		bump(d);
 	if (q->brc != SQLITE_OK) {
 		d->bind_err = sqlite3_errstr(q->brc);
 		return DB_ERROR;
@@ -241,7 +263,7 @@ static enum err sq_exec(struct db *db, const char *sql, struct buf *errmsg)
 	char *msg = NULL;
 
 	d->bind_err = NULL;
-	d->version++;
+	bump(d);
 	if (sqlite3_exec(d->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		buf_setf(errmsg, "%s: %s", db->name, msg ? msg : sqlite3_errmsg(d->h));
 		sqlite3_free(msg);
@@ -257,7 +279,7 @@ static enum err run_cached(struct sq_db *d, sqlite3_stmt *s, const char *what,
 	enum err rc = ERR_OK;
 
 	d->bind_err = NULL;
-	d->version++;
+	bump(d);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = fail(d, what, errmsg);
 	sqlite3_reset(s);
@@ -286,9 +308,66 @@ static void sq_rollback(struct db *db)
 }
 
 /*
- * Our writes bump d->version as they run; another connection's commit shows
- * as a new PRAGMA data_version (sqlite: it changes when another connection
- * committed since the last call; our own commits leave it alone).
+ * The wal-index header of the WAL database, for db_data_version() without a
+ * lock, a syscall or a statement: its first page as sqlite itself maps it,
+ * from the connection's file (SQLITE_FCNTL_FILE_POINTER) and the VFS's
+ * xShmMap (https://sqlite.org/c3ref/io_methods.html), never extending it.
+ * Not a mapping of our own: closing a descriptor of the "-shm" file would
+ * drop every POSIX lock this process holds on it, sqlite's among them.  The
+ * page stays mapped while the connection is open in WAL mode.  Tried by
+ * sq_data_version() under the caller's lock until the page exists (on a
+ * new database, once a transaction wrote) or cannot (in memory: the pragma
+ * answers instead).
+ */
+static void map_wal_index(struct sq_db *d)
+{
+	sqlite3_file *f = NULL;
+	void volatile *page = NULL;
+
+	if (!d->wal || sqlite3_file_control(d->h, "main", SQLITE_FCNTL_FILE_POINTER, &f) !=
+			       SQLITE_OK ||
+	    !f || !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap ||
+	    f->pMethods->xShmMap(f, 0, WAL_INDEX_PAGE_BYTES, 0, &page) != SQLITE_OK) {
+		d->shm_unmappable = 1;
+		return;
+	}
+	if (page)
+		__atomic_store_n(&d->shm, (const unsigned char *)page, __ATOMIC_RELEASE);
+}
+
+/*
+ * FNV-1a (64 bits) of our write count and the wal-index header: a reading
+ * torn by a commit in progress gives a number no steady header gives, so
+ * it only costs the caller a real read.
+ */
+static uint64_t shm_version(const struct sq_db *d, const volatile unsigned char *shm)
+{
+	uint64_t h = 14695981039346656037ULL, own = __atomic_load_n(&d->version, __ATOMIC_SEQ_CST);
+
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (size_t i = 0; i < sizeof(own); i++)
+		h = (h ^ ((own >> (8 * i)) & 0xff)) * 1099511628211ULL;
+	for (size_t i = 0; i < WAL_HDR_BYTES; i++)
+		h = (h ^ shm[i]) * 1099511628211ULL;
+	return h ? h : 1;
+}
+
+static int sq_data_version_unlocked(struct db *db, uint64_t *version)
+{
+	const unsigned char *shm = __atomic_load_n(&sq(db)->shm, __ATOMIC_ACQUIRE);
+
+	if (!shm)
+		return 0;
+	*version = shm_version(sq(db), shm);
+	return 1;
+}
+
+/*
+ * With the wal-index mapped, as sq_data_version_unlocked().  Without it (an
+ * in-memory database): our writes bump d->version as they run; another
+ * connection's commit shows as a new PRAGMA data_version (sqlite: it changes
+ * when another connection committed since the last call; our own commits
+ * leave it alone).
  */
 static enum err sq_data_version(struct db *db, uint64_t *version, struct buf *errmsg)
 {
@@ -296,6 +375,10 @@ static enum err sq_data_version(struct db *db, uint64_t *version, struct buf *er
 	int64_t dv;
 
 	*version = 0;
+	if (!d->shm && !d->shm_unmappable)
+		map_wal_index(d);
+	if (sq_data_version_unlocked(db, version))
+		return ERR_OK;
 	d->bind_err = NULL;
 	if (sqlite3_step(d->data_version) != SQLITE_ROW) {
 		enum err rc = fail(d, "PRAGMA data_version", errmsg);
@@ -307,9 +390,9 @@ static enum err sq_data_version(struct db *db, uint64_t *version, struct buf *er
 	sqlite3_reset(d->data_version);
 	if (dv != d->seen_data_version) {
 		d->seen_data_version = dv;
-		d->version++;
+		bump(d);
 	}
-	*version = d->version + 1;  /* never 0 */
+	*version = __atomic_load_n(&d->version, __ATOMIC_SEQ_CST) + 1;  /* never 0 */
 	return ERR_OK;
 }
 
@@ -384,6 +467,7 @@ static const struct db_ops sq_ops = {
 	.engine = DB_SQLITE,
 	.close = sq_close,
 	.data_version = sq_data_version,
+	.data_version_unlocked = sq_data_version_unlocked,
 	.prepare = sq_prepare,
 	.finalize = sq_finalize,
 	.bind_text = sq_bind_text,
@@ -428,7 +512,8 @@ static enum err configure(struct sq_db *d, struct buf *errmsg)
 	rc = query_text(d, "PRAGMA journal_mode = WAL", &mode, errmsg);
 	if (rc)
 		goto out;
-	if (strcmp(buf_str(&mode), "wal") && strcmp(buf_str(&mode), "memory")) {
+	d->wal = !strcmp(buf_str(&mode), "wal");
+	if (!d->wal && strcmp(buf_str(&mode), "memory")) {
 		buf_setf(errmsg, "%s: cannot use WAL mode (journal_mode is %s)", d->base.name,
 			 buf_str(&mode));
 		rc = ERR_DB;

@@ -132,6 +132,14 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
 			goto out;
 		evs[i].repeated = 0;
 	}
+	if (known && n > 0 && db_data_version_unlocked(st->db, &now_v) && now_v == known) {
+		/* Nothing was written since the same events were all repeats. */
+		for (size_t i = 0; i < n; i++)
+			evs[i].repeated = 1;
+		*all = 1;
+		*version = now_v;
+		goto out;
+	}
 	pthread_mutex_lock(&st->db_mu);
 	rc = db_data_version(st->db, &now_v, &msg);
 	if (rc == ERR_OK && known && now_v == known && n > 0) {

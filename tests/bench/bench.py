@@ -10,7 +10,8 @@ tests/integration/pg.py, a database per alertbridge; when the server is installe
   mix      9 repeats in 10, 1 new.
 For each: requests/s, p50/p99 (wrk), CPU per request (utime + stime of the server process from
 /proc/PID/stat over the wrk run) and the ratio to the bare responder; then instructions per
-request under callgrind (a short fixed sequential run, minus a run with no request, so startup
+request under callgrind (a short fixed sequential run after one warm-up request and the worker's first
+GitHub calls, minus a run of the warm-up alone, so startup, the first event's work
 and shutdown do not count: instruction counts do not drift with machine load the way times do).
 The worker is held back (live against the fake GitHub at 1 call a minute; not dry-run, where a
 key's dry-run map row makes its next notification no repeat), so the intake is measured.
@@ -57,6 +58,7 @@ CONNS = os.environ.get("BENCH_CONNECTIONS", "16")
 PAYLOAD = os.environ.get("BENCH_PAYLOAD") or os.path.join(
     SRC, "tests", "fixtures", "alertmanager", "03_group_of_3_firing.json")
 CG_REQUESTS = int(os.environ.get("BENCH_CALLGRIND_REQUESTS", "200"))
+CG_WARMUP = 1  # requests in both callgrind runs: the first stores the payload's events
 MODES = [m for m in os.environ.get("BENCH_MODES", "new,repeat,mix").split(",") if m]
 ENGINES = [e for e in os.environ.get("BENCH_ENGINES", "sqlite,postgres" if pg.installed() else
                                      "sqlite").split(",") if e]
@@ -199,11 +201,13 @@ def measured(port, pid, mode):
     return res
 
 
-def post_sequential(port, body_for, n):
-    """n POSTs on one keep-alive connection; the count of 2xx answers."""
+def post_sequential(port, body_for, first, n):
+    """n POSTs (body_for(first) ..) on one keep-alive connection; the count of 2xx answers."""
+    if n == 0:
+        return 0
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
     ok = 0
-    for i in range(n):
+    for i in range(first, first + n):
         c.request("POST", "/v1/webhook", body_for(i), {"Authorization": "Bearer " + TOKEN,
                                                       "Content-Type": "application/json"})
         r = c.getresponse()
@@ -230,11 +234,31 @@ def bodies(template):
             "mix": lambda i: new(i, True) if (i + 1) % 10 == 0 else template}
 
 
+def worker_settled(gh_before, timeout_s=120):
+    """Waits until the worker has made the warm-up's first GitHub calls (the create among them)
+    and then 1 s passed with no further call, so a run's one-time work (the repository's map
+    rebuild, the first create, lazily prepared statements) is in its baseline as well."""
+    t0 = time.monotonic()
+    seen, quiet_since = -1, time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        reqs = GH.get_requests()[gh_before:]
+        created = any(r["method"] == "POST" and r["path"].endswith("/issues") for r in reqs)
+        if len(reqs) != seen:
+            seen, quiet_since = len(reqs), time.monotonic()
+        elif created and time.monotonic() - quiet_since >= 1.0:
+            return
+        time.sleep(0.1)
+    die("callgrind run: the worker made no create within %d s of the warm-up: %s" % (
+        timeout_s, [(r["method"], r["path"], r["status"]) for r in GH.get_requests()[gh_before:]]))
+
+
 def callgrind_total(cmd, cwd, port, body_for, n, is_bridge):
-    """Instructions of the whole process for n sequential requests (callgrind's totals)."""
+    """Instructions of the whole process for CG_WARMUP sequential requests, then (the bridge's
+    worker settled) n more: callgrind's totals."""
     out = os.path.join(cwd, "callgrind.out")
     wrap = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out]
     if is_bridge:
+        GH.reset()  # the same GitHub for every run: the worker's first calls are the same
         b = Bridge(cmd, RECEIVER, GH.url, wrap=wrap)
         proc = b.proc
     else:
@@ -244,15 +268,18 @@ def callgrind_total(cmd, cwd, port, body_for, n, is_bridge):
                    os.path.getsize(os.path.join(cwd, "bare.port")) > 0, "bare ready", proc,
                    timeout_s=120)
         port = int(open(os.path.join(cwd, "bare.port")).read())
-    if n:
-        ok = post_sequential(b.port if is_bridge else port, body_for, n)
-        if ok != n:
-            die("callgrind run: %d of %d requests answered 2xx" % (ok, n))
+    gh_before = len(GH.get_requests())
+    ok = post_sequential(b.port if is_bridge else port, body_for, 0, CG_WARMUP)
+    if is_bridge:
+        worker_settled(gh_before)
+    ok += post_sequential(b.port if is_bridge else port, body_for, CG_WARMUP, n)
+    if ok != CG_WARMUP + n:
+        die("callgrind run: %d of %d requests answered 2xx" % (ok, CG_WARMUP + n))
     stop(proc, grace_s=120)
     text = open(out).read()
-    if KEEP_CG and n:
-        shutil.copy(out, os.path.join(KEEP_CG, "callgrind.%s.%d" % (
-            "alertbridge" if is_bridge else "bare", len(os.listdir(KEEP_CG)))))
+    if KEEP_CG:
+        shutil.copy(out, os.path.join(KEEP_CG, "callgrind.%d.%s.%d" % (
+            len(os.listdir(KEEP_CG)), "alertbridge" if is_bridge else "bare", CG_WARMUP + n)))
     os.unlink(out)
     m = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
     if is_bridge:
@@ -415,8 +442,8 @@ def main():
 
     if CG_REQUESTS:
         print()
-        print("callgrind, %d sequential requests minus none (instructions per request):"
-              % CG_REQUESTS)
+        print("callgrind, %d sequential requests after %d, minus a run of the %d alone"
+              " (instructions per request):" % (CG_REQUESTS, CG_WARMUP, CG_WARMUP))
         tmp = tempfile.mkdtemp(prefix="ab-bench-cg-")
         try:
             bf = bodies(template)
@@ -426,8 +453,8 @@ def main():
                                     bf["new"], CG_REQUESTS, False)
             bare_ipr = (bareN - bare0) / CG_REQUESTS
             print("%-8s %-12s %14.0f" % ("any", "bare MHD", bare_ipr))
-            ours0 = callgrind_total(binary, tmp, 0, bf["new"], 0, True)
             for mode in MODES:
+                ours0 = callgrind_total(binary, tmp, 0, bf[mode], 0, True)
                 n = callgrind_total(binary, tmp, 0, bf[mode], CG_REQUESTS, True)
                 ipr = (n - ours0) / CG_REQUESTS
                 print("%-8s %-12s %14.0f  (%.1f x bare)" % (mode, "alertbridge", ipr,

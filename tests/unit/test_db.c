@@ -975,6 +975,101 @@ static void target_kinds(void **state)
 
 static const enum db_engine sqlite_engine = DB_SQLITE, pg_engine = DB_POSTGRES;
 
+/* ---- db_data_version() ---- */
+
+static uint64_t version_ok(struct db *db)
+{
+	struct buf msg = BUF_INIT;
+	uint64_t v = 7;
+
+	if (db_data_version(db, &v, &msg) != ERR_OK)
+		fail_msg("db_data_version: %s", buf_str(&msg));
+	buf_release(&msg);
+	return v;
+}
+
+/* db_data_version_unlocked()'s answer, which must be db_data_version()'s. */
+static uint64_t unlocked_ok(struct db *db)
+{
+	uint64_t v = 7;
+
+	assert_int_equal(db_data_version_unlocked(db, &v), 1);
+	assert_true(v == version_ok(db));
+	return v;
+}
+
+/*
+ * The version with and without the lock: the same number while nothing is
+ * written, a new one after a write of ours (before its commit too), another connection's commit
+ * (the CLI's `map forget`), and a commit that restarts the WAL after a
+ * checkpoint (new salts, frames counted from 1 again).  In memory: no
+ * wal-index, so only the locked version, from the pragma.  PostgreSQL:
+ * always 0.
+ */
+static void data_version(void **state)
+{
+	struct env *e = *state;
+	struct db *db = open_ok(e->target), *other = NULL;
+	uint64_t v, v2;
+
+	exec_ok(db, "CREATE TABLE t (x INTEGER)");
+	if (e->engine != DB_SQLITE) {
+		v = 7;
+		assert_int_equal(db_data_version_unlocked(db, &v), 1);
+		assert_true(v == 0 && version_ok(db) == 0);
+		goto out;
+	}
+	v = version_ok(db);  /* maps the wal-index: a transaction has written */
+	assert_true(v != 0);
+	assert_true(unlocked_ok(db) == v);
+	assert_true(unlocked_ok(db) == v);  /* reads change nothing */
+	assert_int_equal(one_int(db, "SELECT count(*) FROM t"), 0);
+	assert_true(unlocked_ok(db) == v);
+
+	exec_ok(db, "INSERT INTO t VALUES (1)");
+	v2 = unlocked_ok(db);
+	assert_true(v2 != v && v2 != 0);
+	v = v2;  /* a write of ours inside a transaction: before its commit */
+	assert_int_equal(db_begin(db, NULL), ERR_OK);
+	exec_ok(db, "INSERT INTO t VALUES (4)");
+	v2 = unlocked_ok(db);
+	assert_true(v2 != v);
+	assert_int_equal(db_commit(db, NULL), ERR_OK);
+	v = v2;
+	assert_true(unlocked_ok(db) != v);
+
+	other = open_ok(e->target);
+	v = v2;
+	exec_ok(other, "INSERT INTO t VALUES (2)");
+	v2 = unlocked_ok(db);
+	assert_true(v2 != v);
+
+	v = v2;
+	exec_ok(other, "PRAGMA wal_checkpoint(TRUNCATE)");
+	exec_ok(other, "INSERT INTO t VALUES (3)");
+	v2 = unlocked_ok(db);
+	assert_true(v2 != v);
+	v = v2;
+	exec_ok(other, "BEGIN; COMMIT");  /* wrote nothing */
+	assert_true(unlocked_ok(db) == v);
+	db_close(other);
+	other = NULL;
+	db_close(db);
+
+	db = open_ok(":memory:");
+	exec_ok(db, "CREATE TABLE t (x INTEGER)");
+	v = 7;
+	assert_int_equal(db_data_version_unlocked(db, &v), 0);
+	v = version_ok(db);
+	assert_true(v != 0 && version_ok(db) == v);
+	exec_ok(db, "INSERT INTO t VALUES (1)");
+	assert_true(version_ok(db) != v);
+out:
+	if (other)
+		db_close(other);
+	db_close(db);
+}
+
 #define CONTRACT(X)                                                                       \
 	X(ints_round_trip)                                                                \
 	X(text_utf8_empty_and_null)                                                       \
@@ -990,7 +1085,8 @@ static const enum db_engine sqlite_engine = DB_SQLITE, pg_engine = DB_POSTGRES;
 	X(many_distinct_statements)                                                       \
 	X(begin_waits_for_the_other_commit)                                               \
 	X(writers_serialise)                                                              \
-	X(advisory_locks)
+	X(advisory_locks)                                                                 \
+	X(data_version)
 
 /* Only on PostgreSQL. */
 #define PG_ONLY(X)                                                                        \
