@@ -167,9 +167,10 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
  * version (may be NULL), in: the database's version (db_data_version()) at
  * which an earlier call said "all repeats" for the same evs, or 0.  When the
  * version is still that, no row changed since, and the answer is 1 without
- * reading an event (a repeat at Alertmanager's repeat_interval costs one
- * pragma, not a query per alert).  Out: the version this answer holds at
- * when *all = 1, else 0; always 0 on PostgreSQL (other replicas write).
+ * reading an event (a repeat at Alertmanager's repeat_interval costs no
+ * query; on sqlite not even the store's lock: db_data_version_unlocked()).
+ * Out: the version this answer holds at when *all = 1, else 0; always 0 on
+ * PostgreSQL (other replicas write).
  * Errors: ERR_INVALID (st NULL, evs NULL with n > 0, a required field of
  * an event empty), ERR_DB (the read failed; *all = 0, *version 0).
  */
