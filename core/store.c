@@ -46,18 +46,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_EV_INSERT] = "INSERT INTO events (kind, receiver, key, status, starts_at_ms, "
 			"ends_at_ms, payload, received_at_ms, repeat_state) "
 			"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id",
-	/*
-	 * 1 when the newest comparable event of (kind, receiver, key) has the
-	 * state ?4..?7 and is not a dead letter, and the key has no dry-run map
-	 * row (number 0: once live, its next notification makes the issue): the
-	 * event would be a repeat.
-	 */
-	[S_EV_REPEAT] = "SELECT status = ?4 AND starts_at_ms = ?5 AND ends_at_ms = ?6 AND "
-			"repeat_state = ?7 AND state <> 'dead' AND NOT (kind = 'bridge' AND "
-			"EXISTS (SELECT 1 FROM issues AS i WHERE i.receiver = ?2 AND i.key = ?3 "
-			"AND i.number = 0)) FROM events WHERE kind = ?1 AND "
-			"receiver = ?2 AND key = ?3 AND repeat_state IS NOT NULL "
-			"ORDER BY id DESC LIMIT 1",
+	[S_EV_REPEAT] = STORE_REPEAT_SQL("?1", "?2", "?3", "?4", "?5", "?6", "?7"),
 	[S_EV_NEXT] = "SELECT " EVENT_COLS " FROM events AS e WHERE e.kind = ?1 AND "
 		      "e.state = 'pending' AND e.next_attempt_at_ms <= ?2 AND " HEAD_OF_KEY
 		      " ORDER BY e.id LIMIT 1",

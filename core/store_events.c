@@ -114,6 +114,75 @@ static int all_repeats(struct store *st, struct batch *list)
 	return 1;
 }
 
+/* Whether every event of evs[0..n) can be a repeat (check_repeat() asks the store for each). */
+static int batchable(const struct store_event *evs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!evs[i].repeat_state || !store_empty(evs[i].dead_reason))
+			return 0;
+	}
+	return 1;
+}
+
+#define REPEAT_BATCH 16  /* events per statement of batch_repeats() */
+
+/*
+ * PostgreSQL: the repeat rule for evs[0..n) (each with a repeat_state and
+ * no dead_reason) in statements of up to REPEAT_BATCH events, one round
+ * trip each instead of one per event.  Sets each event's repeated.
+ */
+static enum err batch_repeats(struct store *st, struct store_event *evs, size_t n,
+			      struct buf *errmsg)
+{
+	struct buf sql = BUF_INIT;
+	struct db_stmt *s = NULL;
+	enum err rc = ERR_OK;
+
+	for (size_t at = 0; at < n && rc == ERR_OK; at += REPEAT_BATCH) {
+		size_t m = n - at < REPEAT_BATCH ? n - at : REPEAT_BATCH;
+
+		buf_reset(&sql);
+		buf_adds(&sql, "WITH v (n, kind, receiver, key, status, starts, ends, state) AS "
+			       "(VALUES ");
+		for (size_t i = 0; i < m; i++)
+			buf_printf(&sql, "%s(%zu, ?%zu, ?%zu, ?%zu, ?%zu, ?%zu, ?%zu, ?%zu)",
+				   i ? ", " : "", i, 7 * i + 1, 7 * i + 2, 7 * i + 3, 7 * i + 4,
+				   7 * i + 5, 7 * i + 6, 7 * i + 7);
+		buf_adds(&sql, ") SELECT v.n, (" STORE_REPEAT_SQL("v.kind", "v.receiver", "v.key",
+								"v.status", "v.starts", "v.ends",
+								"v.state") ") FROM v ORDER BY v.n");
+		if (db_prepare(st->db, buf_str(&sql), &s, NULL) != ERR_OK) {
+			rc = store_db_fail(st, "repeat check", errmsg);
+			break;
+		}
+		for (size_t i = 0; i < m; i++) {
+			struct store_event *ev = &evs[at + i];
+			int p = (int)(7 * i);
+
+			db_bind_text(s, p + 1, ev->kind);
+			db_bind_text(s, p + 2, ev->receiver);
+			db_bind_text(s, p + 3, ev->key);
+			db_bind_text(s, p + 4, ev->status);
+			db_bind_int(s, p + 5, ev->starts_at_ms);
+			db_bind_int(s, p + 6, ev->ends_at_ms);
+			db_bind_text(s, p + 7, ev->repeat_state);
+		}
+		for (size_t i = 0; i < m && rc == ERR_OK; i++) {
+			rc = store_step_row(st, s, "repeat check", errmsg);
+			if (rc == ERR_NOTFOUND)  /* VALUES gives m rows: a mistake of ours */
+				rc = store_db_fail(st, "repeat check", errmsg);
+			else if (rc == ERR_OK && db_col_int(s, 0) == (int64_t)i)
+				evs[at + i].repeated = !db_col_is_null(s, 1) && db_col_int(s, 1) != 0;
+			else if (rc == ERR_OK)
+				rc = store_db_fail(st, "repeat check", errmsg);
+		}
+		db_finalize(s);
+		s = NULL;
+	}
+	buf_release(&sql);
+	return rc;
+}
+
 enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint64_t *version,
 		       int *all)
 {
@@ -146,6 +215,8 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
 		/* Nothing was written since the same events were all repeats. */
 		for (size_t i = 0; i < n; i++)
 			evs[i].repeated = 1;
+	} else if (db_engine(st->db) == DB_POSTGRES && n > 1 && batchable(evs, n)) {
+		rc = batch_repeats(st, evs, n, &msg);
 	} else {
 		for (size_t i = 0; i < n && rc == ERR_OK; i++) {
 			rc = check_repeat(st, &evs[i], &msg);

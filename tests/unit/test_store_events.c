@@ -469,6 +469,61 @@ static void repeats_are_not_stored(void **state)
 	store_close(st);
 }
 
+/*
+ * store_repeats() over more events than one statement holds (PostgreSQL asks
+ * for REPEAT_BATCH = 16 at a time; sqlite one at a time): the answer is the
+ * per-event rule's for each, whichever event changed, in either statement:
+ * a new state, a dead newest event, a dry-run map row.
+ */
+static void repeats_of_many_events(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	enum { N = 20 };
+	struct store_event evs[N];
+	struct store_issue row = sfx_mkrow("default", "k17", 0);
+	struct buf msg = BUF_INIT;
+	char keys[N][8];
+	int all = -1;
+
+	for (int i = 0; i < N; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+		evs[i] = sfx_mkev("bridge", "default", keys[i], "firing");
+		evs[i].starts_at_ms = 1000 + i;
+		evs[i].repeat_state = (char *)"o/r";
+	}
+	assert_int_equal(store_enqueue(st, evs, N, &msg), ERR_OK);
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_int_equal(all, 1);
+	for (int i = 0; i < N; i++)
+		assert_true(evs[i].repeated);
+
+	evs[18].status = (char *)"resolved";  /* the second statement's third event */
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_true(all == 0 && !evs[18].repeated);
+	evs[18].status = (char *)"firing";
+	evs[3].ends_at_ms = 99;  /* the first statement's */
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_true(all == 0 && !evs[3].repeated);
+	evs[3].ends_at_ms = 0;
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_int_equal(all, 1);
+
+	assert_int_equal(store_event_dead(st, evs[16].id, "repository o/r not found"), ERR_OK);
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_true(all == 0 && !evs[16].repeated);
+	assert_int_equal(store_enqueue(st, &evs[16], 1, &msg), ERR_OK);  /* stored again */
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_int_equal(all, 1);
+
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);  /* k17 mapped in dry-run */
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_true(all == 0 && !evs[17].repeated);
+	assert_true(evs[16].repeated);  /* sqlite stops asking at the first that is none */
+	buf_release(&msg);
+	store_close(st);
+}
+
 static void repo_scans_and_unmapped_dead_letters(void **state)
 {
 	struct fixture *f = *state;
@@ -1126,6 +1181,7 @@ int main(void)
 		SFX_MEMORY_TEST(enqueue_dead_letters_invalid_events),
 		SFX_MEMORY_TEST(repeated_dead_letters_are_one),
 		SFX_MEMORY_TEST(repeats_are_not_stored),
+		SFX_MEMORY_TEST(repeats_of_many_events),
 		SFX_TEST(repeats_from_the_version_only_while_nothing_changed),
 		SFX_MEMORY_TEST(prune_drops_old_done_events_only),
 		SFX_TEST(prune_keeps_the_file_small_and_dead_letters),
