@@ -161,9 +161,9 @@ enum err db_set_schema_version(struct db *db, int version, struct buf *errmsg);
  * on sqlite, a statement that can write stepped on this connection (or
  * db_exec(), db_begin(), db_commit(), db_rollback()), or a commit by any
  * other connection to the file (the CLI's `map forget` is another
- * process): seen in the wal-index header of the file's "-shm" (mapped
- * read-only at open; https://sqlite.org/walformat.html) or, for an
- * in-memory database, as a new PRAGMA data_version.  The same number twice:
+ * process): seen in the wal-index header of the file's "-shm"
+ * (https://sqlite.org/walformat.html), read through sqlite's own mapping of
+ * it, or, for an in-memory database, as a new PRAGMA data_version.  The same number twice:
  * no row changed in between, so a read gives the same answer.  On
  * PostgreSQL other replicas write unseen: *version is 0, "unknown", equal
  * to nothing.  Never 0 on sqlite.  Caller serialises it with the
