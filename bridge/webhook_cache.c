@@ -52,16 +52,7 @@ void webhook_cache_entry_release(struct webhook_cache_entry *e)
 {
 	if (!e)
 		return;
-	for (size_t i = 0; i < e->n_evs; i++) {
-		free(e->evs[i].kind);
-		free(e->evs[i].receiver);
-		free(e->evs[i].key);
-		free(e->evs[i].status);
-		free(e->evs[i].payload);
-		free(e->evs[i].repeat_state);
-	}
-	free(e->evs);
-	free(e->receiver);
+	free(e->evs);  /* the strings too: copy_entry() */
 	memset(e, 0, sizeof(*e));
 }
 
@@ -135,24 +126,58 @@ static char *dup_or_null(const char *s)
 	return s ? xstrdup(s) : NULL;
 }
 
-/* A deep copy of e into *out (which holds nothing). */
+/* Bytes of s with its NUL in copy_entry()'s block; 0 for NULL. */
+static size_t str_bytes(const char *s)
+{
+	return s ? strlen(s) + 1 : 0;
+}
+
+/* s (NULL stays NULL) copied to *at, which moves past it. */
+static char *put_str(char **at, const char *s)
+{
+	char *out = *at;
+	size_t n = str_bytes(s);
+
+	if (!n)
+		return NULL;
+	memcpy(out, s, n);
+	*at += n;
+	return out;
+}
+
+/*
+ * A deep copy of e into *out (which holds nothing), in one allocation: the
+ * events, then their strings and the receiver's (one malloc and one free
+ * per lookup, not one per string: webhook_cache_entry_release() frees evs).
+ */
 static void copy_entry(struct webhook_cache_entry *out, const struct webhook_cache_entry *e)
 {
+	static const char no_payload[] = "-";  /* the store requires one; never stored from here */
+	size_t bytes = e->n_evs * sizeof(*out->evs) + str_bytes(e->receiver);
+	char *at;
+
+	for (size_t i = 0; i < e->n_evs; i++) {
+		const struct store_event *s = &e->evs[i];
+
+		bytes += str_bytes(s->kind) + str_bytes(s->receiver) + str_bytes(s->key) +
+			 str_bytes(s->status) + sizeof(no_payload) + str_bytes(s->repeat_state);
+	}
 	*out = *e;
-	out->receiver = dup_or_null(e->receiver);
-	out->evs = xcalloc(e->n_evs, sizeof(*out->evs));
+	out->evs = xcalloc(1, bytes);
+	at = (char *)(out->evs + e->n_evs);
+	out->receiver = put_str(&at, e->receiver);
 	for (size_t i = 0; i < e->n_evs; i++) {
 		const struct store_event *s = &e->evs[i];
 		struct store_event *d = &out->evs[i];
 
-		d->kind = dup_or_null(s->kind);
-		d->receiver = dup_or_null(s->receiver);
-		d->key = dup_or_null(s->key);
-		d->status = dup_or_null(s->status);
+		d->kind = put_str(&at, s->kind);
+		d->receiver = put_str(&at, s->receiver);
+		d->key = put_str(&at, s->key);
+		d->status = put_str(&at, s->status);
 		d->starts_at_ms = s->starts_at_ms;
 		d->ends_at_ms = s->ends_at_ms;
-		d->payload = xstrdup("-");  /* the store requires one; never stored from here */
-		d->repeat_state = dup_or_null(s->repeat_state);
+		d->payload = put_str(&at, no_payload);
+		d->repeat_state = put_str(&at, s->repeat_state);
 	}
 }
 
