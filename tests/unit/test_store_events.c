@@ -483,7 +483,7 @@ static void repeats_of_many_events(void **state)
 	struct store_event evs[N];
 	struct store_issue row = sfx_mkrow("default", "k17", 0);
 	struct buf msg = BUF_INIT;
-	char keys[N][8];
+	char keys[N][16];
 	int all = -1;
 
 	for (int i = 0; i < N; i++) {
