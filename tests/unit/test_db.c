@@ -14,10 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include <netinet/in.h>
 #include <pthread.h>
+#include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -999,6 +1002,39 @@ static uint64_t unlocked_ok(struct db *db)
 }
 
 /*
+ * From a child process: whether this process still holds its POSIX locks on
+ * path's "-shm" (every open WAL connection holds one shared: sqlite's
+ * walformat.html, "the DMS lock"), then a count of t's rows through a
+ * read-only sqlite connection.  Fails the test unless both held.
+ */
+static void read_elsewhere(const char *path)
+{
+	int status = -1;
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+		char shm[1100];
+		sqlite3 *h = NULL;
+		int fd, ok;
+
+		snprintf(shm, sizeof(shm), "%s-shm", path);
+		fd = open(shm, O_RDWR);
+		if (fd < 0 || fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type == F_UNLCK)
+			_exit(2);  /* nobody holds a lock on it: the parent lost sqlite's */
+		close(fd);
+		ok = sqlite3_open_v2(path, &h, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+		     sqlite3_exec(h, "SELECT count(*) FROM t", NULL, NULL, NULL) == SQLITE_OK;
+		sqlite3_close(h);
+		_exit(ok ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/*
  * The version with and without the lock: the same number while nothing is
  * written, a new one after a write of ours (before its commit too), another connection's commit
  * (the CLI's `map forget`), and a commit that restarts the WAL after a
@@ -1054,6 +1090,18 @@ static void data_version(void **state)
 	assert_true(unlocked_ok(db) == v);
 	db_close(other);
 	other = NULL;
+
+	/*
+	 * Another process reads and closes (test_repeats.py's read-only look):
+	 * it must find our locks on the -shm held and leave the file whole (a
+	 * mapping of our own, opened and closed beside sqlite's, dropped them:
+	 * the reader truncated the file and our next look died of SIGBUS).
+	 */
+	read_elsewhere(e->target);
+	assert_true(unlocked_ok(db) == v);
+	assert_int_equal(one_int(db, "SELECT count(*) FROM t"), 4);
+	exec_ok(db, "INSERT INTO t VALUES (5)");
+	assert_true(unlocked_ok(db) != v);
 	db_close(db);
 
 	db = open_ok(":memory:");
