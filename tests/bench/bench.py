@@ -10,9 +10,10 @@ tests/integration/pg.py, a database per alertbridge; when the server is installe
   mix      9 repeats in 10, 1 new.
 For each: requests/s, p50/p99 (wrk), CPU per request (utime + stime of the server process from
 /proc/PID/stat over the wrk run) and the ratio to the bare responder; then instructions per
-request under callgrind (a short fixed sequential run after one warm-up request and the worker's first
-GitHub calls, minus a run of the warm-up alone, so startup, the first event's work
-and shutdown do not count: instruction counts do not drift with machine load the way times do).
+request under callgrind (a short fixed sequential run after one warm-up request and the
+worker's first GitHub calls, minus a run of the warm-up alone, so startup, the first event's
+work and shutdown do not count: instruction counts do not drift with machine load the way times
+do).
 The worker is held back (live against the fake GitHub at 1 call a minute; not dry-run, where a
 key's dry-run map row makes its next notification no repeat), so the intake is measured.
 Durability is checked after each wrk run: `new` must have an event for every acknowledged alert,
