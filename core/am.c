@@ -127,32 +127,16 @@ static enum err parse_labels(const json_t *obj, const char *path, int nonempty, 
 
 /* ---- fingerprint and QuoteMeta ---- */
 
-#define FNV64_OFFSET 14695981039346656037ULL
-#define FNV64_PRIME 1099511628211ULL
-
-static uint64_t fnv_add(uint64_t h, const char *s)
-{
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= FNV64_PRIME;
-	}
-	return h;
-}
-
-static uint64_t fnv_add_byte(uint64_t h, unsigned char b)
-{
-	return (h ^ b) * FNV64_PRIME;
-}
-
 void am_fingerprint(const struct am_labels *labels, char out[17])
 {
-	uint64_t h = FNV64_OFFSET;
+	static const unsigned char sep = 0xff;
+	uint64_t h = CODEC_FNV64_OFFSET;
 
 	for (size_t i = 0; labels && i < labels->n; i++) {
-		h = fnv_add(h, labels->v[i].name);
-		h = fnv_add_byte(h, 0xff);
-		h = fnv_add(h, labels->v[i].value);
-		h = fnv_add_byte(h, 0xff);
+		h = codec_fnv64a(h, labels->v[i].name, strlen(labels->v[i].name));
+		h = codec_fnv64a(h, &sep, 1);
+		h = codec_fnv64a(h, labels->v[i].value, strlen(labels->v[i].value));
+		h = codec_fnv64a(h, &sep, 1);
 	}
 	snprintf(out, 17, "%016llx", (unsigned long long)h);
 }

@@ -116,3 +116,12 @@ void codec_wipe(void *p, size_t n)
 {
 	explicit_bzero(p, n);
 }
+
+uint64_t codec_fnv64a(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ULL;  /* the FNV-64 prime */
+	return h;
+}

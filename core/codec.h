@@ -8,6 +8,7 @@
 #define AB_CODEC_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "buf.h"
 #include "err.h"
@@ -39,6 +40,14 @@ enum err codec_base64_decode(const char *s, size_t n, unsigned char *out, size_t
  * when n is 0.
  */
 void codec_json_string(struct buf *out, const char *s, size_t n);
+
+/*
+ * FNV-1a, 64 bits (the hash Alertmanager's fingerprints use, Go's
+ * hash/fnv New64a): h folded with the bytes p[0..n); start from
+ * CODEC_FNV64_OFFSET.  Not for anything an attacker may choose.
+ */
+#define CODEC_FNV64_OFFSET 14695981039346656037ULL
+uint64_t codec_fnv64a(uint64_t h, const void *p, size_t n);
 
 /* SHA-256 (FIPS 180-4, nettle) of p[0..n) into out. */
 void codec_sha256(const void *p, size_t n, unsigned char out[CODEC_SHA256_LEN]);

@@ -20,6 +20,7 @@
 
 #include <sqlite3.h>
 
+#include "codec.h"
 #include "log.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -336,19 +337,17 @@ static void map_wal_index(struct sq_db *d)
 }
 
 /*
- * FNV-1a (64 bits) of our write count and the wal-index header: a reading
- * torn by a commit in progress gives a number no steady header gives, so
- * it only costs the caller a real read.
+ * FNV-1a of our write count and the wal-index header: a reading torn by a
+ * commit in progress gives a number no steady header gives, so it only
+ * costs the caller a real read.
  */
-static uint64_t shm_version(const struct sq_db *d, const volatile unsigned char *shm)
+static uint64_t shm_version(const struct sq_db *d, const unsigned char *shm)
 {
-	uint64_t h = 14695981039346656037ULL, own = __atomic_load_n(&d->version, __ATOMIC_SEQ_CST);
+	uint64_t own = __atomic_load_n(&d->version, __ATOMIC_SEQ_CST);
+	uint64_t h = codec_fnv64a(CODEC_FNV64_OFFSET, &own, sizeof(own));
 
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	for (size_t i = 0; i < sizeof(own); i++)
-		h = (h ^ ((own >> (8 * i)) & 0xff)) * 1099511628211ULL;
-	for (size_t i = 0; i < WAL_HDR_BYTES; i++)
-		h = (h ^ shm[i]) * 1099511628211ULL;
+	h = codec_fnv64a(h, shm, WAL_HDR_BYTES);
 	return h ? h : 1;
 }
 

@@ -60,6 +60,18 @@ static void json_strings_as_jansson_writes_them(void **state)
 	json("\xc3\xbc\xff", 3, "\"\\uFFFD\\uFFFD\\uFFFD\"");        /* then ASCII only */
 }
 
+/* The FNV-1a 64 test vectors of the FNV reference (draft-eastlake-fnv, "foobar" among them). */
+static void fnv64a_vectors(void **state)
+{
+	(void)state;
+	assert_true(codec_fnv64a(CODEC_FNV64_OFFSET, "", 0) == 0xcbf29ce484222325ULL);
+	assert_true(codec_fnv64a(CODEC_FNV64_OFFSET, "a", 1) == 0xaf63dc4c8601ec8cULL);
+	assert_true(codec_fnv64a(CODEC_FNV64_OFFSET, "foobar", 6) == 0x85944171f73967e8ULL);
+	/* folding in parts is folding the whole */
+	assert_true(codec_fnv64a(codec_fnv64a(CODEC_FNV64_OFFSET, "foo", 3), "bar", 3) ==
+		    0x85944171f73967e8ULL);
+}
+
 static void sha256_and_secret_compare(void **state)
 {
 	static const unsigned char abc[CODEC_SHA256_LEN] = {
@@ -84,6 +96,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(base64_decodes_rfc4648),
 		cmocka_unit_test(json_strings_as_jansson_writes_them),
+		cmocka_unit_test(fnv64a_vectors),
 		cmocka_unit_test(sha256_and_secret_compare),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
