@@ -217,7 +217,7 @@ void webhook_cache_put(struct webhook_cache *c, const struct webhook_cache_reque
 	if (!e->n_evs || rq->body_len > WEBHOOK_CACHE_MAX_BODY)
 		return;
 	for (size_t i = 0; i < e->n_evs; i++) {
-		if (!e->evs[i].repeat_state || (e->evs[i].dead_reason && *e->evs[i].dead_reason))
+		if (!store_event_may_repeat(&e->evs[i]))
 			return;
 	}
 	fresh.generation = rq->generation;

@@ -157,6 +157,12 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
 		       struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * 1 when ev can be a repeat by store_enqueue()'s rule above: it has a
+ * repeat_state and no dead_reason (a dead letter is always stored); else 0.
+ */
+int store_event_may_repeat(const struct store_event *ev);
+
+/*
  * Whether store_enqueue() of evs[0..n) would store nothing: *all = 1 when
  * every event has a repeat_state and is a repeat by store_enqueue()'s rule
  * above, else 0 (n == 0 gives 0).  Reads under the store's lock, outside a

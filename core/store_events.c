@@ -80,6 +80,11 @@ static enum err insert_event(struct store *st, struct store_event *ev, int64_t n
 	return rc;
 }
 
+int store_event_may_repeat(const struct store_event *ev)
+{
+	return ev->repeat_state && store_empty(ev->dead_reason);
+}
+
 /*
  * Whether ev repeats the newest comparable event of its key (S_EV_REPEAT):
  * sets ev->repeated; 0 for an event without repeat_state.
@@ -89,7 +94,7 @@ static enum err check_repeat(struct store *st, struct store_event *ev, struct bu
 	enum err rc;
 
 	ev->repeated = 0;
-	if (!ev->repeat_state || !store_empty(ev->dead_reason))
+	if (!store_event_may_repeat(ev))
 		return ERR_OK;
 	rc = store_row(st, S_EV_REPEAT, "repeat check", errmsg, "ttttiit", ev->kind, ev->receiver,
 		       ev->key, ev->status, ev->starts_at_ms, ev->ends_at_ms, ev->repeat_state);
@@ -114,11 +119,11 @@ static int all_repeats(struct store *st, struct batch *list)
 	return 1;
 }
 
-/* Whether every event of evs[0..n) can be a repeat (check_repeat() asks the store for each). */
+/* Whether every event of evs[0..n) may be a repeat (the others need no question). */
 static int batchable(const struct store_event *evs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (!evs[i].repeat_state || !store_empty(evs[i].dead_reason))
+		if (!store_event_may_repeat(&evs[i]))
 			return 0;
 	}
 	return 1;

@@ -21,9 +21,10 @@
  * of (kind, receiver, key) has the state (status, startsAt, endsAt,
  * repeat_state) and is not a dead letter, and the key has no dry-run map
  * row (number 0: once live, its next notification makes the issue): the
- * event would be a repeat.  No row: none to repeat.  The arguments are SQL
- * text for each value: placeholders (S_EV_REPEAT) or the columns of a VALUES
- * list (store_repeats() on PostgreSQL, many events in one statement).
+ * event would be a repeat.  No row: none to repeat.  Each argument is the
+ * SQL that gives that value: a bound parameter "?1".."?7" (S_EV_REPEAT) or a
+ * column of a VALUES list (batch_repeats() in store_events.c: PostgreSQL,
+ * up to 16 events in one statement).
  */
 #define STORE_REPEAT_SQL(kind, receiver, key, status, starts, ends, state)                \
 	"SELECT e.status = " status " AND e.starts_at_ms = " starts " AND e.ends_at_ms = " \
