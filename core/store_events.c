@@ -188,6 +188,12 @@ static enum err batch_repeats(struct store *st, struct store_event *evs, size_t 
 	return rc;
 }
 
+static void mark_repeated(struct store_event *evs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		evs[i].repeated = 1;
+}
+
 enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint64_t *version,
 		       int *all)
 {
@@ -206,10 +212,9 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
 			goto out;
 		evs[i].repeated = 0;
 	}
+	/* Nothing written since the same events were all repeats: so they still are. */
 	if (known && n > 0 && db_data_version_unlocked(st->db, &now_v) && now_v == known) {
-		/* Nothing was written since the same events were all repeats. */
-		for (size_t i = 0; i < n; i++)
-			evs[i].repeated = 1;
+		mark_repeated(evs, n);
 		*all = 1;
 		*version = now_v;
 		goto out;
@@ -217,9 +222,7 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
 	pthread_mutex_lock(&st->db_mu);
 	rc = db_data_version(st->db, &now_v, &msg);
 	if (rc == ERR_OK && known && now_v == known && n > 0) {
-		/* Nothing was written since the same events were all repeats. */
-		for (size_t i = 0; i < n; i++)
-			evs[i].repeated = 1;
+		mark_repeated(evs, n);
 	} else if (db_engine(st->db) == DB_POSTGRES && n > 1 && batchable(evs, n)) {
 		rc = batch_repeats(st, evs, n, &msg);
 	} else {
