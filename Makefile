@@ -70,6 +70,7 @@ REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 
 PKGS := libmicrohttpd libcurl jansson sqlite3 yaml-0.1 libjwt-gnutls nettle gnutls libpq
 PKGS += libxcrypt  # crypt_r(3): the bcrypt hashes of web.auth
+PKGS += libpcre2-8  # route matchers' regexes: Alertmanager's RE2 semantics (UTF-8, anchored)
 WARN := -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wformat=2 -Wvla -fno-common
 ifeq ($(WERROR),1)

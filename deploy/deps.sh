@@ -5,7 +5,7 @@
 # Without root, prints the exact apt-get command and exits 1.
 set -u
 
-want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev libcrypt-dev libpq-dev"
+want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev libcrypt-dev libpq-dev libpcre2-dev"
 want_test="libcmocka-dev prometheus-alertmanager prometheus python3 python3-yaml sqlite3 curl valgrind chromium wrk time postgresql"
 want_fuzz="clang libclang-rt-dev"
 want_bench="wrk time valgrind"
@@ -31,6 +31,7 @@ for set in "$@"; do
 		have_pc gnutls || need libgnutls28-dev
 		have_pc libxcrypt || need libcrypt-dev
 		have_pc libpq || need libpq-dev
+		have_pc libpcre2-8 || need libpcre2-dev
 		;;
 	test)
 		have_pc cmocka || need libcmocka-dev
