@@ -9,6 +9,8 @@
 #   make fuzz       libFuzzer harnesses (tests/fuzz/, clang, build-fuzz/), FUZZ_SECONDS each
 #   make run        build and serve deploy/examples/alertbridge.yml (dry-run without a GitHub token)
 #   make asan       unit + integration tests under AddressSanitizer + UBSan (build-asan/) only
+#   make check      the check before every commit (a few minutes on 2 cores): build, the unit
+#                   tests and the integration tests that are not slow (tests/run.sh --quick)
 #   make quicktest  unit + integration tests of build/ only (no sanitizers, no valgrind)
 #   make bench      intake (new, repeat, mix) against a bare libmicrohttpd responder, callgrind, GitHub calls
 #   make bench-janitor  the janitor's sweep of 1k / 20k / 100k pods: CPU and instructions per pod, RSS
@@ -105,7 +107,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 
 .SECONDARY:
 
-.PHONY: all test quicktest unit integration run asan bench bench-janitor deps clean fmt fuzz fuzz-build \
+.PHONY: all check test quicktest unit integration run asan bench bench-janitor deps clean fmt fuzz fuzz-build \
 	soak docs-screenshot
 
 all: $(BIN)
@@ -166,6 +168,13 @@ endif
 	@sh tests/run.sh $(if $(filter 1,$(ASAN)),--asan build-asan build-asan/alertbridge) \
 		$(if $(filter 1,$(VALGRIND)),--valgrind) \
 		$(if $(filter 1,$(FUZZ)),--fuzz build-fuzz $(TEST_FUZZ_SECONDS)) $(O) $(BIN)
+
+check:
+ifneq ($(NODEPS),1)
+	@sh deploy/deps.sh build test
+endif
+	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
+	@sh tests/run.sh --quick $(O) $(BIN)
 
 quicktest:
 ifneq ($(NODEPS),1)

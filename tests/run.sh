@@ -3,7 +3,7 @@
 # ASan+UBSan and the bridge end-to-end test under valgrind memcheck, and print one closing
 # line "N passed, N failed" that sums every stage.
 #
-# usage: sh tests/run.sh [--unit-only] [--asan ASAN_DIR ASAN_BINARY] [--valgrind]
+# usage: sh tests/run.sh [--unit-only | --quick] [--asan ASAN_DIR ASAN_BINARY] [--valgrind]
 #                        [--fuzz FUZZ_DIR SECONDS] BUILD_DIR BINARY
 #   unit tests:        BUILD_DIR/tests/test_* (cmocka)
 #   integration tests: tests/integration/test_*.py, each run with python3 and the
@@ -14,6 +14,9 @@
 #                      MODEL_SEEDS is set), see the file for its other knobs; and
 #                      tests/model/lifecycle_pg.py, the same on PostgreSQL with MODEL_PG_SEEDS
 #                      seeds (default 20; not under ASan).
+#   --quick:           `make check`, the check before every commit: the unit tests and the
+#                      integration tests of the default weight (weight() below: the slow ones
+#                      are left out), the model test on MODEL_SEEDS seeds (default 10).
 #   --asan:            the same again with ASAN_DIR's unit tests and ASAN_BINARY (built with
 #                      -fsanitize=address,undefined); any sanitizer report a test's processes
 #                      write (leaks at exit included) fails that test.
@@ -32,6 +35,7 @@
 # time on PostgreSQL, counted as "unit NAME (postgres)".
 set -u
 unit_only=0
+quick=0
 asan_dir=""
 asan_bin=""
 valgrind=0
@@ -40,6 +44,7 @@ fuzz_s=60
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--unit-only) unit_only=1; shift ;;
+	--quick) quick=1; export MODEL_SEEDS="${MODEL_SEEDS:-10}"; shift ;;
 	--asan) asan_dir=$2; asan_bin=$3; shift 3 ;;
 	--valgrind) valgrind=1; shift ;;
 	--fuzz) fuzz_dir=$2; fuzz_s=$3; shift 3 ;;
@@ -121,6 +126,14 @@ asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
 	return 1
+}
+
+# In make check (--quick), the integration tests weighed above the default (weight()),
+# but the model test, which runs on MODEL_SEEDS seeds there.
+quick_skipped() {
+	[ "$quick" -eq 1 ] || return 1
+	[ "$1" = lifecycle ] && return 1
+	[ "$(weight "$1")" -gt 15 ]
 }
 
 # The store's unit tests, run a second time on PostgreSQL (AB_TEST_STORE=postgres, see
@@ -217,6 +230,7 @@ run_integration() { # $@: test files
 		[ -f "$t" ] || continue
 		selected "$(basename "$t" .py)" || continue
 		asan_skipped "$(basename "$t" .py)" && continue
+		quick_skipped "$(basename "$t" .py)" && continue
 		echo "$(weight "$(basename "$t" .py)") $t"
 		i=$((i + 1))
 	done | sort -k1,1nr -k2 | awk -v jobs="$jobs" -v dir="$lanes" '
