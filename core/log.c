@@ -1,7 +1,9 @@
 /*
  * log.c - logfmt/JSON line logger.  Values are escaped per format: logfmt
  * quotes a value with spaces, quotes, '=' or control bytes; JSON escapes
- * per RFC 8259.  A line is assembled in a struct buf and written at once.
+ * per RFC 8259.  In both, the characters a reader may take as a line break
+ * or that reorder what it shows (see invisible_len()) are written as \uXXXX.
+ * A line is assembled in a struct buf and written at once.
  */
 #include "log.h"
 
@@ -65,24 +67,85 @@ enum err log_format_parse(const char *s, enum log_format *out)
 	return ERR_OK;
 }
 
+/*
+ * The length of the UTF-8 sequence at p (n bytes left) when it encodes a character that
+ * JSON (RFC 8259) lets through raw but a log reader must not see raw, else 0: DEL, the C1
+ * controls U+0080-009F (NEL U+0085 breaks lines, CSI U+009B starts terminal sequences),
+ * the line and paragraph separators U+2028/2029 (line breaks to JavaScript and many
+ * viewers), and the bidi controls of Unicode's UAX #9 (ALM U+061C, LRM/RLM U+200E/F,
+ * U+202A-202E, U+2066-2069), which reorder a line so that it reads as another.  Its code
+ * point goes to *cp.
+ */
+static size_t invisible_len(const unsigned char *p, size_t n, unsigned *cp)
+{
+	if (p[0] == 0x7f) {
+		*cp = 0x7f;
+		return 1;
+	}
+	if (n >= 2 && p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+		*cp = p[1];
+		return 2;
+	}
+	if (n >= 2 && p[0] == 0xd8 && p[1] == 0x9c) {
+		*cp = 0x61c;
+		return 2;
+	}
+	if (n >= 3 && p[0] == 0xe2 && p[1] == 0x80 &&
+	    (p[2] == 0x8e || p[2] == 0x8f || (p[2] >= 0xa8 && p[2] <= 0xae))) {
+		*cp = 0x2000u + (p[2] - 0x80u);
+		return 3;
+	}
+	if (n >= 3 && p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9) {
+		*cp = 0x2040u + (p[2] - 0x80u);
+		return 3;
+	}
+	return 0;
+}
+
 static int logfmt_needs_quotes(const char *s, size_t n)
 {
+	unsigned cp;
+
 	if (n == 0)
 		return 1;
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
-		if (c <= ' ' || c == '"' || c == '=' || c == '\\' || c == 0x7f)
+		if (c <= ' ' || c == '"' || c == '=' || c == '\\' ||
+		    invisible_len((const unsigned char *)s + i, n - i, &cp))
 			return 1;
 	}
 	return 0;
 }
 
+/*
+ * Quote s as a JSON string (codec_json_string(): RFC 8259, invalid UTF-8 replaced), then
+ * write what invisible_len() finds in it as \uXXXX.  The quoted text is valid UTF-8, so a
+ * lead byte found there starts a character.
+ */
 static void add_value(struct buf *b, const char *s, size_t n)
 {
-	if (format == LOG_JSON || logfmt_needs_quotes(s, n))
-		codec_json_string(b, s, n);
-	else
+	struct buf q = BUF_INIT;
+	const unsigned char *p;
+	unsigned cp;
+	size_t run = 0, k;
+
+	if (format != LOG_JSON && !logfmt_needs_quotes(s, n)) {
 		buf_add(b, s, n);
+		return;
+	}
+	codec_json_string(&q, s, n);
+	p = (const unsigned char *)q.data;
+	for (size_t i = 0; i < q.len; i++) {
+		k = invisible_len(p + i, q.len - i, &cp);
+		if (!k)
+			continue;
+		buf_add(b, p + run, i - run);
+		buf_printf(b, "\\u%04x", cp);
+		run = i + k;
+		i += k - 1;
+	}
+	buf_add(b, p + run, q.len - run);
+	buf_release(&q);
 }
 
 static void add_key(struct buf *b, const char *key)

@@ -71,6 +71,53 @@ static void json_lines_are_objects(void **state)
 	log_setup(LOG_INFO, LOG_LOGFMT);
 }
 
+/*
+ * Issue 19 item 10: characters a reader may take as a line break (U+2028, U+2029, NEL
+ * U+0085), C1 controls (CSI U+009B), DEL and the bidi controls that reorder what a reader
+ * sees (U+202A-202E, U+2066-2069, U+200E/F, U+061C) are written as \uXXXX in both formats,
+ * so no value can forge a field or a line.
+ */
+static const char hostile[] = "a\xe2\x80\xa8msg=forged b\xe2\x80\xa9 c\xc2\x85 d\xc2\x9b"
+			      " e\x7f f\xe2\x80\xae g\xe2\x81\xa6 h\xe2\x80\x8f i\xd8\x9c"
+			      " caf\xc3\xa9";
+static const char hostile_escaped[] = "\"a\\u2028msg=forged b\\u2029 c\\u0085 d\\u009b"
+				      " e\\u007f f\\u202e g\\u2066 h\\u200f i\\u061c"
+				      " caf\xc3\xa9\"";
+
+static void emit_hostile(void)
+{
+	struct log_line *l = log_begin(LOG_WARN, "x");
+	log_str(l, "v", hostile);
+	log_str(l, "w", "plain\xe2\x80\xa8");
+	log_end(l);
+}
+
+static void invisible_and_line_breaking_characters_are_escaped(void **state)
+{
+	enum log_format formats[] = { LOG_LOGFMT, LOG_JSON };
+	char want[512];
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		char *out;
+		log_setup(LOG_INFO, formats[i]);
+		out = capture(emit_hostile);
+		snprintf(want, sizeof(want), formats[i] == LOG_JSON ? "\"v\":%s" : "v=%s",
+			 hostile_escaped);
+		assert_non_null(strstr(out, want));
+		/* a value with no space is still quoted when it holds one of them */
+		assert_non_null(strstr(out, formats[i] == LOG_JSON ? "\"w\":\"plain\\u2028\""
+							 : "w=\"plain\\u2028\""));
+		for (const char *p = out; *p; p++) {
+			unsigned char c = (unsigned char)*p;
+			assert_true(c != 0x7f && (c >= 0x20 || c == '\n'));
+		}
+		assert_null(strstr(out, "\xe2\x80\xa8"));
+		assert_null(strstr(out, "\xc2\x85"));
+		assert_null(strstr(out, "\xe2\x80\xae"));
+	}
+	log_setup(LOG_INFO, LOG_LOGFMT);
+}
+
 static void below_threshold_writes_nothing(void **state)
 {
 	(void)state;
@@ -98,6 +145,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(logfmt_quotes_what_needs_it),
 		cmocka_unit_test(json_lines_are_objects),
+		cmocka_unit_test(invisible_and_line_breaking_characters_are_escaped),
 		cmocka_unit_test(below_threshold_writes_nothing),
 		cmocka_unit_test(levels_and_formats_parse),
 	};
