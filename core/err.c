@@ -7,6 +7,7 @@ const char *err_str(enum err code)
 	case ERR_OK: return "ok";
 	case ERR_INVALID: return "invalid";
 	case ERR_AUTH: return "auth";
+	case ERR_FORBIDDEN: return "forbidden";
 	case ERR_NOTFOUND: return "not found";
 	case ERR_GONE: return "gone";
 	case ERR_CONFLICT: return "conflict";

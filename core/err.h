@@ -19,6 +19,9 @@ enum err {
 	ERR_OK = 0,
 	ERR_INVALID,   /* input is malformed: do not retry the same input */
 	ERR_AUTH,      /* credentials missing or rejected */
+	ERR_FORBIDDEN, /* the service refuses this request for good, with valid credentials
+			* (GitHub's 403 that is no rate limit: no permission, an archived
+			* repository, a locked issue): do not retry until a person fixes it */
 	ERR_NOTFOUND,  /* the thing asked for does not exist */
 	ERR_GONE,      /* it existed and was deleted (HTTP 410) */
 	ERR_CONFLICT,  /* precondition failed, changed underneath (HTTP 409) */
