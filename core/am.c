@@ -57,6 +57,9 @@ static void PRINTF_LIKE(3, 4) mkpath(char *path, size_t size, const char *fmt, .
 	copy_cut(path, size, tmp);
 }
 
+const char *const am_invalid_members[] = { "status", "labels", "annotations", "startsAt",
+					   "endsAt", "generatorURL", "fingerprint", NULL };
+
 /* ---- label sets ---- */
 
 static int label_cmp(const void *a, const void *b)
@@ -76,17 +79,39 @@ const char *am_labels_get(const struct am_labels *set, const char *name)
 }
 
 /*
+ * Note entry field of a derived set as left out (see am_payload.n_dropped):
+ * counted, and the first one's field and why kept.
+ */
+static void PRINTF_LIKE(3, 4) drop(struct am_payload *p, const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (p->n_dropped++)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	copy_cut(p->dropped.field, sizeof(p->dropped.field), field);
+	copy_cut(p->dropped.message, sizeof(p->dropped.message), msg);
+}
+
+/*
  * Fill out from obj, an object of strings at path (NULL obj: empty set).
  * max_value: byte limit of a value.  nonempty: reject an empty object.
+ * derived NULL: an entry over a limit (max_labels, max_name, max_value)
+ * fails the parse.  derived set (a set Alertmanager derives from the alerts:
+ * groupLabels, commonLabels, commonAnnotations): such entries are left out
+ * and noted in derived (drop()), entries past max_labels in name order.
  */
 static enum err parse_labels(const json_t *obj, const char *path, int nonempty, size_t max_labels,
-			     size_t max_name, size_t max_value, struct am_labels *out,
-			     struct am_error *err)
+			     size_t max_name, size_t max_value, struct am_payload *derived,
+			     struct am_labels *out, struct am_error *err)
 {
 	const char *key;
 	json_t *val;
 	char field[128];
-	size_t i = 0;
+	size_t n = 0;
 
 	out->v = NULL;
 	out->n = 0;
@@ -96,32 +121,47 @@ static enum err parse_labels(const json_t *obj, const char *path, int nonempty, 
 		return fail(err, path, "must be an object of strings");
 	if (nonempty && json_object_size(obj) == 0)
 		return fail(err, path, "must have at least one label");
-	if (json_object_size(obj) > max_labels)
+	if (!derived && json_object_size(obj) > max_labels)
 		return fail(err, path, "more than %zu entries", max_labels);
 	json_object_foreach((json_t *)obj, key, val) {
 		size_t klen = strlen(key);
+		int too_long = klen > max_name || (json_is_string(val) &&
+						   json_string_length(val) > max_value);
+
 		if (klen == 0)
 			return fail(err, path, "empty name");
 		/* The path is only formatted on failure: this loop is on the intake path. */
-		if (klen > max_name || !json_is_string(val) || json_string_length(val) > max_value)
+		if (too_long || !json_is_string(val))
 			mkpath(field, sizeof(field), "%s.%s", path, key);
-		if (klen > max_name)
-			return fail(err, field, "name longer than %zu bytes", max_name);
 		if (!json_is_string(val))
 			return fail(err, field, "must be a string");
-		if (json_string_length(val) > max_value)
+		if (too_long && !derived && klen > max_name)
+			return fail(err, field, "name longer than %zu bytes", max_name);
+		if (too_long && !derived)
 			return fail(err, field, "longer than %zu bytes", max_value);
+		if (too_long && klen > max_name)
+			drop(derived, field, "name longer than %zu bytes: left out", max_name);
+		else if (too_long)
+			drop(derived, field, "longer than %zu bytes: left out", max_value);
 	}
-	out->n = json_object_size(obj);
-	if (!out->n)
+	if (!json_object_size(obj))
 		return ERR_OK;
-	out->v = xcalloc(out->n, sizeof(*out->v));
+	out->v = xcalloc(json_object_size(obj), sizeof(*out->v));
 	json_object_foreach((json_t *)obj, key, val) {
-		out->v[i].name = key;
-		out->v[i].value = json_string_value(val);
-		i++;
+		if (strlen(key) > max_name || json_string_length(val) > max_value)
+			continue;  /* derived: dropped above */
+		out->v[n].name = key;
+		out->v[n].value = json_string_value(val);
+		n++;
 	}
+	out->n = n;
 	qsort(out->v, out->n, sizeof(*out->v), label_cmp);
+	if (out->n > max_labels) {
+		drop(derived, path, "more than %zu entries: %zu left out", max_labels,
+		     out->n - max_labels);
+		derived->n_dropped += out->n - max_labels - 1;
+		out->n = max_labels;
+	}
 	return ERR_OK;
 }
 
@@ -240,13 +280,13 @@ static enum err parse_alert(const json_t *obj, size_t idx, const struct am_optio
 	*member = "labels";
 	mkpath(path, sizeof(path), "%slabels", prefix);
 	rc = parse_labels(json_object_get(obj, "labels"), path, 1, o->max_labels,
-			  o->max_label_bytes, o->max_label_bytes, &a->labels, err);
+			  o->max_label_bytes, o->max_label_bytes, NULL, &a->labels, err);
 	if (rc)
 		return rc;
 	*member = "annotations";
 	mkpath(path, sizeof(path), "%sannotations", prefix);
 	rc = parse_labels(json_object_get(obj, "annotations"), path, 0, o->max_labels,
-			  o->max_label_bytes, o->max_annotation_bytes, &a->annotations, err);
+			  o->max_label_bytes, o->max_annotation_bytes, NULL, &a->annotations, err);
 	if (rc)
 		return rc;
 	*member = "startsAt";
@@ -357,16 +397,17 @@ static enum err parse_group(const json_t *root, const struct am_options *o, stru
 	if (v && json_integer_value(v) < 0)
 		return fail(err, "truncatedAlerts", "must not be negative");
 	p->truncated_alerts = v ? json_integer_value(v) : 0;
+	/* Derived from the alerts: never a reason to refuse them (see am.h). */
 	rc = parse_labels(json_object_get(root, "groupLabels"), "groupLabels", 0, o->max_labels,
-			  o->max_label_bytes, o->max_label_bytes, &p->group_labels, err);
+			  o->max_label_bytes, o->max_label_bytes, p, &p->group_labels, err);
 	if (rc)
 		return rc;
 	rc = parse_labels(json_object_get(root, "commonLabels"), "commonLabels", 0, o->max_labels,
-			  o->max_label_bytes, o->max_label_bytes, &p->common_labels, err);
+			  o->max_label_bytes, o->max_label_bytes, p, &p->common_labels, err);
 	if (rc)
 		return rc;
 	rc = parse_labels(json_object_get(root, "commonAnnotations"), "commonAnnotations", 0,
-			  o->max_labels, o->max_label_bytes, o->max_annotation_bytes,
+			  o->max_labels, o->max_label_bytes, o->max_annotation_bytes, p,
 			  &p->common_annotations, err);
 	if (rc)
 		return rc;

@@ -30,6 +30,18 @@ struct am_labels {
 /* The value of name in set, or NULL when absent (binary search). */
 const char *am_labels_get(const struct am_labels *set, const char *name);
 
+/*
+ * Why a payload was rejected, for an HTTP 400 {"error": message, "field": field}.
+ * field is a JSON path into the body such as "version", "alerts[2].startsAt"
+ * or "alerts[0].labels.severity"; it is "" when the body is not well-formed
+ * JSON (syntax, duplicate key, \u0000, invalid UTF-8) or not an object.
+ * Both are NUL-terminated, cut at a UTF-8 boundary when too long.
+ */
+struct am_error {
+	char field[128];
+	char message[256];
+};
+
 struct am_alert {
 	const char *status;          /* "firing" or "resolved" */
 	int firing;                  /* non-zero when status is "firing" */
@@ -71,6 +83,17 @@ struct am_payload {
 	const char *external_url;    /* "" when absent */
 	int64_t truncated_alerts;    /* >= 0; 0 when absent */
 	/*
+	 * Entries of groupLabels, commonLabels and commonAnnotations left out
+	 * for passing a limit of am_options (Alertmanager derives these sets
+	 * from the alerts, so one long label or annotation of a one-alert group,
+	 * or 300 labels, lands in them too: the alert that carries it is what is
+	 * invalid, not the group).  n_dropped counts them; dropped says where
+	 * and why of the first ({"commonAnnotations.description", "longer than
+	 * 65536 bytes: left out"}); zeroed when n_dropped is 0.
+	 */
+	size_t n_dropped;
+	struct am_error dropped;
+	/*
 	 * n_alerts valid alerts in payload order, then n_invalid invalid ones
 	 * (also in payload order; see am_options.keep_invalid_alerts).  n_alerts
 	 * >= 1 unless keep_invalid_alerts is set; n_alerts + n_invalid >= 1.
@@ -103,22 +126,16 @@ struct am_options {
 	int keep_invalid_alerts;
 };
 
+/*
+ * Every value am_alert.invalid_reason takes after am_parse(): the member of
+ * an alert that failed.  NULL-terminated; for metric series known in advance.
+ */
+extern const char *const am_invalid_members[];
+
 #define AM_DEFAULT_MAX_ALERTS 10000
 #define AM_DEFAULT_MAX_LABELS 256
 #define AM_DEFAULT_MAX_LABEL_BYTES 4096
 #define AM_DEFAULT_MAX_ANNOTATION_BYTES 65536
-
-/*
- * Why a payload was rejected, for an HTTP 400 {"error": message, "field": field}.
- * field is a JSON path into the body such as "version", "alerts[2].startsAt"
- * or "alerts[0].labels.severity"; it is "" when the body is not well-formed
- * JSON (syntax, duplicate key, \u0000, invalid UTF-8) or not an object.
- * Both are NUL-terminated, cut at a UTF-8 boundary when too long.
- */
-struct am_error {
-	char field[128];
-	char message[256];
-};
 
 /*
  * Parse and validate len bytes of body (need not be NUL-terminated) as a
@@ -130,7 +147,8 @@ struct am_error {
  * UTF-8.  version "4"; status firing|resolved; receiver a non-empty string;
  * groupKey a string; truncatedAlerts, when present, an integer >= 0;
  * groupLabels, commonLabels, commonAnnotations, when present, objects of
- * strings; externalURL, when present, a string; alerts a non-empty array of
+ * strings (an entry over a limit is left out, never an error: see
+ * am_payload.n_dropped); externalURL, when present, a string; alerts a non-empty array of
  * at most max_alerts objects, each with status firing|resolved, labels a
  * non-empty object of strings, annotations (optional) an object of strings,
  * startsAt an RFC 3339 time as rfc3339_parse_go() reads it (not the zero

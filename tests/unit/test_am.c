@@ -585,6 +585,68 @@ static void invalid_alerts_are_kept_apart(void **state)
 	buf_release(&raw);
 }
 
+/*
+ * What Alertmanager derives from the alerts (groupLabels, commonLabels,
+ * commonAnnotations) repeats an alert's long label or annotation when the
+ * group has one alert (or all share it): an entry over a limit is left out
+ * and noted, the payload parses, and the alert that carries it is the
+ * invalid one (issue 18 item 3: 400 "commonAnnotations.description" lost
+ * the whole group).
+ */
+static void derived_sets_over_limits_are_cut_not_refused(void **state)
+{
+	static const char body[] = BODY(
+		HDR "\"groupLabels\":{\"alertname\":\"A\",\"a\":\"1234567890\"},"
+		"\"commonLabels\":{\"z\":\"1\",\"abcdefghij\":\"1\",\"b\":\"2\",\"a\":\"3\"},"
+		"\"commonAnnotations\":{\"d\":\"123\",\"e\":\"12\"},",
+		GOOD "," ALERT_F("\"firing\"", "{\"alertname\":\"B\"}", T0, ZT,
+				 ",\"annotations\":{\"d\":\"123\"}"));
+	struct am_options o = { .max_labels = 2, .max_label_bytes = 9, .max_annotation_bytes = 2,
+				.keep_invalid_alerts = 1 };
+	struct am_payload *p = NULL;
+	struct am_error e;
+	struct buf doc = BUF_INIT;
+	(void)state;
+
+	assert_int_equal(am_parse(body, strlen(body), &o, &p, &e), ERR_OK);
+	assert_labels(&p->group_labels, (const char *const[]){ "alertname", "A" }, 1);
+	/* "abcdefghij" (name too long) out, then the first two in name order of a, b, z. */
+	assert_labels(&p->common_labels, (const char *const[]){ "a", "3", "b", "2" }, 2);
+	assert_labels(&p->common_annotations, (const char *const[]){ "e", "12" }, 1);
+	/* groupLabels.a, commonLabels.abcdefghij, commonLabels' z, commonAnnotations.d */
+	assert_int_equal(p->n_dropped, 4);
+	assert_string_equal(p->dropped.field, "groupLabels.a");
+	assert_string_equal(p->dropped.message, "longer than 9 bytes: left out");
+	/* The alert with the long annotation is the invalid one; the other stays. */
+	assert_int_equal(p->n_alerts, 1);
+	assert_int_equal(p->n_invalid, 1);
+	assert_string_equal(p->alerts[1].invalid->field, "alerts[1].annotations.d");
+	assert_int_equal(am_event_json(p, 0, &doc), ERR_OK);
+	assert_non_null(strstr(buf_str(&doc), "\"commonLabels\":{\"a\":\"3\",\"b\":\"2\"},"
+					 "\"commonAnnotations\":{\"e\":\"12\"}"));
+	am_payload_free(p);
+
+	/* A set over max_labels alone says how many it left out. */
+	p = NULL;
+	{
+		static const char many[] = BODY(
+			HDR "\"commonLabels\":{\"c\":\"1\",\"b\":\"1\",\"a\":\"1\",\"d\":\"1\"},", GOOD);
+
+		assert_int_equal(am_parse(many, strlen(many), &o, &p, &e), ERR_OK);
+		assert_int_equal(p->n_dropped, 2);
+		assert_string_equal(p->dropped.field, "commonLabels");
+		assert_string_equal(p->dropped.message, "more than 2 entries: 2 left out");
+		assert_labels(&p->common_labels, (const char *const[]){ "a", "1", "b", "1" }, 2);
+		am_payload_free(p);
+	}
+	/* Within the limits nothing is noted. */
+	assert_int_equal(am_parse(BODY(HDR, GOOD), strlen(BODY(HDR, GOOD)), NULL, &p, &e), ERR_OK);
+	assert_int_equal(p->n_dropped, 0);
+	assert_string_equal(p->dropped.field, "");
+	am_payload_free(p);
+	buf_release(&doc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -602,6 +664,7 @@ int main(void)
 		cmocka_unit_test(matrix_baseline_parses),
 		cmocka_unit_test(long_error_path_is_cut),
 		cmocka_unit_test(invalid_alerts_are_kept_apart),
+		cmocka_unit_test(derived_sets_over_limits_are_cut_not_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
