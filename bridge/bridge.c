@@ -87,6 +87,7 @@ static void register_metrics(struct bridge *b)
 	static const char *const rcv_reason[] = { "receiver", "reason", NULL };
 	static const char *const outcome[] = { "outcome", NULL };
 	static const char *const window[] = { "window", NULL };
+	static const char *const reason[] = { "reason", NULL };
 	static const char *const state[] = { "state", NULL };
 	struct metrics *m = b->opts.metrics;
 
@@ -108,7 +109,7 @@ static void register_metrics(struct bridge *b)
 				  "Events dead-lettered (never retried); see alertbridge map.", NULL);
 	b->m_dead_letters = metrics_counter(
 		m, "alertbridge_bridge_dead_letters_total",
-		"Events dead-lettered, by reason (repo_not_found, invalid).", rcv_reason);
+		"Events dead-lettered, by reason (repo_not_found, invalid, forbidden).", rcv_reason);
 	b->m_gh_requests = metrics_counter(m, "alertbridge_github_requests_total",
 					   "GitHub REST requests by outcome.", outcome);
 	b->m_gh_retries = metrics_counter(m, "alertbridge_github_retries_total",
@@ -125,7 +126,16 @@ static void register_metrics(struct bridge *b)
 		"Creates whose answer was lost, found afterwards by their marker.", NULL);
 	b->m_gh_unauthorized = metrics_counter(
 		m, "alertbridge_github_unauthorized_total",
-		"GitHub answers 401 (bad or expired token); events are kept and retried.", NULL);
+		"GitHub rejected the credentials (401, or a GitHub App token refused for a wrong "
+		"App, key or installation); events are kept and retried.", NULL);
+	b->m_gh_forbidden = metrics_counter(
+		m, "alertbridge_github_forbidden_total",
+		"GitHub answers 403 that are no rate limit, by reason (archived, locked, "
+		"permission); their events are dead-lettered.", reason);
+	for (int i = 0; i < GH_FORBIDDEN_COUNT; i++) {
+		const char *why[] = { gh_forbidden_str((enum gh_forbidden)i) };
+		metric_add(b->m_gh_forbidden, why, 0);  /* known series from the start */
+	}
 	b->m_assignees_dropped = metrics_counter(
 		m, "alertbridge_github_assignees_dropped_total",
 		"Assignees left out of a create because GitHub cannot assign them (422).", NULL);
@@ -558,11 +568,12 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 	struct log_line *l;
 	enum err src;
 
-	if (rc == ERR_INVALID) {
+	if (rc == ERR_INVALID || rc == ERR_FORBIDDEN) {
+		/* Permanent: GitHub's message says what a person must fix, then map retry. */
 		src = store_event_dead(b->opts.store, w->ev.id, why);
 		l = log_begin(LOG_ERROR, "event dead-lettered");
 		count(b, w->ev.receiver, "dead");
-		count_dead(b, w->ev.receiver, "invalid");
+		count_dead(b, w->ev.receiver, rc == ERR_FORBIDDEN ? "forbidden" : "invalid");
 	} else {
 		/* From the time of the failure: the client's own retries took time. */
 		int64_t t = bridge_now_ms(b);
@@ -582,8 +593,10 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 	log_int(l, "attempts", w->ev.attempts + 1);
 	log_str(l, "detail", why);
 	log_end(l);
-	if (src)
+	if (src) {
 		log_msg(LOG_ERROR, "cannot record event outcome", "err", err_str(src));
+		b->step_store_fault = 1;
+	}
 }
 
 static void finish(struct bridge *b, struct work *w)
@@ -602,6 +615,7 @@ static void finish(struct bridge *b, struct work *w)
 		rc = store_event_done(b->opts.store, w->ev.id, w->have_row ? &w->row : NULL, &msg);
 	if (rc) {
 		struct log_line *l = log_begin(LOG_ERROR, "cannot record event done");
+		b->step_store_fault = 1;
 		log_err(l, rc);
 		log_int(l, "event", w->ev.id);
 		log_str(l, "detail", buf_str(&msg));
@@ -897,6 +911,11 @@ static void update_gauges(struct bridge *b, int queue_empty)
 		   (double)(s.ambiguous_resolved - b->last_stats.ambiguous_resolved));
 	metric_add(b->m_gh_unauthorized, NULL,
 		   (double)(s.requests_unauthorized - b->last_stats.requests_unauthorized));
+	for (int i = 0; i < GH_FORBIDDEN_COUNT; i++) {
+		const char *why[] = { gh_forbidden_str((enum gh_forbidden)i) };
+		metric_add(b->m_gh_forbidden, why, (double)(s.requests_forbidden[i] -
+							    b->last_stats.requests_forbidden[i]));
+	}
 	metric_add(b->m_assignees_dropped, NULL,
 		   (double)(s.assignees_dropped - b->last_stats.assignees_dropped));
 	metric_add(b->m_app_renewals, NULL,
@@ -948,6 +967,23 @@ static void standby_gauges(struct bridge *b)
 	update_gauges(b, 0);
 }
 
+/*
+ * A store failure: no step before the backoff of the failures in a row has passed
+ * (bridge_step()).  Returns -1, bridge_step()'s answer.
+ */
+static int store_failed(struct bridge *b, int64_t now_ms)
+{
+	int64_t wait = backoff_ms(b, b->store_faults);
+	struct log_line *l = log_begin(LOG_WARN, "store failing: worker backs off");
+
+	b->store_faults++;
+	b->store_retry_at_ms = now_ms + wait;
+	log_int(l, "failures", b->store_faults);
+	log_int(l, "retry_in_ms", wait);
+	log_end(l);
+	return -1;
+}
+
 int bridge_step(struct bridge *b)
 {
 	struct work w;
@@ -957,9 +993,11 @@ int bridge_step(struct bridge *b)
 		standby_gauges(b);
 		return 0;  /* not the leader: the queue is the leader's to drain */
 	}
-	pick_up_config(b);
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);
+	if (b->store_faults && w.now_ms < b->store_retry_at_ms)
+		return -1;
+	pick_up_config(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
 	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */
 		update_gauges(b, 0);
@@ -971,7 +1009,8 @@ int bridge_step(struct bridge *b)
 		return 0;
 	}
 	if (rc)
-		return -1;
+		return store_failed(b, w.now_ms);
+	b->step_store_fault = 0;
 	handle(b, &w);
 	store_event_release(&w.ev);
 	store_issue_release(&w.row);
@@ -980,6 +1019,9 @@ int bridge_step(struct bridge *b)
 	json_decref(w.payload_doc);
 	group_event_release(w.grp);
 	free(w.grp);
+	if (b->step_store_fault)
+		return store_failed(b, w.now_ms);
+	b->store_faults = 0;
 	update_gauges(b, 0);
 	return 1;
 }

@@ -175,7 +175,13 @@ void bridge_request_stop(struct bridge *b);
 /*
  * Process at most one due event on the calling thread (tests, and the
  * worker's loop).  Returns 1 when an event was handled (done, retried or
- * dead-lettered), 0 when none was due, -1 when the store failed.
+ * dead-lettered), 0 when none was due, -1 when the store failed: it could
+ * not give the next event, or not record an event's outcome.  After a store
+ * failure the bridge backs off as for any fault (retry_base_ms doubling up to
+ * retry_max_ms, with jitter, from opts.now_ms): until then every call returns
+ * -1 at once, with no GitHub call and no store access, so a full or failing
+ * disk never spends GitHub's budget on an event whose outcome cannot be kept
+ * (issue 19).  The first outcome recorded again ends the backoff.
  */
 int bridge_step(struct bridge *b);
 

@@ -52,10 +52,14 @@ struct bridge {
 	struct metric *m_gh_content_left;
 	struct metric *m_gh_ambiguous;
 	struct metric *m_gh_unauthorized;
+	struct metric *m_gh_forbidden;
 	struct metric *m_rebuilt;
 	struct metric *m_assignees_dropped;
 	struct metric *m_app_renewals;
 	struct metric *m_app_failures;
+	int store_faults;           /* store failures in a row (bridge_step(): the backoff) */
+	int64_t store_retry_at_ms;  /* after a store failure: no step before this time */
+	int step_store_fault;       /* this step could not record an outcome */
 };
 
 /* What one event needs while it is handled; released in one place. */

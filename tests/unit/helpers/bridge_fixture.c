@@ -37,8 +37,8 @@ void bfx_v_sleep(void *ctx, int64_t ms)
 	((struct env *)ctx)->now += ms;
 }
 
-void bfx_env_start_scan(struct env *e, const char *extra_github, const char *receiver_extra,
-			    int scanned)
+static void start(struct env *e, const char *extra_github, const char *receiver_extra,
+		  int scanned, const char *store_target)
 {
 	char yaml[2048];
 	struct buf err = BUF_INIT;
@@ -55,7 +55,7 @@ void bfx_env_start_scan(struct env *e, const char *extra_github, const char *rec
 		 receiver_extra ? receiver_extra : "");
 	setenv("GITHUB_TOKEN", "ghp_test_token", 1);
 	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
-	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
+	assert_int_equal(store_open(store_target, &e->st, &err), ERR_OK);
 	assert_int_equal(render_new(e->cfg, &e->render, &err), ERR_OK);
 	bo->cfg = e->cfg;
 	bo->store = e->st;
@@ -72,6 +72,17 @@ void bfx_env_start_scan(struct env *e, const char *extra_github, const char *rec
 	if (scanned)
 		assert_int_equal(store_scan_done(e->st, "default", "my-org/alerts", T0), ERR_OK);
 	buf_release(&err);
+}
+
+void bfx_env_start_scan(struct env *e, const char *extra_github, const char *receiver_extra,
+			int scanned)
+{
+	start(e, extra_github, receiver_extra, scanned, ":memory:");
+}
+
+void bfx_env_start_store(struct env *e, const char *store_target)
+{
+	start(e, NULL, NULL, 1, store_target);
 }
 
 void bfx_env_start(struct env *e, const char *extra_github, const char *receiver_extra)

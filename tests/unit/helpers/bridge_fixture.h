@@ -52,6 +52,11 @@ void bfx_v_sleep(void *ctx, int64_t ms);
  */
 void bfx_env_start_scan(struct env *e, const char *extra_github, const char *receiver_extra,
 			int scanned);
+/*
+ * bfx_env_start() on the store at store_target (a file, so that another connection can
+ * change it under the bridge: sfx_sql_exec()), the repository scanned.
+ */
+void bfx_env_start_store(struct env *e, const char *store_target);
 /* bfx_env_start_scan() with the repository scanned. */
 void bfx_env_start(struct env *e, const char *extra_github, const char *receiver_extra);
 /*
