@@ -404,6 +404,13 @@ static void add_github_message(struct buf *errmsg, const struct http_response *r
 	json_decref(root);
 }
 
+/*
+ * GitHub's "Rate limits for the REST API": a primary limit is a 403 or 429
+ * with x-ratelimit-remaining: 0; a secondary one a 403 or 429 with
+ * retry-after or a message saying "secondary rate limit".  ("API rate limit
+ * exceeded" is the primary limit's message, taken too should a proxy drop
+ * the header.)  Every other 403 is about permission (gh_forbidden_of()).
+ */
 static int is_rate_limited(const struct http_response *res)
 {
 	const char *msg;
@@ -417,6 +424,31 @@ static int is_rate_limited(const struct http_response *res)
 		return 1;
 	msg = buf_str(&res->body);
 	return strcasestr(msg, "secondary rate limit") || strcasestr(msg, "rate limit exceeded");
+}
+
+const char *gh_forbidden_str(enum gh_forbidden why)
+{
+	switch (why) {
+	case GH_FORBIDDEN_PERMISSION: return "permission";
+	case GH_FORBIDDEN_ARCHIVED: return "archived";
+	case GH_FORBIDDEN_LOCKED: return "locked";
+	}
+	return "permission";
+}
+
+/* Which permanent 403 res is, by GitHub's message (gh.h, enum gh_forbidden). */
+static enum gh_forbidden gh_forbidden_of(const struct http_response *res)
+{
+	json_t *root = json_loadb(res->body.data ? res->body.data : "", res->body.len, 0, NULL);
+	const char *msg = json_string_value(json_object_get(root, "message"));
+	enum gh_forbidden why = GH_FORBIDDEN_PERMISSION;
+
+	if (msg && strcasestr(msg, "archived"))
+		why = GH_FORBIDDEN_ARCHIVED;
+	else if (msg && strcasestr(msg, "is locked"))
+		why = GH_FORBIDDEN_LOCKED;
+	json_decref(root);
+	return why;
 }
 
 /* Status words used in messages. */
@@ -488,9 +520,11 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 	c->stats.requests_client_error++;
 	if (status == 401)
 		c->stats.requests_unauthorized++;
+	if (status == 403)
+		c->stats.requests_forbidden[gh_forbidden_of(res)]++;
 	switch (status) {
-	case 401:
-	case 403: *rc = ERR_AUTH; break;
+	case 401: *rc = ERR_AUTH; break;
+	case 403: *rc = ERR_FORBIDDEN; break;
 	case 404: *rc = ERR_NOTFOUND; break;
 	case 410: *rc = ERR_GONE; break;
 	default: *rc = ERR_INVALID; break;

@@ -101,6 +101,27 @@ struct gh_issue {
 };
 
 /*
+ * Why GitHub refused a request for good (a 403 that is no rate limit), told
+ * apart by the message GitHub's answer carries (REST API "Troubleshooting":
+ * a 403 without x-ratelimit-remaining: 0, retry-after or the secondary rate
+ * limit message is about permission):
+ *   GH_FORBIDDEN_ARCHIVED    "Repository was archived so is read-only." (every
+ *                            write to an archived repository)
+ *   GH_FORBIDDEN_LOCKED      "Unable to create comment because issue is locked."
+ *   GH_FORBIDDEN_PERMISSION  any other: the token may not do it ("Resource not
+ *                            accessible by personal access token" / "... by
+ *                            integration", "Must have admin rights ...")
+ */
+enum gh_forbidden {
+	GH_FORBIDDEN_PERMISSION,
+	GH_FORBIDDEN_ARCHIVED,
+	GH_FORBIDDEN_LOCKED,
+};
+#define GH_FORBIDDEN_COUNT 3
+/* "permission", "archived", "locked" (the metrics' reason label); never NULL. */
+const char *gh_forbidden_str(enum gh_forbidden why);
+
+/*
  * Counters since gh_client_new(), for metrics.  A request is one HTTP
  * exchange (a retry is a second request).
  */
@@ -110,7 +131,11 @@ struct gh_stats {
 	uint64_t requests_server_error;  /* 5xx answers */
 	uint64_t requests_rate_limited;  /* 429, and 403 that is a primary or secondary limit */
 	uint64_t requests_failed;        /* no HTTP answer: connect error, timeout, reset */
-	uint64_t requests_unauthorized;  /* 401 answers (also counted as client errors) */
+	uint64_t requests_unauthorized;  /* credentials rejected: 401 answers (also counted as
+					  * client errors), and GitHub App tokens refused for a
+					  * wrong App, key or installation (see gh_creds) */
+	uint64_t requests_forbidden[GH_FORBIDDEN_COUNT]; /* ERR_FORBIDDEN answers by reason
+							  * (also client errors) */
 	uint64_t retries;                /* requests repeated after a transient failure */
 	int64_t ratelimit_wait_ms;       /* slept for retry-after / x-ratelimit-reset */
 	int64_t backoff_wait_ms;         /* slept in exponential backoff */
@@ -206,7 +231,15 @@ void gh_stats(const struct gh_client *c, struct gh_stats *out);
 
 /*
  * Errors every call can return, with detail in errmsg (never the token):
- *   ERR_AUTH      401, or 403 that is not a rate limit (bad token/permissions)
+ *   ERR_AUTH      401: GitHub rejected the credentials (or no credential, or
+ *                 no GitHub App token could be got: see gh_creds)
+ *   ERR_FORBIDDEN 403 that is not a rate limit (enum gh_forbidden): the
+ *                 repository is archived, the issue locked, or the token may
+ *                 not do this; GitHub's message is in errmsg.  A 403 is a rate
+ *                 limit ("Rate limits for the REST API") when it carries
+ *                 x-ratelimit-remaining: 0 (primary), a retry-after header
+ *                 or the "secondary rate limit" message (secondary): those
+ *                 are waited out and retried, never ERR_FORBIDDEN
  *   ERR_NOTFOUND  404 (repository or issue missing)
  *   ERR_GONE      410 (issue deleted)
  *   ERR_INVALID   422 or another 4xx: the request itself is wrong; do not retry

@@ -562,16 +562,45 @@ static void unauthorized_is_auth_without_retry(void **state)
 	assert_int_equal(fx->nsleeps, 0);
 }
 
-static void plain_forbidden_is_auth(void **state)
+/*
+ * A 403 that is no rate limit (no x-ratelimit-remaining: 0, retry-after or
+ * secondary-limit message) is permanent: ERR_FORBIDDEN at once, with
+ * GitHub's message, counted by reason; never "credentials rejected".
+ */
+static void permanent_403s_are_forbidden_by_reason(void **state)
 {
 	struct fixture *fx = *state;
+	struct gh_stats st;
 
 	fake_http_push(fx->fake, 403, "X-RateLimit-Remaining: 4000",
-		       "{\"message\":\"Resource not accessible by integration\"}");
-	assert_int_equal(gh_comment_create(fx->gh, "o/r", 1, "x", &fx->err), ERR_AUTH);
+		       "{\"message\":\"Repository was archived so is read-only.\"}");
+	fake_http_push(fx->fake, 403, "X-RateLimit-Remaining: 3999",
+		       "{\"message\":\"Unable to create comment because issue is locked.\"}");
+	fake_http_push(fx->fake, 403, "X-RateLimit-Remaining: 3998",
+		       "{\"message\":\"Resource not accessible by personal access token\"}");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "b " MARKER, MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_FORBIDDEN);
+	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues: 403 forbidden: "
+					       "Repository was archived so is read-only.");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 1, "x", &fx->err), ERR_FORBIDDEN);
 	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues/1/comments: 403 forbidden: "
-					       "Resource not accessible by integration");
-	assert_int_equal(fake_http_count(fx->fake), 1);
+					       "Unable to create comment because issue is locked.");
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 1, "closed", "completed", NULL,
+					    &fx->err), ERR_FORBIDDEN);
+	assert_string_equal(buf_str(&fx->err), "PATCH /repos/o/r/issues/1: 403 forbidden: "
+					       "Resource not accessible by personal access token");
+	assert_int_equal(fake_http_count(fx->fake), 3);  /* none retried */
+	assert_int_equal(fx->nsleeps, 2);  /* only the pacing of the two later mutations */
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.requests_forbidden[GH_FORBIDDEN_ARCHIVED], 1);
+	assert_int_equal(st.requests_forbidden[GH_FORBIDDEN_LOCKED], 1);
+	assert_int_equal(st.requests_forbidden[GH_FORBIDDEN_PERMISSION], 1);
+	assert_int_equal(st.requests_unauthorized, 0);
+	assert_int_equal(st.requests_rate_limited, 0);
+	assert_int_equal(st.retries, 0);
+	assert_string_equal(gh_forbidden_str(GH_FORBIDDEN_ARCHIVED), "archived");
+	assert_string_equal(gh_forbidden_str(GH_FORBIDDEN_LOCKED), "locked");
+	assert_string_equal(gh_forbidden_str(GH_FORBIDDEN_PERMISSION), "permission");
 }
 
 static void unprocessable_is_invalid_with_github_message(void **state)
@@ -1103,7 +1132,7 @@ int main(void)
 		T(status_429_waits_a_minute),
 		T(secondary_limit_403_by_message_is_retried),
 		T(unauthorized_is_auth_without_retry),
-		T(plain_forbidden_is_auth),
+		T(permanent_403s_are_forbidden_by_reason),
 		T(unprocessable_is_invalid_with_github_message),
 		T(not_found_and_gone),
 		T(repo_get_tells_missing_from_unknown),
