@@ -17,8 +17,29 @@ the issue's JSON>") as GitHub's do; a GET of an issue with If-None-Match naming 
 is answered 304 Not Modified without a body, and like GitHub the fake does not count a 304
 against the rate limit (x-ratelimit-used stays).  The issues list filters by creator= (the login
 that opened the issue) and labels= (comma-separated; an issue must carry every one, compared
-case-insensitively).  GET /user answers the token's login (user=, default alertbridge-bot).
-add_issue() makes an issue as another login would (a person's issue in the repository).
+case-insensitively).
+
+Identities ("Get the authenticated user", GET /user; "Create an issue" / "Create an issue
+comment": the answer's user is who made it): each token acts as its own login (set_login(token,
+login); the main token's is user=, default alertbridge-bot), and every issue and comment keeps
+its author (the "user" of its JSON), which creator= compares ignoring case ("List repository
+issues": "creator: The user that created the issue").  A GitHub App's installation token acts as
+"<slug>[bot]" and is refused on GET /user (fake_github_app.py).  add_issue() makes an issue as
+another login would (a person's issue in the repository).
+
+Refusals for good (403, each with GitHub's message; "Troubleshooting the REST API": a 403
+without the rate-limit headers or message is about permission):
+  - an archived repository ("About archiving repositories": it becomes read-only) answers every
+    write (POST, PATCH, PUT, DELETE under /repos/{o}/{r}) 403 "Repository was archived so is
+    read-only."; reads work, and its JSON says "archived": true;
+  - a locked issue ("Locking conversations") answers a new comment 403 "Unable to create
+    comment because issue is locked."  GitHub lets people with write access comment still; the
+    fake is stricter and refuses every token; its JSON says "locked": true;
+  - a read-only token (set_read_only(token); a fine-grained token with "Issues: read") answers
+    every write 403 "Resource not accessible by personal access token".
+Titles over 256 characters and bodies (issues and comments) over 65,536 are 422 "Validation
+Failed" (on create and on update; the docs give the body limit for comments, the fake applies
+both limits to every write, which is stricter).
 
 Assignees: by default any login can be assigned.  Given a set of assignable logins
 (assignable=[...], --assignable, or the side door), a create or update naming anyone else is
@@ -49,7 +70,12 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/clock                {advance_s}                    move the fake's clock
   POST /_fake/assignable           {logins: [...] or null}        who can be assigned (null:
                                                                   anyone, the default)
-  POST /_fake/reset                forget everything but the repositories
+  POST /_fake/archive              {repo, archived}               archive or unarchive
+  POST /_fake/lock                 {repo, number, locked}         lock or unlock an issue
+  POST /_fake/login                {token, login}                 the login a token acts as
+  POST /_fake/read_only            {token, read_only}             a token that cannot write
+  POST /_fake/reset                forget everything but the repositories (logins, read-only
+                                   tokens and archiving too)
 """
 
 import argparse
@@ -132,6 +158,10 @@ class FakeGitHub:
         self.assignable = None if assignable is None else set(assignable)
         self.search_lag_s = float(search_lag_s)
         self.user = user
+        self.logins = {}         # token -> the login it acts as (default: user)
+        self.read_only = set()   # tokens that may read but not write
+        self.actor = None        # the login of the request being handled (under the lock)
+        self.actor_token = None  # and its token
         self.host = host
         self.port = port
         self.lock = threading.RLock()
@@ -221,6 +251,26 @@ class FakeGitHub:
         """Accept only this token from now on (a rotated or revoked token: 401 for the old)."""
         with self.lock:
             self.token = token
+
+    def set_login(self, token, login):
+        """The token acts as login (GET /user, the author of what it makes)."""
+        with self.lock:
+            self.logins[token] = login
+
+    def set_read_only(self, token, read_only=True):
+        """The token can read but every write is 403 (a fine-grained token without write)."""
+        with self.lock:
+            (self.read_only.add if read_only else self.read_only.discard)(token)
+
+    def archive(self, repo, archived=True):
+        """Archive (or unarchive) the repository: every write is then 403."""
+        with self.lock:
+            self.repos[repo.lower()]["archived"] = bool(archived)
+
+    def lock_issue(self, repo, number, locked=True):
+        """Lock (or unlock) the issue's conversation: a new comment is then 403."""
+        with self.lock:
+            self._live_issue(self.repos[repo.lower()], int(number))["locked"] = bool(locked)
 
     def set_assignable(self, logins):
         """Only these logins can be assigned from now on (None: anyone)."""
@@ -320,7 +370,9 @@ class FakeGitHub:
     def reset(self):
         with self.lock:
             for r in self.repos.values():
-                r.update(issues={}, comments={}, labels={}, next_number=1)
+                r.update(issues={}, comments={}, labels={}, next_number=1, archived=False)
+            self.logins = {}
+            self.read_only = set()
             self.requests = []
             self.faults = []
 
@@ -355,7 +407,7 @@ class FakeGitHub:
                 "html_url": "https://github.com/%s" % r["full_name"],
                 "url": "%s/repos/%s" % (self.url, r["full_name"]),
                 "issues_url": "%s/repos/%s/issues{/number}" % (self.url, r["full_name"]),
-                "has_issues": True, "archived": False, "disabled": False,
+                "has_issues": True, "archived": bool(r.get("archived")), "disabled": False,
                 "open_issues_count": sum(1 for i in r["issues"].values()
                                          if i["state"] == "open" and not i.get("deleted")
                                          and not i.get("transferred_to")),
@@ -383,7 +435,9 @@ class FakeGitHub:
             "number": i["number"], "title": i["title"], "body": i["body"],
             "user": self._user(i.get("creator") or self.user),
             "labels": [self._label(r, n) for n in i["labels"]],
-            "state": i["state"], "state_reason": i["state_reason"], "locked": False,
+            "state": i["state"], "state_reason": i["state_reason"],
+            "locked": bool(i.get("locked")),
+            "active_lock_reason": "resolved" if i.get("locked") else None,
             "assignee": self._user(i["assignees"][0]) if i["assignees"] else None,
             "assignees": [self._user(a) for a in i["assignees"]],
             "milestone": None, "comments": len(r["comments"].get(i["number"], [])),
@@ -446,6 +500,9 @@ class FakeGitHub:
             raise error(e.status, e.message)
         if not ok:
             raise error(401, "Bad credentials")
+        token = m.group(2)
+        self.actor = self.apps.login_of(token) or self.logins.get(token, self.user)
+        self.actor_token = token
         ver = headers.get("x-github-api-version")
         if ver is not None and ver not in SUPPORTED_API_VERSIONS:
             raise error(400, "Unsupported 'X-GitHub-Api-Version': '%s'" % ver,
@@ -467,10 +524,14 @@ class FakeGitHub:
                 raise error(400, "Problems parsing JSON")
         return self._route(method, path, query, body, headers.get("if-none-match"))
 
-    def _repo(self, owner, name):
+    def _repo(self, owner, name, method="GET"):
         r = self.repos.get(("%s/%s" % (owner, name)).lower())
         if r is None:
             raise error(404, "Not Found")
+        if method in MUTATING and r.get("archived"):
+            raise error(403, "Repository was archived so is read-only.")
+        if method in MUTATING and self.actor_token in self.read_only:
+            raise error(403, "Resource not accessible by personal access token")
         return r
 
     def _issue_for(self, r, number, method, suffix=""):
@@ -491,7 +552,9 @@ class FakeGitHub:
         if path == "/search/issues" and method == "GET":
             return self._search(query)
         if path == "/user" and method == "GET":
-            return 200, self._user(self.user), {}
+            if self.apps.login_of(self.actor_token):
+                raise error(403, "Resource not accessible by integration")
+            return 200, self._user(self.actor), {}
         m = re.fullmatch(r"/repositories/(\d+)(/issues/.*)", path)
         if m:
             for r in self.repos.values():
@@ -509,7 +572,7 @@ class FakeGitHub:
             raise error(404, "Not Found")
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues", path)
         if m:
-            r = self._repo(m.group(1), m.group(2))
+            r = self._repo(m.group(1), m.group(2), method)
             if method == "POST":
                 return self._create(r, body)
             if method == "GET":
@@ -517,7 +580,7 @@ class FakeGitHub:
             raise error(404, "Not Found")
         m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues/(\d+)(/comments|/labels)?", path)
         if m:
-            r = self._repo(m.group(1), m.group(2))
+            r = self._repo(m.group(1), m.group(2), method)
             number = int(m.group(3))
             sub = m.group(4) or ""
             i = self._issue_for(r, number, method, sub)
@@ -603,7 +666,8 @@ class FakeGitHub:
         r["issues"][n] = {"id": self._id(), "number": n, "title": title, "body": text,
                           "labels": merged, "assignees": list(dict.fromkeys(assignees)),
                           "state": "open", "state_reason": None, "created_at": now,
-                          "updated_at": now, "closed_at": None, "closed_by": None}
+                          "updated_at": now, "closed_at": None, "closed_by": None,
+                          "creator": self.actor}
         return self._issue_answer(201, r, r["issues"][n], {
             "Location": "%s/repos/%s/issues/%d" % (self.url, r["full_name"], n)})
 
@@ -623,6 +687,12 @@ class FakeGitHub:
             errors.append({"resource": "Issue", "code": "invalid", "field": "state_reason"})
         if "title" in body and (not isinstance(body["title"], str) or not body["title"].strip()):
             errors.append({"resource": "Issue", "code": "missing_field", "field": "title"})
+        elif "title" in body and len(body["title"]) > 256:
+            errors.append({"resource": "Issue", "code": "custom", "field": "title",
+                           "message": "title is too long (maximum is 256 characters)"})
+        if isinstance(body.get("body"), str) and len(body["body"]) > 65536:
+            errors.append({"resource": "Issue", "code": "custom", "field": "body",
+                           "message": "body is too long (maximum is 65536 characters)"})
         if errors:
             raise error(422, "Validation Failed", errors=errors)
         labels = self._check_names(body, "labels") if "labels" in body else None
@@ -643,7 +713,7 @@ class FakeGitHub:
                 i["state_reason"] = reason or "completed"
             if i["state"] != "closed":
                 i["closed_at"] = now
-                i["closed_by"] = self.user
+                i["closed_by"] = self.actor
             i["state"] = "closed"
         elif state == "open":
             if i["state"] == "closed":
@@ -657,6 +727,8 @@ class FakeGitHub:
         return self._issue_answer(200, r, i)
 
     def _comment(self, r, i, body):
+        if i.get("locked"):
+            raise error(403, "Unable to create comment because issue is locked.")
         if not isinstance(body, dict):
             raise error(400, "Body should be a JSON object")
         text = body.get("body")
@@ -674,7 +746,7 @@ class FakeGitHub:
              "url": "%s/repos/%s/issues/comments/%d" % (self.url, r["full_name"], cid),
              "html_url": "https://github.com/%s/issues/%d#issuecomment-%d" % (
                  r["full_name"], i["number"], cid),
-             "issue_url": issue_url, "body": text, "user": self._user(self.user),
+             "issue_url": issue_url, "body": text, "user": self._user(self.actor),
              "created_at": iso(now), "updated_at": iso(now), "author_association": "OWNER"}
         r["comments"].setdefault(i["number"], []).append(c)
         i["updated_at"] = now
@@ -843,6 +915,18 @@ class FakeGitHub:
             if path == "/_fake/search_lag":
                 with self.lock:
                     self.search_lag_s = float(body["seconds"])
+                return 200, {"ok": True}
+            if path == "/_fake/archive":
+                self.archive(body["repo"], body.get("archived", True))
+                return 200, {"ok": True}
+            if path == "/_fake/lock":
+                self.lock_issue(body["repo"], body["number"], body.get("locked", True))
+                return 200, {"ok": True}
+            if path == "/_fake/login":
+                self.set_login(body["token"], body["login"])
+                return 200, {"ok": True}
+            if path == "/_fake/read_only":
+                self.set_read_only(body["token"], body.get("read_only", True))
                 return 200, {"ok": True}
             if path == "/_fake/reset":
                 self.reset()

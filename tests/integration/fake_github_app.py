@@ -5,7 +5,15 @@ GitHub App installation" and the REST endpoints "Create an installation access t
 app" (POST /app/installations/{installation_id}/access_tokens, JWT auth, 201 {token,
 expires_at, permissions, repository_selection}) and "Get a repository installation for the
 authenticated app" (GET /repos/{owner}/{repo}/installation, JWT auth, 200 {id, account, ...};
-404 when the App is not installed there).
+404 when the App is not installed there), and "Get the authenticated app" (GET /app: "You must
+use a JWT to access this endpoint"; 200 {id, slug, name, ...}; an installation token is refused
+there, as the docs' token table says: 403 "Resource not accessible by integration").
+
+Identity ("About authentication with a GitHub App" / "Authenticating as a GitHub App
+installation": what an installation does "will be attributed to the app"): an installation
+token acts as the login "<slug>[bot]" (slug: register(..., slug=), default "app-<id>"), which is
+the author of the issues and comments it makes; it cannot read GET /user ("Get the authenticated
+user" works with user tokens only): 403 "Resource not accessible by integration".
 
 A JWT is accepted only when its header says RS256, its RS256 signature verifies against the
 public key the test registered for the App (checked with `openssl dgst -sha256 -verify`: Python
@@ -61,13 +69,20 @@ class FakeApps:
         atexit.register(shutil.rmtree, self.dir, True)  # the fake may be started again
 
     # ----- set up by the test ------------------------------------------------------------------
-    def register(self, app_id, public_key_pem, installations):
-        """App app_id with this public key (PEM text), installed as {installation_id: [owner]}."""
+    def register(self, app_id, public_key_pem, installations, slug=None):
+        """App app_id with this public key (PEM text), installed as {installation_id: [owner]};
+        slug: its URL name (default "app-<id>"), whose "<slug>[bot]" authors what it makes."""
         path = os.path.join(self.dir, "app-%d.pub.pem" % int(app_id))
         with open(path, "w") as f:
             f.write(public_key_pem)
-        self.apps[int(app_id)] = {"pub": path, "installations": {
-            int(i): [o.lower() for o in owners] for i, owners in installations.items()}}
+        self.apps[int(app_id)] = {"pub": path, "slug": slug or "app-%d" % int(app_id),
+                                  "installations": {int(i): [o.lower() for o in owners]
+                                                    for i, owners in installations.items()}}
+
+    def login_of(self, token):
+        """The login an installation token acts as ("<slug>[bot]"); None for other tokens."""
+        t = self.tokens.get(token)
+        return None if t is None else "%s[bot]" % self.apps[t["app"]]["slug"]
 
     def revoke_all(self):
         """Every installation token issued so far stops working (401), as after a revocation."""
@@ -123,6 +138,14 @@ class FakeApps:
     # ----- the API (called by fake_github with the fake's lock held) ---------------------------
     def handle(self, method, path, bearer):
         """(status, body) for an App endpoint, or None when path is not one."""
+        if path == "/app" and method == "GET":
+            if bearer in self.tokens:
+                raise AppError(403, "Resource not accessible by integration")
+            app_id, app = self._verify_jwt(bearer)
+            return 200, {"id": app_id, "slug": app["slug"], "node_id": "A_%d" % app_id,
+                         "name": app["slug"], "owner": {"login": "app-owner", "type": "User"},
+                         "permissions": {"issues": "write", "metadata": "read"},
+                         "installations_count": len(app["installations"])}
         m = re.fullmatch(r"/app/installations/(\d+)/access_tokens", path)
         if m and method == "POST":
             app_id, app = self._verify_jwt(bearer)
@@ -132,7 +155,8 @@ class FakeApps:
                 raise AppError(404, "Not Found")
             token = "ghs_" + secrets.token_hex(18)
             expires = self.now() + self.token_lifetime_s
-            self.tokens[token] = {"inst": inst, "owners": owners, "expires": expires}
+            self.tokens[token] = {"app": app_id, "inst": inst, "owners": owners,
+                                  "expires": expires}
             self.issued.append((app_id, inst, token))
             return 201, {"token": token, "expires_at": _iso(expires),
                          "permissions": {"issues": "write", "metadata": "read"},

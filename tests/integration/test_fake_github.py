@@ -7,6 +7,8 @@ Link pagination, 401/403/400/415/422/404/410/301, rate-limit headers, recording,
 Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 """
 
+import base64
+import json
 import os
 import socket
 import subprocess
@@ -294,6 +296,132 @@ def list_filters_creator_and_labels():
     eq([i["number"] for i in j], [theirs], "both filters")
     st, _, u = api("GET", "/user")
     eq(u["login"], "alertbridge-bot", "GET /user names the token's login")
+
+
+@run.case
+def each_token_its_login_and_every_issue_its_author():
+    fg.reset()
+    fg.set_login("ghp_beta", "beta-bot")
+    fg.apps.scope_token("ghp_beta", ["acme"])
+    beta = {"Authorization": "Bearer ghp_beta"}
+    st, _, u = api("GET", "/user", headers=beta)
+    eq((st, u["login"]), (200, "beta-bot"), "GET /user names the login of the token sent")
+    st, _, u = api("GET", "/user")
+    eq(u["login"], "alertbridge-bot", "the main token keeps its own login")
+    mine = create(title="by the main token")
+    st, _, theirs = api("POST", "/repos/%s/issues" % REPO, {"title": "by beta"}, headers=beta)
+    eq((mine["user"]["login"], theirs["user"]["login"]), ("alertbridge-bot", "beta-bot"),
+       "each issue's author is the token's login")
+    st, _, c = api("POST", "/repos/%s/issues/%d/comments" % (REPO, mine["number"]),
+                   {"body": "hi"}, headers=beta)
+    eq(c["user"]["login"], "beta-bot", "a comment's author is its token's login")
+    path = "/repos/%s/issues?state=all" % REPO
+    st, _, j = api("GET", path + "&creator=BETA-bot")
+    eq([i["number"] for i in j], [theirs["number"]], "creator= any case, whoever reads")
+    st, _, j = api("PATCH", "/repos/%s/issues/%d" % (REPO, mine["number"]),
+                   {"state": "closed"}, headers=beta)
+    eq(j["closed_by"]["login"], "beta-bot", "closed_by is who closed it")
+
+
+@run.case
+def archived_locked_read_only_are_403():
+    fg.reset()
+    n = create(title="x")["number"]
+    fg.archive(REPO)
+    st, _, r = api("GET", "/repos/%s" % REPO)
+    eq((st, r["archived"]), (200, True), "an archived repository reads, says archived")
+    st, _, j = api("GET", "/repos/%s/issues/%d" % (REPO, n))
+    eq(st, 200, "its issues read")
+    for method, path, body in (("POST", "/repos/%s/issues" % REPO, {"title": "y"}),
+                               ("POST", "/repos/%s/issues/%d/comments" % (REPO, n),
+                                {"body": "b"}),
+                               ("PATCH", "/repos/%s/issues/%d" % (REPO, n), {"state": "closed"}),
+                               ("POST", "/repos/%s/issues/%d/labels" % (REPO, n),
+                                {"labels": ["a"]})):
+        st, h, j = api(method, path, body)
+        eq((st, j["message"]), (403, "Repository was archived so is read-only."),
+           "%s %s on an archived repository" % (method, path))
+        check(h.get("x-ratelimit-remaining") not in (None, "0") and "retry-after" not in h,
+              "no rate-limit sign on a refusal for good", h)
+    fg.archive(REPO, False)
+    eq(fg.issues(REPO)[0]["state"], "open", "nothing was changed")
+    st, _, j = api("POST", "/_fake/lock", {"repo": REPO, "number": n, "locked": True})
+    st, _, j = api("POST", "/repos/%s/issues/%d/comments" % (REPO, n), {"body": "b"})
+    eq((st, j["message"]), (403, "Unable to create comment because issue is locked."),
+       "a comment on a locked issue")
+    st, _, j = api("GET", "/repos/%s/issues/%d" % (REPO, n))
+    eq(j["locked"], True, "the issue says locked")
+    st, _, j = api("PATCH", "/repos/%s/issues/%d" % (REPO, n), {"state": "closed"})
+    eq(st, 200, "a locked issue can still be closed")
+    fg.lock_issue(REPO, n, False)
+    st, _, j = api("POST", "/repos/%s/issues/%d/comments" % (REPO, n), {"body": "b"})
+    eq(st, 201, "unlocked: the comment is made")
+    fg.set_read_only(TOKEN)
+    st, _, j = api("POST", "/repos/%s/issues" % REPO, {"title": "y"})
+    eq((st, j["message"]), (403, "Resource not accessible by personal access token"),
+       "a read-only token cannot write")
+    st, _, j = api("GET", "/repos/%s/issues?state=all" % REPO)
+    eq(st, 200, "but reads")
+    fg.set_read_only(TOKEN, False)
+
+
+def app_jwt(key, app_id):
+    """An RS256 JWT for app_id signed with the PEM key file (openssl: Python has no RSA)."""
+    def b64(b):
+        return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+    now = int(fg.now())
+    signing = "%s.%s" % (b64(json.dumps({"alg": "RS256", "typ": "JWT"}).encode()),
+                         b64(json.dumps({"iat": now - 60, "exp": now + 540,
+                                         "iss": str(app_id)}).encode()))
+    sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=signing.encode(),
+                         stdout=subprocess.PIPE, check=True, timeout=60).stdout
+    return signing + "." + b64(sig)
+
+
+@run.case
+def app_identity_slug_bot():
+    fg.reset()
+    with tempfile.TemporaryDirectory() as d:
+        key = os.path.join(d, "app.pem")
+        subprocess.run(["openssl", "genrsa", "-out", key, "2048"], check=True, timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pub = subprocess.run(["openssl", "rsa", "-in", key, "-pubout"], check=True, timeout=60,
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL).stdout.decode()
+        fg.apps.register(99, pub, {7: ["acme"]}, slug="octo-alerts")
+        jwt = app_jwt(key, 99)
+    st, _, app = api("GET", "/app", headers={"Authorization": "Bearer " + jwt})
+    eq((st, app["id"], app["slug"]), (200, 99, "octo-alerts"), "GET /app with the JWT")
+    st, _, j = api("GET", "/app")
+    eq(st, 401, "GET /app with a personal token")
+    st, _, t = api("POST", "/app/installations/7/access_tokens",
+                   headers={"Authorization": "Bearer " + jwt})
+    eq(st, 201, "installation token")
+    inst = {"Authorization": "Bearer " + t["token"]}
+    st, _, j = api("GET", "/user", headers=inst)
+    eq((st, j["message"]), (403, "Resource not accessible by integration"),
+       "an installation token cannot read GET /user")
+    st, _, j = api("GET", "/app", headers=inst)
+    eq(st, 403, "nor GET /app")
+    st, _, i = api("POST", "/repos/%s/issues" % REPO, {"title": "by the app"}, headers=inst)
+    eq(i["user"]["login"], "octo-alerts[bot]", "the App's issues are <slug>[bot]'s")
+    st, _, j = api("GET", "/repos/%s/issues?state=all&creator=octo-alerts%%5Bbot%%5D" % REPO)
+    eq([x["number"] for x in j], [i["number"]], "creator=<slug>[bot]")
+
+
+@run.case
+def over_long_titles_and_bodies_are_422():
+    fg.reset()
+    n = create(title="t" * 256, body="b" * 65536)["number"]
+    for method, path, body, field in (
+            ("POST", "/repos/%s/issues" % REPO, {"title": "t" * 257}, "title"),
+            ("POST", "/repos/%s/issues" % REPO, {"title": "t", "body": "b" * 65537}, "body"),
+            ("PATCH", "/repos/%s/issues/%d" % (REPO, n), {"title": "t" * 257}, "title"),
+            ("PATCH", "/repos/%s/issues/%d" % (REPO, n), {"body": "b" * 65537}, "body"),
+            ("POST", "/repos/%s/issues/%d/comments" % (REPO, n), {"body": "b" * 65537},
+             "body")):
+        st, _, j = api(method, path, body)
+        eq((st, j["message"], j["errors"][0]["field"]), (422, "Validation Failed", field),
+           "%s %s: %s one character too long" % (method, path, field))
 
 
 @run.case
