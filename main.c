@@ -296,6 +296,7 @@ struct service {
 	struct auth *web_auth;        /* web.auth: the page and /metrics */
 	struct status_page *page;
 	struct guard page_guard, metrics_guard;
+	struct guard_admin admin_guard;  /* every state-changing route: web/guard.h */
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
@@ -629,11 +630,13 @@ static int start_service(struct service *s, const struct flags *f)
 		.version = version_get()->version });
 	s->page_guard = (struct guard){ s->web_auth, status_page_handle, s->page };
 	s->metrics_guard = (struct guard){ s->web_auth, handle_metrics, s };
+	s->admin_guard = (struct guard_admin){ s->reload, s->web_auth, reload_handle, s->reload };
 	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
 	    srv_route(s->srv, "GET", "/metrics", guard_handle, &s->metrics_guard) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
 	    srv_route(s->srv, "GET", "/-/ready", handle_ready, s) ||
-	    srv_route(s->srv, "POST", "/-/reload", reload_handle, s->reload) ||
+	    srv_route(s->srv, "POST", "/-/reload", guard_admin_handle, &s->admin_guard) ||
+	    srv_route(s->srv, "PUT", "/-/reload", guard_admin_handle, &s->admin_guard) ||
 	    srv_route(s->srv, "GET", "/", guard_handle, &s->page_guard)) {
 		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
 		goto out;

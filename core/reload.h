@@ -104,10 +104,13 @@ enum err reload_watch_start(struct reload *r, int64_t interval_ms, struct buf *e
 void reload_watch_stop(struct reload *r);
 
 /*
- * srv_handler for POST /-/reload (ctx: the struct reload): 403 unless
- * enable_lifecycle; 401 (with WWW-Authenticate) when the webhook
- * credentials are configured and the request lacks them; else reload_run("http")
- * and 200 "Reloaded.\n", or 500 with the error text, as Prometheus does.
+ * srv_handler for POST and PUT /-/reload (ctx: the struct reload), as
+ * Prometheus' web.go registers both: 403 "Lifecycle API is not enabled.\n"
+ * unless enable_lifecycle; else reload_run("http") and 200 "Reloaded.\n",
+ * or 500 "reload failed, see the log\n" (the log line has the file, line
+ * and error; the answer does not).  It checks no credentials: register it
+ * only behind guard_admin_handle() (web/guard.h), the rule every
+ * state-changing endpoint shares.
  */
 void reload_handle(void *ctx, const struct srv_request *req, struct srv_response *res);
 

@@ -1,19 +1,23 @@
 /*
  * test_guard.c - web.auth in front of a route (web/guard.c), on a real server
  * on 127.0.0.1: 401 with WWW-Authenticate and no call of the route without
- * valid credentials, the route's own answer with them, open without users.
+ * valid credentials, the route's own answer with them, open without users;
+ * and the guard of state-changing routes (struct guard_admin): the webhook's
+ * credentials or a web.auth admin, whichever is configured.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
 #include "core/auth.h"
 #include "core/log.h"
 #include "tests/unit/helpers/http_server_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 #include "web/guard.h"
 
 /* "correct horse battery staple" at bcrypt cost 4. */
@@ -104,11 +108,216 @@ static void open_without_users(void **state)
 	pthread_mutex_destroy(&sn.lock);
 }
 
+/* ---- the guard of state-changing routes ---- */
+
+/* Write text to dir/name. */
+static void put_file(const char *dir, const char *name, const char *text)
+{
+	char path[160];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A reload of a config in dir whose webhook section is webhook ("" for none). */
+static struct reload *reload_with(const char *dir, const char *webhook)
+{
+	struct reload_options ro = { 0 };
+	struct config *cfg = NULL;
+	struct reload *r = NULL;
+	struct buf err = BUF_INIT;
+	char path[160], text[512];
+
+	snprintf(text, sizeof(text), "listen_address: 127.0.0.1:9095\n"
+		 "receivers:\n  - name: r\n    repo: o/r\n%s", webhook);
+	put_file(dir, "hook-token", "hook-secret\n");
+	put_file(dir, "alertbridge.yml", text);
+	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
+	if (cfg_load(path, &cfg, &err))
+		fail_msg("%s", buf_str(&err));
+	ro.config_file = path;
+	assert_int_equal(reload_new(&ro, cfg, NULL, &r, &err), ERR_OK);
+	buf_release(&err);
+	return r;
+}
+
+/* A server whose POST and PUT /guarded are hfx_hello behind g (webhook credentials of r). */
+static struct srv *serve_admin(struct guard_admin *g, struct seen *sn, struct reload *r,
+			       const struct auth *admins)
+{
+	struct srv_options so = { 0 };
+	struct buf err = BUF_INIT;
+	struct srv *s = NULL;
+
+	memset(sn, 0, sizeof(*sn));
+	pthread_mutex_init(&sn->lock, NULL);
+	*g = (struct guard_admin){ r, admins, hfx_hello, sn };
+	so.listen_address = "127.0.0.1:0";
+	so.timeout_s = 5;
+	assert_int_equal(srv_new(&so, &s, &err), ERR_OK);
+	assert_int_equal(srv_route(s, "POST", "/guarded", guard_admin_handle, g), ERR_OK);
+	assert_int_equal(srv_route(s, "PUT", "/guarded", guard_admin_handle, g), ERR_OK);
+	assert_int_equal(srv_start(s, &err), ERR_OK);
+	buf_release(&err);
+	return s;
+}
+
+static long post(struct srv *s, const char *method, const char *header, struct reply *r)
+{
+	const char *extra[] = { header, NULL };
+	char url[128];
+
+	hfx_url_for(url, sizeof(url), s, "/guarded");
+	memset(r, 0, sizeof(*r));
+	assert_int_equal(hfx_fetch(method, url, "", header ? extra : NULL, r), CURLE_OK);
+	return r->status;
+}
+
+static long post_status(struct srv *s, const char *method, const char *header)
+{
+	struct reply r;
+	long st = post(s, method, header, &r);
+
+	hfx_reply_release(&r);
+	return st;
+}
+
+/*
+ * Issue 19 item 8: web.auth admins and no webhook credentials.  The old
+ * /-/reload asked only the webhook's (none), so anyone could reload.
+ */
+static void admin_guard_wants_an_admin_without_webhook_credentials(void **state)
+{
+	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
+	struct cfg_web_auth wa = { &user, 1 };
+	struct auth *admins = NULL;
+	struct guard_admin g;
+	struct reload *r;
+	struct seen sn;
+	struct srv *s;
+	struct reply rep;
+	char dir[64];
+
+	(void)state;
+	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
+	r = reload_with(dir, "");
+	assert_int_equal(auth_new_web(&wa, &admins, NULL), ERR_OK);
+	s = serve_admin(&g, &sn, r, admins);
+	assert_int_equal(post(s, "POST", NULL, &rep), 401);
+	assert_string_equal(buf_str(&rep.body), "Unauthorized.\n");
+	assert_non_null(strstr(buf_str(&rep.headers),
+			       "WWW-Authenticate: Basic realm=\"alertbridge\", charset=\"UTF-8\""));
+	hfx_reply_release(&rep);
+	assert_int_equal(post_status(s, "PUT", NULL), 401);
+	assert_int_equal(post_status(s, "POST", BAD), 401);
+	assert_int_equal(post_status(s, "POST", "Authorization: Bearer hook-secret"), 401);
+	assert_int_equal(hfx_calls(&sn), 0);
+	assert_int_equal(post_status(s, "POST", GOOD), 200);
+	assert_int_equal(post_status(s, "PUT", GOOD), 200);
+	assert_int_equal(hfx_calls(&sn), 2);
+	srv_free(s);
+	auth_free(admins);
+	reload_free(r);
+	pthread_mutex_destroy(&sn.lock);
+	tfx_remove_tree(dir);
+}
+
+/* Issue 18 item 12: the webhook's token or a web.auth admin, either passes. */
+static void admin_guard_takes_the_webhook_token_or_an_admin(void **state)
+{
+	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
+	struct cfg_web_auth wa = { &user, 1 };
+	struct auth *admins = NULL;
+	struct guard_admin g;
+	struct reload *r;
+	struct seen sn;
+	struct srv *s;
+	struct reply rep;
+	char dir[64];
+
+	(void)state;
+	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
+	r = reload_with(dir, "webhook:\n  bearer_token_file: hook-token\n");
+	assert_int_equal(auth_new_web(&wa, &admins, NULL), ERR_OK);
+	s = serve_admin(&g, &sn, r, admins);
+	assert_int_equal(post(s, "POST", NULL, &rep), 401);
+	/* both schemes are offered (RFC 9110 11.6.1) */
+	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Bearer realm="));
+	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Basic realm="));
+	hfx_reply_release(&rep);
+	assert_int_equal(post_status(s, "POST", "Authorization: Bearer nope"), 401);
+	assert_int_equal(post_status(s, "POST", BAD), 401);
+	assert_int_equal(hfx_calls(&sn), 0);
+	assert_int_equal(post_status(s, "POST", "Authorization: Bearer hook-secret"), 200);
+	assert_int_equal(post_status(s, "PUT", GOOD), 200);
+	assert_int_equal(hfx_calls(&sn), 2);
+	srv_free(s);
+	auth_free(admins);
+	reload_free(r);
+	pthread_mutex_destroy(&sn.lock);
+	tfx_remove_tree(dir);
+}
+
+/* Only the webhook's credentials: as before, the token passes; no admin to ask. */
+static void admin_guard_webhook_token_alone(void **state)
+{
+	struct guard_admin g;
+	struct reload *r;
+	struct seen sn;
+	struct srv *s;
+	struct reply rep;
+	char dir[64];
+
+	(void)state;
+	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
+	r = reload_with(dir, "webhook:\n  bearer_token_file: hook-token\n");
+	s = serve_admin(&g, &sn, r, NULL);
+	assert_int_equal(post(s, "POST", GOOD, &rep), 401);
+	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Bearer realm="));
+	assert_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Basic"));
+	hfx_reply_release(&rep);
+	assert_int_equal(post_status(s, "POST", "Authorization: Bearer hook-secret"), 200);
+	assert_int_equal(hfx_calls(&sn), 1);
+	srv_free(s);
+	reload_free(r);
+	pthread_mutex_destroy(&sn.lock);
+	tfx_remove_tree(dir);
+}
+
+/* No credential configured anywhere: open, as Prometheus' lifecycle endpoints. */
+static void admin_guard_open_without_any_credential(void **state)
+{
+	struct guard_admin g;
+	struct reload *r;
+	struct seen sn;
+	struct srv *s;
+	char dir[64];
+
+	(void)state;
+	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
+	r = reload_with(dir, "");
+	s = serve_admin(&g, &sn, r, NULL);
+	assert_int_equal(post_status(s, "POST", NULL), 200);
+	assert_int_equal(hfx_calls(&sn), 1);
+	srv_free(s);
+	reload_free(r);
+	pthread_mutex_destroy(&sn.lock);
+	tfx_remove_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(guards_the_route),
 		cmocka_unit_test(open_without_users),
+		cmocka_unit_test(admin_guard_wants_an_admin_without_webhook_credentials),
+		cmocka_unit_test(admin_guard_takes_the_webhook_token_or_an_admin),
+		cmocka_unit_test(admin_guard_webhook_token_alone),
+		cmocka_unit_test(admin_guard_open_without_any_credential),
 	};
 
 	log_setup(LOG_ERROR, LOG_LOGFMT);
