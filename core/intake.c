@@ -38,10 +38,16 @@ void intake_error_member(struct srv_response *res, int status, const struct auth
 {
 	struct buf *b = &res->body;
 
+	if (status == 401)
+		msg = "unauthorized";
+	else if (status == 503)
+		msg = "store unavailable";
+	else if (status >= 500)
+		msg = "internal error";
 	res->status = status;
 	res->content_type = "application/json";
 	(void)buf_adds(b, "{\"error\":");
-	intake_json_quote(b, status == 401 ? "unauthorized" : msg);
+	intake_json_quote(b, msg);
 	if (field && *field) {
 		(void)buf_adds(b, ",\"field\":");
 		intake_json_quote(b, field);

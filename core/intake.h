@@ -38,8 +38,12 @@ void intake_json_quote(struct buf *b, const char *s);
  * Fill res as an application/json error answer: status, body
  * {"error": msg, "field": field} ("field" left out when NULL or empty).
  * For 401 the body is {"error":"unauthorized"} whatever msg says, and
- * WWW-Authenticate is auth_challenge(a) when a has one; for 503 Retry-After
- * is INTAKE_RETRY_AFTER_S.  Further members can be appended by the caller
+ * WWW-Authenticate is auth_challenge(a) when a has one; for 503 (the
+ * intakes' answer while the store cannot commit) it is {"error":"store
+ * unavailable"} and Retry-After is INTAKE_RETRY_AFTER_S; for any other 5xx
+ * {"error":"internal error"}.  A server-side failure's msg (a database's URI,
+ * host, port and user; a file path) is for the caller's log line, never for
+ * whoever can reach the port.  Further members can be appended by the caller
  * before the closing brace with intake_error_member() instead.
  */
 void intake_error(struct srv_response *res, int status, const struct auth *a, const char *msg,

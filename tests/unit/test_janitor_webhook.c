@@ -320,8 +320,8 @@ static void store_failure_is_503(void **state)
 		post(f, PAYLOAD(ALERT("firing", POD1)), GOOD, &r);
 		assert_int_equal(r.status, 503);
 		assert_contains(buf_str(&r.headers), "Retry-After: 5\r\n");
-		assert_contains(buf_str(&r.body), "{\"error\":\"store unavailable: ");
-		assert_contains(buf_str(&r.body), "injected failure");
+		/* The detail (a PostgreSQL URI, host, port, user) is the log's, not the answer's. */
+		assert_string_equal(buf_str(&r.body), "{\"error\":\"store unavailable\"}");
 		buf_release(&r.body);
 		buf_release(&r.headers);
 	}

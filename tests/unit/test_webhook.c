@@ -580,8 +580,8 @@ static void store_failure_is_503(void **state)
 	wfx_post(f, NULL, body, wfx_good_headers, &r);
 	assert_int_equal(r.status, 503);
 	wfx_assert_contains(buf_str(&r.headers), "Retry-After: 5\r\n");
-	assert_memory_equal(buf_str(&r.body), "{\"error\":\"store unavailable: ", 29);
-	wfx_assert_contains(buf_str(&r.body), "injected failure");
+	/* The detail (a PostgreSQL URI, host, port, user) is the log's, not the answer's. */
+	assert_string_equal(buf_str(&r.body), "{\"error\":\"store unavailable\"}");
 	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
 	wfx_reply_release(&r);
 	/* Once the store recovers, the retry Alertmanager makes succeeds. */
