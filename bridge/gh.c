@@ -142,7 +142,6 @@ void gh_client_free(struct gh_client *c)
 	pthread_mutex_destroy(&c->mu);
 	free(c->api_url);
 	free(c->ua_header);
-	free(c->login);
 	free(c);
 }
 

@@ -180,8 +180,10 @@ struct gh_stats {
  * ERR_RETRY (GitHub still failing after max_attempts) or else ERR_AUTH (the
  * App, key or installation is wrong, or GitHub's answer is not the
  * documented one), never ERR_INVALID, so its event is kept, not
- * dead-lettered; counted in gh_stats.app_token_failures.  Each token got
- * counts in app_token_renewals.
+ * dead-lettered; counted in gh_stats.app_token_failures.  GitHub's 404 for
+ * the installation (a wrong installation_id, or the App not installed on the
+ * owner) also counts in requests_unauthorized, as a rejected JWT's 401 does.
+ * Each token got counts in app_token_renewals.
  */
 
 /*
@@ -300,17 +302,22 @@ enum err gh_issue_get_if_changed(struct gh_client *c, const char *repo, int64_t 
 				 struct buf *errmsg) WARN_UNUSED;
 
 /*
- * The login the credentials act as, for the issues list's creator= filter
- * (bridge/rebuild.h): GitHub REST "Get the authenticated user", GET /user,
- * read once and cached for the client's life (a failure is not cached).
- * *login lives as long as c.  A GitHub App's installation token cannot read
- * /user (403): its issues are created by "<app-slug>[bot]", which the App
- * authentication sets with gh_set_login() (hook for github.app).  Dry-run:
- * no call, ERR_NOTFOUND.  Errors as every call.
+ * The login the credential for repo ("owner/name": the owner's from
+ * github.credentials, else the default) acts as: the author of the issues
+ * it creates, for the issues list's creator= filter (bridge/rebuild.h).  A
+ * token's is GitHub REST "Get the authenticated user", GET /user (with that
+ * token), answer {"login"}; a GitHub App's is "<slug>[bot]", the slug from
+ * "Get the authenticated app", GET /app with the App's JWT ("You must use a
+ * JWT"; an installation token is refused on GET /user with 403 "Resource not
+ * accessible by integration").  Learned once per credential and kept with
+ * it (a failure is not kept): a set handed over by gh_client_set_creds()
+ * learns its logins again.  *login is malloc'd (caller frees), NULL on
+ * error.  Dry-run: no call, ERR_NOTFOUND.  ERR_INVALID for a repo that is
+ * not owner/name or an answer without login (or slug); ERR_AUTH when no
+ * credential covers repo; else the errors of every call.
  */
-enum err gh_login(struct gh_client *c, const char **login, struct buf *errmsg) WARN_UNUSED;
-/* Set the cached login (copied), e.g. "my-app[bot]" for a GitHub App; NULL forgets it. */
-void gh_set_login(struct gh_client *c, const char *login);
+enum err gh_login(struct gh_client *c, const char *repo, char **login,
+		  struct buf *errmsg) WARN_UNUSED;
 
 /*
  * GitHub REST "Get a repository": GET /repos/{owner}/{repo}.  ERR_OK when

@@ -2,7 +2,8 @@
  * gh_auth.c - the GitHub client's credentials (see gh.h): the credential set
  * per owner, GitHub App JWTs (libjwt, RS256) and installation tokens
  * (GitHub REST: POST /app/installations/{id}/access_tokens and
- * GET /repos/{owner}/{repo}/installation), cached and renewed.
+ * GET /repos/{owner}/{repo}/installation), cached and renewed, and the login
+ * each credential acts as (GET /user, or GET /app for an App).
  */
 #include "gh_int.h"
 
@@ -87,6 +88,7 @@ void gh_creds_free(struct gh_creds *s)
 		struct gh_cred *cr = &s->v[i];
 
 		free(cr->owner);
+		free(cr->login);
 		wipe_free(cr->auth_header);
 		wipe_free(cr->key_pem);
 		for (size_t j = 0; j < cr->ninst; j++) {
@@ -249,6 +251,7 @@ static enum err find_installation(struct gh_client *c, struct gh_cred *cr, const
 	} else if (rc == ERR_NOTFOUND) {
 		(void)buf_printf(errmsg, " (GitHub App %" PRId64 " is not installed on %s)",
 				 cr->app_id, repo);
+		c->stats.requests_unauthorized++;  /* the credential cannot act there */
 		rc = ERR_AUTH;
 	}
 	json_decref(root);
@@ -285,7 +288,12 @@ static enum err new_token(struct gh_client *c, struct gh_cred *cr, const char *j
 		log_int(l, "expires_in_s", (expires_ms - gh_now(c)) / 1000);
 		log_end(l);
 	} else if (rc == ERR_NOTFOUND) {
-		rc = ERR_AUTH; /* GitHub answers 404 for an installation the App does not have */
+		/* GitHub answers 404 for an installation the App does not have (a wrong
+		 * installation_id): credentials rejected, as a 401 is. */
+		(void)buf_printf(errmsg, " (GitHub App %" PRId64 " has no installation %" PRId64 ")",
+				 cr->app_id, in->id);
+		c->stats.requests_unauthorized++;
+		rc = ERR_AUTH;
 		if (!cr->installation_id)
 			in->id = 0; /* found, then uninstalled: look it up again next time */
 	}
@@ -334,5 +342,96 @@ enum err gh_cred_auth(struct gh_client *c, struct gh_cred *cred, const char *pat
 out:
 	buf_release(&owner);
 	buf_release(&repo);
+	return rc;
+}
+
+/* GET /user with the token of cr: its "login". */
+static enum err token_login(struct gh_client *c, struct gh_cred *cr, struct buf *errmsg)
+{
+	struct http_response res;
+	struct call k = { "GET", "/user", NULL, NULL, 0, NULL, NULL, 0, NULL };
+	json_t *root = NULL;
+	const char *login;
+	enum err rc;
+
+	http_response_init(&res);
+	c->next_auth = cr->auth_header;
+	rc = gh_call(c, &k, &res, NULL, errmsg);
+	if (rc == ERR_OK) {
+		root = json_loadb(buf_str(&res.body), res.body.len, 0, NULL);
+		login = json_string_value(json_object_get(root, "login"));
+		if (login && *login) {
+			cr->login = xstrdup(login);
+		} else {
+			buf_setf(errmsg, "GET /user: answer has no login");
+			rc = ERR_INVALID;
+		}
+	}
+	json_decref(root);
+	http_response_release(&res);
+	return rc;
+}
+
+/* GET /app with the App's JWT: "<slug>[bot]". */
+static enum err app_login(struct gh_client *c, struct gh_cred *cr, struct buf *errmsg)
+{
+	char *jwt = NULL;
+	json_t *root = NULL;
+	const char *slug;
+	enum err rc = gh_app_jwt(cr->app_id, cr->key_pem, gh_now(c) / 1000, &jwt, errmsg);
+
+	if (rc == ERR_OK)
+		rc = app_call(c, "GET", "/app", jwt, &root, errmsg);
+	slug = json_string_value(json_object_get(root, "slug"));
+	if (rc == ERR_OK && (!slug || !*slug)) {
+		buf_setf(errmsg, "GET /app: answer has no slug");
+		rc = ERR_INVALID;
+	}
+	if (rc == ERR_OK) {
+		struct buf b = BUF_INIT;
+		(void)buf_printf(&b, "%s[bot]", slug);
+		cr->login = buf_detach(&b);
+	}
+	json_decref(root);
+	wipe_free(jwt);
+	return rc;
+}
+
+enum err gh_login(struct gh_client *c, const char *repo, char **login, struct buf *errmsg)
+{
+	struct buf path = BUF_INIT;
+	struct gh_cred *cr;
+	enum err rc = ERR_OK;
+
+	*login = NULL;
+	if (!gh_valid_repo(repo)) {
+		buf_setf(errmsg, "invalid repository \"%s\": want owner/name", repo ? repo : "");
+		return ERR_INVALID;
+	}
+	if (c->dry_run) {
+		buf_setf(errmsg, "dry-run: the login is not read");
+		return ERR_NOTFOUND;
+	}
+	if (c->depth == 0)
+		gh_adopt_pending(c);
+	c->depth++;  /* no set is adopted inside: cr stays valid */
+	(void)buf_printf(&path, "/repos/%s/issues", repo);
+	cr = gh_cred_for_path(c, buf_str(&path), errmsg);
+	if (!cr)
+		rc = ERR_AUTH;
+	if (cr && !cr->login) {
+		c->budget = &cr->budget;  /* GitHub counts the call against this credential */
+		rc = cr->app_id ? app_login(c, cr, errmsg) : token_login(c, cr, errmsg);
+		if (rc == ERR_OK) {
+			struct log_line *l = log_begin(LOG_INFO, "github login learned");
+			log_str(l, "owner", cr->owner ? cr->owner : "(default)");
+			log_str(l, "login", cr->login);
+			log_end(l);
+		}
+	}
+	if (rc == ERR_OK)
+		*login = xstrdup(cr->login);
+	c->depth--;
+	buf_release(&path);
 	return rc;
 }

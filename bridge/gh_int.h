@@ -50,6 +50,7 @@ struct gh_cred {
 	struct gh_install *inst;
 	size_t ninst;
 	struct gh_budget budget;
+	char *login;            /* the login it acts as (gh_login()), NULL until learned */
 };
 
 /* The credential set: v[0] the default (maybe none), then one per owner. */
@@ -84,7 +85,6 @@ struct gh_client {
 				    * JWT) instead of the credential's; that call clears it */
 	uint64_t rng;
 	struct gh_stats stats;
-	char *login;               /* gh_login()'s cache, or NULL */
 };
 
 /* One API call as gh_call() performs it. */

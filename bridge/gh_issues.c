@@ -362,48 +362,6 @@ out:
 	return rc;
 }
 
-enum err gh_login(struct gh_client *c, const char **login, struct buf *errmsg)
-{
-	struct http_response res;
-	json_t *root = NULL, *l;
-	enum err rc = ERR_OK;
-
-	*login = NULL;
-	if (c->login) {
-		*login = c->login;
-		return ERR_OK;
-	}
-	if (c->dry_run) {
-		buf_setf(errmsg, "dry-run: the login is not read");
-		return ERR_NOTFOUND;
-	}
-	http_response_init(&res);
-	{
-		struct call k = { "GET", "/user", NULL, NULL, 0, NULL, NULL, 0, NULL };
-		rc = gh_call(c, &k, &res, NULL, errmsg);
-	}
-	if (rc == ERR_OK) {
-		root = json_loadb(buf_str(&res.body), res.body.len, 0, NULL);
-		l = json_object_get(root, "login");
-		if (json_is_string(l) && json_string_length(l) > 0) {
-			gh_set_login(c, json_string_value(l));
-			*login = c->login;
-		} else {
-			buf_setf(errmsg, "GET /user: answer has no login");
-			rc = ERR_INVALID;
-		}
-	}
-	json_decref(root);
-	http_response_release(&res);
-	return rc;
-}
-
-void gh_set_login(struct gh_client *c, const char *login)
-{
-	free(c->login);
-	c->login = login ? xstrdup(login) : NULL;
-}
-
 enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t number,
 			    const char *state, const char *state_reason,
 			    struct gh_issue *out, struct buf *errmsg)

@@ -205,11 +205,15 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 	struct gh_list_filter filter = { NULL, NULL };
 	struct scan sc = { 0 };
 	struct buf why = BUF_INIT;
+	char *login = NULL;
 	enum err rc;
 	size_t i;
 
-	/* Only issues alertbridge opened carry markers: list those. */
-	if (gh_login(gh, &filter.creator, &why) != ERR_OK) {
+	/* Only issues alertbridge opened carry markers: list those of the login that acts on
+	 * repo (each organisation's credential has its own). */
+	if (gh_login(gh, repo, &login, &why) == ERR_OK) {
+		filter.creator = login;
+	} else {
 		struct log_line *l = log_begin(LOG_INFO,
 					       "rebuild: login unknown, listing by labels");
 		log_str(l, "repo", repo);
@@ -240,6 +244,7 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 		free(sc.claimed[i]);
 	free(sc.cands);
 	free(sc.claimed);
+	free(login);
 	if (imported)
 		*imported = sc.imported;
 	return rc;

@@ -15,9 +15,10 @@
 /*
  * Import into st the map rows of receiver from the issues of repo: the
  * issues that can carry its marker are listed (gh_issue_list_filtered:
- * state=all, per_page=100, oldest first): those opened by the credentials'
- * own login (creator=, gh_login(): GET /user once, or "<app-slug>[bot]" for a
- * GitHub App), since only alertbridge's issues carry markers; when the login
+ * state=all, per_page=100, oldest first): those opened by the login of the
+ * credential that acts on repo (creator=, gh_login(gh, repo): GET /user once
+ * per credential, or "<app-slug>[bot]" from GET /app for a GitHub App), since
+ * only alertbridge's issues carry markers; when the login
  * cannot be read, those carrying every one of labels (labels=, a
  * comma-separated list of the receiver's fixed labels; NULL or "": every
  * issue of the repository).  A person's removal of such a label hides that

@@ -1086,25 +1086,6 @@ static void issue_list_filters_by_creator_and_labels_and_counts_pages(void **sta
 			    "&creator=my-app%5Bbot%5D&labels=alert%2Csev%20one");
 }
 
-/* GET /user once; the login is cached; gh_set_login() overrides it. */
-static void login_is_read_once_and_cached(void **state)
-{
-	struct fixture *fx = *state;
-	const char *login = NULL;
-
-	fake_http_push(fx->fake, 200, NULL, "{\"login\":\"alertbridge-bot\",\"id\":1}");
-	assert_int_equal(gh_login(fx->gh, &login, &fx->err), ERR_OK);
-	assert_string_equal(login, "alertbridge-bot");
-	assert_int_equal(gh_login(fx->gh, &login, &fx->err), ERR_OK);
-	assert_string_equal(login, "alertbridge-bot");
-	assert_int_equal(fake_http_count(fx->fake), 1);
-	assert_string_equal(fake_http_request(fx->fake, 0)->uri, "/user");
-	gh_set_login(fx->gh, "my-app[bot]");
-	assert_int_equal(gh_login(fx->gh, &login, &fx->err), ERR_OK);
-	assert_string_equal(login, "my-app[bot]");
-	assert_int_equal(fake_http_count(fx->fake), 1);
-}
-
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -1117,7 +1098,6 @@ int main(void)
 		T(get_parses_issue),
 		T(conditional_get_sends_the_etag_and_takes_304_as_unchanged),
 		T(issue_list_filters_by_creator_and_labels_and_counts_pages),
-		T(login_is_read_once_and_cached),
 		T(get_follows_301_to_transferred_issue),
 		T(mutating_calls_are_one_second_apart_gets_are_not),
 		T(content_budget_per_minute_is_kept),

@@ -418,6 +418,83 @@ static void creds_swapped(void **state)
 	assert_string_equal(auth_of(fx, 1), "Bearer tok-new");
 }
 
+static void expect_login(struct fixture *fx, const char *repo, const char *want)
+{
+	char *login = NULL;
+	enum err rc = gh_login(fx->gh, repo, &login, &fx->err);
+
+	if (rc != ERR_OK)
+		fail_msg("gh_login(%s): %s: %s", repo, err_str(rc), buf_str(&fx->err));
+	assert_string_equal(login, want);
+	free(login);
+}
+
+/*
+ * Each credential's own login (GET /user with its token), read once and
+ * kept with it; a set handed over on reload learns its logins again (issue
+ * 18 item 1: the rebuild listed creator= the default's login in another
+ * organisation).
+ */
+static void login_per_credential_relearned_on_new_set(void **state)
+{
+	struct fixture *fx = *state;
+	struct cfg_github g2 = { 0 };
+	struct cfg_github_cred c2 = { "beta", NULL, "tok-beta-2", { 0 } };
+
+	fx->g.token = "tok-default";
+	fx->creds[0] = (struct cfg_github_cred){ "beta", NULL, "tok-beta", { 0 } };
+	fx->g.credentials = fx->creds;
+	fx->g.credentials_count = 1;
+	open_client(fx);
+	fake_http_push(fx->fake, 200, NULL, "{\"login\":\"alice\",\"id\":1}");
+	fake_http_push(fx->fake, 200, NULL, "{\"login\":\"bob\",\"id\":2}");
+	expect_login(fx, "acme/alerts", "alice");
+	expect_login(fx, "Beta/alerts", "bob");
+	expect_login(fx, "acme/other", "alice");  /* kept: no request */
+	expect_login(fx, "beta/alerts", "bob");
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	expect_uri(fx, 0, "GET", "/user");
+	assert_string_equal(auth_of(fx, 0), "Bearer tok-default");
+	expect_uri(fx, 1, "GET", "/user");
+	assert_string_equal(auth_of(fx, 1), "Bearer tok-beta");
+
+	g2.token = "tok-default";
+	g2.credentials = &c2;
+	g2.credentials_count = 1;
+	gh_client_set_creds(fx->gh, gh_creds_new(&g2));
+	fake_http_push(fx->fake, 200, NULL, "{\"login\":\"carol\",\"id\":3}");
+	expect_login(fx, "beta/alerts", "carol");
+	assert_int_equal(fake_http_count(fx->fake), 3);
+	assert_string_equal(auth_of(fx, 2), "Bearer tok-beta-2");
+}
+
+/*
+ * A GitHub App's login is "<slug>[bot]", the slug from GET /app with the
+ * App's JWT (an installation token is refused on GET /user: issue 18 item
+ * 2); no installation token is needed for it.
+ */
+static void app_login_is_slug_bot_from_get_app(void **state)
+{
+	struct fixture *fx = *state;
+	char *login = NULL;
+
+	fx->g.app = (struct cfg_github_app){ 12345, 3, NULL, fx->pem };
+	open_client(fx);
+	fake_http_push(fx->fake, 200, NULL, "{\"id\":12345,\"slug\":\"octo-alerts\"}");
+	expect_login(fx, "acme/alerts", "octo-alerts[bot]");
+	expect_login(fx, "other/alerts", "octo-alerts[bot]");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	expect_uri(fx, 0, "GET", "/app");
+	assert_true(!strncmp(auth_of(fx, 0), "Bearer ey", 9)); /* the JWT */
+
+	/* an answer without a slug is no login */
+	open_client(fx);
+	fake_http_push(fx->fake, 200, NULL, "{\"id\":12345}");
+	assert_int_equal(gh_login(fx->gh, "acme/alerts", &login, &fx->err), ERR_INVALID);
+	assert_null(login);
+	assert_string_equal(buf_str(&fx->err), "GET /app: answer has no slug");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -428,6 +505,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(owner_matching, setup, teardown),
 		cmocka_unit_test_setup_teardown(budget_per_credential, setup, teardown),
 		cmocka_unit_test_setup_teardown(creds_swapped, setup, teardown),
+		cmocka_unit_test_setup_teardown(login_per_credential_relearned_on_new_set, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(app_login_is_slug_bot_from_get_app, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
