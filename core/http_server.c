@@ -2,7 +2,8 @@
  * http_server.c - routing HTTP server on libmicrohttpd (MHD 0.9.75).
  *
  * The MHD_Daemon never leaves this file.  We bind the listening socket
- * ourselves (exact error messages, dual-stack ":port") and hand it to MHD,
+ * ourselves (http_server_listen.c: exact error messages, dual-stack ":port")
+ * and hand it to MHD,
  * which runs a thread pool with epoll.  One struct exchange per request
  * carries the route, the body and the timing from the first access-handler
  * call to MHD's completion notice.
@@ -11,11 +12,9 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <limits.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -23,10 +22,10 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "http_server_int.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -35,7 +34,6 @@
 
 #define DEFAULT_MAX_BODY (1024 * 1024)
 #define DEFAULT_TIMEOUT_S 30
-#define MAX_PEM_BYTES (1024 * 1024)
 #define DEFAULT_CONTENT_TYPE "text/plain; charset=utf-8"
 #define JSON_TYPE "application/json"
 #define DISCARD_MIN (1024 * 1024)
@@ -152,100 +150,6 @@ static void format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
 	}
 }
 
-/* Split "host:port", "[v6]:port" or ":port"; ERR_INVALID with a message. */
-static enum err parse_listen(const char *addr, char **host, char **port, struct buf *errmsg)
-{
-	const char *colon, *p;
-	char *end = NULL;
-	long n;
-
-	*host = NULL;
-	*port = NULL;
-	if (!addr || !*addr) {
-		buf_setf(errmsg, "listen address is empty");
-		return ERR_INVALID;
-	}
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-		if (!close || close[1] != ':' || close == addr + 1) {
-			buf_setf(errmsg, "invalid listen address \"%s\": want [ipv6]:port", addr);
-			return ERR_INVALID;
-		}
-		colon = close + 1;
-		*host = xstrndup(addr + 1, (size_t)(close - addr - 1));
-	} else {
-		colon = strrchr(addr, ':');
-		if (!colon) {
-			buf_setf(errmsg, "invalid listen address \"%s\": missing port", addr);
-			return ERR_INVALID;
-		}
-		if (memchr(addr, ':', (size_t)(colon - addr))) {
-			buf_setf(errmsg, "invalid listen address \"%s\": put IPv6 addresses in []",
-				 addr);
-			return ERR_INVALID;
-		}
-		*host = xstrndup(addr, (size_t)(colon - addr));
-	}
-	p = colon + 1;
-	errno = 0;
-	n = strtol(p, &end, 10);
-	if (!*p || *end || errno || n < 0 || n > 65535 || *p == '-' || *p == '+') {
-		buf_setf(errmsg, "invalid listen address \"%s\": port must be 0-65535", addr);
-		free(*host);
-		*host = NULL;
-		return ERR_INVALID;
-	}
-	*port = xstrdup(p);
-	return ERR_OK;
-}
-
-/* Read a whole PEM file (at most MAX_PEM_BYTES) into a malloc'd string. */
-static enum err read_pem(const char *what, const char *path, char **out, struct buf *errmsg)
-{
-	struct buf b;
-	char chunk[4096];
-	enum err rc = ERR_OK;
-	ssize_t n;
-	int fd = -1;
-
-	buf_init(&b, MAX_PEM_BYTES);
-	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		buf_setf(errmsg, "cannot open %s \"%s\": %s", what, path, strerror(errno));
-		rc = ERR_IO;
-		goto out;
-	}
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			buf_setf(errmsg, "cannot read %s \"%s\": %s", what, path, strerror(errno));
-			rc = ERR_IO;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (buf_add(&b, chunk, (size_t)n)) {
-			buf_setf(errmsg, "%s \"%s\" is over %d bytes", what, path, MAX_PEM_BYTES);
-			rc = ERR_IO;
-			goto out;
-		}
-	}
-	if (b.len == 0) {
-		buf_setf(errmsg, "%s \"%s\" is empty", what, path);
-		rc = ERR_IO;
-		goto out;
-	}
-	*out = buf_detach(&b);
-out:
-	if (fd >= 0)
-		close(fd);
-	buf_release(&b);
-	return rc;
-}
-
 static enum err load_tls(struct srv *s, const struct srv_options *o, struct buf *errmsg)
 {
 	int have_cert = o->tls_cert_file && *o->tls_cert_file;
@@ -264,11 +168,11 @@ static enum err load_tls(struct srv *s, const struct srv_options *o, struct buf 
 		buf_setf(errmsg, "tls requested but libmicrohttpd was built without it");
 		return ERR_INVALID;
 	}
-	rc = read_pem("tls certificate", o->tls_cert_file, &s->tls_cert, errmsg);
+	rc = srv_read_pem("tls certificate", o->tls_cert_file, &s->tls_cert, errmsg);
 	if (!rc)
-		rc = read_pem("tls key", o->tls_key_file, &s->tls_key, errmsg);
+		rc = srv_read_pem("tls key", o->tls_key_file, &s->tls_key, errmsg);
 	if (!rc && have_ca)
-		rc = read_pem("tls client CA", o->tls_client_ca_file, &s->tls_ca, errmsg);
+		rc = srv_read_pem("tls client CA", o->tls_client_ca_file, &s->tls_ca, errmsg);
 	return rc;
 }
 
@@ -281,7 +185,7 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	init_monotonic_cond(&s->reaper_wake);
-	rc = parse_listen(opts->listen_address, &s->host, &s->port, errmsg);
+	rc = srv_parse_listen(opts->listen_address, &s->host, &s->port, errmsg);
 	if (rc)
 		goto out;
 	s->listen_address = xstrdup(opts->listen_address);
@@ -338,84 +242,6 @@ void srv_set_observer(struct srv *s, srv_observer fn, void *ctx)
 int srv_port(const struct srv *s)
 {
 	return s ? s->port_num : 0;
-}
-
-/* socket + SO_REUSEADDR + bind + listen; -1 with errno set on failure. */
-static int bind_one(int family, const struct sockaddr *sa, socklen_t salen, int v6only)
-{
-	int one = 1, fd, saved;
-
-	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0)
-		return -1;
-	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0)
-		goto fail;
-	if (family == AF_INET6 &&
-	    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, sizeof(v6only)) < 0)
-		goto fail;
-	if (bind(fd, sa, salen) < 0 || listen(fd, SOMAXCONN) < 0)
-		goto fail;
-	return fd;
-fail:
-	saved = errno;
-	close(fd);
-	errno = saved;
-	return -1;
-}
-
-/* Open the listening socket for s->host:s->port; ERR_IO naming the address. */
-static enum err open_listener(struct srv *s, int *fd_out, struct buf *errmsg)
-{
-	struct addrinfo hints, *res = NULL, *ai;
-	struct sockaddr_storage ss;
-	socklen_t sslen = sizeof(ss);
-	int fd = -1, gai, err = 0;
-
-	if (!*s->host) {
-		/* ":port": one dual-stack socket, or IPv4 only where IPv6 is off. */
-		struct sockaddr_in6 a6;
-		struct sockaddr_in a4;
-		memset(&a6, 0, sizeof(a6));
-		a6.sin6_family = AF_INET6;
-		a6.sin6_addr = in6addr_any;
-		a6.sin6_port = htons((uint16_t)strtol(s->port, NULL, 10));
-		fd = bind_one(AF_INET6, (struct sockaddr *)&a6, sizeof(a6), 0);
-		if (fd < 0 && (errno == EAFNOSUPPORT || errno == EADDRNOTAVAIL)) {
-			memset(&a4, 0, sizeof(a4));
-			a4.sin_family = AF_INET;
-			a4.sin_addr.s_addr = htonl(INADDR_ANY);
-			a4.sin_port = a6.sin6_port;
-			fd = bind_one(AF_INET, (struct sockaddr *)&a4, sizeof(a4), 0);
-		}
-		err = errno;
-	} else {
-		memset(&hints, 0, sizeof(hints));
-		hints.ai_family = AF_UNSPEC;
-		hints.ai_socktype = SOCK_STREAM;
-		hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-		gai = getaddrinfo(s->host, s->port, &hints, &res);
-		if (gai) {
-			buf_setf(errmsg, "cannot listen on %s: %s", s->listen_address,
-				 gai_strerror(gai));
-			return ERR_IO;
-		}
-		for (ai = res; ai && fd < 0; ai = ai->ai_next) {
-			fd = bind_one(ai->ai_family, ai->ai_addr, ai->ai_addrlen, 1);
-			if (fd < 0)
-				err = errno;
-		}
-		freeaddrinfo(res);
-	}
-	if (fd < 0) {
-		buf_setf(errmsg, "cannot listen on %s: %s", s->listen_address, strerror(err));
-		return ERR_IO;
-	}
-	if (getsockname(fd, (struct sockaddr *)&ss, &sslen) == 0)
-		s->port_num = ss.ss_family == AF_INET6 ?
-				      ntohs(((struct sockaddr_in6 *)&ss)->sin6_port) :
-				      ntohs(((struct sockaddr_in *)&ss)->sin_port);
-	*fd_out = fd;
-	return ERR_OK;
 }
 
 /* Wait for a request's headers: from now, at most min(header, read timeout). */
@@ -947,7 +773,7 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 		buf_setf(errmsg, "server on %s already started", s->listen_address);
 		return ERR_INVALID;
 	}
-	rc = open_listener(s, &fd, errmsg);
+	rc = srv_open_listener(s->host, s->port, s->listen_address, &fd, &s->port_num, errmsg);
 	if (rc)
 		return rc;
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
