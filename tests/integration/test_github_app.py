@@ -26,6 +26,19 @@ enterprise_server_paths
 jwt_of_another_key_is_refused
     The fake has another public key for the App: the exchange is answered 401, counted as a
     token failure, and no create is sent.
+lost_database_each_organisation_by_its_login
+    github.credentials: acme's token acts as alice, beta's as bob.  After the database is lost,
+    the rebuild of each repository lists creator= the login of the credential that acts on it
+    (GET /user with that token): beta's resolve closes bob's issue, no duplicate (issue 18
+    item 1: it listed creator=alice in beta and made a second issue).
+lost_database_app_rebuilds_by_its_bot_login
+    An App (slug octo-alerts): its issues are by octo-alerts[bot]; a person removed the issue's
+    labels.  After the database is lost the rebuild learns the login from GET /app (JWT), never
+    GET /user (403 for an installation token), lists creator=octo-alerts[bot], and the resolve
+    closes that issue (issue 18 item 2: it fell back to labels= and duplicated it).
+wrong_installation_is_unauthorized
+    installation_id names no installation of the App (404 on the token exchange): counted in
+    alertbridge_github_unauthorized_total and the token failures.
 check_config_refuses_bad_keys
     check-config exits 1 naming alertbridge.yml:LINE of private_key_file when the key cannot be
     read or is not an RSA private key, and refuses a duplicate owner.
@@ -319,6 +332,112 @@ def jwt_of_another_key_is_refused():
               [r["status"] for r in ex])
         eq(gh.issues("acme/alerts"), [], "no issue without a token")
         eq(creates(gh, "acme/alerts"), [], "no create sent without a token")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+def lose_database(ab):
+    ab.stop()
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(ab.db + suffix):
+            os.unlink(ab.db + suffix)
+    ab.start()
+
+
+def resolve(ab, name, receiver=None):
+    a = {"fingerprint": "%016x" % (abs(hash(name)) % (1 << 63)), "status": "resolved",
+         "labels": {"alertname": name, "severity": "critical"},
+         "annotations": {"summary": name + " fires"}, "startsAt": iso_ms(time.time() - 5),
+         "endsAt": iso_ms(time.time() - 1)}
+    st, _, body = ab.post(webhook_payload(receiver or ab.receiver, [a]))
+    check(st in (200, 202), "webhook accepted", (st, body))
+
+
+@run.case
+def lost_database_each_organisation_by_its_login():
+    tmp = temp_dir()
+    gh = FakeGitHub(token="unused", repos=["acme/alerts", "beta/alerts"]).start()
+    for tok, owner, login in (("tok-acme", "acme", "alice"), ("tok-beta", "beta", "bob")):
+        gh.apps.scope_token(tok, [owner])
+        gh.set_login(tok, login)
+        with open(os.path.join(tmp, owner + "-token"), "w") as f:
+            f.write(tok + "\n")
+    yaml = ("  token_file: acme-token\n  credentials:\n"
+            "    - {owner: beta, token_file: beta-token}\n")
+    ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
+    try:
+        ab.start()
+        fire(ab, "AcmeAlert", "acme")
+        fire(ab, "BetaAlert", "beta")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
+             "one issue in each organisation", 30)
+        eq([i["user"]["login"] for i in gh.issues("beta/alerts")], ["bob"], "beta's by bob")
+        lose_database(ab)
+        gh.get_requests(clear=True)
+        resolve(ab, "BetaAlert", "beta")
+        poll(lambda: gh.issues("beta/alerts")[0]["state"] == "closed", "bob's issue closed", 30)
+        eq(len(gh.issues("beta/alerts")), 1, "no second issue in beta")
+        lists = [r for r in reqs(gh, "GET", "/repos/beta/alerts/issues")
+                 if "creator" in r["query"]]
+        eq([(r["query"]["creator"], auth(r)) for r in lists], [("bob", "Bearer tok-beta")],
+           "beta's rebuild lists creator=bob with beta's token")
+        eq([auth(r) for r in reqs(gh, "GET", "/user")], ["Bearer tok-beta"],
+           "GET /user with beta's own token")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def lost_database_app_rebuilds_by_its_bot_login():
+    tmp = temp_dir()
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, pub, {77: ["acme"]}, slug="octo-alerts")
+    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "AppAlert")
+        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the App's issue", 30)
+        eq(gh.issues("acme/alerts")[0]["user"]["login"], "octo-alerts[bot]",
+           "made by <slug>[bot]")
+        with gh.lock:  # a person removes the issue's labels in the web UI
+            gh.repos["acme/alerts"]["issues"][1]["labels"] = []
+        lose_database(ab)
+        gh.get_requests(clear=True)
+        resolve(ab, "AppAlert")
+        poll(lambda: gh.issues("acme/alerts")[0]["state"] == "closed", "the issue closed", 30)
+        eq(len(gh.issues("acme/alerts")), 1, "no duplicate")
+        eq(reqs(gh, "GET", "/user"), [], "GET /user is never asked with an App")
+        apps = reqs(gh, "GET", "/app")
+        eq([r["status"] for r in apps], [200], "GET /app once")
+        check(auth(apps[0]).startswith("Bearer ey"), "with the JWT", auth(apps[0])[:12])
+        eq([r["query"].get("creator") for r in reqs(gh, "GET", "/repos/acme/alerts/issues")
+            if "labels" in r["query"] or "creator" in r["query"]], ["octo-alerts[bot]"],
+           "the rebuild lists creator=<slug>[bot]")
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def wrong_installation_is_unauthorized():
+    tmp = temp_dir()
+    key, pub = make_key(tmp)
+    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
+    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    ab = service(tmp, gh, app_yaml(key, 78), [("bridge", "acme/alerts")])
+    try:
+        ab.start()
+        fire(ab, "WrongInstallation")
+        poll(lambda: metric(ab, "alertbridge_github_unauthorized_total") >= 1,
+             "the wrong installation counted as unauthorized", 30)
+        check(metric(ab, "alertbridge_github_app_token_failures_total") >= 1,
+              "and as a token failure")
+        eq([r["status"] for r in reqs(gh, "POST", "/app/installations/78/access_tokens")][:1],
+           [404], "GitHub answers 404 for an installation the App does not have")
+        eq(creates(gh, "acme/alerts"), [], "no create without a token")
     finally:
         stop_all()
         gh.stop()
