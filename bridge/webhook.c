@@ -9,6 +9,7 @@
 #include "bridge/webhook.h"
 
 #include <assert.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,8 +39,13 @@ struct webhook {
 	struct metric *invalid;   /* {receiver, reason} */
 	struct metric *repeated;  /* {receiver} */
 	struct metric *cache_hits;  /* {receiver} */
+	struct metric *truncated;  /* {receiver} */
 	struct metric *duration;  /* seconds, no labels */
 	struct webhook_cache *cache;  /* recent bodies (webhook_cache.h) */
+	/* The config generation whose series exist at 0 (declare_series()). */
+	pthread_mutex_t declared_mu;
+	uint64_t declared_serial;
+	int declared;
 };
 
 /* The state of one request, from the first check to the answer. */
@@ -51,6 +57,7 @@ struct request {
 	struct am_payload *p;
 	const struct cfg_receiver *rcv;  /* the receiver found, or NULL */
 	const char *asked;               /* the receiver name looked up, or NULL */
+	char asked_body[128];            /* the receiver a rejected payload named (am_error) */
 	const char *query_repo;          /* ?repo= when non-empty, else NULL */
 	int status;                      /* the HTTP status answered */
 	const char *reason;              /* short static reason of a rejection, for the log */
@@ -72,6 +79,47 @@ struct request {
 static const double DURATION_BUCKETS[] = { 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 					   0.1, 0.25, 0.5, 1, 2.5, 5, 10 };
 #define N_DURATION_BUCKETS (sizeof(DURATION_BUCKETS) / sizeof(DURATION_BUCKETS[0]))
+
+/* The codes of the answers with a receiver, and of those without (see webhook.h). */
+static const char *const RECEIVER_CODES[] = { "200", "400", "413", "503", NULL };
+static const char *const UNKNOWN_CODES[] = { "400", "401", "404", "413", "415", NULL };
+
+/*
+ * Create at 0 the series of cfg's receivers that are known in advance, so
+ * that increase() sees their first increment (a series that first appears
+ * at 1 has no increase: the first dead letter would go unnoticed).  Once per
+ * config generation (serial: reload_gen.serial, 0 without reload); the
+ * series of a receiver that is no longer configured stay, as counters do.
+ */
+static void declare_series(struct webhook *w, const struct config *cfg, uint64_t serial)
+{
+	static const char *const statuses[] = { "firing", "resolved", NULL };
+	static const char *const repo_reason[] = { WEBHOOK_REPO_LABEL, NULL };
+	static const char *const none[] = { "", NULL };
+
+	if (!w->requests)
+		return;
+	pthread_mutex_lock(&w->declared_mu);
+	if (w->declared && w->declared_serial == serial) {
+		pthread_mutex_unlock(&w->declared_mu);
+		return;
+	}
+	w->declared = 1;
+	w->declared_serial = serial;
+	pthread_mutex_unlock(&w->declared_mu);
+	metric_declare(w->requests, (const char *const *const[]){ none, UNKNOWN_CODES });
+	for (size_t i = 0; i < cfg->receivers_count; i++) {
+		const char *const rcv[] = { cfg->receivers[i].name, NULL };
+
+		metric_declare(w->requests, (const char *const *const[]){ rcv, RECEIVER_CODES });
+		metric_declare(w->alerts, (const char *const *const[]){ rcv, statuses });
+		metric_declare(w->invalid, (const char *const *const[]){ rcv, am_invalid_members });
+		metric_declare(w->invalid, (const char *const *const[]){ rcv, repo_reason });
+		metric_declare(w->repeated, (const char *const *const[]){ rcv });
+		metric_declare(w->cache_hits, (const char *const *const[]){ rcv });
+		metric_declare(w->truncated, (const char *const *const[]){ rcv });
+	}
+}
 
 struct webhook *webhook_new(const struct webhook_options *opts)
 {
@@ -114,11 +162,17 @@ struct webhook *webhook_new(const struct webhook_options *opts)
 						"Requests whose body was seen before and whose "
 						"alerts are all repeats: answered without parsing.",
 						repeated_labels);
+		w->truncated = metrics_counter(m, "alertbridge_webhook_alerts_truncated_total",
+					       "Alerts Alertmanager left out of webhooks (their "
+					       "truncatedAlerts: its max_alerts), by receiver.",
+					       repeated_labels);
 		w->duration = metrics_histogram(m, "alertbridge_webhook_duration_seconds",
 						"Time spent handling a webhook, commit included.",
 						NULL, DURATION_BUCKETS, N_DURATION_BUCKETS);
 	}
 	w->cache = webhook_cache_new(WEBHOOK_CACHE_SLOTS);
+	pthread_mutex_init(&w->declared_mu, NULL);
+	declare_series(w, w->cfg, 0);
 	return w;
 }
 
@@ -127,6 +181,7 @@ void webhook_free(struct webhook *w)
 	if (!w)
 		return;
 	webhook_cache_free(w->cache);
+	pthread_mutex_destroy(&w->declared_mu);
 	free(w);
 }
 
@@ -410,13 +465,15 @@ static void remember(struct webhook *w, const struct request *r)
 {
 	struct webhook_cache_entry e = { 0 };
 
-	if (r->n_dead || r->p->n_invalid || !r->n_evs || r->n_evs > WEBHOOK_CACHE_MAX_EVENTS)
+	if (r->n_dead || r->p->n_invalid || r->p->n_dropped || !r->n_evs ||
+	    r->n_evs > WEBHOOK_CACHE_MAX_EVENTS)
 		return;
 	e.receiver = (char *)r->rcv->name;
 	e.n_alerts = r->p->n_alerts;
 	for (size_t i = 0; i < r->p->n_alerts; i++)
 		e.n_firing += r->p->alerts[i].firing != 0;
 	e.n_repeated = r->n_evs == 1 ? r->p->n_alerts : r->n_evs;
+	e.truncated = r->p->truncated_alerts;
 	e.evs = r->evs;
 	e.n_evs = r->n_evs;
 	webhook_cache_put(w->cache, &r->seen, &e);
@@ -426,6 +483,12 @@ static void remember(struct webhook *w, const struct request *r)
 static size_t n_alerts(const struct request *r)
 {
 	return r->hit.n_evs ? r->hit.n_alerts : r->p->n_alerts + r->p->n_invalid;
+}
+
+/* Alerts Alertmanager left out of the request (its truncatedAlerts). */
+static int64_t n_truncated(const struct request *r)
+{
+	return r->hit.n_evs ? r->hit.truncated : r->p->truncated_alerts;
 }
 
 /* Steps 1-7 of webhook.h; returns the HTTP status, with r filled for the answer. */
@@ -445,11 +508,16 @@ static int intake(struct webhook *w, struct request *r)
 			      "unsupported Content-Type: want application/json");
 	if (answer_from_cache(w, r))
 		return r->status = 200;
+	r->asked = non_empty(srv_query(req, "receiver"));
 	if (am_parse(req->body, req->body_len, &w->limits, &r->p, &aerr) != ERR_OK) {
 		snprintf(r->field, sizeof(r->field), "%s", aerr.field);
+		snprintf(r->asked_body, sizeof(r->asked_body), "%s", aerr.receiver);
+		if (!r->asked)
+			r->asked = non_empty(r->asked_body);
+		/* Counted under the receiver it names, when one is configured. */
+		r->rcv = r->asked ? cfg_receiver_find(r->cfg, r->asked) : NULL;
 		return reject(r, 400, "invalid payload", "%s", aerr.message);
 	}
-	r->asked = non_empty(srv_query(req, "receiver"));
 	if (!r->asked)
 		r->asked = r->p->receiver_name;
 	r->rcv = cfg_receiver_find(r->cfg, r->asked);
@@ -524,6 +592,24 @@ static void log_request(const struct request *r, int64_t duration_us)
 		log_str(l, "remote", srv_remote_addr(r->req));
 		log_end(l);
 	}
+	if (r->status == 200 && !r->hit.n_evs && r->p->n_dropped) {
+		/* Alertmanager derives them from the alerts: the alert that carries it is the bad one. */
+		l = log_begin(LOG_WARN, "webhook group fields left out");
+		log_str(l, "receiver", r->rcv->name);
+		log_int(l, "dropped", (int64_t)r->p->n_dropped);
+		log_str(l, "field", r->p->dropped.field);
+		log_str(l, "error", r->p->dropped.message);
+		log_str(l, "group_key", r->p->group_key);
+		log_end(l);
+	}
+	if (r->status == 200 && n_truncated(r) > 0) {
+		l = log_begin(LOG_INFO, "webhook alerts truncated by alertmanager");
+		log_str(l, "receiver", r->rcv->name);
+		log_int(l, "truncated", n_truncated(r));
+		log_int(l, "alerts", (int64_t)n_alerts(r));
+		log_str(l, "hint", "raise max_alerts of the webhook_config in Alertmanager");
+		log_end(l);
+	}
 	if (r->status == 200) {
 		l = log_begin(LOG_DEBUG, "webhook request");
 		log_int(l, "code", r->status);
@@ -580,6 +666,8 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 			metric_add(w->alerts, resolved_labels, (double)(valid - firing));
 		if (r->n_repeated)
 			metric_add(w->repeated, receiver_labels, (double)r->n_repeated);
+		if (n_truncated(r) > 0)
+			metric_add(w->truncated, receiver_labels, (double)n_truncated(r));
 		for (size_t i = 0; i < r->n_dead; i++) {
 			const char *invalid_labels[] = {
 				receiver, r->p->alerts[r->p->n_alerts + i].invalid_reason };
@@ -613,6 +701,7 @@ void webhook_handle(void *ctx, const struct srv_request *req, struct srv_respons
 	r.cfg = g ? g->cfg : w->cfg;
 	r.auth = g ? g->auth : w->auth;
 	r.generation = g ? g->serial : 0;
+	declare_series(w, r.cfg, r.generation);
 	(void)intake(w, &r);
 	answer(&r, res);
 	duration_us = clock_mono_us() - start_us;

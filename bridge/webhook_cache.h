@@ -54,6 +54,7 @@ struct webhook_cache_entry {
 	size_t n_alerts;              /* alerts of the payload (all valid) */
 	size_t n_firing;              /* of them firing */
 	size_t n_repeated;            /* alerts a repeat stands for: n_alerts, or 1 per event */
+	int64_t truncated;            /* the payload's truncatedAlerts */
 	struct store_event *evs;      /* n_evs events: identity fields only, payload "-" */
 	size_t n_evs;
 	uint64_t repeats_version;     /* store_repeats()'s version at its last "all

@@ -531,6 +531,22 @@ static void options_fill(const struct am_options *in, struct am_options *o)
 		o->max_annotation_bytes = AM_DEFAULT_MAX_ANNOTATION_BYTES;
 }
 
+/* am_error.receiver of a payload that failed (root an object); err may be NULL. */
+static void receiver_of_rejected(const json_t *root, struct am_error *err)
+{
+	const json_t *v = json_object_get(root, "receiver");
+	struct buf name = BUF_INIT;
+
+	if (!err)
+		return;
+	err->receiver[0] = '\0';  /* err may hold an alert's copy: set it whole */
+	if (!json_is_string(v) || json_string_length(v) >= sizeof(err->receiver))
+		return;
+	am_unquote_meta(json_string_value(v), &name);
+	memcpy(err->receiver, buf_str(&name), name.len + 1);
+	buf_release(&name);
+}
+
 enum err am_parse(const char *body, size_t len, const struct am_options *opts,
 		  struct am_payload **out, struct am_error *err)
 {
@@ -542,6 +558,8 @@ enum err am_parse(const char *body, size_t len, const struct am_options *opts,
 	enum err rc;
 
 	*out = NULL;
+	if (err)
+		err->receiver[0] = '\0';
 	options_fill(opts, &o);
 	/* No JSON_ALLOW_NUL: \u0000 is an error; jansson also rejects invalid UTF-8. */
 	root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -557,16 +575,18 @@ enum err am_parse(const char *body, size_t len, const struct am_options *opts,
 		goto out;
 	}
 	rc = parse_group(root, &o, p, err);
-	if (rc)
+	if (rc == ERR_OK)
+		rc = parse_alerts(root, &o, p, err);
+	if (rc) {
+		receiver_of_rejected(root, err);
 		goto out;
-	rc = parse_alerts(root, &o, p, err);
-	if (rc)
-		goto out;
+	}
 	am_unquote_meta(p->receiver, &name);
 	p->receiver_name = buf_detach(&name);
 	*out = p;
 	p = NULL;
 out:
+	buf_release(&name);
 	am_payload_free(p);
 	return rc;
 }

@@ -36,10 +36,15 @@ const char *am_labels_get(const struct am_labels *set, const char *name);
  * or "alerts[0].labels.severity"; it is "" when the body is not well-formed
  * JSON (syntax, duplicate key, \u0000, invalid UTF-8) or not an object.
  * Both are NUL-terminated, cut at a UTF-8 boundary when too long.
+ * receiver is set by a failed am_parse() only: when the body is a JSON
+ * object whose "receiver" is a string of at most 127 bytes, that string
+ * with am_unquote_meta() applied (whatever else failed), so that a
+ * rejection can be counted by receiver; "" otherwise.
  */
 struct am_error {
 	char field[128];
 	char message[256];
+	char receiver[128];
 };
 
 struct am_alert {

@@ -259,6 +259,43 @@ static struct series *lookup(struct metric *f, const char *const *values)
 	return f->series[f->nseries++];
 }
 
+void metric_declare(struct metric *f, const char *const *const *values)
+{
+	const char **pick;
+	size_t *at, k;
+
+	if (!f)
+		return;
+	if (!f->nlabels) {
+		pthread_mutex_lock(&f->lock);
+		(void)lookup(f, NULL);
+		pthread_mutex_unlock(&f->lock);
+		return;
+	}
+	for (k = 0; k < f->nlabels; k++)
+		if (!values[k] || !values[k][0])
+			return;
+	pick = xcalloc(f->nlabels, sizeof(*pick));
+	at = xcalloc(f->nlabels, sizeof(*at));
+	pthread_mutex_lock(&f->lock);
+	for (;;) {
+		/* at[] counts like an odometer, its last label fastest. */
+		for (k = 0; k < f->nlabels; k++)
+			pick[k] = values[k][at[k]];
+		(void)lookup(f, pick);
+		for (k = f->nlabels; k-- > 0;) {
+			if (values[k][++at[k]])
+				break;
+			at[k] = 0;
+		}
+		if (k == SIZE_MAX)
+			break;
+	}
+	pthread_mutex_unlock(&f->lock);
+	free(at);
+	free(pick);
+}
+
 void metric_remove(struct metric *f, const char *const *label_values)
 {
 	uint64_t h;

@@ -56,6 +56,20 @@ void metric_add(struct metric *f, const char *const *label_values, double v);
 void metric_set(struct metric *f, const char *const *label_values, double v);
 void metric_observe(struct metric *f, const char *const *label_values, double v);
 /*
+ * Create, at 0, every series of f named by one value from each of
+ * values[0] (for f's first label name), values[1], ... - each a
+ * NULL-terminated array of strings: their cross product.  Series that
+ * exist keep their values.  For the series whose label values are known in
+ * advance (the configured receivers, a fixed list of reasons): Prometheus'
+ * increase() and rate() count from a series' first sample, so a series that
+ * first appears at 1 shows no increase and an alert on it would miss the
+ * first event; declared at 0 (at start, and again for a new config), it
+ * does not.  f NULL, or an empty array among values: nothing; f without
+ * labels: its one series (values unused).  All strings are copied.
+ */
+void metric_declare(struct metric *f, const char *const *const *values);
+
+/*
  * Delete the series of f named by label_values (as for metric_add), so it is
  * no longer rendered: for gauges that describe things that went away (a pod
  * the janitor no longer tracks).  No-op when f is NULL, has no labels, or

@@ -647,6 +647,24 @@ static void derived_sets_over_limits_are_cut_not_refused(void **state)
 	buf_release(&doc);
 }
 
+/* A rejected payload still says which receiver it named (for the metrics' label). */
+static void rejected_payload_names_its_receiver(void **state)
+{
+	static const char *const bodies[] = { "{\"receiver\":\"team\\\\.a\"}",
+					      "{\"version\":\"3\",\"receiver\":\"r\"}",
+					      BODY(HDR, "1"), "{\"receiver\":7}", "[]" };
+	static const char *const want[] = { "team.a", "r", "r", "", "" };
+	struct am_payload *p = NULL;
+	struct am_error e;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		memset(e.receiver, 'x', sizeof(e.receiver));
+		assert_int_equal(am_parse(bodies[i], strlen(bodies[i]), NULL, &p, &e), ERR_INVALID);
+		assert_string_equal(e.receiver, want[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -665,6 +683,7 @@ int main(void)
 		cmocka_unit_test(long_error_path_is_cut),
 		cmocka_unit_test(invalid_alerts_are_kept_apart),
 		cmocka_unit_test(derived_sets_over_limits_are_cut_not_refused),
+		cmocka_unit_test(rejected_payload_names_its_receiver),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -260,12 +260,50 @@ static void remove_deletes_one_series(void **state)
 	metrics_free(m);
 }
 
+/*
+ * Known series exist at 0 before their first increment (issue 18 item 12:
+ * increase() missed the first dead letter of a series born at 1).
+ */
+static void declare_creates_the_cross_product_at_zero(void **state)
+{
+	static const char *const names[] = { "receiver", "reason", NULL };
+	static const char *const rcv[] = { "a", "b", NULL };
+	static const char *const why[] = { "x", "y", "z", NULL };
+	static const char *const empty[] = { NULL };
+	struct metrics *m = metrics_new();
+	struct metric *c = metrics_counter(m, "dead_total", "Dead.", names);
+	struct metric *plain = metrics_counter(m, "plain_total", "Plain.", NULL);
+	const char *ax[] = { "a", "x" };
+	char *out;
+
+	(void)state;
+	metric_add(c, ax, 2);
+	metric_declare(c, (const char *const *const[]){ rcv, why });
+	metric_declare(c, (const char *const *const[]){ rcv, why });  /* again: no duplicates */
+	metric_declare(c, (const char *const *const[]){ rcv, empty });  /* nothing */
+	metric_declare(NULL, NULL);
+	metric_declare(plain, NULL);
+	out = render(m);
+	assert_string_equal(out, "# HELP dead_total Dead.\n# TYPE dead_total counter\n"
+				 "dead_total{receiver=\"a\",reason=\"x\"} 2\n"
+				 "dead_total{receiver=\"a\",reason=\"y\"} 0\n"
+				 "dead_total{receiver=\"a\",reason=\"z\"} 0\n"
+				 "dead_total{receiver=\"b\",reason=\"x\"} 0\n"
+				 "dead_total{receiver=\"b\",reason=\"y\"} 0\n"
+				 "dead_total{receiver=\"b\",reason=\"z\"} 0\n"
+				 "# HELP plain_total Plain.\n# TYPE plain_total counter\n"
+				 "plain_total 0\n");
+	free(out);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(empty_registry_renders_nothing),
 		cmocka_unit_test(counter_and_gauge_text),
 		cmocka_unit_test(remove_deletes_one_series),
+		cmocka_unit_test(declare_creates_the_cross_product_at_zero),
 		cmocka_unit_test(escaping_of_labels_and_help),
 		cmocka_unit_test(histogram_text),
 		cmocka_unit_test(labelless_histogram_and_empty_family),
