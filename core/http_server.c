@@ -450,15 +450,31 @@ static int answer_too_large_now(struct srv_request_impl *x, unsigned long long n
 	return n > discard_limit(x->srv) || (expect && !strcasecmp(expect, "100-continue"));
 }
 
+/* A head srv_check_head() refused: 400, logged at warn, and the connection closed. */
+static enum MHD_Result refuse_head(struct srv_request_impl *x, const char *why)
+{
+	struct log_line *l = log_begin(LOG_WARN, "request refused");
+
+	log_str(l, "reason", why);
+	log_str(l, "remote_addr", srv_remote_addr(&x->req));
+	log_str(l, "path", x->route_label);
+	log_end(l);
+	return respond_error(x, MHD_HTTP_BAD_REQUEST, why, NULL, NULL, 1);
+}
+
 /* First callback: route, early rejections; MHD_YES to go on reading. */
-static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method)
+static enum MHD_Result on_headers(struct srv_request_impl *x, const char *method,
+				  const char *version)
 {
 	struct srv *s = x->srv;
-	const char *cl, *known_path;
+	const char *cl, *known_path, *why;
 
 	x->route = find_route(s, method, x->req.path, &known_path);
 	x->route_label = known_path ? known_path : not_routed;
 	x->content_length = -1;
+	why = srv_check_head(x->conn, version);
+	if (why)
+		return refuse_head(x, why);
 	if (s->tls_ca && !client_verified(x))
 		return respond_error(x, MHD_HTTP_FORBIDDEN, "client certificate not verified",
 				     NULL, NULL, 1);
@@ -642,7 +658,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	struct srv_request_impl *x = *con_cls;
 	const union MHD_ConnectionInfo *ci;
 
-	(void)version;
 	if (!x) {
 		x = xcalloc(1, sizeof(*x));
 		x->srv = s;
@@ -665,7 +680,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			x->tracked->phase = "body";
 		}
 		pthread_mutex_unlock(&s->lock);
-		return on_headers(x, method);
+		return on_headers(x, method, version);
 	}
 	if (x->status) {
 		/* Already answered (an early rejection): drop whatever still comes. */

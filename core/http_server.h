@@ -18,7 +18,13 @@
  *       "request body too large" with remote_addr, path, content_length (when
  *       sent), max_body_bytes and read (the body bytes read);
  *   403 no valid client certificate, when a client CA is configured;
- *   400 malformed requests (libmicrohttpd itself).
+ *   400 malformed requests (libmicrohttpd itself), and heads that a C
+ *       string or a proxy could read otherwise, then the connection is
+ *       closed (logged at warn, "request refused" with the reason): a NUL
+ *       byte in a header or a decoded query parameter, an HTTP/1.1 request
+ *       without exactly one Host (RFC 9112 3.2), Content-Length together
+ *       with Transfer-Encoding or several Content-Lengths (RFC 9112
+ *       6.3).
  * Answers to requests that still had a body to send close the connection;
  * everything else keeps it alive (HTTP/1.1 keep-alive).  Slow and surplus
  * connections are closed without an answer (see srv_options: timeout_s,

@@ -4,7 +4,8 @@ out of every output.  TLS with a throw-away CA made at test time by the openssl 
 certificate, client certificates from that CA and from another one) checked with curl; slowloris,
 slow bodies, silent clients and connection floods from several loopback addresses while a
 legitimate client keeps being served; and a grep of everything the binary printed or answered
-for distinctive secret values.  Every process on 127.0.0.x, every wait bounded."""
+for distinctive secret values; request heads with a NUL in a query parameter, without Host, or
+with two framings are refused.  Every process on 127.0.0.x, every wait bounded."""
 
 import atexit
 import base64
@@ -580,6 +581,53 @@ def secrets_never_appear_in_logs_metrics_or_errors():
     gh.stop()
     kube.stop()
     slack.stop()
+
+
+# ----- request heads a C string or a proxy would read otherwise ------------------------------
+
+HEAD_CONFIG = ("github: {dry_run: true}\n"
+               "receivers:\n  - name: alert-service\n    repo: my-org/alerts\n"
+               "  - name: alert-service-x\n    repo: my-org/other\n")
+
+
+def raw_status(port, data):
+    """Send data (bytes) on a new connection; the status of the answer (0: none)."""
+    s = connect_from("127.0.0.1", port)
+    try:
+        s.sendall(data)
+        _, got = closed_after(s, None, 5)
+    finally:
+        s.close()
+    return int(got.split(b" ", 2)[1]) if got.startswith(b"HTTP/1.1 ") else 0
+
+
+@runner.case
+def ambiguous_request_heads_are_refused():
+    """Issue 19 items 9 and 11: ?receiver=a%00x was routed to a; an HTTP/1.1 request without
+    Host, and one with Content-Length and Transfer-Encoding, were answered 200."""
+    srv = Server("heads", HEAD_CONFIG).start()
+    try:
+        def post(query, extra=b"", host=b"Host: x\r\n", body=PAYLOAD):
+            return raw_status(srv.port, b"POST /v1/webhook" + query + b" HTTP/1.1\r\n" + host
+                              + b"Content-Type: application/json\r\nConnection: close\r\n"
+                              + extra + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        eq(post(b"?receiver=alert-service"), 200, "a good webhook")
+        eq(post(b"?receiver=alert-service%00x"), 400, "a NUL in ?receiver=")
+        eq(post(b"?receiver=alert-service", host=b""), 400, "HTTP/1.1 without Host")
+        eq(post(b"?receiver=alert-service", host=b"Host: x\r\nHost: y\r\n"), 400, "two Hosts")
+        chunked = b"%x\r\n" % len(PAYLOAD) + PAYLOAD + b"\r\n0\r\n\r\n"
+        eq(raw_status(srv.port, b"POST /v1/webhook?receiver=alert-service HTTP/1.1\r\n"
+                      b"Host: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\n"
+                      b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked),
+           400, "Content-Length with Transfer-Encoding")
+        eq(raw_status(srv.port, b"POST /v1/webhook?receiver=alert-service HTTP/1.1\r\n"
+                      b"Host: x\r\nContent-Type: application/json\r\n"
+                      b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunked),
+           200, "chunked alone")
+        log = srv.logtext()
+        check(log.count('msg="request refused"') == 4, "each refusal logged once", log[-2000:])
+    finally:
+        srv.stop()
 
 
 if __name__ == "__main__":

@@ -25,27 +25,10 @@
 #include "core/xalloc.h"
 #include "tests/unit/helpers/http_server_fixture.h"
 
-/* Send req, then read until the peer closes or 3 s pass; returns the bytes read. */
+/* hfx_raw_exchange() of the string req. */
 static void raw_exchange(int fd, const char *req, struct buf *out)
 {
-	char chunk[1024];
-	int64_t waited_ms = 0;
-	ssize_t n;
-
-	assert_int_equal(send(fd, req, strlen(req), MSG_NOSIGNAL), (ssize_t)strlen(req));
-	while (waited_ms < 3000) {
-		struct pollfd p = {fd, POLLIN, 0};
-		if (poll(&p, 1, 100) == 0) {
-			waited_ms += 100;
-			if (strstr(buf_str(out), "\r\n\r\n") && strstr(buf_str(out), "}\n"))
-				break;
-			continue;
-		}
-		n = recv(fd, chunk, sizeof(chunk), 0);
-		if (n <= 0)
-			break;
-		assert_int_equal(buf_add(out, chunk, (size_t)n), ERR_OK);
-	}
+	hfx_raw_exchange(fd, req, strlen(req), out);
 }
 
 /*

@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -200,4 +201,26 @@ int hfx_raw_connect(const struct srv *s)
 		return -1;
 	}
 	return fd;
+}
+
+void hfx_raw_exchange(int fd, const char *req, size_t len, struct buf *out)
+{
+	char chunk[1024];
+	int64_t waited_ms = 0;
+	ssize_t n;
+
+	assert_int_equal(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
+	while (waited_ms < 3000) {
+		struct pollfd p = {fd, POLLIN, 0};
+		if (poll(&p, 1, 100) == 0) {
+			waited_ms += 100;
+			if (strstr(buf_str(out), "\r\n\r\n") && strstr(buf_str(out), "}\n"))
+				break;
+			continue;
+		}
+		n = recv(fd, chunk, sizeof(chunk), 0);
+		if (n <= 0)
+			break;
+		assert_int_equal(buf_add(out, chunk, (size_t)n), ERR_OK);
+	}
 }

@@ -57,5 +57,11 @@ struct srv *hfx_start_server(struct seen *sn, size_t max_body, unsigned threads)
 int hfx_calls(struct seen *sn);
 /* Connect a raw socket to the server; -1 on failure. */
 int hfx_raw_connect(const struct srv *s);
+/*
+ * Send req[0..len) (NUL bytes included) on fd, then append what comes back
+ * to out until the server closes, or an answer with a JSON body ("}\n") is
+ * in and 100 ms pass without more, or 3 s pass.
+ */
+void hfx_raw_exchange(int fd, const char *req, size_t len, struct buf *out);
 
 #endif
