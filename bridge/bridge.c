@@ -550,19 +550,6 @@ static void count_dead(struct bridge *b, const char *receiver, const char *reaso
 	metric_add(b->m_dead_letters, labels, 1);
 }
 
-static int64_t backoff_ms(struct bridge *b, int attempts)
-{
-	int64_t d = b->opts.retry_base_ms;
-	int64_t half;
-
-	for (int i = 0; i < attempts && d < b->opts.retry_max_ms; i++)
-		d *= 2;
-	if (d > b->opts.retry_max_ms)
-		d = b->opts.retry_max_ms;
-	half = d / 2;
-	return half + (half > 0 ? (int64_t)(rand_r(&b->seed) % (half + 1)) : 0);
-}
-
 static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 {
 	struct log_line *l;
@@ -577,7 +564,8 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 	} else {
 		/* From the time of the failure: the client's own retries took time. */
 		int64_t t = bridge_now_ms(b);
-		int64_t next = t + backoff_ms(b, w->ev.attempts);
+		int64_t next = t + backoff_ms(w->ev.attempts, b->opts.retry_base_ms,
+						 b->opts.retry_max_ms, &b->seed);
 		src = store_event_retry(b->opts.store, w->ev.id, next, why);
 		l = log_begin(rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
 			      rc == ERR_AUTH ? "github rejected the credentials, event kept"
@@ -973,12 +961,11 @@ static void standby_gauges(struct bridge *b)
  */
 static int store_failed(struct bridge *b, int64_t now_ms)
 {
-	int64_t wait = backoff_ms(b, b->store_faults);
+	int64_t wait = backoff_gate_fail(&b->store_gate, now_ms, b->opts.retry_base_ms,
+					 b->opts.retry_max_ms, &b->seed);
 	struct log_line *l = log_begin(LOG_WARN, "store failing: worker backs off");
 
-	b->store_faults++;
-	b->store_retry_at_ms = now_ms + wait;
-	log_int(l, "failures", b->store_faults);
+	log_int(l, "failures", b->store_gate.failures);
 	log_int(l, "retry_in_ms", wait);
 	log_end(l);
 	return -1;
@@ -995,7 +982,7 @@ int bridge_step(struct bridge *b)
 	}
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);
-	if (b->store_faults && w.now_ms < b->store_retry_at_ms)
+	if (backoff_gate_closed(&b->store_gate, w.now_ms))
 		return -1;
 	pick_up_config(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
@@ -1021,7 +1008,7 @@ int bridge_step(struct bridge *b)
 	free(w.grp);
 	if (b->step_store_fault)
 		return store_failed(b, w.now_ms);
-	b->store_faults = 0;
+	backoff_gate_ok(&b->store_gate);
 	update_gauges(b, 0);
 	return 1;
 }

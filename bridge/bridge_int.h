@@ -13,6 +13,7 @@
 #include "bridge/bridge.h"
 #include "bridge/group.h"
 #include "bridge/issue.h"
+#include "core/backoff.h"
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/err.h"
@@ -57,8 +58,7 @@ struct bridge {
 	struct metric *m_assignees_dropped;
 	struct metric *m_app_renewals;
 	struct metric *m_app_failures;
-	int store_faults;           /* store failures in a row (bridge_step(): the backoff) */
-	int64_t store_retry_at_ms;  /* after a store failure: no step before this time */
+	struct backoff_gate store_gate;  /* after store failures: bridge_step()'s backoff */
 	int step_store_fault;       /* this step could not record an outcome */
 };
 

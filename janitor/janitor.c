@@ -31,15 +31,7 @@ int64_t janitor_now(struct janitor *j)
 
 int64_t janitor_backoff(struct janitor *j, int attempts)
 {
-	int64_t d = j->opts.retry_base_ms;
-	int64_t half;
-
-	for (int i = 0; i < attempts && d < j->opts.retry_max_ms; i++)
-		d *= 2;
-	if (d > j->opts.retry_max_ms)
-		d = j->opts.retry_max_ms;
-	half = d / 2;
-	return half + (half > 0 ? (int64_t)(rand_r(&j->seed) % (half + 1)) : 0);
+	return backoff_ms(attempts, j->opts.retry_base_ms, j->opts.retry_max_ms, &j->seed);
 }
 
 int janitor_excluded(const struct janitor *j, const char *ns)
@@ -619,8 +611,10 @@ static void fail(struct janitor *j, struct work *w, enum err rc, const char *why
 	log_int(l, "attempts", w->ev.attempts + 1);
 	log_str(l, "detail", why);
 	log_end(l);
-	if (src)
+	if (src) {
 		log_msg(LOG_ERROR, "cannot record event outcome", "err", err_str(src));
+		j->step_store_fault = 1;
+	}
 }
 
 static void handle(struct janitor *j, struct work *w)
@@ -653,6 +647,7 @@ static void handle(struct janitor *j, struct work *w)
 	rc = store_event_done(j->opts.store, w->ev.id, NULL, &errmsg);
 	if (rc) {
 		log_msg(LOG_ERROR, "cannot record event done", "detail", buf_str(&errmsg));
+		j->step_store_fault = 1;
 		goto out;
 	}
 	if (w->skip) {
@@ -694,23 +689,42 @@ static void pick_up_config(struct janitor *j)
 	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
 }
 
+/* A store failure: no step before its backoff has passed.  Returns -1 (janitor_step()). */
+static int store_failed(struct janitor *j, int64_t now_ms)
+{
+	int64_t wait = backoff_gate_fail(&j->store_gate, now_ms, j->opts.retry_base_ms,
+					 j->opts.retry_max_ms, &j->seed);
+	struct log_line *l = log_begin(LOG_WARN, "store failing: janitor backs off");
+
+	log_int(l, "failures", j->store_gate.failures);
+	log_int(l, "retry_in_ms", wait);
+	log_end(l);
+	return -1;
+}
+
 int janitor_step(struct janitor *j)
 {
 	struct work w;
 	enum err rc;
 
-	pick_up_config(j);  /* the worker's notices and sweep of this round use it too */
 	memset(&w, 0, sizeof(w));
 	w.now_ms = janitor_now(j);
+	if (backoff_gate_closed(&j->store_gate, w.now_ms))
+		return -1;
+	pick_up_config(j);  /* the worker's notices and sweep of this round use it too */
 	rc = store_next_event(j->opts.store, JANITOR_QUEUE, w.now_ms, &w.ev);
 	if (rc == ERR_NOTFOUND) {
 		update_gauges(j);
 		return 0;
 	}
 	if (rc)
-		return -1;
+		return store_failed(j, w.now_ms);
+	j->step_store_fault = 0;
 	handle(j, &w);
 	work_release(&w);
+	if (j->step_store_fault)
+		return store_failed(j, w.now_ms);
+	backoff_gate_ok(&j->store_gate);
 	update_gauges(j);
 	return 1;
 }

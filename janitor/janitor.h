@@ -207,7 +207,11 @@ void janitor_stop(struct janitor *j);
  * thread of a delivered notice.  A Kubernetes failure that may pass
  * (ERR_RETRY, ERR_AUTH, ERR_IO) retries the event with backoff; a request
  * the API server rejects as invalid dead-letters it.  Returns 1 when an
- * event was handled, 0 when none was due, -1 when the store failed.
+ * event was handled, 0 when none was due, -1 when the store failed (it could
+ * not give the next event or record an outcome): then, as bridge_step() does,
+ * the janitor backs off (retry_base_ms doubling to retry_max_ms, jitter), and
+ * until then every call returns -1 at once, with no call to Kubernetes and no
+ * store access; the first outcome recorded ends the backoff.
  */
 int janitor_step(struct janitor *j);
 

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "core/backoff.h"
 #include "core/clock.h"
 #include "core/mustache.h"
 #include "janitor/annotate.h"
@@ -27,6 +28,8 @@ enum jtext { JT_NOTICE, JT_REMINDER, JT_CANCELLED, JT_DELETED, JT_DIGEST, JT_COU
 
 struct janitor {
 	struct janitor_options opts;
+	struct backoff_gate store_gate;  /* after store failures: janitor_step()'s backoff */
+	int step_store_fault;            /* this step could not record an outcome */
 	const struct cfg_janitor *cfg;
 	const struct reload_gen *gen;  /* the generation opts.cfg is from (opts.reload) */
 	int dry_run;

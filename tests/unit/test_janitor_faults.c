@@ -21,6 +21,8 @@
 #include "core/store.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
+#include "tests/unit/helpers/store_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 /* ---- faults (issue 4, item 8): every rule holds under each of them ---- */
 
@@ -140,6 +142,54 @@ static void lease_lost_mid_step_sends_no_patch_then_marks(void **state)
 	assert_int_equal(store_pending_count(e.st, "janitor"), 0);
 	assert_int_equal(store_notice_pending_count(e.st), 1);
 	jfx_env_stop(&e);
+}
+
+/*
+ * Issue 19: a store that cannot record outcomes (a full disk; here a trigger that fails
+ * them on a real sqlite file) makes the janitor back off: a minute of steps, one a second
+ * as the worker makes them, costs a few attempts' Kubernetes calls, not one a step; once it
+ * writes again the pod is marked once and its notice queued.
+ */
+static void full_disk_backs_off_without_kubernetes_calls(void **state)
+{
+	char dir[256], db[300];
+	struct env e;
+	struct env_opts o = { 0 };
+	size_t after_first;
+	(void)state;
+
+	tfx_mkdtemp(dir, sizeof(dir), "ab-janitor-full");
+	snprintf(db, sizeof(db), "%s/alertbridge.db", dir);
+	o.store_target = db;
+	jfx_env_start_with(&e, 0, &o);
+	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
+	sfx_sql_exec(db, "CREATE TRIGGER full BEFORE UPDATE ON events"
+			 " WHEN NEW.state <> OLD.state OR NEW.attempts <> OLD.attempts"
+			 " BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+	assert_int_equal(janitor_step(e.j), -1);
+	after_first = fake_http_count(e.kube);
+	assert_true(after_first >= 1);
+	for (int i = 0; i < 60; i++) {
+		e.now += 1000;
+		assert_int_equal(janitor_step(e.j), -1);
+	}
+	/* 2.5-5 s, 5-10, 10-20, 20-40: at most 4 attempts in the minute (61 without) */
+	assert_true(fake_http_count(e.kube) - after_first <= 4 * 3);
+	assert_int_equal(store_pending_count(e.st, "janitor"), 1);
+
+	sfx_sql_exec(db, "DROP TRIGGER full");
+	for (int i = 0; i < 700 && store_pending_count(e.st, "janitor"); i++) {
+		e.now += 1000;
+		jfx_push_pod(e.kube, "train-1", "uid-1", "");
+		jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
+		fake_http_push(e.kube, 201, NULL, "{}");
+		if (janitor_step(e.j) == 1)
+			break;
+	}
+	assert_int_equal(store_pending_count(e.st, "janitor"), 0);
+	assert_int_equal(store_notice_pending_count(e.st), 1);
+	jfx_env_stop(&e);
+	tfx_remove_tree(dir);
 }
 
 /* The worker lock or the Lease lost before the outbox's turn: no Slack call, nothing lost. */
@@ -454,6 +504,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(lease_lost_mid_sweep_stops_before_the_next_write),
 		cmocka_unit_test(lease_lost_mid_step_sends_no_patch_then_marks),
+		cmocka_unit_test(full_disk_backs_off_without_kubernetes_calls),
 		cmocka_unit_test(lease_lost_sends_no_slack_message_then_sends_it),
 		cmocka_unit_test(slack_outage_and_bad_token_never_lose_the_notice),
 		cmocka_unit_test(slack_rejecting_the_message_still_gives_up),

@@ -73,7 +73,8 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 		 (long long)o->batch_window_ms);
 	if (cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err))
 		fail_msg("cfg_parse: %s", buf_str(&err));
-	assert_int_equal(store_open(":memory:", &e->st, &err), ERR_OK);
+	assert_int_equal(store_open(o->store_target ? o->store_target : ":memory:", &e->st, &err),
+			 ERR_OK);
 	e->metrics = metrics_new();
 	kc.server = strdup(fake_http_url(e->kube));
 	kc.token = strdup("t0k3n");

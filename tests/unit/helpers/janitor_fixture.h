@@ -57,6 +57,7 @@ struct env_opts {
 	struct reload *reload;   /* janitor_options.reload */
 	int64_t batch_window_ms; /* janitor.notice_batch_window (0: 0s) */
 	unsigned max_deletions;  /* janitor.max_deletions_per_sweep; 0 means 2 */
+	const char *store_target; /* the store (a file: sfx_sql_exec() may change it); NULL: memory */
 };
 
 /* The annotations of a pod of a JanitorPodPendingTooLong mark, due, notified at notified. */
