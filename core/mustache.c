@@ -62,6 +62,7 @@ struct render {
 	size_t n;
 	size_t cap;
 	struct buf *errmsg;
+	struct buf scratch; /* an escaped value on its way to out */
 };
 
 static const struct mustache_options default_options = MUSTACHE_OPTIONS_INIT;
@@ -497,55 +498,19 @@ static enum err emit(struct render *r, const char *s, size_t n)
 	return rc;
 }
 
-/* The entity for c under mode, or NULL when c goes out as it is. */
-static const char *entity(enum mustache_escape mode, char c)
-{
-	if (mode == MUSTACHE_ESCAPE_NONE)
-		return NULL;
-	switch (c) {
-	case '&':
-		return "&amp;";
-	case '<':
-		return "&lt;";
-	case '>':
-		return "&gt;";
-	case '"':
-		return mode == MUSTACHE_ESCAPE_HTML ? "&quot;" : NULL;
-	default:
-		return NULL;
-	}
-}
-
-void mustache_html_escape(struct buf *out, const char *s)
-{
-	for (; s && *s; s++) {
-		const char *e = entity(MUSTACHE_ESCAPE_HTML, *s);
-
-		if (e)
-			(void)buf_adds(out, e);
-		else
-			(void)buf_addch(out, *s);
-	}
-}
-
+/* Append the value s[0..n), escaped unless raw, within the limits of emit(). */
 static enum err emit_escaped(struct render *r, const char *s, size_t n, int raw)
 {
 	enum mustache_escape mode = raw ? MUSTACHE_ESCAPE_NONE : r->opt->escape;
-	size_t i, run = 0;
-	enum err rc = ERR_OK;
 
-	for (i = 0; i < n && !rc; i++) {
-		const char *e = entity(mode, s[i]);
-		if (!e)
-			continue;
-		rc = emit(r, s + run, i - run);
-		if (!rc)
-			rc = emit(r, e, strlen(e));
-		run = i + 1;
+	if (mode == MUSTACHE_ESCAPE_NONE)
+		return emit(r, s, n);
+	buf_reset(&r->scratch);
+	if (mustache_escape_append(&r->scratch, mode, s, n)) {
+		buf_setf(r->errmsg, "a value escapes to over %zu bytes", r->scratch.max);
+		return ERR_TOOBIG;
 	}
-	if (!rc)
-		rc = emit(r, s + run, n - run);
-	return rc;
+	return emit(r, r->scratch.data, r->scratch.len);
 }
 
 /* The shortest %g form of d that reads back as d ("1.21", not "1.2099999999999999"). */
@@ -787,7 +752,8 @@ static enum err render_nodes(struct render *r, const struct mustache *m, size_t 
 static enum err run(const struct mustache *m, const json_t *view,
 		    const struct mustache_options *opt, struct buf *out, struct buf *errmsg)
 {
-	struct render r = { opt ? opt : &default_options, out, out->len, 0, 0, NULL, 0, 0, errmsg };
+	struct render r = { opt ? opt : &default_options, out, out->len, 0, 0, NULL, 0, 0, errmsg,
+			    BUF_INIT };
 	enum err rc;
 
 	r.steps = r.opt->max_steps ? r.opt->max_steps : MUSTACHE_DEFAULT_STEPS;
@@ -800,6 +766,7 @@ static enum err run(const struct mustache *m, const json_t *view,
 	if (rc)
 		buf_truncate(out, r.out_start);
 	free(r.stack);
+	buf_release(&r.scratch);
 	return rc;
 }
 

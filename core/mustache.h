@@ -19,18 +19,45 @@
 
 /*
  * How {{name}} escapes the value it interpolates.  {{{name}}} and {{&name}}
- * never escape, whatever the mode.
+ * never escape, whatever the mode: the documented way to put a value in
+ * unchanged (e.g. Markdown a template author trusts).
  */
 enum mustache_escape {
 	/* The spec's HTML escaping: & < > " become &amp; &lt; &gt; &quot;. */
 	MUSTACHE_ESCAPE_HTML,
-	/* Nothing is escaped: plain-text targets such as GitHub issue titles. */
+	/* Nothing is escaped. */
 	MUSTACHE_ESCAPE_NONE,
 	/*
 	 * Slack's rule (api.slack.com/reference/surfaces/formatting#escaping):
 	 * only & < > become &amp; &lt; &gt;.
 	 */
 	MUSTACHE_ESCAPE_SLACK,
+	/*
+	 * GitHub Flavored Markdown (github.github.com/gfm, 0.29) as GitHub
+	 * renders issue bodies and comments: the value reads on the page as the
+	 * text it is, wherever the template puts it (a paragraph, a heading, a
+	 * table cell, link text or a link's destination), and never becomes
+	 * Markdown, HTML, a link, a mention or an issue reference.  & < > "
+	 * become entities; the ASCII punctuation that would open Markdown gets a
+	 * backslash (\* \_ \` \[ \] \| \~ \$ \\ everywhere; # - + = and "1." where
+	 * they would start a block; the ":" of "://" and the "." of "www.");
+	 * U+2060 WORD JOINER follows the @ of "@name", the # of "#12" and the
+	 * "-" of "GH-12" (GitHub links those on the rendered page, where a
+	 * backslash is gone); a line break (\n, \r\n, \r, U+2028, U+2029) is
+	 * "<br>"; other controls, blanks at the start and the bidi controls
+	 * U+202A-U+202E and U+2066-U+2069 are dropped; bytes that are not UTF-8
+	 * become U+FFFD.  Inside a `code span` backslashes and entities show as
+	 * they are: put only values of known characters there (a fingerprint).
+	 * Left as they are: :emoji: shortcodes and bare commit SHAs.
+	 */
+	MUSTACHE_ESCAPE_MARKDOWN,
+	/*
+	 * One line of plain text (GitHub issue titles, label names): every run
+	 * of line breaks and controls (tab included) becomes one space, the bidi
+	 * controls U+202A-U+202E and U+2066-U+2069 are dropped, bytes that are
+	 * not UTF-8 become U+FFFD; nothing else changes.
+	 */
+	MUSTACHE_ESCAPE_LINE,
 };
 
 /* Partial nesting allowed when mustache_options.max_partial_depth is 0. */
@@ -131,6 +158,14 @@ enum err mustache_render_compiled(const struct mustache *m, const json_t *view,
 
 /* Free a compiled template; NULL is a no-op. */
 void mustache_free(struct mustache *m);
+
+/*
+ * Append s[0..n) to out escaped as {{name}} is in mode (see enum
+ * mustache_escape).  s NULL appends nothing.  Returns ERR_OK, or ERR_TOOBIG
+ * when out's maximum is reached (out then holds a prefix).
+ */
+enum err mustache_escape_append(struct buf *out, enum mustache_escape mode, const char *s,
+				size_t n) WARN_UNUSED;
 
 /*
  * Append s to out escaped as {{name}} is in MUSTACHE_ESCAPE_HTML mode: & < >

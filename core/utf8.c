@@ -55,3 +55,30 @@ size_t utf8_cut(const char *s, size_t n, size_t max_bytes)
 		cut--;
 	return cut;
 }
+
+size_t utf8_decode(const char *s, size_t n, uint32_t *cp)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t len = n ? seq_len(p, n) : 0;
+	uint32_t v;
+
+	switch (len) {
+	case 1:
+		v = p[0];
+		break;
+	case 2:
+		v = (uint32_t)(p[0] & 0x1f) << 6 | (p[1] & 0x3f);
+		break;
+	case 3:
+		v = (uint32_t)(p[0] & 0x0f) << 12 | (uint32_t)(p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+		break;
+	case 4:
+		v = (uint32_t)(p[0] & 0x07) << 18 | (uint32_t)(p[1] & 0x3f) << 12 |
+		    (uint32_t)(p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+		break;
+	default:
+		return 0;
+	}
+	*cp = v;
+	return len;
+}

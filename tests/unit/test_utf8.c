@@ -36,11 +36,33 @@ static void cut_never_splits_a_sequence(void **state)
 		assert_true(utf8_valid(s, utf8_cut(s, 7, m)));
 }
 
+static void decode_gives_code_point_and_length(void **state)
+{
+	uint32_t cp = 7;
+	(void)state;
+	assert_int_equal(utf8_decode("A", 1, &cp), 1);
+	assert_int_equal(cp, 0x41);
+	assert_int_equal(utf8_decode("\xc3\xa9", 2, &cp), 2);
+	assert_int_equal(cp, 0xe9);
+	assert_int_equal(utf8_decode("\xe2\x80\xae", 3, &cp), 3); /* U+202E */
+	assert_int_equal(cp, 0x202e);
+	assert_int_equal(utf8_decode("\xf0\x9f\x94\xa5", 4, &cp), 4);
+	assert_int_equal(cp, 0x1f525);
+	cp = 7;
+	assert_int_equal(utf8_decode("\xff", 1, &cp), 0);           /* never a lead byte */
+	assert_int_equal(utf8_decode("\xe2\x80", 2, &cp), 0);       /* cut short */
+	assert_int_equal(utf8_decode("\xc0\xaf", 2, &cp), 0);       /* overlong "/" */
+	assert_int_equal(utf8_decode("\xed\xa0\x80", 3, &cp), 0);   /* surrogate */
+	assert_int_equal(utf8_decode("", 0, &cp), 0);
+	assert_int_equal(cp, 7);                                    /* untouched */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(valid_and_invalid_sequences),
 		cmocka_unit_test(cut_never_splits_a_sequence),
+		cmocka_unit_test(decode_gives_code_point_and_length),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
