@@ -54,7 +54,7 @@ struct flags {
 	const char *payload_file;
 	const char *receiver;
 	int alert_index;   /* render: -1 = every alert */
-	int html;          /* render: HTML-escape values */
+	const char *render_as; /* render: --as=title|body|comment (--html: body) */
 	int once;          /* janitor sweep: --once */
 	int dry_run;       /* janitor sweep: --dry-run */
 	int64_t auto_reload_ms;  /* serve: --config.auto-reload-interval, 0: off */
@@ -132,13 +132,16 @@ static const char usage_healthcheck[] =
 	"5 s), 1 anything else.\n";
 
 static const char usage_render[] =
-	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N] [--html]\n"
-	"                          [--receiver=NAME]\n"
+	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N]\n"
+	"                          [--as=title|body|comment] [--receiver=NAME]\n"
 	"\n"
 	"Renders the Mustache template FILE over the view model of each alert of the\n"
 	"Alertmanager webhook payload FILE (or only alert N, counting from 0), as the\n"
-	"bridge would, and prints the result.  --html escapes values as issue bodies do;\n"
-	"the default leaves them as titles do.  The view model is in templates/VIEW_MODEL.md.\n";
+	"bridge would, and prints exactly the text it sends to GitHub, but for the hidden\n"
+	"markers it appends to bodies and comments.  --as=title (the default): one line\n"
+	"of plain text, cut to 256 characters; --as=body or comment (--html is body):\n"
+	"GitHub Markdown in which {{x}} reads as text ({{{x}}} is not escaped).\n"
+	"The view model is in templates/VIEW_MODEL.md.\n";
 
 static const char usage_map[] =
 	"usage: alertbridge map list [--receiver=NAME]\n"
@@ -205,7 +208,8 @@ static int parse_flags(int argc, char **argv, int first, struct flags *f)
 			   parse_flag(a, "--log.format", &f->log_format, &i, argc, argv) ||
 			   parse_flag(a, "--template", &f->template_file, &i, argc, argv) ||
 			   parse_flag(a, "--payload", &f->payload_file, &i, argc, argv) ||
-			   parse_flag(a, "--receiver", &f->receiver, &i, argc, argv)) {
+			   parse_flag(a, "--receiver", &f->receiver, &i, argc, argv) ||
+			   parse_flag(a, "--as", &f->render_as, &i, argc, argv)) {
 			continue;
 		} else if (parse_flag(a, "--alert", &v, &i, argc, argv)) {
 			char *end;
@@ -224,7 +228,7 @@ static int parse_flags(int argc, char **argv, int first, struct flags *f)
 		} else if (!strcmp(a, "--web.enable-lifecycle")) {
 			f->enable_lifecycle = 1;
 		} else if (!strcmp(a, "--html")) {
-			f->html = 1;
+			f->render_as = "body";
 		} else if (!strcmp(a, "--once")) {
 			f->once = 1;
 		} else if (!strcmp(a, "--dry-run")) {
@@ -809,6 +813,7 @@ static int cmd_render(const struct flags *f)
 	struct buf out = BUF_INIT;
 	struct am_payload *p = NULL;
 	struct am_error aerr;
+	enum render_text which;
 	int rc = 1;
 
 	if (f->help) {
@@ -817,6 +822,17 @@ static int cmd_render(const struct flags *f)
 	}
 	if (!f->template_file || !f->payload_file) {
 		fputs(usage_render, stderr);
+		return 2;
+	}
+	if (!f->render_as || !strcmp(f->render_as, "title")) {
+		which = RENDER_TITLE;
+	} else if (!strcmp(f->render_as, "body")) {
+		which = RENDER_BODY;
+	} else if (!strcmp(f->render_as, "comment")) {
+		which = RENDER_REFIRE;  /* every comment is escaped alike */
+	} else {
+		fprintf(stderr, "alertbridge: --as: want title, body or comment, not \"%s\"\n",
+			f->render_as);
 		return 2;
 	}
 	if (render_read_file(f->template_file, &tmpl, &err) ||
@@ -848,7 +864,7 @@ static int cmd_render(const struct flags *f)
 			fprintf(stderr, "alertbridge: alerts[%zu]: %s\n", i, buf_str(&err));
 			goto out;
 		}
-		if (render_once(buf_str(&tmpl), tmpl.len, f->html, view, &out, &err)) {
+		if (render_once(buf_str(&tmpl), tmpl.len, which, view, &out, &err)) {
 			json_decref(view);
 			fprintf(stderr, "alertbridge: %s: %s\n", f->template_file, buf_str(&err));
 			goto out;

@@ -271,18 +271,38 @@ static const struct template_set *find(const struct render *r, const char *recei
 	return NULL;
 }
 
+/*
+ * Render m over view as which is sent (render_text()): the escaping of its
+ * kind, and a title made one GitHub title.  The one path of the live texts
+ * and `alertbridge render`.
+ */
+static enum err render_as(const struct mustache *m, enum render_text which, const json_t *view,
+			  struct buf *out, struct buf *errmsg)
+{
+	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+	struct buf raw = BUF_INIT;
+	enum err rc;
+
+	opt.escape = which == RENDER_TITLE ? MUSTACHE_ESCAPE_LINE : MUSTACHE_ESCAPE_MARKDOWN;
+	opt.max_out_bytes = RENDER_MAX_OUT;
+	if (which != RENDER_TITLE)
+		return mustache_render_compiled(m, view, &opt, out, errmsg);
+	rc = mustache_render_compiled(m, view, &opt, &raw, errmsg);
+	if (!rc)
+		issue_title_clean(buf_str(&raw), out);
+	buf_release(&raw);
+	return rc;
+}
+
 enum err render_text(const struct render *r, const char *receiver, int route,
 		     enum render_text which, const json_t *view, struct buf *out,
 		     struct buf *errmsg)
 {
 	const struct template_set *t = find(r, receiver, route, errmsg);
-	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
 
 	if (!t)
 		return ERR_NOTFOUND;
-	opt.escape = which == RENDER_TITLE ? MUSTACHE_ESCAPE_NONE : MUSTACHE_ESCAPE_HTML;
-	opt.max_out_bytes = RENDER_MAX_OUT;
-	return mustache_render_compiled(t->text[which], view, &opt, out, errmsg);
+	return render_as(t->text[which], which, view, out, errmsg);
 }
 
 enum err render_repo(const struct render *r, const char *receiver, int route,
@@ -352,7 +372,7 @@ enum err render_list(const struct render *r, const char *receiver, int route, in
 	tmpl = assignees ? t->assignees : t->labels;
 	n = assignees ? t->n_assignees : t->n_labels;
 	list = xcalloc(n + 1, sizeof(*list));
-	opt.escape = MUSTACHE_ESCAPE_NONE;
+	opt.escape = MUSTACHE_ESCAPE_LINE;
 	opt.max_out_bytes = 4096;
 	for (size_t i = 0; i < n; i++) {
 		struct buf b = BUF_INIT;
@@ -393,14 +413,16 @@ void render_list_free(char **list)
 	free(list);
 }
 
-enum err render_once(const char *tmpl, size_t len, int html_escape, const json_t *view,
+enum err render_once(const char *tmpl, size_t len, enum render_text which, const json_t *view,
 		     struct buf *out, struct buf *errmsg)
 {
-	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+	struct mustache *m = NULL;
+	enum err rc = mustache_compile(tmpl, len, &m, errmsg);
 
-	opt.escape = html_escape ? MUSTACHE_ESCAPE_HTML : MUSTACHE_ESCAPE_NONE;
-	opt.max_out_bytes = RENDER_MAX_OUT;
-	return mustache_render(tmpl, len, view, &opt, out, errmsg);
+	if (!rc)
+		rc = render_as(m, which, view, out, errmsg);
+	mustache_free(m);
+	return rc;
 }
 
 /* The sample alert of render_sample_repos() for route rt (NULL: the receiver's), as a payload. */

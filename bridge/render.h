@@ -21,8 +21,8 @@
 struct render;
 
 enum render_text {
-	RENDER_TITLE = 0,  /* issue_title.mustache; plain text, cleaned to one line by the caller */
-	RENDER_BODY,       /* issue_body.mustache; markdown, HTML-escaped values */
+	RENDER_TITLE = 0,  /* issue_title.mustache; one line of plain text (see render_text()) */
+	RENDER_BODY,       /* issue_body.mustache; GitHub Markdown, values read as text */
 	RENDER_REFIRE,     /* comment_refire.mustache: a new episode on an open issue */
 	RENDER_RESOLVE,    /* comment_resolve.mustache: the alert resolved */
 	RENDER_REOPEN,     /* comment_reopen.mustache: a closed issue reopened */
@@ -55,11 +55,15 @@ void render_reload_free(void *ext);
  * alert took (cfg_route_select(), core/matchers.h), or -1 for the receiver's
  * own texts; a route's texts are those its config sets, else its receiver's.
  *
- * Append the text which of receiver (route) over view to out.  The title is
- * rendered without escaping; bodies and comments with HTML escaping (GitHub
- * markdown decodes entities).  Errors: ERR_NOTFOUND unknown receiver or
- * route, ERR_TOOBIG when the output passes 1 MiB (callers cut to GitHub's
- * limits anyway).
+ * Append the text which of receiver (route) over view to out.  {{x}} in a
+ * title is MUSTACHE_ESCAPE_LINE (core/mustache.h: a value is one line of
+ * text, no bidi controls) and the whole title is then made one GitHub title
+ * by issue_title_clean() (one line, at most 256 characters, cut on a code
+ * point); in bodies and comments {{x}} is MUSTACHE_ESCAPE_MARKDOWN (a value
+ * never becomes Markdown, a link or a mention).  {{{x}}} is never escaped.
+ * The caller appends the hidden markers and cuts bodies and comments to
+ * GitHub's 65536 bytes (issue_body_fit()).  Errors: ERR_NOTFOUND unknown
+ * receiver or route, ERR_TOOBIG when the output passes 1 MiB.
  */
 enum err render_text(const struct render *r, const char *receiver, int route,
 		     enum render_text which, const json_t *view, struct buf *out,
@@ -77,7 +81,7 @@ enum err render_repo(const struct render *r, const char *receiver, int route,
 
 /*
  * The receiver's labels (assignees when assignees != 0) rendered over view,
- * without escaping, whitespace-trimmed; empty results and labels whose value
+ * {{x}} as MUSTACHE_ESCAPE_LINE (one line, no bidi controls), whitespace-trimmed; empty results and labels whose value
  * after a "name:" prefix came out empty ("severity:") are dropped,
  * duplicates removed, each cut to GitHub's 50 characters.  *out is a
  * NULL-terminated array the caller frees with render_list_free(); never NULL.
@@ -106,10 +110,12 @@ int render_sample_repos(const struct config *cfg, const struct render *r, int64_
 			struct buf *out);
 
 /*
- * One-off render for `alertbridge render`: compile tmpl (len bytes) and
- * render it over view with escape (0 none, 1 HTML).  Errors as mustache_render().
+ * One-off render for `alertbridge render` and the storm issue: compile tmpl
+ * (len bytes) and render it over view as render_text() renders which (its
+ * escaping; a title made one GitHub title), so that what `render` prints is
+ * what the bridge sends, but for the markers.  Errors as mustache_render().
  */
-enum err render_once(const char *tmpl, size_t len, int html_escape, const json_t *view,
+enum err render_once(const char *tmpl, size_t len, enum render_text which, const json_t *view,
 		     struct buf *out, struct buf *errmsg) WARN_UNUSED;
 
 /*

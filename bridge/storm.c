@@ -246,7 +246,7 @@ static enum err render_embedded(const char *name, int html, const json_t *view, 
 		buf_setf(errmsg, "storm template %s is not built in", name);
 		return ERR_INVALID;
 	}
-	rc = render_once(tmpl, len, html, view, out, errmsg);
+	rc = render_once(tmpl, len, html ? RENDER_BODY : RENDER_TITLE, view, out, errmsg);
 	return rc ? ERR_INVALID : ERR_OK;
 }
 

@@ -236,6 +236,7 @@ enum err view_build(const char *event_json, const struct view_context *ctx, json
 	struct buf tmp = BUF_INIT;
 	json_error_t jerr;
 	json_t *ev = NULL, *view = NULL, *truncated;
+	json_int_t n_truncated;
 	enum err rc = ERR_INVALID;
 
 	*out = NULL;
@@ -271,8 +272,10 @@ enum err view_build(const char *event_json, const struct view_context *ctx, json
 	set_str(view, "groupKey", str_member(ev, "groupKey"));
 	set_str(view, "groupStatus", str_member(ev, "groupStatus"));
 	truncated = json_object_get(ev, "truncatedAlerts");
-	json_object_set_new(view, "truncatedAlerts",
-			    json_integer(json_is_integer(truncated) ? json_integer_value(truncated) : 0));
+	n_truncated = json_is_integer(truncated) ? json_integer_value(truncated) : 0;
+	json_object_set_new(view, "truncatedAlerts", json_integer(n_truncated));
+	/* Mustache's 0 is truthy: templates guard "N more alerts" with this. */
+	json_object_set_new(view, "truncated", json_boolean(n_truncated > 0));
 	if (ctx->issue)
 		json_object_set_new(view, "issue", issue_json(ctx->issue, 0, &tmp));
 	if (ctx->previous)

@@ -61,6 +61,8 @@ struct view_context {
  *   groupStatus       string   the notification's status ("firing" while any alert fires)
  *   groupLabels, commonLabels, commonAnnotations  object
  *   truncatedAlerts   integer  alerts Alertmanager left out of the notification
+ *                              (its max_alerts), >= 0
+ *   truncated         bool     truncatedAlerts > 0 (0 is true in a Mustache section)
  *   issue             object   optional: {"number", "url"} when ctx->issue
  *   previous          object   optional: {"number", "url", "closedAt", "closedAtHuman"}
  *                              when ctx->previous

@@ -167,6 +167,26 @@ def render_over_a_real_payload():
 
 
 @runner.case
+def render_prints_what_is_sent_for_each_kind():
+    """--as picks the kind's escaping: a title is one line, a body reads values as text."""
+    with open(os.path.join(FIX, "01_single_firing.json")) as f:
+        payload = json.load(f)
+    payload["alerts"][0]["labels"]["team"] = "a|b\n@octocat \u202e"
+    hostile = write("hostile.json", json.dumps(payload))
+    t = write("team.mustache", "{{labels.team}} {{{labels.team}}}")
+    rc, out, err = ab("render", "--template=" + t, "--payload=" + hostile)
+    # {{x}} is one line; the title is then cut at a line break a {{{x}}} put in
+    eq((rc, out), (0, "a|b @octocat  a|b\n"), "title: one line " + err)
+    for flag in ("--as=body", "--html"):
+        rc, out, err = ab("render", "--template=" + t, "--payload=" + hostile, flag)
+        eq((rc, out), (0, "a\\|b<br>@\u2060octocat  a|b\n@octocat \u202e\n"),
+           flag + ": markdown " + err)
+    rc, _, err = ab("render", "--template=" + t, "--payload=" + hostile, "--as=html")
+    eq(rc, 2, "unknown --as is a usage error")
+    check("title, body or comment" in err, "--as error names the kinds", err)
+
+
+@runner.case
 def map_commands_on_a_served_database():
     port = free_port()
     db = os.path.join(TMP, "served.db")

@@ -128,6 +128,7 @@ static void single_firing_view_exact(void **state)
 	assert_string_equal(path2(v, "commonLabels", "severity"), "critical");
 	assert_string_equal(path2(v, "commonAnnotations", "summary"), "DiskFull on db-0");
 	assert_int_equal(json_integer_value(json_object_get(v, "truncatedAlerts")), 0);
+	assert_true(json_is_false(json_object_get(v, "truncated")));
 	list = json_object_get(v, "labelList");
 	assert_int_equal(json_array_size(list), 4);
 	assert_string_equal(str(json_array_get(list, 0), "name"), "alertname");
@@ -221,6 +222,7 @@ static void truncated_fixture_fraction_is_normalised(void **state)
 	assert_string_equal(str(v, "fingerprint"), "c63d584896f86761");
 	assert_string_equal(path2(v, "labels", "container"), "c1");
 	assert_int_equal(json_integer_value(json_object_get(v, "truncatedAlerts")), 3);
+	assert_true(json_is_true(json_object_get(v, "truncated")));
 	assert_string_equal(str(v, "duration"), "0 seconds");
 	json_decref(v);
 }
