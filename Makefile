@@ -41,8 +41,11 @@
 #             VERSION file, else `git describe --tags --always`, else 0.1.0-unknown)
 #   REVISION  the git commit (default `git rev-parse --short=12 HEAD`, "-dirty" with changes;
 #             "unknown" without .git, e.g. from a tarball)
-#   SOURCE_DATE_EPOCH  when set, the build date reported (reproducible builds); else the time
-#             core/version.o was compiled
+#   SOURCE_DATE_EPOCH  the build date reported, in seconds since the epoch (reproducible
+#             builds); default: the time of the last commit, else the time core/version.o was
+#             compiled.  With it, and the build directory cut from the debug information
+#             (-ffile-prefix-map), one commit built in two directories gives the same binary
+#             (tests/integration/test_reproducible.py)
 
 CC ?= cc
 WERROR ?= 1
@@ -67,6 +70,7 @@ endif
 
 VERSION ?= $(shell cat VERSION 2>/dev/null || git describe --tags --always 2>/dev/null || \
 	echo 0.1.0-unknown)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
 REVISION ?= $(shell r=$$(git rev-parse --short=12 HEAD 2>/dev/null) && \
 	{ git diff --quiet HEAD 2>/dev/null && echo "$$r" || echo "$$r-dirty"; } || echo unknown)
 
@@ -81,7 +85,8 @@ endif
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS ?= -O2 -g
-ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP
+ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP \
+	-ffile-prefix-map=$(CURDIR)=.
 LDLIBS = $(PKG_LIBS) -lpthread -lm
 # libpq is in PKGS: db.c opens postgres:// targets with the PostgreSQL engine (core/db_pg.c).
 ALL_CFLAGS += -DAB_HAVE_LIBPQ
@@ -107,7 +112,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 
 .SECONDARY:
 
-.PHONY: all check test quicktest unit integration run asan bench bench-janitor deps clean fmt fuzz fuzz-build \
+.PHONY: all check test quicktest unit run asan bench bench-janitor deps clean fuzz fuzz-build \
 	soak docs-screenshot
 
 all: $(BIN)
@@ -130,20 +135,21 @@ $(O)/gen/embed.o: $(O)/gen/embed.c
 	$(Q)$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # The build identity goes to core/version.o alone: a new commit recompiles that one object
-# (the stamp changes only when VERSION or REVISION does); the build date is taken when it is
-# compiled.
+# (the stamp changes only when VERSION, REVISION or SOURCE_DATE_EPOCH does); without
+# SOURCE_DATE_EPOCH the build date is taken when it is compiled.
 VERSION_STAMP := $(O)/gen/version-stamp
-$(shell mkdir -p $(O)/gen && { echo '$(VERSION) $(REVISION)' | cmp -s - $(VERSION_STAMP) || \
-	echo '$(VERSION) $(REVISION)' > $(VERSION_STAMP); })
+$(shell mkdir -p $(O)/gen && { echo '$(VERSION) $(REVISION) $(SOURCE_DATE_EPOCH)' | \
+	cmp -s - $(VERSION_STAMP) || \
+	echo '$(VERSION) $(REVISION) $(SOURCE_DATE_EPOCH)' > $(VERSION_STAMP); })
 $(O)/core/version.o: $(VERSION_STAMP)
 $(O)/core/version.o: ALL_CFLAGS += -DAB_VERSION='"$(VERSION)"' -DAB_REVISION='"$(REVISION)"' \
-	-DAB_BUILD_DATE='"$(shell date -u $${SOURCE_DATE_EPOCH:+-d @$$SOURCE_DATE_EPOCH} \
+	-DAB_BUILD_DATE='"$(shell date -u $(if $(SOURCE_DATE_EPOCH),-d @$(SOURCE_DATE_EPOCH)) \
 	+%Y-%m-%dT%H:%M:%SZ)"'
 
 $(O)/libalertbridge.a: $(LIB_OBJ)
 	@rm -f $@
 	$(E) "  AR      $@"
-	$(Q)ar rcs $@ $^
+	$(Q)ar rcsD $@ $^
 
 $(BIN): $(O)/main.o $(O)/libalertbridge.a
 	$(E) "  LINK    $@"
@@ -243,9 +249,6 @@ endif
 	@rc=0; ALERTBRIDGE_BIN=$(abspath $(BIN)) MODEL_SEEDS=$(SEEDS) MODEL_FIRST=1001 \
 		python3 tests/model/lifecycle.py || rc=1; \
 	ALERTBRIDGE_BIN=$(abspath $(BIN)) python3 tests/model/soak_month.py || rc=1; exit $$rc
-
-fmt:
-	clang-format -i main.c core/*.[ch] bridge/*.[ch] janitor/*.[ch] web/*.[ch] tests/unit/*.c
 
 clean:
 	rm -rf build build-asan build-fuzz alertbridge
