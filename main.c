@@ -608,6 +608,8 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.may_act_ctx = s->active;
 	test_second(&bo);
 	s->bridge = bridge_new(&bo);
+	if (!bridge_dry_run(s->bridge) && store_dry_rows_go_live(s->store, NULL))
+		goto out;  /* logged */
 	if (s->cfg->janitor.enabled)
 		setup_janitor(s);
 

@@ -141,9 +141,10 @@ int store_schema_version(void);
  * Repeats: an event with repeat_state whose state (status, starts_at_ms,
  * ends_at_ms, repeat_state) equals that of the newest event of its (kind,
  * receiver, key) that has a repeat_state, that newest one not being a dead
- * letter, is a repeat unless the key's map row (kind "bridge") is a dry-run
- * row (number 0: the next notification after going live makes the issue): it is not stored, its id stays 0 and repeated is 1
- * (what it says is already durable).  The comparison is made by the
+ * letter, is a repeat, in dry-run as live (a dry-run map row, number 0,
+ * gets its issue from the first notification after going live:
+ * store_dry_rows_go_live()): it is not stored, its id stays 0 and
+ * repeated is 1 (what it says is already durable).  The comparison is made by the
  * group-commit leader inside the transaction, so it sees the events of the
  * same group committed before it: of identical events queued at once, one
  * is stored.  When every event of a group commit is a repeat no
@@ -155,6 +156,17 @@ int store_schema_version(void);
  */
 enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
 		       struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * The bridge goes live (github.dry_run off, which takes a restart): forget
+ * the repeat_state of the "bridge" events of every key whose map row was
+ * written in dry-run (number 0), as store_issue_forget() does for one key
+ * but keeping the row, so that each key's next notification is stored and
+ * finds its issue by marker or creates it (bridge.c's dry-run rows).  Call
+ * it before the webhook is served.  *n (may be NULL): the events changed.
+ * Errors: ERR_INVALID (st NULL), ERR_DB (logged; nothing changed).
+ */
+enum err store_dry_rows_go_live(struct store *st, int64_t *n) WARN_UNUSED;
 
 /*
  * 1 when ev can be a repeat by store_enqueue()'s rule above: it has a

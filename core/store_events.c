@@ -245,6 +245,29 @@ out:
 	return rc;
 }
 
+enum err store_dry_rows_go_live(struct store *st, int64_t *n)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (n)
+		*n = 0;
+	if (!st)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "
+			  "repeat_state IS NOT NULL AND EXISTS (SELECT 1 FROM issues AS i WHERE "
+			  "i.receiver = events.receiver AND i.key = events.key AND i.number = 0)",
+		      "forget the repeat states of dry-run rows", &msg, NULL, "");
+	if (rc == ERR_OK && n)
+		*n = db_changes(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc)
+		store_log_db("forget the repeat states of dry-run rows", &msg);
+	buf_release(&msg);
+	return rc;
+}
+
 /*
  * The leader's transaction: every event of every batch in list, one BEGIN
  * IMMEDIATE .. COMMIT, repeats left out (checked again inside it, so that an

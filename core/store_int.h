@@ -19,20 +19,19 @@
 /*
  * The repeat rule, one row of one column: 1 when the newest comparable event
  * of (kind, receiver, key) has the state (status, startsAt, endsAt,
- * repeat_state) and is not a dead letter, and the key has no dry-run map
- * row (number 0: once live, its next notification makes the issue): the
- * event would be a repeat.  No row: none to repeat.  Each argument is the
- * SQL that gives that value: a bound parameter "?1".."?7" (S_EV_REPEAT) or a
- * column of a VALUES list (batch_repeats() in store_events.c: PostgreSQL,
- * up to 16 events in one statement).
+ * repeat_state) and is not a dead letter: the event would be a repeat.  No
+ * row: none to repeat.  A map row written in dry-run (issue 0) is no
+ * exception: going live forgets its key's states once
+ * (store_dry_rows_go_live()), so dry-run and live store the same.  Each
+ * argument is the SQL that gives that value: a bound parameter "?1".."?7"
+ * (S_EV_REPEAT) or a column of a VALUES list (batch_repeats() in
+ * store_events.c: PostgreSQL, up to 16 events in one statement).
  */
 #define STORE_REPEAT_SQL(kind, receiver, key, status, starts, ends, state)                \
 	"SELECT e.status = " status " AND e.starts_at_ms = " starts " AND e.ends_at_ms = " \
-	ends " AND e.repeat_state = " state " AND e.state <> 'dead' AND NOT (e.kind = "     \
-	"'bridge' AND EXISTS (SELECT 1 FROM issues AS i WHERE i.receiver = " receiver      \
-	" AND i.key = " key " AND i.number = 0)) FROM events AS e WHERE e.kind = " kind     \
-	" AND e.receiver = " receiver " AND e.key = " key " AND e.repeat_state IS NOT NULL " \
-	"ORDER BY e.id DESC LIMIT 1"
+	ends " AND e.repeat_state = " state " AND e.state <> 'dead' FROM events AS e "     \
+	"WHERE e.kind = " kind " AND e.receiver = " receiver " AND e.key = " key           \
+	" AND e.repeat_state IS NOT NULL ORDER BY e.id DESC LIMIT 1"
 
 /* The statements store_open() prepares once, by id into stmt_sql (store.c). */
 enum stmt_id {

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
-#include <sqlite3.h>
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -470,10 +469,52 @@ static void repeats_are_not_stored(void **state)
 }
 
 /*
+ * Dry-run stores what live stores (issue 18 item 9: each copy of a firing
+ * over a dry-run map row, issue 0, was stored, 3.4 KB a repeat): N copies of
+ * one notification are one event.  Going live (store_dry_rows_go_live())
+ * forgets those keys' states only: the next copy is stored, so that it finds
+ * or creates the issue, and the one after repeats; a mapped key still repeats.
+ */
+static void dry_run_rows_repeat_until_going_live(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
+	struct store_event mapped = sfx_mkev("bridge", "default", "k2", "firing");
+	struct store_issue dry = sfx_mkrow("default", "k1", 0), live = sfx_mkrow("default", "k2", 9);
+	struct buf msg = BUF_INIT;
+	int64_t n = -1;
+
+	ev.repeat_state = mapped.repeat_state = (char *)"o/r";
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_int_equal(store_enqueue(st, &mapped, 1, &msg), ERR_OK);
+	assert_int_equal(store_issue_put(st, &dry), ERR_OK);  /* the dry-run worker's row */
+	assert_int_equal(store_issue_put(st, &live), ERR_OK);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+		assert_true(ev.id == 0 && ev.repeated);
+	}
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events WHERE key = 'k1'"), 1);
+
+	assert_int_equal(store_dry_rows_go_live(st, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_true(ev.id > 0 && !ev.repeated);
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_true(ev.id == 0 && ev.repeated);
+	assert_int_equal(store_enqueue(st, &mapped, 1, &msg), ERR_OK);
+	assert_true(mapped.id == 0 && mapped.repeated);
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), 3);
+	assert_int_equal(store_dry_rows_go_live(NULL, &n), ERR_INVALID);
+	buf_release(&msg);
+	store_close(st);
+}
+
+/*
  * store_repeats() over more events than one statement holds (PostgreSQL asks
  * for REPEAT_BATCH = 16 at a time; sqlite one at a time): the answer is the
  * per-event rule's for each, whichever event changed, in either statement:
- * a new state, a dead newest event, a dry-run map row.
+ * a new state, a dead newest event, a dry-run map row gone live.
  */
 static void repeats_of_many_events(void **state)
 {
@@ -519,15 +560,18 @@ static void repeats_of_many_events(void **state)
 
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);  /* k17 mapped in dry-run */
 	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
+	assert_int_equal(all, 1);  /* a dry-run row repeats like any other */
+	assert_int_equal(store_dry_rows_go_live(st, NULL), ERR_OK);
+	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
 	assert_true(all == 0 && !evs[17].repeated);
 	assert_true(evs[16].repeated);  /* sqlite stops asking at the first that is none */
 
 	/* the question fails (its table gone): an error and no answer, nothing written */
-	sfx_sql_exec(f->path, "ALTER TABLE issues RENAME TO issues_gone");
+	sfx_sql_exec(f->path, "ALTER TABLE events RENAME TO events_gone");
 	v = 7;
 	assert_int_equal(store_repeats(st, evs, N, &v, &all), ERR_DB);
 	assert_true(all == 0 && v == 0);
-	sfx_sql_exec(f->path, "ALTER TABLE issues_gone RENAME TO issues");
+	sfx_sql_exec(f->path, "ALTER TABLE events_gone RENAME TO events");
 	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
 	assert_true(all == 0 && evs[16].repeated && !evs[17].repeated);  /* as before */
 	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), N + 1);
@@ -579,23 +623,26 @@ static void repo_scans_and_unmapped_dead_letters(void **state)
 
 /*
  * store_repeats()'s version: the answer "all repeats" is given from it only
- * while no row changed.  A commit by another connection to the file (the
- * CLI's `map forget` is another process) or a write of our own ends it; on
- * PostgreSQL there is never a version (other replicas write unseen).
+ * while no row changed.  A commit of ours ends it: the CLI's `map forget`
+ * is run by the service, on its connection (the only writer: serve holds
+ * the file's lock), and so is every other write; on PostgreSQL there is
+ * never a version (other replicas write unseen).
  */
 static void repeats_from_the_version_only_while_nothing_changed(void **state)
 {
 	struct fixture *f = *state;
 	struct store *st = sfx_open_ok(f->path);
 	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
+	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"k1",
+				   .repo = (char *)"o/r", .number = 7, .state = (char *)"open" };
 	struct buf msg = BUF_INIT;
-	sqlite3 *h = NULL;
 	uint64_t v = 0, v2;
 	int all = -1;
 
 	ev.repeat_state = (char *)"o/r";
 	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
 	assert_true(ev.id > 0);
+	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	assert_int_equal(store_repeats(st, &ev, 1, &v, &all), ERR_OK);
 	assert_int_equal(all, 1);
 	if (sfx_postgres()) {
@@ -607,12 +654,8 @@ static void repeats_from_the_version_only_while_nothing_changed(void **state)
 	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
 	assert_true(all == 1 && v2 == v);
 
-	/* another connection forgets the key's repeat state and commits */
-	assert_int_equal(sqlite3_open(f->path, &h), SQLITE_OK);
-	sqlite3_busy_timeout(h, 5000);
-	assert_int_equal(sqlite3_exec(h, "UPDATE events SET repeat_state = NULL", NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(h);
+	/* the key is forgotten (its repeat state with it) */
+	assert_int_equal(store_issue_forget(st, "default", "k1"), ERR_OK);
 	v2 = v;
 	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
 	assert_true(all == 0 && !ev.repeated && v2 == 0);
@@ -1193,6 +1236,7 @@ int main(void)
 		SFX_MEMORY_TEST(repeated_dead_letters_are_one),
 		SFX_MEMORY_TEST(repeats_are_not_stored),
 		SFX_TEST(repeats_of_many_events),
+		SFX_TEST(dry_run_rows_repeat_until_going_live),
 		SFX_TEST(repeats_from_the_version_only_while_nothing_changed),
 		SFX_MEMORY_TEST(prune_drops_old_done_events_only),
 		SFX_TEST(prune_keeps_the_file_small_and_dead_letters),

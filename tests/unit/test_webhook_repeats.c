@@ -1,9 +1,9 @@
 /*
  * test_webhook_repeats.c - repeats at POST /v1/webhook (bridge/webhook.h,
  * core/store.h store_enqueue): an alert state equal to the newest stored for
- * its key adds no event, also from many threads at once, after a forget or
- * over a dry-run row the next one is stored, and a body seen before is
- * answered from the cache of recent bodies when the store says it repeats.
+ * its key adds no event, also from many threads at once and over a dry-run
+ * row; after a forget or going live the next one is stored; and a body seen
+ * before is answered from the cache of recent bodies when the store says it repeats.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,8 +152,12 @@ static void fire_and_map(const struct fixture *f, const char *fired, int64_t num
 	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
 }
 
-/* A dry-run map row (issue 0): the re-send is stored, so that once live it makes the issue. */
-static void dry_run_row_is_no_repeat(void **state)
+/*
+ * A dry-run map row (issue 0) repeats as a live one: dry-run stores what
+ * live stores.  Going live (store_dry_rows_go_live(), at serve's start) the
+ * next re-send is stored, so that it makes the issue; then it repeats again.
+ */
+static void dry_run_row_repeats_until_going_live(void **state)
 {
 	struct fixture *f = *state;
 	char *fired = wfx_read_fixture("01_single_firing.json");
@@ -161,10 +165,12 @@ static void dry_run_row_is_no_repeat(void **state)
 
 	fire_and_map(f, fired, 0);
 	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_assert_no_more_events(f);
+	assert_int_equal(store_dry_rows_go_live(f->st, NULL), ERR_OK);
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
 	wfx_take_event(f, &ev);
 	assert_string_equal(ev.key, "43257ea8bc3d7780");
 	store_event_release(&ev);
-	fire_and_map(f, fired, 12);  /* live now: the wfx_post is a repeat, the row gets a number */
 	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
 	wfx_assert_no_more_events(f);
 	free(fired);
@@ -278,7 +284,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(group_member_change_is_no_repeat, wfx_setup, wfx_teardown),
 		cmocka_unit_test_setup_teardown(concurrent_repeats_stored_once, wfx_setup, wfx_teardown),
 		cmocka_unit_test_setup_teardown(forgotten_key_is_no_repeat, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(dry_run_row_is_no_repeat, wfx_setup, wfx_teardown),
+		cmocka_unit_test_setup_teardown(dry_run_row_repeats_until_going_live, wfx_setup,
+						wfx_teardown),
 		cmocka_unit_test_setup_teardown(seen_body_is_answered_from_the_cache, wfx_setup, wfx_teardown),
 	};
 	int rc;
