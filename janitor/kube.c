@@ -253,21 +253,6 @@ static enum err authorization(struct kube_client *c, int force, struct buf *hdr,
 
 /* ---- requests ---- */
 
-/* Seconds of a Retry-After header in ms; -1 when absent or not delta-seconds. */
-static int64_t retry_after_ms(const struct http_response *res)
-{
-	const char *v = http_response_header(res, "retry-after");
-	char *end = NULL;
-	long long s;
-
-	if (!v || !*v)
-		return -1;
-	s = strtoll(v, &end, 10);
-	if (*end || s < 0 || s > 86400)
-		return -1;
-	return s * 1000;
-}
-
 static enum err status_code(int status)
 {
 	if (status == 401 || status == 403)
@@ -368,7 +353,8 @@ static enum err call(struct kube_client *c, const struct call *k, json_t **out,
 			reauthed = 1;
 			continue;
 		}
-		wait = retry_after_ms(&res);
+		wait = http_retry_after_s(&res, now(c));
+		wait = wait >= 0 ? wait * 1000 : -1;
 		if ((res.status == 429 || res.status == 503) && !waited && wait >= 0 &&
 		    wait <= c->opts.max_retry_after_ms) {
 			struct log_line *l = log_begin(LOG_INFO, "kubernetes asked to retry later");

@@ -84,8 +84,9 @@ const char *kube_client_source(const struct kube_client *c);
  *   ERR_CONFLICT  409 (a uid precondition or resourceVersion that failed)
  *   ERR_GONE      410
  *   ERR_RETRY     429, 5xx, timeouts and connection failures.  A 429 or 503
- *                 with Retry-After of at most max_retry_after_ms is waited
- *                 out and the request repeated once.
+ *                 with Retry-After (delta-seconds or an HTTP-date, RFC 9110
+ *                 10.2.3: http_retry_after_s()) of at most max_retry_after_ms
+ *                 is waited out and the request repeated once.
  *   ERR_TOOBIG    an answer over 64 MiB
  */
 

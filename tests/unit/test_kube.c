@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -681,13 +682,35 @@ static void retry_after_is_honoured_once(void **state)
 		"{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
 		"\"Background\",\"preconditions\":{\"uid\":\"u\"}}");
 
+	/*
+	 * An HTTP-date (RFC 9110 10.2.3) is a wait too: until that time by the client's
+	 * clock (it was read as "not delta-seconds" and the answer given up).
+	 */
+	{
+		char hdr[96];
+		time_t at = (time_t)((fx->now + 4000) / 1000);
+		struct tm tm;
+
+		gmtime_r(&at, &tm);
+		strftime(hdr, sizeof(hdr), "Retry-After: %a, %d %b %Y %H:%M:%S GMT", &tm);
+		fake_http_push(fx->fake, 429, hdr, tmr);
+		fake_http_push(fx->fake, 200, NULL, fixture_text(fx, "pod_running_deleting.json"));
+		fx->slept = 0;
+		kube_pod_release(&fx->pod);
+		assert_int_equal(kube_pod_get(fx->kc, "ml-team", "bare", &fx->pod, &fx->err), ERR_OK);
+		assert_in_range(fx->slept, 3000, 4000);
+		fx->slept = 3000;
+	}
+	fake_http_push(fx->fake, 429, "Retry-After: soon", tmr);
+	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
+
 	/* Too long a wait, or a 500, is the caller's to schedule. */
 	fake_http_push(fx->fake, 429, "Retry-After: 3600", tmr);
 	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
 	fake_http_push(fx->fake, 500, "Retry-After: 1", tmr);
 	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
 	assert_int_equal(fx->slept, 3000);
-	assert_int_equal(fake_http_count(fx->fake), 6);
+	assert_int_equal(fake_http_count(fx->fake), 9);
 }
 
 static void timeout_and_refused_are_retry(void **state)
