@@ -33,6 +33,11 @@ steps (default 60) drawn from the enabled feature classes:
   group noclose storms badrepo     issue_per: group, auto_close: false, storms on (below
                                    their threshold) and off, an alert routed to a repository
                                    that does not exist (beside a good one in one webhook)
+  refused                          GitHub refuses a write for good (issue 18 item 5): a
+                                   firing alert's issue is locked or its repository archived
+                                   when it resolves; the resolve is dead-lettered at once with
+                                   GitHub's 403 message and changes nothing; once a person
+                                   lifts the cause, `map retry KEY` applies it
 
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
 the group body's task list (its text is not checked), bad input (tests/integration covers it).
@@ -85,7 +90,7 @@ ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
 PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
-            "lostdb", "dryrun", "group", "noclose", "storms", "badrepo")
+            "lostdb", "dryrun", "group", "noclose", "storms", "badrepo", "refused")
 REPO = "acme/alerts"
 MOVED = "acme/moved"
 MISSING = "acme/missing"
@@ -751,7 +756,7 @@ class World:
         if not self.dry:
             for name, w in (("close", 1), ("wontfix", 1), ("reopen", 1), ("delete", 1),
                             ("transfer", 1), ("faults", 2), ("ratelimit", 0.3),
-                            ("timeout", 0.3), ("lostdb", 0.5)):
+                            ("timeout", 0.3), ("lostdb", 0.5), ("refused", 0.5)):
                 if name in f:
                     add(name, w)
         if "kill" in f:
@@ -910,6 +915,9 @@ class World:
                                   delay_ms=1300)
                 self.note("fault: next %s answered after the 1 s timeout (done)" % method)
             return
+        if what == "refused":
+            self.refused()
+            return
         if what == "kill":
             time.sleep(rng.random() * 0.03)
             self.kill()
@@ -935,6 +943,51 @@ class World:
             self.note("database lost (SIGKILL, %s, restart)" % (
                 "database dropped and created again" if self.uri else "files removed"))
             return
+
+    def refused(self):
+        """A firing alert whose issue is open resolves while GitHub refuses the comment for good
+        (403: the issue locked, or its repository archived): dead-lettered at once with GitHub's
+        message, nothing changed; the cause lifted, `map retry` applies the resolve then."""
+        self.check()
+        cands = []
+        for a in self.alerts:
+            k = self.keys[(a.receiver, a.fp)]
+            if a.firing and k.row == "live" and k.current().state == "open" and \
+                    k.current().number is not None:
+                cands.append((a, k))
+        if not cands:
+            return
+        a, k = self.rng.choice(cands)
+        i = k.current()
+        locked = self.rng.random() < 0.5
+        if locked:
+            self.gh.lock_issue(i.repo, i.number)
+            message = "Unable to create comment because issue is locked."
+        else:
+            self.gh.archive(i.repo)
+            message = "Repository was archived so is read-only."
+        a.firing, a.ends = False, self.vt
+        a.sent.append((False, a.starts, a.ends))
+        self.post(a.receiver, [a.notification()])
+        self.quiet()
+        ev = max((e for e in self.events() if e[2] == a.fp), key=lambda e: e[0])
+        if ev[4] != "dead" or not ev[6].endswith("403 forbidden: " + message):
+            self.fail("a resolve refused by GitHub (%s) is %s, not dead-lettered with its "
+                      "message: %s" % (message, ev[4], ev[6]))
+        if locked:
+            self.gh.lock_issue(i.repo, i.number, False)
+        else:
+            self.gh.archive(i.repo, False)
+        out = subprocess.run([BIN, "map", "retry", a.fp, "--receiver=" + a.receiver,
+                              "--config.file=alertbridge.yml"], cwd=self.dir,
+                             capture_output=True, text=True, timeout=20)
+        if out.returncode != 0:
+            self.fail("map retry exited %d: %s" % (out.returncode, out.stderr.strip()))
+        self.before_event(a.receiver)
+        what = apply_event(k, False, a.starts, a.ends, self.dry)
+        self.note("%s %s resolved, refused (%s), dead-lettered, then map retry -> %s" % (
+            a.receiver, a.fp, "locked" if locked else "archived", what))
+        self.check()
 
     def run(self):
         if ENGINE == "postgres":
