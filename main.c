@@ -128,8 +128,9 @@ static const char usage_healthcheck[] =
 	"\n"
 	"GETs /-/healthy of the alertbridge listening on ADDR (default: the listen_address\n"
 	"of the configuration, https when webhook.tls is set; a wildcard host is asked on\n"
-	"the loopback), for a container HEALTHCHECK.  Exit status: 0 healthy (200 within\n"
-	"5 s), 1 anything else.\n";
+	"the loopback), for a container HEALTHCHECK.  A flag not given is taken from the\n"
+	"serve command of PID 1 when that is alertbridge (the container's main process).\n"
+	"Exit status: 0 healthy (200 within 5 s), 1 anything else.\n";
 
 static const char usage_render[] =
 	"usage: alertbridge render --template=FILE --payload=FILE [--alert=N]\n"
@@ -1198,8 +1199,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "healthcheck") && f.help)
 		return fputs(usage_healthcheck, stdout) < 0;
 	if (!strcmp(cmd, "healthcheck"))
-		return healthcheck_command(f.listen_address, f.config_file ? f.config_file :
-					   DEFAULT_CONFIG);
+		return healthcheck_command(f.listen_address, f.config_file, DEFAULT_CONFIG);
 	if (!strcmp(cmd, "serve")) {
 		if (f.help && first == 1) {
 			fputs(usage_main, stdout);

@@ -32,12 +32,34 @@ enum err healthcheck_probe(const char *listen_address, int tls, int64_t timeout_
 			   struct buf *errmsg) __attribute__((warn_unused_result));
 
 /*
- * The `alertbridge healthcheck` command: healthcheck_probe() of listen_address
- * when not NULL, else of the listen_address of the configuration at
- * config_path (cfg_load(); https when its webhook.tls is set), within 5 s.
- * Says why on stderr when not healthy.  Returns the exit status: 0 healthy,
- * 1 not, or the configuration does not load.
+ * The flags of the serve command that process proc_dir ("/proc/1": the
+ * container's main process) runs, for a HEALTHCHECK that cannot see them:
+ * when proc_dir/exe is the same file as /proc/self/exe (this executable;
+ * stat(2) device and inode) and proc_dir/cmdline (proc(5): the arguments,
+ * each ended by a NUL) names the command "serve", set *listen_address to its
+ * --web.listen-address and *config_file to its --config.file (each
+ * "--flag=V" or "--flag V"; NULL when absent; a relative config path is
+ * made proc_dir/cwd/PATH, so it resolves as it did for serve), new strings
+ * (free()), and return 1.  Else 0, both NULL: another program, another
+ * command, or proc_dir not readable (not Linux, or another user's process).
  */
-int healthcheck_command(const char *listen_address, const char *config_path);
+int healthcheck_serve_flags(const char *proc_dir, char **listen_address, char **config_file);
+
+/*
+ * The `alertbridge healthcheck` command: healthcheck_probe() of the address
+ * the running service listens on, chosen as serve chooses it, within 5 s.
+ * Each of --web.listen-address (listen_address) and --config.file
+ * (config_file) is healthcheck's own flag when given (NULL: not given),
+ * else that of the serve command PID 1 runs (healthcheck_serve_flags() of
+ * "/proc/1": in the image, serve is PID 1 and may have been given other
+ * flags than the HEALTHCHECK), else default_config for the file.  The
+ * address is the flag's, else the config's listen_address (serve's
+ * precedence); https when the config's webhook.tls is set.  A config that
+ * does not load is an error only when the address must come from it.  Says
+ * why on stderr when not healthy.  Returns the exit status: 0 healthy, 1
+ * not, or no address.
+ */
+int healthcheck_command(const char *listen_address, const char *config_file,
+			const char *default_config);
 
 #endif

@@ -181,6 +181,26 @@ def tls_serves_https_only():
 
 
 @runner.case
+def healthcheck_takes_the_flag_and_the_configs_tls():
+    """Issue 18 item 12: with --web.listen-address the healthcheck never read the config, so
+    a TLS listener was asked in plain HTTP and found unhealthy."""
+    p = pki()
+    srv = Server("tls-hc", tls_config(False), scheme="https")
+    try:
+        srv.start(curl_args=("--cacert", p("ca.crt")))
+        addr = "--web.listen-address=127.0.0.1:%d" % srv.port
+        rc, _, err = run([BIN, "healthcheck", addr, "--config.file=" + srv.config])
+        eq(rc, 0, "healthcheck with the flag asks in https, as the config says (%s)" % err)
+        rc, _, err = run([BIN, "healthcheck", "--config.file=" + srv.config])
+        eq(rc, 0, "healthcheck by the config alone (%s)" % err)
+        rc, _, err = run([BIN, "healthcheck", addr, "--config.file=" + os.path.join(TMP, "no.yml")])
+        eq(rc, 1, "no config: http assumed, and the TLS port does not answer it")
+        check("config not loaded, http assumed" in err, "says why", err)
+    finally:
+        srv.stop()
+
+
+@runner.case
 def tls_client_certificates():
     p = pki()
     srv = Server("mtls", tls_config(True), scheme="https")
