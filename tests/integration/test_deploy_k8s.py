@@ -2,12 +2,14 @@
 """test_deploy_k8s.py - the Kubernetes manifests as kustomize renders them, checked offline.
 
 Every kustomization (deploy/kubernetes, leader-election/, postgres/) and every component of
-deploy/kubernetes/components/ (each alone on the base, all together on the base, and those that
-fit on the leader-election and postgres overlays) is rendered with `kubectl kustomize` (skipped when kubectl is
+deploy/kubernetes/components/ (each alone on the base - one that patches another, with it -, all
+together on the base, and those that fit on the leader-election and postgres overlays) is rendered with `kubectl kustomize` (skipped when kubectl is
 not installed) and each object is checked against a strict structural schema of the kinds we
 ship: required fields, the fields each kind knows (for the parts we use: a typo'd or unknown
 field fails), types and enums.  Then what must hold between them: workload, Service,
 ServiceMonitor, NetworkPolicy and PodDisruptionBudget selectors match the pod template's labels,
+the ServiceMonitor sends Basic credentials from the Secret alertbridge-scrape exactly when
+components/service-monitor-basic-auth is on (for a /metrics behind web.auth),
 ports match the container port, probes are on /-/healthy and /-/ready, the config directory is
 mounted without subPath and reloaded (--config.auto-reload-interval), the Secret's keys are
 optional, RBAC is exactly the calls the code makes with the Lease's Role only with leader
@@ -55,10 +57,17 @@ RELOAD_ARG = "--config.auto-reload-interval=30s"
 # What each component must add to a render.
 COMPONENT_KINDS = {
     "service-monitor": "ServiceMonitor",
+    "service-monitor-basic-auth": "ServiceMonitor",
     "prometheus-rule": "PrometheusRule",
     "network-policy": "NetworkPolicy",
     "pod-disruption-budget": "PodDisruptionBudget",
 }
+# Components that patch what another one adds: rendered after it (issue 18 item 12: the
+# ServiceMonitor could not scrape a /metrics behind web.auth).
+PATCHES = {"service-monitor-basic-auth": "service-monitor"}
+# The Secret components/service-monitor-basic-auth makes Prometheus send, and its keys.
+SCRAPE_SECRET = "alertbridge-scrape"
+SCRAPE_KEYS = {"username": "username", "password": "password"}
 # Components that do not belong on the leader-election overlay (see the README: only the
 # leader is ready, so any budget would block draining the leader's node).
 NOT_WITH_LEADER_ELECTION = {"pod-disruption-budget"}
@@ -120,6 +129,8 @@ META = obj({"name": "str", "namespace": "str", "labels": "labels", "annotations"
 SELECTOR = obj({"matchLabels": "labels", "matchExpressions": lst(obj(
     {"key": "str", "operator": enum("In", "NotIn", "Exists", "DoesNotExist"), "values": STRS},
     ["key", "operator"]))})
+# core/v1 SecretKeySelector (the prometheus-operator's basicAuth references).
+SECRET_KEY = obj({"name": "str", "key": "str", "optional": "bool"}, ["name", "key"])
 KEY_PATHS = lst(obj({"key": "str", "path": "str", "mode": "int"}, ["key", "path"]))
 PROBE = obj({"httpGet": obj({"path": "str", "port": "intstr", "scheme": enum("HTTP", "HTTPS")},
                             ["port"]),
@@ -215,7 +226,9 @@ KINDS = {
         "namespaceSelector": obj({"matchNames": STRS, "any": "bool"}),
         "endpoints": lst(obj({"port": "str", "path": "str", "interval": "str",
                               "scrapeTimeout": "str", "scheme": enum("http", "https"),
-                              "honorLabels": "bool"}, ["port"]))},
+                              "honorLabels": "bool",
+                              "basicAuth": obj({"username": SECRET_KEY, "password": SECRET_KEY},
+                                               ["username", "password"])}, ["port"]))},
         ["selector", "endpoints"])},
     ("monitoring.coreos.com/v1", "PrometheusRule"): {"spec": obj({"groups": lst(obj({
         "name": "str", "interval": "str",
@@ -382,6 +395,20 @@ def rbac_rules(role):
     return out
 
 
+def basic_auth_problems(ep):
+    """A ServiceMonitor endpoint's basicAuth, when it has one, names the scrape Secret's keys."""
+    ba = ep.get("basicAuth")
+    if ba is None:
+        return []
+    p = []
+    for field, key in SCRAPE_KEYS.items():
+        ref = ba.get(field) or {}
+        if (ref.get("name"), ref.get("key")) != (SCRAPE_SECRET, key) or ref.get("optional"):
+            p.append("ServiceMonitor basicAuth.%s is %r, want secret %s key %s (not optional)"
+                     % (field, ref, SCRAPE_SECRET, key))
+    return p
+
+
 def relation_problems(docs, leader_election):
     p = []
     ws = workloads(docs)
@@ -409,6 +436,7 @@ def relation_problems(docs, leader_election):
                          % (ep["port"], sorted(names)))
             if ep.get("path", "/metrics") != "/metrics":
                 p.append("ServiceMonitor endpoint path %r" % ep.get("path"))
+            p += basic_auth_problems(ep)
     for np in by_kind(docs, "NetworkPolicy"):
         s = np["spec"]
         if not selects(s["podSelector"], labels):
@@ -562,7 +590,7 @@ def check_components_are_components():
                                                     "Component"):
             p.append("%s: %s/%s, want kustomize.config.k8s.io/v1alpha1 Component"
                      % (os.path.basename(d), k.get("apiVersion"), k.get("kind")))
-    report("components/: kind Component, one per kind", p)
+    report("components/: kind Component, each one known", p)
 
 
 def check_prometheus_rule_generated():
@@ -745,7 +773,12 @@ def check_renders():
     if pg is not None:
         check_postgres(pg)
     for c in comps:
-        check_render(cmd, "base + %s" % os.path.basename(c), [BASE], [c], False)
+        name = os.path.basename(c)
+        with_target = [os.path.join(COMPONENTS, PATCHES[name]), c] if name in PATCHES else [c]
+        docs = check_render(cmd, "base + %s" % " + ".join(map(os.path.basename, with_target)),
+                            [BASE], with_target, False)
+        if docs is not None and name in PATCHES:
+            check_basic_auth(docs, name)
     check_render(cmd, "base + every component", [BASE], comps, False)
     le_comps = [c for c in comps if os.path.basename(c) not in NOT_WITH_LEADER_ELECTION]
     check_render(cmd, "leader-election + %s" % " + ".join(map(os.path.basename, le_comps)),
@@ -753,6 +786,41 @@ def check_renders():
     pg_comps = [c for c in comps if os.path.basename(c) not in NOT_WITH_POSTGRES]
     check_render(cmd, "postgres + %s" % " + ".join(map(os.path.basename, pg_comps)),
                  [PG], pg_comps, False)
+
+
+def check_basic_auth(docs, name):
+    """components/service-monitor-basic-auth gives every endpoint credentials, and its example
+    Secret is the one they name, in the ServiceMonitor's namespace (where the operator reads it)."""
+    p = []
+    for sm in by_kind(docs, "ServiceMonitor"):
+        for ep in sm["spec"]["endpoints"]:
+            if "basicAuth" not in ep:
+                p.append("ServiceMonitor endpoint %r has no basicAuth" % ep.get("port"))
+    with open(os.path.join(COMPONENTS, name, "secret.example.yaml"), encoding="utf-8") as f:
+        secret = yaml.safe_load(f)
+    if (secret.get("kind"), secret["metadata"].get("name"),
+            secret["metadata"].get("namespace")) != ("Secret", SCRAPE_SECRET, "alertbridge"):
+        p.append("secret.example.yaml is not Secret %s in namespace alertbridge" % SCRAPE_SECRET)
+    if set(secret.get("stringData") or {}) != set(SCRAPE_KEYS.values()):
+        p.append("secret.example.yaml keys %s, want %s"
+                 % (sorted(secret.get("stringData") or {}), sorted(SCRAPE_KEYS.values())))
+    report("%s: the ServiceMonitor sends the Secret %s" % (name, SCRAPE_SECRET), p)
+
+
+def check_service_monitor_plain():
+    """Without the basic-auth component the ServiceMonitor sends no credentials (web.auth is
+    off by default), and the basicAuth check fails on a wrong reference (self-test)."""
+    p = []
+    with open(os.path.join(COMPONENTS, "service-monitor", "servicemonitor.yaml"),
+              encoding="utf-8") as f:
+        sm = yaml.safe_load(f)
+    if any("basicAuth" in ep for ep in sm["spec"]["endpoints"]):
+        p.append("components/service-monitor sends credentials")
+    bad = {"port": "http", "basicAuth": {"username": {"name": SCRAPE_SECRET, "key": "user"},
+                                         "password": {"name": "other", "key": "password"}}}
+    if len(basic_auth_problems(bad)) != 2:
+        p.append("basic_auth_problems() missed a wrong reference")
+    report("service-monitor alone: no credentials; basicAuth check self-test", p)
 
 
 def guarded(fn):
@@ -765,6 +833,7 @@ def guarded(fn):
 
 def main():
     for fn in (check_schema_self_test, check_components_are_components,
+               check_service_monitor_plain,
                check_prometheus_rule_generated, check_readme, check_renders):
         guarded(fn)
     if results["skipped"]:
