@@ -69,7 +69,7 @@ struct cfg_webhook {
 	char *bearer_token;             /* SECRET, or NULL: no bearer auth */
 	struct cfg_basic_auth basic_auth; /* exclusive with the bearer token */
 	struct cfg_tls tls;
-	size_t max_body_bytes;          /* default 1048576 (1 MiB) */
+	size_t max_body_bytes;          /* default 16777216 (16 MiB: webhook.max_alerts of ~1 KB) */
 	size_t max_alerts;              /* alerts per webhook body, 1..1000000, default 10000 (400) */
 	unsigned max_connections;       /* default 256 */
 	int64_t read_timeout_ms;        /* webhook.read_timeout, default 30s, at least 1s: idle

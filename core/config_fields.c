@@ -774,7 +774,7 @@ void cfg_defaults(struct config *cfg)
 	cfg->database_retention_ms = 7 * MS_D;
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
-	cfg->webhook.max_body_bytes = 1048576;
+	cfg->webhook.max_body_bytes = 16777216;  /* 10,000 alerts of up to 1.6 KB (README) */
 	cfg->webhook.max_alerts = 10000;
 	cfg->webhook.max_connections = 256;
 	cfg->webhook.read_timeout_ms = 30 * MS_S;

@@ -193,7 +193,7 @@ static void every_default(void **state)
 	assert_null(cfg->webhook.bearer_token_file);
 	assert_null(cfg->webhook.basic_auth.username);
 	assert_null(cfg->webhook.tls.cert_file);
-	assert_int_equal(cfg->webhook.max_body_bytes, 1048576);
+	assert_int_equal(cfg->webhook.max_body_bytes, 16777216);
 	assert_int_equal(cfg->webhook.max_connections, 256);
 	assert_int_equal(cfg->webhook.read_timeout_ms, 30 * S);
 	assert_int_equal(cfg->webhook.read_header_timeout_ms, 10 * S);
@@ -309,7 +309,7 @@ static void nulls_keep_defaults(void **state)
 	assert_string_equal(cfg->listen_address, ":9095");
 	assert_int_equal(cfg->github.timeout_ms, 10 * S);
 	assert_int_equal(cfg->janitor.exclude_namespaces.count, 1);
-	assert_int_equal(cfg->webhook.max_body_bytes, 1048576);
+	assert_int_equal(cfg->webhook.max_body_bytes, 16777216);
 	cfg_free(cfg);
 }
 
