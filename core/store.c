@@ -70,10 +70,18 @@ static const char *const stmt_sql[S_COUNT] = {
 	 * alert, state (status, startsAt, endsAt) and reason.  Alertmanager
 	 * re-sends a notification every repeat_interval; the newest copy stays.
 	 */
+	/*
+	 * The alert's columns as constants (uncorrelated scalar subqueries), so the
+	 * search is events_dead_key's range of that alert: correlated with the row,
+	 * as it was, every dead letter scanned all the others (issue 19: 4,000
+	 * invalid alerts in one webhook took 3.4 s, 1,000 took 0.29 s).
+	 */
 	[S_EV_DEAD_SUPERSEDE] = "DELETE FROM events WHERE state = 'dead' AND id != ?1 AND "
+				"kind = (SELECT kind FROM events WHERE id = ?1) AND "
+				"receiver = (SELECT receiver FROM events WHERE id = ?1) AND "
+				"key = (SELECT key FROM events WHERE id = ?1) AND "
 				"EXISTS (SELECT 1 FROM events AS n WHERE n.id = ?1 AND "
-				"n.kind = events.kind AND n.receiver = events.receiver AND "
-				"n.key = events.key AND n.status = events.status AND "
+				"n.status = events.status AND "
 				"n.starts_at_ms = events.starts_at_ms AND "
 				"n.ends_at_ms = events.ends_at_ms AND "
 				"n.last_error IS NOT DISTINCT FROM events.last_error)",
@@ -419,6 +427,11 @@ int store_schema_version(void)
 
 	(void)store_migrations(DB_SQLITE, &n);
 	return n;
+}
+
+const char *store_stmt_sql(enum stmt_id id)
+{
+	return id >= 0 && id < S_COUNT ? stmt_sql[id] : NULL;
 }
 
 enum err store_open_target(const char *target, const char *password_file, struct store **out,

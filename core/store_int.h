@@ -74,6 +74,12 @@ enum stmt_id {
 	S_COUNT
 };
 
+/*
+ * The SQL of statement id (engine-neutral, with ?N parameters), NULL for an id out of range;
+ * static storage.  For tests that check the statements' query plans (test_store_plans).
+ */
+const char *store_stmt_sql(enum stmt_id id);
+
 /* One store_enqueue() call waiting in the group-commit queue (on its stack). */
 struct batch {
 	struct store_event *evs;
