@@ -27,10 +27,12 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/healthcheck.h"
+#include "core/map_admin.h"
 #include "core/metrics.h"
 #include "core/reload.h"
 #include "core/retention.h"
 #include "core/rfc3339.h"
+#include "core/serve_lock.h"
 #include "core/store.h"
 #include "core/version.h"
 #include "janitor/janitor.h"
@@ -301,7 +303,8 @@ struct service {
 	struct auth *web_auth;        /* web.auth: the page and /metrics */
 	struct status_page *page;
 	struct guard page_guard, metrics_guard;
-	struct guard_admin admin_guard;  /* every state-changing route: web/guard.h */
+	struct guard_admin admin_guard, map_guard;  /* every state-changing route: web/guard.h */
+	struct serve_lock *lock;      /* the sqlite file's: one serving process (serve_lock.h) */
 	int ready;
 	/*
 	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
@@ -410,6 +413,7 @@ static void service_release(struct service *s)
 		cfg_free(s->cfg);
 	}
 	store_close(s->store);
+	serve_lock_free(s->lock);
 	metrics_free(s->metrics);
 }
 
@@ -572,7 +576,8 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot set up the kubernetes client", "detail", buf_str(&err));
 		goto out;
 	}
-	if (store_open_target(db, s->cfg->database_password_file, &s->store, &err)) {
+	if (serve_lock_take(db, &s->lock, NULL, &err) ||
+	    store_open_target(db, s->cfg->database_password_file, &s->store, &err)) {
 		log_msg(LOG_ERROR, "cannot open the database", "detail", buf_str(&err));
 		goto out;
 	}
@@ -638,12 +643,14 @@ static int start_service(struct service *s, const struct flags *f)
 	s->page_guard = (struct guard){ s->web_auth, status_page_handle, s->page };
 	s->metrics_guard = (struct guard){ s->web_auth, handle_metrics, s };
 	s->admin_guard = (struct guard_admin){ s->reload, s->web_auth, reload_handle, s->reload };
+	s->map_guard = (struct guard_admin){ s->reload, s->web_auth, map_admin_handle, s->store };
 	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
 	    srv_route(s->srv, "GET", "/metrics", guard_handle, &s->metrics_guard) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
 	    srv_route(s->srv, "GET", "/-/ready", handle_ready, s) ||
 	    srv_route(s->srv, "POST", "/-/reload", guard_admin_handle, &s->admin_guard) ||
 	    srv_route(s->srv, "PUT", "/-/reload", guard_admin_handle, &s->admin_guard) ||
+	    map_admin_routes(s->srv, guard_admin_handle, &s->map_guard) ||
 	    srv_route(s->srv, "GET", "/", guard_handle, &s->page_guard)) {
 		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
 		goto out;
@@ -674,7 +681,9 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot start the janitor", "detail", buf_str(&err));
 		goto out;
 	}
-	if (srv_start(s->srv, &err)) {
+	if (srv_start(s->srv, &err) ||
+	    serve_lock_set_address(s->lock, so.listen_address, srv_port(s->srv), !!so.tls_cert_file,
+				   &err)) {
 		log_msg(LOG_ERROR, "cannot start the HTTP server", "detail", buf_str(&err));
 		goto out;
 	}
@@ -962,27 +971,6 @@ static int match_key(void *ctx, const struct store_issue *row)
 	return 0;
 }
 
-/* map retry KEY --receiver=NAME: re-queue the key's dead letters (store_dead_requeue()). */
-static int map_retry(struct store *st, const struct flags *f)
-{
-	int64_t n = 0;
-
-	if (!f->receiver) {
-		fprintf(stderr, "alertbridge: map retry needs --receiver=NAME\n");
-		return 2;
-	}
-	if (store_dead_requeue(st, "bridge", f->receiver, f->args[1], NULL, &n))
-		return 1;
-	if (n == 0) {
-		fprintf(stderr, "alertbridge: no dead-lettered event for receiver \"%s\" key \"%s\"\n",
-			f->receiver, f->args[1]);
-		return 1;
-	}
-	printf("re-queued %lld dead-lettered event(s) of %s/%s\n", (long long)n, f->receiver,
-	       f->args[1]);
-	return 0;
-}
-
 static int cmd_map(const struct flags *f)
 {
 	struct buf err = BUF_INIT;
@@ -990,6 +978,7 @@ static int cmd_map(const struct flags *f)
 	struct store *st = NULL;
 	const char *db = f->database_path;
 	const char *sub = f->nargs ? f->args[0] : NULL;
+	enum map_admin_op op;
 	int rc = 1;
 
 	if (f->help || !sub) {
@@ -1000,13 +989,16 @@ static int cmd_map(const struct flags *f)
 		fputs(usage_map, stderr);
 		return 2;
 	}
-	if (!db && !f->config_file && access(DEFAULT_CONFIG, F_OK)) {
-		db = "alertbridge.db";  /* the default database, as serve would use it */
-	} else if (!db) {
+	if (f->config_file || (!db && !access(DEFAULT_CONFIG, F_OK))) {  /* also credentials */
 		cfg = load_config(f->config_file ? f->config_file : DEFAULT_CONFIG);
 		if (!cfg)
 			return 1;
-		db = cfg->database;
+	}
+	if (!db)  /* else the default database, as serve would use it */
+		db = cfg ? cfg->database : "alertbridge.db";
+	if (map_admin_op_parse(sub, &op)) {  /* changes the map: where the file may be written */
+		rc = map_admin_command(op, db, cfg, f->receiver, f->nargs > 1 ? f->args[1] : NULL);
+		goto out;
 	}
 	if (!db_target_is_postgres(db) && access(db, F_OK)) {
 		fprintf(stderr, "alertbridge: %s: no database here (%s)\n", db, strerror(errno));
@@ -1030,33 +1022,6 @@ static int cmd_map(const struct flags *f)
 			fprintf(stderr, "alertbridge: no map row with key \"%s\"\n", f->args[1]);
 			goto out;
 		}
-		rc = 0;
-	} else if (!strcmp(sub, "retry")) {
-		rc = map_retry(st, f);
-	} else if (!strcmp(sub, "rescan")) {
-		int64_t n = 0;
-		if (store_scan_forget(st, f->receiver, &n))
-			goto out;
-		printf("forgot %lld repository scan(s): each repository is read again before "
-		       "its next event\n", (long long)n);
-		rc = 0;
-	} else if (!strcmp(sub, "forget")) {
-		enum err e;
-		if (!f->receiver) {
-			fprintf(stderr, "alertbridge: map forget needs --receiver=NAME\n");
-			rc = 2;
-			goto out;
-		}
-		e = store_issue_forget(st, f->receiver, f->args[1]);
-		if (e == ERR_NOTFOUND) {
-			fprintf(stderr, "alertbridge: no map row for receiver \"%s\" key \"%s\"\n",
-				f->receiver, f->args[1]);
-			goto out;
-		}
-		if (e)
-			goto out;
-		printf("forgot %s/%s: the next firing creates a new issue\n", f->receiver,
-		       f->args[1]);
 		rc = 0;
 	} else {
 		fprintf(stderr, "alertbridge: map: unknown subcommand \"%s\"\n", sub);
@@ -1099,6 +1064,7 @@ static int cmd_janitor(const struct flags *f)
 	struct janitor *j = NULL;
 	struct janitor_options jo = { 0 };
 	struct janitor_sweep_stats stats = { 0 };
+	struct serve_lock *lock = NULL;  /* a sweep that acts writes the file (dry-run: nothing) */
 	const char *sub = f->nargs ? f->args[0] : NULL;
 	int rc = 1, sent = 0;
 
@@ -1122,7 +1088,10 @@ static int cmd_janitor(const struct flags *f)
 		fprintf(stderr, "alertbridge: cannot initialise libcurl\n");
 		goto out;
 	}
-	if (store_open_target(f->database_path ? f->database_path : cfg->database,
+	if ((!f->dry_run && !cfg->janitor.dry_run &&
+	     serve_lock_take(f->database_path ? f->database_path : cfg->database, &lock, NULL,
+			     &err)) ||
+	    store_open_target(f->database_path ? f->database_path : cfg->database,
 			      cfg->database_password_file, &st, &err) ||
 	    janitor_clients_new(cfg, &kube, &slack, &err)) {
 		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
@@ -1153,6 +1122,7 @@ cleanup:
 	kube_client_free(kube);
 	slack_client_free(slack);
 	store_close(st);
+	serve_lock_free(lock);
 	http_global_cleanup();
 out:
 	cfg_free(cfg);

@@ -158,26 +158,26 @@ enum err db_set_schema_version(struct db *db, int version, struct buf *errmsg);
 
 /*
  * A number that changes whenever what the database holds may have changed:
- * on sqlite, a statement that can write stepped on this connection (or
- * db_exec(), db_begin(), db_commit(), db_rollback()), or a commit by any
- * other connection to the file (the CLI's `map forget` is another
- * process): seen in the wal-index header of the file's "-shm"
- * (https://sqlite.org/walformat.html), read through sqlite's own mapping of
- * it, or, for an in-memory database, as a new PRAGMA data_version.  The same number twice:
- * no row changed in between, so a read gives the same answer.  On
- * PostgreSQL other replicas write unseen: *version is 0, "unknown", equal
- * to nothing.  Never 0 on sqlite.  Caller serialises it with the
- * connection's other uses.
- * Errors: ERR_DB (the pragma failed; *version 0).
+ * on sqlite, a transaction of this connection that wrote committed (counted
+ * by sqlite3_commit_hook(), https://sqlite.org/c3ref/commit_hook.html; a
+ * rolled-back one leaves it).  Commits of other connections are not seen:
+ * the file has one writer, the process holding its lock
+ * (core/serve_lock.h: `serve`, or a command that took the lock itself), and
+ * the version is only asked there.  The same number twice: no row changed
+ * in between, so a read gives the same answer.  On PostgreSQL other
+ * replicas write unseen: *version is 0, "unknown", equal to nothing.  Never
+ * 0 on sqlite.  Caller serialises it with the connection's other uses.
+ * Errors: none today (ERR_OK; the signature leaves room for an engine that
+ * must ask).
  */
 enum err db_data_version(struct db *db, uint64_t *version, struct buf *errmsg);
 
 /*
  * db_data_version() from any thread, without the caller's serialisation:
  * 1 with *version set (the same number db_data_version() gives at that
- * moment) when the engine can tell without its connection (sqlite with the
- * wal-index mapped: no statement, no file lock; PostgreSQL: 0); else 0, and
- * the caller asks db_data_version() under its lock.  No errors.
+ * moment) when the engine can tell without its connection (sqlite: an
+ * atomic read of the commit count, no statement, no lock; PostgreSQL: 0);
+ * else 0, and the caller asks db_data_version() under its lock.  No errors.
  */
 int db_data_version_unlocked(struct db *db, uint64_t *version);
 

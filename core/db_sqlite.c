@@ -3,7 +3,8 @@
  * synchronous=FULL, foreign keys on and incremental auto-vacuum; the schema
  * version is PRAGMA user_version and db_begin() is BEGIN IMMEDIATE.  The
  * file has one writer at a time (the busy timeout waits for it), so the
- * advisory locks of db.h are always held.
+ * advisory locks of db.h are always held.  db_data_version() counts this
+ * connection's commits (sqlite3_commit_hook): the only writer, see db.h.
  *
  * INSERT ... RETURNING id: sqlite runs RETURNING through an ephemeral table
  * per execution, some 25,000 instructions per insert (make bench: 8% of a
@@ -20,37 +21,24 @@
 
 #include <sqlite3.h>
 
-#include "codec.h"
 #include "log.h"
 #include "xalloc.h"
 #include "banned.h"
 
 #define BUSY_TIMEOUT_MS 5000
-/*
- * The wal-index header: the first 96 bytes of the "-shm" file, two copies of
- * a 48-byte header whose iChange counts write transactions and whose
- * mxFrame, salts and checksums change with every commit and WAL reset
- * (sqlite: https://sqlite.org/walformat.html, "The WAL-Index Header").
- */
-#define WAL_HDR_BYTES 96
-#define WAL_INDEX_PAGE_BYTES 32768  /* the unit sqlite maps the wal-index in (ibid.) */
 #define RETURNING_ID " RETURNING id"
 
 struct sq_db {
 	struct db base;
 	sqlite3 *h;
 	/* Prepared once: the intake's group commit runs them per batch. */
-	sqlite3_stmt *begin, *commit, *rollback, *data_version;
+	sqlite3_stmt *begin, *commit, *rollback;
 	/*
-	 * db_data_version(): version is bumped (atomically: it is read without
-	 * the caller's lock) by a write of ours; another connection's commit
-	 * shows in the wal-index header at shm (sqlite's own mapping),
-	 * or, when that is not mapped, as a new PRAGMA data_version.
+	 * db_data_version(): the write transactions this connection committed,
+	 * counted by sqlite's commit hook (count_commit()); atomic, as
+	 * db_data_version_unlocked() reads it without the caller's lock.
 	 */
-	uint64_t version;
-	int64_t seen_data_version;
-	const unsigned char *shm;  /* atomic: set once, read without the lock */
-	int shm_unmappable, wal;
+	uint64_t commits;
 	const char *bind_err;  /* db_errmsg() after a step refused for a failed bind */
 };
 
@@ -74,10 +62,19 @@ static struct sq_stmt *sqs(struct db_stmt *s)
 	return (struct sq_stmt *)s;
 }
 
-/* A write of ours is about to run: db_data_version() changes. */
-static void bump(struct sq_db *d)
+/*
+ * sqlite3_commit_hook() callback (https://sqlite.org/c3ref/commit_hook.html):
+ * called as a transaction that wrote is about to commit, on the thread
+ * running it, so the count moves before the change is visible to anyone.
+ * Returning 0 lets the commit go on; it touches nothing of the connection,
+ * as the hook must not.
+ */
+static int count_commit(void *ctx)
 {
-	__atomic_add_fetch(&d->version, 1, __ATOMIC_SEQ_CST);
+	struct sq_db *d = ctx;
+
+	__atomic_add_fetch(&d->commits, 1, __ATOMIC_SEQ_CST);
+	return 0;
 }
 
 static enum err fail(struct sq_db *d, const char *what, struct buf *errmsg)
@@ -93,8 +90,6 @@ static void sq_close(struct db *db)
 	sqlite3_finalize(d->begin);
 	sqlite3_finalize(d->commit);
 	sqlite3_finalize(d->rollback);
-	sqlite3_finalize(d->data_version);
-	d->shm = NULL;  /* sqlite unmaps it as the connection closes */
 	if (d->h && sqlite3_close(d->h) != SQLITE_OK) {
 		struct log_line *l = log_begin(LOG_ERROR, "database close failed");
 		log_str(l, "path", db->name);
@@ -169,8 +164,6 @@ static enum db_step sq_step(struct db_stmt *s)
 	struct sq_db *d = sq(s->db);
 
 	d->bind_err = NULL;
-	if (!sqlite3_stmt_readonly(q->s))
-		bump(d);
 	if (q->brc != SQLITE_OK) {
 		d->bind_err = sqlite3_errstr(q->brc);
 		return DB_ERROR;
@@ -264,7 +257,6 @@ static enum err sq_exec(struct db *db, const char *sql, struct buf *errmsg)
 	char *msg = NULL;
 
 	d->bind_err = NULL;
-	bump(d);
 	if (sqlite3_exec(d->h, sql, NULL, NULL, &msg) != SQLITE_OK) {
 		buf_setf(errmsg, "%s: %s", db->name, msg ? msg : sqlite3_errmsg(d->h));
 		sqlite3_free(msg);
@@ -280,7 +272,6 @@ static enum err run_cached(struct sq_db *d, sqlite3_stmt *s, const char *what,
 	enum err rc = ERR_OK;
 
 	d->bind_err = NULL;
-	bump(d);
 	if (sqlite3_step(s) != SQLITE_DONE)
 		rc = fail(d, what, errmsg);
 	sqlite3_reset(s);
@@ -309,89 +300,20 @@ static void sq_rollback(struct db *db)
 }
 
 /*
- * The wal-index header of the WAL database, for db_data_version() without a
- * lock, a syscall or a statement: its first page as sqlite itself maps it,
- * from the connection's file (SQLITE_FCNTL_FILE_POINTER) and the VFS's
- * xShmMap (https://sqlite.org/c3ref/io_methods.html), never extending it.
- * Not a mapping of our own: closing a descriptor of the "-shm" file would
- * drop every POSIX lock this process holds on it, sqlite's among them.  The
- * page stays mapped while the connection is open in WAL mode.  Tried by
- * sq_data_version() under the caller's lock until the page exists (on a
- * new database, once a transaction wrote) or cannot (in memory: the pragma
- * answers instead).
+ * Our own commits are the only writes to the file: serve holds the lock
+ * beside it (core/serve_lock.h) and the commands that change the map ask the
+ * running service, so a count of them is the version.  +1: never 0.
  */
-static void map_wal_index(struct sq_db *d)
-{
-	sqlite3_file *f = NULL;
-	void volatile *page = NULL;
-
-	if (!d->wal || sqlite3_file_control(d->h, "main", SQLITE_FCNTL_FILE_POINTER, &f) !=
-			       SQLITE_OK ||
-	    !f || !f->pMethods || f->pMethods->iVersion < 2 || !f->pMethods->xShmMap ||
-	    f->pMethods->xShmMap(f, 0, WAL_INDEX_PAGE_BYTES, 0, &page) != SQLITE_OK) {
-		d->shm_unmappable = 1;
-		return;
-	}
-	if (page)
-		__atomic_store_n(&d->shm, (const unsigned char *)page, __ATOMIC_RELEASE);
-}
-
-/*
- * FNV-1a of our write count and the wal-index header: a reading torn by a
- * commit in progress gives a number no steady header gives, so it only
- * costs the caller a real read.
- */
-static uint64_t shm_version(const struct sq_db *d, const unsigned char *shm)
-{
-	uint64_t own = __atomic_load_n(&d->version, __ATOMIC_SEQ_CST);
-	uint64_t h = codec_fnv64a(CODEC_FNV64_OFFSET, &own, sizeof(own));
-
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	h = codec_fnv64a(h, shm, WAL_HDR_BYTES);
-	return h ? h : 1;
-}
-
 static int sq_data_version_unlocked(struct db *db, uint64_t *version)
 {
-	const unsigned char *shm = __atomic_load_n(&sq(db)->shm, __ATOMIC_ACQUIRE);
-
-	if (!shm)
-		return 0;
-	*version = shm_version(sq(db), shm);
+	*version = __atomic_load_n(&sq(db)->commits, __ATOMIC_SEQ_CST) + 1;
 	return 1;
 }
 
-/*
- * With the wal-index mapped, as sq_data_version_unlocked().  Without it (an
- * in-memory database): our writes bump d->version as they run; another
- * connection's commit shows as a new PRAGMA data_version (sqlite: it changes
- * when another connection committed since the last call; our own commits
- * leave it alone).
- */
 static enum err sq_data_version(struct db *db, uint64_t *version, struct buf *errmsg)
 {
-	struct sq_db *d = sq(db);
-	int64_t dv;
-
-	*version = 0;
-	if (!d->shm && !d->shm_unmappable)
-		map_wal_index(d);
-	if (sq_data_version_unlocked(db, version))
-		return ERR_OK;
-	d->bind_err = NULL;
-	if (sqlite3_step(d->data_version) != SQLITE_ROW) {
-		enum err rc = fail(d, "PRAGMA data_version", errmsg);
-
-		sqlite3_reset(d->data_version);
-		return rc;
-	}
-	dv = sqlite3_column_int64(d->data_version, 0);
-	sqlite3_reset(d->data_version);
-	if (dv != d->seen_data_version) {
-		d->seen_data_version = dv;
-		bump(d);
-	}
-	*version = __atomic_load_n(&d->version, __ATOMIC_SEQ_CST) + 1;  /* never 0 */
+	(void)errmsg;
+	(void)sq_data_version_unlocked(db, version);
 	return ERR_OK;
 }
 
@@ -511,8 +433,7 @@ static enum err configure(struct sq_db *d, struct buf *errmsg)
 	rc = query_text(d, "PRAGMA journal_mode = WAL", &mode, errmsg);
 	if (rc)
 		goto out;
-	d->wal = !strcmp(buf_str(&mode), "wal");
-	if (!d->wal && strcmp(buf_str(&mode), "memory")) {
+	if (strcmp(buf_str(&mode), "wal") && strcmp(buf_str(&mode), "memory")) {
 		buf_setf(errmsg, "%s: cannot use WAL mode (journal_mode is %s)", d->base.name,
 			 buf_str(&mode));
 		rc = ERR_DB;
@@ -556,9 +477,7 @@ static enum err prepare_cached(struct sq_db *d, struct buf *errmsg)
 	    sqlite3_prepare_v3(d->h, "COMMIT", -1, SQLITE_PREPARE_PERSISTENT, &d->commit,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v3(d->h, "ROLLBACK", -1, SQLITE_PREPARE_PERSISTENT, &d->rollback,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v3(d->h, "PRAGMA data_version", -1, SQLITE_PREPARE_PERSISTENT,
-			       &d->data_version, NULL) != SQLITE_OK)
+			       NULL) != SQLITE_OK)
 		return fail(d, "prepare", errmsg);
 	return ERR_OK;
 }
@@ -586,6 +505,7 @@ enum err db_sqlite_open(const char *path, struct db **out, struct buf *errmsg)
 		rc = ERR_DB;
 		goto out;
 	}
+	sqlite3_commit_hook(d->h, count_commit, d);
 	rc = configure(d, errmsg);
 	if (rc == ERR_OK)
 		rc = incremental_vacuum(d, errmsg);

@@ -5,8 +5,8 @@ Alertmanager re-sends every firing group at each repeat_interval, twice with an 
 same payload on every retry.  The real binary against the fake GitHub: one alert posted 50 times
 is one event row in the sqlite file (read read-only), and alertbridge_webhook_alerts_repeated_total
 counts the 49 others; after a restart the same notification still adds nothing; a changed endsAt
-or status adds one each; `alertbridge map forget` (another process on the same database, the
-service running) makes the same firing new again: a new event and a new issue.  Before the fix
+or status adds one each; `alertbridge map forget` (run by the service, which holds the
+database) makes the same firing new again: a new event and a new issue.  Before the fix
 every post was a row.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
@@ -106,12 +106,13 @@ def repeats_add_no_event_across_restarts_and_forget():
         settled(ab, 3)
         issues = len(gh.issues(REPO))
         # answered from the store's version (nothing written since): the forget below is
-        # another process's commit, which must end that answer
+        # asked of the service, which holds the database (its admin endpoint, with the
+        # config's webhook token), and its commit must end that answer
         post_n(ab, refired, 2)
         eq(events(ab), 4, "the re-fire repeats once its event is done")
         rc = subprocess.run([ALERTBRIDGE, "map", "forget", KEY, "--receiver=" + RECEIVER,
-                             "--database.path=" + ab.db], capture_output=True, text=True,
-                            timeout=30)
+                             "--database.path=" + ab.db, "--config.file=" + ab.config],
+                            capture_output=True, text=True, timeout=30)
         eq(rc.returncode, 0, "map forget: " + rc.stderr)
         post_n(ab, refired, 2)
         eq(events(ab), 5, "after map forget the same firing is new: one event")
