@@ -677,6 +677,21 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 	}
 }
 
+void webhook_rejected(void *ctx, const struct srv_request *req, int status)
+{
+	struct webhook *w = ctx;
+	const struct reload_gen *g = reload_acquire(w->reload);
+	const struct config *cfg = g ? g->cfg : w->cfg;
+	const char *asked = non_empty(srv_query(req, "receiver"));
+	const struct cfg_receiver *rcv = asked ? cfg_receiver_find(cfg, asked) : NULL;
+	char code[8];
+	const char *labels[] = { rcv ? rcv->name : "", code };
+
+	snprintf(code, sizeof(code), "%d", status);
+	metric_add(w->requests, labels, 1);
+	reload_release(w->reload, g);
+}
+
 static void request_release(struct request *r)
 {
 	webhook_cache_entry_release(&r->hit);

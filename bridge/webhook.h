@@ -68,9 +68,18 @@ struct webhook_options {
  *       dead-lettered at intake; reason is am_alert.invalid_reason (the
  *       alert's member that failed, or "alertbridge_repo")
  *   alertbridge_webhook_duration_seconds                histogram, handler time
- * The receiver label is a configured receiver's name, or "" when the request
- * was rejected before one was found (so label values stay bounded whatever
- * clients send).
+ *   alertbridge_webhook_alerts_repeated_total{receiver}  counter, repeats
+ *   alertbridge_webhook_cache_hits_total{receiver}      counter, cache answers
+ *   alertbridge_webhook_alerts_truncated_total{receiver}  counter, the
+ *       truncatedAlerts of the requests answered 200 (Alertmanager's max_alerts)
+ * The receiver label is a configured receiver's name - the one the request
+ * named (?receiver=, else the payload's receiver, also in a 400 when the
+ * body names it) - or "" when it names none that is configured (so label
+ * values stay bounded whatever clients send).  Every series of each
+ * configured receiver whose labels are known in advance (the codes 200,
+ * 400, 413, 503; firing, resolved; the reasons of invalid alerts) and
+ * those of "" (400, 401, 404, 413, 415) exist at 0 from the start and from
+ * the first request of each new config generation (metric_declare()).
  */
 struct webhook *webhook_new(const struct webhook_options *opts);
 
@@ -138,14 +147,35 @@ void webhook_free(struct webhook *w);
  *   do.  The bridge decides the group's episodes from the members' states
  *   (bridge/group.h), not from starts_at_ms.
  *
+ * Entries of groupLabels, commonLabels or commonAnnotations over the
+ * limits of am_options are left out (am_payload.n_dropped): Alertmanager
+ * derives them from the alerts, so the alert that carries the long value
+ * is dead-lettered and the group goes on.  truncatedAlerts (the alerts
+ * Alertmanager left out for its webhook_config max_alerts) stays in each
+ * event document, for the issue's text.
+ *
  * Logs one line per request: "webhook request" at debug when accepted
  * (code, receiver, alerts, events, invalid, duration_ms) - with invalid
  * alerts also "webhook alerts dead-lettered" at warn (receiver, invalid,
- * alerts, and key, field and error of the first) - else "webhook rejected" at
+ * alerts, and key, field and error of the first), with derived entries
+ * left out "webhook group fields left out" at warn (receiver, dropped,
+ * field and error of the first, group_key), with truncatedAlerts > 0
+ * "webhook alerts truncated by alertmanager" at info (receiver, truncated,
+ * alerts, hint) - else "webhook rejected" at
  * warn (error for 5xx) with code, reason, receiver (as asked, at most 128
  * bytes), field, error, remote address and duration_ms; never the body or
  * credentials.
  */
 void webhook_handle(void *ctx, const struct srv_request *req, struct srv_response *res);
+
+/*
+ * The srv_rejected hook of the same route (srv_route_rejected(s,
+ * "/v1/webhook", webhook_rejected, w)): counts a request the server
+ * answered itself (413, a body over webhook.max_body_bytes) in
+ * alertbridge_webhook_requests_total{receiver,code}, receiver being the
+ * one ?receiver= names when it is configured, else "" (the body, which
+ * names it otherwise, is never read).  The server logs the request.
+ */
+void webhook_rejected(void *ctx, const struct srv_request *req, int status);
 
 #endif

@@ -49,6 +49,8 @@ struct route {
 	char *path;
 	srv_handler fn;
 	void *ctx;
+	srv_rejected rejected;  /* NULL: none (srv_route_rejected()) */
+	void *rejected_ctx;
 };
 
 /*
@@ -229,8 +231,26 @@ enum err srv_route(struct srv *s, const char *method, const char *path, srv_hand
 	s->routes[s->nroutes].path = xstrdup(path);
 	s->routes[s->nroutes].fn = fn;
 	s->routes[s->nroutes].ctx = ctx;
+	s->routes[s->nroutes].rejected = NULL;
+	s->routes[s->nroutes].rejected_ctx = NULL;
 	s->nroutes++;
 	return ERR_OK;
+}
+
+enum err srv_route_rejected(struct srv *s, const char *path, srv_rejected fn, void *ctx)
+{
+	int found = 0;
+
+	if (!fn || !path || s->started)
+		return ERR_INVALID;
+	for (size_t i = 0; i < s->nroutes; i++) {
+		if (strcmp(s->routes[i].path, path))
+			continue;
+		s->routes[i].rejected = fn;
+		s->routes[i].rejected_ctx = ctx;
+		found = 1;
+	}
+	return found ? ERR_OK : ERR_INVALID;
 }
 
 void srv_set_observer(struct srv *s, srv_observer fn, void *ctx)
@@ -430,6 +450,8 @@ static void log_too_large(struct srv_request_impl *x)
 static enum MHD_Result respond_too_large(struct srv_request_impl *x)
 {
 	log_too_large(x);
+	if (x->route && x->route->rejected)
+		x->route->rejected(x->route->rejected_ctx, &x->req, MHD_HTTP_CONTENT_TOO_LARGE);
 	return respond_error(x, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL, NULL,
 			     1);
 }

@@ -150,6 +150,25 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 enum err srv_route(struct srv *s, const char *method, const char *path, srv_handler fn,
 		   void *ctx) WARN_UNUSED;
 
+/*
+ * A route's rejection hook: called when the server answers a request for
+ * the route itself, without running its handler - today a body over
+ * max_body_bytes (413).  req is the request as far as it was read (method,
+ * path, query parameters through srv_query(); no body), status the one
+ * answered.  Runs on a worker thread before the answer is queued; must not
+ * block.  Lets a route count what never reached it (e.g. the webhook's
+ * requests by receiver).
+ */
+typedef void (*srv_rejected)(void *ctx, const struct srv_request *req, int status);
+
+/*
+ * Set fn (with ctx) as the rejection hook of every route of path, each
+ * method; call after srv_route() and before srv_start().  Errors:
+ * ERR_INVALID (fn NULL, no route of path, server already started).
+ */
+enum err srv_route_rejected(struct srv *s, const char *path, srv_rejected fn,
+			    void *ctx) WARN_UNUSED;
+
 /* Set the request observer (see srv_observer); call before srv_start(). */
 void srv_set_observer(struct srv *s, srv_observer fn, void *ctx);
 

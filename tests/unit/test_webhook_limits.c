@@ -18,6 +18,7 @@
 
 #include "bridge/webhook.h"
 #include "core/buf.h"
+#include "core/http_server.h"
 #include "core/metrics.h"
 #include "core/store.h"
 
@@ -277,6 +278,52 @@ static void known_series_at_zero_and_400s_by_receiver(void **state)
 	free(body);
 }
 
+/*
+ * A body over max_body_bytes is answered 413 by the server, before the
+ * handler: counted in alertbridge_webhook_requests_total through the
+ * route's rejection hook (was not counted at all), under ?receiver= when
+ * it is configured.
+ */
+static void server_413s_are_counted(void **state)
+{
+	struct fixture *f = *state;
+	struct srv_options so = { 0 };
+	struct srv *s = NULL, *saved = f->srv;
+	char *body = am_body("grouped", json_pack("[o, o, o, o]", alert(0), alert(1), alert(2),
+						  alert(3)), 0);
+	struct reply r;
+	char *text;
+
+	so.listen_address = "127.0.0.1:0";
+	so.threads = 1;
+	so.max_body_bytes = 512;
+	assert_true(strlen(body) > 512);
+	assert_int_equal(srv_new(&so, &s, NULL), ERR_OK);
+	assert_int_equal(srv_route(s, "POST", "/v1/webhook", webhook_handle, f->wh), ERR_OK);
+	assert_int_equal(srv_route_rejected(s, "/v1/nothing", webhook_rejected, f->wh),
+			 ERR_INVALID);
+	assert_int_equal(srv_route_rejected(s, "/v1/webhook", webhook_rejected, f->wh), ERR_OK);
+	assert_int_equal(srv_start(s, NULL), ERR_OK);
+	f->srv = s;
+	wfx_post(f, "?receiver=grouped", body, wfx_good_headers, &r);
+	assert_int_equal(r.status, 413);
+	wfx_reply_release(&r);
+	wfx_post(f, "?receiver=nobody", body, wfx_good_headers, &r);
+	assert_int_equal(r.status, 413);
+	wfx_reply_release(&r);
+	wfx_post(f, NULL, body, wfx_good_headers, &r);
+	assert_int_equal(r.status, 413);
+	wfx_reply_release(&r);
+	f->srv = saved;
+	srv_free(s);
+	text = render(f);
+	wfx_assert_contains(text, "alertbridge_webhook_requests_total"
+				  "{receiver=\"grouped\",code=\"413\"} 1\n");
+	wfx_assert_contains(text, "alertbridge_webhook_requests_total{receiver=\"\",code=\"413\"} 2\n");
+	free(text);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +335,7 @@ int main(void)
 						wfx_teardown),
 		cmocka_unit_test_setup_teardown(known_series_at_zero_and_400s_by_receiver, wfx_setup,
 						wfx_teardown),
+		cmocka_unit_test_setup_teardown(server_413s_are_counted, wfx_setup, wfx_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
