@@ -141,15 +141,15 @@ enum cfg_match_op {
 };
 
 /*
- * One Alertmanager-style matcher, `name op "value"`, parsed by
- * cfg_matcher_parse() (core/matchers.c).  re is the compiled, anchored
- * ^(?:value)$ regex for =~ and !~ (POSIX extended: REG_EXTENDED|REG_NOSUB).
+ * One Alertmanager matcher, `name op "value"`, parsed by
+ * matcher_parse_list() (core/matchers.h).  re is the compiled, anchored
+ * ^(?:value)$ regex for =~ and !~ (RE2 syntax, run on PCRE2).
  */
 struct cfg_matcher {
 	char *name;
 	enum cfg_match_op op;
 	char *value;
-	void *re;  /* regex_t * for =~ and !~; NULL otherwise */
+	void *re;  /* pcre2_code * for =~ and !~; NULL otherwise */
 };
 
 /*
@@ -159,8 +159,8 @@ struct cfg_matcher {
  */
 struct cfg_route {
 	struct cfg_matcher *matchers; /* all must match; none: the route matches every alert */
-	size_t matchers_count;
-	struct cfg_list matchers_text; /* the matchers as written, for dumps and messages */
+	size_t matchers_count;        /* an entry of matchers_text may hold several, or none */
+	struct cfg_list matchers_text; /* the `matchers:` entries as written, for messages */
 	char *repo;                   /* Mustache template or "owner/name" */
 	struct cfg_list labels;
 	struct cfg_list assignees;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "log.h"
 #include "matchers.h"
 #include "mustache.h"
 #include "xalloc.h"
@@ -515,29 +516,45 @@ static enum err check_receiver(struct ctx *c, yaml_node_t *map, const char *path
 	return rc;
 }
 
-/* A route: its matchers parse (errors name the matcher's line), its repo is valid. */
+/*
+ * A route: each `matchers:` entry is a list of matchers read as Alertmanager
+ * reads it by default (core/matchers.h; errors name the entry's line, and
+ * Alertmanager's warning for a text only its classic grammar reads is
+ * logged), its repo is valid.
+ */
 static enum err check_route(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_route *rt = obj;
 	yaml_node_t *seq = cfg_find_value(c, map, "matchers", NULL);
-	struct buf why = BUF_INIT;
+	struct buf why = BUF_INIT, warning = BUF_INIT;
 	enum err rc = ERR_OK;
 
 	rt->line = cfg_line_of(map);
-	rt->matchers = xcalloc(rt->matchers_text.count + 1, sizeof(*rt->matchers));
+	rt->matchers = xcalloc(1, sizeof(*rt->matchers));
 	for (size_t i = 0; i < rt->matchers_text.count; i++) {
+		yaml_node_t *node = cfg_node_at(c, seq->data.sequence.items.start[i]);
 		char sub[PATH_MAX_LEN];
 
-		if (matcher_parse(rt->matchers_text.items[i], &rt->matchers[i], &why) == ERR_OK) {
-			rt->matchers_count++;
-			continue;
-		}
 		cfg_path_printf(sub, "%s.matchers[%zu]", path, i);
-		rc = cfg_fail(c, cfg_node_at(c, seq->data.sequence.items.start[i]), sub,
-			      ERR_INVALID, "%s", buf_str(&why));
-		break;
+		if (matcher_parse_list(rt->matchers_text.items[i], MATCHER_FALLBACK, &rt->matchers,
+				       &rt->matchers_count, &warning, &why) != ERR_OK) {
+			rc = cfg_fail(c, node, sub, ERR_INVALID, "%s", buf_str(&why));
+			break;
+		}
+		if (warning.len) {
+			struct log_line *l = log_begin(LOG_WARN, "matchers read by alertmanager's "
+						       "classic grammar");
+
+			log_str(l, "file", c->name);
+			log_int(l, "line", (int64_t)cfg_line_of(node));
+			log_str(l, "key", sub);
+			log_str(l, "input", rt->matchers_text.items[i]);
+			log_str(l, "detail", buf_str(&warning));
+			log_end(l);
+		}
 	}
 	buf_release(&why);
+	buf_release(&warning);
 	if (rc == ERR_OK && rt->repo)
 		rc = check_repo(c, map, path, rt->repo);
 	return rc;

@@ -814,13 +814,13 @@ static void receiver_routes(void **state)
 		   "          - team=x\n"
 		   "          - 'severity=~\"(crit\"'\n",
 		   "alertbridge.yml:7: receivers[0].routes[0].matchers[1]: invalid regex \"(crit\": "
-		   "Unmatched ( or \\(");
+		   "missing closing parenthesis");
 	expect_err("receivers:\n"
 		   "  - name: a\n"
 		   "    repo: o/r\n"
 		   "    routes: [{matchers: [=x]}]\n",
-		   "alertbridge.yml:4: receivers[0].routes[0].matchers[0]: expected a label name at "
-		   "\"=x\"");
+		   "alertbridge.yml:4: receivers[0].routes[0].matchers[0]: bad matcher format: =x; "
+		   "UTF-8 grammar: 0:1: unexpected =: expected label name");
 	expect_err("receivers:\n"
 		   "  - name: a\n"
 		   "    repo: o/r\n"
