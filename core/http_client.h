@@ -3,8 +3,9 @@
  * Kubernetes and Slack clients.
  *
  * CURL handles never leave this module.  One struct http_client per worker
- * thread: it keeps one easy handle, so connections, TLS sessions and DNS
- * answers are reused between requests.  Retries are the caller's business;
+ * thread: it keeps one easy handle, so connections (HTTP/1.1 keep-alive),
+ * TLS sessions and DNS answers are reused between requests; the trust store
+ * is read only when a new connection is made.  Retries are the caller's business;
  * this module reports what happened precisely enough to decide (status,
  * headers, and whether the request may have reached the server).
  */
@@ -21,7 +22,13 @@ struct http_client;
 
 /* Options of a client; every field may be left zero. */
 struct http_client_options {
-	const char *ca_file;    /* PEM bundle to verify servers with; NULL: the system's */
+	/*
+	 * PEM bundle to verify servers with, and the only one (libcurl's CA
+	 * directory is then not read); NULL: the system's trust, libcurl's
+	 * built-in CA bundle and directory (Debian's libcurl3-gnutls: the
+	 * directory /etc/ssl/certs alone, read whole on each new connection).
+	 */
+	const char *ca_file;
 	int insecure;           /* non-zero: skip TLS peer and host verification (tests, healthcheck) */
 	size_t max_body_bytes;  /* response body cap; 0 means 8 MiB */
 	/*

@@ -1,4 +1,9 @@
-/* test_http_client.c - http_client against the loopback fake: requests, redirects, errors. */
+/*
+ * test_http_client.c - http_client against the loopback fake: requests,
+ * redirects, errors, and which trust store a TLS connection reads.
+ */
+#include <dirent.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -6,10 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
+#include <unistd.h>
 #include <cmocka.h>
+#include <curl/curl.h>
 
 #include "core/http_client.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 struct fixture {
 	struct fake_http *fake;
@@ -390,6 +399,112 @@ static void reuse_after_error_works(void **state)
 	http_client_free(NULL);
 }
 
+/* libcurl's built-in CA directory (CURLINFO_CAPATH, libcurl 7.84); NULL when it has none. */
+static const char *default_capath(void)
+{
+	CURL *e = curl_easy_init();
+	char *path = NULL;
+	static char out[4096];  /* PATH_MAX */
+
+	assert_non_null(e);
+	if (curl_easy_getinfo(e, CURLINFO_CAPATH, &path) != CURLE_OK || !path)
+		path = NULL;
+	else
+		snprintf(out, sizeof(out), "%s", path);
+	curl_easy_cleanup(e);
+	return path ? out : NULL;
+}
+
+/*
+ * How many times the directory dir (or a file in it) was opened while a
+ * request of c to an https:// URL on the plain fake ran: curl reads its
+ * trust store before the handshake, which then fails (inotify(7) IN_OPEN).
+ */
+static int opens_during_request(struct fixture *fx, struct http_client *c, const char *dir)
+{
+	struct http_request req = HTTP_REQUEST_INIT;
+	char https[300], ev[64 * 1024];
+	int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC), opens = 0;
+	ssize_t n;
+
+	assert_true(fd >= 0);
+	assert_true(inotify_add_watch(fd, dir, IN_OPEN) >= 0);
+	snprintf(https, sizeof(https), "https%s/x", fake_http_url(fx->fake) + 4);
+	req.method = "GET";
+	req.url = https;
+	req.timeout_ms = 2000;
+	assert_int_equal(http_do(c, &req, &fx->res, &fx->err), ERR_IO);
+	while ((n = read(fd, ev, sizeof(ev))) > 0)
+		for (char *p = ev; p < ev + n;) {
+			const struct inotify_event *e = (const void *)p;
+
+			opens += (e->mask & IN_OPEN) != 0;
+			p += sizeof(*e) + e->len;
+		}
+	assert_true(n < 0 && errno == EAGAIN);
+	close(fd);
+	return opens;
+}
+
+/* Copy the file src to dst. */
+static void copy_file(const char *src, const char *dst)
+{
+	FILE *in = fopen(src, "rb"), *out = fopen(dst, "wb");
+	char chunk[8192];
+	size_t n;
+
+	assert_non_null(in);
+	assert_non_null(out);
+	while ((n = fread(chunk, 1, sizeof(chunk), in)) > 0)
+		assert_int_equal(fwrite(chunk, 1, n, out), n);
+	fclose(in);
+	fclose(out);
+}
+
+/*
+ * Issue 18 item 12: libcurl's GnuTLS build read the whole CA directory
+ * (/etc/ssl/certs) on every new connection, also when a CA file was given
+ * (43 ms and 3.8 MiB each).  With a CA file only that file is read.  Without
+ * one the directory is the system's trust (Debian's libcurl3-gnutls has a
+ * CA path and no bundle), and is read: which also shows the watch sees it.
+ */
+static void ca_file_means_no_ca_directory(void **state)
+{
+	struct fixture *fx = *state;
+	struct http_client_options opts = { 0 };
+	struct http_client *c;
+	const char *capath = default_capath();
+	char dir[64], ca[128], one[4096 + 256 + 2];
+	DIR *d;
+	struct dirent *de;
+
+	if (!capath) {
+		skip();  /* a libcurl without a CA directory cannot read one */
+		return;
+	}
+	/* A valid CA file outside the watched directory: a copy of one of its certificates. */
+	d = opendir(capath);
+	assert_non_null(d);
+	one[0] = '\0';
+	while (!one[0] && (de = readdir(d)))
+		if (strstr(de->d_name, ".pem"))
+			snprintf(one, sizeof(one), "%s/%s", capath, de->d_name);
+	closedir(d);
+	assert_true(one[0]);
+	tfx_mkdtemp(dir, sizeof(dir), "ab-ca");
+	snprintf(ca, sizeof(ca), "%s/ca.pem", dir);
+	copy_file(one, ca);
+
+	opts.ca_file = ca;
+	c = http_client_new(&opts);
+	assert_int_equal(opens_during_request(fx, c, capath), 0);
+	http_client_free(c);
+	c = http_client_new(NULL);
+	assert_true(opens_during_request(fx, c, capath) > 0);
+	http_client_free(c);
+	tfx_remove_tree(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -407,6 +522,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(dropped_connection_is_io_sent, setup, teardown),
 		cmocka_unit_test_setup_teardown(bad_requests_are_invalid, setup, teardown),
 		cmocka_unit_test_setup_teardown(reuse_after_error_works, setup, teardown),
+		cmocka_unit_test_setup_teardown(ca_file_means_no_ca_directory, setup, teardown),
 		cmocka_unit_test_setup_teardown(client_cert_options_reach_curl, setup, teardown),
 		cmocka_unit_test_setup_teardown(retry_after_seconds_or_http_date, setup, teardown),
 		cmocka_unit_test(url_escape_and_unescape),
