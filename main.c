@@ -651,7 +651,8 @@ static int start_service(struct service *s, const struct flags *f)
 	    srv_route(s->srv, "POST", "/-/reload", guard_admin_handle, &s->admin_guard) ||
 	    srv_route(s->srv, "PUT", "/-/reload", guard_admin_handle, &s->admin_guard) ||
 	    map_admin_routes(s->srv, guard_admin_handle, &s->map_guard) ||
-	    srv_route(s->srv, "GET", "/", guard_handle, &s->page_guard)) {
+	    srv_route(s->srv, "GET", "/", guard_handle, &s->page_guard) ||
+	    srv_route_rejected(s->srv, "/v1/webhook", webhook_rejected, s->webhook)) {
 		log_msg(LOG_ERROR, "cannot register routes", NULL, NULL);
 		goto out;
 	}
