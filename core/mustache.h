@@ -168,10 +168,13 @@ enum err mustache_escape_append(struct buf *out, enum mustache_escape mode, cons
 				size_t n) WARN_UNUSED;
 
 /*
- * Append s to out escaped as {{name}} is in MUSTACHE_ESCAPE_HTML mode: & < >
- * and " become entities, so the text is safe in an element and in a
- * double-quoted attribute value (HTML Living Standard, "Serializing HTML
- * fragments" escapes the same set).  s NULL appends nothing.
+ * Append s to out as text of an HTML page (the status page): & < > and "
+ * become entities as {{name}} does in MUSTACHE_ESCAPE_HTML mode, so the text
+ * is safe in an element and in a double-quoted attribute value (HTML Living
+ * Standard, "Serializing HTML fragments" escapes the same set); and, unlike
+ * that mode, the bidi controls U+202A-U+202E and U+2066-U+2069 are dropped
+ * (an override in one value would reorder the text after it on the page)
+ * and bytes that are not UTF-8 become U+FFFD.  s NULL appends nothing.
  */
 void mustache_html_escape(struct buf *out, const char *s);
 

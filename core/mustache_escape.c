@@ -271,7 +271,29 @@ enum err mustache_escape_append(struct buf *out, enum mustache_escape mode, cons
 
 void mustache_html_escape(struct buf *out, const char *s)
 {
-	/* Like every buf append that returns nothing: a full out keeps a prefix. */
-	if (s && mustache_escape_append(out, MUSTACHE_ESCAPE_HTML, s, strlen(s)) != ERR_OK)
-		return;
+	size_t n = s ? strlen(s) : 0, i = 0, run = 0;
+
+	/* Runs of bytes that stay as they are go out whole. */
+	while (i < n) {
+		uint32_t cp = 0;
+		size_t len = utf8_decode(s + i, n - i, &cp);
+		const char *e = len == 1 ? entity(MUSTACHE_ESCAPE_HTML, s[i]) : NULL;
+
+		if (len == 0) {
+			e = REPLACEMENT;
+			len = 1;
+		} else if (is_bidi_control(cp)) {
+			e = "";
+		}
+		if (!e) {
+			i += len;
+			continue;
+		}
+		/* Like every buf append that returns nothing: a full out keeps a prefix. */
+		if (buf_add(out, s + run, i - run) || buf_adds(out, e))
+			return;
+		i += len;
+		run = i;
+	}
+	(void)buf_add(out, s + run, n - run);
 }

@@ -3,6 +3,9 @@
  * template over a fixed view (an alert's, with partials): mustache_render()
  * and mustache_compile() + mustache_render_compiled() must agree, in every
  * escape mode, and an error must leave the output untouched and say why.
+ * The input is also escaped as a value: GitHub Markdown and one-line text
+ * give valid UTF-8 with no line break and no bidi control, and Markdown no
+ * backtick, '|' or '<' left unescaped.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +16,7 @@
 
 #include "core/buf.h"
 #include "core/mustache.h"
+#include "core/utf8.h"
 
 #include "core/banned.h"
 
@@ -79,6 +83,33 @@ static void one(const char *tmpl, size_t len, const json_t *view, const struct m
 	buf_release(&eb);
 }
 
+/* The properties of an escaped value (core/mustache.h): see the file's comment. */
+static void escape_value(const char *s, size_t n, enum mustache_escape esc)
+{
+	struct buf out = BUF_INIT;
+	size_t i = 0;
+
+	if (mustache_escape_append(&out, esc, s, n) != ERR_OK || !utf8_valid(buf_str(&out), out.len))
+		abort();
+	while (i < out.len) {
+		uint32_t cp = 0;
+		size_t len = utf8_decode(out.data + i, out.len - i, &cp);
+
+		if (cp == '\n' || cp == '\r' || cp == 0x2028 || cp == 0x2029 ||
+		    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+			abort();
+		if (esc == MUSTACHE_ESCAPE_MARKDOWN) {
+			if (cp == '`' || cp == '|' ||
+			    (cp == '<' && (out.len - i < 4 || memcmp(out.data + i, "<br>", 4))))
+				abort(); /* each must have come with its backslash or as an entity */
+			if (cp == '\\')
+				len++; /* a backslash and the byte it escapes */
+		}
+		i += len;
+	}
+	buf_release(&out);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	json_t *view = json_loads(VIEW, 0, NULL);
@@ -95,7 +126,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	one(tmpl, size, view, m, MUSTACHE_ESCAPE_HTML);
 	one(tmpl, size, view, m, MUSTACHE_ESCAPE_NONE);
 	one(tmpl, size, view, m, MUSTACHE_ESCAPE_SLACK);
+	one(tmpl, size, view, m, MUSTACHE_ESCAPE_MARKDOWN);
+	one(tmpl, size, view, m, MUSTACHE_ESCAPE_LINE);
 	one(tmpl, size, NULL, m, MUSTACHE_ESCAPE_HTML);
+	escape_value(tmpl, size, MUSTACHE_ESCAPE_MARKDOWN);
+	escape_value(tmpl, size, MUSTACHE_ESCAPE_LINE);
 	mustache_free(m);
 	buf_release(&err);
 	json_decref(view);

@@ -162,6 +162,22 @@ static void escaped_growth_counts_against_the_limit(void **state)
 	json_decref(view);
 }
 
+/* The status page's text: HTML entities, and no bidi control reorders the page. */
+static void html_page_text_drops_bidi_controls(void **state)
+{
+	struct buf out = BUF_INIT;
+	(void)state;
+
+	mustache_html_escape(&out, "<a href=\"x\">" RLO "evil&" LRI "b" PDI " \xff</a>");
+	assert_string_equal(buf_str(&out),
+			    "&lt;a href=&quot;x&quot;&gt;evil&amp;b " FFFD "&lt;/a&gt;");
+	buf_reset(&out);
+	mustache_html_escape(&out, "caf\xc3\xa9");
+	mustache_html_escape(&out, NULL);
+	assert_string_equal(buf_str(&out), "caf\xc3\xa9");
+	buf_release(&out);
+}
+
 static void null_value_appends_nothing(void **state)
 {
 	struct buf out = BUF_INIT;
@@ -179,6 +195,7 @@ int main(void)
 		cmocka_unit_test(line_values_are_one_line),
 		cmocka_unit_test(render_escapes_tags_and_not_triple_mustaches),
 		cmocka_unit_test(escaped_growth_counts_against_the_limit),
+		cmocka_unit_test(html_page_text_drops_bidi_controls),
 		cmocka_unit_test(null_value_appends_nothing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
