@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "serve_lock.h"
 #include "xalloc.h"
 #include "banned.h"
 
@@ -224,7 +225,8 @@ static const char usage_store[] =
 	"notices and digests, storm summaries, group states and repository scans.  Each\n"
 	"is an sqlite file or a PostgreSQL URI (postgres://user@host:5432/db?sslmode=...);\n"
 	"a password comes from the password file, else libpq's PGPASSWORD or PGPASSFILE.\n"
-	"Stop the service first: a copy taken while it runs misses what comes after.\n"
+	"Stop the service first (a copy taken while it runs would miss what comes after):\n"
+	"an sqlite file a service holds is refused.\n"
 	"Exit status: 0 copied, 1 a store failed or TARGET is not empty, 2 usage.\n";
 
 /* "--name=value" or "--name value" at argv[*i]: the value, else NULL. */
@@ -245,6 +247,7 @@ int store_copy_command(int argc, char **argv)
 {
 	const char *from = NULL, *to = NULL, *from_pw = NULL, *to_pw = NULL, *v;
 	struct store *src = NULL, *dst = NULL;
+	struct serve_lock *from_lock = NULL, *to_lock = NULL;  /* no service writes meanwhile */
 	struct store_copy_counts counts;
 	struct buf err = BUF_INIT;
 	int rc = 1;
@@ -281,7 +284,9 @@ int store_copy_command(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	if (store_open_target(from, from_pw, &src, &err) ||
+	if (serve_lock_take(from, &from_lock, NULL, &err) ||
+	    serve_lock_take(to, &to_lock, NULL, &err) ||
+	    store_open_target(from, from_pw, &src, &err) ||
 	    store_open_target(to, to_pw, &dst, &err) ||
 	    store_copy(src, dst, &counts, &err)) {
 		fprintf(stderr, "alertbridge: store copy: %s\n", buf_str(&err));
@@ -297,6 +302,8 @@ int store_copy_command(int argc, char **argv)
 out:
 	store_close(dst);
 	store_close(src);
+	serve_lock_free(to_lock);
+	serve_lock_free(from_lock);
 	buf_release(&err);
 	return rc;
 }

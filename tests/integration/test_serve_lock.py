@@ -5,8 +5,9 @@ The real binary in dry-run on 127.0.0.1, no GitHub: a second `serve` on the same
 1 naming the first one's PID (before: it started and both acted, 40 alerts became 78 issues);
 `map forget` while the service runs is asked of it (POST /-/map/forget, behind the admin guard:
 the config's webhook token) and refused without credentials, and once the service stopped it
-opens the file itself; a serve killed with SIGKILL leaves a lock file that blocks nobody.  Dry-run
-stores what live stores: the same firing posted 5 times is one event (before: 5, one a repeat).
+opens the file itself; `store copy` from a served file is refused; a serve killed with SIGKILL
+leaves a lock file that blocks nobody.  Dry-run stores what live stores: the same firing posted
+6 times is one event (before: 6, every copy over the dry-run row).
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
@@ -91,6 +92,10 @@ def second_serve_refused_and_map_commands_ask_the_service():
         check(re.search(r'alertbridge_http_requests_total\{method="POST",'
                         r'path="/-/map/forget",code="200"\} 1\b', body or ""),
               "the service answered it", body)
+        rc, _, err = cli(ab, "store", "copy", "--from=" + ab.db,
+                         "--to=" + os.path.join(tmp, "copy.db"))
+        eq(rc, 1, "store copy from a served file is refused: " + err)
+        check("in use by process %d" % ab.proc.p.pid in err, "it names the holder", err)
         rc, out, err = cli(ab, "map", "list", "--config.file=" + ab.config)
         eq(rc, 0, "map list reads beside the service: " + err)
         check(KEY not in out, "the row is gone", out)
