@@ -375,9 +375,13 @@ static void go_quote(const char *s, struct buf *out)
 	(void)buf_addch(out, '"');
 }
 
+/* Alertmanager quotes a name with a reserved character; an empty one too here, so that it reads back. */
 static int name_needs_quotes(const char *name)
 {
 	size_t n = strlen(name);
+
+	if (!n)
+		return 1;
 
 	for (size_t i = 0; i < n;) {
 		uint32_t cp;

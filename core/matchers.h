@@ -34,8 +34,14 @@
  * subroutine calls ((?R) (?1) (?&n)), conditionals ((?(), comments ((?#),
  * branch reset ((?|), verbs ((*ACCEPT) (*UTF)), callouts ((?C), flags other
  * than i m s U, escapes RE2 lacks (\C \G \K \R \X \Z \h \e \cX \g \k \N \o
- * \u \E ...), repetition counts above 1000 — and RE2's readings of \s (no
- * \v), \v (the character U+000B), octal \123, \x and `{` are kept.
+ * \u \E ...), repetition counts above 1000 (also nested: (a{10}){101}),
+ * \p names Go does not know —
+ * and RE2's readings of \s (no \v), \v (the character U+000B), octal \123,
+ * \x, `{`, $ and (?i)\p{Lu} are kept.  Matching is linear in the label's
+ * length (PCRE2's DFA matcher), as RE2's.  Known differences, all rare:
+ * (?i) with a script's \p (Go also matches µ for (?i)\p{Greek}); the
+ * Unicode version of the tables (PCRE2's against Go's); Go's limit on a
+ * whole program's size ("expression too large") is not applied.
  */
 #ifndef AB_MATCHERS_H
 #define AB_MATCHERS_H
@@ -85,8 +91,9 @@ int matcher_matches(const struct cfg_matcher *m, const char *value);
 /*
  * m as Alertmanager writes it (pkg/labels Matcher.String()), appended to out:
  * name op "value" with \ " and newline escaped, or, when the name holds a
- * space or one of { } ! = ~ , \ " ' `, "name" op "value" both as Go quotes
- * them.  The text reads back to m under every grammar that accepts it.
+ * space or one of { } ! = ~ , \ " ' ` (or is empty, which Alertmanager
+ * would write unquoted and could not read back), "name" op "value" both as
+ * Go quotes them.  The text reads back to m under MATCHER_FALLBACK.
  */
 void matcher_format(const struct cfg_matcher *m, struct buf *out);
 

@@ -34,6 +34,8 @@ struct tr {
 	struct buf out;    /* the PCRE2 pattern */
 	struct buf *why;   /* the reason of a refusal */
 	int last_repeat;   /* the item before was a repetition */
+	unsigned atom;     /* the item before: its copies of the innermost thing (Go's repeatIsValid) */
+	unsigned prod[RE2_MAX_NEST + 1];  /* per open group: the most copies along one path */
 	size_t depth;      /* groups open */
 	unsigned char flags[RE2_MAX_NEST + 1];  /* F_MULTILINE, F_FOLD in force, per group depth */
 };
@@ -404,10 +406,23 @@ static enum err repetition(struct tr *t)
 			(void)buf_adds(&t->out, "\\{");
 			t->i++;
 			t->last_repeat = 0;
+			t->atom = 1;
 			return ERR_OK;
 		}
 		if (min > RE2_MAX_REPEAT || max > RE2_MAX_REPEAT || (max >= 0 && min > max))
 			return refuse(t, "invalid repeat count (RE2 allows 0 to 1000)");
+		/*
+		 * Go (repeatIsValid): nested counted repetitions make at most 1000
+		 * copies along any path, (a{10}){100}; a{0} makes none, a{0,} is a*.
+		 */
+		if (max < 0)
+			max = min ? min : 1;
+		if (max && t->atom > RE2_MAX_REPEAT / (unsigned)max)
+			return refuse(t, "invalid repeat count (nested repetitions make more than 1000 "
+				      "copies)");
+		t->atom *= (unsigned)max;
+		if (t->atom > t->prod[t->depth])
+			t->prod[t->depth] = t->atom;
 	}
 	if (t->last_repeat)
 		return refuse(t, "invalid nested repetition operator (possessive a*+ and stacked a** "
@@ -459,6 +474,7 @@ static enum err open_group(struct tr *t)
 	if (t->depth == RE2_MAX_NEST)
 		return refuse(t, "expression nests too deeply");
 	t->flags[t->depth + 1] = t->flags[t->depth];
+	t->prod[t->depth + 1] = 1;
 	t->depth++;
 	return ERR_OK;
 }
@@ -570,6 +586,7 @@ static enum err translate(struct tr *t)
 		int c = (unsigned char)t->s[t->i];
 		enum err rc = ERR_OK;
 		int repeat = 0;
+		unsigned atom = 1;  /* a character, class or assertion: one copy */
 
 		switch (c) {
 		case '(':
@@ -585,8 +602,11 @@ static enum err translate(struct tr *t)
 			rc = open_group(t);
 			break;
 		case ')':
+			atom = t->prod[t->depth];  /* the group is the next repetition's operand */
 			if (t->depth)
 				t->depth--;
+			if (atom > t->prod[t->depth])
+				t->prod[t->depth] = atom;
 			(void)buf_addch(&t->out, ')');
 			t->i++;
 			break;
@@ -604,6 +624,7 @@ static enum err translate(struct tr *t)
 		case '*': case '+': case '?': case '{':
 			rc = repetition(t);
 			repeat = t->last_repeat;
+			atom = t->atom;
 			break;
 		case '\\':
 			rc = escape(t);
@@ -623,6 +644,7 @@ static enum err translate(struct tr *t)
 		if (rc)
 			return rc;
 		t->last_repeat = repeat;
+		t->atom = atom;
 	}
 	return ERR_OK;
 }
@@ -643,6 +665,7 @@ enum err mre_compile(const char *value, void **re, struct buf *errmsg)
 	t.s = buf_str(&go);
 	t.n = go.len;
 	t.why = &why;
+	t.prod[0] = 1;
 	if (translate(&t))
 		goto out;
 	gc = pcre2_general_context_create(pcre_malloc, pcre_free, NULL);

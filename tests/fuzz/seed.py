@@ -128,4 +128,15 @@ put("fuzz_kubeconfig", BASE.replace("    token: dev-token\n",
                                     "    client-key-data: Q0EgUEVNCg==\n"))
 put("fuzz_kubeconfig", BASE.replace("    token: dev-token\n", "    auth-provider: {name: gcp}\n"))
 put("fuzz_kubeconfig", "apiVersion: v1\nkind: Config\n")
+# ----- matchers: Alertmanager's own vectors (tests/unit/data/matchers) and RE2 patterns --------
+with open(os.path.join(ROOT, "tests", "unit", "data", "matchers", "alertmanager.json")) as f:
+    AM = json.load(f)
+for section in ("classic", "utf8", "utf8_compliance", "fallback"):
+    for case in AM[section]["cases"]:
+        put("fuzz_matchers", case["input"])
+for case in AM["match"]["cases"]:
+    put("fuzz_matchers", case[1])
+for pattern in ("\\d+", "caf.", "(?s)a.b", "(?i)\\p{Lu}", "[[:^space:]\\S]", "\\Q.*\\E", "a{2,1000}",
+                "(?P<n>a)(?m:^b$)", "(a)\\1", "(?<=a)b", "a*+", "\\x{1F642}\\101"):
+    put("fuzz_matchers", pattern)
 print("seed.py: corpora in %s" % OUT)
