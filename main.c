@@ -161,6 +161,8 @@ static const char usage_map[] =
 	"the repository exists); a running service picks them up within a second.\n"
 	"rescan: after restoring an older backup, read each repository's issues again\n"
 	"(before its next event) and take in the issues the backup does not know.\n"
+	"forget, retry and rescan are asked of the service when one holds the sqlite file\n"
+	"(POST /-/map/..., with the config's webhook credentials), else done here.\n"
 	"KEY is the alert fingerprint (or the group hash).\n";
 
 static const char usage_janitor[] =
