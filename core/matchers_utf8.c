@@ -276,13 +276,28 @@ static int hex_digits(const char *s, size_t n, uint32_t *v)
  * (characters); a raw newline is refused, and so is a result that is not
  * UTF-8.  Returns 0, or -1 when Go refuses it.
  */
+/* The character of Go's one-letter escape \c, or -1 when c is none (\' is none in "..."). */
+static int simple_escape(char c)
+{
+	switch (c) {
+	case 'a': return '\a';
+	case 'b': return '\b';
+	case 'f': return '\f';
+	case 'n': return '\n';
+	case 'r': return '\r';
+	case 't': return '\t';
+	case 'v': return '\v';
+	case '\\': return '\\';
+	case '"': return '"';
+	default: return -1;
+	}
+}
+
 static int go_unquote(const char *s, size_t n, struct buf *out)
 {
-	static const char simple[] = "a\ab\bf\fn\nr\rt\tv\v\\\\\"\"";
 	uint32_t v;
 
 	for (size_t i = 1; i + 1 < n;) {
-		const char *e;
 		size_t k;
 
 		if (s[i] == '\n')
@@ -293,9 +308,8 @@ static int go_unquote(const char *s, size_t n, struct buf *out)
 		}
 		if (i + 2 >= n)
 			return -1;
-		e = strchr(simple, s[i + 1]);
-		if (s[i + 1] && e && (e - simple) % 2 == 0) {
-			(void)buf_addch(out, e[1]);
+		if (simple_escape(s[i + 1]) >= 0) {
+			(void)buf_addch(out, (char)simple_escape(s[i + 1]));
 			i += 2;
 			continue;
 		}
