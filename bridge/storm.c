@@ -35,6 +35,14 @@ int storm_should_fold(int enabled, int64_t pending_creates, unsigned content_per
 	return pending_creates * 60000 > storm_after_ms * cpm;
 }
 
+int64_t storm_fold_threshold(unsigned content_per_minute, int64_t storm_after_ms)
+{
+	int64_t cpm = content_per_minute ? content_per_minute : 80;
+
+	/* the least n with n * 60 s > storm_after * cpm (see storm_should_fold()) */
+	return (storm_after_ms > 0 ? storm_after_ms * cpm / 60000 : 0) + 1;
+}
+
 enum storm_change storm_member_apply(struct store_member *m, const struct issue_event *ev)
 {
 	int64_t end;
@@ -434,7 +442,9 @@ enum storm_route storm_route(struct storm *s, const struct store_event *ev,
 	}
 	if (strcmp(ev->status, "firing") || !rcv->storm.enabled)
 		return route;
-	pending = store_pending_creates(s->opts.store, ev->receiver);
+	pending = store_pending_creates(s->opts.store, ev->receiver,
+					storm_fold_threshold(s->opts.cfg->github.content_per_minute,
+							     rcv->storm.storm_after_ms));
 	if (!storm_should_fold(rcv->storm.enabled, pending, s->opts.cfg->github.content_per_minute,
 			       rcv->storm.storm_after_ms))
 		return route;

@@ -41,6 +41,12 @@
 int storm_should_fold(int enabled, int64_t pending_creates, unsigned content_per_minute,
 		      int64_t storm_after_ms);
 
+/*
+ * The fewest pending creates that storm_should_fold() folds at (enabled),
+ * >= 1: what the storm asks store_pending_creates() to count up to.
+ */
+int64_t storm_fold_threshold(unsigned content_per_minute, int64_t storm_after_ms);
+
 enum storm_change {
 	STORM_STALE,    /* older than what the member holds: ignored */
 	STORM_SAME,     /* a repeat of what it holds: nothing to do */

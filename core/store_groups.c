@@ -27,7 +27,7 @@
 	"(SELECT count(*) FROM storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1), " \
 	"(SELECT count(*) FROM storm_members AS m WHERE m.summary_id = s.id)"
 
-int64_t store_pending_creates(struct store *st, const char *receiver)
+int64_t store_pending_creates(struct store *st, const char *receiver, int64_t at_most)
 {
 	struct buf msg = BUF_INIT;
 	struct db_stmt *s = NULL;
@@ -36,10 +36,13 @@ int64_t store_pending_creates(struct store *st, const char *receiver)
 	if (!st || store_empty(receiver))
 		return -1;
 	pthread_mutex_lock(&st->db_mu);
-	if (store_sq(st, "SELECT count(DISTINCT e.key) FROM events AS e WHERE e.kind = 'bridge' AND "
-			 "e.state = 'pending' AND e.receiver = ?1 AND e.status = 'firing' AND NOT EXISTS "
-			 "(SELECT 1 FROM issues AS i WHERE i.receiver = e.receiver AND i.key = e.key)",
-		     "pending creates", &msg, &s, "t", receiver) == ERR_OK) {
+	if (at_most <= 0)
+		at_most = INT64_MAX;
+	if (store_sq(st, "SELECT count(*) FROM (SELECT DISTINCT e.key FROM events AS e WHERE "
+			 "e.kind = 'bridge' AND e.state = 'pending' AND e.receiver = ?1 AND "
+			 "e.status = 'firing' AND NOT EXISTS (SELECT 1 FROM issues AS i WHERE "
+			 "i.receiver = e.receiver AND i.key = e.key) LIMIT ?2) AS c",
+		     "pending creates", &msg, &s, "ti", receiver, at_most) == ERR_OK) {
 		if (store_step_row(st, s, "pending creates", &msg) == ERR_OK)
 			n = db_col_int(s, 0);
 		db_finalize(s);

@@ -5,6 +5,11 @@
   paced_without_storm  storm off: every alert is queued (in sqlite before the 200), and creation
                        keeps the content budget (>= 1 s apart, <= content_per_minute a minute)
                        over the first 30 s.
+  ten_thousand_in_one_webhook
+                       storm on, the default webhook.max_body_bytes: one webhook of 10,000
+                       alerts shaped as Alertmanager sends kube-prometheus' (about 10 MB) is
+                       answered 200 with every alert queued, and folded into one summary per
+                       alertname (issue 18 item 4: the 1 MiB default answered 413).
   storm_folds          storm on (storm_after 10s): one summary issue per alertname, every
                        fingerprint in a summary or its own issue exactly once, the summary text
                        updated (paced) as alerts resolve, closed when all resolved; afterwards
@@ -70,18 +75,48 @@ def resolved(alerts):
     return [dict(a, status="resolved", endsAt=end) for a in alerts]
 
 
-def payload(alerts):
+def payload(alerts, group=None):
     status = "firing" if any(a["status"] == "firing" for a in alerts) else "resolved"
+    group = group or {"job": "storm"}
     return {"version": "4", "receiver": RECEIVER, "status": status, "alerts": alerts,
-            "groupLabels": {"job": "storm"}, "commonLabels": {"job": "storm"},
+            "groupLabels": group, "commonLabels": group,
             "commonAnnotations": {}, "externalURL": "http://alertmanager.example:9093",
-            "groupKey": '{}:{job="storm"}', "truncatedAlerts": 0}
+            "groupKey": "{}:{%s}" % ",".join('%s="%s"' % kv for kv in sorted(group.items())),
+            "truncatedAlerts": 0}
+
+
+def kube_alerts(n, start_ts):
+    """n alerts shaped as Alertmanager sends kube-prometheus' KubePodNotReady (11 labels, 3
+    annotations, Prometheus' generatorURL): about 1 KB each, as a real Alertmanager 0.25 sends
+    10,000 of them in 10,230,668 bytes (README, webhook.max_body_bytes)."""
+    gen = ("http://prometheus-k8s-0:9090/graph?g0.expr=sum+by+%28namespace%2C+pod%2C+cluster%29+"
+           "%28max+by+%28namespace%2C+pod%2C+cluster%29+%28kube_pod_status_phase%7Bjob%3D%22"
+           "kube-state-metrics%22%2Cnamespace%3D~%22.%2A%22%2Cphase%3D~%22Pending%7CUnknown%22"
+           "%7D%29%29+%3E+0&g0.tab=1")
+    out = []
+    for i in range(n):
+        pod = "trainer-%05d-7f9c8d6b5-x2k4q" % i
+        labels = {"alertname": NAMES[i % 2], "namespace": "ml-training", "pod": pod,
+                  "container": "trainer", "job": "kube-state-metrics",
+                  "instance": "10.244.3.17:8080", "endpoint": "http",
+                  "service": "kube-state-metrics", "severity": "warning",
+                  "prometheus": "monitoring/k8s", "cluster": "gpu-east-1"}
+        out.append({"status": "firing", "labels": labels,
+                    "annotations": {
+                        "summary": "Pod has been in a non-ready state for more than 15 minutes.",
+                        "description": "Pod ml-training/%s has been in a non-ready state for "
+                                       "longer than 15 minutes." % pod,
+                        "runbook_url": "https://runbooks.prometheus-operator.dev/runbooks/"
+                                       "kubernetes/kubepodnotready"},
+                    "startsAt": iso_ms(start_ts), "endsAt": "0001-01-01T00:00:00Z",
+                    "generatorURL": gen, "fingerprint": fingerprint(labels)})
+    return out
 
 
 class Stack:
     """fake GitHub + alertbridge in a temp dir; prints logs on failure, always stops both."""
 
-    def __init__(self, name, storm, content_per_minute):
+    def __init__(self, name, storm, content_per_minute, max_body_bytes=4194304):
         self.dir = tempfile.mkdtemp(prefix="ab-storm-%s-" % name)
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
         self.port = free_port()
@@ -95,7 +130,7 @@ class Stack:
             "log: {level: info, format: logfmt}\n"
             "webhook:\n"
             "  bearer_token_file: webhook-token\n"
-            "  max_body_bytes: 4194304\n"
+            "%s"
             "github:\n"
             "  api_url: %s\n"
             "  token_file: github-token\n"
@@ -106,8 +141,9 @@ class Stack:
             "    repo: %s\n"
             "    storm: {enabled: %s, storm_after: 10s}\n"
             "janitor:\n"
-            "  enabled: false\n") % (self.port, self.gh.url, content_per_minute, RECEIVER,
-                                     REPO, "true" if storm else "false"))
+            "  enabled: false\n") % (
+                self.port, "  max_body_bytes: %d\n" % max_body_bytes if max_body_bytes else "",
+                self.gh.url, content_per_minute, RECEIVER, REPO, "true" if storm else "false"))
         self.ab = None
 
     def _write(self, name, text):
@@ -137,10 +173,11 @@ class Stack:
             shutil.rmtree(self.dir, ignore_errors=True)
         return False
 
-    def post(self, alerts):
-        st, _, body = http("POST", self.url + "/v1/webhook", body=payload(alerts),
+    def post(self, alerts, group=None):
+        st, _, body = http("POST", self.url + "/v1/webhook", body=payload(alerts, group),
                            headers={"Authorization": "Bearer " + HOOK_TOKEN}, timeout_s=30)
         eq(st, 200, "webhook answer (%s)" % body)
+        return body
 
     def sql(self, q, *args):
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=10)
@@ -227,6 +264,27 @@ def body_patches(s, number):
     return [r for r in s.gh.get_requests() if r["method"] == "PATCH" and
             r["path"] == "/repos/%s/issues/%d" % (REPO, number) and
             isinstance(r["body"], dict) and "body" in r["body"]]
+
+
+@run.case
+def ten_thousand_in_one_webhook():
+    with Stack("ten-thousand", storm=True, content_per_minute=80, max_body_bytes=None) as s:
+        alerts = kube_alerts(10000, time.time() - 60)
+        raw = len(json.dumps(payload(alerts, {"namespace": "ml-training"})))
+        check(raw > 8 << 20, "a body of about 10 MB", raw)
+        t = time.time()
+        body = s.post(alerts, {"namespace": "ml-training"})
+        event("10,000 alerts (%d bytes) answered in %.2f s" % (raw, time.time() - t))
+        eq(body, {"status": "ok", "receiver": RECEIVER, "alerts": 10000}, "the answer")
+        eq(s.sql("SELECT count(*) FROM events")[0][0], 10000, "every alert queued before the 200")
+        poll_long(lambda: s.sql("SELECT count(*) FROM events WHERE state = 'pending'")[0][0] == 0,
+                  "every event handled", timeout_s=180)
+        eq(s.sql("SELECT count(*) FROM events WHERE state = 'dead'")[0][0], 0, "dead events")
+        poll(lambda: len(summaries(s)) == len(NAMES), "one summary per alertname", timeout_s=30)
+        own = own_issues(s)
+        event("%d summaries, %d own issues" % (len(summaries(s)), len(own)))
+        check(len(own) < 100, "most alerts folded", len(own))
+        eq(s.sql("SELECT count(*) FROM issues")[0][0], 10000, "a map row for every alert")
 
 
 @run.case

@@ -38,6 +38,22 @@ static void should_fold_follows_the_budget(void **state)
 	/* 0 counts as 80 */
 	assert_int_equal(storm_should_fold(1, 14, 0, 10000), 1);
 	assert_int_equal(storm_should_fold(1, 13, 0, 10000), 0);
+	/* the threshold is the least count that folds */
+	{
+		static const unsigned cpms[] = { 0, 1, 20, 60, 80 };
+		static const int64_t afters[] = { 0, 1, 999, 10000, 600000, 86400000 };
+
+		for (size_t i = 0; i < sizeof(cpms) / sizeof(cpms[0]); i++)
+			for (size_t j = 0; j < sizeof(afters) / sizeof(afters[0]); j++) {
+				int64_t t = storm_fold_threshold(cpms[i], afters[j]);
+
+				assert_true(t >= 1);
+				assert_int_equal(storm_should_fold(1, t, cpms[i], afters[j]), 1);
+				assert_int_equal(storm_should_fold(1, t - 1, cpms[i], afters[j]), 0);
+			}
+	}
+	assert_int_equal(storm_fold_threshold(60, 10000), 11);
+	assert_int_equal(storm_fold_threshold(20, 600000), 201);
 }
 
 static void member_apply_follows_episodes(void **state)
@@ -301,6 +317,22 @@ static void enqueue(struct env *e, int first, int n, const char *alertname, int 
 	buf_release(&err);
 }
 
+/* The count of pending creates stops at its bound (a storm asks only "past the threshold?"). */
+static void pending_creates_counts_up_to_a_bound(void **state)
+{
+	struct env *e = *state;
+
+	enqueue(e, 0, 5, "HighLatency", 1, T0 - 1000);
+	enqueue(e, 0, 2, "HighLatency", 1, T0);  /* the same keys again: counted once */
+	enqueue(e, 10, 2, "HighLatency", 0, T0);  /* resolves: no create */
+	assert_int_equal(store_pending_creates(e->st, "default", 0), 5);
+	assert_int_equal(store_pending_creates(e->st, "default", 10), 5);
+	assert_int_equal(store_pending_creates(e->st, "default", 5), 5);
+	assert_int_equal(store_pending_creates(e->st, "default", 3), 3);
+	assert_int_equal(store_pending_creates(e->st, "default", 1), 1);
+	assert_int_equal(store_pending_creates(e->st, "other", 3), 0);
+}
+
 /* Route the next event as the bridge does; returns the route. */
 static enum storm_route route_next(struct env *e, enum err *rc)
 {
@@ -455,7 +487,7 @@ static void store_storm_errors(void **state)
 	assert_int_equal(store_summary_save(e->st, &s, &err), ERR_INVALID);
 	assert_string_equal(buf_str(&err),
 			    "store: summary: repo and state (creating, open or closed) needed");
-	assert_int_equal(store_pending_creates(e->st, NULL), -1);
+	assert_int_equal(store_pending_creates(e->st, NULL, 0), -1);
 	buf_release(&err);
 }
 
@@ -483,6 +515,7 @@ int main(void)
 		cmocka_unit_test(summary_text_counts_and_lists),
 		cmocka_unit_test(summary_text_is_bounded),
 		cmocka_unit_test_setup_teardown(storm_folds_then_subsides, setup, teardown),
+		cmocka_unit_test_setup_teardown(pending_creates_counts_up_to_a_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(storm_disabled_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(summary_life_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(store_storm_errors, setup, teardown),
