@@ -39,6 +39,11 @@ steps (default 60) drawn from the enabled feature classes:
                                    GitHub's 403 message and changes nothing; once a person
                                    lifts the cause, `map retry KEY` applies it
 
+Credentials per organisation (issue 18 items 1 and 6): in the worlds of even seeds the default
+token acts as one login and github.credentials gives the owner acme a token of its own that acts
+as another (the fake keeps each issue's author), so a lost database is rebuilt by listing the
+issues of acme's own login; a rebuild by the default's login would find none and duplicate them.
+
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
 the group body's task list (its text is not checked), bad input (tests/integration covers it).
 
@@ -95,6 +100,7 @@ REPO = "acme/alerts"
 MOVED = "acme/moved"
 MISSING = "acme/missing"
 GH_TOKEN = "ghs_modelToken0123456789"
+ACME_TOKEN = "ghs_modelAcmeToken0123456789"   # even seeds: acme's own credential
 HOOK_TOKEN = "model-webhook-secret"
 SECOND_MS = 5            # ALERTBRIDGE_TEST_SECOND_MS
 WINDOW_S = 3600          # reopen_window
@@ -405,6 +411,7 @@ class World:
         self.step_no = 0
         self.log_path = os.path.join(self.dir, "alertbridge.log")
         rng = self.rng
+        self.per_org = seed % 2 == 0  # no draw from rng: the other seeds' worlds stay as they were
         self.dry = "dryrun" in features and rng.random() < 0.5
         self.dry_until = rng.randint(5, max(6, steps // 2)) if self.dry else -1
         self.storms = "storms" in features and rng.random() < 0.5
@@ -446,6 +453,10 @@ class World:
             f.write(HOOK_TOKEN + "\n")
         with open(os.path.join(self.dir, "github-token"), "w") as f:
             f.write(GH_TOKEN + "\n")
+        with open(os.path.join(self.dir, "acme-token"), "w") as f:
+            f.write(ACME_TOKEN + "\n")
+        creds = ("  credentials:\n    - {owner: acme, token_file: acme-token}\n"
+                 if self.per_org else "")
         with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
             f.write("listen_address: 127.0.0.1:%d\n"
                     "database: \"%s\"\n"
@@ -457,9 +468,10 @@ class World:
                     "  content_per_minute: 80\n"
                     "  timeout: 1s\n"
                     "  dry_run: %s\n"
+                    "%s"
                     "receivers:\n"
                     % (self.port, self.uri or "alertbridge.db", self.gh.url,
-                       "true" if self.dry else "false"))
+                       "true" if self.dry else "false", creds))
             for name, extra in (("alerts", ""), ("keep", "    auto_close: false\n"),
                                 ("groups", "    issue_per: group\n")):
                 f.write("  - name: %s\n"
@@ -987,7 +999,6 @@ class World:
         what = apply_event(k, False, a.starts, a.ends, self.dry)
         self.note("%s %s resolved, refused (%s), dead-lettered, then map retry -> %s" % (
             a.receiver, a.fp, "locked" if locked else "archived", what))
-        self.check()
 
     def run(self):
         if ENGINE == "postgres":
@@ -995,12 +1006,17 @@ class World:
             self.uri = PG.create_database(self.db_name)
             self.psql = Psql(self.uri)
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO, MOVED], search_lag_s=60).start()
+        if self.per_org:
+            self.gh.set_login(GH_TOKEN, "model-default-bot")
+            self.gh.apps.scope_token(ACME_TOKEN, ["acme"])
+            self.gh.set_login(ACME_TOKEN, "model-acme-bot")
         # A SIGKILL resets the bridge's kept-alive connections: not worth a traceback.
         self.gh.server.handle_error = lambda request, address: None
         self.write_config()
         self.step_no = 0
-        self.note("world: %d alerts, %d groups, dry-run until step %d, storms %s" % (
-            len(self.alerts), len(self.groups), self.dry_until, "on" if self.storms else "off"))
+        self.note("world: %d alerts, %d groups, dry-run until step %d, storms %s%s" % (
+            len(self.alerts), len(self.groups), self.dry_until, "on" if self.storms else "off",
+            ", acme's own credential" if self.per_org else ""))
         self.start()
         for self.step_no in range(1, self.n_steps + 1):
             self.step()
