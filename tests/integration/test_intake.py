@@ -34,7 +34,7 @@ from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  
 
 REPO = "acme/intake"
 GH_TOKEN = "ghs_intakeToken0123456789"
-MAX_BODY = 1 << 20  # webhook.max_body_bytes: the default
+MAX_BODY = 1 << 20  # webhook.max_body_bytes, set in start() (the default is 16 MiB)
 run = Runner()
 S = {}
 
@@ -76,7 +76,14 @@ def metric(text, name, labels):
 def start():
     S["dir"] = tempfile.mkdtemp(prefix="ab-intake-")
     S["gh"] = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
-    S["ab"] = Alertbridge(S["dir"], S["gh"].url, GH_TOKEN, REPO).start()
+    ab = Alertbridge(S["dir"], S["gh"].url, GH_TOKEN, REPO)
+    with open(ab.config) as f:
+        text = f.read()
+    with open(ab.config, "w") as f:
+        f.write(text.replace("  bearer_token_file: webhook-token\n",
+                             "  bearer_token_file: webhook-token\n"
+                             "  max_body_bytes: %d\n" % MAX_BODY, 1))
+    S["ab"] = ab.start()
 
 
 def stop():
