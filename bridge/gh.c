@@ -408,7 +408,7 @@ static void add_github_message(struct buf *errmsg, const struct http_response *r
  * with x-ratelimit-remaining: 0; a secondary one a 403 or 429 with
  * retry-after or a message saying "secondary rate limit".  ("API rate limit
  * exceeded" is the primary limit's message, taken too should a proxy drop
- * the header.)  Every other 403 is about permission (gh_forbidden_of()).
+ * the header.)  Every other 403 is about permission (forbidden_of()).
  */
 static int is_rate_limited(const struct http_response *res)
 {
@@ -436,7 +436,7 @@ const char *gh_forbidden_str(enum gh_forbidden why)
 }
 
 /* Which permanent 403 res is, by GitHub's message (gh.h, enum gh_forbidden). */
-static enum gh_forbidden gh_forbidden_of(const struct http_response *res)
+static enum gh_forbidden forbidden_of(const struct http_response *res)
 {
 	json_t *root = json_loadb(res->body.data ? res->body.data : "", res->body.len, 0, NULL);
 	const char *msg = json_string_value(json_object_get(root, "message"));
@@ -520,7 +520,7 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 	if (status == 401)
 		c->stats.requests_unauthorized++;
 	if (status == 403)
-		c->stats.requests_forbidden[gh_forbidden_of(res)]++;
+		c->stats.requests_forbidden[forbidden_of(res)]++;
 	switch (status) {
 	case 401: *rc = ERR_AUTH; break;
 	case 403: *rc = ERR_FORBIDDEN; break;
