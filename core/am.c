@@ -479,6 +479,23 @@ void am_alert_invalidate(struct am_payload *p, size_t i, const char *reason, con
 	set_invalid(&p->alerts[i], reason, field, msg);
 }
 
+void am_alert_release(struct am_payload *p, size_t i)
+{
+	struct am_alert *a;
+
+	assert(i < p->n_alerts);
+	a = &p->alerts[i];
+	a->status = a->firing ? "firing" : "resolved";
+	a->starts_at = a->ends_at = a->generator_url = "";
+	free(a->labels.v);
+	free(a->annotations.v);
+	a->labels.v = a->annotations.v = NULL;
+	a->labels.n = a->annotations.n = 0;
+	/* The array's reference is the object's last one: this frees it. */
+	json_array_set_new(json_object_get(p->doc, "alerts"), a->index, json_null());
+	a->json = NULL;
+}
+
 void am_payload_sort_invalid(struct am_payload *p)
 {
 	size_t total = p->n_alerts + p->n_invalid, valid = 0, bad = 0;

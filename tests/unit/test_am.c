@@ -665,6 +665,40 @@ static void rejected_payload_names_its_receiver(void **state)
 	}
 }
 
+/* A released alert keeps its identity and state; the others and the group are intact. */
+static void released_alert_keeps_its_identity(void **state)
+{
+	size_t len;
+	char *body = read_fixture("03_group_of_3_firing.json", &len);
+	struct am_payload *p = NULL;
+	struct buf before = BUF_INIT, after = BUF_INIT;
+	char fp[17];
+	int64_t starts;
+	(void)state;
+
+	assert_int_equal(am_parse(body, len, NULL, &p, NULL), ERR_OK);
+	assert_int_equal(am_event_json(p, 2, &before), ERR_OK);
+	memcpy(fp, p->alerts[1].fingerprint, sizeof(fp));
+	starts = p->alerts[1].starts_at_ms;
+	am_alert_release(p, 1);
+	assert_string_equal(p->alerts[1].fingerprint, fp);
+	assert_string_equal(p->alerts[1].status, "firing");
+	assert_int_equal(p->alerts[1].firing, 1);
+	assert_int_equal(p->alerts[1].starts_at_ms, starts);
+	assert_int_equal(p->alerts[1].index, 1);
+	assert_int_equal(p->alerts[1].labels.n, 0);
+	assert_int_equal(p->alerts[1].annotations.n, 0);
+	assert_string_equal(p->alerts[1].starts_at, "");
+	assert_int_equal(am_event_json(p, 2, &after), ERR_OK);
+	assert_string_equal(buf_str(&after), buf_str(&before));
+	am_alert_release(p, 0);
+	am_alert_release(p, 2);
+	am_payload_free(p);  /* valgrind/ASan: nothing freed twice, nothing leaked */
+	buf_release(&after);
+	buf_release(&before);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -684,6 +718,7 @@ int main(void)
 		cmocka_unit_test(invalid_alerts_are_kept_apart),
 		cmocka_unit_test(derived_sets_over_limits_are_cut_not_refused),
 		cmocka_unit_test(rejected_payload_names_its_receiver),
+		cmocka_unit_test(released_alert_keeps_its_identity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
