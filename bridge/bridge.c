@@ -81,6 +81,27 @@ static char *html_base_of(const char *api_url)
 	return xstrdup(api_url);
 }
 
+/*
+ * Every reason count_dead() is given and every result count() is given:
+ * each configured receiver's series of the two counters exist at 0
+ * (declare_series()), so that increase() sees the first dead letter
+ * (AlertbridgeDeadLettersRising) and the first of each outcome.
+ */
+static const char *const DEAD_REASONS[] = { "repo_not_found", "invalid", "forbidden", NULL };
+static const char *const RESULTS[] = { "created", "created_linked", "commented", "reopened",
+				       "closed", "nothing", "retried", "dead", "storm", NULL };
+
+/* The known series of cfg's receivers at 0 (metric_declare()); once per config. */
+static void declare_series(struct bridge *b, const struct config *cfg)
+{
+	for (size_t i = 0; i < cfg->receivers_count; i++) {
+		const char *const rcv[] = { cfg->receivers[i].name, NULL };
+
+		metric_declare(b->m_dead_letters, (const char *const *const[]){ rcv, DEAD_REASONS });
+		metric_declare(b->m_events, (const char *const *const[]){ rcv, RESULTS });
+	}
+}
+
 static void register_metrics(struct bridge *b)
 {
 	static const char *const rcv_result[] = { "receiver", "result", NULL };
@@ -148,6 +169,7 @@ static void register_metrics(struct bridge *b)
 	b->m_rebuilt = metrics_counter(
 		m, "alertbridge_map_rows_rebuilt_total",
 		"Map rows rebuilt from the markers of issues on GitHub (a lost database).", NULL);
+	declare_series(b, b->opts.cfg);
 }
 
 struct bridge *bridge_new(const struct bridge_options *opts)
@@ -937,6 +959,7 @@ static void pick_up_config(struct bridge *b)
 	b->gen = g;
 	b->opts.cfg = g->cfg;
 	b->opts.render = g->ext;
+	declare_series(b, g->cfg);
 	storm_set_cfg(b->storm, g->cfg);
 	gh_client_set_creds(b->gh, gh_creds_new(&g->cfg->github));
 }

@@ -117,6 +117,35 @@ static void write_reload_files(const char *dir, const char *api_url, const char 
 }
 
 /* A reload (core/reload.h) applies from the next event: its labels and its GitHub token. */
+/*
+ * Each configured receiver's dead-letter and outcome series exist at 0
+ * before the first event (issue 18 item 12: born at 1, increase() missed the
+ * first dead letter and AlertbridgeDeadLettersRising never fired for it).
+ */
+static void known_series_exist_at_zero(void **state)
+{
+	struct env e;
+	struct metrics *m = metrics_new();
+	struct buf text = BUF_INIT;
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	e.bo.metrics = m;
+	bfx_bridge_restart(&e, 0);
+	metrics_render(m, &text);
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_bridge_dead_letters_total"
+					       "{receiver=\"default\",reason=\"invalid\"} 0\n"));
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_bridge_dead_letters_total"
+					       "{receiver=\"default\",reason=\"repo_not_found\"} 0\n"));
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_bridge_dead_letters_total"
+					       "{receiver=\"default\",reason=\"forbidden\"} 0\n"));
+	assert_non_null(strstr(buf_str(&text), "\nalertbridge_bridge_events_total"
+					       "{receiver=\"default\",result=\"created\"} 0\n"));
+	bfx_env_stop(&e);
+	metrics_free(m);
+	buf_release(&text);
+}
+
 static void reloaded_config_applies_to_the_next_event(void **state)
 {
 	char dir[64], path[96];
@@ -1109,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(failed_rebuild_keeps_the_event),
 		cmocka_unit_test(not_the_leader_drains_nothing),
 		cmocka_unit_test(not_the_leader_counts_the_queue),
+		cmocka_unit_test(known_series_exist_at_zero),
 		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
 		cmocka_unit_test(group_member_resolving_updates_the_body_paced),
 	};
