@@ -12,6 +12,7 @@
 #include <crypt.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,6 +27,9 @@
 
 #define BCRYPT_LEN 60
 #define CACHE_SLOTS 16
+#define CLIENT_SLOTS 256
+#define CLIENT_ADDR_MAX 46  /* INET6_ADDRSTRLEN */
+#define NEEDS_BCRYPT 2  /* check_user(): a bcrypt would tell */
 
 /* A web.auth user: the digest of its name and its bcrypt hash. */
 struct web_user {
@@ -39,14 +43,25 @@ struct cache_slot {
 	int64_t until_us;  /* CLOCK_MONOTONIC; 0: empty */
 };
 
+/*
+ * One client's failed web.auth logins, as GCRA (a token bucket kept as one
+ * time): each failure moves tat AUTH_FAIL_INTERVAL_S later (from now at the
+ * least); the client must wait while tat is more than the burst ahead.
+ */
+struct client_slot {
+	char addr[CLIENT_ADDR_MAX];
+	int64_t tat_us;  /* CLOCK_MONOTONIC; 0: empty */
+};
+
 struct auth {
 	enum auth_mode mode;
 	unsigned char secret[DIGEST_LEN];  /* bearer token, or basic password */
 	unsigned char user[DIGEST_LEN];    /* basic username */
 	struct web_user *users;            /* AUTH_BASIC_USERS */
 	size_t n_users;
-	pthread_mutex_t cache_mu;
+	pthread_mutex_t cache_mu;  /* the cache and the clients */
 	struct cache_slot cache[CACHE_SLOTS];
+	struct client_slot clients[CLIENT_SLOTS];
 };
 
 static void digest(const void *p, size_t n, unsigned char out[DIGEST_LEN])
@@ -120,11 +135,15 @@ out:
 	return rc;
 }
 
-/* "$2a$", "$2b$" or "$2y$", two cost digits, "$", 53 characters (config_fields.c checks more). */
+/*
+ * A bcrypt hash as libxcrypt reads it (crypt_checksalt(3): the setting is
+ * well-formed and its method enabled), of bcrypt's "$2a$", "$2b$" or "$2y$"
+ * and its full length (config_fields.c checks the rest, with the line).
+ */
 static int is_bcrypt(const char *h)
 {
-	return strlen(h) == BCRYPT_LEN && h[0] == '$' && h[1] == '2' && strchr("aby", h[2]) &&
-	       h[3] == '$' && h[6] == '$';
+	return crypt_checksalt(h) == CRYPT_SALT_OK && strlen(h) == BCRYPT_LEN &&
+	       (!strncmp(h, "$2a$", 4) || !strncmp(h, "$2b$", 4) || !strncmp(h, "$2y$", 4));
 }
 
 enum err auth_new_web(const struct cfg_web_auth *wa, struct auth **out, struct buf *errmsg)
@@ -225,10 +244,11 @@ static void remember(struct auth *a, const unsigned char key[DIGEST_LEN])
  * user[0..un) and password[0..pn) against the web.auth users: the user is
  * looked up by digest among all of them, then its hash checked by bcrypt
  * (crypt_r), or the cache.  An unknown user is checked against the first
- * user's hash, which it cannot match, so it costs the same.
+ * user's hash, which it cannot match, so it costs the same.  Returns 1
+ * (passes), 0, or NEEDS_BCRYPT when only a bcrypt can tell and !may_bcrypt.
  */
 static int check_user(const struct auth *ca, const unsigned char *user, size_t un,
-		      const unsigned char *password, size_t pn)
+		      const unsigned char *password, size_t pn, int may_bcrypt)
 {
 	struct auth *a = (struct auth *)ca;  /* the cache is the only state that changes */
 	unsigned char key[DIGEST_LEN];
@@ -250,6 +270,10 @@ static int check_user(const struct auth *ca, const unsigned char *user, size_t u
 		ok = 1;
 		goto out;
 	}
+	if (!may_bcrypt) {
+		ok = NEEDS_BCRYPT;
+		goto out;
+	}
 	memmove(pw, password, pn);  /* crypt_r wants the password alone, NUL-terminated */
 	pw[pn] = '\0';
 	cd = xcalloc(1, sizeof(*cd));
@@ -268,7 +292,7 @@ out:
 	return ok;
 }
 
-static enum err check_basic(const struct auth *a, const char *cred, size_t n,
+static enum err check_basic(const struct auth *a, const char *cred, size_t n, int may_bcrypt,
 			    struct buf *errmsg)
 {
 	unsigned char dec[CODEC_BASE64_DECODED_MAX(AUTH_MAX_CREDENTIALS_BYTES)];
@@ -290,11 +314,15 @@ static enum err check_basic(const struct auth *a, const char *cred, size_t n,
 	}
 	if (a->mode == AUTH_BASIC_USERS) {
 		ok = check_user(a, dec, (size_t)(colon - dec), colon + 1,
-				(size_t)(dec + len - colon - 1));
+				(size_t)(dec + len - colon - 1), may_bcrypt);
 	} else {
 		/* Both halves are always compared: no hint which one was wrong. */
 		ok = digest_equal(dec, (size_t)(colon - dec), a->user);
 		ok &= digest_equal(colon + 1, (size_t)(dec + len - colon - 1), a->secret);
+	}
+	if (ok == NEEDS_BCRYPT) {
+		rc = ERR_RETRY;
+		goto out;
 	}
 	if (!ok) {
 		buf_setf(errmsg, "invalid username or password");
@@ -306,7 +334,9 @@ out:
 	return rc;
 }
 
-enum err auth_check(const struct auth *a, const char *authorization_header, struct buf *errmsg)
+/* auth_check(), or auth_check_cached() when !may_bcrypt. */
+static enum err check(const struct auth *a, const char *authorization_header, int may_bcrypt,
+		      struct buf *errmsg)
 {
 	const char *scheme, *cred, *h = authorization_header;
 	size_t scheme_len, n;
@@ -339,10 +369,75 @@ enum err auth_check(const struct auth *a, const char *authorization_header, stru
 		return ERR_AUTH;
 	}
 	if (a->mode != AUTH_BEARER)
-		return check_basic(a, cred, n, errmsg);
+		return check_basic(a, cred, n, may_bcrypt, errmsg);
 	if (!digest_equal(cred, n, a->secret)) {
 		buf_setf(errmsg, "invalid bearer token");
 		return ERR_AUTH;
 	}
 	return ERR_OK;
+}
+
+enum err auth_check(const struct auth *a, const char *authorization_header, struct buf *errmsg)
+{
+	return check(a, authorization_header, 1, errmsg);
+}
+
+enum err auth_check_cached(const struct auth *a, const char *authorization_header,
+			   struct buf *errmsg)
+{
+	return check(a, authorization_header, 0, errmsg);
+}
+
+/* client's slot (under cache_mu): its own, else the least penalized one (take). */
+static struct client_slot *client_slot(struct auth *a, const char *client, int take)
+{
+	struct client_slot *old = &a->clients[0];
+
+	for (int i = 0; i < CLIENT_SLOTS; i++) {
+		if (a->clients[i].tat_us && !strcmp(a->clients[i].addr, client))
+			return &a->clients[i];
+		if (a->clients[i].tat_us < old->tat_us)
+			old = &a->clients[i];
+	}
+	if (!take)
+		return NULL;
+	snprintf(old->addr, sizeof(old->addr), "%s", client);
+	old->tat_us = 0;
+	return old;
+}
+
+unsigned auth_client_wait_s(const struct auth *ca, const char *client)
+{
+	struct auth *a = (struct auth *)ca;  /* the clients' table is state, like the cache */
+	const struct client_slot *c;
+	int64_t burst_us = (int64_t)(AUTH_FAIL_BURST - 1) * AUTH_FAIL_INTERVAL_S * 1000000;
+	int64_t ahead = 0;
+
+	if (auth_mode(a) != AUTH_BASIC_USERS || !client)
+		return 0;
+	pthread_mutex_lock(&a->cache_mu);
+	c = client_slot(a, client, 0);
+	if (c)
+		ahead = c->tat_us - clock_mono_us() - burst_us;
+	pthread_mutex_unlock(&a->cache_mu);
+	return ahead > 0 ? (unsigned)((ahead + 999999) / 1000000) : 0;
+}
+
+int auth_client_failed(const struct auth *ca, const char *client)
+{
+	struct auth *a = (struct auth *)ca;
+	struct client_slot *c;
+	int64_t now = clock_mono_us();
+	int64_t burst_us = (int64_t)(AUTH_FAIL_BURST - 1) * AUTH_FAIL_INTERVAL_S * 1000000;
+	int was_free;
+
+	if (auth_mode(a) != AUTH_BASIC_USERS || !client)
+		return 0;
+	pthread_mutex_lock(&a->cache_mu);
+	c = client_slot(a, client, 1);
+	was_free = c->tat_us - now <= burst_us;
+	c->tat_us = (c->tat_us > now ? c->tat_us : now) + (int64_t)AUTH_FAIL_INTERVAL_S * 1000000;
+	was_free &= c->tat_us - now > burst_us;
+	pthread_mutex_unlock(&a->cache_mu);
+	return was_free;
 }

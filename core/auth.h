@@ -25,6 +25,13 @@ enum auth_mode {
 /* How long a verified (user, password) of AUTH_BASIC_USERS is taken without bcrypt, in ms. */
 #define AUTH_CACHE_MS (5 * 60 * 1000)
 
+/*
+ * Failed web.auth logins allowed per client address: AUTH_FAIL_BURST at
+ * once, then one every AUTH_FAIL_INTERVAL_S (auth_client_wait_s()).
+ */
+#define AUTH_FAIL_BURST 10
+#define AUTH_FAIL_INTERVAL_S 6
+
 /* Longest Authorization credentials (after the scheme) looked at, in bytes. */
 #define AUTH_MAX_CREDENTIALS_BYTES 4096
 
@@ -52,8 +59,9 @@ enum err auth_new(const struct cfg_webhook *wh, struct auth **out, struct buf *e
  * check is never remembered; an unknown user costs one bcrypt all the same,
  * so the time taken does not tell which users exist.
  * Errors: ERR_INVALID with errmsg: a user name empty or with ':', a hash
- * that is not bcrypt ("$2a$", "$2b$", "$2y$"; config validation says so
- * first, with the line).
+ * that is not bcrypt ("$2a$", "$2b$", "$2y$", 60 characters, a setting
+ * libxcrypt's crypt_checksalt(3) takes; config validation says so first,
+ * with the line).
  */
 enum err auth_new_web(const struct cfg_web_auth *wa, struct auth **out,
 		      struct buf *errmsg) WARN_UNUSED;
@@ -86,6 +94,32 @@ enum auth_mode auth_mode(const struct auth *a);
  */
 enum err auth_check(const struct auth *a, const char *authorization_header,
 		    struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * auth_check() without the bcrypt: the same answers, except ERR_RETRY (and
+ * errmsg untouched) when only a bcrypt could tell - AUTH_BASIC_USERS, a
+ * well-formed Basic header whose (user, password) is not in the cache.
+ * Then auth_check() gives the answer, on a thread that may spend tens of
+ * ms (srv_defer()).  Never slow; thread-safe.
+ */
+enum err auth_check_cached(const struct auth *a, const char *authorization_header,
+			   struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * A limit on guessing web.auth passwords, per client address (client: the
+ * text of srv_remote_addr(); NULL: none).  auth_client_failed() records a
+ * failed bcrypt check by client and returns 1 when that failure made it
+ * wait (0 else: under its allowance, or waiting already, so a caller can
+ * log the moment once); auth_client_wait_s() says how many seconds
+ * client must wait before its next password is checked: 0 while it has
+ * failed fewer than AUTH_FAIL_BURST times, then one more failure allowed
+ * every AUTH_FAIL_INTERVAL_S (GCRA, a token bucket).  256 addresses are
+ * remembered; a new one takes the slot of the least penalized (so spraying
+ * new addresses does not free one that must wait).  Both do nothing (0) unless a is
+ * AUTH_BASIC_USERS.  Thread-safe.
+ */
+unsigned auth_client_wait_s(const struct auth *a, const char *client);
+int auth_client_failed(const struct auth *a, const char *client);
 
 /*
  * The WWW-Authenticate value for a 401 (RFC 9110 11.6.1): for AUTH_BEARER

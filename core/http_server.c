@@ -4,9 +4,9 @@
  * The MHD_Daemon never leaves this file.  We bind the listening socket
  * ourselves (http_server_listen.c: exact error messages, dual-stack ":port")
  * and hand it to MHD,
- * which runs a thread pool with epoll.  One struct exchange per request
- * carries the route, the body and the timing from the first access-handler
- * call to MHD's completion notice.
+ * which runs a thread pool on poll().  One struct srv_request_impl per
+ * request (http_server_int.h) carries the route, the body and the timing from
+ * the first access-handler call to MHD's completion notice.
  */
 #include "http_server.h"
 
@@ -38,90 +38,9 @@
 #define JSON_TYPE "application/json"
 #define DISCARD_MIN (1024 * 1024)
 #define DEFAULT_HEADER_TIMEOUT_MS 10000
-#define REAP_PERIOD_MS 100
-#define LIMIT_WARN_EVERY_US (10 * 1000000)
 
 /* The observer's path for requests no route has (one object: compared by address). */
 static const char not_routed[] = "other";
-
-struct route {
-	char *method;
-	char *path;
-	srv_handler fn;
-	void *ctx;
-	srv_rejected rejected;  /* NULL: none (srv_route_rejected()) */
-	void *rejected_ctx;
-};
-
-/*
- * One TCP connection, from MHD's "started" notice to its "closed" notice (MHD
- * sends that before it closes the socket, so fd stays ours while listed).
- * deadline_us is when the reaper shuts the socket down: the connection is
- * waiting for a request's headers or body; 0 while a handler runs or a
- * response goes out.
- */
-struct conn {
-	struct conn *prev, *next;
-	int fd;
-	int64_t start_us;     /* accept, or the end of the previous response */
-	int64_t deadline_us;  /* 0: none */
-	const char *phase;    /* "headers" or "body": what the deadline waits for */
-	int admitted;         /* counted in srv.nconns (not closed at once for the cap) */
-	char addr[INET6_ADDRSTRLEN];
-};
-
-struct srv {
-	char *listen_address;
-	char *host;  /* "" for all interfaces */
-	char *port;
-	unsigned threads, max_connections, max_per_ip, timeout_s;
-	int64_t header_timeout_us, read_timeout_us;
-	size_t max_body;
-	char *tls_cert, *tls_key, *tls_ca;  /* PEM contents, or NULL */
-
-	struct route *routes;
-	size_t nroutes;
-	srv_observer observer;
-	void *observer_ctx;
-
-	struct MHD_Daemon *daemon;
-	int port_num;
-	int started;
-
-	/* Requests between their first access-handler call and completion. */
-	pthread_mutex_t lock;
-	pthread_cond_t idle;
-	unsigned inflight;
-
-	/* Open connections (under lock) and the reaper that enforces their deadlines. */
-	struct conn *conns;
-	unsigned nconns;
-	uint64_t refused;      /* closed at once: over max_connections */
-	uint64_t timed_out;    /* closed by the reaper */
-	int64_t last_limit_warn_us;
-	pthread_t reaper;
-	int reaper_running, reaper_stop;
-	pthread_cond_t reaper_wake;
-};
-
-/* One request: created on MHD's first callback, freed in request_completed(). */
-struct srv_request_impl {
-	struct srv *srv;
-	struct MHD_Connection *conn;
-	struct conn *tracked;  /* NULL if MHD gave no socket context */
-	const struct route *route;  /* NULL: answered by the server itself */
-	const char *route_label;
-	const char *method_label;
-	struct srv_request req;
-	struct buf body;
-	int64_t start_us;
-	int status;     /* status queued; 0 while none */
-	int has_body;   /* Content-Length > 0 or Transfer-Encoding sent */
-	int too_big;    /* the body passes max_body: read and dropped, then 413 */
-	size_t discarded;  /* bytes of the body read since (all of them, once too_big) */
-	long long content_length;  /* the header's value; -1 when absent (chunked) */
-	char addr[INET6_ADDRSTRLEN];
-};
 
 /* A condition variable whose timed waits use CLOCK_MONOTONIC. */
 static void init_monotonic_cond(pthread_cond_t *c)
@@ -132,24 +51,6 @@ static void init_monotonic_cond(pthread_cond_t *c)
 	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	pthread_cond_init(c, &a);
 	pthread_condattr_destroy(&a);
-}
-
-/* The IP address of sa as text ("127.0.0.1" also for v4-mapped IPv6); "" if unknown. */
-static void format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
-{
-	out[0] = '\0';
-	if (!sa)
-		return;
-	if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)sa;
-		if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
-			inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], out, INET6_ADDRSTRLEN);
-		else
-			inet_ntop(AF_INET6, &a6->sin6_addr, out, INET6_ADDRSTRLEN);
-	} else if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)sa;
-		inet_ntop(AF_INET, &a4->sin_addr, out, INET6_ADDRSTRLEN);
-	}
 }
 
 static enum err load_tls(struct srv *s, const struct srv_options *o, struct buf *errmsg)
@@ -187,6 +88,9 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
 	init_monotonic_cond(&s->reaper_wake);
+	pthread_mutex_init(&s->defer_mu, NULL);
+	pthread_cond_init(&s->defer_wake, NULL);
+	pthread_cond_init(&s->defer_idle, NULL);
 	rc = srv_parse_listen(opts->listen_address, &s->host, &s->port, errmsg);
 	if (rc)
 		goto out;
@@ -197,6 +101,7 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 		s->threads = n > 0 && n < 1024 ? (unsigned)n : 1;
 	}
 	s->max_connections = opts->max_connections;
+	s->reserve = s->max_connections / SRV_RESERVE_DIVISOR;
 	s->max_per_ip = opts->max_connections_per_ip;
 	s->timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S;
 	s->read_timeout_us = (int64_t)s->timeout_s * 1000000;
@@ -262,14 +167,6 @@ void srv_set_observer(struct srv *s, srv_observer fn, void *ctx)
 int srv_port(const struct srv *s)
 {
 	return s ? s->port_num : 0;
-}
-
-/* Wait for a request's headers: from now, at most min(header, read timeout). */
-static void arm_for_headers(struct srv *s, struct conn *c, int64_t now)
-{
-	c->start_us = now;
-	c->deadline_us = now + s->header_timeout_us;
-	c->phase = "headers";
 }
 
 /* Set c's deadline (under lock); c may be NULL. */
@@ -545,7 +442,14 @@ static enum MHD_Result dispatch(struct srv_request_impl *x)
 	buf_init(&res.body, 0);
 	buf_init(&res.headers, 0);
 	set_deadline(x->srv, x->tracked, 0, NULL);  /* the request is in; handlers may block */
+	x->deferring = 0;
 	x->route->fn(x->route->ctx, &x->req, &res);
+	if (x->deferring) {
+		/* Suspended by srv_defer(): the handler runs again once the work is done. */
+		buf_release(&res.body);
+		buf_release(&res.headers);
+		return MHD_YES;
+	}
 	status = res.status;
 	if (status < 100 || status > 599) {
 		struct log_line *l = log_begin(LOG_ERROR, "handler set an invalid http status");
@@ -559,116 +463,6 @@ static enum MHD_Result dispatch(struct srv_request_impl *x)
 	buf_release(&res.body);
 	buf_release(&res.headers);
 	return ok;
-}
-
-/* Warn that the connection cap closed connections, at most every LIMIT_WARN_EVERY_US. */
-static void warn_limit(struct srv *s, int64_t now)
-{
-	struct log_line *l;
-
-	if (s->last_limit_warn_us && now - s->last_limit_warn_us < LIMIT_WARN_EVERY_US)
-		return;
-	s->last_limit_warn_us = now;
-	l = log_begin(LOG_WARN, "connection limit reached: closing new connections");
-	log_int(l, "max_connections", s->max_connections);
-	log_int(l, "refused_total", (int64_t)s->refused);
-	log_end(l);
-}
-
-/*
- * MHD's connection notices.  A new connection is tracked and given its
- * header deadline; past max_connections it is shut down at once (MHD then
- * reads EOF and closes it), so the client sees its connection closed rather
- * than waiting in the kernel's backlog.
- */
-static void on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
-			  enum MHD_ConnectionNotificationCode code)
-{
-	struct srv *s = cls;
-	struct conn *c = *socket_context;
-	const union MHD_ConnectionInfo *ci;
-	int64_t now = clock_mono_us();
-
-	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-		if (!c)
-			return;
-		pthread_mutex_lock(&s->lock);
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			s->conns = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
-		if (c->admitted)
-			s->nconns--;
-		pthread_mutex_unlock(&s->lock);
-		free(c);
-		*socket_context = NULL;
-		return;
-	}
-	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (!ci)
-		return;
-	c = xcalloc(1, sizeof(*c));
-	c->fd = ci->connect_fd;
-	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	format_addr(ci ? ci->client_addr : NULL, c->addr);
-	pthread_mutex_lock(&s->lock);
-	c->next = s->conns;
-	if (s->conns)
-		s->conns->prev = c;
-	s->conns = c;
-	if (s->max_connections && s->nconns >= s->max_connections) {
-		s->refused++;
-		warn_limit(s, now);
-		shutdown(c->fd, SHUT_RDWR);
-	} else {
-		c->admitted = 1;
-		s->nconns++;
-		arm_for_headers(s, c, now);
-	}
-	pthread_mutex_unlock(&s->lock);
-	*socket_context = c;
-}
-
-/*
- * The reaper: every REAP_PERIOD_MS, shut down the connections past their
- * deadline.  shutdown(2) rather than close(2): the socket stays MHD's, which
- * sees EOF and closes it (and sends us the "closed" notice) itself.
- */
-static void *reap(void *arg)
-{
-	struct srv *s = arg;
-	struct timespec ts;
-	struct conn *c;
-	int64_t now;
-
-	pthread_mutex_lock(&s->lock);
-	while (!s->reaper_stop) {
-		now = clock_mono_us();
-		for (c = s->conns; c; c = c->next) {
-			struct log_line *l;
-			if (!c->deadline_us || now < c->deadline_us)
-				continue;
-			shutdown(c->fd, SHUT_RDWR);
-			s->timed_out++;
-			l = log_begin(LOG_INFO, "closed a slow connection");
-			log_str(l, "remote_addr", c->addr);
-			log_str(l, "waiting_for", c->phase);
-			log_int(l, "after_ms", (now - c->start_us) / 1000);
-			log_end(l);
-			c->deadline_us = 0;
-		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += REAP_PERIOD_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&s->reaper_wake, &s->lock, &ts);
-	}
-	pthread_mutex_unlock(&s->lock);
-	return NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -755,6 +549,10 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (s->observer && x->status)
 		s->observer(s->observer_ctx, x->method_label, x->route_label, x->status,
 			    clock_mono_us() - x->start_us);
+	/* A 2xx to a POST passed the route's credentials: the reserve is open to it. */
+	if (x->route && x->status >= 200 && x->status < 300 && !strcmp(x->req.method, "POST"))
+		srv_note_client(s, srv_remote_addr(&x->req));
+	srv_defer_release(x);
 	buf_release(&x->body);
 	pthread_mutex_lock(&s->lock);
 	/*
@@ -764,7 +562,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	c = ci ? ci->socket_context : NULL;
 	if (c && c->admitted)
-		arm_for_headers(s, c, clock_mono_us());
+		srv_arm_for_headers(s, c, clock_mono_us());
 	free(x);
 	if (--s->inflight == 0)
 		pthread_cond_broadcast(&s->idle);
@@ -801,7 +599,8 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 	 * process ("Failed to remove listen FD from epoll set", seen in CI at
 	 * srv_stop).  With poll() quiesce only signals each worker's ITC.
 	 */
-	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME |
+			 MHD_USE_ERROR_LOG;
 	size_t n = 0;
 	enum err rc;
 	int fd = -1;
@@ -816,7 +615,7 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 #define OPT(o, v, p) (opts[n++] = (struct MHD_OptionItem){(o), (intptr_t)(v), (p)})
 	OPT(MHD_OPTION_LISTEN_SOCKET, fd, NULL);
 	OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s);
-	OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s);
+	OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)srv_on_connection, s);
 	OPT(MHD_OPTION_CONNECTION_TIMEOUT, s->timeout_s, NULL);
 	OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL);
 	if (s->threads > 1)
@@ -824,7 +623,7 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 	/*
 	 * MHD splits its limit among the worker threads and a full worker stops
 	 * accepting, so at MHD's limit new connections would wait unseen in the
-	 * backlog.  Give MHD room above ours: on_connection() closes the excess.
+	 * backlog.  Give MHD room above ours: srv_on_connection() closes the excess.
 	 */
 	if (s->max_connections)
 		OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_connections + s->threads + 16, NULL);
@@ -839,17 +638,27 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 	}
 	OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
+	if (srv_defer_start(s)) {
+		srv_defer_stop(s);
+		close(fd);
+		s->port_num = 0;
+		buf_setf(errmsg, "cannot start http server on %s: no thread for slow work",
+			 s->listen_address);
+		return ERR_IO;
+	}
 	s->daemon = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts,
 				     MHD_OPTION_END);
 	if (!s->daemon) {
+		srv_defer_stop(s);
 		close(fd);
 		s->port_num = 0;
 		buf_setf(errmsg, "cannot start http server on %s%s", s->listen_address,
 			 s->tls_cert ? " (check the tls certificate and key)" : "");
 		return ERR_IO;
 	}
-	if (pthread_create(&s->reaper, NULL, reap, s)) {
+	if (pthread_create(&s->reaper, NULL, srv_reap, s)) {
 		MHD_stop_daemon(s->daemon);
+		srv_defer_stop(s);
 		s->daemon = NULL;
 		s->port_num = 0;
 		buf_setf(errmsg, "cannot start http server on %s: no thread for timeouts",
@@ -885,8 +694,11 @@ void srv_stop(struct srv *s)
 		if (pthread_cond_timedwait(&s->idle, &s->lock, &deadline) == ETIMEDOUT)
 			break;
 	pthread_mutex_unlock(&s->lock);
+	/* No request may stay suspended at MHD_stop_daemon() (the manual). */
+	srv_defer_drain(s);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
+	srv_defer_stop(s);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
 	if (s->reaper_running) {
@@ -920,6 +732,9 @@ void srv_free(struct srv *s)
 	pthread_cond_destroy(&s->idle);
 	pthread_cond_destroy(&s->reaper_wake);
 	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->defer_wake);
+	pthread_cond_destroy(&s->defer_idle);
+	pthread_mutex_destroy(&s->defer_mu);
 	free(s);
 }
 
@@ -941,7 +756,7 @@ const char *srv_remote_addr(const struct srv_request *req)
 	if (x->addr[0])
 		return x->addr;
 	ci = MHD_get_connection_info(x->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	format_addr(ci ? ci->client_addr : NULL, x->addr);
+	srv_format_addr(ci ? ci->client_addr : NULL, x->addr);
 	return x->addr;
 }
 

@@ -59,6 +59,12 @@ struct srv_options {
 	 * Open connections at most; 0: no cap of ours (libmicrohttpd's default,
 	 * about 1000).  A connection past the cap is closed at once, before
 	 * anything is read: the client sees its connection closed, not a status.
+	 * The last quarter (max_connections / 4) is reserved for known clients:
+	 * addresses that were answered 2xx to a POST (a webhook, or a guarded
+	 * admin endpoint, so past their credentials) in the last 30 minutes
+	 * (the 64 most recent).  A flood from addresses that never passed
+	 * leaves the Alertmanager room; logged at warn at most every 10 s
+	 * ("connection limit reached: ...", with refused_total).
 	 */
 	unsigned max_connections;
 	/*
@@ -86,7 +92,7 @@ struct srv_options {
 	const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
 	/*
 	 * Open connections per client IP address at most (libmicrohttpd closes
-	 * the excess at accept); 0: no per-IP limit.
+	 * the excess at accept, unlogged); 0: no per-IP limit.
 	 */
 	unsigned max_connections_per_ip;
 };
@@ -198,6 +204,28 @@ void srv_stop(struct srv *s);
 
 /* srv_stop() then free everything; s may be NULL. */
 void srv_free(struct srv *s);
+
+/*
+ * Slow work off the worker threads.  A handler that must spend long on the
+ * CPU before it can answer (a bcrypt: tens of ms) calls srv_defer() and
+ * returns at once: nothing is sent, the request is suspended
+ * (MHD_suspend_connection: it holds no worker thread), fn(arg) runs on the
+ * server's slow-work thread (one; the queue holds 16), then the request is
+ * resumed and the route's handler runs again, on a worker thread, where
+ * srv_deferred(req) returns arg: it answers then.  arg is the server's from
+ * srv_defer() until the request ends, when release(arg) is called (release
+ * may be NULL), whether or not the handler ran again (the client may have
+ * gone).  fn must not block on the network, nor touch req.  Call at most
+ * once per request, from its handler.  srv_stop() waits for queued work.
+ * Errors: ERR_RETRY: the queue is full; nothing was deferred (answer 503
+ * with Retry-After, say) and arg is still the caller's; ERR_INVALID: called
+ * twice for one request, or fn NULL.
+ */
+enum err srv_defer(const struct srv_request *req, void (*fn)(void *arg),
+		   void (*release)(void *arg), void *arg) WARN_UNUSED;
+
+/* In a handler run again after srv_defer(): its arg; NULL in the first run. */
+void *srv_deferred(const struct srv_request *req);
 
 /*
  * Request accessors; they are valid only inside the handler and return

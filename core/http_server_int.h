@@ -1,17 +1,42 @@
 /*
  * http_server_int.h - the parts of the routing server (http_server.c) kept
  * in their own files: the listening socket and TLS files
- * (http_server_listen.c) and the checks of a request's head
- * (http_server_checks.c).  Private to the module: only http_server*.c and
+ * (http_server_listen.c), the checks of a request's head
+ * (http_server_checks.c), the connection table with its caps and deadlines
+ * (http_server_conns.c) and the slow-work threads of srv_defer()
+ * (http_server_defer.c).  Private to the module: only http_server*.c and
  * their unit tests include it.
  */
 #ifndef AB_HTTP_SERVER_INT_H
 #define AB_HTTP_SERVER_INT_H
 
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
 
 #include "buf.h"
 #include "err.h"
+#include "http_server.h"
+
+/* Threads that run srv_defer()'s work, and how many requests may wait for them. */
+#define SRV_DEFER_THREADS 1
+#define SRV_DEFER_QUEUE 16
+
+/* max_connections / this: the connections only known clients may open. */
+#define SRV_RESERVE_DIVISOR 4
+
+/* Addresses remembered as known clients (srv_note_client()), and for how long, in us. */
+#define SRV_KNOWN_SLOTS 64
+#define SRV_KNOWN_TTL_US (30LL * 60 * 1000000)
+
+/* A client whose POST was answered 2xx: it may use the reserved connections. */
+struct known_client {
+	char addr[INET6_ADDRSTRLEN];
+	int64_t until_us;  /* CLOCK_MONOTONIC; 0: empty slot */
+};
+
 
 /*
  * Split a listen address as Prometheus' --web.listen-address writes it:
@@ -62,5 +87,137 @@ enum err srv_open_listener(const char *host, const char *port, const char *liste
  *	own 400.
  */
 const char *srv_check_head(struct MHD_Connection *conn, const char *version);
+
+struct route {
+	char *method;
+	char *path;
+	srv_handler fn;
+	void *ctx;
+	srv_rejected rejected;  /* NULL: none (srv_route_rejected()) */
+	void *rejected_ctx;
+};
+
+/*
+ * One TCP connection, from MHD's "started" notice to its "closed" notice (MHD
+ * sends that before it closes the socket, so fd stays ours while listed).
+ * deadline_us is when the reaper shuts the socket down: the connection is
+ * waiting for a request's headers or body; 0 while a handler runs or a
+ * response goes out.
+ */
+struct conn {
+	struct conn *prev, *next;
+	int fd;
+	int64_t start_us;     /* accept, or the end of the previous response */
+	int64_t deadline_us;  /* 0: none */
+	const char *phase;    /* "headers" or "body": what the deadline waits for */
+	int admitted;         /* counted in srv.nconns (not closed at once for the cap) */
+	char addr[INET6_ADDRSTRLEN];
+};
+
+struct srv {
+	char *listen_address;
+	char *host;  /* "" for all interfaces */
+	char *port;
+	unsigned threads, max_connections, max_per_ip, timeout_s;
+	int64_t header_timeout_us, read_timeout_us;
+	size_t max_body;
+	char *tls_cert, *tls_key, *tls_ca;  /* PEM contents, or NULL */
+
+	struct route *routes;
+	size_t nroutes;
+	srv_observer observer;
+	void *observer_ctx;
+
+	struct MHD_Daemon *daemon;
+	int port_num;
+	int started;
+
+	/* Requests between their first access-handler call and completion. */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;
+	unsigned inflight;
+
+	/* Open connections (under lock) and the reaper that enforces their deadlines. */
+	struct conn *conns;
+	unsigned nconns;
+	unsigned reserve;      /* of max_connections, only for known clients */
+	struct known_client known[SRV_KNOWN_SLOTS];
+	uint64_t refused;      /* closed at once: over max_connections */
+	uint64_t timed_out;    /* closed by the reaper */
+	int64_t last_limit_warn_us;
+	pthread_t reaper;
+	int reaper_running, reaper_stop;
+	pthread_cond_t reaper_wake;
+
+	/* srv_defer(): suspended requests queued for, or run by, the slow-work threads. */
+	pthread_mutex_t defer_mu;
+	pthread_cond_t defer_wake, defer_idle;
+	struct srv_request_impl *defer_head, *defer_tail;
+	unsigned defer_queued;   /* waiting in the queue */
+	unsigned defer_pending;  /* suspended and not resumed yet (queued or running) */
+	pthread_t defer_thread[SRV_DEFER_THREADS];
+	unsigned defer_threads;  /* started */
+	int defer_stop;
+};
+
+/* One request: created on MHD's first callback, freed in request_completed(). */
+struct srv_request_impl {
+	struct srv *srv;
+	struct MHD_Connection *conn;
+	struct conn *tracked;  /* NULL if MHD gave no socket context */
+	const struct route *route;  /* NULL: answered by the server itself */
+	const char *route_label;
+	const char *method_label;
+	struct srv_request req;
+	struct buf body;
+	int64_t start_us;
+	int status;     /* status queued; 0 while none */
+	int has_body;   /* Content-Length > 0 or Transfer-Encoding sent */
+	int too_big;    /* the body passes max_body: read and dropped, then 413 */
+	size_t discarded;  /* bytes of the body read since (all of them, once too_big) */
+	long long content_length;  /* the header's value; -1 when absent (chunked) */
+	char addr[INET6_ADDRSTRLEN];
+	/* srv_defer(): the work, its argument (released at completion) and the queue link. */
+	void (*defer_fn)(void *arg);
+	void (*defer_release)(void *arg);
+	void *defer_arg;
+	int deferring;  /* srv_defer() called in this handler run: answer nothing now */
+	int deferred;   /* the work ran: the handler's next run sees srv_deferred() */
+	struct srv_request_impl *defer_next;
+};
+
+/* The IP address of sa as text ("127.0.0.1" also for v4-mapped IPv6); "" if unknown. */
+void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN]);
+
+/*
+ * The connection table (http_server_conns.c).  srv_on_connection() is MHD's
+ * MHD_OPTION_NOTIFY_CONNECTION callback (cls: the struct srv): it tracks a
+ * new connection, gives it its header deadline, and shuts down at once one
+ * past max_connections, or past max_connections - reserve from an address
+ * that is not a known client.  srv_reap() is the reaper thread's body: it
+ * shuts down connections past their deadline every 100 ms until
+ * s->reaper_stop.  srv_arm_for_headers() sets c's header deadline from now
+ * (under s->lock).  srv_note_client() remembers addr as a known client for
+ * SRV_KNOWN_TTL_US (takes s->lock).
+ */
+void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+		       enum MHD_ConnectionNotificationCode code);
+void *srv_reap(void *arg);
+void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us);
+void srv_note_client(struct srv *s, const char *addr);
+
+/*
+ * The slow-work threads (http_server_defer.c).  srv_defer_start() starts
+ * them at srv_start() (ERR_IO: no thread); srv_defer_drain() waits until no
+ * request is suspended (every queued work has run and its request was
+ * resumed), before MHD_stop_daemon(), which must not find one suspended
+ * (libmicrohttpd manual, MHD_suspend_connection); srv_defer_stop() ends the
+ * threads.  srv_defer_release() frees a request's deferred argument at its
+ * completion.
+ */
+enum err srv_defer_start(struct srv *s) WARN_UNUSED;
+void srv_defer_drain(struct srv *s);
+void srv_defer_stop(struct srv *s);
+void srv_defer_release(struct srv_request_impl *x);
 
 #endif

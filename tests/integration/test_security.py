@@ -411,23 +411,33 @@ def slow_clients_are_cut_off_while_others_are_served():
 
 @runner.case
 def connection_cap_closes_the_excess_and_recovers():
+    """max_connections 8: its last quarter (2) is kept for known clients (a 2xx POST)."""
     srv = Server("cap", SLOW_CONFIG).start()
     held = []
-    try:
-        t0 = time.time()
-        for src in ("127.0.0.1",) * 4 + ("127.0.0.3",) * 4:
-            held.append(connect_from(src, srv.port))
-        time.sleep(0.3)
-        s = connect_from("127.0.0.4", srv.port)
+
+    def closed_at_once(src, what):
+        s = connect_from(src, srv.port)
         took, got = closed_after(s, None, 2)
         s.close()
-        check(took is not None and took < 1.0 and got == b"",
-              "the 9th connection (max_connections 8) is closed at once", (took, got))
+        check(took is not None and took < 1.0 and got == b"", what, (took, got))
+    try:
+        st, _ = legit("127.0.0.2", srv.port, "/v1/webhook", PAYLOAD)
+        eq(st, 200, "127.0.0.2's webhook makes it a known client")
+        t0 = time.time()
+        for src in ("127.0.0.1",) * 3 + ("127.0.0.3",) * 3:
+            held.append(connect_from(src, srv.port))
+        time.sleep(0.3)
+        closed_at_once("127.0.0.4", "the 7th connection, from an unknown client, is closed")
+        st, _ = legit("127.0.0.2", srv.port, "/v1/webhook", PAYLOAD)
+        eq(st, 200, "the known client's webhook is served from the reserve")
+        held += [connect_from("127.0.0.2", srv.port) for _ in range(2)]
+        time.sleep(0.3)
+        closed_at_once("127.0.0.2", "the 9th connection (max_connections 8) is closed")
         # The held, silent connections are reaped at read_header_timeout (2 s): then served.
         status = 0
         while status != 200 and time.time() - t0 < 4.0:
             try:
-                status, _ = legit("127.0.0.2", srv.port)
+                status, _ = legit("127.0.0.4", srv.port)
             except OSError:
                 status = 0
             if status != 200:
@@ -436,8 +446,9 @@ def connection_cap_closes_the_excess_and_recovers():
         took = time.time() - t0
         event("legitimate client served again %.2f s after the flood began" % took)
         check(1.8 <= took <= 4.0, "recovery after read_header_timeout", took)
-        check('msg="connection limit reached: closing new connections" max_connections=8 '
-              'refused_total=1' in srv.logtext(), "the cap is logged")
+        check('msg="connection limit reached: the rest is reserved for known clients" '
+              'max_connections=8 reserved=2 refused_total=1' in srv.logtext(),
+              "the cap is logged")
     finally:
         for h in held:
             h.close()

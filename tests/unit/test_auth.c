@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
@@ -391,6 +392,82 @@ static void web_cache_skips_bcrypt(void **state)
 	auth_free(a);
 }
 
+/* auth_check_cached(): never a bcrypt; ERR_RETRY until auth_check() cached the pair. */
+static void web_cached_check_never_bcrypts(void **state)
+{
+	struct auth *a = web(HASH4, HASH4);
+	struct buf msg = BUF_INIT;
+
+	(void)state;
+	assert_int_equal(auth_check_cached(a, ONCALL_OK, &msg), ERR_RETRY);
+	assert_string_equal(buf_str(&msg), "");
+	assert_int_equal(auth_check_cached(a, ONCALL_WRONG, &msg), ERR_RETRY);
+	/* What needs no bcrypt is answered as auth_check() does. */
+	assert_int_equal(auth_check_cached(a, NULL, &msg), ERR_AUTH);
+	assert_string_equal(buf_str(&msg), "missing Authorization header");
+	assert_int_equal(auth_check_cached(a, "Basic !!!!", &msg), ERR_AUTH);
+	assert_int_equal(auth_check(a, ONCALL_OK, NULL), ERR_OK);
+	assert_int_equal(auth_check_cached(a, ONCALL_OK, NULL), ERR_OK);
+	/* A failure is not cached: still a bcrypt's to tell. */
+	assert_int_equal(auth_check(a, ONCALL_WRONG, NULL), ERR_AUTH);
+	assert_int_equal(auth_check_cached(a, ONCALL_WRONG, NULL), ERR_RETRY);
+	buf_release(&msg);
+	auth_free(a);
+}
+
+/* AUTH_FAIL_BURST failures from one address, then it waits; other addresses do not. */
+static void web_failed_logins_per_client(void **state)
+{
+	struct auth *a = web(HASH4, HASH4);
+	struct auth *open = NULL;
+	unsigned w;
+
+	(void)state;
+	for (int i = 0; i < AUTH_FAIL_BURST; i++) {
+		assert_int_equal(auth_client_wait_s(a, "192.0.2.7"), 0);
+		auth_client_failed(a, "192.0.2.7");
+	}
+	w = auth_client_wait_s(a, "192.0.2.7");
+	assert_true(w >= 1 && w <= AUTH_FAIL_INTERVAL_S);
+	assert_int_equal(auth_client_wait_s(a, "192.0.2.8"), 0);
+	assert_int_equal(auth_client_wait_s(a, NULL), 0);
+	/*
+	 * The table is bounded: 300 other addresses, one failure each, take the
+	 * least penalized slots, not the slot of the one that must wait.
+	 */
+	for (int i = 0; i < 300; i++) {
+		char addr[32];
+		snprintf(addr, sizeof(addr), "10.0.%d.%d", i / 200, i % 200);
+		auth_client_failed(a, addr);
+	}
+	assert_true(auth_client_wait_s(a, "192.0.2.7") >= 1);
+	auth_free(a);
+	assert_int_equal(auth_new_web(NULL, &open, NULL), ERR_OK);
+	auth_client_failed(open, "192.0.2.7");
+	assert_int_equal(auth_client_wait_s(open, "192.0.2.7"), 0);
+	auth_free(open);
+}
+
+/* The format check is libxcrypt's crypt_checksalt(3), plus bcrypt's prefix and length. */
+static void web_hash_format(void **state)
+{
+	const char *bad[] = {
+		"$2x$04$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq6yG", /* legacy $2x$ */
+		"$2y$04$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq6y!", /* not base64 */
+		"$2y$04$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq6y",  /* short */
+		"$6$saltsalt$KsfkKg3KYv7M711Zh34x3OXldfa/YEZZ2dCpwrEHKvXEeEUVGq", /* sha512crypt */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct cfg_pair u = { (char *)"oncall", (char *)bad[i] };
+		struct cfg_web_auth wa = { &u, 1 };
+		struct auth *a = NULL;
+
+		assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_INVALID);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -412,6 +489,9 @@ int main(void)
 		cmocka_unit_test(web_open_without_users),
 		cmocka_unit_test(web_rejects_bad_users),
 		cmocka_unit_test(web_cache_skips_bcrypt),
+		cmocka_unit_test(web_cached_check_never_bcrypts),
+		cmocka_unit_test(web_failed_logins_per_client),
+		cmocka_unit_test(web_hash_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

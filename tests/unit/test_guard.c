@@ -1,7 +1,8 @@
 /*
  * test_guard.c - web.auth in front of a route (web/guard.c), on a real server
  * on 127.0.0.1: 401 with WWW-Authenticate and no call of the route without
- * valid credentials, the route's own answer with them, open without users;
+ * valid credentials, the route's own answer with them, open without users,
+ * a client past its failed logins slowed down (429);
  * and the guard of state-changing routes (struct guard_admin): the webhook's
  * credentials or a web.auth admin, whichever is configured.
  */
@@ -103,6 +104,45 @@ static void open_without_users(void **state)
 	assert_int_equal(r.status, 200);
 	hfx_reply_release(&r);
 	assert_int_equal(hfx_calls(&sn), 1);
+	srv_free(s);
+	auth_free(a);
+	pthread_mutex_destroy(&sn.lock);
+}
+
+/*
+ * Issue 19 item 1: each wrong password costs a bcrypt, so a client address
+ * gets AUTH_FAIL_BURST of them, then 429 with Retry-After and no bcrypt; a
+ * pair the cache knows still passes (the admin's page keeps polling).
+ */
+static void failed_logins_slow_the_client_down(void **state)
+{
+	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
+	struct cfg_web_auth wa = { &user, 1 };
+	struct seen sn;
+	struct auth *a = NULL;
+	struct guard g;
+	struct srv *s;
+	struct reply r;
+
+	(void)state;
+	assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_OK);
+	s = serve(&g, &sn, a);
+	fetch(s, GOOD, &r);
+	assert_int_equal(r.status, 200);
+	hfx_reply_release(&r);
+	for (int i = 0; i < AUTH_FAIL_BURST; i++) {
+		fetch(s, BAD, &r);
+		assert_int_equal(r.status, 401);
+		hfx_reply_release(&r);
+	}
+	fetch(s, BAD, &r);
+	assert_int_equal(r.status, 429);
+	assert_non_null(strstr(buf_str(&r.headers), "Retry-After: "));
+	hfx_reply_release(&r);
+	fetch(s, GOOD, &r);
+	assert_int_equal(r.status, 200);
+	hfx_reply_release(&r);
+	assert_int_equal(hfx_calls(&sn), 2);
 	srv_free(s);
 	auth_free(a);
 	pthread_mutex_destroy(&sn.lock);
@@ -314,6 +354,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(guards_the_route),
 		cmocka_unit_test(open_without_users),
+		cmocka_unit_test(failed_logins_slow_the_client_down),
 		cmocka_unit_test(admin_guard_wants_an_admin_without_webhook_credentials),
 		cmocka_unit_test(admin_guard_takes_the_webhook_token_or_an_admin),
 		cmocka_unit_test(admin_guard_webhook_token_alone),

@@ -1,0 +1,214 @@
+/*
+ * http_server_conns.c - the server's connection table (http_server_int.h):
+ * every open connection with its deadline, the caps that close a new
+ * connection at once (max_connections, and its reserve for known clients),
+ * and the reaper thread that shuts down connections past their deadline.
+ */
+#include "http_server_int.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "clock.h"
+#include "log.h"
+#include "xalloc.h"
+
+#include "banned.h"
+
+#define REAP_PERIOD_MS 100
+#define LIMIT_WARN_EVERY_US (10 * 1000000)
+
+/* The IP address of sa as text ("127.0.0.1" also for v4-mapped IPv6); "" if unknown. */
+void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
+{
+	out[0] = '\0';
+	if (!sa)
+		return;
+	if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)(const void *)sa;
+		if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+			inet_ntop(AF_INET, &a6->sin6_addr.s6_addr[12], out, INET6_ADDRSTRLEN);
+		else
+			inet_ntop(AF_INET6, &a6->sin6_addr, out, INET6_ADDRSTRLEN);
+	} else if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *a4 = (const struct sockaddr_in *)(const void *)sa;
+		inet_ntop(AF_INET, &a4->sin_addr, out, INET6_ADDRSTRLEN);
+	}
+}
+
+/* Wait for a request's headers: from now, at most min(header, read timeout). */
+void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us)
+{
+	c->start_us = now_us;
+	c->deadline_us = now_us + s->header_timeout_us;
+	c->phase = "headers";
+}
+
+/*
+ * Warn that a cap closed connections (msg says which), at most every
+ * LIMIT_WARN_EVERY_US; under s->lock.
+ */
+static void warn_limit(struct srv *s, int64_t now, const char *msg)
+{
+	struct log_line *l;
+
+	if (s->last_limit_warn_us && now - s->last_limit_warn_us < LIMIT_WARN_EVERY_US)
+		return;
+	s->last_limit_warn_us = now;
+	l = log_begin(LOG_WARN, msg);
+	log_int(l, "max_connections", s->max_connections);
+	if (s->reserve)
+		log_int(l, "reserved", s->reserve);
+	log_int(l, "refused_total", (int64_t)s->refused);
+	log_end(l);
+}
+
+/* Is addr a known client, not expired?  Under s->lock. */
+static int is_known(const struct srv *s, const char *addr, int64_t now)
+{
+	for (int i = 0; i < SRV_KNOWN_SLOTS; i++)
+		if (s->known[i].until_us > now && !strcmp(s->known[i].addr, addr))
+			return 1;
+	return 0;
+}
+
+void srv_note_client(struct srv *s, const char *addr)
+{
+	int64_t now = clock_mono_us();
+	int slot = 0;
+
+	if (!*addr)
+		return;
+	pthread_mutex_lock(&s->lock);
+	/* Its own slot if it has one, else the one that expires first (empty ones: 0). */
+	for (int i = 0; i < SRV_KNOWN_SLOTS; i++) {
+		if (!strcmp(s->known[i].addr, addr)) {
+			slot = i;
+			break;
+		}
+		if (s->known[i].until_us < s->known[slot].until_us)
+			slot = i;
+	}
+	memcpy(s->known[slot].addr, addr, sizeof(s->known[slot].addr));
+	s->known[slot].until_us = now + SRV_KNOWN_TTL_US;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/*
+ * Whether a new connection from addr is closed at once, and the warning's
+ * message (under s->lock): past max_connections for anyone, past
+ * max_connections - reserve for clients that are not known.
+ */
+static const char *over_cap(const struct srv *s, const char *addr, int64_t now)
+{
+	if (!s->max_connections)
+		return NULL;
+	if (s->nconns >= s->max_connections)
+		return "connection limit reached: closing new connections";
+	if (s->nconns >= s->max_connections - s->reserve && !is_known(s, addr, now))
+		return "connection limit reached: the rest is reserved for known clients";
+	return NULL;
+}
+
+/*
+ * MHD's connection notices.  A new connection is tracked and given its
+ * header deadline; past the cap (over_cap()) it is shut down at once (MHD
+ * then reads EOF and closes it), so the client sees its connection closed
+ * rather than waiting in the kernel's backlog.  The reserve is checked at
+ * accept, by address: nothing else is known yet, and a known client's
+ * address is what passed credentials before.
+ */
+void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct srv *s = cls;
+	struct conn *c = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+	const char *why;
+	int64_t now = clock_mono_us();
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!c)
+			return;
+		pthread_mutex_lock(&s->lock);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			s->conns = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		if (c->admitted)
+			s->nconns--;
+		pthread_mutex_unlock(&s->lock);
+		free(c);
+		*socket_context = NULL;
+		return;
+	}
+	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci)
+		return;
+	c = xcalloc(1, sizeof(*c));
+	c->fd = ci->connect_fd;
+	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	srv_format_addr(ci ? ci->client_addr : NULL, c->addr);
+	pthread_mutex_lock(&s->lock);
+	c->next = s->conns;
+	if (s->conns)
+		s->conns->prev = c;
+	s->conns = c;
+	why = over_cap(s, c->addr, now);
+	if (why) {
+		s->refused++;
+		warn_limit(s, now, why);
+		shutdown(c->fd, SHUT_RDWR);
+	} else {
+		c->admitted = 1;
+		s->nconns++;
+		srv_arm_for_headers(s, c, now);
+	}
+	pthread_mutex_unlock(&s->lock);
+	*socket_context = c;
+}
+
+/*
+ * The reaper: every REAP_PERIOD_MS, shut down the connections past their
+ * deadline.  shutdown(2) rather than close(2): the socket stays MHD's, which
+ * sees EOF and closes it (and sends us the "closed" notice) itself.
+ */
+void *srv_reap(void *arg)
+{
+	struct srv *s = arg;
+	struct timespec ts;
+	struct conn *c;
+	int64_t now;
+
+	pthread_mutex_lock(&s->lock);
+	while (!s->reaper_stop) {
+		now = clock_mono_us();
+		for (c = s->conns; c; c = c->next) {
+			struct log_line *l;
+			if (!c->deadline_us || now < c->deadline_us)
+				continue;
+			shutdown(c->fd, SHUT_RDWR);
+			s->timed_out++;
+			l = log_begin(LOG_INFO, "closed a slow connection");
+			log_str(l, "remote_addr", c->addr);
+			log_str(l, "waiting_for", c->phase);
+			log_int(l, "after_ms", (now - c->start_us) / 1000);
+			log_end(l);
+			c->deadline_us = 0;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += REAP_PERIOD_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&s->reaper_wake, &s->lock, &ts);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return NULL;
+}
