@@ -76,7 +76,7 @@ struct cfg_webhook {
 					 * limit, and the whole request must arrive within it */
 	int64_t read_header_timeout_ms; /* webhook.read_header_timeout, default 10s, at most
 					 * read_timeout: a request's headers must arrive within it */
-	unsigned max_connections_per_ip; /* default 0: no per-IP cap */
+	unsigned max_connections_per_ip; /* default 64; 0: no per-IP cap */
 	unsigned threads;               /* default 4 */
 };
 

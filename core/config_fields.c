@@ -794,6 +794,7 @@ void cfg_defaults(struct config *cfg)
 	cfg->webhook.max_body_bytes = 16777216;  /* 10,000 alerts of up to 1.6 KB (README) */
 	cfg->webhook.max_alerts = 10000;
 	cfg->webhook.max_connections = 256;
+	cfg->webhook.max_connections_per_ip = 64;
 	cfg->webhook.read_timeout_ms = 30 * MS_S;
 	cfg->webhook.read_header_timeout_ms = 10 * MS_S;
 	cfg->webhook.threads = 4;
