@@ -197,7 +197,7 @@ static void every_default(void **state)
 	assert_int_equal(cfg->webhook.max_connections, 256);
 	assert_int_equal(cfg->webhook.read_timeout_ms, 30 * S);
 	assert_int_equal(cfg->webhook.read_header_timeout_ms, 10 * S);
-	assert_int_equal(cfg->webhook.max_connections_per_ip, 0);
+	assert_int_equal(cfg->webhook.max_connections_per_ip, 64);
 	assert_int_equal(cfg->webhook.threads, 4);
 	assert_string_equal(cfg->github.api_url, "https://api.github.com");
 	assert_int_equal(cfg->github.body_update_interval_ms, 60 * S);
