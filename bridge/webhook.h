@@ -95,7 +95,8 @@ void webhook_free(struct webhook *w);
  *     auth_check() fails on the Authorization header.
  * 415 {"error":"unsupported Content-Type: want application/json"} unless the
  *     Content-Type is application/json, case-insensitive, parameters such as
- *     "; charset=utf-8" allowed.  (413 is the server's, before the handler.)
+ *     "; charset=utf-8" allowed.  (A body over max_body_bytes gets the server's
+ *     413 before the handler runs; webhook_rejected() counts it.)
  * 400 {"error": <am_error.message>, "field": <am_error.field>} when am_parse()
  *     rejects the body: not JSON, or its envelope is not a version-4 payload
  *     (the group's fields, "alerts" not an array of 1..max_alerts objects);
