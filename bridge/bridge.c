@@ -207,6 +207,9 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	b->group = group_new(&(struct group_options){ opts->store, b->gh,
 						      g->body_update_interval_ms, group_body, b });
 	b->repos = repos_new(b->gh, opts->store, 0);
+	b->silencer = silencer_new(&(struct silencer_options){
+		opts->store, opts->metrics, opts->user_agent, opts->retry_base_ms,
+		opts->retry_max_ms });
 	gh_stats(b->gh, &b->last_stats);
 	pthread_mutex_init(&b->budget_mu, NULL);
 	b->budget = b->last_stats;
@@ -1015,8 +1018,13 @@ int bridge_step(struct bridge *b)
 	}
 	rc = store_next_event(b->opts.store, "bridge", w.now_ms, &w.ev);
 	if (rc == ERR_NOTFOUND) {
-		update_gauges(b, 1);
-		return 0;
+		/* Then the commands from GitHub comments (bridge/silence.h). */
+		int r = silence_step(b->silencer, b->opts.cfg, b->gh, w.now_ms);
+
+		if (r < 0)
+			return store_failed(b, w.now_ms);
+		update_gauges(b, !r);
+		return r;
 	}
 	if (rc)
 		return store_failed(b, w.now_ms);
@@ -1096,6 +1104,7 @@ void bridge_free(struct bridge *b)
 	storm_free(b->storm);
 	repos_free(b->repos);
 	group_free(b->group);
+	silencer_free(b->silencer);
 	gh_client_free(b->gh);
 	free(b->html_base);
 	reload_release(b->opts.reload, b->gen);

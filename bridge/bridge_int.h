@@ -13,6 +13,7 @@
 #include "bridge/bridge.h"
 #include "bridge/group.h"
 #include "bridge/issue.h"
+#include "bridge/silence.h"
 #include "core/backoff.h"
 #include "core/buf.h"
 #include "core/clock.h"
@@ -29,6 +30,7 @@ struct bridge {
 	struct storm *storm;  /* alert storms: bridge/storm.h */
 	struct repos *repos;  /* repositories GitHub says are missing: bridge/repos.h */
 	struct group *group;  /* issue_per: group body updates: bridge/group.h */
+	struct silencer *silencer;  /* commands from GitHub comments: bridge/silence.h */
 	const struct reload_gen *gen;  /* the generation opts.cfg and opts.render are from */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
 	pthread_t thread;

@@ -550,6 +550,16 @@ static void janitor_free(struct cfg_janitor *j)
 	free(j->leader_election.identity);
 }
 
+static void alertmanager_free(struct cfg_alertmanager *a)
+{
+	free(a->url);
+	free(a->bearer_token_file);
+	wipe_free(a->bearer_token);
+	free(a->basic_auth.username);
+	free(a->basic_auth.password_file);
+	wipe_free(a->basic_auth.password);
+}
+
 void cfg_free(struct config *cfg)
 {
 	if (!cfg)
@@ -587,9 +597,13 @@ void cfg_free(struct config *cfg)
 		wipe_free(gc->app.private_key);
 	}
 	free(cfg->github.credentials);
+	free(cfg->github.webhook_secret_file);
+	wipe_free(cfg->github.webhook_secret);
+	alertmanager_free(&cfg->alertmanager);
 	for (size_t i = 0; cfg->receivers && i < cfg->receivers_count; i++) {
 		struct cfg_receiver *r = &cfg->receivers[i];
 
+		alertmanager_free(&r->alertmanager);
 		free(r->name);
 		free(r->repo);
 		list_free(&r->labels);

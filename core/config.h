@@ -114,6 +114,28 @@ struct cfg_github {
 	                                    least time between two rewrites of one issue body
 	                                    (issue_per: group member lists, storm summaries) */
 	int dry_run;                /* default 0; callers also dry-run without credentials */
+	/*
+	 * github.webhook_secret_file: the secret of the repository's webhook
+	 * (POST /v1/github/webhook, bridge/gh_webhook.h); NULL: that endpoint
+	 * answers 404.  Read again on reload.
+	 */
+	char *webhook_secret_file;  /* resolved path, or NULL */
+	char *webhook_secret;       /* SECRET */
+};
+
+/*
+ * alertmanager: the Alertmanager whose API v2 the silences from GitHub
+ * issues are made in (core/am_api.h).  Top level, and per receiver: a
+ * receiver without its own url takes the top level's whole; one with a url
+ * takes the top level's timeout and max_silence unless it sets them.
+ */
+struct cfg_alertmanager {
+	char *url;                  /* http(s)://..., no trailing '/'; NULL: no silences */
+	char *bearer_token_file;    /* resolved path, or NULL */
+	char *bearer_token;         /* SECRET, or NULL */
+	struct cfg_basic_auth basic_auth; /* exclusive with the bearer token */
+	int64_t timeout_ms;         /* default 10s */
+	int64_t max_silence_ms;     /* the longest /silence, default 7d */
 };
 
 /* Template paths; NULL means the built-in default template. */
@@ -181,6 +203,7 @@ struct cfg_receiver {
 	struct cfg_storm storm;
 	struct cfg_route *routes;     /* in file order: the first whose matchers all match wins */
 	size_t routes_count;
+	struct cfg_alertmanager alertmanager; /* the effective one (see struct cfg_alertmanager) */
 };
 
 enum cfg_owned {
@@ -282,6 +305,7 @@ struct config {
 	struct cfg_log log;
 	struct cfg_webhook webhook;
 	struct cfg_github github;
+	struct cfg_alertmanager alertmanager;
 	struct cfg_receiver *receivers; /* in file order; at least one unless the janitor is on */
 	size_t receivers_count;
 	struct cfg_janitor janitor;

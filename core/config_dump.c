@@ -359,6 +359,31 @@ static void dump_github(struct emitter *y, const struct cfg_github *g)
 	kv_dur(y, "timeout", g->timeout_ms);
 	kv_dur(y, "body_update_interval", g->body_update_interval_ms);
 	kv_bool(y, "dry_run", g->dry_run);
+	if (g->webhook_secret_file)
+		kv_secret(y, "webhook_secret_file", g->webhook_secret_file, "webhook_secret",
+			  g->webhook_secret);
+	map_end(y);
+}
+
+/* The top-level alertmanager, when it names a url (receivers take it as their own). */
+static void dump_alertmanager(struct emitter *y, const struct cfg_alertmanager *a)
+{
+	if (!a->url)
+		return;
+	plain(y, "alertmanager");
+	map_start(y, 0);
+	kv_str(y, "url", a->url);
+	kv_secret(y, "bearer_token_file", a->bearer_token_file, "bearer_token", a->bearer_token);
+	if (a->basic_auth.username) {
+		plain(y, "basic_auth");
+		map_start(y, 0);
+		kv_str(y, "username", a->basic_auth.username);
+		kv_secret(y, "password_file", a->basic_auth.password_file, "password",
+			  a->basic_auth.password);
+		map_end(y);
+	}
+	kv_dur(y, "timeout", a->timeout_ms);
+	kv_dur(y, "max_silence", a->max_silence_ms);
 	map_end(y);
 }
 
@@ -385,6 +410,7 @@ static void dump_document(struct emitter *y, const struct config *cfg)
 	dump_webhook(y, &cfg->webhook);
 	dump_web(y, &cfg->web);
 	dump_github(y, &cfg->github);
+	dump_alertmanager(y, &cfg->alertmanager);
 	plain(y, "receivers");
 	seq_start(y, cfg->receivers_count == 0);
 	for (size_t i = 0; i < cfg->receivers_count; i++)

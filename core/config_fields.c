@@ -422,8 +422,29 @@ static const struct field github_fields[] = {
 	DUR(struct cfg_github, "timeout", timeout_ms, 1),
 	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
+	SECRET(struct cfg_github, "webhook_secret_file", webhook_secret_file, webhook_secret),
 };
 FIELDSET(github_set, github_fields, check_github);
+
+static enum err check_alertmanager(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_alertmanager *a = obj;
+	enum err rc = exclusive(c, map, path, "bearer_token_file", a->bearer_token_file,
+				"basic_auth", a->basic_auth.username);
+
+	if (rc == ERR_OK && (a->url || a->bearer_token_file || a->basic_auth.username))
+		rc = check_url(c, map, path, "url", a->url);
+	return rc;
+}
+
+static const struct field alertmanager_fields[] = {
+	FLD(struct cfg_alertmanager, "url", F_STR, url),
+	SECRET(struct cfg_alertmanager, "bearer_token_file", bearer_token_file, bearer_token),
+	MAP(struct cfg_alertmanager, "basic_auth", basic_auth, basic_auth_set),
+	DUR(struct cfg_alertmanager, "timeout", timeout_ms, 1),
+	DUR(struct cfg_alertmanager, "max_silence", max_silence_ms, 1),
+};
+FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
 
 static const struct field templates_fields[] = {
 	FLD(struct cfg_templates, "title", F_PATH, title),
@@ -604,6 +625,7 @@ static const struct field receiver_fields[] = {
 	MAP(struct cfg_receiver, "storm", storm, storm_set),
 	/* parse_routes fills both routes and its count: it gets the struct. */
 	{ .key = "routes", .type = F_FUNC, .off = 0, .fn = parse_routes },
+	MAP(struct cfg_receiver, "alertmanager", alertmanager, alertmanager_set),
 };
 FIELDSET(receiver_set, receiver_fields, check_receiver);
 
@@ -744,6 +766,7 @@ static const struct field root_fields[] = {
 	MAP(struct config, "log", log, log_set),
 	MAP(struct config, "webhook", webhook, webhook_set),
 	MAP(struct config, "github", github, github_set),
+	MAP(struct config, "alertmanager", alertmanager, alertmanager_set),
 	{ .key = "receivers", .type = F_FUNC, .off = 0, .fn = parse_receivers },
 	MAP(struct config, "janitor", janitor, janitor_set),
 	MAP(struct config, "web", web, web_set),
@@ -752,6 +775,22 @@ const struct fieldset cfg_root_set = { root_fields,
 				      sizeof(root_fields) / sizeof(root_fields[0]), check_root };
 
 /* ---- defaults and lists of records ---- */
+
+void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alertmanager *top)
+{
+	if (!r->url) {
+		r->url = dup_or_null(top->url);
+		r->bearer_token_file = dup_or_null(top->bearer_token_file);
+		r->bearer_token = dup_or_null(top->bearer_token);
+		r->basic_auth.username = dup_or_null(top->basic_auth.username);
+		r->basic_auth.password_file = dup_or_null(top->basic_auth.password_file);
+		r->basic_auth.password = dup_or_null(top->basic_auth.password);
+	}
+	if (!r->timeout_ms)
+		r->timeout_ms = top->timeout_ms;
+	if (!r->max_silence_ms)
+		r->max_silence_ms = top->max_silence_ms;
+}
 
 static void receiver_defaults(struct cfg_receiver *r)
 {
@@ -803,6 +842,8 @@ void cfg_defaults(struct config *cfg)
 	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
 	cfg->github.body_update_interval_ms = 60 * MS_S;
+	cfg->alertmanager.timeout_ms = 10 * MS_S;
+	cfg->alertmanager.max_silence_ms = 7 * MS_D;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
 	cfg->janitor.dry_run = 1;
 	cfg->janitor.exclude_namespaces.items = xcalloc(2, sizeof(char *));
@@ -965,6 +1006,8 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 		return rc;
 	if (!le->identity)
 		le->identity = hostname();
+	for (size_t i = 0; i < cfg->receivers_count; i++)
+		cfg_alertmanager_inherit(&cfg->receivers[i].alertmanager, &cfg->alertmanager);
 	/* GITHUB_TOKEN only when no file and no app names credentials. */
 	env = getenv("GITHUB_TOKEN");
 	if (!cfg->github.token_file && !cfg->github.app.app_id && env && *env) {

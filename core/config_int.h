@@ -121,6 +121,12 @@ enum err cfg_check_secret_file(struct ctx *c, yaml_node_t *node, const char *pat
  * never quotes a password.  config_database.c.
  */
 enum err cfg_check_database(struct ctx *c, yaml_node_t *map, struct config *cfg);
+/*
+ * A receiver's alertmanager r after the file is read: without its own url it
+ * takes top's whole (strings copied), else top's timeout and max_silence
+ * where it set none (config_fields.c).
+ */
+void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alertmanager *top);
 /* Set every default of a fresh cfg (config_fields.c). */
 void cfg_defaults(struct config *cfg);
 

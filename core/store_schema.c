@@ -191,6 +191,27 @@ static const char *const sqlite_migrations[] = {
 	 */
 	"ALTER TABLE issues ADD COLUMN etag TEXT;"
 	"ALTER TABLE issues ADD COLUMN labels TEXT;",
+	/*
+	 * 11: silences from GitHub issues (store_silences.h): the deliveries
+	 * taken (X-GitHub-Delivery, pruned after database_retention), the
+	 * silences made for a map row, and the map row of an issue by number.
+	 */
+	"CREATE TABLE gh_deliveries ("
+	"  id TEXT PRIMARY KEY,"
+	"  received_at_ms INTEGER NOT NULL"
+	");"
+	"CREATE INDEX gh_deliveries_age ON gh_deliveries (received_at_ms);"
+	"CREATE TABLE silences ("
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  silence_id TEXT NOT NULL,"
+	"  created_by TEXT NOT NULL,"
+	"  ends_at_ms INTEGER NOT NULL,"
+	"  created_at_ms INTEGER NOT NULL,"
+	"  expired_at_ms INTEGER NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (receiver, key, silence_id)"
+	");"
+	"CREATE INDEX issues_number ON issues (number);",
 };
 
 /*
@@ -341,6 +362,27 @@ static const char *const pg_migrations[] = {
 	"CREATE INDEX group_states_dirty ON group_states (next_sync_ms) WHERE dirty = 1;",
 	/* 4..10: in steps 1..3 on PostgreSQL. */
 	"", "", "", "", "", "", "",
+	/*
+	 * 11: silences from GitHub issues (store_silences.h): the deliveries
+	 * taken (X-GitHub-Delivery, pruned after database_retention), the
+	 * silences made for a map row, and the map row of an issue by number.
+	 */
+	"CREATE TABLE gh_deliveries ("
+	"  id TEXT PRIMARY KEY,"
+	"  received_at_ms BIGINT NOT NULL"
+	");"
+	"CREATE INDEX gh_deliveries_age ON gh_deliveries (received_at_ms);"
+	"CREATE TABLE silences ("
+	"  receiver TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  silence_id TEXT NOT NULL,"
+	"  created_by TEXT NOT NULL,"
+	"  ends_at_ms BIGINT NOT NULL,"
+	"  created_at_ms BIGINT NOT NULL,"
+	"  expired_at_ms BIGINT NOT NULL DEFAULT 0,"
+	"  PRIMARY KEY (receiver, key, silence_id)"
+	");"
+	"CREATE INDEX issues_number ON issues (number);",
 };
 
 #define N_SQLITE ((int)(sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0])))

@@ -293,7 +293,10 @@ class FakeGitHub:
         nothing done), "respond_after" (do the request, then answer status/headers/body
         instead: a 5xx after the write, or a 2xx whose body is unreadable), "drop" (close the
         connection without an answer, nothing done), "drop_after" (do the request, then close
-        without an answer), "delay" (sleep delay_ms, then do it and answer normally),
+        without an answer), "delay" (sleep delay_ms, then do it and answer normally: a slow
+        GitHub that finishes a write after the client's timeout, the client gone; GitHub
+        documents no idempotency key or replay protection for POST, so a write a client gave
+        up on may still land, and landing after a look for it is what duplicates),
         "delay_after" (do the request, sleep delay_ms, then answer: past the client's timeout
         the write is done and its answer lost).  A body that is a str is sent as text/plain."""
         if action not in FAULT_ACTIONS:
@@ -327,6 +330,31 @@ class FakeGitHub:
             now = self.now()
             i.update(state="closed", state_reason=state_reason, closed_at=now, updated_at=now,
                      closed_by="a-human")
+
+    def human_comment(self, repo, number, login, body, association="MEMBER", user_type="User"):
+        """A person's comment on issue number ("Create an issue comment" as login would): it is
+        kept as GitHub keeps it, with author_association (OWNER, MEMBER, COLLABORATOR,
+        CONTRIBUTOR, FIRST_TIME_CONTRIBUTOR, FIRST_TIMER, NONE: "Webhook events and payloads",
+        issue_comment), and the issue_comment event GitHub would deliver for it is returned
+        (action "created", comment, issue, repository, sender); send it with send_webhook()."""
+        with self.lock:
+            r = self.repos[repo.lower()]
+            i = r["issues"][int(number)]
+            now = self.now()
+            cid = self._id()
+            user = dict(self._user(login), type=user_type)
+            c = {"id": cid, "node_id": "IC_%d" % cid,
+                 "url": "%s/repos/%s/issues/comments/%d" % (self.url, r["full_name"], cid),
+                 "html_url": "https://github.com/%s/issues/%d#issuecomment-%d" % (
+                     r["full_name"], i["number"], cid),
+                 "issue_url": "%s/repos/%s/issues/%d" % (self.url, r["full_name"], i["number"]),
+                 "body": body, "user": user, "created_at": iso(now), "updated_at": iso(now),
+                 "author_association": association}
+            r["comments"].setdefault(i["number"], []).append(c)
+            i["updated_at"] = now
+            return {"action": "created", "comment": copy.deepcopy(c),
+                    "issue": self._issue_json(r, i), "repository": self._repo_json(r),
+                    "sender": user}
 
     def human_reopen(self, repo, number):
         """A person reopens the closed issue in the web UI (not recorded as a request)."""
@@ -1044,6 +1072,43 @@ class FakeHandler(BaseHTTPRequestHandler):
             self.close_connection = True
 
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _handle
+
+
+def webhook_signature(secret, body):
+    """X-Hub-Signature-256 of body (bytes): "sha256=" + the hex HMAC-SHA256 keyed with the
+    webhook's secret (GitHub Docs, "Validating webhook deliveries")."""
+    import hmac
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def send_webhook(url, secret, event, payload, delivery=None, signature=None, timeout_s=10):
+    """POST one webhook delivery as GitHub sends it ("Webhook events and payloads", "Delivery
+    headers"): JSON body, Content-Type application/json, User-Agent GitHub-Hookshot/<id>,
+    X-GitHub-Event, X-GitHub-Delivery (a GUID; give the same one to redeliver),
+    X-GitHub-Hook-ID, X-Hub-Signature-256 (secret None: no signature; signature given: that
+    header as is).  Returns (status, parsed JSON body or text, delivery)."""
+    import urllib.request
+    import uuid
+    body = json.dumps(payload).encode()
+    delivery = delivery or str(uuid.uuid4())
+    headers = {"Content-Type": "application/json", "User-Agent": "GitHub-Hookshot/044aadd",
+               "X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
+               "X-GitHub-Hook-ID": "292430182",
+               "X-GitHub-Hook-Installation-Target-Type": "repository"}
+    if signature is not None:
+        headers["X-Hub-Signature-256"] = signature
+    elif secret is not None:
+        headers["X-Hub-Signature-256"] = webhook_signature(secret, body)
+    req = urllib.request.Request(url, data=body, method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            status, text = resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read().decode()
+    try:
+        return status, json.loads(text), delivery
+    except ValueError:
+        return status, text, delivery
 
 
 def main(argv=None):

@@ -1,0 +1,187 @@
+/*
+ * store_silences.c - the GitHub deliveries taken, the map row of an issue,
+ * and the silences made for map rows (store_silences.h): tables
+ * gh_deliveries and silences of schema version 11, run with per-call
+ * statements (store_sq()): the webhook from GitHub and the silence worker
+ * are rare next to the intake.
+ */
+#include "store_int.h"
+#include "store_silences.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+#include "banned.h"
+
+/* Log an ERR_DB of what and release msg; returns rc. */
+static enum err done(enum err rc, const char *what, struct buf *msg)
+{
+	if (rc == ERR_DB)
+		store_log_db(what, msg);
+	buf_release(msg);
+	return rc;
+}
+
+enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
+			     int *fresh)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	*fresh = 0;
+	if (!st || store_empty(id))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_begin(st, &msg);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
+			      "prune deliveries", &msg, NULL, "i", now_ms - keep_ms);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
+			      "ON CONFLICT (id) DO NOTHING", "take delivery", &msg, NULL, "ti", id,
+			      now_ms);
+	if (rc == ERR_OK) {
+		*fresh = db_changes(st->db) == 1;
+		rc = store_commit(st, &msg);
+	}
+	if (rc != ERR_OK) {
+		store_rollback(st);
+		*fresh = 0;
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	return done(rc, "take delivery", &msg);
+}
+
+enum err store_delivery_drop(struct store *st, const char *id)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st || store_empty(id))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "DELETE FROM gh_deliveries WHERE id = ?1", "drop delivery", &msg, NULL,
+		      "t", id);
+	pthread_mutex_unlock(&st->db_mu);
+	return done(rc, "drop delivery", &msg);
+}
+
+enum err store_issue_by_number(struct store *st, const char *repo, int64_t number,
+			       char **receiver, char **key)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *rows = NULL;
+	enum err rc;
+
+	*receiver = *key = NULL;
+	if (!st || store_empty(repo) || number <= 0)
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "SELECT receiver, key FROM issues WHERE number = ?1 AND "
+		      "lower(repo) = lower(?2) ORDER BY receiver, key LIMIT 1", "issue by number",
+		      &msg, &rows, "it", number, repo);
+	if (rc == ERR_OK) {
+		rc = store_step_row(st, rows, "issue by number", &msg);
+		if (rc == ERR_OK) {
+			*receiver = store_col_str(rows, 0);
+			*key = store_col_str(rows, 1);
+		}
+		db_finalize(rows);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	return done(rc, "issue by number", &msg);
+}
+
+enum err store_silence_put(struct store *st, const struct store_silence *s)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st || !s || store_empty(s->receiver) || store_empty(s->key) ||
+	    store_empty(s->silence_id) || store_empty(s->created_by))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "INSERT INTO silences (receiver, key, silence_id, created_by, ends_at_ms, "
+		      "created_at_ms, expired_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
+		      "ON CONFLICT (receiver, key, silence_id) DO UPDATE SET "
+		      "created_by = excluded.created_by, ends_at_ms = excluded.ends_at_ms, "
+		      "expired_at_ms = excluded.expired_at_ms", "record silence", &msg, NULL,
+		      "ttttiii", s->receiver, s->key, s->silence_id, s->created_by, s->ends_at_ms,
+		      s->created_at_ms, s->expired_at_ms);
+	pthread_mutex_unlock(&st->db_mu);
+	return done(rc, "record silence", &msg);
+}
+
+enum err store_silence_active(struct store *st, const char *receiver, const char *key,
+			      int64_t now_ms, struct store_silence **out, size_t *n)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *rows = NULL;
+	size_t cap = 0;
+	enum err rc;
+
+	*out = NULL;
+	*n = 0;
+	if (!st || store_empty(receiver) || store_empty(key))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "SELECT silence_id, created_by, ends_at_ms, created_at_ms FROM silences "
+		      "WHERE receiver = ?1 AND key = ?2 AND expired_at_ms = 0 AND ends_at_ms > ?3 "
+		      "ORDER BY created_at_ms DESC, silence_id", "active silences", &msg, &rows,
+		      "tti", receiver, key, now_ms);
+	while (rc == ERR_OK && (rc = store_step_row(st, rows, "active silences", &msg)) == ERR_OK) {
+		struct store_silence *s;
+
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 4;
+			*out = xreallocarray(*out, cap, sizeof(**out));
+		}
+		s = &(*out)[(*n)++];
+		memset(s, 0, sizeof(*s));
+		s->receiver = xstrdup(receiver);
+		s->key = xstrdup(key);
+		s->silence_id = store_col_str(rows, 0);
+		s->created_by = store_col_str(rows, 1);
+		s->ends_at_ms = db_col_int(rows, 2);
+		s->created_at_ms = db_col_int(rows, 3);
+	}
+	if (rows)
+		db_finalize(rows);
+	if (rc == ERR_NOTFOUND)
+		rc = ERR_OK;
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc != ERR_OK) {
+		store_silences_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	return done(rc, "active silences", &msg);
+}
+
+enum err store_silence_expired(struct store *st, const char *receiver, const char *key,
+			       const char *silence_id, int64_t now_ms)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	if (!st || store_empty(receiver) || store_empty(key) || store_empty(silence_id))
+		return ERR_INVALID;
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "UPDATE silences SET expired_at_ms = ?4 WHERE receiver = ?1 AND key = ?2 "
+		      "AND silence_id = ?3", "expire silence", &msg, NULL, "ttti", receiver, key,
+		      silence_id, now_ms);
+	pthread_mutex_unlock(&st->db_mu);
+	return done(rc, "expire silence", &msg);
+}
+
+void store_silences_free(struct store_silence *v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		free(v[i].receiver);
+		free(v[i].key);
+		free(v[i].silence_id);
+		free(v[i].created_by);
+	}
+	free(v);
+}

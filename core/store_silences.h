@@ -1,0 +1,70 @@
+/*
+ * store_silences.h - the store's part for silences made from GitHub issues
+ * (schema version 11; bridge/gh_webhook.h, bridge/silence.h): the GitHub
+ * deliveries already taken (X-GitHub-Delivery), the lookup of a map row by
+ * its issue, and the silences alertbridge made for a map row.  Thread-safe,
+ * as every store call; times are ms since the epoch, UTC.
+ */
+#ifndef AB_STORE_SILENCES_H
+#define AB_STORE_SILENCES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "err.h"
+#include "store.h"
+
+/*
+ * Take GitHub delivery id (the X-GitHub-Delivery GUID) at now_ms: *fresh = 1
+ * when it was not taken before (it is now), 0 when it was (a redelivery:
+ * act on nothing).  Deliveries taken before now_ms - keep_ms are deleted
+ * first (database_retention), so the table stays the size of what is live.
+ * Errors: ERR_INVALID (st NULL, id empty), ERR_DB (logged; nothing taken).
+ */
+enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
+			     int *fresh) WARN_UNUSED;
+/* Forget delivery id again (its work could not be queued).  Errors: as above. */
+enum err store_delivery_drop(struct store *st, const char *id) WARN_UNUSED;
+
+/*
+ * The map row that points at issue number of repo ("owner/name", compared
+ * without regard to ASCII case, as GitHub compares names): its receiver and
+ * key (malloc'd, caller frees).  When several rows share the issue (a storm
+ * summary) the first by (receiver, key).  Rows written in dry-run (number
+ * 0) never match.  Errors: ERR_INVALID, ERR_NOTFOUND (no row: an issue
+ * alertbridge does not track), ERR_DB (logged).
+ */
+enum err store_issue_by_number(struct store *st, const char *repo, int64_t number,
+			       char **receiver, char **key) WARN_UNUSED;
+
+/* A silence alertbridge made in Alertmanager for a map row. */
+struct store_silence {
+	char *receiver;
+	char *key;
+	char *silence_id;       /* Alertmanager's ID */
+	char *created_by;       /* the GitHub login that asked for it */
+	int64_t ends_at_ms;     /* its endsAt */
+	int64_t created_at_ms;
+	int64_t expired_at_ms;  /* when /unsilence expired it; 0: not expired by us */
+};
+
+/*
+ * Record s (copied).  The same (receiver, key, silence_id) again replaces it.
+ * Errors: ERR_INVALID (a string empty), ERR_DB (logged).
+ */
+enum err store_silence_put(struct store *st, const struct store_silence *s) WARN_UNUSED;
+/*
+ * The silences of (receiver, key) that are active at now_ms (not expired by
+ * us, ends_at_ms > now_ms), newest first, into a new array *out of *n (free
+ * with store_silences_free()); none: ERR_OK with *n 0.
+ * Errors: ERR_INVALID, ERR_DB (logged).
+ */
+enum err store_silence_active(struct store *st, const char *receiver, const char *key,
+			      int64_t now_ms, struct store_silence **out, size_t *n) WARN_UNUSED;
+/* Mark silence_id of (receiver, key) expired at now_ms.  Errors: as above. */
+enum err store_silence_expired(struct store *st, const char *receiver, const char *key,
+			       const char *silence_id, int64_t now_ms) WARN_UNUSED;
+/* Free an array from store_silence_active(); v may be NULL. */
+void store_silences_free(struct store_silence *v, size_t n);
+
+#endif

@@ -1,0 +1,220 @@
+#!/usr/bin/env python3
+"""test_silence.py - silences from the GitHub issue (issue 21, section 1).
+
+A real Alertmanager (its API v2) posts an alert to the real binary, which opens its issue on the
+fake GitHub; the fake then delivers signed issue_comment events to POST /v1/github/webhook as
+GitHub does (X-GitHub-Event, X-GitHub-Delivery, X-Hub-Signature-256, User-Agent
+GitHub-Hookshot/...).  `/silence 2h rollout` by a MEMBER makes one silence in Alertmanager whose
+matchers are the alert's labels, createdBy the login, the comment the reason and the issue's URL,
+and Alertmanager then shows the alert suppressed by it; alertbridge answers on the issue with
+the link {externalURL}/#/silences/{id}.  `/unsilence` expires it and says so.  Bad input changes
+nothing: no or a bad signature (401), a replayed delivery (200 duplicate), an untracked issue
+(200 untracked), a CONTRIBUTOR (200 not_allowed, no reply), an unknown command (a short reply).
+
+Env: ALERTBRIDGE_BIN (default ./alertbridge), ALERTMANAGER_BIN.  Last line "N passed, N failed".
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_github import FakeGitHub, send_webhook  # noqa: E402
+from harness import (ALERTMANAGER, Alertbridge, Alertmanager, Runner, db_rows, eq, check,  # noqa: E402
+                     event, http, iso_ms, poll, print_tail)
+
+REPO = "acme/silences"
+GH_TOKEN = "ghs_silenceToken0123456789"
+SECRET = "It's a Secret to Everybody"
+LABELS = {"alertname": "GPUHot", "namespace": "ml", "pod": "trainer-0", "severity": "page"}
+
+run = Runner()
+st = {}
+
+
+def hook(event_name, payload, **kw):
+    return send_webhook(st["ab"].url + "/v1/github/webhook", kw.pop("secret", SECRET),
+                        event_name, payload, **kw)
+
+
+def am_silences():
+    status, _, body = http("GET", st["am"].url + "/api/v2/silences")
+    eq(status, 200, "GET /api/v2/silences")
+    return body
+
+
+def silence_events():
+    return db_rows(st["ab"].db, "SELECT count(*) FROM events WHERE kind = 'silence'")[0][0]
+
+
+def replies():
+    return [c for c in st["fg"].comments(REPO, st["number"])
+            if c["user"]["login"] == "alertbridge-bot"]
+
+
+def metric(name, **labels):
+    _, _, text = http("GET", st["ab"].url + "/metrics")
+    want = ",".join('%s="%s"' % kv for kv in sorted(labels.items()))
+    for line in text.splitlines():
+        if line.startswith(name + "{") and all(('%s="%s"' % kv) in line for kv in labels.items()):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0 if want is not None else None
+
+
+@run.case
+def setup_issue_from_a_real_alertmanager():
+    st["dir"] = tempfile.mkdtemp(prefix="ab-silence-")
+    fg = st["fg"] = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
+    with open(os.path.join(st["dir"], "gh-secret"), "w") as f:
+        f.write(SECRET + "\n")
+    ab = st["ab"] = Alertbridge(st["dir"], fg.url, GH_TOKEN, REPO,
+                                extra_github="  webhook_secret_file: gh-secret\n")
+    am = st["am"] = Alertmanager(st["dir"], ab.url + "/v1/webhook?receiver=bridge", ab.hook_file)
+    # The top-level alertmanager section, after github: (the harness writes github: last).
+    args = list(ab._config_args)
+    args[3] += "alertmanager:\n  url: %s\n  max_silence: 1d\n" % am.url
+    ab._config_args = tuple(args)
+    ab.write_receivers("  - name: bridge\n    repo: %s\n" % REPO)
+    os.environ["ALERTBRIDGE_TEST_SECOND_MS"] = "50"
+    am.start()
+    ab.start()
+    now = time.time()
+    am.post([{"labels": LABELS, "annotations": {"summary": "GPU hot"},
+              "startsAt": iso_ms(now - 5), "endsAt": iso_ms(now + 3600)}])
+    issues = poll(lambda: fg.issues(REPO), "the alert's issue", timeout_s=30)
+    st["number"] = issues[0]["number"]
+    event("issue #%d: %s" % (st["number"], issues[0]["title"]))
+
+
+@run.case
+def ping_and_unsigned_or_badly_signed_deliveries():
+    status, body, _ = hook("ping", {"zen": "Design for failure.", "hook_id": 1})
+    eq((status, body), (200, {"status": "ping"}), "ping")
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence 2h x", "MEMBER")
+    status, body, _ = hook("issue_comment", payload, secret=None)
+    eq((status, body), (401, {"error": "unauthorized"}), "no signature")
+    status, body, _ = hook("issue_comment", payload, secret="not the secret")
+    eq((status, body), (401, {"error": "unauthorized"}), "signed with another secret")
+    # Signed for another body: the raw body is what is verified.
+    status, body, _ = hook("issue_comment", payload,
+                           signature="sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")
+    eq(status, 401, "the docs' signature of another body")
+    eq(silence_events(), 0, "nothing queued")
+    eq(am_silences(), [], "no silence")
+    eq(metric("alertbridge_github_webhook_requests_total", outcome="refused",
+              reason="bad_signature"), 2.0, "bad_signature counted")
+    eq(metric("alertbridge_github_webhook_requests_total", outcome="refused",
+              reason="no_signature"), 1.0, "no_signature counted")
+
+
+@run.case
+def non_member_and_untracked_issue_change_nothing():
+    payload = st["fg"].human_comment(REPO, st["number"], "drive-by", "/silence 7d", "CONTRIBUTOR")
+    status, body, _ = hook("issue_comment", payload)
+    eq((status, body), (200, {"status": "not_allowed"}), "a CONTRIBUTOR")
+    other = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence 1h", "OWNER")
+    other["issue"]["number"] = 999
+    status, body, _ = hook("issue_comment", other)
+    eq((status, body), (200, {"status": "untracked"}), "an issue alertbridge does not track")
+    status, body, _ = hook("issue_comment", {"action": "created"})
+    eq((status, body), (400, {"error": "not an issue_comment payload"}), "a signed non-payload")
+    eq(silence_events(), 0, "nothing queued")
+    time.sleep(0.5)
+    eq(am_silences(), [], "no silence")
+    eq(replies(), [], "no reply")
+
+
+@run.case
+def silence_made_once_and_answered():
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat",
+                                     "/silence 2h rollout in progress\nmore words", "MEMBER")
+    status, body, delivery = hook("issue_comment", payload)
+    eq((status, body), (202, {"status": "queued"}), "queued")
+    status, body, _ = hook("issue_comment", payload, delivery=delivery)
+    eq((status, body), (200, {"status": "duplicate"}), "the same delivery again")
+    sil = poll(lambda: [s for s in am_silences() if s["status"]["state"] == "active"],
+               "the silence in Alertmanager", timeout_s=30)
+    eq(len(sil), 1, "one silence")
+    s = sil[0]
+    eq(s["createdBy"], "octocat", "createdBy")
+    eq(sorted((m["name"], m["value"], m["isRegex"], m.get("isEqual", True))
+              for m in s["matchers"]),
+       sorted((k, v, False, True) for k, v in LABELS.items()), "matchers = the alert's labels")
+    check(s["comment"].startswith("rollout in progress https://github.com/%s/issues/%d"
+                                  % (REPO, st["number"])), "comment", s["comment"])
+    st["silence_id"] = s["id"]
+    reply = poll(replies, "alertbridge's answer on the issue", timeout_s=30)
+    eq(len(reply), 1, "one reply")
+    text = reply[0]["body"]
+    event("reply: %r" % text)
+    check("@octocat silenced" in text and "until" in text and "rollout in progress" in text,
+          "who, what, until, why", text)
+    check("/#/silences/%s" % s["id"] in text, "the link to the silence", text)
+    check("<!-- alertbridge:" in text, "the marker", text)
+    # Alertmanager now shows the alert suppressed by it (its repeats stop).
+    alerts = poll(lambda: [a for a in http("GET", st["am"].url + "/api/v2/alerts")[2]
+                           if a["status"]["state"] == "suppressed"], "the alert silenced",
+                  timeout_s=30)
+    eq(alerts[0]["status"]["silencedBy"], [s["id"]], "silencedBy")
+    amtool = shutil.which("amtool")
+    if amtool:
+        out = subprocess.run([amtool, "silence", "query", "--alertmanager.url=" + st["am"].url],
+                             capture_output=True, text=True, timeout=20).stdout
+        event("amtool silence query:\n" + out)
+        check(s["id"] in out, "amtool lists it", out)
+    # alertbridge's own reply, delivered to it, is no command.
+    own = dict(payload, comment=dict(payload["comment"], body=text, id=payload["comment"]["id"] + 1))
+    status, body, _ = hook("issue_comment", own)
+    eq((status, body), (200, {"status": "own_comment"}), "its own reply")
+    eq(metric("alertbridge_silences_total", outcome="created"), 1.0, "created counted")
+
+
+@run.case
+def unknown_command_gets_a_short_reply():
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/ack", "COLLABORATOR")
+    status, body, _ = hook("issue_comment", payload)
+    eq((status, body), (202, {"status": "queued"}), "queued")
+    r = poll(lambda: [c for c in replies() if "unknown command" in c["body"]], "the reply",
+             timeout_s=30)
+    check("`/ack`" in r[0]["body"], "names the command", r[0]["body"])
+    eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+
+
+@run.case
+def unsilence_expires_it():
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/unsilence", "OWNER")
+    status, body, _ = hook("issue_comment", payload)
+    eq((status, body), (202, {"status": "queued"}), "queued")
+    poll(lambda: [s for s in am_silences() if s["id"] == st["silence_id"]
+                  and s["status"]["state"] == "expired"], "the silence expired", timeout_s=30)
+    r = poll(lambda: [c for c in replies() if "expired" in c["body"]], "the reply", timeout_s=30)
+    event("reply: %r" % r[0]["body"])
+    check(st["silence_id"] in r[0]["body"], "names the silence", r[0]["body"])
+    eq(metric("alertbridge_silences_total", outcome="expired"), 1.0, "expired counted")
+    eq(len(replies()), 3, "one reply per command")
+
+
+def on_failure(name):
+    if "ab" in st:
+        print_tail("alertbridge log", st["ab"].tail(80))
+
+
+def after():
+    for k in ("ab", "am"):
+        if k in st:
+            st[k].stop()
+    if "fg" in st:
+        st["fg"].stop()
+    if "dir" in st:
+        shutil.rmtree(st["dir"], ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if not os.path.exists(ALERTMANAGER):
+        print("skipped: no %s\n0 passed, 0 failed" % ALERTMANAGER)
+        sys.exit(0)
+    sys.exit(run.run(on_failure=on_failure, after=after))
