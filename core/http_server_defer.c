@@ -58,6 +58,14 @@ enum err srv_defer_start(struct srv *s)
 void srv_defer_drain(struct srv *s)
 {
 	pthread_mutex_lock(&s->defer_mu);
+	/*
+	 * No new deferral from here on (srv_defer() answers ERR_RETRY): a kept-
+	 * alive connection may still bring a request between this and
+	 * MHD_stop_daemon(), and it must not be left suspended.  The threads
+	 * still run what is queued.
+	 */
+	s->defer_stop = 1;
+	pthread_cond_broadcast(&s->defer_wake);
 	while (s->defer_pending > 0)
 		pthread_cond_wait(&s->defer_idle, &s->defer_mu);
 	pthread_mutex_unlock(&s->defer_mu);

@@ -208,9 +208,9 @@ void srv_note_client(struct srv *s, const char *addr);
 
 /*
  * The slow-work threads (http_server_defer.c).  srv_defer_start() starts
- * them at srv_start() (ERR_IO: no thread); srv_defer_drain() waits until no
- * request is suspended (every queued work has run and its request was
- * resumed), before MHD_stop_daemon(), which must not find one suspended
+ * them at srv_start() (ERR_IO: no thread); srv_defer_drain() refuses new
+ * deferrals and waits until no request is suspended (every queued work has
+ * run and its request was resumed), before MHD_stop_daemon(), which must not find one suspended
  * (libmicrohttpd manual, MHD_suspend_connection); srv_defer_stop() ends the
  * threads.  srv_defer_release() frees a request's deferred argument at its
  * completion.
