@@ -19,6 +19,7 @@
 #include "core/duration.h"
 #include "core/mustache.h"
 #include "core/rfc3339.h"
+#include "core/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 
@@ -252,6 +253,27 @@ static void last_event(struct render_ctx *r, const struct store_issue *row)
 	store_event_release(&ev);
 }
 
+/* The alert's active silences made from its issue (bridge/silence.h): until when, by whom. */
+static void silences(struct render_ctx *r, const struct store_issue *row)
+{
+	struct store_silence *v = NULL;
+	size_t n = 0;
+
+	if (store_silence_active(r->p->opts.store, row->receiver, row->key, r->now_ms, &v, &n) !=
+	    ERR_OK)
+		return;  /* logged */
+	for (size_t i = 0; i < n; i++) {
+		lit(r, "<div class=\"meta silence\">Silenced until ");
+		when(r, v[i].ends_at_ms);
+		lit(r, " by ");
+		text(r, v[i].created_by);
+		lit(r, " · silence <code>");
+		text(r, v[i].silence_id);
+		lit(r, "</code></div>");
+	}
+	store_silences_free(v, n);
+}
+
 static void issue_link(struct render_ctx *r, const struct store_issue *row)
 {
 	const char *title = row->title ? row->title : row->key;
@@ -330,6 +352,7 @@ static int alert_card(void *ctx, const struct store_issue *row)
 	}
 	lit(r, "</div>");
 	last_event(r, row);
+	silences(r, row);
 	if (row->dead_reason) {
 		lit(r, "<div class=\"reason\">Dead letter: ");
 		text(r, row->dead_reason);

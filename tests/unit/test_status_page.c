@@ -17,6 +17,7 @@
 #include "core/store.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
+#include "core/store_silences.h"
 #include "web/status_page.h"
 
 #define NOW INT64_C(1700000600000) /* 10 minutes after sfx_mkrow()'s episode start */
@@ -221,6 +222,34 @@ static void last_event_since_and_queue_age(void **state)
 	store_close(st);
 }
 
+static void active_silence_until_and_by_whom(void **state)
+{
+	struct store *st = sfx_open_ok(":memory:");
+	struct store_silence s = { "oncall", "k1", "8d1c-silence", "octocat", NOW + 7200000,
+				   NOW - 60000, 0 };
+	char *html;
+
+	(void)state;
+	put(st, "oncall", "k1", 1, "DiskFull", "t1", 0, NULL);
+	put(st, "oncall", "k2", 2, "DiskFull", "t2", 0, NULL);
+	assert_int_equal(store_silence_put(st, &s), ERR_OK);
+	s.silence_id = "ended";
+	s.ends_at_ms = NOW - 1;
+	assert_int_equal(store_silence_put(st, &s), ERR_OK);
+	html = render(st, NULL, 0);
+	sfx_assert_contains(html, "Silenced until <time datetime=\"2023-11-15T00:23:20Z\">"
+				  "2023-11-15T00:23:20Z</time> (in 2h0m) by octocat · silence "
+				  "<code>8d1c-silence</code>");
+	assert_int_equal(count(html, "Silenced until"), 1);  /* not the ended one, not k2 */
+	free(html);
+	/* /unsilence expired it: no longer shown. */
+	assert_int_equal(store_silence_expired(st, "oncall", "k1", "8d1c-silence", NOW), ERR_OK);
+	html = render(st, NULL, 0);
+	assert_int_equal(count(html, "Silenced until"), 0);
+	free(html);
+	store_close(st);
+}
+
 static void dead_letters_with_reason_and_retry(void **state)
 {
 	struct store *st = sfx_open_ok(":memory:");
@@ -291,6 +320,7 @@ int main(void)
 		cmocka_unit_test(filters_by_state_receiver_and_alertname),
 		cmocka_unit_test(caps_rows_and_says_how_many_more),
 		cmocka_unit_test(last_event_since_and_queue_age),
+		cmocka_unit_test(active_silence_until_and_by_whom),
 		cmocka_unit_test(dead_letters_with_reason_and_retry),
 		cmocka_unit_test(links_the_issue_on_github),
 	};
