@@ -17,6 +17,7 @@
 #include "bridge/render.h"
 #include "bridge/view.h"
 #include "bridge/gh_webhook.h"
+#include "bridge/gh_webhook.h"
 #include "bridge/webhook.h"
 #include "core/active.h"
 #include "core/auth.h"
@@ -294,6 +295,7 @@ struct service {
 	struct auth *auth;
 	struct webhook *webhook;
 	struct gh_webhook *gh_webhook;  /* POST /v1/github/webhook: bridge/gh_webhook.h */
+	struct gh_webhook *gh_webhook;  /* POST /v1/github/webhook: bridge/gh_webhook.h */
 	struct bridge *bridge;
 	struct kube_client *kube;
 	struct slack_client *slack;
@@ -335,7 +337,7 @@ static void handle_ready(void *ctx, const struct srv_request *req, struct srv_re
 	struct buf why = BUF_INIT;
 	(void)req;
 	res->content_type = "text/plain; charset=utf-8";
-	if (s->active && !active_ready(s->active, &why)) {
+	if ((s->active && !active_ready(s->active, &why)) || !store_ready(s->store, &why)) {
 		res->status = 503;
 		buf_printf(&res->body, "Not ready: %s.\n", buf_str(&why));
 	} else if (__atomic_load_n(&s->ready, __ATOMIC_ACQUIRE)) {
@@ -409,6 +411,7 @@ static void service_release(struct service *s)
 	bridge_free(s->bridge);
 	active_free(s->active);  /* after both workers: releases the worker lock */
 	webhook_free(s->webhook);
+	gh_webhook_free(s->gh_webhook);
 	gh_webhook_free(s->gh_webhook);
 	auth_free(s->auth);
 	if (s->reload) {
@@ -582,7 +585,8 @@ static int start_service(struct service *s, const struct flags *f)
 		goto out;
 	}
 	if (serve_lock_take(db, &s->lock, NULL, &err) ||
-	    store_open_target(db, s->cfg->database_password_file, &s->store, &err)) {
+	    store_open_target(db, s->cfg->database_password_file, &s->store, &err) ||
+	    store_set_timeout(s->store, s->cfg->database_statement_timeout_ms, &err)) {
 		log_msg(LOG_ERROR, "cannot open the database", "detail", buf_str(&err));
 		goto out;
 	}
@@ -604,6 +608,8 @@ static int start_service(struct service *s, const struct flags *f)
 	wo.reload = s->reload;
 	wo.limits.max_alerts = s->cfg->webhook.max_alerts;
 	s->webhook = webhook_new(&wo);
+	s->gh_webhook = gh_webhook_new(&(struct gh_webhook_options){
+		.cfg = s->cfg, .reload = s->reload, .store = s->store, .metrics = s->metrics });
 	s->gh_webhook = gh_webhook_new(&(struct gh_webhook_options){
 		.cfg = s->cfg, .reload = s->reload, .store = s->store, .metrics = s->metrics });
 	bo.cfg = s->cfg;
@@ -652,6 +658,7 @@ static int start_service(struct service *s, const struct flags *f)
 	s->admin_guard = (struct guard_admin){ s->reload, s->web_auth, reload_handle, s->reload };
 	s->map_guard = (struct guard_admin){ s->reload, s->web_auth, map_admin_handle, s->store };
 	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
+	    srv_route(s->srv, "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook) ||
 	    srv_route(s->srv, "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook) ||
 	    srv_route(s->srv, "GET", "/metrics", guard_handle, &s->metrics_guard) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
@@ -1013,7 +1020,8 @@ static int cmd_map(const struct flags *f)
 		fprintf(stderr, "alertbridge: %s: no database here (%s)\n", db, strerror(errno));
 		goto out;
 	}
-	if (store_open_target(db, cfg ? cfg->database_password_file : NULL, &st, &err)) {
+	/* Read-only: a newer CLI must not migrate a file an older serve is using. */
+	if (store_open_read_only(db, cfg ? cfg->database_password_file : NULL, &st, &err)) {
 		fprintf(stderr, "alertbridge: %s\n", buf_str(&err));
 		goto out;
 	}

@@ -446,6 +446,26 @@ static const struct field alertmanager_fields[] = {
 };
 FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
 
+static enum err check_alertmanager(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_alertmanager *a = obj;
+	enum err rc = exclusive(c, map, path, "bearer_token_file", a->bearer_token_file,
+				"basic_auth", a->basic_auth.username);
+
+	if (rc == ERR_OK && (a->url || a->bearer_token_file || a->basic_auth.username))
+		rc = check_url(c, map, path, "url", a->url);
+	return rc;
+}
+
+static const struct field alertmanager_fields[] = {
+	FLD(struct cfg_alertmanager, "url", F_STR, url),
+	SECRET(struct cfg_alertmanager, "bearer_token_file", bearer_token_file, bearer_token),
+	MAP(struct cfg_alertmanager, "basic_auth", basic_auth, basic_auth_set),
+	DUR(struct cfg_alertmanager, "timeout", timeout_ms, 1),
+	DUR(struct cfg_alertmanager, "max_silence", max_silence_ms, 1),
+};
+FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
+
 static const struct field templates_fields[] = {
 	FLD(struct cfg_templates, "title", F_PATH, title),
 	FLD(struct cfg_templates, "body", F_PATH, body),
@@ -763,6 +783,7 @@ static const struct field root_fields[] = {
 	FLD(struct config, "database", F_STR, database),
 	FLD(struct config, "database_password_file", F_PATH, database_password_file),
 	DUR(struct config, "database_retention", database_retention_ms, 1),
+	DUR(struct config, "database_statement_timeout", database_statement_timeout_ms, 1),
 	MAP(struct config, "log", log, log_set),
 	MAP(struct config, "webhook", webhook, webhook_set),
 	MAP(struct config, "github", github, github_set),
@@ -775,6 +796,22 @@ const struct fieldset cfg_root_set = { root_fields,
 				      sizeof(root_fields) / sizeof(root_fields[0]), check_root };
 
 /* ---- defaults and lists of records ---- */
+
+void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alertmanager *top)
+{
+	if (!r->url) {
+		r->url = dup_or_null(top->url);
+		r->bearer_token_file = dup_or_null(top->bearer_token_file);
+		r->bearer_token = dup_or_null(top->bearer_token);
+		r->basic_auth.username = dup_or_null(top->basic_auth.username);
+		r->basic_auth.password_file = dup_or_null(top->basic_auth.password_file);
+		r->basic_auth.password = dup_or_null(top->basic_auth.password);
+	}
+	if (!r->timeout_ms)
+		r->timeout_ms = top->timeout_ms;
+	if (!r->max_silence_ms)
+		r->max_silence_ms = top->max_silence_ms;
+}
 
 void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alertmanager *top)
 {
@@ -828,6 +865,7 @@ void cfg_defaults(struct config *cfg)
 	cfg->listen_address = xstrdup(CFG_DEFAULT_LISTEN_ADDRESS);
 	cfg->database = xstrdup(CFG_DEFAULT_DATABASE);
 	cfg->database_retention_ms = 7 * MS_D;
+	cfg->database_statement_timeout_ms = 5 * MS_S;
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
 	cfg->webhook.max_body_bytes = 16777216;  /* 10,000 alerts of up to 1.6 KB (README) */
@@ -842,6 +880,8 @@ void cfg_defaults(struct config *cfg)
 	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
 	cfg->github.body_update_interval_ms = 60 * MS_S;
+	cfg->alertmanager.timeout_ms = 10 * MS_S;
+	cfg->alertmanager.max_silence_ms = 7 * MS_D;
 	cfg->alertmanager.timeout_ms = 10 * MS_S;
 	cfg->alertmanager.max_silence_ms = 7 * MS_D;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
@@ -1006,6 +1046,8 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 		return rc;
 	if (!le->identity)
 		le->identity = hostname();
+	for (size_t i = 0; i < cfg->receivers_count; i++)
+		cfg_alertmanager_inherit(&cfg->receivers[i].alertmanager, &cfg->alertmanager);
 	for (size_t i = 0; i < cfg->receivers_count; i++)
 		cfg_alertmanager_inherit(&cfg->receivers[i].alertmanager, &cfg->alertmanager);
 	/* GITHUB_TOKEN only when no file and no app names credentials. */

@@ -8,8 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "db_int.h"
 #include "banned.h"
+
+/* db_busy_ms(): stamp the start of an engine call that may wait, and its end. */
+static void enter(struct db *db)
+{
+	__atomic_store_n(&db->busy_since_us, clock_mono_us(), __ATOMIC_RELEASE);
+}
+
+static void leave(struct db *db)
+{
+	__atomic_store_n(&db->busy_since_us, 0, __ATOMIC_RELEASE);
+}
 
 int db_target_is_postgres(const char *target)
 {
@@ -17,8 +29,8 @@ int db_target_is_postgres(const char *target)
 			  !strncmp(target, "postgresql://", 13));
 }
 
-enum err db_open(const char *target, const char *password_file, struct db **out,
-		 struct buf *errmsg)
+static enum err open_target(const char *target, const char *password_file, int read_only,
+			    struct db **out, struct buf *errmsg)
 {
 	*out = NULL;
 	if (!target || !*target) {
@@ -27,7 +39,16 @@ enum err db_open(const char *target, const char *password_file, struct db **out,
 	}
 	if (db_target_is_postgres(target)) {
 #ifdef AB_HAVE_LIBPQ
-		return db_pg_open(target, password_file, out, errmsg);
+		enum err rc = db_pg_open(target, password_file, out, errmsg);
+
+		if (rc == ERR_OK && read_only) {
+			rc = db_exec(*out, "SET default_transaction_read_only = on", errmsg);
+			if (rc != ERR_OK) {
+				db_close(*out);
+				*out = NULL;
+			}
+		}
+		return rc;
 #else
 		(void)password_file;
 		buf_setf(errmsg,
@@ -35,7 +56,46 @@ enum err db_open(const char *target, const char *password_file, struct db **out,
 		return ERR_INVALID;
 #endif
 	}
-	return db_sqlite_open(target, out, errmsg);
+	return db_sqlite_open(target, read_only, out, errmsg);
+}
+
+enum err db_open(const char *target, const char *password_file, struct db **out,
+		 struct buf *errmsg)
+{
+	return open_target(target, password_file, 0, out, errmsg);
+}
+
+enum err db_open_read_only(const char *target, const char *password_file, struct db **out,
+			   struct buf *errmsg)
+{
+	return open_target(target, password_file, 1, out, errmsg);
+}
+
+enum err db_set_timeout(struct db *db, int64_t timeout_ms, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (timeout_ms <= 0) {
+		buf_setf(errmsg, "%s: statement timeout %lld ms: must be positive", db->name,
+			 (long long)timeout_ms);
+		return ERR_INVALID;
+	}
+	enter(db);
+	rc = db->ops->set_timeout(db, timeout_ms, errmsg);
+	leave(db);
+	return rc;
+}
+
+int64_t db_busy_ms(struct db *db)
+{
+	int64_t since = __atomic_load_n(&db->busy_since_us, __ATOMIC_ACQUIRE);
+
+	return since ? (clock_mono_us() - since) / 1000 : 0;
+}
+
+int db_file_lost(struct db *db, struct buf *why)
+{
+	return db->ops->file_lost(db, why);
 }
 
 void db_close(struct db *db)
@@ -87,7 +147,12 @@ void db_bind_null(struct db_stmt *s, int idx)
 
 enum db_step db_step(struct db_stmt *s)
 {
-	return s->db->ops->step(s);
+	enum db_step r;
+
+	enter(s->db);
+	r = s->db->ops->step(s);
+	leave(s->db);
+	return r;
 }
 
 int64_t db_col_int(struct db_stmt *s, int i)
@@ -122,22 +187,39 @@ const char *db_errmsg(struct db *db)
 
 enum err db_exec(struct db *db, const char *sql, struct buf *errmsg)
 {
-	return db->ops->exec(db, sql, errmsg);
+	enum err rc;
+
+	enter(db);
+	rc = db->ops->exec(db, sql, errmsg);
+	leave(db);
+	return rc;
 }
 
 enum err db_begin(struct db *db, struct buf *errmsg)
 {
-	return db->ops->begin(db, errmsg);
+	enum err rc;
+
+	enter(db);
+	rc = db->ops->begin(db, errmsg);
+	leave(db);
+	return rc;
 }
 
 enum err db_commit(struct db *db, struct buf *errmsg)
 {
-	return db->ops->commit(db, errmsg);
+	enum err rc;
+
+	enter(db);
+	rc = db->ops->commit(db, errmsg);
+	leave(db);
+	return rc;
 }
 
 void db_rollback(struct db *db)
 {
+	enter(db);
 	db->ops->rollback(db);
+	leave(db);
 }
 
 int db_in_transaction(struct db *db)
@@ -167,20 +249,37 @@ int db_data_version_unlocked(struct db *db, uint64_t *version)
 
 enum err db_reclaim(struct db *db, struct buf *errmsg)
 {
-	return db->ops->reclaim(db, errmsg);
+	enum err rc;
+
+	enter(db);
+	rc = db->ops->reclaim(db, errmsg);
+	leave(db);
+	return rc;
 }
 
 enum err db_try_lock(struct db *db, int64_t key, int *held, struct buf *errmsg)
 {
-	return db->ops->try_lock(db, key, held, errmsg);
+	enum err rc;
+
+	enter(db);
+	rc = db->ops->try_lock(db, key, held, errmsg);
+	leave(db);
+	return rc;
 }
 
 int db_lock_held(struct db *db, int64_t key)
 {
-	return db->ops->lock_held(db, key);
+	int held;
+
+	enter(db);
+	held = db->ops->lock_held(db, key);
+	leave(db);
+	return held;
 }
 
 void db_unlock(struct db *db, int64_t key)
 {
+	enter(db);
 	db->ops->unlock(db, key);
+	leave(db);
 }

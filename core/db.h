@@ -83,6 +83,59 @@ int db_target_is_postgres(const char *target);
 enum err db_open(const char *target, const char *password_file, struct db **out,
 		 struct buf *errmsg);
 
+/*
+ * As db_open(), for commands that only read: an sqlite file is opened
+ * read-only (never created: ERR_DB when missing; nothing written, no VACUUM,
+ * its journal mode left as it is); a PostgreSQL session has
+ * default_transaction_read_only on, so a write fails.  The caller runs no
+ * migration (store.h store_open_read_only()).
+ */
+enum err db_open_read_only(const char *target, const char *password_file, struct db **out,
+			   struct buf *errmsg);
+
+/*
+ * The bound db_open() gives every statement until db_set_timeout() says
+ * otherwise, in ms (config: database_statement_timeout).
+ */
+#define DB_STATEMENT_TIMEOUT_MS 5000
+
+/*
+ * Bound every later statement of db to timeout_ms (> 0), so that a lock held
+ * elsewhere or a stalled server fails the statement instead of holding its
+ * caller for as long as it lasts (issue 19):
+ *   sqlite      the busy timeout (https://sqlite.org/c3ref/busy_timeout.html):
+ *               a write lock another connection holds longer than this gives
+ *               SQLITE_BUSY, ERR_DB;
+ *   PostgreSQL  the session's statement_timeout and lock_timeout
+ *               (https://www.postgresql.org/docs/current/runtime-config-client.html),
+ *               set again on every reconnection: SQLSTATE 57014 or 55P03,
+ *               ERR_DB.  A server that stops answering altogether is ended
+ *               by the client's TCP keepalives and tcp_user_timeout
+ *               (db_open()).
+ * Errors: ERR_INVALID (timeout_ms <= 0), ERR_DB / ERR_UNAVAILABLE (the SET
+ * failed; the bound stays what it was).
+ */
+enum err db_set_timeout(struct db *db, int64_t timeout_ms, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * How long the engine call running on db now has been waiting, in ms (0 when
+ * none is running).  Counted: db_step(), db_exec(), db_begin(), db_commit(),
+ * db_rollback(), db_reclaim() and the lock calls.  From any thread, without
+ * the caller's serialisation (an atomic read, no lock): the store's readiness
+ * and its intake ask it while another thread waits in a statement.
+ */
+int64_t db_busy_ms(struct db *db);
+
+/*
+ * 1 when the database file db opened is no longer at its path: unlinked, or
+ * the path now names another file (its device and inode differ from those
+ * read at open); why (may be NULL) says which.  What is written afterwards
+ * goes to a file nobody will open again (issue 19).  One stat(2) of the path,
+ * from any thread without the caller's serialisation.  Always 0 on
+ * PostgreSQL and for an sqlite ":memory:" database.
+ */
+int db_file_lost(struct db *db, struct buf *why);
+
 /* Close db (NULL is fine); its statements must be finalized first. */
 void db_close(struct db *db);
 

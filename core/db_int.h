@@ -42,6 +42,8 @@ struct db_ops {
 	enum err (*try_lock)(struct db *db, int64_t key, int *held, struct buf *errmsg);
 	int (*lock_held)(struct db *db, int64_t key);
 	void (*unlock)(struct db *db, int64_t key);
+	enum err (*set_timeout)(struct db *db, int64_t timeout_ms, struct buf *errmsg);
+	int (*file_lost)(struct db *db, struct buf *why);
 };
 
 /* The first member of every engine's connection. */
@@ -49,6 +51,12 @@ struct db {
 	const struct db_ops *ops;
 	char *name;   /* db_name(): path, or URI without its password; set by the engine's
 		       * open function, malloc'd, freed by db_close() in db.c after ops->close */
+	/*
+	 * db_busy_ms(): when the engine call running now began (CLOCK_MONOTONIC,
+	 * microseconds), 0 when none; written by db.c around each call that may
+	 * wait on the database, read from any thread (__atomic builtins).
+	 */
+	int64_t busy_since_us;
 };
 
 /* The first member of every engine's statement. */
@@ -56,8 +64,12 @@ struct db_stmt {
 	struct db *db;
 };
 
-/* The engines' open functions, called by db_open() with target already classified. */
-enum err db_sqlite_open(const char *path, struct db **out, struct buf *errmsg);
+/*
+ * The engines' open functions, called by db_open() with target already
+ * classified.  read_only (sqlite): open the file without creating or
+ * writing it (db_open_read_only()).
+ */
+enum err db_sqlite_open(const char *path, int read_only, struct db **out, struct buf *errmsg);
 enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		    struct buf *errmsg);
 

@@ -85,6 +85,7 @@ struct pg {
 	struct prepared *cache;
 	size_t ncache;
 	uint64_t next_name; /* prepared statement names ab_1, ab_2, ... of this connection */
+	int64_t timeout_ms; /* db_set_timeout(): each session's statement_timeout, lock_timeout */
 };
 
 enum run_state { READY, RAN, FAILED };
@@ -155,21 +156,45 @@ static void notice(void *arg, const char *message)
 	buf_release(&b);
 }
 
-/* A new session: the server's keepalives (a failure is logged; the session still works). */
+/* Set the session's statement_timeout and lock_timeout to pg->timeout_ms. */
+static PGresult *set_timeouts(struct pg *pg)
+{
+	char sql[160];
+
+	snprintf(sql, sizeof(sql), "SELECT set_config('statement_timeout', '%lld', false), "
+		 "set_config('lock_timeout', '%lld', false)", (long long)pg->timeout_ms,
+		 (long long)pg->timeout_ms);
+	return PQexec(pg->conn, sql);
+}
+
+/* Log a failed session setting (the session still works without it). */
+static void log_setup_failure(struct pg *pg, const char *msg, PGresult *res)
+{
+	struct log_line *l = log_begin(LOG_WARN, msg);
+	struct buf b = BUF_INIT;
+
+	set_oneline(&b, PQresultErrorMessage(res));
+	log_str(l, "database", pg->base.name);
+	log_str(l, "error", buf_str(&b));
+	log_end(l);
+	buf_release(&b);
+}
+
+/*
+ * A new session: the statement bound (db_set_timeout()) and the server's
+ * keepalives (a failure is logged; the session still works).
+ */
 static void session_setup(struct pg *pg)
 {
-	PGresult *res = PQexec(pg->conn, SERVER_KEEPALIVES);
+	PGresult *res = set_timeouts(pg);
 
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		struct log_line *l = log_begin(LOG_WARN, "cannot set the server's tcp keepalives");
-		struct buf b = BUF_INIT;
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		log_setup_failure(pg, "cannot set the statement timeout", res);
+	PQclear(res);
+	res = PQexec(pg->conn, SERVER_KEEPALIVES);
 
-		set_oneline(&b, PQresultErrorMessage(res));
-		log_str(l, "database", pg->base.name);
-		log_str(l, "error", buf_str(&b));
-		log_end(l);
-		buf_release(&b);
-	}
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		log_setup_failure(pg, "cannot set the server's tcp keepalives", res);
 	PQclear(res);
 }
 
@@ -793,6 +818,30 @@ static int pg_data_version_unlocked(struct db *db, uint64_t *version)
 	return 1;
 }
 
+static enum err pg_set_timeout(struct db *db, int64_t timeout_ms, struct buf *errmsg)
+{
+	struct pg *pg = pg_of(db);
+	int64_t was = pg->timeout_ms;
+	enum err rc = usable(pg, errmsg);
+	PGresult *res = NULL;
+
+	if (rc != ERR_OK)
+		return rc;
+	pg->timeout_ms = timeout_ms;
+	res = set_timeouts(pg);
+	if (!succeeded(pg, res, &rc, errmsg))
+		pg->timeout_ms = was;
+	PQclear(res);
+	return rc;
+}
+
+static int pg_file_lost(struct db *db, struct buf *why)
+{
+	(void)db;
+	(void)why;
+	return 0;
+}
+
 static const struct db_ops pg_ops = {
 	.engine = DB_POSTGRES,
 	.close = pg_close,
@@ -821,6 +870,8 @@ static const struct db_ops pg_ops = {
 	.try_lock = pg_try_lock,
 	.lock_held = pg_lock_held,
 	.unlock = pg_unlock,
+	.set_timeout = pg_set_timeout,
+	.file_lost = pg_file_lost,
 };
 
 /* Append the query string s to b, its password parameter's value, if any, replaced by xxxxx. */
@@ -952,6 +1003,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	}
 	pg = xcalloc(1, sizeof(*pg));
 	pg->base.ops = &pg_ops;
+	pg->timeout_ms = DB_STATEMENT_TIMEOUT_MS;
 	pg->base.name = redact(uri);
 	pg->conn = PQconnectdbParams(keys, values, 1);
 	explicit_bzero(password, sizeof(password));

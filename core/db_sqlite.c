@@ -15,9 +15,11 @@
  */
 #include "db_int.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -25,7 +27,6 @@
 #include "xalloc.h"
 #include "banned.h"
 
-#define BUSY_TIMEOUT_MS 5000
 #define RETURNING_ID " RETURNING id"
 
 struct sq_db {
@@ -40,6 +41,13 @@ struct sq_db {
 	 */
 	uint64_t commits;
 	const char *bind_err;  /* db_errmsg() after a step refused for a failed bind */
+	/*
+	 * db_file_lost(): the file's absolute path (sqlite3_db_filename(), ""
+	 * for ":memory:") and its device and inode as they were at open.
+	 */
+	char *file;
+	dev_t dev;
+	ino_t ino;
 };
 
 struct sq_stmt {
@@ -90,6 +98,7 @@ static void sq_close(struct db *db)
 	sqlite3_finalize(d->begin);
 	sqlite3_finalize(d->commit);
 	sqlite3_finalize(d->rollback);
+	free(d->file);
 	if (d->h && sqlite3_close(d->h) != SQLITE_OK) {
 		struct log_line *l = log_begin(LOG_ERROR, "database close failed");
 		log_str(l, "path", db->name);
@@ -384,6 +393,57 @@ static void sq_unlock(struct db *db, int64_t key)
 	(void)key;
 }
 
+static enum err sq_set_timeout(struct db *db, int64_t timeout_ms, struct buf *errmsg)
+{
+	struct sq_db *d = sq(db);
+
+	if (sqlite3_busy_timeout(d->h, timeout_ms > INT32_MAX ? INT32_MAX : (int)timeout_ms))
+		return fail(d, "busy timeout", errmsg);
+	return ERR_OK;
+}
+
+/*
+ * Our own stat(2) of the path against the device and inode read at open,
+ * rather than sqlite's SQLITE_FCNTL_HAS_MOVED, which would need the
+ * connection (and so the caller's lock) and asks the same of the file system.
+ */
+static int sq_file_lost(struct db *db, struct buf *why)
+{
+	struct sq_db *d = sq(db);
+	struct stat st;
+
+	if (!d->file || !*d->file)
+		return 0;
+	if (stat(d->file, &st) != 0) {
+		buf_setf(why, "%s: the database file is gone: %s", d->file, strerror(errno));
+		return 1;
+	}
+	if (st.st_dev != d->dev || st.st_ino != d->ino) {
+		buf_setf(why, "%s: the path names another file than the one opened (replaced)",
+			 d->file);
+		return 1;
+	}
+	return 0;
+}
+
+/* The file's path, device and inode for sq_file_lost(). */
+static enum err note_file(struct sq_db *d, struct buf *errmsg)
+{
+	const char *file = sqlite3_db_filename(d->h, "main");
+	struct stat st;
+
+	d->file = xstrdup(file ? file : "");
+	if (!*d->file)
+		return ERR_OK;
+	if (stat(d->file, &st) != 0) {
+		buf_setf(errmsg, "%s: stat: %s", d->file, strerror(errno));
+		return ERR_DB;
+	}
+	d->dev = st.st_dev;
+	d->ino = st.st_ino;
+	return ERR_OK;
+}
+
 static const struct db_ops sq_ops = {
 	.engine = DB_SQLITE,
 	.close = sq_close,
@@ -412,6 +472,8 @@ static const struct db_ops sq_ops = {
 	.try_lock = sq_try_lock,
 	.lock_held = sq_lock_held,
 	.unlock = sq_unlock,
+	.set_timeout = sq_set_timeout,
+	.file_lost = sq_file_lost,
 };
 
 /* WAL, synchronous=FULL, foreign keys (store.h says why). */
@@ -421,7 +483,7 @@ static enum err configure(struct sq_db *d, struct buf *errmsg)
 	enum err rc;
 
 	sqlite3_extended_result_codes(d->h, 1);
-	sqlite3_busy_timeout(d->h, BUSY_TIMEOUT_MS);
+	sqlite3_busy_timeout(d->h, DB_STATEMENT_TIMEOUT_MS);
 	/*
 	 * The first statement reads the file header: "file is not a database"
 	 * shows here.  auto_vacuum takes effect on a new file only, before WAL
@@ -482,8 +544,9 @@ static enum err prepare_cached(struct sq_db *d, struct buf *errmsg)
 	return ERR_OK;
 }
 
-enum err db_sqlite_open(const char *path, struct db **out, struct buf *errmsg)
+enum err db_sqlite_open(const char *path, int read_only, struct db **out, struct buf *errmsg)
 {
+	int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
 	struct sq_db *d;
 	enum err rc = ERR_OK;
 	int src;
@@ -497,8 +560,7 @@ enum err db_sqlite_open(const char *path, struct db **out, struct buf *errmsg)
 	d->base.ops = &sq_ops;
 	d->base.name = xstrdup(path);
 	/* NOMUTEX: the caller serialises every use of the connection (db.h). */
-	src = sqlite3_open_v2(path, &d->h,
-			      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	src = sqlite3_open_v2(path, &d->h, flags | SQLITE_OPEN_NOMUTEX, NULL);
 	if (src != SQLITE_OK) {
 		buf_setf(errmsg, "%s: open: %s", path,
 			 d->h ? sqlite3_errmsg(d->h) : sqlite3_errstr(src));
@@ -506,11 +568,20 @@ enum err db_sqlite_open(const char *path, struct db **out, struct buf *errmsg)
 		goto out;
 	}
 	sqlite3_commit_hook(d->h, count_commit, d);
-	rc = configure(d, errmsg);
-	if (rc == ERR_OK)
-		rc = incremental_vacuum(d, errmsg);
+	if (read_only) {
+		/* Nothing written: the first read says "file is not a database". */
+		sqlite3_extended_result_codes(d->h, 1);
+		sqlite3_busy_timeout(d->h, DB_STATEMENT_TIMEOUT_MS);
+		rc = sq_exec(&d->base, "SELECT count(*) FROM sqlite_schema", errmsg);
+	} else {
+		rc = configure(d, errmsg);
+		if (rc == ERR_OK)
+			rc = incremental_vacuum(d, errmsg);
+	}
 	if (rc == ERR_OK)
 		rc = prepare_cached(d, errmsg);
+	if (rc == ERR_OK)
+		rc = note_file(d, errmsg);
 out:
 	if (rc) {
 		char *name = d->base.name;

@@ -195,6 +195,7 @@ static const struct restart_key restart_keys[] = {
 	KEY("database", K_STR, database),
 	KEY("database_password_file", K_STR, database_password_file),
 	KEY("database_retention", K_I64, database_retention_ms),
+	KEY("database_statement_timeout", K_I64, database_statement_timeout_ms),
 	KEY("log.level", K_INT, log.level),
 	KEY("log.format", K_INT, log.format),
 	KEY("webhook.tls.cert_file", K_STR, webhook.tls.cert_file),

@@ -13,20 +13,21 @@
  */
 #include "store_int.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sqlite3.h>
 
+#include "clock.h"
 #include "log.h"
 #include "xalloc.h"
 #include "banned.h"
-
-#define BUSY_TIMEOUT_MS 5000
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -399,10 +400,10 @@ static void init_sync(struct store *st)
 
 	pthread_mutex_init(&st->db_mu, NULL);
 	pthread_mutex_init(&st->q_mu, NULL);
-	pthread_cond_init(&st->commit_cond, NULL);
 	pthread_cond_init(&st->idle_cond, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	pthread_cond_init(&st->commit_cond, &attr);  /* the intake's bounded waits */
 	pthread_cond_init(&st->event_cond, &attr);
 	pthread_condattr_destroy(&attr);
 }
@@ -434,8 +435,29 @@ const char *store_stmt_sql(enum stmt_id id)
 	return id >= 0 && id < S_COUNT ? stmt_sql[id] : NULL;
 }
 
-enum err store_open_target(const char *target, const char *password_file, struct store **out,
-			   struct buf *errmsg)
+/*
+ * The read-only open's check: the schema must be this build's, as nothing
+ * may migrate it (a newer or older service may be using the file).
+ */
+static enum err check_version(struct store *st, struct buf *errmsg)
+{
+	int version = 0, want = store_schema_version();
+	enum err rc = db_schema_version(st->db, &version, errmsg);
+
+	if (rc != ERR_OK)
+		return rc;
+	if (version > want)
+		buf_setf(errmsg, "store %s: schema version %d is newer than this build's %d: "
+			 "run a newer alertbridge", db_name(st->db), version, want);
+	else if (version < want)
+		buf_setf(errmsg, "store %s: schema version %d is older than this build's %d: "
+			 "read it with the alertbridge that serves it, or run serve of this "
+			 "version to migrate it", db_name(st->db), version, want);
+	return version == want ? ERR_OK : ERR_DB;
+}
+
+static enum err open_store(const char *target, const char *password_file, int read_only,
+			   struct store **out, struct buf *errmsg)
 {
 	struct store *st = NULL;
 	struct buf msg = BUF_INIT;
@@ -448,15 +470,17 @@ enum err store_open_target(const char *target, const char *password_file, struct
 	}
 	st = xcalloc(1, sizeof(*st));
 	st->tail = &st->head;
+	st->timeout_ms = DB_STATEMENT_TIMEOUT_MS;
 	init_sync(st);
-	rc = db_open(target, password_file, &st->db, &msg);
+	rc = read_only ? db_open_read_only(target, password_file, &st->db, &msg)
+		       : db_open(target, password_file, &st->db, &msg);
 	if (rc) {
 		buf_setf(errmsg, "store %s", buf_str(&msg));
 		buf_release(&msg);
 		destroy(st);
 		return rc == ERR_INVALID ? ERR_INVALID : ERR_DB;
 	}
-	rc = migrate(st, &msg);
+	rc = read_only ? check_version(st, &msg) : migrate(st, &msg);
 	if (rc == ERR_OK)
 		rc = prepare_all(st, errmsg);
 	else
@@ -469,6 +493,18 @@ enum err store_open_target(const char *target, const char *password_file, struct
 	}
 	*out = st;
 	return ERR_OK;
+}
+
+enum err store_open_target(const char *target, const char *password_file, struct store **out,
+			   struct buf *errmsg)
+{
+	return open_store(target, password_file, 0, out, errmsg);
+}
+
+enum err store_open_read_only(const char *target, const char *password_file, struct store **out,
+			      struct buf *errmsg)
+{
+	return open_store(target, password_file, 1, out, errmsg);
 }
 
 enum err store_open(const char *path, struct store **out, struct buf *errmsg)
@@ -487,4 +523,129 @@ void store_close(struct store *st)
 		pthread_cond_wait(&st->idle_cond, &st->q_mu);
 	pthread_mutex_unlock(&st->q_mu);
 	destroy(st);
+}
+
+/* ---- stalls, lost files, readiness (issue 19) ---- */
+
+enum err store_set_timeout(struct store *st, int64_t timeout_ms, struct buf *errmsg)
+{
+	enum err rc;
+
+	if (!st || timeout_ms <= 0) {
+		buf_setf(errmsg, "store: statement timeout %lld ms: must be positive",
+			 (long long)timeout_ms);
+		return ERR_INVALID;
+	}
+	pthread_mutex_lock(&st->db_mu);
+	rc = db_set_timeout(st->db, timeout_ms, errmsg);
+	pthread_mutex_unlock(&st->db_mu);
+	if (rc == ERR_OK)
+		__atomic_store_n(&st->timeout_ms, timeout_ms, __ATOMIC_RELEASE);
+	return rc;
+}
+
+/* STORE_STALL_MS, or the statement timeout when that is shorter. */
+static int64_t stall_ms(struct store *st)
+{
+	int64_t t = __atomic_load_n(&st->timeout_ms, __ATOMIC_ACQUIRE);
+
+	return t < STORE_STALL_MS ? t : STORE_STALL_MS;
+}
+
+enum err store_check_stall(struct store *st, struct buf *errmsg)
+{
+	int64_t busy = db_busy_ms(st->db);
+
+	if (busy < stall_ms(st))
+		return ERR_OK;
+	buf_setf(errmsg, "store %s: the database is stalled: a statement has been running for "
+		 "%lld ms", db_name(st->db), (long long)busy);
+	return ERR_DB;
+}
+
+int64_t store_intake_deadline(struct store *st)
+{
+	return clock_mono_us() + __atomic_load_n(&st->timeout_ms, __ATOMIC_ACQUIRE) * 1000;
+}
+
+enum err store_lock_intake(struct store *st, int64_t deadline_us, struct buf *errmsg)
+{
+	int64_t start = clock_mono_us();
+
+	for (;;) {
+		int64_t now = clock_mono_us(), until = now + STORE_SLICE_US;
+		struct timespec ts;
+		enum err rc;
+
+		if (until > deadline_us)
+			until = deadline_us;
+		ts.tv_sec = (time_t)(until / 1000000);
+		ts.tv_nsec = (long)(until % 1000000) * 1000;
+		if (pthread_mutex_clocklock(&st->db_mu, CLOCK_MONOTONIC, &ts) == 0)
+			return ERR_OK;
+		rc = store_check_stall(st, errmsg);
+		if (rc != ERR_OK)
+			return rc;
+		if (clock_mono_us() >= deadline_us) {
+			buf_setf(errmsg, "store %s: waited %lld ms for the database", db_name(st->db),
+				 (long long)((clock_mono_us() - start) / 1000));
+			return ERR_DB;
+		}
+	}
+}
+
+enum err store_check_lost(struct store *st, int force, struct buf *errmsg)
+{
+	int64_t now = clock_mono_us();
+	struct buf why = BUF_INIT;
+	struct log_line *l;
+
+	if (!__atomic_load_n(&st->lost, __ATOMIC_ACQUIRE)) {
+		if (!force && now - __atomic_load_n(&st->lost_checked_us, __ATOMIC_ACQUIRE) <
+				      STORE_LOST_CHECK_MS * 1000)
+			return ERR_OK;
+		__atomic_store_n(&st->lost_checked_us, now, __ATOMIC_RELEASE);
+		if (!db_file_lost(st->db, &why))
+			return ERR_OK;
+		/* The first thread to see it says it, once. */
+		if (!__atomic_exchange_n(&st->lost, 1, __ATOMIC_ACQ_REL)) {
+			l = log_begin(LOG_ERROR, "the database file was deleted or replaced: "
+				      "webhooks are refused until alertbridge is restarted");
+			log_err(l, ERR_DB);
+			log_str(l, "path", db_name(st->db));
+			log_str(l, "detail", buf_str(&why));
+			log_end(l);
+		}
+		buf_release(&why);
+	}
+	buf_setf(errmsg, "store %s: the database file was deleted or replaced "
+		 "(what is written now would be lost)", db_name(st->db));
+	return ERR_DB;
+}
+
+void store_note_intake(struct store *st, enum err rc)
+{
+	__atomic_store_n(&st->intake_failed_us, rc == ERR_DB ? clock_mono_us() : 0,
+			 __ATOMIC_RELEASE);
+}
+
+int store_ready(struct store *st, struct buf *why)
+{
+	struct buf msg = BUF_INIT;
+	int64_t failed;
+	int ready = 0;
+
+	if (!st)
+		return 1;
+	failed = __atomic_load_n(&st->intake_failed_us, __ATOMIC_ACQUIRE);
+	if (store_check_lost(st, 1, &msg) != ERR_OK)
+		buf_setf(why, "the database file was deleted or replaced");
+	else if (store_check_stall(st, &msg) != ERR_OK)
+		buf_setf(why, "the database is stalled");
+	else if (failed && clock_mono_us() - failed < STORE_FAILED_MS * 1000)
+		buf_setf(why, "the database failed an intake");
+	else
+		ready = 1;
+	buf_release(&msg);
+	return ready;
 }

@@ -116,6 +116,16 @@ struct store_stats {
  */
 enum err store_open_target(const char *target, const char *password_file, struct store **out,
 			   struct buf *errmsg) WARN_UNUSED;
+/*
+ * Open the store at target for reading only (`map list`, `map show`):
+ * db_open_read_only(), no migration.  A schema other than this build's
+ * store_schema_version() is refused, ERR_DB: newer ("run a newer
+ * alertbridge"), or older (a running older service's file, which this build
+ * must not migrate behind its back: "run serve of this version to migrate
+ * it").  Errors as store_open_target(); a missing sqlite file is ERR_DB.
+ */
+enum err store_open_read_only(const char *target, const char *password_file, struct store **out,
+			      struct buf *errmsg) WARN_UNUSED;
 /* store_open_target(path, NULL, out, errmsg): for sqlite callers. */
 enum err store_open(const char *path, struct store **out, struct buf *errmsg) WARN_UNUSED;
 /*
@@ -125,6 +135,42 @@ enum err store_open(const char *path, struct store **out, struct buf *errmsg) WA
 void store_close(struct store *st);
 /* The schema version this build migrates to (the same on both engines). */
 int store_schema_version(void);
+
+/*
+ * Stalls and lost files (issue 19).  A statement that has been running this
+ * long, in ms, marks the store stalled: store_ready() says so, and
+ * store_enqueue() and store_repeats() answer ERR_DB at once instead of
+ * queueing behind it (the intake's 503 with Retry-After), so that the
+ * server's threads stay free for /-/healthy and for answers.
+ */
+#define STORE_STALL_MS 1000
+/* How long store_ready() reports a failed intake after it (ms), unless one succeeds. */
+#define STORE_FAILED_MS 5000
+/* The intakes ask the file system whether the sqlite file is lost at most this often (ms). */
+#define STORE_LOST_CHECK_MS 1000
+
+/*
+ * Bound each statement to timeout_ms (db_set_timeout(): sqlite's busy
+ * timeout, PostgreSQL's statement_timeout and lock_timeout; config
+ * database_statement_timeout; DB_STATEMENT_TIMEOUT_MS until called), and
+ * the intake's waits for the connection and the group commit to the same.
+ * An intake thus answers within about twice timeout_ms (a wait, then its own
+ * transaction), or at once while the store is stalled.
+ * Errors: ERR_INVALID (st NULL, timeout_ms <= 0), ERR_DB (the engine
+ * refused; errmsg says why).
+ */
+enum err store_set_timeout(struct store *st, int64_t timeout_ms, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Non-zero when the store can take webhooks as far as it knows, for
+ * /-/ready; else 0 and why (may be NULL) gets the reason, with no path or
+ * URI (the answer is public): "the database file was deleted or replaced"
+ * (sticky: db_file_lost(), asked here each call), "the database is stalled"
+ * (a statement has been running for STORE_STALL_MS), "the database failed
+ * an intake" (within STORE_FAILED_MS, none succeeded since).  Never waits:
+ * no lock, no statement; one stat(2) on sqlite.  st NULL: ready.
+ */
+int store_ready(struct store *st, struct buf *why);
 
 /*
  * Durably queue n events (group commit).  Returns ERR_OK only after the
@@ -150,9 +196,17 @@ int store_schema_version(void);
  * is stored.  When every event of a group commit is a repeat no
  * transaction is opened.  A key whose events were pruned (store_prune_done())
  * or forgotten (store_issue_forget()) has no newest event to repeat.
+ * Bounded (store_set_timeout()): a caller that cannot get the connection or
+ * a place in a group commit within timeout_ms, or finds the store stalled
+ * (STORE_STALL_MS), gets ERR_DB without waiting longer; its events are not
+ * stored.  On sqlite the file is checked after the transaction
+ * (db_file_lost()): when it was deleted or replaced, what was committed went
+ * to a file nobody will open again, and every caller gets ERR_DB (logged
+ * once, level error, with the path).
  * Errors: ERR_INVALID (a required field NULL or empty, evs NULL with n > 0;
  * errmsg names the event index and field), ERR_DB (the shared transaction
- * failed: every caller in it gets ERR_DB and the same message).
+ * failed: every caller in it gets ERR_DB and the same message; or the
+ * bounds and checks above).
  */
 enum err store_enqueue(struct store *st, struct store_event *evs, size_t n,
 		       struct buf *errmsg) WARN_UNUSED;
@@ -188,7 +242,9 @@ int store_event_may_repeat(const struct store_event *ev);
  * reading an event (a repeat at Alertmanager's repeat_interval costs no
  * query; on sqlite not even the store's lock: db_data_version_unlocked()).
  * Out: the version this answer holds at when *all = 1, else 0; always 0 on
- * PostgreSQL (other replicas write).
+ * PostgreSQL (other replicas write).  A lost sqlite file (asked at most every
+ * STORE_LOST_CHECK_MS) is ERR_DB, so is a stalled store when the answer
+ * needs the connection; the wait for it is bounded as store_enqueue()'s.
  * Errors: ERR_INVALID (st NULL, evs NULL with n > 0, a required field of
  * an event empty), ERR_DB (the read failed; *all = 0, *version 0).
  */

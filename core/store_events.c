@@ -212,14 +212,27 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
 			goto out;
 		evs[i].repeated = 0;
 	}
-	/* Nothing written since the same events were all repeats: so they still are. */
+	/* A repeat of what went to a lost file is no repeat: Alertmanager must send it again. */
+	rc = store_check_lost(st, 0, &msg);
+	if (rc)
+		goto out;
+	/*
+	 * Nothing written since the same events were all repeats: so they still
+	 * are, stalled or not (what they repeat is stored already).
+	 */
 	if (known && n > 0 && db_data_version_unlocked(st->db, &now_v) && now_v == known) {
 		mark_repeated(evs, n);
 		*all = 1;
 		*version = now_v;
 		goto out;
 	}
-	pthread_mutex_lock(&st->db_mu);
+	rc = store_check_stall(st, &msg);
+	if (rc == ERR_OK)
+		rc = store_lock_intake(st, store_intake_deadline(st), &msg);
+	if (rc) {
+		store_note_intake(st, rc);
+		goto out;
+	}
 	rc = db_data_version(st->db, &now_v, &msg);
 	if (rc == ERR_OK && known && now_v == known && n > 0) {
 		mark_repeated(evs, n);
@@ -238,8 +251,10 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
 		*all = evs[i].repeated;
 	if (version && *all)
 		*version = now_v;
-	if (rc == ERR_DB)
+	if (rc == ERR_DB) {
+		store_note_intake(st, rc);
 		store_log_db("repeat check", &msg);
+	}
 out:
 	buf_release(&msg);
 	return rc;
@@ -275,14 +290,17 @@ enum err store_dry_rows_go_live(struct store *st, int64_t *n)
  * Sets each batch's rc (and ids, repeated or errmsg) but not done: the
  * caller publishes that under q_mu.  Returns 1 when a transaction committed.
  */
-static int commit_group(struct store *st, struct batch *list)
+static int commit_group(struct store *st, struct batch *list, int64_t deadline_us)
 {
 	struct buf msg = BUF_INIT;
 	int64_t now = clock_wall_ms();
 	int committed = 0;
-	enum err rc = ERR_OK;
+	enum err rc = store_check_lost(st, 0, &msg);
 
-	pthread_mutex_lock(&st->db_mu);
+	if (rc == ERR_OK)
+		rc = store_lock_intake(st, deadline_us, &msg);
+	if (rc)
+		goto fail;
 	if (all_repeats(st, list))
 		goto unlock;
 	rc = store_begin(st, &msg);
@@ -302,7 +320,13 @@ static int commit_group(struct store *st, struct batch *list)
 	committed = rc == ERR_OK;
 unlock:
 	pthread_mutex_unlock(&st->db_mu);
-
+	/*
+	 * Before anything is acknowledged: a file deleted or replaced under us
+	 * took what was just committed with it (issue 19).
+	 */
+	if (rc == ERR_OK)
+		rc = store_check_lost(st, 1, &msg);
+fail:
 	for (struct batch *b = list; b; b = b->next) {
 		b->rc = rc;
 		if (rc == ERR_OK)
@@ -311,7 +335,9 @@ unlock:
 			b->evs[i].id = 0;
 			b->evs[i].repeated = 0;
 		}
-		buf_setf(b->errmsg, "%s (nothing of this group commit was stored)", buf_str(&msg));
+		buf_setf(b->errmsg, "%s (%s)", buf_str(&msg),
+			 committed ? "committed to that file, which nobody will open again"
+				   : "nothing of this group commit was stored");
 	}
 	if (rc)
 		store_log_db("enqueue", &msg);
@@ -319,10 +345,50 @@ unlock:
 	return committed;
 }
 
+/* Wait on commit_cond (q_mu held) for SLICE_US at most, and never past deadline_us. */
+static void wait_slice(struct store *st, int64_t deadline_us)
+{
+	int64_t until = clock_mono_us() + STORE_SLICE_US;
+	struct timespec ts;
+
+	if (until > deadline_us)
+		until = deadline_us;
+	ts.tv_sec = (time_t)(until / 1000000);
+	ts.tv_nsec = (long)(until % 1000000) * 1000;
+	(void)pthread_cond_timedwait(&st->commit_cond, &st->q_mu, &ts);
+}
+
+/*
+ * A follower waited past deadline_us, or the store stalled: leave the queue
+ * and say why (1), unless a leader took the batch already (0: it is in a
+ * transaction bounded by the statement timeout, and its result is ours).
+ * q_mu held.
+ */
+static int give_up(struct store *st, struct batch *me, int64_t deadline_us, struct buf *errmsg)
+{
+	struct batch **pp = &st->head;
+
+	if (store_check_stall(st, errmsg) == ERR_OK) {
+		if (clock_mono_us() < deadline_us)
+			return 0;
+		buf_setf(errmsg, "store %s: waited %lld ms for a group commit", db_name(st->db),
+			 (long long)__atomic_load_n(&st->timeout_ms, __ATOMIC_ACQUIRE));
+	}
+	while (*pp && *pp != me)
+		pp = &(*pp)->next;
+	if (!*pp)
+		return 0;
+	*pp = me->next;
+	if (st->tail == &me->next)
+		st->tail = pp;
+	return 1;
+}
+
 enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, struct buf *errmsg)
 {
 	struct batch me = { evs, n, errmsg, ERR_OK, 0, NULL };
 	struct batch *list;
+	int64_t deadline;
 	int committed;
 	enum err rc;
 
@@ -340,12 +406,24 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 	if (n == 0)
 		return ERR_OK;
 
+	deadline = store_intake_deadline(st);
+	rc = store_check_stall(st, errmsg);
+	if (rc) {
+		store_note_intake(st, rc);
+		return rc;
+	}
 	pthread_mutex_lock(&st->q_mu);
 	*st->tail = &me;
 	st->tail = &me.next;
 	/* Wait while another leader commits; it may take our batch with it. */
-	while (!me.done && st->committing)
-		pthread_cond_wait(&st->commit_cond, &st->q_mu);
+	while (!me.done && st->committing) {
+		wait_slice(st, deadline);
+		if (!me.done && give_up(st, &me, deadline, errmsg)) {
+			pthread_mutex_unlock(&st->q_mu);
+			store_note_intake(st, ERR_DB);
+			return ERR_DB;
+		}
+	}
 	if (!me.done) {
 		/* Lead: take everything queued so far (our batch included). */
 		st->committing = 1;
@@ -354,7 +432,7 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 		st->tail = &st->head;
 		pthread_mutex_unlock(&st->q_mu);
 
-		committed = commit_group(st, list);
+		committed = commit_group(st, list, deadline);
 
 		pthread_mutex_lock(&st->q_mu);
 		for (struct batch *b = list; b; b = b->next) {
@@ -378,6 +456,7 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 	}
 	rc = me.rc;
 	pthread_mutex_unlock(&st->q_mu);
+	store_note_intake(st, rc);
 	return rc;
 }
 

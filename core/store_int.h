@@ -108,6 +108,14 @@ struct store {
 	int waiters;                   /* threads inside store_wait_kind() */
 	struct store_stats stats;
 	/*
+	 * Issue 19: the intake's bound and what readiness reads, each without a
+	 * lock (__atomic builtins) so that neither waits on a stalled statement.
+	 */
+	int64_t timeout_ms;            /* store_set_timeout(): how long an intake waits */
+	int64_t intake_failed_us;      /* CLOCK_MONOTONIC of the last failed intake, 0: none since */
+	int64_t lost_checked_us;       /* when db_file_lost() was last asked */
+	int lost;                      /* the file was found deleted or replaced (sticky) */
+	/*
 	 * store_wait_kind_since()'s due times, a slot per queue (kind NULL:
 	 * any), kept while queue_changes stays what it was when they were read.
 	 */
@@ -119,6 +127,28 @@ struct store {
 		uint64_t changes;      /* queue_changes when due was read */
 	} due[3];
 };
+
+/* How long one wait of an intake's bounded loop lasts before the stall is looked at again. */
+#define STORE_SLICE_US INT64_C(50000)
+/* An intake starting now gives up waiting at this time (CLOCK_MONOTONIC, us; the timeout). */
+int64_t store_intake_deadline(struct store *st);
+/*
+ * Take db_mu for an intake: wait at most until deadline_us (CLOCK_MONOTONIC,
+ * clock_mono_us()), and not at all once the store is stalled (a statement
+ * has been running for store_stall_ms()).  ERR_OK with db_mu held, or ERR_DB
+ * with errmsg saying why (db_mu not held).
+ */
+enum err store_lock_intake(struct store *st, int64_t deadline_us, struct buf *errmsg);
+/* ERR_DB with errmsg when a statement has been running for store_stall_ms() or more. */
+enum err store_check_stall(struct store *st, struct buf *errmsg);
+/*
+ * ERR_DB with errmsg (and the one error log line, the first time) when the
+ * sqlite file is deleted or replaced (db_file_lost()); asked of the file
+ * system when force, or when STORE_LOST_CHECK_MS passed since the last ask.
+ */
+enum err store_check_lost(struct store *st, int force, struct buf *errmsg);
+/* An intake answered (rc): readiness notes a failure for STORE_FAILED_MS. */
+void store_note_intake(struct store *st, enum err rc);
 
 /* An event left the queue or changed its retry time: the cached due times are stale. */
 void store_queue_changed(struct store *st);
