@@ -896,6 +896,52 @@ static void secrets_read_and_stripped(void **state)
 	cfg_free(cfg);
 }
 
+/* alertmanager (silences from GitHub issues): top level, inherited, overridden, checked. */
+static void alertmanager_section(void **state)
+{
+	struct config *cfg;
+	char want[512];
+
+	(void)state;
+	cfg = parse_in("alertmanager: {url: \"http://am:9093/\", bearer_token_file: token}\n"
+		       "github: {webhook_secret_file: token-bare}\n"
+		       "receivers:\n"
+		       "  - {name: a, repo: o/r}\n"
+		       "  - {name: b, repo: o/r, alertmanager: {url: \"https://am2\", max_silence: 1d}}\n",
+		       tmpdir);
+	assert_string_equal(cfg->alertmanager.url, "http://am:9093");  /* trailing '/' dropped */
+	assert_string_equal(cfg->alertmanager.bearer_token, "s3cret-token");
+	assert_int_equal(cfg->alertmanager.timeout_ms, 10000);
+	assert_int_equal(cfg->alertmanager.max_silence_ms, 7 * 86400000LL);
+	assert_string_equal(cfg->github.webhook_secret, "bare-token");
+	assert_string_equal(cfg->receivers[0].alertmanager.url, "http://am:9093");
+	assert_string_equal(cfg->receivers[0].alertmanager.bearer_token, "s3cret-token");
+	assert_string_equal(cfg->receivers[1].alertmanager.url, "https://am2");
+	assert_null(cfg->receivers[1].alertmanager.bearer_token);
+	assert_int_equal(cfg->receivers[1].alertmanager.max_silence_ms, 86400000LL);
+	assert_int_equal(cfg->receivers[1].alertmanager.timeout_ms, 10000);
+	cfg_free(cfg);
+	cfg = parse_ok(RCV);
+	assert_null(cfg->alertmanager.url);
+	assert_null(cfg->receivers[0].alertmanager.url);
+	assert_null(cfg->github.webhook_secret);
+	cfg_free(cfg);
+	expect_err(RCV "alertmanager: {url: \"am:9093\"}\n",
+		   "alertbridge.yml:2: alertmanager.url: expected an http:// or https:// URL, got "
+		   "\"am:9093\"");
+	expect_err_in(RCV "alertmanager: {url: \"http://am\", bearer_token_file: token, "
+			  "basic_auth: {username: u, password_file: token}}\n", tmpdir, ERR_INVALID,
+		      "alertbridge.yml:2: alertmanager.basic_auth: cannot be used together with "
+		      "bearer_token_file");
+	expect_err("receivers: [{name: a, repo: o/r, alertmanager: {timeout: 0s}}]\n",
+		   "alertbridge.yml:1: receivers[0].alertmanager.timeout: must be greater than 0s");
+	fmt_into(want, sizeof(want),
+		 "alertbridge.yml:2: github.webhook_secret_file: cannot read \"%s/missing\": No "
+		 "such file or directory",
+		 tmpdir);
+	expect_err_in(RCV "github: {webhook_secret_file: missing}\n", tmpdir, ERR_IO, want);
+}
+
 static void secret_file_errors(void **state)
 {
 	char want[512];
@@ -1264,6 +1310,7 @@ int main(void)
 		cmocka_unit_test(mutually_exclusive),
 		cmocka_unit_test(secrets_read_and_stripped),
 		cmocka_unit_test(secret_file_errors),
+		cmocka_unit_test(alertmanager_section),
 		cmocka_unit_test(github_token_env_fallback),
 		cmocka_unit_test(relative_paths_resolved),
 		cmocka_unit_test(load_resolves_against_file_dir),
