@@ -17,7 +17,6 @@
 #include "bridge/render.h"
 #include "bridge/view.h"
 #include "bridge/gh_webhook.h"
-#include "bridge/gh_webhook.h"
 #include "bridge/webhook.h"
 #include "core/active.h"
 #include "core/auth.h"
@@ -295,7 +294,6 @@ struct service {
 	struct auth *auth;
 	struct webhook *webhook;
 	struct gh_webhook *gh_webhook;  /* POST /v1/github/webhook: bridge/gh_webhook.h */
-	struct gh_webhook *gh_webhook;  /* POST /v1/github/webhook: bridge/gh_webhook.h */
 	struct bridge *bridge;
 	struct kube_client *kube;
 	struct slack_client *slack;
@@ -411,7 +409,6 @@ static void service_release(struct service *s)
 	bridge_free(s->bridge);
 	active_free(s->active);  /* after both workers: releases the worker lock */
 	webhook_free(s->webhook);
-	gh_webhook_free(s->gh_webhook);
 	gh_webhook_free(s->gh_webhook);
 	auth_free(s->auth);
 	if (s->reload) {
@@ -610,8 +607,6 @@ static int start_service(struct service *s, const struct flags *f)
 	s->webhook = webhook_new(&wo);
 	s->gh_webhook = gh_webhook_new(&(struct gh_webhook_options){
 		.cfg = s->cfg, .reload = s->reload, .store = s->store, .metrics = s->metrics });
-	s->gh_webhook = gh_webhook_new(&(struct gh_webhook_options){
-		.cfg = s->cfg, .reload = s->reload, .store = s->store, .metrics = s->metrics });
 	bo.cfg = s->cfg;
 	bo.store = s->store;
 	bo.render = s->render;
@@ -658,7 +653,6 @@ static int start_service(struct service *s, const struct flags *f)
 	s->admin_guard = (struct guard_admin){ s->reload, s->web_auth, reload_handle, s->reload };
 	s->map_guard = (struct guard_admin){ s->reload, s->web_auth, map_admin_handle, s->store };
 	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
-	    srv_route(s->srv, "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook) ||
 	    srv_route(s->srv, "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook) ||
 	    srv_route(s->srv, "GET", "/metrics", guard_handle, &s->metrics_guard) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||

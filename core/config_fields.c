@@ -446,26 +446,6 @@ static const struct field alertmanager_fields[] = {
 };
 FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
 
-static enum err check_alertmanager(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
-{
-	struct cfg_alertmanager *a = obj;
-	enum err rc = exclusive(c, map, path, "bearer_token_file", a->bearer_token_file,
-				"basic_auth", a->basic_auth.username);
-
-	if (rc == ERR_OK && (a->url || a->bearer_token_file || a->basic_auth.username))
-		rc = check_url(c, map, path, "url", a->url);
-	return rc;
-}
-
-static const struct field alertmanager_fields[] = {
-	FLD(struct cfg_alertmanager, "url", F_STR, url),
-	SECRET(struct cfg_alertmanager, "bearer_token_file", bearer_token_file, bearer_token),
-	MAP(struct cfg_alertmanager, "basic_auth", basic_auth, basic_auth_set),
-	DUR(struct cfg_alertmanager, "timeout", timeout_ms, 1),
-	DUR(struct cfg_alertmanager, "max_silence", max_silence_ms, 1),
-};
-FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
-
 static const struct field templates_fields[] = {
 	FLD(struct cfg_templates, "title", F_PATH, title),
 	FLD(struct cfg_templates, "body", F_PATH, body),
@@ -813,22 +793,6 @@ void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alert
 		r->max_silence_ms = top->max_silence_ms;
 }
 
-void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alertmanager *top)
-{
-	if (!r->url) {
-		r->url = dup_or_null(top->url);
-		r->bearer_token_file = dup_or_null(top->bearer_token_file);
-		r->bearer_token = dup_or_null(top->bearer_token);
-		r->basic_auth.username = dup_or_null(top->basic_auth.username);
-		r->basic_auth.password_file = dup_or_null(top->basic_auth.password_file);
-		r->basic_auth.password = dup_or_null(top->basic_auth.password);
-	}
-	if (!r->timeout_ms)
-		r->timeout_ms = top->timeout_ms;
-	if (!r->max_silence_ms)
-		r->max_silence_ms = top->max_silence_ms;
-}
-
 static void receiver_defaults(struct cfg_receiver *r)
 {
 	memset(r, 0, sizeof(*r));
@@ -880,8 +844,6 @@ void cfg_defaults(struct config *cfg)
 	cfg->github.content_per_hour = 500;
 	cfg->github.timeout_ms = 10 * MS_S;
 	cfg->github.body_update_interval_ms = 60 * MS_S;
-	cfg->alertmanager.timeout_ms = 10 * MS_S;
-	cfg->alertmanager.max_silence_ms = 7 * MS_D;
 	cfg->alertmanager.timeout_ms = 10 * MS_S;
 	cfg->alertmanager.max_silence_ms = 7 * MS_D;
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
@@ -1046,8 +1008,6 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 		return rc;
 	if (!le->identity)
 		le->identity = hostname();
-	for (size_t i = 0; i < cfg->receivers_count; i++)
-		cfg_alertmanager_inherit(&cfg->receivers[i].alertmanager, &cfg->alertmanager);
 	for (size_t i = 0; i < cfg->receivers_count; i++)
 		cfg_alertmanager_inherit(&cfg->receivers[i].alertmanager, &cfg->alertmanager);
 	/* GITHUB_TOKEN only when no file and no app names credentials. */
