@@ -9,13 +9,15 @@ matchers are the alert's labels, createdBy the login, the comment the reason and
 and Alertmanager then shows the alert suppressed by it; alertbridge answers on the issue with
 the link {externalURL}/#/silences/{id}.  `/unsilence` expires it and says so.  Bad input changes
 nothing: no or a bad signature (401), a replayed delivery (200 duplicate), an untracked issue
-(200 untracked), a CONTRIBUTOR (200 not_allowed, no reply), an unknown command (a short reply).
+(200 untracked), a CONTRIBUTOR (200 not_allowed, no reply), an unknown command or a bad
+duration (a short reply).  A reload re-reads the secret file.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge), ALERTMANAGER_BIN.  Last line "N passed, N failed".
 """
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -185,6 +187,17 @@ def unknown_command_gets_a_short_reply():
 
 
 @run.case
+def bad_duration_says_why():
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence soon", "MEMBER")
+    status, body, _ = hook("issue_comment", payload)
+    eq((status, body), (202, {"status": "queued"}), "queued")
+    r = poll(lambda: [c for c in replies() if "is not a duration" in c["body"]], "the reply",
+             timeout_s=30)
+    check('"soon" is not a duration' in r[0]["body"], "says why", r[0]["body"])
+    eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+
+
+@run.case
 def unsilence_expires_it():
     payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/unsilence", "OWNER")
     status, body, _ = hook("issue_comment", payload)
@@ -195,7 +208,18 @@ def unsilence_expires_it():
     event("reply: %r" % r[0]["body"])
     check(st["silence_id"] in r[0]["body"], "names the silence", r[0]["body"])
     eq(metric("alertbridge_silences_total", outcome="expired"), 1.0, "expired counted")
-    eq(len(replies()), 3, "one reply per command")
+    eq(len(replies()), 4, "one reply per command")
+
+
+@run.case
+def secret_reread_on_reload():
+    with open(os.path.join(st["dir"], "gh-secret"), "w") as f:
+        f.write("a rotated secret\n")
+    st["ab"].proc.p.send_signal(signal.SIGHUP)
+    poll(lambda: hook("ping", {"zen": "x"}, secret="a rotated secret")[0] == 200,
+         "the new secret taken", timeout_s=20)
+    status, body, _ = hook("ping", {"zen": "x"})
+    eq((status, body), (401, {"error": "unauthorized"}), "the old secret refused")
 
 
 def on_failure(name):
