@@ -442,10 +442,27 @@ const char *store_stmt_sql(enum stmt_id id)
 static enum err check_version(struct store *st, struct buf *errmsg)
 {
 	int version = 0, want = store_schema_version();
-	enum err rc = db_schema_version(st->db, &version, errmsg);
+	struct db_stmt *s = NULL;
+	enum err rc;
 
-	if (rc != ERR_OK)
-		return rc;
+	if (db_engine(st->db) == DB_SQLITE) {
+		rc = db_schema_version(st->db, &version, errmsg);
+		if (rc != ERR_OK)
+			return rc;
+	} else {
+		/* db_schema_version() would create the table: a write, which this session refuses. */
+		rc = store_sq(st, "SELECT version FROM schema_version", "read the schema version",
+			      errmsg, &s, "");
+		if (rc == ERR_OK)
+			rc = store_step_row(st, s, "read the schema version", errmsg);
+		if (rc == ERR_OK)
+			version = (int)db_col_int(s, 0);
+		db_finalize(s);
+		if (rc == ERR_NOTFOUND)
+			version = 0;
+		else if (rc != ERR_OK)
+			return rc;
+	}
 	if (version > want)
 		buf_setf(errmsg, "store %s: schema version %d is newer than this build's %d: "
 			 "run a newer alertbridge", db_name(st->db), version, want);

@@ -80,6 +80,58 @@ static void newer_schema_is_refused(void **state)
 	buf_release(&msg);
 }
 
+/* map list/show: no migration behind a running service's back (issue 19). */
+static void read_only_open_never_migrates(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st = sfx_open_ok(f->path);
+	struct buf msg = BUF_INIT;
+	int64_t id = sfx_enq1(st, "bridge", "aaaa000011112222");
+
+	store_close(st);
+	assert_int_equal(store_open_read_only(f->path, NULL, &st, &msg), ERR_OK);
+	assert_int_equal(sfx_next_id(st, "bridge", 0), id);
+	store_close(st);
+	sfx_set_schema_version(f->path, store_schema_version() - 1);
+	st = (struct store *)&msg;
+	assert_int_equal(store_open_read_only(f->path, NULL, &st, &msg), ERR_DB);
+	assert_null(st);
+	sfx_assert_contains(buf_str(&msg), "is older than this build's");
+	assert_int_equal(sfx_schema_version(f->path), store_schema_version() - 1);
+	sfx_set_schema_version(f->path, 999);
+	assert_int_equal(store_open_read_only(f->path, NULL, &st, &msg), ERR_DB);
+	sfx_assert_contains(buf_str(&msg), "is newer than this build's");
+	assert_int_equal(sfx_schema_version(f->path), 999);
+	buf_release(&msg);
+}
+
+/* An sqlite file unlinked under the store: nothing more is acknowledged (issue 19). */
+static void deleted_file_refuses_enqueue(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st;
+	struct store_event ev = { 0 };
+	struct buf msg = BUF_INIT, why = BUF_INIT;
+
+	sfx_sqlite_only("an sqlite file unlinked");
+	st = sfx_open_ok(f->path);
+	assert_true(store_ready(st, &why));
+	assert_int_equal(unlink(f->path), 0);
+	ev.kind = "bridge";
+	ev.receiver = "default";
+	ev.key = "bbbb000011112222";
+	ev.status = "firing";
+	ev.payload = "{}";
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_DB);
+	sfx_assert_contains(buf_str(&msg), "deleted or replaced");
+	assert_int_equal(ev.id, 0);
+	assert_false(store_ready(st, &why));
+	sfx_assert_contains(buf_str(&why), "deleted or replaced");
+	store_close(st);
+	buf_release(&msg);
+	buf_release(&why);
+}
+
 static void garbage_file_is_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -165,6 +217,8 @@ int main(void)
 		SFX_TEST(reopen_keeps_events_and_rows),
 		SFX_TEST(newer_schema_is_refused),
 		SFX_TEST(garbage_file_is_refused),
+		SFX_TEST(read_only_open_never_migrates),
+		SFX_TEST(deleted_file_refuses_enqueue),
 		SFX_TEST(bad_paths_are_refused),
 		SFX_TEST(targets_choose_the_engine),
 	};
