@@ -289,8 +289,14 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 		id = xstrdup(j->ev.progress + 9);  /* made and kept before: only the reply is left */
 		goto reply;
 	}
+	sil.matchers = ms;
+	sil.n_matchers = n;
+	sil.starts_at_ms = j->now_ms;
+	sil.ends_at_ms = j->now_ms + dur;
+	sil.created_by = j->login;
+	sil.comment = buf_str(&comment);
 	if (j->ev.progress && !strcmp(j->ev.progress, "post~")) {
-		rc = am_api_silence_find(s->am, &t, j->login, buf_str(&mark), &id, &err);
+		rc = am_api_silence_find(s->am, &t, &sil, buf_str(&mark), &id, &err);
 		if (rc != ERR_OK && rc != ERR_NOTFOUND) {
 			r = retry(s, j, "find silence", &err);
 			goto out;
@@ -301,12 +307,6 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 			r = -1;
 			goto out;
 		}
-		sil.matchers = ms;
-		sil.n_matchers = n;
-		sil.starts_at_ms = j->now_ms;
-		sil.ends_at_ms = j->now_ms + dur;
-		sil.created_by = j->login;
-		sil.comment = buf_str(&comment);
 		rc = am_api_silence_create(s->am, &t, &sil, &id, &ambiguous, &err);
 		if (rc == ERR_INVALID) {
 			buf_setf(&who, "alertmanager refused the silence: %s", buf_str(&err));

@@ -14,8 +14,9 @@
  *
  * Exactly once: before its POST a silence writes the progress note
  * "post~"; a retry with that note (a timeout, a 5xx, a crash, a failover)
- * first asks Alertmanager for a silence of the same createdBy whose comment
- * carries the marker "alertbridge:comment=<comment id>" and adopts it.  The
+ * first asks Alertmanager for the silences with the same matchers, and adopts
+ * the one of the same createdBy whose comment carries the marker
+ * "alertbridge:comment=<comment id>".  The
  * silence's ID is then kept (table silences; note "silenced:<id>") before
  * the reply is posted with gh_comment_create_marked() (marker
  * "<!-- alertbridge:silence=<comment id> -->"), so neither is made twice.

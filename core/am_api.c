@@ -191,8 +191,20 @@ out:
 	return rc;
 }
 
+/* NAME="VALUE" with '\\' and '"' escaped, as Alertmanager's matcher grammar reads it. */
+static void filter_of(const struct am_api_matcher *m, struct buf *out)
+{
+	(void)buf_printf(out, "%s=\"", m->name);
+	for (const char *p = m->value; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			(void)buf_addch(out, '\\');
+		(void)buf_addch(out, *p);
+	}
+	(void)buf_addch(out, '"');
+}
+
 enum err am_api_silence_find(struct am_api *a, const struct am_api_target *t,
-			     const char *created_by, const char *marker, char **id,
+			     const struct am_api_silence *s, const char *marker, char **id,
 			     struct buf *errmsg)
 {
 	struct http_response res;
@@ -204,9 +216,13 @@ enum err am_api_silence_find(struct am_api *a, const struct am_api_target *t,
 
 	*id = NULL;
 	http_response_init(&res);
-	(void)buf_printf(&filter, "createdBy=\"%s\"", created_by);
-	(void)buf_adds(&path, "/api/v2/silences?filter=");
-	http_url_escape(buf_str(&filter), &path);
+	(void)buf_adds(&path, "/api/v2/silences");
+	for (size_t k = 0; k < s->n_matchers; k++) {
+		buf_reset(&filter);
+		filter_of(&s->matchers[k], &filter);
+		(void)buf_adds(&path, k ? "&filter=" : "?filter=");
+		http_url_escape(buf_str(&filter), &path);
+	}
 	rc = call(a, t, "GET", buf_str(&path), NULL, &res, &ambiguous, errmsg);
 	if (rc != ERR_OK)
 		goto out;
@@ -219,11 +235,13 @@ enum err am_api_silence_find(struct am_api *a, const struct am_api_target *t,
 	rc = ERR_NOTFOUND;
 	json_array_foreach(doc, i, sil) {
 		const char *comment = json_string_value(json_object_get(sil, "comment"));
+		const char *by = json_string_value(json_object_get(sil, "createdBy"));
 		const char *sid = json_string_value(json_object_get(sil, "id"));
 		const char *state = json_string_value(
 			json_object_get(json_object_get(sil, "status"), "state"));
 
-		if (!comment || !sid || !strstr(comment, marker) || (state && !strcmp(state, "expired")))
+		if (!comment || !sid || !by || strcmp(by, s->created_by) || !strstr(comment, marker) ||
+		    (state && !strcmp(state, "expired")))
 			continue;
 		*id = xstrdup(sid);
 		rc = ERR_OK;

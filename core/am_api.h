@@ -70,12 +70,14 @@ enum err am_api_silence_create(struct am_api *a, const struct am_api_target *t,
 			       struct buf *errmsg) WARN_UNUSED;
 
 /*
- * GET /api/v2/silences?filter=createdBy="created_by": the ID (in *id,
- * malloc'd) of the newest silence that is not expired and whose comment
+ * GET /api/v2/silences?filter=NAME="VALUE"&filter=... with one filter per
+ * matcher of s (Alertmanager matches the filters against each silence's
+ * matchers, not against createdBy): the ID (in *id, malloc'd) of a silence
+ * that is not expired, whose createdBy is s->created_by and whose comment
  * contains marker.  ERR_NOTFOUND when none.
  */
 enum err am_api_silence_find(struct am_api *a, const struct am_api_target *t,
-			     const char *created_by, const char *marker, char **id,
+			     const struct am_api_silence *s, const char *marker, char **id,
 			     struct buf *errmsg) WARN_UNUSED;
 
 /*

@@ -10,7 +10,9 @@ and Alertmanager then shows the alert suppressed by it; alertbridge answers on t
 the link {externalURL}/#/silences/{id}.  `/unsilence` expires it and says so.  Bad input changes
 nothing: no or a bad signature (401), a replayed delivery (200 duplicate), an untracked issue
 (200 untracked), a CONTRIBUTOR (200 not_allowed, no reply), an unknown command or a bad
-duration (a short reply).  A reload re-reads the secret file.
+duration (a short reply).  A reload re-reads the secret file.  Through a proxy in front of the
+real Alertmanager: a POST whose answer is lost (502 after Alertmanager made it) makes no second
+silence (the retry finds it by its comment marker), and a 400 is dead-lettered with its reason.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge), ALERTMANAGER_BIN.  Last line "N passed, N failed".
 """
@@ -21,7 +23,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -36,6 +41,60 @@ LABELS = {"alertname": "GPUHot", "namespace": "ml", "pod": "trainer-0", "severit
 
 run = Runner()
 st = {}
+
+
+class AmProxy:
+    """Forwards every request to the real Alertmanager, except that the next POST
+    /api/v2/silences can be made to fail: "lose" forwards it and answers 502 instead of
+    Alertmanager's answer (the silence exists, the caller cannot know: an ambiguous answer);
+    "refuse" answers 400 as Alertmanager does for a silence it rejects, without forwarding."""
+
+    def __init__(self, upstream):
+        self.upstream = upstream
+        self.next_post = []
+        self.posts = 0
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def forward(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(n) if n > 0 else None
+                mode = None
+                if self.command == "POST" and self.path == "/api/v2/silences":
+                    proxy.posts += 1
+                    mode = proxy.next_post.pop(0) if proxy.next_post else None
+                if mode == "refuse":
+                    st, body = 400, '"silence invalid: refused by the test"'
+                else:
+                    hdrs = {"Content-Type": "application/json"} if raw else {}
+                    st, _, parsed = http(self.command, proxy.upstream + self.path, raw=raw,
+                                         headers=hdrs)
+                    body = parsed if isinstance(parsed, str) else json.dumps(parsed)
+                    if mode == "lose":
+                        st, body = 502, "bad gateway"
+                data = (body or "").encode()
+                self.send_response(st)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_DELETE = forward
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True,
+                         kwargs={"poll_interval": 0.1}).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def hook(event_name, payload, **kw):
@@ -78,7 +137,8 @@ def setup_issue_from_a_real_alertmanager():
     am = st["am"] = Alertmanager(st["dir"], ab.url + "/v1/webhook?receiver=bridge", ab.hook_file)
     # The top-level alertmanager section, after github: (the harness writes github: last).
     args = list(ab._config_args)
-    args[3] += "alertmanager:\n  url: %s\n  max_silence: 1d\n" % am.url
+    proxy = st["proxy"] = AmProxy(am.url)
+    args[3] += "alertmanager:\n  url: %s\n  max_silence: 1d\n" % proxy.url
     ab._config_args = tuple(args)
     ab.write_receivers("  - name: bridge\n    repo: %s\n" % REPO)
     os.environ["ALERTBRIDGE_TEST_SECOND_MS"] = "50"
@@ -212,6 +272,39 @@ def unsilence_expires_it():
 
 
 @run.case
+def lost_answer_makes_no_second_silence():
+    st["proxy"].next_post = ["lose"]
+    posts = st["proxy"].posts
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence 30m again",
+                                     "MEMBER")
+    eq(hook("issue_comment", payload)[0], 202, "queued")
+    r = poll(lambda: [c for c in replies() if "(30m): again" in c["body"]], "the reply",
+             timeout_s=30)
+    active = [s for s in am_silences() if s["status"]["state"] == "active"]
+    eq(len(active), 1, "one silence, though its answer was lost")
+    check("/#/silences/%s" % active[0]["id"] in r[0]["body"], "the reply links it", r[0]["body"])
+    eq(st["proxy"].posts - posts, 1, "one POST: the retry looked it up first")
+    st["again_id"] = active[0]["id"]
+
+
+@run.case
+def refused_silence_is_dead_lettered():
+    st["proxy"].next_post = ["refuse"]
+    n = len(replies())
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence 1h", "MEMBER")
+    eq(hook("issue_comment", payload)[0], 202, "queued")
+    rows = poll(lambda: db_rows(st["ab"].db, "SELECT last_error FROM events WHERE "
+                                "kind = 'silence' AND state = 'dead'"), "the dead letter",
+                timeout_s=30)
+    check("alertmanager refused the silence" in rows[0][0] and "400" in rows[0][0],
+          "the reason", rows[0][0])
+    eq(metric("alertbridge_silences_total", outcome="failed"), 1.0, "failed counted")
+    eq(len(replies()), n, "no reply")
+    eq([s["id"] for s in am_silences() if s["status"]["state"] == "active"], [st["again_id"]],
+       "no new silence")
+
+
+@run.case
 def secret_reread_on_reload():
     with open(os.path.join(st["dir"], "gh-secret"), "w") as f:
         f.write("a rotated secret\n")
@@ -228,7 +321,7 @@ def on_failure(name):
 
 
 def after():
-    for k in ("ab", "am"):
+    for k in ("ab", "am", "proxy"):
         if k in st:
             st[k].stop()
     if "fg" in st:

@@ -117,25 +117,32 @@ static void find_by_marker_skips_expired_and_others(void **state)
 	struct fake_http *f = fake_http_start();
 	struct am_api *a = am_api_new("alertbridge/test");
 	struct am_api_target t = { fake_http_url(f), NULL, NULL, NULL, 5000 };
+	struct am_api_matcher quoted[] = { { "alertname", "GPUHot" }, { "path", "C:\\ \"x\"" } };
+	struct am_api_silence s = silence();
 	char *id = NULL;
 
 	(void)state;
+	s.matchers = quoted;
 	fake_http_push(f, 200, NULL,
 		       "[{\"id\":\"old\",\"comment\":\"x (alertbridge:comment=5)\","
-		       "\"status\":{\"state\":\"expired\"}},"
+		       "\"createdBy\":\"octocat\",\"status\":{\"state\":\"expired\"}},"
 		       "{\"id\":\"other\",\"comment\":\"x (alertbridge:comment=55)\","
-		       "\"status\":{\"state\":\"active\"}},"
+		       "\"createdBy\":\"octocat\",\"status\":{\"state\":\"active\"}},"
+		       "{\"id\":\"someone\",\"comment\":\"x (alertbridge:comment=5)\","
+		       "\"createdBy\":\"mallory\",\"status\":{\"state\":\"active\"}},"
 		       "{\"id\":\"mine\",\"comment\":\"x (alertbridge:comment=5)\","
-		       "\"status\":{\"state\":\"active\"}}]");
-	assert_int_equal(am_api_silence_find(a, &t, "octocat", "(alertbridge:comment=5)", &id,
-					     NULL), ERR_OK);
+		       "\"createdBy\":\"octocat\",\"status\":{\"state\":\"active\"}}]");
+	assert_int_equal(am_api_silence_find(a, &t, &s, "(alertbridge:comment=5)", &id, NULL),
+			 ERR_OK);
 	assert_string_equal(id, "mine");
 	free(id);
+	/* One filter per matcher (Alertmanager filters silences by their matchers). */
 	assert_string_equal(fake_http_request(f, 0)->uri,
-			    "/api/v2/silences?filter=createdBy%3D%22octocat%22");
+			    "/api/v2/silences?filter=alertname%3D%22GPUHot%22"
+			    "&filter=path%3D%22C%3A%5C%5C%20%5C%22x%5C%22%22");
 	fake_http_push(f, 200, NULL, "[]");
-	assert_int_equal(am_api_silence_find(a, &t, "octocat", "(alertbridge:comment=5)", &id,
-					     NULL), ERR_NOTFOUND);
+	assert_int_equal(am_api_silence_find(a, &t, &s, "(alertbridge:comment=5)", &id, NULL),
+			 ERR_NOTFOUND);
 	am_api_free(a);
 	fake_http_stop(f);
 }
