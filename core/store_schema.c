@@ -194,7 +194,8 @@ static const char *const sqlite_migrations[] = {
 	/*
 	 * 11: silences from GitHub issues (store_silences.h): the deliveries
 	 * taken (X-GitHub-Delivery, pruned after database_retention), the
-	 * silences made for a map row, and the map row of an issue by number.
+	 * silences made for a map row, and the map row of an issue by repository
+	 * and number (store_issue_by_number(): GitHub compares names ignoring case).
 	 */
 	"CREATE TABLE gh_deliveries ("
 	"  id TEXT PRIMARY KEY,"
@@ -211,7 +212,7 @@ static const char *const sqlite_migrations[] = {
 	"  expired_at_ms INTEGER NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (receiver, key, silence_id)"
 	");"
-	"CREATE INDEX issues_number ON issues (number);",
+	"CREATE INDEX issues_repo_number ON issues (lower(repo), number);",
 };
 
 /*
@@ -365,7 +366,8 @@ static const char *const pg_migrations[] = {
 	/*
 	 * 11: silences from GitHub issues (store_silences.h): the deliveries
 	 * taken (X-GitHub-Delivery, pruned after database_retention), the
-	 * silences made for a map row, and the map row of an issue by number.
+	 * silences made for a map row, and the map row of an issue by repository
+	 * and number (store_issue_by_number(): GitHub compares names ignoring case).
 	 */
 	"CREATE TABLE gh_deliveries ("
 	"  id TEXT PRIMARY KEY,"
@@ -382,7 +384,7 @@ static const char *const pg_migrations[] = {
 	"  expired_at_ms BIGINT NOT NULL DEFAULT 0,"
 	"  PRIMARY KEY (receiver, key, silence_id)"
 	");"
-	"CREATE INDEX issues_number ON issues (number);",
+	"CREATE INDEX issues_repo_number ON issues (lower(repo), number);",
 };
 
 #define N_SQLITE ((int)(sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0])))
