@@ -56,6 +56,9 @@ static const struct copy_table {
 	{ "repo_scans", "receiver t repo t done_at_ms i", 0 },
 	{ "group_states", "receiver t key t members t payload t dirty i synced_at_ms i "
 			  "next_sync_ms i", 0 },
+	{ "gh_deliveries", "id t received_at_ms i", 0 },
+	{ "silences", "receiver t key t silence_id t created_by t ends_at_ms i created_at_ms i "
+		      "expired_at_ms i", 0 },
 };
 
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))

@@ -114,7 +114,12 @@ static const char fill_sql[] =
 	"line) VALUES ('gpu', 'aaaa', 2, 1, 1764000000000, 0, '- node-3');"
 	"INSERT INTO repo_scans (receiver, repo, done_at_ms) VALUES ('gpu', 'acme/alerts', 99);"
 	"INSERT INTO group_states (receiver, key, members, payload, dirty, synced_at_ms, "
-	"next_sync_ms) VALUES ('gpu', 'g-1', '[]', '{}', 0, 5, 6);";
+	"next_sync_ms) VALUES ('gpu', 'g-1', '[]', '{}', 0, 5, 6);"
+	"INSERT INTO gh_deliveries (id, received_at_ms) VALUES "
+	"('72d3162e-cc78-11e3-81ab-4c9367dc0958', 1764000000000);"
+	"INSERT INTO silences (receiver, key, silence_id, created_by, ends_at_ms, created_at_ms, "
+	"expired_at_ms) VALUES ('gpu', 'a1b2c3d4e5f60718', '890821be-53a6', 'octocat', "
+	"1764007200000, 1764000000000, 0);";
 
 /* Every copied table of target as text, rows sorted, NULL as "NULL". */
 static void dump(const char *target, struct buf *out)
@@ -207,6 +212,8 @@ static void sqlite_to_sqlite_copies_every_row(void **state)
 	assert_int_equal(rows_of(&counts, "notices"), 2);
 	assert_int_equal(rows_of(&counts, "digests"), 1);
 	assert_int_equal(rows_of(&counts, "storm_members"), 1);
+	assert_int_equal(rows_of(&counts, "gh_deliveries"), 1);
+	assert_int_equal(rows_of(&counts, "silences"), 1);
 	buf_release(&want);
 	buf_release(&got);
 }
