@@ -144,7 +144,8 @@ static void register_metrics(struct bridge *b)
 		window);
 	b->m_gh_ambiguous = metrics_counter(
 		m, "alertbridge_github_ambiguous_creates_resolved_total",
-		"Creates whose answer was lost, found afterwards by their marker.", NULL);
+		"Creates and comments whose answer was lost (or a crash left in doubt), found "
+		"afterwards by their marker.", NULL);
 	b->m_gh_unauthorized = metrics_counter(
 		m, "alertbridge_github_unauthorized_total",
 		"GitHub rejected the credentials (401, or a GitHub App token refused for a wrong "
@@ -255,11 +256,12 @@ static int needs_issue(enum issue_action a)
 
 /*
  * Parse a progress note "ACTION:STEP" (STEP calls done), or "ACTION:STEP~"
- * (and the next call, a comment, may have been posted: *comment_sent = 1);
+ * (and the next call, a comment, may have been posted: *comment_sent = 1),
+ * maybe followed by "@<ms>", when that was noted (*noted_ms; else 0);
  * 0 when there is none or it is unreadable.
  */
 static int parse_progress(const char *note, enum issue_action *action, int *step,
-			  int *comment_sent)
+			  int *comment_sent, int64_t *noted_ms)
 {
 	static const enum issue_action all[] = { ISSUE_REOPEN, ISSUE_CLOSE, ISSUE_COMMENT_REFIRE,
 						 ISSUE_COMMENT_RESOLVED };
@@ -273,6 +275,14 @@ static int parse_progress(const char *note, enum issue_action *action, int *step
 			*action = all[i];
 			*step = colon[1] - '0';
 			*comment_sent = *step >= 0 && *step <= 9 && colon[2] == '~';
+			*noted_ms = 0;
+			if (*comment_sent && !strncmp(colon + 3, COMMENT_SENT_AT,
+						      strlen(COMMENT_SENT_AT))) {
+				char *end = NULL;
+				long long t = strtoll(colon + 3 + strlen(COMMENT_SENT_AT), &end,
+						      10);
+				*noted_ms = !*end && t > 0 ? (int64_t)t : 0;
+			}
 			return *step >= 0 && *step <= 9;
 		}
 	}
@@ -457,7 +467,8 @@ static enum err plan(struct bridge *b, struct work *w, struct buf *errmsg)
 	const char *why = "";
 	enum err rc = ERR_OK;
 
-	if (parse_progress(w->ev.progress, &w->action, &w->step, &w->comment_in_doubt)) {
+	if (parse_progress(w->ev.progress, &w->action, &w->step, &w->comment_in_doubt,
+			   &w->comment_noted_ms)) {
 		int r;
 
 		w->comment_noted = w->comment_in_doubt;
@@ -591,6 +602,8 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 		int64_t t = bridge_now_ms(b);
 		int64_t next = t + backoff_ms(w->ev.attempts, b->opts.retry_base_ms,
 						 b->opts.retry_max_ms, &b->seed);
+		if (next < w->not_before_ms)  /* a write in doubt: not looked for before */
+			next = w->not_before_ms;
 		src = store_event_retry(b->opts.store, w->ev.id, next, why);
 		l = log_begin(rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
 			      rc == ERR_AUTH ? "github rejected the credentials, event kept"

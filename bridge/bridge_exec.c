@@ -15,6 +15,7 @@
 #include "bridge/view.h"
 #include "core/log.h"
 #include "core/matchers.h"
+#include "core/metrics.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
@@ -182,6 +183,9 @@ static enum err comment_text(struct bridge *b, struct work *w, const json_t *vie
 
 /* ---- actions ---- */
 
+static enum err note_progress(struct bridge *b, struct work *w, int step, int comment_next,
+			      struct buf *errmsg);
+
 /* The hidden marker that ends the issue body of the event's alert (bridge/issue.h). */
 static void key_marker(const struct work *w, struct buf *out)
 {
@@ -189,12 +193,33 @@ static void key_marker(const struct work *w, struct buf *out)
 }
 
 /*
- * A create whose outcome a previous attempt left open (an ambiguous answer
- * whose lookup failed, a crash between the POST and the commit) has the note
- * "create@<ms>" written before its POST: look for the marker among the issues
- * created since then (minus a margin) before posting again.  ERR_OK with *gi
- * when found, ERR_NOTFOUND when the POST is to be made, another error when
- * GitHub could not tell (retry later).
+ * A write noted at noted_ms whose outcome is open may still land on GitHub
+ * until gh_write_settled_at(): ERR_RETRY before then (the event is retried
+ * from then on: w->not_before_ms, errmsg says why), so that its marker is
+ * never looked for, and the write never repeated, while GitHub may still be
+ * making it.  ERR_OK once it has settled.
+ */
+static enum err settled(struct bridge *b, struct work *w, const char *what, int64_t noted_ms,
+			struct buf *errmsg)
+{
+	int64_t at = gh_write_settled_at(b->gh, noted_ms);
+
+	if (bridge_now_ms(b) >= at)
+		return ERR_OK;
+	w->not_before_ms = at;
+	buf_setf(errmsg, "the %s in doubt may still land on github: looked for in %lld ms", what,
+		 (long long)(at - bridge_now_ms(b)));
+	return ERR_RETRY;
+}
+
+/*
+ * A create whose outcome a previous attempt left open (an answer lost, a
+ * crash between the POST and the commit) has the note "create@<ms>" (see
+ * CREATE_NOTE): once it has settled, look for the marker among the issues
+ * created since then (minus the time it may have taken and a margin) before
+ * posting again.  ERR_OK with *gi when found, ERR_NOTFOUND when the POST is
+ * to be made, ERR_RETRY while it may still land, another error when GitHub
+ * could not tell (retry later).
  */
 static enum err earlier_create(struct bridge *b, struct work *w, const char *marker,
 			       struct gh_issue *gi, struct buf *errmsg)
@@ -209,10 +234,17 @@ static enum err earlier_create(struct bridge *b, struct work *w, const char *mar
 	t = strtoll(note + strlen(CREATE_NOTE), &end, 10);
 	if (*end || t <= 0)
 		return ERR_NOTFOUND;
-	rc = gh_issue_find_marker(b->gh, w->repo, marker, (int64_t)t - CREATE_LOOKBACK_MS, gi,
-				  errmsg);
+	rc = settled(b, w, "create", (int64_t)t, errmsg);
+	if (rc)
+		return rc;
+	/* the answer's time, at most the timeout after the send (the timeout and 10 s) */
+	rc = gh_issue_find_marker(b->gh, w->repo, marker,
+				  (int64_t)t - (gh_write_settled_at(b->gh, t) - t) -
+					  CREATE_LOOKBACK_MS,
+				  gi, errmsg);
 	if (rc == ERR_OK) {
 		struct log_line *l = log_begin(LOG_INFO, "earlier create found by marker");
+		metric_add(b->m_gh_ambiguous, NULL, 1);
 		log_str(l, "receiver", w->ev.receiver);
 		log_str(l, "key", w->ev.key);
 		log_str(l, "repo", gi->repo);
@@ -237,6 +269,31 @@ static enum err note_create(struct bridge *b, struct work *w, struct buf *errmsg
 		return rc;
 	}
 	return ERR_NOTFOUND;
+}
+
+/*
+ * A write that ended in ERR_RETRY may have been sent (its answer lost): note
+ * the time now, at or after the send, so that the retry waits until it has
+ * settled (settled()) and looks for it before writing again; the event is
+ * not retried before then.  A failure to note it keeps the earlier note (its
+ * time before the send: the retry then looks too early at worst, and sees
+ * the write on a later retry; never posts while the note says "in doubt"
+ * without looking).
+ */
+static void in_doubt(struct bridge *b, struct work *w, const char *what, struct buf *errmsg)
+{
+	struct buf ignored = BUF_INIT;
+	enum err rc;
+
+	if (!strcmp(what, "create"))
+		rc = note_create(b, w, &ignored);
+	else
+		rc = note_progress(b, w, w->step, 1, &ignored);
+	if (rc == ERR_NOTFOUND || rc == ERR_OK)
+		w->not_before_ms = gh_write_settled_at(b->gh, bridge_now_ms(b));
+	else
+		(void)buf_printf(errmsg, "; %s", buf_str(&ignored));
+	buf_release(&ignored);
 }
 
 /* What the on-call page shows of the row: the alert's name and the issue's title. */
@@ -283,10 +340,13 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	rc = earlier_create(b, w, buf_str(&marker), &gi, errmsg);
 	if (rc == ERR_NOTFOUND)
 		rc = note_create(b, w, errmsg);
-	if (rc == ERR_NOTFOUND)
+	if (rc == ERR_NOTFOUND) {
 		rc = gh_issue_create(b->gh, w->repo, buf_str(&title), buf_str(&body),
 				     buf_str(&marker), (const char *const *)labels,
 				     (const char *const *)assignees, &gi, errmsg);
+		if (rc == ERR_RETRY)
+			in_doubt(b, w, "create", errmsg);
+	}
 	if (rc)
 		goto out;
 	if (!w->have_row) {
@@ -329,18 +389,23 @@ out:
 
 /*
  * Record progress on the event: step calls of the action done; with
- * comment_next, the next call is a comment that may be posted from now on.
- * A crash between that comment and the record of its outcome leaves this
- * note, and the retry looks for the comment's marker before posting again.
+ * comment_next, the next call is a comment that may be posted from now on
+ * ("~@<ms>": noted now).  A crash between that comment and the record of its
+ * outcome, or its answer lost (in_doubt() notes it again), leaves this note,
+ * and the retry looks for the comment's marker, once it has settled, before
+ * posting again.
  */
 static enum err note_progress(struct bridge *b, struct work *w, int step, int comment_next,
 			      struct buf *errmsg)
 {
-	char note[40];
+	char note[64];
 	enum err rc;
 
-	snprintf(note, sizeof(note), "%s:%d%s", issue_action_str(w->action), step,
-		 comment_next ? "~" : "");
+	if (comment_next)
+		snprintf(note, sizeof(note), "%s:%d~" COMMENT_SENT_AT "%lld",
+			 issue_action_str(w->action), step, (long long)bridge_now_ms(b));
+	else
+		snprintf(note, sizeof(note), "%s:%d", issue_action_str(w->action), step);
 	rc = store_event_progress(b->opts.store, w->ev.id, note);
 	if (rc) {
 		buf_setf(errmsg, "cannot record progress: %s", err_str(rc));
@@ -376,6 +441,7 @@ static enum err comment_posted(struct bridge *b, struct work *w, const char *mar
 		return rc;
 	if (m)
 		return ERR_NOTFOUND;
+	metric_add(b->m_gh_ambiguous, NULL, 1);
 	{
 		struct log_line *l = log_begin(LOG_INFO, "earlier comment found by marker");
 		log_str(l, "receiver", w->ev.receiver);
@@ -400,17 +466,24 @@ static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 		goto out;
 	}
 	if (w->comment_in_doubt) {
-		rc = comment_posted(b, w, buf_str(&marker), errmsg);
+		rc = w->comment_noted_ms ? settled(b, w, "comment", w->comment_noted_ms, errmsg)
+					 : ERR_OK;
+		if (!rc)
+			rc = comment_posted(b, w, buf_str(&marker), errmsg);
 		if (rc != ERR_NOTFOUND)
 			goto out;  /* posted already (ERR_OK), or cannot tell yet */
 		w->comment_in_doubt = 0;
-	} else if (!w->comment_noted && !gh_dry_run(b->gh)) {
+		w->comment_noted = 0;  /* noted again: the time of this POST */
+	}
+	if (!w->comment_noted && !gh_dry_run(b->gh)) {
 		rc = note_progress(b, w, w->step, 1, errmsg);
 		if (rc)
 			goto out;
 	}
 	rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
 				      buf_str(&marker), errmsg);
+	if (rc == ERR_RETRY && w->comment_noted)
+		in_doubt(b, w, "comment", errmsg);
 out:
 	buf_release(&text);
 	buf_release(&marker);

@@ -19,11 +19,19 @@
 #include "core/clock.h"
 #include "core/err.h"
 
-/* The progress note of a create about to be sent: CREATE_NOTE "<ms when sent>". */
+/*
+ * The progress note of a create about to be sent: CREATE_NOTE "<ms>", the
+ * time it was noted, and again when its answer was lost (the time of that
+ * answer, at or after the send).  The create is not looked for before
+ * gh_write_settled_at() of that time (it may still land), nor posted again
+ * before it was looked for.
+ */
 #define CREATE_NOTE "create@"
 /* How far before a create (or its note) its issue is looked for by marker, in ms. */
 #define CREATE_LOOKBACK_MS 60000
 
+/* A comment's note (bridge_exec.c note_progress()) ends "~" "@<ms>" the same way. */
+#define COMMENT_SENT_AT "@"
 struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
@@ -82,6 +90,8 @@ struct work {
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
 	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
 	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
+	int64_t comment_noted_ms; /* ... at this time (ms; 0: a note of an older version) */
+	int64_t not_before_ms;    /* a write in doubt: no retry of the event before this (ms) */
 	int64_t now_ms;
 	struct group_event *grp;  /* issue_per: group, else NULL */
 };

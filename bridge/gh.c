@@ -32,6 +32,13 @@
 #define SECONDARY_MIN_WAIT_MS 60000  /* GitHub: "wait at least one minute" */
 #define MAX_RATELIMIT_WAIT_MS 3600000
 #define AMBIGUOUS_MARGIN_MS 60000
+/*
+ * GitHub ends a request it has processed for 10 s ("Troubleshooting the REST
+ * API": "If GitHub takes more than 10 seconds to process an API request,
+ * GitHub will terminate the request"), so a write it received lands within
+ * this long or never.
+ */
+#define GH_PROCESSING_LIMIT_MS 10000
 #define MAX_BODY_BYTES (32u << 20) /* a page of 100 issues of 64 KiB bodies fits */
 #define MAX_ERRMSG_JSON 1024
 
@@ -137,6 +144,7 @@ void gh_client_free(struct gh_client *c)
 	if (!c)
 		return;
 	http_client_free(c->http);
+	gh_doubts_release(c);
 	gh_creds_free(c->creds);
 	gh_creds_free(c->pending);
 	pthread_mutex_destroy(&c->mu);
@@ -534,9 +542,10 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 /* ---- the request loop ---- */
 
 /*
- * An ambiguous create: look for its marker among the issues created since
- * a margin before the attempt.  ERR_OK and *out when found, ERR_NOTFOUND
- * when it was not created, another error when GitHub could not tell.
+ * A create GitHub answered 2xx with a body that cannot be read: the issue
+ * exists, so look for its marker among the issues created since a margin
+ * before the attempt.  ERR_OK and *out when found, ERR_NOTFOUND when it is
+ * not there, another error when GitHub could not tell.
  */
 enum err gh_resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t attempt_ms,
 			      struct gh_issue *out)
@@ -545,19 +554,6 @@ enum err gh_resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t
 	enum err rc;
 	struct log_line *l;
 
-	if (k->number) {
-		rc = gh_find_comment_marker(c, k->repo, k->number, k->marker,
-					    attempt_ms - AMBIGUOUS_MARGIN_MS, &why);
-		if (rc == ERR_OK) {
-			c->stats.ambiguous_resolved++;
-			l = log_begin(LOG_INFO, "ambiguous comment resolved by marker");
-			log_str(l, "repo", k->repo);
-			log_int(l, "issue", k->number);
-			log_end(l);
-		}
-		buf_release(&why);
-		return rc;
-	}
 	rc = gh_find_marker(c, k->repo, k->marker, attempt_ms - AMBIGUOUS_MARGIN_MS, out, &why);
 	if (rc == ERR_OK) {
 		c->stats.ambiguous_resolved++;
@@ -570,13 +566,18 @@ enum err gh_resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t
 	return rc;
 }
 
+int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms)
+{
+	return sent_ms + c->timeout_ms + GH_PROCESSING_LIMIT_MS;
+}
+
 /*
  * Perform k with pacing and retries; on ERR_OK res holds the 2xx answer.
- * For a create (k->marker set) an ambiguous failure may end in ERR_OK with
- * *found filled (found->number != 0) and res not meaningful.
+ * A create or marked comment (k->marker set) whose attempt was sent and not
+ * answered (a timeout, reset or 5xx) ends at once in ERR_RETRY, "in doubt".
  */
 enum err gh_call(struct gh_client *c, const struct call *k, struct http_response *res,
-		 struct gh_issue *found, struct buf *errmsg)
+		 struct buf *errmsg)
 {
 	const char *headers[8];
 	struct http_request req = HTTP_REQUEST_INIT;
@@ -675,22 +676,24 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 		case TRANSIENT:
 			break;
 		}
-		if (attempt >= c->max_attempts && !(ambiguous && k->marker))
-			goto give_up;
-		pause_ms(c, wait_ms, &c->stats.backoff_wait_ms);
 		if (ambiguous && k->marker) {
-			enum err r = gh_resolve_ambiguous(c, k, attempt_ms, found);
-			if (r == ERR_OK)
-				goto out;
-			if (r != ERR_NOTFOUND) {
-				(void)buf_printf(errmsg, "; the create may have succeeded: "
-					   "marker lookup failed: %s", err_str(r));
-				rc = ERR_RETRY;
-				goto out;
-			}
+			if (k->number)
+				gh_doubt_note(c, k, attempt_ms);
+			/*
+			 * Sent, answer lost: GitHub may still be making it.  Never
+			 * sent again from here (GitHub documents no idempotency for
+			 * POST); the caller looks for the marker once the write can
+			 * no longer land (gh_write_settled_at()).
+			 */
+			c->stats.writes_in_doubt++;
+			(void)buf_printf(errmsg, "; %s in doubt: sent, it may still land "
+					 "(not repeated)", k->number ? "comment" : "create");
+			rc = ERR_RETRY;
+			goto out;
 		}
 		if (attempt >= c->max_attempts)
 			goto give_up;
+		pause_ms(c, wait_ms, &c->stats.backoff_wait_ms);
 		c->stats.retries++;
 	}
 give_up:

@@ -9,13 +9,15 @@
  * limits allow 80 content-creating requests a minute and 500 an hour: "Rate
  * limits for the REST API"); retry-after, x-ratelimit-remaining/-reset,
  * 429 and secondary-rate-limit 403 answers are honoured; 5xx and timeouts are
- * retried with jittered exponential backoff up to max_attempts.
+ * retried with jittered exponential backoff up to max_attempts (not a sent
+ * create or marked comment: below).
  *
- * A create whose answer was lost (timeout after sending, connection reset,
- * 5xx) is ambiguous: before any retry the client lists the repository's
- * issues created since the attempt (GET /repos/{o}/{r}/issues?state=all&
- * sort=created&direction=desc&since=...) and looks for the body's marker, so
- * it never makes a second issue.  Mutating calls go on a fresh connection:
+ * A create or marked comment whose answer was lost (timeout after sending,
+ * connection reset, 5xx) is in doubt: GitHub may still be making it after
+ * the client gave up (it documents no idempotency for POST), so the client
+ * never sends it again; the call ends in ERR_RETRY and the caller looks for
+ * the body's marker once the write can no longer land
+ * (gh_write_settled_at()), before any second POST.  Mutating calls go on a fresh connection:
  * libcurl silently replays a request whose reused connection died before an
  * answer, which for a POST can make a second issue or comment.
  *
@@ -140,7 +142,8 @@ struct gh_stats {
 	int64_t ratelimit_wait_ms;       /* slept for retry-after / x-ratelimit-reset */
 	int64_t backoff_wait_ms;         /* slept in exponential backoff */
 	int64_t pacing_wait_ms;          /* slept to space mutating calls (min_interval, budget) */
-	uint64_t ambiguous_resolved;     /* ambiguous creates found by their marker */
+	uint64_t ambiguous_resolved;     /* unreadable create answers found by their marker */
+	uint64_t writes_in_doubt;        /* creates and marked comments sent, answer lost */
 	int64_t ratelimit_remaining;     /* last x-ratelimit-remaining seen; -1 before any */
 	int content_left_minute;         /* mutations that fit now in the last 60 s's budget */
 	int content_left_hour;           /* ... and in the last hour's */
@@ -258,12 +261,13 @@ void gh_stats(const struct gh_client *c, struct gh_stats *out);
  * create.  labels/assignees are NULL-terminated arrays or NULL; they are sent
  * exactly as given (NULL: the key is left out).  title and body must be
  * non-empty and body must contain marker (ERR_INVALID otherwise).
- * When an attempt is ambiguous (sent, then a timeout, reset or 5xx), the
- * issues created since the attempt minus 60 s are searched for marker
- * (gh_issue_find_marker) and a found issue is returned as the result; only
- * when it is absent is the POST repeated.  ERR_RETRY whose message says "the
- * create may have succeeded" means that search failed: look again before
- * creating.  A clean connect failure is retried without a search.
+ * When an attempt is ambiguous (sent, then a timeout, reset or 5xx) the
+ * create is in doubt and never repeated: ERR_RETRY at once, the message
+ * ending "create in doubt: sent, it may still land (not repeated)", counted
+ * in gh_stats.writes_in_doubt.  The caller looks for marker
+ * (gh_issue_find_marker()) from gh_write_settled_at() on, and creates only
+ * when it is absent then.  A clean connect failure is retried without a
+ * search.
  * A 2xx answer that cannot be read as an issue is resolved the same way (the
  * issue exists): ERR_OK when the marker is found, else ERR_RETRY ("the create
  * may have succeeded"), never ERR_INVALID, so the caller does not give up on
@@ -350,14 +354,31 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 /*
  * gh_comment_create() with a marker unique to this comment inside body
  * (else ERR_INVALID; NULL: none).  When an attempt is ambiguous (sent, then
- * a timeout, reset or 5xx) the issue's comments changed since the attempt
- * minus 60 s are read (GET .../issues/{number}/comments?since=...) and a
- * comment carrying marker counts as made; only when none does is the POST
- * repeated.  So a transition's comment is posted once.
+ * a timeout, reset or 5xx) the comment is in doubt and never repeated:
+ * ERR_RETRY at once ("comment in doubt: ..."), as gh_issue_create().  The
+ * client remembers it (the last 32): asked again for the same repo, number
+ * and marker, it sends nothing before gh_write_settled_at() (ERR_RETRY,
+ * "comment on o/r#N in doubt: it may still land for MS ms, not posted
+ * again"), then reads the issue's comments changed since the send minus
+ * 60 s: one carrying marker means it was made (ERR_OK, no POST, counted in
+ * ambiguous_resolved), else it is posted.  A caller that may restart in
+ * between (the bridge) keeps a note of its own and looks first itself.  So
+ * a transition's comment is posted once.  (gh_comment_create(), without
+ * a marker, retries an ambiguous attempt: only for tests and texts whose
+ * repetition does no harm.)
  */
 enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
 				  const char *body, const char *marker,
 				  struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * When a write of c sent at sent_ms (ms, c's clock) whose answer was lost can
+ * no longer land on GitHub: sent_ms + the client's timeout (GitHub cannot
+ * have received it later) + 10 s (GitHub ends a request it has processed
+ * for 10 s: "Troubleshooting the REST API", Timeouts).  A marker looked for
+ * before then may be missing only because GitHub is still making the write.
+ */
+int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms);
 
 /*
  * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels

@@ -210,7 +210,7 @@ static enum err app_call(struct gh_client *c, const char *method, const char *pa
 	http_response_init(&res);
 	(void)buf_printf(&auth, "Authorization: Bearer %s", jwt);
 	c->next_auth = buf_str(&auth);
-	rc = gh_call(c, &k, &res, NULL, errmsg);
+	rc = gh_call(c, &k, &res, errmsg);
 	*root = NULL;
 	if (rc == ERR_OK) {
 		*root = json_loadb(res.body.data ? res.body.data : "", res.body.len, 0, NULL);
@@ -356,7 +356,7 @@ static enum err token_login(struct gh_client *c, struct gh_cred *cr, struct buf 
 
 	http_response_init(&res);
 	c->next_auth = cr->auth_header;
-	rc = gh_call(c, &k, &res, NULL, errmsg);
+	rc = gh_call(c, &k, &res, errmsg);
 	if (rc == ERR_OK) {
 		root = json_loadb(buf_str(&res.body), res.body.len, 0, NULL);
 		login = json_string_value(json_object_get(root, "login"));

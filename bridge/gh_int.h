@@ -60,6 +60,15 @@ struct gh_creds {
 	int budgets_ready;      /* windows sized by the client that adopted the set */
 };
 
+/* A marked comment sent whose answer was lost (gh_comment_create_marked()). */
+struct gh_doubt {
+	char *repo;
+	int64_t number;
+	char *marker;
+	int64_t sent_ms;  /* when it was sent (the client's clock) */
+};
+#define GH_DOUBTS 32  /* remembered at most; the oldest is forgotten first */
+
 struct gh_client {
 	char *api_url;
 	char *ua_header;
@@ -85,6 +94,8 @@ struct gh_client {
 				    * JWT) instead of the credential's; that call clears it */
 	uint64_t rng;
 	struct gh_stats stats;
+	struct gh_doubt doubts[GH_DOUBTS];  /* comments in doubt, oldest first */
+	int ndoubts;
 };
 
 /* One API call as gh_call() performs it. */
@@ -94,8 +105,8 @@ struct call {
 	const char *url;      /* absolute; NULL: api_url + path */
 	const char *body;     /* JSON or NULL */
 	int mutating;
-	const char *repo;     /* for an ambiguous create: where to look for the marker */
-	const char *marker;   /* non-NULL for creates and marked comments */
+	const char *repo;     /* a create: where to look for the marker of an unreadable answer */
+	const char *marker;   /* non-NULL for creates and marked comments: never sent twice */
 	int64_t number;       /* a marked comment: its issue; 0 for an issue create */
 	const char *if_none_match; /* a conditional GET: the ETag; a 304 is then a success */
 };
@@ -110,7 +121,7 @@ void gh_note_mutation(struct gh_client *c);
 int64_t gh_parse_iso8601(const char *s);
 /* 1 when repo is "owner/name" with GitHub's characters only. */
 int gh_valid_repo(const char *repo);
-/* Ambiguous create or marked comment k: find its marker; ERR_OK (*out), ERR_NOTFOUND, other. */
+/* A create k answered 2xx unreadably: find its marker; ERR_OK (*out), ERR_NOTFOUND, other. */
 enum err gh_resolve_ambiguous(struct gh_client *c, const struct call *k, int64_t attempt_ms,
 			      struct gh_issue *out);
 /* A set whose only credential is token (NULL or "": none). */
@@ -133,12 +144,16 @@ enum err gh_cred_auth(struct gh_client *c, struct gh_cred *cred, const char *pat
 		      const char **header, struct buf *errmsg);
 /* Perform k with pacing and retries; ERR_OK with res holding the 2xx answer (see gh.c). */
 enum err gh_call(struct gh_client *c, const struct call *k, struct http_response *res,
-		 struct gh_issue *found, struct buf *errmsg);
+		 struct buf *errmsg);
 /* The issue in repo created since since_ms whose body carries marker, into *out; ERR_NOTFOUND. */
 enum err gh_find_marker(struct gh_client *c, const char *repo, const char *marker,
 			int64_t since_ms, struct gh_issue *out, struct buf *errmsg);
 /* ERR_OK when a comment on issue number changed since since_ms carries marker; ERR_NOTFOUND. */
 enum err gh_find_comment_marker(struct gh_client *c, const char *repo, int64_t number,
 				const char *marker, int64_t since_ms, struct buf *errmsg);
+/* Remember marked comment k, sent at sent_ms, as in doubt (its answer lost). */
+void gh_doubt_note(struct gh_client *c, const struct call *k, int64_t sent_ms);
+/* Forget every comment in doubt (gh_client_free()). */
+void gh_doubts_release(struct gh_client *c);
 
 #endif

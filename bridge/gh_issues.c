@@ -21,6 +21,7 @@
 #include "core/banned.h"
 
 #define MAX_PAGES 10               /* find_marker: at most 1000 issues */
+#define AMBIGUOUS_LOOKBACK_MS 60000 /* a comment in doubt is looked for since its send - this */
 
 /* ---- JSON ---- */
 
@@ -227,8 +228,8 @@ static enum err post_create(struct gh_client *c, const char *repo, const char *p
 	{
 		struct call k = { "POST", path, NULL, json, 1, repo, marker, 0, NULL };
 		int64_t sent_ms = gh_now(c);
-		rc = gh_call(c, &k, res, out, errmsg);
-		if (rc == ERR_OK && !out->number &&
+		rc = gh_call(c, &k, res, errmsg);
+		if (rc == ERR_OK &&
 		    parse_issue_body(res, "POST issue", out, errmsg) != ERR_OK)
 			rc = unreadable_create(c, &k, sent_ms, out, errmsg);
 	}
@@ -326,7 +327,7 @@ enum err gh_issue_get_if_changed(struct gh_client *c, const char *repo, int64_t 
 	{
 		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0,
 				  etag && *etag ? etag : NULL };
-		rc = gh_call(c, &k, &res, NULL, errmsg);
+		rc = gh_call(c, &k, &res, errmsg);
 	}
 	if (rc == ERR_OK && res.status == 304)
 		*not_modified = 1;
@@ -354,7 +355,7 @@ enum err gh_repo_get(struct gh_client *c, const char *repo, struct buf *errmsg)
 	}
 	{
 		struct call k = { "GET", buf_str(&path), NULL, NULL, 0, NULL, NULL, 0, NULL };
-		rc = gh_call(c, &k, &res, NULL, errmsg);
+		rc = gh_call(c, &k, &res, errmsg);
 	}
 out:
 	buf_release(&path);
@@ -403,7 +404,7 @@ enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t numbe
 	}
 	{
 		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0, NULL };
-		rc = gh_call(c, &k, &res, NULL, errmsg);
+		rc = gh_call(c, &k, &res, errmsg);
 	}
 	if (rc == ERR_OK)
 		rc = parse_issue_body(&res, buf_str(&path), out ? out : &tmp, errmsg);
@@ -435,10 +436,84 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 	{
 		struct call k = { "POST", path, NULL, json, 1, marker ? k_repo : NULL, marker,
 				  marker ? number : 0, NULL };
-		rc = gh_call(c, &k, &res, NULL, errmsg);
+		rc = gh_call(c, &k, &res, errmsg);
 	}
 	http_response_release(&res);
 	free(json);
+	return rc;
+}
+
+/* ---- marked comments in doubt ---- */
+
+/* Forget doubts[i]. */
+static void doubt_drop(struct gh_client *c, int i)
+{
+	free(c->doubts[i].repo);
+	free(c->doubts[i].marker);
+	memmove(&c->doubts[i], &c->doubts[i + 1],
+		(size_t)(c->ndoubts - i - 1) * sizeof(c->doubts[0]));
+	c->ndoubts--;
+	memset(&c->doubts[c->ndoubts], 0, sizeof(c->doubts[0]));
+}
+
+void gh_doubt_note(struct gh_client *c, const struct call *k, int64_t sent_ms)
+{
+	struct gh_doubt *d;
+
+	if (c->ndoubts == GH_DOUBTS)
+		doubt_drop(c, 0);
+	d = &c->doubts[c->ndoubts++];
+	d->repo = xstrdup(k->repo);
+	d->number = k->number;
+	d->marker = xstrdup(k->marker);
+	d->sent_ms = sent_ms;
+}
+
+void gh_doubts_release(struct gh_client *c)
+{
+	while (c->ndoubts)
+		doubt_drop(c, c->ndoubts - 1);
+}
+
+/*
+ * Before a marked comment is posted: was the same one sent before, its
+ * answer lost?  Then not before it can no longer land (ERR_RETRY, errmsg
+ * says for how long), and then only when its marker is not on the issue
+ * (ERR_OK: it is, counted in ambiguous_resolved).  ERR_NOTFOUND: post it;
+ * another error: GitHub could not tell.
+ */
+static enum err comment_in_doubt(struct gh_client *c, const char *repo, int64_t number,
+				 const char *marker, struct buf *errmsg)
+{
+	int64_t settled;
+	enum err rc;
+	int i;
+
+	for (i = c->ndoubts - 1; i >= 0; i--)
+		if (c->doubts[i].number == number && !strcmp(c->doubts[i].repo, repo) &&
+		    !strcmp(c->doubts[i].marker, marker))
+			break;
+	if (i < 0)
+		return ERR_NOTFOUND;
+	settled = gh_write_settled_at(c, c->doubts[i].sent_ms);
+	if (gh_now(c) < settled) {
+		buf_setf(errmsg, "comment on %s#%" PRId64 " in doubt: it may still land for %" PRId64
+			 " ms, not posted again", repo, number, settled - gh_now(c));
+		return ERR_RETRY;
+	}
+	rc = gh_find_comment_marker(c, repo, number, marker,
+				    c->doubts[i].sent_ms - AMBIGUOUS_LOOKBACK_MS, errmsg);
+	if (rc == ERR_OK || rc == ERR_NOTFOUND) {
+		doubt_drop(c, i);
+		buf_reset(errmsg);
+	}
+	if (rc == ERR_OK) {
+		struct log_line *l = log_begin(LOG_INFO, "comment in doubt found by marker");
+		c->stats.ambiguous_resolved++;
+		log_str(l, "repo", repo);
+		log_int(l, "issue", number);
+		log_end(l);
+	}
 	return rc;
 }
 
@@ -471,6 +546,11 @@ enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t
 	if (c->dry_run) {
 		dry_run_mutation(c, "POST", buf_str(&path), NULL);
 		goto out;
+	}
+	if (marker) {
+		rc = comment_in_doubt(c, repo, number, marker, errmsg);
+		if (rc != ERR_NOTFOUND)
+			goto out;  /* made after all (ERR_OK), or not yet to be posted */
 	}
 	o = json_object();
 	failed = set_str(o, "body", body);
@@ -553,7 +633,7 @@ static enum err list_pages(struct gh_client *c, const char *path, const char *wh
 		json_t *root;
 		int stop = 0;
 
-		rc = gh_call(c, &k, &res, NULL, errmsg);
+		rc = gh_call(c, &k, &res, errmsg);
 		if (rc)
 			goto out;
 		if (pages)
@@ -717,7 +797,7 @@ enum err gh_issue_set_body(struct gh_client *c, const char *repo, int64_t number
 	}
 	{
 		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0, NULL };
-		rc = gh_call(c, &k, &res, NULL, errmsg);
+		rc = gh_call(c, &k, &res, errmsg);
 	}
 out:
 	free(json);

@@ -270,13 +270,15 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	/*
 	 * The Lease again: not a failed attempt, so it is due at once.  The resumed
 	 * attempt reads the issue again; the note said the comment may have been posted:
-	 * its marker is looked for first, then one comment, one close.
+	 * once it can no longer land (the timeout and 10 s after the note), its marker
+	 * is looked for first, then one comment, one close.
 	 */
 	e.lose_after = 0;
 	e.leading = 1;
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 0);
 	store_event_release(&ev);
+	e.now += 20000;
 	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
 	fake_http_push(e.gh, 200, NULL, "[]");
 	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
@@ -434,7 +436,7 @@ static void close_resumes_after_failed_state_change(void **state)
 }
 
 /*
- * A crash between posting a comment and recording it: the note "close:0~"
+ * A crash between posting a comment and recording it: the note "close:0~@<ms>"
  * written before the POST makes the retry look for the comment's marker
  * first, so the comment is not posted twice; without the comment on the
  * issue it is posted.
@@ -463,7 +465,8 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments",
 			   RESOLVED_MARKER);
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
-	assert_string_equal(ev.progress, "close:0~");
+	assert_non_null(ev.progress);
+	assert_memory_equal(ev.progress, "close:0~@", 9);  /* and when it was noted */
 	store_event_release(&ev);
 
 	/*
@@ -578,7 +581,11 @@ static void missing_repository_is_dead_lettered_until_retried(void **state)
 	assert_string_equal(ev.last_error,
 			    STORE_REQUEUED "repository my-org/alerts not found or no access");
 	store_event_release(&ev);
-	/* Its create was attempted: its marker is looked for first, then the POST. */
+	/*
+	 * Its create was attempted: once it can no longer land (the timeout and
+	 * 10 s after it was noted), its marker is looked for first, then the POST.
+	 */
+	e.now += 20000;
 	fake_http_push(e.gh, 200, NULL, "[]");
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);

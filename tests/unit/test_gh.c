@@ -1,7 +1,7 @@
 /*
  * test_gh.c - the GitHub client against fake_http, in virtual time: exact
  * requests per GitHub's REST docs, pacing, rate limits, retries, error codes,
- * ambiguous creates, pagination and dry-run.
+ * pagination and dry-run (writes in doubt: test_gh_doubt.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -676,74 +676,6 @@ static void persistent_failure_gives_up_with_retry(void **state)
 	assert_int_equal(st.requests_server_error, 3);
 }
 
-static void ambiguous_create_found_by_marker_not_posted_twice(void **state)
-{
-	struct fixture *fx = *state;
-	char page[4096], ij1[1024], ij2[1024], ij3[1024];
-	const struct fake_request *r;
-	struct gh_stats st;
-
-	/* The fake "created" #12, then failed the answer with a 502. */
-	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
-	issue_json(ij1, sizeof(ij1), "o/r", 13, "open", NULL, "other");
-	issue_json(ij2, sizeof(ij2), "o/r", 12, "open", NULL, "text " MARKER);
-	/* a pull request quoting the marker is not the issue */
-	snprintf(ij3, sizeof(ij3), "{\"number\":14,\"state\":\"open\",\"pull_request\":{},"
-		 "\"repository_url\":\"https://api.github.com/repos/o/r\",\"body\":\"%s\"}",
-		 MARKER);
-	snprintf(page, sizeof(page), "[%s,%s,%s]", ij3, ij1, ij2);
-	fake_http_push(fx->fake, 200, NULL, page);
-
-	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "text " MARKER, MARKER, NULL, NULL,
-					 &fx->is, &fx->err), ERR_OK);
-	assert_int_equal(fx->is.number, 12);
-	assert_string_equal(fx->is.repo, "o/r");
-	assert_int_equal(fake_http_count(fx->fake), 2);
-	r = fake_http_request(fx->fake, 1);
-	assert_string_equal(r->method, "GET");
-	/* since = attempt time - 60 s */
-	assert_string_equal(r->uri, "/repos/o/r/issues?state=all&sort=created&direction=desc"
-				    "&since=2023-11-14T22:12:20Z&per_page=100");
-	assert_github_headers(r, 0);
-	gh_stats(fx->gh, &st);
-	assert_int_equal(st.ambiguous_resolved, 1);
-}
-
-static void ambiguous_create_not_found_is_posted_again(void **state)
-{
-	struct fixture *fx = *state;
-	char ij[1024];
-
-	fake_http_push(fx->fake, 503, NULL, "");
-	fake_http_push(fx->fake, 200, NULL, "[]");
-	fake_http_push(fx->fake, 201, NULL, issue_json(ij, sizeof(ij), "o/r", 20, "open", NULL, ""));
-	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
-					 &fx->err), ERR_OK);
-	assert_int_equal(fx->is.number, 20);
-	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_string_equal(fake_http_request(fx->fake, 0)->method, "POST");
-	assert_string_equal(fake_http_request(fx->fake, 1)->method, "GET");
-	assert_string_equal(fake_http_request(fx->fake, 2)->method, "POST");
-}
-
-static void ambiguous_create_after_timeout_is_resolved(void **state)
-{
-	struct fixture *fx = *state;
-	char page[2048], ij[1024];
-
-	fx->opts.timeout_ms = 150;
-	reopen(fx);
-	fake_http_push_delayed(fx->fake, 400, 201, NULL, "{}");
-	snprintf(page, sizeof(page), "[%s]",
-		 issue_json(ij, sizeof(ij), "o/r", 31, "open", NULL, MARKER));
-	fake_http_push(fx->fake, 200, NULL, page);
-	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
-					 &fx->err), ERR_OK);
-	assert_int_equal(fx->is.number, 31);
-	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_string_equal(fake_http_request(fx->fake, 1)->method, "GET");
-}
-
 static void create_not_sent_is_retried_without_lookup(void **state)
 {
 	struct fixture *fx = *state;
@@ -854,39 +786,6 @@ static void find_marker_skips_older_issue_of_the_same_key(void **state)
 	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", MARKER, T0 + 1000, &fx->is,
 					      &fx->err), ERR_NOTFOUND);
 	assert_int_equal(fake_http_count(fx->fake), 1);
-}
-
-#define CMARK "<!-- alertbridge:episode=2023-11-14T22:00:00.000Z event=firing -->"
-
-static void marked_comment_ambiguous_is_found_not_posted_twice(void **state)
-{
-	struct fixture *fx = *state;
-	struct gh_stats st;
-
-	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
-	fake_http_push(fx->fake, 200, NULL,
-		       "[{\"body\":\"other\"},{\"body\":\"firing again\\n\\n" CMARK "\"}]");
-	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "firing again\n\n" CMARK,
-						  CMARK, &fx->err), ERR_OK);
-	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_string_equal(fake_http_request(fx->fake, 1)->uri,
-			    "/repos/o/r/issues/5/comments?since=2023-11-14T22:12:20Z&per_page=100");
-	gh_stats(fx->gh, &st);
-	assert_int_equal(st.ambiguous_resolved, 1);
-
-	/* absent: posted again */
-	fake_http_push(fx->fake, 504, NULL, "");
-	fake_http_push(fx->fake, 200, NULL, "[]");
-	fake_http_push(fx->fake, 201, NULL, "{\"id\":1}");
-	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "again " CMARK, CMARK,
-						  &fx->err), ERR_OK);
-	assert_int_equal(fake_http_count(fx->fake), 5);
-	assert_string_equal(fake_http_request(fx->fake, 4)->method, "POST");
-
-	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "no marker", CMARK,
-						  &fx->err), ERR_INVALID);
-	assert_string_equal(buf_str(&fx->err), "comment on o/r#5: the marker must be in the body");
-	assert_int_equal(fake_http_count(fx->fake), 5);
 }
 
 struct seen {
@@ -1117,15 +1016,11 @@ int main(void)
 		T(not_found_and_gone),
 		T(repo_get_tells_missing_from_unknown),
 		T(persistent_failure_gives_up_with_retry),
-		T(ambiguous_create_found_by_marker_not_posted_twice),
-		T(ambiguous_create_not_found_is_posted_again),
-		T(ambiguous_create_after_timeout_is_resolved),
 		T(create_not_sent_is_retried_without_lookup),
 		T(find_marker_follows_link_pagination),
 		T(find_marker_not_found_and_foreign_link),
 		T(create_201_unreadable_is_resolved_by_marker),
 		T(find_marker_skips_older_issue_of_the_same_key),
-		T(marked_comment_ambiguous_is_found_not_posted_twice),
 		T(issue_list_reads_every_page_oldest_first),
 		T(unauthorized_is_counted),
 		T(bad_input_is_rejected_before_any_request),

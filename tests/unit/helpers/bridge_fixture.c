@@ -109,6 +109,12 @@ void bfx_env_stop(struct env *e)
 void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
 			    const char *severity)
 {
+	bfx_enqueue_fp(e, FP, status, starts, ends, severity);
+}
+
+void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const char *starts,
+		    const char *ends, const char *severity)
+{
 	char body[2048];
 	struct am_payload *p = NULL;
 	struct am_error aerr;
@@ -120,13 +126,13 @@ void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, cons
 		 "\"externalURL\":\"http://am:9093\",\"alerts\":[{\"status\":\"%s\",\"labels\":"
 		 "{\"alertname\":\"DiskFull\",\"namespace\":\"prod\",\"pod\":\"db-0\",\"severity\":"
 		 "\"%s\"},\"annotations\":{\"summary\":\"DiskFull on db-0\"},\"startsAt\":"
-		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"" FP "\"}]}",
-		 status, status, severity, starts, ends);
+		 "\"%s\",\"endsAt\":\"%s\",\"fingerprint\":\"%s\"}]}",
+		 status, status, severity, starts, ends, fp);
 	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
 	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
 	se.kind = "bridge";
 	se.receiver = "default";
-	se.key = FP;
+	se.key = (char *)fp;
 	se.status = (char *)status;
 	se.starts_at_ms = p->alerts[0].starts_at_ms;
 	se.ends_at_ms = p->alerts[0].ends_at_ms;

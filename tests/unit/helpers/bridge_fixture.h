@@ -69,6 +69,9 @@ void bfx_env_stop(struct env *e);
 /* Queue one alert event of FP with that severity label, as the intake would (RFC 3339 times). */
 void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
 		     const char *severity);
+/* bfx_enqueue_sev() of the alert with fingerprint fp (16 hex digits) instead of FP. */
+void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const char *starts,
+		    const char *ends, const char *severity);
 /* bfx_enqueue_sev() with severity critical. */
 void bfx_enqueue(struct env *e, const char *status, const char *starts, const char *ends);
 /*

@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""test_slow_github.py - a GitHub that finishes writes after the client's timeout makes no
+duplicates (issue 19 item 4).
+
+The real binary against the fake GitHub, whose "delay" fault holds a request, then makes the
+write and answers (the client gone by then): GitHub documents no idempotency for POST, so a
+create or comment the client gave up on may still land.  Before the fix, alertbridge looked for
+the marker about a second after the POST, found nothing (the write had not landed yet) and
+posted again: 4 of 8 creates made a second issue and 1 of 3 resolves a second comment (an 8 s
+answer against a 5 s timeout).  Now a write whose answer was lost is looked for only once it
+can no longer land (the timeout and GitHub's 10 s processing limit after it was sent), and the
+event waits in the queue meanwhile, not the worker.
+
+late_creates_and_comments_are_made_once
+    3 alerts get their issues; then 8 new alerts fire and the 3 resolve while every create and
+    comment POST is held 1.5 s against a 0.7 s timeout.  Each of the 11 is in doubt, looked for
+    once it settled and found: 11 issues, one per alert, the 3 closed with one comment each, no
+    event left pending, no dead letter.
+
+Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
+"""
+
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from fake_github import FakeGitHub  # noqa: E402
+from harness import (ALERTBRIDGE, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
+                     iso_ms, poll, print_tail, wait_ready, webhook_payload)
+
+REPO = "acme/slow"
+GH_TOKEN = "ghs_slowToken0123456789"
+HOOK_TOKEN = "slow-webhook-secret"
+RECEIVER = "bridge"
+TIMEOUT_MS = 700
+LATE_MS = 1500  # the write lands, and is answered, this long after the request arrived
+ISSUES = r"/repos/%s/issues" % REPO
+COMMENTS = r"/repos/%s/issues/\d+/comments" % REPO
+
+run = Runner()
+FIGURES = {"issue_posts": 0, "comment_posts": 0, "duplicate_issues": 0,
+           "duplicate_comments": 0}
+
+
+class Stack:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="ab-slow-")
+        self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        for name, text in (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)):
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text + "\n")
+        config = os.path.join(self.dir, "alertbridge.yml")
+        with open(config, "w") as f:
+            f.write("listen_address: 127.0.0.1:%d\n"
+                    "database: alertbridge.db\n"
+                    "log: {level: info, format: logfmt}\n"
+                    "webhook: {bearer_token_file: webhook-token}\n"
+                    "github:\n"
+                    "  api_url: %s\n"
+                    "  token_file: github-token\n"
+                    "  timeout: %dms\n"
+                    "receivers:\n"
+                    "  - name: %s\n"
+                    "    repo: %s\n"
+                    "    auto_close: true\n"
+                    "janitor: {enabled: false}\n"
+                    % (self.port, self.gh.url, TIMEOUT_MS, RECEIVER, REPO))
+        # the binary's own pacing and backoff in quarter seconds (GitHub's timing stays real)
+        env = dict({k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
+                   ALERTBRIDGE_TEST_SECOND_MS="250")
+        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + config],
+                       os.path.join(self.dir, "alertbridge.log"), cwd=self.dir, env=env)
+        self.ab.start()
+        wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
+
+    def stop(self):
+        for f in (self.ab.stop, self.gh.stop):
+            try:
+                f()
+            except Exception as e:
+                event("cleanup error: %s" % e)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def post(self, alerts):
+        st, _, body = http("POST", self.url + "/v1/webhook", webhook_payload(RECEIVER, alerts),
+                           headers={"Authorization": "Bearer " + HOOK_TOKEN})
+        eq(st, 200, "webhook acknowledged (%s)" % str(body)[:200])
+
+    def metric(self, name, labels=""):
+        st, _, text = http("GET", self.url + "/metrics")
+        eq(st, 200, "GET /metrics")
+        m = re.search(r"^%s%s (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+        return float(m.group(1)) if m else None
+
+
+S = None
+
+
+def alerts(tag, n, status="firing"):
+    starts = iso_ms(time.time() - 60)
+    return [{"status": status, "fingerprint": "%s%012x" % (tag, i + 1),
+             "labels": {"alertname": "Slow%s" % tag, "pod": "pod-%d" % i},
+             "annotations": {"summary": "slow %d" % i}, "startsAt": starts,
+             "endsAt": iso_ms(time.time() - 1) if status == "resolved"
+             else "0001-01-01T00:00:00Z"} for i in range(n)]
+
+
+def by_key():
+    out = {}
+    for i in S.gh.issues(REPO):
+        m = re.findall(r"<!-- alertbridge:key=([A-Za-z0-9._-]+) -->", i["body"] or "")
+        if m:
+            out.setdefault(m[-1], []).append(i)
+    return out
+
+
+@run.case
+def late_creates_and_comments_are_made_once():
+    first = alerts("aaaa", 3)
+    S.post(first)
+    poll(lambda: len(by_key()) == 3, "the first 3 issues", timeout_s=20, interval_s=0.2)
+
+    S.gh.add_fault(method="POST", path=ISSUES, count=8, action="delay", delay_ms=LATE_MS)
+    S.gh.add_fault(method="POST", path=COMMENTS, count=3, action="delay", delay_ms=LATE_MS)
+    new = alerts("bbbb", 8)
+    S.post(new)
+    S.post([dict(a, status="resolved", endsAt=iso_ms(time.time() - 1)) for a in first])
+    start = time.time()
+
+    def settled():
+        pending = S.metric("alertbridge_bridge_queue_pending")
+        return not S.gh.faults and pending == 0
+    poll(settled, "every event done", timeout_s=45, interval_s=0.5)
+    event("all done %.1f s after the slow writes began" % (time.time() - start))
+    time.sleep(1.0)  # a late second write would land now
+
+    reqs = S.gh.get_requests()
+    late = [r for r in reqs if r["method"] == "POST"]
+    FIGURES["issue_posts"] = sum(1 for r in late if re.fullmatch(ISSUES, r["path"]))
+    FIGURES["comment_posts"] = sum(1 for r in late if re.fullmatch(COMMENTS, r["path"]))
+    got = by_key()
+    for a in first + new:
+        FIGURES["duplicate_issues"] += max(0, len(got.get(a["fingerprint"], [])) - 1)
+    comments = {a["fingerprint"]: S.gh.comments(REPO, got[a["fingerprint"]][0]["number"])
+                for a in first}
+    FIGURES["duplicate_comments"] = sum(max(0, len(c) - 1) for c in comments.values())
+    for a in first + new:
+        eq(len(got.get(a["fingerprint"], [])), 1,
+           "issues carrying the marker of %s" % a["fingerprint"])
+    for a in first:
+        issue = got[a["fingerprint"]][0]
+        eq(len(comments[a["fingerprint"]]), 1, "comments on #%d" % issue["number"])
+        eq(issue["state"], "closed", "#%d closed" % issue["number"])
+    for a in new:
+        eq(got[a["fingerprint"]][0]["state"], "open", "new alert's issue open")
+    eq((FIGURES["issue_posts"], FIGURES["comment_posts"]), (11, 3),
+       "one POST per issue and per comment")
+    eq(S.metric("alertbridge_dead_letter_events"), 0.0, "no dead letter")
+    check((S.metric("alertbridge_github_ambiguous_creates_resolved_total") or 0) >= 11,
+          "the 8 creates and 3 comments were found by their markers",
+          S.metric("alertbridge_github_ambiguous_creates_resolved_total"))
+
+
+def main():
+    global S
+    S = Stack()
+
+    def post_mortem(name):
+        print_tail("alertbridge log (last 60 lines)", S.ab.tail(60))
+        print_tail("fake github requests (last 40)", "\n".join(
+            "%.2f %s %s -> %s" % (r["time"], r["method"], r["path"], r["status"])
+            for r in S.gh.get_requests()[-40:]))
+    def after():
+        print("figures: %s" % " ".join("%s=%d" % kv for kv in sorted(FIGURES.items())),
+              flush=True)
+        S.stop()
+    return run.run(on_failure=post_mortem, after=after)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,202 @@
+/*
+ * test_bridge_doubt.c - the reconciler when GitHub makes a write after the
+ * client's timeout (issue 19: an 8 s answer against a 5 s timeout made a
+ * second issue for 4 creates of 8, a second comment for 1 resolve of 3).
+ * GitHub documents no idempotency for POST, so a create or comment whose
+ * answer was lost is in doubt: it is looked for by its marker only once it
+ * can no longer land (gh_write_settled_at(): the timeout and GitHub's 10 s),
+ * and never posted again before that look.  The event waits in the queue,
+ * not the worker: other alerts go on meanwhile.
+ *
+ * GitHub's answers come late in real time (fake_http_push_delayed, past a
+ * 1 s timeout); the bridge's clock is virtual.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bridge/bridge.h"
+#include "core/store.h"
+#include "tests/unit/helpers/bridge_fixture.h"
+
+#define TIMEOUT_MS 1000
+#define SETTLE_MS (TIMEOUT_MS + 10000) /* the timeout and GitHub's 10 s processing limit */
+#define LATE_MS 1500                    /* GitHub's answer: after the timeout */
+#define FP2 "99a0be1c2d3e4f50"
+
+/* A list page holding issue 3 with FP's marker: the create GitHub made late. */
+#define LISTED_3                                                                            \
+	"[{\"number\":3,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"       \
+	"\"created_at\":\"2026-11-18T11:06:41Z\",\"comments\":0,\"body\":\"x <!-- "         \
+	"alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->\",\"html_url\":"  \
+	"\"https://github.com/my-org/alerts/issues/3\",\"repository_url\":"                 \
+	"\"https://api.github.com/repos/my-org/alerts\"}]"
+
+#define RESOLVED_MARKER \
+	"<!-- alertbridge:episode=2026-11-21T00:49:48.539Z event=resolved-1795222800000 -->"
+
+static void start(struct env *e)
+{
+	bfx_env_start(e, "  timeout: 1s\n", NULL);
+}
+
+/*
+ * FP's event waits until the write it left in doubt at `at` (ms, virtual) has
+ * settled: not due a moment before, due then; its note is prefix "<at>".
+ */
+static void waits_until_settled(struct env *e, int64_t at, const char *prefix)
+{
+	struct store_event ev;
+	char want[64];
+
+	assert_int_equal(store_next_event(e->st, "bridge", at + SETTLE_MS - 1, &ev),
+			 ERR_NOTFOUND);
+	assert_int_equal(store_next_event(e->st, "bridge", at + SETTLE_MS, &ev), ERR_OK);
+	assert_string_equal(ev.key, FP);
+	snprintf(want, sizeof(want), "%s%lld", prefix, (long long)at);
+	assert_string_equal(ev.progress, want);
+	store_event_release(&ev);
+}
+
+static void create_made_after_the_timeout_is_found_not_made_twice(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	/* GitHub makes issue 3 and answers after the client gave up. */
+	fake_http_push_delayed(e.gh, LATE_MS, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);  /* not looked for yet, not posted again */
+	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+
+	/* The event waits in the queue until the create can no longer land. */
+	waits_until_settled(&e, e.now, "create@");
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 1);
+
+	/* Then its marker is looked for, found: the row takes issue 3, no second POST. */
+	e.now += SETTLE_MS;
+	fake_http_push(e.gh, 200, NULL, LISTED_3);
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	assert_string_equal(fake_http_request(e.gh, 1)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e.gh, 1)->uri,
+			       "/repos/my-org/alerts/issues?state=all&sort=created"));
+	bfx_get_row(&e, &row);
+	assert_int_equal(row.number, 3);
+	store_issue_release(&row);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	bfx_env_stop(&e);
+}
+
+/* Looked for once settled and absent (GitHub never made it): posted then, once. */
+static void create_in_doubt_but_absent_is_posted_after_the_look(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Server Error\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	waits_until_settled(&e, e.now, "create@");
+	e.now += SETTLE_MS;
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_string_equal(fake_http_request(e.gh, 1)->method, "GET");
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	bfx_get_row(&e, &row);
+	assert_int_equal(row.number, 4);
+	store_issue_release(&row);
+	bfx_env_stop(&e);
+}
+
+static void resolve_comment_made_after_the_timeout_is_not_posted_twice(void **state)
+{
+	struct env e;
+	struct store_issue row = { 0 };
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+
+	/* The resolve's comment: GitHub posts it and answers after the timeout. */
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push_delayed(e.gh, LATE_MS, 201, NULL, "{\"id\":1}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments",
+			   RESOLVED_MARKER);
+	waits_until_settled(&e, e.now, "close:0~@");
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 3);
+
+	/* Settled: the comment is on the issue, so only the close follows. */
+	e.now += SETTLE_MS;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e.gh, 200, NULL,
+		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
+		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 3, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_non_null(strstr(fake_http_request(e.gh, 4)->uri,
+			       "/repos/my-org/alerts/issues/3/comments"));
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	bfx_get_row(&e, &row);
+	assert_string_equal(row.state, "closed");
+	store_issue_release(&row);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	bfx_env_stop(&e);
+}
+
+/* While one alert's create is in doubt, the worker goes on with the others. */
+static void doubt_waits_in_the_queue_not_the_worker(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	bfx_enqueue_fp(&e, FP2, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z",
+		       "critical");
+	fake_http_push(e.gh, 504, NULL, "");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	/* the next step, at once: FP2's create */
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(5, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 2);
+	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP2);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	assert_int_equal(bridge_step(e.b), 0);  /* FP waits for its create to settle */
+	bfx_env_stop(&e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(create_made_after_the_timeout_is_found_not_made_twice),
+		cmocka_unit_test(create_in_doubt_but_absent_is_posted_after_the_look),
+		cmocka_unit_test(resolve_comment_made_after_the_timeout_is_not_posted_twice),
+		cmocka_unit_test(doubt_waits_in_the_queue_not_the_worker),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

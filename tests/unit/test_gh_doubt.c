@@ -1,0 +1,227 @@
+/*
+ * test_gh_doubt.c - the GitHub client's writes in doubt (issue 19: a slow
+ * GitHub made second issues and comments): a create or marked comment that
+ * was sent and whose answer was lost (a timeout, reset or 5xx) is never sent
+ * again at once, since GitHub documents no idempotency for POST and may still
+ * make it; a marked comment sent again by the same client waits until the
+ * first can no longer land (gh_write_settled_at()) and is looked for first.
+ * Against fake_http, in virtual time.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bridge/gh.h"
+#include "core/buf.h"
+#include "tests/unit/helpers/fake_http.h"
+
+#define T0 1700000000000LL /* 2023-11-14T22:13:20Z */
+#define MARKER "<!-- alertbridge:key=0123456789abcdef -->"
+
+struct fixture {
+	struct fake_http *fake;
+	struct gh_client *gh;
+	struct gh_options opts;
+	int64_t now;
+	int nsleeps;
+	struct buf err;
+	struct gh_issue is;
+};
+
+static int64_t v_now(void *ctx)
+{
+	return ((struct fixture *)ctx)->now;
+}
+
+static void v_sleep(void *ctx, int64_t ms)
+{
+	struct fixture *fx = ctx;
+
+	fx->nsleeps++;
+	fx->now += ms;
+}
+
+static void reopen(struct fixture *fx)
+{
+	gh_client_free(fx->gh);
+	fx->gh = gh_client_new(&fx->opts);
+}
+
+static int setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	fx->fake = fake_http_start();
+	fx->now = T0;
+	fx->opts.api_url = fake_http_url(fx->fake);
+	fx->opts.token = "tok-SECRET-123";
+	fx->opts.timeout_ms = 1000;
+	fx->opts.max_attempts = 3;
+	fx->opts.now_ms = v_now;
+	fx->opts.sleep_ms = v_sleep;
+	fx->opts.clock_ctx = fx;
+	buf_init(&fx->err, 0);
+	reopen(fx);
+	*state = fx;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *fx = *state;
+
+	gh_issue_release(&fx->is);
+	gh_client_free(fx->gh);
+	fake_http_stop(fx->fake);
+	buf_release(&fx->err);
+	free(fx);
+	return 0;
+}
+
+/*
+ * GitHub documents no idempotency for POST and may finish a write after the
+ * client gave up: a sent create whose answer is lost is never repeated, nor
+ * looked for at once (it may not have landed yet): ERR_RETRY, in doubt.
+ */
+static void ambiguous_create_is_in_doubt_not_repeated(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "text " MARKER, MARKER, NULL, NULL,
+					 &fx->is, &fx->err), ERR_RETRY);
+	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues: 502 server error: Server "
+					       "Error; create in doubt: sent, it may still land "
+					       "(not repeated)");
+	assert_int_equal(fx->is.number, 0);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_int_equal(fx->nsleeps, 0);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.writes_in_doubt, 1);
+	assert_int_equal(st.retries, 0);
+}
+
+/* Issue 19: GitHub made the issue 8 s after a 5 s timeout; the client had posted it again. */
+static void create_answered_after_the_timeout_is_not_repeated(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx->opts.timeout_ms = 150;
+	reopen(fx);
+	fake_http_push_delayed(fx->fake, 400, 201, NULL, "{}");
+	fake_http_push(fx->fake, 200, NULL, "[]");  /* not landed yet when looked for */
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
+					 &fx->err), ERR_RETRY);
+	assert_non_null(strstr(buf_str(&fx->err), "; create in doubt: sent, it may still land "
+						  "(not repeated)"));
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	/* it can no longer land after the timeout and GitHub's 10 s processing limit */
+	assert_int_equal(gh_write_settled_at(fx->gh, T0), T0 + 150 + 10000);
+}
+
+#define CMARK "<!-- alertbridge:episode=2023-11-14T22:00:00.000Z event=firing -->"
+
+static void marked_comment_ambiguous_is_in_doubt_not_repeated(void **state)
+{
+	struct fixture *fx = *state;
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":1}");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "firing again\n\n" CMARK,
+						  CMARK, &fx->err), ERR_RETRY);
+	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues/5/comments: 502 server "
+					       "error: Server Error; comment in doubt: sent, it may "
+					       "still land (not repeated)");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.writes_in_doubt, 1);
+
+	/* without a marker (a text whose repetition does no harm) it is retried */
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 5, "again", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	fake_http_push(fx->fake, 504, NULL, "");
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":2}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 5, "again", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 4);
+	assert_string_equal(fake_http_request(fx->fake, 3)->method, "POST");
+
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "no marker", CMARK,
+						  &fx->err), ERR_INVALID);
+	assert_string_equal(buf_str(&fx->err), "comment on o/r#5: the marker must be in the body");
+	assert_int_equal(fake_http_count(fx->fake), 4);
+}
+
+/*
+ * The same marked comment again from the same client (a caller that keeps no
+ * note of its own): not before the first can no longer land, then looked for.
+ */
+static void comment_in_doubt_is_looked_for_once_settled(void **state)
+{
+	struct fixture *fx = *state;
+	const char *body = "silenced\n\n" CMARK;
+	struct gh_stats st;
+
+	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+
+	/* at once, and a moment before it settles: nothing sent */
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_RETRY);
+	assert_string_equal(buf_str(&fx->err), "comment on o/r#5 in doubt: it may still land for "
+					       "11000 ms, not posted again");
+	fx->now += 10999;
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+
+	/* settled: it landed after all (GitHub was slow), so no second comment */
+	fx->now += 1;
+	fake_http_push(fx->fake, 200, NULL, "[{\"body\":\"silenced\\n\\n" CMARK "\"}]");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
+	assert_string_equal(fake_http_request(fx->fake, 1)->method, "GET");
+	assert_string_equal(fake_http_request(fx->fake, 1)->uri,
+			    "/repos/o/r/issues/5/comments?since=2023-11-14T22:12:20Z&per_page=100");
+	gh_stats(fx->gh, &st);
+	assert_int_equal(st.ambiguous_resolved, 1);
+
+	/* in doubt again, settled, absent: posted once more, then forgotten */
+	fake_http_push(fx->fake, 504, NULL, "");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_RETRY);
+	fx->now += 11000;
+	fake_http_push(fx->fake, 200, NULL, "[]");
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":3}");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 5);
+	assert_string_equal(fake_http_request(fx->fake, 4)->method, "POST");
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":4}");
+	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, body, CMARK, &fx->err),
+			 ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 6);  /* no look: nothing in doubt */
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(ambiguous_create_is_in_doubt_not_repeated),
+		T(create_answered_after_the_timeout_is_not_repeated),
+		T(marked_comment_ambiguous_is_in_doubt_not_repeated),
+		T(comment_in_doubt_is_looked_for_once_settled),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
