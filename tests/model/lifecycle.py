@@ -3,7 +3,8 @@
 
 Drives the real alertbridge binary against the fake GitHub (tests/integration/fake_github.py)
 with seeded random sequences of steps, keeps a reference model of what GitHub must show
-(DESIGN.md, "Bridge semantics") and, at every quiet point (the bridge's queue empty), checks:
+(tests/model/reference.py; DESIGN.md, "Bridge semantics") and, at every quiet point (the
+bridge's queue empty), checks:
 
   - every event is done, or dead-lettered with a reason (none stuck pending);
   - for every alert (or group): exactly the issues the model expects, each in the expected
@@ -89,6 +90,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
 import pg  # noqa: E402
+from reference import Key, apply_event, rebuild  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
@@ -178,182 +180,29 @@ class Psql:
         self.proc = None
 
 
-def parse_features(spec):
+def parse_features(spec, known=FEATURES):
+    """MODEL_FEATURES read against the feature classes known ("all", "x,y" or "-x,-y")."""
     spec = (spec or "all").strip()
     if spec in ("", "all"):
-        return set(FEATURES)
+        return set(known)
     items = [x.strip() for x in spec.split(",") if x.strip()]
     if all(x.startswith("-") for x in items):
-        out = set(FEATURES) - {x[1:] for x in items}
+        out = set(known) - {x[1:] for x in items}
     else:
         out = set(items)
-    bad = [x.lstrip("-") for x in items if x.lstrip("-") not in FEATURES]
+    bad = [x.lstrip("-") for x in items if x.lstrip("-") not in known]
     if bad:
-        raise SystemExit("unknown MODEL_FEATURES %s (known: %s)" % (bad, ",".join(FEATURES)))
+        raise SystemExit("unknown MODEL_FEATURES %s (known: %s)" % (bad, ",".join(known)))
     return out
 
 
-def feature_spec(features):
-    if set(features) == set(FEATURES):
+def feature_spec(features, known=FEATURES):
+    """The shortest MODEL_FEATURES that names features."""
+    if set(features) == set(known):
         return "all"
-    return ",".join(f for f in FEATURES if f in features)
-
-
-# ----- the reference model ---------------------------------------------------------------------
-
-class Issue:
-    """An issue the model expects on GitHub."""
-
-    def __init__(self, ep):
-        self.state = "open"
-        self.reason = None
-        self.comments = 0         # alertbridge comments
-        self.create_ep = ep       # episode marker of the body
-        self.marker_ep = ep       # newest episode marker (body or comments)
-        self.marker_res = None    # endsAt of its newest "resolved" comment
-        self.pending_res = None   # a group's resolve met this issue closed: no comment; the
-                                  # paced body rewrite carries it (may not have happened yet)
-        self.aged = False         # closed longer ago than reopen_window
-        self.deleted = False
-        self.transferred = False
-        self.human = False        # a person changed it (the map may lag behind)
-        self.repo = None          # bound at a quiet point
-        self.number = None
-        self.old = None           # (repo, number) before a transfer
-
-    def desc(self):
-        return "%s#%s %s/%s %d comments%s%s" % (
-            self.repo, self.number, self.state, self.reason, self.comments,
-            " (aged)" if self.aged else "", " (deleted)" if self.deleted else "")
-
-
-class Key:
-    """One map identity (receiver, key): an alert, or a group with issue_per: group."""
-
-    def __init__(self, receiver, key, auto_close=True, bad=False):
-        self.receiver = receiver
-        self.key = key
-        self.auto_close = auto_close
-        self.bad = bad            # routed to a repository that does not exist
-        self.row = None           # None, "dry", "live" (-> issues[cur]) or "gone" (deleted)
-        self.cur = None
-        self.ep = None            # applied episode (startsAt ms)
-        self.res_end = None       # applied resolve (endsAt ms)
-        self.issues = []
-        self.uncertain = False    # its deleted issue was noticed: no old deliveries any more
-        self.continues = False    # a group rebuilt without its resolve: the next firing
-                                  # continues the row's episode (bridge/group.h)
-
-    def current(self):
-        return self.issues[self.cur] if self.row == "live" else None
-
-    def create(self, s):
-        self.issues.append(Issue(s))
-        self.cur = len(self.issues) - 1
-        self.row = "live"
-        self.ep = s
-        self.res_end = None
-
-
-def apply_event(k, firing, s, e, dry):
-    """What the bridge must do with one event of k (DESIGN.md, Bridge semantics); returns a
-    short name of the action for the step log."""
-    if k.bad:
-        return "dead-letter"
-    if k.row is not None:
-        if k.ep is not None and s < k.ep:
-            return "stale"
-        if firing and k.res_end is not None and s < k.res_end:
-            return "stale"
-        if not firing and k.res_end is not None and e < k.res_end:
-            return "stale"
-    if dry:
-        if firing:
-            if k.row is None:
-                k.row = "dry"
-            k.ep = s
-        else:
-            k.res_end = e
-        return "dry-run"
-    if firing:
-        if k.row in (None, "dry"):
-            k.create(s)
-            return "create"
-        if s == k.ep:
-            return "same episode"
-        if k.continues and k.res_end is None:
-            k.ep, k.continues = s, False
-            return "same episode (a group rebuilt without its resolve continues its row)"
-        if k.row == "gone":
-            k.create(s)
-            return "create (issue deleted)"
-        cur = k.current()
-        cur.pending_res = None    # the body is rewritten for the new episode
-        if cur.state == "open":
-            cur.comments += 1
-            cur.marker_ep = s
-            k.ep = s
-            return "comment firing again"
-        if cur.aged:
-            k.create(s)
-            return "create linked"
-        k.ep = s
-        if cur.reason == "not_planned":
-            return "nothing (not planned)"
-        cur.state, cur.reason, cur.aged = "open", "reopened", False
-        cur.comments += 1
-        cur.marker_ep = s
-        return "reopen"
-    # resolved
-    if k.row is None:
-        return "nothing (no issue)"
-    if k.res_end is not None and e <= k.res_end:
-        return "nothing (resolve already applied)"
-    k.res_end = e
-    k.continues = False
-    if k.row == "dry":
-        return "nothing (no issue)"
-    if k.row == "gone":
-        k.uncertain = True
-        return "nothing (issue deleted)"
-    cur = k.current()
-    if cur.state != "open":
-        if k.receiver == "groups":
-            cur.pending_res = e
-        return "nothing (closed)"
-    cur.comments += 1
-    cur.marker_res = e
-    if not k.auto_close:
-        return "comment resolved"
-    cur.state, cur.reason, cur.aged = "closed", "completed", False
-    return "close"
-
-
-def rebuild(keys, body_of=None):
-    """The map after the bridge rebuilt it from GitHub's markers (a lost database): each key
-    without a row gets its newest live issue in the receiver's repository, with the newest
-    episode marker (of the body only for an issue closed longer ago than reopen_window).  A
-    group's resolve that met its issue closed is known only if the paced body rewrite that
-    carries it ("event=resolved-<endsAt>") reached GitHub before the loss: body_of(issue)
-    tells; without it the group's next firing continues the row's episode."""
-    for k in keys:
-        if k.row not in (None, "dry") or k.bad:
-            continue
-        for idx in range(len(k.issues) - 1, -1, -1):
-            i = k.issues[idx]
-            if not i.deleted and not i.transferred:
-                k.row, k.cur = "live", idx
-                if i.pending_res is not None and body_of is not None:
-                    if "event=resolved-%d" % i.pending_res in (body_of(i) or ""):
-                        i.marker_res = i.pending_res
-                    else:
-                        k.continues = True
-                    i.pending_res = None
-                if i.state == "closed" and i.aged:
-                    k.ep, k.res_end = i.create_ep, None
-                else:
-                    k.ep, k.res_end = i.marker_ep, i.marker_res
-                break
+    if len(features) > len(known) / 2:
+        return ",".join("-" + f for f in known if f not in features)
+    return ",".join(f for f in known if f in features)
 
 
 # ----- one world -------------------------------------------------------------------------------
@@ -409,6 +258,7 @@ class World:
         self.uri = None           # PostgreSQL: the world's database (run() creates it)
         self.psql = None
         self.step_no = 0
+        self.quiet_s = QUIET_S
         self.log_path = os.path.join(self.dir, "alertbridge.log")
         rng = self.rng
         self.per_org = seed % 2 == 0  # no draw from rng: the other seeds' worlds stay as they were
@@ -636,7 +486,7 @@ class World:
             con.close()
 
     def quiet(self):
-        deadline = time.time() + QUIET_S
+        deadline = time.time() + self.quiet_s
         while True:
             if self.proc is None or self.proc.poll() is not None:
                 self.fail("alertbridge died (exit %s)" % (self.proc and self.proc.returncode))
@@ -645,7 +495,7 @@ class World:
                 return
             if time.time() > deadline:
                 self.fail("events stuck pending after %d s (none may be): %s" % (
-                    QUIET_S, "; ".join("event %d %s %s %s attempts=%d error=%s" % (
+                    self.quiet_s, "; ".join("event %d %s %s %s attempts=%d error=%s" % (
                         e[0], e[1], e[2][:16], e[3], e[5], e[6]) for e in pending[:5])))
             time.sleep(0.01)
 
@@ -948,13 +798,18 @@ class World:
                     os.unlink(self.db + suffix)
                 except FileNotFoundError:
                     pass
-            for k in self.keys.values():
-                k.row, k.cur, k.ep, k.res_end = None, None, None, None
-            self.rebuild_pending = {"alerts", "keep", "groups"}
+            self.map_lost()
             self.start()
             self.note("database lost (SIGKILL, %s, restart)" % (
                 "database dropped and created again" if self.uri else "files removed"))
             return
+
+    def map_lost(self):
+        """The model after the database was lost: no rows; each receiver's next event rebuilds
+        its map from GitHub's markers (before_event)."""
+        for k in self.keys.values():
+            k.row, k.cur, k.ep, k.res_end = None, None, None, None
+        self.rebuild_pending = {"alerts", "keep", "groups"}
 
     def refused(self):
         """A firing alert whose issue is open resolves while GitHub refuses the comment for good
@@ -1028,6 +883,10 @@ class World:
         else:
             self.check()
 
+    def figures(self):
+        """What the world measured, for Suite.summarize (none here)."""
+        return {}
+
     def close(self):
         try:
             self.stop()
@@ -1043,21 +902,40 @@ class World:
                 PG.drop_database(self.uri)
 
 
-def replay_line(seed, features, steps):
-    extra = "" if steps == 60 else " MODEL_STEPS=%d" % steps
+class Suite:
+    """What a run is made of: the world class, the feature classes it knows, the script a
+    replay line runs, the defaults of MODEL_STEPS, MODEL_SEEDS, MODEL_JOBS and MODEL_FEATURES,
+    summarize(figures) (optional) that prints what the passing worlds measured (a list of
+    their World.figures()), and env: the other variables a replay line repeats when set.
+    LIFECYCLE is this file's; tests/model/campaign.py has its own."""
+
+    def __init__(self, world, known, script, steps=60, seeds=200, jobs=4, features="all",
+                 summarize=None, env=()):
+        self.world, self.known, self.script = world, known, script
+        self.steps, self.seeds, self.jobs, self.features = steps, seeds, jobs, features
+        self.summarize, self.env = summarize, env
+
+
+def replay_line(seed, features, steps, suite=None):
+    suite = suite or LIFECYCLE
+    extra = "" if steps == suite.steps else " MODEL_STEPS=%d" % steps
+    extra += "".join(" %s=%s" % (v, os.environ[v]) for v in suite.env if os.environ.get(v))
     engine = "" if ENGINE == "sqlite" else "MODEL_ENGINE=%s " % ENGINE
     return ("make NODEPS=1 alertbridge && %sMODEL_SEED=%d MODEL_FEATURES=%s%s MODEL_KEEP=1 "
-            "python3 tests/model/lifecycle.py" % (engine, seed, feature_spec(features), extra))
+            "python3 %s" % (engine, seed, feature_spec(features, suite.known), extra,
+                            suite.script))
 
 
 def run_seed(args):
-    seed, features, steps, keep = args
+    seed, features, steps, keep, suite = args
     t0 = time.time()
-    w = World(seed, features, steps, keep)
+    w = suite.world(seed, features, steps, keep)
     out = []
     ok = True
+    figures = {}
     try:
         w.run()
+        figures = w.figures()
     except Exception as e:  # noqa: BLE001 - every failure is reported with its seed
         ok = False
         out.append("seed %d (%s) FAILED at step %d: %s" % (seed, ENGINE, w.step_no, e))
@@ -1076,26 +954,27 @@ def run_seed(args):
         out.append("  alertbridge log (last 15 lines, %s):" % w.log_path)
         out += ["    " + x for x in w.tail(15).splitlines()]
         w.keep = True
-        out.append("  replay: " + replay_line(seed, features, steps))
+        out.append("  replay: " + replay_line(seed, features, steps, suite))
     finally:
         w.close()
-    return seed, ok, time.time() - t0, "\n".join(out)
+    return seed, ok, time.time() - t0, "\n".join(out), figures
 
 
-def main():
+def main(suite=None):
     global PG
+    suite = suite or LIFECYCLE
     env = os.environ
     if ENGINE not in ("sqlite", "postgres"):
         raise SystemExit("unknown MODEL_ENGINE %s (known: sqlite, postgres)" % ENGINE)
-    features = parse_features(env.get("MODEL_FEATURES"))
-    steps = max(1, int(env.get("MODEL_STEPS") or 60))
-    jobs = max(1, int(env.get("MODEL_JOBS") or 4))
+    features = parse_features(env.get("MODEL_FEATURES") or suite.features, suite.known)
+    steps = max(1, int(env.get("MODEL_STEPS") or suite.steps))
+    jobs = max(1, int(env.get("MODEL_JOBS") or suite.jobs))
     keep = bool(env.get("MODEL_KEEP"))
     if env.get("MODEL_SEED"):
         seeds = [int(env["MODEL_SEED"])] * max(1, int(env.get("MODEL_REPEAT") or 1))
     else:
         first = int(env.get("MODEL_FIRST") or 1)
-        seeds = list(range(first, first + int(env.get("MODEL_SEEDS") or 200)))
+        seeds = list(range(first, first + int(env.get("MODEL_SEEDS") or suite.seeds)))
     if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
         print("0 passed, 1 failed")
@@ -1108,29 +987,31 @@ def main():
             print("0 passed, 1 failed")
             return 1
     try:
-        return run_seeds(seeds, features, steps, jobs, keep)
+        return run_seeds(seeds, features, steps, jobs, keep, suite)
     finally:
         if PG:
             PG.stop()
 
 
-def run_seeds(seeds, features, steps, jobs, keep):
+def run_seeds(seeds, features, steps, jobs, keep, suite):
     print("model: %d seed(s) from %d, %d steps each, features %s, %d at once, on %s%s" % (
-        len(seeds), seeds[0], steps, feature_spec(features), jobs, ENGINE,
+        len(seeds), seeds[0], steps, feature_spec(features, suite.known), jobs, ENGINE,
         " (%s)" % PG.uri if PG else ""), flush=True)
     t0 = time.time()
     passed = failed = 0
     failing = []
-    work = [(s, features, steps, keep) for s in seeds]
+    work = [(s, features, steps, keep, suite) for s in seeds]
+    figures = []
     if jobs == 1 or len(seeds) == 1:
         results = map(run_seed, work)
         pool = None
     else:
         pool = multiprocessing.get_context("fork").Pool(jobs)
         results = pool.imap_unordered(run_seed, work)
-    for seed, ok, secs, text in results:
+    for seed, ok, secs, text, fig in results:
         if ok:
             passed += 1
+            figures.append(fig)
             print("seed %d: ok (%.1f s)" % (seed, secs), flush=True)
         else:
             failed += 1
@@ -1139,12 +1020,16 @@ def run_seeds(seeds, features, steps, jobs, keep):
     if pool:
         pool.close()
         pool.join()
+    if suite.summarize and figures:
+        suite.summarize(figures)
     print("model: %d seeds on %s in %.0f s%s" % (
         len(seeds), ENGINE, time.time() - t0,
         "; failing seeds: %s" % " ".join(map(str, sorted(failing))) if failing else ""))
     print("%d passed, %d failed" % (passed, failed), flush=True)
     return 0 if failed == 0 and passed > 0 else 1
 
+
+LIFECYCLE = Suite(World, FEATURES, "tests/model/lifecycle.py")
 
 if __name__ == "__main__":
     sys.exit(main())
