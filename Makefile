@@ -16,7 +16,9 @@
 #   make bench-janitor  the janitor's sweep of 1k / 20k / 100k pods: CPU and instructions per pod, RSS
 #   make soak       the model-based lifecycle test (tests/model/) on SEEDS more seeds (default
 #                   2000, seeds 1001 on: not those of make test), then a month of Alertmanager
-#                   traffic replayed at an accelerated pace (tests/model/soak_month.py)
+#                   traffic replayed at an accelerated pace (tests/model/soak_month.py), then
+#                   issue 19's fault campaign (tests/model/campaign.py) on SEEDS/10 seeds of 60
+#                   steps, every fault class, store faults up to 8 s
 #   make docs-screenshot  refresh docs/status-page.png: the on-call page in headless Chromium,
 #                   412 px wide, from tests/integration/test_status_page.py
 #   make deps       install (as root) or name the Debian packages still missing
@@ -248,7 +250,10 @@ endif
 	@$(MAKE) --no-print-directory $(BIN)
 	@rc=0; ALERTBRIDGE_BIN=$(abspath $(BIN)) MODEL_SEEDS=$(SEEDS) MODEL_FIRST=1001 \
 		python3 tests/model/lifecycle.py || rc=1; \
-	ALERTBRIDGE_BIN=$(abspath $(BIN)) python3 tests/model/soak_month.py || rc=1; exit $$rc
+	ALERTBRIDGE_BIN=$(abspath $(BIN)) python3 tests/model/soak_month.py || rc=1; \
+	ALERTBRIDGE_BIN=$(abspath $(BIN)) MODEL_SEEDS=$$(( $(SEEDS) > 9 ? $(SEEDS) / 10 : 1 )) MODEL_FIRST=1001 \
+		MODEL_STEPS=60 MODEL_FAULT_S=8 MODEL_FEATURES=$${MODEL_FEATURES:-all} \
+		python3 tests/model/campaign.py || rc=1; exit $$rc
 
 clean:
 	rm -rf build build-asan build-fuzz alertbridge

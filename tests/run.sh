@@ -13,7 +13,9 @@
 #                      integration tests: MODEL_SEEDS seeds (default 200; 25 under ASan unless
 #                      MODEL_SEEDS is set), see the file for its other knobs; and
 #                      tests/model/lifecycle_pg.py, the same on PostgreSQL with MODEL_PG_SEEDS
-#                      seeds (default 20; not under ASan).
+#                      seeds (default 20; not under ASan); tests/model/campaign.py, issue 19's
+#                      fault campaign on the same model, its short run: CAMPAIGN_SEEDS seeds
+#                      (default 6; not under ASan).
 #   --quick:           `make check`, the check before every commit: the unit tests and the
 #                      integration tests of the default weight (weight() below: the slow ones
 #                      are left out), the model test on MODEL_SEEDS seeds (default 10).
@@ -117,11 +119,13 @@ selected() {
 # code) and the failover test (test_pg_failover: test_db, test_active and test_store_lock run
 # db_pg.c and the worker lock under them), and the two slowest whose code runs under them
 # elsewhere (test_storm: test_storm.c; test_crash: the model's SIGKILL-and-restart steps under
-# ASan, test_lost_database), to keep `make test` within 25 minutes on 2 cores.
+# ASan, test_lost_database), and the fault campaign (campaign: its store faults' paths run
+# under them in test_bridge_store_faults and test_store_stalls, its kills in the model), to
+# keep `make test` within 25 minutes on 2 cores.
 # ASAN_SKIP overrides.
 ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
 test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
-test_pg_cluster lifecycle_pg test_pg_failover test_storm test_crash}
+test_pg_cluster lifecycle_pg test_pg_failover test_storm test_crash campaign}
 asan_skipped() {
 	[ "$stage" = "asan " ] || return 1
 	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
@@ -174,14 +178,17 @@ run_units() { # $1: build dir
 # print "NAME PASSED FAILED EXIT" (sanitizer reports, moved into $2, count one failure).
 integration_one() {
 	name=$(basename "$1" .py)
+	# The campaign's seeds are its own (MODEL_SEEDS is the lifecycle model's here).
+	seeds=""
+	[ "$name" != campaign ] || seeds="MODEL_SEEDS=${CAMPAIGN_SEEDS:-6}"
 	if [ -n "$stage" ]; then
 		# The model test's 200 seeds are the plain stage's; 25 under the sanitizers.
 		[ "$name" = lifecycle ] && export MODEL_SEEDS="${MODEL_SEEDS:-25}"
 		ASAN_OPTIONS="log_path=$3/report:detect_leaks=1" \
 		UBSAN_OPTIONS="log_path=$3/report:print_stacktrace=1:halt_on_error=1" \
-		timeout 900 python3 "$1" >"$2" 2>&1
+		timeout 900 env $seeds python3 "$1" >"$2" 2>&1
 	else
-		timeout 900 python3 "$1" >"$2" 2>&1
+		timeout 900 env $seeds python3 "$1" >"$2" 2>&1
 	fi
 	rc=$?
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -n 1)
@@ -208,6 +215,7 @@ weight() {
 	lifecycle) echo 95 ;;
 	test_crash|test_janitor_faults) echo 85 ;;
 	test_pg_failover) echo 73 ;;
+	campaign) echo 47 ;;
 	lifecycle_pg) echo 40 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_bench_smoke) echo 36 ;;
@@ -275,7 +283,7 @@ run_stage() {
 	run_units "$2"
 	[ "$unit_only" -eq 1 ] ||
 		run_integration tests/integration/test_*.py tests/model/lifecycle.py \
-			tests/model/lifecycle_pg.py
+			tests/model/lifecycle_pg.py tests/model/campaign.py
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"
