@@ -79,6 +79,18 @@ void bridge_issue_url(const struct bridge *b, const char *repo, int64_t number,
 	(void)buf_printf(out, "%s/%s/issues/%lld", b->html_base, repo, (long long)number);
 }
 
+/*
+ * The link of w's mapped issue: GitHub's html_url when refresh() read the
+ * issue, else built from the row's repository (bridge_issue_url()).
+ */
+static void current_url(const struct bridge *b, const struct work *w, struct buf *out)
+{
+	if (w->fresh.html_url && *w->fresh.html_url && w->fresh.number == w->row.number)
+		(void)buf_adds(out, w->fresh.html_url);
+	else
+		bridge_issue_url(b, w->row.repo, w->row.number, out);
+}
+
 enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg)
 {
 	struct buf cur_url = BUF_INIT, prev_url = BUF_INIT;
@@ -90,7 +102,7 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
 	ctx.receiver = w->rcv->name;
 	ctx.repo = w->repo;
 	if (w->have_row && w->row.number > 0) {
-		bridge_issue_url(b, w->row.repo, w->row.number, &cur_url);
+		current_url(b, w, &cur_url);
 		cur.number = w->row.number;
 		cur.html_url = buf_str(&cur_url);
 		cur.closed_at_ms = w->row.closed_at_ms;
@@ -102,7 +114,10 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
 		}
 	}
 	if (!ctx.previous && w->have_row && w->row.previous_number > 0) {
-		bridge_issue_url(b, w->row.repo, w->row.previous_number, &prev_url);
+		if (w->row.previous_url)  /* GitHub's: maybe another repository (a reroute) */
+			(void)buf_adds(&prev_url, w->row.previous_url);
+		else
+			bridge_issue_url(b, w->row.repo, w->row.previous_number, &prev_url);
 		prev.number = w->row.previous_number;
 		prev.html_url = buf_str(&prev_url);
 		ctx.previous = &prev;
@@ -311,7 +326,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 			  struct buf *errmsg)
 {
 	struct buf raw_title = BUF_INIT, title = BUF_INIT, raw_body = BUF_INIT, body = BUF_INIT;
-	struct buf marker = BUF_INIT, markers = BUF_INIT;
+	struct buf marker = BUF_INIT, markers = BUF_INIT, superseded = BUF_INIT;
 	char **labels = NULL, **assignees = NULL;
 	struct gh_issue gi = { 0 };
 	enum err rc;
@@ -349,6 +364,8 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	}
 	if (rc)
 		goto out;
+	if (w->action == ISSUE_CREATE_LINKED && w->have_row && w->row.number > 0)
+		current_url(b, w, &superseded);  /* where it lives, before the row moves on */
 	if (!w->have_row) {
 		store_issue_release(&w->row);  /* a row whose issue was deleted: start afresh */
 		memset(&w->row, 0, sizeof(w->row));
@@ -358,6 +375,10 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 		w->have_row = 1;
 	}
 	issue_apply(&w->row, w->action, &w->iev, w->now_ms);
+	if (superseded.len) {
+		free(w->row.previous_url);
+		w->row.previous_url = buf_detach(&superseded);
+	}
 	free(w->row.repo);
 	w->row.repo = xstrdup(gi.repo ? gi.repo : w->repo);
 	w->row.number = gi.number;
@@ -384,6 +405,7 @@ out:
 	buf_release(&body);
 	buf_release(&marker);
 	buf_release(&markers);
+	buf_release(&superseded);
 	return rc;
 }
 

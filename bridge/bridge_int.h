@@ -29,9 +29,9 @@
 #define CREATE_NOTE "create@"
 /* How far before a create (or its note) its issue is looked for by marker, in ms. */
 #define CREATE_LOOKBACK_MS 60000
-
 /* A comment's note (bridge_exec.c note_progress()) ends "~" "@<ms>" the same way. */
 #define COMMENT_SENT_AT "@"
+
 struct bridge {
 	struct bridge_options opts;
 	struct gh_client *gh;
@@ -88,10 +88,10 @@ struct work {
 	int step;                 /* calls of the action already done (progress note) */
 	int comment_noted;        /* the stored note says the next call, a comment, may be made */
 	int comment_in_doubt;     /* ... and it said so before this attempt: look before posting */
-	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
-	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
 	int64_t comment_noted_ms; /* ... at this time (ms; 0: a note of an older version) */
 	int64_t not_before_ms;    /* a write in doubt: no retry of the event before this (ms) */
+	int no_issue;             /* a dry-run row with no issue on GitHub: record, call nothing */
+	struct gh_issue fresh;    /* the mapped issue as refresh() read it (labels); else zero */
 	int64_t now_ms;
 	struct group_event *grp;  /* issue_per: group, else NULL */
 };

@@ -37,7 +37,7 @@
 #define ISSUE_COLS                                                                   \
 	"receiver, key, repo, number, state, state_reason, episode_starts_ms, "      \
 	"resolved_ends_ms, closed_at_ms, previous_number, created_at_ms, updated_at_ms, " \
-	"dead_reason, alertname, title, etag, labels"
+	"dead_reason, alertname, title, etag, labels, previous_url"
 /* A pending event that is the oldest pending one of its (kind, receiver, key). */
 #define HEAD_OF_KEY                                                                 \
 	"NOT EXISTS (SELECT 1 FROM events AS o WHERE o.state = 'pending' AND "      \
@@ -94,7 +94,7 @@ static const char *const stmt_sql[S_COUNT] = {
 	[S_EV_PRUNE] = "DELETE FROM events WHERE state = 'done' AND done_at_ms < ?1",
 	[S_IS_GET] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key = ?2",
 	[S_IS_PUT] = "INSERT INTO issues (" ISSUE_COLS ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, "
-		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
+		     "?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) "
 		     "ON CONFLICT (receiver, key) DO UPDATE SET "
 		     "repo = excluded.repo, number = excluded.number, state = excluded.state, "
 		     "state_reason = excluded.state_reason, "
@@ -107,7 +107,8 @@ static const char *const stmt_sql[S_COUNT] = {
 		     /* A row written without them (a rebuild, a fold) keeps what is known. */
 		     "alertname = coalesce(excluded.alertname, issues.alertname), "
 		     "title = coalesce(excluded.title, issues.title), "
-		     "etag = excluded.etag, labels = excluded.labels",
+		     "etag = excluded.etag, labels = excluded.labels, "
+		     "previous_url = excluded.previous_url",
 	[S_IS_FORGET] = "DELETE FROM issues WHERE receiver = ?1 AND key = ?2",
 	/* After a forget the next notification of the key is no repeat (S_EV_REPEAT). */
 	[S_EV_FORGET_STATE] = "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "

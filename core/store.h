@@ -89,6 +89,12 @@ struct store_issue {
 	char *title;
 	char *etag;                 /* ETag of GitHub's last answer with the issue, or NULL */
 	char *labels;               /* its labels then: a JSON array of names, or NULL */
+	/*
+	 * The link of previous_number as GitHub gave it (its html_url; schema
+	 * version 12): it may live in another repository (a reroute).  NULL:
+	 * not known (rows from before, rebuilt rows): built from repo.
+	 */
+	char *previous_url;
 };
 
 /* Counters since store_open(), for metrics and the group-commit benchmark. */

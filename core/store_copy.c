@@ -38,7 +38,7 @@ static const struct copy_table {
 	{ "issues", "receiver t key t repo t number i state t state_reason t "
 		    "episode_starts_ms i resolved_ends_ms i closed_at_ms i previous_number i "
 		    "created_at_ms i updated_at_ms i dead_reason t alertname t title t etag t "
-		    "labels t", 0 },
+		    "labels t previous_url t", 0 },
 	{ "events", "id i kind t receiver t key t status t starts_at_ms i ends_at_ms i "
 		    "payload t received_at_ms i attempts i next_attempt_at_ms i last_error t "
 		    "progress t state t done_at_ms i repeat_state t", 1 },

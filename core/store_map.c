@@ -44,11 +44,12 @@ enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 /* Upsert row.  Caller holds db_mu. */
 enum err store_put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
 {
-	return store_run(st, S_IS_PUT, "put issue", errmsg, "tttittiiiiiittttt", row->receiver,
+	return store_run(st, S_IS_PUT, "put issue", errmsg, "tttittiiiiiitttttt", row->receiver,
 			 row->key, row->repo, row->number, row->state, row->state_reason,
 			 row->episode_starts_ms, row->resolved_ends_ms, row->closed_at_ms,
 			 row->previous_number, row->created_at_ms, row->updated_at_ms,
-			 row->dead_reason, row->alertname, row->title, row->etag, row->labels);
+			 row->dead_reason, row->alertname, row->title, row->etag, row->labels,
+			 row->previous_url);
 }
 
 /* ---- the issue map ---- */
@@ -72,6 +73,7 @@ static void read_issue(struct db_stmt *s, struct store_issue *out)
 	out->title = store_col_str(s, 14);
 	out->etag = store_col_str(s, 15);
 	out->labels = store_col_str(s, 16);
+	out->previous_url = store_col_str(s, 17);
 }
 
 enum err store_issue_get(struct store *st, const char *receiver, const char *key,
@@ -228,9 +230,10 @@ void store_issue_release(struct store_issue *row)
 	free(row->title);
 	free(row->etag);
 	free(row->labels);
+	free(row->previous_url);
 	row->receiver = row->key = row->repo = row->state = NULL;
 	row->state_reason = row->dead_reason = row->alertname = row->title = NULL;
-	row->etag = row->labels = NULL;
+	row->etag = row->labels = row->previous_url = NULL;
 }
 
 /* ---- repository scans (map rebuild) ---- */

@@ -213,6 +213,12 @@ static const char *const sqlite_migrations[] = {
 	"  PRIMARY KEY (receiver, key, silence_id)"
 	");"
 	"CREATE INDEX issues_repo_number ON issues (lower(repo), number);",
+	/*
+	 * 12: the link of the issue a new one superseded (previous_number), as
+	 * GitHub gave it (html_url): after a reroute it lives in another
+	 * repository than the row's.  NULL: built from the row's repo.
+	 */
+	"ALTER TABLE issues ADD COLUMN previous_url TEXT;",
 };
 
 /*
@@ -385,6 +391,8 @@ static const char *const pg_migrations[] = {
 	"  PRIMARY KEY (receiver, key, silence_id)"
 	");"
 	"CREATE INDEX issues_repo_number ON issues (lower(repo), number);",
+	/* 12: the superseded issue's link (as sqlite's 12). */
+	"ALTER TABLE issues ADD COLUMN previous_url TEXT;",
 };
 
 #define N_SQLITE ((int)(sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0])))
