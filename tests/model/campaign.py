@@ -20,7 +20,9 @@ GitHub and the map as the model says) with these feature classes added, each a s
   attack     bad-password Basic auth floods on the web.auth guard and slowloris/idle
              connections from 127.0.0.2..127.0.0.9, while a notification is delivered and a
              quiet point (with its latency probes) is held
-  term       SIGTERM while a webhook is in flight: the service ends within 10 s; restarted
+  term       SIGTERM while a webhook is in flight (half the time beside one of 2,000 invalid
+             alerts, each dead-lettered when answered 200): the service ends within 10 s;
+             restarted
 
 Webhooks are delivered as Alertmanager does: a 503 (which must carry Retry-After) or a lost
 connection is tried again, for at most 60 s.  On top of the model's invariants, every quiet
@@ -470,8 +472,21 @@ class CampaignWorld(lc.World):
         self.fig["attack"].append((atk.guesses, atk.answers, atk.cut))
         self.note("attack: " + seen)
 
+    def junk(self, n):
+        """A webhook of n invalid alerts (startsAt not a time), each to be dead-lettered
+        (issue 19 item 7: they cost quadratic time and held a SIGTERM for minutes)."""
+        alerts = []
+        for _ in range(n):
+            x = lc.Alert(self.rng, "alerts", 0)
+            self.keys[("alerts", x.fp)] = lc.Key("alerts", x.fp, bad=True)
+            alerts.append(dict(x.notification(True, self.vt, None), startsAt="not a time"))
+        return webhook_payload("alerts", alerts)
+
     def do_term(self):
+        """SIGTERM while a notification (and, half the time, a webhook of 2,000 invalid
+        alerts, answered or not) is in flight; then a restart."""
         pause = self.rng.random() * 0.03
+        junk = self.junk(2000) if self.rng.random() < 0.5 else None
         a = self.rng.choice([x for x in self.alerts if x.receiver == "alerts"])
         args = self.flip(a)
         errs = []
@@ -481,8 +496,11 @@ class CampaignWorld(lc.World):
                 self.deliver(a, *args)
             except Exception as e:  # noqa: BLE001 - reported below
                 errs.append(e)
-        t = threading.Thread(target=send)
-        t.start()
+        ts = [threading.Thread(target=send, daemon=True)]
+        if junk:
+            ts.append(threading.Thread(target=self.post_once, args=(junk,), daemon=True))
+        for t in ts:
+            t.start()
         time.sleep(pause)
         t0 = time.time()
         os.kill(self.proc.pid, lc.signal.SIGTERM)
@@ -495,10 +513,12 @@ class CampaignWorld(lc.World):
         if rc != 0:
             self.fail("alertbridge exited %s on SIGTERM" % rc)
         self.start()
-        t.join(POST_S + 10)
+        for t in ts:
+            t.join(POST_S + 10)
         if errs:
             raise errs[0]
-        self.note("SIGTERM during a webhook (exit in %.2f s) and restart" % self.fig["term"][-1])
+        self.note("SIGTERM during a webhook%s (exit in %.2f s) and restart" % (
+            " and one of 2,000 invalid alerts" if junk else "", self.fig["term"][-1]))
 
     def figures(self):
         return self.fig
