@@ -498,9 +498,19 @@ int group_sync(struct group *g, int64_t now_ms)
 		gs.next_sync_ms = 0;
 		log_sync(LOG_INFO, "group issue body updated", &gs, &row, ERR_OK, NULL);
 	} else {
-		log_sync(rc == ERR_AUTH || rc == ERR_INVALID ? LOG_ERROR : LOG_WARN,
-			 "group issue body update failed, will retry", &gs, &row, rc,
-			 buf_str(&errmsg));
+		/*
+		 * Refused for good (an archived repository, a locked issue, a body
+		 * GitHub will not take): the same body would be refused again, so
+		 * none is sent until the group changes (which marks it dirty).
+		 */
+		int refused = rc == ERR_FORBIDDEN || rc == ERR_INVALID;
+
+		log_sync(refused || rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
+			 refused ? "group issue body refused, kept until the group changes"
+				 : "group issue body update failed, will retry",
+			 &gs, &row, rc, buf_str(&errmsg));
+		if (refused)
+			gs.dirty = 0;
 		gs.next_sync_ms = now_ms + GROUP_RETRY_MS;
 	}
 	buf_reset(&errmsg);

@@ -212,7 +212,11 @@ void group_free(struct group *g);
  * /repos/{o}/{r}/issues/{n} with the body only (gh_issue_set_body()), then
  * the state is clean (store_group_synced()).  Updates are coalesced: the
  * members as they are when it is due are written, once.  A failure is
- * logged and retried after GROUP_RETRY_MS, the update kept pending.
+ * logged and retried after GROUP_RETRY_MS, the update kept pending; but a
+ * refusal for good (ERR_FORBIDDEN: an archived repository or locked issue;
+ * ERR_INVALID: a body GitHub or the template will not take) is logged at
+ * error once and not retried until the group changes again (counted in
+ * gh_stats.requests_forbidden, alertbridge_github_forbidden_total).
  * Returns 1 when one was handled, 0 when none was due; after a call that
  * returned 1 the next one returns 0 without looking, so body updates never
  * take every step of the worker from the queue.

@@ -582,8 +582,19 @@ int storm_sync(struct storm *s, int64_t now_ms)
 		rc = sync_one(s, &sum, now_ms, &errmsg);
 	}
 	if (rc) {
-		log_summary(rc == ERR_AUTH || rc == ERR_INVALID ? LOG_ERROR : LOG_WARN,
-			    "summary issue call failed, will retry", &sum, rc, buf_str(&errmsg));
+		/*
+		 * Refused for good (an archived repository, a text GitHub will not
+		 * take): a rewrite is not tried again until the summary changes
+		 * (dirty again); a create or close, due anyway, after STORM_RETRY_MS.
+		 */
+		int refused = rc == ERR_FORBIDDEN || rc == ERR_INVALID;
+
+		log_summary(refused || rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
+			    refused ? "summary issue call refused, kept until the summary changes"
+				    : "summary issue call failed, will retry",
+			    &sum, rc, buf_str(&errmsg));
+		if (refused)
+			sum.dirty = 0;
 		sum.next_sync_ms = now_ms + STORM_RETRY_MS;
 		buf_reset(&errmsg);
 		if (store_summary_save(s->opts.store, &sum, &errmsg))

@@ -182,7 +182,9 @@ enum storm_route storm_route(struct storm *s, const struct store_event *ev,
  * (store_summary_due()): create its issue (after looking for its marker when
  * an earlier attempt may have made it), or write its title and body, and
  * close it (completed) when none of its alerts fires.  Failures are logged
- * and retried after STORM_RETRY_MS.  Returns 1 when a summary was handled,
+ * and retried after STORM_RETRY_MS; a rewrite GitHub refuses for good
+ * (ERR_FORBIDDEN: an archived repository; ERR_INVALID) is logged at error
+ * once and not tried again until the summary changes.  Returns 1 when a summary was handled,
  * 0 when none was due; after a call that returned 1 the next one returns 0
  * without looking, so that summaries (one per alertname) never take every
  * step of the worker from the queue.

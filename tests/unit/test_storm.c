@@ -20,6 +20,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/store.h"
+#include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define T0 INT64_C(1795000000000)
@@ -461,6 +462,81 @@ static void summary_life_cycle(void **state)
 	assert_int_equal(rc, ERR_OK);
 }
 
+/*
+ * A summary rewrite GitHub refuses for good (403: the repository was
+ * archived) is not sent again every STORM_RETRY_MS, only once the summary
+ * changes; the refusal counts by reason.  (Before, it was retried forever.)
+ */
+static void refused_rewrite_waits_for_a_change(void **state)
+{
+	struct env *e = *state;
+	struct fake_http *gh = fake_http_start();
+	struct gh_options go = { 0 };
+	struct store_summary sum = { 0 };
+	struct gh_stats st;
+	enum err rc;
+
+	storm_free(e->storm);
+	gh_client_free(e->gh);
+	go.api_url = fake_http_url(gh);
+	go.token = "tok";
+	go.max_attempts = 1;
+	go.now_ms = clock_now;
+	go.sleep_ms = clock_sleep;
+	go.clock_ctx = e;
+	e->gh = gh_client_new(&go);
+	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
+
+	enqueue(e, 0, 12, "HighLatency", 1, T0 - 1000);
+	for (int i = 0; i < 12; i++)
+		(void)route_next(e, &rc);
+	fake_http_push(gh, 201, NULL,
+		       "{\"number\":5,\"state\":\"open\",\"repository_url\":"
+		       "\"https://api.github.com/repos/my-org/alerts\"}");
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(fake_http_count(gh), 1);
+
+	/* one of its two alerts resolves: the rewrite is refused, 403 archived */
+	enqueue(e, 0, 1, "HighLatency", 0, T0 - 1000);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	e->now += STORM_SYNC_INTERVAL_MS;
+	assert_int_equal(storm_sync(e->storm, e->now), 0);  /* the queue's turn */
+	fake_http_push(gh, 403, NULL, "{\"message\":\"Repository was archived so is read-only.\"}");
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(fake_http_count(gh), 2);
+	assert_string_equal(fake_http_request(gh, 1)->method, "PATCH");
+	gh_stats(e->gh, &st);
+	assert_int_equal(st.requests_forbidden[GH_FORBIDDEN_ARCHIVED], 1);
+
+	/* not again after the retry time, nor an hour later */
+	for (int i = 0; i < 4; i++) {
+		e->now += STORM_RETRY_MS + STORM_SYNC_INTERVAL_MS;
+		assert_int_equal(storm_sync(e->storm, e->now), 0);
+		assert_int_equal(storm_sync(e->storm, e->now), 0);
+	}
+	e->now += 3600000;
+	assert_int_equal(storm_sync(e->storm, e->now), 0);
+	assert_int_equal(fake_http_count(gh), 2);
+	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
+	assert_string_equal(sum.state, "open");
+	store_summary_release(&sum);
+
+	/* its other alert resolves: the summary changed, so it is written (and closed) */
+	enqueue(e, 1, 1, "HighLatency", 0, T0 - 1000);
+	assert_int_equal(route_next(e, &rc), STORM_DONE);
+	fake_http_push(gh, 200, NULL,
+		       "{\"number\":5,\"state\":\"open\",\"repository_url\":"
+		       "\"https://api.github.com/repos/my-org/alerts\"}");
+	fake_http_push(gh, 200, NULL,
+		       "{\"number\":5,\"state\":\"closed\",\"repository_url\":"
+		       "\"https://api.github.com/repos/my-org/alerts\"}");
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(fake_http_count(gh), 4);
+	assert_string_equal(fake_http_request(gh, 2)->method, "PATCH");
+	assert_non_null(strstr(fake_http_request(gh, 3)->body, "\"state\":\"closed\""));
+	fake_http_stop(gh);
+}
+
 static void store_storm_errors(void **state)
 {
 	struct env *e = *state;
@@ -518,6 +594,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(pending_creates_counts_up_to_a_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(storm_disabled_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(summary_life_cycle, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_rewrite_waits_for_a_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(store_storm_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(gh_set_body_rejects_empty, setup, teardown),
 	};
