@@ -124,11 +124,23 @@ def list_block(doc, key):
     m = re.search(r"^%s:\s*\n((?:[ \t]+.*\n?|\s*\n)*)" % re.escape(key), doc, re.M)
     if not m:
         return []
-    items = []
+    items, item_indent = [], None
     for line in m.group(1).splitlines():
-        im = re.match(r"^\s*-\s*(?:path:\s*)?(\S+)\s*$", line)
-        if im:
-            items.append(im.group(1))
+        # "- file", "- path: file", or "path: file" as a key of an item's own mapping (a
+        # patch with a target); an item that opens a mapping ("- target:") names no file, nor
+        # does anything deeper (an inline "patch: |" and the paths of its operations).
+        dash = re.match(r"^(\s*)-\s*(\S.*?)\s*$", line)
+        if dash and item_indent is not None and len(dash.group(1)) > item_indent:
+            continue  # a list inside an item (an inline patch's operations)
+        if dash:
+            item_indent = len(dash.group(1))
+            im = re.match(r"^(?:path:\s*)?([^\s:]\S*)$", dash.group(2))
+            if im and not im.group(1).endswith(":"):
+                items.append(im.group(1))
+            continue
+        key = re.match(r"^(\s*)path:\s*(\S+)\s*$", line)
+        if key and item_indent is not None and len(key.group(1)) == item_indent + 2:
+            items.append(key.group(2))
     return items
 
 
@@ -214,8 +226,9 @@ def check_kustomizations():
         rel = os.path.relpath(kdir, SRC)
         problems = []
         entries = listed_files(kdir)
-        if not entries:
-            problems.append("lists no resources")
+        doc = read(os.path.join(kdir, "kustomization.yaml"))
+        if not entries and not re.search(r"^patches:\s*\n\s+-", doc, re.M):
+            problems.append("lists no resources and no patches")
         for p in entries:
             if os.path.isdir(p):
                 if not os.path.isfile(os.path.join(p, "kustomization.yaml")):
