@@ -379,6 +379,8 @@ enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t
  * before then may be missing only because GitHub is still making the write.
  */
 int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms);
+/* The client's clock (gh_options.now_ms; else the wall clock), in ms since the epoch. */
+int64_t gh_now(struct gh_client *c);
 
 /*
  * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels

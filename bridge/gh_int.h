@@ -111,8 +111,6 @@ struct call {
 	const char *if_none_match; /* a conditional GET: the ETag; a 304 is then a success */
 };
 
-/* The injected clock's time, in ms. */
-int64_t gh_now(struct gh_client *c);
 /* Wait until one more mutating call fits min_interval_ms and the content budgets. */
 void gh_pace(struct gh_client *c);
 /* Count a mutating call just made against the budgets. */

@@ -473,7 +473,12 @@ static void log_summary(enum log_level lvl, const char *msg, const struct store_
 	log_end(l);
 }
 
-/* Create the summary issue, unless an earlier attempt did (found by its marker). */
+/*
+ * Create the summary issue, unless an earlier attempt did (found by its
+ * marker).  An attempt whose answer was lost (in doubt) is looked for only
+ * once it can no longer land (gh_write_settled_at() of its time), never
+ * posted again before.
+ */
 static enum err create_issue(struct storm *s, struct store_summary *sum, const char *title,
 			     const char *body, int64_t now_ms, struct buf *errmsg)
 {
@@ -482,15 +487,25 @@ static enum err create_issue(struct storm *s, struct store_summary *sum, const c
 	enum err rc = ERR_NOTFOUND;
 
 	issue_marker(sum->marker_key, &marker);
-	if (sum->synced_at_ms > 0)
+	if (sum->synced_at_ms > 0 &&
+	    gh_now(s->opts.gh) < gh_write_settled_at(s->opts.gh, sum->synced_at_ms)) {
+		buf_setf(errmsg, "the summary create in doubt may still land on github");
+		rc = ERR_RETRY;
+	} else if (sum->synced_at_ms > 0) {
+		/* since the send: at most the timeout (and GitHub's 10 s) before, and a margin */
+		int64_t took = gh_write_settled_at(s->opts.gh, sum->synced_at_ms) - sum->synced_at_ms;
+
 		rc = gh_issue_find_marker(s->opts.gh, sum->repo, buf_str(&marker),
-					  sum->synced_at_ms - 60000, &gi, errmsg);
+					  sum->synced_at_ms - took - 60000, &gi, errmsg);
+	}
 	if (rc == ERR_NOTFOUND) {
 		sum->synced_at_ms = now_ms;  /* the attempt, recorded before it is made */
 		rc = store_summary_save(s->opts.store, sum, errmsg);
 		if (!rc)
 			rc = gh_issue_create(s->opts.gh, sum->repo, title, body, buf_str(&marker),
 					     NULL, NULL, &gi, errmsg);
+		if (rc == ERR_RETRY)  /* maybe sent: from now on (storm_sync() saves it) */
+			sum->synced_at_ms = gh_now(s->opts.gh);
 	}
 	if (!rc) {
 		if (gi.repo) {

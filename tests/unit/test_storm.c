@@ -537,6 +537,69 @@ static void refused_rewrite_waits_for_a_change(void **state)
 	fake_http_stop(gh);
 }
 
+/*
+ * A summary create whose answer is lost (GitHub may still make it) is looked
+ * for only once it can no longer land, and posted again only when absent:
+ * before, the retry 30 s later looked at once and, with a slow GitHub,
+ * made a second summary.
+ */
+static void create_in_doubt_is_looked_for_once_settled(void **state)
+{
+	struct env *e = *state;
+	struct fake_http *gh = fake_http_start();
+	struct gh_options go = { 0 };
+	struct store_summary sum = { 0 };
+	char page[1024];
+	int64_t sent;
+	enum err rc;
+
+	storm_free(e->storm);
+	gh_client_free(e->gh);
+	go.api_url = fake_http_url(gh);
+	go.token = "tok";
+	go.timeout_ms = 60000;  /* settled 70 s after the send: after the 30 s retry */
+	go.max_attempts = 1;
+	go.now_ms = clock_now;
+	go.sleep_ms = clock_sleep;
+	go.clock_ctx = e;
+	e->gh = gh_client_new(&go);
+	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
+
+	enqueue(e, 0, 12, "HighLatency", 1, T0 - 1000);
+	for (int i = 0; i < 12; i++)
+		(void)route_next(e, &rc);
+	fake_http_push(gh, 504, NULL, "");
+	sent = e->now;
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(fake_http_count(gh), 1);
+	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
+	assert_string_equal(sum.state, "creating");
+	snprintf(page, sizeof(page),
+		 "[{\"number\":5,\"state\":\"open\",\"created_at\":\"2026-11-18T11:06:40Z\","
+		 "\"body\":\"summary <!-- alertbridge:key=%s -->\",\"repository_url\":"
+		 "\"https://api.github.com/repos/my-org/alerts\"}]", sum.marker_key);
+	store_summary_release(&sum);
+
+	/* due again after STORM_RETRY_MS: it may still land, nothing is sent */
+	e->now = sent + STORM_RETRY_MS;
+	assert_int_equal(storm_sync(e->storm, e->now), 0);  /* the queue's turn */
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(fake_http_count(gh), 1);
+
+	/* settled: looked for, found, adopted; no second POST */
+	e->now = sent + 70000 + STORM_RETRY_MS;
+	fake_http_push(gh, 200, NULL, page);
+	assert_int_equal(storm_sync(e->storm, e->now), 0);
+	assert_int_equal(storm_sync(e->storm, e->now), 1);
+	assert_int_equal(fake_http_count(gh), 2);
+	assert_string_equal(fake_http_request(gh, 1)->method, "GET");
+	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
+	assert_string_equal(sum.state, "open");
+	assert_int_equal(sum.number, 5);
+	store_summary_release(&sum);
+	fake_http_stop(gh);
+}
+
 static void store_storm_errors(void **state)
 {
 	struct env *e = *state;
@@ -595,6 +658,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(storm_disabled_passes, setup, teardown),
 		cmocka_unit_test_setup_teardown(summary_life_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_rewrite_waits_for_a_change, setup, teardown),
+		cmocka_unit_test_setup_teardown(create_in_doubt_is_looked_for_once_settled, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(store_storm_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(gh_set_body_rejects_empty, setup, teardown),
 	};
