@@ -994,20 +994,11 @@ static void standby_gauges(struct bridge *b)
 	update_gauges(b, 0);
 }
 
-/*
- * A store failure: no step before the backoff of the failures in a row has passed
- * (bridge_step()).  Returns -1, bridge_step()'s answer.
- */
+/* A store failure: bridge_step() backs off (core/backoff.h).  Returns -1. */
 static int store_failed(struct bridge *b, int64_t now_ms)
 {
-	int64_t wait = backoff_gate_fail(&b->store_gate, now_ms, b->opts.retry_base_ms,
-					 b->opts.retry_max_ms, &b->seed);
-	struct log_line *l = log_begin(LOG_WARN, "store failing: worker backs off");
-
-	log_int(l, "failures", b->store_gate.failures);
-	log_int(l, "retry_in_ms", wait);
-	log_end(l);
-	return -1;
+	return backoff_store_failed(&b->store_gate, "bridge", now_ms, b->opts.retry_base_ms,
+				    b->opts.retry_max_ms, &b->seed);
 }
 
 int bridge_step(struct bridge *b)

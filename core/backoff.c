@@ -6,6 +6,8 @@
 
 #include <stdlib.h>
 
+#include "log.h"
+
 int64_t backoff_ms(int attempts, int64_t base_ms, int64_t max_ms, unsigned int *seed)
 {
 	int64_t d = base_ms, half;
@@ -33,6 +35,19 @@ int64_t backoff_gate_fail(struct backoff_gate *g, int64_t now_ms, int64_t base_m
 	g->failures++;
 	g->until_ms = now_ms + wait;
 	return wait;
+}
+
+int backoff_store_failed(struct backoff_gate *g, const char *worker, int64_t now_ms,
+			 int64_t base_ms, int64_t max_ms, unsigned int *seed)
+{
+	int64_t wait = backoff_gate_fail(g, now_ms, base_ms, max_ms, seed);
+	struct log_line *l = log_begin(LOG_WARN, "store failing: worker backs off");
+
+	log_str(l, "worker", worker);
+	log_int(l, "failures", g->failures);
+	log_int(l, "retry_in_ms", wait);
+	log_end(l);
+	return -1;
 }
 
 void backoff_gate_ok(struct backoff_gate *g)

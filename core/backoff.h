@@ -34,6 +34,13 @@ int backoff_gate_closed(const struct backoff_gate *g, int64_t now_ms);
  */
 int64_t backoff_gate_fail(struct backoff_gate *g, int64_t now_ms, int64_t base_ms,
 			  int64_t max_ms, unsigned int *seed);
+/*
+ * backoff_gate_fail() for a queue worker whose store failed (it could not give an event or
+ * record an outcome), logged at warn as "store failing: WORKER backs off" with the failures
+ * in a row and the wait.  Returns -1, what bridge_step() and janitor_step() answer then.
+ */
+int backoff_store_failed(struct backoff_gate *g, const char *worker, int64_t now_ms,
+			 int64_t base_ms, int64_t max_ms, unsigned int *seed);
 /* Record a success: the gate opens and the count of failures in a row restarts. */
 void backoff_gate_ok(struct backoff_gate *g);
 

@@ -689,17 +689,11 @@ static void pick_up_config(struct janitor *j)
 	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
 }
 
-/* A store failure: no step before its backoff has passed.  Returns -1 (janitor_step()). */
+/* A store failure: janitor_step() backs off (core/backoff.h).  Returns -1. */
 static int store_failed(struct janitor *j, int64_t now_ms)
 {
-	int64_t wait = backoff_gate_fail(&j->store_gate, now_ms, j->opts.retry_base_ms,
-					 j->opts.retry_max_ms, &j->seed);
-	struct log_line *l = log_begin(LOG_WARN, "store failing: janitor backs off");
-
-	log_int(l, "failures", j->store_gate.failures);
-	log_int(l, "retry_in_ms", wait);
-	log_end(l);
-	return -1;
+	return backoff_store_failed(&j->store_gate, "janitor", now_ms, j->opts.retry_base_ms,
+				    j->opts.retry_max_ms, &j->seed);
 }
 
 int janitor_step(struct janitor *j)
