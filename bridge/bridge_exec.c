@@ -311,6 +311,18 @@ static void in_doubt(struct bridge *b, struct work *w, const char *what, struct 
 	buf_release(&ignored);
 }
 
+/*
+ * GitHub answered the create with a refusal (401, 403, 404, 422) or it was
+ * not sent: nothing was made, so the note says so and a retry (map retry,
+ * new credentials) posts without waiting or looking.  Not noted (a store
+ * failure): the retry waits and looks, as for a create in doubt.
+ */
+static void refused(struct bridge *b, struct work *w)
+{
+	if (store_event_progress(b->opts.store, w->ev.id, CREATE_REFUSED_NOTE) != ERR_OK)
+		log_msg(LOG_WARN, "cannot record the refused create", "key", w->ev.key);
+}
+
 /* What the on-call page shows of the row: the alert's name and the issue's title. */
 static void set_shown(struct store_issue *row, const json_t *view, const char *title)
 {
@@ -361,6 +373,8 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 				     (const char *const *)assignees, &gi, errmsg);
 		if (rc == ERR_RETRY)
 			in_doubt(b, w, "create", errmsg);
+		else if (rc)
+			refused(b, w);
 	}
 	if (rc)
 		goto out;

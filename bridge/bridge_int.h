@@ -27,6 +27,8 @@
  * before it was looked for.
  */
 #define CREATE_NOTE "create@"
+/* ... and once GitHub refused it: nothing was made, nothing to look for. */
+#define CREATE_REFUSED_NOTE "create-refused"
 /* How far before a create (or its note) its issue is looked for by marker, in ms. */
 #define CREATE_LOOKBACK_MS 60000
 /* A comment's note (bridge_exec.c note_progress()) ends "~" "@<ms>" the same way. */

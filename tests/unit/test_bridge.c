@@ -581,17 +581,11 @@ static void missing_repository_is_dead_lettered_until_retried(void **state)
 	assert_string_equal(ev.last_error,
 			    STORE_REQUEUED "repository my-org/alerts not found or no access");
 	store_event_release(&ev);
-	/*
-	 * Its create was attempted: once it can no longer land (the timeout and
-	 * 10 s after it was noted), its marker is looked for first, then the POST.
-	 */
-	e.now += 20000;
-	fake_http_push(e.gh, 200, NULL, "[]");
+	/* Its create was refused (404): nothing was made, so it is posted at once. */
 	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	assert_string_equal(fake_http_request(e.gh, 2)->method, "GET");
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
 	bfx_env_stop(&e);
 }
@@ -618,12 +612,13 @@ static void missing_repository_needs_a_404_from_github(void **state)
 	store_event_release(&ev);
 	/* The repository is there (the 404 was about something in it): retried, not dead. */
 	e.now += 3600000;
-	fake_http_push(e.gh, 200, NULL, "[]");  /* the marker of the create attempted */
+	/* (the create was refused, 404: nothing to look for before posting again) */
 	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
 	fake_http_push(e.gh, 200, NULL, "{\"full_name\":\"my-org/alerts\"}");
 	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 5, "GET", "/repos/my-org/alerts", NULL);
+	assert_int_equal(fake_http_count(e.gh), 5);
+	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", NULL);
+	bfx_assert_request(&e, 4, "GET", "/repos/my-org/alerts", NULL);
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
 	bfx_env_stop(&e);
