@@ -50,6 +50,7 @@
 struct flags {
 	const char *config_file;
 	const char *listen_address;
+	const char *public_listen_address;  /* serve: --web.public-listen-address */
 	const char *database_path;
 	const char *log_level;
 	const char *log_format;
@@ -92,6 +93,9 @@ static const char usage_main[] =
 	"Flags:\n"
 	"  --config.file=FILE         configuration file (default alertbridge.yml)\n"
 	"  --web.listen-address=ADDR  overrides listen_address, e.g. :9095 or 127.0.0.1:9095\n"
+	"  --web.public-listen-address=ADDR\n"
+	"                             overrides web.public_listen_address: GitHub's and Slack's\n"
+	"                             endpoints alone on a listener of their own\n"
 	"  --database.path=FILE       overrides database\n"
 	"  --log.level=LEVEL          debug, info, warn, error (overrides log.level)\n"
 	"  --log.format=FORMAT        logfmt or json (overrides log.format)\n"
@@ -105,6 +109,7 @@ static const char usage_main[] =
 
 static const char usage_serve[] =
 	"usage: alertbridge serve [--config.file=FILE] [--web.listen-address=ADDR]\n"
+	"                         [--web.public-listen-address=ADDR]\n"
 	"                         [--database.path=FILE] [--log.level=L] [--log.format=F]\n"
 	"                         [--config.auto-reload-interval=DURATION] [--web.enable-lifecycle]\n"
 	"\n"
@@ -209,6 +214,8 @@ static int parse_flags(int argc, char **argv, int first, struct flags *f)
 			f->help = 1;
 		} else if (parse_flag(a, "--config.file", &f->config_file, &i, argc, argv) ||
 			   parse_flag(a, "--web.listen-address", &f->listen_address, &i, argc, argv) ||
+			   parse_flag(a, "--web.public-listen-address", &f->public_listen_address, &i,
+				      argc, argv) ||
 			   parse_flag(a, "--database.path", &f->database_path, &i, argc, argv) ||
 			   parse_flag(a, "--log.level", &f->log_level, &i, argc, argv) ||
 			   parse_flag(a, "--log.format", &f->log_format, &i, argc, argv) ||
@@ -302,6 +309,7 @@ struct service {
 	struct kube_client *leader_kube;  /* the leader's own client: one thread each */
 	struct janitor_leader *leader;
 	struct srv *srv;
+	struct srv *public_srv;  /* web.public_listen_address: GitHub's and Slack's alone */
 	struct retention *retention;  /* prunes done events after database_retention */
 	struct reload *reload;  /* owns cfg and render once set: core/reload.h */
 	struct auth *web_auth;        /* web.auth: the page and /metrics */
@@ -397,6 +405,7 @@ static void service_release(struct service *s)
 	reload_watch_stop(s->reload);  /* its reloads call into the bridge */
 	log_store_stats(s->store);
 	retention_stop(s->retention);
+	srv_free(s->public_srv);
 	srv_free(s->srv);
 	status_page_free(s->page);
 	auth_free(s->web_auth);
@@ -562,6 +571,58 @@ static void test_second(struct bridge_options *bo)
 	bo->retry_max_ms = 600 * n;
 }
 
+/*
+ * The endpoints the internet must reach (issue 21), one row each: on a
+ * listener of their own, alone, when web.public_listen_address (or
+ * --web.public-listen-address) is set, the main listener then answering 404
+ * for them; else on the main listener.  That listener takes the main one's
+ * limits and timeouts, its own TLS (web.public_tls) and, as its body bound,
+ * the largest of its routes'.  Call after the main routes, before srv_start().
+ */
+static int route_public(struct service *s, const struct srv_options *main_so,
+			const struct flags *f, struct buf *err)
+{
+	const struct public_route {
+		const char *method, *path;
+		srv_handler fn;
+		void *ctx;
+		srv_rejected rejected;  /* the route's hook for the server's own 413, or NULL */
+		size_t max_body_bytes;  /* the largest body the route reads */
+	} routes[] = {
+		{ "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook, gh_webhook_rejected,
+		  GH_WEBHOOK_MAX_BODY },
+	};
+	const size_t n = sizeof(routes) / sizeof(routes[0]);
+	const char *addr = f->public_listen_address ? f->public_listen_address :
+						      s->cfg->web.public_listen_address;
+	struct srv_options so = *main_so;
+	struct srv *on = s->srv;
+
+	if (addr) {
+		so.listen_address = addr;
+		so.tls_cert_file = s->cfg->web.public_tls.cert_file;
+		so.tls_key_file = s->cfg->web.public_tls.key_file;
+		so.tls_client_ca_file = s->cfg->web.public_tls.client_ca_file;
+		so.max_body_bytes = 0;
+		for (size_t i = 0; i < n; i++)
+			if (routes[i].max_body_bytes > so.max_body_bytes)
+				so.max_body_bytes = routes[i].max_body_bytes;
+		if (srv_new(&so, &s->public_srv, err))
+			return -1;
+		srv_set_observer(s->public_srv, observe_request, s);
+		on = s->public_srv;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (srv_route(on, routes[i].method, routes[i].path, routes[i].fn, routes[i].ctx) ||
+		    (routes[i].rejected && srv_route_rejected(on, routes[i].path,
+							       routes[i].rejected, routes[i].ctx))) {
+			buf_setf(err, "cannot route %s %s", routes[i].method, routes[i].path);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int start_service(struct service *s, const struct flags *f)
 {
 	struct buf err = BUF_INIT;
@@ -653,7 +714,6 @@ static int start_service(struct service *s, const struct flags *f)
 	s->admin_guard = (struct guard_admin){ s->reload, s->web_auth, reload_handle, s->reload };
 	s->map_guard = (struct guard_admin){ s->reload, s->web_auth, map_admin_handle, s->store };
 	if (srv_route(s->srv, "POST", "/v1/webhook", webhook_handle, s->webhook) ||
-	    srv_route(s->srv, "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook) ||
 	    srv_route(s->srv, "GET", "/metrics", guard_handle, &s->metrics_guard) ||
 	    srv_route(s->srv, "GET", "/-/healthy", handle_health, s) ||
 	    srv_route(s->srv, "GET", "/-/ready", handle_ready, s) ||
@@ -671,6 +731,10 @@ static int start_service(struct service *s, const struct flags *f)
 		goto out;
 	}
 	srv_set_observer(s->srv, observe_request, s);
+	if (route_public(s, &so, f, &err)) {
+		log_msg(LOG_ERROR, "cannot set up the public endpoints", "detail", buf_str(&err));
+		goto out;
+	}
 	if (bridge_start(s->bridge, &err)) {
 		log_msg(LOG_ERROR, "cannot start the bridge", "detail", buf_str(&err));
 		goto out;
@@ -697,6 +761,10 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot start the HTTP server", "detail", buf_str(&err));
 		goto out;
 	}
+	if (s->public_srv && srv_start(s->public_srv, &err)) {
+		log_msg(LOG_ERROR, "cannot start the public HTTP server", "detail", buf_str(&err));
+		goto out;
+	}
 	if (reload_watch_start(s->reload, f->auto_reload_ms, &err)) {
 		log_msg(LOG_ERROR, "cannot start the config auto-reload", "detail", buf_str(&err));
 		goto out;
@@ -707,6 +775,8 @@ static int start_service(struct service *s, const struct flags *f)
 		log_str(l, "config", s->cfg->path);
 		log_str(l, "listen_address", so.listen_address);
 		log_int(l, "port", srv_port(s->srv));
+		if (s->public_srv)
+			log_int(l, "public_port", srv_port(s->public_srv));
 		log_str(l, "database", db);
 		log_end(l);
 	}
@@ -762,6 +832,7 @@ static int cmd_serve(const struct flags *f)
 		__atomic_store_n(&s.ready, 0, __ATOMIC_RELEASE);
 		bridge_request_stop(s.bridge);  /* its call in flight ends while the server drains */
 		srv_stop(s.srv);
+		srv_stop(s.public_srv);
 		janitor_stop(s.janitor);
 		janitor_leader_stop(s.leader);  /* releases the Lease for the standby */
 		bridge_stop(s.bridge);

@@ -246,6 +246,16 @@ out:
 	buf_release(&err);
 }
 
+void gh_webhook_rejected(void *ctx, const struct srv_request *req, int status)
+{
+	struct gh_webhook *w = ctx;
+	const char *v[] = { "refused", "too_large" };
+
+	(void)req;
+	if (status == 413)
+		metric_add(w->m_requests, v, 1);
+}
+
 void gh_webhook_handle(void *ctx, const struct srv_request *req, struct srv_response *res)
 {
 	struct gh_webhook *w = ctx;

@@ -61,6 +61,13 @@ struct gh_webhook *gh_webhook_new(const struct gh_webhook_options *opts);
 void gh_webhook_free(struct gh_webhook *w);
 /* The route's handler (http_server.h srv_handler); ctx is the struct gh_webhook. */
 void gh_webhook_handle(void *ctx, const struct srv_request *req, struct srv_response *res);
+/*
+ * The route's rejection hook (http_server.h srv_rejected; ctx the struct
+ * gh_webhook): a body the server itself refused as too large (413, on a
+ * listener whose max_body_bytes is GH_WEBHOOK_MAX_BODY) is counted as
+ * refused, too_large, like the handler's own 413.
+ */
+void gh_webhook_rejected(void *ctx, const struct srv_request *req, int status);
 
 /*
  * 1 when header (X-Hub-Signature-256) is "sha256=" followed by the

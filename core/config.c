@@ -574,6 +574,10 @@ void cfg_free(struct config *cfg)
 		wipe_free(cfg->web.auth.basic_auth_users[i].value);
 	}
 	free(cfg->web.auth.basic_auth_users);
+	free(cfg->web.public_listen_address);
+	free(cfg->web.public_tls.cert_file);
+	free(cfg->web.public_tls.key_file);
+	free(cfg->web.public_tls.client_ca_file);
 	free(cfg->webhook.bearer_token_file);
 	wipe_free(cfg->webhook.bearer_token);
 	free(cfg->webhook.basic_auth.username);

@@ -288,6 +288,15 @@ struct cfg_web_auth {
 
 struct cfg_web {
 	struct cfg_web_auth auth;
+	/*
+	 * web.public_listen_address: a listener of its own for the endpoints the
+	 * internet must reach (POST /v1/github/webhook, POST /v1/slack/interactions),
+	 * in listen_address's form and different from it; they are then served
+	 * there alone (everything else answers 404 there) and no longer on the
+	 * main listener.  NULL (default): they are served on the main listener.
+	 */
+	char *public_listen_address;
+	struct cfg_tls public_tls; /* web.public_tls: that listener's TLS, as webhook.tls */
 };
 
 struct config {

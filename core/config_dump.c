@@ -158,6 +158,8 @@ static void kv_list(struct emitter *y, const char *key, const struct cfg_list *l
 	seq_end(y);
 }
 
+static void dump_alertmanager(struct emitter *y, const struct cfg_alertmanager *a);
+
 static void dump_receiver(struct emitter *y, const struct cfg_receiver *r)
 {
 	const struct cfg_templates *t = &r->templates;
@@ -216,6 +218,8 @@ static void dump_receiver(struct emitter *y, const struct cfg_receiver *r)
 		seq_end(y);
 		buf_release(&m);
 	}
+	/* Its effective block: its own, or what it inherited from the top level. */
+	dump_alertmanager(y, &r->alertmanager);
 	map_end(y);
 }
 
@@ -272,7 +276,23 @@ static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
 	map_end(y);
 }
 
-/* web.auth: the users and their bcrypt hashes (a hash is not a secret to hide). */
+/* A TLS block (webhook.tls, web.public_tls), when it has a certificate. */
+static void dump_tls(struct emitter *y, const char *name, const struct cfg_tls *t)
+{
+	if (!t->cert_file)
+		return;
+	plain(y, name);
+	map_start(y, 0);
+	kv_str(y, "cert_file", t->cert_file);
+	kv_str(y, "key_file", t->key_file);
+	kv_str(y, "client_ca_file", t->client_ca_file);
+	map_end(y);
+}
+
+/*
+ * web: the users and their bcrypt hashes (a hash is not a secret to hide),
+ * the public listener.
+ */
 static void dump_web(struct emitter *y, const struct cfg_web *w)
 {
 	plain(y, "web");
@@ -281,6 +301,9 @@ static void dump_web(struct emitter *y, const struct cfg_web *w)
 	map_start(y, 0);
 	kv_pairs(y, "basic_auth_users", w->auth.basic_auth_users, w->auth.basic_auth_users_count);
 	map_end(y);
+	if (w->public_listen_address)
+		kv_str(y, "public_listen_address", w->public_listen_address);
+	dump_tls(y, "public_tls", &w->public_tls);
 	map_end(y);
 }
 
@@ -297,14 +320,7 @@ static void dump_webhook(struct emitter *y, const struct cfg_webhook *w)
 			  w->basic_auth.password);
 		map_end(y);
 	}
-	if (w->tls.cert_file) {
-		plain(y, "tls");
-		map_start(y, 0);
-		kv_str(y, "cert_file", w->tls.cert_file);
-		kv_str(y, "key_file", w->tls.key_file);
-		kv_str(y, "client_ca_file", w->tls.client_ca_file);
-		map_end(y);
-	}
+	dump_tls(y, "tls", &w->tls);
 	kv_num(y, "max_body_bytes", w->max_body_bytes);
 	kv_num(y, "max_alerts", w->max_alerts);
 	kv_num(y, "max_connections", w->max_connections);

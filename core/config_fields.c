@@ -750,10 +750,29 @@ static const struct field web_auth_fields[] = {
 };
 FIELDSET(web_auth_set, web_auth_fields, NULL);
 
+static enum err check_web(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_web *w = obj;
+	char sub[PATH_MAX_LEN];
+
+	cfg_join_key(sub, path, "public_listen_address");
+	if (w->public_listen_address && !valid_listen(w->public_listen_address))
+		return cfg_fail(c, cfg_key_or_map(c, map, "public_listen_address"), sub,
+				ERR_INVALID, "expected host:port or :port, got \"%s\"",
+				w->public_listen_address);
+	cfg_join_key(sub, path, "public_tls");
+	if (!w->public_listen_address && w->public_tls.cert_file)
+		return cfg_fail(c, cfg_key_or_map(c, map, "public_tls"), sub, ERR_INVALID,
+				"needs public_listen_address");
+	return ERR_OK;
+}
+
 static const struct field web_fields[] = {
 	MAP(struct cfg_web, "auth", auth, web_auth_set),
+	FLD(struct cfg_web, "public_listen_address", F_STR, public_listen_address),
+	MAP(struct cfg_web, "public_tls", public_tls, tls_set),
 };
-FIELDSET(web_set, web_fields, NULL);
+FIELDSET(web_set, web_fields, check_web);
 
 static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
@@ -997,6 +1016,11 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 	if (rc == ERR_OK && !valid_listen(cfg->listen_address))
 		rc = cfg_fail(c, cfg_key_or_map(c, map, "listen_address"), "listen_address", ERR_INVALID,
 			      "expected host:port or :port, got \"%s\"", cfg->listen_address);
+	if (rc == ERR_OK && cfg->web.public_listen_address &&
+	    !strcmp(cfg->web.public_listen_address, cfg->listen_address))
+		rc = cfg_fail(c, cfg_key_or_map(c, map, "web"), "web.public_listen_address",
+			      ERR_INVALID, "must differ from listen_address \"%s\"",
+			      cfg->listen_address);
 	if (rc == ERR_OK)
 		rc = need(c, map, path, "database", cfg->database);
 	if (rc == ERR_OK)

@@ -942,6 +942,77 @@ static void alertmanager_section(void **state)
 	expect_err_in(RCV "github: {webhook_secret_file: missing}\n", tmpdir, ERR_IO, want);
 }
 
+/* Each receiver's effective alertmanager block is in the dump, which reads back the same. */
+static void alertmanager_dump(void **state)
+{
+	struct config *cfg, *again;
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	cfg = parse_in("alertmanager: {url: \"http://am:9093\", bearer_token_file: token}\n"
+		       "receivers:\n"
+		       "  - {name: a, repo: o/r}\n"
+		       "  - {name: b, repo: o/r, alertmanager: {url: \"https://am2\", max_silence: 1d}}\n",
+		       tmpdir);
+	cfg_dump(cfg, &out);
+	assert_non_null(strstr(buf_str(&out), "- name: \"b\"\n"));
+	assert_non_null(strstr(buf_str(&out), "  alertmanager:\n    url: \"https://am2\"\n"
+					      "    timeout: 10s\n    max_silence: 1d\n"));
+	assert_non_null(strstr(strstr(buf_str(&out), "- name: \"a\"\n"),
+			       "  alertmanager:\n    url: \"http://am:9093\"\n"
+			       "    bearer_token_file: "));
+	assert_null(strstr(buf_str(&out), "s3cret-token"));
+	again = parse_ok(buf_str(&out));
+	assert_string_equal(again->receivers[1].alertmanager.url, "https://am2");
+	assert_int_equal(again->receivers[1].alertmanager.max_silence_ms, 86400000LL);
+	assert_null(again->receivers[1].alertmanager.bearer_token);
+	assert_string_equal(again->receivers[0].alertmanager.bearer_token, "s3cret-token");
+	cfg_free(again);
+	cfg_free(cfg);
+	buf_release(&out);
+}
+
+/* web.public_listen_address and web.public_tls: parsed, checked, dumped. */
+static void web_public_listener(void **state)
+{
+	struct config *cfg, *again;
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	cfg = parse_ok(RCV);
+	assert_null(cfg->web.public_listen_address);
+	assert_null(cfg->web.public_tls.cert_file);
+	cfg_dump(cfg, &out);
+	assert_null(strstr(buf_str(&out), "public_"));
+	cfg_free(cfg);
+	buf_reset(&out);
+	cfg = parse_in(RCV "web:\n  public_listen_address: \":9096\"\n"
+		       "  public_tls: {cert_file: pub.crt, key_file: pub.key}\n", "/etc/ab");
+	assert_string_equal(cfg->web.public_listen_address, ":9096");
+	assert_string_equal(cfg->web.public_tls.cert_file, "/etc/ab/pub.crt");
+	assert_string_equal(cfg->web.public_tls.key_file, "/etc/ab/pub.key");
+	assert_null(cfg->web.public_tls.client_ca_file);
+	cfg_dump(cfg, &out);
+	assert_non_null(strstr(buf_str(&out), "  public_listen_address: \":9096\"\n  public_tls:\n"
+					      "    cert_file: \"/etc/ab/pub.crt\"\n"));
+	again = parse_ok(buf_str(&out));
+	assert_string_equal(again->web.public_listen_address, ":9096");
+	assert_string_equal(again->web.public_tls.key_file, "/etc/ab/pub.key");
+	cfg_free(again);
+	cfg_free(cfg);
+	buf_release(&out);
+	expect_err(RCV "web: {public_listen_address: \"9096\"}\n",
+		   "alertbridge.yml:2: web.public_listen_address: expected host:port or :port, "
+		   "got \"9096\"");
+	expect_err(RCV "web: {public_listen_address: \":9095\"}\n",
+		   "alertbridge.yml:2: web.public_listen_address: must differ from listen_address "
+		   "\":9095\"");
+	expect_err(RCV "web: {public_tls: {cert_file: a, key_file: b}}\n",
+		   "alertbridge.yml:2: web.public_tls: needs public_listen_address");
+	expect_err(RCV "web: {public_listen_address: \":9096\", public_tls: {cert_file: a}}\n",
+		   "alertbridge.yml:2: web.public_tls: missing required key \"key_file\"");
+}
+
 static void secret_file_errors(void **state)
 {
 	char want[512];
@@ -1311,6 +1382,8 @@ int main(void)
 		cmocka_unit_test(secrets_read_and_stripped),
 		cmocka_unit_test(secret_file_errors),
 		cmocka_unit_test(alertmanager_section),
+		cmocka_unit_test(alertmanager_dump),
+		cmocka_unit_test(web_public_listener),
 		cmocka_unit_test(github_token_env_fallback),
 		cmocka_unit_test(relative_paths_resolved),
 		cmocka_unit_test(load_resolves_against_file_dir),
