@@ -39,6 +39,7 @@
 #include "janitor/janitor.h"
 #include "janitor/kubeconfig.h"
 #include "janitor/leader.h"
+#include "janitor/slack_interact.h"
 #include "web/guard.h"
 #include "web/status_page.h"
 #include "core/banned.h"
@@ -301,6 +302,7 @@ struct service {
 	struct auth *auth;
 	struct webhook *webhook;
 	struct gh_webhook *gh_webhook;  /* POST /v1/github/webhook: bridge/gh_webhook.h */
+	struct slack_interact *slack_interact;  /* POST /v1/slack/interactions */
 	struct bridge *bridge;
 	struct kube_client *kube;
 	struct slack_client *slack;
@@ -419,6 +421,7 @@ static void service_release(struct service *s)
 	active_free(s->active);  /* after both workers: releases the worker lock */
 	webhook_free(s->webhook);
 	gh_webhook_free(s->gh_webhook);
+	slack_interact_free(s->slack_interact);
 	auth_free(s->auth);
 	if (s->reload) {
 		reload_free(s->reload);  /* after every holder of a generation */
@@ -591,6 +594,8 @@ static int route_public(struct service *s, const struct srv_options *main_so,
 	} routes[] = {
 		{ "POST", "/v1/github/webhook", gh_webhook_handle, s->gh_webhook, gh_webhook_rejected,
 		  GH_WEBHOOK_MAX_BODY },
+		{ "POST", "/v1/slack/interactions", slack_interact_handle, s->slack_interact, NULL,
+		  SLACK_INTERACT_MAX_BODY },
 	};
 	const size_t n = sizeof(routes) / sizeof(routes[0]);
 	const char *addr = f->public_listen_address ? f->public_listen_address :
@@ -667,6 +672,8 @@ static int start_service(struct service *s, const struct flags *f)
 	wo.limits.max_alerts = s->cfg->webhook.max_alerts;
 	s->webhook = webhook_new(&wo);
 	s->gh_webhook = gh_webhook_new(&(struct gh_webhook_options){
+		.cfg = s->cfg, .reload = s->reload, .store = s->store, .metrics = s->metrics });
+	s->slack_interact = slack_interact_new(&(struct slack_interact_options){
 		.cfg = s->cfg, .reload = s->reload, .store = s->store, .metrics = s->metrics });
 	bo.cfg = s->cfg;
 	bo.store = s->store;

@@ -538,6 +538,8 @@ static void janitor_free(struct cfg_janitor *j)
 	wipe_free(j->slack.bot_token);
 	free(j->slack.webhook_url_file);
 	wipe_free(j->slack.webhook_url);
+	free(j->slack.signing_secret_file);
+	wipe_free(j->slack.signing_secret);
 	free(j->slack.default_channel);
 	free(j->slack.owner_label);
 	for (size_t i = 0; i < j->slack.namespace_channels_count; i++) {

@@ -224,6 +224,12 @@ struct cfg_policy {
 	int64_t reminder_before_ms;
 	enum cfg_owned owned;
 	char *message;          /* extra text for the notice, or NULL */
+	/* "Keep until" from Slack (janitor/postpone.h): each click moves janitor/expires
+	 * this much later (default 24h), at most max_postpones times (default 3, 0: no
+	 * button), never past creation + max_lifetime (0, the default: no bound). */
+	int64_t postpone_by_ms;
+	unsigned max_postpones;
+	int64_t max_lifetime_ms;
 };
 
 struct cfg_slack {
@@ -232,6 +238,9 @@ struct cfg_slack {
 	char *bot_token;         /* SECRET, or NULL */
 	char *webhook_url_file;  /* resolved path, or NULL; exclusive with the bot token */
 	char *webhook_url;       /* SECRET, or NULL */
+	/* Slack app's signing secret (POST /v1/slack/interactions); NULL: no button, 404 */
+	char *signing_secret_file; /* resolved path, or NULL; needs the bot token */
+	char *signing_secret;      /* SECRET, or NULL */
 	char *default_channel;   /* or NULL */
 	char *owner_label;       /* pod label naming the owner, or NULL */
 	struct cfg_pair *namespace_channels; /* namespace → channel, in file order */

@@ -253,6 +253,9 @@ static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
 		kv_dur(y, "reminder_before", p->reminder_before_ms);
 		kv_str(y, "owned", cfg_owned_names[p->owned]);
 		kv_str(y, "message", p->message);
+		kv_dur(y, "postpone_by", p->postpone_by_ms);
+		kv_num(y, "max_postpones", p->max_postpones);
+		kv_dur(y, "max_lifetime", p->max_lifetime_ms);
 		map_end(y);
 	}
 	seq_end(y);
@@ -261,6 +264,8 @@ static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
 	kv_str(y, "api_url", s->api_url);
 	kv_secret(y, "bot_token_file", s->bot_token_file, "bot_token", s->bot_token);
 	kv_secret(y, "webhook_url_file", s->webhook_url_file, "webhook_url", s->webhook_url);
+	kv_secret(y, "signing_secret_file", s->signing_secret_file, "signing_secret",
+		  s->signing_secret);
 	kv_str(y, "default_channel", s->default_channel);
 	kv_str(y, "owner_label", s->owner_label);
 	kv_pairs(y, "namespace_channels", s->namespace_channels, s->namespace_channels_count);

@@ -672,6 +672,9 @@ static const struct field policy_fields[] = {
 	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
 	FUNC(struct cfg_policy, "owned", owned, parse_owned),
 	FLD(struct cfg_policy, "message", F_STR, message),
+	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1),
+	NUM(struct cfg_policy, "max_postpones", F_UINT, max_postpones, 0, 100),
+	DUR(struct cfg_policy, "max_lifetime", max_lifetime_ms, 0),
 };
 FIELDSET(policy_set, policy_fields, check_policy);
 
@@ -681,6 +684,14 @@ static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, v
 	enum err rc = exclusive(c, map, path, "bot_token_file", s->bot_token_file,
 				"webhook_url_file", s->webhook_url_file);
 
+	if (rc == ERR_OK && s->signing_secret_file && !s->bot_token_file) {
+		char sub[PATH_MAX_LEN];
+
+		/* The button's answers (chat.update, lookups) need the Web API. */
+		cfg_join_key(sub, path, "signing_secret_file");
+		return cfg_fail(c, cfg_key_or_map(c, map, "signing_secret_file"), sub, ERR_INVALID,
+				"needs bot_token_file (the answers use chat.update)");
+	}
 	return rc != ERR_OK ? rc : check_url(c, map, path, "api_url", s->api_url);
 }
 
@@ -688,6 +699,7 @@ static const struct field slack_fields[] = {
 	FLD(struct cfg_slack, "api_url", F_STR, api_url),
 	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token),
 	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url),
+	SECRET(struct cfg_slack, "signing_secret_file", signing_secret_file, signing_secret),
 	FLD(struct cfg_slack, "default_channel", F_STR, default_channel),
 	FLD(struct cfg_slack, "owner_label", F_STR, owner_label),
 	/* parse_channels fills both namespace_channels and its count: it gets the struct. */
@@ -829,6 +841,8 @@ static void policy_defaults(struct cfg_policy *p)
 	p->grace_ms = 24 * MS_H;
 	p->notice_lead_ms = 2 * MS_H;
 	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
+	p->postpone_by_ms = 24 * MS_H;
+	p->max_postpones = 3;
 	p->owned = CFG_OWNED_NOTIFY_ONLY;
 }
 

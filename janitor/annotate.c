@@ -449,7 +449,7 @@ void janitor_unmark_patch(const struct janitor_kv *kv, size_t n, struct janitor_
 {
 	static const char *const ours[] = {
 		JANITOR_ANN_MARKED_AT, JANITOR_ANN_MARKED_EXPIRES, JANITOR_ANN_NOTIFIED_AT,
-		JANITOR_ANN_REASON,
+		JANITOR_ANN_POSTPONED, JANITOR_ANN_REASON,
 	};
 	const char *expires = janitor_kv_get(kv, n, JANITOR_ANN_EXPIRES);
 	const char *marked_expires = janitor_kv_get(kv, n, JANITOR_ANN_MARKED_EXPIRES);

@@ -25,6 +25,7 @@
 #define JANITOR_ANN_NOTIFIED_AT "janitor/notified-at" /* when a notice reached the owner, UTC */
 #define JANITOR_ANN_EXEMPT "janitor/exempt"           /* "true": never touch this pod */
 #define JANITOR_ANN_NOTIFY "janitor/notify"           /* Slack user ID, channel or e-mail */
+#define JANITOR_ANN_POSTPONED "janitor/postponed"     /* times the owner kept it (postpone.h) */
 
 /* "no such time": an absent annotation.  Every time here is int64 ms since the epoch, UTC. */
 #define JANITOR_NO_TIME INT64_MIN
@@ -161,7 +162,7 @@ void janitor_notified_patch(int64_t now_ms, struct janitor_patch *out);
  * The patch that takes the janitor's mark off the pod whose sorted annotations are kv[0..n), into
  * out (must be empty), removing only what the janitor set.  Without janitor/marked-at it is empty
  * (the janitor did not mark the pod: a person's janitor/expires is theirs).  With it: removes
- * marked-at, reason, notified-at and marked-expires where present, and janitor/expires only when
+ * marked-at, reason, notified-at, postponed and marked-expires where present, and janitor/expires only when
  * it still equals janitor/marked-expires (a person who changed it since owns it).
  */
 void janitor_unmark_patch(const struct janitor_kv *kv, size_t n, struct janitor_patch *out);

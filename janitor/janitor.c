@@ -258,6 +258,7 @@ struct janitor *janitor_new(const struct janitor_options *opts)
 	janitor_render_init(j);
 	pthread_mutex_init(&j->pods_mu, NULL);
 	register_metrics(j);
+	janitor_postpone_init(j);
 	return j;
 }
 
@@ -759,6 +760,8 @@ static void *worker(void *arg)
 		}
 		mark = store_mark(j->opts.store);
 		r = janitor_step(j);
+		if (r == 0)
+			r = janitor_postpone_step(j);
 		if (r == 0) {
 			r = janitor_notice_step(j);
 			/* Slack's due messages before the next sweep: a sweep takes long. */

@@ -44,6 +44,7 @@
 #define JANITOR_EV_JOB_DELETED "JanitorJobDeleted"
 #define JANITOR_EV_SCALED "JanitorScaled"
 #define JANITOR_EV_INVALID "JanitorInvalidAnnotation"
+#define JANITOR_EV_POSTPONED "JanitorPostponed"
 /* notice_lead for a pod a person annotated when no policy is configured: 2h. */
 #define JANITOR_DEFAULT_NOTICE_LEAD_MS (2 * 3600 * 1000LL)
 /*
@@ -235,6 +236,27 @@ int janitor_step(struct janitor *j);
  * handled, 0 when none was due (or not leading), -1 when the store failed.
  */
 int janitor_notice_step(struct janitor *j);
+
+/*
+ * Apply at most one due click of the "postpone" queue (janitor/
+ * slack_interact.h) on the calling thread (tests, the worker), only while
+ * leading: GET the pod; refuse (an ephemeral answer through the click's
+ * response_url, nothing changed) when it is gone or being deleted, its uid
+ * is not the button's, the clicker is not its owner (the Slack user its
+ * notice was addressed to: janitor/notify or the owner label, a user ID or
+ * an e-mail users.lookupByEmail maps to the clicker), postpone_decide()
+ * refuses (janitor/postpone.h), or this notice's button was used already;
+ * else patch janitor/expires (and the rest of the plan) with the pod's uid
+ * and resourceVersion as preconditions, create a JanitorPostponed Event,
+ * update the message (chat.update: the button gone, a line "<@user> kept
+ * pod ns/pod until T (k of max)") and reply so in its thread.  In dry-run it
+ * only answers that nothing changed.  A 409 or an outage retries the event
+ * with backoff (read afresh then).  Counts
+ * alertbridge_janitor_postpones_total{result="done"|"refused", reason}.
+ * Returns 1 when a click was handled, 0 when none was due, -1 when the store
+ * failed.
+ */
+int janitor_postpone_step(struct janitor *j);
 
 /* One line of a sweep's plan (for `alertbridge janitor sweep --once`). */
 struct janitor_plan_row {

@@ -227,6 +227,7 @@ int janitor_digest_step(struct janitor *j)
 	struct slack_posted posted;
 	struct buf err = BUF_INIT;
 	struct jmsg msg = { 0 };
+	char *blocks;
 	size_t n = 0;
 	int64_t now;
 	enum err rc;
@@ -246,7 +247,10 @@ int janitor_digest_step(struct janitor *j)
 	msg.attempts = d.attempts;
 	msg.thread_ts = d.thread_ts;
 	msg.pods = n;
-	rc = slack_post(j->opts.slack, d.channel, d.text, d.thread_ts, &posted, &err);
+	blocks = d.thread_ts ? NULL : janitor_keep_blocks(j, d.text, m, n);
+	rc = slack_post_blocks(j->opts.slack, d.channel, d.text, blocks, d.thread_ts, &posted,
+			       &err);
+	free(blocks);
 	now = janitor_now(j);
 	if (rc == ERR_OK) {
 		if (store_digest_sent(j->opts.store, d.id, now, posted.channel, posted.ts)) {

@@ -54,6 +54,7 @@ struct janitor {
 	struct metric *m_expiry;
 	struct metric *m_pending;
 	struct metric *m_notices_pending;
+	struct metric *m_postpones;     /* janitor_postpone.c */
 };
 
 /* What a text is about; strings borrowed. */
@@ -216,6 +217,20 @@ void janitor_stamp_notified(struct janitor *j, const char *ns, const char *pod, 
  */
 int janitor_digest_form(struct janitor *j, const struct store_notice *head, const char *channel);
 int janitor_digest_step(struct janitor *j);
+
+/* Register alertbridge_janitor_postpones_total (janitor_new). */
+void janitor_postpone_init(struct janitor *j);
+/*
+ * The Block Kit blocks of a notice message whose text is text and members
+ * m[0..n) (a notice alone: n 1; a digest's pods): the text as section
+ * blocks and one "Keep until ..." button per pod (action_id "postpone",
+ * value slack_button_value()) whose policy allows postpones, as JSON text
+ * (the caller frees it).  NULL (send the text alone) without
+ * janitor.slack.signing_secret, in webhook mode, for replies and reminders,
+ * or when no pod may be postponed.
+ */
+char *janitor_keep_blocks(struct janitor *j, const char *text, const struct store_notice *m,
+			  size_t n);
 
 /* Patch janitor/notified-at = sent_at_ms onto ns/name if its uid is still uid. */
 enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,

@@ -364,6 +364,7 @@ int janitor_notice_step(struct janitor *j)
 	struct store_notice n = { 0 };
 	struct slack_posted posted;
 	struct buf channel = BUF_INIT, err = BUF_INIT;
+	char *blocks = NULL;
 	enum err rc;
 	int r;
 
@@ -394,7 +395,9 @@ int janitor_notice_step(struct janitor *j)
 		r = 0;
 		goto out;
 	}
-	rc = slack_post(j->opts.slack, buf_str(&channel), n.text, n.thread_ts, &posted, &err);
+	blocks = janitor_keep_blocks(j, n.text, &n, 1);
+	rc = slack_post_blocks(j->opts.slack, buf_str(&channel), n.text, blocks, n.thread_ts,
+			       &posted, &err);
 	if (rc == ERR_OK)
 		delivered(j, &n, buf_str(&channel), &posted);
 	else
@@ -402,6 +405,7 @@ int janitor_notice_step(struct janitor *j)
 						       n.attempts, n.thread_ts, 1 },
 				    buf_str(&channel), rc, buf_str(&err));
 out:
+	free(blocks);
 	store_notice_release(&n);
 	buf_release(&channel);
 	buf_release(&err);

@@ -34,10 +34,11 @@
 #define REDACTED "[redacted]"
 
 /* The endpoints; rate limits are per method, so each has its own block. */
-enum method { M_POST, M_LOOKUP, M_OPEN, M_WEBHOOK, N_METHODS };
+enum method { M_POST, M_LOOKUP, M_OPEN, M_WEBHOOK, M_UPDATE, M_RESPOND, N_METHODS };
 
 static const char *const method_name[N_METHODS] = {
 	"chat.postMessage", "users.lookupByEmail", "conversations.open", "incoming webhook",
+	"chat.update", "response_url",
 };
 
 struct paced {
@@ -399,7 +400,7 @@ static enum verdict read_body(const struct call *k, const struct http_response *
 		return FAILED;
 	}
 	json_decref(root);
-	if (k->m == M_WEBHOOK) {
+	if (k->m == M_WEBHOOK || k->m == M_RESPOND) {
 		text_code(res, code);
 		if (!strcmp(buf_str(code), "ok")) {
 			buf_reset(code);
@@ -507,7 +508,7 @@ static enum err call(struct slack_client *c, const struct call *k, json_t **answ
 		errmsg = &local_err;
 	*answer = NULL;
 	http_response_init(&res);
-	if (k->m != M_WEBHOOK)
+	if (k->m != M_WEBHOOK && k->m != M_RESPOND)  /* a response_url needs no token */
 		headers[n++] = c->auth_header;
 	if (k->body)
 		headers[n++] = "Content-Type: application/json; charset=utf-8";
@@ -583,14 +584,21 @@ static int set_str(json_t *obj, const char *key, const char *value)
 	return s ? json_object_set_new(obj, key, s) : -1;
 }
 
-/* The request body; NULL when a string is not valid UTF-8. */
+/* The request body; NULL when a string is not valid UTF-8 or blocks not a JSON array. */
 static char *post_body(const struct slack_client *c, const char *channel, const char *text,
-		       const char *thread_ts)
+		       const char *blocks, const char *thread_ts)
 {
 	json_t *obj = json_object();
 	int failed = set_str(obj, "text", text);
 	char *s = NULL;
 
+	if (blocks) {
+		json_t *b = json_loads(blocks, 0, NULL);
+
+		failed |= !json_is_array(b) || json_object_set_new(obj, "blocks", b);
+		if (!json_is_array(b))
+			json_decref(b);
+	}
 	if (!c->webhook) {
 		failed |= set_str(obj, "channel", channel);
 		if (thread_ts && *thread_ts)
@@ -605,6 +613,13 @@ static char *post_body(const struct slack_client *c, const char *channel, const 
 
 enum err slack_post(struct slack_client *c, const char *channel, const char *text,
 		    const char *thread_ts, struct slack_posted *out, struct buf *errmsg)
+{
+	return slack_post_blocks(c, channel, text, NULL, thread_ts, out, errmsg);
+}
+
+enum err slack_post_blocks(struct slack_client *c, const char *channel, const char *text,
+			   const char *blocks, const char *thread_ts, struct slack_posted *out,
+			   struct buf *errmsg)
 {
 	const char *name = method_name[c->webhook ? M_WEBHOOK : M_POST];
 	struct call k = { c->webhook ? M_WEBHOOK : M_POST, "POST", NULL, NULL, NULL };
@@ -625,9 +640,10 @@ enum err slack_post(struct slack_client *c, const char *channel, const char *tex
 		rc = ERR_INVALID;
 		goto out;
 	}
-	body = post_body(c, channel, text, thread_ts);
+	body = post_body(c, channel, text, blocks, thread_ts);
 	if (!body) {
-		buf_setf(errmsg, "%s: channel or thread_ts is not UTF-8", name);
+		buf_setf(errmsg, "%s: %s", name, blocks ? "blocks is not a JSON array"
+						       : "channel or thread_ts is not UTF-8");
 		rc = ERR_INVALID;
 		goto out;
 	}
@@ -863,5 +879,117 @@ out:
 	buf_release(&tried);
 	buf_release(&why);
 	scrub(c, errmsg);
+	return rc;
+}
+
+/* ---- interactivity: chat.update, response_url, the user of an owner value ---- */
+
+enum err slack_update(struct slack_client *c, const char *channel, const char *ts,
+		      const char *text, const char *blocks, struct buf *errmsg)
+{
+	struct call k = { M_UPDATE, "POST", NULL, NULL, NULL };
+	struct buf url = BUF_INIT;
+	json_t *answer = NULL;
+	char *body = NULL;
+	enum err rc = ERR_INVALID;
+	json_t *o;
+
+	if (c->webhook || !channel || !*channel || !ts || !*ts || !text || !*text ||
+	    strlen(text) > MAX_TEXT_BYTES) {
+		buf_setf(errmsg, "%s: needs bot mode, a channel, a ts and 1 to %d bytes of text",
+			 method_name[M_UPDATE], MAX_TEXT_BYTES);
+		goto out;
+	}
+	body = post_body(c, channel, text, blocks, NULL);
+	o = body ? json_loads(body, 0, NULL) : NULL;
+	free(body);
+	body = NULL;
+	if (o && !set_str(o, "ts", ts)) {
+		json_object_del(o, "unfurl_links");
+		body = json_dumps(o, JSON_COMPACT);
+	}
+	json_decref(o);
+	if (!body) {
+		buf_setf(errmsg, "%s: a string is not UTF-8, or bad blocks", method_name[M_UPDATE]);
+		goto out;
+	}
+	(void)buf_printf(&url, "%s/chat.update", c->api_url);
+	k.url = buf_str(&url);
+	k.body = body;
+	rc = call(c, &k, &answer, errmsg);
+out:
+	json_decref(answer);
+	free(body);
+	buf_release(&url);
+	scrub(c, errmsg);
+	return rc;
+}
+
+/* The length of url's origin ("scheme://host[:port]", RFC 6454); 0 when it has none. */
+static size_t origin_len(const char *url)
+{
+	const char *p = strstr(url, "://");
+
+	return p ? (size_t)(p + 3 - url) + strcspn(p + 3, "/?#") : 0;
+}
+
+int slack_response_url_ok(const struct slack_client *c, const char *url)
+{
+	static const char hooks[] = "https://hooks.slack.com/";
+	size_t n;
+
+	if (!url || !*url || has_blank_or_control(url))
+		return 0;
+	if (!strncmp(url, hooks, sizeof(hooks) - 1))
+		return 1;
+	n = origin_len(c->api_url);
+	return n && !strncmp(url, c->api_url, n) && url[n] == '/';
+}
+
+enum err slack_respond(struct slack_client *c, const char *response_url, const char *text,
+		       struct buf *errmsg)
+{
+	struct call k = { M_RESPOND, "POST", NULL, NULL, NULL };
+	json_t *answer = NULL, *o = json_object();
+	char *body = NULL;
+	enum err rc = ERR_INVALID;
+
+	if (!slack_response_url_ok(c, response_url)) {
+		buf_setf(errmsg, "%s: not a Slack URL", method_name[M_RESPOND]);
+		goto out;
+	}
+	if (set_str(o, "text", text) || set_str(o, "response_type", "ephemeral") ||
+	    json_object_set_new(o, "replace_original", json_false()) ||
+	    !(body = json_dumps(o, JSON_COMPACT))) {
+		buf_setf(errmsg, "%s: text is not UTF-8", method_name[M_RESPOND]);
+		goto out;
+	}
+	k.url = response_url;
+	k.body = body;
+	rc = call(c, &k, &answer, errmsg);
+out:
+	json_decref(o);
+	json_decref(answer);
+	free(body);
+	return rc;
+}
+
+enum err slack_user_id(struct slack_client *c, const char *value, char user[SLACK_ID_MAX],
+		       struct buf *errmsg)
+{
+	char *v = value ? trimmed(value) : NULL;
+	enum target t = v ? classify_target(v) : T_NONE;
+	enum err rc = ERR_NOTFOUND;
+
+	user[0] = '\0';
+	if (t == T_USER && strlen(v) < SLACK_ID_MAX) {
+		memcpy(user, v, strlen(v) + 1);
+		rc = ERR_OK;
+	} else if (t == T_EMAIL && !c->webhook) {
+		rc = lookup_email(c, v, user, errmsg);
+	} else {
+		buf_setf(errmsg, "not a Slack user ID or an e-mail address");
+	}
+	free(v);
 	return rc;
 }

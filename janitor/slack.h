@@ -117,6 +117,55 @@ enum err slack_post(struct slack_client *c, const char *channel, const char *tex
 		    struct buf *errmsg) WARN_UNUSED;
 
 /*
+ * slack_post() with Block Kit blocks (docs.slack.dev/reference/block-kit):
+ * blocks is a JSON array (text, e.g. "[{\"type\":\"section\",...}]") sent
+ * as the body's "blocks" beside "text" (which stays the notification's
+ * fallback); NULL: exactly slack_post().  Errors: slack_post()'s, and
+ * ERR_INVALID when blocks is not a JSON array (before any request).
+ */
+enum err slack_post_blocks(struct slack_client *c, const char *channel, const char *text,
+			   const char *blocks, const char *thread_ts, struct slack_posted *out,
+			   struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Replace the message ts of channel (the channel ID Slack gave) with text
+ * and blocks (NULL: none, the buttons go): POST {api_url}/chat.update
+ * {"channel", "ts", "text"[, "blocks"]} (docs.slack.dev/reference/methods/
+ * chat.update).  Bot mode only.  Errors as slack_post(); ERR_INVALID before
+ * any request in webhook mode or for an empty channel, ts or text.
+ */
+enum err slack_update(struct slack_client *c, const char *channel, const char *ts,
+		      const char *text, const char *blocks, struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Non-zero when url may be posted to as an interaction's response_url:
+ * under https://hooks.slack.com/ (where Slack's response URLs live), or
+ * under the origin of the client's api_url (a test's fake Slack).  Any other
+ * URL is refused, so a payload cannot make alertbridge post elsewhere.
+ */
+int slack_response_url_ok(const struct slack_client *c, const char *url);
+
+/*
+ * Answer an interaction only its user sees: POST response_url
+ * {"text", "response_type": "ephemeral", "replace_original": false}, no
+ * Authorization header (docs.slack.dev/interactivity/handling-user-
+ * interaction#message_responses: valid 30 minutes, at most 5 times).
+ * Success: a 2xx answer {"ok": true} or "ok".  Errors as slack_post();
+ * ERR_INVALID when slack_response_url_ok() refuses the URL (no request).
+ */
+enum err slack_respond(struct slack_client *c, const char *response_url, const char *text,
+		       struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * The Slack user ID an owner value names, into user: a user ID ("U..." or
+ * "W...") as it is, an e-mail through users.lookupByEmail (bot mode).
+ * ERR_NOTFOUND when value is neither (a channel, empty, NULL) or Slack knows
+ * no such user; other errors as slack_post().
+ */
+enum err slack_user_id(struct slack_client *c, const char *value, char user[SLACK_ID_MAX],
+		       struct buf *errmsg) WARN_UNUSED;
+
+/*
  * Find the channel to tell a pod's owner in, following DESIGN.md "Janitor
  * semantics": the first non-empty of notify_annotation (the pod's
  * janitor/notify), owner_label_value (the configured owner label), then
