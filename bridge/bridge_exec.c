@@ -295,20 +295,16 @@ static enum err note_create(struct bridge *b, struct work *w, struct buf *errmsg
  * the write on a later retry; never posts while the note says "in doubt"
  * without looking).
  */
-static void in_doubt(struct bridge *b, struct work *w, const char *what, struct buf *errmsg)
+static void in_doubt(struct bridge *b, struct work *w, int create, struct buf *errmsg)
 {
-	struct buf ignored = BUF_INIT;
-	enum err rc;
+	struct buf why = BUF_INIT;
+	enum err rc = create ? note_create(b, w, &why) : note_progress(b, w, w->step, 1, &why);
 
-	if (!strcmp(what, "create"))
-		rc = note_create(b, w, &ignored);
-	else
-		rc = note_progress(b, w, w->step, 1, &ignored);
-	if (rc == ERR_NOTFOUND || rc == ERR_OK)
+	if (rc == ERR_NOTFOUND || rc == ERR_OK)  /* note_create(): ERR_NOTFOUND once noted */
 		w->not_before_ms = gh_write_settled_at(b->gh, bridge_now_ms(b));
 	else
-		(void)buf_printf(errmsg, "; %s", buf_str(&ignored));
-	buf_release(&ignored);
+		(void)buf_printf(errmsg, "; %s", buf_str(&why));
+	buf_release(&why);
 }
 
 /*
@@ -372,7 +368,7 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 				     buf_str(&marker), (const char *const *)labels,
 				     (const char *const *)assignees, &gi, errmsg);
 		if (rc == ERR_RETRY)
-			in_doubt(b, w, "create", errmsg);
+			in_doubt(b, w, 1, errmsg);
 		else if (rc)
 			refused(b, w);
 	}
@@ -519,7 +515,7 @@ static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 	rc = gh_comment_create_marked(b->gh, w->row.repo, w->row.number, buf_str(&text),
 				      buf_str(&marker), errmsg);
 	if (rc == ERR_RETRY && w->comment_noted)
-		in_doubt(b, w, "comment", errmsg);
+		in_doubt(b, w, 0, errmsg);
 out:
 	buf_release(&text);
 	buf_release(&marker);
