@@ -283,7 +283,10 @@ static void announce(struct janitor *j, struct click_work *w)
 	pod_ref(&line, &w->c);
 	(void)buf_printf(&line, " until %s (%u of %u).", until, w->plan.count + 1,
 			 w->policy.max);
-	(void)buf_printf(&text, "%s\n\n%s", w->c.message_text, buf_str(&line));
+	(void)buf_adds(&text, w->c.message_text);
+	while (text.len && text.data[text.len - 1] == '\n')
+		buf_truncate(&text, text.len - 1);
+	(void)buf_printf(&text, "\n\n%s", buf_str(&line));
 	blocks = updated_blocks(w, buf_str(&line));
 	if (slack_update(j->opts.slack, w->c.channel, w->c.message_ts, buf_str(&text), blocks,
 			 &err) != ERR_OK)
@@ -381,45 +384,53 @@ static enum err apply(struct janitor *j, struct click_work *w, struct buf *errms
 			   "notice was addressed to. Nothing changed.");
 		return ERR_OK;
 	}
-	w->kv = janitor_pod_kv(&w->pod);
-	w->policy = policy_of(j, kube_pod_annotation(&w->pod, JANITOR_ANN_REASON));
-	if (postpone_decide(w->kv, w->pod.nannotations, w->pod.creation_ms, w->now_ms, &w->policy,
-			    &w->plan, &w->patch) != POSTPONE_OK) {
-		refuse_plan(j, w);
-		return ERR_OK;
-	}
 	/* One postpone per notice: a second click of its button changes nothing. */
 	(void)buf_printf(&key, "postpone:%s:%lld", w->c.uid, (long long)w->c.notice);
 	rc = store_delivery_take(j->opts.store, buf_str(&key), w->now_ms,
 				 j->opts.cfg->database_retention_ms, &fresh);
-	if (rc == ERR_OK && !fresh) {
+	if (rc != ERR_OK) {
+		buf_setf(errmsg, "store: cannot take the click");
+		rc = ERR_RETRY;
+		goto out;
+	}
+	w->kv = janitor_pod_kv(&w->pod);
+	w->policy = policy_of(j, kube_pod_annotation(&w->pod, JANITOR_ANN_REASON));
+	postpone_decide(w->kv, w->pod.nannotations, w->pod.creation_ms, w->now_ms, &w->policy,
+			&w->plan, &w->patch);
+	if (!fresh) {
 		char at[JANITOR_TIME_LEN];
 		struct buf t = BUF_INIT;
 
 		fmt_time(w->plan.old_expires_ms, at);
-		(void)buf_printf(&t, "kept already with this button: it now goes at %s. Nothing "
-				 "changed.", at);
+		(void)buf_printf(&t, "was kept already with this button: it now goes at %s. "
+				 "Nothing changed.", at);
 		refuse_pod(j, w, "already", buf_str(&t));
 		buf_release(&t);
-	} else if (rc == ERR_OK) {
+		goto out;
+	}
+	if (w->plan.why == POSTPONE_OK)
 		rc = janitor_apply_patch(j, w->c.ns, w->c.pod, w->pod.uid, w->pod.resource_version,
 					 &w->patch, "postpone", errmsg);
-		if (rc != ERR_OK && store_delivery_drop(j->opts.store, buf_str(&key)) != ERR_OK)
-			log_msg(LOG_ERROR, "cannot forget a postpone not applied", "pod", w->c.pod);
-		if (rc == ERR_OK) {
-			struct log_line *l = log_begin(LOG_INFO, "pod postponed");
+	/* Not applied: the button stays usable (a retry after a 409 reads the pod again). */
+	if ((w->plan.why != POSTPONE_OK || rc != ERR_OK) &&
+	    store_delivery_drop(j->opts.store, buf_str(&key)) != ERR_OK)
+		log_msg(LOG_ERROR, "cannot forget a postpone not applied", "pod", w->c.pod);
+	if (w->plan.why != POSTPONE_OK) {
+		refuse_plan(j, w);
+	} else if (rc == ERR_OK) {
+		struct log_line *l = log_begin(LOG_INFO, "pod postponed");
 
-			log_str(l, "namespace", w->c.ns);
-			log_str(l, "pod", w->c.pod);
-			log_str(l, "user", w->c.user);
-			log_int(l, "expires_ms", w->plan.new_expires_ms);
-			log_int(l, "postponed", w->plan.count + 1);
-			log_end(l);
-			count(j, "done");
-			janitor_expiry_gauge(j, w->c.ns, w->c.pod, w->plan.new_expires_ms);
-			announce(j, w);
-		}
+		log_str(l, "namespace", w->c.ns);
+		log_str(l, "pod", w->c.pod);
+		log_str(l, "user", w->c.user);
+		log_int(l, "expires_ms", w->plan.new_expires_ms);
+		log_int(l, "postponed", w->plan.count + 1);
+		log_end(l);
+		count(j, "done");
+		janitor_expiry_gauge(j, w->c.ns, w->c.pod, w->plan.new_expires_ms);
+		announce(j, w);
 	}
+out:
 	buf_release(&key);
 	return rc;
 }

@@ -3,8 +3,19 @@
 
 Follows docs.slack.dev/reference/methods: chat.postMessage (POST JSON or form; answers ok,
 channel ID, ts and the message; thread_ts recorded), users.lookupByEmail (GET ?email=),
-conversations.open (POST {"users": ID}: a DM channel "D..."), and an incoming webhook
-(POST /services/T/B/X answers the text "ok").  As Slack does, errors come back as HTTP 200
+conversations.open (POST {"users": ID}: a DM channel "D..."), chat.update (channel, ts:
+message_not_found for a message it does not hold, cant_update_message for one another
+user posted; the message's text and blocks replaced), and an incoming webhook
+(POST /services/T/B/X answers the text "ok").
+
+Interactivity (docs.slack.dev/interactivity/handling-user-interaction): click() sends a
+block_actions payload to the app's Request URL as Slack does - POST
+application/x-www-form-urlencoded "payload=<JSON>", signed per "Verifying requests from
+Slack" (X-Slack-Request-Timestamp, X-Slack-Signature "v0=" + hex HMAC-SHA256 of
+"v0:{timestamp}:{body}" with the signing secret), with a response_url of this fake
+(POST /actions/T0FAKE/N/TOKEN: JSON {"text", "response_type", "replace_original", ...},
+answered {"ok": true}; used at most 5 times and for 30 minutes, then "used_url" /
+"expired_url"; recorded in responses).  As Slack does, errors come back as HTTP 200
 {"ok": false, "error": CODE} (not_authed without a token, invalid_auth with a wrong one,
 channel_not_found, users_not_found, user_not_found, no_text, invalid_json, msg_too_long for a
 text over 40,000 characters, invalid_blocks past Block Kit's limits), rate limits as
@@ -25,12 +36,14 @@ Side door (no auth, never recorded), JSON:
   POST /_fake/fault               {method (Slack method, regex), count, status (429: with
                                    retry_after_s), error (ok:false code), retry_after_s,
                                    delay_s (answer only after it: a client timeout)}
-  POST /_fake/reset               forget messages, requests and faults
+  GET  /_fake/responses           what was posted to response URLs (url, body, time)
+  POST /_fake/reset               forget messages, requests, responses and faults
 """
 
 import argparse
 import copy
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -63,6 +76,8 @@ class FakeSlack:
         self.messages = []
         self.requests = []
         self.faults = []
+        self.responses = []   # what was posted to response URLs (url, body, time)
+        self.response_urls = {}  # path -> {"uses": n, "created": t}
         self.last_ts = 0.0
         self.server = None
 
@@ -136,6 +151,7 @@ class FakeSlack:
             self.messages = []
             self.requests = []
             self.faults = []
+            self.responses = []
 
     # ----- internals (caller holds the lock) --------------------------------------------------
     def _channel_id(self, name):
@@ -152,6 +168,96 @@ class FakeSlack:
         self.last_ts = t
         return "%.6f" % t
 
+    # ----- interactivity ---------------------------------------------------------------------------
+    def new_response_url(self):
+        with self.lock:
+            n = len(self.response_urls) + 1
+            path = "/actions/T0FAKE/%d/%s" % (n, hashlib.sha256(str(n).encode()).hexdigest()[:24])
+            self.response_urls[path] = {"uses": 0, "created": time.time()}
+            return self.url + path
+
+    def get_responses(self):
+        with self.lock:
+            return copy.deepcopy(self.responses)
+
+    def message(self, ts):
+        with self.lock:
+            for m in self.messages:
+                if m["ts"] == ts:
+                    return copy.deepcopy(m)
+            return None
+
+    def click_request(self, message, value, signing_secret, user="U0ALICE",
+                      action_id="postpone", timestamp=None, response_url=None):
+        """(body bytes, headers) of a click on the button of value in message (a posted
+        message, as get_messages() lists it), as Slack sends it (block_actions, form-encoded:
+        urllib's quote_plus, spaces as '+', as Slack's bodies are)."""
+        ts = str(int(time.time()) if timestamp is None else int(timestamp))
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user, "username": user.lower(), "name": user.lower(),
+                     "team_id": "T0FAKE"},
+            "api_app_id": "A0FAKE", "token": "legacy-verification-token",
+            "container": {"type": "message", "message_ts": message["ts"],
+                          "channel_id": message["channel_id"], "is_ephemeral": False},
+            "trigger_id": "%d.%d.%s" % (time.time() * 1000, 42, os.urandom(8).hex()),
+            "team": {"id": "T0FAKE", "domain": "fake"},
+            "channel": {"id": message["channel_id"], "name": "fake"},
+            "message": {"type": "message", "text": message["text"], "ts": message["ts"],
+                        "user": "U0BOT", "blocks": message.get("blocks") or []},
+            "response_url": response_url or self.new_response_url(),
+            "actions": [{"action_id": action_id, "block_id": "keep", "type": "button",
+                         "text": {"type": "plain_text", "text": "Keep"}, "value": value,
+                         "action_ts": "%.6f" % time.time()}],
+        }
+        body = urllib.parse.urlencode({"payload": json.dumps(payload)}).encode("utf-8")
+        sig = "v0=" + hmac.new(signing_secret.encode("utf-8"),
+                               b"v0:" + ts.encode() + b":" + body, hashlib.sha256).hexdigest()
+        return body, {"Content-Type": "application/x-www-form-urlencoded",
+                      "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
+                      "User-Agent": "Slackbot 1.0 (+https://api.slack.com/robots)"}
+
+    def _respond(self, path, raw):
+        """A POST to a response URL (docs.slack.dev/interactivity/handling-user-interaction
+        #message_responses): JSON with text; 5 uses within 30 minutes."""
+        r = self.response_urls.get(path)
+        if r is None:
+            return 404, {"ok": False, "error": "invalid_url"}, {}, "response_url"
+        if time.time() - r["created"] > 1800:
+            return 404, {"ok": False, "error": "expired_url"}, {}, "response_url"
+        if r["uses"] >= 5:
+            return 404, {"ok": False, "error": "used_url"}, {}, "response_url"
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            return 400, {"ok": False, "error": "invalid_payload"}, {}, "response_url"
+        if not isinstance(body, dict) or not (body.get("text") or body.get("blocks")):
+            return 400, {"ok": False, "error": "no_text"}, {}, "response_url"
+        r["uses"] += 1
+        self.responses.append({"url": self.url + path, "body": body, "time": time.time()})
+        return 200, {"ok": True}, {}, "response_url"
+
+    def _update(self, args):
+        """chat.update (docs.slack.dev/reference/methods/chat.update)."""
+        channel, ts = args.get("channel"), args.get("ts")
+        if not channel or channel.startswith("#"):
+            return 200, {"ok": False, "error": "channel_not_found"}, {}
+        for m in self.messages:
+            if m["ts"] == ts and m["channel_id"] == channel:
+                if not args.get("text") and not args.get("blocks"):
+                    return 200, {"ok": False, "error": "no_text"}, {}
+                bad = blocks_problem(args.get("blocks"))
+                if bad:
+                    return 200, {"ok": False, "error": "invalid_blocks", "errors": [bad]}, {}
+                m["history"] = m.get("history", []) + [{"text": m["text"],
+                                                        "blocks": m.get("blocks")}]
+                m["text"] = args.get("text")
+                m["blocks"] = args.get("blocks")
+                m["edited"] = time.time()
+                return 200, {"ok": True, "channel": channel, "ts": ts, "text": m["text"],
+                             "message": {"text": m["text"], "user": "U0BOT"}}, {}
+        return 200, {"ok": False, "error": "message_not_found"}, {}
+
     def _take_fault(self, method):
         for f in self.faults:
             if re.fullmatch(f["method"], method):
@@ -165,6 +271,8 @@ class FakeSlack:
         """Returns (status, body (dict or str), headers, method name)."""
         if path == WEBHOOK_PATH:
             return self._webhook(http_method, headers, raw)
+        if path.startswith("/actions/") and http_method == "POST":
+            return self._respond(path, raw)
         m = re.fullmatch(r"/api/([A-Za-z.]+)", path)
         if not m:
             return 404, "<html>404 Not Found</html>", {}, None
@@ -210,6 +318,8 @@ class FakeSlack:
             return 200, {"ok": False, "error": "invalid_auth"}, {}, method
         if method == "chat.postMessage":
             return self._post(args) + (method,)
+        if method == "chat.update":
+            return self._update(args) + (method,)
         if method == "users.lookupByEmail":
             email = args.get("email", "")
             for uid, e in self.users.items():
@@ -254,7 +364,7 @@ class FakeSlack:
         ts = self._ts()
         msg = {"channel": channel, "channel_id": cid, "text": text,
                "thread_ts": args.get("thread_ts") or None, "ts": ts, "time": time.time(),
-               "unfurl_links": args.get("unfurl_links")}
+               "unfurl_links": args.get("unfurl_links"), "blocks": args.get("blocks")}
         self.messages.append(msg)
         answer = {"type": "message", "text": text, "user": "U0BOT", "bot_id": "B0BOT", "ts": ts}
         if msg["thread_ts"]:
@@ -339,6 +449,8 @@ class SlackHandler(BaseHTTPRequestHandler):
             b = json.loads(raw.decode("utf-8")) if raw else {}
             if path == "/_fake/messages" and self.command == "GET":
                 return 200, fake.get_messages()
+            if path == "/_fake/responses" and self.command == "GET":
+                return 200, fake.get_responses()
             if path == "/_fake/requests" and self.command == "GET":
                 return 200, fake.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
             if self.command != "POST":
