@@ -14,7 +14,8 @@ API server's preconditions do).  Checked:
     gone, who kept it until when), a reply in its thread, a JanitorPostponed Event;
   - the same request replayed: 200, nothing changes; the same button clicked again: an
     ephemeral "kept already", nothing changes;
-  - the pod is deleted only after the new expiry (after a fresh notice).
+  - the pod is deleted only after the new expiry (after a fresh notice);
+  - a reload (SIGHUP) reads a rotated signing secret: the old one is refused.
 Short durations: grace 6s, notice_lead 3s, postpone_by 8s, sweep_interval 1s (about 25 s).
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
@@ -23,6 +24,7 @@ import calendar
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -269,6 +271,20 @@ def deleted_only_after_the_new_expiry():
     event("deleted at %s, new expiry %s; answers: %r" % (
         iso_ms(dl[0]["time"]), st["new_expires"],
         [r["body"]["text"] for r in S.slack.get_responses()]))
+
+
+@run.case
+def a_reload_reads_the_new_signing_secret():
+    with open(os.path.join(S.dir, "slack-signing-secret"), "w") as f:
+        f.write("rotated-signing-secret\n")
+    S.ab.p.send_signal(signal.SIGHUP)
+
+    def answer(secret):
+        body, h = S.slack.click_request(st["msg"], st["value"], secret, action_id="other")
+        return S.post_interaction(body, h)[0]
+    poll(lambda: answer("rotated-signing-secret") == 200, "the rotated secret accepted",
+         timeout_s=10)
+    eq(answer(SIGNING_SECRET), 401, "answer to a click signed with the old secret")
 
 
 def main():

@@ -301,6 +301,43 @@ static void policy_reminder_before(void **state)
 		   "string: \"soon\"");
 }
 
+/* "Keep until" from Slack: the policy's postpone keys and the signing secret (issue 21). */
+static void postpone_keys_and_signing_secret(void **state)
+{
+	struct config *cfg;
+	struct buf out = BUF_INIT;
+
+	(void)state;
+	cfg = parse_in("janitor:\n  enabled: true\n  policies:\n"
+		       "    - {alertname: A}\n"
+		       "    - {alertname: B, postpone_by: 4h, max_postpones: 0, max_lifetime: 7d}\n"
+		       "  slack: {bot_token_file: token, signing_secret_file: token-bare}\n",
+		       tmpdir);
+	assert_int_equal(cfg_policy_find(cfg, "A")->postpone_by_ms, 24 * H);
+	assert_int_equal(cfg_policy_find(cfg, "A")->max_postpones, 3);
+	assert_int_equal(cfg_policy_find(cfg, "A")->max_lifetime_ms, 0);
+	assert_int_equal(cfg_policy_find(cfg, "B")->postpone_by_ms, 4 * H);
+	assert_int_equal(cfg_policy_find(cfg, "B")->max_postpones, 0);
+	assert_int_equal(cfg_policy_find(cfg, "B")->max_lifetime_ms, 7 * 24 * H);
+	assert_string_equal(cfg->janitor.slack.signing_secret, "bare-token");
+	cfg_dump(cfg, &out);
+	assert_non_null(strstr(buf_str(&out), "    postpone_by: 4h\n    max_postpones: 0\n"
+					      "    max_lifetime: 1w\n"));
+	assert_null(strstr(buf_str(&out), "bare-token"));  /* the secret is masked */
+	buf_release(&out);
+	cfg_free(cfg);
+	/* What cannot work: the answers need the Web API; a click must move the expiry. */
+	expect_err_in(RCV "janitor:\n  slack: {webhook_url_file: token, "
+			  "signing_secret_file: token}\n", tmpdir, ERR_INVALID,
+		      "alertbridge.yml:3: janitor.slack.signing_secret_file: needs bot_token_file "
+		      "(the answers use chat.update)");
+	expect_err("janitor:\n  policies:\n    - {alertname: A, postpone_by: 0s}\n",
+		   "alertbridge.yml:3: janitor.policies[0].postpone_by: must be greater than 0s");
+	expect_err("janitor:\n  policies:\n    - {alertname: A, max_postpones: -1}\n",
+		   "alertbridge.yml:3: janitor.policies[0].max_postpones: expected an integer from 0 "
+		   "to 100, got \"-1\"");
+}
+
 static void nulls_keep_defaults(void **state)
 {
 	struct config *cfg = parse_ok(RCV "listen_address: ~\nwebhook:\ngithub:\n  timeout: null\n"
@@ -1363,6 +1400,7 @@ int main(void)
 		cmocka_unit_test(receiver_routes),
 		cmocka_unit_test(policy_defaults),
 		cmocka_unit_test(policy_reminder_before),
+		cmocka_unit_test(postpone_keys_and_signing_secret),
 		cmocka_unit_test(nulls_keep_defaults),
 		cmocka_unit_test(design_example_loads),
 		cmocka_unit_test(deploy_example_loads),

@@ -189,6 +189,36 @@ static void someone_else_may_not_keep_the_pod(void **state)
 		"can be kept only by its owner");
 }
 
+static void an_owner_named_by_email_is_looked_up(void **state)
+{
+	struct env e;
+
+	(void)state;
+	jfx_env_start(&e, 0);
+	click(&e, "U0ADA", "1794960001.000200");
+	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US ",\"janitor/notify\":\"ada@example.com\"");
+	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
+	fake_http_push(e.kube, 201, NULL, "{}");
+	fake_http_push(e.slack, 200, NULL, "{\"ok\":true,\"user\":{\"id\":\"U0ADA\"}}");
+	fake_http_push(e.slack, 200, NULL, OK_POST);
+	fake_http_push(e.slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_postpone_step(e.j), 1);
+	jfx_req(e.slack, 0, "GET", "/users.lookupByEmail?email=ada%40example.com");
+	jfx_req(e.kube, 1, "PATCH", POD_PATH);
+	jfx_req(e.slack, 1, "POST", "/chat.update");
+	jfx_env_stop(&e);
+	/* The address is someone else's. */
+	jfx_env_start(&e, 0);
+	click(&e, "U0ADA", "1794960001.000200");
+	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US ",\"janitor/notify\":\"bob@example.com\"");
+	fake_http_push(e.slack, 200, NULL, "{\"ok\":true,\"user\":{\"id\":\"U0BOB\"}}");
+	fake_http_push(e.slack, 200, NULL, "ok");
+	assert_int_equal(janitor_postpone_step(e.j), 1);
+	jfx_no_mutation(e.kube, 0);
+	answered(&e, 1, "can be kept only by its owner");
+	jfx_env_stop(&e);
+}
+
 static void a_pod_gone_or_replaced_is_not_kept(void **state)
 {
 	(void)state;
@@ -278,6 +308,7 @@ int main(void)
 		cmocka_unit_test(owner_click_moves_expires_a_day),
 		cmocka_unit_test(second_click_of_the_same_button_changes_nothing),
 		cmocka_unit_test(someone_else_may_not_keep_the_pod),
+		cmocka_unit_test(an_owner_named_by_email_is_looked_up),
 		cmocka_unit_test(a_pod_gone_or_replaced_is_not_kept),
 		cmocka_unit_test(limits_are_answered),
 		cmocka_unit_test(a_conflict_retries_the_click),
