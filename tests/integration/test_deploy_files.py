@@ -829,6 +829,33 @@ def check_docs():
     report("deployment READMEs and the example secret exist", p)
 
 
+def check_public_routes():
+    """components/public-endpoints' Ingress routes every endpoint main.c serves on the public
+    listener (route_public()'s table), and the public port the Ingress uses is the one the
+    component's flag makes alertbridge listen on: a route added to the table and not to the
+    Ingress would be unreachable once public_listen_address is set."""
+    comp = os.path.join(K8S, "components", "public-endpoints")
+    main_c = read(os.path.join(SRC, "main.c"))
+    table = re.search(r"static int route_public\(.*?routes\[\] = \{(.*?)\n\t\};", main_c, re.S)
+    p = []
+    if not table:
+        report("main.c's public routes are in the Ingress", ["no route_public() table in main.c"])
+        return
+    routes = set(re.findall(r'\{\s*"[A-Z]+",\s*"(/[^"]*)"', table.group(1)))
+    ingress = set(re.findall(r"^\s*- path: (\S+)", read(os.path.join(comp, "ingress.yaml")), re.M))
+    if not routes:
+        p.append("route_public() lists no route")
+    p += ["%s: served on the public listener but not routed by the Ingress" % r
+          for r in sorted(routes - ingress)]
+    kust = read(os.path.join(comp, "kustomization.yaml"))
+    flag = re.search(r"--web\.public-listen-address=:(\d+)", kust)
+    port = re.search(r"name: public, containerPort: (\d+)", kust)
+    if not flag or not port or flag.group(1) != port.group(1):
+        p.append("the flag's port %s is not the container port %s"
+                 % (flag and flag.group(1), port and port.group(1)))
+    report("main.c's public routes are in the Ingress, on the flag's port", p)
+
+
 def guarded(fn, *args):
     """Run one group of checks; a file it cannot read or parse fails that group, not the run."""
     try:
@@ -852,6 +879,7 @@ def main():
     guarded(check_dockerfile)
     guarded(check_systemd)
     guarded(check_docs)
+    guarded(check_public_routes)
     if results["skipped"]:
         print("(%d skipped)" % results["skipped"])
     print("%d passed, %d failed" % (results["passed"], results["failed"]))

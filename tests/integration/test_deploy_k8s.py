@@ -61,6 +61,7 @@ COMPONENT_KINDS = {
     "prometheus-rule": "PrometheusRule",
     "network-policy": "NetworkPolicy",
     "pod-disruption-budget": "PodDisruptionBudget",
+    "public-endpoints": "Ingress",
 }
 # Components that patch what another one adds: rendered after it (issue 18 item 12: the
 # ServiceMonitor could not scrape a /metrics behind web.auth).
@@ -76,6 +77,13 @@ NOT_WITH_POSTGRES = {"pod-disruption-budget"}
 # The pods the NetworkPolicy lets in, as the README documents them.
 NETPOL_PEERS = [{"app.kubernetes.io/name": "alertmanager"}, {"app.kubernetes.io/name": "prometheus"}]
 NETPOL_NAMESPACE = {"kubernetes.io/metadata.name": "monitoring"}
+# components/public-endpoints (issue 21): the paths the internet may reach, on the container
+# port of this name (the flag below), opened to the ingress controller's pods only.
+PUBLIC_PATHS = {"/v1/github/webhook", "/v1/slack/interactions"}
+PUBLIC_PORT = "public"
+PUBLIC_FLAG = "--web.public-listen-address=:%d"
+INGRESS_PEER = ({"kubernetes.io/metadata.name": "ingress-nginx"},
+                {"app.kubernetes.io/name": "ingress-nginx"})
 
 # Exactly the calls janitor/kube.c and janitor/leader.c make (see test_deploy_files.py).
 CLUSTER_RULES = {
@@ -241,13 +249,22 @@ KINDS = {
             "from": lst(obj({"podSelector": SELECTOR, "namespaceSelector": SELECTOR})),
             "ports": lst(obj({"port": "intstr", "protocol": enum("TCP", "UDP", "SCTP")}))}))},
         ["podSelector"])},
+    ("networking.k8s.io/v1", "Ingress"): {"spec": obj({
+        "ingressClassName": "str",
+        "tls": lst(obj({"hosts": STRS, "secretName": "str"})),
+        "rules": lst(obj({"host": "str", "http": obj({"paths": lst(obj({
+            "path": "str", "pathType": enum("Exact", "Prefix", "ImplementationSpecific"),
+            "backend": obj({"service": obj({
+                "name": "str", "port": obj({"name": "str", "number": "int"})},
+                ["name", "port"])}, ["service"])},
+            ["pathType", "backend"]))}, ["paths"])}))})},
     ("policy/v1", "PodDisruptionBudget"): {"spec": obj({
         "selector": SELECTOR, "maxUnavailable": "intstr", "minAvailable": "intstr",
         "unhealthyPodEvictionPolicy": enum("IfHealthyBudget", "AlwaysAllow")}, ["selector"])},
 }
 # Objects whose spec is required.
 SPEC_REQUIRED = {"PersistentVolumeClaim", "Service", "Deployment", "StatefulSet", "ServiceMonitor",
-                 "PrometheusRule", "NetworkPolicy", "PodDisruptionBudget"}
+                 "PrometheusRule", "NetworkPolicy", "PodDisruptionBudget", "Ingress"}
 
 
 def validate(v, spec, path, problems):
@@ -409,6 +426,85 @@ def basic_auth_problems(ep):
     return p
 
 
+def netpol_problems(np, labels, ports, public):
+    """A NetworkPolicy selects the pods for Ingress, every rule names its ports and peers (both
+    selectors), the public port (when there is one) is open to the ingress controller only and
+    every other port to Alertmanager and Prometheus only (as the README documents)."""
+    p = []
+    s = np["spec"]
+    name = "NetworkPolicy %s" % np["metadata"]["name"]
+    if not selects(s["podSelector"], labels):
+        p.append("%s: podSelector does not select the pods" % name)
+    if s.get("policyTypes") != ["Ingress"]:
+        p.append("%s: policyTypes %r, want [Ingress]" % (name, s.get("policyTypes")))
+    peers = {}
+    for rule in s.get("ingress", []):
+        if not rule.get("ports"):
+            p.append("%s: an ingress rule without ports opens every port" % name)
+        if not rule.get("from"):
+            p.append("%s: an ingress rule from everywhere" % name)
+        for port in rule.get("ports", []):
+            if not port_matches(port.get("port"), ports):
+                p.append("%s: port %r is no container port %r" % (name, port.get("port"), ports))
+            is_public = port.get("port") in (PUBLIC_PORT, public) and public is not None
+            for f in rule.get("from", []):
+                if not f.get("namespaceSelector") or not f.get("podSelector"):
+                    p.append("%s: a peer without both namespaceSelector and podSelector: %r"
+                             % (name, f))
+                    continue
+                peers.setdefault(is_public, []).append(
+                    (f["namespaceSelector"].get("matchLabels"), f["podSelector"].get("matchLabels")))
+    want = {False: [(NETPOL_NAMESPACE, x) for x in NETPOL_PEERS], True: [INGRESS_PEER]}
+    for is_public, got in peers.items():
+        if sorted(map(repr, got)) != sorted(map(repr, want[is_public])):
+            p.append("%s: peers of the %s port %r, want %r (as the README documents)"
+                     % (name, "public" if is_public else "main", got, want[is_public]))
+    return p
+
+
+def ingress_problems(docs, services, w, ports):
+    """An Ingress routes exactly PUBLIC_PATHS (pathType Exact) to a Service port that targets
+    the container port "public", on which the workload's flag serves them: never the main
+    port, where the Alertmanager webhook, the page and /metrics are."""
+    p = []
+    ingresses = by_kind(docs, "Ingress")
+    if not ingresses:
+        if PUBLIC_PORT in ports:
+            p.append("a container port %r without an Ingress" % PUBLIC_PORT)
+        return p
+    public = ports.get(PUBLIC_PORT)
+    args = w["spec"]["template"]["spec"]["containers"][0].get("args") or []
+    if public is None or PUBLIC_FLAG % public not in args:
+        p.append("the workload does not serve the public endpoints on their container port "
+                 "(%s in %r, ports %r)" % (PUBLIC_FLAG % (public or 0), args, ports))
+    svc_ports = {(s["metadata"]["name"], sp.get("name")): sp.get("targetPort", sp["port"])
+                 for s in services for sp in s["spec"]["ports"]}
+    svc_numbers = {(s["metadata"]["name"], sp["port"]): sp.get("targetPort", sp["port"])
+                   for s in services for sp in s["spec"]["ports"]}
+    for ing in ingresses:
+        paths = set()
+        for rule in ing["spec"].get("rules", []):
+            for path in rule.get("http", {}).get("paths", []):
+                paths.add(path.get("path"))
+                if path["pathType"] != "Exact":
+                    p.append("Ingress path %r: pathType %s, want Exact" % (path.get("path"),
+                                                                          path["pathType"]))
+                svc = path["backend"]["service"]
+                port = svc["port"]
+                target = svc_ports.get((svc["name"], port["name"])) if "name" in port else \
+                    svc_numbers.get((svc["name"], port.get("number")))
+                if target is None:
+                    p.append("Ingress path %r: no Service port %s %r" % (path.get("path"),
+                                                                        svc["name"], port))
+                elif target not in (PUBLIC_PORT, public):
+                    p.append("Ingress path %r: to container port %r, not %r"
+                             % (path.get("path"), target, PUBLIC_PORT))
+        if paths != PUBLIC_PATHS:
+            p.append("Ingress %s: paths %r, want exactly %r"
+                     % (ing["metadata"]["name"], sorted(paths, key=str), sorted(PUBLIC_PATHS)))
+    return p
+
+
 def relation_problems(docs, leader_election):
     p = []
     ws = workloads(docs)
@@ -437,32 +533,10 @@ def relation_problems(docs, leader_election):
             if ep.get("path", "/metrics") != "/metrics":
                 p.append("ServiceMonitor endpoint path %r" % ep.get("path"))
             p += basic_auth_problems(ep)
+    public = ports.get(PUBLIC_PORT)
     for np in by_kind(docs, "NetworkPolicy"):
-        s = np["spec"]
-        if not selects(s["podSelector"], labels):
-            p.append("NetworkPolicy: podSelector does not select the pods")
-        if s.get("policyTypes") != ["Ingress"]:
-            p.append("NetworkPolicy: policyTypes %r, want [Ingress]" % s.get("policyTypes"))
-        peers = []
-        for rule in s.get("ingress", []):
-            for port in rule.get("ports", []):
-                if not port_matches(port.get("port"), ports):
-                    p.append("NetworkPolicy: port %r is no container port %r"
-                             % (port.get("port"), ports))
-            if not rule.get("ports"):
-                p.append("NetworkPolicy: an ingress rule without ports opens every port")
-            for f in rule.get("from", []):
-                if not f.get("namespaceSelector") or not f.get("podSelector"):
-                    p.append("NetworkPolicy: a peer without both namespaceSelector and "
-                             "podSelector: %r" % f)
-                    continue
-                peers.append(((f["namespaceSelector"].get("matchLabels")),
-                              f["podSelector"].get("matchLabels")))
-            if not rule.get("from"):
-                p.append("NetworkPolicy: an ingress rule from everywhere")
-        want = [(NETPOL_NAMESPACE, x) for x in NETPOL_PEERS]
-        if sorted(map(repr, peers)) != sorted(map(repr, want)):
-            p.append("NetworkPolicy peers %r, want %r (as the README documents)" % (peers, want))
+        p += netpol_problems(np, labels, ports, public)
+    p += ingress_problems(docs, services, ws[0], ports)
     for pdb in by_kind(docs, "PodDisruptionBudget"):
         if not selects(pdb["spec"]["selector"], labels):
             p.append("PodDisruptionBudget: selector does not select the pods")
@@ -635,7 +709,7 @@ def check_readme():
     for name in COMPONENT_KINDS:
         if "components/%s" % name not in text:
             p.append("README does not say how to enable components/%s" % name)
-    for labels in NETPOL_PEERS + [NETPOL_NAMESPACE]:
+    for labels in NETPOL_PEERS + [NETPOL_NAMESPACE] + list(INGRESS_PEER):
         for k, v in labels.items():
             if "%s: %s" % (k, v) not in text:
                 p.append("README does not name the label %s: %s the NetworkPolicy expects"
@@ -779,6 +853,8 @@ def check_renders():
                             [BASE], with_target, False)
         if docs is not None and name in PATCHES:
             check_basic_auth(docs, name)
+        if docs is not None and name == "public-endpoints":
+            check_public_self_test(docs)
     check_render(cmd, "base + every component", [BASE], comps, False)
     le_comps = [c for c in comps if os.path.basename(c) not in NOT_WITH_LEADER_ELECTION]
     check_render(cmd, "leader-election + %s" % " + ".join(map(os.path.basename, le_comps)),
@@ -805,6 +881,43 @@ def check_basic_auth(docs, name):
         p.append("secret.example.yaml keys %s, want %s"
                  % (sorted(secret.get("stringData") or {}), sorted(SCRAPE_KEYS.values())))
     report("%s: the ServiceMonitor sends the Secret %s" % (name, SCRAPE_SECRET), p)
+
+
+def check_public_self_test(docs):
+    """The public-endpoints checks fail on an Ingress that also routes "/", one that routes to
+    the main port, a workload without the flag, and a NetworkPolicy opening the public port to
+    Alertmanager."""
+    p = []
+    if relation_problems(docs, False):
+        p.append("the render itself fails: %r" % relation_problems(docs, False))
+
+    def mutated(fn):
+        c = copy.deepcopy(docs)
+        fn(c)
+        return relation_problems(c, False)
+
+    def add_root(c):
+        paths = by_kind(c, "Ingress")[0]["spec"]["rules"][0]["http"]["paths"]
+        paths.append(dict(copy.deepcopy(paths[0]), path="/"))
+
+    def to_main(c):
+        paths = by_kind(c, "Ingress")[0]["spec"]["rules"][0]["http"]["paths"]
+        paths[0]["backend"]["service"]["port"] = {"name": "http"}
+
+    def no_flag(c):
+        cont = workloads(c)[0]["spec"]["template"]["spec"]["containers"][0]
+        cont["args"] = [a for a in cont["args"] if not a.startswith("--web.public-listen")]
+
+    def open_public(c):
+        np = [d for d in by_kind(c, "NetworkPolicy") if d["metadata"]["name"].endswith("public")]
+        np[0]["spec"]["ingress"][1]["ports"].append({"port": 9096, "protocol": "TCP"})
+
+    for what, fn in (("an Ingress path /", add_root), ("a path to the main port", to_main),
+                     ("a workload without the flag", no_flag),
+                     ("the public port open to Alertmanager", open_public)):
+        if not mutated(fn):
+            p.append("%s passed" % what)
+    report("public-endpoints checks reject a wider exposure (self-test)", p)
 
 
 def check_service_monitor_plain():
