@@ -139,4 +139,17 @@ for case in AM["match"]["cases"]:
 for pattern in ("\\d+", "caf.", "(?s)a.b", "(?i)\\p{Lu}", "[[:^space:]\\S]", "\\Q.*\\E", "a{2,1000}",
                 "(?P<n>a)(?m:^b$)", "(a)\\1", "(?<=a)b", "a*+", "\\x{1F642}\\101"):
     put("fuzz_matchers", pattern)
+# ----- slack clicks: block_actions payloads as Slack form-encodes them ----------------------------
+import urllib.parse  # noqa: E402
+VALUE = json.dumps({"ns": "ml", "pod": "train-1", "uid": "u-1", "notice": 7})
+CLICK = {"type": "block_actions", "user": {"id": "U0ALICE", "username": "alice"},
+         "container": {"type": "message", "message_ts": "1.2", "channel_id": "D0ALICE"},
+         "message": {"text": "Pod *train-1* goes", "blocks": [{"type": "section"}]},
+         "response_url": "https://hooks.slack.com/actions/T/1/x",
+         "actions": [{"action_id": "postpone", "value": VALUE, "action_ts": "1.3"}]}
+put("fuzz_slack_click", urllib.parse.urlencode({"payload": json.dumps(CLICK)}))
+put("fuzz_slack_click", "token=x&" + urllib.parse.urlencode({"payload": json.dumps(
+    dict(CLICK, actions=[{"action_id": "other", "value": "x"}]))}))
+put("fuzz_slack_click", urllib.parse.urlencode({"payload": json.dumps(dict(CLICK, message={}))}))
+put("fuzz_slack_click", "payload=%7B%22type%22%3A%22block_actions%22%7D")
 print("seed.py: corpora in %s" % OUT)
