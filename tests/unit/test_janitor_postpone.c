@@ -302,6 +302,48 @@ static void notice_carries_the_button_with_a_signing_secret(void **state)
 	jfx_env_stop(&e);
 }
 
+static void a_digest_has_one_button_per_pod(void **state)
+{
+	struct env e;
+	struct store_notice m[2] = { { 0 } };
+	json_t *o, *els;
+	char *blocks;
+
+	(void)state;
+	jfx_env_start(&e, 0);
+	e.cfg->janitor.slack.signing_secret = strdup("s3cret");
+	for (int i = 0; i < 2; i++) {
+		m[i].id = 10 + i;
+		m[i].namespace = (char *)"ml-team";
+		m[i].pod = (char *)(i ? "train-2" : "train-1");
+		m[i].uid = (char *)(i ? "uid-2" : "uid-1");
+		m[i].kind = (char *)"notice";
+		m[i].expires_ms = T0 + 6 * HOUR;
+		/* The second pod's policy allows no postpone: no button for it. */
+		m[i].line = (char *)(i ? "{\"policy\":\"JanitorPodPendingTooLong\"}"
+				       : "{\"policy\":\"JanitorIdleGPUPod\"}");
+	}
+	for (size_t k = 0; k < e.cfg->janitor.policies_count; k++)
+		if (!strcmp(e.cfg->janitor.policies[k].alertname, "JanitorPodPendingTooLong"))
+			e.cfg->janitor.policies[k].max_postpones = 0;
+	blocks = janitor_keep_blocks(e.j, "Pods of yours go", m, 2);
+	o = json_loads(blocks, 0, NULL);
+	els = json_object_get(json_array_get(o, 1), "elements");
+	assert_int_equal(json_array_size(els), 1);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+				    json_array_get(els, 0), "text"), "text")),
+			    "Keep train-1 until 2026-11-19 06:00 UTC");
+	m[1].line = (char *)"{\"policy\":\"JanitorIdleGPUPod\"}";
+	json_decref(o);
+	free(blocks);
+	blocks = janitor_keep_blocks(e.j, "Pods of yours go", m, 2);
+	o = json_loads(blocks, 0, NULL);
+	assert_int_equal(json_array_size(json_object_get(json_array_get(o, 1), "elements")), 2);
+	json_decref(o);
+	free(blocks);
+	jfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +355,7 @@ int main(void)
 		cmocka_unit_test(limits_are_answered),
 		cmocka_unit_test(a_conflict_retries_the_click),
 		cmocka_unit_test(notice_carries_the_button_with_a_signing_secret),
+		cmocka_unit_test(a_digest_has_one_button_per_pod),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
