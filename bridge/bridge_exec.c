@@ -647,6 +647,13 @@ enum err bridge_execute(struct bridge *b, struct work *w, struct buf *errmsg)
 			rc = do_state(b, w, "closed", "completed", errmsg);
 		break;
 	}
+	if (rc == ERR_RETRY && w->have_row && w->row.number > 0) {
+		/* a write to the issue in doubt: nothing more to it before it settles */
+		int64_t at = gh_settled_at(b->gh, w->row.repo, w->row.number);
+
+		if (at > w->not_before_ms)
+			w->not_before_ms = at;
+	}
 	json_decref(view);
 	return rc;
 }

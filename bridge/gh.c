@@ -597,6 +597,11 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	c->next_auth = NULL;
 	if (c->depth++ == 0) /* never inside a call: its credential stays valid */
 		gh_adopt_pending(c);
+	if (k->mutating && k->number && k->repo) {
+		rc = gh_doubt_check(c, k, errmsg);
+		if (rc != ERR_OK)
+			goto out;
+	}
 	if (!auth) {
 		cred = gh_cred_for_path(c, k->path, errmsg);
 		rc = cred ? gh_cred_auth(c, cred, k->path, 0, &auth, errmsg) : ERR_AUTH;
@@ -676,18 +681,21 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 		case TRANSIENT:
 			break;
 		}
-		if (ambiguous && k->marker) {
-			if (k->number)
-				gh_doubt_note(c, k, attempt_ms);
+		if (ambiguous && (k->marker || k->number)) {
 			/*
 			 * Sent, answer lost: GitHub may still be making it.  Never
 			 * sent again from here (GitHub documents no idempotency for
-			 * POST); the caller looks for the marker once the write can
-			 * no longer land (gh_write_settled_at()).
+			 * POST; a late PATCH would overtake a later one): the
+			 * caller looks for a marker once the write can no longer
+			 * land (gh_write_settled_at()), and no write to the issue
+			 * is sent before then (gh_doubt_check()).
 			 */
+			if (k->number)
+				gh_doubt_note(c, k, attempt_ms);
 			c->stats.writes_in_doubt++;
 			(void)buf_printf(errmsg, "; %s in doubt: sent, it may still land "
-					 "(not repeated)", k->number ? "comment" : "create");
+					 "(not repeated)",
+					 !k->marker ? "write" : k->number ? "comment" : "create");
 			rc = ERR_RETRY;
 			goto out;
 		}

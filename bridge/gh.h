@@ -9,15 +9,16 @@
  * limits allow 80 content-creating requests a minute and 500 an hour: "Rate
  * limits for the REST API"); retry-after, x-ratelimit-remaining/-reset,
  * 429 and secondary-rate-limit 403 answers are honoured; 5xx and timeouts are
- * retried with jittered exponential backoff up to max_attempts (not a sent
- * create or marked comment: below).
+ * retried with jittered exponential backoff up to max_attempts (not a
+ * write that was sent: below).
  *
- * A create or marked comment whose answer was lost (timeout after sending,
- * connection reset, 5xx) is in doubt: GitHub may still be making it after
- * the client gave up (it documents no idempotency for POST), so the client
- * never sends it again; the call ends in ERR_RETRY and the caller looks for
- * the body's marker once the write can no longer land
- * (gh_write_settled_at()), before any second POST.  Mutating calls go on a fresh connection:
+ * A create or a write to an issue whose answer was lost (timeout after
+ * sending, connection reset, 5xx) is in doubt: GitHub may still be making
+ * it after the client gave up (it documents no idempotency for POST), so the
+ * client never sends it again; the call ends in ERR_RETRY, the caller looks
+ * for a create's or comment's marker once the write can no longer land
+ * (gh_write_settled_at()), before any second POST, and no write to that
+ * issue is sent before then (gh_settled_at()).  Mutating calls go on a fresh connection:
  * libcurl silently replays a request whose reused connection died before an
  * answer, which for a POST can make a second issue or comment.
  *
@@ -364,8 +365,8 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
  * ambiguous_resolved), else it is posted.  A caller that may restart in
  * between (the bridge) keeps a note of its own and looks first itself.  So
  * a transition's comment is posted once.  (gh_comment_create(), without
- * a marker, retries an ambiguous attempt: only for tests and texts whose
- * repetition does no harm.)
+ * a marker, is posted again once settled, without a look: only for texts
+ * whose repetition does no harm.)
  */
 enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
 				  const char *body, const char *marker,
@@ -379,6 +380,16 @@ enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t
  * before then may be missing only because GitHub is still making the write.
  */
 int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms);
+/*
+ * When every write to issue number of repo that c sent and whose answer was
+ * lost (a state or body PATCH, a comment, labels) can no longer land
+ * (gh_write_settled_at()), in ms of c's clock; 0 when none may land now.
+ * Until then every write to that issue fails with ERR_RETRY before it is
+ * sent ("an earlier write to o/r#N may still land for MS ms: not sent"):
+ * a late PATCH would otherwise overtake a later one (close, then reopen,
+ * then the close lands).  The client remembers the last 32 such writes.
+ */
+int64_t gh_settled_at(struct gh_client *c, const char *repo, int64_t number);
 /* The client's clock (gh_options.now_ms; else the wall clock), in ms since the epoch. */
 int64_t gh_now(struct gh_client *c);
 

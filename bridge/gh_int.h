@@ -60,11 +60,11 @@ struct gh_creds {
 	int budgets_ready;      /* windows sized by the client that adopted the set */
 };
 
-/* A marked comment sent whose answer was lost (gh_comment_create_marked()). */
+/* A write to an issue sent whose answer was lost (gh_call()). */
 struct gh_doubt {
 	char *repo;
 	int64_t number;
-	char *marker;
+	char *marker;     /* a marked comment's (gh_comment_create_marked()), else NULL */
 	int64_t sent_ms;  /* when it was sent (the client's clock) */
 };
 #define GH_DOUBTS 32  /* remembered at most; the oldest is forgotten first */
@@ -94,7 +94,7 @@ struct gh_client {
 				    * JWT) instead of the credential's; that call clears it */
 	uint64_t rng;
 	struct gh_stats stats;
-	struct gh_doubt doubts[GH_DOUBTS];  /* comments in doubt, oldest first */
+	struct gh_doubt doubts[GH_DOUBTS];  /* writes to issues in doubt, oldest first */
 	int ndoubts;
 };
 
@@ -105,9 +105,9 @@ struct call {
 	const char *url;      /* absolute; NULL: api_url + path */
 	const char *body;     /* JSON or NULL */
 	int mutating;
-	const char *repo;     /* a create: where to look for the marker of an unreadable answer */
+	const char *repo;     /* a write's repository (a create's: where to look for its marker) */
 	const char *marker;   /* non-NULL for creates and marked comments: never sent twice */
-	int64_t number;       /* a marked comment: its issue; 0 for an issue create */
+	int64_t number;       /* a write to an issue: its number; 0: none (a create) */
 	const char *if_none_match; /* a conditional GET: the ETag; a 304 is then a success */
 };
 
@@ -149,8 +149,13 @@ enum err gh_find_marker(struct gh_client *c, const char *repo, const char *marke
 /* ERR_OK when a comment on issue number changed since since_ms carries marker; ERR_NOTFOUND. */
 enum err gh_find_comment_marker(struct gh_client *c, const char *repo, int64_t number,
 				const char *marker, int64_t since_ms, struct buf *errmsg);
-/* Remember marked comment k, sent at sent_ms, as in doubt (its answer lost). */
+/* Remember write k to an issue, sent at sent_ms, as in doubt (its answer lost). */
 void gh_doubt_note(struct gh_client *c, const struct call *k, int64_t sent_ms);
+/*
+ * Before write k to an issue: ERR_RETRY (errmsg says so) while an earlier
+ * write to it may still land (it could overtake this one); else ERR_OK.
+ */
+enum err gh_doubt_check(struct gh_client *c, const struct call *k, struct buf *errmsg);
 /* Forget every comment in doubt (gh_client_free()). */
 void gh_doubts_release(struct gh_client *c);
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
@@ -403,7 +404,7 @@ enum err gh_issue_set_state(struct gh_client *c, const char *repo, int64_t numbe
 		goto out;
 	}
 	{
-		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0, NULL };
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, repo, NULL, number, NULL };
 		rc = gh_call(c, &k, &res, errmsg);
 	}
 	if (rc == ERR_OK)
@@ -418,7 +419,8 @@ out:
 
 /*
  * POST a JSON body built from one key to path; shared by comments and labels.
- * k_repo, number and marker: a marked comment (see gh_comment_create_marked).
+ * k_repo and number: the issue; marker: a marked comment's (see
+ * gh_comment_create_marked), else NULL.
  */
 static enum err post_simple(struct gh_client *c, const char *path, json_t *o, int failed,
 			    const char *what, const char *k_repo, int64_t number,
@@ -434,8 +436,7 @@ static enum err post_simple(struct gh_client *c, const char *path, json_t *o, in
 	}
 	http_response_init(&res);
 	{
-		struct call k = { "POST", path, NULL, json, 1, marker ? k_repo : NULL, marker,
-				  marker ? number : 0, NULL };
+		struct call k = { "POST", path, NULL, json, 1, k_repo, marker, number, NULL };
 		rc = gh_call(c, &k, &res, errmsg);
 	}
 	http_response_release(&res);
@@ -465,8 +466,40 @@ void gh_doubt_note(struct gh_client *c, const struct call *k, int64_t sent_ms)
 	d = &c->doubts[c->ndoubts++];
 	d->repo = xstrdup(k->repo);
 	d->number = k->number;
-	d->marker = xstrdup(k->marker);
+	d->marker = k->marker ? xstrdup(k->marker) : NULL;
 	d->sent_ms = sent_ms;
+}
+
+static int doubt_about(const struct gh_doubt *d, const char *repo, int64_t number)
+{
+	return d->number == number && !strcasecmp(d->repo, repo);
+}
+
+int64_t gh_settled_at(struct gh_client *c, const char *repo, int64_t number)
+{
+	int64_t at = 0;
+
+	for (int i = 0; repo && i < c->ndoubts; i++)
+		if (doubt_about(&c->doubts[i], repo, number) &&
+		    gh_write_settled_at(c, c->doubts[i].sent_ms) > at)
+			at = gh_write_settled_at(c, c->doubts[i].sent_ms);
+	return at > gh_now(c) ? at : 0;
+}
+
+enum err gh_doubt_check(struct gh_client *c, const struct call *k, struct buf *errmsg)
+{
+	int64_t at = gh_settled_at(c, k->repo, k->number);
+
+	if (at) {
+		buf_setf(errmsg, "%s %s: an earlier write to %s#%" PRId64 " may still land for "
+			 "%" PRId64 " ms: not sent", k->method, k->path, k->repo, k->number,
+			 at - gh_now(c));
+		return ERR_RETRY;
+	}
+	for (int i = c->ndoubts - 1; i >= 0; i--)  /* settled: only a comment's is looked for */
+		if (!c->doubts[i].marker && doubt_about(&c->doubts[i], k->repo, k->number))
+			doubt_drop(c, i);
+	return ERR_OK;
 }
 
 void gh_doubts_release(struct gh_client *c)
@@ -490,7 +523,7 @@ static enum err comment_in_doubt(struct gh_client *c, const char *repo, int64_t 
 	int i;
 
 	for (i = c->ndoubts - 1; i >= 0; i--)
-		if (c->doubts[i].number == number && !strcmp(c->doubts[i].repo, repo) &&
+		if (doubt_about(&c->doubts[i], repo, number) && c->doubts[i].marker &&
 		    !strcmp(c->doubts[i].marker, marker))
 			break;
 	if (i < 0)
@@ -580,7 +613,7 @@ enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 	}
 	o = json_object();
 	failed = set_str_array(o, "labels", labels);
-	rc = post_simple(c, buf_str(&path), o, failed, "labels", NULL, 0, NULL, errmsg);
+	rc = post_simple(c, buf_str(&path), o, failed, "labels", repo, number, NULL, errmsg);
 out:
 	buf_release(&path);
 	return rc;
@@ -796,7 +829,7 @@ enum err gh_issue_set_body(struct gh_client *c, const char *repo, int64_t number
 		goto out;
 	}
 	{
-		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, NULL, NULL, 0, NULL };
+		struct call k = { "PATCH", buf_str(&path), NULL, json, 1, repo, NULL, number, NULL };
 		rc = gh_call(c, &k, &res, errmsg);
 	}
 out:

@@ -144,19 +144,59 @@ static void marked_comment_ambiguous_is_in_doubt_not_repeated(void **state)
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.writes_in_doubt, 1);
 
-	/* without a marker (a text whose repetition does no harm) it is retried */
-	assert_int_equal(gh_comment_create(fx->gh, "o/r", 5, "again", &fx->err), ERR_OK);
+	/* another write to the issue waits until that one can no longer land */
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 5, "again", &fx->err), ERR_RETRY);
+	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues/5/comments: an earlier "
+					       "write to o/r#5 may still land for 11000 ms: not sent");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	/* on another issue it goes */
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 6, "again", &fx->err), ERR_OK);
 	assert_int_equal(fake_http_count(fx->fake), 2);
-	fake_http_push(fx->fake, 504, NULL, "");
 	fake_http_push(fx->fake, 201, NULL, "{\"id\":2}");
+	fake_http_push(fx->fake, 201, NULL, "{\"id\":3}");
+	fx->now += 11000;
 	assert_int_equal(gh_comment_create(fx->gh, "o/r", 5, "again", &fx->err), ERR_OK);
-	assert_int_equal(fake_http_count(fx->fake), 4);
-	assert_string_equal(fake_http_request(fx->fake, 3)->method, "POST");
+	assert_int_equal(fake_http_count(fx->fake), 3);
+	assert_string_equal(fake_http_request(fx->fake, 2)->uri, "/repos/o/r/issues/5/comments");
 
 	assert_int_equal(gh_comment_create_marked(fx->gh, "o/r", 5, "no marker", CMARK,
 						  &fx->err), ERR_INVALID);
 	assert_string_equal(buf_str(&fx->err), "comment on o/r#5: the marker must be in the body");
-	assert_int_equal(fake_http_count(fx->fake), 4);
+	assert_int_equal(fake_http_count(fx->fake), 3);
+}
+
+/*
+ * A state change answered after the timeout (the campaign's "slow"): a
+ * reopen sent before it lands would be overtaken by the late close.  No
+ * write to the issue goes before it can no longer land.
+ */
+static void late_state_change_holds_the_next_write(void **state)
+{
+	struct fixture *fx = *state;
+
+	fx->opts.timeout_ms = 150;
+	reopen(fx);
+	fake_http_push_delayed(fx->fake, 400, 200, NULL, "{}");
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 9, "closed", "completed", NULL,
+					    &fx->err), ERR_RETRY);
+	assert_non_null(strstr(buf_str(&fx->err), "; write in doubt: sent, it may still land"));
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_int_equal(gh_settled_at(fx->gh, "o/r", 9), T0 + 150 + 10000);
+	assert_int_equal(gh_settled_at(fx->gh, "O/R", 9), T0 + 150 + 10000);  /* names: any case */
+	assert_int_equal(gh_settled_at(fx->gh, "o/r", 8), 0);
+
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 9, "open", "reopened", NULL, &fx->err),
+			 ERR_RETRY);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+
+	fx->now = T0 + 150 + 10000;
+	assert_int_equal(gh_settled_at(fx->gh, "o/r", 9), 0);
+	fake_http_push(fx->fake, 200, NULL,
+		       "{\"number\":9,\"state\":\"open\",\"repository_url\":"
+		       "\"https://api.github.com/repos/o/r\"}");
+	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 9, "open", "reopened", NULL, &fx->err),
+			 ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), 2);
 }
 
 /*
@@ -222,6 +262,7 @@ int main(void)
 		T(create_answered_after_the_timeout_is_not_repeated),
 		T(marked_comment_ambiguous_is_in_doubt_not_repeated),
 		T(comment_in_doubt_is_looked_for_once_settled),
+		T(late_state_change_holds_the_next_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
