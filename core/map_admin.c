@@ -56,6 +56,23 @@ static int usage(enum map_admin_op op, const char *receiver, const char *key, st
 	return 0;
 }
 
+/*
+ * The dead letters of one key, re-queued: its issue's transitions
+ * ("bridge"), then its silence commands ("silence", bridge/silence.h: a
+ * command Alertmanager refused runs again, its silence then starting when it
+ * is made).  *n gets how many in all.
+ */
+static enum err retry_key(struct store *st, const char *receiver, const char *key, int64_t *n)
+{
+	int64_t more = 0;
+	enum err rc = store_dead_requeue(st, "bridge", receiver, key, NULL, n);
+
+	if (rc == ERR_OK)
+		rc = store_dead_requeue(st, "silence", receiver, key, NULL, &more);
+	*n += more;
+	return rc;
+}
+
 int map_admin_run(struct store *st, enum map_admin_op op, const char *receiver, const char *key,
 		  struct buf *out)
 {
@@ -77,7 +94,7 @@ int map_admin_run(struct store *st, enum map_admin_op op, const char *receiver, 
 			buf_setf(out, "no map row for receiver \"%s\" key \"%s\"", receiver, key);
 		break;
 	case MAP_ADMIN_RETRY:
-		rc = store_dead_requeue(st, "bridge", receiver, key, NULL, &n);
+		rc = retry_key(st, receiver, key, &n);
 		if (rc == ERR_OK && n == 0)
 			rc = ERR_NOTFOUND;
 		if (rc == ERR_OK)

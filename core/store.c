@@ -113,7 +113,9 @@ static const char *const stmt_sql[S_COUNT] = {
 	/* After a forget the next notification of the key is no repeat (S_EV_REPEAT). */
 	[S_EV_FORGET_STATE] = "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "
 			      "receiver = ?1 AND key = ?2 AND repeat_state IS NOT NULL",
-	[S_IS_SET_DEAD] = "UPDATE issues SET dead_reason = ?3 WHERE receiver = ?1 AND key = ?2",
+	/* Only the issue's own transitions (kind bridge) mark its row: store_events.c. */
+	[S_IS_SET_DEAD] = "UPDATE issues SET dead_reason = ?3 WHERE receiver = ?1 AND key = ?2 "
+			  "AND EXISTS (SELECT 1 FROM events WHERE id = ?4 AND kind = 'bridge')",
 	[S_IS_PAGE_ALL] = "SELECT " ISSUE_COLS " FROM issues WHERE (receiver, key) > (?1, ?2) "
 			  "ORDER BY receiver, key LIMIT ?3",
 	[S_IS_PAGE_RCV] = "SELECT " ISSUE_COLS " FROM issues WHERE receiver = ?1 AND key > ?2 "

@@ -359,8 +359,10 @@ enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms,
 enum err store_event_progress(struct store *st, int64_t id, const char *progress) WARN_UNUSED;
 /*
  * Dead-letter pending event id with reason (kept in last_error; never
- * retried); also sets dead_reason on the map row of its (receiver, key) if
- * one exists, in the same transaction.  Older dead letters it repeats (the
+ * retried); when it is of kind "bridge" (the issue's own transitions), also
+ * sets dead_reason on the map row of its (receiver, key) if one exists, in
+ * the same transaction (another kind of the same key, e.g. a "silence"
+ * command, leaves the row alone).  Older dead letters it repeats (the
  * same kind, receiver, key, status, starts_at_ms, ends_at_ms and reason: a
  * notification Alertmanager re-sent) are deleted, so one stands for them;
  * an event enqueued with dead_reason does the same.
@@ -391,8 +393,8 @@ enum err store_dead_unmapped(struct store *st, const char *kind, int max,
  * matched without regard to ASCII case on both engines.
  * In one transaction they become pending, due now, with attempts 0 and
  * last_error STORE_REQUEUED + the reason (their progress note is kept: a
- * create attempted before still looks for its marker first), and the map
- * rows of their (receiver, key) lose dead_reason.  Pending events of the
+ * create attempted before still looks for its marker first), and, for kind
+ * "bridge", the map rows of their (receiver, key) lose dead_reason.  Pending events of the
  * same key keep their order (by id).  Wakes store_wait() callers; a worker
  * of another process sees them on its next poll.  *n (may be NULL) gets how
  * many; 0 is not an error.

@@ -20,10 +20,13 @@
 /* ---- intake: group commit ---- */
 
 /*
- * Dead-letter pending event id of (receiver, key) with reason and set the
- * reason on its map row, if any; older dead letters that id repeats (the
- * same alert state and reason: a re-sent notification) are deleted, so one
- * dead letter stands for them.  Caller holds db_mu inside a transaction.
+ * Dead-letter pending event id of (receiver, key) with reason and, when it is
+ * one of the issue's own transitions (kind "bridge"), set the reason on its
+ * map row, if any: a failed silence command (kind "silence", same key) says
+ * nothing about the issue, whose card would otherwise show it.  Older dead
+ * letters that id repeats (the same alert state and reason: a re-sent
+ * notification) are deleted, so one dead letter stands for them.  Caller
+ * holds db_mu inside a transaction.
  */
 static enum err mark_dead(struct store *st, int64_t id, const char *receiver, const char *key,
 			  int64_t now_ms, const char *reason, struct buf *errmsg)
@@ -35,8 +38,8 @@ static enum err mark_dead(struct store *st, int64_t id, const char *receiver, co
 		rc = store_run(st, S_EV_DEAD_SUPERSEDE, "replace repeated dead letters", errmsg,
 			       "i", id);
 	if (rc == ERR_OK)
-		rc = store_run(st, S_IS_SET_DEAD, "set dead reason", errmsg, "ttt", receiver, key,
-			       reason);
+		rc = store_run(st, S_IS_SET_DEAD, "set dead reason", errmsg, "ttti", receiver, key,
+			       reason, id);
 	return rc;
 }
 
@@ -987,7 +990,8 @@ enum err store_dead_requeue(struct store *st, const char *kind, const char *rece
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_begin(st, &msg);
-	if (rc == ERR_OK)
+	/* Only the issue's own transitions mark its row (mark_dead()). */
+	if (rc == ERR_OK && !strcmp(kind, "bridge"))
 		rc = store_sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
 				  "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
 				  "events.key = issues.key)",

@@ -2,15 +2,18 @@
 """test_public_listener.py - the endpoints the internet must reach on a listener of their own
 (issue 21, section 3: exposure).
 
-GitHub's webhook (POST /v1/github/webhook) must be reachable from the internet while the
-Alertmanager webhook, the page, /metrics and the admin endpoints stay inside.  Without
-web.public_listen_address everything is on the main listener.  With it (or with the flag
---web.public-listen-address) the public endpoints move there alone: the public port answers
-404 for everything else (/v1/webhook, /metrics, /, /-/healthy, /-/reload), and the main port
-answers 404 for them.  The public port reads at most GH_WEBHOOK_MAX_BODY (1 MiB) of a body: a
-larger one is answered 413 and counted as refused, too_large.  A public address equal to
-listen_address is a config error.  The webhook's secret is set throughout, so a 404 is the
-routing's and not the endpoint's "disabled".
+GitHub's webhook (POST /v1/github/webhook) and Slack's interactions (POST
+/v1/slack/interactions) must be reachable from the internet while the Alertmanager webhook,
+the page, /metrics and the admin endpoints stay inside.  Without web.public_listen_address
+everything is on the main listener.  With it (or with the flag --web.public-listen-address)
+the public endpoints move there alone: the public port answers 404 for everything else
+(/v1/webhook, /metrics, /, /-/healthy, /-/reload), and the main port answers 404 for them.
+The public port reads at most GH_WEBHOOK_MAX_BODY (1 MiB) of a body: a larger one is answered
+413 and counted as refused, too_large; on the main port (16 MiB) the endpoint itself answers
+413.  A public address equal to listen_address is a config error.  The GitHub webhook's
+secret is set, so its 404 is the routing's and not the endpoint's "disabled"; the Slack
+endpoint is off here (no janitor), so whether it was reached is told by its "disabled"
+counter.  Without the secret the GitHub endpoint answers 404 too, counted as disabled.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
@@ -75,6 +78,28 @@ def start(public=None, flags=()):
     return ab
 
 
+def slack_reached(base, url):
+    """POST url (an unsigned interaction); whether the Slack endpoint's handler ran (its
+    refused/disabled counter at base rose), and the status."""
+    name = "alertbridge_slack_interactions_total"
+    before = metric(base, name, outcome="refused", reason="disabled")
+    status = http("POST", url, raw=b"payload=%7B%7D",
+                  headers={"Content-Type": "application/x-www-form-urlencoded"})[0]
+    return metric(base, name, outcome="refused", reason="disabled") - before == 1.0, status
+
+
+def too_large(base):
+    return metric(base, "alertbridge_github_webhook_requests_total", outcome="refused",
+                  reason="too_large")
+
+
+def big_post(url, n):
+    return status_of("POST", url + "/v1/github/webhook", raw=b"x" * n,
+                     headers={"Content-Type": "application/json", "X-GitHub-Event": "ping",
+                              "X-GitHub-Delivery": "d-1",
+                              "X-Hub-Signature-256": "sha256=" + "0" * 64})
+
+
 def metric(base, name, **labels):
     text = http("GET", base + "/metrics")[2]
     for line in text.splitlines():
@@ -95,6 +120,11 @@ def without_a_public_address_all_on_the_main_listener():
     routes = inside_routes(ab.url)
     eq(routes["/v1/webhook"], 200, "the Alertmanager webhook")
     eq(routes["/metrics"], 200, "/metrics")
+    eq(slack_reached(ab.url, ab.url + "/v1/slack/interactions"), (True, 404),
+       "the Slack endpoint on the main port (off: no janitor)")
+    before = too_large(ab.url)
+    eq(big_post(ab.url, (1 << 20) + 1), 413, "a body over 1 MiB on the main port")
+    eq(too_large(ab.url) - before, 1.0, "counted as refused, too_large")
 
 
 @run.case
@@ -104,6 +134,10 @@ def with_a_public_address_github_moves_there_alone():
     public = "http://127.0.0.1:%d" % port
     eq(ping(public), (200, {"status": "ping"}), "the GitHub webhook on the public port")
     eq(ping(ab.url)[0], 404, "the GitHub webhook on the main port")
+    eq(slack_reached(ab.url, public + "/v1/slack/interactions"), (True, 404),
+       "the Slack endpoint reached on the public port")
+    eq(slack_reached(ab.url, ab.url + "/v1/slack/interactions"), (False, 404),
+       "the Slack endpoint not routed on the main port")
     eq(inside_routes(public), {"/v1/webhook": 404, "/metrics": 404, "/": 404,
                                "/-/healthy": 404, "/-/reload": 404},
        "the inside endpoints on the public port")
@@ -120,16 +154,11 @@ def with_a_public_address_github_moves_there_alone():
 @run.case
 def public_port_reads_at_most_a_mebibyte():
     base = st["ab"].url
-    before = metric(base, "alertbridge_github_webhook_requests_total", outcome="refused",
-                    reason="too_large")
-    status = status_of("POST", "http://127.0.0.1:%d/v1/github/webhook" % st["public_port"],
-                       raw=b"x" * ((1 << 20) + 1),
-                       headers={"Content-Type": "application/json",
-                                "X-GitHub-Event": "ping", "X-GitHub-Delivery": "d-1",
-                                "X-Hub-Signature-256": "sha256=" + "0" * 64})
-    eq(status, 413, "a body over 1 MiB")
-    eq(metric(base, "alertbridge_github_webhook_requests_total", outcome="refused",
-              reason="too_large") - before, 1.0, "counted as refused, too_large")
+    public = "http://127.0.0.1:%d" % st["public_port"]
+    before = too_large(base)
+    eq(big_post(public, (1 << 20) + 1), 413, "a body over 1 MiB")
+    eq(too_large(base) - before, 1.0, "counted as refused, too_large")
+    eq(ping(public), (200, {"status": "ping"}), "a body of 1 MiB or less still answered")
 
 
 @run.case
@@ -142,6 +171,19 @@ def the_flag_sets_the_public_address():
 
 
 @run.case
+def without_the_secret_the_github_endpoint_is_off():
+    port = free_port()
+    ab = st["ab"]
+    ab.stop()
+    ab = st["ab"] = Alertbridge(st["dir"], st["fg"].url, GH_TOKEN, REPO,
+                                extra_github="web:\n  public_listen_address: 127.0.0.1:%d\n" % port)
+    ab.start()
+    eq(ping("http://127.0.0.1:%d" % port), (404, {"error": "not found"}), "no secret: 404")
+    eq(metric(ab.url, "alertbridge_github_webhook_requests_total", outcome="refused",
+              reason="disabled"), 1.0, "counted as disabled")
+
+
+@run.case
 def the_same_address_twice_is_a_config_error():
     ab = st["ab"]
     ab.stop()
@@ -149,8 +191,10 @@ def the_same_address_twice_is_a_config_error():
     path = os.path.join(st["dir"], "same.yml")
     with open(ab.config) as f:
         text = f.read()
+    text = text.replace("web:\n  public_listen_address: 127.0.0.1:", "web:\n  old_public: ")
+    check("old_public" in text, "the last case's config has the public address", text)
     with open(path, "w") as f:
-        f.write(text + "web:\n  public_listen_address: %s\n" % main)
+        f.write(text.replace("old_public: ", "public_listen_address: %s  # " % main))
     out = subprocess.run([ALERTBRIDGE, "check-config", path], capture_output=True, text=True,
                          timeout=20, cwd=st["dir"])
     eq(out.returncode, 1, "check-config exit code")

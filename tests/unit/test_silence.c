@@ -1,0 +1,198 @@
+/*
+ * test_silence.c - the silence worker (bridge/silence.h) on a real store and a
+ * fake Alertmanager (fake_http), with a dry-run GitHub client for the replies:
+ * what a /silence of an issue_per: group issue matches, and what a silence
+ * Alertmanager refuses leaves behind (the alert's map row untouched, `map
+ * retry` re-queues it).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <jansson.h>
+
+#include "bridge/gh.h"
+#include "bridge/silence.h"
+#include "core/config.h"
+#include "core/http_client.h"
+#include "core/map_admin.h"
+#include "core/store.h"
+#include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/store_fixture.h"
+
+#define NOW INT64_C(1795000000000)
+#define KEY "9f2c4e1a7b3d5c60"
+
+/* The latest bridge event of a group: its groupLabels, and one alert's own labels. */
+static const char group_event[] =
+	"{\"v\":1,\"receiver\":\"g\",\"status\":\"firing\","
+	"\"labels\":{\"alertname\":\"GPUHot\",\"cluster\":\"a\",\"pod\":\"trainer-0\"},"
+	"\"groupLabels\":{\"alertname\":\"GPUHot\",\"cluster\":\"a\"},"
+	"\"commonLabels\":{\"alertname\":\"GPUHot\",\"cluster\":\"a\"}}";
+
+/* A /silence 2h command on o/r#3, as gh_webhook.c queues it. */
+static const char command[] =
+	"{\"v\":1,\"cmd\":\"silence\",\"login\":\"octocat\",\"comment_id\":77,\"repo\":\"o/r\","
+	"\"number\":3,\"issue_url\":\"https://github.com/o/r/issues/3\",\"duration_ms\":7200000,"
+	"\"reason\":\"rollout\",\"word\":\"silence\",\"error\":null}";
+
+struct env {
+	struct fake_http *am;
+	struct config *cfg;
+	struct store *st;
+	struct silencer *s;
+	struct gh_client *gh;
+};
+
+static void env_start(struct env *e, struct fixture *f, const char *issue_per)
+{
+	struct buf msg = BUF_INIT, yaml = BUF_INIT;
+	struct store_event ev;
+
+	memset(e, 0, sizeof(*e));
+	e->am = fake_http_start();
+	(void)buf_printf(&yaml, "receivers:\n  - {name: g, repo: o/r, issue_per: %s, "
+			 "alertmanager: {url: \"%s\"}}\n", issue_per, fake_http_url(e->am));
+	if (cfg_parse(buf_str(&yaml), yaml.len, "t.yml", NULL, &e->cfg, &msg) != ERR_OK)
+		fail_msg("config: %s", buf_str(&msg));
+	e->st = sfx_open_ok(f->path);
+	ev = sfx_mkev("bridge", "g", KEY, "firing");
+	ev.payload = (char *)group_event;
+	ev.repeat_state = (char *)"";  /* what store_event_latest() reads */
+	if (store_enqueue(e->st, &ev, 1, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	ev = sfx_mkev(SILENCE_QUEUE, "g", KEY, "firing");
+	ev.payload = (char *)command;
+	if (store_enqueue(e->st, &ev, 1, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	e->s = silencer_new(&(struct silencer_options){ .store = e->st,
+							.user_agent = "alertbridge/test" });
+	e->gh = gh_client_new(&(struct gh_options){ .api_url = "http://127.0.0.1:9",
+						    .user_agent = "alertbridge/test",
+						    .dry_run = 1 });
+	buf_release(&msg);
+	buf_release(&yaml);
+}
+
+static void env_stop(struct env *e)
+{
+	gh_client_free(e->gh);
+	silencer_free(e->s);
+	store_close(e->st);
+	cfg_free(e->cfg);
+	fake_http_stop(e->am);
+}
+
+/* The matchers' names of the silence POSTed in request i, as sent, joined by ','. */
+static void matcher_names(struct fake_http *am, size_t i, struct buf *out)
+{
+	const struct fake_request *r = fake_http_request(am, i);
+	json_t *body, *m;
+	size_t k;
+
+	assert_non_null(r);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->uri, "/api/v2/silences");
+	body = json_loads(r->body, 0, NULL);
+	assert_non_null(body);
+	buf_reset(out);
+	json_array_foreach(json_object_get(body, "matchers"), k, m)
+		(void)buf_printf(out, "%s%s", k ? "," : "",
+				 json_string_value(json_object_get(m, "name")));
+	json_decref(body);
+}
+
+/* issue_per: group: the silence matches the group's groupLabels, not one alert's labels. */
+static void group_silence_matches_the_group_labels(void **state)
+{
+	struct env e;
+	struct buf names = BUF_INIT;
+
+	env_start(&e, *state, "group");
+	fake_http_push(e.am, 200, "Content-Type: application/json", "{\"silenceID\":\"sil-1\"}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW), 1);
+	assert_int_equal(fake_http_count(e.am), 1);
+	matcher_names(e.am, 0, &names);
+	assert_string_equal(buf_str(&names), "alertname,cluster");
+	buf_release(&names);
+	assert_int_equal(sfx_sql_int(((struct fixture *)*state)->path,
+				     "SELECT count(*) FROM events WHERE kind = 'silence' AND "
+				     "state = 'done'"), 1);
+	env_stop(&e);
+}
+
+/* issue_per: alert (the control): the alert's own labels. */
+static void alert_silence_matches_the_alert_labels(void **state)
+{
+	struct env e;
+	struct buf names = BUF_INIT;
+
+	env_start(&e, *state, "alert");
+	fake_http_push(e.am, 200, "Content-Type: application/json", "{\"silenceID\":\"sil-1\"}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW), 1);
+	matcher_names(e.am, 0, &names);
+	assert_string_equal(buf_str(&names), "alertname,cluster,pod");
+	buf_release(&names);
+	env_stop(&e);
+}
+
+/*
+ * A silence Alertmanager refuses (400) is dead-lettered without marking the
+ * alert's map row (its card would show a silence's failure as the issue's);
+ * `map retry` re-queues it, and it runs again.
+ */
+static void refused_silence_leaves_the_row_and_map_retry_requeues_it(void **state)
+{
+	struct fixture *f = *state;
+	struct env e;
+	struct store_issue row, got;
+	struct buf out = BUF_INIT;
+
+	env_start(&e, f, "alert");
+	row = sfx_mkrow("g", KEY, 3);
+	if (store_issue_put(e.st, &row) != ERR_OK)
+		fail_msg("put row");
+	fake_http_push(e.am, 400, "Content-Type: application/json",
+		       "\"silence invalid: refused by the test\"");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW), 1);
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events WHERE kind = "
+					      "'silence' AND state = 'dead'"), 1);
+	memset(&got, 0, sizeof(got));
+	assert_int_equal(store_issue_get(e.st, "g", KEY, &got), ERR_OK);
+	assert_null(got.dead_reason);
+	store_issue_release(&got);
+
+	assert_int_equal(map_admin_run(e.st, MAP_ADMIN_RETRY, "g", KEY, &out), 200);
+	sfx_assert_contains(buf_str(&out), "re-queued 1 dead-lettered event(s)");
+	/* Its note "post~" is kept: it looks for the silence first, then makes it. */
+	fake_http_push(e.am, 200, "Content-Type: application/json", "[]");
+	fake_http_push(e.am, 200, "Content-Type: application/json", "{\"silenceID\":\"sil-2\"}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW + 1000), 1);
+	assert_int_equal(fake_http_count(e.am), 3);
+	assert_string_equal(fake_http_request(e.am, 2)->method, "POST");
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events WHERE kind = "
+					      "'silence' AND state = 'done'"), 1);
+	buf_release(&out);
+	env_stop(&e);
+}
+
+static int setup_all(void **state)
+{
+	(void)state;
+	return http_global_init() == ERR_OK ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		SFX_TEST(group_silence_matches_the_group_labels),
+		SFX_TEST(alert_silence_matches_the_alert_labels),
+		SFX_TEST(refused_silence_leaves_the_row_and_map_retry_requeues_it),
+	};
+
+	return cmocka_run_group_tests(tests, setup_all, NULL);
+}
