@@ -96,6 +96,10 @@ ALL_CFLAGS += -DAB_HAVE_LIBPQ
 LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c web/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.mustache))
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/embed.o
+# The commands (cmd/, one file each; main.c is their table): linked into the binary only,
+# the library above stays what the unit tests link.
+CMD_SRC := $(sort $(wildcard cmd/*.c))
+CMD_OBJ := $(CMD_SRC:%.c=$(O)/%.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/test_*.c))
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(O)/tests/%)
 TEST_HELPER_SRC := $(sort $(wildcard tests/unit/helpers/*.c))
@@ -153,7 +157,7 @@ $(O)/libalertbridge.a: $(LIB_OBJ)
 	$(E) "  AR      $@"
 	$(Q)ar rcsD $@ $^
 
-$(BIN): $(O)/main.o $(O)/libalertbridge.a
+$(BIN): $(O)/main.o $(CMD_OBJ) $(O)/libalertbridge.a
 	$(E) "  LINK    $@"
 	$(Q)$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -13,7 +13,7 @@ search, which lags behind writes, was never used.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge), FAULTS_ONLY=name,name, FAULTS_KEEP=1 (keep the
 temp dir with alertbridge's log), FAULTS_SECOND_MS (250: the binary's second, its pacing and
-backoff, ALERTBRIDGE_TEST_SECOND_MS; 1000 checks the real pacing).
+backoff, serve --test.second-ms; 1000 checks the real pacing).
 Prints a timeline, the figures, and last "N passed, N failed".
 """
 
@@ -37,7 +37,7 @@ GH_TOKEN = "ghs_faultsToken0123456789"
 HOOK_TOKEN = "faults-webhook-secret"
 RECEIVER = "bridge"
 BUDGET = 20                # content_per_minute in the config
-# The binary's own second (ALERTBRIDGE_TEST_SECOND_MS: its pacing and backoff; GitHub's
+# The binary's own second (serve --test.second-ms: its pacing and backoff; GitHub's
 # Retry-After and reset stay real): a quarter of one, so the cases take a quarter of the time.
 SECOND_MS = int(os.environ.get("FAULTS_SECOND_MS") or "250")
 SECOND_S = SECOND_MS / 1000.0
@@ -80,10 +80,10 @@ class Stack:
                     "    reopen_window: 7d\n"
                     "    templates: {title: title.mustache, body: body.mustache}\n"
                     % (self.port, self.gh.url, BUDGET, RECEIVER, REPO))
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config],
+        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config,
+                                       "--test.second-ms=%d" % SECOND_MS],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
-                       env=dict({k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                                ALERTBRIDGE_TEST_SECOND_MS=str(SECOND_MS)))
+                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
         self.ab.start()
         wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
 

@@ -61,9 +61,10 @@ MUTATING = ("POST", "PATCH", "PUT", "DELETE")
 GRACE_S = 2.0   # github.timeout below: the grace after taking the worker lock (core/active.h)
 
 run = Runner()
-# One second of alertbridge's own GitHub pacing lasts 100 ms (main.c test_second()), so that
-# the replicas drain what the test sends within its time budget.
-os.environ["ALERTBRIDGE_TEST_SECOND_MS"] = "100"
+# One second of alertbridge's own GitHub pacing lasts 100 ms (serve --test.second-ms,
+# cmd/serve.c test_second()), so that the replicas drain what the test sends within its
+# time budget.
+SECOND_MS_FLAG = "--test.second-ms=100"
 
 
 class Replica(Alertbridge):
@@ -74,6 +75,9 @@ class Replica(Alertbridge):
         self.uri = uri
         self.name = name
         super().__init__(workdir, gh_url, GH_TOKEN, REPO, receiver=RECEIVER, log_level="debug")
+
+    def start(self, wait=True, flags=()):
+        super().start(wait=wait, flags=[SECOND_MS_FLAG] + list(flags))
 
     def write_receivers(self, receivers_yaml):
         super().write_receivers(receivers_yaml)

@@ -45,9 +45,9 @@ TOKEN = "ghs_reloadToken0123456789"
 RECEIVER = "bridge"
 
 run = Runner()
-# One second of the bridge's pacing lasts 20 ms (main.c test_second()), so the load's
-# creates, comments and closes drain in seconds.
-os.environ["ALERTBRIDGE_TEST_SECOND_MS"] = "20"
+# One second of the bridge's pacing lasts 20 ms (serve --test.second-ms, cmd/serve.c
+# test_second()), so the load's creates, comments and closes drain in seconds.
+SECOND_MS_FLAG = "--test.second-ms=20"
 
 
 def write(path, text):
@@ -94,7 +94,7 @@ def setup(tmp, gh, *flags, title="v1 {{alertname}}", **cfg):
     ab = Alertbridge(tmp, gh.url, TOKEN, REPO, receiver=RECEIVER)
     write(os.path.join(tmp, "title.mustache"), title)
     write(ab.config, config(ab, gh, **cfg))
-    ab.start(flags=list(flags))
+    ab.start(flags=[SECOND_MS_FLAG] + list(flags))
     return ab
 
 
@@ -320,7 +320,7 @@ def auto_reload_picks_up_a_configmap_update():
         os.symlink("..v1", os.path.join(tmp, "..data"))
         os.remove(ab.config)
         os.symlink("..data/alertbridge.yml", ab.config)
-        ab.start(flags=["--config.auto-reload-interval=200ms"])
+        ab.start(flags=[SECOND_MS_FLAG, "--config.auto-reload-interval=200ms"])
         os.mkdir(os.path.join(tmp, "..v2"))
         write(os.path.join(tmp, "..v2", "alertbridge.yml"), config(ab, gh, label="cm-2"))
         os.symlink("..v2", os.path.join(tmp, "..data_tmp"))

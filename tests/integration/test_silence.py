@@ -141,9 +141,8 @@ def setup_issue_from_a_real_alertmanager():
     args[3] += "alertmanager:\n  url: %s\n  max_silence: 1d\n" % proxy.url
     ab._config_args = tuple(args)
     ab.write_receivers("  - name: bridge\n    repo: %s\n" % REPO)
-    os.environ["ALERTBRIDGE_TEST_SECOND_MS"] = "50"
     am.start()
-    ab.start()
+    ab.start(flags=["--test.second-ms=50"])
     now = time.time()
     am.post([{"labels": LABELS, "annotations": {"summary": "GPU hot"},
               "startsAt": iso_ms(now - 5), "endsAt": iso_ms(now + 3600)}])

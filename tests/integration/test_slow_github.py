@@ -73,9 +73,9 @@ class Stack:
                     "janitor: {enabled: false}\n"
                     % (self.port, self.gh.url, TIMEOUT_MS, RECEIVER, REPO))
         # the binary's own pacing and backoff in quarter seconds (GitHub's timing stays real)
-        env = dict({k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                   ALERTBRIDGE_TEST_SECOND_MS="250")
-        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + config],
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + config,
+                                       "--test.second-ms=250"],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir, env=env)
         self.ab.start()
         wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)

@@ -49,7 +49,7 @@ Not modelled: a storm that folds alerts into summaries (storms are on, below the
 the group body's task list (its text is not checked), bad input (tests/integration covers it).
 
 Times that matter come from the payloads (startsAt/endsAt, a virtual clock in the past) and
-the fake (closed_at); the binary runs with ALERTBRIDGE_TEST_SECOND_MS (its own pacing and
+the fake (closed_at); the binary runs with --test.second-ms (its own pacing and
 backoff scaled down; GitHub's Retry-After is honoured as is).
 
 Env (or flags): MODEL_SEEDS=N (default 200: seeds 1..N), MODEL_SEED=S (only seed S),
@@ -104,7 +104,7 @@ MISSING = "acme/missing"
 GH_TOKEN = "ghs_modelToken0123456789"
 ACME_TOKEN = "ghs_modelAcmeToken0123456789"   # even seeds: acme's own credential
 HOOK_TOKEN = "model-webhook-secret"
-SECOND_MS = 5            # ALERTBRIDGE_TEST_SECOND_MS
+SECOND_MS = 5            # serve --test.second-ms
 WINDOW_S = 3600          # reopen_window
 QUIET_S = 12             # a quiet point waits at most this long
 MARK_RE = re.compile(r"<!--\s*alertbridge:key=([A-Za-z0-9._-]{1,128})\s*-->")
@@ -333,9 +333,9 @@ class World:
 
     def start(self):
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        env["ALERTBRIDGE_TEST_SECOND_MS"] = str(SECOND_MS)
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml"],
+        self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml",
+                                      "--test.second-ms=%d" % SECOND_MS],
                                      stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
                                      start_new_session=True)

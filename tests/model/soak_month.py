@@ -5,7 +5,7 @@
 version-4 payload shapes) fire on day 0; every repeat_interval (4 h of virtual time) each group
 is re-sent; every day 5% of the alerts flap (resolve, then fire again with a new startsAt a few
 minutes later).  The virtual month lies in the past (startsAt/endsAt come from it); the bridge
-runs with its own pacing scaled down (ALERTBRIDGE_TEST_SECOND_MS=1), against the fake GitHub.
+runs with its own pacing scaled down (serve --test.second-ms=1), against the fake GitHub.
 
 Checks: after the first week and at the end of the month, once the queue is empty, the
 database's size (file + WAL) and alertbridge's RSS; both must stay within 10% of the first
@@ -71,7 +71,7 @@ class Soak:
         self.dir = tempfile.mkdtemp(prefix="ab-soak-")
         # A month in minutes: GitHub's hourly budget of 5,000 requests, counted in wall-clock
         # hours, would stand for a month of a busy cluster, so the fake's is scaled up with
-        # the clock (the bridge's pacing still runs, scaled by ALERTBRIDGE_TEST_SECOND_MS).
+        # the clock (the bridge's pacing still runs, scaled by --test.second-ms).
         self.gh = FakeGitHub(token=TOKEN, repos=[REPO], search_lag_s=60,
                              rate_limit=10 ** 9).start()
         self.gh.server.handle_error = lambda request, address: None
@@ -105,8 +105,7 @@ class Soak:
 
     def start(self, cfg):
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        env["ALERTBRIDGE_TEST_SECOND_MS"] = "1"
-        self.proc = subprocess.Popen([BIN, "serve", "--config.file=" + cfg],
+        self.proc = subprocess.Popen([BIN, "serve", "--config.file=" + cfg, "--test.second-ms=1"],
                                      stdout=open(os.path.join(self.dir, "alertbridge.log"), "ab"),
                                      stderr=subprocess.STDOUT, cwd=self.dir, env=env,
                                      start_new_session=True)

@@ -388,7 +388,7 @@ static void content_per_hour_option_is_kept(void **state)
 	assert_int_equal(st.content_left_hour, 0);  /* T0 + 1 s and T0 + 1 h are within it */
 }
 
-/* The test hook behind ALERTBRIDGE_TEST_SECOND_MS: spacing and the budget's window scaled. */
+/* The test hook behind serve --test.second-ms: spacing and the budget's window scaled. */
 static void scaled_pacing_keeps_the_budget_in_a_shorter_window(void **state)
 {
 	struct fixture *fx = *state;
