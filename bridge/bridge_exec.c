@@ -319,6 +319,21 @@ static void refused(struct bridge *b, struct work *w)
 		log_msg(LOG_WARN, "cannot record the refused create", "key", w->ev.key);
 }
 
+/*
+ * GitHub answered the comment with a refusal (a locked issue's 403, 401, 404,
+ * 422): nothing was posted, so the note no longer says "in doubt" and a retry
+ * (map retry once a person unlocked the issue) posts without waiting for it to
+ * settle or looking.  Not noted (a store failure): the retry waits and looks.
+ */
+static void comment_refused(struct bridge *b, struct work *w)
+{
+	struct buf why = BUF_INIT;
+
+	if (note_progress(b, w, w->step, 0, &why) != ERR_OK)
+		log_msg(LOG_WARN, "cannot record the refused comment", "detail", buf_str(&why));
+	buf_release(&why);
+}
+
 /* What the on-call page shows of the row: the alert's name and the issue's title. */
 static void set_shown(struct store_issue *row, const json_t *view, const char *title)
 {
@@ -516,6 +531,8 @@ static enum err do_comment(struct bridge *b, struct work *w, const json_t *view,
 				      buf_str(&marker), errmsg);
 	if (rc == ERR_RETRY && w->comment_noted)
 		in_doubt(b, w, 0, errmsg);
+	else if (rc && w->comment_noted)
+		comment_refused(b, w);
 out:
 	buf_release(&text);
 	buf_release(&marker);

@@ -167,6 +167,46 @@ static void resolve_comment_made_after_the_timeout_is_not_posted_twice(void **st
 	bfx_env_stop(&e);
 }
 
+/*
+ * A comment GitHub refused (a locked issue's 403) was not posted: not in doubt.  After the
+ * cause is lifted, `map retry` posts it at once, with no wait for it to settle and no look
+ * (the model's seed 5 waited 11 s for a comment that never was).
+ */
+static void refused_comment_is_posted_again_without_a_wait(void **state)
+{
+	struct env e;
+	int64_t n = 0;
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e.gh, 403, NULL,
+		       "{\"message\":\"Unable to create comment because issue is locked.\"}");
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 3);
+	assert_int_equal(store_dead_count(e.st), 1);
+
+	/* unlocked by a person; map retry: due at once, the comment posted, then the close */
+	assert_int_equal(store_dead_requeue(e.st, "bridge", "default", FP, NULL, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 6);
+	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/3/comments",
+			   RESOLVED_MARKER);
+	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	bfx_env_stop(&e);
+}
+
 /* While one alert's create is in doubt, the worker goes on with the others. */
 static void doubt_waits_in_the_queue_not_the_worker(void **state)
 {
@@ -196,6 +236,7 @@ int main(void)
 		cmocka_unit_test(create_made_after_the_timeout_is_found_not_made_twice),
 		cmocka_unit_test(create_in_doubt_but_absent_is_posted_after_the_look),
 		cmocka_unit_test(resolve_comment_made_after_the_timeout_is_not_posted_twice),
+		cmocka_unit_test(refused_comment_is_posted_again_without_a_wait),
 		cmocka_unit_test(doubt_waits_in_the_queue_not_the_worker),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
