@@ -562,7 +562,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	c = ci ? ci->socket_context : NULL;
 	if (c && c->admitted)
-		srv_arm_for_headers(s, c, clock_mono_us());
+		srv_arm_for_headers(s, c, clock_mono_us(), 1);
 	free(x);
 	if (--s->inflight == 0)
 		pthread_cond_broadcast(&s->idle);

@@ -40,11 +40,11 @@ void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
 }
 
 /* Wait for a request's headers: from now, at most min(header, read timeout). */
-void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us)
+void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us, int kept_alive)
 {
 	c->start_us = now_us;
 	c->deadline_us = now_us + s->header_timeout_us;
-	c->phase = "headers";
+	c->phase = kept_alive ? SRV_PHASE_NEXT_REQUEST : "headers";
 }
 
 /*
@@ -167,7 +167,7 @@ void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_conte
 	} else {
 		c->admitted = 1;
 		s->nconns++;
-		srv_arm_for_headers(s, c, now);
+		srv_arm_for_headers(s, c, now, 0);
 	}
 	pthread_mutex_unlock(&s->lock);
 	*socket_context = c;
@@ -194,7 +194,11 @@ void *srv_reap(void *arg)
 				continue;
 			shutdown(c->fd, SHUT_RDWR);
 			s->timed_out++;
-			l = log_begin(LOG_INFO, "closed a slow connection");
+			/* An idle kept-alive connection is routine (clients pool them). */
+			if (!strcmp(c->phase, SRV_PHASE_NEXT_REQUEST))
+				l = log_begin(LOG_DEBUG, "closed an idle connection");
+			else
+				l = log_begin(LOG_INFO, "closed a slow connection");
 			log_str(l, "remote_addr", c->addr);
 			log_str(l, "waiting_for", c->phase);
 			log_int(l, "after_ms", (now - c->start_us) / 1000);

@@ -30,6 +30,8 @@
 /* Addresses remembered as known clients (srv_note_client()), and for how long, in us. */
 #define SRV_KNOWN_SLOTS 64
 #define SRV_KNOWN_TTL_US (30LL * 60 * 1000000)
+/* The phase of a connection kept alive, waiting for its next request. */
+#define SRV_PHASE_NEXT_REQUEST "next_request"
 
 /* A client whose POST was answered 2xx: it may use the reserved connections. */
 struct known_client {
@@ -109,7 +111,7 @@ struct conn {
 	int fd;
 	int64_t start_us;     /* accept, or the end of the previous response */
 	int64_t deadline_us;  /* 0: none */
-	const char *phase;    /* "headers" or "body": what the deadline waits for */
+	const char *phase;    /* "headers", "body" or SRV_PHASE_NEXT_REQUEST: what the deadline waits for */
 	int admitted;         /* counted in srv.nconns (not closed at once for the cap) */
 	char addr[INET6_ADDRSTRLEN];
 };
@@ -196,14 +198,16 @@ void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN]);
  * past max_connections, or past max_connections - reserve from an address
  * that is not a known client.  srv_reap() is the reaper thread's body: it
  * shuts down connections past their deadline every 100 ms until
- * s->reaper_stop.  srv_arm_for_headers() sets c's header deadline from now
- * (under s->lock).  srv_note_client() remembers addr as a known client for
+ * s->reaper_stop; a connection closed waiting for its first request's
+ * headers (or a body) is logged at info as slow, one kept alive after an
+ * answer (kept_alive 1: its phase is SRV_PHASE_NEXT_REQUEST) at debug as idle.
+ * srv_arm_for_headers() sets c's header deadline from now (under s->lock).  srv_note_client() remembers addr as a known client for
  * SRV_KNOWN_TTL_US (takes s->lock).
  */
 void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
 		       enum MHD_ConnectionNotificationCode code);
 void *srv_reap(void *arg);
-void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us);
+void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us, int kept_alive);
 void srv_note_client(struct srv *s, const char *addr);
 
 /*
