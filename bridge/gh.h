@@ -376,8 +376,9 @@ enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t
  * When a write of c sent at sent_ms (ms, c's clock) whose answer was lost can
  * no longer land on GitHub: sent_ms + the client's timeout (GitHub cannot
  * have received it later) + 10 s (GitHub ends a request it has processed
- * for 10 s: "Troubleshooting the REST API", Timeouts).  A marker looked for
- * before then may be missing only because GitHub is still making the write.
+ * for 10 s: "Troubleshooting the REST API", Timeouts; scaled with the test
+ * hook window_ms, as the budget's minute is).  A marker looked for before
+ * then may be missing only because GitHub is still making the write.
  */
 int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms);
 /*
