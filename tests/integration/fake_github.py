@@ -48,7 +48,9 @@ answered as GitHub answers it: 422 "Validation Failed" with one error per reject
 is made or changed.
 
 As a script:  python3 fake_github.py --port 0 --port-file F --token T [--repo owner/name ...]
-              [--assignable login ...]
+              [--assignable login ...] [--owner-token OWNER=TOKEN[=LOGIN] ...]
+              (--owner-token: a personal token that reaches only OWNER's repositories, acting
+              as LOGIN: one organisation's entry of github.credentials)
 As a module:  fg = FakeGitHub(token="T", repos=["acme/alerts"]); fg.start(); ...; fg.stop()
 
 Side door (no auth, never recorded), all JSON:
@@ -74,6 +76,13 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/lock                 {repo, number, locked}         lock or unlock an issue
   POST /_fake/login                {token, login}                 the login a token acts as
   POST /_fake/read_only            {token, read_only}             a token that cannot write
+  POST /_fake/owner_token          {token, owners, login}         a personal token reaching
+                                                                  only those owners, as login
+  POST /_fake/comment              {repo, number, login, body, association, user_type,
+                                    deliver_to, secret}           a person's comment
+                                   (human_comment); with deliver_to, its issue_comment event is
+                                   POSTed there as GitHub delivers it (send_webhook, signed with
+                                   secret) -> {status, body, delivery}: the receiver's answer
   POST /_fake/reset                forget everything but the repositories (logins, read-only
                                    tokens and archiving too)
 """
@@ -953,6 +962,23 @@ class FakeGitHub:
             if path == "/_fake/login":
                 self.set_login(body["token"], body["login"])
                 return 200, {"ok": True}
+            if path == "/_fake/owner_token":
+                owners = body["owners"]
+                if not isinstance(owners, list) or not owners:
+                    raise ValueError("owners: want a non-empty list")
+                self.apps.scope_token(body["token"], owners)
+                if body.get("login"):
+                    self.set_login(body["token"], body["login"])
+                return 200, {"ok": True}
+            if path == "/_fake/comment":
+                payload = self.human_comment(body["repo"], body["number"], body["login"],
+                                             body["body"], body.get("association", "MEMBER"),
+                                             body.get("user_type", "User"))
+                if not body.get("deliver_to"):
+                    return 200, {"event": payload}
+                status, answer, delivery = send_webhook(body["deliver_to"], body.get("secret"),
+                                                        "issue_comment", payload)
+                return 200, {"status": status, "body": answer, "delivery": delivery}
             if path == "/_fake/read_only":
                 self.set_read_only(body["token"], body.get("read_only", True))
                 return 200, {"ok": True}
@@ -1121,12 +1147,22 @@ def main(argv=None):
                     "acme/alerts")
     ap.add_argument("--assignable", action="append",
                     help="a login that can be assigned (repeatable); default: anyone")
+    ap.add_argument("--owner-token", action="append", default=[],
+                    help="OWNER=TOKEN[=LOGIN]: a personal token that reaches only OWNER's "
+                    "repositories, acting as LOGIN (repeatable)")
     ap.add_argument("--search-lag", type=float, default=60.0,
                     help="seconds the search index lags behind writes (default 60)")
     args = ap.parse_args(argv)
     fg = FakeGitHub(token=args.token, repos=args.repo or ["acme/alerts"], host=args.host,
                     port=args.port, search_lag_s=args.search_lag,
                     assignable=args.assignable).start()
+    for spec in args.owner_token:
+        parts = spec.split("=")
+        if len(parts) not in (2, 3) or not all(parts):
+            ap.error("--owner-token: want OWNER=TOKEN[=LOGIN], got %r" % spec)
+        fg.apps.scope_token(parts[1], [parts[0]])
+        if len(parts) == 3:
+            fg.set_login(parts[1], parts[2])
     if args.port_file:
         tmp = args.port_file + ".tmp"
         with open(tmp, "w") as f:

@@ -610,6 +610,84 @@ def script_mode_port_file():
     eq(p.returncode, 0, "script exits 0 on SIGTERM")
 
 
+@run.case
+def script_mode_two_owners_and_a_delivered_comment():
+    """A new user's walk runs the fake as a script: github.credentials needs a token per
+    organisation (each its own login, reaching only its owner's repositories), and /silence
+    needs a person's comment delivered as GitHub's signed issue_comment event."""
+    import hashlib
+    import hmac
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    got = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            got.append(({k.lower(): v for k, v in self.headers.items()}, raw))
+            self.send_response(202)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    hook = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    d = tempfile.mkdtemp(prefix="fakegh-")
+    pf = os.path.join(d, "port")
+    p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(
+        os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf,
+        "--token", "T-acme", "--repo", "acme/a", "--repo", "beta/b",
+        "--owner-token", "beta=T-beta=bob"], stderr=subprocess.DEVNULL)
+    try:
+        poll(lambda: os.path.exists(pf), "port file", timeout_s=10)
+        base = "http://127.0.0.1:%d" % int(open(pf).read())
+        st, _, j = http("POST", base + "/repos/beta/b/issues", {"title": "x"},
+                        headers=dict(HDRS, Authorization="Bearer T-beta"))
+        eq((st, j["user"]["login"]), (201, "bob"), "beta's token creates as bob")
+        st, _, _ = http("POST", base + "/repos/acme/a/issues", {"title": "x"},
+                        headers=dict(HDRS, Authorization="Bearer T-beta"))
+        eq(st, 404, "beta's token does not reach acme (404, as GitHub answers)")
+        st, _, j = http("GET", base + "/user", headers=dict(HDRS, Authorization="Bearer T-beta"))
+        eq((st, j["login"]), (200, "bob"), "GET /user")
+        http("POST", base + "/_fake/owner_token", {"token": "T-gamma", "owners": ["gamma"],
+                                                   "login": "carol"})
+        http("POST", base + "/_fake/repo", {"repo": "gamma/c"})
+        st, _, j = http("POST", base + "/repos/gamma/c/issues", {"title": "x"},
+                        headers=dict(HDRS, Authorization="Bearer T-gamma"))
+        eq((st, j["user"]["login"]), (201, "carol"), "a token added by the side door")
+        st, _, j = http("POST", base + "/_fake/comment", {
+            "repo": "beta/b", "number": 1, "login": "octocat", "body": "/silence 2h",
+            "association": "MEMBER", "deliver_to": "http://127.0.0.1:%d/hook" %
+            hook.server_address[1], "secret": "s3"})
+        eq(st, 200, "side-door comment (%s)" % j)
+        eq(j["status"], 202, "the receiver's answer is returned")
+        eq(len(got), 1, "one delivery")
+        h, raw = got[0]
+        eq(h["x-github-event"], "issue_comment", "event header")
+        eq(h["x-hub-signature-256"], "sha256=" + hmac.new(b"s3", raw, hashlib.sha256).hexdigest(),
+           "signed with the secret")
+        ev = json.loads(raw)
+        eq((ev["action"], ev["comment"]["body"], ev["comment"]["author_association"],
+            ev["issue"]["number"], ev["sender"]["login"]),
+           ("created", "/silence 2h", "MEMBER", 1, "octocat"), "the event")
+        st, _, j = http("GET", base + "/repos/beta/b/issues/1/comments",
+                        headers=dict(HDRS, Authorization="Bearer T-beta"))
+        eq([c["user"]["login"] for c in j], ["octocat"], "the comment is kept on the issue")
+    finally:
+        hook.shutdown()
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=5)
+        for f in os.listdir(d):
+            os.unlink(os.path.join(d, f))
+        os.rmdir(d)
+
+
 def main():
     socket.setdefaulttimeout(10)
     fg.start()
