@@ -1,7 +1,7 @@
 /*
  * bridge_int.h - what the parts of the reconciler share: struct bridge, the
- * work of one event, and the calls bridge.c makes into bridge_exec.c.  Not
- * for other modules: they use bridge/bridge.h.
+ * work of one event, and the calls bridge.c makes into bridge_plan.c and
+ * bridge_exec.c.  Not for other modules: they use bridge/bridge.h.
  */
 #ifndef AB_BRIDGE_INT_H
 #define AB_BRIDGE_INT_H
@@ -112,7 +112,7 @@ void bridge_group_body_marker(const struct store_issue *row, struct buf *out);
 /*
  * The row keeps gi's ETag (NULL: none) and, with it, gi's labels as a JSON
  * array, so that a later conditional read answered 304 is answered from the
- * row (refresh() in bridge.c).  For every answer that carries the issue.
+ * row (refresh() in bridge_plan.c).  For every answer that carries the issue.
  */
 void bridge_row_take_etag(struct store_issue *row, const struct gh_issue *gi);
 /*
@@ -129,6 +129,13 @@ enum err bridge_route(struct bridge *b, struct work *w, struct buf *errmsg);
 int bridge_route_of(const struct cfg_receiver *rcv, const json_t *doc);
 /* The view of w for the templates in *view (json_decref() it); an error with errmsg. */
 enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, struct buf *errmsg);
+/*
+ * Plan w (bridge_plan.c): w->action and w->step from the event's progress
+ * note, else issue_plan() on the map row, re-planned on GitHub's state when
+ * the row could mislead (which may clear w->have_row: the issue is gone, or
+ * set w->no_issue).  ERR_OK, or a GitHub or store error with errmsg: retry.
+ */
+enum err bridge_plan(struct bridge *b, struct work *w, struct buf *errmsg);
 /* Make the calls w->action needs from w->step on, noting progress; ERR_INVALID: no view. */
 enum err bridge_execute(struct bridge *b, struct work *w, struct buf *errmsg);
 
