@@ -14,6 +14,9 @@
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -541,11 +544,13 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct srv_request_impl *x = *con_cls;
 	const union MHD_ConnectionInfo *ci;
 	struct conn *c;
+	int trim;
 
 	(void)toe;
 	if (!x)
 		return;
 	*con_cls = NULL;
+	trim = x->body.len >= SRV_TRIM_AFTER_BODY_BYTES;
 	if (s->observer && x->status)
 		s->observer(s->observer_ctx, x->method_label, x->route_label, x->status,
 			    clock_mono_us() - x->start_us);
@@ -567,6 +572,18 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (--s->inflight == 0)
 		pthread_cond_broadcast(&s->idle);
 	pthread_mutex_unlock(&s->lock);
+#ifdef __GLIBC__
+	/*
+	 * A large body's handler built and freed a large tree in this thread's
+	 * malloc arena, which glibc keeps for the thread: with several handler
+	 * threads each would hold its peak for good.  malloc_trim(3) hands the
+	 * free pages of every arena back (a few ms, only after such a request).
+	 */
+	if (trim)
+		(void)malloc_trim(0);
+#else
+	(void)trim;
+#endif
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);

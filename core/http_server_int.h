@@ -30,6 +30,12 @@
 /* Addresses remembered as known clients (srv_note_client()), and for how long, in us. */
 #define SRV_KNOWN_SLOTS 64
 #define SRV_KNOWN_TTL_US (30LL * 60 * 1000000)
+/*
+ * After a request whose body had at least this many bytes, free memory is
+ * handed back to the system (malloc_trim(3)): a 10,000-alert webhook is
+ * about 10 MB and its JSON tree 4.4 times that.
+ */
+#define SRV_TRIM_AFTER_BODY_BYTES (1024 * 1024)
 /* The phase of a connection kept alive, waiting for its next request. */
 #define SRV_PHASE_NEXT_REQUEST "next_request"
 
