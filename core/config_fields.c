@@ -1,8 +1,8 @@
 /*
  * config_fields.c - the configuration's schema: the field table of every
- * section, the custom field parsers, the per-section checks, the defaults and
- * the lists of records (receivers, policies).  config.c walks the YAML with
- * these tables; both share config_int.h.
+ * section but the janitor's (config_janitor.c), the custom field parsers, the
+ * per-section checks, the defaults and the lists of records (receivers).
+ * config.c walks the YAML with these tables; all share config_int.h.
  */
 #include "config_int.h"
 
@@ -32,8 +32,8 @@ static int valid_url(const char *s)
 }
 
 /* An http(s) URL at key in map, trailing slashes removed. */
-static enum err check_url(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
-			  char *url)
+enum err cfg_check_url(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		       char *url)
 {
 	char sub[PATH_MAX_LEN];
 	size_t n;
@@ -48,8 +48,8 @@ static enum err check_url(struct ctx *c, yaml_node_t *map, const char *path, con
 	return ERR_OK;
 }
 
-static enum err need(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
-		     const void *value)
+enum err cfg_need(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		  const void *value)
 {
 	char sub[PATH_MAX_LEN];
 
@@ -62,8 +62,8 @@ static enum err need(struct ctx *c, yaml_node_t *map, const char *path, const ch
 	return cfg_fail(c, map, path, ERR_INVALID, "missing required key \"%s\"", key);
 }
 
-static enum err exclusive(struct ctx *c, yaml_node_t *map, const char *path, const char *a,
-			  const void *va, const char *b, const void *vb)
+enum err cfg_exclusive(struct ctx *c, yaml_node_t *map, const char *path, const char *a,
+		       const void *va, const char *b, const void *vb)
 {
 	char sub[PATH_MAX_LEN];
 
@@ -140,36 +140,14 @@ static enum err parse_issue_per(struct ctx *c, yaml_node_t *node, const char *pa
 	return ERR_OK;
 }
 
-const char *const cfg_owned_names[] = {
-	[CFG_OWNED_NOTIFY_ONLY] = "notify-only",
-	[CFG_OWNED_SCALE_TO_ZERO] = "scale-to-zero",
-	[CFG_OWNED_DELETE_OWNER] = "delete-owner",
-};
-
-static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	const char *want = "\"scale-to-zero\", \"delete-owner\" or \"notify-only\"";
-	const char *s = "";
-
-	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
-		return ERR_INVALID;
-	for (size_t i = 0; i < sizeof(cfg_owned_names) / sizeof(cfg_owned_names[0]); i++) {
-		if (!strcmp(s, cfg_owned_names[i])) {
-			*(enum cfg_owned *)field = (enum cfg_owned)i;
-			return ERR_OK;
-		}
-	}
-	return cfg_type_error(c, node, path, want);
-}
-
 /*
  * A mapping of non-empty unique string keys to string values into a new
  * array *pairs of *count (freed by cfg_free()); wk and wv name them in errors.
  * check (may be NULL) judges each pair: non-zero with why set fails it at the value.
  */
-static enum err parse_pairs(struct ctx *c, yaml_node_t *node, const char *path,
-			    struct cfg_pair **pairs, size_t *count, const char *wk, const char *wv,
-			    int (*check)(const char *k, const char *v, const char **why))
+enum err cfg_parse_pairs(struct ctx *c, yaml_node_t *node, const char *path,
+			 struct cfg_pair **pairs, size_t *count, const char *wk, const char *wv,
+			 int (*check)(const char *k, const char *v, const char **why))
 {
 	yaml_node_pair_t *p;
 	size_t n;
@@ -208,14 +186,6 @@ static enum err parse_pairs(struct ctx *c, yaml_node_t *node, const char *path,
 	return ERR_OK;
 }
 
-static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	struct cfg_slack *slack = field;
-
-	return parse_pairs(c, node, path, &slack->namespace_channels,
-			   &slack->namespace_channels_count, "a namespace", "a channel", NULL);
-}
-
 /*
  * A web.auth user: a name without ':' (RFC 7617) and a bcrypt hash as
  * crypt(3) reads it: "$2a$", "$2b$" or "$2y$", a cost 04..31, "$", then 22
@@ -245,22 +215,11 @@ static enum err parse_web_users(struct ctx *c, yaml_node_t *node, const char *pa
 {
 	struct cfg_web_auth *a = field;
 
-	return parse_pairs(c, node, path, &a->basic_auth_users, &a->basic_auth_users_count,
+	return cfg_parse_pairs(c, node, path, &a->basic_auth_users, &a->basic_auth_users_count,
 			   "a user name", "a bcrypt hash", check_web_user);
 }
 
 /* ---- field tables ---- */
-
-#define FLD(s, k, t, f) { .key = k, .type = t, .off = offsetof(s, f) }
-#define NUM(s, k, t, f, lo, hi) { .key = k, .type = t, .off = offsetof(s, f), .min = lo, .max = hi }
-#define DUR(s, k, f, nonzero) \
-	{ .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero }
-#define SECRET(s, k, f, f2) \
-	{ .key = k, .type = F_SECRET, .off = offsetof(s, f), .off2 = offsetof(s, f2) }
-#define MAP(s, k, f, set) { .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set }
-#define FUNC(s, k, f, fn_) { .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_ }
-#define FIELDSET(name, arr, chk) \
-	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk }
 
 static const struct field log_fields[] = {
 	FUNC(struct cfg_log, "level", level, parse_log_level),
@@ -271,7 +230,7 @@ FIELDSET(log_set, log_fields, NULL);
 static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_basic_auth *a = obj;
-	enum err rc = need(c, map, path, "username", a->username);
+	enum err rc = cfg_need(c, map, path, "username", a->username);
 	char sub[PATH_MAX_LEN];
 
 	if (rc == ERR_OK && strchr(a->username, ':')) {
@@ -280,7 +239,7 @@ static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *pa
 		return cfg_fail(c, cfg_key_or_map(c, map, "username"), sub, ERR_INVALID,
 				"must not contain ':' (RFC 7617)");
 	}
-	return rc != ERR_OK ? rc : need(c, map, path, "password_file", a->password_file);
+	return rc != ERR_OK ? rc : cfg_need(c, map, path, "password_file", a->password_file);
 }
 
 static const struct field basic_auth_fields[] = {
@@ -295,9 +254,9 @@ static enum err check_tls(struct ctx *c, yaml_node_t *map, const char *path, voi
 	enum err rc = ERR_OK;
 
 	if (t->cert_file || t->key_file || t->client_ca_file) {
-		rc = need(c, map, path, "cert_file", t->cert_file);
+		rc = cfg_need(c, map, path, "cert_file", t->cert_file);
 		if (rc == ERR_OK)
-			rc = need(c, map, path, "key_file", t->key_file);
+			rc = cfg_need(c, map, path, "key_file", t->key_file);
 	}
 	return rc;
 }
@@ -325,7 +284,7 @@ static enum err check_webhook(struct ctx *c, yaml_node_t *map, const char *path,
 		return cfg_fail(c, cfg_key_or_map(c, map, "read_header_timeout"), sub, ERR_INVALID,
 				"must not be longer than read_timeout");
 	}
-	return exclusive(c, map, path, "bearer_token_file", w->bearer_token_file, "basic_auth",
+	return cfg_exclusive(c, map, path, "bearer_token_file", w->bearer_token_file, "basic_auth",
 			 w->basic_auth.username);
 }
 
@@ -346,11 +305,11 @@ FIELDSET(webhook_set, webhook_fields, check_webhook);
 static enum err check_app(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_github_app *a = obj;
-	enum err rc = need(c, map, path, "app_id", a->app_id ? a : NULL);
+	enum err rc = cfg_need(c, map, path, "app_id", a->app_id ? a : NULL);
 	char sub[PATH_MAX_LEN];
 
 	if (rc == ERR_OK)
-		rc = need(c, map, path, "private_key_file", a->private_key_file);
+		rc = cfg_need(c, map, path, "private_key_file", a->private_key_file);
 	if (rc != ERR_OK)
 		return rc;
 	cfg_join_key(sub, path, "private_key_file");
@@ -369,10 +328,10 @@ FIELDSET(app_set, app_fields, check_app);
 static enum err check_cred(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_github_cred *gc = obj;
-	enum err rc = need(c, map, path, "owner", gc->owner);
+	enum err rc = cfg_need(c, map, path, "owner", gc->owner);
 
 	if (rc == ERR_OK)
-		rc = exclusive(c, map, path, "token_file", gc->token_file, "app",
+		rc = cfg_exclusive(c, map, path, "token_file", gc->token_file, "app",
 			       gc->app.app_id ? gc : NULL);
 	if (rc == ERR_OK && !gc->token_file && !gc->app.app_id)
 		rc = cfg_fail(c, map, path, ERR_INVALID, "needs token_file or app");
@@ -399,7 +358,7 @@ static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *
 static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_github *g = obj;
-	enum err rc = exclusive(c, map, path, "token_file", g->token_file, "app",
+	enum err rc = cfg_exclusive(c, map, path, "token_file", g->token_file, "app",
 				g->app.app_id ? g : NULL);
 	char sub[PATH_MAX_LEN];
 
@@ -409,7 +368,7 @@ static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, 
 		return cfg_fail(c, cfg_key_or_map(c, map, "body_update_interval"), sub, ERR_INVALID,
 				"must be between 1s and 1h");
 	}
-	return rc != ERR_OK ? rc : check_url(c, map, path, "api_url", g->api_url);
+	return rc != ERR_OK ? rc : cfg_check_url(c, map, path, "api_url", g->api_url);
 }
 
 static const struct field github_fields[] = {
@@ -429,11 +388,11 @@ FIELDSET(github_set, github_fields, check_github);
 static enum err check_alertmanager(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_alertmanager *a = obj;
-	enum err rc = exclusive(c, map, path, "bearer_token_file", a->bearer_token_file,
+	enum err rc = cfg_exclusive(c, map, path, "bearer_token_file", a->bearer_token_file,
 				"basic_auth", a->basic_auth.username);
 
 	if (rc == ERR_OK && (a->url || a->bearer_token_file || a->basic_auth.username))
-		rc = check_url(c, map, path, "url", a->url);
+		rc = cfg_check_url(c, map, path, "url", a->url);
 	return rc;
 }
 
@@ -526,10 +485,10 @@ static void route_inherit(struct cfg_route *rt, const struct cfg_receiver *r)
 static enum err check_receiver(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_receiver *r = obj;
-	enum err rc = need(c, map, path, "name", r->name);
+	enum err rc = cfg_need(c, map, path, "name", r->name);
 
 	if (rc == ERR_OK)
-		rc = need(c, map, path, "repo", r->repo);
+		rc = cfg_need(c, map, path, "repo", r->repo);
 	if (rc == ERR_OK)
 		rc = check_repo(c, map, path, r->repo);
 	for (size_t i = 0; rc == ERR_OK && i < r->routes_count; i++)
@@ -590,14 +549,11 @@ static const struct field route_fields[] = {
 };
 FIELDSET(route_set, route_fields, check_route);
 
-static enum err sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
-			     size_t *n);
-
 static enum err parse_routes(struct ctx *c, yaml_node_t *node, const char *path, void *field)
 {
 	struct cfg_receiver *r = field;
 	size_t n = 0;
-	enum err rc = sequence_len(c, node, path, "a list of routes", &n);
+	enum err rc = cfg_sequence_len(c, node, path, "a list of routes", &n);
 
 	if (rc != ERR_OK)
 		return rc;
@@ -628,134 +584,6 @@ static const struct field receiver_fields[] = {
 	MAP(struct cfg_receiver, "alertmanager", alertmanager, alertmanager_set),
 };
 FIELDSET(receiver_set, receiver_fields, check_receiver);
-
-/* "KEY: <a> <what> <other key> (<b>)": a policy duration out of order with another. */
-static enum err policy_order(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
-			     int64_t a_ms, const char *what, const char *other, int64_t b_ms)
-{
-	struct buf a = BUF_INIT, b = BUF_INIT;
-	char sub[PATH_MAX_LEN];
-	enum err rc;
-
-	duration_format(a_ms, &a);
-	duration_format(b_ms, &b);
-	cfg_join_key(sub, path, key);
-	rc = cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, "%s %s %s (%s)", buf_str(&a),
-		      what, other, buf_str(&b));
-	buf_release(&a);
-	buf_release(&b);
-	return rc;
-}
-
-static enum err check_policy(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
-{
-	struct cfg_policy *p = obj;
-	enum err rc = need(c, map, path, "alertname", p->alertname);
-
-	if (rc != ERR_OK)
-		return rc;
-	if (p->notice_lead_ms > p->grace_ms)
-		return policy_order(c, map, path, "notice_lead", p->notice_lead_ms,
-				    "is longer than", "grace", p->grace_ms);
-	if (p->reminder_before_ms < 0)  /* not given */
-		p->reminder_before_ms = p->notice_lead_ms / 2;
-	else if (p->reminder_before_ms > 0 && p->reminder_before_ms >= p->notice_lead_ms)
-		return policy_order(c, map, path, "reminder_before", p->reminder_before_ms,
-				    "is not less than", "notice_lead", p->notice_lead_ms);
-	return ERR_OK;
-}
-
-static const struct field policy_fields[] = {
-	FLD(struct cfg_policy, "alertname", F_STR, alertname),
-	DUR(struct cfg_policy, "grace", grace_ms, 0),
-	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0),
-	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
-	FUNC(struct cfg_policy, "owned", owned, parse_owned),
-	FLD(struct cfg_policy, "message", F_STR, message),
-	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1),
-	NUM(struct cfg_policy, "max_postpones", F_UINT, max_postpones, 0, 100),
-	DUR(struct cfg_policy, "max_lifetime", max_lifetime_ms, 0),
-};
-FIELDSET(policy_set, policy_fields, check_policy);
-
-static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
-{
-	struct cfg_slack *s = obj;
-	enum err rc = exclusive(c, map, path, "bot_token_file", s->bot_token_file,
-				"webhook_url_file", s->webhook_url_file);
-
-	if (rc == ERR_OK && s->signing_secret_file && !s->bot_token_file) {
-		char sub[PATH_MAX_LEN];
-
-		/* The button's answers (chat.update, lookups) need the Web API. */
-		cfg_join_key(sub, path, "signing_secret_file");
-		return cfg_fail(c, cfg_key_or_map(c, map, "signing_secret_file"), sub, ERR_INVALID,
-				"needs bot_token_file (the answers use chat.update)");
-	}
-	return rc != ERR_OK ? rc : check_url(c, map, path, "api_url", s->api_url);
-}
-
-static const struct field slack_fields[] = {
-	FLD(struct cfg_slack, "api_url", F_STR, api_url),
-	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token),
-	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url),
-	SECRET(struct cfg_slack, "signing_secret_file", signing_secret_file, signing_secret),
-	FLD(struct cfg_slack, "default_channel", F_STR, default_channel),
-	FLD(struct cfg_slack, "owner_label", F_STR, owner_label),
-	/* parse_channels fills both namespace_channels and its count: it gets the struct. */
-	{ .key = "namespace_channels", .type = F_FUNC, .off = 0, .fn = parse_channels },
-};
-FIELDSET(slack_set, slack_fields, check_slack);
-
-static enum err check_leader(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
-{
-	struct cfg_leader_election *l = obj;
-	enum err rc = need(c, map, path, "namespace", l->namespace);
-
-	return rc != ERR_OK ? rc : need(c, map, path, "lease_name", l->lease_name);
-}
-
-static const struct field leader_fields[] = {
-	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled),
-	FLD(struct cfg_leader_election, "namespace", F_STR, namespace),
-	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name),
-	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1),
-	FLD(struct cfg_leader_election, "identity", F_STR, identity),
-};
-FIELDSET(leader_set, leader_fields, check_leader);
-
-static const struct field kubernetes_fields[] = {
-	FLD(struct cfg_kubernetes, "kubeconfig", F_PATH, kubeconfig),
-	FLD(struct cfg_kubernetes, "context", F_STR, context),
-};
-FIELDSET(kubernetes_set, kubernetes_fields, NULL);
-
-static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field);
-
-static enum err check_janitor(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
-{
-	const struct cfg_janitor *j = obj;
-
-	if (j->notice_batch_window_ms > CFG_MAX_NOTICE_BATCH_WINDOW_MS)
-		return policy_order(c, map, path, "notice_batch_window", j->notice_batch_window_ms,
-				    "is longer than", "the maximum", CFG_MAX_NOTICE_BATCH_WINDOW_MS);
-	return ERR_OK;
-}
-
-static const struct field janitor_fields[] = {
-	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled),
-	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run),
-	MAP(struct cfg_janitor, "kubernetes", kubernetes, kubernetes_set),
-	FLD(struct cfg_janitor, "exclude_namespaces", F_LIST, exclude_namespaces),
-	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1),
-	NUM(struct cfg_janitor, "max_deletions_per_sweep", F_UINT, max_deletions_per_sweep, 0,
-	    100000),
-	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0),
-	{ .key = "policies", .type = F_FUNC, .off = 0, .fn = parse_policies },
-	MAP(struct cfg_janitor, "slack", slack, slack_set),
-	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set),
-};
-FIELDSET(janitor_set, janitor_fields, check_janitor);
 
 static const struct field web_auth_fields[] = {
 	{ .key = "basic_auth_users", .type = F_FUNC, .off = 0, .fn = parse_web_users },
@@ -800,7 +628,7 @@ static const struct field root_fields[] = {
 	MAP(struct config, "github", github, github_set),
 	MAP(struct config, "alertmanager", alertmanager, alertmanager_set),
 	{ .key = "receivers", .type = F_FUNC, .off = 0, .fn = parse_receivers },
-	MAP(struct config, "janitor", janitor, janitor_set),
+	MAP(struct config, "janitor", janitor, cfg_janitor_set),
 	MAP(struct config, "web", web, web_set),
 };
 const struct fieldset cfg_root_set = { root_fields,
@@ -833,17 +661,6 @@ static void receiver_defaults(struct cfg_receiver *r)
 	r->auto_close = 1;
 	r->reopen_window_ms = 7 * MS_D;
 	r->storm.storm_after_ms = 10 * MS_M;
-}
-
-static void policy_defaults(struct cfg_policy *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->grace_ms = 24 * MS_H;
-	p->notice_lead_ms = 2 * MS_H;
-	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
-	p->postpone_by_ms = 24 * MS_H;
-	p->max_postpones = 3;
-	p->owned = CFG_OWNED_NOTIFY_ONLY;
 }
 
 static char *hostname(void)
@@ -897,8 +714,8 @@ void cfg_defaults(struct config *cfg)
 }
 
 /* Number of items of a sequence node, or an error naming what was expected. */
-static enum err sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
-			     size_t *n)
+enum err cfg_sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
+			  size_t *n)
 {
 	if (node->type != YAML_SEQUENCE_NODE)
 		return cfg_type_error(c, node, path, want);
@@ -924,9 +741,9 @@ static enum err unique_by(struct ctx *c, yaml_node_t *seq, size_t i, const char 
 }
 
 /* Error when the string at key of item i equals that of an earlier item. */
-static enum err unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
-		       const char *key, const char *what, const char *value, const char *earlier,
-		       size_t j)
+enum err cfg_unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
+		    const char *key, const char *what, const char *value, const char *earlier,
+		    size_t j)
 {
 	return unique_by(c, seq, i, path, key, what, value, earlier, j, strcmp);
 }
@@ -938,7 +755,7 @@ static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *
 	struct cfg_github *g = (struct cfg_github *)((char *)field -
 						     offsetof(struct cfg_github, credentials));
 	size_t n = 0;
-	enum err rc = sequence_len(c, node, path, "a list of credentials", &n);
+	enum err rc = cfg_sequence_len(c, node, path, "a list of credentials", &n);
 
 	if (rc != ERR_OK)
 		return rc;
@@ -964,7 +781,7 @@ static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *pa
 {
 	struct config *cfg = field;
 	size_t n = 0;
-	enum err rc = sequence_len(c, node, path, "a list of receivers", &n);
+	enum err rc = cfg_sequence_len(c, node, path, "a list of receivers", &n);
 
 	if (rc != ERR_OK)
 		return rc;
@@ -982,38 +799,8 @@ static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *pa
 		if (rc != ERR_OK)
 			return rc;
 		for (size_t j = 0; j < i && rc == ERR_OK; j++)
-			rc = unique(c, node, i, path, "name", "receiver name", r->name,
+			rc = cfg_unique(c, node, i, path, "name", "receiver name", r->name,
 				    cfg->receivers[j].name, j);
-		if (rc != ERR_OK)
-			return rc;
-	}
-	return ERR_OK;
-}
-
-static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	struct cfg_janitor *j = field;
-	size_t n = 0;
-	enum err rc = sequence_len(c, node, path, "a list of policies", &n);
-
-	if (rc != ERR_OK)
-		return rc;
-	free(j->policies);
-	j->policies = xcalloc(n ? n : 1, sizeof(struct cfg_policy));
-	for (size_t i = 0; i < n; i++) {
-		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
-		struct cfg_policy *p = &j->policies[i];
-		char sub[PATH_MAX_LEN];
-
-		policy_defaults(p);
-		j->policies_count++;
-		cfg_path_printf(sub, "%s[%zu]", path, i);
-		rc = cfg_parse_map(c, item, sub, &policy_set, p);
-		if (rc != ERR_OK)
-			return rc;
-		for (size_t k = 0; k < i && rc == ERR_OK; k++)
-			rc = unique(c, node, i, path, "alertname", "policy alertname",
-				    p->alertname, j->policies[k].alertname, k);
 		if (rc != ERR_OK)
 			return rc;
 	}
@@ -1024,7 +811,7 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 {
 	struct config *cfg = obj;
 	struct cfg_leader_election *le = &cfg->janitor.leader_election;
-	enum err rc = need(c, map, path, "listen_address", cfg->listen_address);
+	enum err rc = cfg_need(c, map, path, "listen_address", cfg->listen_address);
 	const char *env;
 
 	if (rc == ERR_OK && !valid_listen(cfg->listen_address))
@@ -1036,7 +823,7 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 			      ERR_INVALID, "must differ from listen_address \"%s\"",
 			      cfg->listen_address);
 	if (rc == ERR_OK)
-		rc = need(c, map, path, "database", cfg->database);
+		rc = cfg_need(c, map, path, "database", cfg->database);
 	if (rc == ERR_OK)
 		rc = cfg_check_database(c, map, cfg);
 	if (rc == ERR_OK && cfg->receivers_count == 0 && !cfg->janitor.enabled)

@@ -2,7 +2,8 @@
  * config_int.h - what the parts of the configuration loader share: the walk's
  * context, the field table types, and the node and path helpers.  config.c
  * walks the YAML, config_dump.c writes it back, config_fields.c holds the
- * tables and checks.  Not for other modules: they use config.h.
+ * tables and checks, config_janitor.c those of the janitor's section.  Not
+ * for other modules: they use config.h.
  */
 #ifndef AB_CONFIG_INT_H
 #define AB_CONFIG_INT_H
@@ -61,10 +62,62 @@ struct fieldset {
 	size_t count;
 	check_fn check; /* run after the mapping (also when it is absent or null) */
 };
+/*
+ * Rows of a field table: FLD a plain field, NUM a number in [lo, hi], DUR a
+ * duration (nonzero 1: not 0), SECRET a *_file path with its contents, MAP a
+ * nested mapping by the fieldset set, FUNC a custom parser; FIELDSET a
+ * file's static fieldset of the table arr with the check chk (may be NULL).
+ */
+#define FLD(s, k, t, f) { .key = k, .type = t, .off = offsetof(s, f) }
+#define NUM(s, k, t, f, lo, hi) { .key = k, .type = t, .off = offsetof(s, f), .min = lo, .max = hi }
+#define DUR(s, k, f, nonzero) \
+	{ .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero }
+#define SECRET(s, k, f, f2) \
+	{ .key = k, .type = F_SECRET, .off = offsetof(s, f), .off2 = offsetof(s, f2) }
+#define MAP(s, k, f, set) { .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set }
+#define FUNC(s, k, f, fn_) { .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_ }
+#define FIELDSET(name, arr, chk) \
+	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk }
+
 /* The top-level mapping's fields and check (config_fields.c). */
 extern const struct fieldset cfg_root_set;
-/* The names of enum cfg_owned, by value. */
+/* The janitor's mapping: its fields, policies, slack, leader_election (config_janitor.c). */
+extern const struct fieldset cfg_janitor_set;
+/* The names of enum cfg_owned, by value (config_janitor.c). */
 extern const char *const cfg_owned_names[];
+
+/*
+ * The checks and parsers the tables of config_fields.c and config_janitor.c
+ * share (config_fields.c).  Each returns ERR_OK or sets c->errmsg
+ * ("name:line: path.key: ...") and returns ERR_INVALID.
+ */
+/* url at key of map is an http(s) URL (NULL is not); its trailing slashes removed in place. */
+enum err cfg_check_url(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		       char *url);
+/* key of map is required: value (the parsed field) not NULL. */
+enum err cfg_need(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		  const void *value);
+/* Keys a and b of map (values va, vb; NULL: absent) cannot both be given. */
+enum err cfg_exclusive(struct ctx *c, yaml_node_t *map, const char *path, const char *a,
+		       const void *va, const char *b, const void *vb);
+/*
+ * A mapping of non-empty unique string keys to string values into a new
+ * array *pairs of *count (freed by cfg_free()); wk and wv name them in errors.
+ * check (may be NULL) judges each pair: non-zero with why set fails it at the value.
+ */
+enum err cfg_parse_pairs(struct ctx *c, yaml_node_t *node, const char *path,
+			 struct cfg_pair **pairs, size_t *count, const char *wk, const char *wv,
+			 int (*check)(const char *k, const char *v, const char **why));
+/* Number of items of a sequence node into *n, or an error naming want, what was expected. */
+enum err cfg_sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
+			  size_t *n);
+/*
+ * Error when value, the string at key of item i of the sequence seq, equals
+ * earlier, that of item j (what names it: "duplicate <what>").
+ */
+enum err cfg_unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
+		    const char *key, const char *what, const char *value, const char *earlier,
+		    size_t j);
 
 /* The 1-based line of node for messages; 1 for NULL. */
 unsigned long cfg_line_of(const yaml_node_t *node);

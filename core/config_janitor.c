@@ -1,0 +1,216 @@
+/*
+ * config_janitor.c - the janitor's section of the configuration's schema:
+ * the field tables and checks of janitor, its policies (with their
+ * defaults), slack, kubernetes and leader_election.  Part of the loader;
+ * config_fields.c holds the other sections, all share config_int.h.
+ */
+#include "config_int.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "duration.h"
+#include "xalloc.h"
+#include "banned.h"
+
+const char *const cfg_owned_names[] = {
+	[CFG_OWNED_NOTIFY_ONLY] = "notify-only",
+	[CFG_OWNED_SCALE_TO_ZERO] = "scale-to-zero",
+	[CFG_OWNED_DELETE_OWNER] = "delete-owner",
+};
+
+static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	const char *want = "\"scale-to-zero\", \"delete-owner\" or \"notify-only\"";
+	const char *s = "";
+
+	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
+		return ERR_INVALID;
+	for (size_t i = 0; i < sizeof(cfg_owned_names) / sizeof(cfg_owned_names[0]); i++) {
+		if (!strcmp(s, cfg_owned_names[i])) {
+			*(enum cfg_owned *)field = (enum cfg_owned)i;
+			return ERR_OK;
+		}
+	}
+	return cfg_type_error(c, node, path, want);
+}
+
+static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_slack *slack = field;
+
+	return cfg_parse_pairs(c, node, path, &slack->namespace_channels,
+			   &slack->namespace_channels_count, "a namespace", "a channel", NULL);
+}
+
+/* "KEY: <a> <what> <other key> (<b>)": a policy duration out of order with another. */
+static enum err policy_order(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+			     int64_t a_ms, const char *what, const char *other, int64_t b_ms)
+{
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	char sub[PATH_MAX_LEN];
+	enum err rc;
+
+	duration_format(a_ms, &a);
+	duration_format(b_ms, &b);
+	cfg_join_key(sub, path, key);
+	rc = cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, "%s %s %s (%s)", buf_str(&a),
+		      what, other, buf_str(&b));
+	buf_release(&a);
+	buf_release(&b);
+	return rc;
+}
+
+static enum err check_policy(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_policy *p = obj;
+	enum err rc = cfg_need(c, map, path, "alertname", p->alertname);
+
+	if (rc != ERR_OK)
+		return rc;
+	if (p->notice_lead_ms > p->grace_ms)
+		return policy_order(c, map, path, "notice_lead", p->notice_lead_ms,
+				    "is longer than", "grace", p->grace_ms);
+	if (p->reminder_before_ms < 0)  /* not given */
+		p->reminder_before_ms = p->notice_lead_ms / 2;
+	else if (p->reminder_before_ms > 0 && p->reminder_before_ms >= p->notice_lead_ms)
+		return policy_order(c, map, path, "reminder_before", p->reminder_before_ms,
+				    "is not less than", "notice_lead", p->notice_lead_ms);
+	return ERR_OK;
+}
+
+static const struct field policy_fields[] = {
+	FLD(struct cfg_policy, "alertname", F_STR, alertname),
+	DUR(struct cfg_policy, "grace", grace_ms, 0),
+	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0),
+	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
+	FUNC(struct cfg_policy, "owned", owned, parse_owned),
+	FLD(struct cfg_policy, "message", F_STR, message),
+	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1),
+	NUM(struct cfg_policy, "max_postpones", F_UINT, max_postpones, 0, 100),
+	DUR(struct cfg_policy, "max_lifetime", max_lifetime_ms, 0),
+};
+FIELDSET(policy_set, policy_fields, check_policy);
+
+static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_slack *s = obj;
+	enum err rc = cfg_exclusive(c, map, path, "bot_token_file", s->bot_token_file,
+				"webhook_url_file", s->webhook_url_file);
+
+	if (rc == ERR_OK && s->signing_secret_file && !s->bot_token_file) {
+		char sub[PATH_MAX_LEN];
+
+		/* The button's answers (chat.update, lookups) need the Web API. */
+		cfg_join_key(sub, path, "signing_secret_file");
+		return cfg_fail(c, cfg_key_or_map(c, map, "signing_secret_file"), sub, ERR_INVALID,
+				"needs bot_token_file (the answers use chat.update)");
+	}
+	return rc != ERR_OK ? rc : cfg_check_url(c, map, path, "api_url", s->api_url);
+}
+
+static const struct field slack_fields[] = {
+	FLD(struct cfg_slack, "api_url", F_STR, api_url),
+	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token),
+	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url),
+	SECRET(struct cfg_slack, "signing_secret_file", signing_secret_file, signing_secret),
+	FLD(struct cfg_slack, "default_channel", F_STR, default_channel),
+	FLD(struct cfg_slack, "owner_label", F_STR, owner_label),
+	/* parse_channels fills both namespace_channels and its count: it gets the struct. */
+	{ .key = "namespace_channels", .type = F_FUNC, .off = 0, .fn = parse_channels },
+};
+FIELDSET(slack_set, slack_fields, check_slack);
+
+static enum err check_leader(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_leader_election *l = obj;
+	enum err rc = cfg_need(c, map, path, "namespace", l->namespace);
+
+	return rc != ERR_OK ? rc : cfg_need(c, map, path, "lease_name", l->lease_name);
+}
+
+static const struct field leader_fields[] = {
+	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled),
+	FLD(struct cfg_leader_election, "namespace", F_STR, namespace),
+	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name),
+	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1),
+	FLD(struct cfg_leader_election, "identity", F_STR, identity),
+};
+FIELDSET(leader_set, leader_fields, check_leader);
+
+static const struct field kubernetes_fields[] = {
+	FLD(struct cfg_kubernetes, "kubeconfig", F_PATH, kubeconfig),
+	FLD(struct cfg_kubernetes, "context", F_STR, context),
+};
+FIELDSET(kubernetes_set, kubernetes_fields, NULL);
+
+static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field);
+
+static enum err check_janitor(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	const struct cfg_janitor *j = obj;
+
+	if (j->notice_batch_window_ms > CFG_MAX_NOTICE_BATCH_WINDOW_MS)
+		return policy_order(c, map, path, "notice_batch_window", j->notice_batch_window_ms,
+				    "is longer than", "the maximum", CFG_MAX_NOTICE_BATCH_WINDOW_MS);
+	return ERR_OK;
+}
+
+static const struct field janitor_fields[] = {
+	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled),
+	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run),
+	MAP(struct cfg_janitor, "kubernetes", kubernetes, kubernetes_set),
+	FLD(struct cfg_janitor, "exclude_namespaces", F_LIST, exclude_namespaces),
+	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1),
+	NUM(struct cfg_janitor, "max_deletions_per_sweep", F_UINT, max_deletions_per_sweep, 0,
+	    100000),
+	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0),
+	{ .key = "policies", .type = F_FUNC, .off = 0, .fn = parse_policies },
+	MAP(struct cfg_janitor, "slack", slack, slack_set),
+	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set),
+};
+const struct fieldset cfg_janitor_set = { janitor_fields,
+					 sizeof(janitor_fields) / sizeof(janitor_fields[0]),
+					 check_janitor };
+
+static void policy_defaults(struct cfg_policy *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->grace_ms = 24 * MS_H;
+	p->notice_lead_ms = 2 * MS_H;
+	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
+	p->postpone_by_ms = 24 * MS_H;
+	p->max_postpones = 3;
+	p->owned = CFG_OWNED_NOTIFY_ONLY;
+}
+
+static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field)
+{
+	struct cfg_janitor *j = field;
+	size_t n = 0;
+	enum err rc = cfg_sequence_len(c, node, path, "a list of policies", &n);
+
+	if (rc != ERR_OK)
+		return rc;
+	free(j->policies);
+	j->policies = xcalloc(n ? n : 1, sizeof(struct cfg_policy));
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
+		struct cfg_policy *p = &j->policies[i];
+		char sub[PATH_MAX_LEN];
+
+		policy_defaults(p);
+		j->policies_count++;
+		cfg_path_printf(sub, "%s[%zu]", path, i);
+		rc = cfg_parse_map(c, item, sub, &policy_set, p);
+		if (rc != ERR_OK)
+			return rc;
+		for (size_t k = 0; k < i && rc == ERR_OK; k++)
+			rc = cfg_unique(c, node, i, path, "alertname", "policy alertname",
+				    p->alertname, j->policies[k].alertname, k);
+		if (rc != ERR_OK)
+			return rc;
+	}
+	return ERR_OK;
+}
