@@ -148,7 +148,7 @@ static json_t *bad_alert(size_t i, int big)
 	if (big)
 		json_object_set_new(labels, "long", filler(5000));
 	for (int k = 0; !big && k < 300; k++) {
-		char name[8];
+		char name[16];
 
 		snprintf(name, sizeof(name), "l%03d", k);
 		json_object_set_new(labels, name, json_string("v"));
