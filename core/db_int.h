@@ -72,5 +72,19 @@ struct db_stmt {
 enum err db_sqlite_open(const char *path, int read_only, struct db **out, struct buf *errmsg);
 enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		    struct buf *errmsg);
+/*
+ * uri without its password, for names and messages (db_pg_uri.c):
+ * postgres://user:secret@host/db?password=secret becomes
+ * postgres://user:xxxxx@host/db?password=xxxxx.  Malloc'd: the caller frees
+ * it.  A string without "://" is copied as it is.
+ */
+char *db_pg_redact(const char *uri);
+/*
+ * The first line of file, its line end removed, into pw (n bytes, NUL
+ * included) for db_pg_open() (db_pg_uri.c).  ERR_IO when it cannot be read;
+ * ERR_INVALID when it is empty or its first line does not fit; errmsg names
+ * the file, never the password; pw is wiped on any error.
+ */
+enum err db_pg_read_password(const char *file, char *pw, size_t n, struct buf *errmsg);
 
 #endif

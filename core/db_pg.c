@@ -4,7 +4,8 @@
  * connection (a cache keyed by the SQL and its parameter types); a result is
  * fetched whole at the first db_step().  Writers serialise on a transaction
  * advisory lock; a lost connection is ERR_UNAVAILABLE and is reset by the
- * next call made outside a transaction.
+ * next call made outside a transaction.  db_pg_uri.c redacts the URI and
+ * reads the password file.
  */
 #ifdef AB_HAVE_LIBPQ
 
@@ -874,97 +875,6 @@ static const struct db_ops pg_ops = {
 	.file_lost = pg_file_lost,
 };
 
-/* Append the query string s to b, its password parameter's value, if any, replaced by xxxxx. */
-static void add_query_redacted(struct buf *b, const char *s)
-{
-	while (*s) {
-		size_t n = strcspn(s, "&");
-
-		if (strncmp(s, "password=", 9) == 0 && n >= 9)
-			(void)buf_adds(b, "password=xxxxx");
-		else
-			(void)buf_add(b, s, n);
-		s += n;
-		if (*s)
-			(void)buf_addch(b, *s++);
-	}
-}
-
-/*
- * uri without its password: postgres://user:secret@host/db?password=secret
- * becomes postgres://user:xxxxx@host/db?password=xxxxx (malloc'd).
- */
-static char *redact(const char *uri)
-{
-	struct buf b = BUF_INIT;
-	const char *host = strstr(uri, "://");
-	const char *at = NULL, *colon, *query;
-	size_t auth;
-
-	if (!host)
-		return xstrdup(uri);
-	host += 3;
-	auth = strcspn(host, "/?");
-	for (size_t i = 0; i < auth; i++)
-		if (host[i] == '@')
-			at = host + i;
-	colon = at ? memchr(host, ':', (size_t)(at - host)) : NULL;
-	if (colon) {
-		(void)buf_add(&b, uri, (size_t)(colon + 1 - uri));
-		(void)buf_adds(&b, "xxxxx");
-		(void)buf_add(&b, at, (size_t)(host + auth - at));
-	} else {
-		(void)buf_add(&b, uri, (size_t)(host + auth - uri));
-	}
-	query = strchr(host + auth, '?');
-	if (query) {
-		(void)buf_add(&b, host + auth, (size_t)(query + 1 - (host + auth)));
-		add_query_redacted(&b, query + 1);
-	} else {
-		(void)buf_adds(&b, host + auth);
-	}
-	return buf_detach(&b);
-}
-
-/* The first line of file (no newline) into pw (n bytes): ERR_IO or ERR_INVALID with why. */
-static enum err read_password(const char *file, char *pw, size_t n, struct buf *errmsg)
-{
-	FILE *f = fopen(file, "r");
-	size_t len;
-	enum err rc = ERR_OK;
-
-	pw[0] = '\0';
-	if (!f) {
-		buf_setf(errmsg, "cannot read the database password file \"%s\": %s", file,
-			 strerror(errno));
-		return ERR_IO;
-	}
-	if (!fgets(pw, (int)n, f)) {
-		pw[0] = '\0';
-		if (ferror(f)) {
-			buf_setf(errmsg, "cannot read the database password file \"%s\": %s",
-				 file, strerror(errno));
-			rc = ERR_IO;
-		}
-	}
-	len = strlen(pw);
-	if (rc == ERR_OK && len == n - 1 && pw[len - 1] != '\n' && !feof(f)) {
-		buf_setf(errmsg, "the database password file \"%s\" has a line longer than %zu "
-			 "bytes", file, n - 2);
-		rc = ERR_INVALID;
-	}
-	fclose(f);
-	while (len && (pw[len - 1] == '\n' || pw[len - 1] == '\r'))
-		pw[--len] = '\0';
-	if (rc == ERR_OK && len == 0) {
-		buf_setf(errmsg, "the database password file \"%s\" is empty", file);
-		rc = ERR_INVALID;
-	}
-	if (rc != ERR_OK)
-		explicit_bzero(pw, n);
-	return rc;
-}
-
 enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 		    struct buf *errmsg)
 {
@@ -984,7 +894,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	*out = NULL;
 	if (!opts) {
 		struct buf why = BUF_INIT;
-		char *name = redact(uri);
+		char *name = db_pg_redact(uri);
 
 		set_oneline(&why, perr ? perr : "out of memory");
 		buf_setf(errmsg, "invalid PostgreSQL URI \"%s\": %s", name, buf_str(&why));
@@ -995,7 +905,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	}
 	PQconninfoFree(opts);
 	if (password_file) {
-		rc = read_password(password_file, password, sizeof(password), errmsg);
+		rc = db_pg_read_password(password_file, password, sizeof(password), errmsg);
 		if (rc != ERR_OK)
 			return rc;
 	} else {
@@ -1004,7 +914,7 @@ enum err db_pg_open(const char *uri, const char *password_file, struct db **out,
 	pg = xcalloc(1, sizeof(*pg));
 	pg->base.ops = &pg_ops;
 	pg->timeout_ms = DB_STATEMENT_TIMEOUT_MS;
-	pg->base.name = redact(uri);
+	pg->base.name = db_pg_redact(uri);
 	pg->conn = PQconnectdbParams(keys, values, 1);
 	explicit_bzero(password, sizeof(password));
 	if (!pg->conn) {
