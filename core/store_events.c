@@ -1,7 +1,8 @@
 /*
  * store_events.c - the event inbox: group-committed intake, the workers' next/
- * wait/done/retry/dead calls, pruning, and listing and re-queueing dead letters.
- * Part of the store (store.c); shares its connection and helpers via store_int.h.
+ * wait/done/retry/dead calls, and pruning; store_dead.c lists and re-queues
+ * the dead letters.  Part of the store (store.c); shares its connection and
+ * helpers via store_int.h.
  */
 #include "store_int.h"
 
@@ -465,7 +466,7 @@ enum err store_enqueue(struct store *st, struct store_event *evs, size_t n, stru
 
 /* ---- workers: next, wait, done, retry, dead ---- */
 
-static void read_event(struct db_stmt *s, struct store_event *out)
+void store_read_event(struct db_stmt *s, struct store_event *out)
 {
 	out->id = db_col_int(s, 0);
 	out->kind = store_col_str(s, 1);
@@ -492,7 +493,7 @@ static enum err one_event(struct store *st, enum stmt_id id, enum err rc, const 
 	struct db_stmt *s = st->stmt[id];
 
 	if (rc == ERR_OK) {
-		read_event(s, out);
+		store_read_event(s, out);
 		if (state)
 			snprintf(state, 8, "%s", db_col_text(s, 12));
 		db_reset(s);
@@ -927,95 +928,6 @@ enum err store_prune_done(struct store *st, int64_t before_ms, int64_t *deleted)
 	pthread_mutex_unlock(&st->db_mu);
 	if (rc)
 		store_log_db("prune events", &msg);
-	buf_release(&msg);
-	return rc;
-}
-
-/* ---- dead letters without a map row ---- */
-
-enum err store_dead_unmapped(struct store *st, const char *kind, int max,
-			     int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
-{
-	struct buf msg = BUF_INIT;
-	struct store_event *evs;
-	struct db_stmt *s;
-	enum err rc = ERR_OK;
-	int n = 0, stopped = 0;
-
-	if (!st || store_empty(kind) || !fn || max <= 0)
-		return ERR_INVALID;
-	if (max > 1000)
-		max = 1000;
-	evs = xcalloc((size_t)max, sizeof(*evs));
-	pthread_mutex_lock(&st->db_mu);
-	s = st->stmt[S_EV_DEAD_UNMAPPED];
-	db_bind_text(s, 1, kind);
-	db_bind_int(s, 2, max);
-	while (n < max && (rc = store_step_row(st, s, "list dead letters", &msg)) == ERR_OK)
-		read_event(s, &evs[n++]);
-	if (rc == ERR_NOTFOUND)
-		rc = ERR_OK;
-	db_reset(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("list dead letters", &msg);
-	for (int i = 0; i < n; i++) {
-		if (rc == ERR_OK && !stopped)
-			stopped = fn(ctx, &evs[i]);
-		store_event_release(&evs[i]);
-	}
-	free(evs);
-	buf_release(&msg);
-	return rc;
-}
-
-/* ---- re-queueing dead letters ---- */
-
-/* The dead events store_dead_requeue() selects: ?1 kind, ?2 receiver, ?3 key, ?4 reason. */
-#define DEAD_MATCH                                                                  \
-	"state = 'dead' AND kind = ?1 AND (CAST(?2 AS TEXT) IS NULL OR receiver = ?2) AND " \
-	"(CAST(?3 AS TEXT) IS NULL OR key = ?3) AND "                                 \
-	"(CAST(?4 AS TEXT) IS NULL OR lower(last_error) LIKE lower(?4))"
-
-enum err store_dead_requeue(struct store *st, const char *kind, const char *receiver,
-			    const char *key, const char *reason_like, int64_t *n)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-	int64_t changed = 0;
-
-	if (n)
-		*n = 0;
-	if (!st || store_empty(kind))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
-	/* Only the issue's own transitions mark its row (mark_dead()). */
-	if (rc == ERR_OK && !strcmp(kind, "bridge"))
-		rc = store_sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
-				  "events WHERE " DEAD_MATCH " AND events.receiver = issues.receiver AND "
-				  "events.key = issues.key)",
-			      "clear dead reasons", &msg, NULL, "tttt", kind, receiver, key, reason_like);
-	if (rc == ERR_OK)
-		rc = store_sq(st, "UPDATE events SET state = 'pending', done_at_ms = NULL, attempts = 0, "
-				  "next_attempt_at_ms = 0, last_error = '" STORE_REQUEUED "' || "
-				  "coalesce(last_error, '') WHERE " DEAD_MATCH,
-			      "requeue dead letters", &msg, NULL, "tttt", kind, receiver, key,
-			      reason_like);
-	if (rc == ERR_OK)
-		changed = db_changes(st->db);
-	if (rc == ERR_OK)
-		rc = store_commit(st, &msg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc) {
-		store_log_db("requeue dead letters", &msg);
-	} else if (changed > 0) {
-		if (n)
-			*n = changed;
-		store_wake(st);
-	}
 	buf_release(&msg);
 	return rc;
 }

@@ -2,8 +2,9 @@
  * store_int.h - what the parts of the store share (SQLite's btreeInt.h):
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
- * store_map.c, store_outbox.c, store_digest.c, store_groups.c.  Not for other modules: they
- * use store.h.  Every helper that takes st expects the caller to hold db_mu.
+ * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c.
+ * Not for other modules: they use store.h.  Every helper that takes st
+ * expects the caller to hold db_mu.
  */
 #ifndef AB_STORE_INT_H
 #define AB_STORE_INT_H
@@ -159,6 +160,8 @@ void store_queue_changed(struct store *st);
 	"slack_ts, last_error, digest_id, line"
 /* The notice at the current row of s (NOTICE_COLS) into out; strings malloc'd. */
 void store_read_notice(struct db_stmt *s, struct store_notice *out);
+/* The event at the current row of s (EVENT_COLS, store.c) into out; strings malloc'd. */
+void store_read_event(struct db_stmt *s, struct store_event *out);
 /* 1 when s is NULL or "". */
 int store_empty(const char *s);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */
