@@ -325,24 +325,54 @@ static void set_time(json_t *o, const char *key, const char *human_key, int64_t 
 	json_object_set_new(o, human_key, json_string(human));
 }
 
+/* Whether gm fits the bound (group.h) after *shown members of *bytes; counts it if so. */
+static int member_shown(const struct group_member *gm, size_t *shown, size_t *bytes)
+{
+	size_t len = GROUP_VIEW_MEMBER_FIXED + strlen(gm->alertname) + strlen(gm->m.line);
+
+	if (*shown >= GROUP_VIEW_MAX_MEMBERS || *bytes + len > GROUP_VIEW_MAX_BYTES)
+		return 0;
+	++*shown;
+	*bytes += len;
+	return 1;
+}
+
+static json_t *member_json(const struct group_member *gm)
+{
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "fingerprint", gm->m.key,
+			      "alertname", gm->alertname, "line", gm->m.line, "status",
+			      gm->m.firing ? "firing" : "resolved", "firing", gm->m.firing,
+			      "resolved", !gm->m.firing);
+
+	set_time(o, "startsAt", "startsAtHuman", gm->m.starts_at_ms);
+	set_time(o, "endsAt", "endsAtHuman", gm->m.firing ? 0 : gm->m.ends_at_ms);
+	return o;
+}
+
 void group_view_add(json_t *view, const struct group_members *g)
 {
 	json_t *list = json_array(), *labels = json_array(), *v;
-	int64_t firing = 0;
+	int64_t firing = 0, cut_firing = 0, cut_resolved = 0;
+	size_t shown = 0, bytes = 0;
 	const char *name;
 
-	for (size_t i = 0; i < g->n; i++) {
-		const struct group_member *gm = &g->v[i];
-		json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:b, s:b}", "fingerprint", gm->m.key,
-				      "alertname", gm->alertname, "line", gm->m.line, "status",
-				      gm->m.firing ? "firing" : "resolved", "firing", gm->m.firing,
-				      "resolved", !gm->m.firing);
+	/* The firing members first, then the resolved, while the bound allows. */
+	for (int pass = 1; pass >= 0; pass--) {
+		for (size_t i = 0; i < g->n; i++) {
+			const struct group_member *gm = &g->v[i];
 
-		set_time(o, "startsAt", "startsAtHuman", gm->m.starts_at_ms);
-		set_time(o, "endsAt", "endsAtHuman", gm->m.firing ? 0 : gm->m.ends_at_ms);
-		json_array_append_new(list, o);
-		firing += gm->m.firing != 0;
+			if ((gm->m.firing != 0) != pass)
+				continue;
+			if (member_shown(gm, &shown, &bytes))
+				json_array_append_new(list, member_json(gm));
+			else if (pass)
+				cut_firing++;
+			else
+				cut_resolved++;
+		}
 	}
+	for (size_t i = 0; i < g->n; i++)
+		firing += g->v[i].m.firing != 0;
 	json_object_foreach(json_object_get(view, "commonLabels"), name, v)
 		json_array_append_new(labels, json_pack("{s:s, s:O}", "name", name, "value", v));
 	json_object_set_new(view, "labelList", labels);
@@ -350,6 +380,11 @@ void group_view_add(json_t *view, const struct group_members *g)
 	json_object_set_new(view, "members", list);
 	json_object_set_new(view, "membersFiring", json_integer(firing));
 	json_object_set_new(view, "membersTotal", json_integer((json_int_t)g->n));
+	json_object_set_new(view, "membersNotShown", json_integer(cut_firing + cut_resolved));
+	json_object_set_new(view, "membersNotShownFiring", json_integer(cut_firing));
+	json_object_set_new(view, "membersNotShownResolved", json_integer(cut_resolved));
+	/* Mustache's 0 is truthy: templates guard "N more" with this. */
+	json_object_set_new(view, "membersCut", json_boolean(cut_firing + cut_resolved > 0));
 	json_object_set_new(view, "status", json_string(firing ? "firing" : "resolved"));
 	json_object_set_new(view, "firing", json_boolean(firing));
 	json_object_set_new(view, "resolved", json_boolean(!firing));

@@ -137,12 +137,37 @@ void group_issue_event(const struct group_members *g, const struct group_change 
 		       const struct store_issue *row, struct issue_event *out);
 
 /*
+ * The bound of the member list in a group's view, so that a group's body
+ * fits GitHub's 65,536 bytes (ISSUE_BODY_MAX_BYTES) by design, with its
+ * labels table, links and footer, and stays far within the render limit
+ * (1 MiB) whatever the group's size (up to webhook.max_alerts, 10,000): at
+ * most GROUP_VIEW_MAX_MEMBERS members, and as many as fit
+ * GROUP_VIEW_MAX_BYTES counting each as GROUP_VIEW_MEMBER_FIXED bytes plus
+ * its alertname and line.  A member's line in the default
+ * issue_body.mustache is about 70 bytes besides those two (task box, a human
+ * time, fingerprint), 110 when resolved (a second time): with a typical
+ * alertname and line (35 bytes) 300 members make about 35-45 KB.  Lines are
+ * at most 200 bytes (STORM_LINE_MAX_BYTES), so the budget holds 130 or more
+ * members; Markdown escaping may lengthen them, and issue_body_fit() is the
+ * last guard.
+ */
+#define GROUP_VIEW_MAX_MEMBERS 300
+#define GROUP_VIEW_MEMBER_FIXED 110
+#define GROUP_VIEW_MAX_BYTES 45000
+
+/*
  * Add the members to view (bridge/view.h), for the body template:
  *   group         true
  *   members       [{fingerprint, alertname, line, status, firing, resolved,
- *                   startsAt, startsAtHuman, endsAt, endsAtHuman}] in the
- *                 order first seen; endsAt "" while firing
- *   membersFiring, membersTotal  integers
+ *                   startsAt, startsAtHuman, endsAt, endsAtHuman}]: the
+ *                 firing ones, then the resolved, each in the order first
+ *                 seen, within the bound above; endsAt "" while firing
+ *   membersFiring, membersTotal  integers, over all members (shown or not)
+ *   membersNotShown              integer: members left out of members by
+ *                                the bound (0 when none)
+ *   membersNotShownFiring, membersNotShownResolved  integers: of those, how
+ *                                many fire and how many resolved
+ *   membersCut    bool: membersNotShown > 0 (0 is true in a Mustache section)
  *   status, firing, resolved     the group's (firing while any member fires)
  *   labelList     the group's commonLabels as [{name, value}] (sorted by name,
  *                 as Alertmanager's commonLabels are), not the first alert's

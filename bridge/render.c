@@ -300,9 +300,20 @@ enum err render_text(const struct render *r, const char *receiver, int route,
 {
 	const struct template_set *t = find(r, receiver, route, errmsg);
 
+	struct buf why = BUF_INIT;
+	enum err rc;
+
 	if (!t)
 		return ERR_NOTFOUND;
-	return render_as(t->text[which], which, view, out, errmsg);
+	rc = render_as(t->text[which], which, view, out, &why);
+	if (rc && route >= 0)
+		buf_setf(errmsg, "template %s of receiver \"%s\" route %d: %s", config_keys[which],
+			 receiver, route, buf_str(&why));
+	else if (rc)
+		buf_setf(errmsg, "template %s of receiver \"%s\": %s", config_keys[which], receiver,
+			 buf_str(&why));
+	buf_release(&why);
+	return rc;
 }
 
 enum err render_repo(const struct render *r, const char *receiver, int route,

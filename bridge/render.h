@@ -63,7 +63,8 @@ void render_reload_free(void *ext);
  * never becomes Markdown, a link or a mention).  {{{x}}} is never escaped.
  * The caller appends the hidden markers and cuts bodies and comments to
  * GitHub's 65536 bytes (issue_body_fit()).  Errors: ERR_NOTFOUND unknown
- * receiver or route, ERR_TOOBIG when the output passes 1 MiB.
+ * receiver or route, ERR_TOOBIG when the output passes 1 MiB; errmsg names
+ * the template: `template body of receiver "r" [route N]: output over ...`.
  */
 enum err render_text(const struct render *r, const char *receiver, int route,
 		     enum render_text which, const json_t *view, struct buf *out,
