@@ -1,8 +1,8 @@
 /*
  * gh_int.h - what the parts of the GitHub client share: struct gh_client,
  * one API call's description, and the request loop with its pacing.  gh.c is
- * the client and the loop; gh_issues.c the API calls.  Not for other
- * modules: they use bridge/gh.h.
+ * the client and the loop; gh_issues.c the API calls; gh_doubt.c the writes
+ * in doubt.  Not for other modules: they use bridge/gh.h.
  */
 #ifndef AB_GH_INT_H
 #define AB_GH_INT_H
@@ -158,5 +158,15 @@ void gh_doubt_note(struct gh_client *c, const struct call *k, int64_t sent_ms);
 enum err gh_doubt_check(struct gh_client *c, const struct call *k, struct buf *errmsg);
 /* Forget every comment in doubt (gh_client_free()). */
 void gh_doubts_release(struct gh_client *c);
+/*
+ * Before a marked comment is posted (gh_comment_create_marked()): was the
+ * same one, same issue and marker, sent before, its answer lost?  Then not
+ * before it can no longer land (ERR_RETRY, errmsg says for how long), and
+ * then only when its marker is not on the issue (ERR_OK: it is, counted in
+ * ambiguous_resolved).  ERR_NOTFOUND: post it; another error: GitHub could
+ * not tell (gh_find_comment_marker()'s, with errmsg).  gh_doubt.c.
+ */
+enum err gh_comment_in_doubt(struct gh_client *c, const char *repo, int64_t number,
+			     const char *marker, struct buf *errmsg);
 
 #endif
