@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bridge/storm.h"
+#include "bridge/view.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
@@ -354,7 +355,8 @@ void group_view_add(json_t *view, const struct group_members *g)
 	json_t *list = json_array(), *labels = json_array(), *v;
 	int64_t firing = 0, cut_firing = 0, cut_resolved = 0;
 	size_t shown = 0, bytes = 0;
-	const char *name;
+	struct buf url = BUF_INIT;
+	const char *name, *ext;
 
 	/* The firing members first, then the resolved, while the bound allows. */
 	for (int pass = 1; pass >= 0; pass--) {
@@ -376,6 +378,11 @@ void group_view_add(json_t *view, const struct group_members *g)
 	json_object_foreach(json_object_get(view, "commonLabels"), name, v)
 		json_array_append_new(labels, json_pack("{s:s, s:O}", "name", name, "value", v));
 	json_object_set_new(view, "labelList", labels);
+	/* A silence of the group, as /silence makes, not of its first alert. */
+	ext = json_string_value(json_object_get(view, "externalURL"));
+	view_silence_url(ext ? ext : "", json_object_get(view, "groupLabels"), &url);
+	json_object_set_new(view, "silenceURL", json_string(buf_str(&url)));
+	buf_release(&url);
 	json_object_set_new(view, "group", json_true());
 	json_object_set_new(view, "members", list);
 	json_object_set_new(view, "membersFiring", json_integer(firing));

@@ -171,6 +171,8 @@ void group_issue_event(const struct group_members *g, const struct group_change 
  *   status, firing, resolved     the group's (firing while any member fires)
  *   labelList     the group's commonLabels as [{name, value}] (sorted by name,
  *                 as Alertmanager's commonLabels are), not the first alert's
+ *   silenceURL    a silence of the group's groupLabels (as /silence makes),
+ *                 not of the first alert's labels; "" without externalURL
  */
 void group_view_add(json_t *view, const struct group_members *g);
 

@@ -128,8 +128,7 @@ static void set_time(json_t *view, const char *key, const char *human_key, int64
 	set_str(view, human_key, human);
 }
 
-/* <externalURL>/#/silences/new?filter={name="value", ...}, URL-encoded. */
-static void silence_url(const char *external_url, const json_t *labels, struct buf *out)
+void view_silence_url(const char *external_url, const json_t *labels, struct buf *out)
 {
 	struct buf filter = BUF_INIT;
 	size_t len = strlen(external_url);
@@ -266,7 +265,7 @@ enum err view_build(const char *event_json, const struct view_context *ctx, json
 					   json_object_get(view, "labels"), "alertname")));
 	set_str(view, "fingerprint", str_member(ev, "fingerprint"));
 	set_str(view, "generatorURL", str_member(ev, "generatorURL"));
-	silence_url(str_member(ev, "externalURL"), json_object_get(view, "labels"), &tmp);
+	view_silence_url(str_member(ev, "externalURL"), json_object_get(view, "labels"), &tmp);
 	set_str(view, "silenceURL", buf_str(&tmp));
 	set_str(view, "externalURL", str_member(ev, "externalURL"));
 	set_str(view, "groupKey", str_member(ev, "groupKey"));

@@ -68,7 +68,7 @@ struct view_context {
  *                              when ctx->previous
  * The view of an issue_per: group issue gets more fields from group_view_add()
  * (bridge/group.h): group, members, membersFiring, membersTotal, and the
- * group's status, firing, resolved and labelList.
+ * group's status, firing, resolved, labelList and silenceURL (its groupLabels).
  *
  * Errors: ERR_INVALID when event_json is not such a document (not JSON, "v"
  * not 1, status not firing|resolved, labels not an object of strings,
@@ -76,5 +76,13 @@ struct view_context {
  */
 enum err view_build(const char *event_json, const struct view_context *ctx, json_t **out,
 		    struct buf *errmsg) WARN_UNUSED;
+
+/*
+ * Set out to Alertmanager's new-silence page pre-filled with labels (an
+ * object of strings, borrowed): <external_url>/#/silences/new?filter=
+ * {name="value", ...} URL-encoded, the form view_build()'s silenceURL has;
+ * "" when external_url is "".
+ */
+void view_silence_url(const char *external_url, const json_t *labels, struct buf *out);
 
 #endif

@@ -87,10 +87,11 @@ static void large_group(struct group_members *g, size_t n, size_t *firing)
 static json_t *group_view(const struct group_members *g)
 {
 	json_t *view = json_pack(
-		"{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s, s:s}, s:{s:s}, s:b, s:i}", "receiver",
-		"default", "repo", "my-org/alerts", "fingerprint", "0000000000000000", "startsAt",
-		"2026-11-21T00:49:48.000Z", "silenceURL", "http://am.example:9093/#/silences/new",
-		"generatorURL", "http://prom.example:9090/graph", "commonLabels", "alertname",
+		"{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:s}, s:{s:s, s:s}, s:{s:s}, s:b, s:i}",
+		"receiver", "default", "repo", "my-org/alerts", "fingerprint", "0000000000000000",
+		"startsAt", "2026-11-21T00:49:48.000Z", "externalURL", "http://am.example:9093",
+		"generatorURL", "http://prom.example:9090/graph", "groupLabels", "alertname",
+		"HighLatency", "commonLabels", "alertname",
 		"HighLatency", "namespace", "prod", "annotations", "runbook_url",
 		"https://runbooks.example/high-latency", "truncated", 0, "truncatedAlerts", 0);
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "core/am.h"
+#include "bridge/group.h"
 #include "bridge/view.h"
 #include "core/xalloc.h"
 
@@ -311,6 +312,27 @@ static void silence_url_escaping(void **state)
 	json_decref(v);
 }
 
+/* A group issue's silence is the group's: its groupLabels, not its first alert's labels. */
+static void group_silence_url_is_the_groups(void **state)
+{
+	static const char ev[] =
+		EVENT_HEAD "\"labels\":{\"alertname\":\"HighLatency\",\"pod\":\"api-0\"},"
+		"\"groupLabels\":{\"alertname\":\"HighLatency\"}," EVENT_TIMES
+		",\"externalURL\":\"http://am:9093\"}";
+	struct group_members none = { 0 };
+	json_t *v;
+	(void)state;
+
+	v = build_ok(ev, JAN1);
+	assert_string_equal(str(v, "silenceURL"),
+			    "http://am:9093/#/silences/new?filter="
+			    "%7Balertname%3D%22HighLatency%22%2C%20pod%3D%22api-0%22%7D");
+	group_view_add(v, &none);
+	assert_string_equal(str(v, "silenceURL"),
+			    "http://am:9093/#/silences/new?filter=%7Balertname%3D%22HighLatency%22%7D");
+	json_decref(v);
+}
+
 static void malformed_events(void **state)
 {
 	static const char *const cases[][2] = {
@@ -353,6 +375,7 @@ int main(void)
 		cmocka_unit_test(issue_and_previous),
 		cmocka_unit_test(durations),
 		cmocka_unit_test(silence_url_escaping),
+		cmocka_unit_test(group_silence_url_is_the_groups),
 		cmocka_unit_test(malformed_events),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
