@@ -199,9 +199,31 @@ void gh_client_set_creds(struct gh_client *c, struct gh_creds *s)
 	gh_creds_free(old);
 }
 
+static int same_str(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+/* Whether a and b hold the same credentials (owners, tokens, Apps, keys). */
+static int creds_same(const struct gh_creds *a, const struct gh_creds *b)
+{
+	if (!a || !b || a->n != b->n)
+		return 0;
+	for (size_t i = 0; i < a->n; i++) {
+		const struct gh_cred *x = &a->v[i], *y = &b->v[i];
+
+		if (!same_str(x->owner, y->owner) || !same_str(x->auth_header, y->auth_header) ||
+		    x->app_id != y->app_id || x->installation_id != y->installation_id ||
+		    !same_str(x->key_pem, y->key_pem))
+			return 0;
+	}
+	return 1;
+}
+
 void gh_adopt_pending(struct gh_client *c)
 {
 	struct gh_creds *s;
+	int same;
 
 	pthread_mutex_lock(&c->mu);
 	s = c->pending;
@@ -209,10 +231,13 @@ void gh_adopt_pending(struct gh_client *c)
 	pthread_mutex_unlock(&c->mu);
 	if (!s)
 		return;
+	/* Every start and reload hands over the set: only a change is news. */
+	same = creds_same(c->creds, s);
 	gh_creds_free(c->creds);
 	c->creds = s;
 	adopt(c, s);
-	log_end(log_begin(LOG_INFO, "github credentials replaced"));
+	if (!same)
+		log_end(log_begin(LOG_INFO, "github credentials replaced"));
 }
 
 /* Mutations that fit now: the least over the credentials (the tightest budget). */

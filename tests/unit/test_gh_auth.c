@@ -23,6 +23,7 @@
 #include "bridge/gh.h"
 #include "core/config.h"
 #include "core/http_client.h"
+#include "core/log.h"
 #include "tests/unit/helpers/fake_http.h"
 
 #define T0 1700000000000LL /* 2023-11-14T22:13:20Z */
@@ -418,6 +419,54 @@ static void creds_swapped(void **state)
 	assert_string_equal(auth_of(fx, 1), "Bearer tok-new");
 }
 
+/* The text logged to f since it was opened; the caller frees it. */
+static char *read_log(FILE *f)
+{
+	char *text = calloc(1, 65536);
+	size_t n;
+
+	assert_non_null(text);
+	fflush(f);
+	rewind(f);
+	n = fread(text, 1, 65535, f);
+	text[n] = '\0';
+	return text;
+}
+
+/*
+ * "github credentials replaced" is said when they change (a reload with a
+ * new token), not when a reload hands over the same ones (every start).
+ */
+static void creds_replaced_logged_only_on_change(void **state)
+{
+	struct fixture *fx = *state;
+	struct cfg_github same = { 0 }, g2 = { 0 };
+	FILE *log = tmpfile();
+	char *text;
+
+	assert_non_null(log);
+	log_set_fd(fileno(log));
+	fx->g.token = "tok-old";
+	open_client(fx);
+	same.token = "tok-old";
+	gh_client_set_creds(fx->gh, gh_creds_new(&same));
+	fake_http_push(fx->fake, 200, NULL, ISSUE);
+	get_issue(fx, "o/r", ERR_OK);
+	text = read_log(log);
+	assert_null(strstr(text, "credentials replaced"));
+	free(text);
+	g2.token = "tok-new";
+	gh_client_set_creds(fx->gh, gh_creds_new(&g2));
+	fake_http_push(fx->fake, 200, NULL, ISSUE);
+	get_issue(fx, "o/r", ERR_OK);
+	text = read_log(log);
+	assert_non_null(strstr(text, "msg=\"github credentials replaced\""));
+	free(text);
+	assert_string_equal(auth_of(fx, 1), "Bearer tok-new");
+	log_set_fd(2);
+	fclose(log);
+}
+
 static void expect_login(struct fixture *fx, const char *repo, const char *want)
 {
 	char *login = NULL;
@@ -504,6 +553,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(app_installation_found_per_owner, setup, teardown),
 		cmocka_unit_test_setup_teardown(owner_matching, setup, teardown),
 		cmocka_unit_test_setup_teardown(budget_per_credential, setup, teardown),
+		cmocka_unit_test_setup_teardown(creds_replaced_logged_only_on_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(creds_swapped, setup, teardown),
 		cmocka_unit_test_setup_teardown(login_per_credential_relearned_on_new_set, setup,
 						teardown),
