@@ -410,11 +410,15 @@ static enum err do_create(struct bridge *b, struct work *w, const json_t *view,
 	set_shown(&w->row, view, buf_str(&title));
 	bridge_row_take_etag(&w->row, &gi);
 	{
-		struct log_line *l = log_begin(LOG_INFO, "issue created");
+		/* In dry-run nothing was sent: no number to tell. */
+		int dry = gh_dry_run(b->gh);
+		struct log_line *l = log_begin(LOG_INFO, dry ? "dry-run: issue not created"
+							     : "issue created");
 		log_str(l, "receiver", w->ev.receiver);
 		log_str(l, "key", w->ev.key);
 		log_str(l, "repo", w->row.repo);
-		log_int(l, "issue", gi.number);
+		if (!dry)
+			log_int(l, "issue", gi.number);
 		if (w->row.previous_number)
 			log_int(l, "previous", w->row.previous_number);
 		log_str(l, "title", buf_str(&title));

@@ -746,13 +746,33 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 {
 	struct env e;
 	struct store_issue row = { 0 };
+	FILE *log = tmpfile();
+	char text[8192], *line;
+	size_t n;
 	(void)state;
 
+	assert_non_null(log);
 	bfx_env_start(&e, "  dry_run: true\n", NULL);
 	assert_true(bridge_dry_run(e.b));
 	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
 	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	log_setup(LOG_INFO, LOG_LOGFMT);
+	log_set_fd(fileno(log));
 	assert_int_equal(bridge_step(e.b), 1);
+	log_set_fd(2);
+	log_setup(LOG_ERROR, LOG_LOGFMT);
+	/* The log says nothing was created, not "issue created ... issue=0". */
+	rewind(log);
+	n = fread(text, 1, sizeof(text) - 1, log);
+	text[n] = '\0';
+	fclose(log);
+	assert_null(strstr(text, "msg=\"issue created\""));
+	line = strstr(text, "msg=\"dry-run: issue not created\"");
+	assert_non_null(line);
+	assert_non_null(strchr(line, '\n'));
+	*strchr(line, '\n') = '\0';
+	assert_non_null(strstr(line, " repo=my-org/alerts"));
+	assert_null(strstr(line, "issue="));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 0);
 	bfx_get_row(&e, &row);
