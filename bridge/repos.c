@@ -180,7 +180,7 @@ enum err repos_retry_dead(struct repos *r, int64_t *n)
 	if (rc == ERR_OK && got > 0) {
 		struct log_line *l = log_begin(LOG_INFO, "dead letters re-queued");
 		log_int(l, "events", got);
-		log_str(l, "reason", REPOS_MISSING_LIKE);
+		log_str(l, "reason", REPOS_MISSING_HUMAN);
 		log_end(l);
 	}
 	if (n)

@@ -19,9 +19,13 @@
 #include "core/err.h"
 #include "core/store.h"
 
-/* The dead-letter reason (printf format over "owner/name"), and an SQL LIKE pattern for it. */
+/*
+ * The dead-letter reason (printf format over "owner/name"), an SQL LIKE
+ * pattern for it, and how the log names them all.
+ */
 #define REPOS_MISSING_REASON "repository %s not found or no access"
 #define REPOS_MISSING_LIKE "repository % not found or no access"
+#define REPOS_MISSING_HUMAN "repository not found or no access"
 
 struct repos;
 

@@ -148,7 +148,10 @@ static void events_are_dead_lettered_and_retried(void **state)
 	struct buf err = BUF_INIT;
 	struct store_event ev = queued(fx, "k1");
 	int64_t n = 0;
+	FILE *log = tmpfile();
+	char text[4096];
 
+	assert_non_null(log);
 	buf_setf(&err, "POST /repos/o/gone/issues: 404 not found");
 	fake_http_push(fx->fake, 404, NULL, "{}");
 	assert_int_equal(repos_dead_if_known(r, &ev, "o/gone", fx->now), 0);
@@ -162,8 +165,19 @@ static void events_are_dead_lettered_and_retried(void **state)
 	assert_int_equal(store_dead_count(fx->st), 2);
 
 	/* A re-queued event is not dead-lettered from the kept answer. */
+	log_setup(LOG_INFO, LOG_LOGFMT);
+	log_set_fd(fileno(log));
 	assert_int_equal(repos_retry_dead(r, &n), ERR_OK);
+	log_set_fd(2);
+	log_setup(LOG_ERROR, LOG_LOGFMT);
 	assert_int_equal(n, 2);
+	/* The log gives the reason as people read it, not as an SQL LIKE pattern. */
+	rewind(log);
+	text[fread(text, 1, sizeof(text) - 1, log)] = '\0';
+	fclose(log);
+	assert_non_null(strstr(text, "msg=\"dead letters re-queued\" events=2 "
+				     "reason=\"repository not found or no access\""));
+	assert_null(strstr(text, "%"));
 	assert_int_equal(store_next_event(fx->st, "bridge", INT64_MAX, &ev), ERR_OK);
 	assert_string_equal(ev.last_error,
 			    STORE_REQUEUED "repository o/gone not found or no access");
