@@ -26,7 +26,8 @@ static const char usage_map[] =
 	"\n"
 	"Reads the database named by --database.path, else the configuration's 'database'\n"
 	"(--config.file, default alertbridge.yml), else ./alertbridge.db.\n"
-	"list: one line per alert: receiver, key, repo#number, state, episode start.\n"
+	"list: one line per alert: receiver, key, repo#number, state, episode start;\n"
+	"a dead letter without a row: receiver, key, -, (no issue), status, start, reason.\n"
 	"show: every field of the row.  forget: delete the row, so the next firing\n"
 	"creates a new issue.  retry: re-queue the dead-lettered events of KEY (e.g. once\n"
 	"the repository exists), its refused /silence commands too; a running service\n"
@@ -53,16 +54,21 @@ static int print_row_line(void *ctx, const struct store_issue *row)
 
 /*
  * A dead letter with no map row (a create GitHub rejected, an alert invalid
- * at intake, a janitor alert): receiver, key, reason.
+ * at intake, a janitor alert), in print_row_line()'s columns: receiver, key,
+ * "-" for the repository (no row says it), "(no issue)", the event's status
+ * where a row's state is, its start, then the reason.
  */
 static int print_dead_line(void *ctx, const struct store_event *ev)
 {
 	const char *receiver = ctx;
+	char when[32] = "-";
 
 	if (receiver && strcmp(receiver, ev->receiver))
 		return 0;
-	printf("%-20s %-16s %s (no issue) dead: %s\n", ev->receiver, ev->key,
-	       ev->status, ev->last_error ? ev->last_error : "-");
+	if (ev->starts_at_ms)
+		rfc3339_format(ev->starts_at_ms, when);
+	printf("%-20s %-16s - (no issue) %s %s dead: %s\n", ev->receiver, ev->key, ev->status,
+	       when, ev->last_error ? ev->last_error : "-");
 	return 0;
 }
 

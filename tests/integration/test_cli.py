@@ -202,6 +202,15 @@ def map_commands_on_a_served_database():
         status, _, data = http("POST", "http://127.0.0.1:%d/v1/webhook" % port,
                                headers={"Content-Type": "application/json"}, raw=body)
         eq(status, 200, "webhook accepted")
+        # An alert invalid at intake: a dead letter without a map row.
+        bad = json.loads(body)
+        bad["alerts"] = bad["alerts"][:1]
+        bad["alerts"][0]["fingerprint"] = "dead00000000beef"
+        bad["alerts"][0]["labels"]["alertbridge_repo"] = "not a repo"
+        status, _, data = http("POST", "http://127.0.0.1:%d/v1/webhook" % port,
+                               headers={"Content-Type": "application/json"},
+                               raw=json.dumps(bad).encode())
+        eq(status, 200, "webhook with an invalid alert accepted")
         # dry-run creates are paced 1 s apart like live ones: three take about 2 s
         poll(lambda: 'result="created"} 3' in http(
             "GET", "http://127.0.0.1:%d/metrics" % port)[2], "three dry-run creates",
@@ -213,8 +222,19 @@ def map_commands_on_a_served_database():
         eq(proc.stop(), 0, "SIGTERM exits 0")
     rc, out, err = ab("map", "list", "--database.path=" + db)
     eq(rc, 0, "map list: " + err)
-    keys = sorted(line.split()[1] for line in out.splitlines())
-    eq(keys, ["04b8c13f54b78add", "9329cd68b64d6724", "98e2b6219b0e1a8d"], "map keys")
+    rows = {line.split()[1]: line.split() for line in out.splitlines()}
+    eq(sorted(rows), ["04b8c13f54b78add", "9329cd68b64d6724", "98e2b6219b0e1a8d",
+                      "dead00000000beef"], "map keys")
+    # The same columns on every line: receiver, key, repo[#number] or "-", then
+    # "(no issue)" when none, state (a dead letter's: its status), episode start.
+    eq(rows["9329cd68b64d6724"][:5],
+       ["alert-service", "9329cd68b64d6724", "my-org/alerts", "(no", "issue)"], "a row's columns")
+    eq(rows["dead00000000beef"][:6] + rows["dead00000000beef"][7:8],
+       ["alert-service", "dead00000000beef", "-", "(no", "issue)", "firing", "dead:"],
+       "a dead letter's columns")
+    for key in ("9329cd68b64d6724", "dead00000000beef"):
+        check(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$", rows[key][6]),
+              "the episode start in the 7th column", rows[key])
     rc, out, _ = ab("map", "show", "9329cd68b64d6724", "--database.path=" + db)
     eq(rc, 0, "map show")
     check("repo:              my-org/alerts" in out and "state:             open" in out,
@@ -225,7 +245,7 @@ def map_commands_on_a_served_database():
                     "--database.path=" + db)
     eq(rc, 0, "map forget")
     rc, out, _ = ab("map", "list", "--database.path=" + db)
-    eq(len(out.splitlines()), 2, "two rows left")
+    eq(len(out.splitlines()), 3, "two rows left, and the dead letter")
     rc, _, err = ab("map", "show", "9329cd68b64d6724", "--database.path=" + db)
     eq(rc, 1, "show of a forgotten key fails")
     rc, _, err = ab("map", "list", "--database.path=" + os.path.join(TMP, "none.db"))
