@@ -215,7 +215,7 @@ weight() {
 	lifecycle) echo 95 ;;
 	test_crash|test_janitor_faults) echo 85 ;;
 	test_pg_failover) echo 73 ;;
-	campaign) echo 47 ;;
+	campaign) echo 55 ;;
 	lifecycle_pg) echo 40 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_bench_smoke) echo 36 ;;
