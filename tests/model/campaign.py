@@ -89,9 +89,10 @@ MUTATING = ("POST", "PATCH", "PUT", "DELETE")
 
 def store_calls(seconds):
     """GitHub calls allowed while the store fails for `seconds`: the worker backs off from
-    retry_base (5 scaled seconds) doubling, a few calls per attempt, plus the event in
-    flight."""
-    attempts = math.log2(max(2.0, seconds * 1000 / (5 * lc.SECOND_MS))) + 2
+    retry_base (5 scaled seconds) doubling up to retry_max (600 scaled seconds), then once a
+    retry_max; a few calls per attempt, plus the event in flight."""
+    base, cap = 5 * lc.SECOND_MS / 1000.0, 600 * lc.SECOND_MS / 1000.0
+    attempts = math.log2(max(2.0, min(seconds, cap) / base)) + 2 + seconds / cap
     return int(2 * attempts) + 4
 
 
