@@ -263,7 +263,10 @@ enum err store_repeats(struct store *st, struct store_event *evs, size_t n, uint
  * while an older pending event of the same (kind, receiver, key) waits for its
  * retry, so one alert's transitions are applied in arrival order.  Fills *out
  * (release with store_event_release()).  ERR_NOTFOUND when there is none,
- * ERR_INVALID when kind is NULL or empty, ERR_DB (logged) when sqlite fails.
+ * ERR_INVALID when kind is NULL or empty, ERR_DB (logged) when sqlite fails,
+ * and when the sqlite file was deleted or replaced (asked of the file system
+ * at each call: a worker takes no work from a file nobody will read again;
+ * issue 19, the campaign's unlink class).
  */
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 			  struct store_event *out) WARN_UNUSED;

@@ -513,6 +513,12 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(kind))
 		return ERR_INVALID;
+	/* No work from a lost file: what it did would be recorded where nobody reads it. */
+	rc = store_check_lost(st, 1, &msg);
+	if (rc != ERR_OK) {
+		buf_release(&msg);
+		return rc;
+	}
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_row(st, S_EV_NEXT, "next event", &msg, "ti", kind, now_ms);
 	rc = one_event(st, S_EV_NEXT, rc, "next event", &msg, out, NULL);

@@ -132,6 +132,30 @@ static void deleted_file_refuses_enqueue(void **state)
 	buf_release(&why);
 }
 
+/* A worker takes no work from a deleted file: its outcome would go where nobody reads it. */
+static void deleted_file_gives_no_work(void **state)
+{
+	struct fixture *f = *state;
+	struct store *st;
+	struct store_event ev = { 0 }, next;
+	struct buf msg = BUF_INIT;
+
+	sfx_sqlite_only("an sqlite file unlinked");
+	st = sfx_open_ok(f->path);
+	ev.kind = "bridge";
+	ev.receiver = "default";
+	ev.key = "cccc000011112222";
+	ev.status = "firing";
+	ev.payload = "{}";
+	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX / 2, &next), ERR_OK);
+	store_event_release(&next);
+	assert_int_equal(unlink(f->path), 0);
+	assert_int_equal(store_next_event(st, "bridge", INT64_MAX / 2, &next), ERR_DB);
+	store_close(st);
+	buf_release(&msg);
+}
+
 static void garbage_file_is_refused(void **state)
 {
 	struct fixture *f = *state;
@@ -219,6 +243,7 @@ int main(void)
 		SFX_TEST(garbage_file_is_refused),
 		SFX_TEST(read_only_open_never_migrates),
 		SFX_TEST(deleted_file_refuses_enqueue),
+		SFX_TEST(deleted_file_gives_no_work),
 		SFX_TEST(bad_paths_are_refused),
 		SFX_TEST(targets_choose_the_engine),
 	};
