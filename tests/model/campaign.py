@@ -67,8 +67,10 @@ from harness import http, webhook_payload  # noqa: E402
 CAMPAIGN = ("slow", "diskfull", "stall", "unlink", "attack", "term")
 FEATURES = lc.FEATURES + CAMPAIGN
 # Classes left out of the default run (make test) until their issue 19 fix is in; make soak
-# and MODEL_FEATURES=all run them.
-ON_HOLD = ("unlink", "attack")
+# and MODEL_FEATURES=all run them.  attack: right after a start the connection reserve knows
+# no client yet, so 300 idle connections from 8 addresses can keep Alertmanager out
+# (MODEL_SEED=2 MODEL_FEATURES=fire,resolve,repeat,close,kill,dryrun,attack).
+ON_HOLD = ("attack",)
 TIMEOUT_S = 1.0          # github.timeout in lifecycle's config
 # GitHub ends a request it has processed for 10 s ("Troubleshooting the REST API", Timeouts),
 # scaled as the bridge scales it under --test.second-ms (bridge/gh.h gh_write_settled_at)
