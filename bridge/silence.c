@@ -144,6 +144,7 @@ struct job {
 	struct buf reply;      /* the answer on the issue */
 	struct buf marker;     /* the reply's marker */
 	int64_t now_ms;
+	int64_t reply_noted_ms; /* the reply may have been posted from then on (0: not) */
 };
 
 static const char *jstr(const json_t *o, const char *key)
@@ -219,15 +220,82 @@ static int dead(struct silencer *s, struct job *j, const char *reason)
 	return store_event_dead(s->opts.store, j->ev.id, reason) == ERR_DB ? -1 : 1;
 }
 
-/* Post j->reply (once: its marker) and finish the event. */
-static int answer(struct silencer *s, struct job *j, struct gh_client *gh)
+/*
+ * A reply that may have been posted before a crash or a lost answer is noted
+ * "r<ms>~" before the event's own note (answer()); take it off, into
+ * j->reply_noted_ms, so that the rest reads as before.
+ */
+static void reply_note_take(struct job *j)
 {
-	struct buf err = BUF_INIT;
+	char *p = j->ev.progress, *end;
+	long long ms;
+
+	if (!p || p[0] != 'r')
+		return;
+	ms = strtoll(p + 1, &end, 10);
+	if (end == p + 1 || *end != '~' || ms <= 0)
+		return;
+	j->reply_noted_ms = (int64_t)ms;
+	memmove(p, end + 1, strlen(end + 1) + 1);
+}
+
+/* answer()'s walk over the issue's comments: is the reply's marker among them? */
+struct reply_walk {
+	const char *marker;
+	int found;
+};
+
+static int has_reply(void *ctx, const char *body, int64_t created_at_ms)
+{
+	struct reply_walk *w = ctx;
+
+	(void)created_at_ms;
+	if (strstr(body, w->marker))
+		w->found = 1;
+	return w->found;
+}
+
+/*
+ * Post j->reply (once: its marker) and finish the event.  The post is noted
+ * first ("r<ms>~" before rest, the event's note of the work done), so that
+ * the retry of an event whose reply may have been posted (a crash between
+ * the POST and the event's end: the client's own doubts die with it) looks
+ * for the marker on the issue, once such a POST can no longer land, before
+ * it posts again.
+ */
+static int answer(struct silencer *s, struct job *j, struct gh_client *gh, const char *rest)
+{
+	struct buf err = BUF_INIT, note = BUF_INIT;
+	struct reply_walk w = { buf_str(&j->marker), 0 };
 	enum err rc;
 
+	if (j->reply_noted_ms) {
+		int64_t at = gh_write_settled_at(gh, j->reply_noted_ms);
+
+		if (j->now_ms < at) {
+			buf_setf(&err, "the reply in doubt may still land on github: looked for in "
+				 "%lld ms", (long long)(at - j->now_ms));
+			rc = ERR_RETRY;
+			goto retry;
+		}
+		rc = gh_comment_list(gh, j->repo, j->number, has_reply, &w, &err);
+		if (rc == ERR_RETRY || rc == ERR_AUTH)
+			goto retry;
+		if (rc == ERR_OK && w.found)
+			goto done;
+		buf_reset(&err);  /* not there, or the issue is gone: the post tells */
+	}
+	(void)buf_printf(&note, "r%lld~%s", (long long)j->now_ms, rest);
+	if (!gh_dry_run(gh) && store_event_progress(s->opts.store, j->ev.id, buf_str(&note)) !=
+	    ERR_OK) {
+		buf_release(&note);
+		return -1;
+	}
+	buf_release(&note);
 	(void)buf_printf(&j->reply, "\n\n%s", buf_str(&j->marker));
 	rc = gh_comment_create_marked(gh, j->repo, j->number, buf_str(&j->reply),
 				      buf_str(&j->marker), &err);
+retry:
 	if (rc == ERR_RETRY || rc == ERR_AUTH) {
 		int r = retry(s, j, "reply", &err);
 
@@ -243,6 +311,7 @@ static int answer(struct silencer *s, struct job *j, struct gh_client *gh)
 		log_int(l, "number", j->number);
 		log_end(l);
 	}
+done:
 	buf_release(&err);
 	rc = store_event_done(s->opts.store, j->ev.id, NULL, NULL);
 	return rc == ERR_DB ? -1 : 1;
@@ -270,7 +339,7 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 		(void)buf_printf(&j->reply, "@%s: no silence: the alert's labels are no longer "
 			"known to alertbridge (its last notification is older than "
 			"database_retention).", j->login);
-		return answer(s, j, gh);
+		return answer(s, j, gh, "");
 	}
 	if (dur > am->max_silence_ms) {
 		dur = am->max_silence_ms;
@@ -352,7 +421,9 @@ reply:
 	(void)buf_printf(&j->reply, "%s)%s%s.\n\nSilence: %s/#/silences/%s",
 			 bounded ? ", the longest alertmanager.max_silence allows" : "",
 			 *reason ? ": " : "", reason, *ext ? ext : am->url, id);
-	r = answer(s, j, gh);
+	buf_reset(&who);
+	(void)buf_printf(&who, "silenced:%s", id);
+	r = answer(s, j, gh, buf_str(&who));
 out:
 	free(id);
 	free(ms);
@@ -416,7 +487,9 @@ reply:
 	else
 		(void)buf_printf(&j->reply, "@%s: no active silence that alertbridge made for this "
 				 "issue.", j->login);
-	r = answer(s, j, gh);
+	buf_reset(&err);
+	(void)buf_printf(&err, "expired:%s", buf_str(&ids));
+	r = answer(s, j, gh, buf_str(&err));
 out:
 	store_silences_free(v, n);
 	buf_release(&err);
@@ -439,6 +512,7 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 	j->comment_id = (int64_t)json_integer_value(json_object_get(j->cmd, "comment_id"));
 	if (!*cmd || !*j->login || !*j->repo || j->number <= 0 || j->comment_id <= 0)
 		return dead(s, j, "invalid silence command payload");
+	reply_note_take(j);
 	j->rcv = cfg_receiver_find(cfg, j->ev.receiver);
 	if (!j->rcv)
 		return dead(s, j, "receiver no longer configured");
@@ -447,16 +521,16 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 		(void)buf_printf(&j->reply, "@%s: unknown command `/%s`. alertbridge knows "
 				 "`/silence DURATION [reason]` and `/unsilence`.", j->login,
 				 jstr(j->cmd, "word"));
-		return answer(s, j, gh);
+		return answer(s, j, gh, "");
 	}
 	if (!strcmp(cmd, "invalid")) {
 		(void)buf_printf(&j->reply, "@%s: no silence: %s.", j->login, jstr(j->cmd, "error"));
-		return answer(s, j, gh);
+		return answer(s, j, gh, "");
 	}
 	if (!j->rcv->alertmanager.url) {
 		(void)buf_printf(&j->reply, "@%s: no silence: no Alertmanager is configured for "
 				 "this alert (alertmanager.url).", j->login);
-		return answer(s, j, gh);
+		return answer(s, j, gh, "");
 	}
 	if (!strcmp(cmd, "unsilence"))
 		return do_unsilence(s, j, gh);
