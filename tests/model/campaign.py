@@ -251,7 +251,7 @@ class CampaignWorld(lc.World):
     def post(self, receiver, alerts, group_key=None, status=None):
         p = webhook_payload(receiver, alerts, status=status)
         if group_key:
-            p["groupKey"] = group_key
+            p["groupKey"], p["groupLabels"] = group_key, lc.group_labels(group_key)
         deadline = time.time() + POST_S
         while True:
             st, hdrs, body, _ = self.post_once(p)

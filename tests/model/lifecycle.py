@@ -39,6 +39,8 @@ steps (default 60) drawn from the enabled feature classes:
                                    when it resolves; the resolve is dead-lettered at once with
                                    GitHub's 403 message and changes nothing; once a person
                                    lifts the cause, `map retry KEY` applies it
+  silence                          `/silence` and `/unsilence` on the issue, against a fake
+                                   Alertmanager (tests/model/silence_steps.py, issue 21)
 
 Credentials per organisation (issue 18 items 1 and 6): in the worlds of even seeds the default
 token acts as one login and github.credentials gives the owner acme a token of its own that acts
@@ -46,7 +48,9 @@ as another (the fake keeps each issue's author), so a lost database is rebuilt b
 issues of acme's own login; a rebuild by the default's login would find none and duplicate them.
 
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
-the group body's task list (its text is not checked), bad input (tests/integration covers it).
+the group body's task list (its text is not checked), bad input (tests/integration covers it),
+the janitor and its Slack postpone (issue 21 section 2: no pods in these worlds; the janitor's
+own tests cover it).
 
 Times that matter come from the payloads (startsAt/endsAt, a virtual clock in the past) and
 the fake (closed_at); the binary runs with --test.second-ms (its own pacing and
@@ -91,13 +95,14 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
 import pg  # noqa: E402
 from reference import Key, apply_event, rebuild  # noqa: E402
+from silence_steps import SilenceSteps, group_labels  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
 PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
-            "lostdb", "dryrun", "group", "noclose", "storms", "badrepo", "refused")
+            "lostdb", "dryrun", "group", "noclose", "storms", "badrepo", "refused", "silence")
 REPO = "acme/alerts"
 MOVED = "acme/moved"
 MISSING = "acme/missing"
@@ -232,7 +237,8 @@ class Alert:
 
 class Group:
     def __init__(self, rng, n, members):
-        self.group_key = '{}/{}:{alertname="ModelGroup%d", gk="%x"}' % (n, rng.getrandbits(32))
+        self.labels = {"alertname": "ModelGroup%d" % n, "gk": "%x" % rng.getrandbits(32)}
+        self.group_key = '{}/{}:{alertname="%(alertname)s", gk="%(gk)s"}' % self.labels
         self.key = hashlib.sha256(self.group_key.encode()).hexdigest()
         self.members = members
         self.active = False       # firing episode of the group
@@ -241,7 +247,7 @@ class Group:
         self.last = None          # last payload sent
 
 
-class World:
+class World(SilenceSteps):
     def __init__(self, seed, features, steps, keep):
         self.seed = seed
         self.features = features
@@ -305,8 +311,9 @@ class World:
             f.write(GH_TOKEN + "\n")
         with open(os.path.join(self.dir, "acme-token"), "w") as f:
             f.write(ACME_TOKEN + "\n")
-        creds = ("  credentials:\n    - {owner: acme, token_file: acme-token}\n"
-                 if self.per_org else "")
+        secret, am = self.silence_config()
+        creds = secret + ("  credentials:\n    - {owner: acme, token_file: acme-token}\n"
+                 if self.per_org else "") + am
         with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
             f.write("listen_address: 127.0.0.1:%d\n"
                     "database: \"%s\"\n"
@@ -381,7 +388,7 @@ class World:
     def post(self, receiver, alerts, group_key=None, status=None):
         p = webhook_payload(receiver, alerts, status=status)
         if group_key:
-            p["groupKey"] = group_key
+            p["groupKey"], p["groupLabels"] = group_key, group_labels(group_key)
         st, _, body = http("POST", self.url + "/v1/webhook", p, timeout_s=10,
                            headers={"Authorization": "Bearer " + HOOK_TOKEN})
         if st != 200:
@@ -453,13 +460,13 @@ class World:
                      if m.starts is not None), what))
 
     # ----- quiet points and invariants -------------------------------------------------------
-    def events(self):
+    def events(self, kind="bridge"):
         if self.uri:
             try:
                 return [(int(r[0]), r[1], r[2], r[3], r[4], int(r[5]), r[6]) for r in
                         self.psql.rows("SELECT id, receiver, key, status, state, attempts, "
                                        "coalesce(last_error, '') FROM events "
-                                       "WHERE kind = 'bridge'")]
+                                       "WHERE kind = '%s'" % kind)]
             except RuntimeError as e:
                 if "does not exist" in str(e):  # not migrated yet
                     return []
@@ -469,7 +476,7 @@ class World:
         con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
         try:
             return con.execute("SELECT id, receiver, key, status, state, attempts, last_error "
-                               "FROM events WHERE kind = 'bridge'").fetchall()
+                               "FROM events WHERE kind = ?", (kind,)).fetchall()
         except sqlite3.OperationalError:
             return []
         finally:
@@ -490,7 +497,8 @@ class World:
         while True:
             if self.proc is None or self.proc.poll() is not None:
                 self.fail("alertbridge died (exit %s)" % (self.proc and self.proc.returncode))
-            pending = [e for e in self.events() if e[4] == "pending"]
+            pending = [e for e in self.events() + (self.events("silence") if self.am else [])
+                       if e[4] == "pending"]
             if not pending:
                 return
             if time.time() > deadline:
@@ -545,7 +553,7 @@ class World:
             if k.bad and act:
                 problems.append("an alert routed to %s got an issue" % MISSING)
         if not problems:
-            problems += self.check_map()
+            problems += self.check_map() + self.check_silences()
         if problems:
             self.fail("invariants broken at a quiet point:\n    " + "\n    ".join(problems))
         self.note("quiet point: invariants hold")
@@ -618,7 +626,8 @@ class World:
         if not self.dry:
             for name, w in (("close", 1), ("wontfix", 1), ("reopen", 1), ("delete", 1),
                             ("transfer", 1), ("faults", 2), ("ratelimit", 0.3),
-                            ("timeout", 0.3), ("lostdb", 0.5), ("refused", 0.5)):
+                            ("timeout", 0.3), ("lostdb", 0.5), ("refused", 0.5),
+                            ("silence", 1)):
                 if name in f:
                     add(name, w)
         if "kill" in f:
@@ -780,6 +789,9 @@ class World:
         if what == "refused":
             self.refused()
             return
+        if what == "silence":
+            self.silence_step()
+            return
         if what == "kill":
             time.sleep(rng.random() * 0.03)
             self.kill()
@@ -810,6 +822,7 @@ class World:
         for k in self.keys.values():
             k.row, k.cur, k.ep, k.res_end = None, None, None, None
         self.rebuild_pending = {"alerts", "keep", "groups"}
+        self.silence_lost()
 
     def refused(self):
         """A firing alert whose issue is open resolves while GitHub refuses the comment for good
@@ -894,6 +907,7 @@ class World:
             self.kill()
         if self.gh:
             self.gh.stop()
+        self.silence_close()
         if self.psql:
             self.psql.close()
         if not self.keep:
