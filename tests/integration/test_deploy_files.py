@@ -830,16 +830,18 @@ def check_docs():
 
 
 def check_public_routes():
-    """components/public-endpoints' Ingress routes every endpoint main.c serves on the public
-    listener (route_public()'s table), and the public port the Ingress uses is the one the
+    """components/public-endpoints' Ingress routes every endpoint serve puts on the public
+    listener (route_public()'s table in cmd/serve_routes.c), and the public port the Ingress
+    uses is the one the
     component's flag makes alertbridge listen on: a route added to the table and not to the
     Ingress would be unreachable once public_listen_address is set."""
     comp = os.path.join(K8S, "components", "public-endpoints")
-    main_c = read(os.path.join(SRC, "main.c"))
-    table = re.search(r"static int route_public\(.*?routes\[\] = \{(.*?)\n\t\};", main_c, re.S)
+    routes_c = read(os.path.join(SRC, "cmd", "serve_routes.c"))
+    table = re.search(r"static int route_public\(.*?routes\[\] = \{(.*?)\n\t\};", routes_c, re.S)
     p = []
     if not table:
-        report("main.c's public routes are in the Ingress", ["no route_public() table in main.c"])
+        report("serve's public routes are in the Ingress",
+               ["no route_public() table in cmd/serve_routes.c"])
         return
     routes = set(re.findall(r'\{\s*"[A-Z]+",\s*"(/[^"]*)"', table.group(1)))
     ingress = set(re.findall(r"^\s*- path: (\S+)", read(os.path.join(comp, "ingress.yaml")), re.M))
@@ -853,7 +855,7 @@ def check_public_routes():
     if not flag or not port or flag.group(1) != port.group(1):
         p.append("the flag's port %s is not the container port %s"
                  % (flag and flag.group(1), port and port.group(1)))
-    report("main.c's public routes are in the Ingress, on the flag's port", p)
+    report("serve's public routes are in the Ingress, on the flag's port", p)
 
 
 def guarded(fn, *args):
