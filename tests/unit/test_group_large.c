@@ -24,6 +24,7 @@
 #include "core/buf.h"
 #include "core/config.h"
 
+#include "tests/unit/helpers/tmpdir.h"
 #include "core/banned.h"
 
 #define N_MEMBERS 10000
@@ -182,7 +183,7 @@ static void small_group_is_listed_whole(void **state)
 
 static void overflowing_custom_template_is_named(void **state)
 {
-	char dir[] = "/tmp/test_group_large.XXXXXX", path[64], yaml[256];
+	char dir[256], path[300], yaml[400];
 	struct env e;
 	struct group_members g = { 0 };
 	struct buf raw = BUF_INIT, err = BUF_INIT;
@@ -191,7 +192,7 @@ static void overflowing_custom_template_is_named(void **state)
 	FILE *f;
 	(void)state;
 
-	assert_non_null(mkdtemp(dir));
+	tfx_mkdtemp(dir, sizeof(dir), "ab-group-large");
 	snprintf(path, sizeof(path), "%s/body.mustache", dir);
 	f = fopen(path, "w");
 	assert_non_null(f);
@@ -211,8 +212,7 @@ static void overflowing_custom_template_is_named(void **state)
 	buf_release(&raw);
 	buf_release(&err);
 	stop(&e);
-	assert_int_equal(unlink(path), 0);
-	assert_int_equal(rmdir(dir), 0);
+	tfx_remove_tree(dir);
 }
 
 int main(void)
