@@ -14,6 +14,7 @@ Env (set by tests/run.sh for its valgrind stage):
 
 import json
 import os
+import random
 import shlex
 import signal
 import socket
@@ -153,11 +154,47 @@ def poll(cond, what, timeout_s=60, interval_s=0.1):
         time.sleep(interval_s)
 
 
+_held_ports = []  # the claims of this process (and of its forked children): never released
+
+
+def _port_range():
+    """The ports free_port draws from: the 12,000 below the kernel's ephemeral range, so that
+    no outgoing connection (whose local port the kernel takes from that range) can hold one
+    when a server of a test binds it, e.g. when a killed alertbridge restarts on its port."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(1024, low - 12000), max(1025, low)
+
+
 def free_port():
-    """An ephemeral loopback port that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port for a server of the test to bind, outside the kernel's ephemeral range
+    and claimed by this process for its lifetime: the claim is an abstract-namespace Unix
+    socket named after the port (released by the kernel when the process ends), so the tests
+    running at once never draw the same port, nor does one process draw a port twice.  The
+    port was free when drawn (a bind with SO_REUSEADDR, as the servers bind, succeeded)."""
+    lo, hi = _port_range()
+    start = random.SystemRandom().randrange(lo, hi)
+    for k in range(hi - lo):
+        port = lo + (start - lo + k) % (hi - lo)
+        claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            claim.bind("\0alertbridge-test-port-%d" % port)
+        except OSError:
+            claim.close()
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                claim.close()
+                continue
+        _held_ports.append(claim)
+        return port
+    raise OSError("no free loopback port in %d-%d" % (lo, hi - 1))
 
 
 def port_open(port):
