@@ -41,13 +41,16 @@ else
 	as() { "$@"; }
 fi
 
-# A port nothing listens on now (python3 is a test dependency); pg_ctl start is retried on
-# another one when the port is taken in between.
+# A port nothing listens on now, below the kernel's ephemeral range as the integration tests
+# draw theirs (tests/integration/harness.py, free_port: no outgoing connection takes it while
+# the cluster restarts on it); pg_ctl start is retried on another one when the port is taken
+# in between.
+harness_dir=$(cd "$(dirname "$0")/../integration" && pwd)
 free_port() {
-	python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])'
+	python3 -c 'import sys
+sys.path.insert(0, sys.argv[1])
+import harness
+print(harness.free_port())' "$harness_dir"
 }
 
 pg_start() { # the port is in DIR/data/postgresql.conf
