@@ -682,7 +682,7 @@ void cfg_defaults(struct config *cfg)
 	cfg->database_statement_timeout_ms = 5 * MS_S;
 	cfg->log.level = LOG_INFO;
 	cfg->log.format = LOG_LOGFMT;
-	cfg->webhook.max_body_bytes = 16777216;  /* 10,000 alerts of up to 1.6 KB (README) */
+	cfg->webhook.max_body_bytes = 16777216;  /* 10,000 alerts of up to 1.6 KB (docs/config-guide.md) */
 	cfg->webhook.max_alerts = 10000;
 	cfg->webhook.max_connections = 256;
 	cfg->webhook.max_connections_per_ip = 64;

@@ -5,7 +5,7 @@
  * future step is appended to BOTH lists, in each engine's dialect; never
  * edit a step that has shipped.  Steps only add (tables, indexes, columns
  * with defaults): during a rolling update on PostgreSQL, replicas of the
- * previous version keep working against the new schema (README, Upgrade).  sqlite's file vacuum mode is not a step
+ * previous version keep working against the new schema (docs/operating.md, Upgrade).  sqlite's file vacuum mode is not a step
  * (VACUUM cannot run in a transaction): db_sqlite.c sets it at open.
  */
 #include "store_int.h"

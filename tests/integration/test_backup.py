@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""test_backup.py - the README's backup and restore, done as an admin would.
+"""test_backup.py - docs/operating.md's backup and restore, done as an admin would.
 
 backup_while_running_then_restore
     The real binary runs behind the fake GitHub; a thread posts new alerts while

@@ -791,7 +791,7 @@ def check_systemd():
         "NoNewPrivileges": "yes",
         "Restart": "on-failure",
         "KillSignal": "SIGTERM",
-        # systemctl reload: SIGHUP reloads the config (README "Reload").
+        # systemctl reload: SIGHUP reloads the config (docs/config-guide.md "Reload").
         "ExecReload": "/bin/kill -HUP $MAINPID",
     }
     p = ["[Service] %s=%s, want %s" % (k, values.get(k), v)

@@ -48,7 +48,7 @@ COMPONENTS = os.path.join(K8S, "components")
 RULE_FILES = [os.path.join(SRC, "deploy", "prometheus", f)
               for f in ("janitor-rules.yml", "alertbridge-rules.yml")]
 GENERATE = os.path.join(COMPONENTS, "prometheus-rule", "generate.sh")
-README = os.path.join(SRC, "README.md")
+OPERATING = os.path.join(SRC, "docs", "operating.md")
 CMD_TIMEOUT_S = 60
 
 POD_LABELS = {"app.kubernetes.io/name": "alertbridge"}
@@ -69,12 +69,12 @@ PATCHES = {"service-monitor-basic-auth": "service-monitor"}
 # The Secret components/service-monitor-basic-auth makes Prometheus send, and its keys.
 SCRAPE_SECRET = "alertbridge-scrape"
 SCRAPE_KEYS = {"username": "username", "password": "password"}
-# Components that do not belong on the leader-election overlay (see the README: only the
+# Components that do not belong on the leader-election overlay (see docs/high-availability.md: only the
 # leader is ready, so any budget would block draining the leader's node).
 NOT_WITH_LEADER_ELECTION = {"pod-disruption-budget"}
 # postgres/ brings its own PodDisruptionBudget (minAvailable 1, for two or more ready replicas).
 NOT_WITH_POSTGRES = {"pod-disruption-budget"}
-# The pods the NetworkPolicy lets in, as the README documents them.
+# The pods the NetworkPolicy lets in, as docs/operating.md documents them.
 NETPOL_PEERS = [{"app.kubernetes.io/name": "alertmanager"}, {"app.kubernetes.io/name": "prometheus"}]
 NETPOL_NAMESPACE = {"kubernetes.io/metadata.name": "monitoring"}
 # components/public-endpoints (issue 21): the paths the internet may reach, on the container
@@ -429,7 +429,7 @@ def basic_auth_problems(ep):
 def netpol_problems(np, labels, ports, public):
     """A NetworkPolicy selects the pods for Ingress, every rule names its ports and peers (both
     selectors), the public port (when there is one) is open to the ingress controller only and
-    every other port to Alertmanager and Prometheus only (as the README documents)."""
+    every other port to Alertmanager and Prometheus only (as docs/operating.md documents)."""
     p = []
     s = np["spec"]
     name = "NetworkPolicy %s" % np["metadata"]["name"]
@@ -457,7 +457,7 @@ def netpol_problems(np, labels, ports, public):
     want = {False: [(NETPOL_NAMESPACE, x) for x in NETPOL_PEERS], True: [INGRESS_PEER]}
     for is_public, got in peers.items():
         if sorted(map(repr, got)) != sorted(map(repr, want[is_public])):
-            p.append("%s: peers of the %s port %r, want %r (as the README documents)"
+            p.append("%s: peers of the %s port %r, want %r (as docs/operating.md documents)"
                      % (name, "public" if is_public else "main", got, want[is_public]))
     return p
 
@@ -702,19 +702,19 @@ def check_prometheus_rule_generated():
                else ["exit %d; output unchanged" % r.returncode])
 
 
-def check_readme():
-    with open(README, encoding="utf-8") as f:
+def check_operating_docs():
+    with open(OPERATING, encoding="utf-8") as f:
         text = f.read()
     p = []
     for name in COMPONENT_KINDS:
         if "components/%s" % name not in text:
-            p.append("README does not say how to enable components/%s" % name)
+            p.append("docs/operating.md does not say how to enable components/%s" % name)
     for labels in NETPOL_PEERS + [NETPOL_NAMESPACE] + list(INGRESS_PEER):
         for k, v in labels.items():
             if "%s: %s" % (k, v) not in text:
-                p.append("README does not name the label %s: %s the NetworkPolicy expects"
+                p.append("docs/operating.md does not name the label %s: %s the NetworkPolicy expects"
                          % (k, v))
-    report("README: each component and the NetworkPolicy's labels", p)
+    report("docs/operating.md: each component and the NetworkPolicy's labels", p)
 
 
 def rendered_config(docs):
@@ -947,7 +947,7 @@ def guarded(fn):
 def main():
     for fn in (check_schema_self_test, check_components_are_components,
                check_service_monitor_plain,
-               check_prometheus_rule_generated, check_readme, check_renders):
+               check_prometheus_rule_generated, check_operating_docs, check_renders):
         guarded(fn)
     if results["skipped"]:
         print("(%d skipped)" % results["skipped"])

@@ -4,7 +4,7 @@ alertbridge-rules.yml) and the Grafana dashboard (deploy/grafana/alertbridge.jso
 what exists:
 
 - every alert has severity, summary, description and a runbook_url whose anchor is a heading of
-  README.md, and its promtool unit tests (deploy/prometheus/tests/alertbridge-rules.test.yml,
+  docs/metrics-and-alerts.md, and its promtool unit tests (deploy/prometheus/tests/alertbridge-rules.test.yml,
   run by test_shipped_rules.py) have a case where it fires and one where it does not;
 - the dashboard is a Grafana schema-39 dashboard with a ${datasource} variable that every panel
   and query uses, and the panels the issue asks for;
@@ -51,7 +51,7 @@ BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alert
 RULES = os.path.join(SRC, "deploy", "prometheus", "alertbridge-rules.yml")
 RULES_TEST = os.path.join(SRC, "deploy", "prometheus", "tests", "alertbridge-rules.test.yml")
 DASHBOARD = os.path.join(SRC, "deploy", "grafana", "alertbridge.json")
-README = os.path.join(SRC, "README.md")
+RUNBOOKS = os.path.join(SRC, "docs", "metrics-and-alerts.md")
 TIMEOUT_S = 60
 
 # Series Prometheus itself adds to every scrape.
@@ -93,11 +93,11 @@ def alerting_rules():
     return [r for g in load_yaml(RULES)["groups"] for r in g["rules"] if "alert" in r]
 
 
-def readme_anchors():
-    """GitHub's anchors of README.md's headings: lower case, punctuation but - and _ dropped,
+def runbook_anchors():
+    """GitHub's anchors of docs/metrics-and-alerts.md's headings: lower case, punctuation but - and _ dropped,
     spaces to -."""
     anchors = set()
-    with open(README, encoding="utf-8") as f:
+    with open(RUNBOOKS, encoding="utf-8") as f:
         for line in f:
             m = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
             if m:
@@ -198,10 +198,10 @@ def promtool_check(exprs):
 # ---- the rules -----------------------------------------------------------------------------
 
 @run.case
-def every_alert_has_severity_summary_description_and_a_runbook_in_the_readme():
+def every_alert_has_severity_summary_description_and_a_runbook_in_the_docs():
     alerts = alerting_rules()
     check(len(alerts) >= 10, "at least the ten alerts of issue 8 item 4", [a["alert"] for a in alerts])
-    anchors = readme_anchors()
+    anchors = runbook_anchors()
     problems = []
     for a in alerts:
         name = a["alert"]
@@ -212,16 +212,16 @@ def every_alert_has_severity_summary_description_and_a_runbook_in_the_readme():
             if not str(ann.get(key, "")).strip():
                 problems.append("%s: no %s" % (name, key))
         url = ann.get("runbook_url", "")
-        m = re.fullmatch(r"https://\S+/README\.md#([\w-]+)", url)
+        m = re.fullmatch(r"https://\S+/docs/metrics-and-alerts\.md#([\w-]+)", url)
         if not m:
-            problems.append("%s: runbook_url %r is not README.md#anchor" % (name, url))
+            problems.append("%s: runbook_url %r is not docs/metrics-and-alerts.md#anchor" % (name, url))
         elif m.group(1) not in anchors:
-            problems.append("%s: README.md has no heading for #%s" % (name, m.group(1)))
+            problems.append("%s: docs/metrics-and-alerts.md has no heading for #%s" % (name, m.group(1)))
         elif m.group(1) != name.lower():
             problems.append("%s: its runbook section should be named after it, not #%s"
                             % (name, m.group(1)))
     check(not problems, "alerts without their parts:\n    " + "\n    ".join(problems))
-    event("%d alerts, each with a README section" % len(alerts))
+    event("%d alerts, each with a section in docs/metrics-and-alerts.md" % len(alerts))
 
 
 @run.case

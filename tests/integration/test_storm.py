@@ -88,7 +88,7 @@ def payload(alerts, group=None):
 def kube_alerts(n, start_ts):
     """n alerts shaped as Alertmanager sends kube-prometheus' KubePodNotReady (11 labels, 3
     annotations, Prometheus' generatorURL): about 1 KB each, as a real Alertmanager 0.25 sends
-    10,000 of them in 10,230,668 bytes (README, webhook.max_body_bytes)."""
+    10,000 of them in 10,230,668 bytes (docs/config-guide.md, webhook.max_body_bytes)."""
     gen = ("http://prometheus-k8s-0:9090/graph?g0.expr=sum+by+%28namespace%2C+pod%2C+cluster%29+"
            "%28max+by+%28namespace%2C+pod%2C+cluster%29+%28kube_pod_status_phase%7Bjob%3D%22"
            "kube-state-metrics%22%2Cnamespace%3D~%22.%2A%22%2Cphase%3D~%22Pending%7CUnknown%22"

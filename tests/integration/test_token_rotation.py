@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""test_token_rotation.py - the README's webhook token rotation, with a real Alertmanager.
+"""test_token_rotation.py - docs/operating.md's webhook token rotation, with a real Alertmanager.
 
 webhook_token_rotation_loses_no_notification
     A real Alertmanager posts to alertbridge with a bearer token from a credentials_file.  The
-    admin rotates as the README says: alertbridge's webhook-token file first (then a reload),
+    admin rotates as docs/operating.md says: alertbridge's webhook-token file first (then a reload),
     Alertmanager's credentials_file a little later.  An alert that fires in between is answered
     401 (counted in alertbridge's metrics); Alertmanager does not record it as delivered and
     sends it again at the group's next group_interval once its file has the new token, so the
@@ -48,7 +48,7 @@ def unauthorized(ab):
 
 
 def reload_alertbridge(ab):
-    """SIGHUP: alertbridge reads its config and token files again (README: Reload); done when
+    """SIGHUP: alertbridge reads its config and token files again (docs/config-guide.md: Reload); done when
     the new token gets past authentication (an empty body: 400, not 401)."""
     ab.proc.p.send_signal(signal.SIGHUP)
     poll(lambda: http("POST", ab.url + "/v1/webhook", {},
