@@ -64,7 +64,16 @@ struct srv_options {
 	 * admin endpoint, so past their credentials) in the last 30 minutes
 	 * (the 64 most recent).  A flood from addresses that never passed
 	 * leaves the Alertmanager room; logged at warn at most every 10 s
-	 * ("connection limit reached: ...", with refused_total).
+	 * ("connection limit reached: ...", with refused_total).  At either
+	 * limit a new connection takes the place of an idle one (waiting for
+	 * a request's headers, a first or the next) of the address holding
+	 * the most, when that address holds more than 4 and at least 2 more
+	 * than the newcomer's, rather than being closed: idle connections from
+	 * a few addresses cannot keep out a client the reserve does not know
+	 * yet (every one, right after a start).  A request in progress is
+	 * never cut.  Logged at warn at most every 10 s ("connection limit
+	 * reached: closed an idle connection of the address holding the
+	 * most", with its remote_addr, held and evicted_total).
 	 */
 	unsigned max_connections;
 	/*

@@ -2,7 +2,9 @@
  * http_server_conns.c - the server's connection table (http_server_int.h):
  * every open connection with its deadline, the caps that close a new
  * connection at once (max_connections, and its reserve for known clients),
- * and the reaper thread that shuts down connections past their deadline.
+ * the idle connections of the address holding the most that make room for a
+ * newcomer at the cap, and the reaper thread that shuts down connections
+ * past their deadline.
  */
 #include "http_server_int.h"
 
@@ -66,6 +68,137 @@ static void warn_limit(struct srv *s, int64_t now, const char *msg)
 	log_end(l);
 }
 
+/* The bucket of addr in s->peers (FNV-1a). */
+static unsigned peer_bucket(const char *addr)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *addr; addr++)
+		h = (h ^ (unsigned char)*addr) * 16777619u;
+	return h % SRV_PEER_BUCKETS;
+}
+
+/* addr's entry in s->peers, or NULL when it holds no admitted connection; under s->lock. */
+static struct peer *peer_find(const struct srv *s, const char *addr)
+{
+	struct peer *p;
+
+	for (p = s->peers[peer_bucket(addr)]; p; p = p->next)
+		if (!strcmp(p->addr, addr))
+			return p;
+	return NULL;
+}
+
+/* Count one more admitted connection from addr; its entry (s's).  Under s->lock. */
+static struct peer *peer_add(struct srv *s, const char *addr)
+{
+	struct peer *p = peer_find(s, addr);
+	unsigned b;
+
+	if (!p) {
+		b = peer_bucket(addr);
+		p = xcalloc(1, sizeof(*p));
+		memcpy(p->addr, addr, sizeof(p->addr));
+		p->next = s->peers[b];
+		s->peers[b] = p;
+	}
+	p->conns++;
+	return p;
+}
+
+/* Count one fewer on p; freed at none.  Under s->lock. */
+static void peer_drop(struct srv *s, struct peer *p)
+{
+	struct peer **pp;
+
+	if (--p->conns)
+		return;
+	for (pp = &s->peers[peer_bucket(p->addr)]; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	free(p);
+}
+
+/* Count c in the table (nconns and its address) and give it its header deadline. */
+static void admit(struct srv *s, struct conn *c, int64_t now)
+{
+	c->admitted = 1;
+	c->peer = peer_add(s, c->addr);
+	s->nconns++;
+	srv_arm_for_headers(s, c, now, 0);
+}
+
+/* Take c out of the counts (it is closing); nothing if it was never admitted. */
+static void unadmit(struct srv *s, struct conn *c)
+{
+	if (!c->admitted)
+		return;
+	c->admitted = 0;
+	s->nconns--;
+	peer_drop(s, c->peer);
+	c->peer = NULL;
+}
+
+/* Does c wait for a request's headers (a first one, or the next on a kept-alive connection)? */
+static int is_idle(const struct conn *c)
+{
+	return c->admitted && c->deadline_us &&
+	       (!strcmp(c->phase, "headers") || !strcmp(c->phase, SRV_PHASE_NEXT_REQUEST));
+}
+
+/*
+ * The connection a newcomer from addr may take the place of at the cap
+ * (under s->lock): an idle one from the address holding the most, if that
+ * holds more than SRV_FAIR_CONNS and at least two more than addr (so that
+ * it still holds more after the swap, and hoarders do not trade places);
+ * the oldest of them.  NULL when there is none.
+ */
+static struct conn *hoarders_idle(const struct srv *s, const char *addr)
+{
+	const struct peer *mine = peer_find(s, addr);
+	unsigned floor = mine ? mine->conns + 2 : 2;
+	struct conn *c, *best = NULL;
+
+	if (floor <= SRV_FAIR_CONNS)
+		floor = SRV_FAIR_CONNS + 1;
+	for (c = s->conns; c; c = c->next) {
+		if (!is_idle(c) || c->peer->conns < floor)
+			continue;
+		if (!best || c->peer->conns > best->peer->conns ||
+		    (c->peer->conns == best->peer->conns && c->start_us < best->start_us))
+			best = c;
+	}
+	return best;
+}
+
+/*
+ * Shut down c, a hoarder's idle connection, for a newcomer: it no longer
+ * counts (MHD sees EOF and closes it); warned at most every
+ * LIMIT_WARN_EVERY_US.  Under s->lock.
+ */
+static void evict(struct srv *s, struct conn *c, int64_t now)
+{
+	struct log_line *l;
+	unsigned held = c->peer->conns;
+
+	shutdown(c->fd, SHUT_RDWR);
+	c->deadline_us = 0;
+	unadmit(s, c);
+	s->evicted++;
+	if (s->last_evict_warn_us && now - s->last_evict_warn_us < LIMIT_WARN_EVERY_US)
+		return;
+	s->last_evict_warn_us = now;
+	l = log_begin(LOG_WARN, "connection limit reached: closed an idle connection of the "
+				"address holding the most");
+	log_str(l, "remote_addr", c->addr);
+	log_int(l, "held", held);
+	log_int(l, "max_connections", s->max_connections);
+	log_int(l, "evicted_total", (int64_t)s->evicted);
+	log_end(l);
+}
+
 /* Is addr a known client, not expired?  Under s->lock. */
 static int is_known(const struct srv *s, const char *addr, int64_t now)
 {
@@ -119,7 +252,13 @@ static const char *over_cap(const struct srv *s, const char *addr, int64_t now)
  * then reads EOF and closes it), so the client sees its connection closed
  * rather than waiting in the kernel's backlog.  The reserve is checked at
  * accept, by address: nothing else is known yet, and a known client's
- * address is what passed credentials before.
+ * address is what passed credentials before.  That leaves a client the
+ * reserve does not know yet (every client, right after a start) to the
+ * unreserved connections, which idle connections from a few addresses can
+ * hold: so at the cap a newcomer takes the place of a hoarder's idle
+ * connection (hoarders_idle()), as nginx reuses idle connections when it
+ * runs out.  The table stays as full; an idle connection costs its client
+ * nothing but a reconnect, and no request in progress is cut.
  */
 void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
@@ -140,8 +279,7 @@ void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_conte
 			s->conns = c->next;
 		if (c->next)
 			c->next->prev = c->prev;
-		if (c->admitted)
-			s->nconns--;
+		unadmit(s, c);
 		pthread_mutex_unlock(&s->lock);
 		free(c);
 		*socket_context = NULL;
@@ -161,13 +299,18 @@ void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_conte
 	s->conns = c;
 	why = over_cap(s, c->addr, now);
 	if (why) {
+		struct conn *idle = hoarders_idle(s, c->addr);
+		if (idle) {
+			evict(s, idle, now);
+			why = NULL;
+		}
+	}
+	if (why) {
 		s->refused++;
 		warn_limit(s, now, why);
 		shutdown(c->fd, SHUT_RDWR);
 	} else {
-		c->admitted = 1;
-		s->nconns++;
-		srv_arm_for_headers(s, c, now, 0);
+		admit(s, c, now);
 	}
 	pthread_mutex_unlock(&s->lock);
 	*socket_context = c;

@@ -27,6 +27,18 @@
 /* max_connections / this: the connections only known clients may open. */
 #define SRV_RESERVE_DIVISOR 4
 
+/*
+ * At the cap, a new connection may take the place of an idle one (waiting
+ * for a request's headers) from the address holding the most connections,
+ * when that address holds more than SRV_FAIR_CONNS and at least two more
+ * than the newcomer's (srv_on_connection()).  A client's usual pool is a
+ * few connections (Go's http client keeps 2 idle per host, browsers open 6):
+ * an address within this is never cut for another.
+ */
+#define SRV_FAIR_CONNS 4
+/* Buckets of the table of connections per address (struct peer). */
+#define SRV_PEER_BUCKETS 64
+
 /* Addresses remembered as known clients (srv_note_client()), and for how long, in us. */
 #define SRV_KNOWN_SLOTS 64
 #define SRV_KNOWN_TTL_US (30LL * 60 * 1000000)
@@ -45,6 +57,13 @@ struct known_client {
 	int64_t until_us;  /* CLOCK_MONOTONIC; 0: empty slot */
 };
 
+
+/* An address with admitted connections: how many (srv.peers, under srv.lock). */
+struct peer {
+	struct peer *next;  /* in its bucket */
+	unsigned conns;     /* admitted connections from addr, > 0 while listed */
+	char addr[INET6_ADDRSTRLEN];
+};
 
 /*
  * Split a listen address as Prometheus' --web.listen-address writes it:
@@ -119,6 +138,7 @@ struct conn {
 	int64_t deadline_us;  /* 0: none */
 	const char *phase;    /* "headers", "body" or SRV_PHASE_NEXT_REQUEST: what the deadline waits for */
 	int admitted;         /* counted in srv.nconns (not closed at once for the cap) */
+	struct peer *peer;    /* its address's count while admitted, else NULL */
 	char addr[INET6_ADDRSTRLEN];
 };
 
@@ -150,9 +170,11 @@ struct srv {
 	unsigned nconns;
 	unsigned reserve;      /* of max_connections, only for known clients */
 	struct known_client known[SRV_KNOWN_SLOTS];
+	struct peer *peers[SRV_PEER_BUCKETS];  /* admitted connections per address */
 	uint64_t refused;      /* closed at once: over max_connections */
+	uint64_t evicted;      /* idle, closed for a newcomer at the cap */
 	uint64_t timed_out;    /* closed by the reaper */
-	int64_t last_limit_warn_us;
+	int64_t last_limit_warn_us, last_evict_warn_us;
 	pthread_t reaper;
 	int reaper_running, reaper_stop;
 	pthread_cond_t reaper_wake;
@@ -202,7 +224,14 @@ void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN]);
  * MHD_OPTION_NOTIFY_CONNECTION callback (cls: the struct srv): it tracks a
  * new connection, gives it its header deadline, and shuts down at once one
  * past max_connections, or past max_connections - reserve from an address
- * that is not a known client.  srv_reap() is the reaper thread's body: it
+ * that is not a known client - unless an idle connection of a hoarder can
+ * make room: one waiting for a request's headers (a first one, or the next
+ * on a kept-alive connection), from the address holding the most
+ * connections, when that address holds more than SRV_FAIR_CONNS and at
+ * least two more than the newcomer's; the oldest such is shut down instead
+ * and the newcomer admitted (logged at warn at most every 10 s,
+ * "connection limit reached: closed an idle connection of the address
+ * holding the most", with its remote_addr and evicted_total).  srv_reap() is the reaper thread's body: it
  * shuts down connections past their deadline every 100 ms until
  * s->reaper_stop; a connection closed waiting for its first request's
  * headers (or a body) is logged at info as slow, one kept alive after an

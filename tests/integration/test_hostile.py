@@ -280,6 +280,58 @@ def slowloris_from_many_addresses_leaves_room_for_the_webhook():
         srv.stop()
 
 
+def idle(src, port, held, most):
+    """Hold most connections from src that send nothing at all; reconnect whatever the
+    server closes, until STOP."""
+    conns = []
+    while not STOP.is_set():
+        while len(conns) < most and not STOP.is_set():
+            try:
+                s = connect_from(src, port, timeout_s=1)
+            except OSError:
+                break
+            s.setblocking(False)  # with a timeout, recv() would wait it out first
+            conns.append(s)
+        alive = []
+        for s in conns:
+            try:
+                if s.recv(1) == b"":
+                    raise OSError("closed")
+                alive.append(s)  # a byte from the server: not expected, kept anyway
+            except BlockingIOError:
+                alive.append(s)
+            except OSError:
+                s.close()
+        conns = alive
+        held[src] = max(held.get(src, 0), len(conns))
+        STOP.wait(0.1)
+    for s in conns:
+        s.close()
+
+
+@runner.case
+def idle_flood_right_after_a_start_leaves_room_for_the_webhook():
+    """Item 2, found by the campaign (tests/model/campaign.py, class attack): right after a
+    start the reserve knows no client, so 300 idle connections from 8 addresses (37 each,
+    within the per-address cap) held every unreserved connection and the Alertmanager's
+    webhooks were closed unanswered until the attackers' connections timed out.  An idle
+    connection of the address holding the most makes room for it."""
+    srv = Server("idle", FLOOD_CONFIG).start()
+    held = {}
+    try:
+        statuses = webhooks_during(srv.port, "300 idle connections from %d addresses, right "
+                                   "after a start" % len(ATTACKERS),
+                                   [threading.Thread(target=idle, args=(a, srv.port, held, 38))
+                                    for a in ATTACKERS])
+        event("connections held by each attacker address at most: %s" % held)
+        eq(statuses, [200] * WEBHOOKS, "every webhook answered during the flood")
+        check(sum(held.values()) >= 192, "the attackers held the unreserved connections", held)
+        check('msg="connection limit reached: closed an idle connection of the address '
+              'holding the most"' in open(srv.log).read(), "the eviction is logged")
+    finally:
+        srv.stop()
+
+
 if __name__ == "__main__":
     try:
         sys.exit(runner.run())

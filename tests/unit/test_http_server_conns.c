@@ -1,7 +1,8 @@
 /*
  * test_http_server_conns.c - connections at the routing server: concurrent
  * clients, stopping with a handler or an upload in flight, read and header
- * timeouts, and the connection caps.
+ * timeouts, and the connection caps (with the idle connections of a
+ * hoarder that make room at them).
  */
 #include <arpa/inet.h>
 #include <curl/curl.h>
@@ -500,6 +501,105 @@ static void per_ip_cap_leaves_room_for_others(void **state)
 	buf_release(&got);
 }
 
+/* 1 when fd was closed by the server within limit_ms; 0 when it is still open then. */
+static int closed_within(int fd, int64_t limit_ms)
+{
+	int64_t t0 = mono_ms();
+
+	while (!closed_by_peer(fd)) {
+		if (mono_ms() - t0 >= limit_ms)
+			return 0;
+		(void)poll(NULL, 0, 10);
+	}
+	return 1;
+}
+
+/*
+ * Right after a start no client is known, so the reserve keeps no room for
+ * the Alertmanager: idle connections from a few addresses (issue 19's
+ * campaign: 300 from 8) held every unreserved connection and it was closed
+ * at once until they timed out.  At the cap a newcomer takes the place of an
+ * idle connection of the address holding the most; a request in progress is
+ * never cut (127.0.0.2 holds more, but every one mid-body), and hoarders do
+ * not trade places among themselves.
+ */
+static void idle_hoarders_make_room_at_the_cap(void **state)
+{
+	static const char head[] = "POST /hello HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nhalf";
+	struct seen sn;
+	struct srv *s;
+	char logged[2048] = "";
+	int busy[7], idle[5], fds[2], extra[2], i, cut = 0;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	log_set_fd(fds[1]);
+	s = start_limited(&sn, 10, 10000, 16, 0);  /* 12 unreserved, header timeout 10 s */
+	for (i = 0; i < 7; i++) {
+		busy[i] = connect_from(s, "127.0.0.2");
+		assert_int_equal(send(busy[i], head, strlen(head), MSG_NOSIGNAL),
+				 (ssize_t)strlen(head));
+	}
+	for (i = 0; i < 5; i++)
+		idle[i] = connect_from(s, "127.0.0.3");
+	(void)poll(NULL, 0, 300);  /* all admitted, the bodies begun */
+	assert_int_equal(get_hello_from(s, "127.0.0.1"), 200);
+	for (i = 0; i < 5; i++)
+		cut += closed_within(idle[i], i ? 0 : 500);
+	assert_int_equal(cut, 1);
+	for (i = 0; i < 7; i++)
+		assert_false(closed_by_peer(busy[i]));
+	/* 127.0.0.3 (4 now, and 2 more) cannot take 127.0.0.2's places, nor its own back. */
+	extra[0] = connect_from(s, "127.0.0.3");  /* the free place */
+	(void)poll(NULL, 0, 100);
+	extra[1] = connect_from(s, "127.0.0.3");
+	assert_true(closed_within(extra[1], 2000));
+	assert_false(closed_by_peer(extra[0]));
+	for (i = 0; i < 7; i++)
+		assert_false(closed_by_peer(busy[i]));
+	for (i = 0; i < 7; i++)
+		close(busy[i]);
+	for (i = 0; i < 5; i++)
+		close(idle[i]);
+	close(extra[0]);
+	close(extra[1]);
+	srv_free(s);
+	log_set_fd(2);
+	close(fds[1]);
+	n = read(fds[0], logged, sizeof(logged) - 1);
+	close(fds[0]);
+	assert_true(n > 0);
+	assert_non_null(strstr(logged, "msg=\"connection limit reached: closed an idle connection "
+				       "of the address holding the most\" remote_addr=127.0.0.3 "
+				       "held=5 max_connections=16 evicted_total=1"));
+}
+
+/* An address holding a client's usual few connections is not cut for another. */
+static void a_few_connections_are_not_cut_for_another(void **state)
+{
+	struct seen sn;
+	struct srv *s;
+	int held[6], fd, i, devnull = open("/dev/null", O_WRONLY);
+
+	(void)state;
+	log_set_fd(devnull);
+	s = start_limited(&sn, 10, 10000, 8, 0);  /* 6 unreserved */
+	for (i = 0; i < 6; i++)
+		held[i] = connect_from(s, i < 3 ? "127.0.0.2" : "127.0.0.3");
+	(void)poll(NULL, 0, 300);
+	fd = connect_from(s, "127.0.0.1");
+	assert_true(closed_within(fd, 2000));
+	for (i = 0; i < 6; i++)
+		assert_false(closed_by_peer(held[i]));
+	close(fd);
+	for (i = 0; i < 6; i++)
+		close(held[i]);
+	srv_free(s);
+	log_set_fd(2);
+	close(devnull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -512,6 +612,8 @@ int main(void)
 		cmocka_unit_test(kept_alive_connection_waits_header_timeout),
 		cmocka_unit_test(connection_over_cap_is_closed),
 		cmocka_unit_test(per_ip_cap_leaves_room_for_others),
+		cmocka_unit_test(idle_hoarders_make_room_at_the_cap),
+		cmocka_unit_test(a_few_connections_are_not_cut_for_another),
 		cmocka_unit_test(stop_with_workers_at_their_limit),
 	};
 	int rc;
