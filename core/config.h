@@ -384,6 +384,54 @@ const struct cfg_receiver *cfg_receiver_find(const struct config *cfg, const cha
 const struct cfg_policy *cfg_policy_find(const struct config *cfg, const char *alertname);
 
 /*
+ * When a changed key takes effect on reload, as each row of the loader's
+ * tables says (config_int.h).  CFG_RESTART: built once at start, so a reload
+ * keeps the running value and logs "config change needs a restart";
+ * CFG_RESTART_PRESENCE: a *_file whose presence picks a mode (restart to add
+ * or remove it) while its contents reload.
+ */
+enum cfg_reload { CFG_LIVE = 0, CFG_RESTART, CFG_RESTART_PRESENCE };
+
+/* How a key's value is stored in struct config, for comparing two configs. */
+enum cfg_kind {
+	CFG_KIND_STR,      /* char *, NULL when absent */
+	CFG_KIND_INT,      /* int, or an enum of int's size */
+	CFG_KIND_UNSIGNED, /* unsigned */
+	CFG_KIND_I64,      /* int64_t (numbers and durations in ms) */
+	CFG_KIND_SIZE,     /* size_t */
+	CFG_KIND_OTHER,    /* a list or a mapping of pairs: compared by its own code */
+};
+
+/* One key of the configuration outside its records (receivers, policies, credentials). */
+struct cfg_key {
+	const char *path;      /* the key path, "webhook.tls.cert_file" */
+	enum cfg_kind kind;
+	size_t off;            /* of its value in struct config; for CFG_RESTART_PRESENCE
+				* that of the secret's contents (char *); for a mapping of
+				* pairs (CFG_KIND_OTHER) that of the mapping holding it */
+	enum cfg_reload reload;
+};
+
+/*
+ * Call fn(key, arg) for every key of the top-level mapping and its nested
+ * mappings, in the order of the tables, mappings themselves left out; the
+ * lists of records are left out too (they reload).  key and its path live
+ * for the call only.  For reload.c's keys that need a restart.
+ */
+void cfg_each_key(void (*fn)(const struct cfg_key *key, void *arg), void *arg);
+
+/*
+ * Append the configuration reference in Markdown, generated from the tables
+ * of the loader: one section per mapping and per record (receivers[],
+ * receivers[].routes[], janitor.policies[], github.credentials[]), one row
+ * per key with its type, default (as cfg_dump() writes it, read from a
+ * configuration that sets no key), bounds, reload class and documentation.
+ * For `alertbridge check-config --reference`, committed as
+ * docs/configuration.md (`make docs`).
+ */
+void cfg_reference(struct buf *out);
+
+/*
  * Append the effective configuration (defaults filled in, paths resolved) as
  * YAML that cfg_parse() accepts.  Secrets are never written: each appears as
  * a comment "# <key>: <secret>" next to the file it came from.  For

@@ -221,9 +221,15 @@ static enum err parse_web_users(struct ctx *c, yaml_node_t *node, const char *pa
 
 /* ---- field tables ---- */
 
+static const char *const log_level_names[] = { "debug", "info", "warn", "error", NULL };
+static const char *const log_format_names[] = { "logfmt", "json", NULL };
+static const char *const issue_per_names[] = { "alert", "group", NULL };
+
 static const struct field log_fields[] = {
-	FUNC(struct cfg_log, "level", level, parse_log_level),
-	FUNC(struct cfg_log, "format", format, parse_log_format),
+	ENUM(struct cfg_log, "level", level, parse_log_level, log_level_names, RESTART,
+	     "The least severe level logged (--log.level overrides it)."),
+	ENUM(struct cfg_log, "format", format, parse_log_format, log_format_names, RESTART,
+	     "logfmt lines, or one JSON object per line (--log.format overrides it)."),
 };
 FIELDSET(log_set, log_fields, NULL);
 
@@ -243,8 +249,10 @@ static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *pa
 }
 
 static const struct field basic_auth_fields[] = {
-	FLD(struct cfg_basic_auth, "username", F_STR, username),
-	SECRET(struct cfg_basic_auth, "password_file", password_file, password),
+	FLD(struct cfg_basic_auth, "username", F_STR, username, LIVE,
+	    "The user name (no ':', RFC 7617).", .dflt = "required"),
+	SECRET(struct cfg_basic_auth, "password_file", password_file, password, LIVE,
+	       "File holding the password on one line.", .dflt = "required"),
 };
 FIELDSET(basic_auth_set, basic_auth_fields, check_basic_auth);
 
@@ -262,9 +270,12 @@ static enum err check_tls(struct ctx *c, yaml_node_t *map, const char *path, voi
 }
 
 static const struct field tls_fields[] = {
-	FLD(struct cfg_tls, "cert_file", F_PATH, cert_file),
-	FLD(struct cfg_tls, "key_file", F_PATH, key_file),
-	FLD(struct cfg_tls, "client_ca_file", F_PATH, client_ca_file),
+	FLD(struct cfg_tls, "cert_file", F_PATH, cert_file, LIVE,
+	    "PEM certificate (chain) served; without it the listener speaks plain HTTP."),
+	FLD(struct cfg_tls, "key_file", F_PATH, key_file, LIVE,
+	    "PEM private key of cert_file (required with it)."),
+	FLD(struct cfg_tls, "client_ca_file", F_PATH, client_ca_file, LIVE,
+	    "PEM CA bundle: clients must present a certificate it signed."),
 };
 FIELDSET(tls_set, tls_fields, check_tls);
 
@@ -289,16 +300,25 @@ static enum err check_webhook(struct ctx *c, yaml_node_t *map, const char *path,
 }
 
 static const struct field webhook_fields[] = {
-	SECRET(struct cfg_webhook, "bearer_token_file", bearer_token_file, bearer_token),
-	MAP(struct cfg_webhook, "basic_auth", basic_auth, basic_auth_set),
-	MAP(struct cfg_webhook, "tls", tls, tls_set),
-	NUM(struct cfg_webhook, "max_body_bytes", F_SIZE, max_body_bytes, 1, 1u << 30),
-	NUM(struct cfg_webhook, "max_alerts", F_SIZE, max_alerts, 1, 1000000),
-	NUM(struct cfg_webhook, "max_connections", F_UINT, max_connections, 1, 65536),
-	DUR(struct cfg_webhook, "read_timeout", read_timeout_ms, 1),
-	DUR(struct cfg_webhook, "read_header_timeout", read_header_timeout_ms, 1),
-	NUM(struct cfg_webhook, "max_connections_per_ip", F_UINT, max_connections_per_ip, 0, 65536),
-	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024),
+	SECRET(struct cfg_webhook, "bearer_token_file", bearer_token_file, bearer_token, LIVE,
+	       "Alertmanager must send this token (Authorization: Bearer); not with basic_auth."),
+	MAP(struct cfg_webhook, "basic_auth", basic_auth, basic_auth_set, LIVE,
+	    "Alertmanager must send this user and password; not with bearer_token_file."),
+	MAP(struct cfg_webhook, "tls", tls, tls_set, RESTART, "TLS of the main listener."),
+	NUM(struct cfg_webhook, "max_body_bytes", F_SIZE, max_body_bytes, 1, 1u << 30, RESTART,
+	    "Largest request body accepted; larger ones get 413."),
+	NUM(struct cfg_webhook, "max_alerts", F_SIZE, max_alerts, 1, 1000000, RESTART,
+	    "Most alerts in one webhook body; more get 400."),
+	NUM(struct cfg_webhook, "max_connections", F_UINT, max_connections, 1, 65536, RESTART,
+	    "Most connections open at once on the listener."),
+	DUR(struct cfg_webhook, "read_timeout", read_timeout_ms, 1, RESTART,
+	    "Idle limit of a connection; a whole request must arrive within it (1s to 24h)."),
+	DUR(struct cfg_webhook, "read_header_timeout", read_header_timeout_ms, 1, RESTART,
+	    "A request's headers must arrive within it (at most read_timeout)."),
+	NUM(struct cfg_webhook, "max_connections_per_ip", F_UINT, max_connections_per_ip, 0, 65536,
+	    RESTART, "Most connections from one client address; 0: no cap."),
+	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024, RESTART,
+	    "Threads serving HTTP requests."),
 };
 FIELDSET(webhook_set, webhook_fields, check_webhook);
 
@@ -318,9 +338,13 @@ static enum err check_app(struct ctx *c, yaml_node_t *map, const char *path, voi
 }
 
 static const struct field app_fields[] = {
-	NUM(struct cfg_github_app, "app_id", F_INT64, app_id, 1, INT64_MAX),
-	NUM(struct cfg_github_app, "installation_id", F_INT64, installation_id, 1, INT64_MAX),
-	FLD(struct cfg_github_app, "private_key_file", F_PATH, private_key_file),
+	NUM(struct cfg_github_app, "app_id", F_INT64, app_id, 1, INT64_MAX, LIVE,
+	    "The GitHub App's id.", .dflt = "required"),
+	NUM(struct cfg_github_app, "installation_id", F_INT64, installation_id, 1, INT64_MAX, LIVE,
+	    "Its installation; absent: looked up per repository owner."),
+	FLD(struct cfg_github_app, "private_key_file", F_PATH, private_key_file, LIVE,
+	    "The App's RSA private key, PEM, unencrypted; read again on reload.",
+	    .dflt = "required"),
 };
 FIELDSET(app_set, app_fields, check_app);
 
@@ -346,9 +370,13 @@ static enum err check_cred(struct ctx *c, yaml_node_t *map, const char *path, vo
 }
 
 static const struct field cred_fields[] = {
-	FLD(struct cfg_github_cred, "owner", F_STR, owner),
-	SECRET(struct cfg_github_cred, "token_file", token_file, token),
-	MAP(struct cfg_github_cred, "app", app, app_set),
+	FLD(struct cfg_github_cred, "owner", F_STR, owner, LIVE,
+	    "Organisation or user whose repositories use this credential (unique).",
+	    .dflt = "required"),
+	SECRET(struct cfg_github_cred, "token_file", token_file, token, LIVE,
+	       "File holding a token for that owner; exactly one of token_file and app."),
+	MAP(struct cfg_github_cred, "app", app, app_set, LIVE,
+	    "A GitHub App for that owner; exactly one of token_file and app."),
 };
 FIELDSET(cred_set, cred_fields, check_cred);
 
@@ -372,16 +400,26 @@ static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, 
 }
 
 static const struct field github_fields[] = {
-	FLD(struct cfg_github, "api_url", F_STR, api_url),
-	SECRET(struct cfg_github, "token_file", token_file, token),
-	MAP(struct cfg_github, "app", app, app_set),
-	FUNC(struct cfg_github, "credentials", credentials, parse_credentials),
-	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80),
-	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500),
-	DUR(struct cfg_github, "timeout", timeout_ms, 1),
-	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1),
-	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run),
-	SECRET(struct cfg_github, "webhook_secret_file", webhook_secret_file, webhook_secret),
+	FLD(struct cfg_github, "api_url", F_STR, api_url, RESTART,
+	    "GitHub's REST API (GitHub Enterprise: https://HOST/api/v3); http(s) only."),
+	SECRET(struct cfg_github, "token_file", token_file, token, PRESENCE,
+	       "File holding the token; absent: $GITHUB_TOKEN; not with app."),
+	MAP(struct cfg_github, "app", app, app_set, RESTART,
+	    "Authenticate as a GitHub App instead of a token; not with token_file."),
+	REC(struct cfg_github, "credentials", credentials, parse_credentials, cred_set,
+	    "a list of credentials", LIVE,
+	    "Per-owner credentials; the token or app above serves every other owner."),
+	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80, RESTART,
+	    "Most content-creating calls (issues, comments) per minute."),
+	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500, RESTART,
+	    "Most content-creating calls per hour."),
+	DUR(struct cfg_github, "timeout", timeout_ms, 1, RESTART, "Bound of one API call."),
+	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1, RESTART,
+	    "Least time between two rewrites of one issue body (1s to 1h)."),
+	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run, RESTART,
+	    "Log the calls instead of making them (also so without any credential)."),
+	SECRET(struct cfg_github, "webhook_secret_file", webhook_secret_file, webhook_secret, LIVE,
+	       "Secret of the repository webhook (POST /v1/github/webhook); absent: 404."),
 };
 FIELDSET(github_set, github_fields, check_github);
 
@@ -397,26 +435,38 @@ static enum err check_alertmanager(struct ctx *c, yaml_node_t *map, const char *
 }
 
 static const struct field alertmanager_fields[] = {
-	FLD(struct cfg_alertmanager, "url", F_STR, url),
-	SECRET(struct cfg_alertmanager, "bearer_token_file", bearer_token_file, bearer_token),
-	MAP(struct cfg_alertmanager, "basic_auth", basic_auth, basic_auth_set),
-	DUR(struct cfg_alertmanager, "timeout", timeout_ms, 1),
-	DUR(struct cfg_alertmanager, "max_silence", max_silence_ms, 1),
+	FLD(struct cfg_alertmanager, "url", F_STR, url, LIVE,
+	    "Alertmanager whose API v2 the /silence commands use; absent: no silences."),
+	SECRET(struct cfg_alertmanager, "bearer_token_file", bearer_token_file, bearer_token, LIVE,
+	       "Token sent to Alertmanager; not with basic_auth."),
+	MAP(struct cfg_alertmanager, "basic_auth", basic_auth, basic_auth_set, LIVE,
+	    "User and password sent to Alertmanager; not with bearer_token_file."),
+	DUR(struct cfg_alertmanager, "timeout", timeout_ms, 1, LIVE,
+	    "Bound of one Alertmanager API call."),
+	DUR(struct cfg_alertmanager, "max_silence", max_silence_ms, 1, LIVE,
+	    "The longest silence /silence makes."),
 };
 FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
 
 static const struct field templates_fields[] = {
-	FLD(struct cfg_templates, "title", F_PATH, title),
-	FLD(struct cfg_templates, "body", F_PATH, body),
-	FLD(struct cfg_templates, "refire", F_PATH, refire),
-	FLD(struct cfg_templates, "resolve", F_PATH, resolve),
-	FLD(struct cfg_templates, "reopen", F_PATH, reopen),
+	FLD(struct cfg_templates, "title", F_PATH, title, LIVE,
+	    "Mustache template of the issue title; null: the built-in one."),
+	FLD(struct cfg_templates, "body", F_PATH, body, LIVE,
+	    "Template of the issue body; null: the built-in one."),
+	FLD(struct cfg_templates, "refire", F_PATH, refire, LIVE,
+	    "Template of the comment when the alert fires again; null: the built-in one."),
+	FLD(struct cfg_templates, "resolve", F_PATH, resolve, LIVE,
+	    "Template of the comment when it resolves; null: the built-in one."),
+	FLD(struct cfg_templates, "reopen", F_PATH, reopen, LIVE,
+	    "Template of the comment when a closed issue reopens; null: the built-in one."),
 };
 FIELDSET(templates_set, templates_fields, NULL);
 
 static const struct field storm_fields[] = {
-	FLD(struct cfg_storm, "enabled", F_BOOL, enabled),
-	DUR(struct cfg_storm, "storm_after", storm_after_ms, 1),
+	FLD(struct cfg_storm, "enabled", F_BOOL, enabled, LIVE,
+	    "Summarise an alert storm in one issue instead of one issue per alert."),
+	DUR(struct cfg_storm, "storm_after", storm_after_ms, 1, LIVE,
+	    "How long alerts keep arriving before they count as a storm."),
 };
 FIELDSET(storm_set, storm_fields, NULL);
 
@@ -541,11 +591,17 @@ static enum err check_route(struct ctx *c, yaml_node_t *map, const char *path, v
 }
 
 static const struct field route_fields[] = {
-	FLD(struct cfg_route, "matchers", F_LIST, matchers_text),
-	FLD(struct cfg_route, "repo", F_STR, repo),
-	FLD(struct cfg_route, "labels", F_LIST, labels),
-	FLD(struct cfg_route, "assignees", F_LIST, assignees),
-	MAP(struct cfg_route, "templates", templates, templates_set),
+	FLD(struct cfg_route, "matchers", F_LIST, matchers_text, LIVE,
+	    "Alertmanager matchers (`team=\"db\"`, `env=~\"prod.*\"`), all must match.",
+	    .dflt = "[] (every alert)"),
+	FLD(struct cfg_route, "repo", F_STR, repo, LIVE,
+	    "\"owner/name\" or a Mustache template rendering to one.", .dflt = "the receiver's"),
+	FLD(struct cfg_route, "labels", F_LIST, labels, LIVE, "Issue labels (Mustache templates).",
+	    .dflt = "the receiver's"),
+	FLD(struct cfg_route, "assignees", F_LIST, assignees, LIVE, "GitHub users to assign.",
+	    .dflt = "the receiver's"),
+	MAP(struct cfg_route, "templates", templates, templates_set, LIVE,
+	    "Template files of this route's issues.", .dflt = "the receiver's"),
 };
 FIELDSET(route_set, route_fields, check_route);
 
@@ -570,23 +626,36 @@ static enum err parse_routes(struct ctx *c, yaml_node_t *node, const char *path,
 }
 
 static const struct field receiver_fields[] = {
-	FLD(struct cfg_receiver, "name", F_STR, name),
-	FLD(struct cfg_receiver, "repo", F_STR, repo),
-	FUNC(struct cfg_receiver, "issue_per", issue_per, parse_issue_per),
-	FLD(struct cfg_receiver, "labels", F_LIST, labels),
-	FLD(struct cfg_receiver, "assignees", F_LIST, assignees),
-	FLD(struct cfg_receiver, "auto_close", F_BOOL, auto_close),
-	DUR(struct cfg_receiver, "reopen_window", reopen_window_ms, 0),
-	MAP(struct cfg_receiver, "templates", templates, templates_set),
-	MAP(struct cfg_receiver, "storm", storm, storm_set),
+	FLD(struct cfg_receiver, "name", F_STR, name, LIVE,
+	    "The Alertmanager receiver name (unique).", .dflt = "required"),
+	FLD(struct cfg_receiver, "repo", F_STR, repo, LIVE,
+	    "\"owner/name\", or a Mustache template over the alert rendering to one.",
+	    .dflt = "required"),
+	ENUM(struct cfg_receiver, "issue_per", issue_per, parse_issue_per, issue_per_names, LIVE,
+	     "One issue per alert, or one per Alertmanager group."),
+	FLD(struct cfg_receiver, "labels", F_LIST, labels, LIVE,
+	    "Issue labels (Mustache templates)."),
+	FLD(struct cfg_receiver, "assignees", F_LIST, assignees, LIVE, "GitHub users to assign."),
+	FLD(struct cfg_receiver, "auto_close", F_BOOL, auto_close, LIVE,
+	    "Close the issue when the alert resolves."),
+	DUR(struct cfg_receiver, "reopen_window", reopen_window_ms, 0, LIVE,
+	    "A closed issue reopens when its alert fires again within this; else a new one."),
+	MAP(struct cfg_receiver, "templates", templates, templates_set, LIVE,
+	    "Template files of this receiver's issues."),
+	MAP(struct cfg_receiver, "storm", storm, storm_set, LIVE, "Alert storm summaries."),
 	/* parse_routes fills both routes and its count: it gets the struct. */
-	{ .key = "routes", .type = F_FUNC, .off = 0, .fn = parse_routes },
-	MAP(struct cfg_receiver, "alertmanager", alertmanager, alertmanager_set),
+	REC(struct cfg_receiver, "routes", routes, parse_routes, route_set, "a list of routes",
+	    LIVE, "Routes in file order: the first whose matchers all match files the issue."),
+	MAP(struct cfg_receiver, "alertmanager", alertmanager, alertmanager_set, LIVE,
+	    "This receiver's Alertmanager; without a url it takes the top level's whole.",
+	    .dflt = "the top level's"),
 };
 FIELDSET(receiver_set, receiver_fields, check_receiver);
 
 static const struct field web_auth_fields[] = {
-	{ .key = "basic_auth_users", .type = F_FUNC, .off = 0, .fn = parse_web_users },
+	FUNC(struct cfg_web_auth, "basic_auth_users", parse_web_users,
+	     "a mapping of user names to bcrypt hashes", RESTART,
+	     "Users of the on-call page and /metrics (htpasswd -nbBC 10); none: both open."),
 };
 FIELDSET(web_auth_set, web_auth_fields, NULL);
 
@@ -608,9 +677,12 @@ static enum err check_web(struct ctx *c, yaml_node_t *map, const char *path, voi
 }
 
 static const struct field web_fields[] = {
-	MAP(struct cfg_web, "auth", auth, web_auth_set),
-	FLD(struct cfg_web, "public_listen_address", F_STR, public_listen_address),
-	MAP(struct cfg_web, "public_tls", public_tls, tls_set),
+	MAP(struct cfg_web, "auth", auth, web_auth_set, LIVE,
+	    "What guards the on-call page (GET /) and /metrics."),
+	FLD(struct cfg_web, "public_listen_address", F_STR, public_listen_address, RESTART,
+	    "host:port of a listener of its own for the GitHub and Slack webhooks; null: none."),
+	MAP(struct cfg_web, "public_tls", public_tls, tls_set, RESTART,
+	    "TLS of that listener (needs public_listen_address)."),
 };
 FIELDSET(web_set, web_fields, check_web);
 
@@ -618,18 +690,27 @@ static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *pa
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
 
 static const struct field root_fields[] = {
-	FLD(struct config, "listen_address", F_STR, listen_address),
-	FLD(struct config, "database", F_STR, database),
-	FLD(struct config, "database_password_file", F_PATH, database_password_file),
-	DUR(struct config, "database_retention", database_retention_ms, 1),
-	DUR(struct config, "database_statement_timeout", database_statement_timeout_ms, 1),
-	MAP(struct config, "log", log, log_set),
-	MAP(struct config, "webhook", webhook, webhook_set),
-	MAP(struct config, "github", github, github_set),
-	MAP(struct config, "alertmanager", alertmanager, alertmanager_set),
-	{ .key = "receivers", .type = F_FUNC, .off = 0, .fn = parse_receivers },
-	MAP(struct config, "janitor", janitor, cfg_janitor_set),
-	MAP(struct config, "web", web, web_set),
+	FLD(struct config, "listen_address", F_STR, listen_address, RESTART,
+	    "host:port, [v6]:port or :port (all interfaces) of the main listener."),
+	FLD(struct config, "database", F_STR, database, RESTART,
+	    "An sqlite file (relative to the working directory) or a postgres:// URI."),
+	FLD(struct config, "database_password_file", F_PATH, database_password_file, RESTART,
+	    "PostgreSQL only: file holding the password; null: libpq's PGPASSFILE."),
+	DUR(struct config, "database_retention", database_retention_ms, 1, RESTART,
+	    "How long events that are done are kept."),
+	DUR(struct config, "database_statement_timeout", database_statement_timeout_ms, 1, RESTART,
+	    "Bound of one statement, and of an intake's wait for the store."),
+	MAP(struct config, "log", log, log_set, RESTART, "The service's log."),
+	MAP(struct config, "webhook", webhook, webhook_set, LIVE,
+	    "The Alertmanager webhook endpoint and its listener."),
+	MAP(struct config, "github", github, github_set, LIVE, "The GitHub client."),
+	MAP(struct config, "alertmanager", alertmanager, alertmanager_set, LIVE,
+	    "The Alertmanager silences are made in; every receiver's unless it has its own."),
+	REC(struct config, "receivers", receivers, parse_receivers, receiver_set,
+	    "a list of receivers", LIVE,
+	    "One per Alertmanager receiver; at least one unless the janitor is enabled."),
+	MAP(struct config, "janitor", janitor, cfg_janitor_set, LIVE, "The pod janitor."),
+	MAP(struct config, "web", web, web_set, LIVE, "The on-call page and the public listener."),
 };
 const struct fieldset cfg_root_set = { root_fields,
 				      sizeof(root_fields) / sizeof(root_fields[0]), check_root };
@@ -752,8 +833,7 @@ enum err cfg_unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
 static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *path,
 				  void *field)
 {
-	struct cfg_github *g = (struct cfg_github *)((char *)field -
-						     offsetof(struct cfg_github, credentials));
+	struct cfg_github *g = field;
 	size_t n = 0;
 	enum err rc = cfg_sequence_len(c, node, path, "a list of credentials", &n);
 

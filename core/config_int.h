@@ -47,14 +47,34 @@ struct fieldset;
 typedef enum err (*parse_fn)(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 typedef enum err (*check_fn)(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
 
+/*
+ * One row of a field table: a key, how it is parsed and where it goes, and
+ * what the reference (cfg_reference(), config_reference.c) says of it.
+ */
 struct field {
 	const char *key;
 	enum ftype type;
 	size_t off;
 	size_t off2;
 	uint64_t min, max;
-	const struct fieldset *sub;
+	const struct fieldset *sub; /* F_MAP; F_FUNC records: the fields of one item */
 	parse_fn fn;
+	/*
+	 * When a new value takes effect; on an F_MAP row CFG_RESTART holds for
+	 * every key inside (github.app), else each key says its own.
+	 */
+	enum cfg_reload reload;
+	const char *doc;  /* one line of documentation, for the reference */
+	/*
+	 * The default in words when it is not a value read from the defaults
+	 * ("the host name"); on an F_MAP or record row it holds for every key
+	 * inside that says none.  NULL: read from a default configuration.
+	 */
+	const char *dflt;
+	const char *what;         /* F_FUNC: its type in words ("a list of receivers") */
+	const char *const *names; /* F_FUNC enums (an int-sized enum): the names by value,
+				   * NULL-terminated, for the reference and the restart list */
+	size_t items_off;         /* F_FUNC records: offset of the items' pointer in the struct */
 };
 
 struct fieldset {
@@ -65,25 +85,51 @@ struct fieldset {
 /*
  * Rows of a field table: FLD a plain field, NUM a number in [lo, hi], DUR a
  * duration (nonzero 1: not 0), SECRET a *_file path with its contents, MAP a
- * nested mapping by the fieldset set, FUNC a custom parser; FIELDSET a
- * file's static fieldset of the table arr with the check chk (may be NULL).
+ * nested mapping by the fieldset set, ENUM a custom parser of an int-sized
+ * enum named by names, FUNC a custom parser of a type said in what (it gets
+ * the whole struct s), REC a list of records by the parser fn_ (it gets the
+ * whole struct s) with items at member f, each by the fieldset set; FIELDSET
+ * a file's static fieldset of the table arr with the check chk (may be NULL).
+ * Every row ends with its reload class r (enum cfg_reload) and its one line of
+ * documentation, which may be followed by more designated initialisers
+ * (.dflt = "the host name").
  */
-#define FLD(s, k, t, f) { .key = k, .type = t, .off = offsetof(s, f) }
-#define NUM(s, k, t, f, lo, hi) { .key = k, .type = t, .off = offsetof(s, f), .min = lo, .max = hi }
-#define DUR(s, k, f, nonzero) \
-	{ .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero }
-#define SECRET(s, k, f, f2) \
-	{ .key = k, .type = F_SECRET, .off = offsetof(s, f), .off2 = offsetof(s, f2) }
-#define MAP(s, k, f, set) { .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set }
-#define FUNC(s, k, f, fn_) { .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_ }
+#define FLD(s, k, t, f, r, ...) \
+	{ .key = k, .type = t, .off = offsetof(s, f), .reload = r, .doc = __VA_ARGS__ }
+#define NUM(s, k, t, f, lo, hi, r, ...) \
+	{ .key = k, .type = t, .off = offsetof(s, f), .min = lo, .max = hi, .reload = r, \
+	  .doc = __VA_ARGS__ }
+#define DUR(s, k, f, nonzero, r, ...) \
+	{ .key = k, .type = F_DURATION, .off = offsetof(s, f), .min = nonzero, .reload = r, \
+	  .doc = __VA_ARGS__ }
+#define SECRET(s, k, f, f2, r, ...) \
+	{ .key = k, .type = F_SECRET, .off = offsetof(s, f), .off2 = offsetof(s, f2), \
+	  .reload = r, .doc = __VA_ARGS__ }
+#define MAP(s, k, f, set, r, ...) \
+	{ .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set, .reload = r, \
+	  .doc = __VA_ARGS__ }
+#define ENUM(s, k, f, fn_, names_, r, ...) \
+	{ .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_, .names = names_, \
+	  .reload = r, .doc = __VA_ARGS__ }
+#define FUNC(s, k, fn_, what_, r, ...) \
+	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .what = what_, .reload = r, \
+	  .doc = __VA_ARGS__ }
+#define REC(s, k, f, fn_, set, what_, r, ...) \
+	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .sub = &set, .what = what_, \
+	  .items_off = offsetof(s, f), .reload = r, .doc = __VA_ARGS__ }
 #define FIELDSET(name, arr, chk) \
 	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk }
+
+/* Reload classes, short for the tables. */
+#define LIVE CFG_LIVE
+#define RESTART CFG_RESTART
+#define PRESENCE CFG_RESTART_PRESENCE
 
 /* The top-level mapping's fields and check (config_fields.c). */
 extern const struct fieldset cfg_root_set;
 /* The janitor's mapping: its fields, policies, slack, leader_election (config_janitor.c). */
 extern const struct fieldset cfg_janitor_set;
-/* The names of enum cfg_owned, by value (config_janitor.c). */
+/* The names of enum cfg_owned, by value, NULL-terminated (config_janitor.c). */
 extern const char *const cfg_owned_names[];
 
 /*

@@ -18,6 +18,7 @@ const char *const cfg_owned_names[] = {
 	[CFG_OWNED_NOTIFY_ONLY] = "notify-only",
 	[CFG_OWNED_SCALE_TO_ZERO] = "scale-to-zero",
 	[CFG_OWNED_DELETE_OWNER] = "delete-owner",
+	NULL,
 };
 
 static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, void *field)
@@ -27,7 +28,7 @@ static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, 
 
 	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
 		return ERR_INVALID;
-	for (size_t i = 0; i < sizeof(cfg_owned_names) / sizeof(cfg_owned_names[0]); i++) {
+	for (size_t i = 0; cfg_owned_names[i]; i++) {
 		if (!strcmp(s, cfg_owned_names[i])) {
 			*(enum cfg_owned *)field = (enum cfg_owned)i;
 			return ERR_OK;
@@ -81,15 +82,24 @@ static enum err check_policy(struct ctx *c, yaml_node_t *map, const char *path, 
 }
 
 static const struct field policy_fields[] = {
-	FLD(struct cfg_policy, "alertname", F_STR, alertname),
-	DUR(struct cfg_policy, "grace", grace_ms, 0),
-	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0),
-	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0),
-	FUNC(struct cfg_policy, "owned", owned, parse_owned),
-	FLD(struct cfg_policy, "message", F_STR, message),
-	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1),
-	NUM(struct cfg_policy, "max_postpones", F_UINT, max_postpones, 0, 100),
-	DUR(struct cfg_policy, "max_lifetime", max_lifetime_ms, 0),
+	FLD(struct cfg_policy, "alertname", F_STR, alertname, LIVE,
+	    "The alert whose pods this policy handles (unique).", .dflt = "required"),
+	DUR(struct cfg_policy, "grace", grace_ms, 0, LIVE,
+	    "How long after the alert fires the pod is acted on."),
+	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0, LIVE,
+	    "The owner's notice goes out this long before (at most grace)."),
+	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0, LIVE,
+	    "One reminder in the notice's thread this long before; 0: none; < notice_lead.",
+	    .dflt = "notice_lead / 2"),
+	ENUM(struct cfg_policy, "owned", owned, parse_owned, cfg_owned_names, LIVE,
+	     "What is done to a pod a controller owns."),
+	FLD(struct cfg_policy, "message", F_STR, message, LIVE, "Extra text for the notice."),
+	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1, LIVE,
+	    "Each click of \"Keep until\" in Slack moves the action this much later."),
+	NUM(struct cfg_policy, "max_postpones", F_UINT, max_postpones, 0, 100, LIVE,
+	    "Most postponements of one pod; 0: no button."),
+	DUR(struct cfg_policy, "max_lifetime", max_lifetime_ms, 0, LIVE,
+	    "Never postponed past the pod's creation plus this; 0: no bound."),
 };
 FIELDSET(policy_set, policy_fields, check_policy);
 
@@ -111,14 +121,22 @@ static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, v
 }
 
 static const struct field slack_fields[] = {
-	FLD(struct cfg_slack, "api_url", F_STR, api_url),
-	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token),
-	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url),
-	SECRET(struct cfg_slack, "signing_secret_file", signing_secret_file, signing_secret),
-	FLD(struct cfg_slack, "default_channel", F_STR, default_channel),
-	FLD(struct cfg_slack, "owner_label", F_STR, owner_label),
+	FLD(struct cfg_slack, "api_url", F_STR, api_url, RESTART,
+	    "Slack's Web API; http(s) only."),
+	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token, PRESENCE,
+	       "File holding the bot token (xoxb-...); not with webhook_url_file."),
+	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url, PRESENCE,
+	       "File holding an incoming webhook URL; not with bot_token_file."),
+	SECRET(struct cfg_slack, "signing_secret_file", signing_secret_file, signing_secret, LIVE,
+	       "The Slack app's signing secret (the \"Keep until\" button); needs bot_token_file."),
+	FLD(struct cfg_slack, "default_channel", F_STR, default_channel, LIVE,
+	    "Channel of notices no other rule places."),
+	FLD(struct cfg_slack, "owner_label", F_STR, owner_label, LIVE,
+	    "Pod label naming the owner, mentioned in the notice."),
 	/* parse_channels fills both namespace_channels and its count: it gets the struct. */
-	{ .key = "namespace_channels", .type = F_FUNC, .off = 0, .fn = parse_channels },
+	FUNC(struct cfg_slack, "namespace_channels", parse_channels,
+	     "a mapping of namespaces to channels", LIVE,
+	     "The channel of each namespace's notices."),
 };
 FIELDSET(slack_set, slack_fields, check_slack);
 
@@ -131,17 +149,24 @@ static enum err check_leader(struct ctx *c, yaml_node_t *map, const char *path, 
 }
 
 static const struct field leader_fields[] = {
-	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled),
-	FLD(struct cfg_leader_election, "namespace", F_STR, namespace),
-	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name),
-	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1),
-	FLD(struct cfg_leader_election, "identity", F_STR, identity),
+	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled, LIVE,
+	    "Only the holder of a Kubernetes Lease acts (several replicas)."),
+	FLD(struct cfg_leader_election, "namespace", F_STR, namespace, LIVE,
+	    "Namespace of the Lease."),
+	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name, LIVE,
+	    "Name of the Lease."),
+	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1, LIVE,
+	    "How long a leader holds the Lease without renewing it."),
+	FLD(struct cfg_leader_election, "identity", F_STR, identity, LIVE,
+	    "This replica's name in the Lease.", .dflt = "the host name"),
 };
 FIELDSET(leader_set, leader_fields, check_leader);
 
 static const struct field kubernetes_fields[] = {
-	FLD(struct cfg_kubernetes, "kubeconfig", F_PATH, kubeconfig),
-	FLD(struct cfg_kubernetes, "context", F_STR, context),
+	FLD(struct cfg_kubernetes, "kubeconfig", F_PATH, kubeconfig, LIVE,
+	    "A kubeconfig file; null or \"\": the pod's in-cluster service account."),
+	FLD(struct cfg_kubernetes, "context", F_STR, context, LIVE,
+	    "The kubeconfig's context; null: its current-context."),
 };
 FIELDSET(kubernetes_set, kubernetes_fields, NULL);
 
@@ -158,17 +183,25 @@ static enum err check_janitor(struct ctx *c, yaml_node_t *map, const char *path,
 }
 
 static const struct field janitor_fields[] = {
-	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled),
-	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run),
-	MAP(struct cfg_janitor, "kubernetes", kubernetes, kubernetes_set),
-	FLD(struct cfg_janitor, "exclude_namespaces", F_LIST, exclude_namespaces),
-	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1),
+	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled, RESTART,
+	    "Run the pod janitor in serve."),
+	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run, RESTART,
+	    "Notify only, never act on a pod: set false to act."),
+	MAP(struct cfg_janitor, "kubernetes", kubernetes, kubernetes_set, RESTART,
+	    "How the janitor reaches the Kubernetes API."),
+	FLD(struct cfg_janitor, "exclude_namespaces", F_LIST, exclude_namespaces, LIVE,
+	    "Namespaces never touched; a list given replaces the default."),
+	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1, LIVE,
+	    "Time between two sweeps of the pods."),
 	NUM(struct cfg_janitor, "max_deletions_per_sweep", F_UINT, max_deletions_per_sweep, 0,
-	    100000),
-	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0),
-	{ .key = "policies", .type = F_FUNC, .off = 0, .fn = parse_policies },
-	MAP(struct cfg_janitor, "slack", slack, slack_set),
-	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set),
+	    100000, LIVE, "Most pods acted on in one sweep; 0: none."),
+	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0, LIVE,
+	    "Notices of one owner within this of the first go out as one digest (at most 5m)."),
+	REC(struct cfg_janitor, "policies", policies, parse_policies, policy_set,
+	    "a list of policies", LIVE, "What to do with the pods of which alert."),
+	MAP(struct cfg_janitor, "slack", slack, slack_set, LIVE, "Where notices go."),
+	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set, RESTART,
+	    "Several replicas: one acts at a time."),
 };
 const struct fieldset cfg_janitor_set = { janitor_fields,
 					 sizeof(janitor_fields) / sizeof(janitor_fields[0]),
