@@ -174,69 +174,13 @@ void reload_free(struct reload *r)
 
 /* ---- the keys that need a restart ---- */
 
-enum kind { K_STR, K_INT, K_UNSIGNED, K_I64, K_SIZE, K_PRESENT };
-
-struct restart_key {
-	const char *name;
-	enum kind kind;
-	size_t off;
-};
-
-#define KEY(name, kind, member) { name, kind, offsetof(struct config, member) }
-
 /*
- * What is built once at start: the listener and its TLS, the database and
- * its retention thread, the logger, the GitHub client (its API, app, budget,
- * and whether it calls at all), the janitor's clients and election.  K_PRESENT:
- * a secret whose presence (not its value) picks a mode; its value reloads.
+ * What is built once at start (the listener and its TLS, the database and
+ * its retention thread, the logger, the GitHub client, the janitor's clients
+ * and election) is marked in the loader's tables: each row's reload class
+ * (cfg_each_key(), config_int.h).  CFG_RESTART_PRESENCE: a secret whose
+ * presence (not its value) picks a mode; its value reloads.
  */
-static const struct restart_key restart_keys[] = {
-	KEY("listen_address", K_STR, listen_address),
-	KEY("database", K_STR, database),
-	KEY("database_password_file", K_STR, database_password_file),
-	KEY("database_retention", K_I64, database_retention_ms),
-	KEY("database_statement_timeout", K_I64, database_statement_timeout_ms),
-	KEY("log.level", K_INT, log.level),
-	KEY("log.format", K_INT, log.format),
-	KEY("webhook.tls.cert_file", K_STR, webhook.tls.cert_file),
-	KEY("webhook.tls.key_file", K_STR, webhook.tls.key_file),
-	KEY("webhook.tls.client_ca_file", K_STR, webhook.tls.client_ca_file),
-	KEY("web.public_listen_address", K_STR, web.public_listen_address),
-	KEY("web.public_tls.cert_file", K_STR, web.public_tls.cert_file),
-	KEY("web.public_tls.key_file", K_STR, web.public_tls.key_file),
-	KEY("web.public_tls.client_ca_file", K_STR, web.public_tls.client_ca_file),
-	KEY("webhook.max_body_bytes", K_SIZE, webhook.max_body_bytes),
-	KEY("webhook.max_alerts", K_SIZE, webhook.max_alerts),
-	KEY("webhook.max_connections", K_UNSIGNED, webhook.max_connections),
-	KEY("webhook.read_timeout", K_I64, webhook.read_timeout_ms),
-	KEY("webhook.read_header_timeout", K_I64, webhook.read_header_timeout_ms),
-	KEY("webhook.max_connections_per_ip", K_UNSIGNED, webhook.max_connections_per_ip),
-	KEY("webhook.threads", K_UNSIGNED, webhook.threads),
-	KEY("github.api_url", K_STR, github.api_url),
-	KEY("github.token_file", K_PRESENT, github.token),
-	KEY("github.app.app_id", K_I64, github.app.app_id),
-	KEY("github.app.installation_id", K_I64, github.app.installation_id),
-	KEY("github.app.private_key_file", K_STR, github.app.private_key_file),
-	KEY("github.content_per_minute", K_UNSIGNED, github.content_per_minute),
-	KEY("github.content_per_hour", K_UNSIGNED, github.content_per_hour),
-	KEY("github.timeout", K_I64, github.timeout_ms),
-	KEY("github.body_update_interval", K_I64, github.body_update_interval_ms),
-	KEY("github.dry_run", K_INT, github.dry_run),
-	KEY("janitor.enabled", K_INT, janitor.enabled),
-	KEY("janitor.dry_run", K_INT, janitor.dry_run),
-	KEY("janitor.kubernetes.kubeconfig", K_STR, janitor.kubernetes.kubeconfig),
-	KEY("janitor.kubernetes.context", K_STR, janitor.kubernetes.context),
-	KEY("janitor.slack.api_url", K_STR, janitor.slack.api_url),
-	KEY("janitor.slack.bot_token_file", K_PRESENT, janitor.slack.bot_token),
-	KEY("janitor.slack.webhook_url_file", K_PRESENT, janitor.slack.webhook_url),
-	KEY("janitor.leader_election.enabled", K_INT, janitor.leader_election.enabled),
-	KEY("janitor.leader_election.namespace", K_STR, janitor.leader_election.namespace),
-	KEY("janitor.leader_election.lease_name", K_STR, janitor.leader_election.lease_name),
-	KEY("janitor.leader_election.lease_duration", K_I64,
-	    janitor.leader_election.lease_duration_ms),
-	KEY("janitor.leader_election.identity", K_STR, janitor.leader_election.identity),
-};
-
 static int str_differs(const char *a, const char *b)
 {
 	if (!a || !b)
@@ -245,65 +189,67 @@ static int str_differs(const char *a, const char *b)
 }
 
 /* Compare one key; on a difference log it and copy old's value into cur. */
-static int keep_key(const struct restart_key *k, const struct config *old, struct config *cur)
+static int keep_key(const struct cfg_key *k, const struct config *old, struct config *cur)
 {
 	const char *o = (const char *)old + k->off;
 	char *c = (char *)cur + k->off;
 	struct log_line *l;
 	char ov[32] = "", cv[32] = "";
+	int present = k->reload == CFG_RESTART_PRESENCE;
 
 	switch (k->kind) {
-	case K_STR:
-	case K_PRESENT: {
+	case CFG_KIND_STR: {
 		const char *os = *(char *const *)(const void *)o;
 		char *cs = *(char **)(void *)c;
-		if (k->kind == K_STR ? !str_differs(os, cs) : !os == !cs)
+		if (!present ? !str_differs(os, cs) : !os == !cs)
 			return 0;
-		snprintf(ov, sizeof(ov), "%s", k->kind == K_PRESENT ? (os ? "set" : "unset") : "");
-		snprintf(cv, sizeof(cv), "%s", k->kind == K_PRESENT ? (cs ? "set" : "unset") : "");
+		snprintf(ov, sizeof(ov), "%s", present ? (os ? "set" : "unset") : "");
+		snprintf(cv, sizeof(cv), "%s", present ? (cs ? "set" : "unset") : "");
 		l = log_begin(LOG_WARN, "config change needs a restart, the running value stays");
-		log_str(l, "key", k->name);
-		log_str(l, "running", k->kind == K_STR ? os : ov);
-		log_str(l, "new", k->kind == K_STR ? cs : cv);
+		log_str(l, "key", k->path);
+		log_str(l, "running", !present ? os : ov);
+		log_str(l, "new", !present ? cs : cv);
 		log_end(l);
-		/* K_PRESENT: keep the running mode (no secret, or the running one). */
+		/* Presence: keep the running mode (no secret, or the running one). */
 		if (cs)
 			memset(cs, 0, strlen(cs));
 		free(*(char **)(void *)c);
 		*(char **)(void *)c = xstrdup(os);
 		return 1;
 	}
-	case K_INT:
+	case CFG_KIND_INT:
 		if (*(const int *)(const void *)o == *(int *)(void *)c)
 			return 0;
 		snprintf(ov, sizeof(ov), "%d", *(const int *)(const void *)o);
 		snprintf(cv, sizeof(cv), "%d", *(int *)(void *)c);
 		*(int *)(void *)c = *(const int *)(const void *)o;
 		break;
-	case K_UNSIGNED:
+	case CFG_KIND_UNSIGNED:
 		if (*(const unsigned *)(const void *)o == *(unsigned *)(void *)c)
 			return 0;
 		snprintf(ov, sizeof(ov), "%u", *(const unsigned *)(const void *)o);
 		snprintf(cv, sizeof(cv), "%u", *(unsigned *)(void *)c);
 		*(unsigned *)(void *)c = *(const unsigned *)(const void *)o;
 		break;
-	case K_I64:
+	case CFG_KIND_I64:
 		if (*(const int64_t *)(const void *)o == *(int64_t *)(void *)c)
 			return 0;
 		snprintf(ov, sizeof(ov), "%lld", (long long)*(const int64_t *)(const void *)o);
 		snprintf(cv, sizeof(cv), "%lld", (long long)*(int64_t *)(void *)c);
 		*(int64_t *)(void *)c = *(const int64_t *)(const void *)o;
 		break;
-	case K_SIZE:
+	case CFG_KIND_SIZE:
 		if (*(const size_t *)(const void *)o == *(size_t *)(void *)c)
 			return 0;
 		snprintf(ov, sizeof(ov), "%zu", *(const size_t *)(const void *)o);
 		snprintf(cv, sizeof(cv), "%zu", *(size_t *)(void *)c);
 		*(size_t *)(void *)c = *(const size_t *)(const void *)o;
 		break;
+	case CFG_KIND_OTHER:
+		return 0;  /* web.auth.basic_auth_users: web_auth_differs() */
 	}
 	l = log_begin(LOG_WARN, "config change needs a restart, the running value stays");
-	log_str(l, "key", k->name);
+	log_str(l, "key", k->path);
 	log_str(l, "running", ov);
 	log_str(l, "new", cv);
 	log_end(l);
@@ -322,12 +268,27 @@ static int web_auth_differs(const struct cfg_web_auth *o, const struct cfg_web_a
 	return 0;
 }
 
+struct keep {
+	const struct config *old;
+	struct config *cur;
+	int n;
+};
+
+static void keep_restart_key(const struct cfg_key *k, void *arg)
+{
+	struct keep *kp = arg;
+
+	if (k->reload != CFG_LIVE)
+		kp->n += keep_key(k, kp->old, kp->cur);
+}
+
 int reload_keep_restart_keys(const struct config *old, struct config *cur)
 {
-	int n = 0;
+	struct keep kp = { old, cur, 0 };
+	int n;
 
-	for (size_t i = 0; i < sizeof(restart_keys) / sizeof(restart_keys[0]); i++)
-		n += keep_key(&restart_keys[i], old, cur);
+	cfg_each_key(keep_restart_key, &kp);
+	n = kp.n;
 	if (web_auth_differs(&old->web.auth, &cur->web.auth)) {
 		struct log_line *l = log_begin(LOG_WARN,
 					       "config change needs a restart, the running value stays");
