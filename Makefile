@@ -19,6 +19,8 @@
 #                   traffic replayed at an accelerated pace (tests/model/soak_month.py), then
 #                   issue 19's fault campaign (tests/model/campaign.py) on SEEDS/10 seeds of 60
 #                   steps, every fault class, store faults up to 8 s
+#   make docs       write docs/configuration.md: `alertbridge check-config --reference`, the
+#                   reference generated from the config loader's tables (a test compares them)
 #   make docs-screenshot  refresh docs/status-page.png: the on-call page in headless Chromium,
 #                   412 px wide, from tests/integration/test_status_page.py
 #   make deps       install (as root) or name the Debian packages still missing
@@ -212,6 +214,13 @@ endif
 asan:
 	@$(ASAN_MAKE) quicktest
 
+# The configuration reference (tests/integration/test_config_reference.py fails when stale).
+docs: $(BIN)
+	$(E) "  GEN     docs/configuration.md"
+	$(Q)./$(BIN) check-config --reference > docs/configuration.md.tmp
+	$(Q)mv docs/configuration.md.tmp docs/configuration.md
+.PHONY: docs
+
 docs-screenshot: $(BIN)
 	ALERTBRIDGE_BIN=$(abspath $(BIN)) STATUS_PAGE_SCREENSHOT=$(abspath docs/status-page.png) \
 		python3 tests/integration/test_status_page.py
@@ -264,4 +273,4 @@ clean:
 
 # Header dependencies of everything built, test helpers and unit tests included (a helper
 # object left stale by a changed header crashed the unit tests).
--include $(LIB_OBJ:.o=.d) $(O)/main.d $(TEST_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(O)/main.d $(CMD_OBJ:.o=.d) $(TEST_HELPER_OBJ:.o=.d) $(UNIT_BIN:=.d)

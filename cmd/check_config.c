@@ -1,7 +1,8 @@
 /*
  * cmd/check_config.c - `alertbridge check-config FILE`: load a configuration
  * as serve would (secret files, templates, a kubeconfig file), print SUCCESS
- * and the effective configuration, or the first error.
+ * and the effective configuration, or the first error.  With --reference:
+ * print the configuration reference (cfg_reference(), docs/configuration.md).
  */
 #include <stdio.h>
 
@@ -15,10 +16,15 @@
 
 static const char usage_check[] =
 	"usage: alertbridge check-config FILE\n"
+	"       alertbridge check-config --reference\n"
 	"\n"
 	"Loads FILE as the service would (secret files included) and compiles every\n"
 	"template.  Prints SUCCESS and the effective configuration (secrets hidden), or\n"
-	"the first error with its line, and exits 1.\n";
+	"the first error with its line, and exits 1.\n"
+	"\n"
+	"  --reference  print the reference of every configuration key (type, default,\n"
+	"               bounds, reload class, description) in Markdown and exit 0: the\n"
+	"               text of docs/configuration.md (make docs writes it)\n";
 
 int cmd_check_config(const struct flags *f)
 {
@@ -32,6 +38,16 @@ int cmd_check_config(const struct flags *f)
 
 	if (f->help) {
 		fputs(usage_check, stdout);
+		return 0;
+	}
+	if (f->reference) {
+		if (f->nargs) {
+			fputs(usage_check, stderr);
+			return 2;
+		}
+		cfg_reference(&dump);
+		fputs(buf_str(&dump), stdout);
+		buf_release(&dump);
 		return 0;
 	}
 	if (!path) {

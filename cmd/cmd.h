@@ -45,6 +45,7 @@ struct flags {
 	int help;
 	const char *args[4];  /* positional arguments after the command */
 	int nargs;
+	int reference;     /* check-config: --reference */
 };
 
 /*

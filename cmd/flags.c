@@ -108,6 +108,8 @@ int parse_flags(int argc, char **argv, int first, struct flags *f)
 			f->once = 1;
 		} else if (!strcmp(a, "--dry-run")) {
 			f->dry_run = 1;
+		} else if (!strcmp(a, "--reference")) {
+			f->reference = 1;
 		} else if (a[0] == '-' && a[1] != '\0') {
 			fprintf(stderr, "alertbridge: unknown flag \"%s\" (see --help)\n", a);
 			return 2;

@@ -48,6 +48,8 @@ def help_for_every_command():
         rc, out, _ = ab(cmd, "--help")
         eq(rc, 0, "%s --help exit code" % cmd)
         check(out.startswith("usage: alertbridge %s" % cmd), "%s --help usage line" % cmd, out)
+    _, out, _ = ab("check-config", "--help")
+    check("--reference" in out, "check-config --help names --reference", out)
     rc, _, err = ab("frobnicate")
     eq(rc, 2, "unknown command exit code")
     check('unknown command "frobnicate"' in err, "unknown command named", err)
