@@ -57,16 +57,72 @@ static int gh_stopping(void *ctx)
 	return clock_stop_requested(&b->stop);
 }
 
-/* bridge_options.may_act: does this replica hold the Lease (or need none)? */
+/*
+ * bridge_options.may_act: does this replica hold the Lease (or need none)?
+ * A no clears b->acting: the next yes is a gain (settle_on_gain).
+ */
 static int may_act(struct bridge *b)
 {
-	return !b->opts.may_act || b->opts.may_act(b->opts.may_act_ctx);
+	int yes = !b->opts.may_act || b->opts.may_act(b->opts.may_act_ctx);
+
+	if (!yes)
+		b->acting = 0;
+	return yes;
 }
 
-/* The GitHub client's gate before each request: stopping, or no longer allowed to act. */
+/*
+ * The GitHub client's gate before each request: stopping, or no longer
+ * allowed to act, or (settle_on_gain) allowed again since this step began,
+ * which is a gain bridge_step() must hold for before any call.
+ */
 static int gh_hold(void *ctx)
 {
-	return gh_stopping(ctx) || !may_act(ctx);
+	struct bridge *b = ctx;
+
+	return gh_stopping(ctx) || !may_act(b) || (b->opts.settle_on_gain && !b->acting);
+}
+
+/*
+ * Start a settle hold (bridge_options.settle_at_start, settle_on_gain) at
+ * now_ms, why its reason for the log: nothing is sent before a write sent
+ * until now can no longer land.
+ */
+static void settle_hold(struct bridge *b, int64_t now_ms, const char *why)
+{
+	int64_t until = gh_write_settled_at(b->gh, now_ms);
+	struct log_line *l;
+
+	if (until <= __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&b->settle_until, until, __ATOMIC_RELEASE);
+	metric_set(b->m_held, NULL, 1);
+	l = log_begin(LOG_WARN, "holding github calls until writes still in flight settle");
+	log_str(l, "reason", why);
+	log_int(l, "hold_ms", until - now_ms);
+	log_str(l, "webhooks", "still taken and queued");
+	log_end(l);
+}
+
+/* Non-zero while the settle hold lasts at now_ms; its end is logged once. */
+static int settle_held(struct bridge *b, int64_t now_ms)
+{
+	int64_t until = __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE);
+
+	if (!until)
+		return 0;
+	if (now_ms < until)
+		return 1;
+	__atomic_store_n(&b->settle_until, 0, __ATOMIC_RELEASE);
+	metric_set(b->m_held, NULL, 0);
+	log_msg(LOG_INFO, "settle hold over: github calls resume", NULL, NULL);
+	return 0;
+}
+
+int64_t bridge_settle_until(struct bridge *b)
+{
+	int64_t until = __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE);
+
+	return until > bridge_now_ms(b) ? until : 0;
 }
 
 /* https://api.github.com -> https://github.com; https://HOST/api/v3 -> https://HOST. */
@@ -168,6 +224,12 @@ static void register_metrics(struct bridge *b)
 	b->m_app_failures = metrics_counter(
 		m, "alertbridge_github_app_token_failures_total",
 		"Failed GitHub App installation token requests or installation look-ups.", NULL);
+	b->m_held = metrics_gauge(
+		m, "alertbridge_github_writes_held",
+		"1 while no GitHub call is made because writes of a process that stopped uncleanly "
+		"(or of the replica that acted before) may still land; webhooks are still taken.",
+		NULL);
+	metric_set(b->m_held, NULL, 0);
 	b->m_rebuilt = metrics_counter(
 		m, "alertbridge_map_rows_rebuilt_total",
 		"Map rows rebuilt from the markers of issues on GitHub (a lost database).", NULL);
@@ -216,6 +278,8 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	pthread_mutex_init(&b->budget_mu, NULL);
 	b->budget = b->last_stats;
 	register_metrics(b);
+	if (opts->settle_at_start)
+		settle_hold(b, bridge_now_ms(b), "the previous process stopped uncleanly");
 	return b;
 }
 
@@ -739,6 +803,13 @@ int bridge_step(struct bridge *b)
 	}
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);
+	if (!b->acting) {
+		b->acting = 1;
+		if (b->opts.settle_on_gain)
+			settle_hold(b, w.now_ms, "took the lease or the worker lock");
+	}
+	if (settle_held(b, w.now_ms))
+		return 0;  /* the worker sleeps until it ends (or a second) */
 	if (backoff_gate_closed(&b->store_gate, w.now_ms))
 		return -1;
 	pick_up_config(b);
@@ -782,8 +853,13 @@ static void *worker(void *arg)
 	while (!gh_stopping(b)) {
 		struct store_mark mark = store_mark(b->opts.store);
 		int r = bridge_step(b);
+		int64_t held = bridge_settle_until(b);
 
-		if (r == 0)
+		if (held)
+			held -= bridge_now_ms(b);
+		if (r == 0 && held > 0)
+			clock_stop_sleep_ms(&b->stop, held < 1000 ? held : 1000);
+		else if (r == 0)
 			store_wait_kind_since(b->opts.store, "bridge", mark, 1000);
 		else if (r < 0)
 			clock_stop_sleep_ms(&b->stop, 1000);

@@ -145,6 +145,28 @@ struct bridge_options {
 	void *may_act_ctx;
 	int64_t gh_backoff_base_ms;
 	int64_t gh_window_ms;       /* the content budget's window */
+	/*
+	 * Writes another process may still have in flight.  A write whose
+	 * answer was lost may land until gh_write_settled_at() of its send
+	 * (bridge/gh.h); the client guards its own in memory, but a process
+	 * that died (SIGKILL) or a replica that acted before this one took
+	 * its place leaves no such memory, and its late PATCH can overtake
+	 * ours (a close landing after the reopen: issue 19).  So, when one of
+	 * these says such writes may exist, bridge_step() takes no event and
+	 * makes no GitHub call ("settle hold") until gh_write_settled_at() of
+	 * the moment the bridge learnt of them; then it goes on, reading the
+	 * issue (and markers) again before writing, as every event does.
+	 * Webhooks are still taken meanwhile (they only queue).  Each hold is
+	 * logged when it starts and ends, and shown by the gauge
+	 * alertbridge_github_writes_held (1 while held).
+	 *   settle_at_start  non-zero: from bridge_new() on (the previous
+	 *                    process stopped uncleanly: serve_lock_unclean())
+	 *   settle_on_gain   non-zero: each time may_act turns true, the first
+	 *                    time too (a shared queue: the Lease or the worker
+	 *                    lock; whoever acted before may have died mid-write)
+	 */
+	int settle_at_start;
+	int settle_on_gain;
 };
 
 /*
@@ -193,6 +215,14 @@ int bridge_step(struct bridge *b);
  * many.  Thread-safe.  Errors: those of store_dead_requeue().
  */
 enum err bridge_retry_dead(struct bridge *b, int64_t *n) WARN_UNUSED;
+
+/*
+ * When the current settle hold (bridge_options.settle_at_start and
+ * settle_on_gain) ends, in ms of the bridge's clock; 0 when none holds now
+ * and none from settle_at_start is left to wait (so a clean stop may be
+ * recorded: serve_lock_settled()).  Thread-safe.
+ */
+int64_t bridge_settle_until(struct bridge *b);
 
 /* Non-zero when GitHub calls are only logged (dry-run). */
 int bridge_dry_run(const struct bridge *b);

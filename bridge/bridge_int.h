@@ -70,6 +70,17 @@ struct bridge {
 	struct metric *m_assignees_dropped;
 	struct metric *m_app_renewals;
 	struct metric *m_app_failures;
+	struct metric *m_held;
+	/*
+	 * The settle hold (bridge_options.settle_at_start, settle_on_gain):
+	 * no event and no GitHub call before settle_until (ms, bridge clock;
+	 * 0: none; written by bridge_new() and the worker, read atomically by
+	 * bridge_settle_until()).  acting: may_act was true at the last ask
+	 * (a false answer, also inside a GitHub call, clears it, so the next
+	 * true one is a gain).
+	 */
+	int64_t settle_until;
+	int acting;
 	struct backoff_gate store_gate;  /* after store failures: bridge_step()'s backoff */
 	int step_store_fault;       /* this step could not record an outcome */
 };

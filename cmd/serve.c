@@ -17,6 +17,7 @@
 #include "core/active.h"
 #include "core/auth.h"
 #include "core/config.h"
+#include "core/db.h"
 #include "core/http_client.h"
 #include "core/log.h"
 #include "core/metrics.h"
@@ -299,6 +300,15 @@ static int start_service(struct service *s, const struct flags *f)
 	setup_active(s);
 	bo.may_act = active_may_act;
 	bo.may_act_ctx = s->active;
+	/* A write the last process or replica sent may still land: wait it out (bridge.h). */
+	bo.settle_at_start = serve_lock_unclean(s->lock) != 0;
+	bo.settle_on_gain = s->leader != NULL || db_target_is_postgres(db);
+	if (bo.settle_at_start) {
+		char pid[24];
+
+		snprintf(pid, sizeof(pid), "%ld", serve_lock_unclean(s->lock));
+		log_msg(LOG_WARN, "the previous serve did not stop cleanly", "pid", pid);
+	}
 	test_second(&bo, f);
 	s->bridge = bridge_new(&bo);
 	if (!bridge_dry_run(s->bridge) && store_dry_rows_go_live(s->store, NULL))
@@ -430,6 +440,8 @@ int cmd_serve(const struct flags *f)
 		janitor_stop(s.janitor);
 		janitor_leader_stop(s.leader);  /* releases the Lease for the standby */
 		bridge_stop(s.bridge);
+		if (!bridge_settle_until(s.bridge))  /* nothing sent is left in flight */
+			serve_lock_settled(s.lock);
 		active_stop(s.active);  /* the workers' last calls ended: the standby may take over */
 	}
 	service_release(&s);

@@ -23,6 +23,8 @@
 struct serve_lock {
 	int fd;
 	char *path;
+	long unclean_pid;  /* the PID the file named when taken (its holder never released it) */
+	int settled;       /* serve_lock_settled(): the release may mark the stop clean */
 };
 
 /* "<target>.lock", or NULL when target has no file to lock. */
@@ -128,6 +130,8 @@ enum err serve_lock_take(const char *target, struct serve_lock **out,
 	l = xcalloc(1, sizeof(*l));
 	l->fd = fd;
 	l->path = path;
+	read_holder(fd, &h);  /* a PID left in a file nobody locks: released uncleanly */
+	l->unclean_pid = h.pid;
 	fd = -1;
 	path = NULL;
 	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
@@ -172,10 +176,24 @@ enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address
 	return rc;
 }
 
+long serve_lock_unclean(const struct serve_lock *l)
+{
+	return l ? l->unclean_pid : 0;
+}
+
+void serve_lock_settled(struct serve_lock *l)
+{
+	if (l)
+		l->settled = 1;
+}
+
 void serve_lock_free(struct serve_lock *l)
 {
 	if (!l)
 		return;
+	/* A clean stop names no PID; a failed truncate leaves it unclean, the safe side. */
+	if (!l->unclean_pid || l->settled)
+		(void)!ftruncate(l->fd, 0);
 	close(l->fd);  /* the last descriptor of its open file description: the lock goes */
 	free(l->path);
 	free(l);

@@ -6,6 +6,14 @@
  * and the commands that change the map find the running service's admin
  * endpoint in the same file (core/map_admin.h).  A PostgreSQL target has no
  * lock: many replicas share it by design (core/active.h).
+ *
+ * The file also tells a clean stop from an unclean one: it names the
+ * holder's PID while held, and a clean release empties it.  A file that
+ * still names a PID when the lock is taken was left by a holder that did not
+ * release it (SIGKILL, a crash, the machine stopped): whatever it had in
+ * flight (a GitHub write whose answer it never got) may still land, which
+ * `serve` waits out before its first GitHub call (serve_lock_unclean(),
+ * bridge_options.settle_at_start; issue 19).
  */
 #ifndef AB_SERVE_LOCK_H
 #define AB_SERVE_LOCK_H
@@ -48,7 +56,31 @@ enum err serve_lock_take(const char *target, struct serve_lock **out,
 enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address, int port,
 				int tls, struct buf *errmsg) WARN_UNUSED;
 
-/* Release the lock and free l; NULL does nothing. */
+/*
+ * The PID the file named when l was taken: that holder ended without a
+ * clean release (serve_lock_free()), so a write it sent may still be in
+ * flight.  0 when it released the lock cleanly, the file was new, or l is
+ * NULL (PostgreSQL, ":memory:").  A file of a version that did not empty it
+ * on release counts as unclean once.
+ */
+long serve_lock_unclean(const struct serve_lock *l);
+
+/*
+ * Say that what the unclean holder (serve_lock_unclean()) may have left in
+ * flight can no longer land: the release then marks the stop clean.
+ * Without it, a lock taken unclean is released still naming a PID (ours),
+ * so the next holder waits as this one had to: a command that held the file
+ * for a moment (map, store copy) or a `serve` stopped before its wait ended
+ * passes the doubt on instead of hiding it.  l may be NULL.
+ */
+void serve_lock_settled(struct serve_lock *l);
+
+/*
+ * Release the lock and free l; NULL does nothing.  The release is clean
+ * (the file emptied of its PID) unless l was taken unclean and not
+ * serve_lock_settled(): call it once everything this holder sent has been
+ * answered or given up (a `serve` after its workers stopped).
+ */
 void serve_lock_free(struct serve_lock *l);
 
 /*

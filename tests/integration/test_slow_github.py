@@ -17,6 +17,18 @@ late_creates_and_comments_are_made_once
     once it settled and found: 11 issues, one per alert, the 3 closed with one comment each, no
     event left pending, no dead letter.
 
+late_close_after_sigkill_does_not_undo_the_reopen
+    An alert's resolve sends its close (PATCH state=closed), which GitHub holds 5 s against a
+    0.7 s timeout (within the 0.7 s + 5 s the write may take to land at --test.second-ms=500);
+    alertbridge is killed (SIGKILL) while it waits, restarted, and the alert fires again.
+    Before the fix the restarted process, which did not know a write was in flight, reopened
+    the issue at once and the close landed afterwards: closed while the alert fires.  Now the
+    lock file says the last serve did not stop cleanly, so it holds every GitHub call until a
+    write sent before it started can no longer land (logged once, gauge
+    alertbridge_github_writes_held 1 meanwhile), while webhooks are still acknowledged: the
+    reopen reaches GitHub after the close landed and the issue ends open.  Then a clean stop
+    (SIGTERM) and a restart: no hold.
+
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
 
@@ -31,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
-                     iso_ms, poll, print_tail, wait_ready, webhook_payload)
+                     iso_ms, kill9, poll, print_tail, wait_ready, webhook_payload)
 
 REPO = "acme/slow"
 GH_TOKEN = "ghs_slowToken0123456789"
@@ -48,7 +60,8 @@ FIGURES = {"issue_posts": 0, "comment_posts": 0, "duplicate_issues": 0,
 
 
 class Stack:
-    def __init__(self):
+    def __init__(self, second_ms=250):
+        self.second_ms = second_ms
         self.dir = tempfile.mkdtemp(prefix="ab-slow-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
         self.port = free_port()
@@ -75,10 +88,17 @@ class Stack:
         # the binary's own pacing and backoff in quarter seconds (GitHub's timing stays real)
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
         self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + config,
-                                       "--test.second-ms=250"],
+                                       "--test.second-ms=%d" % second_ms],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir, env=env)
+        self.start()
+
+    def start(self):
         self.ab.start()
         wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
+
+    def log(self):
+        with open(self.ab.log_path, encoding="utf-8", errors="replace") as f:
+            return f.read()
 
     def stop(self):
         for f in (self.ab.stop, self.gh.stop):
@@ -166,6 +186,82 @@ def late_creates_and_comments_are_made_once():
     check((S.metric("alertbridge_github_ambiguous_creates_resolved_total") or 0) >= 11,
           "the 8 creates and 3 comments were found by their markers",
           S.metric("alertbridge_github_ambiguous_creates_resolved_total"))
+
+
+LATE_CLOSE_MS = 5000   # within TIMEOUT_MS + 10 s x 500/1000, the bound at --test.second-ms=500
+HOLD_LINE = "holding github calls until writes still in flight settle"
+
+
+@run.case
+def late_close_after_sigkill_does_not_undo_the_reopen():
+    st = Stack(second_ms=500)
+    try:
+        a = alerts("cccc", 1)[0]
+        st.post([a])
+        poll(lambda: len(st.gh.issues(REPO)) == 1, "the issue", timeout_s=20, interval_s=0.1)
+        number = st.gh.issues(REPO)[0]["number"]
+        issue_path = "/repos/%s/issues/%d" % (REPO, number)
+
+        st.gh.add_fault(method="PATCH", path=re.escape(issue_path), count=1, action="delay",
+                        delay_ms=LATE_CLOSE_MS)
+        st.post([dict(a, status="resolved", endsAt=iso_ms(time.time() - 1))])
+
+        def close_sent():
+            return [r for r in st.gh.get_requests() if r["method"] == "PATCH" and
+                    r["path"] == issue_path and (r["body"] or {}).get("state") == "closed"]
+        close = poll(close_sent, "the close reached GitHub", timeout_s=20, interval_s=0.02)[0]
+        kill9(st.ab)  # the close is still being made; its answer will never be read
+        event("SIGKILL %.2f s after the close arrived; it lands %.1f s after it arrived" % (
+            time.time() - close["time"], LATE_CLOSE_MS / 1000.0))
+        lands = close["time"] + LATE_CLOSE_MS / 1000.0
+
+        st.start()
+        refire = dict(a, startsAt=iso_ms(time.time() - 1))
+        t = time.time()
+        st.post([refire])  # acknowledged (queued) while GitHub calls are held
+        check(time.time() - t < 1.0, "the webhook answered within 1 s during the hold",
+              time.time() - t)
+        held = st.metric("alertbridge_github_writes_held") if time.time() < lands - 0.5 \
+            else 1.0  # (checked below, after what GitHub shows)
+
+        def settled():
+            return time.time() > lands + 0.5 and \
+                st.metric("alertbridge_bridge_queue_pending") == 0 and \
+                [r for r in st.gh.get_requests() if r["method"] == "PATCH" and
+                 r["path"] == issue_path and (r["body"] or {}).get("state") == "open"]
+        poll(settled, "the re-fire applied, the late close landed", timeout_s=30,
+             interval_s=0.2)
+        time.sleep(0.5)
+        patches = [r for r in st.gh.get_requests() if r["method"] == "PATCH" and
+                   r["path"] == issue_path]
+        event("PATCHes of #%d: %s" % (number, ", ".join(
+            "%s at %+.2f s" % ((r["body"] or {}).get("state"), r["time"] - close["time"])
+            for r in patches)))
+        reopens = [r for r in patches if (r["body"] or {}).get("state") == "open"]
+        check(reopens, "the issue was reopened", patches)
+        check(all(r["time"] >= lands for r in patches if r["time"] != close["time"]),
+              "no write to the issue before the late close landed",
+              ["%+.2f s" % (r["time"] - lands) for r in patches if r["time"] != close["time"]])
+        issue = st.gh.issues(REPO)[0]
+        eq((issue["state"], len(st.gh.issues(REPO))), ("open", 1),
+           "the one issue is open while the alert fires")
+        eq(held, 1.0, "alertbridge_github_writes_held during the hold")
+        eq(st.log().count(HOLD_LINE), 1, "the hold logged once")
+        eq(st.metric("alertbridge_github_writes_held"), 0.0, "no hold after it ended")
+
+        # A clean stop (SIGTERM, every call ended) needs no hold on the next start.
+        eq(st.ab.stop(), 0, "SIGTERM exit code")
+        st.start()
+        eq(st.metric("alertbridge_github_writes_held"), 0.0, "no hold after a clean stop")
+        st.post([dict(refire, status="resolved", endsAt=iso_ms(time.time() - 1))])
+        poll(lambda: st.gh.issues(REPO)[0]["state"] == "closed",
+             "the resolve applied at once", timeout_s=5, interval_s=0.1)
+        eq(st.log().count(HOLD_LINE), 1, "still one hold in the log")
+    except Exception:
+        print_tail("alertbridge log (last 40 lines)", st.ab.tail(40))
+        raise
+    finally:
+        st.stop()
 
 
 def main():
