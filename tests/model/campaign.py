@@ -40,8 +40,8 @@ point checks:
 Env: as lifecycle.py (MODEL_SEED, MODEL_SEEDS default 6, MODEL_FIRST, MODEL_STEPS default
 30, MODEL_JOBS default 2, MODEL_REPEAT, MODEL_KEEP, ALERTBRIDGE_BIN); MODEL_FEATURES over
 lifecycle's classes and these ("all" is every one; the default leaves out ON_HOLD, the
-classes that still fail on the code of today: see its comment); MODEL_FAULT_S (longest store
-fault, default 3; make soak: 8, past the store's 5 s busy timeout).  sqlite only.  Passing
+classes that still fail on the code of today, none now: see its comment); MODEL_FAULT_S
+(longest store fault, default 3; make soak: 8, past the store's 5 s busy timeout).  sqlite only.  Passing
 worlds add their figures to the summary (latency per situation, GitHub calls per store
 fault, SIGTERM exit times).  The last line is "N passed, N failed".
 """
@@ -67,10 +67,12 @@ from harness import http, webhook_payload  # noqa: E402
 CAMPAIGN = ("slow", "diskfull", "stall", "unlink", "attack", "term")
 FEATURES = lc.FEATURES + CAMPAIGN
 # Classes left out of the default run (make test) until their issue 19 fix is in; make soak
-# and MODEL_FEATURES=all run them.  attack: right after a start the connection reserve knows
-# no client yet, so 300 idle connections from 8 addresses can keep Alertmanager out
-# (MODEL_SEED=2 MODEL_FEATURES=fire,resolve,repeat,close,kill,dryrun,attack).
-ON_HOLD = ("attack",)
+# and MODEL_FEATURES=all run them.  None today: attack was held while, right after a start,
+# the connection reserve knew no client and 300 idle connections from 8 addresses kept
+# Alertmanager out (MODEL_SEED=2 MODEL_FEATURES=fire,resolve,repeat,close,kill,dryrun,attack);
+# now at the cap an idle connection of the address holding the most makes room
+# (core/http_server_conns.c).
+ON_HOLD = ()
 TIMEOUT_S = 1.0          # github.timeout in lifecycle's config
 # GitHub ends a request it has processed for 10 s ("Troubleshooting the REST API", Timeouts),
 # scaled as the bridge scales it under --test.second-ms (bridge/gh.h gh_write_settled_at)
@@ -165,14 +167,20 @@ class Attack:
                     try:
                         if s is None:
                             s = socks[i] = self.connect(i if spread else 0)
-                            if s is not None and trickle:
+                            if s is None:
+                                continue
+                            # Non-blocking: on a socket with a timeout, recv() waits it
+                            # out before it looks (and a TimeoutError read as a cut).
+                            s.setblocking(False)
+                            if trickle:
                                 s.sendall(b"POST /v1/webhook HTTP/1.1\r\nHost: 127.0.0.1\r\n")
                             continue
-                        if s.recv(1, socket.MSG_DONTWAIT) == b"":
-                            raise OSError("closed")
-                    except BlockingIOError:
-                        if trickle and tick % 5 == 0:
-                            s.sendall(b"X")
+                        try:
+                            if s.recv(1) == b"":
+                                raise OSError("closed")
+                        except BlockingIOError:
+                            if trickle and tick % 5 == 0:
+                                s.sendall(b"X")
                     except OSError:
                         s.close()
                         socks[i] = None
