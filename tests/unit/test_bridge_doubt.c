@@ -10,6 +10,11 @@
  *
  * GitHub's answers come late in real time (fake_http_push_delayed, past a
  * 1 s timeout); the bridge's clock is virtual.
+ *
+ * A write in doubt that the bridge cannot remember (the process that sent it
+ * was killed, or another replica sent it) is waited out whole: after an
+ * unclean stop or on gaining the Lease, no call before a write sent then
+ * could no longer land (bridge_options.settle_at_start, settle_on_gain).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -230,6 +235,92 @@ static void doubt_waits_in_the_queue_not_the_worker(void **state)
 	bfx_env_stop(&e);
 }
 
+/* The resolve of an open issue 3: its refresh, comment and close, after step 1 was count. */
+static void resolve_applied(struct env *e, size_t count)
+{
+	fake_http_push(e->gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e->gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e->gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), count + 3);
+	bfx_assert_request(e, count, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	bfx_assert_request(e, count + 2, "PATCH", "/repos/my-org/alerts/issues/3",
+			   "\"state\":\"closed\"");
+	assert_int_equal(store_pending_count(e->st, "bridge"), 0);
+}
+
+/*
+ * A restart after an unclean stop (the lock file named a serve that never
+ * released it): a close the dead process sent may still land and would undo
+ * a reopen made now, so nothing is sent (not even a read) before a write sent
+ * at the restart could no longer land; then the events go on.
+ */
+static void unclean_start_holds_every_call_until_settled(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+
+	e.bo.settle_at_start = 1;
+	bfx_bridge_restart(&e, 0);
+	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS);
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	assert_int_equal(bridge_step(e.b), 0);
+	e.now += SETTLE_MS - 1;
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 1);  /* nothing while held */
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+
+	e.now += 1;
+	assert_int_equal(bridge_settle_until(e.b), 0);
+	resolve_applied(&e, 1);
+	bfx_env_stop(&e);
+}
+
+/*
+ * A shared queue (settle_on_gain): whoever acted before may have died
+ * mid-write, so each gain of the right to act (the first too) holds likewise.
+ * Without settle_on_gain (every other test here) nothing is held.
+ */
+static void gaining_the_lease_holds_until_settled(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start(&e);
+	e.bo.settle_on_gain = 1;
+	bfx_bridge_restart(&e, 0);
+	assert_int_equal(bridge_settle_until(e.b), 0);  /* nothing before the first gain */
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS);
+	assert_int_equal(fake_http_count(e.gh), 0);
+	e.now += SETTLE_MS;
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+
+	/* Lost, then taken again: held again, from the gain. */
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	e.leading = 0;
+	assert_int_equal(bridge_step(e.b), 0);
+	e.now += SETTLE_MS;
+	e.leading = 1;
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS);
+	e.now += SETTLE_MS - 1;
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(fake_http_count(e.gh), 1);
+	e.now += 1;
+	resolve_applied(&e, 1);
+	bfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +329,8 @@ int main(void)
 		cmocka_unit_test(resolve_comment_made_after_the_timeout_is_not_posted_twice),
 		cmocka_unit_test(refused_comment_is_posted_again_without_a_wait),
 		cmocka_unit_test(doubt_waits_in_the_queue_not_the_worker),
+		cmocka_unit_test(unclean_start_holds_every_call_until_settled),
+		cmocka_unit_test(gaining_the_lease_holds_until_settled),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

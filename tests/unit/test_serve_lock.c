@@ -3,7 +3,8 @@
  * a second taker is refused with the holder's PID, from another process as
  * from another open in this one; the lock goes with its holder (a file left
  * by a dead process blocks nobody); the URL the holder records; nothing to
- * lock for PostgreSQL and ":memory:".
+ * lock for PostgreSQL and ":memory:"; a clean release told from a holder
+ * that died (the PID it left), and that doubt passed on until settled.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -149,10 +150,67 @@ static void stale_file_blocks_nobody(void **state)
 	fputs("999999999\nhttp://127.0.0.1:1\n", fp);
 	fclose(fp);
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), 999999999L);  /* never released */
 	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	file_text(f->lock, text, sizeof(text));
 	assert_string_equal(text, pid);
 	serve_lock_free(l);
+}
+
+/*
+ * A clean release empties the file: the next taker finds no PID
+ * (serve_lock_unclean() 0).  A holder killed with SIGKILL leaves its PID:
+ * the next taker is told it.  Released without serve_lock_settled(), the
+ * doubt is passed on (the file names the releaser); settled, it is gone.
+ */
+static void unclean_stop_is_told_apart(void **state)
+{
+	struct fixture *f = *state;
+	struct serve_lock *l = NULL;
+	int ready[2], status;
+	char c = 0, text[64];
+	pid_t child;
+
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), 0);  /* a new file */
+	serve_lock_free(l);
+	file_text(f->lock, text, sizeof(text));
+	assert_string_equal(text, "");  /* released cleanly: no PID */
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), 0);
+	serve_lock_free(l);
+
+	assert_int_equal(pipe(ready), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct serve_lock *mine = NULL;
+
+		close(ready[0]);
+		if (serve_lock_take(f->db, &mine, NULL, NULL) != ERR_OK)
+			_exit(1);
+		(void)!write(ready[1], "x", 1);
+		pause();  /* until killed */
+		_exit(0);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	assert_int_equal(kill(child, SIGKILL), 0);
+	assert_int_equal(waitpid(child, &status, 0), child);
+
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), (long)child);
+	serve_lock_free(l);  /* not settled: passed on */
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), (long)getpid());
+	serve_lock_settled(l);
+	serve_lock_free(l);
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), 0);
+	serve_lock_free(l);
+	assert_int_equal(serve_lock_unclean(NULL), 0);
+	serve_lock_settled(NULL);
 }
 
 /* The holder's URL: a wildcard host asked on the loopback, the port it listens on. */
@@ -198,6 +256,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lock_dies_with_its_holder, setup, teardown),
 		cmocka_unit_test_setup_teardown(stale_file_blocks_nobody, setup, teardown),
 		cmocka_unit_test_setup_teardown(address_is_recorded, setup, teardown),
+		cmocka_unit_test_setup_teardown(unclean_stop_is_told_apart, setup, teardown),
 		cmocka_unit_test(nothing_to_lock_elsewhere),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
