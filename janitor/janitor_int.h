@@ -66,6 +66,8 @@ struct jtext_view {
 	const char *why;
 	int64_t expires_ms;
 	int64_t grace_ms;                /* for snoozeUntil */
+	int postponed;                   /* janitor/postponed: the Keep button's count so far */
+	int64_t created_ms;              /* the pod's creationTimestamp (max_lifetime); 0: unknown */
 };
 
 /* One pod of a sweep, as kept for janitor_pods_each(): owned copies of a plan row. */
@@ -224,13 +226,17 @@ void janitor_postpone_init(struct janitor *j);
  * The Block Kit blocks of a notice message whose text is text and members
  * m[0..n) (a notice alone: n 1; a digest's pods): the text as section
  * blocks and one "Keep until ..." button per pod (action_id "postpone",
- * value slack_button_value()) whose policy allows postpones, as JSON text
- * (the caller frees it).  NULL (send the text alone) without
+ * value slack_button_value()) whose policy allows one more postpone now (the
+ * line's count of postpones below max_postpones, an expiry before
+ * max_lifetime), labelled with the expiry a click gives, as JSON text (the
+ * caller frees it).  NULL (send the text alone) without
  * janitor.slack.signing_secret, in webhook mode, for replies and reminders,
  * or when no pod may be postponed.
  */
 char *janitor_keep_blocks(struct janitor *j, const char *text, const struct store_notice *m,
 			  size_t n);
+/* janitor/postponed of pod as a count (0 when absent or not a count). */
+int janitor_postponed_count(const struct kube_pod *pod);
 
 /* Patch janitor/notified-at = sent_at_ms onto ns/name if its uid is still uid. */
 enum err janitor_record_notified(struct janitor *j, const char *ns, const char *name,

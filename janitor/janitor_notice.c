@@ -63,6 +63,8 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	/* A late notice (a person's annotation, a janitor that was down) still gives lead_ms. */
 	v.expires_ms = expiry_ms > now + lead_ms ? expiry_ms : now + lead_ms;
 	v.grace_ms = grace_ms;
+	v.postponed = janitor_postponed_count(pod);
+	v.created_ms = pod->creation_ms;
 	rc = janitor_render(j, JT_NOTICE, &v, now, &text, errmsg);
 	if (rc) {
 		rc = ERR_INVALID;

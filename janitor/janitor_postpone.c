@@ -90,15 +90,37 @@ static void add_sections(json_t *blocks, const char *text)
 	}
 }
 
-/* A notice's policy name from its digest line; NULL when none. */
-static char *line_policy(const struct store_notice *n)
+/* What a notice's digest line says of its pod's postpones (janitor_render_line). */
+struct line_keep {
+	char *policy;         /* NULL when none */
+	int postponed;        /* janitor/postponed when it was queued (0: a line without it) */
+	int64_t created_ms;   /* creationTimestamp (0: unknown) */
+};
+
+static void line_keep(const struct store_notice *n, struct line_keep *k)
 {
 	json_t *o = n->line ? json_loads(n->line, 0, NULL) : NULL;
 	const char *s = json_string_value(json_object_get(o, "policy"));
-	char *r = s && *s ? xstrdup(s) : NULL;
 
+	k->policy = s && *s ? xstrdup(s) : NULL;
+	k->postponed = (int)json_integer_value(json_object_get(o, "postponed"));
+	k->created_ms = json_integer_value(json_object_get(o, "createdMs"));
 	json_decref(o);
-	return r;
+}
+
+int janitor_postponed_count(const struct kube_pod *pod)
+{
+	const char *s = kube_pod_annotation(pod, JANITOR_ANN_POSTPONED);
+	int v = 0;
+
+	if (!s || !*s || strlen(s) > 4)
+		return 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return 0;
+		v = v * 10 + (*s - '0');
+	}
+	return v;
 }
 
 char *janitor_keep_blocks(struct janitor *j, const char *text, const struct store_notice *m,
@@ -115,14 +137,27 @@ char *janitor_keep_blocks(struct janitor *j, const char *text, const struct stor
 	blocks = json_array();
 	add_sections(blocks, text);
 	for (size_t i = 0; i < n && json_array_size(blocks) < 50; i++) {
-		char *reason = line_policy(&m[i]), *value;
-		struct postpone_policy p = policy_of(j, reason);
+		struct line_keep k;
+		struct postpone_policy p;
 		int64_t base = m[i].expires_ms > janitor_now(j) ? m[i].expires_ms : janitor_now(j);
-		char when[JANITOR_TIME_LEN];
+		int64_t next;
+		char when[JANITOR_TIME_LEN], *value;
 		struct buf label = BUF_INIT;
 
-		free(reason);
-		if (!p.max || janitor_format_time(base + p.by_ms, when) != ERR_OK)
+		line_keep(&m[i], &k);
+		p = policy_of(j, k.policy);
+		free(k.policy);
+		/* As postpone_decide() would answer a click now: no button it would refuse. */
+		if (!p.max || k.postponed < 0 || (unsigned)k.postponed >= p.max)
+			continue;
+		next = base > INT64_MAX - p.by_ms ? INT64_MAX : base + p.by_ms;
+		if (p.max_lifetime_ms > 0 && k.created_ms > 0 &&
+		    k.created_ms <= INT64_MAX - p.max_lifetime_ms &&
+		    next > k.created_ms + p.max_lifetime_ms)
+			next = k.created_ms + p.max_lifetime_ms;
+		next -= ((next % 1000) + 1000) % 1000;
+		if ((m[i].expires_ms && next <= m[i].expires_ms) ||
+		    janitor_format_time(next, when) != ERR_OK)
 			continue;
 		when[16] = '\0';  /* "YYYY-MM-DDTHH:MM" */
 		when[10] = ' ';

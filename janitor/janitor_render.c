@@ -144,10 +144,11 @@ enum err janitor_render(struct janitor *j, enum jtext which, const struct jtext_
 
 char *janitor_render_line(const struct jtext_view *v)
 {
-	json_t *line = json_pack("{s:o,s:o,s:o,s:o,s:s,s:I}", "namespace", str(v->namespace),
-				 "pod", str(v->pod), "uid", str(v->uid), "policy", str(v->reason),
-				 "action", action_text(v->action), "expiresMs",
-				 (json_int_t)v->expires_ms);
+	json_t *line = json_pack("{s:o,s:o,s:o,s:o,s:s,s:I,s:i,s:I}", "namespace",
+				 str(v->namespace), "pod", str(v->pod), "uid", str(v->uid),
+				 "policy", str(v->reason), "action", action_text(v->action),
+				 "expiresMs", (json_int_t)v->expires_ms, "postponed", v->postponed,
+				 "createdMs", (json_int_t)v->created_ms);
 	char *out = line ? json_dumps(line, JSON_COMPACT) : NULL;
 
 	json_decref(line);

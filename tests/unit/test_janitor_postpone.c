@@ -344,6 +344,60 @@ static void a_digest_has_one_button_per_pod(void **state)
 	jfx_env_stop(&e);
 }
 
+/*
+ * A notice queued once the pod was kept max_postpones times, or whose expiry
+ * is at creation + max_lifetime already, carries no button (a click could only
+ * be refused); one a click could keep only up to max_lifetime says that time.
+ */
+static void no_button_a_click_could_not_use(void **state)
+{
+	struct env e;
+	struct store_notice n = { 0 };
+	struct cfg_policy *gpu = NULL;
+	struct buf line = BUF_INIT;
+	char *blocks;
+	json_t *o, *button;
+
+	(void)state;
+	jfx_env_start(&e, 0);
+	e.cfg->janitor.slack.signing_secret = strdup("s3cret");
+	for (size_t k = 0; k < e.cfg->janitor.policies_count; k++)
+		if (!strcmp(e.cfg->janitor.policies[k].alertname, "JanitorIdleGPUPod"))
+			gpu = &e.cfg->janitor.policies[k];
+	assert_non_null(gpu);
+	gpu->max_postpones = 2;
+	n.id = 7;
+	n.namespace = (char *)"ml-team";
+	n.pod = (char *)"train-1";
+	n.uid = (char *)"uid-1";
+	n.kind = (char *)"notice";
+	n.expires_ms = T0 + 6 * HOUR;
+	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":1}";
+	blocks = janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1);
+	assert_non_null(blocks);
+	free(blocks);
+	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":2}";
+	assert_null(janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1));
+	/* max_lifetime 1d from creation at T0 - 12h: a click keeps it until T0 + 12h only. */
+	gpu->max_lifetime_ms = 24 * HOUR;
+	(void)buf_printf(&line, "{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":0,"
+			 "\"createdMs\":%lld}", (long long)(T0 - 12 * HOUR));
+	n.line = line.data;
+	blocks = janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1);
+	o = json_loads(blocks, 0, NULL);
+	button = json_array_get(json_object_get(json_array_get(o, 1), "elements"), 0);
+	assert_string_equal(json_string_value(json_object_get(json_object_get(button, "text"),
+							      "text")),
+			    "Keep until 2026-11-18 12:00 UTC");
+	json_decref(o);
+	free(blocks);
+	/* Its expiry at the bound already: no button. */
+	n.expires_ms = T0 + 12 * HOUR;
+	assert_null(janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1));
+	buf_release(&line);
+	jfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -356,6 +410,7 @@ int main(void)
 		cmocka_unit_test(a_conflict_retries_the_click),
 		cmocka_unit_test(notice_carries_the_button_with_a_signing_secret),
 		cmocka_unit_test(a_digest_has_one_button_per_pod),
+		cmocka_unit_test(no_button_a_click_could_not_use),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
