@@ -599,6 +599,18 @@ def apt_lists_present():
     return bool(glob.glob("/var/lib/apt/lists/*_Packages*"))
 
 
+_dpkg_owner = {}  # path -> the package dpkg -S names (None: no package), asked once a path
+
+
+def dpkg_owner(path):
+    """The Debian package that owns path (dpkg -S), or None; the 78 binaries share their
+    libraries, and one dpkg -S costs 0.1-0.2 s, so each path is asked once."""
+    if path not in _dpkg_owner:
+        d = run(["dpkg", "-S", path])
+        _dpkg_owner[path] = d.stdout.split(":")[0].strip() if d.returncode == 0 else None
+    return _dpkg_owner[path]
+
+
 def needed_packages(binary):
     """Debian packages of the shared libraries binary needs directly, or None if unknown."""
     if not (shutil.which("readelf") and shutil.which("ldd") and shutil.which("dpkg")):
@@ -616,9 +628,8 @@ def needed_packages(binary):
         owner = None
         for candidate in (path, real, real.replace("/usr/lib/", "/lib/", 1),
                           path.replace("/lib/", "/usr/lib/", 1)):
-            d = run(["dpkg", "-S", candidate])
-            if d.returncode == 0:
-                owner = d.stdout.split(":")[0].strip()
+            owner = dpkg_owner(candidate)
+            if owner:
                 break
         pkgs[lib] = owner
     return pkgs
