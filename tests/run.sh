@@ -15,7 +15,9 @@
 #                      tests/model/lifecycle_pg.py, the same on PostgreSQL with MODEL_PG_SEEDS
 #                      seeds (default 20; not under ASan); tests/model/campaign.py, issue 19's
 #                      fault campaign on the same model, its short run: CAMPAIGN_SEEDS seeds
-#                      (default 6; not under ASan).
+#                      (default 6; not under ASan); tests/model/janitor_model.py, the janitor's
+#                      model-based test with postpone steps: JANITOR_MODEL_SEEDS seeds
+#                      (default 6; 3 in make check).
 #   --quick:           `make check`, the check before every commit: the unit tests and the
 #                      integration tests of the default weight (weight() below: the slow ones
 #                      are left out), the model test on MODEL_SEEDS seeds (default 10).
@@ -137,6 +139,7 @@ asan_skipped() {
 quick_skipped() {
 	[ "$quick" -eq 1 ] || return 1
 	[ "$1" = lifecycle ] && return 1
+	[ "$1" = janitor_model ] && return 1
 	[ "$(weight "$1")" -gt 15 ]
 }
 
@@ -181,6 +184,8 @@ integration_one() {
 	# The campaign's seeds are its own (MODEL_SEEDS is the lifecycle model's here).
 	seeds=""
 	[ "$name" != campaign ] || seeds="MODEL_SEEDS=${CAMPAIGN_SEEDS:-6}"
+	[ "$name" != janitor_model ] ||
+		seeds="MODEL_SEEDS=${JANITOR_MODEL_SEEDS:-$([ "$quick" -eq 1 ] && echo 3 || echo 6)}"
 	if [ -n "$stage" ]; then
 		# The model test's 200 seeds are the plain stage's; 25 under the sanitizers.
 		[ "$name" = lifecycle ] && export MODEL_SEEDS="${MODEL_SEEDS:-25}"
@@ -216,6 +221,7 @@ weight() {
 	test_crash|test_janitor_faults) echo 85 ;;
 	test_pg_failover) echo 73 ;;
 	campaign) echo 55 ;;
+	janitor_model) echo 50 ;;
 	lifecycle_pg) echo 40 ;;
 	test_bridge_e2e) echo 42 ;;
 	test_bench_smoke) echo 36 ;;
@@ -283,7 +289,7 @@ run_stage() {
 	run_units "$2"
 	[ "$unit_only" -eq 1 ] ||
 		run_integration tests/integration/test_*.py tests/model/lifecycle.py \
-			tests/model/lifecycle_pg.py tests/model/campaign.py
+			tests/model/lifecycle_pg.py tests/model/campaign.py tests/model/janitor_model.py
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"

@@ -1,0 +1,509 @@
+#!/usr/bin/env python3
+"""janitor_model.py - the model-based test of the janitor (issue 21), with postpone steps.
+
+One seed is one world: the real binary (`alertbridge serve`, janitor enabled and live, the
+"Keep until" button on, --test.second-ms), the fake Kubernetes (tests/integration/fake_kube.py)
+and the fake Slack (tests/integration/fake_slack.py), and seeded random steps drawn from the
+enabled feature classes:
+
+  fire resolve        an idle alert fires, or resolves (the pod is active again), posted to
+                      /v1/janitor/webhook as Alertmanager does (labels namespace, pod, uid)
+  replace delete      a person deletes a pod, or it is recreated under its name (a new uid,
+                      no annotations); a deleted pod comes back later as a new pod
+  slack ratelimit     Slack's chat.postMessage fails (500) or rate limits (429, Retry-After)
+  click               signed "Keep until" clicks (fake_slack.click_request): by the owner, by
+                      someone else, the same button twice, the same request replayed, an old
+                      button (a replaced pod's, or after the postpone limit)
+  kill                SIGKILL and restart on the same database
+  wait                time passes (1-3 s): expiries are reached (grace 4 s, notice_lead 2 s,
+                      postpone_by 3 s, max_postpones 2, max_lifetime 16 s, sweep 300 ms)
+
+The janitor reads the wall clock; its durations are scaled down in the config (as
+test_janitor_e2e/test_slack_postpone do), "time jumps" are real waits.  The reference model
+(tests/model/janitor_reference.py) says which pods must be marked, the outcome each click must
+get, and what the record may show; checked at quiet points (both queues and the outbox empty):
+  - every event done, or dead-lettered with a reason (none is expected dead);
+  - a pod whose alert fires is marked (and notified unless it was postponed since), one whose
+    alert resolved carries no janitor annotation, a pod no alert named none at all;
+  - in the fakes' records: no pod deleted without a notice delivered notice_lead before it
+    (and after its last postpone), no pod touched whose uid no alert named, a deleted pod was
+    expired (its postpones counted) and its alert not resolved before, postpones <=
+    max_postpones and never past creation + max_lifetime, no Keep button after the limit;
+  - each click's answer (the ephemeral text to response_url, or the postpone) as predicted.
+At the end the faults are cleared and every pod whose alert still fires must be deleted
+(after its expiry).
+
+Env: MODEL_SEED=S (only seed S), MODEL_SEEDS=N (default 6), MODEL_FIRST (default 1),
+MODEL_STEPS (default 24), MODEL_JOBS (default 3), MODEL_FEATURES, MODEL_KEEP, MODEL_REPEAT,
+ALERTBRIDGE_BIN (default ./alertbridge); as tests/model/lifecycle.py, whose runner this uses.
+A failing seed prints its steps and a one-line replay; the last line is "N passed, N failed".
+"""
+
+import hashlib
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+sys.path.insert(0, HERE)
+
+import lifecycle as lc  # noqa: E402
+from fake_kube import FakeKube  # noqa: E402
+from fake_slack import FakeSlack  # noqa: E402
+from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
+from janitor_reference import (Policy, PodModel, button_values, expected_click,  # noqa: E402
+                               parse_time, pod_problems, reason_of, trace_problems)
+
+FEATURES = ("fire", "resolve", "replace", "delete", "slack", "ratelimit", "click", "kill",
+            "wait")
+KUBE_TOKEN = "jmodel-kube-token"
+SLACK_TOKEN = "xoxb-jmodel-token"
+HOOK_TOKEN = "jmodel-webhook-token"
+SECRET = "jmodel-signing-secret-0123456789"
+ALERT = "JanitorIdleGPUPod"
+NS = "ml"
+POL = Policy(grace_s=4, lead_s=2, by_s=3, max_postpones=2, lifetime_s=16)
+SWEEP_MS = 300
+SECOND_MS = 20
+QUIET_S = 20
+USERS = ("U0ALICE", "U0BOB")
+PODS = (("train-0", "U0ALICE"), ("train-1", "U0BOB"), ("train-2", "U0ALICE"))
+
+
+class World:
+    def __init__(self, seed, features, steps, keep):
+        self.seed, self.features, self.n_steps, self.keep = seed, features, steps, keep
+        self.rng = random.Random(seed)
+        self.log_lines = []
+        self.dir = tempfile.mkdtemp(prefix="ab-jmodel-%d-" % seed)
+        self.db = os.path.join(self.dir, "alertbridge.db")
+        self.log_path = os.path.join(self.dir, "alertbridge.log")
+        self.uri = None
+        self.step_no = 0
+        self.proc = None
+        self.kube = self.slack = None
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.pods = {name: PodModel(NS, name, owner) for name, owner in PODS}
+        self.clicks = []          # every click request sent: (body, headers) for replays
+        self.kills = 0
+        self.t0 = time.time()
+
+    # ----- plumbing ---------------------------------------------------------------------------
+    def note(self, msg):
+        self.log_lines.append("%3d %6.2f %s" % (self.step_no, time.time() - self.t0, msg))
+
+    def fail(self, msg):
+        raise lc.ModelFailure(msg)
+
+    def write_config(self):
+        for name, text in (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN),
+                           ("slack-signing-secret", SECRET)):
+            with open(os.path.join(self.dir, name), "w") as f:
+                f.write(text + "\n")
+        self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
+        with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
+            f.write("listen_address: 127.0.0.1:%d\n"
+                    "database: alertbridge.db\n"
+                    "log: {level: debug, format: logfmt}\n"
+                    "webhook: {bearer_token_file: webhook-token}\n"
+                    "janitor:\n"
+                    "  enabled: true\n"
+                    "  dry_run: false\n"
+                    "  kubernetes: {kubeconfig: kubeconfig}\n"
+                    "  sweep_interval: %dms\n"
+                    "  max_deletions_per_sweep: 10\n"
+                    "  notice_batch_window: 0s\n"
+                    "  policies:\n"
+                    "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: 0s,\n"
+                    "       postpone_by: %ds, max_postpones: %d, max_lifetime: %ds}\n"
+                    "  slack:\n"
+                    "    api_url: %s\n"
+                    "    bot_token_file: slack-token\n"
+                    "    signing_secret_file: slack-signing-secret\n"
+                    "    default_channel: \"#gpu\"\n"
+                    "    owner_label: owner\n"
+                    "  leader_election: {enabled: false}\n"
+                    % (self.port, SWEEP_MS, ALERT, POL.grace_s, POL.lead_s, POL.by_s,
+                       POL.max_postpones, POL.lifetime_s, self.slack.api_url))
+
+    def start(self):
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([lc.BIN, "serve", "--config.file=alertbridge.yml",
+                                      "--test.second-ms=%d" % SECOND_MS],
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
+                                     start_new_session=True)
+        log.close()
+        deadline = time.time() + 20
+        while True:
+            if self.proc.poll() is not None:
+                self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
+            try:
+                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            if time.time() > deadline:
+                self.fail("alertbridge not ready within 20 s")
+            time.sleep(0.02)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        if self.proc:
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def tail(self, n=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+    def figures(self):
+        return {}
+
+    def close(self):
+        try:
+            self.stop()
+        except Exception:  # noqa: BLE001
+            self.kill()
+        for fake in (self.kube, self.slack):
+            if fake:
+                fake.stop()
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def rows(self, sql):
+        if not os.path.exists(self.db):
+            return []
+        con = sqlite3.connect("file:%s?mode=ro" % self.db, uri=True, timeout=5)
+        try:
+            return con.execute(sql).fetchall()
+        except sqlite3.OperationalError as e:
+            if "no such table" in str(e):
+                return []
+            raise
+        finally:
+            con.close()
+
+    # ----- the world's pods -------------------------------------------------------------------
+    def add_pod(self, p):
+        obj = self.kube.add_pod(NS, p.name, labels={"owner": p.owner})
+        p.uid = obj["metadata"]["uid"]
+        p.created[p.uid] = parse_time(obj["metadata"]["creationTimestamp"])
+        return p.uid
+
+    def post_alert(self, p, uid, status):
+        fp = hashlib.sha1(("%s/%s" % (p.name, uid)).encode()).hexdigest()[:16]
+        a = {"status": status, "fingerprint": fp,
+             "labels": {"alertname": ALERT, "namespace": NS, "pod": p.name, "uid": uid},
+             "annotations": {"summary": "%s idle" % p.name},
+             "startsAt": iso_ms(time.time() - 1)}
+        if status == "resolved":
+            a["endsAt"] = iso_ms(time.time())
+        sent = time.time()
+        code, _, body = http("POST", self.url + "/v1/janitor/webhook",
+                             body=webhook_payload("janitor", [a]),
+                             headers={"Authorization": "Bearer " + HOOK_TOKEN})
+        if code != 200:
+            self.fail("janitor webhook answered %s: %s" % (code, body))
+        p.alerts.append((sent, time.time(), uid, status))
+
+    # ----- steps ------------------------------------------------------------------------------
+    def choices(self):
+        w = {"fire": 5, "resolve": 2, "replace": 1, "delete": 1, "slack": 1, "ratelimit": 1,
+             "click": 5, "kill": 1, "wait": 3}
+        return [(k, n) for k, n in w.items() if k in self.features]
+
+    def step(self):
+        kinds = self.choices()
+        kind = self.rng.choices([k for k, _ in kinds], [n for _, n in kinds])[0]
+        p = self.pods[self.rng.choice(sorted(self.pods))]
+        for q in self.pods.values():  # the janitor deletes pods too
+            obj = self.kube.pod(NS, q.name)
+            q.uid = obj["metadata"]["uid"] if obj else None
+        getattr(self, "step_" + kind)(p)
+        time.sleep(self.rng.choice((0.05, 0.1, 0.3)))
+
+    def step_fire(self, p):
+        if p.uid is None:
+            self.add_pod(p)
+            self.note("pod %s created (uid %s)" % (p.name, p.uid[:8]))
+        uid = p.uid
+        if self.rng.random() < 0.15:  # an alert about the pod before it was replaced
+            old = [u for u in p.created if u != p.uid]
+            if old:
+                uid = self.rng.choice(old)
+        self.post_alert(p, uid, "firing")
+        self.note("fire %s uid %s%s" % (p.name, uid[:8], "" if uid == p.uid else " (stale)"))
+
+    def step_resolve(self, p):
+        firing = [u for u in p.created if p.alert_state(u) == "firing"]
+        if not firing:
+            return self.step_fire(p)
+        uid = self.rng.choice(firing)
+        self.post_alert(p, uid, "resolved")
+        self.note("resolve %s uid %s (active again)" % (p.name, uid[:8]))
+
+    def step_replace(self, p):
+        if p.uid is None:
+            return self.step_fire(p)
+        old = p.uid
+        p.uid = self.kube.recreate_pod(NS, p.name)
+        p.created[p.uid] = parse_time(self.kube.pod(NS, p.name)["metadata"]["creationTimestamp"])
+        self.note("replace %s: uid %s -> %s" % (p.name, old[:8], p.uid[:8]))
+
+    def step_delete(self, p):
+        if p.uid is None:
+            return self.step_fire(p)
+        with self.kube.lock:
+            self.kube.objects.pop(("Pod", NS, p.name), None)
+            self.kube.rv += 1
+        self.note("delete %s uid %s (by a person)" % (p.name, p.uid[:8]))
+        p.uid = None
+
+    def step_slack(self, p):
+        self.slack.add_fault(method="chat.postMessage", count=1, status=500)
+        self.note("slack: next chat.postMessage -> 500")
+
+    def step_ratelimit(self, p):
+        self.slack.add_fault(method="chat.postMessage", count=1, status=429, retry_after_s=1)
+        self.note("slack: next chat.postMessage -> 429 Retry-After 1")
+
+    def step_kill(self, p):
+        self.kill()
+        self.kills += 1
+        self.start()
+        self.note("SIGKILL and restart")
+
+    def step_wait(self, p):
+        s = self.rng.choice((1, 2, 3))
+        self.note("wait %d s" % s)
+        time.sleep(s)
+
+    # ----- clicks -----------------------------------------------------------------------------
+    def buttons(self, p):
+        """[(message, uid, notice, value)] of every Keep button for p's pods, oldest first."""
+        out = []
+        for m in self.slack.get_messages():
+            for uid, notice, pod, value in button_values(m):
+                if pod == p.name and uid in p.created:
+                    out.append((m, uid, notice, value))
+        return out
+
+    def settle(self, what, timeout_s=QUIET_S):
+        """Wait until no janitor or postpone event is pending."""
+        deadline = time.time() + timeout_s
+        while True:
+            self.alive()
+            pending = self.rows("SELECT id, kind, key, attempts, coalesce(last_error, '') "
+                                "FROM events WHERE kind IN ('janitor', 'postpone') "
+                                "AND state = 'pending'")
+            if not pending:
+                return
+            if time.time() > deadline:
+                self.fail("%s: events stuck pending after %d s: %s" % (what, timeout_s,
+                                                                        pending[:5]))
+            time.sleep(0.02)
+
+    def alive(self):
+        if self.proc is None or self.proc.poll() is not None:
+            self.fail("alertbridge died (exit %s)" % (self.proc and self.proc.returncode))
+
+    def step_click(self, p):
+        bs = self.buttons(p)
+        if not bs:
+            self.note("click %s: no button yet" % p.name)
+            return
+        how = self.rng.choice(("owner", "owner", "owner", "other", "twice", "replay", "old"))
+        if how == "replay" and self.clicks:
+            body, h, desc = self.rng.choice(self.clicks)
+            self.settle("before a replayed click")
+            km, rm = len(self.kube.get_requests()), len(self.slack.get_responses())
+            code = http("POST", self.url + "/v1/slack/interactions", raw=body, headers=h)[0]
+            self.settle("a replayed click")
+            time.sleep(0.1)
+            writes = [r for r in self.kube.get_requests()[km:]
+                      if r["method"] == "PATCH" and "janitor/postponed" in str(r["body"])]
+            news = self.slack.get_responses()[rm:]
+            self.note("replay of (%s) -> %d, %d postpones, %d answers" % (
+                desc, code, len(writes), len(news)))
+            if code != 200 or writes or news:
+                self.fail("a replayed click request (%s) was acted on again: HTTP %d, %d "
+                          "postpone patches, answers %s" % (desc, code, len(writes), news))
+            return
+        m, uid, notice, value = bs[0] if how == "old" else bs[-1]
+        user = p.owner if how != "other" else [u for u in USERS if u != p.owner][0]
+        for _ in range(2 if how == "twice" else 1):
+            self.click(p, m, uid, notice, value, user, how)
+
+    def click(self, p, m, uid, notice, value, user, how):
+        self.settle("before a click")
+        obj = self.kube.pod(NS, p.name)
+        exists = obj["metadata"]["uid"] if obj else None
+        ann = dict((obj or {"metadata": {}})["metadata"].get("annotations") or {})
+        want = expected_click(p, uid, notice, user, ann, exists, POL, time.time())
+        rurl = self.slack.new_response_url()
+        body, h = self.slack.click_request(m, value, SECRET, user=user, response_url=rurl)
+        km = len(self.kube.get_requests())
+        code, _, answer = http("POST", self.url + "/v1/slack/interactions", raw=body, headers=h)
+        if code != 200:
+            self.fail("a signed click answered %s: %s" % (code, answer))
+        desc = "%s click by %s on %s uid %s notice %s" % (how, user, p.name, uid[:8], notice)
+        self.clicks.append((body, h, desc))
+        self.settle("a click")
+        deadline = time.time() + 5
+        got = None
+        while got is None and time.time() < deadline:
+            rs = [r for r in self.slack.get_responses() if r["url"] == rurl]
+            if rs:
+                got = reason_of(rs[0]["body"].get("text") or "")
+                break
+            done = [r for r in self.kube.get_requests()[km:] if r["method"] == "PATCH" and
+                    r.get("pod_uid") == uid and isinstance(r["status"], int) and
+                    r["status"] < 300 and "janitor/postponed" in str(r["body"])]
+            if done:
+                got = "done"
+                break
+            time.sleep(0.02)
+        if got is None:
+            got = "no answer"
+        if got == "gone" and self.kube.pod(NS, p.name) is None:
+            want = want | {"gone"}  # the sweep deleted it meanwhile
+        self.note("%s -> %s (model: %s; postponed %s, expires %s)" % (
+            desc, got, "|".join(sorted(want)), ann.get("janitor/postponed", "0"),
+            ann.get("janitor/expires", "-")))
+        if got not in want:
+            self.fail("%s got %s, the model expects %s (the pod's annotations then: %s)" % (
+                desc, got, " or ".join(sorted(want)), ann))
+        if got == "done":
+            p.used_buttons.add((uid, notice))
+
+    # ----- quiet points -----------------------------------------------------------------------
+    def quiet(self, timeout_s=QUIET_S):
+        """Both queues and the outbox empty, and still so a sweep later (a message marked
+        sent is followed by its janitor/notified-at patch)."""
+        deadline = time.time() + timeout_s
+        self.quiet_once(deadline, timeout_s)
+        time.sleep(SWEEP_MS / 1000.0 + 0.1)
+        self.quiet_once(deadline, timeout_s)
+
+    def quiet_once(self, deadline, timeout_s):
+        while True:
+            self.alive()
+            busy = self.rows("SELECT 'event', id, kind, coalesce(last_error, '') FROM events "
+                             "WHERE kind IN ('janitor', 'postpone') AND state = 'pending' "
+                             "UNION ALL SELECT 'notice', id, kind, coalesce(last_error, '') "
+                             "FROM notices WHERE state = 'pending' "
+                             "UNION ALL SELECT 'digest', id, kind, coalesce(last_error, '') "
+                             "FROM digests WHERE state = 'pending'")
+            if not busy:
+                return
+            if time.time() > deadline:
+                self.fail("not quiet after %d s: %s" % (timeout_s, busy[:6]))
+            time.sleep(0.02)
+
+    def notice_uids(self):
+        out = {}
+        for uid, ts in self.rows("SELECT n.uid, coalesce(n.slack_ts, d.slack_ts) FROM notices n "
+                                 "LEFT JOIN digests d ON d.id = n.digest_id "
+                                 "WHERE n.kind = 'notice' AND n.state = 'sent'"):
+            if ts:
+                out.setdefault(ts, set()).add(uid)
+        return out
+
+    def check(self, final=False):
+        self.quiet()
+        problems = []
+        for e in self.rows("SELECT id, kind, key, coalesce(last_error, '') FROM events "
+                           "WHERE kind IN ('janitor', 'postpone') AND state = 'dead'"):
+            problems.append("event %d (%s %s) dead-lettered%s" % (
+                e[0], e[1], e[2][:24], ": " + e[3] if e[3] else " without a reason"))
+        for n in self.rows("SELECT id, kind, pod FROM notices WHERE state = 'dead' AND "
+                           "coalesce(last_error, '') = ''"):
+            problems.append("notice %d (%s %s) dead without a reason" % n)
+        postponed = set()
+        for r in self.kube.get_requests():
+            if r["method"] == "PATCH" and "janitor/postponed" in str(r["body"]) and \
+                    isinstance(r["status"], int) and r["status"] < 300:
+                postponed.add(r.get("pod_uid"))
+        for p in self.pods.values():
+            obj = self.kube.pod(NS, p.name)
+            if obj is not None:
+                problems += pod_problems(p, obj, POL, postponed)
+        problems += trace_problems(self.pods, self.kube.get_requests(),
+                                   self.slack.get_messages(), self.notice_uids(), POL)
+        self.note("quiet point%s: %d problem(s)" % (" (final)" if final else "", len(problems)))
+        if problems:
+            self.fail("; ".join(problems[:8]))
+
+    def drain(self):
+        """No more faults; every pod whose alert still fires goes, after its expiry."""
+        with self.slack.lock:
+            self.slack.faults = []
+        self.quiet()
+        deadline = time.time() + POL.lifetime_s + POL.lead_s + 6
+        while True:
+            due = []
+            for p in self.pods.values():
+                obj = self.kube.pod(NS, p.name)
+                if obj and p.alert_state(p.uid) == "firing":
+                    due.append("%s (uid %s, annotations %s)" % (
+                        p.name, p.uid[:8], obj["metadata"].get("annotations")))
+            if not due:
+                break
+            if time.time() > deadline:
+                self.fail("pods whose alert fires were not deleted by %s: %s" % (
+                    "creation + max_lifetime + notice_lead", "; ".join(due)))
+            time.sleep(0.1)
+        self.note("drained: every firing pod deleted")
+
+    def run(self):
+        self.kube = FakeKube(token=KUBE_TOKEN, namespaces=("default", "kube-system", NS)).start()
+        self.slack = FakeSlack(token=SLACK_TOKEN).start()
+        for server in (self.kube.server, self.slack.server):
+            server.handle_error = lambda request, address: None  # a SIGKILL's reset sockets
+        for u in USERS:
+            self.slack.add_user(u, "%s@example.com" % u[2:].lower())
+        self.write_config()
+        for p in self.pods.values():
+            self.add_pod(p)
+        self.note("world: pods %s" % ", ".join("%s (owner %s, uid %s)" % (
+            p.name, p.owner, p.uid[:8]) for p in self.pods.values()))
+        self.start()
+        for self.step_no in range(1, self.n_steps + 1):
+            self.step()
+            if self.rng.random() < 0.3:
+                self.check()
+        self.step_no += 1
+        self.check()
+        self.drain()
+        self.check(final=True)
+
+
+SUITE = lc.Suite(World, FEATURES, "tests/model/janitor_model.py", steps=24, seeds=6, jobs=3)
+
+if __name__ == "__main__":
+    sys.exit(lc.main(SUITE))
