@@ -1,6 +1,8 @@
 /*
  * config_dump.c - cfg_dump(): the effective configuration as YAML, written by
- * libyaml's emitter (events in, text out) for `alertbridge check-config`.
+ * libyaml's emitter (events in, text out) for `alertbridge check-config`,
+ * by a walk of the loader's tables (config_int.h): each row by its type, a
+ * D_OMIT row left out when unset, a row's own dump function where it has one.
  * Strings are double-quoted scalars, lists flow sequences; libyaml writes a
  * block sequence inside a mapping without indenting it ("receivers:\n- name:").
  * The emitter writes no comments, so a hidden secret is emitted as a key with
@@ -158,286 +160,187 @@ static void kv_list(struct emitter *y, const char *key, const struct cfg_list *l
 	seq_end(y);
 }
 
-static void dump_alertmanager(struct emitter *y, const struct cfg_alertmanager *a);
+/* ---- the rows of the loader's tables, in their order ---- */
 
-static void dump_receiver(struct emitter *y, const struct cfg_receiver *r)
+static void dump_map(struct emitter *y, const struct fieldset *fs, const char *obj);
+
+static size_t count_at(const struct field *f, const char *obj)
 {
-	const struct cfg_templates *t = &r->templates;
+	return *(const size_t *)(const void *)(obj + f->count_off);
+}
 
-	map_start(y, 0);
-	kv_str(y, "name", r->name);
-	kv_str(y, "repo", r->repo);
-	kv_str(y, "issue_per", r->issue_per == CFG_ISSUE_PER_GROUP ? "group" : "alert");
-	kv_list(y, "labels", &r->labels);
-	kv_list(y, "assignees", &r->assignees);
-	kv_bool(y, "auto_close", r->auto_close);
-	kv_dur(y, "reopen_window", r->reopen_window_ms);
-	plain(y, "templates");
-	map_start(y, 0);
-	kv_str(y, "title", t->title);
-	kv_str(y, "body", t->body);
-	kv_str(y, "refire", t->refire);
-	kv_str(y, "resolve", t->resolve);
-	kv_str(y, "reopen", t->reopen);
-	map_end(y);
-	plain(y, "storm");
-	map_start(y, 0);
-	kv_bool(y, "enabled", r->storm.enabled);
-	kv_dur(y, "storm_after", r->storm.storm_after_ms);
-	map_end(y);
-	if (r->routes_count) {
-		struct buf m = BUF_INIT;
+static const void *items_at(const struct field *f, const char *obj)
+{
+	return *(const void *const *)(const void *)(obj + f->items_off);
+}
 
-		plain(y, "routes");
-		seq_start(y, 0);
-		for (size_t i = 0; i < r->routes_count; i++) {
-			const struct cfg_route *rt = &r->routes[i];
+/* 1 when row f of obj is unset: a NULL string, a 0 number, no records or pairs. */
+static int unset(const struct field *f, const char *obj)
+{
+	const void *v = obj + f->off;
 
-			map_start(y, 0);
-			plain(y, "matchers");
-			seq_start(y, 1);
-			for (size_t k = 0; k < rt->matchers_count; k++) {
-				buf_reset(&m);
-				matcher_format(&rt->matchers[k], &m);
-				quoted(y, buf_str(&m));
-			}
-			seq_end(y);
-			kv_str(y, "repo", rt->repo);
-			kv_list(y, "labels", &rt->labels);
-			kv_list(y, "assignees", &rt->assignees);
-			plain(y, "templates");
-			map_start(y, 0);
-			kv_str(y, "title", rt->templates.title);
-			kv_str(y, "body", rt->templates.body);
-			kv_str(y, "refire", rt->templates.refire);
-			kv_str(y, "resolve", rt->templates.resolve);
-			kv_str(y, "reopen", rt->templates.reopen);
-			map_end(y);
-			map_end(y);
-		}
-		seq_end(y);
-		buf_release(&m);
+	switch (f->type) {
+	case F_STR:
+	case F_PATH:
+	case F_SECRET:
+		return !*(char *const *)v;
+	case F_BOOL:
+		return !*(const int *)v;
+	case F_UINT:
+		return !*(const unsigned *)v;
+	case F_SIZE:
+		return !*(const size_t *)v;
+	case F_INT64:
+	case F_DURATION:
+		return !*(const int64_t *)v;
+	case F_LIST:
+		return !((const struct cfg_list *)v)->count;
+	case F_MAP:
+		return unset(&f->sub->fields[0], v);
+	case F_FUNC:
+		return f->names ? !*(const int *)v : !count_at(f, obj);
 	}
-	/* Its effective block: its own, or what it inherited from the top level. */
-	dump_alertmanager(y, &r->alertmanager);
-	map_end(y);
+	return 0;
 }
 
-static void dump_janitor(struct emitter *y, const struct cfg_janitor *j)
+/* A *_file row: the file, and the comment naming its secret (the key without _file). */
+static void dump_secret(struct emitter *y, const struct field *f, const char *obj)
 {
-	const struct cfg_slack *s = &j->slack;
-	const struct cfg_leader_election *le = &j->leader_election;
+	char name[64];
+	size_t n = strlen(f->key) - strlen("_file");
 
-	plain(y, "janitor");
-	map_start(y, 0);
-	kv_bool(y, "enabled", j->enabled);
-	kv_bool(y, "dry_run", j->dry_run);
-	plain(y, "kubernetes");
-	map_start(y, 0);
-	kv_str(y, "kubeconfig", j->kubernetes.kubeconfig);
-	kv_str(y, "context", j->kubernetes.context);
-	map_end(y);
-	kv_list(y, "exclude_namespaces", &j->exclude_namespaces);
-	kv_dur(y, "sweep_interval", j->sweep_interval_ms);
-	kv_num(y, "max_deletions_per_sweep", j->max_deletions_per_sweep);
-	kv_dur(y, "notice_batch_window", j->notice_batch_window_ms);
-	plain(y, "policies");
-	seq_start(y, j->policies_count == 0);
-	for (size_t i = 0; i < j->policies_count; i++) {
-		const struct cfg_policy *p = &j->policies[i];
-
-		map_start(y, 0);
-		kv_str(y, "alertname", p->alertname);
-		kv_dur(y, "grace", p->grace_ms);
-		kv_dur(y, "notice_lead", p->notice_lead_ms);
-		kv_dur(y, "reminder_before", p->reminder_before_ms);
-		kv_str(y, "owned", cfg_owned_names[p->owned]);
-		kv_str(y, "message", p->message);
-		kv_dur(y, "postpone_by", p->postpone_by_ms);
-		kv_num(y, "max_postpones", p->max_postpones);
-		kv_dur(y, "max_lifetime", p->max_lifetime_ms);
-		map_end(y);
-	}
-	seq_end(y);
-	plain(y, "slack");
-	map_start(y, 0);
-	kv_str(y, "api_url", s->api_url);
-	kv_secret(y, "bot_token_file", s->bot_token_file, "bot_token", s->bot_token);
-	kv_secret(y, "webhook_url_file", s->webhook_url_file, "webhook_url", s->webhook_url);
-	kv_secret(y, "signing_secret_file", s->signing_secret_file, "signing_secret",
-		  s->signing_secret);
-	kv_str(y, "default_channel", s->default_channel);
-	kv_str(y, "owner_label", s->owner_label);
-	kv_pairs(y, "namespace_channels", s->namespace_channels, s->namespace_channels_count);
-	map_end(y);
-	plain(y, "leader_election");
-	map_start(y, 0);
-	kv_bool(y, "enabled", le->enabled);
-	kv_str(y, "namespace", le->namespace);
-	kv_str(y, "lease_name", le->lease_name);
-	kv_dur(y, "lease_duration", le->lease_duration_ms);
-	kv_str(y, "identity", le->identity);
-	map_end(y);
-	map_end(y);
+	snprintf(name, sizeof(name), "%.*s", (int)n, f->key);
+	kv_secret(y, f->key, *(char *const *)(const void *)(obj + f->off), name,
+		  *(char *const *)(const void *)(obj + f->off2));
 }
 
-/* A TLS block (webhook.tls, web.public_tls), when it has a certificate. */
-static void dump_tls(struct emitter *y, const char *name, const struct cfg_tls *t)
+void cfg_dump_github_token(struct emitter *y, const struct field *f, const char *obj)
 {
-	if (!t->cert_file)
-		return;
-	plain(y, name);
-	map_start(y, 0);
-	kv_str(y, "cert_file", t->cert_file);
-	kv_str(y, "key_file", t->key_file);
-	kv_str(y, "client_ca_file", t->client_ca_file);
-	map_end(y);
-}
+	const struct cfg_github *g = (const void *)obj;
 
-/*
- * web: the users and their bcrypt hashes (a hash is not a secret to hide),
- * the public listener.
- */
-static void dump_web(struct emitter *y, const struct cfg_web *w)
-{
-	plain(y, "web");
-	map_start(y, 0);
-	plain(y, "auth");
-	map_start(y, 0);
-	kv_pairs(y, "basic_auth_users", w->auth.basic_auth_users, w->auth.basic_auth_users_count);
-	map_end(y);
-	if (w->public_listen_address)
-		kv_str(y, "public_listen_address", w->public_listen_address);
-	dump_tls(y, "public_tls", &w->public_tls);
-	map_end(y);
-}
-
-static void dump_webhook(struct emitter *y, const struct cfg_webhook *w)
-{
-	plain(y, "webhook");
-	map_start(y, 0);
-	kv_secret(y, "bearer_token_file", w->bearer_token_file, "bearer_token", w->bearer_token);
-	if (w->basic_auth.username) {
-		plain(y, "basic_auth");
-		map_start(y, 0);
-		kv_str(y, "username", w->basic_auth.username);
-		kv_secret(y, "password_file", w->basic_auth.password_file, "password",
-			  w->basic_auth.password);
-		map_end(y);
-	}
-	dump_tls(y, "tls", &w->tls);
-	kv_num(y, "max_body_bytes", w->max_body_bytes);
-	kv_num(y, "max_alerts", w->max_alerts);
-	kv_num(y, "max_connections", w->max_connections);
-	kv_dur(y, "read_timeout", w->read_timeout_ms);
-	kv_dur(y, "read_header_timeout", w->read_header_timeout_ms);
-	kv_num(y, "max_connections_per_ip", w->max_connections_per_ip);
-	kv_num(y, "threads", w->threads);
-	map_end(y);
-}
-
-/* A github.app mapping; nothing when app_id is 0 (installation_id only when set). */
-static void dump_app(struct emitter *y, const struct cfg_github_app *a)
-{
-	if (!a->app_id)
-		return;
-	plain(y, "app");
-	map_start(y, 0);
-	kv_num(y, "app_id", (uint64_t)a->app_id);
-	if (a->installation_id)
-		kv_num(y, "installation_id", (uint64_t)a->installation_id);
-	kv_str(y, "private_key_file", a->private_key_file);
-	map_end(y);
-}
-
-static void dump_github(struct emitter *y, const struct cfg_github *g)
-{
-	plain(y, "github");
-	map_start(y, 0);
-	kv_str(y, "api_url", g->api_url);
-	kv_secret(y, "token_file", g->token_file, "token", g->token);
+	dump_secret(y, f, obj);
 	if (g->token_from_env) {
 		plain(y, COMMENT_PREFIX "token");
 		plain(y, "<secret> (from GITHUB_TOKEN)");
 	}
-	dump_app(y, &g->app);
-	if (g->credentials_count) {
-		plain(y, "credentials");
-		seq_start(y, 0);
-		for (size_t i = 0; i < g->credentials_count; i++) {
-			const struct cfg_github_cred *gc = &g->credentials[i];
-
-			map_start(y, 0);
-			kv_str(y, "owner", gc->owner);
-			kv_secret(y, "token_file", gc->token_file, "token", gc->token);
-			dump_app(y, &gc->app);
-			map_end(y);
-		}
-		seq_end(y);
-	}
-	kv_num(y, "content_per_minute", g->content_per_minute);
-	kv_num(y, "content_per_hour", g->content_per_hour);
-	kv_dur(y, "timeout", g->timeout_ms);
-	kv_dur(y, "body_update_interval", g->body_update_interval_ms);
-	kv_bool(y, "dry_run", g->dry_run);
-	if (g->webhook_secret_file)
-		kv_secret(y, "webhook_secret_file", g->webhook_secret_file, "webhook_secret",
-			  g->webhook_secret);
-	map_end(y);
 }
 
-/* The top-level alertmanager, when it names a url (receivers take it as their own). */
-static void dump_alertmanager(struct emitter *y, const struct cfg_alertmanager *a)
+void cfg_dump_matchers(struct emitter *y, const struct field *f, const char *obj)
 {
-	if (!a->url)
-		return;
-	plain(y, "alertmanager");
-	map_start(y, 0);
-	kv_str(y, "url", a->url);
-	kv_secret(y, "bearer_token_file", a->bearer_token_file, "bearer_token", a->bearer_token);
-	if (a->basic_auth.username) {
-		plain(y, "basic_auth");
+	const struct cfg_route *rt = (const void *)obj;
+	struct buf m = BUF_INIT;
+
+	plain(y, f->key);
+	seq_start(y, 1);
+	for (size_t k = 0; k < rt->matchers_count; k++) {
+		buf_reset(&m);
+		matcher_format(&rt->matchers[k], &m);
+		quoted(y, buf_str(&m));
+	}
+	seq_end(y);
+	buf_release(&m);
+}
+
+/* key: a list of records, each a mapping by f->sub (flow "[]" when empty). */
+static void dump_records(struct emitter *y, const struct field *f, const char *obj)
+{
+	const char *item = items_at(f, obj);
+	size_t n = count_at(f, obj);
+
+	plain(y, f->key);
+	seq_start(y, n == 0);
+	for (size_t i = 0; i < n; i++, item += f->item_size) {
 		map_start(y, 0);
-		kv_str(y, "username", a->basic_auth.username);
-		kv_secret(y, "password_file", a->basic_auth.password_file, "password",
-			  a->basic_auth.password);
+		dump_map(y, f->sub, item);
 		map_end(y);
 	}
-	kv_dur(y, "timeout", a->timeout_ms);
-	kv_dur(y, "max_silence", a->max_silence_ms);
-	map_end(y);
+	seq_end(y);
 }
 
+/* An F_FUNC row: an enum by its name, a list of records, or a mapping of pairs. */
+static void dump_func(struct emitter *y, const struct field *f, const char *obj)
+{
+	const int *v = (const void *)(obj + f->off);
+
+	if (f->names && (f->dump_flags & D_QUOTE)) {
+		kv_str(y, f->key, f->names[*v]);
+	} else if (f->names) {
+		plain(y, f->key);
+		plain(y, f->names[*v]);
+	} else if (f->sub) {
+		dump_records(y, f, obj);
+	} else {
+		kv_pairs(y, f->key, items_at(f, obj), count_at(f, obj));
+	}
+}
+
+static void dump_row(struct emitter *y, const struct field *f, const char *obj)
+{
+	const void *v = obj + f->off;
+
+	if ((f->dump_flags & D_OMIT) && unset(f, obj))
+		return;
+	if (f->dump) {
+		f->dump(y, f, obj);
+		return;
+	}
+	switch (f->type) {
+	case F_STR:
+	case F_PATH:
+		kv_str(y, f->key, *(char *const *)v);
+		return;
+	case F_SECRET:
+		dump_secret(y, f, obj);
+		return;
+	case F_BOOL:
+		kv_bool(y, f->key, *(const int *)v);
+		return;
+	case F_UINT:
+		kv_num(y, f->key, *(const unsigned *)v);
+		return;
+	case F_SIZE:
+		kv_num(y, f->key, *(const size_t *)v);
+		return;
+	case F_INT64:
+		kv_num(y, f->key, (uint64_t)*(const int64_t *)v);
+		return;
+	case F_DURATION:
+		kv_dur(y, f->key, *(const int64_t *)v);
+		return;
+	case F_LIST:
+		kv_list(y, f->key, v);
+		return;
+	case F_MAP:
+		plain(y, f->key);
+		map_start(y, 0);
+		dump_map(y, f->sub, v);
+		map_end(y);
+		return;
+	case F_FUNC:
+		dump_func(y, f, obj);
+		return;
+	}
+}
+
+static void dump_map(struct emitter *y, const struct fieldset *fs, const char *obj)
+{
+	for (size_t i = 0; i < fs->count; i++)
+		dump_row(y, &fs->fields[i], obj);
+}
+
+/*
+ * The document: every row of the tables in their order, each as parsed (a
+ * receiver's alertmanager is its effective block, its own or the top
+ * level's; a route's fields its own or its receiver's).
+ */
 static void dump_document(struct emitter *y, const struct config *cfg)
 {
-	static const char *const levels[] = { "debug", "info", "warn", "error" };
 	yaml_event_t ev;
 
 	emit(y, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
 	emit(y, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
 	map_start(y, 0);
-	kv_str(y, "listen_address", cfg->listen_address);
-	kv_str(y, "database", cfg->database);
-	if (cfg->database_password_file)
-		kv_str(y, "database_password_file", cfg->database_password_file);
-	kv_dur(y, "database_retention", cfg->database_retention_ms);
-	plain(y, "log");
-	map_start(y, 0);
-	plain(y, "level");
-	plain(y, levels[cfg->log.level]);
-	plain(y, "format");
-	plain(y, cfg->log.format == LOG_JSON ? "json" : "logfmt");
-	map_end(y);
-	dump_webhook(y, &cfg->webhook);
-	dump_web(y, &cfg->web);
-	dump_github(y, &cfg->github);
-	dump_alertmanager(y, &cfg->alertmanager);
-	plain(y, "receivers");
-	seq_start(y, cfg->receivers_count == 0);
-	for (size_t i = 0; i < cfg->receivers_count; i++)
-		dump_receiver(y, &cfg->receivers[i]);
-	seq_end(y);
-	dump_janitor(y, &cfg->janitor);
+	dump_map(y, &cfg_root_set, (const char *)cfg);
 	map_end(y);
 	emit(y, &ev, yaml_document_end_event_initialize(&ev, 1));
 	emit(y, &ev, yaml_stream_end_event_initialize(&ev));

@@ -43,6 +43,18 @@ enum ftype {
 };
 
 struct fieldset;
+struct field;
+struct emitter;
+
+/* Writes a row of obj in the dump its own way (config_dump.c): the route's matchers. */
+typedef void (*dump_fn)(struct emitter *y, const struct field *f, const char *obj);
+
+/* How cfg_dump() writes a row (struct field's dump_flags). */
+enum {
+	D_OMIT = 1,  /* left out when unset: a NULL string, a 0 number, an empty list of
+		      * records or pairs, a mapping whose first key is unset */
+	D_QUOTE = 2, /* an enum written as a quoted string (else plain) */
+};
 
 typedef enum err (*parse_fn)(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 typedef enum err (*check_fn)(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
@@ -74,7 +86,11 @@ struct field {
 	const char *what;         /* F_FUNC: its type in words ("a list of receivers") */
 	const char *const *names; /* F_FUNC enums (an int-sized enum): the names by value,
 				   * NULL-terminated, for the reference and the restart list */
-	size_t items_off;         /* F_FUNC records: offset of the items' pointer in the struct */
+	size_t items_off;         /* F_FUNC records and pairs: offset of the items' pointer */
+	size_t count_off;         /* ... and of their count (size_t) */
+	size_t item_size;         /* F_FUNC records: the size of one item */
+	unsigned dump_flags;      /* D_OMIT, D_QUOTE */
+	dump_fn dump;             /* NULL: by type */
 };
 
 struct fieldset {
@@ -86,9 +102,10 @@ struct fieldset {
  * Rows of a field table: FLD a plain field, NUM a number in [lo, hi], DUR a
  * duration (nonzero 1: not 0), SECRET a *_file path with its contents, MAP a
  * nested mapping by the fieldset set, ENUM a custom parser of an int-sized
- * enum named by names, FUNC a custom parser of a type said in what (it gets
- * the whole struct s), REC a list of records by the parser fn_ (it gets the
- * whole struct s) with items at member f, each by the fieldset set; FIELDSET
+ * enum named by names, PAIRS a mapping of string pairs at member f (count at
+ * f_count) by the parser fn_ (it gets the whole struct s), REC a list of
+ * records at member f (count at f_count) by the parser fn_ (it gets the
+ * whole struct s), each item by the fieldset set; FIELDSET
  * a file's static fieldset of the table arr with the check chk (may be NULL).
  * Every row ends with its reload class r (enum cfg_reload) and its one line of
  * documentation, which may be followed by more designated initialisers
@@ -111,12 +128,14 @@ struct fieldset {
 #define ENUM(s, k, f, fn_, names_, r, ...) \
 	{ .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_, .names = names_, \
 	  .reload = r, .doc = __VA_ARGS__ }
-#define FUNC(s, k, fn_, what_, r, ...) \
-	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .what = what_, .reload = r, \
+#define PAIRS(s, k, f, fn_, what_, r, ...) \
+	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .what = what_, \
+	  .items_off = offsetof(s, f), .count_off = offsetof(s, f##_count), .reload = r, \
 	  .doc = __VA_ARGS__ }
 #define REC(s, k, f, fn_, set, what_, r, ...) \
 	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .sub = &set, .what = what_, \
-	  .items_off = offsetof(s, f), .reload = r, .doc = __VA_ARGS__ }
+	  .items_off = offsetof(s, f), .count_off = offsetof(s, f##_count), \
+	  .item_size = sizeof(((s *)0)->f[0]), .reload = r, .doc = __VA_ARGS__ }
 #define FIELDSET(name, arr, chk) \
 	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk }
 
@@ -129,6 +148,10 @@ struct fieldset {
 extern const struct fieldset cfg_root_set;
 /* The janitor's mapping: its fields, policies, slack, leader_election (config_janitor.c). */
 extern const struct fieldset cfg_janitor_set;
+/* Writes a route's matchers as parsed, each formatted by matcher_format() (config_dump.c). */
+void cfg_dump_matchers(struct emitter *y, const struct field *f, const char *obj);
+/* Writes github.token_file, and a comment when the token came from GITHUB_TOKEN (config_dump.c). */
+void cfg_dump_github_token(struct emitter *y, const struct field *f, const char *obj);
 /* The names of enum cfg_owned, by value, NULL-terminated (config_janitor.c). */
 extern const char *const cfg_owned_names[];
 

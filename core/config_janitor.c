@@ -92,7 +92,7 @@ static const struct field policy_fields[] = {
 	    "One reminder in the notice's thread this long before; 0: none; < notice_lead.",
 	    .dflt = "notice_lead / 2"),
 	ENUM(struct cfg_policy, "owned", owned, parse_owned, cfg_owned_names, LIVE,
-	     "What is done to a pod a controller owns."),
+	     "What is done to a pod a controller owns.", .dump_flags = D_QUOTE),
 	FLD(struct cfg_policy, "message", F_STR, message, LIVE, "Extra text for the notice."),
 	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1, LIVE,
 	    "Each click of \"Keep until\" in Slack moves the action this much later."),
@@ -134,7 +134,7 @@ static const struct field slack_fields[] = {
 	FLD(struct cfg_slack, "owner_label", F_STR, owner_label, LIVE,
 	    "Pod label naming the owner, mentioned in the notice."),
 	/* parse_channels fills both namespace_channels and its count: it gets the struct. */
-	FUNC(struct cfg_slack, "namespace_channels", parse_channels,
+	PAIRS(struct cfg_slack, "namespace_channels", namespace_channels, parse_channels,
 	     "a mapping of namespaces to channels", LIVE,
 	     "The channel of each namespace's notices."),
 };

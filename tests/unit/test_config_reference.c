@@ -2,7 +2,8 @@
  * test_config_reference.c - the walks of the loader's tables that are not a
  * parse: cfg_each_key() (every key of struct config with its reload class,
  * what reload.c keeps at its running value) and cfg_reference() (the
- * Markdown reference: defaults read from the defaults, bounds, classes).
+ * Markdown reference: defaults read from the defaults, bounds, classes),
+ * and cfg_dump() as a walk of the same tables.
  * That the reference equals docs/configuration.md, and that every key the
  * loader accepts has its row, is tests/integration/test_config_reference.py.
  */
@@ -138,11 +139,45 @@ static void reference_rows(void **state)
 	buf_release(&out);
 }
 
+/* The dump walks the tables: every top-level key in their order, the unset ones left out. */
+static void dump_walks_the_tables(void **state)
+{
+	static const char yaml[] = "database_statement_timeout: 4s\n"
+				   "receivers: [{name: r, repo: o/r, issue_per: group}]\n";
+	struct config *cfg = NULL, *again = NULL;
+	struct buf out = BUF_INIT, msg = BUF_INIT;
+	const char *s;
+
+	(void)state;
+	assert_int_equal(cfg_parse(yaml, sizeof(yaml) - 1, "t.yml", NULL, &cfg, &msg), ERR_OK);
+	cfg_dump(cfg, &out);
+	s = buf_str(&out);
+	assert_non_null(strstr(s, "\nlisten_address: \":9095\"\ndatabase: \"alertbridge.db\"\n"
+			       "database_retention: 1w\ndatabase_statement_timeout: 4s\nlog:\n"
+			       "  level: info\n  format: logfmt\nwebhook:\n"));
+	assert_non_null(strstr(s, "\nweb:\n  auth:\n    basic_auth_users: {}\ngithub:\n"));
+	assert_non_null(strstr(s, "  issue_per: \"group\"\n"));  /* D_QUOTE */
+	assert_null(strstr(s, "database_password_file"));      /* D_OMIT */
+	assert_null(strstr(s, "basic_auth:"));
+	assert_null(strstr(s, "installation_id"));
+	assert_null(strstr(s, "routes:"));
+	assert_null(strstr(s, "\nalertmanager:"));
+	assert_non_null(strstr(s, "  policies: []\n"));
+	/* It reads back to the same meaning, the statement timeout included. */
+	assert_int_equal(cfg_parse(s, out.len, "dump", NULL, &again, &msg), ERR_OK);
+	assert_int_equal(again->database_statement_timeout_ms, 4000);
+	cfg_free(again);
+	cfg_free(cfg);
+	buf_release(&out);
+	buf_release(&msg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(keys_and_reload_classes),
 		cmocka_unit_test(reference_rows),
+		cmocka_unit_test(dump_walks_the_tables),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
