@@ -85,14 +85,14 @@ static int gh_hold(void *ctx)
 /*
  * Start a settle hold (bridge_options.settle_at_start, settle_on_gain) at
  * now_ms, why its reason for the log: nothing is sent before a write sent
- * until now can no longer land.
+ * until waited_ms ago can no longer land (none when that is past already).
  */
-static void settle_hold(struct bridge *b, int64_t now_ms, const char *why)
+static void settle_hold(struct bridge *b, int64_t now_ms, int64_t waited_ms, const char *why)
 {
-	int64_t until = gh_write_settled_at(b->gh, now_ms);
+	int64_t until = gh_write_settled_at(b->gh, now_ms) - waited_ms;
 	struct log_line *l;
 
-	if (until <= __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
+	if (until <= now_ms || until <= __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_store_n(&b->settle_until, until, __ATOMIC_RELEASE);
 	metric_set(b->m_held, NULL, 1);
@@ -279,7 +279,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	b->budget = b->last_stats;
 	register_metrics(b);
 	if (opts->settle_at_start)
-		settle_hold(b, bridge_now_ms(b), "the previous process stopped uncleanly");
+		settle_hold(b, bridge_now_ms(b), 0, "the previous process stopped uncleanly");
 	return b;
 }
 
@@ -806,7 +806,8 @@ int bridge_step(struct bridge *b)
 	if (!b->acting) {
 		b->acting = 1;
 		if (b->opts.settle_on_gain)
-			settle_hold(b, w.now_ms, "took the lease or the worker lock");
+			settle_hold(b, w.now_ms, b->opts.settle_gain_waited_ms,
+				    "took the lease or the worker lock");
 	}
 	if (settle_held(b, w.now_ms))
 		return 0;  /* the worker sleeps until it ends (or a second) */

@@ -164,9 +164,16 @@ struct bridge_options {
 	 *   settle_on_gain   non-zero: each time may_act turns true, the first
 	 *                    time too (a shared queue: the Lease or the worker
 	 *                    lock; whoever acted before may have died mid-write)
+	 *   settle_gain_waited_ms  what may_act already waited after the gain
+	 *                    before saying yes, in ms (the worker lock's grace,
+	 *                    core/active.h: every write of the holder before was
+	 *                    sent before the lock changed hands); a gain's hold
+	 *                    ends that much sooner, and not at all when it is
+	 *                    longer than the settle time.  0 for the Lease.
 	 */
 	int settle_at_start;
 	int settle_on_gain;
+	int64_t settle_gain_waited_ms;
 };
 
 /*

@@ -180,6 +180,15 @@ static int setup_leader(struct service *s, struct buf *err)
  * lock is the longest one request of a worker may last: GitHub's timeout, or
  * the Kubernetes client's 30 s with the janitor.
  */
+static int64_t active_grace_ms(const struct service *s)
+{
+	int64_t grace = s->cfg->github.timeout_ms;
+
+	if (s->cfg->janitor.enabled && grace < KUBE_DEFAULT_TIMEOUT_MS)
+		grace = KUBE_DEFAULT_TIMEOUT_MS;
+	return grace;
+}
+
 static void setup_active(struct service *s)
 {
 	struct active_options ao = { 0 };
@@ -188,9 +197,7 @@ static void setup_active(struct service *s)
 	ao.lease = s->is_leader;
 	ao.lease_ctx = s->leader_ctx;
 	ao.metrics = s->metrics;
-	ao.grace_ms = s->cfg->github.timeout_ms;
-	if (s->cfg->janitor.enabled && ao.grace_ms < KUBE_DEFAULT_TIMEOUT_MS)
-		ao.grace_ms = KUBE_DEFAULT_TIMEOUT_MS;
+	ao.grace_ms = active_grace_ms(s);
 	s->active = active_new(&ao);
 }
 
@@ -303,6 +310,7 @@ static int start_service(struct service *s, const struct flags *f)
 	/* A write the last process or replica sent may still land: wait it out (bridge.h). */
 	bo.settle_at_start = serve_lock_unclean(s->lock) != 0;
 	bo.settle_on_gain = s->leader != NULL || db_target_is_postgres(db);
+	bo.settle_gain_waited_ms = s->leader ? 0 : active_grace_ms(s);  /* the worker lock's */
 	if (bo.settle_at_start) {
 		char pid[24];
 

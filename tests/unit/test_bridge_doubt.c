@@ -321,6 +321,36 @@ static void gaining_the_lease_holds_until_settled(void **state)
 	bfx_env_stop(&e);
 }
 
+/*
+ * The worker lock's grace (settle_gain_waited_ms) was waited before may_act
+ * said yes: the hold after the gain is shorter by it, and none when the
+ * grace covered the whole settle time.
+ */
+static void a_gain_after_a_grace_holds_only_the_rest(void **state)
+{
+	struct env e;
+	(void)state;
+
+	start(&e);
+	e.bo.settle_on_gain = 1;
+	e.bo.settle_gain_waited_ms = TIMEOUT_MS;
+	bfx_bridge_restart(&e, 0);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e.b), 0);
+	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS - TIMEOUT_MS);
+	e.now += SETTLE_MS - TIMEOUT_MS;
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 1);
+
+	e.bo.settle_gain_waited_ms = SETTLE_MS;  /* a grace as long as the settle time */
+	bfx_bridge_restart(&e, 0);
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	resolve_applied(&e, 1);
+	assert_int_equal(bridge_settle_until(e.b), 0);
+	bfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +361,7 @@ int main(void)
 		cmocka_unit_test(doubt_waits_in_the_queue_not_the_worker),
 		cmocka_unit_test(unclean_start_holds_every_call_until_settled),
 		cmocka_unit_test(gaining_the_lease_holds_until_settled),
+		cmocka_unit_test(a_gain_after_a_grace_holds_only_the_rest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
