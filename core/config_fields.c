@@ -416,14 +416,14 @@ static const struct field github_fields[] = {
 	    "Per-owner credentials; the token or app above serves every other owner.",
 	    .dump_flags = D_OMIT),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80, RESTART,
-	    "Most content-creating calls (issues, comments) per minute."),
+	    "Most mutating calls per minute (GitHub's ceiling: 80)."),
 	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500, RESTART,
-	    "Most content-creating calls per hour."),
+	    "Most mutating calls per hour (GitHub's ceiling: 500)."),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1, RESTART, "Bound of one API call."),
 	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1, RESTART,
 	    "Least time between two rewrites of one issue body (1s to 1h)."),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run, RESTART,
-	    "Log the calls instead of making them (also so without any credential)."),
+	    "Log the calls instead of making them (so too without any credential)."),
 	SECRET(struct cfg_github, "webhook_secret_file", webhook_secret_file, webhook_secret, LIVE,
 	       "Secret of the repository webhook (POST /v1/github/webhook); absent: 404."),
 };
@@ -442,7 +442,7 @@ static enum err check_alertmanager(struct ctx *c, yaml_node_t *map, const char *
 
 static const struct field alertmanager_fields[] = {
 	FLD(struct cfg_alertmanager, "url", F_STR, url, LIVE,
-	    "Alertmanager whose API v2 the /silence commands use; absent: no silences."),
+	    "Alertmanager whose API v2 the /silence issue command uses; null: no silences."),
 	SECRET(struct cfg_alertmanager, "bearer_token_file", bearer_token_file, bearer_token, LIVE,
 	       "Token sent to Alertmanager; not with basic_auth."),
 	MAP(struct cfg_alertmanager, "basic_auth", basic_auth, basic_auth_set, LIVE,
@@ -471,9 +471,9 @@ FIELDSET(templates_set, templates_fields, NULL);
 
 static const struct field storm_fields[] = {
 	FLD(struct cfg_storm, "enabled", F_BOOL, enabled, LIVE,
-	    "Summarise an alert storm in one issue instead of one issue per alert."),
+	    "Fold a storm into one summary issue per repo and alertname (docs/bridge.md)."),
 	DUR(struct cfg_storm, "storm_after", storm_after_ms, 1, LIVE,
-	    "How long alerts keep arriving before they count as a storm."),
+	    "A new alert is folded when the queued creates would take longer to drain."),
 };
 FIELDSET(storm_set, storm_fields, NULL);
 
@@ -605,7 +605,8 @@ static const struct field route_fields[] = {
 	    "\"owner/name\" or a Mustache template rendering to one.", .dflt = "the receiver's"),
 	FLD(struct cfg_route, "labels", F_LIST, labels, LIVE, "Issue labels (Mustache templates).",
 	    .dflt = "the receiver's"),
-	FLD(struct cfg_route, "assignees", F_LIST, assignees, LIVE, "GitHub users to assign.",
+	FLD(struct cfg_route, "assignees", F_LIST, assignees, LIVE,
+	    "GitHub users to assign (Mustache templates).",
 	    .dflt = "the receiver's"),
 	MAP(struct cfg_route, "templates", templates, templates_set, LIVE,
 	    "Template files of this route's issues.", .dflt = "the receiver's"),
@@ -642,11 +643,12 @@ static const struct field receiver_fields[] = {
 	     "One issue per alert, or one per Alertmanager group.", .dump_flags = D_QUOTE),
 	FLD(struct cfg_receiver, "labels", F_LIST, labels, LIVE,
 	    "Issue labels (Mustache templates)."),
-	FLD(struct cfg_receiver, "assignees", F_LIST, assignees, LIVE, "GitHub users to assign."),
+	FLD(struct cfg_receiver, "assignees", F_LIST, assignees, LIVE,
+	    "GitHub users to assign (Mustache templates)."),
 	FLD(struct cfg_receiver, "auto_close", F_BOOL, auto_close, LIVE,
-	    "Close the issue when the alert resolves."),
+	    "Close the issue when the alert resolves (false: only comment)."),
 	DUR(struct cfg_receiver, "reopen_window", reopen_window_ms, 0, LIVE,
-	    "A closed issue reopens when its alert fires again within this; else a new one."),
+	    "A re-fire within this of the close reopens the issue; later, a new one links it."),
 	MAP(struct cfg_receiver, "templates", templates, templates_set, LIVE,
 	    "Template files of this receiver's issues."),
 	MAP(struct cfg_receiver, "storm", storm, storm_set, LIVE, "Alert storm summaries."),
@@ -688,7 +690,7 @@ static const struct field web_fields[] = {
 	MAP(struct cfg_web, "auth", auth, web_auth_set, LIVE,
 	    "What guards the on-call page (GET /) and /metrics."),
 	FLD(struct cfg_web, "public_listen_address", F_STR, public_listen_address, RESTART,
-	    "host:port of a listener of its own for the GitHub and Slack webhooks; null: none.",
+	    "A listener of its own for the GitHub and Slack webhooks; null: the main one.",
 	    .dump_flags = D_OMIT),
 	MAP(struct cfg_web, "public_tls", public_tls, tls_set, RESTART,
 	    "TLS of that listener (needs public_listen_address).", .dump_flags = D_OMIT),

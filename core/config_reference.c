@@ -278,11 +278,11 @@ static void section(struct buf *out, const struct fieldset *fs, const char *path
 			section(out, f->sub, sub, f->doc, obj ? obj + f->off : NULL,
 				class_in(outer, f), d);
 		} else if (is_record(f)) {
-			const char *item = obj ? *(char *const *)(const void *)(obj + f->items_off) :
-				NULL;
-
+			const char *item = NULL;
 			char items[PATH_MAX_LEN];
 
+			if (obj)
+				item = *(char *const *)(const void *)(obj + f->items_off);
 			cfg_path_printf(items, "%s[]", sub);
 			section(out, f->sub, items, f->doc, item ? item : zeroes.bytes,
 				class_in(outer, f), d);

@@ -123,11 +123,13 @@ static void reference_rows(void **state)
 			       "`info` |"));
 	/* Records: their own defaults (receiver_defaults(), policy_defaults()). */
 	assert_non_null(strstr(s, "| `receivers[].auto_close` | boolean | `true` |"));
-	assert_non_null(strstr(s, "| `janitor.policies[].max_postpones` | integer | `3` | 0 to 100 |"));
+	assert_non_null(strstr(s, "| `janitor.policies[].max_postpones` | integer | `3` | "
+			       "0 to 100 |"));
 	assert_non_null(strstr(s, "| `janitor.policies[].reminder_before` | duration | "
 			       "notice_lead / 2 |"));
 	/* Defaults in words; nothing read from this host. */
-	assert_non_null(strstr(s, "| `janitor.leader_election.identity` | string | the host name |"));
+	assert_non_null(strstr(s, "| `janitor.leader_election.identity` | string | "
+			       "the host name |"));
 	assert_non_null(strstr(s, "| `receivers[].alertmanager.timeout` | duration | "
 			       "the top level's |"));
 	assert_non_null(strstr(s, "| `github.token_file` | path (secret file) | `null` |  | "
