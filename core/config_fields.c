@@ -227,7 +227,7 @@ static const char *const issue_per_names[] = { "alert", "group", NULL };
 
 static const struct field log_fields[] = {
 	ENUM(struct cfg_log, "level", level, parse_log_level, log_level_names, RESTART,
-	     "The least severe level logged (--log.level overrides it)."),
+	     "The least severe level logged (--log.level overrides it).", .def = LOG_INFO),
 	ENUM(struct cfg_log, "format", format, parse_log_format, log_format_names, RESTART,
 	     "logfmt lines, or one JSON object per line (--log.format overrides it)."),
 };
@@ -307,20 +307,22 @@ static const struct field webhook_fields[] = {
 	    .dump_flags = D_OMIT),
 	MAP(struct cfg_webhook, "tls", tls, tls_set, RESTART, "TLS of the main listener.",
 	    .dump_flags = D_OMIT),
+	/* 10,000 alerts of up to 1.6 KB (docs/config-guide.md) */
 	NUM(struct cfg_webhook, "max_body_bytes", F_SIZE, max_body_bytes, 1, 1u << 30, RESTART,
-	    "Largest request body accepted; larger ones get 413."),
+	    "Largest request body accepted; larger ones get 413.", .def = 16777216),
 	NUM(struct cfg_webhook, "max_alerts", F_SIZE, max_alerts, 1, 1000000, RESTART,
-	    "Most alerts in one webhook body; more get 400."),
+	    "Most alerts in one webhook body; more get 400.", .def = 10000),
 	NUM(struct cfg_webhook, "max_connections", F_UINT, max_connections, 1, 65536, RESTART,
-	    "Most connections open at once on the listener."),
+	    "Most connections open at once on the listener.", .def = 256),
 	DUR(struct cfg_webhook, "read_timeout", read_timeout_ms, 1, RESTART,
-	    "Idle limit of a connection; a whole request must arrive within it (1s to 24h)."),
+	    "Idle limit of a connection; a whole request must arrive within it (1s to 24h).",
+	    .def = 30 * MS_S),
 	DUR(struct cfg_webhook, "read_header_timeout", read_header_timeout_ms, 1, RESTART,
-	    "A request's headers must arrive within it (at most read_timeout)."),
+	    "A request's headers must arrive within it (at most read_timeout).", .def = 10 * MS_S),
 	NUM(struct cfg_webhook, "max_connections_per_ip", F_UINT, max_connections_per_ip, 0, 65536,
-	    RESTART, "Most connections from one client address; 0: no cap."),
+	    RESTART, "Most connections from one client address; 0: no cap.", .def = 64),
 	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024, RESTART,
-	    "Threads serving HTTP requests."),
+	    "Threads serving HTTP requests.", .def = 4),
 };
 FIELDSET(webhook_set, webhook_fields, check_webhook);
 
@@ -404,7 +406,8 @@ static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, 
 
 static const struct field github_fields[] = {
 	FLD(struct cfg_github, "api_url", F_STR, api_url, RESTART,
-	    "GitHub's REST API (GitHub Enterprise: https://HOST/api/v3); http(s) only."),
+	    "GitHub's REST API (GitHub Enterprise: https://HOST/api/v3); http(s) only.",
+	    .def_str = CFG_DEFAULT_GITHUB_API_URL),
 	SECRET(struct cfg_github, "token_file", token_file, token, PRESENCE,
 	       "File holding the token; absent: $GITHUB_TOKEN; not with app.",
 	       .dump = cfg_dump_github_token),
@@ -416,12 +419,13 @@ static const struct field github_fields[] = {
 	    "Per-owner credentials; the token or app above serves every other owner.",
 	    .dump_flags = D_OMIT),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80, RESTART,
-	    "Most mutating calls per minute (GitHub's ceiling: 80)."),
+	    "Most mutating calls per minute (GitHub's ceiling: 80).", .def = 20),
 	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500, RESTART,
-	    "Most mutating calls per hour (GitHub's ceiling: 500)."),
-	DUR(struct cfg_github, "timeout", timeout_ms, 1, RESTART, "Bound of one API call."),
+	    "Most mutating calls per hour (GitHub's ceiling: 500).", .def = 500),
+	DUR(struct cfg_github, "timeout", timeout_ms, 1, RESTART, "Bound of one API call.",
+	    .def = 10 * MS_S),
 	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1, RESTART,
-	    "Least time between two rewrites of one issue body (1s to 1h)."),
+	    "Least time between two rewrites of one issue body (1s to 1h).", .def = MS_M),
 	FLD(struct cfg_github, "dry_run", F_BOOL, dry_run, RESTART,
 	    "Log the calls instead of making them (so too without any credential)."),
 	SECRET(struct cfg_github, "webhook_secret_file", webhook_secret_file, webhook_secret, LIVE,
@@ -449,9 +453,9 @@ static const struct field alertmanager_fields[] = {
 	    "User and password sent to Alertmanager; not with bearer_token_file.",
 	    .dump_flags = D_OMIT),
 	DUR(struct cfg_alertmanager, "timeout", timeout_ms, 1, LIVE,
-	    "Bound of one Alertmanager API call."),
+	    "Bound of one Alertmanager API call.", .def = 10 * MS_S),
 	DUR(struct cfg_alertmanager, "max_silence", max_silence_ms, 1, LIVE,
-	    "The longest silence /silence makes."),
+	    "The longest silence /silence makes.", .def = 7 * MS_D),
 };
 FIELDSET(alertmanager_set, alertmanager_fields, check_alertmanager);
 
@@ -473,7 +477,8 @@ static const struct field storm_fields[] = {
 	FLD(struct cfg_storm, "enabled", F_BOOL, enabled, LIVE,
 	    "Fold a storm into one summary issue per repo and alertname (docs/bridge.md)."),
 	DUR(struct cfg_storm, "storm_after", storm_after_ms, 1, LIVE,
-	    "A new alert is folded when the queued creates would take longer to drain."),
+	    "A new alert is folded when the queued creates would take longer to drain.",
+	    .def = 10 * MS_M),
 };
 FIELDSET(storm_set, storm_fields, NULL);
 
@@ -646,9 +651,10 @@ static const struct field receiver_fields[] = {
 	FLD(struct cfg_receiver, "assignees", F_LIST, assignees, LIVE,
 	    "GitHub users to assign (Mustache templates)."),
 	FLD(struct cfg_receiver, "auto_close", F_BOOL, auto_close, LIVE,
-	    "Close the issue when the alert resolves (false: only comment)."),
+	    "Close the issue when the alert resolves (false: only comment).", .def = 1),
 	DUR(struct cfg_receiver, "reopen_window", reopen_window_ms, 0, LIVE,
-	    "A re-fire within this of the close reopens the issue; later, a new one links it."),
+	    "A re-fire within this of the close reopens the issue; later, a new one links it.",
+	    .def = 7 * MS_D),
 	MAP(struct cfg_receiver, "templates", templates, templates_set, LIVE,
 	    "Template files of this receiver's issues."),
 	MAP(struct cfg_receiver, "storm", storm, storm_set, LIVE, "Alert storm summaries."),
@@ -702,16 +708,18 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 
 static const struct field root_fields[] = {
 	FLD(struct config, "listen_address", F_STR, listen_address, RESTART,
-	    "host:port, [v6]:port or :port (all interfaces) of the main listener."),
+	    "host:port, [v6]:port or :port (all interfaces) of the main listener.",
+	    .def_str = CFG_DEFAULT_LISTEN_ADDRESS),
 	FLD(struct config, "database", F_STR, database, RESTART,
-	    "An sqlite file (relative to the working directory) or a postgres:// URI."),
+	    "An sqlite file (relative to the working directory) or a postgres:// URI.",
+	    .def_str = CFG_DEFAULT_DATABASE),
 	FLD(struct config, "database_password_file", F_PATH, database_password_file, RESTART,
 	    "PostgreSQL only: file holding the password; null: libpq's PGPASSFILE.",
 	    .dump_flags = D_OMIT),
 	DUR(struct config, "database_retention", database_retention_ms, 1, RESTART,
-	    "How long events that are done are kept."),
+	    "How long events that are done are kept.", .def = 7 * MS_D),
 	DUR(struct config, "database_statement_timeout", database_statement_timeout_ms, 1, RESTART,
-	    "Bound of one statement, and of an intake's wait for the store."),
+	    "Bound of one statement, and of an intake's wait for the store.", .def = 5 * MS_S),
 	MAP(struct config, "log", log, log_set, RESTART, "The service's log."),
 	MAP(struct config, "webhook", webhook, webhook_set, LIVE,
 	    "The Alertmanager webhook endpoint and its listener."),
@@ -746,15 +754,13 @@ void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alert
 		r->max_silence_ms = top->max_silence_ms;
 }
 
+/* A receiver's defaults: its rows', and empty lists (a route's NULL ones inherit them). */
 static void receiver_defaults(struct cfg_receiver *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->issue_per = CFG_ISSUE_PER_ALERT;
+	cfg_set_defaults(&receiver_set, r);
 	r->labels.items = xcalloc(1, sizeof(char *));
 	r->assignees.items = xcalloc(1, sizeof(char *));
-	r->auto_close = 1;
-	r->reopen_window_ms = 7 * MS_D;
-	r->storm.storm_after_ms = 10 * MS_M;
 }
 
 static char *hostname(void)
@@ -767,43 +773,14 @@ static char *hostname(void)
 	return xstrdup(name);
 }
 
+/* The rows' defaults (cfg_set_defaults()), then what no row says: records, the host name. */
 void cfg_defaults(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->listen_address = xstrdup(CFG_DEFAULT_LISTEN_ADDRESS);
-	cfg->database = xstrdup(CFG_DEFAULT_DATABASE);
-	cfg->database_retention_ms = 7 * MS_D;
-	cfg->database_statement_timeout_ms = 5 * MS_S;
-	cfg->log.level = LOG_INFO;
-	cfg->log.format = LOG_LOGFMT;
-	cfg->webhook.max_body_bytes = 16777216;  /* 10,000 alerts of up to 1.6 KB (docs/config-guide.md) */
-	cfg->webhook.max_alerts = 10000;
-	cfg->webhook.max_connections = 256;
-	cfg->webhook.max_connections_per_ip = 64;
-	cfg->webhook.read_timeout_ms = 30 * MS_S;
-	cfg->webhook.read_header_timeout_ms = 10 * MS_S;
-	cfg->webhook.threads = 4;
-	cfg->github.api_url = xstrdup(CFG_DEFAULT_GITHUB_API_URL);
-	cfg->github.content_per_minute = 20;
-	cfg->github.content_per_hour = 500;
-	cfg->github.timeout_ms = 10 * MS_S;
-	cfg->github.body_update_interval_ms = 60 * MS_S;
-	cfg->alertmanager.timeout_ms = 10 * MS_S;
-	cfg->alertmanager.max_silence_ms = 7 * MS_D;
+	cfg_set_defaults(&cfg_root_set, cfg);
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
-	cfg->janitor.dry_run = 1;
-	cfg->janitor.exclude_namespaces.items = xcalloc(2, sizeof(char *));
-	cfg->janitor.exclude_namespaces.items[0] = xstrdup("kube-system");
-	cfg->janitor.exclude_namespaces.count = 1;
-	cfg->janitor.sweep_interval_ms = MS_M;
-	cfg->janitor.max_deletions_per_sweep = 10;
-	cfg->janitor.notice_batch_window_ms = 5 * MS_S;
 	cfg->janitor.policies = xcalloc(1, sizeof(struct cfg_policy));
-	cfg->janitor.slack.api_url = xstrdup(CFG_DEFAULT_SLACK_API_URL);
 	cfg->janitor.slack.namespace_channels = xcalloc(1, sizeof(struct cfg_pair));
-	cfg->janitor.leader_election.namespace = xstrdup("alertbridge");
-	cfg->janitor.leader_election.lease_name = xstrdup("alertbridge");
-	cfg->janitor.leader_election.lease_duration_ms = 15 * MS_S;
 	cfg->janitor.leader_election.identity = hostname();
 }
 

@@ -83,6 +83,13 @@ struct field {
 	 * inside that says none.  NULL: read from a default configuration.
 	 */
 	const char *dflt;
+	/*
+	 * The default cfg_set_defaults() sets, when the row has no .dflt: def for
+	 * numbers, durations (ms), booleans and enums; def_str for strings, and a
+	 * list of that one string.  Both 0: zero, NULL, no list.
+	 */
+	int64_t def;
+	const char *def_str;
 	const char *what;         /* F_FUNC: its type in words ("a list of receivers") */
 	const char *const *names; /* F_FUNC enums (an int-sized enum): the names by value,
 				   * NULL-terminated, for the reference and the restart list */
@@ -251,5 +258,12 @@ enum err cfg_check_database(struct ctx *c, yaml_node_t *map, struct config *cfg)
 void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alertmanager *top);
 /* Set every default of a fresh cfg (config_fields.c). */
 void cfg_defaults(struct config *cfg);
+/*
+ * Set the defaults of the rows of fs (.def, .def_str) in obj, a zeroed
+ * struct, and those of the mappings inside; rows whose default is said in
+ * words (.dflt) and lists of records are left to their struct's code
+ * (cfg_defaults() and the records' defaults).  config_reference.c.
+ */
+void cfg_set_defaults(const struct fieldset *fs, void *obj);
 
 #endif

@@ -85,9 +85,10 @@ static const struct field policy_fields[] = {
 	FLD(struct cfg_policy, "alertname", F_STR, alertname, LIVE,
 	    "The alert whose pods this policy handles (unique).", .dflt = "required"),
 	DUR(struct cfg_policy, "grace", grace_ms, 0, LIVE,
-	    "The pod is acted on this long after the alert fires (janitor/expires)."),
+	    "The pod is acted on this long after the alert fires (janitor/expires).",
+	    .def = 24 * MS_H),
 	DUR(struct cfg_policy, "notice_lead", notice_lead_ms, 0, LIVE,
-	    "A delivered notice at least this old before acting (at most grace)."),
+	    "A delivered notice at least this old before acting (at most grace).", .def = 2 * MS_H),
 	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0, LIVE,
 	    "One reminder in the notice's thread this long before; 0: none; < notice_lead.",
 	    .dflt = "notice_lead / 2"),
@@ -96,9 +97,10 @@ static const struct field policy_fields[] = {
 	     .dump_flags = D_QUOTE),
 	FLD(struct cfg_policy, "message", F_STR, message, LIVE, "Extra text for the notice."),
 	DUR(struct cfg_policy, "postpone_by", postpone_by_ms, 1, LIVE,
-	    "Each click of \"Keep until\" in Slack moves the action this much later."),
+	    "Each click of \"Keep until\" in Slack moves the action this much later.",
+	    .def = 24 * MS_H),
 	NUM(struct cfg_policy, "max_postpones", F_UINT, max_postpones, 0, 100, LIVE,
-	    "Most postponements of one pod; 0: no button."),
+	    "Most postponements of one pod; 0: no button.", .def = 3),
 	DUR(struct cfg_policy, "max_lifetime", max_lifetime_ms, 0, LIVE,
 	    "Never postponed past the pod's creation plus this; 0: no bound."),
 };
@@ -123,7 +125,7 @@ static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, v
 
 static const struct field slack_fields[] = {
 	FLD(struct cfg_slack, "api_url", F_STR, api_url, RESTART,
-	    "Slack's Web API; http(s) only."),
+	    "Slack's Web API; http(s) only.", .def_str = CFG_DEFAULT_SLACK_API_URL),
 	SECRET(struct cfg_slack, "bot_token_file", bot_token_file, bot_token, PRESENCE,
 	       "File holding the bot token (xoxb-...); not with webhook_url_file."),
 	SECRET(struct cfg_slack, "webhook_url_file", webhook_url_file, webhook_url, PRESENCE,
@@ -153,11 +155,11 @@ static const struct field leader_fields[] = {
 	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled, LIVE,
 	    "Only the holder of a Kubernetes Lease acts (several replicas)."),
 	FLD(struct cfg_leader_election, "namespace", F_STR, namespace, LIVE,
-	    "Namespace of the Lease."),
+	    "Namespace of the Lease.", .def_str = "alertbridge"),
 	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name, LIVE,
-	    "Name of the Lease."),
+	    "Name of the Lease.", .def_str = "alertbridge"),
 	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1, LIVE,
-	    "How long a leader holds the Lease without renewing it."),
+	    "How long a leader holds the Lease without renewing it.", .def = 15 * MS_S),
 	FLD(struct cfg_leader_election, "identity", F_STR, identity, LIVE,
 	    "This replica's name in the Lease.", .dflt = "the host name"),
 };
@@ -187,17 +189,19 @@ static const struct field janitor_fields[] = {
 	FLD(struct cfg_janitor, "enabled", F_BOOL, enabled, RESTART,
 	    "Run the pod janitor in serve."),
 	FLD(struct cfg_janitor, "dry_run", F_BOOL, dry_run, RESTART,
-	    "Notify only, never act on a pod: set false to act."),
+	    "Notify only, never act on a pod: set false to act.", .def = 1),
 	MAP(struct cfg_janitor, "kubernetes", kubernetes, kubernetes_set, RESTART,
 	    "How the janitor reaches the Kubernetes API."),
 	FLD(struct cfg_janitor, "exclude_namespaces", F_LIST, exclude_namespaces, LIVE,
-	    "Namespaces never touched; a list given replaces the default."),
+	    "Namespaces never touched; a list given replaces the default.",
+	    .def_str = "kube-system"),
 	DUR(struct cfg_janitor, "sweep_interval", sweep_interval_ms, 1, LIVE,
-	    "Time between two sweeps of the pods."),
+	    "Time between two sweeps of the pods.", .def = MS_M),
 	NUM(struct cfg_janitor, "max_deletions_per_sweep", F_UINT, max_deletions_per_sweep, 0,
-	    100000, LIVE, "Most pods acted on in one sweep; 0: none."),
+	    100000, LIVE, "Most pods acted on in one sweep; 0: none.", .def = 10),
 	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0, LIVE,
-	    "Notices of one owner within this of the first go out as one digest (at most 5m)."),
+	    "Notices of one owner within this of the first go out as one digest (at most 5m).",
+	    .def = 5 * MS_S),
 	REC(struct cfg_janitor, "policies", policies, parse_policies, policy_set,
 	    "a list of policies", LIVE, "What to do with the pods of which alert."),
 	MAP(struct cfg_janitor, "slack", slack, slack_set, LIVE, "Where notices go."),
@@ -208,15 +212,12 @@ const struct fieldset cfg_janitor_set = { janitor_fields,
 					 sizeof(janitor_fields) / sizeof(janitor_fields[0]),
 					 check_janitor };
 
+/* A policy's defaults: its rows', and reminder_before unset (check_policy: notice_lead / 2). */
 static void policy_defaults(struct cfg_policy *p)
 {
 	memset(p, 0, sizeof(*p));
-	p->grace_ms = 24 * MS_H;
-	p->notice_lead_ms = 2 * MS_H;
-	p->reminder_before_ms = -1;  /* check_policy: notice_lead / 2 */
-	p->postpone_by_ms = 24 * MS_H;
-	p->max_postpones = 3;
-	p->owned = CFG_OWNED_NOTIFY_ONLY;
+	cfg_set_defaults(&policy_set, p);
+	p->reminder_before_ms = -1;
 }
 
 static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field)

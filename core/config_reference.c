@@ -1,8 +1,10 @@
 /*
  * config_reference.c - walks of the loader's field tables that are not a
  * parse: cfg_each_key() (the keys of struct config, with their reload
- * class, for reload.c) and cfg_reference() (the configuration reference in
- * Markdown, for `check-config --reference` and docs/configuration.md).
+ * class, for reload.c), cfg_set_defaults() (the rows' defaults, for
+ * cfg_defaults() and the records') and cfg_reference() (the configuration
+ * reference in Markdown, for `check-config --reference` and
+ * docs/configuration.md).
  * Defaults are read from a configuration parsed from a file that sets only
  * the required keys, so they come from the one place defaults are set
  * (cfg_defaults() and the records' defaults in config_fields.c and
@@ -17,6 +19,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "xalloc.h"
 #include "banned.h"
 
 /* The enums a FUNC row names are read as int (ENUM rows, the restart list). */
@@ -88,6 +91,57 @@ static void each_key(const struct fieldset *fs, const char *path, size_t base,
 void cfg_each_key(void (*fn)(const struct cfg_key *key, void *arg), void *arg)
 {
 	each_key(&cfg_root_set, "", 0, CFG_LIVE, fn, arg);
+}
+
+/* ---- defaults ---- */
+
+void cfg_set_defaults(const struct fieldset *fs, void *obj)
+{
+	for (size_t i = 0; i < fs->count; i++) {
+		const struct field *f = &fs->fields[i];
+		void *v = (char *)obj + f->off;
+
+		if (f->dflt)
+			continue;
+		switch (f->type) {
+		case F_STR:
+		case F_PATH:
+			if (f->def_str)
+				*(char **)v = xstrdup(f->def_str);
+			break;
+		case F_LIST:
+			if (f->def_str) {
+				struct cfg_list *l = v;
+
+				l->items = xcalloc(2, sizeof(char *));
+				l->items[0] = xstrdup(f->def_str);
+				l->count = 1;
+			}
+			break;
+		case F_BOOL:
+			*(int *)v = (int)f->def;
+			break;
+		case F_UINT:
+			*(unsigned *)v = (unsigned)f->def;
+			break;
+		case F_SIZE:
+			*(size_t *)v = (size_t)f->def;
+			break;
+		case F_INT64:
+		case F_DURATION:
+			*(int64_t *)v = f->def;
+			break;
+		case F_MAP:
+			cfg_set_defaults(f->sub, v);
+			break;
+		case F_FUNC:
+			if (f->names)
+				*(int *)v = (int)f->def;
+			break;
+		case F_SECRET:
+			break;
+		}
+	}
 }
 
 /* ---- the reference ---- */
