@@ -3,8 +3,10 @@
  * tree with line numbers; a table of fields per mapping (key, type, offset)
  * walks it, so unknown keys, wrong types and duplicates are caught in one
  * place and every error names file, line and key path.  This part walks the
- * tree, loads and frees; config_dump.c writes the effective configuration
- * back (cfg_dump), config_fields.c holds the tables themselves.
+ * tree, loads, and frees by the same tables; config_dump.c writes the
+ * effective configuration back (cfg_dump), config_fields.c and
+ * config_janitor.c hold the tables themselves, config_reference.c the other
+ * walks (defaults, keys, the reference).
  */
 #include "config_int.h"
 
@@ -210,7 +212,7 @@ out:
 	return rc;
 }
 
-static void wipe_free(char *s)
+void cfg_wipe_free(char *s)
 {
 	if (!s)
 		return;
@@ -257,7 +259,7 @@ enum err cfg_check_secret_file(struct ctx *c, yaml_node_t *node, const char *pat
 	char *secret = NULL;
 	enum err rc = read_secret(c, node, path, file, &secret);
 
-	wipe_free(secret);
+	cfg_wipe_free(secret);
 	return rc;
 }
 
@@ -418,7 +420,7 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 		set_str(dst, s, f->type == F_STR ? NULL : resolve, c);
 		if (f->type != F_SECRET || !*(char **)dst)
 			return ERR_OK;
-		wipe_free(*(char **)(base + f->off2));
+		cfg_wipe_free(*(char **)(base + f->off2));
 		*(char **)(base + f->off2) = NULL;
 		return read_secret(c, v, path, *(char **)dst, (char **)(base + f->off2));
 	case F_BOOL:
@@ -514,123 +516,65 @@ static void list_free(struct cfg_list *l)
 	free(l->items);
 }
 
-static void templates_free(struct cfg_templates *t)
-{
-	free(t->title);
-	free(t->body);
-	free(t->refire);
-	free(t->resolve);
-	free(t->reopen);
-}
+static void free_map(const struct fieldset *fs, char *obj);
 
-static void janitor_free(struct cfg_janitor *j)
+/* What row f of obj holds; a pair's value is wiped (web.auth's hashes). */
+static void free_row(const struct field *f, char *obj)
 {
-	free(j->kubernetes.kubeconfig);
-	free(j->kubernetes.context);
-	list_free(&j->exclude_namespaces);
-	for (size_t i = 0; j->policies && i < j->policies_count; i++) {
-		free(j->policies[i].alertname);
-		free(j->policies[i].message);
+	void *v = obj + f->off;
+	char *items = f->type == F_FUNC && !f->names ? *(char **)(void *)(obj + f->items_off) :
+		NULL;
+	size_t n = items ? *(size_t *)(void *)(obj + f->count_off) : 0;
+
+	switch (f->type) {
+	case F_STR:
+	case F_PATH:
+		free(*(char **)v);
+		return;
+	case F_SECRET:
+		free(*(char **)v);
+		cfg_wipe_free(*(char **)(void *)(obj + f->off2));
+		return;
+	case F_LIST:
+		list_free(v);
+		return;
+	case F_MAP:
+		free_map(f->sub, v);
+		return;
+	case F_FUNC:
+		for (size_t i = 0; i < n && f->sub; i++)
+			free_map(f->sub, items + i * f->item_size);
+		for (size_t i = 0; i < n && !f->sub; i++) {
+			free(((struct cfg_pair *)(void *)items)[i].key);
+			cfg_wipe_free(((struct cfg_pair *)(void *)items)[i].value);
+		}
+		free(items);
+		return;
+	case F_BOOL:
+	case F_UINT:
+	case F_SIZE:
+	case F_INT64:
+	case F_DURATION:
+		break;
 	}
-	free(j->policies);
-	free(j->slack.api_url);
-	free(j->slack.bot_token_file);
-	wipe_free(j->slack.bot_token);
-	free(j->slack.webhook_url_file);
-	wipe_free(j->slack.webhook_url);
-	free(j->slack.signing_secret_file);
-	wipe_free(j->slack.signing_secret);
-	free(j->slack.default_channel);
-	free(j->slack.owner_label);
-	for (size_t i = 0; i < j->slack.namespace_channels_count; i++) {
-		free(j->slack.namespace_channels[i].key);
-		free(j->slack.namespace_channels[i].value);
-	}
-	free(j->slack.namespace_channels);
-	free(j->leader_election.namespace);
-	free(j->leader_election.lease_name);
-	free(j->leader_election.identity);
 }
 
-static void alertmanager_free(struct cfg_alertmanager *a)
+static void free_map(const struct fieldset *fs, char *obj)
 {
-	free(a->url);
-	free(a->bearer_token_file);
-	wipe_free(a->bearer_token);
-	free(a->basic_auth.username);
-	free(a->basic_auth.password_file);
-	wipe_free(a->basic_auth.password);
+	for (size_t i = 0; i < fs->count; i++)
+		free_row(&fs->fields[i], obj);
+	if (fs->release)
+		fs->release(obj);
 }
 
+/* Every row of the tables, the records' items too, then what no row holds. */
 void cfg_free(struct config *cfg)
 {
 	if (!cfg)
 		return;
 	free(cfg->path);
 	free(cfg->base_dir);
-	free(cfg->listen_address);
-	free(cfg->database);
-	free(cfg->database_password_file);
-	for (size_t i = 0; i < cfg->web.auth.basic_auth_users_count; i++) {
-		free(cfg->web.auth.basic_auth_users[i].key);
-		wipe_free(cfg->web.auth.basic_auth_users[i].value);
-	}
-	free(cfg->web.auth.basic_auth_users);
-	free(cfg->web.public_listen_address);
-	free(cfg->web.public_tls.cert_file);
-	free(cfg->web.public_tls.key_file);
-	free(cfg->web.public_tls.client_ca_file);
-	free(cfg->webhook.bearer_token_file);
-	wipe_free(cfg->webhook.bearer_token);
-	free(cfg->webhook.basic_auth.username);
-	free(cfg->webhook.basic_auth.password_file);
-	wipe_free(cfg->webhook.basic_auth.password);
-	free(cfg->webhook.tls.cert_file);
-	free(cfg->webhook.tls.key_file);
-	free(cfg->webhook.tls.client_ca_file);
-	free(cfg->github.api_url);
-	free(cfg->github.token_file);
-	wipe_free(cfg->github.token);
-	free(cfg->github.app.private_key_file);
-	wipe_free(cfg->github.app.private_key);
-	for (size_t i = 0; cfg->github.credentials && i < cfg->github.credentials_count; i++) {
-		struct cfg_github_cred *gc = &cfg->github.credentials[i];
-
-		free(gc->owner);
-		free(gc->token_file);
-		wipe_free(gc->token);
-		free(gc->app.private_key_file);
-		wipe_free(gc->app.private_key);
-	}
-	free(cfg->github.credentials);
-	free(cfg->github.webhook_secret_file);
-	wipe_free(cfg->github.webhook_secret);
-	alertmanager_free(&cfg->alertmanager);
-	for (size_t i = 0; cfg->receivers && i < cfg->receivers_count; i++) {
-		struct cfg_receiver *r = &cfg->receivers[i];
-
-		alertmanager_free(&r->alertmanager);
-		free(r->name);
-		free(r->repo);
-		list_free(&r->labels);
-		list_free(&r->assignees);
-		templates_free(&r->templates);
-		for (size_t j = 0; r->routes && j < r->routes_count; j++) {
-			struct cfg_route *rt = &r->routes[j];
-
-			for (size_t k = 0; rt->matchers && k < rt->matchers_count; k++)
-				matcher_release(&rt->matchers[k]);
-			free(rt->matchers);
-			list_free(&rt->matchers_text);
-			free(rt->repo);
-			list_free(&rt->labels);
-			list_free(&rt->assignees);
-			templates_free(&rt->templates);
-		}
-		free(r->routes);
-	}
-	free(cfg->receivers);
-	janitor_free(&cfg->janitor);
+	free_map(&cfg_root_set, (char *)cfg);
 	free(cfg);
 }
 

@@ -350,7 +350,12 @@ static const struct field app_fields[] = {
 	    "The App's RSA private key, PEM, unencrypted; read again on reload.",
 	    .dflt = "required"),
 };
-FIELDSET(app_set, app_fields, check_app);
+/* The private key check_app() read: not a row of its own. */
+static void release_app(void *obj)
+{
+	cfg_wipe_free(((struct cfg_github_app *)obj)->private_key);
+}
+FIELDSET_RELEASE(app_set, app_fields, check_app, release_app);
 
 /* A github.credentials entry: an owner and exactly one of token_file and app. */
 static enum err check_cred(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
@@ -616,7 +621,16 @@ static const struct field route_fields[] = {
 	MAP(struct cfg_route, "templates", templates, templates_set, LIVE,
 	    "Template files of this route's issues.", .dflt = "the receiver's"),
 };
-FIELDSET(route_set, route_fields, check_route);
+/* The matchers check_route() parsed from matchers_text. */
+static void release_route(void *obj)
+{
+	struct cfg_route *rt = obj;
+
+	for (size_t k = 0; rt->matchers && k < rt->matchers_count; k++)
+		matcher_release(&rt->matchers[k]);
+	free(rt->matchers);
+}
+FIELDSET_RELEASE(route_set, route_fields, check_route, release_route);
 
 static enum err parse_routes(struct ctx *c, yaml_node_t *node, const char *path, void *field)
 {
@@ -733,8 +747,8 @@ static const struct field root_fields[] = {
 	    "One per Alertmanager receiver; at least one unless the janitor is enabled."),
 	MAP(struct config, "janitor", janitor, cfg_janitor_set, LIVE, "The pod janitor."),
 };
-const struct fieldset cfg_root_set = { root_fields,
-				      sizeof(root_fields) / sizeof(root_fields[0]), check_root };
+const struct fieldset cfg_root_set = { root_fields, sizeof(root_fields) / sizeof(root_fields[0]),
+				      check_root, NULL };
 
 /* ---- defaults and lists of records ---- */
 

@@ -1,9 +1,11 @@
 /*
  * config_int.h - what the parts of the configuration loader share: the walk's
  * context, the field table types, and the node and path helpers.  config.c
- * walks the YAML, config_dump.c writes it back, config_fields.c holds the
- * tables and checks, config_janitor.c those of the janitor's section.  Not
- * for other modules: they use config.h.
+ * walks the YAML (and frees), config_dump.c writes it back, config_fields.c
+ * holds the tables and checks, config_janitor.c those of the janitor's
+ * section, config_reference.c the walks for defaults, reload.c's keys and the
+ * reference.  A key is one row: its parse, default, dump, free, reload class
+ * and documentation follow from it.  Not for other modules: they use config.h.
  */
 #ifndef AB_CONFIG_INT_H
 #define AB_CONFIG_INT_H
@@ -104,6 +106,7 @@ struct fieldset {
 	const struct field *fields;
 	size_t count;
 	check_fn check; /* run after the mapping (also when it is absent or null) */
+	void (*release)(void *obj); /* cfg_free(): what obj holds beside its rows, or NULL */
 };
 /*
  * Rows of a field table: FLD a plain field, NUM a number in [lo, hi], DUR a
@@ -144,7 +147,10 @@ struct fieldset {
 	  .items_off = offsetof(s, f), .count_off = offsetof(s, f##_count), \
 	  .item_size = sizeof(((s *)0)->f[0]), .reload = r, .doc = __VA_ARGS__ }
 #define FIELDSET(name, arr, chk) \
-	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk }
+	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk, NULL }
+/* FIELDSET with rel, what cfg_free() frees beside the rows (a route's parsed matchers). */
+#define FIELDSET_RELEASE(name, arr, chk, rel) \
+	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk, rel }
 
 /* Reload classes, short for the tables. */
 #define LIVE CFG_LIVE
@@ -219,6 +225,8 @@ yaml_node_t *cfg_find_value(struct ctx *c, yaml_node_t *map, const char *key,
 			    yaml_node_t **key_node);
 /* The key node of key in map, for errors about it; the map itself when absent. */
 yaml_node_t *cfg_key_or_map(struct ctx *c, yaml_node_t *map, const char *key);
+/* Wipe the string s (a secret) and free it; s may be NULL.  config.c. */
+void cfg_wipe_free(char *s);
 /* Parse decimal s into *out within [min, max]; 0 when it is not one. */
 int cfg_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 /* Walk mapping node (NULL or null: absent) into obj by the fields of fs, then fs->check. */

@@ -210,7 +210,7 @@ static const struct field janitor_fields[] = {
 };
 const struct fieldset cfg_janitor_set = { janitor_fields,
 					 sizeof(janitor_fields) / sizeof(janitor_fields[0]),
-					 check_janitor };
+					 check_janitor, NULL };
 
 /* A policy's defaults: its rows', and reminder_before unset (check_policy: notice_lead / 2). */
 static void policy_defaults(struct cfg_policy *p)
