@@ -82,14 +82,22 @@ static int gh_hold(void *ctx)
 	return gh_stopping(ctx) || !may_act(b) || (b->opts.settle_on_gain && !b->acting);
 }
 
+/* gh_options.writes_settle_at: passed on to bridge_options.writes_settle_at. */
+static void gh_writes_settle_at(void *ctx, int64_t at_ms)
+{
+	struct bridge *b = ctx;
+
+	if (b->opts.writes_settle_at)
+		b->opts.writes_settle_at(b->opts.writes_ctx, at_ms);
+}
+
 /*
  * Start a settle hold (bridge_options.settle_at_start, settle_on_gain) at
- * now_ms, why its reason for the log: nothing is sent before a write sent
- * until waited_ms ago can no longer land (none when that is past already).
+ * now_ms, why its reason for the log: nothing is sent before until (ms, the
+ * bridge's clock; none when that is past already).
  */
-static void settle_hold(struct bridge *b, int64_t now_ms, int64_t waited_ms, const char *why)
+static void settle_hold(struct bridge *b, int64_t now_ms, int64_t until, const char *why)
 {
-	int64_t until = gh_write_settled_at(b->gh, now_ms) - waited_ms;
 	struct log_line *l;
 
 	if (until <= now_ms || until <= __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
@@ -263,6 +271,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;
 	go.stopping = gh_hold;
+	go.writes_settle_at = gh_writes_settle_at;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
@@ -278,8 +287,13 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	pthread_mutex_init(&b->budget_mu, NULL);
 	b->budget = b->last_stats;
 	register_metrics(b);
-	if (opts->settle_at_start)
-		settle_hold(b, bridge_now_ms(b), 0, "the previous process stopped uncleanly");
+	if (opts->settle_at_start) {
+		int64_t now = bridge_now_ms(b);
+
+		settle_hold(b, now, opts->settle_start_until_ms > 0 ? opts->settle_start_until_ms
+								  : gh_write_settled_at(b->gh, now),
+			    "the previous process stopped uncleanly");
+	}
 	return b;
 }
 
@@ -806,7 +820,9 @@ int bridge_step(struct bridge *b)
 	if (!b->acting) {
 		b->acting = 1;
 		if (b->opts.settle_on_gain)
-			settle_hold(b, w.now_ms, b->opts.settle_gain_waited_ms,
+			settle_hold(b, w.now_ms,
+				    gh_write_settled_at(b->gh, w.now_ms) -
+					    b->opts.settle_gain_waited_ms,
 				    "took the lease or the worker lock");
 	}
 	if (settle_held(b, w.now_ms))

@@ -161,6 +161,11 @@ struct bridge_options {
 	 * alertbridge_github_writes_held (1 while held).
 	 *   settle_at_start  non-zero: from bridge_new() on (the previous
 	 *                    process stopped uncleanly: serve_lock_unclean())
+	 *   settle_start_until_ms  with settle_at_start: when that hold ends
+	 *                    (ms, the bridge's clock), as the previous process
+	 *                    noted it (serve_lock_unclean_settle_at(); none
+	 *                    when past); 0: not known, gh_write_settled_at()
+	 *                    of the start
 	 *   settle_on_gain   non-zero: each time may_act turns true, the first
 	 *                    time too (a shared queue: the Lease or the worker
 	 *                    lock; whoever acted before may have died mid-write)
@@ -172,8 +177,17 @@ struct bridge_options {
 	 *                    longer than the settle time.  0 for the Lease.
 	 */
 	int settle_at_start;
+	int64_t settle_start_until_ms;
 	int settle_on_gain;
 	int64_t settle_gain_waited_ms;
+	/*
+	 * Optional (NULL: none): told until when a write the bridge sent may
+	 * still land, in ms of its clock, 0 when none (gh_options.
+	 * writes_settle_at), for the note the next process reads
+	 * (serve_lock_note_writes()).  Called on the worker's thread.
+	 */
+	void (*writes_settle_at)(void *ctx, int64_t at_ms);
+	void *writes_ctx;
 };
 
 /*

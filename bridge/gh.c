@@ -131,6 +131,7 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
 	c->stopping = opts->stopping;
+	c->writes_settle_at = opts->writes_settle_at;
 	c->http = http_client_new(&hopts);
 	c->rng = (uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
 	if (!c->rng)
@@ -618,7 +619,7 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	struct buf url = BUF_INIT;
 	struct buf local_err = BUF_INIT;
 	enum err rc = ERR_OK;
-	int n = 0;
+	int n = 0, told = 0;
 
 	if (!errmsg)
 		errmsg = &local_err;
@@ -683,6 +684,12 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 			goto out;
 		}
 		attempt_ms = gh_now(c);
+		if (k->mutating && c->writes_settle_at) {
+			int64_t at = gh_write_settled_at(c, attempt_ms), d = gh_doubts_settle_at(c);
+
+			c->writes_settle_at(c->clock_ctx, d > at ? d : at);
+			told = 1;
+		}
 		hrc = http_do(c->http, &req, res, errmsg);
 		if (k->mutating && res->sent)
 			gh_note_mutation(c);
@@ -743,6 +750,8 @@ give_up:
 	}
 	rc = ERR_RETRY;
 out:
+	if (told)  /* answered or in doubt: what is left to land */
+		c->writes_settle_at(c->clock_ctx, gh_doubts_settle_at(c));
 	c->depth--;
 	if (auth_copy.data)
 		explicit_bzero(auth_copy.data, auth_copy.cap);

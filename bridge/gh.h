@@ -84,6 +84,19 @@ struct gh_options {
 	 * a retry-after, a reset or the pacing interval).  Uses clock_ctx.
 	 */
 	int (*stopping)(void *ctx);
+	/*
+	 * Optional (NULL: none): told until when a write of this client may
+	 * still land on GitHub, in ms of its clock: right before each mutating
+	 * request is sent, gh_write_settled_at() of the send (or the later
+	 * settle time of a write in doubt); after its answer came or was lost,
+	 * the latest settle time of the writes to issues still in doubt
+	 * (gh_settled_at()), 0 when none.  For a note that outlives the process
+	 * (core/serve_lock.h serve_lock_note_writes()): the next process holds
+	 * its writes until then (bridge_options.settle_at_start).  A create in
+	 * doubt is not counted after its answer was lost: its event's note
+	 * already says when to look for it.  Uses clock_ctx.
+	 */
+	void (*writes_settle_at)(void *ctx, int64_t at_ms);
 	const char *ca_file;       /* PEM CA bundle for api_url; NULL: the system's */
 };
 

@@ -74,6 +74,16 @@ enum err gh_doubt_check(struct gh_client *c, const struct call *k, struct buf *e
 	return ERR_OK;
 }
 
+int64_t gh_doubts_settle_at(struct gh_client *c)
+{
+	int64_t at = 0;
+
+	for (int i = 0; i < c->ndoubts; i++)
+		if (gh_write_settled_at(c, c->doubts[i].sent_ms) > at)
+			at = gh_write_settled_at(c, c->doubts[i].sent_ms);
+	return at > gh_now(c) ? at : 0;
+}
+
 void gh_doubts_release(struct gh_client *c)
 {
 	while (c->ndoubts)

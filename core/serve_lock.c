@@ -8,6 +8,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,12 +21,18 @@
 #include "banned.h"
 
 #define HEALTHY_PATH "/-/healthy"  /* what healthcheck_url() ends with */
+#define SETTLE_KEY "writes_settle_at="  /* the note's line (serve_lock.h) */
 
 struct serve_lock {
 	int fd;
 	char *path;
 	long unclean_pid;  /* the PID the file named when taken (its holder never released it) */
+	int64_t unclean_settle_at;  /* its note: serve_lock_unclean_settle_at() */
 	int settled;       /* serve_lock_settled(): the release may mark the stop clean */
+	pthread_mutex_t mu;  /* guards the file's text and the fields below */
+	char url[256];     /* the URL line ("" until serve_lock_set_address()) */
+	int noted;         /* a note line is in the file */
+	int64_t note_ms;   /* its value */
 };
 
 /* "<target>.lock", or NULL when target has no file to lock. */
@@ -67,6 +75,22 @@ static void read_holder(int fd, struct serve_lock_holder *h)
 	nl = strchr(end + 1, '\n');
 	if (nl && (size_t)(nl - end - 1) < sizeof(h->url))
 		memcpy(h->url, end + 1, (size_t)(nl - end - 1));
+}
+
+/*
+ * The unclean holder's note in fd's text (serve_lock.h: the third line):
+ * its value, -1 when there is none.
+ */
+static int64_t read_note(int fd)
+{
+	char text[512], *at;
+	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+
+	if (n <= 0)
+		return -1;
+	text[n] = '\0';
+	at = strstr(text, "\n" SETTLE_KEY);
+	return at ? strtoll(at + 1 + strlen(SETTLE_KEY), NULL, 10) : -1;
 }
 
 /* Replace the file's text by text (our PID, and the URL once known). */
@@ -132,10 +156,14 @@ enum err serve_lock_take(const char *target, struct serve_lock **out,
 	l->path = path;
 	read_holder(fd, &h);  /* a PID left in a file nobody locks: released uncleanly */
 	l->unclean_pid = h.pid;
+	l->unclean_settle_at = h.pid ? read_note(fd) : 0;
+	pthread_mutex_init(&l->mu, NULL);
 	fd = -1;
 	path = NULL;
 	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	rc = write_text(l, pid, errmsg);
+	if (!rc && l->unclean_settle_at > 0)  /* passed on while it may matter */
+		serve_lock_note_writes(l, 0);
 	if (rc) {
 		serve_lock_free(l);
 		l = NULL;
@@ -167,8 +195,13 @@ enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address
 	rc = healthcheck_url(buf_str(&addr), tls, &url, errmsg);
 	if (rc == ERR_OK) {
 		buf_truncate(&url, url.len - strlen(HEALTHY_PATH));
-		(void)buf_printf(&text, "%ld\n%s\n", (long)getpid(), buf_str(&url));
+		pthread_mutex_lock(&l->mu);
+		snprintf(l->url, sizeof(l->url), "%s", buf_str(&url));
+		(void)buf_printf(&text, "%ld\n%s\n", (long)getpid(), l->url);
+		if (l->noted)
+			(void)buf_printf(&text, SETTLE_KEY "%020" PRId64 "\n", l->note_ms);
 		rc = write_text(l, buf_str(&text), errmsg);
+		pthread_mutex_unlock(&l->mu);
 	}
 	buf_release(&addr);
 	buf_release(&url);
@@ -179,6 +212,34 @@ enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address
 long serve_lock_unclean(const struct serve_lock *l)
 {
 	return l ? l->unclean_pid : 0;
+}
+
+int64_t serve_lock_unclean_settle_at(const struct serve_lock *l)
+{
+	return l ? l->unclean_settle_at : 0;
+}
+
+void serve_lock_note_writes(struct serve_lock *l, int64_t at_ms)
+{
+	struct buf text = BUF_INIT;
+
+	if (!l)
+		return;
+	if (at_ms < l->unclean_settle_at && !l->settled)
+		at_ms = l->unclean_settle_at;
+	pthread_mutex_lock(&l->mu);
+	if (!l->noted || l->note_ms != at_ms) {
+		/* Same length each time (PID, URL, 20 digits): rewritten in place, never
+		 * emptied, so a reader (serve_lock_held()) always finds the PID and URL. */
+		(void)buf_printf(&text, "%ld\n%s\n" SETTLE_KEY "%020" PRId64 "\n", (long)getpid(),
+				 l->url, at_ms);
+		if (pwrite(l->fd, text.data, text.len, 0) == (ssize_t)text.len) {
+			l->noted = 1;
+			l->note_ms = at_ms;
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	buf_release(&text);
 }
 
 void serve_lock_settled(struct serve_lock *l)
@@ -195,6 +256,7 @@ void serve_lock_free(struct serve_lock *l)
 	if (!l->unclean_pid || l->settled)
 		(void)!ftruncate(l->fd, 0);
 	close(l->fd);  /* the last descriptor of its open file description: the lock goes */
+	pthread_mutex_destroy(&l->mu);
 	free(l->path);
 	free(l);
 }

@@ -13,10 +13,19 @@
  * release it (SIGKILL, a crash, the machine stopped): whatever it had in
  * flight (a GitHub write whose answer it never got) may still land, which
  * `serve` waits out before its first GitHub call (serve_lock_unclean(),
- * bridge_options.settle_at_start; issue 19).
+ * bridge_options.settle_at_start; issue 19).  The holder notes in the file
+ * until when its writes may land (serve_lock_note_writes()), so the wait
+ * lasts only as long as one may really land: none after a holder killed
+ * while nothing was in flight.
+ *
+ * The file's text: "PID\nURL\n" (URL "" until the holder listens), then,
+ * once a note was made, "writes_settle_at=MS\n" (20 digits, ms since the
+ * epoch; 0: none in flight).
  */
 #ifndef AB_SERVE_LOCK_H
 #define AB_SERVE_LOCK_H
+
+#include <stdint.h>
 
 #include "buf.h"
 #include "err.h"
@@ -64,6 +73,27 @@ enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address
  * on release counts as unclean once.
  */
 long serve_lock_unclean(const struct serve_lock *l);
+
+/*
+ * Until when a write of the unclean holder (serve_lock_unclean()) may still
+ * land, as it noted (serve_lock_note_writes(); ms since the epoch, maybe
+ * past): 0 when none may (it noted none in flight, or it released cleanly,
+ * or l is NULL); -1 when it was unclean and noted nothing (it died before
+ * its first note, or a version that made none): not known, so wait as long
+ * as a write sent now could take.
+ */
+int64_t serve_lock_unclean_settle_at(const struct serve_lock *l);
+
+/*
+ * Note in the file that a write of this holder may still land on GitHub
+ * until at_ms (ms since the epoch; 0: none in flight), for the next holder
+ * should this one die (serve_lock_unclean_settle_at()); a settle time
+ * inherited from an unclean holder is kept while later than at_ms.  One
+ * pwrite, no fsync (a crash of the machine leaves the note of the page
+ * cache: a reboot outlasts it).  Thread-safe with serve_lock_set_address();
+ * l NULL: nothing.  A failed write is ignored (the next note rewrites it).
+ */
+void serve_lock_note_writes(struct serve_lock *l, int64_t at_ms);
 
 /*
  * Say that what the unclean holder (serve_lock_unclean()) may have left in

@@ -27,7 +27,8 @@ late_close_after_sigkill_does_not_undo_the_reopen
     write sent before it started can no longer land (logged once, gauge
     alertbridge_github_writes_held 1 meanwhile), while webhooks are still acknowledged: the
     reopen reaches GitHub after the close landed and the issue ends open.  Then a clean stop
-    (SIGTERM) and a restart: no hold.
+    (SIGTERM) and a restart: no hold; and a SIGKILL while nothing is in flight (the lock file
+    notes until when a write may land) and a restart: no hold either.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
@@ -257,6 +258,17 @@ def late_close_after_sigkill_does_not_undo_the_reopen():
         poll(lambda: st.gh.issues(REPO)[0]["state"] == "closed",
              "the resolve applied at once", timeout_s=5, interval_s=0.1)
         eq(st.log().count(HOLD_LINE), 1, "still one hold in the log")
+
+        # Killed while nothing is in flight (the lock file's note says so): no hold either.
+        poll(lambda: st.metric("alertbridge_bridge_queue_pending") == 0, "the queue empty",
+             timeout_s=5, interval_s=0.1)
+        kill9(st.ab)
+        st.start()
+        eq(st.log().count("the previous serve did not stop cleanly"), 2, "the stop was unclean")
+        st.post([dict(a, startsAt=iso_ms(time.time()))])
+        poll(lambda: st.gh.issues(REPO)[0]["state"] == "open",
+             "the re-fire applied at once", timeout_s=5, interval_s=0.1)
+        eq(st.log().count(HOLD_LINE), 1, "no hold for a holder killed while idle")
     except Exception:
         print_tail("alertbridge log (last 40 lines)", st.ab.tail(40))
         raise

@@ -201,6 +201,7 @@ static void unclean_stop_is_told_apart(void **state)
 
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
 	assert_int_equal(serve_lock_unclean(l), (long)child);
+	assert_int_equal(serve_lock_unclean_settle_at(l), -1);  /* it noted nothing */
 	serve_lock_free(l);  /* not settled: passed on */
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
 	assert_int_equal(serve_lock_unclean(l), (long)getpid());
@@ -211,6 +212,61 @@ static void unclean_stop_is_told_apart(void **state)
 	serve_lock_free(l);
 	assert_int_equal(serve_lock_unclean(NULL), 0);
 	serve_lock_settled(NULL);
+}
+
+/*
+ * The note of until when a write may land (serve_lock_note_writes()) is read
+ * by the next taker of a file left unclean, passed on by a taker that does
+ * not settle, and leaves the PID and URL lines as they were.
+ */
+static void write_note_is_read_after_an_unclean_stop(void **state)
+{
+	struct fixture *f = *state;
+	struct serve_lock *l = NULL;
+	struct serve_lock_holder h;
+	struct buf msg = BUF_INIT;
+	char text[256], want[256];
+	FILE *fp;
+
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean_settle_at(l), 0);
+	serve_lock_note_writes(l, INT64_C(1795000011000));
+	assert_int_equal(serve_lock_set_address(l, ":0", 40123, 0, &msg), ERR_OK);
+	serve_lock_note_writes(l, 0);
+	serve_lock_note_writes(l, INT64_C(1795000022000));
+	file_text(f->lock, text, sizeof(text));
+	snprintf(want, sizeof(want), "%ld\nhttp://127.0.0.1:40123\n"
+		 "writes_settle_at=00000001795000022000\n", (long)getpid());
+	assert_string_equal(text, want);
+	assert_int_equal(serve_lock_held(f->db, &h, &msg), 1);
+	assert_string_equal(h.url, "http://127.0.0.1:40123");
+	serve_lock_free(l);
+
+	/* As a holder killed with that note in flight leaves it: */
+	fp = fopen(f->lock, "w");
+	assert_non_null(fp);
+	fputs(want, fp);
+	fclose(fp);
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), (long)getpid());
+	assert_int_equal(serve_lock_unclean_settle_at(l), INT64_C(1795000022000));
+	serve_lock_note_writes(l, 5);  /* earlier than the inherited note: kept */
+	serve_lock_free(l);
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean_settle_at(l), INT64_C(1795000022000));
+	serve_lock_settled(l);
+	serve_lock_free(l);
+
+	/* Killed with nothing in flight: unclean, but nothing to wait for. */
+	fp = fopen(f->lock, "w");
+	assert_non_null(fp);
+	fputs("999999999\n\nwrites_settle_at=00000000000000000000\n", fp);
+	fclose(fp);
+	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
+	assert_int_equal(serve_lock_unclean(l), 999999999L);
+	assert_int_equal(serve_lock_unclean_settle_at(l), 0);
+	serve_lock_free(l);
+	buf_release(&msg);
 }
 
 /* The holder's URL: a wildcard host asked on the loopback, the port it listens on. */
@@ -257,6 +313,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(stale_file_blocks_nobody, setup, teardown),
 		cmocka_unit_test_setup_teardown(address_is_recorded, setup, teardown),
 		cmocka_unit_test_setup_teardown(unclean_stop_is_told_apart, setup, teardown),
+		cmocka_unit_test_setup_teardown(write_note_is_read_after_an_unclean_stop, setup,
+						teardown),
 		cmocka_unit_test(nothing_to_lock_elsewhere),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
