@@ -560,7 +560,7 @@ static enum err unmark(struct janitor *j, struct work *w, struct buf *errmsg)
 		return ERR_OK;
 	janitor_count(j, "unmarked", w->alertname);
 	janitor_expiry_gauge(j, w->ns, w->pod, JANITOR_NO_TIME);
-	if (store_notice_cancel(j->opts.store, w->p.uid, "the alert resolved before delivery",
+	if (store_notice_cancel(j->opts.store, w->p.uid, JANITOR_RESOLVED_BEFORE_DELIVERY,
 				&cancelled))
 		return ERR_DB;
 	rc = controller(j, &w->p, &w->owner, errmsg);

@@ -235,6 +235,8 @@ void janitor_postpone_init(struct janitor *j);
  */
 char *janitor_keep_blocks(struct janitor *j, const char *text, const struct store_notice *m,
 			  size_t n);
+/* last_error of the notices a resolve gives up on (store_notice_cancel). */
+#define JANITOR_RESOLVED_BEFORE_DELIVERY "the alert resolved before delivery"
 /* janitor/postponed of pod as a count (0 when absent or not a count). */
 int janitor_postponed_count(const struct kube_pod *pod);
 

@@ -29,6 +29,28 @@ static void count_notice(struct janitor *j, const char *result)
 	metric_add(j->m_notices, labels, 1);
 }
 
+/*
+ * Whether old, the pod's latest notice, announced expiry_ms for the mark the
+ * pod carries now.  Not when a resolve called it off since (given up on before
+ * delivery, or a "never mind" reply after it): a mark after that is a new one,
+ * even with the same expiry (fire, resolve, fire within a second).
+ */
+static int announced(struct janitor *j, const struct store_notice *old, int64_t expiry_ms)
+{
+	struct store_notice c = { 0 };
+	int called_off;
+
+	if (old->expires_ms != expiry_ms)
+		return 0;
+	if (old->state && !strcmp(old->state, "dead") && old->last_error &&
+	    !strcmp(old->last_error, JANITOR_RESOLVED_BEFORE_DELIVERY))
+		return 0;
+	called_off = store_notice_latest(j->opts.store, old->uid, "cancelled", &c) == ERR_OK &&
+		     c.id > old->id;
+	store_notice_release(&c);
+	return !called_off;
+}
+
 enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 			      const struct kube_owner *owner, enum jaction action,
 			      const char *reason, const char *why, int64_t expiry_ms,
@@ -46,7 +68,7 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	if (queued)
 		*queued = 0;
 	rc = store_notice_latest(j->opts.store, pod->uid, kinds[JT_NOTICE], &old);
-	if (rc == ERR_OK && old.expires_ms == expiry_ms)
+	if (rc == ERR_OK && announced(j, &old, expiry_ms))
 		goto out;  /* this expiry was announced (or is being) already */
 	if (rc != ERR_OK && rc != ERR_NOTFOUND) {
 		buf_setf(errmsg, "cannot read the outbox");

@@ -20,6 +20,7 @@
 #include "core/metrics.h"
 #include "core/store.h"
 #include "janitor/janitor.h"
+#include "janitor/janitor_int.h"
 #include "tests/unit/helpers/janitor_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 
@@ -350,6 +351,67 @@ static void kube_failure_retries_event(void **state)
 	jfx_env_stop(&e);
 }
 
+/*
+ * Fire, resolve, fire within one second: the second mark has the first one's
+ * expiry.  Its notice goes out all the same; the first one was called off
+ * (given up on before delivery, or a "never mind" after it), and without a
+ * notice the pod would be marked for ever and never acted on.  Found by
+ * tests/model/janitor_model.py (issue 21).
+ */
+static void a_mark_after_a_resolve_is_announced_again(void **state)
+{
+	struct env e;
+	struct kube_pod pod = { 0 };
+	struct kube_owner none = { 0 };
+	struct store_notice n = { 0 }, reply = { 0 };
+	struct buf err = BUF_INIT;
+	int queued = 0;
+	int64_t expiry = T0 + 6 * 3600 * 1000;
+
+	(void)state;
+	jfx_env_start(&e, 0);
+	pod.namespace = (char *)"ml-team";
+	pod.name = (char *)"train-1";
+	pod.uid = (char *)"uid-1";
+	assert_int_equal(janitor_queue_notice(e.j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
+					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
+					      &queued, &err), ERR_OK);
+	assert_int_equal(queued, 1);
+	/* The same expiry again (a sweep): announced already. */
+	assert_int_equal(janitor_queue_notice(e.j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
+					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
+					      &queued, &err), ERR_OK);
+	assert_int_equal(queued, 0);
+	/* The alert resolves before delivery; it fires again with the same expiry. */
+	assert_int_equal(store_notice_cancel(e.st, "uid-1", JANITOR_RESOLVED_BEFORE_DELIVERY, NULL),
+			 ERR_OK);
+	assert_int_equal(janitor_queue_notice(e.j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
+					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
+					      &queued, &err), ERR_OK);
+	assert_int_equal(queued, 1);
+	/* Delivered this time, then "never mind" in its thread, then a mark again. */
+	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
+	assert_int_equal(store_notice_sent(e.st, n.id, T0, "D1", "D1", "1.000001"), ERR_OK);
+	reply.namespace = (char *)"ml-team";
+	reply.pod = (char *)"train-1";
+	reply.uid = (char *)"uid-1";
+	reply.kind = (char *)"cancelled";
+	reply.thread_ts = (char *)"1.000001";
+	reply.text = (char *)"never mind";
+	assert_int_equal(store_notice_add(e.st, &reply, &err), ERR_OK);
+	assert_int_equal(janitor_queue_notice(e.j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
+					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
+					      &queued, &err), ERR_OK);
+	assert_int_equal(queued, 1);
+	assert_int_equal(janitor_queue_notice(e.j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
+					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
+					      &queued, &err), ERR_OK);
+	assert_int_equal(queued, 0);
+	store_notice_release(&n);
+	buf_release(&err);
+	jfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +424,7 @@ int main(void)
 		cmocka_unit_test(invalid_annotation_warning_event),
 		cmocka_unit_test(resolved_unmarks_only_ours_and_replies),
 		cmocka_unit_test(kube_failure_retries_event),
+		cmocka_unit_test(a_mark_after_a_resolve_is_announced_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
