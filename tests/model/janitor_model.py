@@ -11,7 +11,8 @@ enabled feature classes:
   replace delete      a person deletes a pod, or it is recreated under its name (a new uid,
                       no annotations); a deleted pod comes back later as a new pod
   slack ratelimit     Slack's chat.postMessage fails (500) or rate limits (429, Retry-After)
-  click               signed "Keep until" clicks (fake_slack.click_request): by the owner, by
+  click               signed "Keep until" clicks (fake_slack.click_request): by the owner (on
+                      the newest button, or "keen": waiting for a fresh unused one), by
                       someone else, the same button twice, the same request replayed, an old
                       button (a replaced pod's, or after the postpone limit)
   kill                SIGKILL and restart on the same database
@@ -78,6 +79,12 @@ USERS = ("U0ALICE", "U0BOB")
 PODS = (("train-0", "U0ALICE"), ("train-1", "U0BOB"), ("train-2", "U0ALICE"))
 
 
+def postponed_to(r):
+    """The janitor/postponed a PATCH request writes (None: none, or removed)."""
+    body = r["body"] if isinstance(r["body"], dict) else {}
+    return ((body.get("metadata") or {}).get("annotations") or {}).get("janitor/postponed")
+
+
 class World:
     def __init__(self, seed, features, steps, keep):
         self.seed, self.features, self.n_steps, self.keep = seed, features, steps, keep
@@ -95,6 +102,7 @@ class World:
         self.pods = {name: PodModel(NS, name, owner) for name, owner in PODS}
         self.clicks = []          # every click request sent: (body, headers) for replays
         self.kills = 0
+        self.outcomes = {}        # click outcome -> how many
         self.t0 = time.time()
 
     # ----- plumbing ---------------------------------------------------------------------------
@@ -182,7 +190,17 @@ class World:
             return "(no log)"
 
     def figures(self):
-        return {}
+        """What the world exercised, summed over the passing worlds by summarize()."""
+        reqs = [r for r in self.kube.get_requests() if isinstance(r["status"], int) and
+                r["status"] < 300 and "/pods/" in r["path"]]
+        f = {"deletions": sum(r["method"] == "DELETE" for r in reqs),
+             "postpones": sum(r["method"] == "PATCH" and postponed_to(r) is not None
+                              for r in reqs),
+             "kills": self.kills,
+             "notices": len([m for m in self.slack.get_messages() if not m.get("thread_ts")])}
+        for outcome, n in self.outcomes.items():
+            f["click " + outcome] = n
+        return f
 
     def close(self):
         try:
@@ -304,13 +322,18 @@ class World:
         time.sleep(s)
 
     # ----- clicks -----------------------------------------------------------------------------
-    def buttons(self, p):
-        """[(message, uid, notice, value)] of every Keep button for p's pods, oldest first."""
-        out = []
+    def buttons(self, p, ever=False):
+        """[(message, uid, notice, value)] of the Keep buttons for p's pods the messages show
+        now, oldest first; ever: every button they ever showed (a clicked one is removed by
+        chat.update; an owner's Slack client may still show it)."""
+        out, seen = [], set()
         for m in self.slack.get_messages():
-            for uid, notice, pod, value in button_values(m):
-                if pod == p.name and uid in p.created:
-                    out.append((m, uid, notice, value))
+            shown = [m] + (list(reversed(m.get("history") or [])) if ever else [])
+            for version in shown:
+                for uid, notice, pod, value in button_values(version):
+                    if pod == p.name and uid in p.created and value not in seen:
+                        seen.add(value)
+                        out.append((m, uid, notice, value))
         return out
 
     def settle(self, what, timeout_s=QUIET_S):
@@ -334,10 +357,29 @@ class World:
 
     def step_click(self, p):
         bs = self.buttons(p)
+        if not bs:  # another pod's button, if one shows
+            some = [q for q in sorted(self.pods) if self.buttons(self.pods[q])]
+            if some:
+                p = self.pods[self.rng.choice(some)]
+                bs = self.buttons(p)
         if not bs:
             self.note("click %s: no button yet" % p.name)
             return
-        how = self.rng.choice(("owner", "owner", "owner", "other", "twice", "replay", "old"))
+        how = self.rng.choice(("owner", "owner", "keen", "keen", "other", "twice", "replay",
+                               "old"))
+        if how == "keen":  # the owner clicks the newest button not used yet, waiting for it
+            deadline = time.time() + POL.by_s + 1
+            while time.time() < deadline:
+                fresh = [b for b in self.buttons(p) if b[1] == p.uid and
+                         (b[1], b[2]) not in p.used_buttons]
+                if fresh:
+                    m, uid, notice, value = fresh[-1]
+                    return self.click(p, m, uid, notice, value, p.owner, how)
+                time.sleep(0.1)
+                obj = self.kube.pod(NS, p.name)
+                p.uid = obj["metadata"]["uid"] if obj else None
+            self.note("keen click %s: no fresh button within %d s" % (p.name, POL.by_s + 1))
+            return
         if how == "replay" and self.clicks:
             body, h, desc = self.rng.choice(self.clicks)
             self.settle("before a replayed click")
@@ -346,7 +388,7 @@ class World:
             self.settle("a replayed click")
             time.sleep(0.1)
             writes = [r for r in self.kube.get_requests()[km:]
-                      if r["method"] == "PATCH" and "janitor/postponed" in str(r["body"])]
+                      if r["method"] == "PATCH" and postponed_to(r) is not None]
             news = self.slack.get_responses()[rm:]
             self.note("replay of (%s) -> %d, %d postpones, %d answers" % (
                 desc, code, len(writes), len(news)))
@@ -354,7 +396,9 @@ class World:
                 self.fail("a replayed click request (%s) was acted on again: HTTP %d, %d "
                           "postpone patches, answers %s" % (desc, code, len(writes), news))
             return
-        m, uid, notice, value = bs[0] if how == "old" else bs[-1]
+        if how == "old":
+            bs = self.buttons(p, ever=True)
+        m, uid, notice, value = self.rng.choice(bs) if how == "old" else bs[-1]
         user = p.owner if how != "other" else [u for u in USERS if u != p.owner][0]
         for _ in range(2 if how == "twice" else 1):
             self.click(p, m, uid, notice, value, user, how)
@@ -383,7 +427,7 @@ class World:
                 break
             done = [r for r in self.kube.get_requests()[km:] if r["method"] == "PATCH" and
                     r.get("pod_uid") == uid and isinstance(r["status"], int) and
-                    r["status"] < 300 and "janitor/postponed" in str(r["body"])]
+                    r["status"] < 300 and postponed_to(r) is not None]
             if done:
                 got = "done"
                 break
@@ -400,6 +444,7 @@ class World:
                 desc, got, " or ".join(sorted(want)), ann))
         if got == "done":
             p.used_buttons.add((uid, notice))
+        self.outcomes[got] = self.outcomes.get(got, 0) + 1
 
     # ----- quiet points -----------------------------------------------------------------------
     def quiet(self, timeout_s=QUIET_S):
@@ -446,7 +491,7 @@ class World:
             problems.append("notice %d (%s %s) dead without a reason" % n)
         postponed = set()
         for r in self.kube.get_requests():
-            if r["method"] == "PATCH" and "janitor/postponed" in str(r["body"]) and \
+            if r["method"] == "PATCH" and postponed_to(r) is not None and \
                     isinstance(r["status"], int) and r["status"] < 300:
                 postponed.add(r.get("pod_uid"))
         for p in self.pods.values():
@@ -503,7 +548,17 @@ class World:
         self.check(final=True)
 
 
-SUITE = lc.Suite(World, FEATURES, "tests/model/janitor_model.py", steps=24, seeds=6, jobs=3)
+def summarize(figures):
+    total = {}
+    for f in figures:
+        for k, v in f.items():
+            total[k] = total.get(k, 0) + v
+    print("model: the passing worlds made %s" % ", ".join(
+        "%d %s" % (total[k], k) for k in sorted(total)))
+
+
+SUITE = lc.Suite(World, FEATURES, "tests/model/janitor_model.py", steps=24, seeds=6, jobs=3,
+                 summarize=summarize)
 
 if __name__ == "__main__":
     sys.exit(lc.main(SUITE))
