@@ -314,6 +314,7 @@ class WebhookProxy:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
 
             def log_message(self, fmt, *args):
                 pass

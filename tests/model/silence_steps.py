@@ -87,6 +87,7 @@ class FakeAlertmanager:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
 
             def log_message(self, fmt, *args):
                 pass
