@@ -36,21 +36,42 @@ unsigned long cfg_line_of(const yaml_node_t *node)
 	return node ? (unsigned long)node->start_mark.line + 1 : 1;
 }
 
-enum err cfg_fail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
-		  const char *fmt, ...)
+static enum err vfail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
+		      const char *fmt, va_list ap)
 {
-	va_list ap;
-
 	if (!c->errmsg)
 		return code;
 	buf_reset(c->errmsg);
 	(void)buf_printf(c->errmsg, "%s:%lu: ", c->name, cfg_line_of(node));
 	if (path && *path)
 		(void)buf_printf(c->errmsg, "%s: ", path);
-	va_start(ap, fmt);
 	(void)buf_vprintf(c->errmsg, fmt, ap);
+	return code;
+}
+
+enum err cfg_fail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
+		  const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	code = vfail(c, node, path, code, fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+enum err cfg_fail_key(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		      const char *fmt, ...)
+{
+	char sub[PATH_MAX_LEN];
+	enum err rc;
+	va_list ap;
+
+	cfg_join_key(sub, path, key);
+	va_start(ap, fmt);
+	rc = vfail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, fmt, ap);
+	va_end(ap);
+	return rc;
 }
 
 yaml_node_t *cfg_node_at(struct ctx *c, int index)
@@ -465,6 +486,8 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 	case F_LIST:
 		return parse_list(c, v, path, dst);
 	case F_FUNC:
+		if (!f->fn)
+			return cfg_parse_records(c, v, path, f, dst);
 		return f->fn(c, v, path, dst);
 	case F_MAP:
 		break;

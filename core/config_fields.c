@@ -51,13 +51,10 @@ enum err cfg_check_url(struct ctx *c, yaml_node_t *map, const char *path, const 
 enum err cfg_need(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
 		  const void *value)
 {
-	char sub[PATH_MAX_LEN];
-
 	if (value)
 		return ERR_OK;
 	if (cfg_find_value(c, map, key, NULL)) {
-		cfg_join_key(sub, path, key);
-		return cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, "must not be empty");
+		return cfg_fail_key(c, map, path, key, "must not be empty");
 	}
 	return cfg_fail(c, map, path, ERR_INVALID, "missing required key \"%s\"", key);
 }
@@ -65,13 +62,9 @@ enum err cfg_need(struct ctx *c, yaml_node_t *map, const char *path, const char 
 enum err cfg_exclusive(struct ctx *c, yaml_node_t *map, const char *path, const char *a,
 		       const void *va, const char *b, const void *vb)
 {
-	char sub[PATH_MAX_LEN];
-
 	if (!va || !vb)
 		return ERR_OK;
-	cfg_join_key(sub, path, b);
-	return cfg_fail(c, cfg_key_or_map(c, map, b), sub, ERR_INVALID, "cannot be used together with %s",
-			a);
+	return cfg_fail_key(c, map, path, b, "cannot be used together with %s", a);
 }
 
 /* host:port, [v6]:port or :port with a port from 0 to 65535. */
@@ -237,13 +230,10 @@ static enum err check_basic_auth(struct ctx *c, yaml_node_t *map, const char *pa
 {
 	struct cfg_basic_auth *a = obj;
 	enum err rc = cfg_need(c, map, path, "username", a->username);
-	char sub[PATH_MAX_LEN];
 
 	if (rc == ERR_OK && strchr(a->username, ':')) {
 		/* RFC 7617 2: the user-id cannot contain a colon (check-config says so too). */
-		cfg_join_key(sub, path, "username");
-		return cfg_fail(c, cfg_key_or_map(c, map, "username"), sub, ERR_INVALID,
-				"must not contain ':' (RFC 7617)");
+		return cfg_fail_key(c, map, path, "username", "must not contain ':' (RFC 7617)");
 	}
 	return rc != ERR_OK ? rc : cfg_need(c, map, path, "password_file", a->password_file);
 }
@@ -282,18 +272,14 @@ FIELDSET(tls_set, tls_fields, check_tls);
 static enum err check_webhook(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_webhook *w = obj;
-	char sub[PATH_MAX_LEN];
 
 	/* The server counts its idle timeout in whole seconds (libmicrohttpd). */
 	if (w->read_timeout_ms < MS_S || w->read_timeout_ms > 24 * 3600 * MS_S) {
-		cfg_join_key(sub, path, "read_timeout");
-		return cfg_fail(c, cfg_key_or_map(c, map, "read_timeout"), sub, ERR_INVALID,
-				"must be from 1s to 24h");
+		return cfg_fail_key(c, map, path, "read_timeout", "must be from 1s to 24h");
 	}
 	if (w->read_header_timeout_ms > w->read_timeout_ms) {
-		cfg_join_key(sub, path, "read_header_timeout");
-		return cfg_fail(c, cfg_key_or_map(c, map, "read_header_timeout"), sub, ERR_INVALID,
-				"must not be longer than read_timeout");
+		return cfg_fail_key(c, map, path, "read_header_timeout",
+				    "must not be longer than read_timeout");
 	}
 	return cfg_exclusive(c, map, path, "bearer_token_file", w->bearer_token_file, "basic_auth",
 			 w->basic_auth.username);
@@ -369,11 +355,8 @@ static enum err check_cred(struct ctx *c, yaml_node_t *map, const char *path, vo
 	if (rc == ERR_OK && !gc->token_file && !gc->app.app_id)
 		rc = cfg_fail(c, map, path, ERR_INVALID, "needs token_file or app");
 	if (rc == ERR_OK && (strchr(gc->owner, '/') || strchr(gc->owner, ' '))) {
-		char sub[PATH_MAX_LEN];
-
-		cfg_join_key(sub, path, "owner");
-		rc = cfg_fail(c, cfg_key_or_map(c, map, "owner"), sub, ERR_INVALID,
-			      "expected an organisation or user name, got \"%s\"", gc->owner);
+		rc = cfg_fail_key(c, map, path, "owner",
+				  "expected an organisation or user name, got \"%s\"", gc->owner);
 	}
 	return rc;
 }
@@ -390,21 +373,21 @@ static const struct field cred_fields[] = {
 };
 FIELDSET(cred_set, cred_fields, check_cred);
 
-static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *path,
-				  void *field);
+/* github.credentials: owners unique as GitHub compares them (case-insensitively). */
+static const struct cfg_records cred_records = {
+	NULL, "owner", "owner", offsetof(struct cfg_github_cred, owner), strcasecmp
+};
 
 static enum err check_github(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct cfg_github *g = obj;
 	enum err rc = cfg_exclusive(c, map, path, "token_file", g->token_file, "app",
 				g->app.app_id ? g : NULL);
-	char sub[PATH_MAX_LEN];
 
 	if (rc == ERR_OK && (g->body_update_interval_ms < MS_S ||
 			     g->body_update_interval_ms > 3600 * MS_S)) {
-		cfg_join_key(sub, path, "body_update_interval");
-		return cfg_fail(c, cfg_key_or_map(c, map, "body_update_interval"), sub, ERR_INVALID,
-				"must be between 1s and 1h");
+		return cfg_fail_key(c, map, path, "body_update_interval",
+				    "must be between 1s and 1h");
 	}
 	return rc != ERR_OK ? rc : cfg_check_url(c, map, path, "api_url", g->api_url);
 }
@@ -419,7 +402,7 @@ static const struct field github_fields[] = {
 	MAP(struct cfg_github, "app", app, app_set, RESTART,
 	    "Authenticate as a GitHub App instead of a token; not with token_file.",
 	    .dump_flags = D_OMIT),
-	REC(struct cfg_github, "credentials", credentials, parse_credentials, cred_set,
+	REC(struct cfg_github, "credentials", credentials, &cred_records, cred_set,
 	    "a list of credentials", LIVE,
 	    "Per-owner credentials; the token or app above serves every other owner.",
 	    .dump_flags = D_OMIT),
@@ -632,26 +615,6 @@ static void release_route(void *obj)
 }
 FIELDSET_RELEASE(route_set, route_fields, check_route, release_route);
 
-static enum err parse_routes(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	struct cfg_receiver *r = field;
-	size_t n = 0;
-	enum err rc = cfg_sequence_len(c, node, path, "a list of routes", &n);
-
-	if (rc != ERR_OK)
-		return rc;
-	r->routes = xcalloc(n ? n : 1, sizeof(*r->routes));
-	for (size_t i = 0; i < n && rc == ERR_OK; i++) {
-		char sub[PATH_MAX_LEN];
-
-		r->routes_count++;
-		cfg_path_printf(sub, "%s[%zu]", path, i);
-		rc = cfg_parse_map(c, cfg_node_at(c, node->data.sequence.items.start[i]), sub,
-				   &route_set, &r->routes[i]);
-	}
-	return rc;
-}
-
 static const struct field receiver_fields[] = {
 	FLD(struct cfg_receiver, "name", F_STR, name, LIVE,
 	    "The Alertmanager receiver name (unique).", .dflt = "required"),
@@ -672,8 +635,7 @@ static const struct field receiver_fields[] = {
 	MAP(struct cfg_receiver, "templates", templates, templates_set, LIVE,
 	    "Template files of this receiver's issues."),
 	MAP(struct cfg_receiver, "storm", storm, storm_set, LIVE, "Alert storm summaries."),
-	/* parse_routes fills both routes and its count: it gets the struct. */
-	REC(struct cfg_receiver, "routes", routes, parse_routes, route_set, "a list of routes",
+	REC(struct cfg_receiver, "routes", routes, NULL, route_set, "a list of routes",
 	    LIVE, "Routes in file order: the first whose matchers all match files the issue.",
 	    .dump_flags = D_OMIT),
 	MAP(struct cfg_receiver, "alertmanager", alertmanager, alertmanager_set, LIVE,
@@ -717,7 +679,11 @@ static const struct field web_fields[] = {
 };
 FIELDSET(web_set, web_fields, check_web);
 
-static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field);
+static void receiver_defaults(void *item);
+/* Receivers: each with its defaults, names unique. */
+static const struct cfg_records receiver_records = {
+	receiver_defaults, "name", "receiver name", offsetof(struct cfg_receiver, name), strcmp
+};
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
 
 static const struct field root_fields[] = {
@@ -742,7 +708,7 @@ static const struct field root_fields[] = {
 	MAP(struct config, "alertmanager", alertmanager, alertmanager_set, LIVE,
 	    "The Alertmanager silences are made in; every receiver's unless it has its own.",
 	    .dump_flags = D_OMIT),
-	REC(struct config, "receivers", receivers, parse_receivers, receiver_set,
+	REC(struct config, "receivers", receivers, &receiver_records, receiver_set,
 	    "a list of receivers", LIVE,
 	    "One per Alertmanager receiver; at least one unless the janitor is enabled."),
 	MAP(struct config, "janitor", janitor, cfg_janitor_set, LIVE, "The pod janitor."),
@@ -769,8 +735,10 @@ void cfg_alertmanager_inherit(struct cfg_alertmanager *r, const struct cfg_alert
 }
 
 /* A receiver's defaults: its rows', and empty lists (a route's NULL ones inherit them). */
-static void receiver_defaults(struct cfg_receiver *r)
+static void receiver_defaults(void *item)
 {
+	struct cfg_receiver *r = item;
+
 	memset(r, 0, sizeof(*r));
 	cfg_set_defaults(&receiver_set, r);
 	r->labels.items = xcalloc(1, sizeof(char *));
@@ -825,70 +793,42 @@ static enum err unique_by(struct ctx *c, yaml_node_t *seq, size_t i, const char 
 			cfg_line_of(cfg_find_value(c, first, key, NULL)));
 }
 
-/* Error when the string at key of item i equals that of an earlier item. */
-enum err cfg_unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
-		    const char *key, const char *what, const char *value, const char *earlier,
-		    size_t j)
+/*
+ * A record row (REC): node, a sequence of mappings, into a fresh array of
+ * f->item_size bytes an item at f->items_off in obj, counted at f->count_off.
+ */
+enum err cfg_parse_records(struct ctx *c, yaml_node_t *node, const char *path,
+			   const struct field *f, char *obj)
 {
-	return unique_by(c, seq, i, path, key, what, value, earlier, j, strcmp);
-}
-
-/* github.credentials: owners unique as GitHub compares them (case-insensitively). */
-static enum err parse_credentials(struct ctx *c, yaml_node_t *node, const char *path,
-				  void *field)
-{
-	struct cfg_github *g = field;
+	const struct cfg_records *spec = f->records;
+	size_t *count = (size_t *)(void *)(obj + f->count_off);
+	char **items = (char **)(void *)(obj + f->items_off);
 	size_t n = 0;
-	enum err rc = cfg_sequence_len(c, node, path, "a list of credentials", &n);
+	enum err rc = cfg_sequence_len(c, node, path, f->what, &n);
 
 	if (rc != ERR_OK)
 		return rc;
-	g->credentials = xcalloc(n ? n : 1, sizeof(struct cfg_github_cred));
-	for (size_t i = 0; i < n; i++) {
-		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
-		struct cfg_github_cred *gc = &g->credentials[i];
+	free(*items);
+	*items = xcalloc(n ? n : 1, f->item_size);
+	for (size_t i = 0; i < n && rc == ERR_OK; i++) {
+		char *item = *items + i * f->item_size;
 		char sub[PATH_MAX_LEN];
 
-		g->credentials_count++;
+		if (spec && spec->init)
+			spec->init(item);
+		(*count)++;
 		cfg_path_printf(sub, "%s[%zu]", path, i);
-		rc = cfg_parse_map(c, item, sub, &cred_set, gc);
-		for (size_t j = 0; j < i && rc == ERR_OK; j++)
-			rc = unique_by(c, node, i, path, "owner", "owner", gc->owner,
-				       g->credentials[j].owner, j, strcasecmp);
-		if (rc != ERR_OK)
-			return rc;
+		rc = cfg_parse_map(c, cfg_node_at(c, node->data.sequence.items.start[i]), sub,
+				   f->sub, item);
+		for (size_t j = 0; spec && spec->key && j < i && rc == ERR_OK; j++) {
+			char *earlier = *items + j * f->item_size;
+
+			rc = unique_by(c, node, i, path, spec->key, spec->what,
+				       *(char **)(void *)(item + spec->key_off),
+				       *(char **)(void *)(earlier + spec->key_off), j, spec->cmp);
+		}
 	}
-	return ERR_OK;
-}
-
-static enum err parse_receivers(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	struct config *cfg = field;
-	size_t n = 0;
-	enum err rc = cfg_sequence_len(c, node, path, "a list of receivers", &n);
-
-	if (rc != ERR_OK)
-		return rc;
-	free(cfg->receivers);
-	cfg->receivers = xcalloc(n ? n : 1, sizeof(struct cfg_receiver));
-	for (size_t i = 0; i < n; i++) {
-		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
-		struct cfg_receiver *r = &cfg->receivers[i];
-		char sub[PATH_MAX_LEN];
-
-		receiver_defaults(r);
-		cfg->receivers_count++;
-		cfg_path_printf(sub, "%s[%zu]", path, i);
-		rc = cfg_parse_map(c, item, sub, &receiver_set, r);
-		if (rc != ERR_OK)
-			return rc;
-		for (size_t j = 0; j < i && rc == ERR_OK; j++)
-			rc = cfg_unique(c, node, i, path, "name", "receiver name", r->name,
-				    cfg->receivers[j].name, j);
-		if (rc != ERR_OK)
-			return rc;
-	}
-	return ERR_OK;
+	return rc;
 }
 
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj)

@@ -58,6 +58,15 @@ enum {
 	D_QUOTE = 2, /* an enum written as a quoted string (else plain) */
 };
 
+/* A list of records' own rules (struct field's records; cfg_parse_records()). */
+struct cfg_records {
+	void (*init)(void *item);  /* an item's defaults before its keys are read; NULL: zeroed */
+	const char *key;           /* NULL, or the key whose string value is unique per item */
+	const char *what;          /* that key in errors: "duplicate <what> ..." */
+	size_t key_off;            /* offset of that value (a char *) in an item */
+	int (*cmp)(const char *a, const char *b); /* 0 when a and b are the same: strcmp */
+};
+
 typedef enum err (*parse_fn)(struct ctx *c, yaml_node_t *node, const char *path, void *field);
 typedef enum err (*check_fn)(struct ctx *c, yaml_node_t *map, const char *path, void *obj);
 
@@ -98,6 +107,7 @@ struct field {
 	size_t items_off;         /* F_FUNC records and pairs: offset of the items' pointer */
 	size_t count_off;         /* ... and of their count (size_t) */
 	size_t item_size;         /* F_FUNC records: the size of one item */
+	const struct cfg_records *records; /* F_FUNC records: their defaults and key, or NULL */
 	unsigned dump_flags;      /* D_OMIT, D_QUOTE */
 	dump_fn dump;             /* NULL: by type */
 };
@@ -114,8 +124,8 @@ struct fieldset {
  * nested mapping by the fieldset set, ENUM a custom parser of an int-sized
  * enum named by names, PAIRS a mapping of string pairs at member f (count at
  * f_count) by the parser fn_ (it gets the whole struct s), REC a list of
- * records at member f (count at f_count) by the parser fn_ (it gets the
- * whole struct s), each item by the fieldset set; FIELDSET
+ * records at member f (count at f_count) by cfg_parse_records() with the
+ * rules rec_ (a struct cfg_records *, or NULL), each item by the fieldset set; FIELDSET
  * a file's static fieldset of the table arr with the check chk (may be NULL).
  * Every row ends with its reload class r (enum cfg_reload) and its one line of
  * documentation, which may be followed by more designated initialisers
@@ -142,8 +152,8 @@ struct fieldset {
 	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .what = what_, \
 	  .items_off = offsetof(s, f), .count_off = offsetof(s, f##_count), .reload = r, \
 	  .doc = __VA_ARGS__ }
-#define REC(s, k, f, fn_, set, what_, r, ...) \
-	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .sub = &set, .what = what_, \
+#define REC(s, k, f, rec_, set, what_, r, ...) \
+	{ .key = k, .type = F_FUNC, .off = 0, .records = rec_, .sub = &set, .what = what_, \
 	  .items_off = offsetof(s, f), .count_off = offsetof(s, f##_count), \
 	  .item_size = sizeof(((s *)0)->f[0]), .reload = r, .doc = __VA_ARGS__ }
 #define FIELDSET(name, arr, chk) \
@@ -194,15 +204,25 @@ enum err cfg_parse_pairs(struct ctx *c, yaml_node_t *node, const char *path,
 enum err cfg_sequence_len(struct ctx *c, yaml_node_t *node, const char *path, const char *want,
 			  size_t *n);
 /*
- * Error when value, the string at key of item i of the sequence seq, equals
- * earlier, that of item j (what names it: "duplicate <what>").
+ * A record row's (REC) parse (config_fields.c): node, a sequence of
+ * mappings, into a fresh array of f->item_size bytes an item (xcalloc'd, at
+ * least one item) at f->items_off of obj, what was there (an empty array or
+ * NULL) freed; each item parsed by f->sub at path[i] after f->records->init;
+ * the count at f->count_off counts the items begun, so that cfg_free()
+ * releases a list that failed half-way.  ERR_INVALID (c->errmsg) when node
+ * is not a sequence, an item is wrong, or f->records->key repeats.
  */
-enum err cfg_unique(struct ctx *c, yaml_node_t *seq, size_t i, const char *path,
-		    const char *key, const char *what, const char *value, const char *earlier,
-		    size_t j);
+enum err cfg_parse_records(struct ctx *c, yaml_node_t *node, const char *path,
+			   const struct field *f, char *obj);
 
 /* The 1-based line of node for messages; 1 for NULL. */
 unsigned long cfg_line_of(const yaml_node_t *node);
+/*
+ * cfg_fail() at key of map: "name:line: path.key: message" with the line of
+ * the key (of map when the key is absent); returns ERR_INVALID.
+ */
+enum err cfg_fail_key(struct ctx *c, yaml_node_t *map, const char *path, const char *key,
+		      const char *fmt, ...) PRINTF_LIKE(5, 6);
 /* Set c->errmsg to "name:line: path: message" and return code. */
 enum err cfg_fail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
 		  const char *fmt, ...) PRINTF_LIKE(5, 6);

@@ -50,14 +50,12 @@ static enum err policy_order(struct ctx *c, yaml_node_t *map, const char *path, 
 			     int64_t a_ms, const char *what, const char *other, int64_t b_ms)
 {
 	struct buf a = BUF_INIT, b = BUF_INIT;
-	char sub[PATH_MAX_LEN];
 	enum err rc;
 
 	duration_format(a_ms, &a);
 	duration_format(b_ms, &b);
-	cfg_join_key(sub, path, key);
-	rc = cfg_fail(c, cfg_key_or_map(c, map, key), sub, ERR_INVALID, "%s %s %s (%s)", buf_str(&a),
-		      what, other, buf_str(&b));
+	rc = cfg_fail_key(c, map, path, key, "%s %s %s (%s)", buf_str(&a), what, other,
+			  buf_str(&b));
 	buf_release(&a);
 	buf_release(&b);
 	return rc;
@@ -113,12 +111,9 @@ static enum err check_slack(struct ctx *c, yaml_node_t *map, const char *path, v
 				"webhook_url_file", s->webhook_url_file);
 
 	if (rc == ERR_OK && s->signing_secret_file && !s->bot_token_file) {
-		char sub[PATH_MAX_LEN];
-
 		/* The button's answers (chat.update, lookups) need the Web API. */
-		cfg_join_key(sub, path, "signing_secret_file");
-		return cfg_fail(c, cfg_key_or_map(c, map, "signing_secret_file"), sub, ERR_INVALID,
-				"needs bot_token_file (the answers use chat.update)");
+		return cfg_fail_key(c, map, path, "signing_secret_file",
+				    "needs bot_token_file (the answers use chat.update)");
 	}
 	return rc != ERR_OK ? rc : cfg_check_url(c, map, path, "api_url", s->api_url);
 }
@@ -173,7 +168,12 @@ static const struct field kubernetes_fields[] = {
 };
 FIELDSET(kubernetes_set, kubernetes_fields, NULL);
 
-static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field);
+static void policy_defaults(void *item);
+/* Policies: each with its defaults, alertnames unique. */
+static const struct cfg_records policy_records = {
+	policy_defaults, "alertname", "policy alertname", offsetof(struct cfg_policy, alertname),
+	strcmp
+};
 
 static enum err check_janitor(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
@@ -202,7 +202,7 @@ static const struct field janitor_fields[] = {
 	DUR(struct cfg_janitor, "notice_batch_window", notice_batch_window_ms, 0, LIVE,
 	    "Notices of one owner within this of the first go out as one digest (at most 5m).",
 	    .def = 5 * MS_S),
-	REC(struct cfg_janitor, "policies", policies, parse_policies, policy_set,
+	REC(struct cfg_janitor, "policies", policies, &policy_records, policy_set,
 	    "a list of policies", LIVE, "What to do with the pods of which alert."),
 	MAP(struct cfg_janitor, "slack", slack, slack_set, LIVE, "Where notices go."),
 	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set, RESTART,
@@ -213,39 +213,11 @@ const struct fieldset cfg_janitor_set = { janitor_fields,
 					 check_janitor, NULL };
 
 /* A policy's defaults: its rows', and reminder_before unset (check_policy: notice_lead / 2). */
-static void policy_defaults(struct cfg_policy *p)
+static void policy_defaults(void *item)
 {
+	struct cfg_policy *p = item;
+
 	memset(p, 0, sizeof(*p));
 	cfg_set_defaults(&policy_set, p);
 	p->reminder_before_ms = -1;
-}
-
-static enum err parse_policies(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	struct cfg_janitor *j = field;
-	size_t n = 0;
-	enum err rc = cfg_sequence_len(c, node, path, "a list of policies", &n);
-
-	if (rc != ERR_OK)
-		return rc;
-	free(j->policies);
-	j->policies = xcalloc(n ? n : 1, sizeof(struct cfg_policy));
-	for (size_t i = 0; i < n; i++) {
-		yaml_node_t *item = cfg_node_at(c, node->data.sequence.items.start[i]);
-		struct cfg_policy *p = &j->policies[i];
-		char sub[PATH_MAX_LEN];
-
-		policy_defaults(p);
-		j->policies_count++;
-		cfg_path_printf(sub, "%s[%zu]", path, i);
-		rc = cfg_parse_map(c, item, sub, &policy_set, p);
-		if (rc != ERR_OK)
-			return rc;
-		for (size_t k = 0; k < i && rc == ERR_OK; k++)
-			rc = cfg_unique(c, node, i, path, "alertname", "policy alertname",
-				    p->alertname, j->policies[k].alertname, k);
-		if (rc != ERR_OK)
-			return rc;
-	}
-	return ERR_OK;
 }
