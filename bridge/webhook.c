@@ -14,7 +14,6 @@
 
 #include <assert.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,9 +62,7 @@ struct request {
 	const char *asked;               /* the receiver name looked up, or NULL */
 	char asked_body[128];            /* the receiver a rejected payload named (am_error) */
 	const char *query_repo;          /* ?repo= when non-empty, else NULL */
-	int status;                      /* the HTTP status answered */
-	const char *reason;              /* short static reason of a rejection, for the log */
-	struct buf msg;                  /* error text of a rejection */
+	struct intake_verdict v;         /* the HTTP status answered; a rejection's reason */
 	struct buf detail;               /* store_enqueue()'s errmsg */
 	char field[128];                 /* JSON path of the error, "" for none */
 	struct buf docs;                 /* group: its event's payload; alert: scratch */
@@ -198,23 +195,6 @@ static int64_t now_ms(const struct webhook *w)
 	return clock_wall_ms();
 }
 
-/* Reject with status: reason for the log, msg for the body (printf format). */
-static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
-	PRINTF_LIKE(4, 5);
-
-static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
-{
-	va_list ap;
-
-	r->status = status;
-	r->reason = reason;
-	buf_reset(&r->msg);
-	va_start(ap, fmt);
-	(void)buf_vprintf(&r->msg, fmt, ap);
-	va_end(ap);
-	return status;
-}
-
 /* An empty query parameter or label counts as absent: NULL. */
 static const char *non_empty(const char *s)
 {
@@ -233,8 +213,8 @@ static int check_repos(struct request *r)
 	int status = 0;
 
 	if (r->query_repo && issue_repo_valid(r->query_repo, &why) != ERR_OK) {
-		status = reject(r, 400, "invalid repo query parameter", "query parameter repo: %s",
-				buf_str(&why));
+		status = intake_reject(&r->v, 400, "invalid repo query parameter",
+				       "query parameter repo: %s", buf_str(&why));
 		goto out;
 	}
 	for (size_t i = 0; i < r->p->n_alerts; i++) {
@@ -518,15 +498,10 @@ static int intake(struct webhook *w, struct request *r)
 	char group_key[65];
 	enum err rc;
 
-	if (auth_check(r->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
-		r->reason = "unauthorized";
-		return r->status = 401;
-	}
-	if (!intake_content_type_is_json(srv_header(req, "Content-Type")))
-		return reject(r, 415, "unsupported content type",
-			      "unsupported Content-Type: want application/json");
+	if (intake_admit(&r->v, r->auth, req))
+		return r->v.status;
 	if (answer_from_cache(w, r))
-		return r->status = 200;
+		return r->v.status = 200;
 	r->asked = non_empty(srv_query(req, "receiver"));
 	if (am_parse(req->body, req->body_len, &w->limits, &r->p, &aerr) != ERR_OK) {
 		snprintf(r->field, sizeof(r->field), "%s", aerr.field);
@@ -535,16 +510,17 @@ static int intake(struct webhook *w, struct request *r)
 			r->asked = non_empty(r->asked_body);
 		/* Counted under the receiver it names, when one is configured. */
 		r->rcv = r->asked ? cfg_receiver_find(r->cfg, r->asked) : NULL;
-		return reject(r, 400, "invalid payload", "%s", aerr.message);
+		return intake_reject(&r->v, 400, "invalid payload", "%s", aerr.message);
 	}
 	if (!r->asked)
 		r->asked = r->p->receiver_name;
 	r->rcv = cfg_receiver_find(r->cfg, r->asked);
 	if (!r->rcv)
-		return reject(r, 404, "unknown receiver", "unknown receiver \"%s\"", r->asked);
+		return intake_reject(&r->v, 404, "unknown receiver", "unknown receiver \"%s\"",
+				     r->asked);
 	r->query_repo = non_empty(srv_query(req, "repo"));
 	if (check_repos(r))
-		return r->status;
+		return r->v.status;
 
 	buf_init(&r->docs, w->max_events_bytes);
 	buf_init(&r->dead_docs, w->max_events_bytes);
@@ -556,30 +532,31 @@ static int intake(struct webhook *w, struct request *r)
 	if (rc == ERR_OK)
 		rc = add_dead_events(w, r);
 	if (rc != ERR_OK)
-		return reject(r, 413, "payload too large",
-			      "events of this payload exceed %zu bytes", w->max_events_bytes);
+		return intake_reject(&r->v, 413, "payload too large",
+				     "events of this payload exceed %zu bytes", w->max_events_bytes);
 
 	rc = store_enqueue(w->store, r->evs, r->n_evs + r->n_dead, &r->detail);
 	if (rc == ERR_DB)
-		return reject(r, 503, "store unavailable", "store unavailable: %s",
-			      buf_str(&r->detail));
+		return intake_reject(&r->v, 503, "store unavailable", "store unavailable: %s",
+				     buf_str(&r->detail));
 	if (rc != ERR_OK)  /* an event we built is incomplete: a bug, but answer it */
-		return reject(r, 500, "internal error", "internal error: %s", buf_str(&r->detail));
+		return intake_reject(&r->v, 500, "internal error", "internal error: %s",
+				     buf_str(&r->detail));
 	for (size_t i = 0; i < r->n_evs; i++) {
 		if (r->evs[i].repeated)  /* a group's event stands for all its alerts */
 			r->n_repeated += r->n_evs == 1 ? r->p->n_alerts : 1;
 	}
 	remember(w, r);
-	return r->status = 200;
+	return r->v.status = 200;
 }
 
 static void answer(struct request *r, struct srv_response *res)
 {
 	struct buf *b = &res->body;
 
-	res->status = r->status;
+	res->status = r->v.status;
 	res->content_type = "application/json";
-	if (r->status == 200) {
+	if (r->v.status == 200) {
 		(void)buf_adds(b, "{\"status\":\"ok\",\"receiver\":");
 		intake_json_quote(b, r->rcv->name);
 		(void)buf_printf(b, ",\"alerts\":%zu", n_alerts(r));
@@ -588,16 +565,16 @@ static void answer(struct request *r, struct srv_response *res)
 		(void)buf_addch(b, '}');
 		return;
 	}
-	intake_error_member(res, r->status, r->auth, buf_str(&r->msg), r->field,
-			    r->status == 404 ? "receiver" : NULL, r->asked);
+	intake_error_member(res, r->v.status, r->auth, buf_str(&r->v.msg), r->field,
+			    r->v.status == 404 ? "receiver" : NULL, r->asked);
 }
 
 static void log_request(const struct request *r, int64_t duration_us)
 {
-	enum log_level level = r->status >= 500 ? LOG_ERROR : LOG_WARN;
+	enum log_level level = r->v.status >= 500 ? LOG_ERROR : LOG_WARN;
 	struct log_line *l;
 
-	if (r->status == 200 && r->n_dead) {
+	if (r->v.status == 200 && r->n_dead) {
 		const struct am_alert *first = &r->p->alerts[r->p->n_alerts];
 
 		/* One line per request, however many alerts: the first reason, and the count. */
@@ -611,7 +588,7 @@ static void log_request(const struct request *r, int64_t duration_us)
 		log_str(l, "remote", srv_remote_addr(r->req));
 		log_end(l);
 	}
-	if (r->status == 200 && !r->hit.n_evs && r->p->n_dropped) {
+	if (r->v.status == 200 && !r->hit.n_evs && r->p->n_dropped) {
 		/* Alertmanager derives them from the alerts: the alert that carries it is the bad one. */
 		l = log_begin(LOG_WARN, "webhook group fields left out");
 		log_str(l, "receiver", r->rcv->name);
@@ -621,7 +598,7 @@ static void log_request(const struct request *r, int64_t duration_us)
 		log_str(l, "group_key", r->p->group_key);
 		log_end(l);
 	}
-	if (r->status == 200 && n_truncated(r) > 0) {
+	if (r->v.status == 200 && n_truncated(r) > 0) {
 		l = log_begin(LOG_INFO, "webhook alerts truncated by alertmanager");
 		log_str(l, "receiver", r->rcv->name);
 		log_int(l, "truncated", n_truncated(r));
@@ -629,9 +606,9 @@ static void log_request(const struct request *r, int64_t duration_us)
 		log_str(l, "hint", "raise max_alerts of the webhook_config in Alertmanager");
 		log_end(l);
 	}
-	if (r->status == 200) {
+	if (r->v.status == 200) {
 		l = log_begin(LOG_DEBUG, "webhook request");
-		log_int(l, "code", r->status);
+		log_int(l, "code", r->v.status);
 		log_str(l, "receiver", r->rcv->name);
 		log_int(l, "alerts", (int64_t)n_alerts(r));
 		log_int(l, "events", (int64_t)r->n_evs);
@@ -643,17 +620,12 @@ static void log_request(const struct request *r, int64_t duration_us)
 		return;
 	}
 	l = log_begin(level, "webhook rejected");
-	log_int(l, "code", r->status);
-	log_str(l, "reason", r->reason);
+	log_int(l, "code", r->v.status);
+	log_str(l, "reason", r->v.reason);
 	/* The name asked for is client input: bounded, and escaped by the logger. */
 	if (r->asked)
 		log_strn(l, "receiver", r->asked, strnlen(r->asked, 128));
-	if (r->field[0])
-		log_str(l, "field", r->field);
-	log_str(l, "error", buf_str(&r->msg));
-	log_str(l, "remote", srv_remote_addr(r->req));
-	log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
-	log_end(l);
+	intake_log_rejected(l, &r->v, r->field, r->req, duration_us);
 }
 
 static void observe(const struct webhook *w, const struct request *r, int64_t duration_us)
@@ -664,10 +636,10 @@ static void observe(const struct webhook *w, const struct request *r, int64_t du
 
 	if (!w->requests)
 		return;
-	snprintf(code, sizeof(code), "%d", r->status);
+	snprintf(code, sizeof(code), "%d", r->v.status);
 	metric_add(w->requests, req_labels, 1);
 	metric_observe(w->duration, NULL, (double)duration_us / 1e6);
-	if (r->status == 200) {
+	if (r->v.status == 200) {
 		size_t firing = 0, valid = r->hit.n_evs ? r->hit.n_alerts : r->p->n_alerts;
 		const char *firing_labels[] = { receiver, "firing" };
 		const char *resolved_labels[] = { receiver, "resolved" };
@@ -715,7 +687,7 @@ static void request_release(struct request *r)
 {
 	webhook_cache_entry_release(&r->hit);
 	am_payload_free(r->p);
-	buf_release(&r->msg);
+	buf_release(&r->v.msg);
 	buf_release(&r->detail);
 	buf_release(&r->docs);
 	for (size_t i = 0; i < r->n_owned; i++)

@@ -4,6 +4,7 @@
  */
 #include "intake.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -11,6 +12,42 @@
 
 #include "codec.h"
 #include "banned.h"
+
+int intake_reject(struct intake_verdict *v, int status, const char *reason, const char *fmt, ...)
+{
+	va_list ap;
+
+	v->status = status;
+	v->reason = reason;
+	buf_reset(&v->msg);
+	va_start(ap, fmt);
+	(void)buf_vprintf(&v->msg, fmt, ap);
+	va_end(ap);
+	return status;
+}
+
+int intake_admit(struct intake_verdict *v, const struct auth *a, const struct srv_request *req)
+{
+	if (auth_check(a, srv_header(req, "Authorization"), &v->msg) != ERR_OK) {
+		v->reason = "unauthorized";
+		return v->status = 401;
+	}
+	if (!intake_content_type_is_json(srv_header(req, "Content-Type")))
+		return intake_reject(v, 415, "unsupported content type",
+				     "unsupported Content-Type: want application/json");
+	return 0;
+}
+
+void intake_log_rejected(struct log_line *l, const struct intake_verdict *v, const char *field,
+			 const struct srv_request *req, int64_t duration_us)
+{
+	if (field && field[0])
+		log_str(l, "field", field);
+	log_str(l, "error", buf_str(&v->msg));
+	log_str(l, "remote", srv_remote_addr(req));
+	log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
+	log_end(l);
+}
 
 int intake_content_type_is_json(const char *ct)
 {

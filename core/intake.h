@@ -15,10 +15,42 @@
 #include "auth.h"
 #include "buf.h"
 #include "http_server.h"
+#include "log.h"
 #include "store.h"
 
 /* Seconds sent in Retry-After with a 503. */
 #define INTAKE_RETRY_AFTER_S 5
+
+/*
+ * How an intake answers one request: status, the HTTP status (0 until
+ * decided); for a rejection reason, a short static text for the log line,
+ * and msg, the error text (the caller buf_release()s it).  Zeroed to start.
+ */
+struct intake_verdict {
+	int status;
+	const char *reason;
+	struct buf msg;
+};
+
+/* Reject: v's status and reason set, msg replaced by fmt's text; returns status. */
+int intake_reject(struct intake_verdict *v, int status, const char *reason, const char *fmt, ...)
+	PRINTF_LIKE(4, 5);
+
+/*
+ * The checks before the body is read: the Authorization header by
+ * auth_check(a) (401, reason "unauthorized", msg its text), then the
+ * Content-Type (415 unless intake_content_type_is_json()).  0 when req
+ * passes both; else the status, v filled as by intake_reject().
+ */
+int intake_admit(struct intake_verdict *v, const struct auth *a, const struct srv_request *req);
+
+/*
+ * End l, the log line of a rejected request begun by the caller (its code,
+ * reason, ...): field (left out when NULL or empty), error v->msg, remote
+ * (req's peer), duration_ms from duration_us; then log_end(l).
+ */
+void intake_log_rejected(struct log_line *l, const struct intake_verdict *v, const char *field,
+			 const struct srv_request *req, int64_t duration_us);
 
 /*
  * Non-zero when ct is application/json, any case, optionally followed by

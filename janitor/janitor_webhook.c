@@ -5,7 +5,6 @@
  * answers are the bridge's (core/intake.h).
  */
 #include <assert.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,9 +31,7 @@ struct request {
 	const struct srv_request *req;
 	const struct auth *auth;  /* the credentials of this request (options.reload) */
 	struct am_payload *p;
-	int status;
-	const char *reason;     /* short static reason of a rejection, for the log */
-	struct buf msg;         /* error text of a rejection */
+	struct intake_verdict v; /* the HTTP status answered; a rejection's reason */
 	char field[128];
 	struct buf docs;        /* event documents, NUL-separated */
 	struct buf keys;        /* "namespace/pod" keys, NUL-separated */
@@ -76,22 +73,6 @@ static int64_t now_ms(const struct janitor_webhook *w)
 	if (w->o.now_ms)
 		return w->o.now_ms(w->o.now_ctx);
 	return clock_wall_ms();
-}
-
-static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
-	PRINTF_LIKE(4, 5);
-
-static int reject(struct request *r, int status, const char *reason, const char *fmt, ...)
-{
-	va_list ap;
-
-	r->status = status;
-	r->reason = reason;
-	buf_reset(&r->msg);
-	va_start(ap, fmt);
-	(void)buf_vprintf(&r->msg, fmt, ap);
-	va_end(ap);
-	return status;
 }
 
 /*
@@ -174,40 +155,36 @@ static int intake(struct janitor_webhook *w, struct request *r)
 	struct am_error aerr;
 	enum err rc;
 
-	if (auth_check(r->auth, srv_header(req, "Authorization"), &r->msg) != ERR_OK) {
-		r->reason = "unauthorized";
-		return r->status = 401;
-	}
-	if (!intake_content_type_is_json(srv_header(req, "Content-Type")))
-		return reject(r, 415, "unsupported content type",
-			      "unsupported Content-Type: want application/json");
+	if (intake_admit(&r->v, r->auth, req))
+		return r->v.status;
 	if (am_parse(req->body, req->body_len, &w->o.limits, &r->p, &aerr) != ERR_OK) {
 		snprintf(r->field, sizeof(r->field), "%s", aerr.field);
-		return reject(r, 400, "invalid payload", "%s", aerr.message);
+		return intake_reject(&r->v, 400, "invalid payload", "%s", aerr.message);
 	}
 	check_pods(r);
 	buf_init(&r->docs, w->o.max_events_bytes);
 	buf_init(&r->dead_docs, w->o.max_events_bytes);
 	if (build_events(w, r) != ERR_OK)
-		return reject(r, 413, "payload too large", "events of this payload exceed %zu bytes",
-			      w->o.max_events_bytes);
+		return intake_reject(&r->v, 413, "payload too large",
+				     "events of this payload exceed %zu bytes", w->o.max_events_bytes);
 	rc = store_enqueue(w->o.store, r->evs, r->p->n_alerts + r->p->n_invalid, &detail);
 	if (rc == ERR_DB)
-		reject(r, 503, "store unavailable", "store unavailable: %s", buf_str(&detail));
+		intake_reject(&r->v, 503, "store unavailable", "store unavailable: %s",
+			      buf_str(&detail));
 	else if (rc != ERR_OK)
-		reject(r, 500, "internal error", "internal error: %s", buf_str(&detail));
+		intake_reject(&r->v, 500, "internal error", "internal error: %s", buf_str(&detail));
 	else
-		r->status = 200;
+		r->v.status = 200;
 	buf_release(&detail);
-	return r->status;
+	return r->v.status;
 }
 
 static void answer(struct request *r, struct srv_response *res)
 {
 	struct buf *b = &res->body;
 
-	if (r->status != 200) {
-		intake_error(res, r->status, r->auth, buf_str(&r->msg), r->field);
+	if (r->v.status != 200) {
+		intake_error(res, r->v.status, r->auth, buf_str(&r->v.msg), r->field);
 		return;
 	}
 	res->status = 200;
@@ -224,7 +201,7 @@ static void log_request(const struct request *r, int64_t duration_us)
 {
 	struct log_line *l;
 
-	if (r->status == 200 && r->p->n_invalid) {
+	if (r->v.status == 200 && r->p->n_invalid) {
 		const struct am_alert *first = &r->p->alerts[r->p->n_alerts];
 
 		/* One line per request, however many alerts: the first reason, and the count. */
@@ -237,21 +214,19 @@ static void log_request(const struct request *r, int64_t duration_us)
 		log_str(l, "remote", srv_remote_addr(r->req));
 		log_end(l);
 	}
-	if (r->status == 200) {
-		l = log_begin(LOG_DEBUG, "janitor webhook request");
-		log_int(l, "code", r->status);
-		log_str(l, "receiver", r->p->receiver_name);
-		log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
-		log_int(l, "invalid", (int64_t)r->p->n_invalid);
-	} else {
-		l = log_begin(r->status >= 500 ? LOG_ERROR : LOG_WARN, "janitor webhook rejected");
-		log_int(l, "code", r->status);
-		log_str(l, "reason", r->reason);
-		if (r->field[0])
-			log_str(l, "field", r->field);
-		log_str(l, "error", buf_str(&r->msg));
-		log_str(l, "remote", srv_remote_addr(r->req));
+	if (r->v.status != 200) {
+		l = log_begin(r->v.status >= 500 ? LOG_ERROR : LOG_WARN,
+			      "janitor webhook rejected");
+		log_int(l, "code", r->v.status);
+		log_str(l, "reason", r->v.reason);
+		intake_log_rejected(l, &r->v, r->field, r->req, duration_us);
+		return;
 	}
+	l = log_begin(LOG_DEBUG, "janitor webhook request");
+	log_int(l, "code", r->v.status);
+	log_str(l, "receiver", r->p->receiver_name);
+	log_int(l, "alerts", (int64_t)(r->p->n_alerts + r->p->n_invalid));
+	log_int(l, "invalid", (int64_t)r->p->n_invalid);
 	log_fmt(l, "duration_ms", "%.3f", (double)duration_us / 1000.0);
 	log_end(l);
 }
@@ -271,16 +246,16 @@ void janitor_webhook_handle(void *ctx, const struct srv_request *req, struct srv
 	(void)intake(w, &r);
 	answer(&r, res);
 	reload_release(w->o.reload, g);
-	snprintf(code, sizeof(code), "%d", r.status);
+	snprintf(code, sizeof(code), "%d", r.v.status);
 	metric_add(w->requests, labels, 1);
-	for (size_t i = 0; r.status == 200 && i < r.p->n_invalid; i++) {
+	for (size_t i = 0; r.v.status == 200 && i < r.p->n_invalid; i++) {
 		const char *reason[] = { r.p->alerts[r.p->n_alerts + i].invalid_reason };
 
 		metric_add(w->invalid, reason, 1);
 	}
 	log_request(&r, clock_mono_us() - start_us);
 	am_payload_free(r.p);
-	buf_release(&r.msg);
+	buf_release(&r.v.msg);
 	buf_release(&r.docs);
 	buf_release(&r.dead_docs);
 	buf_release(&r.keys);
