@@ -25,6 +25,11 @@
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 
+#define NOT_FOUND "{\"message\":\"Not Found\"}"
+#define BAD_GATEWAY "{\"message\":\"Bad Gateway\"}"
+/* Issue n as a person closed it: "won't fix". */
+#define NOT_PLANNED(n) ISSUE_JSON(n, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\"")
+
 static void fire_resolve_refire_cycle(void **state)
 {
 	struct env e;
@@ -33,12 +38,9 @@ static void fire_resolve_refire_cycle(void **state)
 
 	bfx_env_start(&e, NULL, NULL);
 	/* firing, no row: one create with title, labels and the marker. */
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1);
-	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
-			   "\"title\":\"[critical] DiskFull: DiskFull on db-0\"");
+	BFX_RUN(&e, CREATES(7), CALLS(1),
+		SAW(0, "POST", "/repos/my-org/alerts/issues",
+		    "\"title\":\"[critical] DiskFull: DiskFull on db-0\""));
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
 			       "<!-- alertbridge:key=" FP " -->\""));
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
@@ -48,41 +50,27 @@ static void fire_resolve_refire_cycle(void **state)
 	assert_string_equal(row.state, "open");
 	store_issue_release(&row);
 
-	/* the same episode again (repeat_interval, HA twin): nothing. */
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1);
-	assert_int_equal(bridge_step(e.b), 0);
-
-	/* resolved: refresh, comment, close as completed. */
-	e.now += 60000;
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	bfx_assert_request(&e, 3, "PATCH", "/repos/my-org/alerts/issues/7",
-			   "\"state_reason\":\"completed\"");
+	BFX_RUN(&e,
+		/* the same episode again (repeat_interval, HA twin): nothing. */
+		FIRE(EP1), STEP(1), CALLS(1), STEP(0),
+		/* resolved: refresh, comment, close as completed. */
+		LATER(60000), RESOLVE(EP1, "2026-11-21T01:49:48.539Z"),
+		GH_OPEN(200, 7), GH(201, "{\"id\":1}"), GH_CLOSED(7, "2026-11-21T01:50:00Z"),
+		STEP(1), CALLS(4),
+		SAW(1, "GET", "/repos/my-org/alerts/issues/7", NULL),
+		SAW(2, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at"),
+		SAW(3, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"completed\""));
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
 
 	/* a new episode within reopen_window: reopen, then comment. */
-	e.now += 3600000;
-	bfx_enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "\"reopened\"", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 7);
-	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
-			   "\"state_reason\":\"reopened\"");
-	bfx_assert_request(&e, 6, "POST", "/repos/my-org/alerts/issues/7/comments", "Reopened");
+	BFX_RUN(&e, LATER(3600000), FIRE("2026-11-21T03:00:00Z"),
+		GH_CLOSED(7, "2026-11-21T01:50:00Z"),
+		GH(200, ISSUE_JSON(7, "open", "\"reopened\"", "null")), GH(201, "{\"id\":2}"),
+		STEP(1), CALLS(7),
+		SAW(5, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"reopened\""),
+		SAW(6, "POST", "/repos/my-org/alerts/issues/7/comments", "Reopened"));
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "open");
 	assert_int_equal(row.number, 7);
@@ -171,20 +159,14 @@ static void reloaded_config_applies_to_the_next_event(void **state)
 	e.bo.reload = r;
 	e.b = bridge_new(&e.bo);
 
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", "\"labels\":[\"first\"]");
+	BFX_RUN(&e, CREATES(7),
+		SAW(0, "POST", "/repos/my-org/alerts/issues", "\"labels\":[\"first\"]"));
 
 	write_reload_files(dir, fake_http_url(e.gh), "second", "ghp_rotated");
 	assert_int_equal(reload_run(r, "test", &err), ERR_OK);
-	e.now += 60000;
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "closed", "\"completed\"", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
+	BFX_RUN(&e, LATER(60000), RESOLVE(EP1, "2026-11-21T01:49:48.539Z"),
+		GH_OPEN(200, 7), GH(201, "{\"id\":1}"),
+		GH(200, ISSUE_JSON(7, "closed", "\"completed\"", "null")), STEP(1), CALLS(4));
 	for (size_t i = 1; i < 4; i++)
 		assert_string_equal(fake_request_header(fake_http_request(e.gh, i), "Authorization"),
 				    "Bearer ghp_rotated");
@@ -202,19 +184,14 @@ static void not_the_leader_drains_nothing(void **state)
 
 	bfx_env_start(&e, NULL, NULL);
 	e.leading = 0;
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	assert_int_equal(bridge_step(e.b), 0);
-	assert_int_equal(bridge_step(e.b), 0);
-	assert_int_equal(fake_http_count(e.gh), 0);
+	BFX_RUN(&e, FIRE(EP1), STEP(0), STEP(0), CALLS(0));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
 	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
 
 	/* leading again: the event is handled as usual */
 	e.leading = 1;
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1);
-	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	BFX_RUN(&e, GH_OPEN(201, 7), STEP(1), CALLS(1),
+		SAW(0, "POST", "/repos/my-org/alerts/issues", NULL));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }
@@ -231,8 +208,7 @@ static void not_the_leader_counts_the_queue(void **state)
 	e.bo.metrics = m;
 	bfx_bridge_restart(&e, 0);
 	e.leading = 0;
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	assert_int_equal(bridge_step(e.b), 0);
+	BFX_RUN(&e, FIRE(EP1), STEP(0));
 	metrics_render(m, &text);
 	assert_non_null(strstr(buf_str(&text), "\nalertbridge_bridge_queue_pending 1\n"));
 	assert_int_equal(fake_http_count(e.gh), 0);
@@ -249,19 +225,12 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	/* resolved: the Lease is lost right after the refresh GET, before the comment */
-	e.now += 60000;
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
+	BFX_RUN(&e, CREATES(7),
+		/* resolved: the Lease is lost right after the refresh GET, before the comment */
+		LATER(60000), RESOLVE(EP1, "2026-11-21T01:49:48.539Z"), GH_OPEN(200, 7));
 	e.lose_after = 2;
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2);
-	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/7", NULL);
-	assert_int_equal(bridge_step(e.b), 0);
-	assert_int_equal(fake_http_count(e.gh), 2);
+	BFX_RUN(&e, STEP(1), CALLS(2), SAW(1, "GET", "/repos/my-org/alerts/issues/7", NULL),
+		STEP(0), CALLS(2));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "open");
@@ -278,20 +247,13 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 0);
 	store_event_release(&ev);
-	e.now += 20000;
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	fake_http_push(e.gh, 200, NULL, "[]");
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/7", NULL);
+	BFX_RUN(&e, LATER(20000), GH_OPEN(200, 7), GH(200, "[]"), GH(201, "{\"id\":1}"),
+		GH_CLOSED(7, "2026-11-21T01:50:00Z"), STEP(1), CALLS(6),
+		SAW(2, "GET", "/repos/my-org/alerts/issues/7", NULL));
 	assert_non_null(strstr(fake_http_request(e.gh, 3)->uri,
 			       "/repos/my-org/alerts/issues/7/comments"));
-	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
-			   "\"state_reason\":\"completed\"");
+	BFX_RUN(&e, SAW(4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at"),
+		SAW(5, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"completed\""));
 	bfx_get_row(&e, &row);
 	assert_string_equal(row.state, "closed");
 	store_issue_release(&row);
@@ -310,21 +272,10 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, "    reopen_window: 0s\n");
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	e.now += 60000;
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:49:48.539Z");
-	bfx_step_closes(&e, 7, 0);
-	e.now += 60000;
-	bfx_enqueue(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-18T11:00:00Z\""));
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(8, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
-			   "Previous issue: [#7](");
+	BFX_RUN(&e, CREATES(7), LATER(60000), RESOLVE(EP1, "2026-11-21T01:49:48.539Z"),
+		CLOSES(7), LATER(60000), FIRE("2026-11-21T03:00:00Z"),
+		GH_CLOSED(7, "2026-11-18T11:00:00Z"), GH_OPEN(201, 8), STEP(1), CALLS(6),
+		SAW(5, "POST", "/repos/my-org/alerts/issues", "Previous issue: [#7]("));
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 8);
 	assert_int_equal(row.previous_number, 7);
@@ -332,9 +283,8 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	store_issue_release(&row);
 
 	/* the resolve closes the new issue */
-	e.now += 60000;
-	bfx_enqueue(&e, "resolved", "2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z");
-	bfx_step_closes(&e, 8, 0);
+	BFX_RUN(&e, LATER(60000), RESOLVE("2026-11-21T03:00:00Z", "2026-11-21T03:30:00Z"),
+		CLOSES(8));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }
@@ -354,39 +304,25 @@ static void new_episode_adds_the_labels_the_issue_lacks(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue_sev(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z",
-			"warning");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	bfx_enqueue_sev(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z", "critical");
-	fake_http_push(e.gh, 200, NULL,
-		       LABELED_JSON(7, "[{\"name\":\"ALERT\"},{\"name\":\"severity:warning\"},"
-				    "{\"name\":\"team:db\"}]"));
-	fake_http_push(e.gh, 200, NULL, "[]");
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/7/labels",
-			   "{\"labels\":[\"severity:critical\"]}");
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
-
-	/* nothing new to add: no label call; a 422 on labels still lets the comment go */
-	bfx_enqueue_sev(&e, "firing", "2026-11-21T03:00:00Z", "0001-01-01T00:00:00Z", "critical");
-	fake_http_push(e.gh, 200, NULL,
-		       LABELED_JSON(7, "[\"alert\",\"severity:critical\"]"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":2}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
-	bfx_enqueue_sev(&e, "firing", "2026-11-21T04:00:00Z", "0001-01-01T00:00:00Z", "page");
-	fake_http_push(e.gh, 200, NULL, LABELED_JSON(7, "[]"));
-	fake_http_push(e.gh, 422, NULL, "{\"message\":\"Validation Failed\"}");
-	fake_http_push(e.gh, 201, NULL, "{\"id\":3}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 9);
-	bfx_assert_request(&e, 7, "POST", "/repos/my-org/alerts/issues/7/labels",
-			   "{\"labels\":[\"alert\",\"severity:page\"]}");
-	bfx_assert_request(&e, 8, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing");
+	BFX_RUN(&e, FIRE_SEV(EP1, "warning"), GH_OPEN(201, 7), STEP(1),
+		FIRE_SEV("2026-11-21T02:00:00Z", "critical"),
+		GH(200, LABELED_JSON(7, "[{\"name\":\"ALERT\"},{\"name\":\"severity:warning\"},"
+				     "{\"name\":\"team:db\"}]")),
+		GH(200, "[]"), GH(201, "{\"id\":1}"), STEP(1), CALLS(4),
+		SAW(2, "POST", "/repos/my-org/alerts/issues/7/labels",
+		    "{\"labels\":[\"severity:critical\"]}"),
+		SAW(3, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing"),
+		/* nothing new to add: no label call; a 422 on labels still lets the comment go */
+		FIRE_SEV("2026-11-21T03:00:00Z", "critical"),
+		GH(200, LABELED_JSON(7, "[\"alert\",\"severity:critical\"]")),
+		GH(201, "{\"id\":2}"), STEP(1), CALLS(6),
+		SAW(5, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing"),
+		FIRE_SEV("2026-11-21T04:00:00Z", "page"), GH(200, LABELED_JSON(7, "[]")),
+		GH(422, "{\"message\":\"Validation Failed\"}"), GH(201, "{\"id\":3}"), STEP(1),
+		CALLS(9),
+		SAW(7, "POST", "/repos/my-org/alerts/issues/7/labels",
+		    "{\"labels\":[\"alert\",\"severity:page\"]}"),
+		SAW(8, "POST", "/repos/my-org/alerts/issues/7/comments", "event=firing"));
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
@@ -400,31 +336,19 @@ static void close_resumes_after_failed_state_change(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Server Error\"}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);  /* the PATCH in doubt: not repeated */
+	BFX_RUN(&e, CREATES(3), RESOLVE(EP1, "2026-11-21T01:00:00Z"), GH_OPEN(200, 3),
+		GH(201, "{\"id\":1}"), GH(502, "{\"message\":\"Server Error\"}"), STEP(1),
+		CALLS(4));  /* the PATCH in doubt: not repeated */
 	/* kept for retry, with the comment recorded as done */
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_string_equal(ev.progress, "close:1");
 	assert_int_equal(ev.attempts, 1);
 	store_event_release(&ev);
-	assert_int_equal(bridge_step(e.b), 0); /* not due yet */
-
-	/* the resumed attempt reads the issue again, then closes it */
-	e.now += 3600000;
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 4, "GET", "/repos/my-org/alerts/issues/3", NULL);
-	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	BFX_RUN(&e, STEP(0), /* not due yet */
+		/* the resumed attempt reads the issue again, then closes it */
+		LATER(3600000), GH_OPEN(200, 3), GH_CLOSED(3, "2026-11-21T02:00:00Z"), STEP(1),
+		CALLS(6), SAW(4, "GET", "/repos/my-org/alerts/issues/3", NULL),
+		SAW(5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\""));
 	for (size_t i = 0; i < fake_http_count(e.gh); i++) /* one comment, not two */
 		if (i != 2)
 			assert_null(strstr(fake_http_request(e.gh, i)->uri, "/comments"));
@@ -451,21 +375,13 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-
 	/*
 	 * The comment's answer is lost (the connection drops after the POST was read): the
 	 * note stays ("~": maybe posted).  A refusal would not leave it: GitHub answered.
 	 */
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	fake_http_push_drop(e.gh);
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 3);
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues/3/comments",
-			   RESOLVED_MARKER);
+	BFX_RUN(&e, CREATES(3), RESOLVE(EP1, "2026-11-21T01:00:00Z"), GH_OPEN(200, 3), GH_DROP,
+		STEP(1), CALLS(3),
+		SAW(2, "POST", "/repos/my-org/alerts/issues/3/comments", RESOLVED_MARKER));
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_non_null(ev.progress);
 	assert_memory_equal(ev.progress, "close:0~@", 9);  /* and when it was noted */
@@ -475,16 +391,11 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 	 * The retry reads the issue again and finds the comment on it (the POST did
 	 * land): no second one.
 	 */
-	e.now += 3600000;
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	fake_http_push(e.gh, 200, NULL,
-		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
-		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 3, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	BFX_RUN(&e, LATER(3600000), GH_OPEN(200, 3),
+		GH(200, "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
+			"\"created_at\":\"2026-11-21T01:00:01Z\"}]"),
+		GH_CLOSED(3, "2026-11-21T02:00:00Z"), STEP(1), CALLS(6),
+		SAW(3, "GET", "/repos/my-org/alerts/issues/3", NULL));
 	assert_string_equal(fake_http_request(e.gh, 4)->method, "GET");
 	assert_non_null(strstr(fake_http_request(e.gh, 4)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
@@ -503,27 +414,18 @@ static void comment_in_doubt_but_absent_is_posted(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
 	/* As a process killed right after writing the note leaves it. */
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	BFX_RUN(&e, CREATES(3), RESOLVE(EP1, "2026-11-21T01:00:00Z"));
 	assert_int_equal(store_next_event(e.st, "bridge", e.now, &ev), ERR_OK);
 	assert_int_equal(store_event_progress(e.st, ev.id, "close:0~"), ERR_OK);
 	store_event_release(&ev);
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	fake_http_push(e.gh, 200, NULL, "[]");
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	BFX_RUN(&e, GH_OPEN(200, 3), GH(200, "[]"), GH(201, "{\"id\":1}"),
+		GH_CLOSED(3, "2026-11-21T02:00:00Z"), STEP(1), CALLS(5),
+		SAW(1, "GET", "/repos/my-org/alerts/issues/3", NULL));
 	assert_non_null(strstr(fake_http_request(e.gh, 2)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues/3/comments",
-			   RESOLVED_MARKER);
-	bfx_assert_request(&e, 4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	BFX_RUN(&e, SAW(3, "POST", "/repos/my-org/alerts/issues/3/comments", RESOLVED_MARKER),
+		SAW(4, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\""));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }
@@ -535,12 +437,10 @@ static void invalid_request_is_dead_lettered(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 422, NULL,
-		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
-		       "\"code\":\"custom\",\"field\":\"title\"}]}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1);
+	BFX_RUN(&e, FIRE(EP1),
+		GH(422, "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
+			"\"code\":\"custom\",\"field\":\"title\"}]}"),
+		STEP(1), CALLS(1));
 	assert_int_equal(store_dead_count(e.st), 1);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	assert_int_equal(store_issue_get(e.st, "default", FP, &row), ERR_NOTFOUND);
@@ -561,19 +461,14 @@ static void missing_repository_is_dead_lettered_until_retried(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
-	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2);
-	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
-	bfx_assert_request(&e, 1, "GET", "/repos/my-org/alerts", NULL);
+	BFX_RUN(&e, FIRE(EP1), GH(404, NOT_FOUND), GH(404, NOT_FOUND), STEP(1), CALLS(2),
+		SAW(0, "POST", "/repos/my-org/alerts/issues", NULL),
+		SAW(1, "GET", "/repos/my-org/alerts", NULL));
 	assert_int_equal(store_dead_count(e.st), 1);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 
-	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2);  /* known missing: no call */
+	BFX_RUN(&e, FIRE("2026-11-21T02:00:00Z"), STEP(1),
+		CALLS(2));  /* known missing: no call */
 	assert_int_equal(store_dead_count(e.st), 2);
 
 	assert_int_equal(bridge_retry_dead(e.b, &n), ERR_OK);
@@ -584,10 +479,8 @@ static void missing_repository_is_dead_lettered_until_retried(void **state)
 			    STORE_REQUEUED "repository my-org/alerts not found or no access");
 	store_event_release(&ev);
 	/* Its create was refused (404): nothing was made, so it is posted at once. */
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 3);
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	BFX_RUN(&e, GH_OPEN(201, 4), STEP(1), CALLS(3),
+		SAW(2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
 	bfx_env_stop(&e);
 }
@@ -600,12 +493,8 @@ static void missing_repository_needs_a_404_from_github(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
-	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
-	fake_http_push(e.gh, 502, NULL, "{\"message\":\"Bad Gateway\"}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 3);
+	BFX_RUN(&e, FIRE(EP1), GH(404, NOT_FOUND), GH(502, BAD_GATEWAY), GH(502, BAD_GATEWAY),
+		STEP(1), CALLS(3));
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 1);
@@ -613,14 +502,11 @@ static void missing_repository_needs_a_404_from_github(void **state)
 	assert_non_null(strstr(ev.last_error, "is the repository there? giving up after 2"));
 	store_event_release(&ev);
 	/* The repository is there (the 404 was about something in it): retried, not dead. */
-	e.now += 3600000;
-	/* (the create was refused, 404: nothing to look for before posting again) */
-	fake_http_push(e.gh, 404, NULL, "{\"message\":\"Not Found\"}");
-	fake_http_push(e.gh, 200, NULL, "{\"full_name\":\"my-org/alerts\"}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 5);
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", NULL);
-	bfx_assert_request(&e, 4, "GET", "/repos/my-org/alerts", NULL);
+	BFX_RUN(&e, LATER(3600000),
+		/* (the create was refused, 404: nothing to look for before posting again) */
+		GH(404, NOT_FOUND), GH(200, "{\"full_name\":\"my-org/alerts\"}"), STEP(1), CALLS(5),
+		SAW(3, "POST", "/repos/my-org/alerts/issues", NULL),
+		SAW(4, "GET", "/repos/my-org/alerts", NULL));
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
 	bfx_env_stop(&e);
@@ -638,32 +524,25 @@ static void unassignable_assignee_is_dropped(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, "    assignees: [oncall, ghost]\n");
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 422, NULL,
-		       "{\"message\":\"Validation Failed\",\"errors\":[{\"value\":\"ghost\","
-		       "\"resource\":\"Issue\",\"field\":\"assignees\",\"code\":\"invalid\"}]}");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(6, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2);
-	bfx_assert_request(&e, 0, "POST", "/repos/my-org/alerts/issues",
-			   "\"assignees\":[\"oncall\",\"ghost\"]");
-	bfx_assert_request(&e, 1, "POST", "/repos/my-org/alerts/issues",
-			   "\"assignees\":[\"oncall\"]");
+	BFX_RUN(&e, FIRE(EP1),
+		GH(422, "{\"message\":\"Validation Failed\",\"errors\":[{\"value\":\"ghost\","
+			"\"resource\":\"Issue\",\"field\":\"assignees\",\"code\":\"invalid\"}]}"),
+		GH_OPEN(201, 6), STEP(1), CALLS(2),
+		SAW(0, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\",\"ghost\"]"),
+		SAW(1, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\"]"));
 	assert_int_equal(store_dead_count(e.st), 0);
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 6);
 	store_issue_release(&row);
 
 	/* an error that names no login: every assignee is left out */
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	BFX_RUN(&e, FIRE(EP1));
 	assert_int_equal(store_issue_forget(e.st, "default", FP), ERR_OK);
-	fake_http_push(e.gh, 422, NULL,
-		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
-		       "\"field\":\"assignees\",\"code\":\"invalid\"}]}");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 4);
-	bfx_assert_request(&e, 3, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[]");
+	BFX_RUN(&e,
+		GH(422, "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
+			"\"field\":\"assignees\",\"code\":\"invalid\"}]}"),
+		GH_OPEN(201, 7), STEP(1), CALLS(4),
+		SAW(3, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[]"));
 	assert_int_equal(store_dead_count(e.st), 0);
 	bfx_env_stop(&e);
 }
@@ -675,9 +554,7 @@ static void bad_token_keeps_the_event(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 401, NULL, "{\"message\":\"Bad credentials\"}");
-	assert_int_equal(bridge_step(e.b), 1);
+	BFX_RUN(&e, FIRE(EP1), GH(401, "{\"message\":\"Bad credentials\"}"), STEP(1));
 	assert_int_equal(store_dead_count(e.st), 0);
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 1);
@@ -694,15 +571,9 @@ static void deleted_issue_is_recreated(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(4, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 410, NULL, "{\"message\":\"This issue was deleted\"}");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 3);
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
+	BFX_RUN(&e, CREATES(4), FIRE("2026-11-21T02:00:00Z"),
+		GH(410, "{\"message\":\"This issue was deleted\"}"), GH_OPEN(201, 9), STEP(1),
+		CALLS(3), SAW(2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 9);
 	store_issue_release(&row);
@@ -716,22 +587,13 @@ static void not_planned_is_respected_within_window(void **state)
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(5, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	/* a person closed it as "won't fix"; the alert resolves, then fires again */
-	e.now += 60000;
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	/* the new episode reads the issue (a person may have reopened it): still won't fix */
-	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(5, "closed", "\"not_planned\"", "\"2026-11-21T00:55:00Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	/* create, GET on resolve, GET on the new episode, and nothing else */
-	assert_int_equal(fake_http_count(e.gh), 3);
+	BFX_RUN(&e, CREATES(5),
+		/* a person closed it as "won't fix"; the alert resolves, then fires again */
+		LATER(60000), RESOLVE(EP1, "2026-11-21T01:00:00Z"), GH(200, NOT_PLANNED(5)), STEP(1),
+		/* the new episode reads the issue (a person may have reopened it): still won't fix */
+		FIRE("2026-11-21T02:00:00Z"), GH(200, NOT_PLANNED(5)), STEP(1),
+		/* create, GET on resolve, GET on the new episode, and nothing else */
+		CALLS(3));
 	for (size_t i = 1; i < fake_http_count(e.gh); i++)
 		bfx_assert_request(&e, i, "GET", "/repos/my-org/alerts/issues/5", NULL);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
@@ -795,12 +657,11 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 
 	bfx_env_start(&e, NULL, NULL);
 	bfx_put_dry_run_row(&e);
-	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,\"closed_at\":null,"
-		       "\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":\"x\\n\\n<!-- "
-		       "alertbridge:key=" FP " -->\",\"repository_url\":"
-		       "\"https://api.github.com/repos/my-org/alerts\"}]");
+	BFX_RUN(&e, RESOLVE(EP1, "2026-11-21T01:00:00Z"),
+		GH(200, "[{\"number\":12,\"state\":\"open\",\"state_reason\":null,"
+			"\"closed_at\":null,\"created_at\":\"2026-11-18T11:00:00Z\",\"body\":"
+			"\"x\\n\\n<!-- alertbridge:key=" FP " -->\",\"repository_url\":"
+			"\"https://api.github.com/repos/my-org/alerts\"}]"));
 	bfx_step_closes(&e, 12, 1);  /* after the marker lookup */
 	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
@@ -813,16 +674,14 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 
 	/* another receiver's issue of the key is not taken: a firing creates its own */
 	bfx_put_dry_run_row(&e);
-	bfx_enqueue(&e, "firing", "2026-11-21T02:00:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL,
-		       "[{\"number\":13,\"state\":\"open\",\"created_at\":\"2026-11-18T11:01:00Z\","
-		       "\"body\":\"x\\n\\n<!-- alertbridge:receiver=other --> <!-- alertbridge:key="
-		       FP " -->\",\"repository_url\":\"https://api.github.com/repos/my-org/alerts\"}]");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(14, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues",
-			   "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->");
+	BFX_RUN(&e, FIRE("2026-11-21T02:00:00Z"),
+		GH(200, "[{\"number\":13,\"state\":\"open\",\"created_at\":\"2026-11-18T11:01:00Z\","
+			"\"body\":\"x\\n\\n<!-- alertbridge:receiver=other --> <!-- "
+			"alertbridge:key=" FP " -->\",\"repository_url\":"
+			"\"https://api.github.com/repos/my-org/alerts\"}]"),
+		GH_OPEN(201, 14), STEP(1), CALLS(6),
+		SAW(5, "POST", "/repos/my-org/alerts/issues",
+		    "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->"));
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 14);
 	store_issue_release(&row);
@@ -869,23 +728,18 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 
 	bfx_env_start_scan(&e, NULL, NULL, 0);
 	/* the same episode re-sent after the database was lost */
-	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
-	fake_http_push(e.gh, 200, NULL,
-		       "[" LISTED(4, "open", "null", 0, "unrelated") ","
-		       LISTED(5, "open", "null", 1, "x\\n\\n<!-- alertbridge:episode="
-			      "2026-11-21T00:49:48.539Z -->\\n<!-- alertbridge:key=" FP " -->") "]");
-	fake_http_push(e.gh, 200, NULL,
-		       "[{\"body\":\"firing again <!-- alertbridge:episode=2026-11-21T01:30:00.000Z"
-		       " event=firing -->\"}]");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 3); /* no create, no comment */
-	bfx_assert_request(&e, 0, "GET", "/user", NULL);
-	bfx_assert_request(&e, 1, "GET",
-			   "/repos/my-org/alerts/issues?state=all&sort=created&direction=asc"
-			   "&per_page=100&creator=ab-bot", NULL);
-	bfx_assert_request(&e, 2, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100",
-			   NULL);
+	BFX_RUN(&e, FIRE("2026-11-21T01:30:00Z"),
+		GH(200, USER_JSON),  /* GET /user: the creator= filter */
+		GH(200, "[" LISTED(4, "open", "null", 0, "unrelated") ","
+			LISTED(5, "open", "null", 1, "x\\n\\n<!-- alertbridge:episode="
+			       "2026-11-21T00:49:48.539Z -->\\n<!-- alertbridge:key=" FP " -->") "]"),
+		GH(200, "[{\"body\":\"firing again <!-- alertbridge:episode="
+			"2026-11-21T01:30:00.000Z event=firing -->\"}]"),
+		STEP(1), CALLS(3), /* no create, no comment */
+		SAW(0, "GET", "/user", NULL),
+		SAW(1, "GET", "/repos/my-org/alerts/issues?state=all&sort=created&direction=asc"
+			      "&per_page=100&creator=ab-bot", NULL),
+		SAW(2, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100", NULL));
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
 	assert_string_equal(row.state, "open");
@@ -893,16 +747,10 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 	store_issue_release(&row);
 
 	/* once per repository: the next event reads no list; a resolve closes #5 */
-	bfx_enqueue(&e, "resolved", "2026-11-21T01:30:00Z", "2026-11-21T02:00:00Z");
-	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(5, "open", "null", "null"));
-	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e.gh, 200, NULL,
-		       ISSUE_JSON(5, "closed", "\"completed\"", "\"2026-11-21T02:00:05Z\""));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 6);
-	bfx_assert_request(&e, 4, "POST", "/repos/my-org/alerts/issues/5/comments",
-			   "event=resolved-");
-	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\"");
+	BFX_RUN(&e, RESOLVE("2026-11-21T01:30:00Z", "2026-11-21T02:00:00Z"), GH_OPEN(200, 5),
+		GH(201, "{\"id\":1}"), GH_CLOSED(5, "2026-11-21T02:00:05Z"), STEP(1), CALLS(6),
+		SAW(4, "POST", "/repos/my-org/alerts/issues/5/comments", "event=resolved-"),
+		SAW(5, "PATCH", "/repos/my-org/alerts/issues/5", "\"state\":\"closed\""));
 	bfx_env_stop(&e);
 }
 
@@ -921,16 +769,13 @@ static void rebuild_keeps_to_its_receiver(void **state)
 	(void)state;
 
 	bfx_env_start_scan(&e, NULL, NULL, 0);
-	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
-	/* an old marker (#3), then another receiver's issue of the same key (#4) */
-	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
-	fake_http_push(e.gh, 200, NULL,
-		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=" FP " -->") ","
-		       LISTED(4, "open", "null", 0, "b\\n\\n" OTHER_MARKER) "]");
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(9, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 3);
-	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\"");
+	BFX_RUN(&e, FIRE("2026-11-21T01:30:00Z"),
+		/* an old marker (#3), then another receiver's issue of the same key (#4) */
+		GH(200, USER_JSON),  /* GET /user: the creator= filter */
+		GH(200, "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=" FP " -->")
+			"," LISTED(4, "open", "null", 0, "b\\n\\n" OTHER_MARKER) "]"),
+		GH_OPEN(201, 9), STEP(1), CALLS(3),
+		SAW(2, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\""));
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 9);
 	store_issue_release(&row);
@@ -939,15 +784,14 @@ static void rebuild_keeps_to_its_receiver(void **state)
 	/* its own marker wins over a newer one of another receiver; an old one counts when no
 	 * other receiver claims the key */
 	bfx_env_start_scan(&e, NULL, NULL, 0);
-	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
-	fake_http_push(e.gh, 200, NULL,
-		       "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key=0000000000000001 -->")
-		       "," LISTED(5, "open", "null", 0, "c\\n\\n<!-- alertbridge:episode=2026-11-21T01:30:00Z"
-				  " -->\\n" OWN_MARKER) ","
-		       LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2); /* same episode on #5: nothing */
+	BFX_RUN(&e, FIRE("2026-11-21T01:30:00Z"),
+		GH(200, USER_JSON),  /* GET /user: the creator= filter */
+		GH(200, "[" LISTED(3, "open", "null", 0, "a\\n\\n<!-- alertbridge:key="
+				   "0000000000000001 -->")
+			"," LISTED(5, "open", "null", 0, "c\\n\\n<!-- alertbridge:episode="
+				   "2026-11-21T01:30:00Z -->\\n" OWN_MARKER) ","
+			LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]"),
+		STEP(1), CALLS(2)); /* same episode on #5: nothing */
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
 	store_issue_release(&row);
@@ -964,11 +808,10 @@ static void failed_rebuild_keeps_the_event(void **state)
 	(void)state;
 
 	bfx_env_start_scan(&e, NULL, NULL, 0);
-	bfx_enqueue(&e, "firing", "2026-11-21T01:30:00Z", "0001-01-01T00:00:00Z");
-	fake_http_push(e.gh, 200, NULL, USER_JSON);  /* GET /user: the creator= filter */
-	fake_http_push(e.gh, 200, NULL, "{\"not\":\"a list\"}");
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 2); /* no create without the rebuild */
+	BFX_RUN(&e, FIRE("2026-11-21T01:30:00Z"),
+		GH(200, USER_JSON),  /* GET /user: the creator= filter */
+		GH(200, "{\"not\":\"a list\"}"), STEP(1),
+		CALLS(2)); /* no create without the rebuild */
 	assert_int_equal(store_next_event(e.st, "bridge", e.now + 3600000, &ev), ERR_OK);
 	assert_int_equal(ev.attempts, 1);
 	assert_string_equal(ev.last_error, "issue list of my-org/alerts: answer is not a JSON array");

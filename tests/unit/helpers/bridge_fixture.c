@@ -202,3 +202,45 @@ void bfx_put_dry_run_row(struct env *e)
 	row.updated_at_ms = T0 - 600000;
 	assert_int_equal(store_issue_put(e->st, &row), ERR_OK);
 }
+
+void bfx_run(struct env *e, const struct bfx_step *steps, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct bfx_step *s = &steps[i];
+		int64_t got = 0;
+
+		switch (s->op) {
+		case BFX_FIRE:
+			bfx_enqueue_sev(e, "firing", s->a, NO_END, s->c ? s->c : "critical");
+			continue;
+		case BFX_RESOLVE:
+			bfx_enqueue(e, "resolved", s->a, s->b);
+			continue;
+		case BFX_ANSWER:
+			fake_http_push(e->gh, (int)s->n, NULL, s->a);
+			continue;
+		case BFX_DROP:
+			fake_http_push_drop(e->gh);
+			continue;
+		case BFX_LATER:
+			e->now += s->n;
+			continue;
+		case BFX_SAW:
+			bfx_assert_request(e, (size_t)s->n, s->b, s->a, s->c);
+			continue;
+		case BFX_CLOSES:
+			bfx_step_closes(e, (int)s->n, 0);
+			continue;
+		case BFX_STEP:
+			got = bridge_step(e->b);
+			break;
+		case BFX_CALLS:
+			got = (int64_t)fake_http_count(e->gh);
+			break;
+		}
+		if (got != s->n)
+			fail_msg("step %zu: %s %lld, want %lld", i,
+				 s->op == BFX_STEP ? "bridge_step()" : "requests",
+				 (long long)got, (long long)s->n);
+	}
+}

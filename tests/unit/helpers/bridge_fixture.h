@@ -90,4 +90,52 @@ void bfx_get_row(struct env *e, struct store_issue *row);
 /* FP's row as dry-run writes it (number 0, open), for the episode 2026-11-21T00:49:48.539Z. */
 void bfx_put_dry_run_row(struct env *e);
 
+/*
+ * A scripted scenario, as a table (the shape of test_issue.c's): bfx_run() takes the steps
+ * in order, each an event queued, an answer GitHub will give, the bridge stepped, the
+ * clock moved or a check of what GitHub saw; a failed check names its step.
+ */
+enum bfx_op {
+	BFX_FIRE,    /* queue FP firing since a, severity c (NULL: critical) */
+	BFX_RESOLVE, /* queue FP resolved: the episode since a, ended at b */
+	BFX_ANSWER,  /* GitHub's next answer: status n, body a */
+	BFX_DROP,    /* GitHub's next answer: the connection drops once the request is read */
+	BFX_STEP,    /* bridge_step() returns n */
+	BFX_LATER,   /* the virtual clock moves n ms */
+	BFX_CALLS,   /* GitHub has seen n requests */
+	BFX_SAW,     /* request n was method b of uri a with c in its body (bfx_assert_request) */
+	BFX_CLOSES,  /* the next step closes open issue n (bfx_step_closes, first 0) */
+};
+struct bfx_step {
+	enum bfx_op op;
+	int64_t n;
+	const char *a, *b, *c;
+};
+#define EP1 "2026-11-21T00:49:48.539Z" /* the first episode's startsAt */
+#define NO_END "0001-01-01T00:00:00Z"   /* endsAt of a firing alert */
+#define FIRE(starts) { BFX_FIRE, 0, starts, NULL, NULL }
+#define FIRE_SEV(starts, severity) { BFX_FIRE, 0, starts, NULL, severity }
+#define RESOLVE(starts, ends) { BFX_RESOLVE, 0, starts, ends, NULL }
+#define GH(status, body) { BFX_ANSWER, status, body, NULL, NULL }
+#define GH_DROP { BFX_DROP, 0, NULL, NULL, NULL }
+#define STEP(n) { BFX_STEP, n, NULL, NULL, NULL }
+#define LATER(ms) { BFX_LATER, ms, NULL, NULL, NULL }
+#define CALLS(n) { BFX_CALLS, n, NULL, NULL, NULL }
+#define SAW(i, method, uri, part) { BFX_SAW, i, uri, method, part }
+#define CLOSES(n) { BFX_CLOSES, n, NULL, NULL, NULL }
+/* GitHub answers an open issue n (a create's 201, a read's 200). */
+#define GH_OPEN(status, n) GH(status, ISSUE_JSON(n, "open", "null", "null"))
+/* GitHub answers issue n closed as completed at closed_at. */
+#define GH_CLOSED(n, closed_at) \
+	GH(200, ISSUE_JSON(n, "closed", "\"completed\"", "\"" closed_at "\""))
+/* The first episode fires and issue n is created for it: the opening of most scenarios. */
+#define CREATES(n) FIRE(EP1), GH_OPEN(201, n), STEP(1)
+/* Run the steps (a braced list) on e. */
+#define BFX_RUN(e, ...)                                                     \
+	do {                                                                \
+		const struct bfx_step steps_[] = { __VA_ARGS__ };           \
+		bfx_run(e, steps_, sizeof(steps_) / sizeof(steps_[0]));    \
+	} while (0)
+void bfx_run(struct env *e, const struct bfx_step *steps, size_t n);
+
 #endif
