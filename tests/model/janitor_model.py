@@ -14,9 +14,10 @@ enabled feature classes:
   click               signed "Keep until" clicks (fake_slack.click_request): by the owner (on
                       the newest button, or "keen": waiting for a fresh unused one), by
                       someone else, the same button twice, the same request replayed, an old
-                      button (a replaced pod's, or after the postpone limit)
+                      button (a replaced pod's, or after the postpone limit); "limit": kept
+                      max_postpones times, then a button of an earlier episode clicked
   kill                SIGKILL and restart on the same database
-  wait                time passes (1-3 s): expiries are reached (grace 4 s, notice_lead 2 s,
+  wait                time passes (1-3 s): expiries are reached (grace 4 s, notice_lead 3 s,
                       postpone_by 3 s, max_postpones 2, max_lifetime 16 s, sweep 300 ms)
 
 The janitor reads the wall clock; its durations are scaled down in the config (as
@@ -71,7 +72,7 @@ HOOK_TOKEN = "jmodel-webhook-token"
 SECRET = "jmodel-signing-secret-0123456789"
 ALERT = "JanitorIdleGPUPod"
 NS = "ml"
-POL = Policy(grace_s=4, lead_s=2, by_s=3, max_postpones=2, lifetime_s=16)
+POL = Policy(grace_s=4, lead_s=3, by_s=3, max_postpones=2, lifetime_s=16)
 SWEEP_MS = 300
 SECOND_MS = 20
 QUIET_S = 20
@@ -252,8 +253,9 @@ class World:
     # ----- steps ------------------------------------------------------------------------------
     def choices(self):
         w = {"fire": 5, "resolve": 2, "replace": 1, "delete": 1, "slack": 1, "ratelimit": 1,
-             "click": 5, "kill": 1, "wait": 3}
-        return [(k, n) for k, n in w.items() if k in self.features]
+             "click": 5, "limit": 1, "kill": 1, "wait": 3}
+        return [(k, n) for k, n in w.items() if k in self.features or
+                (k == "limit" and "click" in self.features)]
 
     def step(self):
         kinds = self.choices()
@@ -368,17 +370,9 @@ class World:
         how = self.rng.choice(("owner", "owner", "keen", "keen", "other", "twice", "replay",
                                "old"))
         if how == "keen":  # the owner clicks the newest button not used yet, waiting for it
-            deadline = time.time() + POL.by_s + 1
-            while time.time() < deadline:
-                fresh = [b for b in self.buttons(p) if b[1] == p.uid and
-                         (b[1], b[2]) not in p.used_buttons]
-                if fresh:
-                    m, uid, notice, value = fresh[-1]
-                    return self.click(p, m, uid, notice, value, p.owner, how)
-                time.sleep(0.1)
-                obj = self.kube.pod(NS, p.name)
-                p.uid = obj["metadata"]["uid"] if obj else None
-            self.note("keen click %s: no fresh button within %d s" % (p.name, POL.by_s + 1))
+            b = self.wait_button(p, "keen click")
+            if b:
+                self.click(p, b[0], b[1], b[2], b[3], p.owner, how)
             return
         if how == "replay" and self.clicks:
             body, h, desc = self.rng.choice(self.clicks)
@@ -402,6 +396,42 @@ class World:
         user = p.owner if how != "other" else [u for u in USERS if u != p.owner][0]
         for _ in range(2 if how == "twice" else 1):
             self.click(p, m, uid, notice, value, user, how)
+
+    def wait_button(self, p, what, timeout_s=POL.by_s + 1, keep=()):
+        """The newest button for p's current pod not used yet (nor in keep), waited for;
+        None if none."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            fresh = [b for b in self.buttons(p) if b[1] == p.uid and
+                     (b[1], b[2]) not in p.used_buttons and b[3] not in keep]
+            if fresh:
+                return fresh[-1]
+            time.sleep(0.1)
+        self.note("%s %s: no fresh button within %d s" % (what, p.name, timeout_s))
+        return None
+
+    def step_limit(self, p):
+        """The owner keeps the pod max_postpones times, then clicks a button an earlier
+        episode of its alert left unused (fire, notice, resolve, fire again)."""
+        if p.uid is None:
+            self.add_pod(p)
+            self.note("pod %s created (uid %s)" % (p.name, p.uid[:8]))
+        self.post_alert(p, p.uid, "firing")
+        self.note("limit %s: fire uid %s" % (p.name, p.uid[:8]))
+        first = self.wait_button(p, "limit")
+        if first is None:
+            return
+        self.post_alert(p, p.uid, "resolved")
+        self.post_alert(p, p.uid, "firing")
+        self.note("limit %s: resolve, fire again" % p.name)
+        self.settle("a new episode")
+        for _ in range(POL.max_postpones):
+            b = self.wait_button(p, "limit", keep=(first[3],))
+            if b is None:
+                return
+            self.click(p, b[0], b[1], b[2], b[3], p.owner, "keen")
+        m, uid, notice, value = first
+        self.click(p, m, uid, notice, value, p.owner, "first-episode")
 
     def click(self, p, m, uid, notice, value, user, how):
         self.settle("before a click")

@@ -19,6 +19,7 @@ import time
 JANITOR_KEYS = ("janitor/expires", "janitor/reason", "janitor/marked-at",
                 "janitor/marked-expires", "janitor/notified-at")
 SLOP_S = 1.0        # janitor/* times are whole seconds (floored): a second either way
+NOTICE_SLOP_S = 0.05  # Slack's ts is taken before the outbox's sent_at, which the lead counts
 RESOLVE_SLOP_S = 1.0  # a sweep already past its fresh GET when a resolve is stored
 
 
@@ -203,7 +204,7 @@ def trace_problems(pods, kube_reqs, messages, notice_uids, pol):
         if pre != uid:
             out.append("%s: the delete's uid precondition is %r" % (what, pre))
         after = postponed_at.get(uid, 0)
-        ok = [n for n in notices.get(uid, []) if after < n[0] <= t - pol.lead_s + SLOP_S]
+        ok = [n for n in notices.get(uid, []) if after < n[0] <= t - pol.lead_s + NOTICE_SLOP_S]
         if not ok:
             out.append("%s: no notice delivered notice_lead (%ds) before it%s (notices at %s)"
                        % (what, pol.lead_s, " and after its last postpone at %.2f" % after
