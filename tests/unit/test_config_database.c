@@ -199,14 +199,17 @@ static void password_file_errors(void **state)
 		   want, "s3cr3t-pg");
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(accepted_forms, setup, teardown),
-		cmocka_unit_test_setup_teardown(password_file_resolved_and_dumped, setup, teardown),
-		cmocka_unit_test_setup_teardown(password_in_uri_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(malformed_uri_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(password_file_errors, setup, teardown),
+		T(accepted_forms),
+		T(password_file_resolved_and_dumped),
+		T(password_in_uri_refused),
+		T(malformed_uri_refused),
+		T(password_file_errors),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -544,21 +544,22 @@ static void app_login_is_slug_bot_from_get_app(void **state)
 	assert_string_equal(buf_str(&fx->err), "GET /app: answer has no slug");
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(jwt_header_claims_signature, setup, teardown),
-		cmocka_unit_test_setup_teardown(app_token_cached_and_renewed, setup, teardown),
-		cmocka_unit_test_setup_teardown(app_token_renewed_after_401, setup, teardown),
-		cmocka_unit_test_setup_teardown(app_installation_found_per_owner, setup, teardown),
-		cmocka_unit_test_setup_teardown(owner_matching, setup, teardown),
-		cmocka_unit_test_setup_teardown(budget_per_credential, setup, teardown),
-		cmocka_unit_test_setup_teardown(creds_replaced_logged_only_on_change, setup, teardown),
-		cmocka_unit_test_setup_teardown(creds_swapped, setup, teardown),
-		cmocka_unit_test_setup_teardown(login_per_credential_relearned_on_new_set, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(app_login_is_slug_bot_from_get_app, setup,
-						teardown),
+		T(jwt_header_claims_signature),
+		T(app_token_cached_and_renewed),
+		T(app_token_renewed_after_401),
+		T(app_installation_found_per_owner),
+		T(owner_matching),
+		T(budget_per_credential),
+		T(creds_replaced_logged_only_on_change),
+		T(creds_swapped),
+		T(login_per_credential_relearned_on_new_set),
+		T(app_login_is_slug_bot_from_get_app),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -544,27 +544,28 @@ static void system_trust_is_read_as_one_bundle(void **state)
 	http_client_free(c);
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(get_returns_status_body_and_headers, setup, teardown),
-		cmocka_unit_test_setup_teardown(post_and_patch_send_body, setup, teardown),
-		cmocka_unit_test_setup_teardown(error_status_is_not_an_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(redirect_followed_keeps_method_and_last_headers,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(redirect_not_followed_by_default, setup, teardown),
-		cmocka_unit_test_setup_teardown(too_many_redirects_is_invalid, setup, teardown),
-		cmocka_unit_test_setup_teardown(body_over_cap_is_toobig, setup, teardown),
-		cmocka_unit_test_setup_teardown(timeout_is_retry_sent_and_hides_headers, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(refused_connect_is_io_not_sent, setup, teardown),
-		cmocka_unit_test_setup_teardown(dropped_connection_is_io_sent, setup, teardown),
-		cmocka_unit_test_setup_teardown(bad_requests_are_invalid, setup, teardown),
-		cmocka_unit_test_setup_teardown(reuse_after_error_works, setup, teardown),
-		cmocka_unit_test_setup_teardown(ca_file_means_no_ca_directory, setup, teardown),
-		cmocka_unit_test_setup_teardown(system_trust_is_read_as_one_bundle, setup, teardown),
-		cmocka_unit_test_setup_teardown(client_cert_options_reach_curl, setup, teardown),
-		cmocka_unit_test_setup_teardown(retry_after_seconds_or_http_date, setup, teardown),
+		T(get_returns_status_body_and_headers),
+		T(post_and_patch_send_body),
+		T(error_status_is_not_an_error),
+		T(redirect_followed_keeps_method_and_last_headers),
+		T(redirect_not_followed_by_default),
+		T(too_many_redirects_is_invalid),
+		T(body_over_cap_is_toobig),
+		T(timeout_is_retry_sent_and_hides_headers),
+		T(refused_connect_is_io_not_sent),
+		T(dropped_connection_is_io_sent),
+		T(bad_requests_are_invalid),
+		T(reuse_after_error_works),
+		T(ca_file_means_no_ca_directory),
+		T(system_trust_is_read_as_one_bundle),
+		T(client_cert_options_reach_curl),
+		T(retry_after_seconds_or_http_date),
 		cmocka_unit_test(url_escape_and_unescape),
 	};
 	int rc;

@@ -345,15 +345,18 @@ static void metrics_count_answers(void **state)
 	buf_release(&m);
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(accepted_one_event_per_alert, setup, teardown),
-		cmocka_unit_test_setup_teardown(invalid_alerts_are_dead_lettered, setup, teardown),
-		cmocka_unit_test_setup_teardown(auth_type_and_payload_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(events_over_limit_is_413, setup, teardown),
-		cmocka_unit_test_setup_teardown(store_failure_is_503, setup, teardown),
-		cmocka_unit_test_setup_teardown(metrics_count_answers, setup, teardown),
+		T(accepted_one_event_per_alert),
+		T(invalid_alerts_are_dead_lettered),
+		T(auth_type_and_payload_errors),
+		T(events_over_limit_is_413),
+		T(store_failure_is_503),
+		T(metrics_count_answers),
 	};
 	int rc;
 

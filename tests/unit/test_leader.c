@@ -787,39 +787,32 @@ static void is_leader_is_safe_from_other_threads(void **state)
 	assert_false(janitor_leader_is_leader(fx->l));
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(derived_intervals_follow_client_go, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(creates_lease_when_absent, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_lost_to_another_replica_is_conflict, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(takes_expired_lease_of_another, setup, teardown),
-		cmocka_unit_test_setup_teardown(follower_while_lease_is_renewed, setup, teardown),
-		cmocka_unit_test_setup_teardown(free_lease_is_taken_at_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(own_lease_after_restart_is_renewed, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(renew_keeps_leadership, setup, teardown),
-		cmocka_unit_test_setup_teardown(stale_resource_version_falls_back_to_get, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(conflict_on_take_over_stays_follower, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(is_leader_gauge_follows_leadership, setup, teardown),
-		cmocka_unit_test_setup_teardown(leader_steps_down_when_another_holds_it, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(renew_failures_past_deadline_step_down, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(slow_failed_renew_steps_down_when_it_ends, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(other_errors_are_passed_through, setup, teardown),
-		cmocka_unit_test_setup_teardown(stop_releases_the_lease, setup, teardown),
-		cmocka_unit_test_setup_teardown(failed_release_is_logged, setup, teardown),
-		cmocka_unit_test_setup_teardown(follower_stop_sends_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(thread_leads_and_releases_on_stop, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(is_leader_is_safe_from_other_threads, setup,
-						teardown),
+		T(derived_intervals_follow_client_go),
+		T(creates_lease_when_absent),
+		T(create_lost_to_another_replica_is_conflict),
+		T(takes_expired_lease_of_another),
+		T(follower_while_lease_is_renewed),
+		T(free_lease_is_taken_at_once),
+		T(own_lease_after_restart_is_renewed),
+		T(renew_keeps_leadership),
+		T(stale_resource_version_falls_back_to_get),
+		T(conflict_on_take_over_stays_follower),
+		T(is_leader_gauge_follows_leadership),
+		T(leader_steps_down_when_another_holds_it),
+		T(renew_failures_past_deadline_step_down),
+		T(slow_failed_renew_steps_down_when_it_ends),
+		T(other_errors_are_passed_through),
+		T(stop_releases_the_lease),
+		T(failed_release_is_logged),
+		T(follower_stop_sends_nothing),
+		T(thread_leads_and_releases_on_stop),
+		T(is_leader_is_safe_from_other_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

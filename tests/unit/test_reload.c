@@ -473,18 +473,20 @@ static void http_endpoint_off_without_lifecycle(void **state)
 	buf_release(&err);
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(swap_keeps_held_generation_whole, setup, teardown),
-		cmocka_unit_test_setup_teardown(broken_file_keeps_running_config, setup, teardown),
-		cmocka_unit_test_setup_teardown(restart_keys_keep_running_values, setup, teardown),
-		cmocka_unit_test_setup_teardown(database_keys_need_restart, setup, teardown),
-		cmocka_unit_test_setup_teardown(concurrent_readers_see_whole_generations, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(auto_reload_polls_contents, setup, teardown),
-		cmocka_unit_test_setup_teardown(http_endpoint, setup, teardown),
-		cmocka_unit_test_setup_teardown(http_endpoint_off_without_lifecycle, setup, teardown),
+		T(swap_keeps_held_generation_whole),
+		T(broken_file_keeps_running_config),
+		T(restart_keys_keep_running_values),
+		T(database_keys_need_restart),
+		T(concurrent_readers_see_whole_generations),
+		T(auto_reload_polls_contents),
+		T(http_endpoint),
+		T(http_endpoint_off_without_lifecycle),
 	};
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	return cmocka_run_group_tests(tests, NULL, NULL);

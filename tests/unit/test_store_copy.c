@@ -375,14 +375,17 @@ static void the_command(void **state)
 	buf_release(&want);
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(sqlite_to_sqlite_copies_every_row, setup, teardown),
-		cmocka_unit_test_setup_teardown(non_empty_target_is_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(columns_are_the_schemas, setup, teardown),
-		cmocka_unit_test_setup_teardown(sqlite_to_postgres_and_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(the_command, setup, teardown),
+		T(sqlite_to_sqlite_copies_every_row),
+		T(non_empty_target_is_refused),
+		T(columns_are_the_schemas),
+		T(sqlite_to_postgres_and_back),
+		T(the_command),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

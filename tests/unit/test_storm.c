@@ -643,6 +643,9 @@ static void gh_set_body_rejects_empty(void **state)
 	buf_release(&err);
 }
 
+/* A test of this file, between setup() and teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,15 +656,14 @@ int main(void)
 		cmocka_unit_test(marker_key_is_unique_per_summary),
 		cmocka_unit_test(summary_text_counts_and_lists),
 		cmocka_unit_test(summary_text_is_bounded),
-		cmocka_unit_test_setup_teardown(storm_folds_then_subsides, setup, teardown),
-		cmocka_unit_test_setup_teardown(pending_creates_counts_up_to_a_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(storm_disabled_passes, setup, teardown),
-		cmocka_unit_test_setup_teardown(summary_life_cycle, setup, teardown),
-		cmocka_unit_test_setup_teardown(refused_rewrite_waits_for_a_change, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_in_doubt_is_looked_for_once_settled, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(store_storm_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(gh_set_body_rejects_empty, setup, teardown),
+		T(storm_folds_then_subsides),
+		T(pending_creates_counts_up_to_a_bound),
+		T(storm_disabled_passes),
+		T(summary_life_cycle),
+		T(refused_rewrite_waits_for_a_change),
+		T(create_in_doubt_is_looked_for_once_settled),
+		T(store_storm_errors),
+		T(gh_set_body_rejects_empty),
 	};
 
 	log_setup(LOG_ERROR, LOG_LOGFMT);

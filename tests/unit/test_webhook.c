@@ -746,33 +746,32 @@ static void payload_limits_apply(void **state)
 	free(body);
 }
 
+/* A test of this file, between wfx_setup() and wfx_teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, wfx_setup, wfx_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(unauthorized_is_401, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(wrong_content_type_is_415, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(invalid_payload_is_400, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(unknown_receiver_is_404, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(single_fixture_queues_one_event, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(group_fixtures_queue_one_event_per_alert, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(quote_meta_receiver_and_query_override, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(repo_query_and_label_override, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(invalid_repo_query_is_400, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(invalid_repo_label_dead_letters_its_alert, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(invalid_alerts_are_dead_lettered, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(all_alerts_invalid_is_200, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(issue_per_group_dead_letters_invalid_alerts, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(issue_per_group_queues_one_event, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(store_failure_is_503, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(expanded_events_over_limit_is_413, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(metrics_count_requests_and_alerts, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(concurrent_posts_all_stored, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(open_endpoint_without_auth, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(payload_limits_apply, wfx_setup, wfx_teardown),
+		T(unauthorized_is_401),
+		T(wrong_content_type_is_415),
+		T(invalid_payload_is_400),
+		T(unknown_receiver_is_404),
+		T(single_fixture_queues_one_event),
+		T(group_fixtures_queue_one_event_per_alert),
+		T(quote_meta_receiver_and_query_override),
+		T(repo_query_and_label_override),
+		T(invalid_repo_query_is_400),
+		T(invalid_repo_label_dead_letters_its_alert),
+		T(invalid_alerts_are_dead_lettered),
+		T(all_alerts_invalid_is_200),
+		T(issue_per_group_dead_letters_invalid_alerts),
+		T(issue_per_group_queues_one_event),
+		T(store_failure_is_503),
+		T(expanded_events_over_limit_is_413),
+		T(metrics_count_requests_and_alerts),
+		T(concurrent_posts_all_stored),
+		T(open_endpoint_without_auth),
+		T(payload_limits_apply),
 	};
 	int rc;
 

@@ -324,18 +324,17 @@ static void server_413s_are_counted(void **state)
 	free(body);
 }
 
+/* A test of this file, between wfx_setup() and wfx_teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, wfx_setup, wfx_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(long_annotation_copied_into_common_fields_is_200,
-						wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(long_or_many_labels_cost_only_their_alert, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(truncated_alerts_are_logged_and_counted, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(known_series_at_zero_and_400s_by_receiver, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(server_413s_are_counted, wfx_setup, wfx_teardown),
+		T(long_annotation_copied_into_common_fields_is_200),
+		T(long_or_many_labels_cost_only_their_alert),
+		T(truncated_alerts_are_logged_and_counted),
+		T(known_series_at_zero_and_400s_by_receiver),
+		T(server_413s_are_counted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

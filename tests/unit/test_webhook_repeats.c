@@ -277,16 +277,18 @@ static void seen_body_is_answered_from_the_cache(void **state)
 	free(fired);
 }
 
+/* A test of this file, between wfx_setup() and wfx_teardown(). */
+#define T(test) cmocka_unit_test_setup_teardown(test, wfx_setup, wfx_teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(repeat_adds_no_event, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(group_member_change_is_no_repeat, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(concurrent_repeats_stored_once, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(forgotten_key_is_no_repeat, wfx_setup, wfx_teardown),
-		cmocka_unit_test_setup_teardown(dry_run_row_repeats_until_going_live, wfx_setup,
-						wfx_teardown),
-		cmocka_unit_test_setup_teardown(seen_body_is_answered_from_the_cache, wfx_setup, wfx_teardown),
+		T(repeat_adds_no_event),
+		T(group_member_change_is_no_repeat),
+		T(concurrent_repeats_stored_once),
+		T(forgotten_key_is_no_repeat),
+		T(dry_run_row_repeats_until_going_live),
+		T(seen_body_is_answered_from_the_cache),
 	};
 	int rc;
 
