@@ -7,14 +7,12 @@
 #include "bridge/gh_webhook.h"
 
 #include <jansson.h>
-#include <nettle/base16.h>
-#include <nettle/hmac.h>
-#include <nettle/memops.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bridge/silence.h"
 #include "core/clock.h"
+#include "core/hmac_sig.h"
 #include "core/intake.h"
 #include "core/log.h"
 #include "core/store_silences.h"
@@ -36,19 +34,12 @@ static const char *const accepted_reasons[] = { "ping", "duplicate", "ignored", 
 struct gh_webhook *gh_webhook_new(const struct gh_webhook_options *opts)
 {
 	struct gh_webhook *w = xcalloc(1, sizeof(*w));
-	static const char *const labels[] = { "outcome", "reason", NULL };
-	static const char *const acc[] = { "accepted", NULL }, *const ref[] = { "refused", NULL };
-	const char *const *va[] = { acc, accepted_reasons, NULL };
-	const char *const *vr[] = { ref, refused_reasons, NULL };
 
 	w->opts = *opts;
-	if (!opts->metrics)
-		return w;
-	w->m_requests = metrics_counter(opts->metrics, "alertbridge_github_webhook_requests_total",
-					"Requests to POST /v1/github/webhook by outcome and reason.",
-					labels);
-	metric_declare(w->m_requests, va);
-	metric_declare(w->m_requests, vr);
+	w->m_requests = metrics_outcome_counter(
+		opts->metrics, "alertbridge_github_webhook_requests_total",
+		"Requests to POST /v1/github/webhook by outcome and reason.", accepted_reasons,
+		refused_reasons);
 	return w;
 }
 
@@ -60,19 +51,9 @@ void gh_webhook_free(struct gh_webhook *w)
 int gh_webhook_signature_ok(const char *secret, const char *body, size_t len,
 			    const char *header)
 {
-	struct hmac_sha256_ctx ctx;
-	uint8_t digest[SHA256_DIGEST_SIZE];
-	char hex[BASE16_ENCODE_LENGTH(SHA256_DIGEST_SIZE) + 1];
+	const struct hmac_sig_part part = { body, len };
 
-	if (!secret || !*secret || !header || strncmp(header, "sha256=", 7) ||
-	    strlen(header + 7) != sizeof(hex) - 1)
-		return 0;
-	hmac_sha256_set_key(&ctx, strlen(secret), (const uint8_t *)secret);
-	hmac_sha256_update(&ctx, len, (const uint8_t *)body);
-	hmac_sha256_digest(&ctx, sizeof(digest), digest);
-	base16_encode_update(hex, sizeof(digest), digest);
-	hex[sizeof(hex) - 1] = '\0';
-	return memeql_sec(hex, header + 7, sizeof(hex) - 1);
+	return hmac_sig_ok(secret, "sha256=", header, &part, 1);
 }
 
 /* Count the request and fill res: 2xx {"status": reason}, else {"error": msg}. */

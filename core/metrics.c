@@ -296,6 +296,23 @@ void metric_declare(struct metric *f, const char *const *const *values)
 	free(pick);
 }
 
+struct metric *metrics_outcome_counter(struct metrics *m, const char *name, const char *help,
+				       const char *const *accepted, const char *const *refused)
+{
+	static const char *const labels[] = { "outcome", "reason", NULL };
+	static const char *const acc[] = { "accepted", NULL }, *const ref[] = { "refused", NULL };
+	const char *const *va[] = { acc, accepted, NULL };
+	const char *const *vr[] = { ref, refused, NULL };
+	struct metric *f;
+
+	if (!m)
+		return NULL;
+	f = metrics_counter(m, name, help, labels);
+	metric_declare(f, va);
+	metric_declare(f, vr);
+	return f;
+}
+
 void metric_remove(struct metric *f, const char *const *label_values)
 {
 	uint64_t h;

@@ -70,6 +70,16 @@ void metric_observe(struct metric *f, const char *const *label_values, double v)
 void metric_declare(struct metric *f, const char *const *const *values);
 
 /*
+ * A counter of requests by outcome and reason, as the signed endpoints keep
+ * (labels outcome, reason): registered in m by metrics_counter(), and its
+ * series outcome="accepted" with each of accepted and outcome="refused" with
+ * each of refused (NULL-terminated) declared at 0.  m NULL: NULL (metric_add
+ * ignores a NULL family).
+ */
+struct metric *metrics_outcome_counter(struct metrics *m, const char *name, const char *help,
+				       const char *const *accepted, const char *const *refused);
+
+/*
  * Delete the series of f named by label_values (as for metric_add), so it is
  * no longer rendered: for gauges that describe things that went away (a pod
  * the janitor no longer tracks).  No-op when f is NULL, has no labels, or

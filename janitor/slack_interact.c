@@ -7,14 +7,12 @@
 #include "janitor/slack_interact.h"
 
 #include <jansson.h>
-#include <nettle/base16.h>
-#include <nettle/hmac.h>
-#include <nettle/memops.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/hmac_sig.h"
 #include "core/http_client.h"
 #include "core/intake.h"
 #include "core/log.h"
@@ -69,22 +67,14 @@ char *slack_button_value(const char *ns, const char *pod, const char *uid, int64
 int slack_signature_ok(const char *secret, const char *timestamp, const char *body, size_t len,
 		       const char *sig)
 {
-	struct hmac_sha256_ctx ctx;
-	uint8_t digest[SHA256_DIGEST_SIZE];
-	char hex[BASE16_ENCODE_LENGTH(SHA256_DIGEST_SIZE) + 1];
+	const struct hmac_sig_part parts[] = {
+		{ "v0:", 3 }, { timestamp, timestamp ? strlen(timestamp) : 0 }, { ":", 1 },
+		{ body, len },
+	};
 
-	if (!secret || !*secret || !timestamp || !*timestamp || !sig || strncmp(sig, "v0=", 3) ||
-	    strlen(sig + 3) != sizeof(hex) - 1)
+	if (!timestamp || !*timestamp)
 		return 0;
-	hmac_sha256_set_key(&ctx, strlen(secret), (const uint8_t *)secret);
-	hmac_sha256_update(&ctx, 3, (const uint8_t *)"v0:");
-	hmac_sha256_update(&ctx, strlen(timestamp), (const uint8_t *)timestamp);
-	hmac_sha256_update(&ctx, 1, (const uint8_t *)":");
-	hmac_sha256_update(&ctx, len, (const uint8_t *)body);
-	hmac_sha256_digest(&ctx, sizeof(digest), digest);
-	base16_encode_update(hex, sizeof(digest), digest);
-	hex[sizeof(hex) - 1] = '\0';
-	return memeql_sec(hex, sig + 3, sizeof(hex) - 1);
+	return hmac_sig_ok(secret, "v0=", sig, parts, sizeof(parts) / sizeof(parts[0]));
 }
 
 int slack_timestamp_fresh(const char *timestamp, int64_t now_s, int64_t *ts_s)
@@ -262,19 +252,12 @@ enum err slack_click_from_json(const char *json, struct slack_click *out)
 struct slack_interact *slack_interact_new(const struct slack_interact_options *opts)
 {
 	struct slack_interact *s = xcalloc(1, sizeof(*s));
-	static const char *const labels[] = { "outcome", "reason", NULL };
-	static const char *const acc[] = { "accepted", NULL }, *const ref[] = { "refused", NULL };
-	const char *const *va[] = { acc, accepted_reasons, NULL };
-	const char *const *vr[] = { ref, refused_reasons, NULL };
 
 	s->opts = *opts;
-	if (!opts->metrics)
-		return s;
-	s->m_requests = metrics_counter(opts->metrics, "alertbridge_slack_interactions_total",
-					"Requests to POST /v1/slack/interactions by outcome and "
-					"reason.", labels);
-	metric_declare(s->m_requests, va);
-	metric_declare(s->m_requests, vr);
+	s->m_requests = metrics_outcome_counter(
+		opts->metrics, "alertbridge_slack_interactions_total",
+		"Requests to POST /v1/slack/interactions by outcome and reason.", accepted_reasons,
+		refused_reasons);
 	return s;
 }
 
