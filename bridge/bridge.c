@@ -82,13 +82,48 @@ static int gh_hold(void *ctx)
 	return gh_stopping(ctx) || !may_act(b) || (b->opts.settle_on_gain && !b->acting);
 }
 
-/* gh_options.writes_settle_at: passed on to bridge_options.writes_settle_at. */
-static void gh_writes_settle_at(void *ctx, int64_t at_ms)
+/* gh_options.pending_writes: passed on to bridge_options.note_pending. */
+static void gh_pending_writes(void *ctx, const char *text)
 {
 	struct bridge *b = ctx;
 
-	if (b->opts.writes_settle_at)
-		b->opts.writes_settle_at(b->opts.writes_ctx, at_ms);
+	if (b->opts.note_pending)
+		b->opts.note_pending(b->opts.note_ctx, text);
+}
+
+/*
+ * bridge_options.pending_note: the previous process's writes that may
+ * still land become writes in doubt of the client (gh_pending_restore()).
+ * Returns 0, or -1 when the note cannot be read.
+ */
+static int restore_pending(struct bridge *b)
+{
+	int64_t latest = 0, now = bridge_now_ms(b);
+	int n = gh_pending_restore(b->gh, b->opts.pending_note, &latest);
+	struct log_line *l;
+
+	if (n <= 0)
+		return n;
+	b->restored_until = latest;
+	metric_set(b->m_held, NULL, 1);
+	l = log_begin(LOG_WARN, "holding github writes to the issues the previous process may "
+				"still change");
+	log_int(l, "issues", n);
+	log_int(l, "hold_ms", latest - now);
+	log_str(l, "webhooks", "still taken and queued");
+	log_end(l);
+	return 0;
+}
+
+/* The writes restore_pending() held back have all settled at now_ms: say so once. */
+static void restored_settled(struct bridge *b, int64_t now_ms)
+{
+	if (!b->restored_until || now_ms < b->restored_until)
+		return;
+	b->restored_until = 0;
+	if (!__atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
+		metric_set(b->m_held, NULL, 0);
+	log_msg(LOG_INFO, "the previous process's writes settled", NULL, NULL);
 }
 
 /*
@@ -104,7 +139,7 @@ static void settle_hold(struct bridge *b, int64_t now_ms, int64_t until, const c
 		return;
 	__atomic_store_n(&b->settle_until, until, __ATOMIC_RELEASE);
 	metric_set(b->m_held, NULL, 1);
-	l = log_begin(LOG_WARN, "holding github calls until writes still in flight settle");
+	l = log_begin(LOG_WARN, "holding github writes until those in flight settle");
 	log_str(l, "reason", why);
 	log_int(l, "hold_ms", until - now_ms);
 	log_str(l, "webhooks", "still taken and queued");
@@ -121,7 +156,12 @@ static int settle_held(struct bridge *b, int64_t now_ms)
 	if (now_ms < until)
 		return 1;
 	__atomic_store_n(&b->settle_until, 0, __ATOMIC_RELEASE);
-	metric_set(b->m_held, NULL, 0);
+	if (!b->restored_until)
+		metric_set(b->m_held, NULL, 0);
+	if (b->start_hold) {  /* what the last process sent settled: only ours can be pending */
+		b->start_hold = 0;
+		gh_pending_writes(b, gh_pending_text(b->gh));
+	}
 	log_msg(LOG_INFO, "settle hold over: github calls resume", NULL, NULL);
 	return 0;
 }
@@ -234,8 +274,9 @@ static void register_metrics(struct bridge *b)
 		"Failed GitHub App installation token requests or installation look-ups.", NULL);
 	b->m_held = metrics_gauge(
 		m, "alertbridge_github_writes_held",
-		"1 while no GitHub call is made because writes of a process that stopped uncleanly "
-		"(or of the replica that acted before) may still land; webhooks are still taken.",
+		"1 while GitHub writes (all, or to some issues) are held back because writes of the "
+		"previous process (or of the replica that acted before) may still land; webhooks "
+		"are still taken.",
 		NULL);
 	metric_set(b->m_held, NULL, 0);
 	b->m_rebuilt = metrics_counter(
@@ -271,7 +312,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;
 	go.stopping = gh_hold;
-	go.writes_settle_at = gh_writes_settle_at;
+	go.pending_writes = gh_pending_writes;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
@@ -287,13 +328,20 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	pthread_mutex_init(&b->budget_mu, NULL);
 	b->budget = b->last_stats;
 	register_metrics(b);
-	if (opts->settle_at_start) {
-		int64_t now = bridge_now_ms(b);
-
-		settle_hold(b, now, opts->settle_start_until_ms > 0 ? opts->settle_start_until_ms
-								  : gh_write_settled_at(b->gh, now),
-			    "the previous process stopped uncleanly");
+	b->opts.pending_note = NULL;  /* opts' is the caller's: read here only */
+	if (opts->pending_note) {
+		b->opts.pending_note = opts->pending_note;
+		if (restore_pending(b) < 0)
+			settle_hold(b, bridge_now_ms(b), gh_write_settled_at(b->gh, bridge_now_ms(b)),
+				    "the previous process's note of its writes cannot be read");
+		b->opts.pending_note = NULL;
 	}
+	if (opts->settle_at_start)
+		settle_hold(b, bridge_now_ms(b), gh_write_settled_at(b->gh, bridge_now_ms(b)),
+			    "the previous process stopped uncleanly");
+	b->start_hold = !!__atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE);
+	if (!b->start_hold)  /* nothing of ours pending: say so (none said means "any") */
+		gh_pending_writes(b, gh_pending_text(b->gh));
 	return b;
 }
 
@@ -827,6 +875,7 @@ int bridge_step(struct bridge *b)
 	}
 	if (settle_held(b, w.now_ms))
 		return 0;  /* the worker sleeps until it ends (or a second) */
+	restored_settled(b, w.now_ms);
 	if (backoff_gate_closed(&b->store_gate, w.now_ms))
 		return -1;
 	pick_up_config(b);

@@ -158,14 +158,13 @@ struct bridge_options {
 	 * issue (and markers) again before writing, as every event does.
 	 * Webhooks are still taken meanwhile (they only queue).  Each hold is
 	 * logged when it starts and ends, and shown by the gauge
-	 * alertbridge_github_writes_held (1 while held).
+	 * alertbridge_github_writes_held (1 while held).  Once no hold from
+	 * the start is left, the bridge tells note_pending its pending writes
+	 * ("" at first), so a note always says what may land.
 	 *   settle_at_start  non-zero: from bridge_new() on (the previous
-	 *                    process stopped uncleanly: serve_lock_unclean())
-	 *   settle_start_until_ms  with settle_at_start: when that hold ends
-	 *                    (ms, the bridge's clock), as the previous process
-	 *                    noted it (serve_lock_unclean_settle_at(); none
-	 *                    when past); 0: not known, gh_write_settled_at()
-	 *                    of the start
+	 *                    process stopped uncleanly and left no note of
+	 *                    its pending writes: serve_lock_unclean(); with a
+	 *                    note, pending_note below holds only their issues)
 	 *   settle_on_gain   non-zero: each time may_act turns true, the first
 	 *                    time too (a shared queue: the Lease or the worker
 	 *                    lock; whoever acted before may have died mid-write)
@@ -177,17 +176,26 @@ struct bridge_options {
 	 *                    longer than the settle time.  0 for the Lease.
 	 */
 	int settle_at_start;
-	int64_t settle_start_until_ms;
 	int settle_on_gain;
 	int64_t settle_gain_waited_ms;
 	/*
-	 * Optional (NULL: none): told until when a write the bridge sent may
-	 * still land, in ms of its clock, 0 when none (gh_options.
-	 * writes_settle_at), for the note the next process reads
-	 * (serve_lock_note_writes()).  Called on the worker's thread.
+	 * What the previous process noted of its writes that may still land
+	 * (gh_options.pending_writes' text, kept by serve_lock_note()), NULL:
+	 * none.  bridge_new() restores them into the GitHub client
+	 * (gh_pending_restore()): no write to those issues before each can no
+	 * longer land; their events wait in the queue until then, the others go
+	 * on.  Logged, and alertbridge_github_writes_held is 1 until the last
+	 * settles.  A note it cannot read holds every write, as
+	 * settle_at_start.  Copied.
 	 */
-	void (*writes_settle_at)(void *ctx, int64_t at_ms);
-	void *writes_ctx;
+	const char *pending_note;
+	/*
+	 * Optional (NULL: none): gets gh_options.pending_writes' text (the
+	 * bridge's writes that may still land) for the next process
+	 * (serve_lock_note()).  Called on the worker's thread.
+	 */
+	void (*note_pending)(void *ctx, const char *text);
+	void *note_ctx;
 };
 
 /*

@@ -80,6 +80,8 @@ struct bridge {
 	 * true one is a gain).
 	 */
 	int64_t settle_until;
+	int64_t restored_until;  /* the latest write pending_note restored settles then (ms) */
+	int start_hold;          /* settle_until is the hold from bridge_new() (settle_at_start) */
 	int acting;
 	struct backoff_gate store_gate;  /* after store failures: bridge_step()'s backoff */
 	int step_store_fault;       /* this step could not record an outcome */

@@ -131,7 +131,7 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
 	c->stopping = opts->stopping;
-	c->writes_settle_at = opts->writes_settle_at;
+	c->pending_writes = opts->pending_writes;
 	c->http = http_client_new(&hopts);
 	c->rng = (uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
 	if (!c->rng)
@@ -146,6 +146,7 @@ void gh_client_free(struct gh_client *c)
 		return;
 	http_client_free(c->http);
 	gh_doubts_release(c);
+	buf_release(&c->pending_text);
 	gh_creds_free(c->creds);
 	gh_creds_free(c->pending);
 	pthread_mutex_destroy(&c->mu);
@@ -684,10 +685,8 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 			goto out;
 		}
 		attempt_ms = gh_now(c);
-		if (k->mutating && c->writes_settle_at) {
-			int64_t at = gh_write_settled_at(c, attempt_ms), d = gh_doubts_settle_at(c);
-
-			c->writes_settle_at(c->clock_ctx, d > at ? d : at);
+		if (k->mutating && k->number && k->repo && c->pending_writes) {
+			gh_pending_tell(c, k, attempt_ms);
 			told = 1;
 		}
 		hrc = http_do(c->http, &req, res, errmsg);
@@ -751,7 +750,7 @@ give_up:
 	rc = ERR_RETRY;
 out:
 	if (told)  /* answered or in doubt: what is left to land */
-		c->writes_settle_at(c->clock_ctx, gh_doubts_settle_at(c));
+		gh_pending_tell(c, NULL, 0);
 	c->depth--;
 	if (auth_copy.data)
 		explicit_bzero(auth_copy.data, auth_copy.cap);

@@ -85,18 +85,17 @@ struct gh_options {
 	 */
 	int (*stopping)(void *ctx);
 	/*
-	 * Optional (NULL: none): told until when a write of this client may
-	 * still land on GitHub, in ms of its clock: right before each mutating
-	 * request is sent, gh_write_settled_at() of the send (or the later
-	 * settle time of a write in doubt); after its answer came or was lost,
-	 * the latest settle time of the writes to issues still in doubt
-	 * (gh_settled_at()), 0 when none.  For a note that outlives the process
-	 * (core/serve_lock.h serve_lock_note_writes()): the next process holds
-	 * its writes until then (bridge_options.settle_at_start).  A create in
-	 * doubt is not counted after its answer was lost: its event's note
-	 * already says when to look for it.  Uses clock_ctx.
+	 * Optional (NULL: none): told which writes to issues may still land on
+	 * GitHub, as text for gh_pending_restore(): right before each mutating
+	 * request to an issue is sent (the writes in doubt and this one), and
+	 * after its answer came or was lost (the writes in doubt).  For a note
+	 * that outlives the process (core/serve_lock.h serve_lock_note()), so
+	 * that the next one, should this one die, sends nothing to those issues
+	 * before those writes can no longer land.  A create is not in it: its
+	 * event's note says when to look for it (bridge/bridge.h).  The text is
+	 * valid during the call only.  Uses clock_ctx.
 	 */
-	void (*writes_settle_at)(void *ctx, int64_t at_ms);
+	void (*pending_writes)(void *ctx, const char *text);
 	const char *ca_file;       /* PEM CA bundle for api_url; NULL: the system's */
 };
 
@@ -404,6 +403,23 @@ int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms);
  * then the close lands).  The client remembers the last 32 such writes.
  */
 int64_t gh_settled_at(struct gh_client *c, const char *repo, int64_t number);
+/*
+ * Restore the writes another process noted as pending (the text of
+ * gh_options.pending_writes: lines "write SETTLE_MS OWNER/NAME#NUMBER",
+ * SETTLE_MS when it can no longer land, ms of the client's clock): each
+ * still to settle is a write in doubt again (gh_settled_at()), so no write
+ * to its issue is sent before then.  Returns how many were restored, and
+ * *latest (may be NULL) the latest settle time among them (0: none); -1 when
+ * a line cannot be read (nothing restored: the caller must assume any write
+ * may land).  Blank lines and trailing blanks are ignored.
+ */
+int gh_pending_restore(struct gh_client *c, const char *text, int64_t *latest);
+/*
+ * The text gh_options.pending_writes would be told now: the writes to issues
+ * in doubt still to settle (restored ones too), "" when none.  Owned by c,
+ * valid until its next call.
+ */
+const char *gh_pending_text(struct gh_client *c);
 /* The client's clock (gh_options.now_ms; else the wall clock), in ms since the epoch. */
 int64_t gh_now(struct gh_client *c);
 

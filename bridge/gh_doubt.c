@@ -8,6 +8,7 @@
 #include "gh_int.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -74,14 +75,63 @@ enum err gh_doubt_check(struct gh_client *c, const struct call *k, struct buf *e
 	return ERR_OK;
 }
 
-int64_t gh_doubts_settle_at(struct gh_client *c)
+const char *gh_pending_text(struct gh_client *c)
 {
-	int64_t at = 0;
+	int64_t now = gh_now(c);
 
+	buf_reset(&c->pending_text);
 	for (int i = 0; i < c->ndoubts; i++)
-		if (gh_write_settled_at(c, c->doubts[i].sent_ms) > at)
-			at = gh_write_settled_at(c, c->doubts[i].sent_ms);
-	return at > gh_now(c) ? at : 0;
+		if (gh_write_settled_at(c, c->doubts[i].sent_ms) > now)
+			(void)buf_printf(&c->pending_text, "write %" PRId64 " %s#%" PRId64 "\n",
+					 gh_write_settled_at(c, c->doubts[i].sent_ms),
+					 c->doubts[i].repo, c->doubts[i].number);
+	return buf_str(&c->pending_text);
+}
+
+void gh_pending_tell(struct gh_client *c, const struct call *k, int64_t sent_ms)
+{
+	(void)gh_pending_text(c);
+	if (k)
+		(void)buf_printf(&c->pending_text, "write %" PRId64 " %s#%" PRId64 "\n",
+				 gh_write_settled_at(c, sent_ms), k->repo, k->number);
+	c->pending_writes(c->clock_ctx, buf_str(&c->pending_text));
+}
+
+int gh_pending_restore(struct gh_client *c, const char *text, int64_t *latest)
+{
+	int64_t now = gh_now(c), most = 0, span = gh_write_settled_at(c, 0);
+	const char *p = text ? text : "";
+	int n = 0;
+
+	if (latest)
+		*latest = 0;
+	while (*p) {
+		char repo[256], *end;
+		long long settle, number;
+		size_t len = strcspn(p, "\n");
+		int used = 0;
+
+		if (strspn(p, " \t\r") >= len) {  /* a blank line, or the padding */
+			p += len + (p[len] == '\n');
+			continue;
+		}
+		if (sscanf(p, "write %lld %255[^# \n]#%lld%n", &settle, repo, &number, &used) != 3 ||
+		    (size_t)used > len || number <= 0 || !gh_valid_repo(repo))
+			return -1;
+		end = (char *)p + used;
+		if (strspn(end, " \t\r") < (size_t)(p + len - end))
+			return -1;
+		p += len + (p[len] == '\n');
+		if (settle <= now)
+			continue;  /* it can no longer land */
+		gh_doubt_note(c, &(struct call){ .repo = repo, .number = number }, settle - span);
+		if (settle > most)
+			most = settle;
+		n++;
+	}
+	if (latest)
+		*latest = most;
+	return n;
 }
 
 void gh_doubts_release(struct gh_client *c)

@@ -84,7 +84,8 @@ struct gh_client {
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
 	int (*stopping)(void *ctx);
-	void (*writes_settle_at)(void *ctx, int64_t at_ms);  /* gh_options' */
+	void (*pending_writes)(void *ctx, const char *text);  /* gh_options' */
+	struct buf pending_text;  /* gh_pending_text()'s */
 	struct http_client *http;
 	struct gh_creds *creds;    /* in use (by the calling thread only) */
 	struct gh_budget *budget;  /* the budget of the credential of the current call */
@@ -159,8 +160,11 @@ void gh_doubt_note(struct gh_client *c, const struct call *k, int64_t sent_ms);
 enum err gh_doubt_check(struct gh_client *c, const struct call *k, struct buf *errmsg);
 /* Forget every comment in doubt (gh_client_free()). */
 void gh_doubts_release(struct gh_client *c);
-/* The latest gh_write_settled_at() of the writes in doubt still to settle; 0 when none. */
-int64_t gh_doubts_settle_at(struct gh_client *c);
+/*
+ * Tell gh_options.pending_writes the writes in doubt still to settle, and k
+ * sent at sent_ms when k is not NULL (about to be sent).
+ */
+void gh_pending_tell(struct gh_client *c, const struct call *k, int64_t sent_ms);
 /*
  * Before a marked comment is posted (gh_comment_create_marked()): was the
  * same one, same issue and marker, sent before, its answer lost?  Then not

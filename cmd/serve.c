@@ -127,10 +127,10 @@ static int setup_reload(struct service *s, const struct flags *f, struct buf *er
 	return 0;
 }
 
-/* bridge_options.writes_settle_at: the lock file's note for the next start. */
-static void note_writes(void *ctx, int64_t at_ms)
+/* bridge_options.note_pending: the lock file's note for the next start. */
+static void note_pending(void *ctx, const char *text)
 {
-	serve_lock_note_writes(ctx, at_ms);
+	serve_lock_note(ctx, text);
 }
 
 static int leader_is_leader(void *ctx)
@@ -314,20 +314,17 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.may_act = active_may_act;
 	bo.may_act_ctx = s->active;
 	/* A write the last process or replica sent may still land: wait it out (bridge.h). */
-	bo.settle_at_start = serve_lock_unclean(s->lock) != 0;
-	bo.settle_start_until_ms = serve_lock_unclean_settle_at(s->lock);
-	bo.writes_settle_at = note_writes;
-	bo.writes_ctx = s->lock;
+	bo.settle_at_start = serve_lock_unclean(s->lock) && !serve_lock_unclean_note(s->lock);
+	bo.pending_note = serve_lock_unclean_note(s->lock);  /* also after a clean stop */
+	bo.note_pending = note_pending;
+	bo.note_ctx = s->lock;
 	bo.settle_on_gain = s->leader != NULL || db_target_is_postgres(db);
 	bo.settle_gain_waited_ms = s->leader ? 0 : active_grace_ms(s);  /* the worker lock's */
-	if (bo.settle_at_start) {
+	if (serve_lock_unclean(s->lock)) {
 		char pid[24];
 
 		snprintf(pid, sizeof(pid), "%ld", serve_lock_unclean(s->lock));
 		log_msg(LOG_WARN, "the previous serve did not stop cleanly", "pid", pid);
-		bo.settle_at_start = bo.settle_start_until_ms != 0;  /* 0: none was in flight */
-		if (bo.settle_start_until_ms < 0)
-			bo.settle_start_until_ms = 0;  /* not known: the whole settle time */
 	}
 	test_second(&bo, f);
 	s->bridge = bridge_new(&bo);

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,18 +20,17 @@
 #include "banned.h"
 
 #define HEALTHY_PATH "/-/healthy"  /* what healthcheck_url() ends with */
-#define SETTLE_KEY "writes_settle_at="  /* the note's line (serve_lock.h) */
+#define NOTE_KEY "writes:\n"  /* the note's first line (serve_lock.h) */
 
 struct serve_lock {
 	int fd;
 	char *path;
 	long unclean_pid;  /* the PID the file named when taken (its holder never released it) */
-	int64_t unclean_settle_at;  /* its note: serve_lock_unclean_settle_at() */
+	char *unclean_note;  /* its note: serve_lock_unclean_note(); NULL: none */
 	int settled;       /* serve_lock_settled(): the release may mark the stop clean */
 	pthread_mutex_t mu;  /* guards the file's text and the fields below */
 	char url[256];     /* the URL line ("" until serve_lock_set_address()) */
-	int noted;         /* a note line is in the file */
-	int64_t note_ms;   /* its value */
+	char *note;        /* the note in the file (malloc'd); NULL: none */
 };
 
 /* "<target>.lock", or NULL when target has no file to lock. */
@@ -78,19 +76,53 @@ static void read_holder(int fd, struct serve_lock_holder *h)
 }
 
 /*
- * The unclean holder's note in fd's text (serve_lock.h: the third line):
- * its value, -1 when there is none.
+ * The unclean holder's note in fd's text (serve_lock.h: after "writes:"),
+ * its padding cut; NULL when there is none.  malloc'd.
  */
-static int64_t read_note(int fd)
+static char *read_note(int fd)
 {
-	char text[512], *at;
-	ssize_t n = pread(fd, text, sizeof(text) - 1, 0);
+	char *text = xmalloc(NOTE_FILE_BYTES + 1), *at, *out = NULL;
+	ssize_t n = pread(fd, text, NOTE_FILE_BYTES, 0);
+	size_t len;
 
-	if (n <= 0)
-		return -1;
-	text[n] = '\0';
-	at = strstr(text, "\n" SETTLE_KEY);
-	return at ? strtoll(at + 1 + strlen(SETTLE_KEY), NULL, 10) : -1;
+	if (n > 0) {
+		text[n] = '\0';
+		at = strstr(text, "\n" NOTE_KEY);
+		if (at) {
+			at += 1 + strlen(NOTE_KEY);
+			len = strlen(at);
+			while (len && at[len - 1] == ' ')
+				len--;
+			out = xstrndup(at, len);
+		}
+	}
+	free(text);
+	return out;
+}
+
+/* Write the file's text: PID, URL, and the note when there is one.  Under l->mu. */
+static enum err write_all(struct serve_lock *l, int truncate, struct buf *errmsg)
+{
+	struct buf text = BUF_INIT;
+	enum err rc = ERR_OK;
+
+	(void)buf_printf(&text, "%ld\n%s\n", (long)getpid(), l->url);
+	if (l->note && text.len + strlen(NOTE_KEY) + strlen(l->note) <= NOTE_FILE_BYTES) {
+		(void)buf_adds(&text, NOTE_KEY);
+		(void)buf_adds(&text, l->note);
+	}
+	if (l->note) {  /* padded: always the same size, rewritten in place */
+		while (text.len < NOTE_FILE_BYTES)
+			(void)buf_addch(&text, ' ');
+		truncate = 0;
+	}
+	if ((truncate && ftruncate(l->fd, 0) != 0) ||
+	    pwrite(l->fd, text.data, text.len, 0) != (ssize_t)text.len) {
+		buf_setf(errmsg, "%s: %s", l->path, strerror(errno));
+		rc = ERR_IO;
+	}
+	buf_release(&text);
+	return rc;
 }
 
 /* Replace the file's text by text (our PID, and the URL once known). */
@@ -156,14 +188,14 @@ enum err serve_lock_take(const char *target, struct serve_lock **out,
 	l->path = path;
 	read_holder(fd, &h);  /* a PID left in a file nobody locks: released uncleanly */
 	l->unclean_pid = h.pid;
-	l->unclean_settle_at = h.pid ? read_note(fd) : 0;
+	l->unclean_note = h.pid ? read_note(fd) : NULL;
 	pthread_mutex_init(&l->mu, NULL);
 	fd = -1;
 	path = NULL;
 	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
 	rc = write_text(l, pid, errmsg);
-	if (!rc && l->unclean_settle_at > 0)  /* passed on while it may matter */
-		serve_lock_note_writes(l, 0);
+	if (!rc && l->unclean_note && *l->unclean_note)  /* passed on */
+		serve_lock_note(l, l->unclean_note);
 	if (rc) {
 		serve_lock_free(l);
 		l = NULL;
@@ -197,10 +229,7 @@ enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address
 		buf_truncate(&url, url.len - strlen(HEALTHY_PATH));
 		pthread_mutex_lock(&l->mu);
 		snprintf(l->url, sizeof(l->url), "%s", buf_str(&url));
-		(void)buf_printf(&text, "%ld\n%s\n", (long)getpid(), l->url);
-		if (l->noted)
-			(void)buf_printf(&text, SETTLE_KEY "%020" PRId64 "\n", l->note_ms);
-		rc = write_text(l, buf_str(&text), errmsg);
+		rc = write_all(l, 1, errmsg);
 		pthread_mutex_unlock(&l->mu);
 	}
 	buf_release(&addr);
@@ -214,32 +243,25 @@ long serve_lock_unclean(const struct serve_lock *l)
 	return l ? l->unclean_pid : 0;
 }
 
-int64_t serve_lock_unclean_settle_at(const struct serve_lock *l)
+const char *serve_lock_unclean_note(const struct serve_lock *l)
 {
-	return l ? l->unclean_settle_at : 0;
+	return l ? l->unclean_note : NULL;
 }
 
-void serve_lock_note_writes(struct serve_lock *l, int64_t at_ms)
+void serve_lock_note(struct serve_lock *l, const char *text)
 {
-	struct buf text = BUF_INIT;
-
-	if (!l)
+	if (!l || !text)
 		return;
-	if (at_ms < l->unclean_settle_at && !l->settled)
-		at_ms = l->unclean_settle_at;
 	pthread_mutex_lock(&l->mu);
-	if (!l->noted || l->note_ms != at_ms) {
-		/* Same length each time (PID, URL, 20 digits): rewritten in place, never
-		 * emptied, so a reader (serve_lock_held()) always finds the PID and URL. */
-		(void)buf_printf(&text, "%ld\n%s\n" SETTLE_KEY "%020" PRId64 "\n", (long)getpid(),
-				 l->url, at_ms);
-		if (pwrite(l->fd, text.data, text.len, 0) == (ssize_t)text.len) {
-			l->noted = 1;
-			l->note_ms = at_ms;
-		}
+	if (!l->note || strcmp(l->note, text)) {
+		struct buf err = BUF_INIT;
+
+		free(l->note);
+		l->note = xstrdup(text);
+		(void)write_all(l, 0, &err);
+		buf_release(&err);
 	}
 	pthread_mutex_unlock(&l->mu);
-	buf_release(&text);
 }
 
 void serve_lock_settled(struct serve_lock *l)
@@ -252,11 +274,17 @@ void serve_lock_free(struct serve_lock *l)
 {
 	if (!l)
 		return;
-	/* A clean stop names no PID; a failed truncate leaves it unclean, the safe side. */
-	if (!l->unclean_pid || l->settled)
+	/*
+	 * A clean stop names no PID; a failed truncate leaves it unclean, the
+	 * safe side.  Pending writes stay noted, and so does the doubt of an
+	 * unclean holder without a note until settled.
+	 */
+	if ((!l->note || !*l->note) && (!l->unclean_pid || l->unclean_note || l->settled))
 		(void)!ftruncate(l->fd, 0);
 	close(l->fd);  /* the last descriptor of its open file description: the lock goes */
 	pthread_mutex_destroy(&l->mu);
+	free(l->note);
+	free(l->unclean_note);
 	free(l->path);
 	free(l);
 }

@@ -12,25 +12,28 @@
  * still names a PID when the lock is taken was left by a holder that did not
  * release it (SIGKILL, a crash, the machine stopped): whatever it had in
  * flight (a GitHub write whose answer it never got) may still land, which
- * `serve` waits out before its first GitHub call (serve_lock_unclean(),
- * bridge_options.settle_at_start; issue 19).  The holder notes in the file
- * until when its writes may land (serve_lock_note_writes()), so the wait
- * lasts only as long as one may really land: none after a holder killed
- * while nothing was in flight.
+ * `serve` waits out before it writes to GitHub (issue 19).  The holder
+ * notes in the file which of its writes may still land (serve_lock_note():
+ * the GitHub client's pending writes, bridge/gh.h), so the next one holds
+ * back only the writes to those issues, and only until they settle: nothing
+ * after a holder killed while nothing was in flight.  Without a note (a
+ * holder that died before its first, or of a version that made none) the
+ * next one holds back every write (bridge_options.settle_at_start).
  *
  * The file's text: "PID\nURL\n" (URL "" until the holder listens), then,
- * once a note was made, "writes_settle_at=MS\n" (20 digits, ms since the
- * epoch; 0: none in flight).
+ * once a note was made, "writes:\n" and the note's text, padded with
+ * spaces to NOTE_FILE_BYTES so that it is rewritten in place, never
+ * emptied or cut while held.
  */
 #ifndef AB_SERVE_LOCK_H
 #define AB_SERVE_LOCK_H
-
-#include <stdint.h>
 
 #include "buf.h"
 #include "err.h"
 
 struct serve_lock;
+
+#define NOTE_FILE_BYTES 8192  /* the lock file's size once a note was made */
 
 /* What a lock file says about the process that holds it. */
 struct serve_lock_holder {
@@ -75,25 +78,23 @@ enum err serve_lock_set_address(struct serve_lock *l, const char *listen_address
 long serve_lock_unclean(const struct serve_lock *l);
 
 /*
- * Until when a write of the unclean holder (serve_lock_unclean()) may still
- * land, as it noted (serve_lock_note_writes(); ms since the epoch, maybe
- * past): 0 when none may (it noted none in flight, or it released cleanly,
- * or l is NULL); -1 when it was unclean and noted nothing (it died before
- * its first note, or a version that made none): not known, so wait as long
- * as a write sent now could take.
+ * The note the unclean holder (serve_lock_unclean()) left: its text, ""
+ * when it noted nothing pending; NULL when l was taken clean, or unclean
+ * without a note (then any write of it may land: hold them all).  Owned by
+ * l.  Also kept in the file (passed on) until this holder notes its own.
  */
-int64_t serve_lock_unclean_settle_at(const struct serve_lock *l);
+const char *serve_lock_unclean_note(const struct serve_lock *l);
 
 /*
- * Note in the file that a write of this holder may still land on GitHub
- * until at_ms (ms since the epoch; 0: none in flight), for the next holder
- * should this one die (serve_lock_unclean_settle_at()); a settle time
- * inherited from an unclean holder is kept while later than at_ms.  One
- * pwrite, no fsync (a crash of the machine leaves the note of the page
- * cache: a reboot outlasts it).  Thread-safe with serve_lock_set_address();
- * l NULL: nothing.  A failed write is ignored (the next note rewrites it).
+ * Note text (lines, no NUL; "" : nothing pending) in the file for the next
+ * holder, should this one die (serve_lock_unclean_note()).  One pwrite of
+ * NOTE_FILE_BYTES, no fsync (a crash of the machine leaves the page cache's
+ * note: a reboot outlasts it).  A text too long for the file is left out:
+ * the file then has no note, which the next holder takes as "any may land".
+ * Thread-safe with serve_lock_set_address(); l NULL: nothing; a failed
+ * write is ignored (the next note rewrites it).
  */
-void serve_lock_note_writes(struct serve_lock *l, int64_t at_ms);
+void serve_lock_note(struct serve_lock *l, const char *text);
 
 /*
  * Say that what the unclean holder (serve_lock_unclean()) may have left in
@@ -107,9 +108,11 @@ void serve_lock_settled(struct serve_lock *l);
 
 /*
  * Release the lock and free l; NULL does nothing.  The release is clean
- * (the file emptied of its PID) unless l was taken unclean and not
- * serve_lock_settled(): call it once everything this holder sent has been
- * answered or given up (a `serve` after its workers stopped).
+ * (the file emptied of its PID) unless the last note names pending writes
+ * (they may still land after a clean stop too: the next holder restores
+ * them), or l was taken unclean without a note and not serve_lock_settled().
+ * Call it once everything this holder sent has been answered or given up
+ * (a `serve` after its workers stopped).
  */
 void serve_lock_free(struct serve_lock *l);
 

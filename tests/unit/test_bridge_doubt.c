@@ -351,6 +351,77 @@ static void a_gain_after_a_grace_holds_only_the_rest(void **state)
 	bfx_env_stop(&e);
 }
 
+/* bridge_options.note_pending: the last text told, and the last one that named a write. */
+static char told_last[512], told_write[512];
+
+static void note_pending(void *ctx, const char *text)
+{
+	(void)ctx;
+	snprintf(told_last, sizeof(told_last), "%s", text);
+	if (*text)
+		snprintf(told_write, sizeof(told_write), "%s", text);
+}
+
+/*
+ * The previous process noted a write to issue 3 that may still land (its
+ * lock file's note: bridge_options.pending_note).  The restart sends no
+ * write to issue 3 before it settles; that event waits in the queue while
+ * another alert's create goes on.  Its own writes are told for the next
+ * note (note_pending): each before it is sent, nothing pending once
+ * answered.
+ */
+static void restored_pending_write_holds_its_issue_only(void **state)
+{
+	struct env e;
+	char note[128], want[128];
+	(void)state;
+
+	start(&e);
+	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+
+	snprintf(note, sizeof(note), "write %lld my-org/alerts#3\n  \n",
+		 (long long)(e.now + SETTLE_MS));
+	e.bo.pending_note = note;
+	e.bo.note_pending = note_pending;
+	bfx_bridge_restart(&e, 0);
+	assert_int_equal(bridge_settle_until(e.b), 0);  /* no hold of every write */
+	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
+	bfx_enqueue_fp(&e, FP2, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z",
+		       "critical");
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);  /* read, but its comment not sent */
+	assert_int_equal(fake_http_count(e.gh), 2);
+	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(5, "open", "null", "null"));
+	assert_int_equal(bridge_step(e.b), 1);
+	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP2);
+	assert_int_equal(bridge_step(e.b), 0);  /* FP waits for the write to settle */
+
+	/* Settled: read again; its comment was noted as maybe sent, so looked for first. */
+	e.now += SETTLE_MS;
+	fake_http_push(e.gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e.gh, 200, NULL, "[]");
+	fake_http_push(e.gh, 201, NULL, "{\"id\":1}");
+	fake_http_push(e.gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e.b), 1);
+	assert_int_equal(fake_http_count(e.gh), 7);
+	bfx_assert_request(&e, 5, "POST", "/repos/my-org/alerts/issues/3/comments", NULL);
+	bfx_assert_request(&e, 6, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
+	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
+	snprintf(want, sizeof(want), "write %lld my-org/alerts#3\n",
+		 (long long)(e.now + SETTLE_MS));
+	assert_string_equal(told_write, want);  /* the close, before it was sent */
+	assert_string_equal(told_last, "");     /* answered: nothing pending */
+
+	/* A note it cannot read: every write is held, as after an unclean stop. */
+	e.bo.pending_note = "write soon my-org/alerts#3\n";
+	bfx_bridge_restart(&e, 0);
+	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS);
+	bfx_env_stop(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -362,6 +433,7 @@ int main(void)
 		cmocka_unit_test(unclean_start_holds_every_call_until_settled),
 		cmocka_unit_test(gaining_the_lease_holds_until_settled),
 		cmocka_unit_test(a_gain_after_a_grace_holds_only_the_rest),
+		cmocka_unit_test(restored_pending_write_holds_its_issue_only),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

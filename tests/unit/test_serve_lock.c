@@ -201,7 +201,7 @@ static void unclean_stop_is_told_apart(void **state)
 
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
 	assert_int_equal(serve_lock_unclean(l), (long)child);
-	assert_int_equal(serve_lock_unclean_settle_at(l), -1);  /* it noted nothing */
+	assert_null(serve_lock_unclean_note(l));  /* it noted nothing */
 	serve_lock_free(l);  /* not settled: passed on */
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
 	assert_int_equal(serve_lock_unclean(l), (long)getpid());
@@ -215,56 +215,57 @@ static void unclean_stop_is_told_apart(void **state)
 }
 
 /*
- * The note of until when a write may land (serve_lock_note_writes()) is read
- * by the next taker of a file left unclean, passed on by a taker that does
- * not settle, and leaves the PID and URL lines as they were.
+ * The note of pending writes (serve_lock_note()) is read by the next taker
+ * of a file left unclean, and passed on by a taker that notes nothing; the
+ * PID and URL lines stay readable; a clean release with nothing pending
+ * empties the file, with writes pending it keeps them (a clean stop does not
+ * make a write in doubt land sooner).
  */
-static void write_note_is_read_after_an_unclean_stop(void **state)
+static void write_note_is_read_by_the_next_holder(void **state)
 {
 	struct fixture *f = *state;
 	struct serve_lock *l = NULL;
 	struct serve_lock_holder h;
 	struct buf msg = BUF_INIT;
-	char text[256], want[256];
+	const char *note = "write 1795000022000 acme/alerts#3\n";
+	char text[NOTE_FILE_BYTES + 1], want[256];
 	FILE *fp;
 
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
-	assert_int_equal(serve_lock_unclean_settle_at(l), 0);
-	serve_lock_note_writes(l, INT64_C(1795000011000));
+	assert_null(serve_lock_unclean_note(l));
+	serve_lock_note(l, "write 1795000011000 acme/alerts#1\n");
 	assert_int_equal(serve_lock_set_address(l, ":0", 40123, 0, &msg), ERR_OK);
-	serve_lock_note_writes(l, 0);
-	serve_lock_note_writes(l, INT64_C(1795000022000));
+	serve_lock_note(l, "");
+	serve_lock_note(l, note);
 	file_text(f->lock, text, sizeof(text));
-	snprintf(want, sizeof(want), "%ld\nhttp://127.0.0.1:40123\n"
-		 "writes_settle_at=00000001795000022000\n", (long)getpid());
-	assert_string_equal(text, want);
+	assert_int_equal(strlen(text), NOTE_FILE_BYTES);  /* padded: rewritten in place */
+	snprintf(want, sizeof(want), "%ld\nhttp://127.0.0.1:40123\nwrites:\n%s", (long)getpid(),
+		 note);
+	assert_memory_equal(text, want, strlen(want));
 	assert_int_equal(serve_lock_held(f->db, &h, &msg), 1);
+	assert_int_equal(h.pid, (long)getpid());
 	assert_string_equal(h.url, "http://127.0.0.1:40123");
-	serve_lock_free(l);
+	serve_lock_free(l);  /* clean, but a write is pending: kept */
 
-	/* As a holder killed with that note in flight leaves it: */
-	fp = fopen(f->lock, "w");
-	assert_non_null(fp);
-	fputs(want, fp);
-	fclose(fp);
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
 	assert_int_equal(serve_lock_unclean(l), (long)getpid());
-	assert_int_equal(serve_lock_unclean_settle_at(l), INT64_C(1795000022000));
-	serve_lock_note_writes(l, 5);  /* earlier than the inherited note: kept */
-	serve_lock_free(l);
+	assert_string_equal(serve_lock_unclean_note(l), note);
+	serve_lock_free(l);  /* noted nothing of its own: passed on */
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
-	assert_int_equal(serve_lock_unclean_settle_at(l), INT64_C(1795000022000));
-	serve_lock_settled(l);
+	assert_string_equal(serve_lock_unclean_note(l), note);
+	serve_lock_note(l, "");  /* its writes all answered: nothing pending */
 	serve_lock_free(l);
+	file_text(f->lock, text, sizeof(text));
+	assert_string_equal(text, "");
 
-	/* Killed with nothing in flight: unclean, but nothing to wait for. */
+	/* Killed with nothing pending: unclean, an empty note, nothing to hold. */
 	fp = fopen(f->lock, "w");
 	assert_non_null(fp);
-	fputs("999999999\n\nwrites_settle_at=00000000000000000000\n", fp);
+	fputs("999999999\n\nwrites:\n     ", fp);
 	fclose(fp);
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
 	assert_int_equal(serve_lock_unclean(l), 999999999L);
-	assert_int_equal(serve_lock_unclean_settle_at(l), 0);
+	assert_string_equal(serve_lock_unclean_note(l), "");
 	serve_lock_free(l);
 	buf_release(&msg);
 }
@@ -313,7 +314,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(stale_file_blocks_nobody, setup, teardown),
 		cmocka_unit_test_setup_teardown(address_is_recorded, setup, teardown),
 		cmocka_unit_test_setup_teardown(unclean_stop_is_told_apart, setup, teardown),
-		cmocka_unit_test_setup_teardown(write_note_is_read_after_an_unclean_stop, setup,
+		cmocka_unit_test_setup_teardown(write_note_is_read_by_the_next_holder, setup,
 						teardown),
 		cmocka_unit_test(nothing_to_lock_elsewhere),
 	};
