@@ -193,6 +193,22 @@ void store_rollback(struct store *st)
 	db_rollback(st->db);
 }
 
+enum err store_txn_begin(struct store *st, struct buf *errmsg)
+{
+	pthread_mutex_lock(&st->db_mu);
+	return store_begin(st, errmsg);
+}
+
+enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg)
+{
+	if (rc == ERR_OK)
+		rc = store_commit(st, errmsg);
+	if (rc)
+		store_rollback(st);
+	pthread_mutex_unlock(&st->db_mu);
+	return rc;
+}
+
 /* A copy of a text column; NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i)
 {

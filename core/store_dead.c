@@ -72,8 +72,7 @@ enum err store_dead_requeue(struct store *st, const char *kind, const char *rece
 		*n = 0;
 	if (!st || store_empty(kind))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
+	rc = store_txn_begin(st, &msg);
 	/* Only the issue's own transitions mark its row (mark_dead()). */
 	if (rc == ERR_OK && !strcmp(kind, "bridge"))
 		rc = store_sq(st, "UPDATE issues SET dead_reason = NULL WHERE EXISTS (SELECT 1 FROM "
@@ -88,11 +87,7 @@ enum err store_dead_requeue(struct store *st, const char *kind, const char *rece
 			      reason_like);
 	if (rc == ERR_OK)
 		changed = db_changes(st->db);
-	if (rc == ERR_OK)
-		rc = store_commit(st, &msg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
+	rc = store_txn_end(st, rc, &msg);
 	if (rc) {
 		store_log_db("requeue dead letters", &msg);
 	} else if (changed > 0) {

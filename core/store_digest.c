@@ -97,8 +97,7 @@ enum err store_digest_add(struct store *st, struct store_digest *parts, size_t n
 				 i + 1);
 			return ERR_INVALID;
 		}
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
+	rc = store_txn_begin(st, &msg);
 	for (size_t i = 0; rc == ERR_OK && i < nparts; i++) {
 		struct store_digest *d = &parts[i];
 
@@ -124,11 +123,7 @@ enum err store_digest_add(struct store *st, struct store_digest *parts, size_t n
 			}
 		}
 	}
-	if (rc == ERR_OK)
-		rc = store_commit(st, &msg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
+	rc = store_txn_end(st, rc, &msg);
 	if (rc) {
 		for (size_t i = 0; i < nparts; i++)
 			parts[i].id = 0;
@@ -196,19 +191,14 @@ static enum err digest_update(struct store *st, const char *what, const char *sq
 
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
+	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_sq(st, sql1, what, &msg, NULL, types, id, i2, t3, t4);
 	if (rc == ERR_OK && db_changes(st->db) == 0)
 		rc = ERR_NOTFOUND;
 	if (rc == ERR_OK && sql2)
 		rc = store_sq(st, sql2, what, &msg, NULL, types, id, i2, t3, t4);
-	if (rc == ERR_OK)
-		rc = store_commit(st, &msg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
+	rc = store_txn_end(st, rc, &msg);
 	if (rc == ERR_DB)
 		store_log_db(what, &msg);
 	buf_release(&msg);

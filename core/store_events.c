@@ -834,21 +834,15 @@ enum err store_event_done(struct store *st, int64_t id, const struct store_issue
 		if (rc)
 			return rc;
 	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, errmsg);
+	rc = store_txn_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = store_event_changed(st, id, store_run1(st, S_EV_DONE, "mark event done", errmsg, "ii", id,
 					      clock_wall_ms()), "mark event done", errmsg);
 	if (rc == ERR_OK && row)
 		rc = store_put_issue(st, row, errmsg);
-	if (rc == ERR_OK)
-		rc = store_commit(st, errmsg);
 out:
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_txn_end(st, rc, errmsg);
 }
 
 enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *error)
@@ -893,17 +887,12 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 
 	if (!st || store_empty(reason))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
+	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_event_state(st, id, &receiver, &key, &msg);
 	if (rc == ERR_OK)
 		rc = mark_dead(st, id, receiver, key, clock_wall_ms(), reason, &msg);
-	if (rc == ERR_OK)
-		rc = store_commit(st, &msg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
+	rc = store_txn_end(st, rc, &msg);
 	store_queue_changed(st);
 	if (rc == ERR_DB)
 		store_log_db("dead-letter event", &msg);

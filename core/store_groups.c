@@ -86,21 +86,26 @@ static enum err one_row(struct store *st, struct db_stmt *s, const char *what,
 }
 
 /*
- * Lock, run sql with types/args through store_sq(), read one row with read (a
- * summary's, a group state's), unlock, log ERR_DB.
+ * out zeroed; ERR_INVALID in rc unless ok (the arguments' check); else lock,
+ * run sql with types/args through store_sq(), read one row with read (a
+ * summary's, a member's, a group state's), unlock, log ERR_DB.
  */
-#define ROW_QUERY(st, read, out, what, sql, ...)                                     \
+#define ROW_QUERY(ok, st, read, out, what, sql, ...)                                 \
 	do {                                                                          \
 		struct buf msg_ = BUF_INIT;                                           \
 		struct db_stmt *s_ = NULL;                                            \
 		memset((out), 0, sizeof(*(out)));                                     \
+		if (!(ok)) {                                                          \
+			rc = ERR_INVALID;                                             \
+			break;                                                        \
+		}                                                                     \
 		pthread_mutex_lock(&(st)->db_mu);                                     \
-		rc = store_sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);                \
+		rc = store_sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);          \
 		if (rc == ERR_OK)                                                     \
-			rc = one_row((st), s_, (what), (read), (out), &msg_);        \
+			rc = one_row((st), s_, (what), (read), (out), &msg_);         \
 		pthread_mutex_unlock(&(st)->db_mu);                                   \
 		if (rc == ERR_DB)                                                     \
-			store_log_db((what), &msg_);                                        \
+			store_log_db((what), &msg_);                                  \
 		buf_release(&msg_);                                                   \
 	} while (0)
 
@@ -109,15 +114,12 @@ enum err store_summary_live(struct store *st, const char *receiver, const char *
 {
 	enum err rc;
 
-	if (!st || store_empty(receiver) || store_empty(repo) || !alertname) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_summary, out, "live summary",
-		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
-		      "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
-		      "ORDER BY s.id DESC LIMIT 1",
-		      "ttt", receiver, repo, alertname);
+	ROW_QUERY(st && !store_empty(receiver) && !store_empty(repo) && alertname, st,
+		  read_summary, out, "live summary",
+		  "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
+		  "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
+		  "ORDER BY s.id DESC LIMIT 1",
+		  "ttt", receiver, repo, alertname);
 	return rc;
 }
 
@@ -125,12 +127,8 @@ enum err store_summary_get(struct store *st, int64_t id, struct store_summary *o
 {
 	enum err rc;
 
-	if (!st) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_summary, out, "get summary",
-		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
+	ROW_QUERY(st, st, read_summary, out, "get summary",
+		  "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
 	return rc;
 }
 
@@ -139,17 +137,13 @@ enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms
 {
 	enum err rc;
 
-	if (!st) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_summary, out, "due summary",
-		      "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
-		      "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
-		      "(s.dirty <> 0 AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
-		      "storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1)) "
-		      "ORDER BY s.next_sync_ms, s.id LIMIT 1",
-		      "ii", now_ms, interval_ms);
+	ROW_QUERY(st, st, read_summary, out, "due summary",
+		  "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
+		  "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
+		  "(s.dirty <> 0 AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
+		  "storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1)) "
+		  "ORDER BY s.next_sync_ms, s.id LIMIT 1",
+		  "ii", now_ms, interval_ms);
 	return rc;
 }
 
@@ -183,8 +177,7 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 		buf_setf(errmsg, "store: summary: repo and state (creating, open or closed) needed");
 		return ERR_INVALID;
 	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, errmsg);
+	rc = store_txn_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = store_sq(st, "UPDATE storm_summaries SET repo = ?2, number = ?3, state = ?4, "
@@ -205,13 +198,8 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 				  "AND (state != ?4 OR number != ?3 OR repo != ?2)",
 			      "update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
 			      s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());
-	if (rc == ERR_OK)
-		rc = store_commit(st, errmsg);
 out:
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_txn_end(st, rc, errmsg);
 }
 
 static void read_member(struct db_stmt *s, void *o)
@@ -229,23 +217,13 @@ static void read_member(struct db_stmt *s, void *o)
 enum err store_member_get(struct store *st, const char *receiver, const char *key,
 			  struct store_member *out)
 {
-	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
 	enum err rc;
 
-	memset(out, 0, sizeof(*out));
-	if (!st || store_empty(receiver) || store_empty(key))
-		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
-			  "storm_members WHERE receiver = ?1 AND key = ?2",
-		      "get member", &msg, &s, "tt", receiver, key);
-	if (rc == ERR_OK)
-		rc = one_row(st, s, "get member", read_member, out, &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("get member", &msg);
-	buf_release(&msg);
+	ROW_QUERY(st && !store_empty(receiver) && !store_empty(key), st, read_member, out,
+		  "get member",
+		  "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
+		  "storm_members WHERE receiver = ?1 AND key = ?2",
+		  "tt", receiver, key);
 	return rc;
 }
 
@@ -274,8 +252,7 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 			 row->key);
 		return ERR_INVALID;
 	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, errmsg);
+	rc = store_txn_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = mark_done(st, event_id, errmsg);
@@ -293,13 +270,8 @@ enum err store_member_fold(struct store *st, int64_t event_id, const struct stor
 	if (rc == ERR_OK && dirty)
 		rc = store_sq(st, "UPDATE storm_summaries SET dirty = 1 WHERE id = ?1", "mark summary",
 			      errmsg, NULL, "i", m->summary_id);
-	if (rc == ERR_OK)
-		rc = store_commit(st, errmsg);
 out:
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_txn_end(st, rc, errmsg);
 }
 
 enum err store_member_unfold(struct store *st, const char *receiver, const char *key,
@@ -311,20 +283,14 @@ enum err store_member_unfold(struct store *st, const char *receiver, const char 
 		buf_setf(errmsg, "store: unfold: receiver and key needed");
 		return ERR_INVALID;
 	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, errmsg);
+	rc = store_txn_begin(st, errmsg);
 	if (rc == ERR_OK)
 		rc = store_sq(st, "DELETE FROM issues WHERE receiver = ?1 AND key = ?2", "unfold row",
 			      errmsg, NULL, "tt", receiver, key);
 	if (rc == ERR_OK)
 		rc = store_sq(st, "DELETE FROM storm_members WHERE receiver = ?1 AND key = ?2",
 			      "unfold member", errmsg, NULL, "tt", receiver, key);
-	if (rc == ERR_OK)
-		rc = store_commit(st, errmsg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_txn_end(st, rc, errmsg);
 }
 
 enum err store_member_list(struct store *st, int64_t summary_id, struct store_member **out,
@@ -418,13 +384,10 @@ enum err store_group_get(struct store *st, const char *receiver, const char *key
 {
 	enum err rc;
 
-	if (!st || store_empty(receiver) || store_empty(key)) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_group, out, "get group state",
-		    "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
-		    "tt", receiver, key);
+	ROW_QUERY(st && !store_empty(receiver) && !store_empty(key), st, read_group, out,
+		  "get group state",
+		  "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
+		  "tt", receiver, key);
 	return rc;
 }
 
@@ -433,18 +396,14 @@ enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
 {
 	enum err rc;
 
-	if (!st) {
-		memset(out, 0, sizeof(*out));
-		return ERR_INVALID;
-	}
-	ROW_QUERY(st, read_group, out, "due group state",
-		    "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
-		    "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
-		    "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
-		    "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
-		    "ORDER BY CASE WHEN g.next_sync_ms > g.synced_at_ms + ?2 THEN g.next_sync_ms "
-		    "ELSE g.synced_at_ms + ?2 END, g.key LIMIT 1",
-		    "ii", now_ms, interval_ms);
+	ROW_QUERY(st, st, read_group, out, "due group state",
+		  "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
+		  "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
+		  "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
+		  "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
+		  "ORDER BY CASE WHEN g.next_sync_ms > g.synced_at_ms + ?2 THEN g.next_sync_ms "
+		  "ELSE g.synced_at_ms + ?2 END, g.key LIMIT 1",
+		  "ii", now_ms, interval_ms);
 	return rc;
 }
 
@@ -482,8 +441,7 @@ enum err store_group_done(struct store *st, int64_t event_id, const struct store
 		rc = store_check_issue(row, errmsg);
 	if (rc)
 		return rc;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, errmsg);
+	rc = store_txn_begin(st, errmsg);
 	if (rc)
 		goto out;
 	rc = mark_done(st, event_id, errmsg);
@@ -491,13 +449,8 @@ enum err store_group_done(struct store *st, int64_t event_id, const struct store
 		rc = store_put_issue(st, row, errmsg);
 	if (rc == ERR_OK)
 		rc = put_group(st, g, errmsg);
-	if (rc == ERR_OK)
-		rc = store_commit(st, errmsg);
 out:
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_txn_end(st, rc, errmsg);
 }
 
 enum err store_group_synced(struct store *st, const struct store_group *g, struct buf *errmsg)

@@ -173,6 +173,14 @@ enum err store_begin(struct store *st, struct buf *errmsg);
 enum err store_commit(struct store *st, struct buf *errmsg);
 /* Roll back the open transaction, if any. */
 void store_rollback(struct store *st);
+/*
+ * A write transaction of its own: store_txn_begin() locks db_mu and begins
+ * (store_begin()); db_mu stays held whatever it returns.  store_txn_end()
+ * then commits when rc is ERR_OK, rolls back when rc (or the commit) is not,
+ * and unlocks db_mu; it returns the outcome (rc, or the commit's ERR_DB).
+ */
+enum err store_txn_begin(struct store *st, struct buf *errmsg);
+enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg);
 /* A copy of a text column (free()); NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i);
 /*

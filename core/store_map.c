@@ -124,18 +124,13 @@ enum err store_issue_forget(struct store *st, const char *receiver, const char *
 
 	if (!st || store_empty(receiver) || store_empty(key))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
+	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_run1(st, S_IS_FORGET, "forget issue", &msg, "tt", receiver, key);
 	if (rc == ERR_OK)
 		rc = store_run(st, S_EV_FORGET_STATE, "forget repeat state", &msg, "tt", receiver,
 			       key);
-	if (rc == ERR_OK)
-		rc = store_commit(st, &msg);
-	if (rc)
-		store_rollback(st);
-	pthread_mutex_unlock(&st->db_mu);
+	rc = store_txn_end(st, rc, &msg);
 	if (rc == ERR_DB)
 		store_log_db("forget issue", &msg);
 	buf_release(&msg);

@@ -32,8 +32,7 @@ enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, i
 	*fresh = 0;
 	if (!st || store_empty(id))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_begin(st, &msg);
+	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
 		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
 			      "prune deliveries", &msg, NULL, "i", now_ms - keep_ms);
@@ -41,15 +40,11 @@ enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, i
 		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
 			      "ON CONFLICT (id) DO NOTHING", "take delivery", &msg, NULL, "ti", id,
 			      now_ms);
-	if (rc == ERR_OK) {
+	if (rc == ERR_OK)
 		*fresh = db_changes(st->db) == 1;
-		rc = store_commit(st, &msg);
-	}
-	if (rc != ERR_OK) {
-		store_rollback(st);
+	rc = store_txn_end(st, rc, &msg);
+	if (rc != ERR_OK)
 		*fresh = 0;
-	}
-	pthread_mutex_unlock(&st->db_mu);
 	return done(rc, "take delivery", &msg);
 }
 
