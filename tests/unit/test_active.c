@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/active.h"
 #include "core/clock.h"
@@ -183,13 +184,7 @@ static void postgres_one_acts(void **state)
 	pgfx_drop(uri);
 }
 
-int main(void)
-{
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(sqlite_always_acts, sfx_setup, sfx_teardown),
-		cmocka_unit_test_setup_teardown(lease_decides, sfx_setup, sfx_teardown),
-		cmocka_unit_test(postgres_one_acts),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test_setup_teardown(sqlite_always_acts, sfx_setup, sfx_teardown),
+	cmocka_unit_test_setup_teardown(lease_decides, sfx_setup, sfx_teardown),
+	cmocka_unit_test(postgres_one_acts))

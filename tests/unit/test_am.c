@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/am.h"
 #include "core/xalloc.h"
@@ -699,26 +700,21 @@ static void released_alert_keeps_its_identity(void **state)
 	free(body);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(fixture_single_firing_exact),
-		cmocka_unit_test(fixture_single_resolved_exact),
-		cmocka_unit_test(fixture_groups_exact),
-		cmocka_unit_test(fingerprints_match_every_fixture),
-		cmocka_unit_test(fingerprints_computed_when_absent),
-		cmocka_unit_test(fingerprint_edge_cases),
-		cmocka_unit_test(unquote_meta_cases),
-		cmocka_unit_test(receiver_name_is_unescaped),
-		cmocka_unit_test(event_json_exact),
-		cmocka_unit_test(event_json_too_big_leaves_buf),
-		cmocka_unit_test(malformed_bodies_are_rejected_with_path),
-		cmocka_unit_test(matrix_baseline_parses),
-		cmocka_unit_test(long_error_path_is_cut),
-		cmocka_unit_test(invalid_alerts_are_kept_apart),
-		cmocka_unit_test(derived_sets_over_limits_are_cut_not_refused),
-		cmocka_unit_test(rejected_payload_names_its_receiver),
-		cmocka_unit_test(released_alert_keeps_its_identity),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(fixture_single_firing_exact),
+	cmocka_unit_test(fixture_single_resolved_exact),
+	cmocka_unit_test(fixture_groups_exact),
+	cmocka_unit_test(fingerprints_match_every_fixture),
+	cmocka_unit_test(fingerprints_computed_when_absent),
+	cmocka_unit_test(fingerprint_edge_cases),
+	cmocka_unit_test(unquote_meta_cases),
+	cmocka_unit_test(receiver_name_is_unescaped),
+	cmocka_unit_test(event_json_exact),
+	cmocka_unit_test(event_json_too_big_leaves_buf),
+	cmocka_unit_test(malformed_bodies_are_rejected_with_path),
+	cmocka_unit_test(matrix_baseline_parses),
+	cmocka_unit_test(long_error_path_is_cut),
+	cmocka_unit_test(invalid_alerts_are_kept_apart),
+	cmocka_unit_test(derived_sets_over_limits_are_cut_not_refused),
+	cmocka_unit_test(rejected_payload_names_its_receiver),
+	cmocka_unit_test(released_alert_keeps_its_identity))

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "janitor/annotate.h"
 
@@ -880,41 +881,35 @@ static void names(void **state)
 	assert_string_equal(janitor_skip_str(JANITOR_SKIP_NO_EXPIRY), "no-expiry");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(parses_all_kube_janitor_forms),
-		cmocka_unit_test(parses_leap_years_and_month_ends),
-		cmocka_unit_test(rejects_bad_times_naming_them),
-		cmocka_unit_test(formats_utc_and_round_trips),
-		cmocka_unit_test(parses_ttl_units),
-		cmocka_unit_test(rejects_bad_ttls_naming_them),
-		cmocka_unit_test(ttl_overflow_is_invalid),
-		cmocka_unit_test(kv_sort_and_get),
-		cmocka_unit_test(state_of_plain_pod),
-		cmocka_unit_test(state_reads_every_annotation),
-		cmocka_unit_test(expiry_is_min_of_expires_and_ttl),
-		cmocka_unit_test(exempt_and_forever),
-		cmocka_unit_test(invalid_annotations_are_named),
-		cmocka_unit_test(first_invalid_annotation_is_reported),
-		cmocka_unit_test(mark_fresh_pod),
-		cmocka_unit_test(mark_crosses_month_and_year_ends),
-		cmocka_unit_test(mark_never_extends_an_existing_expiry),
-		cmocka_unit_test(mark_again_changes_nothing_but_reason),
-		cmocka_unit_test(mark_refuses_exempt_forever_invalid),
-		cmocka_unit_test(mark_out_of_range_expiry),
-		cmocka_unit_test(notified_at_rounds_up),
-		cmocka_unit_test(unmark_removes_only_ours),
-		cmocka_unit_test(unmark_keeps_a_persons_expires),
-		cmocka_unit_test(mark_then_unmark_round_trip),
-		cmocka_unit_test(acts_only_after_notice_lead),
-		cmocka_unit_test(never_acts_without_a_notice),
-		cmocka_unit_test(ttl_expiry_uses_the_same_rule),
-		cmocka_unit_test(skips_in_order),
-		cmocka_unit_test(forever_ttl_skips_even_with_expires),
-		cmocka_unit_test(zero_ttl_never_acts),
-		cmocka_unit_test(names),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(parses_all_kube_janitor_forms),
+	cmocka_unit_test(parses_leap_years_and_month_ends),
+	cmocka_unit_test(rejects_bad_times_naming_them),
+	cmocka_unit_test(formats_utc_and_round_trips),
+	cmocka_unit_test(parses_ttl_units),
+	cmocka_unit_test(rejects_bad_ttls_naming_them),
+	cmocka_unit_test(ttl_overflow_is_invalid),
+	cmocka_unit_test(kv_sort_and_get),
+	cmocka_unit_test(state_of_plain_pod),
+	cmocka_unit_test(state_reads_every_annotation),
+	cmocka_unit_test(expiry_is_min_of_expires_and_ttl),
+	cmocka_unit_test(exempt_and_forever),
+	cmocka_unit_test(invalid_annotations_are_named),
+	cmocka_unit_test(first_invalid_annotation_is_reported),
+	cmocka_unit_test(mark_fresh_pod),
+	cmocka_unit_test(mark_crosses_month_and_year_ends),
+	cmocka_unit_test(mark_never_extends_an_existing_expiry),
+	cmocka_unit_test(mark_again_changes_nothing_but_reason),
+	cmocka_unit_test(mark_refuses_exempt_forever_invalid),
+	cmocka_unit_test(mark_out_of_range_expiry),
+	cmocka_unit_test(notified_at_rounds_up),
+	cmocka_unit_test(unmark_removes_only_ours),
+	cmocka_unit_test(unmark_keeps_a_persons_expires),
+	cmocka_unit_test(mark_then_unmark_round_trip),
+	cmocka_unit_test(acts_only_after_notice_lead),
+	cmocka_unit_test(never_acts_without_a_notice),
+	cmocka_unit_test(ttl_expiry_uses_the_same_rule),
+	cmocka_unit_test(skips_in_order),
+	cmocka_unit_test(forever_ttl_skips_even_with_expires),
+	cmocka_unit_test(zero_ttl_never_acts),
+	cmocka_unit_test(names))

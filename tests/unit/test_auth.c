@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/auth.h"
 
@@ -468,31 +469,25 @@ static void web_hash_format(void **state)
 	}
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(bearer_ok),
-		cmocka_unit_test(bearer_extra_spaces),
-		cmocka_unit_test(bearer_wrong),
-		cmocka_unit_test(bearer_missing),
-		cmocka_unit_test(bearer_wrong_scheme),
-		cmocka_unit_test(bearer_too_long),
-		cmocka_unit_test(basic_ok),
-		cmocka_unit_test(basic_wrong_user),
-		cmocka_unit_test(basic_wrong_password),
-		cmocka_unit_test(basic_bad_base64),
-		cmocka_unit_test(basic_no_colon),
-		cmocka_unit_test(open_when_nothing_configured),
-		cmocka_unit_test(challenges),
-		cmocka_unit_test(config_errors),
-		cmocka_unit_test(web_users_bcrypt),
-		cmocka_unit_test(web_open_without_users),
-		cmocka_unit_test(web_rejects_bad_users),
-		cmocka_unit_test(web_cache_skips_bcrypt),
-		cmocka_unit_test(web_cached_check_never_bcrypts),
-		cmocka_unit_test(web_failed_logins_per_client),
-		cmocka_unit_test(web_hash_format),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(bearer_ok),
+	cmocka_unit_test(bearer_extra_spaces),
+	cmocka_unit_test(bearer_wrong),
+	cmocka_unit_test(bearer_missing),
+	cmocka_unit_test(bearer_wrong_scheme),
+	cmocka_unit_test(bearer_too_long),
+	cmocka_unit_test(basic_ok),
+	cmocka_unit_test(basic_wrong_user),
+	cmocka_unit_test(basic_wrong_password),
+	cmocka_unit_test(basic_bad_base64),
+	cmocka_unit_test(basic_no_colon),
+	cmocka_unit_test(open_when_nothing_configured),
+	cmocka_unit_test(challenges),
+	cmocka_unit_test(config_errors),
+	cmocka_unit_test(web_users_bcrypt),
+	cmocka_unit_test(web_open_without_users),
+	cmocka_unit_test(web_rejects_bad_users),
+	cmocka_unit_test(web_cache_skips_bcrypt),
+	cmocka_unit_test(web_cached_check_never_bcrypts),
+	cmocka_unit_test(web_failed_logins_per_client),
+	cmocka_unit_test(web_hash_format))

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/backoff.h"
 
@@ -60,12 +61,7 @@ static void gate_closes_after_failures_and_opens_on_success(void **state)
 	assert_in_range(backoff_gate_fail(&g, 0, 5000, 600000, &seed), 2500, 5000);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(doubles_with_equal_jitter_up_to_the_cap),
-		cmocka_unit_test(jitter_spreads),
-		cmocka_unit_test(gate_closes_after_failures_and_opens_on_success),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(doubles_with_equal_jitter_up_to_the_cap),
+	cmocka_unit_test(jitter_spreads),
+	cmocka_unit_test(gate_closes_after_failures_and_opens_on_success))

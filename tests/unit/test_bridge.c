@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -980,35 +981,29 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	bfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(fire_resolve_refire_cycle),
-		cmocka_unit_test(reloaded_config_applies_to_the_next_event),
-		cmocka_unit_test(refire_after_window_links_and_keeps_the_new_issue),
-		cmocka_unit_test(new_episode_adds_the_labels_the_issue_lacks),
-		cmocka_unit_test(close_resumes_after_failed_state_change),
-		cmocka_unit_test(comment_in_doubt_is_looked_for_first),
-		cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
-		cmocka_unit_test(invalid_request_is_dead_lettered),
-		cmocka_unit_test(unassignable_assignee_is_dropped),
-		cmocka_unit_test(missing_repository_is_dead_lettered_until_retried),
-		cmocka_unit_test(missing_repository_needs_a_404_from_github),
-		cmocka_unit_test(bad_token_keeps_the_event),
-		cmocka_unit_test(deleted_issue_is_recreated),
-		cmocka_unit_test(not_planned_is_respected_within_window),
-		cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
-		cmocka_unit_test(dry_run_row_finds_its_issue_by_marker),
-		cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
-		cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
-		cmocka_unit_test(rebuild_keeps_to_its_receiver),
-		cmocka_unit_test(failed_rebuild_keeps_the_event),
-		cmocka_unit_test(not_the_leader_drains_nothing),
-		cmocka_unit_test(not_the_leader_counts_the_queue),
-		cmocka_unit_test(known_series_exist_at_zero),
-		cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
-		cmocka_unit_test(group_member_resolving_updates_the_body_paced),
-	};
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(fire_resolve_refire_cycle),
+	cmocka_unit_test(reloaded_config_applies_to_the_next_event),
+	cmocka_unit_test(refire_after_window_links_and_keeps_the_new_issue),
+	cmocka_unit_test(new_episode_adds_the_labels_the_issue_lacks),
+	cmocka_unit_test(close_resumes_after_failed_state_change),
+	cmocka_unit_test(comment_in_doubt_is_looked_for_first),
+	cmocka_unit_test(comment_in_doubt_but_absent_is_posted),
+	cmocka_unit_test(invalid_request_is_dead_lettered),
+	cmocka_unit_test(unassignable_assignee_is_dropped),
+	cmocka_unit_test(missing_repository_is_dead_lettered_until_retried),
+	cmocka_unit_test(missing_repository_needs_a_404_from_github),
+	cmocka_unit_test(bad_token_keeps_the_event),
+	cmocka_unit_test(deleted_issue_is_recreated),
+	cmocka_unit_test(not_planned_is_respected_within_window),
+	cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
+	cmocka_unit_test(dry_run_row_finds_its_issue_by_marker),
+	cmocka_unit_test(unconfigured_receiver_is_dead_lettered),
+	cmocka_unit_test(lost_database_is_rebuilt_from_markers_before_any_create),
+	cmocka_unit_test(rebuild_keeps_to_its_receiver),
+	cmocka_unit_test(failed_rebuild_keeps_the_event),
+	cmocka_unit_test(not_the_leader_drains_nothing),
+	cmocka_unit_test(not_the_leader_counts_the_queue),
+	cmocka_unit_test(known_series_exist_at_zero),
+	cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
+	cmocka_unit_test(group_member_resolving_updates_the_body_paced))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/bridge.h"
 #include "core/store.h"
@@ -90,10 +91,5 @@ static void reroute_links_the_previous_issue_where_it_lives(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(reroute_links_the_previous_issue_where_it_lives),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(reroute_links_the_previous_issue_where_it_lives))

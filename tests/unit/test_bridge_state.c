@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/bridge.h"
 #include "core/log.h"
@@ -306,18 +307,12 @@ static void dry_run_row_still_firing_gets_its_issue(void **state)
 	bfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(not_planned_reopened_by_a_person_is_seen),
-		cmocka_unit_test(resolve_of_an_issue_the_map_says_closed_asks_github),
-		cmocka_unit_test(deleted_not_planned_issue_is_recreated),
-		cmocka_unit_test(resumed_comment_reads_the_issue_again),
-		cmocka_unit_test(resumed_close_of_a_deleted_issue_ends),
-		cmocka_unit_test(dry_run_row_resolved_gets_an_issue_only_from_a_new_episode),
-		cmocka_unit_test(dry_run_row_takes_the_episode_of_the_issue_found),
-		cmocka_unit_test(dry_run_row_still_firing_gets_its_issue),
-	};
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(not_planned_reopened_by_a_person_is_seen),
+	cmocka_unit_test(resolve_of_an_issue_the_map_says_closed_asks_github),
+	cmocka_unit_test(deleted_not_planned_issue_is_recreated),
+	cmocka_unit_test(resumed_comment_reads_the_issue_again),
+	cmocka_unit_test(resumed_close_of_a_deleted_issue_ends),
+	cmocka_unit_test(dry_run_row_resolved_gets_an_issue_only_from_a_new_episode),
+	cmocka_unit_test(dry_run_row_takes_the_episode_of_the_issue_found),
+	cmocka_unit_test(dry_run_row_still_firing_gets_its_issue))

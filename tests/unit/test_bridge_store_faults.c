@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/bridge.h"
 #include "core/store.h"
@@ -98,10 +99,5 @@ static void full_disk_backs_off_without_github_calls(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(full_disk_backs_off_without_github_calls),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(full_disk_backs_off_without_github_calls))

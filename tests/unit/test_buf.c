@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/buf.h"
 
@@ -63,13 +64,8 @@ static void setf_and_truncate(void **state)
 	buf_release(NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(empty_buf_is_empty_string),
-		cmocka_unit_test(appends_and_printf_grow),
-		cmocka_unit_test(max_rejects_and_keeps_contents),
-		cmocka_unit_test(setf_and_truncate),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(empty_buf_is_empty_string),
+	cmocka_unit_test(appends_and_printf_grow),
+	cmocka_unit_test(max_rejects_and_keeps_contents),
+	cmocka_unit_test(setf_and_truncate))

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/codec.h"
 
@@ -91,13 +92,8 @@ static void sha256_and_secret_compare(void **state)
 		assert_int_equal(md[i], 0);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(base64_decodes_rfc4648),
-		cmocka_unit_test(json_strings_as_jansson_writes_them),
-		cmocka_unit_test(fnv64a_vectors),
-		cmocka_unit_test(sha256_and_secret_compare),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(base64_decodes_rfc4648),
+	cmocka_unit_test(json_strings_as_jansson_writes_them),
+	cmocka_unit_test(fnv64a_vectors),
+	cmocka_unit_test(sha256_and_secret_compare))

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/config.h"
 #include "tests/unit/helpers/tmpdir.h"
@@ -202,15 +203,9 @@ static void password_file_errors(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(accepted_forms),
-		T(password_file_resolved_and_dumped),
-		T(password_in_uri_refused),
-		T(malformed_uri_refused),
-		T(password_file_errors),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(accepted_forms),
+	T(password_file_resolved_and_dumped),
+	T(password_in_uri_refused),
+	T(malformed_uri_refused),
+	T(password_file_errors))

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/config.h"
 
@@ -174,13 +175,7 @@ static void dump_walks_the_tables(void **state)
 	buf_release(&msg);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(keys_and_reload_classes),
-		cmocka_unit_test(reference_rows),
-		cmocka_unit_test(dump_walks_the_tables),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(keys_and_reload_classes),
+	cmocka_unit_test(reference_rows),
+	cmocka_unit_test(dump_walks_the_tables))

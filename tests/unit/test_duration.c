@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/duration.h"
 
@@ -152,16 +153,11 @@ static void human_two_largest_units(void **state)
 	human_is(-(45 * S), "-45 seconds");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(parses_every_unit),
-		cmocka_unit_test(rejects_bad_syntax_with_quoted_input),
-		cmocka_unit_test(rejects_units_out_of_order_or_repeated),
-		cmocka_unit_test(rejects_overflow),
-		cmocka_unit_test(formats_like_prometheus),
-		cmocka_unit_test(format_roundtrips_through_parse),
-		cmocka_unit_test(human_two_largest_units),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(parses_every_unit),
+	cmocka_unit_test(rejects_bad_syntax_with_quoted_input),
+	cmocka_unit_test(rejects_units_out_of_order_or_repeated),
+	cmocka_unit_test(rejects_overflow),
+	cmocka_unit_test(formats_like_prometheus),
+	cmocka_unit_test(format_roundtrips_through_parse),
+	cmocka_unit_test(human_two_largest_units))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/embed.h"
 
@@ -35,10 +36,5 @@ static void every_template_file_is_embedded_verbatim(void **state)
 	assert_null(embed_get("no-such-template.mustache", NULL));
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(every_template_file_is_embedded_verbatim),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(every_template_file_is_embedded_verbatim))

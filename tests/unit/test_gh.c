@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -992,51 +993,40 @@ static void issue_list_filters_by_creator_and_labels_and_counts_pages(void **sta
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(create_sends_documented_request),
-		T(create_without_labels_omits_them),
-		T(set_state_patches_state_and_reason),
-		T(comment_and_labels_post_documented_bodies),
-		T(get_parses_issue),
-		T(conditional_get_sends_the_etag_and_takes_304_as_unchanged),
-		T(issue_list_filters_by_creator_and_labels_and_counts_pages),
-		T(get_follows_301_to_transferred_issue),
-		T(mutating_calls_are_one_second_apart_gets_are_not),
-		T(content_budget_per_minute_is_kept),
-		T(content_budget_per_hour_is_kept),
-		T(content_per_hour_option_is_kept),
-		T(scaled_pacing_keeps_the_budget_in_a_shorter_window),
-		T(server_error_then_success_is_retried),
-		T(retry_after_is_honoured),
-		T(retry_after_as_an_http_date_is_honoured),
-		T(stopping_sends_nothing_after_a_cut_short_wait),
-		T(exhausted_primary_limit_waits_until_reset),
-		T(status_429_waits_a_minute),
-		T(secondary_limit_403_by_message_is_retried),
-		T(unauthorized_is_auth_without_retry),
-		T(permanent_403s_are_forbidden_by_reason),
-		T(unprocessable_is_invalid_with_github_message),
-		T(not_found_and_gone),
-		T(repo_get_tells_missing_from_unknown),
-		T(persistent_failure_gives_up_with_retry),
-		T(create_not_sent_is_retried_without_lookup),
-		T(find_marker_follows_link_pagination),
-		T(find_marker_not_found_and_foreign_link),
-		T(create_201_unreadable_is_resolved_by_marker),
-		T(find_marker_skips_older_issue_of_the_same_key),
-		T(issue_list_reads_every_page_oldest_first),
-		T(unauthorized_is_counted),
-		T(bad_input_is_rejected_before_any_request),
-		T(non_issue_answer_is_invalid),
-		T(dry_run_logs_and_makes_no_request),
-	};
-	int rc;
-
-	if (http_global_init() != ERR_OK)
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	http_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(if (http_global_init() != ERR_OK) return 1, http_global_cleanup(),
+	T(create_sends_documented_request),
+	T(create_without_labels_omits_them),
+	T(set_state_patches_state_and_reason),
+	T(comment_and_labels_post_documented_bodies),
+	T(get_parses_issue),
+	T(conditional_get_sends_the_etag_and_takes_304_as_unchanged),
+	T(issue_list_filters_by_creator_and_labels_and_counts_pages),
+	T(get_follows_301_to_transferred_issue),
+	T(mutating_calls_are_one_second_apart_gets_are_not),
+	T(content_budget_per_minute_is_kept),
+	T(content_budget_per_hour_is_kept),
+	T(content_per_hour_option_is_kept),
+	T(scaled_pacing_keeps_the_budget_in_a_shorter_window),
+	T(server_error_then_success_is_retried),
+	T(retry_after_is_honoured),
+	T(retry_after_as_an_http_date_is_honoured),
+	T(stopping_sends_nothing_after_a_cut_short_wait),
+	T(exhausted_primary_limit_waits_until_reset),
+	T(status_429_waits_a_minute),
+	T(secondary_limit_403_by_message_is_retried),
+	T(unauthorized_is_auth_without_retry),
+	T(permanent_403s_are_forbidden_by_reason),
+	T(unprocessable_is_invalid_with_github_message),
+	T(not_found_and_gone),
+	T(repo_get_tells_missing_from_unknown),
+	T(persistent_failure_gives_up_with_retry),
+	T(create_not_sent_is_retried_without_lookup),
+	T(find_marker_follows_link_pagination),
+	T(find_marker_not_found_and_foreign_link),
+	T(create_201_unreadable_is_resolved_by_marker),
+	T(find_marker_skips_older_issue_of_the_same_key),
+	T(issue_list_reads_every_page_oldest_first),
+	T(unauthorized_is_counted),
+	T(bad_input_is_rejected_before_any_request),
+	T(non_issue_answer_is_invalid),
+	T(dry_run_logs_and_makes_no_request))

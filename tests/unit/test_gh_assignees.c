@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh_assignees.h"
 
@@ -68,12 +69,7 @@ static void other_answers_are_not_about_assignees(void **state)
 	expect(422, "{\"message\":\"Validation Failed\"}", NULL, NULL);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(named_logins_are_dropped),
-		cmocka_unit_test(unnamed_error_drops_everyone),
-		cmocka_unit_test(other_answers_are_not_about_assignees),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(named_logins_are_dropped),
+	cmocka_unit_test(unnamed_error_drops_everyone),
+	cmocka_unit_test(other_answers_are_not_about_assignees))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
@@ -547,19 +548,14 @@ static void app_login_is_slug_bot_from_get_app(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(jwt_header_claims_signature),
-		T(app_token_cached_and_renewed),
-		T(app_token_renewed_after_401),
-		T(app_installation_found_per_owner),
-		T(owner_matching),
-		T(budget_per_credential),
-		T(creds_replaced_logged_only_on_change),
-		T(creds_swapped),
-		T(login_per_credential_relearned_on_new_set),
-		T(app_login_is_slug_bot_from_get_app),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(jwt_header_claims_signature),
+	T(app_token_cached_and_renewed),
+	T(app_token_renewed_after_401),
+	T(app_installation_found_per_owner),
+	T(owner_matching),
+	T(budget_per_credential),
+	T(creds_replaced_logged_only_on_change),
+	T(creds_swapped),
+	T(login_per_credential_relearned_on_new_set),
+	T(app_login_is_slug_bot_from_get_app))

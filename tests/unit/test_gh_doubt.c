@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh.h"
 #include "core/buf.h"
@@ -255,14 +256,9 @@ static void comment_in_doubt_is_looked_for_once_settled(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(ambiguous_create_is_in_doubt_not_repeated),
-		T(create_answered_after_the_timeout_is_not_repeated),
-		T(marked_comment_ambiguous_is_in_doubt_not_repeated),
-		T(comment_in_doubt_is_looked_for_once_settled),
-		T(late_state_change_holds_the_next_write),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(ambiguous_create_is_in_doubt_not_repeated),
+	T(create_answered_after_the_timeout_is_not_repeated),
+	T(marked_comment_ambiguous_is_in_doubt_not_repeated),
+	T(comment_in_doubt_is_looked_for_once_settled),
+	T(late_state_change_holds_the_next_write))

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh_webhook.h"
 #include "bridge/silence.h"
@@ -229,18 +230,12 @@ static void silences_active_until_they_end_or_are_expired(void **state)
 	store_close(st);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(signature_of_the_docs_test_vector_is_valid),
-		cmocka_unit_test(signature_refused_when_anything_differs),
-		cmocka_unit_test(command_silence_with_duration_and_reason),
-		cmocka_unit_test(command_silence_bad_durations_are_invalid),
-		cmocka_unit_test(command_unsilence_unknown_and_none),
-		SFX_TEST(delivery_is_taken_once_and_pruned_after_retention),
-		SFX_TEST(issue_by_number_finds_the_map_row),
-		SFX_TEST(silences_active_until_they_end_or_are_expired),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(signature_of_the_docs_test_vector_is_valid),
+	cmocka_unit_test(signature_refused_when_anything_differs),
+	cmocka_unit_test(command_silence_with_duration_and_reason),
+	cmocka_unit_test(command_silence_bad_durations_are_invalid),
+	cmocka_unit_test(command_unsilence_unknown_and_none),
+	SFX_TEST(delivery_is_taken_once_and_pruned_after_retention),
+	SFX_TEST(issue_by_number_finds_the_map_row),
+	SFX_TEST(silences_active_until_they_end_or_are_expired))

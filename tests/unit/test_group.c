@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -498,19 +499,14 @@ static void view_lists_members(void **state)
 	buf_release(&err);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(member_resolving_is_not_a_new_episode),
-		cmocka_unit_test(member_joining_is_not_a_new_episode),
-		cmocka_unit_test(all_resolved_closes_then_a_new_episode_reopens),
-		cmocka_unit_test(resolved_group_resolves_members_not_listed),
-		cmocka_unit_test(unknown_members_follow_the_issue_state),
-		cmocka_unit_test(unknown_members_continue_the_rows_episode),
-		cmocka_unit_test(bad_events_change_nothing),
-		cmocka_unit_test(event_without_members_is_its_alert),
-		cmocka_unit_test(members_json_round_trip),
-		cmocka_unit_test(view_lists_members),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(member_resolving_is_not_a_new_episode),
+	cmocka_unit_test(member_joining_is_not_a_new_episode),
+	cmocka_unit_test(all_resolved_closes_then_a_new_episode_reopens),
+	cmocka_unit_test(resolved_group_resolves_members_not_listed),
+	cmocka_unit_test(unknown_members_follow_the_issue_state),
+	cmocka_unit_test(unknown_members_continue_the_rows_episode),
+	cmocka_unit_test(bad_events_change_nothing),
+	cmocka_unit_test(event_without_members_is_its_alert),
+	cmocka_unit_test(members_json_round_trip),
+	cmocka_unit_test(view_lists_members))

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -215,12 +216,7 @@ static void overflowing_custom_template_is_named(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(ten_thousand_alerts_fit_githubs_limit),
-		cmocka_unit_test(small_group_is_listed_whole),
-		cmocka_unit_test(overflowing_custom_template_is_named),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(ten_thousand_alerts_fit_githubs_limit),
+	cmocka_unit_test(small_group_is_listed_whole),
+	cmocka_unit_test(overflowing_custom_template_is_named))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh.h"
 #include "bridge/group.h"
@@ -149,11 +150,6 @@ static void server_error_is_retried(void **state)
 	stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		SFX_TEST(refused_body_waits_for_a_change),
-		SFX_TEST(server_error_is_retried),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	SFX_TEST(refused_body_waits_for_a_change),
+	SFX_TEST(server_error_is_retried))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/auth.h"
 #include "core/log.h"
@@ -349,18 +350,11 @@ static void admin_guard_open_without_any_credential(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(guards_the_route),
-		cmocka_unit_test(open_without_users),
-		cmocka_unit_test(failed_logins_slow_the_client_down),
-		cmocka_unit_test(admin_guard_wants_an_admin_without_webhook_credentials),
-		cmocka_unit_test(admin_guard_takes_the_webhook_token_or_an_admin),
-		cmocka_unit_test(admin_guard_webhook_token_alone),
-		cmocka_unit_test(admin_guard_open_without_any_credential),
-	};
-
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(guards_the_route),
+	cmocka_unit_test(open_without_users),
+	cmocka_unit_test(failed_logins_slow_the_client_down),
+	cmocka_unit_test(admin_guard_wants_an_admin_without_webhook_credentials),
+	cmocka_unit_test(admin_guard_takes_the_webhook_token_or_an_admin),
+	cmocka_unit_test(admin_guard_webhook_token_alone),
+	cmocka_unit_test(admin_guard_open_without_any_credential))

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/healthcheck.h"
 #include "core/http_client.h"
@@ -142,20 +143,9 @@ static void other_processes_give_nothing(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(urls_ask_the_loopback_for_a_wildcard),
-		cmocka_unit_test(address_without_port_is_invalid),
-		cmocka_unit_test(closed_port_is_unhealthy),
-		cmocka_unit_test(serve_flags_of_the_main_process),
-		cmocka_unit_test(other_processes_give_nothing),
-	};
-	int rc;
-
-	if (http_global_init() != ERR_OK)
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	http_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(if (http_global_init() != ERR_OK) return 1, http_global_cleanup(),
+	cmocka_unit_test(urls_ask_the_loopback_for_a_wildcard),
+	cmocka_unit_test(address_without_port_is_invalid),
+	cmocka_unit_test(closed_port_is_unhealthy),
+	cmocka_unit_test(serve_flags_of_the_main_process),
+	cmocka_unit_test(other_processes_give_nothing))

@@ -14,6 +14,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 #include <curl/curl.h>
 
 #include "core/http_client.h"
@@ -547,32 +548,21 @@ static void system_trust_is_read_as_one_bundle(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(get_returns_status_body_and_headers),
-		T(post_and_patch_send_body),
-		T(error_status_is_not_an_error),
-		T(redirect_followed_keeps_method_and_last_headers),
-		T(redirect_not_followed_by_default),
-		T(too_many_redirects_is_invalid),
-		T(body_over_cap_is_toobig),
-		T(timeout_is_retry_sent_and_hides_headers),
-		T(refused_connect_is_io_not_sent),
-		T(dropped_connection_is_io_sent),
-		T(bad_requests_are_invalid),
-		T(reuse_after_error_works),
-		T(ca_file_means_no_ca_directory),
-		T(system_trust_is_read_as_one_bundle),
-		T(client_cert_options_reach_curl),
-		T(retry_after_seconds_or_http_date),
-		cmocka_unit_test(url_escape_and_unescape),
-	};
-	int rc;
-
-	if (http_global_init() != ERR_OK)
-		return 1;
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	http_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(if (http_global_init() != ERR_OK) return 1, http_global_cleanup(),
+	T(get_returns_status_body_and_headers),
+	T(post_and_patch_send_body),
+	T(error_status_is_not_an_error),
+	T(redirect_followed_keeps_method_and_last_headers),
+	T(redirect_not_followed_by_default),
+	T(too_many_redirects_is_invalid),
+	T(body_over_cap_is_toobig),
+	T(timeout_is_retry_sent_and_hides_headers),
+	T(refused_connect_is_io_not_sent),
+	T(dropped_connection_is_io_sent),
+	T(bad_requests_are_invalid),
+	T(reuse_after_error_works),
+	T(ca_file_means_no_ca_directory),
+	T(system_trust_is_read_as_one_bundle),
+	T(client_cert_options_reach_curl),
+	T(retry_after_seconds_or_http_date),
+	cmocka_unit_test(url_escape_and_unescape))

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/http_server.h"
 #include "core/log.h"
@@ -434,24 +435,14 @@ static void serves_tls_and_checks_client_certs(void **state)
 	buf_release(&err);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(routes_to_handlers),
-		cmocka_unit_test(unknown_path_is_404_json),
-		cmocka_unit_test(wrong_method_is_405_with_allow),
-		cmocka_unit_test(headers_query_and_remote_addr),
-		cmocka_unit_test(invalid_status_becomes_500),
-		cmocka_unit_test(new_rejects_bad_options),
-		cmocka_unit_test(start_fails_on_port_in_use),
-		cmocka_unit_test(route_rejects_bad_input),
-		cmocka_unit_test(listens_on_ipv6_and_all_interfaces),
-		cmocka_unit_test(serves_tls_and_checks_client_certs),
-	};
-	int rc;
-
-	curl_global_init(CURL_GLOBAL_ALL);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_ALL), curl_global_cleanup(),
+	cmocka_unit_test(routes_to_handlers),
+	cmocka_unit_test(unknown_path_is_404_json),
+	cmocka_unit_test(wrong_method_is_405_with_allow),
+	cmocka_unit_test(headers_query_and_remote_addr),
+	cmocka_unit_test(invalid_status_becomes_500),
+	cmocka_unit_test(new_rejects_bad_options),
+	cmocka_unit_test(start_fails_on_port_in_use),
+	cmocka_unit_test(route_rejects_bad_input),
+	cmocka_unit_test(listens_on_ipv6_and_all_interfaces),
+	cmocka_unit_test(serves_tls_and_checks_client_certs))

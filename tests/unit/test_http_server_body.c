@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/http_server.h"
 #include "core/log.h"
@@ -317,20 +318,10 @@ static void keep_alive_reuses_connection(void **state)
 	srv_free(s);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(content_length_over_limit_is_413_unread),
-		cmocka_unit_test(content_length_body_over_limit_is_answered_not_reset),
-		cmocka_unit_test(chunked_body_over_limit_is_413),
-		cmocka_unit_test(unrouted_request_with_body_is_answered_early),
-		cmocka_unit_test(malformed_request_is_400),
-		cmocka_unit_test(keep_alive_reuses_connection),
-	};
-	int rc;
-
-	curl_global_init(CURL_GLOBAL_ALL);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_ALL), curl_global_cleanup(),
+	cmocka_unit_test(content_length_over_limit_is_413_unread),
+	cmocka_unit_test(content_length_body_over_limit_is_answered_not_reset),
+	cmocka_unit_test(chunked_body_over_limit_is_413),
+	cmocka_unit_test(unrouted_request_with_body_is_answered_early),
+	cmocka_unit_test(malformed_request_is_400),
+	cmocka_unit_test(keep_alive_reuses_connection))

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/http_server.h"
 #include "core/log.h"
@@ -118,15 +119,8 @@ static void content_length_must_be_one_number(void **state)
 		 "\r\nabc");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(nul_in_a_query_parameter_is_400),
-		cmocka_unit_test(http11_wants_exactly_one_host),
-		cmocka_unit_test(content_length_with_transfer_encoding_is_400),
-		cmocka_unit_test(content_length_must_be_one_number),
-	};
-
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(nul_in_a_query_parameter_is_400),
+	cmocka_unit_test(http11_wants_exactly_one_host),
+	cmocka_unit_test(content_length_with_transfer_encoding_is_400),
+	cmocka_unit_test(content_length_must_be_one_number))

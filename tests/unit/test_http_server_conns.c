@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/http_server.h"
 #include "core/log.h"
@@ -600,26 +601,16 @@ static void a_few_connections_are_not_cut_for_another(void **state)
 	close(devnull);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(concurrent_requests),
-		cmocka_unit_test(stop_waits_for_handler_in_flight),
-		cmocka_unit_test(stop_does_not_wait_out_a_stalled_upload),
-		cmocka_unit_test(silent_client_closed_after_read_timeout),
-		cmocka_unit_test(slow_headers_cut_off),
-		cmocka_unit_test(slow_body_cut_off),
-		cmocka_unit_test(kept_alive_connection_waits_header_timeout),
-		cmocka_unit_test(connection_over_cap_is_closed),
-		cmocka_unit_test(per_ip_cap_leaves_room_for_others),
-		cmocka_unit_test(idle_hoarders_make_room_at_the_cap),
-		cmocka_unit_test(a_few_connections_are_not_cut_for_another),
-		cmocka_unit_test(stop_with_workers_at_their_limit),
-	};
-	int rc;
-
-	curl_global_init(CURL_GLOBAL_ALL);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_ALL), curl_global_cleanup(),
+	cmocka_unit_test(concurrent_requests),
+	cmocka_unit_test(stop_waits_for_handler_in_flight),
+	cmocka_unit_test(stop_does_not_wait_out_a_stalled_upload),
+	cmocka_unit_test(silent_client_closed_after_read_timeout),
+	cmocka_unit_test(slow_headers_cut_off),
+	cmocka_unit_test(slow_body_cut_off),
+	cmocka_unit_test(kept_alive_connection_waits_header_timeout),
+	cmocka_unit_test(connection_over_cap_is_closed),
+	cmocka_unit_test(per_ip_cap_leaves_room_for_others),
+	cmocka_unit_test(idle_hoarders_make_room_at_the_cap),
+	cmocka_unit_test(a_few_connections_are_not_cut_for_another),
+	cmocka_unit_test(stop_with_workers_at_their_limit))

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/http_server.h"
 #include "core/http_server_int.h"
@@ -203,12 +204,6 @@ static void a_full_queue_is_refused_at_once_and_stop_waits(void **state)
 	assert_int_equal(G.released, N - 3);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(the_worker_answers_while_work_is_deferred),
-		cmocka_unit_test(a_full_queue_is_refused_at_once_and_stop_waits),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(the_worker_answers_while_work_is_deferred),
+	cmocka_unit_test(a_full_queue_is_refused_at_once_and_stop_waits))

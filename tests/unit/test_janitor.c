@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -412,20 +413,14 @@ static void a_mark_after_a_resolve_is_announced_again(void **state)
 	jfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(firing_marks_pod_posts_event_and_queues_notice),
-		cmocka_unit_test(notice_delivered_then_pod_stamped),
-		cmocka_unit_test(slack_failure_no_stamp_no_deletion),
-		cmocka_unit_test(uid_label_differs_pod_untouched),
-		cmocka_unit_test(excluded_and_exempt_untouched),
-		cmocka_unit_test(reloaded_policy_applies_to_the_next_event),
-		cmocka_unit_test(invalid_annotation_warning_event),
-		cmocka_unit_test(resolved_unmarks_only_ours_and_replies),
-		cmocka_unit_test(kube_failure_retries_event),
-		cmocka_unit_test(a_mark_after_a_resolve_is_announced_again),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(firing_marks_pod_posts_event_and_queues_notice),
+	cmocka_unit_test(notice_delivered_then_pod_stamped),
+	cmocka_unit_test(slack_failure_no_stamp_no_deletion),
+	cmocka_unit_test(uid_label_differs_pod_untouched),
+	cmocka_unit_test(excluded_and_exempt_untouched),
+	cmocka_unit_test(reloaded_policy_applies_to_the_next_event),
+	cmocka_unit_test(invalid_annotation_warning_event),
+	cmocka_unit_test(resolved_unmarks_only_ours_and_replies),
+	cmocka_unit_test(kube_failure_retries_event),
+	cmocka_unit_test(a_mark_after_a_resolve_is_announced_again))

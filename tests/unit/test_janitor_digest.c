@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -323,15 +324,10 @@ static void replies_in_one_thread_are_one_reply(void **state)
 	jfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(one_pod_is_todays_notice),
-		cmocka_unit_test(burst_within_the_window_is_one_digest),
-		cmocka_unit_test(split_at_50_pods),
-		cmocka_unit_test(split_at_slack_text_limit),
-		cmocka_unit_test(failed_digest_is_retried_and_no_pod_of_it_acted_on),
-		cmocka_unit_test(replies_in_one_thread_are_one_reply),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(one_pod_is_todays_notice),
+	cmocka_unit_test(burst_within_the_window_is_one_digest),
+	cmocka_unit_test(split_at_50_pods),
+	cmocka_unit_test(split_at_slack_text_limit),
+	cmocka_unit_test(failed_digest_is_retried_and_no_pod_of_it_acted_on),
+	cmocka_unit_test(replies_in_one_thread_are_one_reply))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -499,21 +500,15 @@ static void server_error_and_timeout_do_not_stop_the_sweep(void **state)
 	jfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(lease_lost_mid_sweep_stops_before_the_next_write),
-		cmocka_unit_test(lease_lost_mid_step_sends_no_patch_then_marks),
-		cmocka_unit_test(full_disk_backs_off_without_kubernetes_calls),
-		cmocka_unit_test(lease_lost_sends_no_slack_message_then_sends_it),
-		cmocka_unit_test(slack_outage_and_bad_token_never_lose_the_notice),
-		cmocka_unit_test(slack_rejecting_the_message_still_gives_up),
-		cmocka_unit_test(slack_timeout_retried_then_delivered),
-		cmocka_unit_test(conflict_on_mark_patch_retries_and_never_marks_another_uid),
-		cmocka_unit_test(conflict_on_stamp_is_retried_by_the_sweeper),
-		cmocka_unit_test(expired_continue_token_restarts_without_acting_twice),
-		cmocka_unit_test(server_error_and_timeout_do_not_stop_the_sweep),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(lease_lost_mid_sweep_stops_before_the_next_write),
+	cmocka_unit_test(lease_lost_mid_step_sends_no_patch_then_marks),
+	cmocka_unit_test(full_disk_backs_off_without_kubernetes_calls),
+	cmocka_unit_test(lease_lost_sends_no_slack_message_then_sends_it),
+	cmocka_unit_test(slack_outage_and_bad_token_never_lose_the_notice),
+	cmocka_unit_test(slack_rejecting_the_message_still_gives_up),
+	cmocka_unit_test(slack_timeout_retried_then_delivered),
+	cmocka_unit_test(conflict_on_mark_patch_retries_and_never_marks_another_uid),
+	cmocka_unit_test(conflict_on_stamp_is_retried_by_the_sweeper),
+	cmocka_unit_test(expired_continue_token_restarts_without_acting_twice),
+	cmocka_unit_test(server_error_and_timeout_do_not_stop_the_sweep))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 #include <jansson.h>
 
 #include "core/config.h"
@@ -398,20 +399,14 @@ static void no_button_a_click_could_not_use(void **state)
 	jfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(owner_click_moves_expires_a_day),
-		cmocka_unit_test(second_click_of_the_same_button_changes_nothing),
-		cmocka_unit_test(someone_else_may_not_keep_the_pod),
-		cmocka_unit_test(an_owner_named_by_email_is_looked_up),
-		cmocka_unit_test(a_pod_gone_or_replaced_is_not_kept),
-		cmocka_unit_test(limits_are_answered),
-		cmocka_unit_test(a_conflict_retries_the_click),
-		cmocka_unit_test(notice_carries_the_button_with_a_signing_secret),
-		cmocka_unit_test(a_digest_has_one_button_per_pod),
-		cmocka_unit_test(no_button_a_click_could_not_use),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(owner_click_moves_expires_a_day),
+	cmocka_unit_test(second_click_of_the_same_button_changes_nothing),
+	cmocka_unit_test(someone_else_may_not_keep_the_pod),
+	cmocka_unit_test(an_owner_named_by_email_is_looked_up),
+	cmocka_unit_test(a_pod_gone_or_replaced_is_not_kept),
+	cmocka_unit_test(limits_are_answered),
+	cmocka_unit_test(a_conflict_retries_the_click),
+	cmocka_unit_test(notice_carries_the_button_with_a_signing_secret),
+	cmocka_unit_test(a_digest_has_one_button_per_pod),
+	cmocka_unit_test(no_button_a_click_could_not_use))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -552,25 +553,19 @@ static void pods_of_the_last_complete_sweep(void **state)
 	jfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(not_deleted_before_notice_lead_then_deleted),
-		cmocka_unit_test(pods_of_the_last_complete_sweep),
-		cmocka_unit_test(reminder_once_in_the_notice_thread),
-		cmocka_unit_test(no_reminder_without_a_delivered_notice_or_a_mark),
-		cmocka_unit_test(uid_changed_before_acting_untouched),
-		cmocka_unit_test(annotation_without_delivered_notice_notifies_first),
-		cmocka_unit_test(user_ttl_notice_first_delete_after_lead),
-		cmocka_unit_test(dry_run_makes_no_mutating_request),
-		cmocka_unit_test(deployment_owned_is_scaled_not_deleted),
-		cmocka_unit_test(max_deletions_per_sweep_bounds_harm),
-		cmocka_unit_test(one_pods_error_does_not_stop_the_sweep),
-		cmocka_unit_test(conflict_and_gone_are_skipped),
-		cmocka_unit_test(listing_failure_is_returned),
-		cmocka_unit_test(channel_not_found_falls_back_once_then_dead),
-		cmocka_unit_test(gauge_removed_when_unmarked),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(not_deleted_before_notice_lead_then_deleted),
+	cmocka_unit_test(pods_of_the_last_complete_sweep),
+	cmocka_unit_test(reminder_once_in_the_notice_thread),
+	cmocka_unit_test(no_reminder_without_a_delivered_notice_or_a_mark),
+	cmocka_unit_test(uid_changed_before_acting_untouched),
+	cmocka_unit_test(annotation_without_delivered_notice_notifies_first),
+	cmocka_unit_test(user_ttl_notice_first_delete_after_lead),
+	cmocka_unit_test(dry_run_makes_no_mutating_request),
+	cmocka_unit_test(deployment_owned_is_scaled_not_deleted),
+	cmocka_unit_test(max_deletions_per_sweep_bounds_harm),
+	cmocka_unit_test(one_pods_error_does_not_stop_the_sweep),
+	cmocka_unit_test(conflict_and_gone_are_skipped),
+	cmocka_unit_test(listing_failure_is_returned),
+	cmocka_unit_test(channel_not_found_falls_back_once_then_dead),
+	cmocka_unit_test(gauge_removed_when_unmarked))

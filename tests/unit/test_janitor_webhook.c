@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -348,20 +349,10 @@ static void metrics_count_answers(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(accepted_one_event_per_alert),
-		T(invalid_alerts_are_dead_lettered),
-		T(auth_type_and_payload_errors),
-		T(events_over_limit_is_413),
-		T(store_failure_is_503),
-		T(metrics_count_answers),
-	};
-	int rc;
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_DEFAULT), curl_global_cleanup(),
+	T(accepted_one_event_per_alert),
+	T(invalid_alerts_are_dead_lettered),
+	T(auth_type_and_payload_errors),
+	T(events_over_limit_is_413),
+	T(store_failure_is_503),
+	T(metrics_count_answers))

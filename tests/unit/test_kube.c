@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -1007,39 +1008,33 @@ static void unauthorized_rereads_token_once(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(pod_get_sends_exact_request_and_parses),
-		T(pod_get_deleting_pod_with_offset_time),
-		T(invalid_names_make_no_request),
-		T(list_metadata_three_pages),
-		T(list_full_objects_in_namespace),
-		T(list_restarts_on_410_expired),
-		T(list_410_restarts_are_bounded),
-		T(list_first_page_410_is_not_restarted),
-		T(list_callback_stops_listing),
-		T(list_malformed_answers_are_invalid),
-		T(pod_get_malformed_answers_are_invalid),
-		T(annotate_sends_merge_patch_of_annotations_only),
-		T(delete_pod_with_uid_precondition_background),
-		T(delete_job_background),
-		T(scale_deployment_and_statefulset),
-		T(event_create_exact_body),
-		T(event_long_message_is_cut_and_bad_input_rejected),
-		T(status_errors_map_to_codes),
-		T(not_found_uses_status_message),
-		T(non_status_error_bodies_are_quoted_safely),
-		T(retry_after_is_honoured_once),
-		T(timeout_and_refused_are_retry),
-		T(owner_replicaset_resolves_to_deployment),
-		T(owner_job_statefulset_and_bare_need_no_request),
-		T(lease_get_create_update),
-		T(lease_conflicts_and_bad_input),
-		T(incluster_token_is_reread_when_it_rotates),
-		T(unauthorized_rereads_token_once),
-		cmocka_unit_test(name_validators),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(pod_get_sends_exact_request_and_parses),
+	T(pod_get_deleting_pod_with_offset_time),
+	T(invalid_names_make_no_request),
+	T(list_metadata_three_pages),
+	T(list_full_objects_in_namespace),
+	T(list_restarts_on_410_expired),
+	T(list_410_restarts_are_bounded),
+	T(list_first_page_410_is_not_restarted),
+	T(list_callback_stops_listing),
+	T(list_malformed_answers_are_invalid),
+	T(pod_get_malformed_answers_are_invalid),
+	T(annotate_sends_merge_patch_of_annotations_only),
+	T(delete_pod_with_uid_precondition_background),
+	T(delete_job_background),
+	T(scale_deployment_and_statefulset),
+	T(event_create_exact_body),
+	T(event_long_message_is_cut_and_bad_input_rejected),
+	T(status_errors_map_to_codes),
+	T(not_found_uses_status_message),
+	T(non_status_error_bodies_are_quoted_safely),
+	T(retry_after_is_honoured_once),
+	T(timeout_and_refused_are_retry),
+	T(owner_replicaset_resolves_to_deployment),
+	T(owner_job_statefulset_and_bare_need_no_request),
+	T(lease_get_create_update),
+	T(lease_conflicts_and_bad_input),
+	T(incluster_token_is_reread_when_it_rotates),
+	T(unauthorized_rereads_token_once),
+	cmocka_unit_test(name_validators))

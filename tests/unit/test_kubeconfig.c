@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
 #include "janitor/kube.h"
@@ -526,25 +527,19 @@ static void load_wraps_parse_and_incluster(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(current_context_with_token),
-		T(named_context_with_client_cert_files),
-		T(missing_client_cert_file_is_io),
-		T(cert_and_key_data_token_file),
-		T(missing_context_names_the_line),
-		T(malformed_values_name_key_and_line),
-		T(unsupported_users_are_rejected),
-		T(unreadable_kubeconfig_is_io),
-		T(exec_plugin_token_is_cached_until_expiry),
-		T(exec_plugin_reruns_once_on_401),
-		T(exec_plugin_failure_carries_stderr),
-		T(exec_plugin_bad_output_and_cert_data),
-		T(exec_plugin_not_found_gives_install_hint),
-		T(incluster_needs_env_and_token),
-		T(load_wraps_parse_and_incluster),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(current_context_with_token),
+	T(named_context_with_client_cert_files),
+	T(missing_client_cert_file_is_io),
+	T(cert_and_key_data_token_file),
+	T(missing_context_names_the_line),
+	T(malformed_values_name_key_and_line),
+	T(unsupported_users_are_rejected),
+	T(unreadable_kubeconfig_is_io),
+	T(exec_plugin_token_is_cached_until_expiry),
+	T(exec_plugin_reruns_once_on_401),
+	T(exec_plugin_failure_carries_stderr),
+	T(exec_plugin_bad_output_and_cert_data),
+	T(exec_plugin_not_found_gives_install_hint),
+	T(incluster_needs_env_and_token),
+	T(load_wraps_parse_and_incluster))

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -790,30 +791,24 @@ static void is_leader_is_safe_from_other_threads(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(derived_intervals_follow_client_go),
-		T(creates_lease_when_absent),
-		T(create_lost_to_another_replica_is_conflict),
-		T(takes_expired_lease_of_another),
-		T(follower_while_lease_is_renewed),
-		T(free_lease_is_taken_at_once),
-		T(own_lease_after_restart_is_renewed),
-		T(renew_keeps_leadership),
-		T(stale_resource_version_falls_back_to_get),
-		T(conflict_on_take_over_stays_follower),
-		T(is_leader_gauge_follows_leadership),
-		T(leader_steps_down_when_another_holds_it),
-		T(renew_failures_past_deadline_step_down),
-		T(slow_failed_renew_steps_down_when_it_ends),
-		T(other_errors_are_passed_through),
-		T(stop_releases_the_lease),
-		T(failed_release_is_logged),
-		T(follower_stop_sends_nothing),
-		T(thread_leads_and_releases_on_stop),
-		T(is_leader_is_safe_from_other_threads),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(derived_intervals_follow_client_go),
+	T(creates_lease_when_absent),
+	T(create_lost_to_another_replica_is_conflict),
+	T(takes_expired_lease_of_another),
+	T(follower_while_lease_is_renewed),
+	T(free_lease_is_taken_at_once),
+	T(own_lease_after_restart_is_renewed),
+	T(renew_keeps_leadership),
+	T(stale_resource_version_falls_back_to_get),
+	T(conflict_on_take_over_stays_follower),
+	T(is_leader_gauge_follows_leadership),
+	T(leader_steps_down_when_another_holds_it),
+	T(renew_failures_past_deadline_step_down),
+	T(slow_failed_renew_steps_down_when_it_ends),
+	T(other_errors_are_passed_through),
+	T(stop_releases_the_lease),
+	T(failed_release_is_logged),
+	T(follower_stop_sends_nothing),
+	T(thread_leads_and_releases_on_stop),
+	T(is_leader_is_safe_from_other_threads))

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
 
@@ -140,14 +141,9 @@ static void levels_and_formats_parse(void **state)
 	assert_int_equal(log_format_parse("text", &fm), ERR_INVALID);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(logfmt_quotes_what_needs_it),
-		cmocka_unit_test(json_lines_are_objects),
-		cmocka_unit_test(invisible_and_line_breaking_characters_are_escaped),
-		cmocka_unit_test(below_threshold_writes_nothing),
-		cmocka_unit_test(levels_and_formats_parse),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(logfmt_quotes_what_needs_it),
+	cmocka_unit_test(json_lines_are_objects),
+	cmocka_unit_test(invisible_and_line_breaking_characters_are_escaped),
+	cmocka_unit_test(below_threshold_writes_nothing),
+	cmocka_unit_test(levels_and_formats_parse))

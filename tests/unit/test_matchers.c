@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 #include <jansson.h>
 
 #include "core/config.h"
@@ -807,22 +808,17 @@ static void amtool_agrees(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(am_classic_grammar),
-		cmocka_unit_test(am_utf8_grammar),
-		cmocka_unit_test(am_fallback),
-		cmocka_unit_test(am_matching),
-		cmocka_unit_test(am_format),
-		cmocka_unit_test(format_empty_name_reads_back),
-		cmocka_unit_test(re2_semantics),
-		cmocka_unit_test(re2_refusals),
-		cmocka_unit_test(issue18_regexes),
-		cmocka_unit_test(issue18_lists),
-		cmocka_unit_test(fallback_warns_as_alertmanager),
-		cmocka_unit_test(config_matchers),
-		cmocka_unit_test(amtool_agrees),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(am_classic_grammar),
+	cmocka_unit_test(am_utf8_grammar),
+	cmocka_unit_test(am_fallback),
+	cmocka_unit_test(am_matching),
+	cmocka_unit_test(am_format),
+	cmocka_unit_test(format_empty_name_reads_back),
+	cmocka_unit_test(re2_semantics),
+	cmocka_unit_test(re2_refusals),
+	cmocka_unit_test(issue18_regexes),
+	cmocka_unit_test(issue18_lists),
+	cmocka_unit_test(fallback_warns_as_alertmanager),
+	cmocka_unit_test(config_matchers),
+	cmocka_unit_test(amtool_agrees))

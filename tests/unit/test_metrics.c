@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/metrics.h"
 
@@ -297,20 +298,15 @@ static void declare_creates_the_cross_product_at_zero(void **state)
 	metrics_free(m);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(empty_registry_renders_nothing),
-		cmocka_unit_test(counter_and_gauge_text),
-		cmocka_unit_test(remove_deletes_one_series),
-		cmocka_unit_test(declare_creates_the_cross_product_at_zero),
-		cmocka_unit_test(escaping_of_labels_and_help),
-		cmocka_unit_test(histogram_text),
-		cmocka_unit_test(labelless_histogram_and_empty_family),
-		cmocka_unit_test(numbers_as_prometheus_reads_them),
-		cmocka_unit_test(register_twice_returns_same_family),
-		cmocka_unit_test(concurrent_adds_sum_exactly),
-		cmocka_unit_test(process_metrics_are_collected),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(empty_registry_renders_nothing),
+	cmocka_unit_test(counter_and_gauge_text),
+	cmocka_unit_test(remove_deletes_one_series),
+	cmocka_unit_test(declare_creates_the_cross_product_at_zero),
+	cmocka_unit_test(escaping_of_labels_and_help),
+	cmocka_unit_test(histogram_text),
+	cmocka_unit_test(labelless_histogram_and_empty_family),
+	cmocka_unit_test(numbers_as_prometheus_reads_them),
+	cmocka_unit_test(register_twice_returns_same_family),
+	cmocka_unit_test(concurrent_adds_sum_exactly),
+	cmocka_unit_test(process_metrics_are_collected))

@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -188,15 +189,10 @@ static void null_value_appends_nothing(void **state)
 	buf_release(&out);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(markdown_values_read_as_text),
-		cmocka_unit_test(line_values_are_one_line),
-		cmocka_unit_test(render_escapes_tags_and_not_triple_mustaches),
-		cmocka_unit_test(escaped_growth_counts_against_the_limit),
-		cmocka_unit_test(html_page_text_drops_bidi_controls),
-		cmocka_unit_test(null_value_appends_nothing),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(markdown_values_read_as_text),
+	cmocka_unit_test(line_values_are_one_line),
+	cmocka_unit_test(render_escapes_tags_and_not_triple_mustaches),
+	cmocka_unit_test(escaped_growth_counts_against_the_limit),
+	cmocka_unit_test(html_page_text_drops_bidi_controls),
+	cmocka_unit_test(null_value_appends_nothing))

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "janitor/annotate.h"
 #include "janitor/postpone.h"
@@ -167,17 +168,11 @@ static void unmark_removes_the_count(void **state)
 	janitor_patch_release(&p);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(moves_expires_a_day_and_counts),
-		cmocka_unit_test(a_persons_expires_is_moved_not_marked),
-		cmocka_unit_test(an_overdue_pod_gets_postpone_by_from_now),
-		cmocka_unit_test(limit_reached_is_refused),
-		cmocka_unit_test(max_lifetime_caps_then_refuses),
-		cmocka_unit_test(nothing_to_move_or_unreadable),
-		cmocka_unit_test(unmark_removes_the_count),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(moves_expires_a_day_and_counts),
+	cmocka_unit_test(a_persons_expires_is_moved_not_marked),
+	cmocka_unit_test(an_overdue_pod_gets_postpone_by_from_now),
+	cmocka_unit_test(limit_reached_is_refused),
+	cmocka_unit_test(max_lifetime_caps_then_refuses),
+	cmocka_unit_test(nothing_to_move_or_unreadable),
+	cmocka_unit_test(unmark_removes_the_count))

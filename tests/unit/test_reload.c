@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/reload.h"
 #include "core/xalloc.h"
@@ -476,18 +477,12 @@ static void http_endpoint_off_without_lifecycle(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(swap_keeps_held_generation_whole),
-		T(broken_file_keeps_running_config),
-		T(restart_keys_keep_running_values),
-		T(database_keys_need_restart),
-		T(concurrent_readers_see_whole_generations),
-		T(auto_reload_polls_contents),
-		T(http_endpoint),
-		T(http_endpoint_off_without_lifecycle),
-	};
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_DEFAULT), (void)0,
+	T(swap_keeps_held_generation_whole),
+	T(broken_file_keeps_running_config),
+	T(restart_keys_keep_running_values),
+	T(database_keys_need_restart),
+	T(concurrent_readers_see_whole_generations),
+	T(auto_reload_polls_contents),
+	T(http_endpoint),
+	T(http_endpoint_off_without_lifecycle))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -251,15 +252,10 @@ static void group_body_says_how_many_alerts_were_not_sent(void **state)
 	stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(body_reads_hostile_values_as_text_and_keeps_its_marker),
-		cmocka_unit_test(title_is_one_line_without_bidi_controls),
-		cmocka_unit_test(long_title_is_cut_on_a_code_point),
-		cmocka_unit_test(labels_are_one_line),
-		cmocka_unit_test(render_once_is_what_the_live_path_sends),
-		cmocka_unit_test(group_body_says_how_many_alerts_were_not_sent),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(body_reads_hostile_values_as_text_and_keeps_its_marker),
+	cmocka_unit_test(title_is_one_line_without_bidi_controls),
+	cmocka_unit_test(long_title_is_cut_on_a_code_point),
+	cmocka_unit_test(labels_are_one_line),
+	cmocka_unit_test(render_once_is_what_the_live_path_sends),
+	cmocka_unit_test(group_body_says_how_many_alerts_were_not_sent))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh.h"
 #include "bridge/repos.h"
@@ -200,14 +201,7 @@ static void events_are_dead_lettered_and_retried(void **state)
 	repos_free(r);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(missing_is_kept_for_the_ttl, setup, teardown),
-		cmocka_unit_test_setup_teardown(the_oldest_answer_is_replaced, setup, teardown),
-		cmocka_unit_test_setup_teardown(events_are_dead_lettered_and_retried, setup, teardown),
-	};
-
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test_setup_teardown(missing_is_kept_for_the_ttl, setup, teardown),
+	cmocka_unit_test_setup_teardown(the_oldest_answer_is_replaced, setup, teardown),
+	cmocka_unit_test_setup_teardown(events_are_dead_lettered_and_retried, setup, teardown))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <time.h>
 #include <unistd.h>
@@ -116,13 +117,6 @@ static void prunes_at_start_and_every_round(void **state)
 	buf_release(&msg);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(interval_is_a_quarter_within_bounds),
-		cmocka_unit_test(prunes_at_start_and_every_round),
-	};
-
-	log_setup(LOG_WARN, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(interval_is_a_quarter_within_bounds),
+	cmocka_unit_test(prunes_at_start_and_every_round))

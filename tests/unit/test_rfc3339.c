@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/rfc3339.h"
 
@@ -276,23 +277,18 @@ static void independent_of_tz(void **state)
 	unsetenv("TZ");
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(parses_utc_and_offsets),
-		cmocka_unit_test(parses_fraction_truncated_to_ms),
-		cmocka_unit_test(go_zero_time_is_zero),
-		cmocka_unit_test(leap_second_rolls_over),
-		cmocka_unit_test(rejects_everything_else),
-		cmocka_unit_test(go_parser_cases),
-		cmocka_unit_test(go_parser_is_stricter),
-		cmocka_unit_test(kubernetes_times),
-		cmocka_unit_test(formats_microtime),
-		cmocka_unit_test(civil_helpers),
-		cmocka_unit_test(formats_utc),
-		cmocka_unit_test(format_parse_roundtrip),
-		cmocka_unit_test(human_form),
-		cmocka_unit_test(independent_of_tz),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(parses_utc_and_offsets),
+	cmocka_unit_test(parses_fraction_truncated_to_ms),
+	cmocka_unit_test(go_zero_time_is_zero),
+	cmocka_unit_test(leap_second_rolls_over),
+	cmocka_unit_test(rejects_everything_else),
+	cmocka_unit_test(go_parser_cases),
+	cmocka_unit_test(go_parser_is_stricter),
+	cmocka_unit_test(kubernetes_times),
+	cmocka_unit_test(formats_microtime),
+	cmocka_unit_test(civil_helpers),
+	cmocka_unit_test(formats_utc),
+	cmocka_unit_test(format_parse_roundtrip),
+	cmocka_unit_test(human_form),
+	cmocka_unit_test(independent_of_tz))

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -889,39 +890,33 @@ static void deleted_template(void **state)
 
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(post_sends_documented_request),
-		T(thread_reply_carries_thread_ts),
-		T(ok_false_maps_to_error_codes),
-		T(http_errors_without_json),
-		T(malformed_answers_are_invalid),
-		T(bad_input_makes_no_request),
-		T(retry_after_is_waited),
-		T(retry_after_as_an_http_date_is_waited),
-		T(rate_limit_gives_up_after_max_attempts),
-		T(long_retry_after_fails_fast),
-		T(server_errors_are_retried_with_backoff),
-		T(dropped_connection_is_retried),
-		T(posts_to_one_channel_are_a_second_apart),
-		T(owner_user_id_opens_dm),
-		T(owner_channel_is_used_as_given),
-		T(owner_email_is_looked_up),
-		T(unknown_owner_falls_through),
-		T(lookup_errors_do_not_fall_through),
-		T(webhook_posts_text_only),
-		T(rotated_secret_is_sent_in_the_same_mode),
-		T(webhook_error_texts),
-		T(webhook_url_never_in_messages),
-		T(token_never_in_messages),
-		cmocka_unit_test(escape_only_amp_lt_gt),
-		cmocka_unit_test(notice_template),
-		cmocka_unit_test(notice_for_pending_pod_quotes_scheduler),
-		cmocka_unit_test(reminder_template),
-		cmocka_unit_test(cancelled_template),
-		cmocka_unit_test(deleted_template),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(post_sends_documented_request),
+	T(thread_reply_carries_thread_ts),
+	T(ok_false_maps_to_error_codes),
+	T(http_errors_without_json),
+	T(malformed_answers_are_invalid),
+	T(bad_input_makes_no_request),
+	T(retry_after_is_waited),
+	T(retry_after_as_an_http_date_is_waited),
+	T(rate_limit_gives_up_after_max_attempts),
+	T(long_retry_after_fails_fast),
+	T(server_errors_are_retried_with_backoff),
+	T(dropped_connection_is_retried),
+	T(posts_to_one_channel_are_a_second_apart),
+	T(owner_user_id_opens_dm),
+	T(owner_channel_is_used_as_given),
+	T(owner_email_is_looked_up),
+	T(unknown_owner_falls_through),
+	T(lookup_errors_do_not_fall_through),
+	T(webhook_posts_text_only),
+	T(rotated_secret_is_sent_in_the_same_mode),
+	T(webhook_error_texts),
+	T(webhook_url_never_in_messages),
+	T(token_never_in_messages),
+	cmocka_unit_test(escape_only_amp_lt_gt),
+	cmocka_unit_test(notice_template),
+	cmocka_unit_test(notice_for_pending_pod_quotes_scheduler),
+	cmocka_unit_test(reminder_template),
+	cmocka_unit_test(cancelled_template),
+	cmocka_unit_test(deleted_template))

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/buf.h"
 #include "janitor/slack.h"
@@ -215,16 +216,10 @@ static void response_url_only_to_slack(void **state)
 	slack_client_free(c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(signature_of_slacks_example_is_valid),
-		cmocka_unit_test(signature_refused_when_anything_differs),
-		cmocka_unit_test(timestamp_window_is_five_minutes_either_way),
-		cmocka_unit_test(payload_of_a_click_is_read),
-		cmocka_unit_test(payload_not_ours_or_broken),
-		cmocka_unit_test(response_url_only_to_slack),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(signature_of_slacks_example_is_valid),
+	cmocka_unit_test(signature_refused_when_anything_differs),
+	cmocka_unit_test(timestamp_window_is_five_minutes_either_way),
+	cmocka_unit_test(payload_of_a_click_is_read),
+	cmocka_unit_test(payload_not_ours_or_broken),
+	cmocka_unit_test(response_url_only_to_slack))

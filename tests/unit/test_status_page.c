@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
 #include "core/store.h"
@@ -313,18 +314,11 @@ static void links_the_issue_on_github(void **state)
 	bfx_env_stop(&e);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(escapes_every_value),
-		cmocka_unit_test(filters_by_state_receiver_and_alertname),
-		cmocka_unit_test(caps_rows_and_says_how_many_more),
-		cmocka_unit_test(last_event_since_and_queue_age),
-		cmocka_unit_test(active_silence_until_and_by_whom),
-		cmocka_unit_test(dead_letters_with_reason_and_retry),
-		cmocka_unit_test(links_the_issue_on_github),
-	};
-
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(escapes_every_value),
+	cmocka_unit_test(filters_by_state_receiver_and_alertname),
+	cmocka_unit_test(caps_rows_and_says_how_many_more),
+	cmocka_unit_test(last_event_since_and_queue_age),
+	cmocka_unit_test(active_silence_until_and_by_whom),
+	cmocka_unit_test(dead_letters_with_reason_and_retry),
+	cmocka_unit_test(links_the_issue_on_github))

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -233,19 +234,14 @@ static void targets_choose_the_engine(void **state)
 	buf_release(&msg);
 }
 
-int main(void)
-{
-	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
-	const struct CMUnitTest tests[] = {
-		SFX_TEST(open_creates_wal_db_at_current_version),
-		SFX_TEST(reopen_keeps_events_and_rows),
-		SFX_TEST(newer_schema_is_refused),
-		SFX_TEST(garbage_file_is_refused),
-		SFX_TEST(read_only_open_never_migrates),
-		SFX_TEST(deleted_file_refuses_enqueue),
-		SFX_TEST(deleted_file_gives_no_work),
-		SFX_TEST(bad_paths_are_refused),
-		SFX_TEST(targets_choose_the_engine),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* quiet "store migrated" on every fresh database */
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	SFX_TEST(open_creates_wal_db_at_current_version),
+	SFX_TEST(reopen_keeps_events_and_rows),
+	SFX_TEST(newer_schema_is_refused),
+	SFX_TEST(garbage_file_is_refused),
+	SFX_TEST(read_only_open_never_migrates),
+	SFX_TEST(deleted_file_refuses_enqueue),
+	SFX_TEST(deleted_file_gives_no_work),
+	SFX_TEST(bad_paths_are_refused),
+	SFX_TEST(targets_choose_the_engine))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <inttypes.h>
 #include <unistd.h>
@@ -378,15 +379,9 @@ static void the_command(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(sqlite_to_sqlite_copies_every_row),
-		T(non_empty_target_is_refused),
-		T(columns_are_the_schemas),
-		T(sqlite_to_postgres_and_back),
-		T(the_command),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(sqlite_to_sqlite_copies_every_row),
+	T(non_empty_target_is_refused),
+	T(columns_are_the_schemas),
+	T(sqlite_to_postgres_and_back),
+	T(the_command))

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
 #include "core/store.h"
@@ -187,15 +188,10 @@ static void bad_digests_are_refused(void **state)
 	store_close(st);
 }
 
-int main(void)
-{
-	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
-	const struct CMUnitTest tests[] = {
-		SFX_MEMORY_TEST(batch_is_one_owners_due_notices),
-		cmocka_unit_test_setup_teardown(
-			digest_durable_across_a_restart_then_sent_with_its_members, sfx_setup,
-			sfx_teardown),
-		SFX_MEMORY_TEST(bad_digests_are_refused),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* quiet "store migrated" on every fresh database */
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	SFX_MEMORY_TEST(batch_is_one_owners_due_notices),
+	cmocka_unit_test_setup_teardown(
+		digest_durable_across_a_restart_then_sent_with_its_members, sfx_setup,
+		sfx_teardown),
+	SFX_MEMORY_TEST(bad_digests_are_refused))

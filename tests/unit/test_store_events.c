@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1218,35 +1219,30 @@ static void latest_event_and_oldest_pending(void **state)
 	store_close(st);
 }
 
-int main(void)
-{
-	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
-	const struct CMUnitTest tests[] = {
-		SFX_MEMORY_TEST(enqueue_next_done_round_trip),
-		SFX_MEMORY_TEST(oldest_pending_is_the_first_received),
-		SFX_MEMORY_TEST(latest_event_and_oldest_pending),
-		SFX_MEMORY_TEST(fifo_within_kind_and_kinds_apart),
-		SFX_MEMORY_TEST(retry_waits_for_next_attempt),
-		SFX_MEMORY_TEST(progress_note_survives_retry),
-		SFX_MEMORY_TEST(later_event_of_same_key_waits_for_older),
-		SFX_MEMORY_TEST(dead_letter_marks_event_and_row),
-		SFX_MEMORY_TEST(dead_letters_are_requeued_by_filter),
-		SFX_MEMORY_TEST(repo_scans_and_unmapped_dead_letters),
-		SFX_MEMORY_TEST(enqueue_dead_letters_invalid_events),
-		SFX_MEMORY_TEST(repeated_dead_letters_are_one),
-		SFX_MEMORY_TEST(repeats_are_not_stored),
-		SFX_TEST(repeats_of_many_events),
-		SFX_TEST(dry_run_rows_repeat_until_going_live),
-		SFX_TEST(repeats_from_the_version_only_while_nothing_changed),
-		SFX_MEMORY_TEST(prune_drops_old_done_events_only),
-		SFX_TEST(prune_keeps_the_file_small_and_dead_letters),
-		SFX_MEMORY_TEST(enqueue_rejects_bad_input_and_stores_nothing),
-		SFX_TEST(failed_commit_stores_nothing),
-		SFX_TEST(group_commit_from_8_threads),
-		SFX_TEST(failed_group_fails_every_batch_in_it),
-		SFX_TEST(committed_events_survive_exit),
-		SFX_MEMORY_TEST(wait_returns_on_enqueue_wake_and_close),
-		SFX_MEMORY_TEST(wait_since_a_mark_keeps_the_due_time_until_the_queue_changes),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* quiet "store migrated" on every fresh database */
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	SFX_MEMORY_TEST(enqueue_next_done_round_trip),
+	SFX_MEMORY_TEST(oldest_pending_is_the_first_received),
+	SFX_MEMORY_TEST(latest_event_and_oldest_pending),
+	SFX_MEMORY_TEST(fifo_within_kind_and_kinds_apart),
+	SFX_MEMORY_TEST(retry_waits_for_next_attempt),
+	SFX_MEMORY_TEST(progress_note_survives_retry),
+	SFX_MEMORY_TEST(later_event_of_same_key_waits_for_older),
+	SFX_MEMORY_TEST(dead_letter_marks_event_and_row),
+	SFX_MEMORY_TEST(dead_letters_are_requeued_by_filter),
+	SFX_MEMORY_TEST(repo_scans_and_unmapped_dead_letters),
+	SFX_MEMORY_TEST(enqueue_dead_letters_invalid_events),
+	SFX_MEMORY_TEST(repeated_dead_letters_are_one),
+	SFX_MEMORY_TEST(repeats_are_not_stored),
+	SFX_TEST(repeats_of_many_events),
+	SFX_TEST(dry_run_rows_repeat_until_going_live),
+	SFX_TEST(repeats_from_the_version_only_while_nothing_changed),
+	SFX_MEMORY_TEST(prune_drops_old_done_events_only),
+	SFX_TEST(prune_keeps_the_file_small_and_dead_letters),
+	SFX_MEMORY_TEST(enqueue_rejects_bad_input_and_stores_nothing),
+	SFX_TEST(failed_commit_stores_nothing),
+	SFX_TEST(group_commit_from_8_threads),
+	SFX_TEST(failed_group_fails_every_batch_in_it),
+	SFX_TEST(committed_events_survive_exit),
+	SFX_MEMORY_TEST(wait_returns_on_enqueue_wake_and_close),
+	SFX_MEMORY_TEST(wait_since_a_mark_keeps_the_due_time_until_the_queue_changes))

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -79,11 +80,6 @@ static void group_states_done_due_synced(void **state)
 	store_close(st);
 }
 
-int main(void)
-{
-	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
-	const struct CMUnitTest tests[] = {
-		SFX_TEST(group_states_done_due_synced),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* quiet "store migrated" on every fresh database */
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	SFX_TEST(group_states_done_due_synced))

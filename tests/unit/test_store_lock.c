@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -103,12 +104,6 @@ static void postgres_one_holder(void **state)
 	pgfx_drop(uri);
 }
 
-int main(void)
-{
-	log_setup(LOG_WARN, LOG_LOGFMT);
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(sqlite_always_holds, sfx_setup, sfx_teardown),
-		cmocka_unit_test(postgres_one_holder),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	cmocka_unit_test_setup_teardown(sqlite_always_holds, sfx_setup, sfx_teardown),
+	cmocka_unit_test(postgres_one_holder))

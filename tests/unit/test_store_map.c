@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -263,16 +264,11 @@ static void map_keeps_alertname_and_title(void **state)
 	store_close(st);
 }
 
-int main(void)
-{
-	log_setup(LOG_WARN, LOG_LOGFMT); /* quiet "store migrated" on every fresh database */
-	const struct CMUnitTest tests[] = {
-		SFX_MEMORY_TEST(map_put_get_forget_each),
-		SFX_MEMORY_TEST(issue_count_by_state),
-		SFX_MEMORY_TEST(map_each_pages_and_allows_reentry),
-		SFX_MEMORY_TEST(map_put_rejects_bad_rows),
-		SFX_MEMORY_TEST(map_keeps_alertname_and_title),
-		SFX_TEST(done_and_row_commit_together_or_not_at_all),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+/* quiet "store migrated" on every fresh database */
+UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
+	SFX_MEMORY_TEST(map_put_get_forget_each),
+	SFX_MEMORY_TEST(issue_count_by_state),
+	SFX_MEMORY_TEST(map_each_pages_and_allows_reentry),
+	SFX_MEMORY_TEST(map_put_rejects_bad_rows),
+	SFX_MEMORY_TEST(map_keeps_alertname_and_title),
+	SFX_TEST(done_and_row_commit_together_or_not_at_all))

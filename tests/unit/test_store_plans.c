@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <sqlite3.h>
 
@@ -100,10 +101,5 @@ static void no_statement_scans_a_growing_table(void **state)
 	tfx_remove_tree(dir);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(no_statement_scans_a_growing_table),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(no_statement_scans_a_growing_table))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh.h"
 #include "bridge/storm.h"
@@ -646,26 +647,19 @@ static void gh_set_body_rejects_empty(void **state)
 /* A test of this file, between setup() and teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(should_fold_follows_the_budget),
-		cmocka_unit_test(member_apply_follows_episodes),
-		cmocka_unit_test(count_human_groups_thousands),
-		cmocka_unit_test(member_line_and_alertname),
-		cmocka_unit_test(marker_key_is_unique_per_summary),
-		cmocka_unit_test(summary_text_counts_and_lists),
-		cmocka_unit_test(summary_text_is_bounded),
-		T(storm_folds_then_subsides),
-		T(pending_creates_counts_up_to_a_bound),
-		T(storm_disabled_passes),
-		T(summary_life_cycle),
-		T(refused_rewrite_waits_for_a_change),
-		T(create_in_doubt_is_looked_for_once_settled),
-		T(store_storm_errors),
-		T(gh_set_body_rejects_empty),
-	};
-
-	log_setup(LOG_ERROR, LOG_LOGFMT);
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test(should_fold_follows_the_budget),
+	cmocka_unit_test(member_apply_follows_episodes),
+	cmocka_unit_test(count_human_groups_thousands),
+	cmocka_unit_test(member_line_and_alertname),
+	cmocka_unit_test(marker_key_is_unique_per_summary),
+	cmocka_unit_test(summary_text_counts_and_lists),
+	cmocka_unit_test(summary_text_is_bounded),
+	T(storm_folds_then_subsides),
+	T(pending_creates_counts_up_to_a_bound),
+	T(storm_disabled_passes),
+	T(summary_life_cycle),
+	T(refused_rewrite_waits_for_a_change),
+	T(create_in_doubt_is_looked_for_once_settled),
+	T(store_storm_errors),
+	T(gh_set_body_rejects_empty))

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/utf8.h"
 
@@ -57,12 +58,7 @@ static void decode_gives_code_point_and_length(void **state)
 	assert_int_equal(cp, 7);                                    /* untouched */
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(valid_and_invalid_sequences),
-		cmocka_unit_test(cut_never_splits_a_sequence),
-		cmocka_unit_test(decode_gives_code_point_and_length),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(valid_and_invalid_sequences),
+	cmocka_unit_test(cut_never_splits_a_sequence),
+	cmocka_unit_test(decode_gives_code_point_and_length))

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/metrics.h"
 #include "core/version.h"
@@ -71,12 +72,7 @@ static void text_names_every_library(void **state)
 	buf_release(&out);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(build_info_escapes_its_labels),
-		cmocka_unit_test(build_info_defaults_to_this_binary),
-		cmocka_unit_test(text_names_every_library),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(build_info_escapes_its_labels),
+	cmocka_unit_test(build_info_defaults_to_this_binary),
+	cmocka_unit_test(text_names_every_library))

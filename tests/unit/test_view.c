@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "core/am.h"
 #include "bridge/group.h"
@@ -365,18 +366,13 @@ static void malformed_events(void **state)
 	buf_release(&err);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(single_firing_view_exact),
-		cmocka_unit_test(single_resolved_view_exact),
-		cmocka_unit_test(every_fixture_alert_has_the_fields),
-		cmocka_unit_test(truncated_fixture_fraction_is_normalised),
-		cmocka_unit_test(issue_and_previous),
-		cmocka_unit_test(durations),
-		cmocka_unit_test(silence_url_escaping),
-		cmocka_unit_test(group_silence_url_is_the_groups),
-		cmocka_unit_test(malformed_events),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(single_firing_view_exact),
+	cmocka_unit_test(single_resolved_view_exact),
+	cmocka_unit_test(every_fixture_alert_has_the_fields),
+	cmocka_unit_test(truncated_fixture_fraction_is_normalised),
+	cmocka_unit_test(issue_and_previous),
+	cmocka_unit_test(durations),
+	cmocka_unit_test(silence_url_escaping),
+	cmocka_unit_test(group_silence_url_is_the_groups),
+	cmocka_unit_test(malformed_events))

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -749,34 +750,24 @@ static void payload_limits_apply(void **state)
 /* A test of this file, between wfx_setup() and wfx_teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, wfx_setup, wfx_teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(unauthorized_is_401),
-		T(wrong_content_type_is_415),
-		T(invalid_payload_is_400),
-		T(unknown_receiver_is_404),
-		T(single_fixture_queues_one_event),
-		T(group_fixtures_queue_one_event_per_alert),
-		T(quote_meta_receiver_and_query_override),
-		T(repo_query_and_label_override),
-		T(invalid_repo_query_is_400),
-		T(invalid_repo_label_dead_letters_its_alert),
-		T(invalid_alerts_are_dead_lettered),
-		T(all_alerts_invalid_is_200),
-		T(issue_per_group_dead_letters_invalid_alerts),
-		T(issue_per_group_queues_one_event),
-		T(store_failure_is_503),
-		T(expanded_events_over_limit_is_413),
-		T(metrics_count_requests_and_alerts),
-		T(concurrent_posts_all_stored),
-		T(open_endpoint_without_auth),
-		T(payload_limits_apply),
-	};
-	int rc;
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_DEFAULT), curl_global_cleanup(),
+	T(unauthorized_is_401),
+	T(wrong_content_type_is_415),
+	T(invalid_payload_is_400),
+	T(unknown_receiver_is_404),
+	T(single_fixture_queues_one_event),
+	T(group_fixtures_queue_one_event_per_alert),
+	T(quote_meta_receiver_and_query_override),
+	T(repo_query_and_label_override),
+	T(invalid_repo_query_is_400),
+	T(invalid_repo_label_dead_letters_its_alert),
+	T(invalid_alerts_are_dead_lettered),
+	T(all_alerts_invalid_is_200),
+	T(issue_per_group_dead_letters_invalid_alerts),
+	T(issue_per_group_queues_one_event),
+	T(store_failure_is_503),
+	T(expanded_events_over_limit_is_413),
+	T(metrics_count_requests_and_alerts),
+	T(concurrent_posts_all_stored),
+	T(open_endpoint_without_auth),
+	T(payload_limits_apply))

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/webhook_cache.h"
 
@@ -125,13 +126,7 @@ static void never_kept(void **state)
 	webhook_cache_free(c);
 }
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(exact_request_only),
-		cmocka_unit_test(one_slot_keeps_the_newest),
-		cmocka_unit_test(never_kept),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	cmocka_unit_test(exact_request_only),
+	cmocka_unit_test(one_slot_keeps_the_newest),
+	cmocka_unit_test(never_kept))

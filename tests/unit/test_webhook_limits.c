@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
 
@@ -327,14 +328,9 @@ static void server_413s_are_counted(void **state)
 /* A test of this file, between wfx_setup() and wfx_teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, wfx_setup, wfx_teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(long_annotation_copied_into_common_fields_is_200),
-		T(long_or_many_labels_cost_only_their_alert),
-		T(truncated_alerts_are_logged_and_counted),
-		T(known_series_at_zero_and_400s_by_receiver),
-		T(server_413s_are_counted),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
-}
+UNIT_MAIN(
+	T(long_annotation_copied_into_common_fields_is_200),
+	T(long_or_many_labels_cost_only_their_alert),
+	T(truncated_alerts_are_logged_and_counted),
+	T(known_series_at_zero_and_400s_by_receiver),
+	T(server_413s_are_counted))

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/unit_main.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -280,20 +281,10 @@ static void seen_body_is_answered_from_the_cache(void **state)
 /* A test of this file, between wfx_setup() and wfx_teardown(). */
 #define T(test) cmocka_unit_test_setup_teardown(test, wfx_setup, wfx_teardown)
 
-int main(void)
-{
-	const struct CMUnitTest tests[] = {
-		T(repeat_adds_no_event),
-		T(group_member_change_is_no_repeat),
-		T(concurrent_repeats_stored_once),
-		T(forgotten_key_is_no_repeat),
-		T(dry_run_row_repeats_until_going_live),
-		T(seen_body_is_answered_from_the_cache),
-	};
-	int rc;
-
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	curl_global_cleanup();
-	return rc;
-}
+UNIT_MAIN_WITH(curl_global_init(CURL_GLOBAL_DEFAULT), curl_global_cleanup(),
+	T(repeat_adds_no_event),
+	T(group_member_change_is_no_repeat),
+	T(concurrent_repeats_stored_once),
+	T(forgotten_key_is_no_repeat),
+	T(dry_run_row_repeats_until_going_live),
+	T(seen_body_is_answered_from_the_cache))

@@ -1,0 +1,21 @@
+/*
+ * unit_main.h - main() of a unit test file, written once: UNIT_MAIN(entries...) runs the
+ * cmocka entries as one group; UNIT_MAIN_WITH(init, cleanup, entries...) runs the statement
+ * init first (a log_setup(), a library's global init) and cleanup after.
+ */
+#ifndef AB_TEST_UNIT_MAIN_H
+#define AB_TEST_UNIT_MAIN_H
+
+#define UNIT_MAIN_WITH(init, cleanup, ...)                        \
+	int main(void)                                            \
+	{                                                         \
+		const struct CMUnitTest tests[] = { __VA_ARGS__ }; \
+		int rc;                                           \
+		init;                                             \
+		rc = cmocka_run_group_tests(tests, NULL, NULL);   \
+		cleanup;                                          \
+		return rc;                                        \
+	}
+#define UNIT_MAIN(...) UNIT_MAIN_WITH((void)0, (void)0, __VA_ARGS__)
+
+#endif
