@@ -87,21 +87,17 @@ Side door (no auth, never recorded), all JSON:
                                    tokens and archiving too)
 """
 
-import argparse
 import copy
 import datetime
 import hashlib
 import json
-import os
 import re
-import signal
-import socket
 import sys
-import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import fake_base
+from fake_base import Reply
 from fake_github_app import AppError, FakeApps
 
 DOCS = "https://docs.github.com/rest"
@@ -136,16 +132,6 @@ def parse_iso(s):
     return d.timestamp()
 
 
-class Reply(Exception):
-    """Raised by handlers to answer with status, JSON body and extra headers."""
-
-    def __init__(self, status, body=None, headers=None):
-        super().__init__(status)
-        self.status = status
-        self.body = body
-        self.headers = headers or {}
-
-
 def error(status, message, **extra):
     body = {"message": message, "documentation_url": DOCS}
     body.update(extra)
@@ -153,12 +139,15 @@ def error(status, message, **extra):
     return Reply(status, body)
 
 
-class FakeGitHub:
+class FakeGitHub(fake_base.FakeServer):
     """The fake's state and its HTTP server.  All state is guarded by self.lock (reentrant)."""
+
+    thread_name = "fake-github"
 
     def __init__(self, token="test-token", repos=("acme/alerts",), host="127.0.0.1", port=0,
                  user="alertbridge-bot", search_lag_s=60.0, assignable=None,
                  rate_limit=RATE_LIMIT, path_prefix=""):
+        fake_base.FakeServer.__init__(self, host, port)
         self.token = token
         # GitHub Enterprise Server serves the API under /api/v3: every path (side door too)
         # must start with path_prefix, which url includes.
@@ -171,45 +160,17 @@ class FakeGitHub:
         self.read_only = set()   # tokens that may read but not write
         self.actor = None        # the login of the request being handled (under the lock)
         self.actor_token = None  # and its token
-        self.host = host
-        self.port = port
-        self.lock = threading.RLock()
         self.clock_offset = 0.0
         self.started = time.time()
         self.repos = {}
         self.next_repo_id = 1000
         self.next_id = 5000
-        self.requests = []
-        self.faults = []
         self.used = 0
         self.apps = FakeApps(self.now)  # GitHub Apps (fake_github_app.py)
-        self.server = None
-        self.thread = None
         for r in repos:
             self.add_repo(r)
 
-    # ----- lifecycle -------------------------------------------------------------------------
-    def start(self):
-        fake = self
-
-        class Handler(FakeHandler):
-            pass
-
-        Handler.fake = fake
-        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fake-github",
-                                       kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
+    # ----- lifecycle (start, stop: fake_base.FakeServer) -------------------------------------
     @property
     def url(self):
         return "http://%s:%d%s" % (self.host, self.port, self.path_prefix)
@@ -236,13 +197,6 @@ class FakeGitHub:
                 self.repos[full_name.lower()] = {"full_name": full_name, "id": self.next_repo_id,
                                                  "issues": {}, "comments": {}, "labels": {},
                                                  "next_number": 1}
-
-    def get_requests(self, clear=False):
-        with self.lock:
-            out = copy.deepcopy(self.requests)
-            if clear:
-                self.requests = []
-        return out
 
     def issues(self, repo):
         """All issues of repo (deleted ones excluded), ordered by number, as GitHub shows them."""
@@ -485,14 +439,8 @@ class FakeGitHub:
         }
 
     def _take_fault(self, method, path):
-        for f in self.faults:
-            if f["count"] > 0 and re.fullmatch(f["method"], method) and \
-                    re.fullmatch(f["path"], path):
-                f["count"] -= 1
-                if f["count"] == 0:
-                    self.faults.remove(f)
-                return dict(f)
-        return None
+        return self._pop_fault(lambda f: f["count"] > 0 and re.fullmatch(f["method"], method)
+                               and re.fullmatch(f["path"], path))
 
     @staticmethod
     def etag(issue_json):
@@ -903,104 +851,79 @@ class FakeGitHub:
                      "items": items[:MAX_PER_PAGE]}, {}
 
     # ----- side door --------------------------------------------------------------------------
-    def handle_side(self, method, path, query, raw):
-        try:
-            body = json.loads(raw.decode("utf-8")) if raw else {}
-        except ValueError:
-            return 400, {"message": "bad json"}
-        try:
-            if path == "/_fake/requests" and method == "GET":
-                return 200, self.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
-            if path == "/_fake/state" and method == "GET":
-                return 200, self.state()
-            if method != "POST":
-                return 404, {"message": "unknown side-door call"}
-            if path == "/_fake/fault":
-                self.add_fault(**body)
-                return 200, {"ok": True}
-            if path == "/_fake/close":
-                self.human_close(body["repo"], body["number"],
-                                 body.get("state_reason", "completed"))
-                return 200, {"ok": True}
-            if path == "/_fake/reopen":
-                self.human_reopen(body["repo"], body["number"])
-                return 200, {"ok": True}
-            if path == "/_fake/age":
-                self.age(body["repo"], body["number"], body["seconds"])
-                return 200, {"ok": True}
-            if path == "/_fake/transfer":
-                to, n = self.transfer(body["repo"], body["number"], body["to"])
-                return 200, {"repo": to, "number": n}
-            if path == "/_fake/delete":
-                self.delete(body["repo"], body["number"])
-                return 200, {"ok": True}
-            if path == "/_fake/repo":
-                self.add_repo(body["repo"])
-                return 200, {"ok": True}
-            if path == "/_fake/clock":
-                self.advance(body.get("advance_s", 0))
-                return 200, {"ok": True}
-            if path == "/_fake/assignable":
-                logins = body.get("logins")
-                if logins is not None and not isinstance(logins, list):
-                    raise ValueError("logins: want a list or null")
-                self.set_assignable(logins)
-                return 200, {"ok": True}
-            if path == "/_fake/token":
-                self.set_token(body["token"])
-                return 200, {"ok": True}
-            if path == "/_fake/search_lag":
-                with self.lock:
-                    self.search_lag_s = float(body["seconds"])
-                return 200, {"ok": True}
-            if path == "/_fake/archive":
-                self.archive(body["repo"], body.get("archived", True))
-                return 200, {"ok": True}
-            if path == "/_fake/lock":
-                self.lock_issue(body["repo"], body["number"], body.get("locked", True))
-                return 200, {"ok": True}
-            if path == "/_fake/login":
+    def side_post(self, path, body):
+        """The side-door POSTs of the header's list (fake_base.FakeServer.handle_side: the
+        requests, the state, faults and reset)."""
+        if path == "/_fake/close":
+            self.human_close(body["repo"], body["number"],
+                             body.get("state_reason", "completed"))
+            return 200, {"ok": True}
+        if path == "/_fake/reopen":
+            self.human_reopen(body["repo"], body["number"])
+            return 200, {"ok": True}
+        if path == "/_fake/age":
+            self.age(body["repo"], body["number"], body["seconds"])
+            return 200, {"ok": True}
+        if path == "/_fake/transfer":
+            to, n = self.transfer(body["repo"], body["number"], body["to"])
+            return 200, {"repo": to, "number": n}
+        if path == "/_fake/delete":
+            self.delete(body["repo"], body["number"])
+            return 200, {"ok": True}
+        if path == "/_fake/repo":
+            self.add_repo(body["repo"])
+            return 200, {"ok": True}
+        if path == "/_fake/clock":
+            self.advance(body.get("advance_s", 0))
+            return 200, {"ok": True}
+        if path == "/_fake/assignable":
+            logins = body.get("logins")
+            if logins is not None and not isinstance(logins, list):
+                raise ValueError("logins: want a list or null")
+            self.set_assignable(logins)
+            return 200, {"ok": True}
+        if path == "/_fake/token":
+            self.set_token(body["token"])
+            return 200, {"ok": True}
+        if path == "/_fake/search_lag":
+            with self.lock:
+                self.search_lag_s = float(body["seconds"])
+            return 200, {"ok": True}
+        if path == "/_fake/archive":
+            self.archive(body["repo"], body.get("archived", True))
+            return 200, {"ok": True}
+        if path == "/_fake/lock":
+            self.lock_issue(body["repo"], body["number"], body.get("locked", True))
+            return 200, {"ok": True}
+        if path == "/_fake/login":
+            self.set_login(body["token"], body["login"])
+            return 200, {"ok": True}
+        if path == "/_fake/owner_token":
+            owners = body["owners"]
+            if not isinstance(owners, list) or not owners:
+                raise ValueError("owners: want a non-empty list")
+            self.apps.scope_token(body["token"], owners)
+            if body.get("login"):
                 self.set_login(body["token"], body["login"])
-                return 200, {"ok": True}
-            if path == "/_fake/owner_token":
-                owners = body["owners"]
-                if not isinstance(owners, list) or not owners:
-                    raise ValueError("owners: want a non-empty list")
-                self.apps.scope_token(body["token"], owners)
-                if body.get("login"):
-                    self.set_login(body["token"], body["login"])
-                return 200, {"ok": True}
-            if path == "/_fake/comment":
-                payload = self.human_comment(body["repo"], body["number"], body["login"],
-                                             body["body"], body.get("association", "MEMBER"),
-                                             body.get("user_type", "User"))
-                if not body.get("deliver_to"):
-                    return 200, {"event": payload}
-                status, answer, delivery = send_webhook(body["deliver_to"], body.get("secret"),
-                                                        "issue_comment", payload)
-                return 200, {"status": status, "body": answer, "delivery": delivery}
-            if path == "/_fake/read_only":
-                self.set_read_only(body["token"], body.get("read_only", True))
-                return 200, {"ok": True}
-            if path == "/_fake/reset":
-                self.reset()
-                return 200, {"ok": True}
-        except (KeyError, TypeError, ValueError) as e:
-            return 400, {"message": "bad side-door call: %s" % e}
-        return 404, {"message": "unknown side-door call"}
+            return 200, {"ok": True}
+        if path == "/_fake/comment":
+            payload = self.human_comment(body["repo"], body["number"], body["login"],
+                                         body["body"], body.get("association", "MEMBER"),
+                                         body.get("user_type", "User"))
+            if not body.get("deliver_to"):
+                return 200, {"event": payload}
+            status, answer, delivery = send_webhook(body["deliver_to"], body.get("secret"),
+                                                    "issue_comment", payload)
+            return 200, {"status": status, "body": answer, "delivery": delivery}
+        if path == "/_fake/read_only":
+            self.set_read_only(body["token"], body.get("read_only", True))
+            return 200, {"ok": True}
+        return None
 
 
-class FakeHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # The headers and the body are two writes: with Nagle on, the body waits for the
-    # client's delayed ACK of the headers (40 ms on Linux), one stall per answer.
-    disable_nagle_algorithm = True
+class FakeHandler(fake_base.FakeHandler):
     server_version = "GitHub.com"
     sys_version = ""
-    fake = None  # set on the per-server subclass
-
-    def log_message(self, fmt, *args):  # quiet: the tests print what matters
-        pass
 
     def _send(self, status, body, headers):
         if isinstance(body, str):
@@ -1012,48 +935,23 @@ class FakeHandler(BaseHTTPRequestHandler):
         else:
             data = json.dumps(body, indent=2).encode("utf-8")
             ctype = "application/json; charset=utf-8"
-        self.send_response(status)
-        if ctype:
-            self.send_header("Content-Type", ctype)
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.send_header("X-GitHub-Media-Type", "github.v3; format=json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
-
-    def _drop(self):
-        self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        self._write(status, data, ([("Content-Type", ctype)] if ctype else []) +
+                    list(headers.items()) + [("X-GitHub-Media-Type", "github.v3; format=json")])
 
     def _handle(self):
         fake = self.fake
-        url = urllib.parse.urlsplit(self.path)
-        path = url.path
+        path, query, _, raw = self._read()
         if fake.path_prefix:
             if not path.startswith(fake.path_prefix + "/"):
                 self._send(404, {"message": "Not Found", "documentation_url": DOCS}, {})
                 return
             path = path[len(fake.path_prefix):]
-        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
         if path.startswith("/_fake/"):
             status, body = fake.handle_side(self.command, path, query, raw)
             self._send(status, body, {})
             return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        try:
-            parsed = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, ValueError):
-            parsed = raw.decode("utf-8", "replace")
-        rec = {"method": self.command, "path": path, "query": {k: v[-1] for k, v in
-                                                               query.items()},
-               "headers": headers, "body": parsed, "time": time.time(), "status": None}
+        headers = self._headers()
+        rec = self._record(path, query, headers, raw)
         with fake.lock:
             fake.requests.append(rec)
             fault = fake._take_fault(self.command, path)
@@ -1103,6 +1001,9 @@ class FakeHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = do_HEAD = _handle
 
 
+FakeGitHub.handler = FakeHandler
+
+
 def webhook_signature(secret, body):
     """X-Hub-Signature-256 of body (bytes): "sha256=" + the hex HMAC-SHA256 keyed with the
     webhook's secret (GitHub Docs, "Validating webhook deliveries")."""
@@ -1141,11 +1042,7 @@ def send_webhook(url, secret, event, payload, delivery=None, signature=None, tim
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="a fake of GitHub's REST API for issues")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file", help="write the bound port here once listening")
-    ap.add_argument("--token", default="test-token")
+    ap = fake_base.arg_parser("a fake of GitHub's REST API for issues", "test-token")
     ap.add_argument("--repo", action="append", help="owner/name (repeatable); default "
                     "acme/alerts")
     ap.add_argument("--assignable", action="append",
@@ -1166,19 +1063,7 @@ def main(argv=None):
         fg.apps.scope_token(parts[1], [parts[0]])
         if len(parts) == 3:
             fg.set_login(parts[1], parts[2])
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % fg.port)
-        os.replace(tmp, args.port_file)
-    print("fake github listening on %s" % fg.url, file=sys.stderr, flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    signal.signal(signal.SIGINT, lambda *a: stop.set())
-    while not stop.wait(0.5):
-        pass
-    fg.stop()
-    return 0
+    return fake_base.serve(fg, args.port_file, "fake github")
 
 
 if __name__ == "__main__":

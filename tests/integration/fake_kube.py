@@ -45,21 +45,18 @@ Side door (no auth, never recorded), all JSON:
   POST /_fake/reset               forget every object but the namespaces, and the log
 """
 
-import argparse
 import base64
 import copy
 import datetime
 import json
-import os
 import re
-import signal
-import socket
 import sys
-import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fake_base
+from fake_base import Reply
 
 META_LIST_ACCEPT = "as=PartialObjectMetadataList"
 MERGE_PATCH = "application/merge-patch+json"
@@ -91,14 +88,6 @@ def resource_name(kind):
     """"pods", "deployments.apps", "leases.coordination.k8s.io", as Status messages name them."""
     gv, plural = KINDS[kind]
     return plural if "/" not in gv else "%s.%s" % (plural, gv.split("/")[0])
-
-
-class Reply(Exception):
-    def __init__(self, status, body=None, headers=None):
-        super().__init__(status)
-        self.status = status
-        self.body = body
-        self.headers = headers or {}
 
 
 def status_error(code, reason, message, kind=None, name=None, causes=None):
@@ -150,48 +139,21 @@ def merge_patch(target, patch):
     return out
 
 
-class FakeKube:
-    """The fake's state and its HTTP server.  All state is guarded by self.lock (reentrant)."""
+class FakeKube(fake_base.FakeServer):
+    """The fake's state and its HTTP server (start, stop, url: fake_base.FakeServer).  All
+    state is guarded by self.lock (reentrant)."""
+
+    thread_name = "fake-kube"
 
     def __init__(self, token="test-kube-token", host="127.0.0.1", port=0,
                  namespaces=("default", "kube-system")):
+        fake_base.FakeServer.__init__(self, host, port)
         self.token = token
-        self.host = host
-        self.port = port
-        self.lock = threading.RLock()
         self.rv = 1000
         self.objects = {}     # (kind, namespace or "", name) -> object
-        self.requests = []
-        self.faults = []
         self.continue_epoch = 0
-        self.server = None
-        self.thread = None
         for ns in namespaces:
             self.add_namespace(ns)
-
-    # ----- lifecycle -------------------------------------------------------------------------
-    def start(self):
-        class Handler(FakeHandler):
-            pass
-
-        Handler.fake = self
-        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="fake-kube",
-                                       kwargs={"poll_interval": 0.1}, daemon=True)
-        self.thread.start()
-        return self
-
-    def stop(self):
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-    @property
-    def url(self):
-        return "http://%s:%d" % (self.host, self.port)
 
     def write_kubeconfig(self, path, namespace="default"):
         """A kubeconfig (clientcmd v1) pointing at this fake with its bearer token."""
@@ -409,13 +371,6 @@ class FakeKube:
             return [self._out(k, o) for (k, n, _), o in sorted(self.objects.items())
                     if k == kind and (ns is None or n == ns)]
 
-    def get_requests(self, clear=False):
-        with self.lock:
-            out = copy.deepcopy(self.requests)
-            if clear:
-                self.requests = []
-        return out
-
     def mutating(self):
         return [r for r in self.get_requests() if r["method"] in MUTATING]
 
@@ -478,14 +433,8 @@ class FakeKube:
         return o
 
     def _take_fault(self, method, path, query=""):
-        for f in self.faults:
-            if re.fullmatch(f["method"], method) and re.fullmatch(f["path"], path) and (
-                    not f.get("query") or re.search(f["query"], query)):
-                f["count"] -= 1
-                if f["count"] <= 0:
-                    self.faults.remove(f)
-                return dict(f)
-        return None
+        return self._pop_fault(lambda f: re.fullmatch(f["method"], method) and re.fullmatch(
+            f["path"], path) and (not f.get("query") or re.search(f["query"], query)))
 
     # ----- the API proper (caller holds the lock) ---------------------------------------------
     def handle_api(self, method, path, query, headers, raw, rec):
@@ -795,113 +744,67 @@ class FakeKube:
         return 200, scale_json()
 
     # ----- the side door ----------------------------------------------------------------------
-    def handle_side(self, method, path, query, raw):
-        try:
-            b = json.loads(raw.decode("utf-8")) if raw else {}
-        except ValueError:
-            return 400, {"message": "bad json"}
-        try:
-            if path == "/_fake/requests" and method == "GET":
-                return 200, self.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
-            if path == "/_fake/state" and method == "GET":
-                return 200, self.state()
-            if method != "POST":
-                return 404, {"message": "unknown side-door call"}
-            if path == "/_fake/pod":
-                return 200, self.add_pod(b["namespace"], b["name"], b.get("annotations"),
-                                         b.get("labels"), b.get("owner"),
-                                         b.get("phase", "Running"), b.get("finalizers"),
-                                         b.get("node", "gpu-node-1"), b.get("conditions"),
-                                         b.get("created_ago_s", 0))
-            if path == "/_fake/recreate":
-                return 200, {"uid": self.recreate_pod(b["namespace"], b["name"])}
-            if path == "/_fake/annotate":
-                self.annotate(b["namespace"], b["name"], b["annotations"])
-                return 200, self.pod(b["namespace"], b["name"])
-            if path == "/_fake/deployment":
-                return 200, {"replicaset": self.add_deployment(b["namespace"], b["name"],
-                                                               b.get("replicas", 1))}
-            if path == "/_fake/statefulset":
-                self.add_statefulset(b["namespace"], b["name"], b.get("replicas", 1))
-                return 200, {"ok": True}
-            if path == "/_fake/job":
-                self.add_job(b["namespace"], b["name"])
-                return 200, {"ok": True}
-            if path == "/_fake/fault":
-                self.add_fault(**b)
-                return 200, {"ok": True}
-            if path == "/_fake/lease":
-                return 200, self.take_lease(b["namespace"], b["name"], b["holder"],
-                                            b.get("duration_s", 15))
-            if path == "/_fake/expire-continue":
-                self.expire_continue_tokens()
-                return 200, {"ok": True}
-            if path == "/_fake/finalize":
-                self.finalize(b["namespace"], b["name"])
-                return 200, {"ok": True}
-            if path == "/_fake/reset":
-                self.reset()
-                return 200, {"ok": True}
-        except Reply as r:
-            return r.status, r.body
-        except (KeyError, TypeError, ValueError) as e:
-            return 400, {"message": "bad side-door call: %s" % e}
-        return 404, {"message": "unknown side-door call"}
+    def side_post(self, path, b):
+        """The side-door POSTs of the header's list (fake_base.FakeServer.handle_side: the
+        requests, the state, faults and reset)."""
+        if path == "/_fake/pod":
+            return 200, self.add_pod(b["namespace"], b["name"], b.get("annotations"),
+                                     b.get("labels"), b.get("owner"),
+                                     b.get("phase", "Running"), b.get("finalizers"),
+                                     b.get("node", "gpu-node-1"), b.get("conditions"),
+                                     b.get("created_ago_s", 0))
+        if path == "/_fake/recreate":
+            return 200, {"uid": self.recreate_pod(b["namespace"], b["name"])}
+        if path == "/_fake/annotate":
+            self.annotate(b["namespace"], b["name"], b["annotations"])
+            return 200, self.pod(b["namespace"], b["name"])
+        if path == "/_fake/deployment":
+            return 200, {"replicaset": self.add_deployment(b["namespace"], b["name"],
+                                                           b.get("replicas", 1))}
+        if path == "/_fake/statefulset":
+            self.add_statefulset(b["namespace"], b["name"], b.get("replicas", 1))
+            return 200, {"ok": True}
+        if path == "/_fake/job":
+            self.add_job(b["namespace"], b["name"])
+            return 200, {"ok": True}
+        if path == "/_fake/lease":
+            return 200, self.take_lease(b["namespace"], b["name"], b["holder"],
+                                        b.get("duration_s", 15))
+        if path == "/_fake/expire-continue":
+            self.expire_continue_tokens()
+            return 200, {"ok": True}
+        if path == "/_fake/finalize":
+            self.finalize(b["namespace"], b["name"])
+            return 200, {"ok": True}
+        return None
 
 
-class FakeHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # The headers and the body are two writes: with Nagle on, the body waits for the
-    # client's delayed ACK of the headers (40 ms on Linux), one stall per answer.
-    disable_nagle_algorithm = True
+class FakeHandler(fake_base.FakeHandler):
     server_version = "fake-kube-apiserver"
     sys_version = ""
-    fake = None  # set on the per-server subclass
-
-    def log_message(self, fmt, *args):
-        pass
 
     def _send(self, status, body, headers=None):
         data = b"" if body is None else json.dumps(body).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Audit-Id", str(uuid.uuid4()))
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._write(status, data, [("Content-Type", "application/json"),
+                                   ("Audit-Id", str(uuid.uuid4()))] +
+                    list((headers or {}).items()))
 
     def _handle(self):
         fake = self.fake
-        url = urllib.parse.urlsplit(self.path)
-        path = url.path
-        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length > 0 else b""
+        path, query, raw_query, raw = self._read()
         if path.startswith("/_fake/"):
             with fake.lock:
                 status, body = fake.handle_side(self.command, path, query, raw)
             self._send(status, body)
             return
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        try:
-            parsed = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, ValueError):
-            parsed = raw.decode("utf-8", "replace")
-        rec = {"method": self.command, "path": path,
-               "query": {k: v[-1] for k, v in query.items()}, "headers": headers,
-               "body": parsed, "time": time.time(), "status": None, "answer_kind": None}
+        headers = self._headers()
+        rec = self._record(path, query, headers, raw, answer_kind=None)
         with fake.lock:
             fake.requests.append(rec)
-            fault = fake._take_fault(self.command, path, url.query)
+            fault = fake._take_fault(self.command, path, raw_query)
         if fault and fault["action"] == "drop":
             rec["status"] = "dropped"
-            self.close_connection = True
-            try:
-                self.connection.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+            self._drop()
             return
         if fault and fault["action"] == "respond":
             body = fault["body"]
@@ -941,30 +844,17 @@ class FakeHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _handle
 
 
+FakeKube.handler = FakeHandler
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="a fake Kubernetes API server for the janitor")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file", help="write the bound port here once listening")
-    ap.add_argument("--token", default="test-kube-token")
+    ap = fake_base.arg_parser("a fake Kubernetes API server for the janitor", "test-kube-token")
     ap.add_argument("--kubeconfig", help="also write a kubeconfig for this fake here")
     args = ap.parse_args(argv)
     fk = FakeKube(token=args.token, host=args.host, port=args.port).start()
     if args.kubeconfig:
         fk.write_kubeconfig(args.kubeconfig)
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % fk.port)
-        os.replace(tmp, args.port_file)
-    print("fake kube-apiserver listening on %s" % fk.url, file=sys.stderr, flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    signal.signal(signal.SIGINT, lambda *a: stop.set())
-    while not stop.wait(0.5):
-        pass
-    fk.stop()
-    return 0
+    return fake_base.serve(fk, args.port_file, "fake kube-apiserver")
 
 
 if __name__ == "__main__":

@@ -40,19 +40,17 @@ Side door (no auth, never recorded), JSON:
   POST /_fake/reset               forget messages, requests, responses and faults
 """
 
-import argparse
 import copy
 import hashlib
 import hmac
 import json
 import os
 import re
-import signal
 import sys
-import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import fake_base
 
 WEBHOOK_PATH = "/services/T0FAKE/B0FAKE/fakewebhooksecret"
 
@@ -64,45 +62,22 @@ BLOCKS_MAX = 50
 SECTION_TEXT_MAX = 3000
 HEADER_TEXT_MAX = 150
 
-class FakeSlack:
+class FakeSlack(fake_base.FakeServer):
+    """The fake's state and its HTTP server (start, stop, url, get_requests:
+    fake_base.FakeServer).  All state is guarded by self.lock (reentrant)."""
+
+    thread_name = "fake-slack"
+
     def __init__(self, token="xoxb-test-token", host="127.0.0.1", port=0):
+        fake_base.FakeServer.__init__(self, host, port)
         self.token = token
-        self.host = host
-        self.port = port
-        self.lock = threading.RLock()
         self.users = {}       # id -> email
         self.channels = {}    # id -> name
         self.dms = {}         # user id -> D... channel
         self.messages = []
-        self.requests = []
-        self.faults = []
         self.responses = []   # what was posted to response URLs (url, body, time)
         self.response_urls = {}  # path -> {"uses": n, "created": t}
         self.last_ts = 0.0
-        self.server = None
-
-    # ----- lifecycle -------------------------------------------------------------------------
-    def start(self):
-        class Handler(SlackHandler):
-            pass
-
-        Handler.fake = self
-        self.server = ThreadingHTTPServer((self.host, self.port), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, name="fake-slack",
-                         kwargs={"poll_interval": 0.1}, daemon=True).start()
-        return self
-
-    def stop(self):
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-
-    @property
-    def url(self):
-        return "http://%s:%d" % (self.host, self.port)
 
     @property
     def api_url(self):
@@ -138,13 +113,6 @@ class FakeSlack:
     def get_messages(self):
         with self.lock:
             return copy.deepcopy(self.messages)
-
-    def get_requests(self, clear=False):
-        with self.lock:
-            out = copy.deepcopy(self.requests)
-            if clear:
-                self.requests = []
-            return out
 
     def reset(self):
         with self.lock:
@@ -259,13 +227,7 @@ class FakeSlack:
         return 200, {"ok": False, "error": "message_not_found"}, {}
 
     def _take_fault(self, method):
-        for f in self.faults:
-            if re.fullmatch(f["method"], method):
-                f["count"] -= 1
-                if f["count"] <= 0:
-                    self.faults.remove(f)
-                return f
-        return None
+        return self._pop_fault(lambda f: re.fullmatch(f["method"], method))
 
     def handle(self, http_method, path, query, headers, raw):
         """Returns (status, body (dict or str), headers, method name)."""
@@ -391,53 +353,28 @@ class FakeSlack:
         return 200, "ok", {}, "webhook"
 
 
-class SlackHandler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    # The headers and the body are two writes: with Nagle on, the body waits for the
-    # client's delayed ACK of the headers (40 ms on Linux), one stall per answer.
-    disable_nagle_algorithm = True
-    fake = None
-
-    def log_message(self, fmt, *args):
-        pass
-
+class SlackHandler(fake_base.FakeHandler):
     def _send(self, status, body, headers=None):
         if isinstance(body, str):
             data, ctype = body.encode("utf-8"), "text/html"
         else:
             data, ctype = json.dumps(body).encode("utf-8"), "application/json; charset=utf-8"
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        for k, v in (headers or {}).items():
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self._write(status, data, [("Content-Type", ctype)] + list((headers or {}).items()))
 
     def _handle(self):
         fake = self.fake
-        url = urllib.parse.urlsplit(self.path)
-        query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n > 0 else b""
-        if url.path.startswith("/_fake/"):
+        path, query, _, raw = self._read()
+        if path.startswith("/_fake/"):
             with fake.lock:
-                st, body = self._side(url.path, query, raw)
+                st, body = self._side(path, query, raw)
             self._send(st, body)
             return
-        headers = {k.lower(): v for k, v in self.headers.items()}
+        headers = self._headers()
         with fake.lock:
-            st, body, extra, method = fake.handle(self.command, url.path, query, headers, raw)
-            try:
-                parsed = json.loads(raw.decode("utf-8")) if raw else None
-            except (UnicodeDecodeError, ValueError):
-                parsed = raw.decode("utf-8", "replace")
-            fake.requests.append({"method": self.command, "path": url.path,
-                                  "slack_method": method,
-                                  "query": {k: v[-1] for k, v in query.items()},
-                                  "headers": headers, "body": parsed, "status": st,
-                                  "answer": body, "time": time.time(),
-                                  "delayed_s": extra.get("_delay_s")})
+            st, body, extra, method = fake.handle(self.command, path, query, headers, raw)
+            fake.requests.append(self._record(path, query, headers, raw, slack_method=method,
+                                              status=st, answer=body,
+                                              delayed_s=extra.get("_delay_s")))
         delay = extra.pop("_delay_s", None)
         if delay:
             time.sleep(delay)
@@ -477,6 +414,9 @@ class SlackHandler(BaseHTTPRequestHandler):
     do_GET = do_POST = _handle
 
 
+FakeSlack.handler = SlackHandler
+
+
 def blocks_problem(blocks):
     """Why Slack would answer invalid_blocks for blocks (None: fine), as its Block Kit
     reference says: at most 50 blocks a message, a section's text and each of its fields at
@@ -505,25 +445,10 @@ def blocks_problem(blocks):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description="a fake of the Slack Web API for the janitor")
-    ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file")
-    ap.add_argument("--token", default="xoxb-test-token")
+    ap = fake_base.arg_parser("a fake of the Slack Web API for the janitor", "xoxb-test-token")
     args = ap.parse_args(argv)
     fs = FakeSlack(token=args.token, host=args.host, port=args.port).start()
-    if args.port_file:
-        with open(args.port_file + ".tmp", "w") as f:
-            f.write("%d\n" % fs.port)
-        os.replace(args.port_file + ".tmp", args.port_file)
-    print("fake slack listening on %s" % fs.url, file=sys.stderr, flush=True)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *a: stop.set())
-    signal.signal(signal.SIGINT, lambda *a: stop.set())
-    while not stop.wait(0.5):
-        pass
-    fs.stop()
-    return 0
+    return fake_base.serve(fs, args.port_file, "fake slack")
 
 
 if __name__ == "__main__":
