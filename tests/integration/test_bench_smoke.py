@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 36, asan skip
+# (the benchmarks' scripts: no code of alertbridge's worth instrumenting again)
 """test_bench_smoke.py - `make bench` and `make bench-janitor` still run and say what they claim.
 
 A short run of each (1 s of wrk per workload, 5 requests under callgrind; 1,000 and 2,000 pods)

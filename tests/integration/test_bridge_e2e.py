@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 42
 """test_bridge_e2e.py - alertbridge end to end: Debian's real Alertmanager posts webhooks to the
 real alertbridge binary, which talks to the fake GitHub; every scenario asserts the exact
 requests GitHub received (method, path, headers, JSON body) and the issues it ends up with.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 65
 """test_bridge_faults.py - the real alertbridge binary against a fake GitHub that injects
 faults: 500/502/503, dropped connections, timeouts, a 5xx or a lost answer after the issue was
 made (the ambiguous create), a 201 whose body cannot be read, 403 secondary rate limit with

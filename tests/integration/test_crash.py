@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 85, asan skip
+# (the model's SIGKILL-and-restart steps and test_lost_database run its paths under the sanitizers)
 """test_crash.py - alertbridge survives SIGKILL at any moment and drains on SIGTERM.
 
     Alertmanager --webhook--> recording proxy --> alertbridge --REST--> fake GitHub

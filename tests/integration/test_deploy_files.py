@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 15, asan skip
+# (files and tools (kustomize, dpkg, systemd-analyze): no code of alertbridge's worth instrumenting again)
 """test_deploy_files.py - checks the deployment artefacts in deploy/ by reading them: the
 kustomize base and overlays (files exist, RBAC exactly as DESIGN.md, pod spec, the ConfigMaps'
 alertbridge.yml through `alertbridge check-config`: the base's, and postgres/'s on a PostgreSQL

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 15, asan skip
+# (manifests: no code of alertbridge's worth instrumenting again)
 """test_deploy_k8s.py - the Kubernetes manifests as kustomize renders them, checked offline.
 
 Every kustomization (deploy/kubernetes, leader-election/, postgres/) and every component of

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 15, asan skip
+# (the fake itself: no code of alertbridge's)
 """test_fake_github.py - self-test of fake_github.py over real HTTP (urllib, 127.0.0.1).
 
 The integration tests trust the fake to behave like GitHub; this checks the answers that

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 15, asan skip
+# (the fake itself: no code of alertbridge's)
 """test_fake_kube.py - self-test of fake_kube.py and fake_slack.py over real HTTP (127.0.0.1).
 
 The janitor's end-to-end test trusts both fakes to answer like kube-apiserver and Slack; this

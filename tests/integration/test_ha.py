@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 26
 """test_ha.py - two real Alertmanagers in a gossip cluster (an HA pair) both notify alertbridge:
 exactly one issue per alert, and a resolve closes it once.
 

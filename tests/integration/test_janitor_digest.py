@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 41, asan skip
+# (its code runs under the sanitizers in test_janitor_digest.c and test_store_digest.c)
 """test_janitor_digest.py - one Slack notice per owner, not per pod (issue 11, item 5): the real
 alertbridge against fake_kube and fake_slack.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 105
 """test_janitor_e2e.py - the pod janitor end to end: Debian's real Alertmanager routes
 alertname=~"Janitor.*" to the real alertbridge's /v1/janitor/webhook (send_resolved), which
 talks to a fake Kubernetes API server and a fake Slack; every scenario asserts the exact

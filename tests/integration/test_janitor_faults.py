@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 85
 """test_janitor_faults.py - the janitor's promises under injected faults (issue 4, item 8): the
 real alertbridge (leader election on) against fake_kube and fake_slack, with webhooks posted
 straight to /v1/janitor/webhook.  Faults: Kubernetes 409 (mark PATCH, DELETE, scale, Lease

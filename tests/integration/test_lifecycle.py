@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 26
 """test_lifecycle.py - an alert's issue over its whole life, through the real binary against
 fake_github: webhooks are posted straight to /v1/webhook, and each case asserts the issues,
 comments, labels and map rows that result, and that no event is left retrying.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 33
 """test_lost_database.py - alertbridge loses its sqlite file and rebuilds the map from GitHub.
 
 Issues are made through the real binary (posted straight to /v1/webhook): one open, one closed,

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 15, asan skip
+# (the test PostgreSQL itself: no code of alertbridge's)
 """test_pg_cluster.py - the private PostgreSQL the tests start (tests/pg/pg.sh, pg.py).
 
 private_cluster_lifecycle

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 73, asan skip
+# (test_db, test_active and test_store_lock run db_pg.c and the worker lock under the sanitizers)
 """test_pg_failover.py - two alertbridge processes on one PostgreSQL database (issue 10).
 
     this test --webhooks, alternating--> alertbridge A, B --REST--> fake GitHub

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 127, asan skip
+# (its code runs under the sanitizers in test_storm.c)
 """test_storm.py - alert storms: the real alertbridge binary receives 2,000 distinct alerts in
 4 webhooks of 500 and talks to the fake GitHub.
 

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 55, asan skip
+# (its store faults' paths run under the sanitizers in test_bridge_store_faults and test_store_stalls, its kills in the model)
 """campaign.py - issue 19's fault campaign: the model-based lifecycle test under slow and
 failing GitHub answers, a failing store, attackers and signals.
 

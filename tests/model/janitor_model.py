@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 50, quick
+# (make check runs it on 3 seeds)
 """janitor_model.py - the model-based test of the janitor (issue 21), with postpone steps.
 
 One seed is one world: the real binary (`alertbridge serve`, janitor enabled and live, the
@@ -10,6 +12,8 @@ enabled feature classes:
                       /v1/janitor/webhook as Alertmanager does (labels namespace, pod, uid)
   replace delete      a person deletes a pod, or it is recreated under its name (a new uid,
                       no annotations); a deleted pod comes back later as a new pod
+  race                the pod is replaced right after the janitor's next GET of it
+                      (fake_kube's recreate_after): its PATCH or DELETE meets a new uid
   slack ratelimit     Slack's chat.postMessage fails (500) or rate limits (429, Retry-After)
   click               signed "Keep until" clicks (fake_slack.click_request): by the owner (on
                       the newest button, or "keen": waiting for a fresh unused one), by
@@ -36,7 +40,7 @@ At the end the faults are cleared and every pod whose alert still fires must be 
 (after its expiry).
 
 Env: MODEL_SEED=S (only seed S), MODEL_SEEDS=N (default 6), MODEL_FIRST (default 1),
-MODEL_STEPS (default 24), MODEL_JOBS (default 3), MODEL_FEATURES, MODEL_KEEP, MODEL_REPEAT,
+MODEL_STEPS (default 20), MODEL_JOBS (default 6), MODEL_FEATURES, MODEL_KEEP, MODEL_REPEAT,
 ALERTBRIDGE_BIN (default ./alertbridge); as tests/model/lifecycle.py, whose runner this uses.
 A failing seed prints its steps and a one-line replay; the last line is "N passed, N failed".
 """
@@ -64,8 +68,8 @@ from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
 from janitor_reference import (Policy, PodModel, button_values, expected_click,  # noqa: E402
                                parse_time, pod_problems, reason_of, trace_problems)
 
-FEATURES = ("fire", "resolve", "replace", "delete", "slack", "ratelimit", "click", "kill",
-            "wait")
+FEATURES = ("fire", "resolve", "replace", "race", "delete", "slack", "ratelimit", "click",
+            "kill", "wait")
 KUBE_TOKEN = "jmodel-kube-token"
 SLACK_TOKEN = "xoxb-jmodel-token"
 HOOK_TOKEN = "jmodel-webhook-token"
@@ -198,6 +202,7 @@ class World:
              "postpones": sum(r["method"] == "PATCH" and postponed_to(r) is not None
                               for r in reqs),
              "kills": self.kills,
+             "races": sum(1 for r in self.kube.get_requests() if r.get("recreated_uid")),
              "notices": len([m for m in self.slack.get_messages() if not m.get("thread_ts")])}
         for outcome, n in self.outcomes.items():
             f["click " + outcome] = n
@@ -252,7 +257,8 @@ class World:
 
     # ----- steps ------------------------------------------------------------------------------
     def choices(self):
-        w = {"fire": 5, "resolve": 2, "replace": 1, "delete": 1, "slack": 1, "ratelimit": 1,
+        w = {"fire": 5, "resolve": 2, "replace": 1, "race": 1, "delete": 1, "slack": 1,
+             "ratelimit": 1,
              "click": 5, "limit": 1, "kill": 1, "wait": 3}
         return [(k, n) for k, n in w.items() if k in self.features or
                 (k == "limit" and "click" in self.features)]
@@ -261,9 +267,12 @@ class World:
         kinds = self.choices()
         kind = self.rng.choices([k for k, _ in kinds], [n for _, n in kinds])[0]
         p = self.pods[self.rng.choice(sorted(self.pods))]
-        for q in self.pods.values():  # the janitor deletes pods too
+        for q in self.pods.values():  # the janitor deletes pods, a race replaces them
             obj = self.kube.pod(NS, q.name)
             q.uid = obj["metadata"]["uid"] if obj else None
+            if q.uid and q.uid not in q.created:
+                q.created[q.uid] = parse_time(obj["metadata"]["creationTimestamp"])
+                self.note("pod %s was replaced by the race (uid %s)" % (q.name, q.uid[:8]))
         getattr(self, "step_" + kind)(p)
         time.sleep(self.rng.choice((0.05, 0.1, 0.3)))
 
@@ -303,6 +312,13 @@ class World:
             self.kube.rv += 1
         self.note("delete %s uid %s (by a person)" % (p.name, p.uid[:8]))
         p.uid = None
+
+    def step_race(self, p):
+        """The next GET of the pod is answered, then the pod is replaced (a new uid): what
+        the janitor does next with it (mark, delete, postpone) meets another pod."""
+        self.kube.add_fault(method="GET", path="/api/v1/namespaces/%s/pods/%s" % (NS, p.name),
+                            action="recreate_after")
+        self.note("race: the next GET of %s is followed by its replacement" % p.name)
 
     def step_slack(self, p):
         self.slack.add_fault(method="chat.postMessage", count=1, status=500)
@@ -466,6 +482,9 @@ class World:
             got = "no answer"
         if got == "gone" and self.kube.pod(NS, p.name) is None:
             want = want | {"gone"}  # the sweep deleted it meanwhile
+        if any(r.get("recreated_uid") and r["path"].endswith("/pods/" + p.name)
+               for r in self.kube.get_requests()[km:]):
+            want = want | {"uid-changed"}  # the race replaced it under the click
         self.note("%s -> %s (model: %s; postponed %s, expires %s)" % (
             desc, got, "|".join(sorted(want)), ann.get("janitor/postponed", "0"),
             ann.get("janitor/expires", "-")))
@@ -587,7 +606,7 @@ def summarize(figures):
         "%d %s" % (total[k], k) for k in sorted(total)))
 
 
-SUITE = lc.Suite(World, FEATURES, "tests/model/janitor_model.py", steps=24, seeds=6, jobs=3,
+SUITE = lc.Suite(World, FEATURES, "tests/model/janitor_model.py", steps=20, seeds=6, jobs=6,
                  summarize=summarize)
 
 if __name__ == "__main__":

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 95, quick
+# (make check runs it on MODEL_SEEDS=10 seeds, the ASan stage on 25)
 """lifecycle.py - the model-based lifecycle test of the bridge.
 
 Drives the real alertbridge binary against the fake GitHub (tests/integration/fake_github.py)

@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 40, asan skip
+# (the model on sqlite runs the bridge under the sanitizers, the store's unit tests on PostgreSQL the store's code)
 """lifecycle_pg.py - the model-based lifecycle test (lifecycle.py) with the store on PostgreSQL:
 MODEL_ENGINE=postgres and MODEL_PG_SEEDS seeds (default 20: seeds 1..20, the first of the
 sqlite run's 200, so that a seed failing on one engine only points at the engine).  Each
