@@ -34,7 +34,6 @@
 static void fire_resolve_refire_cycle(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
@@ -46,10 +45,7 @@ static void fire_resolve_refire_cycle(void **state)
 			       "<!-- alertbridge:key=" FP " -->\""));
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->body,
 			       "\"labels\":[\"alert\",\"severity:critical\"]"));
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 7);
-	assert_string_equal(row.state, "open");
-	store_issue_release(&row);
+	bfx_assert_row(&e, 7, "open");
 
 	BFX_RUN(&e,
 		/* the same episode again (repeat_interval, HA twin): nothing. */
@@ -61,9 +57,7 @@ static void fire_resolve_refire_cycle(void **state)
 		SAW(1, "GET", "/repos/my-org/alerts/issues/7", NULL),
 		SAW(2, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at"),
 		SAW(3, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"completed\""));
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, -1, "closed");
 
 	/* a new episode within reopen_window: reopen, then comment. */
 	BFX_RUN(&e, LATER(3600000), FIRE("2026-11-21T03:00:00Z"),
@@ -72,10 +66,7 @@ static void fire_resolve_refire_cycle(void **state)
 		STEP(1), CALLS(7),
 		SAW(5, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"reopened\""),
 		SAW(6, "POST", "/repos/my-org/alerts/issues/7/comments", "Reopened"));
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "open");
-	assert_int_equal(row.number, 7);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 7, "open");
 	bfx_env_stop(&e);
 }
 
@@ -221,7 +212,6 @@ static void not_the_leader_counts_the_queue(void **state)
 static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	struct store_event ev = { 0 };
 	(void)state;
 
@@ -233,9 +223,7 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 	BFX_RUN(&e, STEP(1), CALLS(2), SAW(1, "GET", "/repos/my-org/alerts/issues/7", NULL),
 		STEP(0), CALLS(2));
 	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "open");
-	store_issue_release(&row);
+	bfx_assert_row(&e, -1, "open");
 
 	/*
 	 * The Lease again: not a failed attempt, so it is due at once.  The resumed
@@ -255,9 +243,7 @@ static void lease_lost_mid_event_stops_before_the_next_call(void **state)
 			       "/repos/my-org/alerts/issues/7/comments"));
 	BFX_RUN(&e, SAW(4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at"),
 		SAW(5, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"completed\""));
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, -1, "closed");
 	bfx_env_stop(&e);
 }
 
@@ -332,7 +318,6 @@ static void new_episode_adds_the_labels_the_issue_lacks(void **state)
 static void close_resumes_after_failed_state_change(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	struct store_event ev;
 	(void)state;
 
@@ -353,9 +338,7 @@ static void close_resumes_after_failed_state_change(void **state)
 	for (size_t i = 0; i < fake_http_count(e.gh); i++) /* one comment, not two */
 		if (i != 2)
 			assert_null(strstr(fake_http_request(e.gh, i)->uri, "/comments"));
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, -1, "closed");
 	bfx_env_stop(&e);
 }
 
@@ -372,7 +355,6 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 {
 	struct env e;
 	struct store_event ev;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
@@ -401,9 +383,7 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 	assert_non_null(strstr(fake_http_request(e.gh, 4)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
 	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, -1, "closed");
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }
@@ -521,7 +501,6 @@ static void missing_repository_needs_a_404_from_github(void **state)
 static void unassignable_assignee_is_dropped(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	bfx_env_start(&e, NULL, "    assignees: [oncall, ghost]\n");
@@ -532,9 +511,7 @@ static void unassignable_assignee_is_dropped(void **state)
 		SAW(0, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\",\"ghost\"]"),
 		SAW(1, "POST", "/repos/my-org/alerts/issues", "\"assignees\":[\"oncall\"]"));
 	assert_int_equal(store_dead_count(e.st), 0);
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 6);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 6, NULL);
 
 	/* an error that names no login: every assignee is left out */
 	BFX_RUN(&e, FIRE(EP1));
@@ -568,16 +545,13 @@ static void bad_token_keeps_the_event(void **state)
 static void deleted_issue_is_recreated(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
 	BFX_RUN(&e, CREATES(4), FIRE("2026-11-21T02:00:00Z"),
 		GH(410, "{\"message\":\"This issue was deleted\"}"), GH_OPEN(201, 9), STEP(1),
 		CALLS(3), SAW(2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 9);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 9, NULL);
 	bfx_env_stop(&e);
 }
 
@@ -608,7 +582,6 @@ static void not_planned_is_respected_within_window(void **state)
 static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	FILE *log = tmpfile();
 	char text[8192], *line;
 	size_t n;
@@ -638,10 +611,7 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 	assert_null(strstr(line, "issue="));
 	assert_int_equal(bridge_step(e.b), 1);
 	assert_int_equal(fake_http_count(e.gh), 0);
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 0);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, 0, "closed");
 	bfx_env_stop(&e);
 }
 
@@ -653,7 +623,6 @@ static void dry_run_keeps_the_map_and_calls_nothing(void **state)
 static void dry_run_row_finds_its_issue_by_marker(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	bfx_env_start(&e, NULL, NULL);
@@ -667,10 +636,7 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 	assert_string_equal(fake_http_request(e.gh, 0)->method, "GET");
 	assert_non_null(strstr(fake_http_request(e.gh, 0)->uri,
 			       "/repos/my-org/alerts/issues?state=all&sort=created"));
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 12);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, 12, "closed");
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 
 	/* another receiver's issue of the key is not taken: a firing creates its own */
@@ -683,9 +649,7 @@ static void dry_run_row_finds_its_issue_by_marker(void **state)
 		GH_OPEN(201, 14), STEP(1), CALLS(6),
 		SAW(5, "POST", "/repos/my-org/alerts/issues",
 		    "<!-- alertbridge:receiver=default --> <!-- alertbridge:key=" FP " -->"));
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 14);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 14, NULL);
 	bfx_env_stop(&e);
 }
 
@@ -777,9 +741,7 @@ static void rebuild_keeps_to_its_receiver(void **state)
 			"," LISTED(4, "open", "null", 0, "b\\n\\n" OTHER_MARKER) "]"),
 		GH_OPEN(201, 9), STEP(1), CALLS(3),
 		SAW(2, "POST", "/repos/my-org/alerts/issues", OWN_MARKER "\""));
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 9);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 9, NULL);
 	bfx_env_stop(&e);
 
 	/* its own marker wins over a newer one of another receiver; an old one counts when no
@@ -793,9 +755,7 @@ static void rebuild_keeps_to_its_receiver(void **state)
 				   "2026-11-21T01:30:00Z -->\\n" OWN_MARKER) ","
 			LISTED(6, "open", "null", 0, "d\\n\\n" OTHER_MARKER) "]"),
 		STEP(1), CALLS(2)); /* same episode on #5: nothing */
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 5);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 5, NULL);
 	assert_int_equal(store_issue_get(e.st, "default", "0000000000000001", &row), ERR_OK);
 	assert_int_equal(row.number, 3);
 	store_issue_release(&row);

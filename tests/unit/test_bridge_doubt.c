@@ -71,7 +71,6 @@ static void waits_until_settled(struct env *e, int64_t at, const char *prefix)
 static void create_made_after_the_timeout_is_found_not_made_twice(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	start(&e);
@@ -95,9 +94,7 @@ static void create_made_after_the_timeout_is_found_not_made_twice(void **state)
 	assert_string_equal(fake_http_request(e.gh, 1)->method, "GET");
 	assert_non_null(strstr(fake_http_request(e.gh, 1)->uri,
 			       "/repos/my-org/alerts/issues?state=all&sort=created"));
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 3);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 3, NULL);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }
@@ -106,7 +103,6 @@ static void create_made_after_the_timeout_is_found_not_made_twice(void **state)
 static void create_in_doubt_but_absent_is_posted_after_the_look(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	start(&e);
@@ -122,16 +118,13 @@ static void create_in_doubt_but_absent_is_posted_after_the_look(void **state)
 	assert_int_equal(fake_http_count(e.gh), 3);
 	assert_string_equal(fake_http_request(e.gh, 1)->method, "GET");
 	bfx_assert_request(&e, 2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP);
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 4);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 4, NULL);
 	bfx_env_stop(&e);
 }
 
 static void resolve_comment_made_after_the_timeout_is_not_posted_twice(void **state)
 {
 	struct env e;
-	struct store_issue row = { 0 };
 	(void)state;
 
 	start(&e);
@@ -165,9 +158,7 @@ static void resolve_comment_made_after_the_timeout_is_not_posted_twice(void **st
 	assert_non_null(strstr(fake_http_request(e.gh, 4)->uri,
 			       "/repos/my-org/alerts/issues/3/comments"));
 	bfx_assert_request(&e, 5, "PATCH", "/repos/my-org/alerts/issues/3", "\"state\":\"closed\"");
-	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "closed");
-	store_issue_release(&row);
+	bfx_assert_row(&e, -1, "closed");
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_env_stop(&e);
 }

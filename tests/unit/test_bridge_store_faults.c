@@ -41,7 +41,6 @@ static void full_disk_backs_off_without_github_calls(void **state)
 {
 	char dir[256], db[300];
 	struct env e;
-	struct store_issue row = { 0 };
 	size_t calls, attempts_seen = 0;
 	int64_t start;
 	(void)state;
@@ -88,9 +87,7 @@ static void full_disk_backs_off_without_github_calls(void **state)
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	for (size_t i = 1; i < fake_http_count(e.gh); i++)
 		assert_string_equal(fake_http_request(e.gh, i)->method, "GET");
-	bfx_get_row(&e, &row);
-	assert_int_equal(row.number, 7);
-	store_issue_release(&row);
+	bfx_assert_row(&e, 7, NULL);
 
 	/* The backoff ended with the recorded outcome: the next event is taken at once. */
 	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");

@@ -189,6 +189,18 @@ void bfx_get_row(struct env *e, struct store_issue *row)
 	assert_int_equal(store_issue_get(e->st, "default", FP, row), ERR_OK);
 }
 
+void bfx_assert_row(struct env *e, int64_t number, const char *state)
+{
+	struct store_issue row = { 0 };
+
+	bfx_get_row(e, &row);
+	if (number >= 0)
+		assert_int_equal(row.number, number);
+	if (state)
+		assert_string_equal(row.state, state);
+	store_issue_release(&row);
+}
+
 void bfx_put_dry_run_row(struct env *e)
 {
 	struct store_issue row = { 0 };

@@ -87,6 +87,8 @@ void bfx_assert_request(struct env *e, size_t i, const char *method, const char 
 void bfx_step_closes(struct env *e, int n, size_t first);
 /* FP's map row into *row (store_issue_release() it); fails when there is none. */
 void bfx_get_row(struct env *e, struct store_issue *row);
+/* Fail unless FP's map row is issue number (< 0: any) in state (NULL: any). */
+void bfx_assert_row(struct env *e, int64_t number, const char *state);
 /* FP's row as dry-run writes it (number 0, open), for the episode 2026-11-21T00:49:48.539Z. */
 void bfx_put_dry_run_row(struct env *e);
 
