@@ -540,50 +540,55 @@ enum err kube_pod_annotate_rv(struct kube_client *c, const char *ns, const char 
 	return rc;
 }
 
-/* DELETE path with DeleteOptions (Background, optional uid precondition). */
-static enum err delete_with_options(struct kube_client *c, const char *path, const char *uid,
-				    struct buf *errmsg)
+/* kube_call() of k, no answer read, at path with body (NULL, or freed here); path released. */
+static enum err call_path(struct kube_client *c, struct call *k, struct buf *path, char *body,
+			  struct buf *errmsg)
 {
-	struct call k = { "DELETE", path, NULL, "application/json", NULL };
-	char *body = dump(delete_options(uid));
 	enum err rc;
 
-	k.body = body;
-	rc = kube_call(c, &k, NULL, errmsg);
+	k->path = buf_str(path);
+	k->body = body;
+	rc = kube_call(c, k, NULL, errmsg);
 	free(body);
+	buf_release(path);
 	return rc;
+}
+
+/*
+ * DELETE api/namespaces/ns/plural/name with DeleteOptions (Background, the
+ * uid precondition when uid is not empty).
+ */
+static enum err delete_named(struct kube_client *c, const char *api, const char *plural,
+			     const char *ns, const char *name, const char *uid, struct buf *errmsg)
+{
+	struct call k = { "DELETE", NULL, NULL, "application/json", NULL };
+	struct buf path = BUF_INIT;
+	char *body;
+	enum err rc = check_names(ns, name, errmsg);
+
+	if (rc)
+		return rc;
+	(void)buf_printf(&path, "%s/namespaces/%s/%s/%s", api, ns, plural, name);
+	body = dump(delete_options(uid && *uid ? uid : NULL));
+	return call_path(c, &k, &path, body, errmsg);
 }
 
 enum err kube_pod_delete(struct kube_client *c, const char *ns, const char *name,
 			 const char *uid, struct buf *errmsg)
 {
-	struct buf path = BUF_INIT;
 	enum err rc = check_names(ns, name, errmsg);
 
-	if (rc)
-		return rc;
-	if (!uid || !*uid) {
+	if (rc == ERR_OK && (!uid || !*uid)) {
 		buf_setf(errmsg, "delete pod %s/%s: no uid precondition", ns, name);
-		return ERR_INVALID;
+		rc = ERR_INVALID;
 	}
-	(void)buf_printf(&path, "/api/v1/namespaces/%s/pods/%s", ns, name);
-	rc = delete_with_options(c, buf_str(&path), uid, errmsg);
-	buf_release(&path);
-	return rc;
+	return rc ? rc : delete_named(c, "/api/v1", "pods", ns, name, uid, errmsg);
 }
 
 enum err kube_job_delete(struct kube_client *c, const char *ns, const char *name,
 			 const char *uid, struct buf *errmsg)
 {
-	struct buf path = BUF_INIT;
-	enum err rc = check_names(ns, name, errmsg);
-
-	if (rc)
-		return rc;
-	(void)buf_printf(&path, "/apis/batch/v1/namespaces/%s/jobs/%s", ns, name);
-	rc = delete_with_options(c, buf_str(&path), uid && *uid ? uid : NULL, errmsg);
-	buf_release(&path);
-	return rc;
+	return delete_named(c, "/apis/batch/v1", "jobs", ns, name, uid, errmsg);
 }
 
 /* ---- events ---- */
@@ -642,12 +647,7 @@ enum err kube_event_create(struct kube_client *c, const struct kube_event *ev,
 	}
 	body = dump(event_json(c, ev));
 	(void)buf_printf(&path, "/api/v1/namespaces/%s/events", ev->namespace);
-	k.path = buf_str(&path);
-	k.body = body;
-	rc = kube_call(c, &k, NULL, errmsg);
-	free(body);
-	buf_release(&path);
-	return rc;
+	return call_path(c, &k, &path, body, errmsg);
 }
 
 /* ---- scale and owners ---- */
@@ -669,12 +669,7 @@ enum err kube_scale(struct kube_client *c, enum kube_workload kind, const char *
 	(void)buf_printf(&path, "/apis/apps/v1/namespaces/%s/%s/%s/scale", ns,
 			 kind == KUBE_STATEFULSET ? "statefulsets" : "deployments", name);
 	body = dump(json_pack("{s:{s:i}}", "spec", "replicas", replicas));
-	k.path = buf_str(&path);
-	k.body = body;
-	rc = kube_call(c, &k, NULL, errmsg);
-	free(body);
-	buf_release(&path);
-	return rc;
+	return call_path(c, &k, &path, body, errmsg);
 }
 
 static void copy_owner(const struct kube_owner *in, struct kube_owner *out)
