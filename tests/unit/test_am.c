@@ -14,7 +14,7 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "core/am.h"
-#include "core/xalloc.h"
+#include "tests/unit/helpers/am_fixture.h"
 
 static const char *const fixtures[] = {
 	"01_single_firing.json",
@@ -27,54 +27,6 @@ static const char *const fixtures[] = {
 };
 #define N_FIXTURES (sizeof(fixtures) / sizeof(fixtures[0]))
 
-/*
- * Read a fixture from $ALERTBRIDGE_FIXTURES, else
- * $ALERTBRIDGE_SRC/tests/fixtures/alertmanager, else
- * tests/fixtures/alertmanager (run from the repo root).
- */
-static char *read_fixture(const char *name, size_t *len)
-{
-	const char *env = getenv("ALERTBRIDGE_FIXTURES");
-	const char *src = getenv("ALERTBRIDGE_SRC");
-	const char *dirs[] = { env, src, "." };
-	const char *sub[] = { "", "/tests/fixtures/alertmanager", "/tests/fixtures/alertmanager" };
-	char path[512];
-	FILE *f = NULL;
-	char *data;
-	long n;
-
-	for (size_t i = 0; i < 3 && !f; i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		snprintf(path, sizeof(path), "%s%s/%s", dirs[i], sub[i], name);
-		f = fopen(path, "rb");
-	}
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0 && n < 1 << 20);
-	rewind(f);
-	data = xmalloc((size_t)n + 1);
-	assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
-	data[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return data;
-}
-
-static struct am_payload *parse_fixture(const char *name)
-{
-	struct am_payload *p = NULL;
-	struct am_error e;
-	size_t len;
-	char *body = read_fixture(name, &len);
-
-	assert_int_equal(am_parse(body, len, NULL, &p, &e), ERR_OK);
-	free(body);
-	assert_non_null(p);
-	return p;
-}
-
 static void assert_labels(const struct am_labels *set, const char *const *kv, size_t n)
 {
 	assert_int_equal(set->n, n);
@@ -86,7 +38,7 @@ static void assert_labels(const struct am_labels *set, const char *const *kv, si
 
 static void fixture_single_firing_exact(void **state)
 {
-	struct am_payload *p = parse_fixture("01_single_firing.json");
+	struct am_payload *p = afx_parse_fixture("01_single_firing.json");
 	const struct am_alert *a = &p->alerts[0];
 	static const char *const labels[] = { "alertname", "DiskFull", "namespace", "prod",
 					      "pod", "db-0", "severity", "critical" };
@@ -130,7 +82,7 @@ static void fixture_single_firing_exact(void **state)
 
 static void fixture_single_resolved_exact(void **state)
 {
-	struct am_payload *p = parse_fixture("02_single_resolved.json");
+	struct am_payload *p = afx_parse_fixture("02_single_resolved.json");
 	(void)state;
 
 	assert_string_equal(p->status, "resolved");
@@ -150,7 +102,7 @@ static void fixture_groups_exact(void **state)
 					     "04b8c13f54b78add" };
 	static const char *const containers[] = { "app", "proxy", "sidecar" };
 	static const char *const common_ann[] = { "summary", "HighLatency on api-0" };
-	struct am_payload *p = parse_fixture("03_group_of_3_firing.json");
+	struct am_payload *p = afx_parse_fixture("03_group_of_3_firing.json");
 	(void)state;
 
 	assert_int_equal(p->n_alerts, 3);
@@ -164,7 +116,7 @@ static void fixture_groups_exact(void **state)
 	}
 	am_payload_free(p);
 
-	p = parse_fixture("04_group_partially_resolved.json");
+	p = afx_parse_fixture("04_group_partially_resolved.json");
 	assert_string_equal(p->status, "firing");
 	assert_string_equal(p->alerts[0].status, "resolved");
 	assert_int_equal(p->alerts[0].ends_at_ms, 1795222192686LL);
@@ -172,7 +124,7 @@ static void fixture_groups_exact(void **state)
 	assert_int_equal(p->alerts[1].ends_at_ms, 0);
 	am_payload_free(p);
 
-	p = parse_fixture("05_truncated_max_alerts_2.json");
+	p = afx_parse_fixture("05_truncated_max_alerts_2.json");
 	assert_int_equal(p->truncated_alerts, 3);
 	assert_int_equal(p->n_alerts, 2);
 	assert_string_equal(p->alerts[0].starts_at, "2026-11-21T00:49:58.32Z");
@@ -188,7 +140,7 @@ static void fingerprints_match_every_fixture(void **state)
 	(void)state;
 
 	for (size_t f = 0; f < N_FIXTURES; f++) {
-		struct am_payload *p = parse_fixture(fixtures[f]);
+		struct am_payload *p = afx_parse_fixture(fixtures[f]);
 		for (size_t i = 0; i < p->n_alerts; i++) {
 			char fp[17];
 			am_fingerprint(&p->alerts[i].labels, fp);
@@ -207,11 +159,11 @@ static void fingerprints_computed_when_absent(void **state)
 	(void)state;
 
 	for (size_t f = 0; f < N_FIXTURES; f++) {
-		struct am_payload *want = parse_fixture(fixtures[f]);
+		struct am_payload *want = afx_parse_fixture(fixtures[f]);
 		struct am_payload *got = NULL;
 		struct am_error e;
 		size_t len;
-		char *body = read_fixture(fixtures[f], &len);
+		char *body = afx_read_fixture(fixtures[f], &len);
 		char *s = body;
 
 		/* Rename the key so it becomes an unknown (ignored) field. */
@@ -303,7 +255,7 @@ static void receiver_name_is_unescaped(void **state)
 
 static void event_json_exact(void **state)
 {
-	struct am_payload *p = parse_fixture("01_single_firing.json");
+	struct am_payload *p = afx_parse_fixture("01_single_firing.json");
 	struct buf b = BUF_INIT;
 	static const char want[] =
 		"{\"v\":1,\"receiver\":\"alert-service\",\"groupStatus\":\"firing\","
@@ -331,7 +283,7 @@ static void event_json_exact(void **state)
 
 static void event_json_too_big_leaves_buf(void **state)
 {
-	struct am_payload *p = parse_fixture("03_group_of_3_firing.json");
+	struct am_payload *p = afx_parse_fixture("03_group_of_3_firing.json");
 	struct buf b;
 	(void)state;
 
@@ -670,7 +622,7 @@ static void rejected_payload_names_its_receiver(void **state)
 static void released_alert_keeps_its_identity(void **state)
 {
 	size_t len;
-	char *body = read_fixture("03_group_of_3_firing.json", &len);
+	char *body = afx_read_fixture("03_group_of_3_firing.json", &len);
 	struct am_payload *p = NULL;
 	struct buf before = BUF_INIT, after = BUF_INIT;
 	char fp[17];

@@ -20,78 +20,10 @@
 #include "core/http_client.h"
 #include "core/log.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/gh_fixture.h"
 
 #define T0 1700000000000LL /* 2023-11-14T22:13:20Z */
 #define MARKER "<!-- alertbridge:key=0123456789abcdef -->"
-
-struct fixture {
-	struct fake_http *fake;
-	struct gh_client *gh;
-	struct gh_options opts;
-	int64_t now;
-	int64_t sleeps[32];
-	int nsleeps;
-	struct buf err;
-	struct gh_issue is;
-};
-
-static int64_t v_now(void *ctx)
-{
-	return ((struct fixture *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	struct fixture *fx = ctx;
-	assert_true(ms > 0);
-	assert_true(fx->nsleeps < 32);
-	fx->sleeps[fx->nsleeps++] = ms;
-	fx->now += ms;
-}
-
-static int64_t slept(const struct fixture *fx)
-{
-	int64_t t = 0;
-	for (int i = 0; i < fx->nsleeps; i++)
-		t += fx->sleeps[i];
-	return t;
-}
-
-static void reopen(struct fixture *fx)
-{
-	gh_client_free(fx->gh);
-	fx->gh = gh_client_new(&fx->opts);
-}
-
-static int setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	fx->fake = fake_http_start();
-	fx->now = T0;
-	fx->opts.api_url = fake_http_url(fx->fake);
-	fx->opts.token = "tok-SECRET-123";
-	fx->opts.user_agent = "alertbridge-test/1";
-	fx->opts.timeout_ms = 1000;
-	fx->opts.max_attempts = 3;
-	fx->opts.now_ms = v_now;
-	fx->opts.sleep_ms = v_sleep;
-	fx->opts.clock_ctx = fx;
-	buf_init(&fx->err, 0);
-	reopen(fx);
-	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-	gh_issue_release(&fx->is);
-	gh_client_free(fx->gh);
-	fake_http_stop(fx->fake);
-	buf_release(&fx->err);
-	free(fx);
-	return 0;
-}
 
 /* An issue object as GitHub returns it; the result is static per call site. */
 static const char *issue_json(char *out, size_t n, const char *repo, int number, const char *state,
@@ -136,7 +68,7 @@ static void assert_json_body(const struct fake_request *r, const char *want)
 
 static void create_sends_documented_request(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	const char *labels[] = { "alert", "severity:critical", NULL };
 	const char *assignees[] = { "alice", NULL };
 	char ij[1024];
@@ -171,7 +103,7 @@ static void create_sends_documented_request(void **state)
 
 static void create_without_labels_omits_them(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	const char *none[] = { NULL };
 	char ij[1024];
 
@@ -189,7 +121,7 @@ static void create_without_labels_omits_them(void **state)
 
 static void set_state_patches_state_and_reason(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char ij[1024];
 	const struct fake_request *r;
 
@@ -220,7 +152,7 @@ static void set_state_patches_state_and_reason(void **state)
 
 static void comment_and_labels_post_documented_bodies(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	const char *labels[] = { "a", "b", NULL };
 	const char *none[] = { NULL };
 	const struct fake_request *r;
@@ -247,7 +179,7 @@ static void comment_and_labels_post_documented_bodies(void **state)
 
 static void get_parses_issue(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char ij[1024];
 	const struct fake_request *r;
 
@@ -269,7 +201,7 @@ static void get_parses_issue(void **state)
 
 static void get_follows_301_to_transferred_issue(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char ij[1024], loc[256];
 
 	snprintf(loc, sizeof(loc), "Location: %s/repositories/42/issues/3", fake_http_url(fx->fake));
@@ -287,7 +219,7 @@ static void get_follows_301_to_transferred_issue(void **state)
 
 static void mutating_calls_are_one_second_apart_gets_are_not(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char ij[1024];
 	struct gh_stats st;
 
@@ -310,11 +242,11 @@ static void mutating_calls_are_one_second_apart_gets_are_not(void **state)
 
 static void content_budget_per_minute_is_kept(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fx->opts.content_per_minute = 3;
-	reopen(fx);
+	gfx_reopen(fx);
 	for (int i = 0; i < 4; i++)
 		fake_http_push(fx->fake, 201, NULL, "{}");
 	for (int i = 0; i < 4; i++)
@@ -327,7 +259,7 @@ static void content_budget_per_minute_is_kept(void **state)
 	assert_int_equal(fx->now, T0 + 60000);
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.pacing_wait_ms, 60000);
-	assert_int_equal(slept(fx), 60000);
+	assert_int_equal(gfx_slept(fx), 60000);
 }
 
 /*
@@ -337,7 +269,7 @@ static void content_budget_per_minute_is_kept(void **state)
  */
 static void content_budget_per_hour_is_kept(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	for (int i = 0; i < 501; i++)
@@ -359,11 +291,11 @@ static void content_budget_per_hour_is_kept(void **state)
 /* A lower content_per_hour is kept too, and gh_stats() tells what is left. */
 static void content_per_hour_option_is_kept(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fx->opts.content_per_hour = 2;
-	reopen(fx);
+	gfx_reopen(fx);
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.content_left_hour, 2);
 	assert_int_equal(st.content_left_minute, 80);
@@ -392,12 +324,12 @@ static void content_per_hour_option_is_kept(void **state)
 /* The test hook behind serve --test.second-ms: spacing and the budget's window scaled. */
 static void scaled_pacing_keeps_the_budget_in_a_shorter_window(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fx->opts.content_per_minute = 2;
 	fx->opts.min_interval_ms = 5;
 	fx->opts.window_ms = 300;
-	reopen(fx);
+	gfx_reopen(fx);
 	for (int i = 0; i < 3; i++)
 		fake_http_push(fx->fake, 201, NULL, "{}");
 	for (int i = 0; i < 3; i++)
@@ -411,7 +343,7 @@ static void scaled_pacing_keeps_the_budget_in_a_shorter_window(void **state)
 
 static void server_error_then_success_is_retried(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	char ij[1024];
@@ -446,7 +378,7 @@ static void server_error_then_success_is_retried(void **state)
 
 static void retry_after_is_honoured(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 403, "Retry-After: 30",
@@ -464,7 +396,7 @@ static void retry_after_is_honoured(void **state)
 /* RFC 9110 10.2.3: Retry-After may be an HTTP-date; T0 + 30 s here. */
 static void retry_after_as_an_http_date_is_honoured(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 403, "Retry-After: Tue, 14 Nov 2023 22:13:50 GMT",
 		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
@@ -478,15 +410,15 @@ static void retry_after_as_an_http_date_is_honoured(void **state)
 /* The owner's stopping hook, set once the first wait began (as SIGTERM during it). */
 static int stop_after_a_wait(void *ctx)
 {
-	return ((struct fixture *)ctx)->nsleeps > 0;
+	return ((struct gh_fixture *)ctx)->nsleeps > 0;
 }
 
 static void stopping_sends_nothing_after_a_cut_short_wait(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fx->opts.stopping = stop_after_a_wait;
-	reopen(fx);
+	gfx_reopen(fx);
 	fake_http_push(fx->fake, 403, "Retry-After: 60",
 		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
 	fake_http_push(fx->fake, 201, NULL, "{}");
@@ -504,7 +436,7 @@ static void stopping_sends_nothing_after_a_cut_short_wait(void **state)
 
 static void exhausted_primary_limit_waits_until_reset(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char ij[1024];
 	struct gh_stats st;
 
@@ -530,7 +462,7 @@ static void exhausted_primary_limit_waits_until_reset(void **state)
 
 static void status_429_waits_a_minute(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 429, NULL, "{\"message\":\"Too Many Requests\"}");
 	fake_http_push(fx->fake, 201, NULL, "{}");
@@ -541,7 +473,7 @@ static void status_429_waits_a_minute(void **state)
 
 static void secondary_limit_403_by_message_is_retried(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 403, NULL,
 		       "{\"message\":\"You have exceeded a secondary rate limit. Please wait a "
@@ -558,7 +490,7 @@ static void secondary_limit_403_by_message_is_retried(void **state)
 
 static void unauthorized_is_auth_without_retry(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 401, NULL, "{\"message\":\"Bad credentials\"}");
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_AUTH);
@@ -575,7 +507,7 @@ static void unauthorized_is_auth_without_retry(void **state)
  */
 static void permanent_403s_are_forbidden_by_reason(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 403, "X-RateLimit-Remaining: 4000",
@@ -611,7 +543,7 @@ static void permanent_403s_are_forbidden_by_reason(void **state)
 
 static void unprocessable_is_invalid_with_github_message(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 422, NULL,
 		       "{\"message\":\"Validation Failed\",\"errors\":[{\"resource\":\"Issue\","
@@ -628,7 +560,7 @@ static void unprocessable_is_invalid_with_github_message(void **state)
 
 static void not_found_and_gone(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 404, NULL, "{\"message\":\"Not Found\"}");
 	fake_http_push(fx->fake, 410, NULL, "{\"message\":\"This issue was deleted\"}");
@@ -644,7 +576,7 @@ static void not_found_and_gone(void **state)
 /* GitHub REST "Get a repository": 200 exists, 404 missing or no access, 5xx no answer. */
 static void repo_get_tells_missing_from_unknown(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	const struct fake_request *r;
 
 	fake_http_push(fx->fake, 200, NULL, "{\"full_name\":\"o/r\"}");
@@ -666,7 +598,7 @@ static void repo_get_tells_missing_from_unknown(void **state)
 
 static void persistent_failure_gives_up_with_retry(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	for (int i = 0; i < 3; i++)
@@ -684,7 +616,7 @@ static void persistent_failure_gives_up_with_retry(void **state)
 
 static void create_not_sent_is_retried_without_lookup(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct fake_http *gone = fake_http_start();
 	char url[128];
 
@@ -692,7 +624,7 @@ static void create_not_sent_is_retried_without_lookup(void **state)
 	snprintf(url, sizeof(url), "%s", fake_http_url(gone));
 	fake_http_stop(gone);
 	fx->opts.api_url = url;
-	reopen(fx);
+	gfx_reopen(fx);
 	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
 					 &fx->err), ERR_RETRY);
 	assert_non_null(strstr(buf_str(&fx->err), "giving up after 3 attempts: POST "));
@@ -701,7 +633,7 @@ static void create_not_sent_is_retried_without_lookup(void **state)
 
 static void find_marker_follows_link_pagination(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char link[512], page[2048], ij[1024];
 	const struct fake_request *r;
 
@@ -731,7 +663,7 @@ static void find_marker_follows_link_pagination(void **state)
 
 static void find_marker_not_found_and_foreign_link(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 200, NULL, "[]");
 	assert_int_equal(gh_issue_find_marker(fx->gh, "o/r", MARKER, T0, &fx->is, &fx->err),
@@ -750,7 +682,7 @@ static void find_marker_not_found_and_foreign_link(void **state)
 
 static void create_201_unreadable_is_resolved_by_marker(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char page[2048], ij[1024];
 	struct gh_stats st;
 
@@ -782,7 +714,7 @@ static void create_201_unreadable_is_resolved_by_marker(void **state)
 
 static void find_marker_skips_older_issue_of_the_same_key(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char page[2048], ij[1024];
 
 	/* the closed issue a linked create supersedes carries the same marker */
@@ -813,7 +745,7 @@ static int see_issue(void *ctx, const struct gh_issue *is)
 
 static void issue_list_reads_every_page_oldest_first(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char link[512], page[4096], ij1[1024], ij2[1024];
 	struct seen s = { 0 };
 
@@ -843,7 +775,7 @@ static void issue_list_reads_every_page_oldest_first(void **state)
 
 static void unauthorized_is_counted(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 401, NULL, "{\"message\":\"Bad credentials\"}");
@@ -857,7 +789,7 @@ static void unauthorized_is_counted(void **state)
 
 static void bad_input_is_rejected_before_any_request(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	assert_int_equal(gh_issue_get(fx->gh, "o/r/../x", 1, &fx->is, &fx->err), ERR_INVALID);
 	assert_string_equal(buf_str(&fx->err), "invalid repository \"o/r/../x\": want owner/name");
@@ -879,7 +811,7 @@ static void bad_input_is_rejected_before_any_request(void **state)
 
 static void non_issue_answer_is_invalid(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 200, NULL, "<html>");
 	fake_http_push(fx->fake, 200, NULL, "{\"number\":1}");
@@ -892,13 +824,13 @@ static void non_issue_answer_is_invalid(void **state)
 
 static void dry_run_logs_and_makes_no_request(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	int fds[2];
 	char logbuf[4096];
 	ssize_t n;
 
 	fx->opts.token = NULL;
-	reopen(fx);
+	gfx_reopen(fx);
 	assert_true(gh_dry_run(fx->gh));
 	assert_int_equal(pipe(fds), 0);
 	log_set_fd(fds[1]);
@@ -931,7 +863,7 @@ static void dry_run_logs_and_makes_no_request(void **state)
 
 	fx->opts.token = "tok";
 	fx->opts.dry_run = 1;
-	reopen(fx);
+	gfx_reopen(fx);
 	assert_true(gh_dry_run(fx->gh));
 	gh_client_free(NULL);
 	gh_issue_release(NULL);
@@ -940,7 +872,7 @@ static void dry_run_logs_and_makes_no_request(void **state)
 /* If-None-Match with the stored ETag; 304 is "unchanged", 200 brings the new ETag. */
 static void conditional_get_sends_the_etag_and_takes_304_as_unchanged(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	char ij[1024];
 	int not_modified = -1;
 
@@ -973,7 +905,7 @@ static void conditional_get_sends_the_etag_and_takes_304_as_unchanged(void **sta
 /* The rebuild's list: creator= and labels= percent-encoded; pages counted. */
 static void issue_list_filters_by_creator_and_labels_and_counts_pages(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_list_filter f = { "my-app[bot]", "alert,sev one" };
 	char link[512];
 	struct seen s = { 0 };
@@ -991,7 +923,7 @@ static void issue_list_filters_by_creator_and_labels_and_counts_pages(void **sta
 			    "&creator=my-app%5Bbot%5D&labels=alert%2Csev%20one");
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, gfx_setup, gfx_teardown)
 
 UNIT_MAIN_WITH(if (http_global_init() != ERR_OK) return 1, http_global_cleanup(),
 	T(create_sends_documented_request),

@@ -20,69 +20,10 @@
 #include "bridge/gh.h"
 #include "core/buf.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/gh_fixture.h"
 
 #define T0 1700000000000LL /* 2023-11-14T22:13:20Z */
 #define MARKER "<!-- alertbridge:key=0123456789abcdef -->"
-
-struct fixture {
-	struct fake_http *fake;
-	struct gh_client *gh;
-	struct gh_options opts;
-	int64_t now;
-	int nsleeps;
-	struct buf err;
-	struct gh_issue is;
-};
-
-static int64_t v_now(void *ctx)
-{
-	return ((struct fixture *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	struct fixture *fx = ctx;
-
-	fx->nsleeps++;
-	fx->now += ms;
-}
-
-static void reopen(struct fixture *fx)
-{
-	gh_client_free(fx->gh);
-	fx->gh = gh_client_new(&fx->opts);
-}
-
-static int setup(void **state)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-
-	fx->fake = fake_http_start();
-	fx->now = T0;
-	fx->opts.api_url = fake_http_url(fx->fake);
-	fx->opts.token = "tok-SECRET-123";
-	fx->opts.timeout_ms = 1000;
-	fx->opts.max_attempts = 3;
-	fx->opts.now_ms = v_now;
-	fx->opts.sleep_ms = v_sleep;
-	fx->opts.clock_ctx = fx;
-	buf_init(&fx->err, 0);
-	reopen(fx);
-	*state = fx;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fixture *fx = *state;
-
-	gh_issue_release(&fx->is);
-	gh_client_free(fx->gh);
-	fake_http_stop(fx->fake);
-	buf_release(&fx->err);
-	free(fx);
-	return 0;
-}
 
 /*
  * GitHub documents no idempotency for POST and may finish a write after the
@@ -91,7 +32,7 @@ static int teardown(void **state)
  */
 static void ambiguous_create_is_in_doubt_not_repeated(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
@@ -111,10 +52,10 @@ static void ambiguous_create_is_in_doubt_not_repeated(void **state)
 /* Issue 19: GitHub made the issue 8 s after a 5 s timeout; the client had posted it again. */
 static void create_answered_after_the_timeout_is_not_repeated(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fx->opts.timeout_ms = 150;
-	reopen(fx);
+	gfx_reopen(fx);
 	fake_http_push_delayed(fx->fake, 400, 201, NULL, "{}");
 	fake_http_push(fx->fake, 200, NULL, "[]");  /* not landed yet when looked for */
 	fake_http_push(fx->fake, 201, NULL, "{}");
@@ -131,7 +72,7 @@ static void create_answered_after_the_timeout_is_not_repeated(void **state)
 
 static void marked_comment_ambiguous_is_in_doubt_not_repeated(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
@@ -173,10 +114,10 @@ static void marked_comment_ambiguous_is_in_doubt_not_repeated(void **state)
  */
 static void late_state_change_holds_the_next_write(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 
 	fx->opts.timeout_ms = 150;
-	reopen(fx);
+	gfx_reopen(fx);
 	fake_http_push_delayed(fx->fake, 400, 200, NULL, "{}");
 	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 9, "closed", "completed", NULL,
 					    &fx->err), ERR_RETRY);
@@ -206,7 +147,7 @@ static void late_state_change_holds_the_next_write(void **state)
  */
 static void comment_in_doubt_is_looked_for_once_settled(void **state)
 {
-	struct fixture *fx = *state;
+	struct gh_fixture *fx = *state;
 	const char *body = "silenced\n\n" CMARK;
 	struct gh_stats st;
 
@@ -254,7 +195,7 @@ static void comment_in_doubt_is_looked_for_once_settled(void **state)
 	assert_int_equal(fake_http_count(fx->fake), 6);  /* no look: nothing in doubt */
 }
 
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, gfx_setup, gfx_teardown)
 
 UNIT_MAIN(
 	T(ambiguous_create_is_in_doubt_not_repeated),

@@ -14,57 +14,14 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "core/am.h"
+#include "tests/unit/helpers/am_fixture.h"
 #include "bridge/group.h"
 #include "bridge/view.h"
-#include "core/xalloc.h"
-
-/* Same lookup as test_am.c: $ALERTBRIDGE_FIXTURES, $ALERTBRIDGE_SRC/tests/..., ./tests/... */
-static char *read_fixture(const char *name, size_t *len)
-{
-	const char *env = getenv("ALERTBRIDGE_FIXTURES");
-	const char *src = getenv("ALERTBRIDGE_SRC");
-	const char *dirs[] = { env, src, "." };
-	const char *sub[] = { "", "/tests/fixtures/alertmanager", "/tests/fixtures/alertmanager" };
-	char path[512];
-	FILE *f = NULL;
-	char *data;
-	long n;
-
-	for (size_t i = 0; i < 3 && !f; i++) {
-		if (!dirs[i] || !*dirs[i])
-			continue;
-		snprintf(path, sizeof(path), "%s%s/%s", dirs[i], sub[i], name);
-		f = fopen(path, "rb");
-	}
-	assert_non_null(f);
-	assert_int_equal(fseek(f, 0, SEEK_END), 0);
-	n = ftell(f);
-	assert_true(n > 0 && n < 1 << 20);
-	rewind(f);
-	data = xmalloc((size_t)n + 1);
-	assert_int_equal(fread(data, 1, (size_t)n, f), (size_t)n);
-	data[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return data;
-}
-
-static struct am_payload *parse_fixture(const char *name)
-{
-	struct am_payload *p = NULL;
-	struct am_error e;
-	size_t len;
-	char *body = read_fixture(name, &len);
-
-	assert_int_equal(am_parse(body, len, NULL, &p, &e), ERR_OK);
-	free(body);
-	return p;
-}
 
 /* The view of alert i of fixture name, rendered at now_ms with ctx's other fields. */
 static json_t *fixture_view(const char *name, size_t i, const struct view_context *ctx)
 {
-	struct am_payload *p = parse_fixture(name);
+	struct am_payload *p = afx_parse_fixture(name);
 	struct buf ev = BUF_INIT, err = BUF_INIT;
 	json_t *v = NULL;
 
@@ -181,7 +138,7 @@ static void every_fixture_alert_has_the_fields(void **state)
 	(void)state;
 
 	for (size_t f = 0; f < sizeof(names) / sizeof(names[0]); f++) {
-		struct am_payload *p = parse_fixture(names[f]);
+		struct am_payload *p = afx_parse_fixture(names[f]);
 		for (size_t i = 0; i < p->n_alerts; i++) {
 			const struct am_alert *a = &p->alerts[i];
 			struct view_context ctx = { a->starts_at_ms + 61000, "r", "o/r", NULL, NULL };

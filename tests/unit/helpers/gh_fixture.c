@@ -1,0 +1,69 @@
+#include "gh_fixture.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <cmocka.h>
+
+static int64_t v_now(void *ctx)
+{
+	return ((struct gh_fixture *)ctx)->now;
+}
+
+static void v_sleep(void *ctx, int64_t ms)
+{
+	struct gh_fixture *fx = ctx;
+
+	assert_true(ms > 0);
+	assert_true(fx->nsleeps < 32);
+	fx->sleeps[fx->nsleeps++] = ms;
+	fx->now += ms;
+}
+
+int64_t gfx_slept(const struct gh_fixture *fx)
+{
+	int64_t t = 0;
+
+	for (int i = 0; i < fx->nsleeps; i++)
+		t += fx->sleeps[i];
+	return t;
+}
+
+void gfx_reopen(struct gh_fixture *fx)
+{
+	gh_client_free(fx->gh);
+	fx->gh = gh_client_new(&fx->opts);
+}
+
+int gfx_setup(void **state)
+{
+	struct gh_fixture *fx = calloc(1, sizeof(*fx));
+
+	fx->fake = fake_http_start();
+	fx->now = GFX_T0;
+	fx->opts.api_url = fake_http_url(fx->fake);
+	fx->opts.token = "tok-SECRET-123";
+	fx->opts.user_agent = "alertbridge-test/1";
+	fx->opts.timeout_ms = 1000;
+	fx->opts.max_attempts = 3;
+	fx->opts.now_ms = v_now;
+	fx->opts.sleep_ms = v_sleep;
+	fx->opts.clock_ctx = fx;
+	buf_init(&fx->err, 0);
+	gfx_reopen(fx);
+	*state = fx;
+	return 0;
+}
+
+int gfx_teardown(void **state)
+{
+	struct gh_fixture *fx = *state;
+
+	gh_issue_release(&fx->is);
+	gh_client_free(fx->gh);
+	fake_http_stop(fx->fake);
+	buf_release(&fx->err);
+	free(fx);
+	return 0;
+}
