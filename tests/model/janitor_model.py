@@ -557,15 +557,18 @@ class World:
         """No more faults; every pod whose alert still fires goes, after its expiry."""
         with self.slack.lock:
             self.slack.faults = []
+        with self.kube.lock:
+            self.kube.faults = []
         self.quiet()
         deadline = time.time() + POL.lifetime_s + POL.lead_s + 6
         while True:
             due = []
             for p in self.pods.values():
                 obj = self.kube.pod(NS, p.name)
-                if obj and p.alert_state(p.uid) == "firing":
+                uid = obj and obj["metadata"]["uid"]
+                if obj and p.alert_state(uid) == "firing":
                     due.append("%s (uid %s, annotations %s)" % (
-                        p.name, p.uid[:8], obj["metadata"].get("annotations")))
+                        p.name, uid[:8], obj["metadata"].get("annotations")))
             if not due:
                 break
             if time.time() > deadline:
