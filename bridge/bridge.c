@@ -82,97 +82,6 @@ static int gh_hold(void *ctx)
 	return gh_stopping(ctx) || !may_act(b) || (b->opts.settle_on_gain && !b->acting);
 }
 
-/* gh_options.pending_writes: passed on to bridge_options.note_pending. */
-static void gh_pending_writes(void *ctx, const char *text)
-{
-	struct bridge *b = ctx;
-
-	if (b->opts.note_pending)
-		b->opts.note_pending(b->opts.note_ctx, text);
-}
-
-/*
- * bridge_options.pending_note: the previous process's writes that may
- * still land become writes in doubt of the client (gh_pending_restore()).
- * Returns 0, or -1 when the note cannot be read.
- */
-static int restore_pending(struct bridge *b)
-{
-	int64_t latest = 0, now = bridge_now_ms(b);
-	int n = gh_pending_restore(b->gh, b->opts.pending_note, &latest);
-	struct log_line *l;
-
-	if (n <= 0)
-		return n;
-	b->restored_until = latest;
-	metric_set(b->m_held, NULL, 1);
-	l = log_begin(LOG_WARN, "holding github writes to the issues the previous process may "
-				"still change");
-	log_int(l, "issues", n);
-	log_int(l, "hold_ms", latest - now);
-	log_str(l, "webhooks", "still taken and queued");
-	log_end(l);
-	return 0;
-}
-
-/* The writes restore_pending() held back have all settled at now_ms: say so once. */
-static void restored_settled(struct bridge *b, int64_t now_ms)
-{
-	if (!b->restored_until || now_ms < b->restored_until)
-		return;
-	b->restored_until = 0;
-	if (!__atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
-		metric_set(b->m_held, NULL, 0);
-	log_msg(LOG_INFO, "the previous process's writes settled", NULL, NULL);
-}
-
-/*
- * Start a settle hold (bridge_options.settle_at_start, settle_on_gain) at
- * now_ms, why its reason for the log: nothing is sent before until (ms, the
- * bridge's clock; none when that is past already).
- */
-static void settle_hold(struct bridge *b, int64_t now_ms, int64_t until, const char *why)
-{
-	struct log_line *l;
-
-	if (until <= now_ms || until <= __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE))
-		return;
-	__atomic_store_n(&b->settle_until, until, __ATOMIC_RELEASE);
-	metric_set(b->m_held, NULL, 1);
-	l = log_begin(LOG_WARN, "holding github writes until those in flight settle");
-	log_str(l, "reason", why);
-	log_int(l, "hold_ms", until - now_ms);
-	log_str(l, "webhooks", "still taken and queued");
-	log_end(l);
-}
-
-/* Non-zero while the settle hold lasts at now_ms; its end is logged once. */
-static int settle_held(struct bridge *b, int64_t now_ms)
-{
-	int64_t until = __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE);
-
-	if (!until)
-		return 0;
-	if (now_ms < until)
-		return 1;
-	__atomic_store_n(&b->settle_until, 0, __ATOMIC_RELEASE);
-	if (!b->restored_until)
-		metric_set(b->m_held, NULL, 0);
-	if (b->start_hold) {  /* what the last process sent settled: only ours can be pending */
-		b->start_hold = 0;
-		gh_pending_writes(b, gh_pending_text(b->gh));
-	}
-	log_msg(LOG_INFO, "settle hold over: github calls resume", NULL, NULL);
-	return 0;
-}
-
-int64_t bridge_settle_until(struct bridge *b)
-{
-	int64_t until = __atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE);
-
-	return until > bridge_now_ms(b) ? until : 0;
-}
-
 /* https://api.github.com -> https://github.com; https://HOST/api/v3 -> https://HOST. */
 static char *html_base_of(const char *api_url)
 {
@@ -312,7 +221,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.now_ms = gh_clock;
 	go.sleep_ms = gh_sleep;
 	go.stopping = gh_hold;
-	go.pending_writes = gh_pending_writes;
+	go.pending_writes = bridge_pending_writes;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
@@ -328,20 +237,8 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	pthread_mutex_init(&b->budget_mu, NULL);
 	b->budget = b->last_stats;
 	register_metrics(b);
-	b->opts.pending_note = NULL;  /* opts' is the caller's: read here only */
-	if (opts->pending_note) {
-		b->opts.pending_note = opts->pending_note;
-		if (restore_pending(b) < 0)
-			settle_hold(b, bridge_now_ms(b), gh_write_settled_at(b->gh, bridge_now_ms(b)),
-				    "the previous process's note of its writes cannot be read");
-		b->opts.pending_note = NULL;
-	}
-	if (opts->settle_at_start)
-		settle_hold(b, bridge_now_ms(b), gh_write_settled_at(b->gh, bridge_now_ms(b)),
-			    "the previous process stopped uncleanly");
-	b->start_hold = !!__atomic_load_n(&b->settle_until, __ATOMIC_ACQUIRE);
-	if (!b->start_hold)  /* nothing of ours pending: say so (none said means "any") */
-		gh_pending_writes(b, gh_pending_text(b->gh));
+	bridge_settle_start(b);
+	b->opts.pending_note = NULL;  /* the caller's: read by bridge_settle_start() only */
 	return b;
 }
 
@@ -865,17 +762,8 @@ int bridge_step(struct bridge *b)
 	}
 	memset(&w, 0, sizeof(w));
 	w.now_ms = bridge_now_ms(b);
-	if (!b->acting) {
-		b->acting = 1;
-		if (b->opts.settle_on_gain)
-			settle_hold(b, w.now_ms,
-				    gh_write_settled_at(b->gh, w.now_ms) -
-					    b->opts.settle_gain_waited_ms,
-				    "took the lease or the worker lock");
-	}
-	if (settle_held(b, w.now_ms))
+	if (bridge_settle_step(b, w.now_ms))
 		return 0;  /* the worker sleeps until it ends (or a second) */
-	restored_settled(b, w.now_ms);
 	if (backoff_gate_closed(&b->store_gate, w.now_ms))
 		return -1;
 	pick_up_config(b);

@@ -110,6 +110,18 @@ struct work {
 	int64_t now_ms;
 	struct group_event *grp;  /* issue_per: group, else NULL */
 };
+/*
+ * The settle holds (bridge_settle.c).  bridge_pending_writes: the GitHub
+ * client's gh_options.pending_writes (ctx the bridge), passed on to
+ * opts.note_pending.  bridge_settle_start: at bridge_new(), restore
+ * opts.pending_note, start the hold of settle_at_start (or of a note it
+ * cannot read), and else note what is pending ("").  bridge_settle_step: at
+ * each step of a replica that may act, at now_ms: a gain starts its hold
+ * (settle_on_gain); 1 while a hold lasts (take no event), else 0.
+ */
+void bridge_pending_writes(void *ctx, const char *text);
+void bridge_settle_start(struct bridge *b);
+int bridge_settle_step(struct bridge *b, int64_t now_ms);
 /* The bridge's clock (opts.now_ms, else the wall clock), in ms since the epoch. */
 int64_t bridge_now_ms(struct bridge *b);
 /* The episode marker of the episode starting at starts_at_ms, appended to out. */
