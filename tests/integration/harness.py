@@ -300,9 +300,11 @@ class WebhookProxy:
     down it answers 502 (Alertmanager retries 5xx, as it would a refused connection).
     upstream_port may be a list of ports: each request then goes to the next one in turn and,
     when that one refuses the connection, to the others (as a Kubernetes Service in front of
-    replicas); `refused` counts the connections refused."""
+    replicas); `refused` counts the connections refused.  answer_delay_s holds each answer that
+    long after the upstream's (an Alertmanager records a notification in its log only once it
+    was answered)."""
 
-    def __init__(self, upstream_port):
+    def __init__(self, upstream_port, answer_delay_s=0):
         self.upstream_port = upstream_port
         ports = list(upstream_port) if isinstance(upstream_port, (list, tuple)) else \
             [upstream_port]
@@ -350,6 +352,7 @@ class WebhookProxy:
                 what = payload.get("status") if isinstance(payload, dict) else "?"
                 nal = len(payload.get("alerts", [])) if isinstance(payload, dict) else 0
                 event("webhook %s (%d alerts) -> %s" % (what, nal, st))
+                time.sleep(answer_delay_s)
                 data = (body if isinstance(body, str) else json.dumps(body)).encode("utf-8")
                 self.send_response(st)
                 self.send_header("Content-Type", rh.get("content-type", "application/json"))

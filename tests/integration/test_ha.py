@@ -9,8 +9,11 @@ exactly one issue per alert, and a resolve closes it once.
 Alerts are posted to BOTH Alertmanagers, as Prometheus does.  The pair deduplicates through its
 gossiped notification log, but only as well as gossip keeps up; here --cluster.peer-timeout=0s
 makes the second member send without waiting for the first (as a slow gossip or a partition
-would), so both deliver every notification: the duplicates reach alertbridge, whose map makes
-the outcome exact.
+would), and the proxy answers each webhook 3 s late, so a member's notification log entry
+(written once its webhook was answered) cannot reach the other before that one sends: both
+deliver every notification, the duplicates reach alertbridge, whose map makes the outcome
+exact.  (Without the late answer, on a loaded machine the members' sends drift apart and the
+gossiped entry can arrive first: no duplicate at all, as a CI run saw.)
 
 Env: ALERTBRIDGE_BIN, ALERTMANAGER_BIN, HA_ONLY=name,name.
 Prints a timeline and, last, "N passed, N failed".
@@ -35,6 +38,7 @@ REPO = "acme/ha"
 GH_TOKEN = "ghs_haTestToken0123456789"
 RECEIVER = "bridge"
 N_ALERTS = 6
+ANSWER_DELAY_S = 3   # each webhook answered this late: see the docstring
 
 run = Runner()
 
@@ -61,7 +65,7 @@ def ha_pair_makes_one_issue_per_alert_and_closes_it_once():
     tmp = tempfile.mkdtemp(prefix="ab-ha-")
     gh = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
     ab = Alertbridge(tmp, gh.url, GH_TOKEN, REPO, receiver=RECEIVER)
-    proxy = WebhookProxy(ab.port)
+    proxy = WebhookProxy(ab.port, answer_delay_s=ANSWER_DELAY_S)
     url = "http://127.0.0.1:%d/v1/webhook" % proxy.port
     c1, c2 = free_port(), free_port()
     ams = [clustered_alertmanager(tmp, name, url, ab.hook_file, mine, [peer],
