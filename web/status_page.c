@@ -9,6 +9,7 @@
 #include "web/status_page.h"
 
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,22 @@ static void text(struct render_ctx *r, const char *s)
 static void lit(struct render_ctx *r, const char *s)
 {
 	(void)buf_adds(r->out, s);
+}
+
+/* fmt as it is but each %s, the next argument (const char *, NULL: ""), HTML-escaped. */
+static void html(struct render_ctx *r, const char *fmt, ...)
+{
+	va_list ap;
+	const char *p;
+
+	va_start(ap, fmt);
+	while ((p = strstr(fmt, "%s")) != NULL) {
+		(void)buf_add(r->out, fmt, (size_t)(p - fmt));
+		text(r, va_arg(ap, const char *));
+		fmt = p + 2;
+	}
+	va_end(ap);
+	lit(r, fmt);
 }
 
 /* A short age: "45s", "12m", "3h5m", "2d4h" (two units at most, truncated). */
@@ -428,22 +445,13 @@ static int dead_card(void *ctx, const struct store_event *ev)
 	if (!match_receiver(r->f, ev->receiver) || !match_alertname(r->f, alertname) ||
 	    !take_row(r))
 		goto out;
-	lit(r, "<article class=\"card dead-lettered deadletter\"><div><span class=\"badge\">"
-	       "dead-lettered</span><span class=\"name\">");
-	text(r, alertname ? alertname : ev->key);
-	lit(r, "</span></div><div class=\"meta\">");
-	text(r, ev->kind);
-	lit(r, " queue · ");
-	text(r, ev->receiver);
-	lit(r, " · key <code>");
-	text(r, ev->key);
-	lit(r, "</code> · ");
-	text(r, ev->status);
-	lit(r, ", received ");
+	html(r, "<article class=\"card dead-lettered deadletter\"><div><span class=\"badge\">"
+		"dead-lettered</span><span class=\"name\">%s</span></div><div class=\"meta\">%s"
+		" queue · %s · key <code>%s</code> · %s, received ",
+	     alertname ? alertname : ev->key, ev->kind, ev->receiver, ev->key, ev->status);
 	when(r, ev->received_at_ms);
-	lit(r, "</div><div class=\"reason\">Reason: ");
-	text(r, ev->last_error ? ev->last_error : "-");
-	lit(r, "</div>");
+	html(r, "</div><div class=\"reason\">Reason: %s</div>",
+	     ev->last_error ? ev->last_error : "-");
 	if (!strcmp(ev->kind, "bridge"))
 		retry_command(r, ev->receiver, ev->key);
 	lit(r, "</article>\n");
@@ -506,30 +514,18 @@ static void pod_card(void *ctx, const struct janitor_plan_row *row)
 
 	if (!match_alertname(r->f, row->reason) || !take_row(r))
 		return;
-	lit(r, "<article class=\"card wait pod\"><div><span class=\"badge\">");
-	text(r, row->action);
-	lit(r, "</span><span class=\"name\">");
-	text(r, row->namespace);
-	lit(r, "/");
-	text(r, row->pod);
-	lit(r, "</span></div><div class=\"meta\">Owner ");
-	text(r, row->owner);
-	lit(r, " · policy ");
-	text(r, row->reason);
+	html(r, "<article class=\"card wait pod\"><div><span class=\"badge\">%s</span>"
+		"<span class=\"name\">%s/%s</span></div><div class=\"meta\">Owner %s · policy %s",
+	     row->action, row->namespace, row->pod, row->owner, row->reason);
 	if (dry_run)
 		lit(r, " · dry-run");
+	/* when() writes "-" for JANITOR_NO_TIME (INT64_MIN), as for any time not set. */
 	lit(r, "</div><div class=\"meta expires\">janitor/expires ");
-	if (row->expires_ms == JANITOR_NO_TIME)
-		lit(r, "-");
-	else
-		when(r, row->expires_ms);
+	when(r, row->expires_ms);
 	lit(r, "</div>");
 	notice_state(r, "Notice", row->uid, "notice");
 	lit(r, "<div class=\"meta\">janitor/notified-at ");
-	if (row->notified_ms == JANITOR_NO_TIME)
-		lit(r, "-");
-	else
-		when(r, row->notified_ms);
+	when(r, row->notified_ms);
 	lit(r, "</div>");
 	notice_state(r, "Reminder", row->uid, "reminder");
 	lit(r, "</article>\n");
