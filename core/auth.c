@@ -81,6 +81,16 @@ static int digest_equal(const void *p, size_t n, const unsigned char want[DIGEST
 	return eq;
 }
 
+/* *out = a when rc is ERR_OK, else a freed; rc. */
+static enum err done(struct auth *a, enum err rc, struct auth **out)
+{
+	if (rc == ERR_OK)
+		*out = a;
+	else
+		auth_free(a);
+	return rc;
+}
+
 enum err auth_new(const struct cfg_webhook *wh, struct auth **out, struct buf *errmsg)
 {
 	struct auth *a = NULL;
@@ -128,11 +138,7 @@ enum err auth_new(const struct cfg_webhook *wh, struct auth **out, struct buf *e
 	}
 	rc = ERR_OK;
 out:
-	if (rc == ERR_OK)
-		*out = a;
-	else
-		auth_free(a);
-	return rc;
+	return done(a, rc, out);
 }
 
 /*
@@ -173,11 +179,7 @@ enum err auth_new_web(const struct cfg_web_auth *wa, struct auth **out, struct b
 	}
 	rc = ERR_OK;
 out:
-	if (rc == ERR_OK)
-		*out = a;
-	else
-		auth_free(a);
-	return rc;
+	return done(a, rc, out);
 }
 
 void auth_free(struct auth *a)
@@ -211,16 +213,33 @@ const char *auth_challenge(const struct auth *a)
 	return NULL;
 }
 
-/* Is key (a digest of "user:password") a verified pair, not expired?  Constant time in key. */
-static int cached(struct auth *a, const unsigned char key[DIGEST_LEN])
+/*
+ * 1 when key (a digest of "user:password") is in a slot not expired at now,
+ * in constant time in key; the slot to reuse (the oldest, or an empty one)
+ * in *oldest.  Caller holds cache_mu.
+ */
+static int scan(const struct auth *a, const unsigned char key[DIGEST_LEN], int64_t now,
+		int *oldest)
 {
-	int64_t now = clock_mono_us();
 	int hit = 0;
 
-	pthread_mutex_lock(&a->cache_mu);
-	for (int i = 0; i < CACHE_SLOTS; i++)
+	*oldest = 0;
+	for (int i = 0; i < CACHE_SLOTS; i++) {
 		hit |= a->cache[i].until_us > now &&
 		       codec_equal_secret(a->cache[i].key, key, DIGEST_LEN);
+		if (a->cache[i].until_us < a->cache[*oldest].until_us)
+			*oldest = i;
+	}
+	return hit;
+}
+
+/* Is key a verified pair, not expired? */
+static int cached(struct auth *a, const unsigned char key[DIGEST_LEN])
+{
+	int hit, slot;
+
+	pthread_mutex_lock(&a->cache_mu);
+	hit = scan(a, key, clock_mono_us(), &slot);
 	pthread_mutex_unlock(&a->cache_mu);
 	return hit;
 }
@@ -229,12 +248,10 @@ static int cached(struct auth *a, const unsigned char key[DIGEST_LEN])
 static void remember(struct auth *a, const unsigned char key[DIGEST_LEN])
 {
 	int64_t now = clock_mono_us();
-	int slot = 0;
+	int slot;
 
 	pthread_mutex_lock(&a->cache_mu);
-	for (int i = 1; i < CACHE_SLOTS; i++)
-		if (a->cache[i].until_us < a->cache[slot].until_us)
-			slot = i;
+	(void)scan(a, key, now, &slot);
 	memcpy(a->cache[slot].key, key, DIGEST_LEN);
 	a->cache[slot].until_us = now + (int64_t)AUTH_CACHE_MS * 1000;
 	pthread_mutex_unlock(&a->cache_mu);
