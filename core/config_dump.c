@@ -62,34 +62,28 @@ static void quoted(struct emitter *y, const char *s)
 	scalar(y, s, YAML_DOUBLE_QUOTED_SCALAR_STYLE);
 }
 
-static void map_start(struct emitter *y, int flow)
+enum node { MAPPING, SEQUENCE };
+
+/* Open a mapping or a sequence, in flow style ({...}, [...]) when flow. */
+static void start(struct emitter *y, enum node kind, int flow)
 {
 	yaml_event_t ev;
 
-	emit(y, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
-		flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
+	if (kind == SEQUENCE)
+		emit(y, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
+			flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
+	else
+		emit(y, &ev, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1,
+			flow ? YAML_FLOW_MAPPING_STYLE : YAML_BLOCK_MAPPING_STYLE));
 }
 
-static void map_end(struct emitter *y)
+/* Close what start() opened. */
+static void end(struct emitter *y, enum node kind)
 {
 	yaml_event_t ev;
 
-	emit(y, &ev, yaml_mapping_end_event_initialize(&ev));
-}
-
-static void seq_start(struct emitter *y, int flow)
-{
-	yaml_event_t ev;
-
-	emit(y, &ev, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1,
-		flow ? YAML_FLOW_SEQUENCE_STYLE : YAML_BLOCK_SEQUENCE_STYLE));
-}
-
-static void seq_end(struct emitter *y)
-{
-	yaml_event_t ev;
-
-	emit(y, &ev, yaml_sequence_end_event_initialize(&ev));
+	emit(y, &ev, kind == SEQUENCE ? yaml_sequence_end_event_initialize(&ev) :
+					yaml_mapping_end_event_initialize(&ev));
 }
 
 static void kv_str(struct emitter *y, const char *key, const char *value)
@@ -143,21 +137,21 @@ static void kv_bool(struct emitter *y, const char *key, int v)
 static void kv_pairs(struct emitter *y, const char *key, const struct cfg_pair *p, size_t n)
 {
 	plain(y, key);
-	map_start(y, n == 0);
+	start(y, MAPPING, n == 0);
 	for (size_t i = 0; i < n; i++) {
 		quoted(y, p[i].key);
 		quoted(y, p[i].value);
 	}
-	map_end(y);
+	end(y, MAPPING);
 }
 
 static void kv_list(struct emitter *y, const char *key, const struct cfg_list *l)
 {
 	plain(y, key);
-	seq_start(y, 1);
+	start(y, SEQUENCE, 1);
 	for (size_t i = 0; i < l->count; i++)
 		quoted(y, l->items[i]);
-	seq_end(y);
+	end(y, SEQUENCE);
 }
 
 /* ---- the rows of the loader's tables, in their order ---- */
@@ -231,13 +225,13 @@ void cfg_dump_matchers(struct emitter *y, const struct field *f, const char *obj
 	struct buf m = BUF_INIT;
 
 	plain(y, f->key);
-	seq_start(y, 1);
+	start(y, SEQUENCE, 1);
 	for (size_t k = 0; k < rt->matchers_count; k++) {
 		buf_reset(&m);
 		matcher_format(&rt->matchers[k], &m);
 		quoted(y, buf_str(&m));
 	}
-	seq_end(y);
+	end(y, SEQUENCE);
 	buf_release(&m);
 }
 
@@ -248,13 +242,13 @@ static void dump_records(struct emitter *y, const struct field *f, const char *o
 	size_t n = count_at(f, obj);
 
 	plain(y, f->key);
-	seq_start(y, n == 0);
+	start(y, SEQUENCE, n == 0);
 	for (size_t i = 0; i < n; i++, item += f->item_size) {
-		map_start(y, 0);
+		start(y, MAPPING, 0);
 		dump_map(y, f->sub, item);
-		map_end(y);
+		end(y, MAPPING);
 	}
-	seq_end(y);
+	end(y, SEQUENCE);
 }
 
 /* An F_FUNC row: an enum by its name, a list of records, or a mapping of pairs. */
@@ -312,9 +306,9 @@ static void dump_row(struct emitter *y, const struct field *f, const char *obj)
 		return;
 	case F_MAP:
 		plain(y, f->key);
-		map_start(y, 0);
+		start(y, MAPPING, 0);
 		dump_map(y, f->sub, v);
-		map_end(y);
+		end(y, MAPPING);
 		return;
 	case F_FUNC:
 		dump_func(y, f, obj);
@@ -339,9 +333,9 @@ static void dump_document(struct emitter *y, const struct config *cfg)
 
 	emit(y, &ev, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING));
 	emit(y, &ev, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1));
-	map_start(y, 0);
+	start(y, MAPPING, 0);
 	dump_map(y, &cfg_root_set, (const char *)cfg);
-	map_end(y);
+	end(y, MAPPING);
 	emit(y, &ev, yaml_document_end_event_initialize(&ev, 1));
 	emit(y, &ev, yaml_stream_end_event_initialize(&ev));
 }
