@@ -162,7 +162,7 @@ def trace_problems(pods, kube_reqs, messages, notice_uids, pol):
             notices.setdefault(u, []).append((float(m["ts"]), m["ts"], u in buttons))
     expires = {}       # uid -> the janitor/expires value last written
     postponed_at = {}  # uid -> time of the last postpone
-    limit_at = {}      # uid -> time the postpone limit was reached
+    limits = {}        # uid -> [[time the postpone limit was reached, time reset or None]]
     for r in kube_reqs:
         if r["method"] not in ("PATCH", "DELETE") or "/pods/" not in r["path"]:
             continue
@@ -184,6 +184,10 @@ def trace_problems(pods, kube_reqs, messages, notice_uids, pol):
             ann = md.get("annotations") or {}
             if "janitor/expires" in ann:
                 expires[uid] = ann["janitor/expires"]
+            if "janitor/postponed" in ann and ann["janitor/postponed"] is None:
+                for span in limits.get(uid, []):  # a resolve: the next episode counts anew
+                    if span[1] is None:
+                        span[1] = t
             if ann.get("janitor/postponed") is not None:
                 n = int(ann["janitor/postponed"])
                 postponed_at[uid] = t
@@ -193,7 +197,7 @@ def trace_problems(pods, kube_reqs, messages, notice_uids, pol):
                     out.append("%s: postpone %d > max_postpones %d" % (what, n,
                                                                         pol.max_postpones))
                 if n >= pol.max_postpones:
-                    limit_at.setdefault(uid, t)
+                    limits.setdefault(uid, []).append([t, None])
                 new = ann.get("janitor/expires")
                 if new and parse_time(new) > pod.created[uid] + pol.lifetime_s:
                     out.append("%s: kept until %s, past creation + max_lifetime (%s)" % (
@@ -216,9 +220,10 @@ def trace_problems(pods, kube_reqs, messages, notice_uids, pol):
                 what, expires[uid]))
         if pod.alert_state(uid, before=t - RESOLVE_SLOP_S) != "firing":
             out.append("%s: deleted though its alert resolved (active again) before" % what)
-    for u, t in limit_at.items():
-        for posted, ts, has_button in notices.get(u, []):
-            if posted > t + 0.5 and has_button:
-                out.append("notice %s for uid %s, posted after the postpone limit was reached "
-                           "(%.2f), still shows a Keep button" % (ts, u[:8], t))
+    for u, spans in limits.items():
+        for t, reset in spans:
+            for posted, ts, has_button in notices.get(u, []):
+                if posted > t + 0.5 and (reset is None or posted < reset) and has_button:
+                    out.append("notice %s for uid %s, posted after the postpone limit was "
+                               "reached (%.2f), still shows a Keep button" % (ts, u[:8], t))
     return out
