@@ -29,6 +29,31 @@ static void count_notice(struct janitor *j, const char *result)
 	metric_add(j->m_notices, labels, 1);
 }
 
+/* An info line begun with namespace and pod: dry (dry-run) or done as its message. */
+static struct log_line *log_queued(const struct janitor *j, const char *dry, const char *done,
+				   const char *ns, const char *pod)
+{
+	struct log_line *l = log_begin(LOG_INFO, j->dry_run ? dry : done);
+
+	log_str(l, "namespace", ns);
+	log_str(l, "pod", pod);
+	return l;
+}
+
+/* ERR_DB, "cannot read the outbox" in errmsg. */
+static enum err outbox_unreadable(struct buf *errmsg)
+{
+	buf_setf(errmsg, "cannot read the outbox");
+	return ERR_DB;
+}
+
+/* janitor_render(), any failure ERR_INVALID (a template that does not fit the view). */
+static enum err render(struct janitor *j, enum jtext which, const struct jtext_view *v,
+		       int64_t now_ms, struct buf *out, struct buf *errmsg)
+{
+	return janitor_render(j, which, v, now_ms, out, errmsg) ? ERR_INVALID : ERR_OK;
+}
+
 /*
  * Whether old, the pod's latest notice, announced expiry_ms for the mark the
  * pod carries now.  Not when a resolve called it off since (given up on before
@@ -71,8 +96,7 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	if (rc == ERR_OK && announced(j, &old, expiry_ms))
 		goto out;  /* this expiry was announced (or is being) already */
 	if (rc != ERR_OK && rc != ERR_NOTFOUND) {
-		buf_setf(errmsg, "cannot read the outbox");
-		rc = ERR_DB;
+		rc = outbox_unreadable(errmsg);
 		goto out;
 	}
 	v.namespace = pod->namespace;
@@ -87,15 +111,11 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	v.grace_ms = grace_ms;
 	v.postponed = janitor_postponed_count(pod);
 	v.created_ms = pod->creation_ms;
-	rc = janitor_render(j, JT_NOTICE, &v, now, &text, errmsg);
-	if (rc) {
-		rc = ERR_INVALID;
+	rc = render(j, JT_NOTICE, &v, now, &text, errmsg);
+	if (rc)
 		goto out;
-	}
-	l = log_begin(LOG_INFO, j->dry_run ? "dry-run: would send slack notice"
-					   : "slack notice queued");
-	log_str(l, "namespace", pod->namespace);
-	log_str(l, "pod", pod->name);
+	l = log_queued(j, "dry-run: would send slack notice", "slack notice queued",
+		       pod->namespace, pod->name);
 	log_str(l, "uid", pod->uid);
 	log_str(l, "notify", kube_pod_annotation(pod, JANITOR_ANN_NOTIFY));
 	log_str(l, "owner", janitor_owner_value(j, pod));
@@ -141,21 +161,16 @@ enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct j
 		goto out;
 	}
 	if (rc) {
-		buf_setf(errmsg, "cannot read the outbox");
-		rc = ERR_DB;
+		rc = outbox_unreadable(errmsg);
 		goto out;
 	}
 	if (view.expires_ms == JANITOR_NO_TIME)
 		view.expires_ms = parent.expires_ms;
-	rc = janitor_render(j, which, &view, janitor_now(j), &text, errmsg);
-	if (rc) {
-		rc = ERR_INVALID;
+	rc = render(j, which, &view, janitor_now(j), &text, errmsg);
+	if (rc)
 		goto out;
-	}
-	l = log_begin(LOG_INFO, j->dry_run ? "dry-run: would reply in the slack thread"
-					   : "slack reply queued");
-	log_str(l, "namespace", v->namespace);
-	log_str(l, "pod", v->pod);
+	l = log_queued(j, "dry-run: would reply in the slack thread", "slack reply queued",
+		       v->namespace, v->pod);
 	log_str(l, "kind", kinds[which]);
 	log_end(l);
 	if (j->dry_run)
@@ -188,8 +203,7 @@ enum err janitor_queue_reminder(struct janitor *j, const struct jtext_view *v, i
 	rc = store_notice_latest(j->opts.store, v->uid, kinds[JT_NOTICE], &parent);
 	orc = store_notice_latest(j->opts.store, v->uid, kinds[JT_REMINDER], &old);
 	if ((rc != ERR_OK && rc != ERR_NOTFOUND) || (orc != ERR_OK && orc != ERR_NOTFOUND)) {
-		buf_setf(errmsg, "cannot read the outbox");
-		rc = ERR_DB;
+		rc = outbox_unreadable(errmsg);
 		goto out;
 	}
 	/* Not delivered (or none): no thread to remind in.  Reminded already: once is enough. */
