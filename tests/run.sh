@@ -93,19 +93,6 @@ account() {
 	fi
 }
 
-# Under ASan: move the sanitizer reports of the test just run into $log; 1 when there were any.
-san_reports() {
-	[ -n "$stage" ] || return 0
-	found=0
-	for r in "$san"/report.*; do
-		[ -f "$r" ] || continue
-		found=1
-		{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$log"
-		rm -f "$r"
-	done
-	return $found
-}
-
 # 0 when test $1 is selected by $TESTS.
 selected() {
 	# shellcheck disable=SC2254
@@ -113,33 +100,36 @@ selected() {
 	return 1
 }
 
-# In the ASan+UBSan stage, the integration tests that run no code of alertbridge's worth
-# instrumenting again (files, fakes, the benchmarks' scripts, the test PostgreSQL), the
-# slowest one whose code the unit tests already run under the sanitizers (test_janitor_digest:
-# test_janitor_digest.c, test_store_digest.c) and the model on PostgreSQL (lifecycle_pg: the
-# model on sqlite runs the bridge under them, the store's unit tests on PostgreSQL the store's
-# code) and the failover test (test_pg_failover: test_db, test_active and test_store_lock run
-# db_pg.c and the worker lock under them), and the two slowest whose code runs under them
-# elsewhere (test_storm: test_storm.c; test_crash: the model's SIGKILL-and-restart steps under
-# ASan, test_lost_database), and the fault campaign (campaign: its store faults' paths run
-# under them in test_bridge_store_faults and test_store_stalls, its kills in the model), to
-# keep `make test` within 25 minutes on 2 cores.
-# ASAN_SKIP overrides.
-ASAN_SKIP=${ASAN_SKIP-test_deploy_files test_deploy_k8s test_shipped_rules test_self_contained \
-test_fake_github test_fake_kube test_bench_smoke test_self_monitoring test_janitor_digest \
-test_pg_cluster lifecycle_pg test_pg_failover test_storm test_crash campaign}
-asan_skipped() {
-	[ "$stage" = "asan " ] || return 1
-	for s in $ASAN_SKIP; do [ "$s" = "$1" ] && return 0; done
-	return 1
+# What an integration or model test declares of itself, in a line of its first 40:
+#   # run.sh: weight N[, quick][, asan skip]
+# weight: the seconds it takes in the plain stage on 2 cores (default 15), so that the lanes
+# get even loads (run_integration); quick: `make check` runs it although it weighs more than
+# 15 (a model test on fewer seeds there); asan skip: the ASan+UBSan stage leaves it out (its
+# file says why: no code of alertbridge's worth instrumenting again, or code the sanitizers
+# run elsewhere), to keep `make test` within 25 minutes on 2 cores.  ASAN_SKIP (names)
+# overrides the asan skips.
+declared() { # $1 test file: its run.sh line's declarations, or nothing
+	sed -n '1,40s/^# run\.sh: *//p' "$1" | head -n 1
 }
 
-# In make check (--quick), the integration tests weighed above the default (weight()),
-# but the model test, which runs on MODEL_SEEDS seeds there.
-quick_skipped() {
+weight() { # $1 test file
+	w=$(declared "$1" | sed -n 's/.*weight \([0-9][0-9]*\).*/\1/p')
+	echo "${w:-15}"
+}
+
+asan_skipped() { # $1 test file
+	[ "$stage" = "asan " ] || return 1
+	if [ "${ASAN_SKIP+set}" = set ]; then
+		for s in $ASAN_SKIP; do [ "$s" = "$(basename "$1" .py)" ] && return 0; done
+		return 1
+	fi
+	declared "$1" | grep -q 'asan skip'
+}
+
+# In make check (--quick), the tests that weigh more than the default and do not say quick.
+quick_skipped() { # $1 test file
 	[ "$quick" -eq 1 ] || return 1
-	[ "$1" = lifecycle ] && return 1
-	[ "$1" = janitor_model ] && return 1
+	declared "$1" | grep -q 'quick' && return 1
 	[ "$(weight "$1")" -gt 15 ]
 }
 
@@ -150,31 +140,54 @@ quick_skipped() {
 STORE_UNITS="test_store test_store_events test_store_map test_store_outbox test_store_digest \
 test_store_groups test_storm"
 
-# Run unit binary $1, counted as $2 (the rest of the arguments: the environment it runs in).
+# Run unit binary $1 named $2 (the rest of the arguments: the environment it runs in) with
+# its output in directory $3; append "NAME|PASSED|FAILED|EXIT|LOG" to $3/results.  Under the
+# sanitizers its reports (in $san: only the units write there, each lane of integration tests
+# has a directory of its own) are moved into its log and count one failure.
 run_unit() {
-	t=$1; name=$2; shift 2
-	env "$@" "$t" >"$log" 2>&1
+	t=$1; name=$2; dir=$3; shift 3
+	out="$dir/$(echo "$name" | tr -c 'a-z0-9_\n' '_').log"
+	env "$@" "$t" >"$out" 2>&1
 	rc=$?
-	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
 	p=${p:-0}; f=${f:-0}
-	san_reports || { f=$((f + 1)); echo "sanitizer reports: 1 failure" >>"$log"; }
-	account unit "$name" "$p" "$f" "$rc"
+	if [ -n "$stage" ]; then
+		for r in "$san"/report.*; do
+			[ -f "$r" ] || continue
+			{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$out"
+			rm -f "$r"
+			f=$((f + 1))
+		done
+	fi
+	echo "$name|$p|$f|$rc|$out" >>"$dir/results"
 }
 
-run_units() { # $1: build dir
+# Run the selected unit binaries of build dir $1 one after the other, their results in
+# directory $2 (run_unit); the stage runs this beside the lanes of integration tests: the
+# unit tests mostly wait on timers (4 s of CPU in 62 s), so they cost the lanes little.
+run_units() {
 	for t in "$1"/tests/test_*; do
 		[ -x "$t" ] || continue
 		case "$t" in *.d|*.o) continue ;; esac
 		name=$(basename "$t")
 		selected "$name" || continue
-		run_unit "$t" "$name"
+		run_unit "$t" "$name" "$2"
 	done
 	[ -n "${AB_TEST_PG_URI:-}" ] || return 0
 	for name in $STORE_UNITS; do
 		[ -x "$1/tests/$name" ] && selected "$name" || continue
-		run_unit "$1/tests/$name" "$name (postgres)" AB_TEST_STORE=postgres
+		run_unit "$1/tests/$name" "$name (postgres)" "$2" AB_TEST_STORE=postgres
 	done
+}
+
+# Count the unit tests run_units ran into directory $1, in the order they ran.
+account_units() {
+	[ -f "$1/results" ] || return 0
+	while IFS='|' read -r name p f rc out; do
+		cp "$out" "$log"
+		account unit "$name" "$p" "$f" "$rc"
+	done <"$1/results"
 }
 
 # Run integration test $1 with its output in $2 and its sanitizer reports in directory $3;
@@ -208,33 +221,10 @@ integration_one() {
 	echo "$name $p $f $rc"
 }
 
-# Seconds an integration test takes in the plain stage on 2 cores (measured; 15 for the rest),
-# so that the lanes get even loads.
-weight() {
-	case "$1" in
-	test_bridge_faults) echo 65 ;;
-	test_janitor_digest) echo 156 ;;
-	test_deploy_files) echo 131 ;;
-	test_storm) echo 127 ;;
-	test_janitor_e2e) echo 105 ;;
-	lifecycle) echo 95 ;;
-	test_crash|test_janitor_faults) echo 85 ;;
-	test_pg_failover) echo 73 ;;
-	campaign) echo 55 ;;
-	janitor_model) echo 50 ;;
-	lifecycle_pg) echo 40 ;;
-	test_bridge_e2e) echo 42 ;;
-	test_bench_smoke) echo 36 ;;
-	test_lost_database) echo 33 ;;
-	test_lifecycle|test_ha) echo 26 ;;
-	*) echo 15 ;;
-	esac
-}
-
 # Run the selected integration tests ($@), INTEGRATION_JOBS (default 2) at a time: the tests
 # are dealt into that many lanes, the longest first to the lane with the least work so far
-# (weight()), each lane runs its tests one after the other, and the results are counted in
-# the order of the files once every lane has finished.
+# (weight(), declared by each test), each lane runs its tests one after the other, and the
+# results are counted in the order of the files once every lane has finished.
 run_integration() { # $@: test files
 	jobs=${INTEGRATION_JOBS:-2}
 	lanes="$san/lanes"
@@ -243,9 +233,9 @@ run_integration() { # $@: test files
 	for t in "$@"; do
 		[ -f "$t" ] || continue
 		selected "$(basename "$t" .py)" || continue
-		asan_skipped "$(basename "$t" .py)" && continue
-		quick_skipped "$(basename "$t" .py)" && continue
-		echo "$(weight "$(basename "$t" .py)") $t"
+		asan_skipped "$t" && continue
+		quick_skipped "$t" && continue
+		echo "$(weight "$t") $t"
 		i=$((i + 1))
 	done | sort -k1,1nr -k2 | awk -v jobs="$jobs" -v dir="$lanes" '
 		# longest first, each to the lane with the least work so far
@@ -286,10 +276,15 @@ run_stage() {
 	start=$(date +%s)
 	p0=$passed; f0=$failed
 	export ALERTBRIDGE_BIN="$(abspath "$3")"
-	run_units "$2"
+	units="$san/units"
+	rm -rf "$units"; mkdir -p "$units"
+	( t0=$(date +%s); run_units "$2" "$units"
+	  echo "  ${stage}... unit tests finished in $(( $(date +%s) - t0 ))s" ) &
 	[ "$unit_only" -eq 1 ] ||
 		run_integration tests/integration/test_*.py tests/model/lifecycle.py \
 			tests/model/lifecycle_pg.py tests/model/campaign.py tests/model/janitor_model.py
+	wait
+	account_units "$units"
 	secs=$(( $(date +%s) - start ))
 	line="stage $1: $((passed - p0)) passed, $((failed - f0)) failed in ${secs}s"
 	echo "$line"
@@ -314,7 +309,8 @@ run_stage "${O}" "$O" "$BIN"
 if [ -n "$asan_dir" ]; then
 	stage="asan "
 	# log_path: reports of every instrumented process (children of the integration tests
-	# included) land in $san, where san_reports finds them.
+	# included) land in $san, where run_unit finds the units' (the integration lanes have
+	# their own).
 	export ASAN_OPTIONS="log_path=$san/report:detect_leaks=1"
 	export UBSAN_OPTIONS="log_path=$san/report:print_stacktrace=1:halt_on_error=1"
 	run_stage "$asan_dir (ASan+UBSan)" "$asan_dir" "$asan_bin"
