@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <nettle/base16.h>
 
 #include "core/codec.h"
 #include "core/http_client.h"
@@ -600,16 +601,12 @@ void issue_body_fit(const char *body, const char *marker, struct buf *out)
 
 void issue_group_key_hash(const char *group_key, char out[65])
 {
-	static const char hex[] = "0123456789abcdef";
 	unsigned char md[CODEC_SHA256_LEN];
 	const char *s = group_key ? group_key : "";
 
 	codec_sha256(s, strlen(s), md);
-	for (unsigned int i = 0; i < CODEC_SHA256_LEN; i++) {
-		out[2 * i] = hex[md[i] >> 4];
-		out[2 * i + 1] = hex[md[i] & 0xf];
-	}
-	out[64] = '\0';
+	base16_encode_update(out, CODEC_SHA256_LEN, md);  /* nettle: lower-case hex */
+	out[BASE16_ENCODE_LENGTH(CODEC_SHA256_LEN)] = '\0';
 }
 
 #define REPO_OWNER_MAX 39
