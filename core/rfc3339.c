@@ -1,53 +1,16 @@
 /*
- * rfc3339.c - strict RFC 3339 parsing and UTC formatting by calendar
- * arithmetic (days_from_civil / civil_from_days after Howard Hinnant's
- * "chrono-Compatible Low-Level Date Algorithms"), so TZ never matters.
+ * rfc3339.c - strict RFC 3339 parsing and UTC formatting; the calendar is
+ * libc's: timegm(3) and gmtime_r(3), both UTC, so TZ never matters.
  */
 #include "rfc3339.h"
 
 #include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "banned.h"
-
-#define MS_DAY INT64_C(86400000)
-
-struct civil {
-	int64_t year;
-	unsigned month; /* 1..12 */
-	unsigned day;   /* 1..31 */
-};
-
-/* Days since 1970-01-01 of the proleptic Gregorian date y-m-d. */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-	int64_t era, yoe, doy, doe;
-
-	y -= m <= 2;
-	era = (y >= 0 ? y : y - 399) / 400;
-	yoe = y - era * 400;
-	doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
-	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static struct civil civil_from_days(int64_t z)
-{
-	struct civil c;
-	int64_t era, doe, yoe, doy, mp;
-
-	z += 719468;
-	era = (z >= 0 ? z : z - 146096) / 146097;
-	doe = z - era * 146097;
-	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	mp = (5 * doy + 2) / 153;
-	c.day = (unsigned)(doy - (153 * mp + 2) / 5 + 1);
-	c.month = (unsigned)(mp < 10 ? mp + 3 : mp - 9);
-	c.year = yoe + era * 400 + (c.month <= 2);
-	return c;
-}
 
 static int is_leap(int64_t y)
 {
@@ -65,9 +28,16 @@ unsigned rfc3339_days_in_month(int64_t year, unsigned month)
 int64_t rfc3339_from_civil(int64_t year, unsigned month, unsigned day, unsigned hour,
 			   unsigned min, unsigned sec)
 {
+	struct tm tm = { 0 };
+
 	assert(month >= 1 && month <= 12);
-	return days_from_civil(year, month, day) * MS_DAY +
-	       ((int64_t)hour * 3600 + (int64_t)min * 60 + sec) * 1000;
+	tm.tm_year = (int)(year - 1900);
+	tm.tm_mon = (int)month - 1;
+	tm.tm_mday = (int)day;
+	tm.tm_hour = (int)hour;
+	tm.tm_min = (int)min;
+	tm.tm_sec = (int)sec;  /* 60: the first second of the next minute, as timegm(3) normalises */
+	return (int64_t)timegm(&tm) * 1000;
 }
 
 /* Read exactly n digits at *p into *out and advance; 0 when not digits. */
@@ -164,65 +134,73 @@ enum err rfc3339_parse_go(const char *s, int64_t *out_ms)
 	return parse(s, 1, out_ms);
 }
 
+/*
+ * A UTC date and time of day, each field in its range (split_ms()'s
+ * remainders tell the compiler so): month 1-12, day 1-31, hour 0-23, min
+ * 0-59, sec 0-60, ms 0-999, wday 0-6 (Sunday 0).
+ */
 struct split {
-	struct civil date;
-	unsigned hour, min, sec, ms;
-	int64_t days;
+	int64_t year;
+	unsigned month, day, hour, min, sec, ms, wday;
 };
 
-/* Floor-divide ms into a UTC date and time of day. */
+/* ms as a UTC date and time by gmtime_r(3), the milliseconds floored. */
 static struct split split_ms(int64_t ms)
 {
-	struct split t;
-	int64_t days = ms / MS_DAY, rem = ms % MS_DAY;
+	int64_t secs = ms / 1000, rem = ms % 1000;
+	struct split out;
+	struct tm tm;
+	time_t t;
 
 	if (rem < 0) {
-		rem += MS_DAY;
-		days--;
+		rem += 1000;
+		secs--;
 	}
-	t.days = days;
-	t.date = civil_from_days(days);
-	t.hour = (unsigned)(rem / 3600000);
-	t.min = (unsigned)(rem / 60000 % 60);
-	t.sec = (unsigned)(rem / 1000 % 60);
-	t.ms = (unsigned)(rem % 1000);
-	return t;
+	t = (time_t)secs;
+	if (!gmtime_r(&t, &tm))
+		memset(&tm, 0, sizeof(tm));  /* beyond the year 2^31: not a time we format */
+	out.year = (int64_t)tm.tm_year + 1900;
+	out.month = (unsigned)tm.tm_mon % 12 + 1;
+	out.day = (unsigned)tm.tm_mday % 32;
+	out.hour = (unsigned)tm.tm_hour % 24;
+	out.min = (unsigned)tm.tm_min % 60;
+	out.sec = (unsigned)tm.tm_sec % 61;
+	out.ms = (unsigned)rem % 1000;
+	out.wday = (unsigned)tm.tm_wday % 7;
+	return out;
 }
 
 void rfc3339_format(int64_t ms, char out[static 32])
 {
 	struct split t = split_ms(ms);
 
-	snprintf(out, 32, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02uZ", t.date.year, t.date.month,
-		 t.date.day, t.hour, t.min, t.sec);
+	snprintf(out, 32, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02uZ", t.year, t.month, t.day,
+		 t.hour, t.min, t.sec);
 }
 
 void rfc3339_format_ms(int64_t ms, char out[static 32])
 {
 	struct split t = split_ms(ms);
 
-	snprintf(out, 32, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03uZ", t.date.year,
-		 t.date.month, t.date.day, t.hour, t.min, t.sec, t.ms);
+	snprintf(out, 32, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03uZ", t.year, t.month, t.day,
+		 t.hour, t.min, t.sec, t.ms);
 }
 
 void rfc3339_format_us(int64_t ms, char out[static 40])
 {
 	struct split t = split_ms(ms);
 
-	snprintf(out, 40, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03u000Z", t.date.year,
-		 t.date.month, t.date.day, t.hour, t.min, t.sec, t.ms);
+	snprintf(out, 40, "%04" PRId64 "-%02u-%02uT%02u:%02u:%02u.%03u000Z", t.year, t.month,
+		 t.day, t.hour, t.min, t.sec, t.ms);
 }
 
 void rfc3339_human(int64_t ms, char out[static 48])
 {
-	static const char *const wday[7] = { "Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed" };
+	static const char *const wday[7] = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" };
 	static const char *const mon[12] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
 					     "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
 	struct split t = split_ms(ms);
-	int64_t w = t.days % 7; /* 1970-01-01 was a Thursday */
 
-	if (w < 0)
-		w += 7;
-	snprintf(out, 48, "%s, %02u %s %04" PRId64 " %02u:%02u:%02u UTC", wday[w],
-		 t.date.day, mon[t.date.month - 1], t.date.year, t.hour, t.min, t.sec);
+	snprintf(out, 48, "%s, %02u %s %04" PRId64 " %02u:%02u:%02u UTC", wday[t.wday], t.day,
+		 mon[t.month - 1], t.year, t.hour, t.min, t.sec);
 }

@@ -3,8 +3,8 @@
  * epoch (UTC).  Parses Alertmanager's, GitHub's and Kubernetes' times;
  * formats kube-janitor's janitor/expires, Kubernetes times and the times
  * people read; gives the civil-date arithmetic to modules with formats of
- * their own.  Pure arithmetic (Howard Hinnant's days-from-civil): no TZ,
- * mktime or timegm.
+ * their own.  The calendar is libc's UTC one (timegm(3), gmtime_r(3)): TZ
+ * never matters.
  */
 #ifndef AB_RFC3339_H
 #define AB_RFC3339_H
@@ -53,8 +53,8 @@ unsigned rfc3339_days_in_month(int64_t year, unsigned month);
  * hour:min:sec in the proleptic Gregorian calendar.  Only month is checked
  * (1..12, else a bug); the other fields are the caller's to check (see
  * rfc3339_days_in_month()): a day or time past its range carries over
- * (day 32 of January is February 1st).  RFC3339_GO_ZERO_MS is
- * rfc3339_from_civil(1, 1, 1, 0, 0, 0).
+ * (day 32 of January is February 1st), as timegm(3) normalises.
+ * RFC3339_GO_ZERO_MS is rfc3339_from_civil(1, 1, 1, 0, 0, 0).
  */
 int64_t rfc3339_from_civil(int64_t year, unsigned month, unsigned day, unsigned hour,
 			   unsigned min, unsigned sec);

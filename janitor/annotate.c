@@ -2,7 +2,7 @@
  * annotate.c - the janitor's kube-janitor compatible annotations and its sweep policy.
  *
  * Pure functions over a sorted annotation array: parsing and formatting kube-janitor's UTC
- * times on core/rfc3339.h's civil-date arithmetic (no gmtime/timegm, no TZ), TTLs, the
+ * times on core/rfc3339.h's UTC calendar (TZ never matters), TTLs, the
  * mark/unmark merge patches and the sweeper's decision.  See annotate.h for the rules.
  */
 #include <assert.h>
