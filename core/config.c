@@ -37,6 +37,9 @@ unsigned long cfg_line_of(const yaml_node_t *node)
 }
 
 static enum err vfail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
+		      const char *fmt, va_list ap) PRINTF_LIKE(5, 0);
+
+static enum err vfail(struct ctx *c, const yaml_node_t *node, const char *path, enum err code,
 		      const char *fmt, va_list ap)
 {
 	if (!c->errmsg)
