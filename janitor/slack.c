@@ -236,6 +236,17 @@ static void scrub(const struct slack_client *c, struct buf *errmsg)
 	redact(errmsg, c->token);
 }
 
+/* The end of a call that wrote: answer, body and url freed, errmsg scrubbed; rc. */
+static enum err call_done(const struct slack_client *c, enum err rc, json_t *answer,
+			  char *body, struct buf *url, struct buf *errmsg)
+{
+	json_decref(answer);
+	free(body);
+	buf_release(url);
+	scrub(c, errmsg);
+	return rc;
+}
+
 /* ---- pacing and rate limits ---- */
 
 /* Forget channels whose last post no longer constrains the next one. */
@@ -664,11 +675,7 @@ enum err slack_post_blocks(struct slack_client *c, const char *channel, const ch
 		rc = ERR_INVALID;
 	}
 out:
-	json_decref(answer);
-	free(body);
-	buf_release(&url);
-	scrub(c, errmsg);
-	return rc;
+	return call_done(c, rc, answer, body, &url, errmsg);
 }
 
 /* ---- owner resolution ---- */
@@ -716,6 +723,16 @@ static enum target classify_target(const char *v)
 	return T_NONE;
 }
 
+/* answer's obj.id into id[SLACK_ID_MAX]; ERR_INVALID "malformed answer" when none. */
+static enum err answer_id(json_t *answer, const char *obj, enum method m, char *id,
+			  struct buf *errmsg)
+{
+	if (!copy_id(json_object_get(answer, obj), "id", id) && is_id(id))
+		return ERR_OK;
+	buf_setf(errmsg, "%s: malformed answer: no %s.id", method_name[m], obj);
+	return ERR_INVALID;
+}
+
 /*
  * users.lookupByEmail: the user ID of email into user[SLACK_ID_MAX].
  * (docs.slack.dev/reference/methods/users.lookupByEmail)
@@ -732,13 +749,8 @@ static enum err lookup_email(struct slack_client *c, const char *email, char *us
 	http_url_escape(email, &url);
 	k.url = buf_str(&url);
 	rc = call(c, &k, &answer, errmsg);
-	if (rc)
-		goto out;
-	if (copy_id(json_object_get(answer, "user"), "id", user) || !is_id(user)) {
-		buf_setf(errmsg, "%s: malformed answer: no user.id", method_name[M_LOOKUP]);
-		rc = ERR_INVALID;
-	}
-out:
+	if (rc == ERR_OK)
+		rc = answer_id(answer, "user", M_LOOKUP, user, errmsg);
 	json_decref(answer);
 	buf_release(&url);
 	return rc;
@@ -766,16 +778,12 @@ static enum err open_dm(struct slack_client *c, const char *user, struct buf *ch
 	k.url = buf_str(&url);
 	k.body = body;
 	rc = call(c, &k, &answer, errmsg);
-	if (rc)
-		goto out;
-	if (copy_id(json_object_get(answer, "channel"), "id", id) || !is_id(id)) {
-		buf_setf(errmsg, "%s: malformed answer: no channel.id", method_name[M_OPEN]);
-		rc = ERR_INVALID;
-		goto out;
+	if (rc == ERR_OK)
+		rc = answer_id(answer, "channel", M_OPEN, id, errmsg);
+	if (rc == ERR_OK) {
+		buf_reset(channel);
+		(void)buf_adds(channel, id);
 	}
-	buf_reset(channel);
-	(void)buf_adds(channel, id);
-out:
 	json_decref(answer);
 	free(body);
 	buf_release(&url);
@@ -918,11 +926,7 @@ enum err slack_update(struct slack_client *c, const char *channel, const char *t
 	k.body = body;
 	rc = call(c, &k, &answer, errmsg);
 out:
-	json_decref(answer);
-	free(body);
-	buf_release(&url);
-	scrub(c, errmsg);
-	return rc;
+	return call_done(c, rc, answer, body, &url, errmsg);
 }
 
 /* The length of url's origin ("scheme://host[:port]", RFC 6454); 0 when it has none. */
