@@ -10,6 +10,7 @@
 
 #include "core/duration.h"
 #include "core/http_client.h"
+#include "core/matchers.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
 
@@ -30,21 +31,6 @@ static void fmt_rfc3339(int64_t ms, struct buf *out)
 }
 
 /* ---- helpers ---- */
-
-/* A label value as a quoted matcher value: \ " and newline escaped (Alertmanager's matcher syntax). */
-static void quote_value(const char *s, struct buf *out)
-{
-	(void)buf_addch(out, '"');
-	for (; *s; s++) {
-		if (*s == '\\' || *s == '"')
-			(void)buf_addch(out, '\\');
-		if (*s == '\n')
-			(void)buf_adds(out, "\\n");
-		else
-			(void)buf_addch(out, *s);
-	}
-	(void)buf_addch(out, '"');
-}
 
 static int pair_cmp(const void *a, const void *b)
 {
@@ -150,7 +136,7 @@ void view_silence_url(const char *external_url, const json_t *labels, struct buf
 		first = 0;
 		(void)buf_adds(&filter, key);
 		(void)buf_addch(&filter, '=');
-		quote_value(json_string_value(val), &filter);
+		matcher_quote_value(json_string_value(val), &filter);
 	}
 	(void)buf_addch(&filter, '}');
 	http_url_escape(buf_str(&filter), out);

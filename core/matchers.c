@@ -401,8 +401,14 @@ void matcher_format(const struct cfg_matcher *m, struct buf *out)
 		go_quote(m->value, out);
 		return;
 	}
-	(void)buf_printf(out, "%s%s\"", m->name, op_names[m->op]);
-	for (const char *s = m->value; *s; s++) {
+	(void)buf_printf(out, "%s%s", m->name, op_names[m->op]);
+	matcher_quote_value(m->value, out);
+}
+
+void matcher_quote_value(const char *s, struct buf *out)
+{
+	(void)buf_addch(out, '"');
+	for (; *s; s++) {
 		if (*s == '"' || *s == '\\')
 			(void)buf_addch(out, '\\');
 		if (*s == '\n')

@@ -98,6 +98,13 @@ int matcher_matches(const struct cfg_matcher *m, const char *value);
 void matcher_format(const struct cfg_matcher *m, struct buf *out);
 
 /*
+ * s (not NULL) as a matcher value, appended to out: in double quotes, with
+ * \ " and newline escaped (Alertmanager's Matcher.String()); the value
+ * matcher_format() writes after a plain name.
+ */
+void matcher_quote_value(const char *s, struct buf *out);
+
+/*
  * The route of receiver r an alert takes: the index of the first of
  * r->routes whose matchers all match (a route without matchers matches
  * every alert), or -1 when none does (the receiver's own settings apply).
