@@ -138,6 +138,11 @@ struct job {
 	struct store_event ev;
 	json_t *cmd;           /* the event's payload */
 	json_t *alert;         /* the payload of the alert's latest bridge event, or NULL */
+	char **keys;           /* the map keys the issue stands for: the event's, or a storm's */
+	size_t nkeys;
+	int storm;             /* the issue is a storm summary: keys are its folded alerts */
+	json_t *shared;        /* storm: the labels its alerts share (NULL: none known) */
+	size_t known;          /* storm: the alerts whose labels are still known */
 	const struct cfg_receiver *rcv;
 	const char *login, *repo, *verb;
 	int64_t number, comment_id;
@@ -168,12 +173,83 @@ static void target_of(const struct cfg_alertmanager *a, struct am_api_target *t)
  * group's groupLabels (issue_per: group), from the alert's latest event;
  * NULL when it is no longer stored (pruned after database_retention).
  */
-static const json_t *labels_of(const struct job *j)
+static const json_t *labels_in(const struct job *j, const json_t *alert)
 {
 	const char *key = j->rcv->issue_per == CFG_ISSUE_PER_GROUP ? "groupLabels" : "labels";
-	const json_t *l = json_object_get(j->alert, key);
+	const json_t *l = json_object_get(alert, key);
 
 	return json_is_object(l) && json_object_size(l) ? l : NULL;
+}
+
+static const json_t *labels_of(const struct job *j)
+{
+	return labels_in(j, j->alert);
+}
+
+/*
+ * The map keys j's issue stands for, into j->keys: when the event's (receiver,
+ * key) is folded into a storm summary (bridge/storm.h), every alert of that
+ * summary (j->storm set), else the event's own key.
+ */
+static enum err keys_of(struct silencer *s, struct job *j)
+{
+	struct store_member m = { 0 }, *v = NULL;
+	size_t n = 0;
+	enum err rc = store_member_get(s->opts.store, j->ev.receiver, j->ev.key, &m);
+
+	if (rc == ERR_OK) {
+		rc = store_member_list(s->opts.store, m.summary_id, &v, &n);
+		store_member_release(&m);
+		if (rc != ERR_OK)
+			return rc;
+		j->storm = 1;
+	} else if (rc != ERR_NOTFOUND) {
+		return rc;
+	}
+	j->keys = xcalloc(n + 1, sizeof(*j->keys));
+	for (size_t i = 0; i < n; i++)
+		j->keys[j->nkeys++] = xstrdup(v[i].key);
+	if (!j->nkeys)
+		j->keys[j->nkeys++] = xstrdup(j->ev.key);
+	store_member_list_free(v, n);
+	return ERR_OK;
+}
+
+/*
+ * A storm: the labels (as labels_of()) that all its alerts whose latest
+ * event is still stored have with the same value, into j->shared (NULL when
+ * none is known; possibly empty), their number into j->known.
+ */
+static void storm_shared_labels(struct silencer *s, struct job *j)
+{
+	for (size_t i = 0; i < j->nkeys; i++) {
+		struct store_event ev = { 0 };
+		char state[8];
+		json_t *doc, *v, *w;
+		const json_t *l;
+		const char *k;
+		void *tmp;
+
+		if (store_event_latest(s->opts.store, "bridge", j->ev.receiver, j->keys[i], &ev,
+				       state) != ERR_OK)
+			continue;
+		doc = json_loads(ev.payload, 0, NULL);
+		store_event_release(&ev);
+		l = labels_in(j, doc);
+		if (l) {
+			j->known++;
+			if (!j->shared) {
+				j->shared = json_deep_copy(l);
+			} else {
+				json_object_foreach_safe(j->shared, tmp, k, v) {
+					w = json_object_get(l, k);
+					if (!w || !json_equal(v, w))
+						(void)json_object_del(j->shared, k);
+				}
+			}
+		}
+		json_decref(doc);
+	}
 }
 
 /* The matchers' text for people: {a="b", c="d"}. */
@@ -325,7 +401,7 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 	struct am_api_silence sil = { 0 };
 	struct buf comment = BUF_INIT, mark = BUF_INIT, err = BUF_INIT, who = BUF_INIT;
 	struct store_silence row = { 0 };
-	const json_t *labels = labels_of(j);
+	const json_t *labels = j->storm ? j->shared : labels_of(j);
 	int64_t dur = (int64_t)json_integer_value(json_object_get(j->cmd, "duration_ms"));
 	const char *reason = jstr(j->cmd, "reason"), *ext;
 	char *id = NULL, until[32];
@@ -335,6 +411,12 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 	int ambiguous = 0, r = 1, bounded = 0;
 	enum err rc;
 
+	if (labels && !json_object_size(labels)) {
+		(void)buf_printf(&j->reply, "@%s: no silence: the %zu alerts of this storm summary "
+				 "share no label, and a silence needs at least one matcher. Silence "
+				 "them in Alertmanager.", j->login, j->known);
+		return answer(s, j, gh, "");
+	}
 	if (!labels) {
 		(void)buf_printf(&j->reply, "@%s: no silence: the alert's labels are no longer "
 			"known to alertbridge (its last notification is older than "
@@ -388,15 +470,20 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 		}
 	}
 	row.receiver = j->ev.receiver;
-	row.key = j->ev.key;
 	row.silence_id = id;
 	row.created_by = (char *)j->login;
 	row.ends_at_ms = j->now_ms + dur;
 	row.created_at_ms = j->now_ms;
+	for (size_t i = 0; i < j->nkeys; i++) {  /* each alert's card shows it */
+		row.key = j->keys[i];
+		if (store_silence_put(s->opts.store, &row) != ERR_OK) {
+			r = -1;
+			goto out;
+		}
+	}
 	buf_reset(&who);
 	(void)buf_printf(&who, "silenced:%s", id);
-	if (store_silence_put(s->opts.store, &row) != ERR_OK ||
-	    store_event_progress(s->opts.store, j->ev.id, buf_str(&who)) != ERR_OK) {
+	if (store_event_progress(s->opts.store, j->ev.id, buf_str(&who)) != ERR_OK) {
 		r = -1;
 		goto out;
 	}
@@ -418,9 +505,22 @@ reply:
 	(void)buf_printf(&j->reply, "@%s silenced `%s` until %s (%s", j->login, buf_str(&who), until,
 			 "");
 	duration_format(dur, &j->reply);
-	(void)buf_printf(&j->reply, "%s)%s%s.\n\nSilence: %s/#/silences/%s",
+	(void)buf_printf(&j->reply, "%s)%s%s.",
 			 bounded ? ", the longest alertmanager.max_silence allows" : "",
-			 *reason ? ": " : "", reason, *ext ? ext : am->url, id);
+			 *reason ? ": " : "", reason);
+	if (j->storm) {
+		(void)buf_printf(&j->reply, "\n\nThis issue is a storm summary of %zu alert%s: the "
+				 "silence matches the labels ", j->nkeys, j->nkeys == 1 ? "" : "s");
+		if (j->known < j->nkeys)
+			(void)buf_printf(&j->reply, "the %zu of them still known share (%zu no "
+					 "longer known)", j->known, j->nkeys - j->known);
+		else
+			(void)buf_printf(&j->reply, "%s share", j->nkeys == 1 ? "it has" :
+					 j->nkeys == 2 ? "both" : "all of them");
+		(void)buf_adds(&j->reply, ", so it silences every alert of the storm, and any "
+			       "later alert with those labels, until it ends or `/unsilence`.");
+	}
+	(void)buf_printf(&j->reply, "\n\nSilence: %s/#/silences/%s", *ext ? ext : am->url, id);
 	buf_reset(&who);
 	(void)buf_printf(&who, "silenced:%s", id);
 	r = answer(s, j, gh, buf_str(&who));
@@ -432,6 +532,20 @@ out:
 	buf_release(&err);
 	buf_release(&who);
 	return r;
+}
+
+/* Non-zero when id is one of the ", "-separated IDs in ids. */
+static int id_listed(const struct buf *ids, const char *id)
+{
+	const char *p = buf_str(ids);
+	size_t n = strlen(id);
+
+	while ((p = strstr(p, id)) != NULL) {
+		if ((p == buf_str(ids) || p[-1] == ' ') && (p[n] == '\0' || p[n] == ','))
+			return 1;
+		p += n;
+	}
+	return 0;
 }
 
 static int do_unsilence(struct silencer *s, struct job *j, struct gh_client *gh)
@@ -446,27 +560,38 @@ static int do_unsilence(struct silencer *s, struct job *j, struct gh_client *gh)
 		(void)buf_adds(&ids, j->ev.progress + 8);
 		goto reply;
 	}
-	if (store_silence_active(s->opts.store, j->ev.receiver, j->ev.key, j->now_ms, &v, &n)) {
-		r = -1;
-		goto out;
-	}
 	target_of(&j->rcv->alertmanager, &t);
-	for (size_t i = 0; i < n; i++) {
-		int was_active = 0;
-		enum err rc = am_api_silence_expire(s->am, &t, v[i].silence_id, &was_active, &err);
-
-		if (rc != ERR_OK && rc != ERR_NOTFOUND) {
-			r = retry(s, j, "expire silence", &err);
-			goto out;
-		}
-		if (store_silence_expired(s->opts.store, j->ev.receiver, j->ev.key,
-					  v[i].silence_id, j->now_ms) != ERR_OK) {
+	for (size_t k = 0; k < j->nkeys; k++) {  /* a storm's silence is kept for each alert */
+		store_silences_free(v, n);
+		v = NULL;
+		n = 0;
+		if (store_silence_active(s->opts.store, j->ev.receiver, j->keys[k], j->now_ms, &v,
+					 &n)) {
 			r = -1;
 			goto out;
 		}
-		if (was_active)
-			expired++;
-		(void)buf_printf(&ids, "%s%s", ids.len ? ", " : "", v[i].silence_id);
+		for (size_t i = 0; i < n; i++) {
+			int was_active = 0;
+			enum err rc = ERR_OK;
+
+			if (!id_listed(&ids, v[i].silence_id)) {
+				rc = am_api_silence_expire(s->am, &t, v[i].silence_id, &was_active,
+							   &err);
+				if (rc != ERR_OK && rc != ERR_NOTFOUND) {
+					r = retry(s, j, "expire silence", &err);
+					goto out;
+				}
+				if (was_active)
+					expired++;
+				(void)buf_printf(&ids, "%s%s", ids.len ? ", " : "",
+						 v[i].silence_id);
+			}
+			if (store_silence_expired(s->opts.store, j->ev.receiver, j->keys[k],
+						  v[i].silence_id, j->now_ms) != ERR_OK) {
+				r = -1;
+				goto out;
+			}
+		}
 	}
 	count(s, "expired", (double)expired);
 	{
@@ -532,6 +657,8 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 				 "this alert (alertmanager.url).", j->login);
 		return answer(s, j, gh, "");
 	}
+	if (keys_of(s, j) != ERR_OK)
+		return -1;  /* logged */
 	if (!strcmp(cmd, "unsilence"))
 		return do_unsilence(s, j, gh);
 	if (strcmp(cmd, "silence"))
@@ -540,6 +667,8 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 			       state) == ERR_OK)
 		j->alert = json_loads(latest.payload, 0, NULL);
 	store_event_release(&latest);
+	if (j->storm)
+		storm_shared_labels(s, j);
 	return do_silence(s, j, gh);
 }
 
@@ -561,6 +690,10 @@ int silence_step(struct silencer *s, const struct config *cfg, struct gh_client 
 	store_event_release(&j.ev);
 	json_decref(j.cmd);
 	json_decref(j.alert);
+	json_decref(j.shared);
+	for (size_t i = 0; i < j.nkeys; i++)
+		free(j.keys[i]);
+	free(j.keys);
 	buf_release(&j.reply);
 	buf_release(&j.marker);
 	return r;

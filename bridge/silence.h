@@ -23,6 +23,13 @@
  * A silence Alertmanager refuses (400) is dead-lettered with its answer as
  * the reason; other failures (5xx, timeouts, a refused token) are retried
  * with backoff.
+ *
+ * A storm summary (bridge/storm.h: the event's (receiver, key) is a folded
+ * alert) stands for all its folded alerts: /silence makes one silence whose
+ * matchers are the labels they all share (an on-call engineer silences the
+ * storm, including the alerts that join it later; one silence per alert
+ * would be thousands, and miss those), kept in the store for each of them;
+ * /unsilence expires the silences of all of them.
  */
 #ifndef AB_SILENCE_H
 #define AB_SILENCE_H

@@ -3,7 +3,7 @@
  * fake Alertmanager (fake_http), with a dry-run GitHub client for the replies:
  * what a /silence of an issue_per: group issue matches, and what a silence
  * Alertmanager refuses leaves behind (the alert's map row untouched, `map
- * retry` re-queues it).
+ * retry` re-queues it), and what a /silence of a storm summary silences (every folded alert).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +21,7 @@
 #include "core/http_client.h"
 #include "core/map_admin.h"
 #include "core/store.h"
+#include "core/store_silences.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 
@@ -180,6 +181,137 @@ static void refused_silence_leaves_the_row_and_map_retry_requeues_it(void **stat
 	env_stop(&e);
 }
 
+/* A GitHub client that posts to gh (a fake) on a clock of its own (no pacing waits). */
+static int64_t test_gh_clock = NOW;
+
+static int64_t test_gh_now(void *ctx)
+{
+	(void)ctx;
+	return test_gh_clock;
+}
+
+static void test_gh_sleep(void *ctx, int64_t ms)
+{
+	(void)ctx;
+	test_gh_clock += ms;
+}
+
+static void live_github(struct env *e, struct fake_http *gh)
+{
+	gh_client_free(e->gh);
+	e->gh = gh_client_new(&(struct gh_options){ .api_url = fake_http_url(gh),
+						    .token = "tok",
+						    .user_agent = "alertbridge/test",
+						    .max_attempts = 1,
+						    .now_ms = test_gh_now,
+						    .sleep_ms = test_gh_sleep });
+}
+
+/* The body of the comment POSTed in request i of gh, as JSON text. */
+static const char *comment_body(struct fake_http *gh, size_t i)
+{
+	const struct fake_request *r = fake_http_request(gh, i);
+
+	assert_non_null(r);
+	assert_string_equal(r->method, "POST");
+	assert_string_equal(r->uri, "/repos/o/r/issues/3/comments");
+	return r->body;
+}
+
+#define KEY2 "1a2b3c4d5e6f7081"
+
+/* Fold (g, key) with labels into summary 1 (o/r#3), as the storm does. */
+static void fold(struct env *e, const char *key, const char *labels)
+{
+	struct buf msg = BUF_INIT, doc = BUF_INIT;
+	struct store_event ev = sfx_mkev("bridge", "g", key, "firing");
+	struct store_issue row = sfx_mkrow("g", key, 3);
+	struct store_member m = { .key = (char *)key, .summary_id = 1, .firing = 1,
+				  .starts_at_ms = NOW - 60000, .line = (char *)"" };
+	struct store_event latest = { 0 };
+	char state[8];
+
+	(void)buf_printf(&doc, "{\"v\":1,\"receiver\":\"g\",\"status\":\"firing\","
+			 "\"labels\":%s}", labels);
+	ev.payload = (char *)buf_str(&doc);
+	ev.repeat_state = (char *)"";
+	if (store_enqueue(e->st, &ev, 1, &msg) != ERR_OK)
+		fail_msg("enqueue: %s", buf_str(&msg));
+	assert_int_equal(store_event_latest(e->st, "bridge", "g", key, &latest, state), ERR_OK);
+	if (store_member_fold(e->st, latest.id, &row, &m, 1, &msg) != ERR_OK)
+		fail_msg("fold: %s", buf_str(&msg));
+	store_event_release(&latest);
+	buf_release(&msg);
+	buf_release(&doc);
+}
+
+/*
+ * A /silence on a storm summary silences every alert folded into it: one
+ * silence whose matchers are the labels they all share (here alertname and
+ * cluster; pod tells them apart), kept for each alert, and the reply says
+ * so.  /unsilence, queued on any of them, expires it once.
+ */
+static void storm_silence_covers_every_folded_alert(void **state)
+{
+	struct fixture *f = *state;
+	struct fake_http *gh = fake_http_start();
+	struct store_summary sum = { .receiver = (char *)"g", .repo = (char *)"o/r",
+				     .alertname = (char *)"GPUHot",
+				     .marker_key = (char *)"storm-0123456789abcdef-1",
+				     .created_at_ms = NOW - 120000 };
+	struct store_silence *v = NULL;
+	struct store_event ev;
+	struct buf names = BUF_INIT, msg = BUF_INIT;
+	const char *body;
+	size_t n = 0;
+	struct env e;
+
+	env_start(&e, f, "alert");
+	live_github(&e, gh);
+	assert_int_equal(store_summary_add(e.st, &sum, &msg), ERR_OK);
+	sum.number = 3;
+	sum.state = (char *)"open";
+	assert_int_equal(store_summary_save(e.st, &sum, &msg), ERR_OK);
+	fold(&e, KEY, "{\"alertname\":\"GPUHot\",\"cluster\":\"a\",\"pod\":\"trainer-0\"}");
+	fold(&e, KEY2, "{\"alertname\":\"GPUHot\",\"cluster\":\"a\",\"pod\":\"trainer-1\"}");
+
+	fake_http_push(e.am, 200, "Content-Type: application/json", "{\"silenceID\":\"sil-1\"}");
+	fake_http_push(gh, 201, "Content-Type: application/json", "{\"id\": 501}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW), 1);
+	assert_int_equal(fake_http_count(e.am), 1);
+	matcher_names(e.am, 0, &names);
+	assert_string_equal(buf_str(&names), "alertname,cluster");
+	body = comment_body(gh, 0);
+	sfx_assert_contains(body, "silenced `{alertname=\\\"GPUHot\\\", cluster=\\\"a\\\"}`");
+	sfx_assert_contains(body, "storm summary of 2 alerts");
+	sfx_assert_contains(body, "every alert of the storm");
+	assert_int_equal(store_silence_active(e.st, "g", KEY2, NOW + 1, &v, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].silence_id, "sil-1");
+	store_silences_free(v, n);
+
+	/* /unsilence queued on the other alert's row: the one silence expired once. */
+	ev = sfx_mkev(SILENCE_QUEUE, "g", KEY2, "firing");
+	ev.payload = (char *)"{\"v\":1,\"cmd\":\"unsilence\",\"login\":\"octocat\","
+			     "\"comment_id\":78,\"repo\":\"o/r\",\"number\":3,\"word\":\"unsilence\"}";
+	assert_int_equal(store_enqueue(e.st, &ev, 1, &msg), ERR_OK);
+	fake_http_push(e.am, 200, "Content-Type: application/json",
+		       "{\"id\":\"sil-1\",\"status\":{\"state\":\"active\"}}");
+	fake_http_push(e.am, 200, NULL, "");
+	fake_http_push(gh, 201, "Content-Type: application/json", "{\"id\": 502}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW + 2000), 1);
+	assert_int_equal(fake_http_count(e.am), 3);
+	assert_string_equal(fake_http_request(e.am, 2)->method, "DELETE");
+	sfx_assert_contains(comment_body(gh, 1), "expired the silence alertbridge made for this "
+			    "issue: sil-1.");
+	assert_int_equal(store_silence_active(e.st, "g", KEY, NOW + 3000, &v, &n), ERR_OK);
+	assert_int_equal(n, 0);
+	buf_release(&names);
+	buf_release(&msg);
+	env_stop(&e);
+	fake_http_stop(gh);
+}
+
 static int setup_all(void **state)
 {
 	(void)state;
@@ -192,6 +324,7 @@ int main(void)
 		SFX_TEST(group_silence_matches_the_group_labels),
 		SFX_TEST(alert_silence_matches_the_alert_labels),
 		SFX_TEST(refused_silence_leaves_the_row_and_map_retry_requeues_it),
+		SFX_TEST(storm_silence_covers_every_folded_alert),
 	};
 
 	return cmocka_run_group_tests(tests, setup_all, NULL);
