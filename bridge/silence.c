@@ -339,7 +339,10 @@ static int has_reply(void *ctx, const char *body, int64_t created_at_ms)
  * for the marker on the issue, once such a POST can no longer land, before
  * it posts again.
  */
-static int answer(struct silencer *s, struct job *j, struct gh_client *gh, const char *rest)
+static int dead(struct silencer *s, struct job *j, const char *reason);
+
+static int answer_end(struct silencer *s, struct job *j, struct gh_client *gh, const char *rest,
+		      const char *dead_reason)
 {
 	struct buf err = BUF_INIT, note = BUF_INIT;
 	struct reply_walk w = { buf_str(&j->marker), 0 };
@@ -389,8 +392,44 @@ retry:
 	}
 done:
 	buf_release(&err);
+	if (dead_reason) {
+		/* As before its reply: `map retry` then looks for the silence, then makes it. */
+		if (store_event_progress(s->opts.store, j->ev.id, "post~") != ERR_OK)
+			return -1;
+		return dead(s, j, dead_reason);
+	}
 	rc = store_event_done(s->opts.store, j->ev.id, NULL, NULL);
 	return rc == ERR_DB ? -1 : 1;
+}
+
+static int answer(struct silencer *s, struct job *j, struct gh_client *gh, const char *rest)
+{
+	return answer_end(s, j, gh, rest, NULL);
+}
+
+/*
+ * A silence Alertmanager refused (reason): say so on the issue (a marker of
+ * its own, so that a later success still gets its reply), then dead-letter
+ * the command with reason; its note "refused:REASON" lets a retry of the
+ * reply skip Alertmanager.
+ */
+static int refused(struct silencer *s, struct job *j, struct gh_client *gh, const char *reason)
+{
+	struct buf rest = BUF_INIT;
+	int r;
+
+	buf_reset(&j->reply);
+	buf_reset(&j->marker);
+	(void)buf_printf(&j->marker, "<!-- alertbridge:silence-refused=%lld -->",
+			 (long long)j->comment_id);
+	(void)buf_printf(&j->reply, "@%s: no silence: %s.\n\nThe command is dead-lettered "
+			 "(`alertbridge map list` and the status page show it); once the cause "
+			 "is fixed, `alertbridge map retry %s --receiver=%s` sends it again.",
+			 j->login, reason, j->ev.key, j->ev.receiver);
+	(void)buf_printf(&rest, "refused:%s", reason);
+	r = answer_end(s, j, gh, buf_str(&rest), reason);
+	buf_release(&rest);
+	return r;
 }
 
 static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
@@ -411,6 +450,8 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 	int ambiguous = 0, r = 1, bounded = 0;
 	enum err rc;
 
+	if (j->ev.progress && !strncmp(j->ev.progress, "refused:", 8))
+		return refused(s, j, gh, j->ev.progress + 8);  /* only its reply was left */
 	if (labels && !json_object_size(labels)) {
 		(void)buf_printf(&j->reply, "@%s: no silence: the %zu alerts of this storm summary "
 				 "share no label, and a silence needs at least one matcher. Silence "
@@ -461,7 +502,7 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 		rc = am_api_silence_create(s->am, &t, &sil, &id, &ambiguous, &err);
 		if (rc == ERR_INVALID) {
 			buf_setf(&who, "alertmanager refused the silence: %s", buf_str(&err));
-			r = dead(s, j, buf_str(&who));
+			r = refused(s, j, gh, buf_str(&who));
 			goto out;
 		}
 		if (rc != ERR_OK) {

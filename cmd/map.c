@@ -4,6 +4,7 @@
  * POST /-/map/... when it holds the file).
  */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 #include "core/map_admin.h"
 #include "core/rfc3339.h"
 #include "core/store.h"
+#include "core/store_silences.h"
 #include "core/banned.h"
 
 static const char usage_map[] =
@@ -27,7 +29,9 @@ static const char usage_map[] =
 	"Reads the database named by --database.path, else the configuration's 'database'\n"
 	"(--config.file, default alertbridge.yml), else ./alertbridge.db.\n"
 	"list: one line per alert: receiver, key, repo#number, state, episode start;\n"
-	"a dead letter without a row: receiver, key, -, (no issue), status, start, reason.\n"
+	"a dead letter without a row: receiver, key, -, (no issue), status, start, reason;\n"
+	"a /silence Alertmanager refused: receiver, key, repo#number, silence, by LOGIN,\n"
+	"received, reason.\n"
 	"show: every field of the row.  forget: delete the row, so the next firing\n"
 	"creates a new issue.  retry: re-queue the dead-lettered events of KEY (e.g. once\n"
 	"the repository exists), its refused /silence commands too; a running service\n"
@@ -69,6 +73,28 @@ static int print_dead_line(void *ctx, const struct store_event *ev)
 		rfc3339_format(ev->starts_at_ms, when);
 	printf("%-20s %-16s - (no issue) %s %s dead: %s\n", ev->receiver, ev->key, ev->status,
 	       when, ev->last_error ? ev->last_error : "-");
+	return 0;
+}
+
+/*
+ * A dead-lettered /silence (Alertmanager refused it; bridge/silence.h), in
+ * print_row_line()'s columns: receiver, key, the issue it was asked on,
+ * "silence" where a row's state is, who asked, when, then the reason.
+ */
+static int print_silence_line(void *ctx, const struct store_event *ev)
+{
+	json_t *cmd = json_loads(ev->payload ? ev->payload : "", 0, NULL);
+	const char *repo = json_string_value(json_object_get(cmd, "repo"));
+	const char *login = json_string_value(json_object_get(cmd, "login"));
+	char when[32] = "-";
+
+	(void)ctx;
+	if (ev->received_at_ms)
+		rfc3339_format(ev->received_at_ms, when);
+	printf("%-20s %-16s %s#%lld silence by %s %s dead: %s\n", ev->receiver, ev->key,
+	       repo ? repo : "-", (long long)json_integer_value(json_object_get(cmd, "number")),
+	       login ? login : "-", when, ev->last_error ? ev->last_error : "-");
+	json_decref(cmd);
 	return 0;
 }
 
@@ -158,7 +184,9 @@ int cmd_map(const struct flags *f)
 		     store_dead_unmapped(st, "bridge", 1000, print_dead_line,
 					 (void *)f->receiver) ||
 		     store_dead_unmapped(st, "janitor", 1000, print_dead_line,
-					 (void *)f->receiver) ? 1 : 0;
+					 (void *)f->receiver) ||
+		     store_silence_dead_each(st, f->receiver, NULL, 1000, print_silence_line,
+					     NULL) ? 1 : 0;
 	} else if (!strcmp(sub, "show")) {
 		struct find_key fk = { f->args[1], f->receiver, NULL, 0 };
 		if (store_issue_each(st, f->receiver, match_key, &fk))

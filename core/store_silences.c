@@ -170,6 +170,45 @@ enum err store_silence_expired(struct store *st, const char *receiver, const cha
 	return done(rc, "expire silence", &msg);
 }
 
+enum err store_silence_dead_each(struct store *st, const char *receiver, const char *key,
+				 int max, int (*fn)(void *ctx, const struct store_event *ev),
+				 void *ctx)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *rows = NULL;
+	struct store_event *evs;
+	enum err rc;
+	int n = 0, stopped = 0;
+
+	if (!st || !fn || max <= 0)
+		return ERR_INVALID;
+	if (max > 1000)
+		max = 1000;
+	evs = xcalloc((size_t)max, sizeof(*evs));
+	pthread_mutex_lock(&st->db_mu);
+	rc = store_sq(st, "SELECT id, kind, receiver, key, status, starts_at_ms, ends_at_ms, "
+		      "payload, received_at_ms, attempts, last_error, progress FROM events WHERE "
+		      "state = 'dead' AND kind = 'silence' AND "
+		      "(CAST(?1 AS TEXT) IS NULL OR receiver = ?1) AND "
+		      "(CAST(?2 AS TEXT) IS NULL OR key = ?2) ORDER BY id LIMIT ?3",
+		      "dead silences", &msg, &rows, "tti", receiver, key, (int64_t)max);
+	while (rc == ERR_OK && n < max &&
+	       (rc = store_step_row(st, rows, "dead silences", &msg)) == ERR_OK)
+		store_read_event(rows, &evs[n++]);
+	if (rows)
+		db_finalize(rows);
+	if (rc == ERR_NOTFOUND)
+		rc = ERR_OK;
+	pthread_mutex_unlock(&st->db_mu);
+	for (int i = 0; i < n; i++) {
+		if (rc == ERR_OK && !stopped)
+			stopped = fn(ctx, &evs[i]);
+		store_event_release(&evs[i]);
+	}
+	free(evs);
+	return done(rc, "dead silences", &msg);
+}
+
 void store_silences_free(struct store_silence *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {

@@ -64,6 +64,19 @@ enum err store_silence_active(struct store *st, const char *receiver, const char
 /* Mark silence_id of (receiver, key) expired at now_ms.  Errors: as above. */
 enum err store_silence_expired(struct store *st, const char *receiver, const char *key,
 			       const char *silence_id, int64_t now_ms) WARN_UNUSED;
+/*
+ * Call fn for the dead-lettered commands of the silence queue (kind
+ * "silence": a /silence Alertmanager refused) of receiver and key (each
+ * NULL: any), oldest first, at most max (capped at 1000); stop early when fn
+ * returns non-zero (still ERR_OK).  Unlike store_dead_unmapped() they are
+ * listed whether or not their (receiver, key) has a map row (it has one: the
+ * command came from its issue), for `map list` and the alert's card.  ev is
+ * valid only during the call; fn runs without the store's lock.
+ * Errors: ERR_INVALID (st or fn missing, max <= 0), ERR_DB (logged).
+ */
+enum err store_silence_dead_each(struct store *st, const char *receiver, const char *key,
+				 int max, int (*fn)(void *ctx, const struct store_event *ev),
+				 void *ctx) WARN_UNUSED;
 /* Free an array from store_silence_active(); v may be NULL. */
 void store_silences_free(struct store_silence *v, size_t n);
 

@@ -291,6 +291,18 @@ static void silences(struct render_ctx *r, const struct store_issue *row)
 	store_silences_free(v, n);
 }
 
+/* A /silence of the alert's issue that Alertmanager refused (dead-lettered). */
+static int refused_silence(void *ctx, const struct store_event *ev)
+{
+	struct render_ctx *r = ctx;
+
+	lit(r, "<div class=\"reason silence-refused\">Silence refused (dead letter): ");
+	text(r, ev->last_error ? ev->last_error : "-");
+	lit(r, "</div>");
+	retry_command(r, ev->receiver, ev->key);
+	return 0;
+}
+
 static void issue_link(struct render_ctx *r, const struct store_issue *row)
 {
 	const char *title = row->title ? row->title : row->key;
@@ -370,6 +382,9 @@ static int alert_card(void *ctx, const struct store_issue *row)
 	lit(r, "</div>");
 	last_event(r, row);
 	silences(r, row);
+	if (store_silence_dead_each(r->p->opts.store, row->receiver, row->key, 5, refused_silence,
+				    r) != ERR_OK)
+		lit(r, "<div class=\"reason\">Cannot read its silence commands (see the log).</div>");
 	if (row->dead_reason) {
 		lit(r, "<div class=\"reason\">Dead letter: ");
 		text(r, row->dead_reason);

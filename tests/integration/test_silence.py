@@ -12,7 +12,8 @@ nothing: no or a bad signature (401), a replayed delivery (200 duplicate), an un
 (200 untracked), a CONTRIBUTOR (200 not_allowed, no reply), an unknown command or a bad
 duration (a short reply).  A reload re-reads the secret file.  Through a proxy in front of the
 real Alertmanager: a POST whose answer is lost (502 after Alertmanager made it) makes no second
-silence (the retry finds it by its comment marker), and a 400 is dead-lettered with its reason.
+silence (the retry finds it by its comment marker), and a 400 is dead-lettered with its reason,
+answered on the issue, and listed by `map list` and on the alert's card.
 
 Env: ALERTBRIDGE_BIN (default ./alertbridge), ALERTMANAGER_BIN.  Last line "N passed, N failed".
 """
@@ -31,7 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub, send_webhook  # noqa: E402
-from harness import (ALERTMANAGER, Alertbridge, Alertmanager, Runner, db_rows, eq, check,  # noqa: E402
+from harness import (ALERTBRIDGE, ALERTMANAGER, Alertbridge, Alertmanager, Runner,  # noqa: E402
+                     db_rows, eq, check,
                      event, http, iso_ms, poll, print_tail)
 
 REPO = "acme/silences"
@@ -299,9 +301,29 @@ def refused_silence_is_dead_lettered():
     check("alertmanager refused the silence" in rows[0][0] and "400" in rows[0][0],
           "the reason", rows[0][0])
     eq(metric("alertbridge_silences_total", outcome="failed"), 1.0, "failed counted")
-    eq(len(replies()), n, "no reply")
     eq([s["id"] for s in am_silences() if s["status"]["state"] == "active"], [st["again_id"]],
        "no new silence")
+    # The issue is told that it failed, why, and how to send it again.
+    r = poll(lambda: replies()[n:], "the reply saying it failed", timeout_s=30)
+    eq(len(r), 1, "one reply")
+    event("reply: %r" % r[0]["body"])
+    check("@octocat: no silence: alertmanager refused the silence" in r[0]["body"]
+          and "refused by the test" in r[0]["body"] and "alertbridge map retry" in r[0]["body"],
+          "says it failed, why, and how to retry", r[0]["body"])
+    # Where an operator looks at dead letters: `map list` and the alert's card.
+    key = db_rows(st["ab"].db, "SELECT key FROM issues")[0][0]
+    out = subprocess.run([ALERTBRIDGE, "map", "list", "--database.path=" + st["ab"].db],
+                         capture_output=True, text=True, timeout=20)
+    event("map list:\n" + out.stdout)
+    eq(out.returncode, 0, "map list exit status")
+    lines = [l for l in out.stdout.splitlines() if " silence by octocat " in l]
+    eq(len(lines), 1, "map list: one refused silence")
+    check(key in lines[0] and "%s#%d" % (REPO, st["number"]) in lines[0]
+          and "dead: alertmanager refused the silence" in lines[0], "map list's line", lines[0])
+    status, _, page = http("GET", st["ab"].url + "/")
+    eq(status, 200, "the status page")
+    check("Silence refused (dead letter): alertmanager refused the silence" in page
+          and "refused by the test" in page, "the alert's card shows it", page[-3000:])
 
 
 @run.case

@@ -3,7 +3,8 @@
  * fake Alertmanager (fake_http), with a dry-run GitHub client for the replies:
  * what a /silence of an issue_per: group issue matches, and what a silence
  * Alertmanager refuses leaves behind (the alert's map row untouched, `map
- * retry` re-queues it), and what a /silence of a storm summary silences (every folded alert).
+ * retry` re-queues it, the issue is told, `map list` and the card list it),
+ * and what a /silence of a storm summary silences (every folded alert).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,6 +219,54 @@ static const char *comment_body(struct fake_http *gh, size_t i)
 	return r->body;
 }
 
+static int count_dead(void *ctx, const struct store_event *ev)
+{
+	assert_string_equal(ev->kind, SILENCE_QUEUE);
+	sfx_assert_contains(ev->last_error, "alertmanager refused the silence");
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/*
+ * A refused silence is answered on the issue (it failed, and how to retry),
+ * and listed as a dead silence of its (receiver, key), which has a map row:
+ * what `map list` and the alert's card on the status page show.
+ */
+static void refused_silence_is_answered_and_listed(void **state)
+{
+	struct fixture *f = *state;
+	struct fake_http *gh = fake_http_start();
+	struct env e;
+	struct store_issue row;
+	int n = 0;
+
+	env_start(&e, f, "alert");
+	live_github(&e, gh);
+	row = sfx_mkrow("g", KEY, 3);
+	if (store_issue_put(e.st, &row) != ERR_OK)
+		fail_msg("put row");
+	fake_http_push(e.am, 400, "Content-Type: application/json",
+		       "\"silence invalid: refused by the test\"");
+	fake_http_push(gh, 201, "Content-Type: application/json", "{\"id\": 501}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, NOW), 1);
+	assert_int_equal(fake_http_count(gh), 1);
+	sfx_assert_contains(comment_body(gh, 0), "@octocat: no silence: alertmanager refused "
+			    "the silence");
+	sfx_assert_contains(comment_body(gh, 0), "refused by the test");
+	sfx_assert_contains(comment_body(gh, 0), "alertbridge map retry " KEY " --receiver=g");
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events WHERE kind = "
+					      "'silence' AND state = 'dead'"), 1);
+	assert_int_equal(store_silence_dead_each(e.st, "g", KEY, 10, count_dead, &n), ERR_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(store_silence_dead_each(e.st, NULL, NULL, 10, count_dead, &n), ERR_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(store_silence_dead_each(e.st, "g", "0000000000000000", 10, count_dead,
+						 &n), ERR_OK);
+	assert_int_equal(n, 2);
+	env_stop(&e);
+	fake_http_stop(gh);
+}
+
 #define KEY2 "1a2b3c4d5e6f7081"
 
 /* Fold (g, key) with labels into summary 1 (o/r#3), as the storm does. */
@@ -324,6 +373,7 @@ int main(void)
 		SFX_TEST(group_silence_matches_the_group_labels),
 		SFX_TEST(alert_silence_matches_the_alert_labels),
 		SFX_TEST(refused_silence_leaves_the_row_and_map_retry_requeues_it),
+		SFX_TEST(refused_silence_is_answered_and_listed),
 		SFX_TEST(storm_silence_covers_every_folded_alert),
 	};
 
