@@ -18,7 +18,8 @@ enabled feature classes:
   click               signed "Keep until" clicks (fake_slack.click_request): by the owner (on
                       the newest button, or "keen": waiting for a fresh unused one), by
                       someone else, the same button twice, the same request replayed, an old
-                      button (a replaced pod's, or after the postpone limit); "limit": kept
+                      button (a replaced pod's, or after the postpone limit), a SIGKILL right
+                      after the click was stored (answered once, applied once); "limit": kept
                       max_postpones times, then a button of an earlier episode clicked
   kill                SIGKILL and restart on the same database
   wait                time passes (1-3 s): expiries are reached (grace 4 s, notice_lead 3 s,
@@ -384,7 +385,7 @@ class World:
             self.note("click %s: no button yet" % p.name)
             return
         how = self.rng.choice(("owner", "owner", "keen", "keen", "other", "twice", "replay",
-                               "old"))
+                               "old", "crash"))
         if how == "keen":  # the owner clicks the newest button not used yet, waiting for it
             b = self.wait_button(p, "keen click")
             if b:
@@ -463,21 +464,31 @@ class World:
             self.fail("a signed click answered %s: %s" % (code, answer))
         desc = "%s click by %s on %s uid %s notice %s" % (how, user, p.name, uid[:8], notice)
         self.clicks.append((body, h, desc))
+        if how == "crash":  # stored (200): a SIGKILL now must lose nothing, apply nothing twice
+            time.sleep(self.rng.choice((0, 0.01, 0.03, 0.06)))
+            self.kill()
+            self.kills += 1
+            self.start()
         self.settle("a click")
         deadline = time.time() + 5
         got = None
+
+        def postpones():
+            return [r for r in self.kube.get_requests()[km:] if r["method"] == "PATCH" and
+                    r.get("pod_uid") == uid and isinstance(r["status"], int) and
+                    r["status"] < 300 and postponed_to(r) is not None]
         while got is None and time.time() < deadline:
+            if postpones():  # first: after a crash, the click run again answers "already"
+                got = "done"
+                break
             rs = [r for r in self.slack.get_responses() if r["url"] == rurl]
             if rs:
                 got = reason_of(rs[0]["body"].get("text") or "")
                 break
-            done = [r for r in self.kube.get_requests()[km:] if r["method"] == "PATCH" and
-                    r.get("pod_uid") == uid and isinstance(r["status"], int) and
-                    r["status"] < 300 and postponed_to(r) is not None]
-            if done:
-                got = "done"
-                break
             time.sleep(0.02)
+        if len(postpones()) > 1:
+            self.fail("%s was applied %d times: %s" % (desc, len(postpones()), [
+                r["body"] for r in postpones()]))
         if got is None:
             got = "no answer"
         if got == "gone" and self.kube.pod(NS, p.name) is None:
