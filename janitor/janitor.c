@@ -172,7 +172,7 @@ enum err janitor_apply_patch(struct janitor *j, const char *ns, const char *name
 void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *type,
 		   const char *reason, const char *message)
 {
-	struct kube_event ev = { 0 };
+	struct kube_event ev;
 	struct buf err = BUF_INIT;
 	struct log_line *l;
 
@@ -190,14 +190,11 @@ void janitor_event(struct janitor *j, const struct kube_pod *pod, const char *ty
 		log_msg(LOG_DEBUG, "not the leader, event not created", "reason", reason);
 		return;
 	}
-	ev.namespace = pod->namespace;
-	ev.pod_name = pod->name;
-	ev.pod_uid = pod->uid;
-	ev.pod_resource_version = pod->resource_version;
-	ev.type = type;
-	ev.reason = reason;
-	ev.message = message;
-	ev.time_ms = janitor_now(j);
+	ev = (struct kube_event){
+		.namespace = pod->namespace, .pod_name = pod->name, .pod_uid = pod->uid,
+		.pod_resource_version = pod->resource_version, .type = type, .reason = reason,
+		.message = message, .time_ms = janitor_now(j),
+	};
 	if (kube_event_create(j->opts.kube, &ev, &err) != ERR_OK) {
 		l = log_begin(LOG_WARN, "cannot create event");
 		log_str(l, "namespace", pod->namespace);
@@ -354,10 +351,19 @@ static void no_policy(struct janitor *j, const char *alertname)
 	log_end(l);
 }
 
-/* GET the pod; ERR_OK with w->skip set when it is gone or another pod now. */
+/*
+ * GET the pod; ERR_OK with w->skip set when its namespace is excluded (no
+ * GET then), or it is gone or another pod now.
+ */
 static enum err get_pod(struct janitor *j, struct work *w, struct buf *errmsg)
 {
-	enum err rc = kube_pod_get(j->opts.kube, w->ns, w->pod, &w->p, errmsg);
+	enum err rc;
+
+	if (janitor_excluded(j, w->ns)) {
+		skip(j, w, "excluded");
+		return ERR_OK;
+	}
+	rc = kube_pod_get(j->opts.kube, w->ns, w->pod, &w->p, errmsg);
 
 	if (rc == ERR_NOTFOUND) {
 		skip(j, w, "gone");
@@ -443,10 +449,6 @@ static enum err mark(struct janitor *j, struct work *w, struct buf *errmsg)
 		skip(j, w, "no-policy");
 		return ERR_OK;
 	}
-	if (janitor_excluded(j, w->ns)) {
-		skip(j, w, "excluded");
-		return ERR_OK;
-	}
 	rc = get_pod(j, w, errmsg);
 	if (rc || w->skip)
 		return rc;
@@ -525,10 +527,6 @@ static enum err unmark(struct janitor *j, struct work *w, struct buf *errmsg)
 	int64_t cancelled = 0;
 	enum err rc;
 
-	if (janitor_excluded(j, w->ns)) {
-		skip(j, w, "excluded");
-		return ERR_OK;
-	}
 	rc = get_pod(j, w, errmsg);
 	if (rc || w->skip)
 		return rc;

@@ -99,18 +99,14 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 		rc = outbox_unreadable(errmsg);
 		goto out;
 	}
-	v.namespace = pod->namespace;
-	v.pod = pod->name;
-	v.uid = pod->uid;
-	v.owner = owner;
-	v.action = action;
-	v.reason = reason;
-	v.why = why;
-	/* A late notice (a person's annotation, a janitor that was down) still gives lead_ms. */
-	v.expires_ms = expiry_ms > now + lead_ms ? expiry_ms : now + lead_ms;
-	v.grace_ms = grace_ms;
-	v.postponed = janitor_postponed_count(pod);
-	v.created_ms = pod->creation_ms;
+	v = (struct jtext_view){
+		.namespace = pod->namespace, .pod = pod->name, .uid = pod->uid, .owner = owner,
+		.action = action, .reason = reason, .why = why,
+		/* A late notice (an annotation, a janitor that was down) still gives lead_ms. */
+		.expires_ms = expiry_ms > now + lead_ms ? expiry_ms : now + lead_ms,
+		.grace_ms = grace_ms, .postponed = janitor_postponed_count(pod),
+		.created_ms = pod->creation_ms,
+	};
 	rc = render(j, JT_NOTICE, &v, now, &text, errmsg);
 	if (rc)
 		goto out;

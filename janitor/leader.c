@@ -216,15 +216,10 @@ static int observed_is_ours(const struct janitor_leader *l)
 /* The record we write at t_ms, before acquireTime and leaseTransitions are settled. */
 static struct kube_lease our_record(const struct janitor_leader *l, int64_t t_ms)
 {
-	struct kube_lease r = { 0 };
-
-	r.namespace = l->ns;
-	r.name = l->name;
-	r.holder = l->identity;
-	r.duration_s = l->lease_s;
-	r.acquire_ms = t_ms;
-	r.renew_ms = t_ms;
-	return r;
+	return (struct kube_lease){
+		.namespace = l->ns, .name = l->name, .holder = l->identity,
+		.duration_s = l->lease_s, .acquire_ms = t_ms, .renew_ms = t_ms,
+	};
 }
 
 /* PUT rec; on success the answer becomes the observed record. */
