@@ -123,23 +123,31 @@ static json_t *build_view(const struct jtext_view *v, int64_t now_ms)
 	return view;
 }
 
+/* Render the template which over view (taken: released here) into out, as Slack text. */
+static enum err render_view(struct janitor *j, enum jtext which, json_t *view, struct buf *out,
+			    struct buf *errmsg)
+{
+	struct mustache_options mo = MUSTACHE_OPTIONS_INIT;
+	enum err rc;
+
+	mo.escape = MUSTACHE_ESCAPE_SLACK;
+	mo.max_out_bytes = TEXT_MAX_BYTES;
+	rc = mustache_render_compiled(j->tmpl[which], view, &mo, out, errmsg);
+	json_decref(view);
+	return rc;
+}
+
 enum err janitor_render(struct janitor *j, enum jtext which, const struct jtext_view *v,
 			int64_t now_ms, struct buf *out, struct buf *errmsg)
 {
-	struct mustache_options mo = MUSTACHE_OPTIONS_INIT;
 	json_t *view = build_view(v, now_ms);
-	enum err rc;
 
 	/* Invalid UTF-8 from a label would make json_pack fail: nothing to send then. */
 	if (!view) {
 		buf_setf(errmsg, "cannot build the Slack view of pod %s/%s", v->namespace, v->pod);
 		return ERR_INVALID;
 	}
-	mo.escape = MUSTACHE_ESCAPE_SLACK;
-	mo.max_out_bytes = TEXT_MAX_BYTES;
-	rc = mustache_render_compiled(j->tmpl[which], view, &mo, out, errmsg);
-	json_decref(view);
-	return rc;
+	return render_view(j, which, view, out, errmsg);
 }
 
 char *janitor_render_line(const struct jtext_view *v)
@@ -183,9 +191,7 @@ enum err janitor_render_digest(struct janitor *j, const char *const *lines, size
 			       int parts, size_t total, int64_t now_ms, struct buf *out,
 			       struct buf *errmsg)
 {
-	struct mustache_options mo = MUSTACHE_OPTIONS_INIT;
 	json_t *pods = json_array(), *view;
-	enum err rc;
 
 	for (size_t i = 0; i < n; i++) {
 		json_t *p = line_view(lines[i], now_ms);
@@ -204,9 +210,5 @@ enum err janitor_render_digest(struct janitor *j, const char *const *lines, size
 		buf_setf(errmsg, "cannot build the Slack view of a digest");
 		return ERR_INVALID;
 	}
-	mo.escape = MUSTACHE_ESCAPE_SLACK;
-	mo.max_out_bytes = TEXT_MAX_BYTES;
-	rc = mustache_render_compiled(j->tmpl[JT_DIGEST], view, &mo, out, errmsg);
-	json_decref(view);
-	return rc;
+	return render_view(j, JT_DIGEST, view, out, errmsg);
 }
