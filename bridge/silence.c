@@ -679,6 +679,30 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 	if (!*cmd || !*j->login || !*j->repo || j->number <= 0 || j->comment_id <= 0)
 		return dead(s, j, "invalid silence command payload");
 	reply_note_take(j);
+	{
+		/* The signature covers the body, not X-GitHub-Delivery: act once per comment. */
+		struct buf key = BUF_INIT;
+		int fresh = 0;
+		enum err rc;
+
+		(void)buf_printf(&key, "comment:%lld", (long long)j->comment_id);
+		rc = store_command_take(s->opts.store, buf_str(&key), j->ev.received_at_ms,
+					j->now_ms, cfg->database_retention_ms, &fresh);
+		buf_release(&key);
+		if (rc != ERR_OK)
+			return -1;  /* logged */
+		if (!fresh) {
+			struct log_line *l = log_begin(LOG_WARN, "github command ignored: its "
+						       "comment was acted on before (a replay)");
+
+			log_int(l, "comment_id", j->comment_id);
+			log_str(l, "login", j->login);
+			log_str(l, "repo", j->repo);
+			log_end(l);
+			return store_event_done(s->opts.store, j->ev.id, NULL, NULL) == ERR_DB ? -1
+											       : 1;
+		}
+	}
 	j->rcv = cfg_receiver_find(cfg, j->ev.receiver);
 	if (!j->rcv)
 		return dead(s, j, "receiver no longer configured");

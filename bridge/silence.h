@@ -12,6 +12,10 @@
  * "unsilence" | "unknown" | "invalid", "login", "comment_id", "repo",
  * "number", "issue_url", "duration_ms", "reason", "word", "error"}.
  *
+ * Once per comment: a command whose comment ID another command took before
+ * (store_command_take(): the signed body resent under a new
+ * X-GitHub-Delivery) is done without acting or answering.
+ *
  * Exactly once: before its POST a silence writes the progress note
  * "post~"; a retry with that note (a timeout, a 5xx, a crash, a failover)
  * first asks Alertmanager for the silences with the same matchers, and adopts

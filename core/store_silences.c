@@ -48,6 +48,44 @@ enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, i
 	return done(rc, "take delivery", &msg);
 }
 
+enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
+			    int64_t keep_ms, int *fresh)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *rows = NULL;
+	enum err rc;
+
+	*fresh = 0;
+	if (!st || store_empty(key))
+		return ERR_INVALID;
+	rc = store_txn_begin(st, &msg);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
+			      "prune deliveries", &msg, NULL, "i", now_ms - keep_ms);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
+			      "ON CONFLICT (id) DO NOTHING", "take command", &msg, NULL, "ti", key,
+			      at_ms);
+	if (rc == ERR_OK && db_changes(st->db) != 1) {
+		rc = store_sq(st, "SELECT received_at_ms FROM gh_deliveries WHERE id = ?1",
+			      "take command", &msg, &rows, "t", key);
+		if (rc == ERR_OK) {
+			rc = store_step_row(st, rows, "take command", &msg);
+			if (rc == ERR_OK)
+				*fresh = db_col_int(rows, 0) == at_ms;
+			else if (rc == ERR_NOTFOUND)
+				rc = ERR_OK;  /* cannot be: the row was there */
+			db_finalize(rows);
+		}
+	} else if (rc == ERR_OK) {
+		*fresh = 1;
+	}
+	rc = store_txn_end(st, rc, &msg);
+	if (rc != ERR_OK)
+		*fresh = 0;
+	return done(rc, "take command", &msg);
+}
+
 enum err store_delivery_drop(struct store *st, const char *id)
 {
 	struct buf msg = BUF_INIT;

@@ -25,6 +25,17 @@ enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, i
 			     int *fresh) WARN_UNUSED;
 /* Forget delivery id again (its work could not be queued).  Errors: as above. */
 enum err store_delivery_drop(struct store *st, const char *id) WARN_UNUSED;
+/*
+ * Take key (e.g. "comment:ID", a GitHub comment's ID) for the queued command
+ * received at at_ms, in the same table as the deliveries (and pruned with
+ * them, by now_ms - keep_ms): *fresh = 1 when no command took it before (it
+ * is now) or this one did (the same at_ms: a retry of this command), 0 when
+ * another command did: the same signed body sent again under a new
+ * X-GitHub-Delivery, which the signature does not cover.
+ * Errors: ERR_INVALID (st NULL, key empty), ERR_DB (logged; nothing taken).
+ */
+enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
+			    int64_t keep_ms, int *fresh) WARN_UNUSED;
 
 /*
  * The map row that points at issue number of repo ("owner/name", compared

@@ -8,7 +8,8 @@ GitHub-Hookshot/...).  `/silence 2h rollout` by a MEMBER makes one silence in Al
 matchers are the alert's labels, createdBy the login, the comment the reason and the issue's URL,
 and Alertmanager then shows the alert suppressed by it; alertbridge answers on the issue with
 the link {externalURL}/#/silences/{id}.  `/unsilence` expires it and says so.  Bad input changes
-nothing: no or a bad signature (401), a replayed delivery (200 duplicate), an untracked issue
+nothing: no or a bad signature (401), a replayed delivery (200 duplicate; under a new delivery
+ID: accepted, and the worker does nothing for a comment already acted on), an untracked issue
 (200 untracked), a CONTRIBUTOR (200 not_allowed, no reply), an unknown command or a bad
 duration (a short reply).  A reload re-reads the secret file.  Through a proxy in front of the
 real Alertmanager: a POST whose answer is lost (502 after Alertmanager made it) makes no second
@@ -211,6 +212,7 @@ def silence_made_once_and_answered():
     check(s["comment"].startswith("rollout in progress https://github.com/%s/issues/%d"
                                   % (REPO, st["number"])), "comment", s["comment"])
     st["silence_id"] = s["id"]
+    st["silence_payload"] = payload
     reply = poll(replies, "alertbridge's answer on the issue", timeout_s=30)
     eq(len(reply), 1, "one reply")
     text = reply[0]["body"]
@@ -235,6 +237,26 @@ def silence_made_once_and_answered():
     status, body, _ = hook("issue_comment", own)
     eq((status, body), (200, {"status": "own_comment"}), "its own reply")
     eq(metric("alertbridge_silences_total", outcome="created"), 1.0, "created counted")
+
+
+@run.case
+def replayed_body_under_a_new_delivery_id_does_nothing():
+    """The signature covers the body, not X-GitHub-Delivery: a captured delivery sent again
+    with a fresh delivery ID passes the webhook's checks, but its comment was acted on
+    already, so the worker makes no second silence and no second reply."""
+    n = len(replies())
+    done = db_rows(st["ab"].db, "SELECT count(*) FROM events WHERE kind = 'silence' AND "
+                   "state = 'done'")[0][0]
+    payload = st["silence_payload"]
+    status, body, _ = hook("issue_comment", payload)
+    eq(status, 202, "accepted by the webhook (a new delivery ID)")
+    poll(lambda: db_rows(st["ab"].db, "SELECT count(*) FROM events WHERE kind = 'silence' "
+                         "AND state = 'done'")[0][0] > done, "the command handled",
+         timeout_s=30)
+    time.sleep(0.3)
+    eq([s["id"] for s in am_silences() if s["status"]["state"] == "active"],
+       [st["silence_id"]], "no second silence")
+    eq(len(replies()), n, "no second reply")
 
 
 @run.case
@@ -270,7 +292,7 @@ def unsilence_expires_it():
     event("reply: %r" % r[0]["body"])
     check(st["silence_id"] in r[0]["body"], "names the silence", r[0]["body"])
     eq(metric("alertbridge_silences_total", outcome="expired"), 1.0, "expired counted")
-    eq(len(replies()), 4, "one reply per command")
+    eq(len(replies()), 4, "one reply per command (none for the replay)")
 
 
 @run.case

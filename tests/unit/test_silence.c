@@ -361,6 +361,36 @@ static void storm_silence_covers_every_folded_alert(void **state)
 	fake_http_stop(gh);
 }
 
+/*
+ * The same command body queued again (a captured delivery resent under a new
+ * X-GitHub-Delivery, which the signature does not cover): handled once, the
+ * second one done without a call to Alertmanager or a reply.
+ */
+static void replayed_command_is_done_without_acting(void **state)
+{
+	struct fixture *f = *state;
+	struct env e;
+	struct store_event ev;
+	struct buf msg = BUF_INIT;
+	int64_t now = INT64_C(1700000003000);
+
+	env_start(&e, f, "alert");
+	ev = sfx_mkev(SILENCE_QUEUE, "g", KEY, "firing");
+	ev.payload = (char *)command;
+	ev.received_at_ms += 1000;
+	assert_int_equal(store_enqueue(e.st, &ev, 1, &msg), ERR_OK);
+	fake_http_push(e.am, 200, "Content-Type: application/json", "{\"silenceID\":\"sil-1\"}");
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, now), 1);
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, now), 1);
+	assert_int_equal(silence_step(e.s, e.cfg, e.gh, now), 0);
+	assert_int_equal(fake_http_count(e.am), 1);
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events WHERE kind = "
+					      "'silence' AND state = 'done'"), 2);
+	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM silences"), 1);
+	buf_release(&msg);
+	env_stop(&e);
+}
+
 static int setup_all(void **state)
 {
 	(void)state;
@@ -375,6 +405,7 @@ int main(void)
 		SFX_TEST(refused_silence_leaves_the_row_and_map_retry_requeues_it),
 		SFX_TEST(refused_silence_is_answered_and_listed),
 		SFX_TEST(storm_silence_covers_every_folded_alert),
+		SFX_TEST(replayed_command_is_done_without_acting),
 	};
 
 	return cmocka_run_group_tests(tests, setup_all, NULL);
