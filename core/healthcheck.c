@@ -45,10 +45,8 @@ enum err healthcheck_url(const char *listen_address, int tls, struct buf *out,
 enum err healthcheck_probe(const char *listen_address, int tls, int64_t timeout_ms,
 			   struct buf *errmsg)
 {
-	struct http_client_options opts = { 0 };
 	struct http_request req = HTTP_REQUEST_INIT;
 	struct http_response res;
-	struct http_client *c = NULL;
 	struct buf url = BUF_INIT;
 	char ua[128];
 	const char *headers[2] = { ua, NULL };
@@ -59,15 +57,12 @@ enum err healthcheck_probe(const char *listen_address, int tls, int64_t timeout_
 	if (rc)
 		goto out;
 	snprintf(ua, sizeof(ua), "User-Agent: %s (healthcheck)", version_user_agent());
-	opts.insecure = tls;
-	opts.max_body_bytes = 4096;
-	c = http_client_new(&opts);
 	req.method = "GET";
 	req.url = buf_str(&url);
 	req.headers = headers;
 	req.timeout_ms = timeout_ms;
 	req.connect_timeout_ms = timeout_ms;
-	rc = http_do(c, &req, &res, errmsg);
+	rc = http_do_local(&req, &res, errmsg);
 	if (rc)
 		goto out;
 	if (res.status != 200) {
@@ -76,7 +71,6 @@ enum err healthcheck_probe(const char *listen_address, int tls, int64_t timeout_
 	}
 out:
 	http_response_release(&res);
-	http_client_free(c);
 	buf_release(&url);
 	return rc;
 }

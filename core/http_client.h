@@ -156,4 +156,13 @@ enum err http_url_unescape(const char *s, size_t n, struct buf *out)
 enum err http_do(struct http_client *c, const struct http_request *req,
 		 struct http_response *res, struct buf *errmsg) WARN_UNUSED;
 
+/*
+ * One request to alertbridge's own listener (the healthcheck, the map
+ * commands): http_do() of req on a client of its own, freed before it
+ * returns, that checks no certificate (insecure: the listener's own, often
+ * self-signed) and takes answers up to 4 KiB.  Same res and errors.
+ */
+enum err http_do_local(const struct http_request *req, struct http_response *res,
+		       struct buf *errmsg) WARN_UNUSED;
+
 #endif

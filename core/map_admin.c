@@ -194,10 +194,8 @@ static void query_value(struct buf *out, const char *v)
 static int run_remote(const struct serve_lock_holder *h, enum map_admin_op op,
 		      const struct config *cfg, const char *receiver, const char *key)
 {
-	struct http_client_options opts = { 0 };
 	struct http_request req = HTTP_REQUEST_INIT;
 	struct http_response res;
-	struct http_client *c = NULL;
 	struct buf url = BUF_INIT, auth = BUF_INIT, err = BUF_INIT;
 	char ua[128];
 	const char *headers[3] = { ua, NULL, NULL };
@@ -222,14 +220,11 @@ static int run_remote(const struct serve_lock_holder *h, enum map_admin_op op,
 	authorization(cfg, &auth);
 	if (auth.len)
 		headers[1] = buf_str(&auth);
-	opts.insecure = 1;
-	opts.max_body_bytes = 4096;
-	c = http_client_new(&opts);
 	req.method = "POST";
 	req.url = buf_str(&url);
 	req.headers = headers;
 	req.timeout_ms = REMOTE_TIMEOUT_MS;
-	if (http_do(c, &req, &res, &err)) {
+	if (http_do_local(&req, &res, &err)) {
 		fprintf(stderr, "alertbridge: the service holding the database (process %ld): %s\n",
 			h->pid, buf_str(&err));
 		goto out;
@@ -248,7 +243,6 @@ static int run_remote(const struct serve_lock_holder *h, enum map_admin_op op,
 	}
 out:
 	http_response_release(&res);
-	http_client_free(c);
 	buf_release(&url);
 	buf_release(&auth);
 	buf_release(&err);
