@@ -23,6 +23,23 @@ static enum err done(enum err rc, const char *what, struct buf *msg)
 	return rc;
 }
 
+/*
+ * In the caller's transaction: forget the ids taken before prune_before_ms,
+ * then insert id taken at at_ms unless it is there (db_changes() 1: it was
+ * not).  what names the insert in errors.
+ */
+static enum err insert_taken(struct store *st, const char *id, int64_t at_ms,
+			     int64_t prune_before_ms, const char *what, struct buf *msg)
+{
+	enum err rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
+			       "prune deliveries", msg, NULL, "i", prune_before_ms);
+
+	if (rc == ERR_OK)
+		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
+			      "ON CONFLICT (id) DO NOTHING", what, msg, NULL, "ti", id, at_ms);
+	return rc;
+}
+
 enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
 			     int *fresh)
 {
@@ -34,12 +51,7 @@ enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, i
 		return ERR_INVALID;
 	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
-		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
-			      "prune deliveries", &msg, NULL, "i", now_ms - keep_ms);
-	if (rc == ERR_OK)
-		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
-			      "ON CONFLICT (id) DO NOTHING", "take delivery", &msg, NULL, "ti", id,
-			      now_ms);
+		rc = insert_taken(st, id, now_ms, now_ms - keep_ms, "take delivery", &msg);
 	if (rc == ERR_OK)
 		*fresh = db_changes(st->db) == 1;
 	rc = store_txn_end(st, rc, &msg);
@@ -60,12 +72,7 @@ enum err store_command_take(struct store *st, const char *key, int64_t at_ms, in
 		return ERR_INVALID;
 	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
-		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
-			      "prune deliveries", &msg, NULL, "i", now_ms - keep_ms);
-	if (rc == ERR_OK)
-		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
-			      "ON CONFLICT (id) DO NOTHING", "take command", &msg, NULL, "ti", key,
-			      at_ms);
+		rc = insert_taken(st, key, at_ms, now_ms - keep_ms, "take command", &msg);
 	if (rc == ERR_OK && db_changes(st->db) != 1) {
 		rc = store_sq(st, "SELECT received_at_ms FROM gh_deliveries WHERE id = ?1",
 			      "take command", &msg, &rows, "t", key);
