@@ -648,3 +648,114 @@ def db_rows(db, sql, args=()):
         return con.execute(sql, args).fetchall()
     finally:
         con.close()
+
+
+# ----- the files of a test's alertbridge --------------------------------------------------------
+def write_files(directory, files):
+    """Write each (name, text) of files into directory, the text and a newline: tokens and
+    templates as alertbridge reads them."""
+    for name, text in files:
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(text + "\n")
+
+
+def config_head(port):
+    """The first lines of a test's alertbridge.yml: listening on 127.0.0.1:port, the database
+    alertbridge.db beside it, debug logs as logfmt, the webhook's token in webhook-token."""
+    return ("listen_address: 127.0.0.1:%d\n"
+            "database: alertbridge.db\n"
+            "log: {level: debug, format: logfmt}\n"
+            "webhook: {bearer_token_file: webhook-token}\n" % port)
+
+
+def run_cases(run, binary=ALERTBRIDGE):
+    """A test script's main(): run's cases, or one failure when the alertbridge binary is not
+    there (ALERTBRIDGE_BIN unset or wrong)."""
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % binary)
+        print("0 passed, 1 failed")
+        return 1
+    return run.run()
+
+
+import contextlib  # noqa: E402
+import shutil  # noqa: E402
+
+
+@contextlib.contextmanager
+def alertbridge_run(ab, tmp, *others):
+    """A test's run of the alertbridge ab: when the with-block fails, the last 60 lines of its
+    log are printed; after it, ab is stopped (if still running), then each of others (their
+    stop(): the fakes), and the directory tmp removed."""
+    try:
+        yield ab
+    except BaseException:
+        print_tail("alertbridge log", ab.tail(60))
+        raise
+    finally:
+        if ab.alive():
+            ab.stop()
+        for other in others:
+            other.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_file(directory, name, text):
+    """Write text as the file name in directory; its path."""
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def start_alertbridge(binary, config, directory, url, log_name="alertbridge.log"):
+    """`binary serve --config.file=config` started in directory (without GITHUB_TOKEN in its
+    environment: the config's token file is what counts), its log directory/log_name; ready
+    once url/-/ready answers (30 s at the most).  Its Proc."""
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        raise Failure("alertbridge binary not found or not executable: %s (set ALERTBRIDGE_BIN)"
+                      % binary)
+    proc = Proc("alertbridge", [binary, "serve", "--config.file=" + config],
+                os.path.join(directory, log_name),
+                env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}, cwd=directory)
+    proc.start()
+    wait_ready(proc, url + "/-/ready", timeout_s=30)
+    return proc
+
+
+def stop_all(stops, directory):
+    """Call each of stops in turn, going on past an error (said as an event), then remove the
+    directory: a stack's teardown."""
+    for stop in stops:
+        try:
+            stop()
+        except Exception as e:  # keep stopping the rest
+            event("cleanup error: %s" % e)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def resolved(alert):
+    """The same alert, resolved: endsAt a second ago (as Prometheus sends a resolution)."""
+    r = dict(alert)
+    r["endsAt"] = iso_ms(time.time() - 1)
+    return r
+
+
+def stacks_run(run, stacks, tail_lines):
+    """Run run's cases on stacks, a list of (directory, FakeGitHub, Alertbridge) the cases fill:
+    on a failure the last tail_lines of each alertbridge's log are printed; at the end each is
+    stopped, its fake GitHub too, and its directory removed.  The exit code."""
+    def on_failure(name):
+        for d, gh, ab in stacks:
+            print_tail("alertbridge log (%s)" % name, ab.tail(tail_lines))
+
+    def cleanup():
+        for d, gh, ab in stacks:
+            try:
+                if ab.alive():
+                    ab.stop()
+            finally:
+                gh.stop()
+                shutil.rmtree(d, ignore_errors=True)
+
+    return run.run(on_failure=on_failure, after=cleanup)

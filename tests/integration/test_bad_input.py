@@ -32,8 +32,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_kube import FakeKube  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
-                     iso_ms, poll, print_tail, wait_ready)
+from harness import (Failure, Runner, check, eq, event, free_port, http,  # noqa: E402
+                     iso_ms, poll, print_tail)
+from harness import start_alertbridge, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 HOOK_TOKEN = "bad-input-webhook-secret"
@@ -348,10 +349,7 @@ def cases():
 # ----- the stack -------------------------------------------------------------------------------
 
 def write(name, text):
-    p = os.path.join(S["dir"], name)
-    with open(p, "w") as f:
-        f.write(text)
-    return p
+    return write_file(S["dir"], name, text)
 
 
 def config_text(port):
@@ -434,12 +432,7 @@ def start_stack():
     write("webhook-token", HOOK_TOKEN + "\n")
     S["config"] = write("alertbridge.yml", config_text(port))
     S["db"] = os.path.join(S["dir"], "alertbridge.db")
-    S["proc"] = Proc("alertbridge", [BIN, "serve", "--config.file=" + S["config"]],
-                     os.path.join(S["dir"], "alertbridge.log"),
-                     env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                     cwd=S["dir"])
-    S["proc"].start()
-    wait_ready(S["proc"], S["url"] + "/-/ready", timeout_s=30)
+    S["proc"] = start_alertbridge(BIN, S["config"], S["dir"], S["url"])
 
 
 def stop_stack():

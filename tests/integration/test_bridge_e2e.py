@@ -13,7 +13,6 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 """
 
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -24,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
                      event, free_port, http, iso_ms, poll, print_tail, short, wait_ready)
+from harness import resolved, stop_all, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/cluster-alerts"
@@ -53,13 +53,6 @@ def alert(name="E2eDiskFull", container="db", pod="db-0", namespace="prod",
     if ends is not None:
         a["endsAt"] = iso_ms(ends)
     return a
-
-
-def resolved(a):
-    """The same alert, resolved: endsAt in the past (as Prometheus sends a resolution)."""
-    r = dict(a)
-    r["endsAt"] = iso_ms(time.time() - 1)
-    return r
 
 
 def expect_title(a):
@@ -102,10 +95,7 @@ class Stack:
                                repeat_interval=repeat_interval)
 
     def _write(self, name, text):
-        p = os.path.join(self.dir, name)
-        with open(p, "w") as f:
-            f.write(text)
-        return p
+        return write_file(self.dir, name, text)
 
     def _config(self):
         # Relative paths resolve against this file's directory (DESIGN.md "Configuration").
@@ -164,13 +154,8 @@ class Stack:
             if et is not None:
                 self.post_mortem()
         finally:
-            for stop in (lambda: self.am.stop(), lambda: self.ab and self.ab.stop(),
-                         self.proxy.stop, self.gh.stop):
-                try:
-                    stop()
-                except Exception as e:  # keep stopping the rest
-                    event("cleanup error: %s" % e)
-            shutil.rmtree(self.dir, ignore_errors=True)
+            stop_all((lambda: self.am.stop(), lambda: self.ab and self.ab.stop(),
+                      self.proxy.stop, self.gh.stop), self.dir)
         return False
 
     def post_mortem(self):

@@ -31,6 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
+from harness import config_head, write_files  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/faults"
@@ -57,17 +58,12 @@ class Stack:
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=60).start()
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        for name, text in (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
-                           ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                           ("body.mustache", "{{annotations.summary}}\n")):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
+        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
+                               ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
+                               ("body.mustache", "{{annotations.summary}}\n")))
         self.config = os.path.join(self.dir, "alertbridge.yml")
         with open(self.config, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
+            f.write(config_head(self.port) +
                     "github:\n"
                     "  api_url: %s\n"
                     "  token_file: github-token\n"
@@ -80,7 +76,7 @@ class Stack:
                     "    auto_close: true\n"
                     "    reopen_window: 7d\n"
                     "    templates: {title: title.mustache, body: body.mustache}\n"
-                    % (self.port, self.gh.url, BUDGET, RECEIVER, REPO))
+                    % (self.gh.url, BUDGET, RECEIVER, REPO))
         self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config,
                                        "--test.second-ms=%d" % SECOND_MS],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,

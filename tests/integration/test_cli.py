@@ -15,6 +15,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Proc, Runner, check, eq, event, free_port, http, poll, wait_ready)  # noqa: E402
+from harness import write_file  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC", os.getcwd())
 BIN = os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge"))
@@ -31,10 +32,7 @@ def ab(*args, cwd=TMP, timeout=20):
 
 
 def write(name, text):
-    path = os.path.join(TMP, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return write_file(TMP, name, text)
 
 
 @runner.case

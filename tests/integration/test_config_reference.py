@@ -19,6 +19,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Runner, check, eq  # noqa: E402
+from harness import write_file  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -39,10 +40,7 @@ def ab(*args, timeout=20):
 
 
 def write(name, text):
-    path = os.path.join(TMP, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+    return write_file(TMP, name, text)
 
 
 def reference():

@@ -20,7 +20,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline, the figures, a
 
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -29,7 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Runner, check, eq, event, iso_ms, poll,  # noqa: E402
-                     print_tail, webhook_payload)
+                     webhook_payload)
+from harness import stacks_run  # noqa: E402
 
 REPO = "acme/costs"
 TOKEN = "ghs_costsToken0123456789"
@@ -163,20 +163,5 @@ def rebuild_without_a_login_filters_by_labels():
     ab.stop()
 
 
-def on_failure(name):
-    for d, gh, ab in STACKS:
-        print_tail("alertbridge log (%s)" % name, ab.tail(60))
-
-
-def cleanup():
-    for d, gh, ab in STACKS:
-        try:
-            if ab.alive():
-                ab.stop()
-        finally:
-            gh.stop()
-            shutil.rmtree(d, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(run.run(on_failure=on_failure, after=cleanup))
+    sys.exit(stacks_run(run, STACKS, 60))

@@ -20,7 +20,6 @@ Prints the Slack call counts and, last, "N passed, N failed".  Env: ALERTBRIDGE_
 
 import os
 import re
-import shutil
 import sqlite3
 import sys
 import tempfile
@@ -30,8 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
-                     kill9, poll, print_tail, wait_ready)
+from harness import (Failure, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
+                     kill9, poll, print_tail)
+from harness import start_alertbridge, stop_all  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "digest-kube-token"
@@ -88,24 +88,13 @@ class Stack:
         self.runs = 0
 
     def start(self):
-        if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-            raise Failure("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
         self.runs += 1
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config],
-                       os.path.join(self.dir, "alertbridge-%d.log" % self.runs),
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                       cwd=self.dir)
-        self.ab.start()
-        wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
+        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url,
+                                    log_name="alertbridge-%d.log" % self.runs)
         return self
 
     def stop(self):
-        for stop in (lambda: self.ab and self.ab.stop(), self.kube.stop, self.slack.stop):
-            try:
-                stop()
-            except Exception as e:  # keep stopping the rest
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_all((lambda: self.ab and self.ab.stop(), self.kube.stop, self.slack.stop), self.dir)
 
     def post_mortem(self):
         if self.ab is not None:

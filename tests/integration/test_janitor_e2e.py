@@ -19,7 +19,6 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 import calendar
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
                      event, free_port, iso_ms, poll, print_tail, short, wait_ready)
+from harness import resolved, stop_all, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "e2e-kube-token"
@@ -70,12 +70,6 @@ def alert(name, ns, pod, uid, summary=None, ends=None):
     return a
 
 
-def resolved(a):
-    r = dict(a)
-    r["endsAt"] = iso_ms(time.time() - 1)
-    return r
-
-
 class Stack:
     """fake kube + fake slack + alertbridge + recording proxy + Alertmanager in a temp dir."""
 
@@ -103,10 +97,7 @@ class Stack:
                                receiver="default", janitor_url=base + "/v1/janitor/webhook")
 
     def _write(self, name, text):
-        p = os.path.join(self.dir, name)
-        with open(p, "w") as f:
-            f.write(text)
-        return p
+        return write_file(self.dir, name, text)
 
     def _config(self):
         return ("listen_address: 127.0.0.1:%d\n"
@@ -164,13 +155,8 @@ class Stack:
         return self
 
     def stop(self):
-        for stop in (self.am.stop, lambda: self.ab and self.ab.stop(), self.proxy.stop,
-                     self.kube.stop, self.slack.stop):
-            try:
-                stop()
-            except Exception as e:  # keep stopping the rest
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_all((self.am.stop, lambda: self.ab and self.ab.stop(), self.proxy.stop,
+                  self.kube.stop, self.slack.stop), self.dir)
 
     def post_mortem(self, what):
         print("===== post-mortem of %s (stack %s) =====" % (what, self.name))

@@ -23,7 +23,6 @@ import calendar
 import json
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -33,8 +32,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
+from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
+from harness import config_head, start_alertbridge, stop_all, write_files  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "faults-kube-token"
@@ -73,15 +73,10 @@ class Stack:
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        for name, text in (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
+        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN)))
         self.config = os.path.join(self.dir, "alertbridge.yml")
         with open(self.config, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
+            f.write(config_head(self.port) +
                     "janitor:\n"
                     "  enabled: true\n"
                     "  dry_run: false\n"
@@ -94,29 +89,17 @@ class Stack:
                     "default_channel: \"#gpu\", owner_label: owner}\n"
                     "  leader_election: {enabled: true, namespace: alertbridge, "
                     "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
-                    % (self.port, SWEEP_S, GPU, GRACE_S, NOTICE_LEAD_S, self.slack.api_url,
+                    % (SWEEP_S, GPU, GRACE_S, NOTICE_LEAD_S, self.slack.api_url,
                        LEASE_S, IDENTITY))
         self.ab = None
 
     def start(self):
-        if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-            raise Failure("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config],
-                       os.path.join(self.dir, "alertbridge.log"),
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                       cwd=self.dir)
-        self.ab.start()
-        wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
+        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)
         event("alertbridge ready (leading the Lease) on %s" % self.url)
         return self
 
     def stop(self):
-        for stop in (lambda: self.ab and self.ab.stop(), self.kube.stop, self.slack.stop):
-            try:
-                stop()
-            except Exception as e:  # keep stopping the rest
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_all((lambda: self.ab and self.ab.stop(), self.kube.stop, self.slack.stop), self.dir)
 
     def post_mortem(self):
         if self.ab is not None:
@@ -359,10 +342,7 @@ def replica(name, dirpath, kube, gh, gh_repo):
     port = free_port()
     config = os.path.join(dirpath, "alertbridge.yml")
     with open(config, "w") as f:
-        f.write("listen_address: 127.0.0.1:%d\n"
-                "database: alertbridge.db\n"
-                "log: {level: debug, format: logfmt}\n"
-                "webhook: {bearer_token_file: webhook-token}\n"
+        f.write(config_head(port) +
                 "github: {api_url: %s, token_file: github-token, content_per_minute: 80}\n"
                 "receivers: [{name: default, repo: %s}]\n"
                 "janitor:\n"
@@ -370,7 +350,7 @@ def replica(name, dirpath, kube, gh, gh_repo):
                 "  kubernetes: {kubeconfig: kubeconfig}\n"
                 "  leader_election: {enabled: true, namespace: alertbridge, "
                 "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
-                % (port, gh.url, gh_repo, LEASE_S, name))
+                % (gh.url, gh_repo, LEASE_S, name))
     proc = Proc(name, [BIN, "serve", "--config.file=" + config],
                 os.path.join(dirpath, "alertbridge.log"),
                 env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}, cwd=dirpath)
@@ -433,12 +413,7 @@ def two_replicas_only_the_leader_calls_github():
                 print_tail("%s log (last 40 lines)" % p.name, p.tail(40))
         raise
     finally:
-        for stop in (lambda: a and a.stop(), lambda: b and b.stop(), kube.stop, gh.stop):
-            try:
-                stop()
-            except Exception as e:  # keep stopping the rest
-                event("cleanup error: %s" % e)
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all((lambda: a and a.stop(), lambda: b and b.stop(), kube.stop, gh.stop), tmp)
 
 
 figures = {}

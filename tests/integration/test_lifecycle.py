@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
                      print_tail)
+from harness import config_head  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))  # as harness's
 REPO = "acme/lifecycle"
@@ -66,10 +67,7 @@ class Stack:
         rcv = "".join("  - name: %s\n    repo: %s\n    auto_close: true\n%s" % (n, REPO, extra)
                       for n, extra in self.receivers)
         with open(self.config, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
+            f.write(config_head(self.ab.port) +
                     "github:\n"
                     "  api_url: %s\n"
                     "  token_file: github-token\n"
@@ -78,7 +76,7 @@ class Stack:
                     "  dry_run: %s\n"
                     "receivers:\n%s"
                     "janitor: {enabled: false}\n"
-                    % (self.ab.port, self.gh.url, "true" if dry_run else "false", rcv))
+                    % (self.gh.url, "true" if dry_run else "false", rcv))
 
     def start(self):
         self.ab.start()

@@ -39,6 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
+from harness import config_head, run_cases, write_files  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/lostdb"
@@ -58,17 +59,12 @@ class Stack:
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.db = os.path.join(self.dir, "alertbridge.db")
-        for name, text in (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
-                           ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                           ("body.mustache", "{{annotations.summary}}\n")):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
+        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
+                               ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
+                               ("body.mustache", "{{annotations.summary}}\n")))
         self.config = os.path.join(self.dir, "alertbridge.yml")
         with open(self.config, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
+            f.write(config_head(self.port) +
                     "github:\n"
                     "  api_url: %s\n"
                     "  token_file: github-token\n"
@@ -76,7 +72,7 @@ class Stack:
                     "  timeout: 5s\n"
                     "  body_update_interval: 1s\n"
                     "receivers:\n"
-                    % (self.port, self.gh.url))
+                    % self.gh.url)
             for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]:
                 f.write("  - name: %s\n"
                         "    repo: %s\n"
@@ -377,11 +373,7 @@ def group_episode_survives_the_rebuild():
 
 
 def main():
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
-        print("0 passed, 1 failed")
-        return 1
-    return run.run()
+    return run_cases(run, BIN)
 
 
 if __name__ == "__main__":

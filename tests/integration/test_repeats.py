@@ -14,7 +14,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -25,7 +24,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, eq, http, iso_ms, poll,  # noqa: E402
-                     print_tail, webhook_payload)
+                     webhook_payload)
+from harness import alertbridge_run, run_cases  # noqa: E402
 
 REPO = "acme/repeats"
 GH_TOKEN = "ghs_repeatsToken0123456789"
@@ -76,7 +76,7 @@ def repeats_add_no_event_across_restarts_and_forget():
     tmp = tempfile.mkdtemp(prefix="ab-repeats-")
     gh = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
     ab = Alertbridge(tmp, gh.url, GH_TOKEN, REPO, receiver=RECEIVER)
-    try:
+    with alertbridge_run(ab, tmp, gh):
         ab.start()
         t0 = int(time.time()) - 600
         firing = alert(t0)
@@ -122,22 +122,10 @@ def repeats_add_no_event_across_restarts_and_forget():
         post_n(ab, refired, 2)
         eq(events(ab), 5, "and then it repeats again")
         eq(ab.stop(), 0, "SIGTERM exits 0")
-    except BaseException:
-        print_tail("alertbridge log", ab.tail(60))
-        raise
-    finally:
-        if ab.alive():
-            ab.stop()
-        gh.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
-    if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
-        print("0 passed, 1 failed")
-        return 1
-    return run.run()
+    return run_cases(run)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -19,8 +18,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
-                     http, iso_ms, poll, print_tail, webhook_payload)
+from harness import (Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
+                     http, iso_ms, poll, webhook_payload)
+from harness import alertbridge_run, run_cases  # noqa: E402
 
 REPO = "acme/retention"
 GH_TOKEN = "ghs_retentionToken0123456789"
@@ -55,7 +55,7 @@ def done_events_are_pruned_after_the_retention():
     with open(ab.config, "w") as f:
         f.write(text.replace("database: alertbridge.db\n",
                              "database: alertbridge.db\ndatabase_retention: 2s\n"))
-    try:
+    with alertbridge_run(ab, tmp, gh):
         ab.start()
         t0 = time.time() - 60
         alerts = [alert(i, t0) for i in range(3)]
@@ -78,22 +78,10 @@ def done_events_are_pruned_after_the_retention():
         check("switched to incremental vacuum" not in log, "a new file needs no VACUUM")
         eq(len(gh.issues(REPO)), 3, "three issues")
         eq(ab.stop(), 0, "alertbridge exits 0 on SIGTERM")
-    except BaseException:
-        print_tail("alertbridge log", ab.tail(60))
-        raise
-    finally:
-        if ab.alive():
-            ab.stop()
-        gh.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def main():
-    if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
-        print("0 passed, 1 failed")
-        return 1
-    return run.run()
+    return run_cases(run)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline and last "N pas
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
-                     http, iso_ms, poll, print_tail, webhook_payload)
+                     http, iso_ms, poll, webhook_payload)
+from harness import stacks_run  # noqa: E402
 
 TOKEN = "ghs_routingToken0123456789"
 REPOS = ["acme/pager", "infra/alerts", "ml/alerts", "db/alerts"]
@@ -185,20 +185,5 @@ def check_config_shows_each_routes_repo():
           in out.stderr, "naming file:line", out.stderr)
 
 
-def on_failure(name):
-    for d, gh, ab in STACKS:
-        print_tail("alertbridge log (%s)" % name, ab.tail(40))
-
-
-def cleanup():
-    for d, gh, ab in STACKS:
-        try:
-            if ab.alive():
-                ab.stop()
-        finally:
-            gh.stop()
-            shutil.rmtree(d, ignore_errors=True)
-
-
 if __name__ == "__main__":
-    sys.exit(run.run(on_failure=on_failure, after=cleanup))
+    sys.exit(stacks_run(run, STACKS, 40))

@@ -44,8 +44,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
-                     iso_ms, poll, print_tail, wait_ready, webhook_payload)
+from harness import (Failure, Runner, check, eq, event, free_port, http,  # noqa: E402
+                     iso_ms, poll, print_tail, webhook_payload)
+from harness import config_head, start_alertbridge, stop_all, write_files  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -351,16 +352,11 @@ class Stack:
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace="ml")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        for name, text in (("webhook-token", "hook"), ("github-token", "gh-token"),
-                           ("slack-token", "xoxb-slack")):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
+        write_files(self.dir, (("webhook-token", "hook"), ("github-token", "gh-token"),
+                               ("slack-token", "xoxb-slack")))
         self.config = os.path.join(self.dir, "alertbridge.yml")
         with open(self.config, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
+            f.write(config_head(self.port) +
                     "github: {api_url: %s, token_file: github-token, content_per_minute: 80,"
                     " timeout: 5s}\n"
                     "receivers:\n"
@@ -376,17 +372,12 @@ class Stack:
                     "default_channel: \"#gpu\", owner_label: owner}\n"
                     "  leader_election: {enabled: true, namespace: alertbridge, "
                     "lease_name: alertbridge, identity: selfmon-0}\n"
-                    % (self.port, self.gh.url, self.slack.api_url))
+                    % (self.gh.url, self.slack.api_url))
         self.ab = None
 
     def start(self):
         check(os.access(BIN, os.X_OK), "alertbridge binary at %s (set ALERTBRIDGE_BIN)" % BIN)
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config],
-                       os.path.join(self.dir, "alertbridge.log"),
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                       cwd=self.dir)
-        self.ab.start()
-        wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
+        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)
         return self
 
     def post(self, path, payload):
@@ -400,13 +391,8 @@ class Stack:
         return body.decode() if isinstance(body, bytes) else body
 
     def stop(self):
-        for stop in (lambda: self.ab and self.ab.stop(), self.gh.stop, self.kube.stop,
-                     self.slack.stop):
-            try:
-                stop()
-            except Exception as e:  # keep stopping the rest
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_all((lambda: self.ab and self.ab.stop(), self.gh.stop, self.kube.stop,
+                  self.slack.stop), self.dir)
 
 
 def exposed_names(text):

@@ -14,14 +14,14 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, free_port,  # noqa: E402
-                     http, poll, print_tail, webhook_payload)
+                     http, poll, webhook_payload)
+from harness import alertbridge_run  # noqa: E402
 
 RECEIVER = "bridge"
 KEY = "aa11bb22cc33dd44"
@@ -63,7 +63,7 @@ def row_written(ab):
 def second_serve_refused_and_map_commands_ask_the_service():
     tmp = tempfile.mkdtemp(prefix="ab-lock-")
     ab = dry_run_service(tmp)
-    try:
+    with alertbridge_run(ab, tmp):
         ab.start()
         for _ in range(5):
             eq(ab.post(firing())[0], 200, "webhook answered")
@@ -108,20 +108,13 @@ def second_serve_refused_and_map_commands_ask_the_service():
         check(out.startswith("forgot "), "its line", out)
         rc, _, err = cli(ab, "map", "forget", KEY, "--config.file=" + ab.config)
         eq(rc, 2, "map forget without --receiver is a usage error: " + err)
-    except BaseException:
-        print_tail("alertbridge log", ab.tail(60))
-        raise
-    finally:
-        if ab.alive():
-            ab.stop()
-        shutil.rmtree(tmp, True)
 
 
 @run.case
 def killed_serve_blocks_nobody():
     tmp = tempfile.mkdtemp(prefix="ab-lock-")
     ab = dry_run_service(tmp)
-    try:
+    with alertbridge_run(ab, tmp):
         ab.start()
         with open(ab.db + ".lock") as f:
             eq(f.readline().strip(), str(ab.proc.p.pid), "the lock file names the holder")
@@ -130,13 +123,6 @@ def killed_serve_blocks_nobody():
         with open(ab.db + ".lock") as f:
             eq(f.readline().strip(), str(ab.proc.p.pid), "the new holder")
         eq(ab.stop(), 0, "SIGTERM exits 0")
-    except BaseException:
-        print_tail("alertbridge log", ab.tail(60))
-        raise
-    finally:
-        if ab.alive():
-            ab.stop()
-        shutil.rmtree(tmp, True)
 
 
 sys.exit(run.run())

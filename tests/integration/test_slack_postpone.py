@@ -35,6 +35,7 @@ from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready, webhook_payload)
+from harness import config_head, write_files  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "postpone-kube-token"
@@ -63,15 +64,10 @@ class Stack:
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        for name, text in (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN),
-                           ("slack-signing-secret", SIGNING_SECRET)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
+        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN),
+                               ("slack-signing-secret", SIGNING_SECRET)))
         with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
+            f.write(config_head(self.port) +
                     "janitor:\n"
                     "  enabled: true\n"
                     "  dry_run: false\n"
@@ -87,7 +83,7 @@ class Stack:
                     "    signing_secret_file: slack-signing-secret\n"
                     "    default_channel: \"#gpu\"\n"
                     "    owner_label: owner\n"
-                    % (self.port, GPU, GRACE_S, LEAD_S, POSTPONE_S, self.slack.api_url))
+                    % (GPU, GRACE_S, LEAD_S, POSTPONE_S, self.slack.api_url))
         self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=alertbridge.yml"],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir)
 

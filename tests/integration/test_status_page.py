@@ -34,8 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
-                     poll, print_tail, short, wait_ready)
+from harness import (Failure, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
+                     poll, print_tail, short)
+from harness import config_head, start_alertbridge, stop_all, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
@@ -151,16 +152,10 @@ class Stack:
         self.ab = None
 
     def _write(self, name, text):
-        p = os.path.join(self.dir, name)
-        with open(p, "w") as f:
-            f.write(text)
-        return p
+        return write_file(self.dir, name, text)
 
     def _config(self):
-        return ("listen_address: 127.0.0.1:%d\n"
-                "database: alertbridge.db\n"
-                "log: {level: debug, format: logfmt}\n"
-                "webhook: {bearer_token_file: webhook-token}\n"
+        return (config_head(self.port) +
                 "web:\n"
                 "  auth:\n"
                 "    basic_auth_users:\n"
@@ -179,28 +174,16 @@ class Stack:
                 "  slack: {api_url: %s, bot_token_file: slack-token, default_channel: \"#ml\","
                 " owner_label: owner}\n"
                 "  leader_election: {enabled: false}\n"
-                % (self.port, USER, HASH, self.gh.url, REPO, MISSING_REPO, GPU,
+                % (USER, HASH, self.gh.url, REPO, MISSING_REPO, GPU,
                    self.slack.api_url))
 
     def start(self):
-        if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-            raise Failure("alertbridge binary not found or not executable: %s" % BIN)
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config],
-                       os.path.join(self.dir, "alertbridge.log"),
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                       cwd=self.dir)
-        self.ab.start()
-        wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
+        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)
         event("alertbridge ready on %s" % self.url)
 
     def stop(self):
-        for stop in (lambda: self.ab and self.ab.stop(), self.gh.stop, self.kube.stop,
-                     self.slack.stop):
-            try:
-                stop()
-            except Exception as e:  # keep stopping the rest
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_all((lambda: self.ab and self.ab.stop(), self.gh.stop, self.kube.stop,
+                  self.slack.stop), self.dir)
 
     def post(self, receiver, alerts, path="/v1/webhook"):
         st, _, body = http("POST", self.url + path, payload(receiver, alerts),

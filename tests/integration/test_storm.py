@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
+from harness import write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/storm-alerts"
@@ -149,10 +150,7 @@ class Stack:
         self.ab = None
 
     def _write(self, name, text):
-        p = os.path.join(self.dir, name)
-        with open(p, "w") as f:
-            f.write(text)
-        return p
+        return write_file(self.dir, name, text)
 
     def __enter__(self):
         if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
