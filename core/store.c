@@ -167,6 +167,14 @@ void store_log_db(const char *op, const struct buf *msg)
 	log_end(l);
 }
 
+enum err store_done(enum err rc, const char *op, struct buf *msg)
+{
+	if (rc == ERR_DB)
+		store_log_db(op, msg);
+	buf_release(msg);
+	return rc;
+}
+
 enum err store_db_fail(struct store *st, const char *what, struct buf *errmsg)
 {
 	buf_setf(errmsg, "store %s: %s: %s", db_name(st->db), what, db_errmsg(st->db));

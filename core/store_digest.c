@@ -48,6 +48,20 @@ static enum err read_notices(struct store *st, struct db_stmt *rows, const char 
 	return rc == ERR_NOTFOUND ? ERR_OK : rc;
 }
 
+/* After a list of notices: on an error, what logged and the list freed (NULL, 0); rc. */
+static enum err notices_done(enum err rc, const char *what, struct store_notice **out,
+			     size_t *n, struct buf *msg)
+{
+	if (rc) {
+		store_log_db(what, msg);
+		store_notices_free(*out, *n);
+		*out = NULL;
+		*n = 0;
+	}
+	buf_release(msg);
+	return rc;
+}
+
 enum err store_notice_batch(struct store *st, const struct store_notice *head, int64_t due_by_ms,
 			    size_t max, struct store_notice **out, size_t *n)
 {
@@ -70,14 +84,7 @@ enum err store_notice_batch(struct store *st, const struct store_notice *head, i
 	if (rc == ERR_OK)
 		rc = read_notices(st, rows, "notice batch", out, n, &msg);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc) {
-		store_log_db("notice batch", &msg);
-		store_notices_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	buf_release(&msg);
-	return rc;
+	return notices_done(rc, "notice batch", out, n, &msg);
 }
 
 enum err store_digest_add(struct store *st, struct store_digest *parts, size_t nparts,
@@ -170,10 +177,7 @@ enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest
 		db_finalize(s);
 	}
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("next digest", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "next digest", &msg);
 }
 
 /*
@@ -199,10 +203,7 @@ static enum err digest_update(struct store *st, const char *what, const char *sq
 	if (rc == ERR_OK && sql2)
 		rc = store_sq(st, sql2, what, &msg, NULL, types, id, i2, t3, t4);
 	rc = store_txn_end(st, rc, &msg);
-	if (rc == ERR_DB)
-		store_log_db(what, &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, what, &msg);
 }
 
 enum err store_digest_sent(struct store *st, int64_t id, int64_t sent_at_ms,
@@ -257,14 +258,7 @@ enum err store_digest_members(struct store *st, int64_t id, struct store_notice 
 	if (rc == ERR_OK)
 		rc = read_notices(st, rows, "digest members", out, n, &msg);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc) {
-		store_log_db("digest members", &msg);
-		store_notices_free(*out, *n);
-		*out = NULL;
-		*n = 0;
-	}
-	buf_release(&msg);
-	return rc;
+	return notices_done(rc, "digest members", out, n, &msg);
 }
 
 int64_t store_digest_pending_count(struct store *st)

@@ -498,10 +498,7 @@ static enum err one_event(struct store *st, enum stmt_id id, enum err rc, const 
 			snprintf(state, 8, "%s", db_col_text(s, 12));
 		db_reset(s);
 	}
-	if (rc == ERR_DB)
-		store_log_db(op, msg);
-	buf_release(msg);
-	return rc;
+	return store_done(rc, op, msg);
 }
 
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
@@ -856,10 +853,7 @@ enum err store_event_retry(struct store *st, int64_t id, int64_t next_at_ms, con
 	rc = store_event_changed(st, id, store_run1(st, S_EV_RETRY, "retry event", &msg, "iit", id,
 					      next_at_ms, error), NULL, &msg);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("retry event", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "retry event", &msg);
 }
 
 enum err store_event_progress(struct store *st, int64_t id, const char *progress)
@@ -873,10 +867,7 @@ enum err store_event_progress(struct store *st, int64_t id, const char *progress
 	rc = store_event_changed(st, id, store_run1(st, S_EV_PROGRESS, "record event progress", &msg,
 					      "it", id, progress), NULL, &msg);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("record event progress", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "record event progress", &msg);
 }
 
 enum err store_event_dead(struct store *st, int64_t id, const char *reason)

@@ -166,6 +166,8 @@ void store_read_event(struct db_stmt *s, struct store_event *out);
 int store_empty(const char *s);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */
 void store_log_db(const char *op, const struct buf *msg);
+/* The end of such a function: store_log_db(op, msg) when rc is ERR_DB, msg released; rc. */
+enum err store_done(enum err rc, const char *op, struct buf *msg);
 /* Put st's last database error, with what, in errmsg; returns ERR_DB. */
 enum err store_db_fail(struct store *st, const char *what, struct buf *errmsg);
 /* BEGIN (the write lock, db_begin()) and COMMIT; ERR_DB with errmsg. */

@@ -92,10 +92,7 @@ enum err store_issue_get(struct store *st, const char *receiver, const char *key
 		db_reset(st->stmt[S_IS_GET]);
 	}
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("get issue", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "get issue", &msg);
 }
 
 enum err store_issue_put(struct store *st, const struct store_issue *row)
@@ -131,10 +128,7 @@ enum err store_issue_forget(struct store *st, const char *receiver, const char *
 		rc = store_run(st, S_EV_FORGET_STATE, "forget repeat state", &msg, "tt", receiver,
 			       key);
 	rc = store_txn_end(st, rc, &msg);
-	if (rc == ERR_DB)
-		store_log_db("forget issue", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "forget issue", &msg);
 }
 
 /*
@@ -249,10 +243,7 @@ enum err store_scan_get(struct store *st, const char *receiver, const char *repo
 		db_reset(st->stmt[S_SCAN_GET]);
 	}
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("read repo scan", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "read repo scan", &msg);
 }
 
 enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
@@ -266,10 +257,7 @@ enum err store_scan_done(struct store *st, const char *receiver, const char *rep
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_run(st, S_SCAN_PUT, "record repo scan", &msg, "tti", receiver, repo, done_at_ms);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("record repo scan", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "record repo scan", &msg);
 }
 
 enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n)
@@ -284,8 +272,5 @@ enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n)
 	if (rc == ERR_OK && n)
 		*n = db_changes(st->db);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("forget repo scans", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_done(rc, "forget repo scans", &msg);
 }

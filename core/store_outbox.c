@@ -98,10 +98,7 @@ static enum err one_notice(struct store *st, enum stmt_id id, enum err rc, const
 		store_read_notice(st->stmt[id], out);
 		db_reset(st->stmt[id]);
 	}
-	if (rc == ERR_DB)
-		store_log_db(what, msg);
-	buf_release(msg);
-	return rc;
+	return store_done(rc, what, msg);
 }
 
 enum err store_notice_next(struct store *st, int64_t now_ms, struct store_notice *out)
@@ -135,15 +132,6 @@ enum err store_notice_latest(struct store *st, const char *uid, const char *kind
 	return rc;
 }
 
-/* After store_run1() (its result rc) of an UPDATE of one pending notice: log ERR_DB. */
-static enum err update_notice(enum err rc, const char *what, struct buf *msg)
-{
-	if (rc == ERR_DB)
-		store_log_db(what, msg);
-	buf_release(msg);
-	return rc;
-}
-
 enum err store_notice_sent(struct store *st, int64_t id, int64_t sent_at_ms, const char *channel,
 			   const char *slack_channel_id, const char *slack_ts)
 {
@@ -155,7 +143,7 @@ enum err store_notice_sent(struct store *st, int64_t id, int64_t sent_at_ms, con
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_run1(st, S_NO_SENT, "notice sent", &msg, "iittt", id, sent_at_ms, channel,
 			slack_channel_id, slack_ts);
-	rc = update_notice(rc, "notice sent", &msg);
+	rc = store_done(rc, "notice sent", &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
@@ -171,7 +159,7 @@ enum err store_notice_retry(struct store *st, int64_t id, int64_t next_at_ms, co
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_run1(st, S_NO_RETRY, "retry notice", &msg, "iitt", id, next_at_ms, channel,
 			error);
-	rc = update_notice(rc, "retry notice", &msg);
+	rc = store_done(rc, "retry notice", &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }
@@ -185,7 +173,7 @@ enum err store_notice_dead(struct store *st, int64_t id, const char *reason)
 		return ERR_INVALID;
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_run1(st, S_NO_DEAD, "notice dead", &msg, "it", id, reason);
-	rc = update_notice(rc, "notice dead", &msg);
+	rc = store_done(rc, "notice dead", &msg);
 	pthread_mutex_unlock(&st->db_mu);
 	return rc;
 }

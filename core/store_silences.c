@@ -14,15 +14,6 @@
 #include "xalloc.h"
 #include "banned.h"
 
-/* Log an ERR_DB of what and release msg; returns rc. */
-static enum err done(enum err rc, const char *what, struct buf *msg)
-{
-	if (rc == ERR_DB)
-		store_log_db(what, msg);
-	buf_release(msg);
-	return rc;
-}
-
 /*
  * In the caller's transaction: forget the ids taken before prune_before_ms,
  * then insert id taken at at_ms unless it is there (db_changes() 1: it was
@@ -57,7 +48,7 @@ enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, i
 	rc = store_txn_end(st, rc, &msg);
 	if (rc != ERR_OK)
 		*fresh = 0;
-	return done(rc, "take delivery", &msg);
+	return store_done(rc, "take delivery", &msg);
 }
 
 enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
@@ -90,7 +81,7 @@ enum err store_command_take(struct store *st, const char *key, int64_t at_ms, in
 	rc = store_txn_end(st, rc, &msg);
 	if (rc != ERR_OK)
 		*fresh = 0;
-	return done(rc, "take command", &msg);
+	return store_done(rc, "take command", &msg);
 }
 
 enum err store_delivery_drop(struct store *st, const char *id)
@@ -104,7 +95,7 @@ enum err store_delivery_drop(struct store *st, const char *id)
 	rc = store_sq(st, "DELETE FROM gh_deliveries WHERE id = ?1", "drop delivery", &msg, NULL,
 		      "t", id);
 	pthread_mutex_unlock(&st->db_mu);
-	return done(rc, "drop delivery", &msg);
+	return store_done(rc, "drop delivery", &msg);
 }
 
 enum err store_issue_by_number(struct store *st, const char *repo, int64_t number,
@@ -130,7 +121,7 @@ enum err store_issue_by_number(struct store *st, const char *repo, int64_t numbe
 		db_finalize(rows);
 	}
 	pthread_mutex_unlock(&st->db_mu);
-	return done(rc, "issue by number", &msg);
+	return store_done(rc, "issue by number", &msg);
 }
 
 enum err store_silence_put(struct store *st, const struct store_silence *s)
@@ -150,7 +141,7 @@ enum err store_silence_put(struct store *st, const struct store_silence *s)
 		      "ttttiii", s->receiver, s->key, s->silence_id, s->created_by, s->ends_at_ms,
 		      s->created_at_ms, s->expired_at_ms);
 	pthread_mutex_unlock(&st->db_mu);
-	return done(rc, "record silence", &msg);
+	return store_done(rc, "record silence", &msg);
 }
 
 enum err store_silence_active(struct store *st, const char *receiver, const char *key,
@@ -196,7 +187,7 @@ enum err store_silence_active(struct store *st, const char *receiver, const char
 		*out = NULL;
 		*n = 0;
 	}
-	return done(rc, "active silences", &msg);
+	return store_done(rc, "active silences", &msg);
 }
 
 enum err store_silence_expired(struct store *st, const char *receiver, const char *key,
@@ -212,7 +203,7 @@ enum err store_silence_expired(struct store *st, const char *receiver, const cha
 		      "AND silence_id = ?3", "expire silence", &msg, NULL, "ttti", receiver, key,
 		      silence_id, now_ms);
 	pthread_mutex_unlock(&st->db_mu);
-	return done(rc, "expire silence", &msg);
+	return store_done(rc, "expire silence", &msg);
 }
 
 enum err store_silence_dead_each(struct store *st, const char *receiver, const char *key,
@@ -251,7 +242,7 @@ enum err store_silence_dead_each(struct store *st, const char *receiver, const c
 		store_event_release(&evs[i]);
 	}
 	free(evs);
-	return done(rc, "dead silences", &msg);
+	return store_done(rc, "dead silences", &msg);
 }
 
 void store_silences_free(struct store_silence *v, size_t n)
