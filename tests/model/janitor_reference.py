@@ -1,5 +1,5 @@
 """janitor_reference.py - the reference model of tests/model/janitor_model.py: what the janitor
-must (and may) do with a world's pods, after README "Janitor" and DESIGN.md "Janitor semantics".
+must (and may) do with a world's pods, after docs/janitor.md and DESIGN.md "Janitor semantics".
 
 Pure data and functions (no I/O): the world feeds it what it did (alerts posted, pods replaced
 or deleted, clicks made) and the fakes' records, and asks it
