@@ -489,6 +489,8 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 	case F_LIST:
 		return parse_list(c, v, path, dst);
 	case F_FUNC:
+		if (f->names)
+			return cfg_parse_enum(c, v, path, f, dst);
 		if (!f->fn)
 			return cfg_parse_records(c, v, path, f, dst);
 		return f->fn(c, v, path, dst);

@@ -95,44 +95,6 @@ static int valid_repo(const char *s)
 
 /* ---- custom fields ---- */
 
-static enum err parse_log_level(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	const char *s = "";
-
-	if (cfg_get_scalar(c, node, path, "debug, info, warn or error", &s) != ERR_OK)
-		return ERR_INVALID;
-	if (log_level_parse(s, field) != ERR_OK)
-		return cfg_type_error(c, node, path, "debug, info, warn or error");
-	return ERR_OK;
-}
-
-static enum err parse_log_format(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	const char *s = "";
-
-	if (cfg_get_scalar(c, node, path, "logfmt or json", &s) != ERR_OK)
-		return ERR_INVALID;
-	if (log_format_parse(s, field) != ERR_OK)
-		return cfg_type_error(c, node, path, "logfmt or json");
-	return ERR_OK;
-}
-
-static enum err parse_issue_per(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	const char *want = "\"alert\" or \"group\"";
-	const char *s = "";
-
-	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
-		return ERR_INVALID;
-	if (!strcmp(s, "alert"))
-		*(enum cfg_issue_per *)field = CFG_ISSUE_PER_ALERT;
-	else if (!strcmp(s, "group"))
-		*(enum cfg_issue_per *)field = CFG_ISSUE_PER_GROUP;
-	else
-		return cfg_type_error(c, node, path, want);
-	return ERR_OK;
-}
-
 /*
  * A mapping of non-empty unique string keys to string values into a new
  * array *pairs of *count (freed by cfg_free()); wk and wv name them in errors.
@@ -219,9 +181,9 @@ static const char *const log_format_names[] = { "logfmt", "json", NULL };
 static const char *const issue_per_names[] = { "alert", "group", NULL };
 
 static const struct field log_fields[] = {
-	ENUM(struct cfg_log, "level", level, parse_log_level, log_level_names, RESTART,
+	ENUM(struct cfg_log, "level", level, "debug, info, warn or error", log_level_names, RESTART,
 	     "The least severe level logged (--log.level overrides it).", .def = LOG_INFO),
-	ENUM(struct cfg_log, "format", format, parse_log_format, log_format_names, RESTART,
+	ENUM(struct cfg_log, "format", format, "logfmt or json", log_format_names, RESTART,
 	     "logfmt lines, or one JSON object per line (--log.format overrides it)."),
 };
 FIELDSET(log_set, log_fields, NULL);
@@ -621,7 +583,8 @@ static const struct field receiver_fields[] = {
 	FLD(struct cfg_receiver, "repo", F_STR, repo, LIVE,
 	    "\"owner/name\", or a Mustache template over the alert rendering to one.",
 	    .dflt = "required"),
-	ENUM(struct cfg_receiver, "issue_per", issue_per, parse_issue_per, issue_per_names, LIVE,
+	ENUM(struct cfg_receiver, "issue_per", issue_per, "\"alert\" or \"group\"",
+	     issue_per_names, LIVE,
 	     "One issue per alert, or one per Alertmanager group.", .dump_flags = D_QUOTE),
 	FLD(struct cfg_receiver, "labels", F_LIST, labels, LIVE,
 	    "Issue labels (Mustache templates)."),
@@ -791,6 +754,22 @@ static enum err unique_by(struct ctx *c, yaml_node_t *seq, size_t i, const char 
 	return cfg_fail(c, cfg_find_value(c, item, key, NULL), sub, ERR_INVALID,
 			"duplicate %s \"%s\" (also at line %lu)", what, value,
 			cfg_line_of(cfg_find_value(c, first, key, NULL)));
+}
+
+enum err cfg_parse_enum(struct ctx *c, yaml_node_t *node, const char *path,
+			const struct field *f, void *field)
+{
+	const char *s = "";
+
+	if (cfg_get_scalar(c, node, path, f->what, &s) != ERR_OK)
+		return ERR_INVALID;
+	for (int i = 0; f->names[i]; i++) {
+		if (!strcmp(s, f->names[i])) {
+			*(int *)field = i;
+			return ERR_OK;
+		}
+	}
+	return cfg_type_error(c, node, path, f->what);
 }
 
 /*

@@ -101,7 +101,8 @@ struct field {
 	 */
 	int64_t def;
 	const char *def_str;
-	const char *what;         /* F_FUNC: its type in words ("a list of receivers") */
+	const char *what;         /* F_FUNC: its type in words ("a list of receivers"; an
+				   * enum's names as its error says them) */
 	const char *const *names; /* F_FUNC enums (an int-sized enum): the names by value,
 				   * NULL-terminated, for the reference and the restart list */
 	size_t items_off;         /* F_FUNC records and pairs: offset of the items' pointer */
@@ -121,11 +122,12 @@ struct fieldset {
 /*
  * Rows of a field table: FLD a plain field, NUM a number in [lo, hi], DUR a
  * duration (nonzero 1: not 0), SECRET a *_file path with its contents, MAP a
- * nested mapping by the fieldset set, ENUM a custom parser of an int-sized
- * enum named by names, PAIRS a mapping of string pairs at member f (count at
- * f_count) by the parser fn_ (it gets the whole struct s), REC a list of
- * records at member f (count at f_count) by cfg_parse_records() with the
- * rules rec_ (a struct cfg_records *, or NULL), each item by the fieldset set; FIELDSET
+ * nested mapping by the fieldset set, ENUM an int-sized enum, one of names
+ * by value (cfg_parse_enum(); want_ the expected names in its error), PAIRS a
+ * mapping of string pairs at member f (count at f_count) by the parser fn_
+ * (it gets the whole struct s), REC a list of records at member f (count at
+ * f_count) by cfg_parse_records() with the rules rec_ (a struct cfg_records
+ * *, or NULL), each item by the fieldset set; FIELDSET
  * a file's static fieldset of the table arr with the check chk (may be NULL).
  * Every row ends with its reload class r (enum cfg_reload) and its one line of
  * documentation, which may be followed by more designated initialisers
@@ -145,8 +147,8 @@ struct fieldset {
 #define MAP(s, k, f, set, r, ...) \
 	{ .key = k, .type = F_MAP, .off = offsetof(s, f), .sub = &set, .reload = r, \
 	  .doc = __VA_ARGS__ }
-#define ENUM(s, k, f, fn_, names_, r, ...) \
-	{ .key = k, .type = F_FUNC, .off = offsetof(s, f), .fn = fn_, .names = names_, \
+#define ENUM(s, k, f, want_, names_, r, ...) \
+	{ .key = k, .type = F_FUNC, .off = offsetof(s, f), .what = want_, .names = names_, \
 	  .reload = r, .doc = __VA_ARGS__ }
 #define PAIRS(s, k, f, fn_, what_, r, ...) \
 	{ .key = k, .type = F_FUNC, .off = 0, .fn = fn_, .what = what_, \
@@ -214,6 +216,12 @@ enum err cfg_sequence_len(struct ctx *c, yaml_node_t *node, const char *path, co
  */
 enum err cfg_parse_records(struct ctx *c, yaml_node_t *node, const char *path,
 			   const struct field *f, char *obj);
+/*
+ * An ENUM row: node, a scalar, one of f->names, stored as its index in the
+ * int-sized enum at field; ERR_INVALID "expected <f->what>" otherwise.
+ */
+enum err cfg_parse_enum(struct ctx *c, yaml_node_t *node, const char *path,
+			const struct field *f, void *field);
 
 /* The 1-based line of node for messages; 1 for NULL. */
 unsigned long cfg_line_of(const yaml_node_t *node);

@@ -21,22 +21,6 @@ const char *const cfg_owned_names[] = {
 	NULL,
 };
 
-static enum err parse_owned(struct ctx *c, yaml_node_t *node, const char *path, void *field)
-{
-	const char *want = "\"scale-to-zero\", \"delete-owner\" or \"notify-only\"";
-	const char *s = "";
-
-	if (cfg_get_scalar(c, node, path, want, &s) != ERR_OK)
-		return ERR_INVALID;
-	for (size_t i = 0; cfg_owned_names[i]; i++) {
-		if (!strcmp(s, cfg_owned_names[i])) {
-			*(enum cfg_owned *)field = (enum cfg_owned)i;
-			return ERR_OK;
-		}
-	}
-	return cfg_type_error(c, node, path, want);
-}
-
 static enum err parse_channels(struct ctx *c, yaml_node_t *node, const char *path, void *field)
 {
 	struct cfg_slack *slack = field;
@@ -90,7 +74,8 @@ static const struct field policy_fields[] = {
 	DUR(struct cfg_policy, "reminder_before", reminder_before_ms, 0, LIVE,
 	    "One reminder in the notice's thread this long before; 0: none; < notice_lead.",
 	    .dflt = "notice_lead / 2"),
-	ENUM(struct cfg_policy, "owned", owned, parse_owned, cfg_owned_names, LIVE,
+	ENUM(struct cfg_policy, "owned", owned,
+	     "\"scale-to-zero\", \"delete-owner\" or \"notify-only\"", cfg_owned_names, LIVE,
 	     "What is done to a pod a controller owns (docs/janitor.md); a bare pod is deleted.",
 	     .dump_flags = D_QUOTE),
 	FLD(struct cfg_policy, "message", F_STR, message, LIVE, "Extra text for the notice."),
