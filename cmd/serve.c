@@ -26,9 +26,9 @@
 #include "core/serve_lock.h"
 #include "core/store.h"
 #include "core/version.h"
+#include "ha/leader.h"
 #include "janitor/janitor.h"
 #include "janitor/kubeconfig.h"
-#include "janitor/leader.h"
 #include "janitor/slack_interact.h"
 #include "web/status_page.h"
 #include "core/banned.h"
@@ -76,7 +76,7 @@ static void service_release(struct service *s)
 	status_page_free(s->page);
 	auth_free(s->web_auth);
 	janitor_free(s->janitor);
-	janitor_leader_free(s->leader);
+	leader_free(s->leader);
 	kube_client_free(s->leader_kube);
 	janitor_webhook_free(s->janitor_webhook);
 	kube_client_free(s->kube);
@@ -133,15 +133,15 @@ static void note_pending(void *ctx, const char *text)
 	serve_lock_note(ctx, text);
 }
 
-static int leader_is_leader(void *ctx)
+static int lease_held(void *ctx)
 {
-	return janitor_leader_is_leader(ctx);
+	return leader_is_leader(ctx);
 }
 
 /*
  * Leader election on the Lease janitor.leader_election names, with a client
  * of its own whose timeouts stay under the retry period, so a slow API
- * server cannot keep a stale leader acting (janitor/leader.h).
+ * server cannot keep a stale leader acting (ha/leader.h).
  */
 static int setup_leader(struct service *s, struct buf *err)
 {
@@ -149,9 +149,9 @@ static int setup_leader(struct service *s, struct buf *err)
 	const struct cfg_leader_election *le = &jc->leader_election;
 	struct kube_config kc;
 	struct kube_options ko = { 0 };
-	struct janitor_leader_options lo = { 0 };
+	struct leader_options lo = { 0 };
 	int64_t lease_ms = le->lease_duration_ms ? le->lease_duration_ms
-						 : JANITOR_LEADER_DEFAULT_LEASE_MS;
+						 : LEADER_DEFAULT_LEASE_MS;
 	enum err rc;
 
 	memset(&kc, 0, sizeof(kc));
@@ -174,8 +174,8 @@ static int setup_leader(struct service *s, struct buf *err)
 	lo.identity = le->identity;
 	lo.lease_duration_ms = lease_ms;
 	lo.metrics = s->metrics;
-	s->leader = janitor_leader_new(&lo);
-	s->is_leader = leader_is_leader;
+	s->leader = leader_new(&lo);
+	s->is_leader = lease_held;
 	s->leader_ctx = s->leader;
 	return 0;
 }
@@ -368,7 +368,7 @@ static int start_service(struct service *s, const struct flags *f)
 		log_msg(LOG_ERROR, "cannot start the worker lock", "detail", buf_str(&err));
 		goto out;
 	}
-	if (s->leader && janitor_leader_start(s->leader)) {
+	if (s->leader && leader_start(s->leader)) {
 		log_msg(LOG_ERROR, "cannot start leader election", NULL, NULL);
 		goto out;
 	}
@@ -455,7 +455,7 @@ int cmd_serve(const struct flags *f)
 		srv_stop(s.srv);
 		srv_stop(s.public_srv);
 		janitor_stop(s.janitor);
-		janitor_leader_stop(s.leader);  /* releases the Lease for the standby */
+		leader_stop(s.leader);  /* releases the Lease for the standby */
 		bridge_stop(s.bridge);
 		if (!bridge_settle_until(s.bridge))  /* nothing sent is left in flight */
 			serve_lock_settled(s.lock);

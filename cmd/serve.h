@@ -28,7 +28,7 @@ struct service {
 	struct janitor_webhook *janitor_webhook;
 	struct janitor *janitor;
 	struct kube_client *leader_kube;  /* the leader's own client: one thread each */
-	struct janitor_leader *leader;
+	struct leader *leader;
 	struct srv *srv;
 	struct srv *public_srv;  /* web.public_listen_address: GitHub's and Slack's alone */
 	struct retention *retention;  /* prunes done events after database_retention */
@@ -40,7 +40,7 @@ struct service {
 	struct serve_lock *lock;      /* the sqlite file's: one serving process (serve_lock.h) */
 	int ready;
 	/*
-	 * Leader election (janitor/leader.h, when janitor.leader_election.enabled):
+	 * Leader election (ha/leader.h, when janitor.leader_election.enabled):
 	 * NULL means this replica always leads.
 	 */
 	int (*is_leader)(void *ctx);

@@ -3,7 +3,7 @@
  * database, exactly one of them drains the queues and calls GitHub, Slack and
  * Kubernetes (issue 10); every replica takes webhooks.  The one is chosen by:
  *
- *   the Lease       when leader election is configured (janitor/leader.h):
+ *   the Lease       when leader election is configured (ha/leader.h):
  *                   options.lease decides alone;
  *   the worker lock else, on PostgreSQL: the store's session advisory lock
  *                   STORE_WORKER_LOCK (core/store.h store_worker_lock()), one

@@ -41,7 +41,7 @@ RELOAD_ARG = "--config.auto-reload-interval=30s"
 # list (the sweep), PATCH (annotations), DELETE; events POST; replicasets GET (a pod's
 # Deployment, kube_pod_controller); deployments/scale and statefulsets/scale PATCH; jobs DELETE.
 # No events.k8s.io (the Events are posted to core/v1), no get on deployments, statefulsets or
-# jobs (never read).  The Lease's (janitor/leader.c: GET, POST, PUT) are LEASE_RULES, in the
+# jobs (never read).  The Lease's (ha/leader.c: GET, POST, PUT) are LEASE_RULES, in the
 # leader-election overlay only.
 CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "patch", "delete"},

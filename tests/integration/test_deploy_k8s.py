@@ -87,7 +87,7 @@ PUBLIC_FLAG = "--web.public-listen-address=:%d"
 INGRESS_PEER = ({"kubernetes.io/metadata.name": "ingress-nginx"},
                 {"app.kubernetes.io/name": "ingress-nginx"})
 
-# Exactly the calls janitor/kube.c and janitor/leader.c make (see test_deploy_files.py).
+# Exactly the calls janitor/kube.c and ha/leader.c make (see test_deploy_files.py).
 CLUSTER_RULES = {
     ("", "pods"): {"get", "list", "patch", "delete"},
     ("", "events"): {"create"},

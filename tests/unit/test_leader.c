@@ -2,7 +2,7 @@
  * test_leader.c - leader election against fake_http as the API server, in virtual time: the
  * exact requests and Lease bodies for create, take-over, renew and release; followers that
  * judge expiry by their own clock; conflicts; stepping down at the renew deadline; the
- * leader's own thread; concurrent janitor_leader_is_leader() readers.
+ * leader's own thread; concurrent leader_is_leader() readers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,7 +24,7 @@
 #include "core/rfc3339.h"
 #include "janitor/kube.h"
 #include "janitor/kubeconfig.h"
-#include "janitor/leader.h"
+#include "ha/leader.h"
 #include "tests/unit/helpers/fake_http.h"
 
 #define T0 INT64_C(1714564800000) /* 2024-05-01T12:00:00Z */
@@ -39,11 +39,11 @@
 struct fixture {
 	struct fake_http *fake;
 	struct kube_client *kc;
-	struct janitor_leader *l;
+	struct leader *l;
 	_Atomic int64_t now;
 	char events[64];      /* '+' per on_start_leading, '-' per on_stop_leading, in order */
 	size_t nevents;
-	int leading_in_stop;  /* janitor_leader_is_leader() as seen inside on_stop_leading */
+	int leading_in_stop;  /* leader_is_leader() as seen inside on_stop_leading */
 	struct buf err;
 	char logpath[64];
 	int logfd;
@@ -83,7 +83,7 @@ static void on_stop(void *ctx)
 {
 	struct fixture *fx = ctx;
 
-	fx->leading_in_stop = janitor_leader_is_leader(fx->l);
+	fx->leading_in_stop = leader_is_leader(fx->l);
 	add_event(fx, '-');
 }
 
@@ -104,9 +104,9 @@ static struct kube_client *new_kube(struct fixture *fx, int virtual_time)
 	return kube_client_new(&cfg, &o);
 }
 
-static struct janitor_leader *new_leader(struct fixture *fx, int64_t lease_ms, int virtual_time)
+static struct leader *new_leader(struct fixture *fx, int64_t lease_ms, int virtual_time)
 {
-	struct janitor_leader_options o = { 0 };
+	struct leader_options o = { 0 };
 
 	o.kube = fx->kc;
 	o.namespace = "alertbridge";
@@ -121,7 +121,7 @@ static struct janitor_leader *new_leader(struct fixture *fx, int64_t lease_ms, i
 		o.sleep_ms = v_sleep;
 		o.clock_ctx = fx;
 	}
-	return janitor_leader_new(&o);
+	return leader_new(&o);
 }
 
 static int setup(void **state)
@@ -147,7 +147,7 @@ static int teardown(void **state)
 {
 	struct fixture *fx = *state;
 
-	janitor_leader_free(fx->l);
+	leader_free(fx->l);
 	kube_client_free(fx->kc);
 	fake_http_stop(fx->fake);
 	buf_release(&fx->err);
@@ -237,7 +237,7 @@ static void req_is(struct fixture *fx, size_t i, const char *method, const char 
 static enum err step(struct fixture *fx)
 {
 	buf_reset(&fx->err);
-	return janitor_leader_step(fx->l, &fx->err);
+	return leader_step(fx->l, &fx->err);
 }
 
 /* Make fx->l leader by creating the Lease at the current time; the answer has rv "1". */
@@ -248,7 +248,7 @@ static void lead_by_create(struct fixture *fx)
 	fake_http_push(fx->fake, 404, NULL, STATUS_404);
 	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
 	assert_int_equal(step(fx), ERR_OK);
-	assert_true(janitor_leader_is_leader(fx->l));
+	assert_true(leader_is_leader(fx->l));
 }
 
 /* ---- tests ---- */
@@ -256,26 +256,26 @@ static void lead_by_create(struct fixture *fx)
 static void derived_intervals_follow_client_go(void **state)
 {
 	struct fixture *fx = *state;
-	struct janitor_leader *l;
+	struct leader *l;
 
-	assert_int_equal(janitor_leader_renew_deadline_ms(fx->l), 10 * S);
-	assert_int_equal(janitor_leader_retry_period_ms(fx->l), 2 * S);
+	assert_int_equal(leader_renew_deadline_ms(fx->l), 10 * S);
+	assert_int_equal(leader_retry_period_ms(fx->l), 2 * S);
 	l = new_leader(fx, 0, 1); /* default */
-	assert_int_equal(janitor_leader_renew_deadline_ms(l), 10 * S);
-	assert_int_equal(janitor_leader_retry_period_ms(l), 2 * S);
-	janitor_leader_free(l);
+	assert_int_equal(leader_renew_deadline_ms(l), 10 * S);
+	assert_int_equal(leader_retry_period_ms(l), 2 * S);
+	leader_free(l);
 	l = new_leader(fx, 30 * S + 999, 1); /* whole seconds */
-	assert_int_equal(janitor_leader_renew_deadline_ms(l), 20 * S);
-	assert_int_equal(janitor_leader_retry_period_ms(l), 4 * S);
-	janitor_leader_free(l);
+	assert_int_equal(leader_renew_deadline_ms(l), 20 * S);
+	assert_int_equal(leader_retry_period_ms(l), 4 * S);
+	leader_free(l);
 	l = new_leader(fx, 500, 1); /* at least a second */
-	assert_int_equal(janitor_leader_renew_deadline_ms(l), 666);
-	assert_int_equal(janitor_leader_retry_period_ms(l), 133);
-	janitor_leader_free(l);
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_int_equal(leader_renew_deadline_ms(l), 666);
+	assert_int_equal(leader_retry_period_ms(l), 133);
+	leader_free(l);
+	assert_false(leader_is_leader(fx->l));
 	assert_int_equal(fake_http_count(fx->fake), 0);
-	janitor_leader_free(NULL);
-	janitor_leader_stop(NULL);
+	leader_free(NULL);
+	leader_stop(NULL);
 }
 
 static void creates_lease_when_absent(void **state)
@@ -304,7 +304,7 @@ static void create_lost_to_another_replica_is_conflict(void **state)
 	assert_int_equal(step(fx), ERR_CONFLICT);
 	assert_string_equal(buf_str(&fx->err), "POST " LEASES_PATH ": 409 AlreadyExists: leases "
 						"\"alertbridge\" already exists");
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "");
 }
 
@@ -317,7 +317,7 @@ static void takes_expired_lease_of_another(void **state)
 	fake_http_push(fx->fake, 200, NULL, b);
 	assert_int_equal(step(fx), ERR_CONFLICT);
 	assert_string_equal(buf_str(&fx->err), "lease alertbridge/alertbridge is held by pod-b");
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_non_null(strstr(logged(fx), "msg=\"lease holder observed\" holder=pod-b "
 					   "identity=pod-a lease=alertbridge/alertbridge\n"));
 
@@ -327,7 +327,7 @@ static void takes_expired_lease_of_another(void **state)
 	fake_http_push(fx->fake, 200, NULL, lease_answer("8", "pod-a", 15, T0 + 15 * S,
 							 T0 + 15 * S, 4));
 	assert_int_equal(step(fx), ERR_OK);
-	assert_true(janitor_leader_is_leader(fx->l));
+	assert_true(leader_is_leader(fx->l));
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	req_is(fx, 0, "GET", LEASE_PATH, NULL);
 	req_is(fx, 1, "GET", LEASE_PATH, NULL);
@@ -353,7 +353,7 @@ static void follower_while_lease_is_renewed(void **state)
 	fake_http_push(fx->fake, 200, NULL, lease_answer("9", "pod-b", 15, T0, T0 + 10 * S, 0));
 	assert_int_equal(step(fx), ERR_CONFLICT);
 	assert_string_equal(buf_str(&fx->err), "lease alertbridge/alertbridge is held by pod-b");
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	/* T0 + 25 s: expired. */
 	advance(fx, 1);
@@ -374,7 +374,7 @@ static void free_lease_is_taken_at_once(void **state)
 	fake_http_push(fx->fake, 200, NULL, lease_answer("8", "pod-a", 15, T0, T0, 6));
 	assert_int_equal(step(fx), ERR_OK);
 	req_is(fx, 1, "PUT", LEASE_PATH, lease_body("7", "pod-a", 15, T0, T0, 6));
-	assert_true(janitor_leader_is_leader(fx->l));
+	assert_true(leader_is_leader(fx->l));
 }
 
 static void own_lease_after_restart_is_renewed(void **state)
@@ -401,7 +401,7 @@ static void renew_keeps_leadership(void **state)
 			       lease_answer(i == 1 ? "2" : i == 2 ? "3" : "4", "pod-a", 15, T0,
 					    T0 + i * 2 * S, 0));
 		assert_int_equal(step(fx), ERR_OK);
-		assert_true(janitor_leader_is_leader(fx->l));
+		assert_true(leader_is_leader(fx->l));
 	}
 	/* The fast path: a PUT on the last resourceVersion, no GET; acquireTime kept. */
 	assert_int_equal(fake_http_count(fx->fake), 5);
@@ -411,9 +411,9 @@ static void renew_keeps_leadership(void **state)
 	assert_string_equal(fx->events, "+");
 	/* is_leader judges by the clock: 10 s after the last renewal it is false. */
 	advance(fx, 9999);
-	assert_true(janitor_leader_is_leader(fx->l));
+	assert_true(leader_is_leader(fx->l));
 	advance(fx, 1);
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 }
 
 static void stale_resource_version_falls_back_to_get(void **state)
@@ -430,7 +430,7 @@ static void stale_resource_version_falls_back_to_get(void **state)
 	req_is(fx, 2, "PUT", LEASE_PATH, lease_body("1", "pod-a", 15, T0, T0 + 2 * S, 0));
 	req_is(fx, 3, "GET", LEASE_PATH, NULL);
 	req_is(fx, 4, "PUT", LEASE_PATH, lease_body("5", "pod-a", 15, T0, T0 + 2 * S, 0));
-	assert_true(janitor_leader_is_leader(fx->l));
+	assert_true(leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "+");
 }
 
@@ -447,7 +447,7 @@ static void conflict_on_take_over_stays_follower(void **state)
 	assert_string_equal(buf_str(&fx->err), "PUT " LEASE_PATH ": 409 Conflict: the object has "
 						"been modified");
 	req_is(fx, 2, "PUT", LEASE_PATH, lease_body("7", "pod-a", 15, T0 + 16 * S, T0 + 16 * S, 1));
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "");
 }
 
@@ -455,7 +455,7 @@ static void conflict_on_take_over_stays_follower(void **state)
 static void is_leader_gauge_follows_leadership(void **state)
 {
 	struct fixture *fx = *state;
-	struct janitor_leader_options o = { 0 };
+	struct leader_options o = { 0 };
 	struct metrics *m = metrics_new();
 	struct buf text = BUF_INIT;
 	int64_t t = v_now(fx);
@@ -468,8 +468,8 @@ static void is_leader_gauge_follows_leadership(void **state)
 	o.sleep_ms = v_sleep;
 	o.clock_ctx = fx;
 	o.metrics = m;
-	janitor_leader_free(fx->l);
-	fx->l = janitor_leader_new(&o);
+	leader_free(fx->l);
+	fx->l = leader_new(&o);
 	metrics_render(m, &text);
 	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 0\n"));
 	fake_http_push(fx->fake, 404, NULL, STATUS_404);
@@ -485,7 +485,7 @@ static void is_leader_gauge_follows_leadership(void **state)
 	buf_reset(&text);
 	metrics_render(m, &text);
 	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 0\n"));
-	janitor_leader_free(fx->l);
+	leader_free(fx->l);
 	fx->l = NULL;
 	metrics_free(m);
 	buf_release(&text);
@@ -501,7 +501,7 @@ static void leader_steps_down_when_another_holds_it(void **state)
 	fake_http_push(fx->fake, 200, NULL, lease_answer("9", "pod-b", 15, T0 + S, T0 + S, 1));
 	assert_int_equal(step(fx), ERR_CONFLICT);
 	assert_string_equal(buf_str(&fx->err), "lease alertbridge/alertbridge is held by pod-b");
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "+-");
 	assert_false(fx->leading_in_stop);
 	assert_non_null(strstr(logged(fx),
@@ -509,7 +509,7 @@ static void leader_steps_down_when_another_holds_it(void **state)
 			       "lease=alertbridge/alertbridge reason=\"lease taken by another\" "
 			       "detail=\"lease alertbridge/alertbridge is held by pod-b\"\n"));
 	/* It is not ours: stopping releases nothing. */
-	janitor_leader_stop(fx->l);
+	leader_stop(fx->l);
 	assert_int_equal(fake_http_count(fx->fake), 4);
 	assert_string_equal(fx->events, "+-");
 }
@@ -527,18 +527,18 @@ static void renew_failures_past_deadline_step_down(void **state)
 		assert_int_equal(step(fx), ERR_RETRY);
 		assert_string_equal(buf_str(&fx->err),
 				    "GET " LEASE_PATH ": 500 InternalError: etcd down");
-		assert_true(janitor_leader_is_leader(fx->l));
+		assert_true(leader_is_leader(fx->l));
 		assert_string_equal(fx->events, "+");
 	}
 	/* T0 + 10 s: the deadline has passed before the step begins: down before any request. */
 	advance(fx, 2 * S);
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	assert_int_equal(step(fx), ERR_RETRY);
 	assert_string_equal(fx->events, "+-");
 	assert_false(fx->leading_in_stop);
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_int_equal(fake_http_count(fx->fake), 12);
 	assert_non_null(strstr(logged(fx), "msg=\"lost leadership\" identity=pod-a "
 					   "lease=alertbridge/alertbridge reason=\"renew deadline "
@@ -564,7 +564,7 @@ static void slow_failed_renew_steps_down_when_it_ends(void **state)
 	assert_int_equal(step(fx), ERR_RETRY);
 	assert_int_equal(v_now(fx), T0 + 11 * S);
 	assert_string_equal(fx->events, "+-");
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 	assert_non_null(strstr(logged(fx),
 			       "msg=\"lost leadership\" err=retry identity=pod-a "
 			       "lease=alertbridge/alertbridge reason=\"renew deadline passed\" "
@@ -586,8 +586,8 @@ static void other_errors_are_passed_through(void **state)
 						  "resourceVersion"));
 	/* errmsg may be NULL. */
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
-	assert_int_equal(janitor_leader_step(fx->l, NULL), ERR_RETRY);
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_int_equal(leader_step(fx->l, NULL), ERR_RETRY);
+	assert_false(leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "");
 	assert_int_equal(fake_http_count(fx->fake), 3);
 }
@@ -599,8 +599,8 @@ static void stop_releases_the_lease(void **state)
 	lead_by_create(fx);
 	advance(fx, 3 * S);
 	fake_http_push(fx->fake, 200, NULL, lease_answer("2", "", 1, T0 + 3 * S, T0 + 3 * S, 0));
-	janitor_leader_stop(fx->l);
-	assert_false(janitor_leader_is_leader(fx->l));
+	leader_stop(fx->l);
+	assert_false(leader_is_leader(fx->l));
 	assert_string_equal(fx->events, "+-");
 	assert_false(fx->leading_in_stop);
 	assert_int_equal(fake_http_count(fx->fake), 3);
@@ -608,7 +608,7 @@ static void stop_releases_the_lease(void **state)
 	assert_non_null(strstr(logged(fx), "msg=\"lease released\" identity=pod-a "
 					   "lease=alertbridge/alertbridge\n"));
 	/* A second stop (and free) does nothing more. */
-	janitor_leader_stop(fx->l);
+	leader_stop(fx->l);
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	assert_string_equal(fx->events, "+-");
 }
@@ -619,13 +619,13 @@ static void failed_release_is_logged(void **state)
 
 	lead_by_create(fx);
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
-	janitor_leader_stop(fx->l);
+	leader_stop(fx->l);
 	assert_string_equal(fx->events, "+-");
 	assert_non_null(strstr(logged(fx),
 			       "level=warn msg=\"lease release failed\" err=retry identity=pod-a "
 			       "lease=alertbridge/alertbridge detail=\"PUT " LEASE_PATH
 			       ": 500 InternalError: etcd down\"\n"));
-	janitor_leader_stop(fx->l);
+	leader_stop(fx->l);
 	assert_int_equal(fake_http_count(fx->fake), 3);
 }
 
@@ -635,7 +635,7 @@ static void follower_stop_sends_nothing(void **state)
 
 	fake_http_push(fx->fake, 200, NULL, lease_answer("7", "pod-b", 15, T0, T0, 0));
 	assert_int_equal(step(fx), ERR_CONFLICT);
-	janitor_leader_stop(fx->l);
+	leader_stop(fx->l);
 	assert_int_equal(fake_http_count(fx->fake), 1);
 	assert_string_equal(fx->events, "");
 }
@@ -644,31 +644,31 @@ static void follower_stop_sends_nothing(void **state)
 static void thread_leads_and_releases_on_stop(void **state)
 {
 	struct fixture *fx = *state;
-	struct janitor_leader *l;
+	struct leader *l;
 	const struct fake_request *r;
 	struct timespec t0, t1;
 	json_t *body;
 	int i;
 
-	janitor_leader_free(fx->l);
+	leader_free(fx->l);
 	kube_client_free(fx->kc);
 	fx->kc = new_kube(fx, 0);
 	fx->l = l = new_leader(fx, 15 * S, 0);
 	fake_http_push(fx->fake, 404, NULL, STATUS_404);
 	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, T0, T0, 0));
-	assert_int_equal(janitor_leader_start(l), ERR_OK);
-	for (i = 0; i < 300 && !janitor_leader_is_leader(l); i++)
+	assert_int_equal(leader_start(l), ERR_OK);
+	for (i = 0; i < 300 && !leader_is_leader(l); i++)
 		usleep(10000);
-	assert_true(janitor_leader_is_leader(l));
+	assert_true(leader_is_leader(l));
 	assert_int_equal(fake_http_count(fx->fake), 2);
 
 	fake_http_push(fx->fake, 200, NULL, lease_answer("2", "", 1, T0, T0, 0));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	janitor_leader_stop(l);
+	leader_stop(l);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	/* Well under the 2 s retry period: the pause was interrupted. */
 	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1500);
-	assert_false(janitor_leader_is_leader(l));
+	assert_false(leader_is_leader(l));
 	assert_string_equal(fx->events, "+-");
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	r = fake_http_request(fx->fake, 2);
@@ -686,7 +686,7 @@ static void thread_leads_and_releases_on_stop(void **state)
 }
 
 /*
- * Readers poll janitor_leader_is_leader() while this thread steps through lead, renew and
+ * Readers poll leader_is_leader() while this thread steps through lead, renew and
  * lose.  seq is odd while a step runs; between steps expect holds the settled answer, which a
  * reader must then see.
  */
@@ -713,7 +713,7 @@ static void *read_leader(void *arg)
 	for (long i = 0; i < 20000000 && !atomic_load(&sh->done); i++) {
 		long s1 = atomic_load(&sh->seq);
 		int e = atomic_load(&sh->expect);
-		int v = janitor_leader_is_leader(sh->fx->l);
+		int v = leader_is_leader(sh->fx->l);
 		long s2 = atomic_load(&sh->seq);
 
 		if (s1 != s2 || (s1 & 1))
@@ -785,7 +785,7 @@ static void is_leader_is_safe_from_other_threads(void **state)
 	assert_true(checked > 0);
 	assert_int_equal(fake_http_count(fx->fake), 100);
 	assert_string_equal(fx->events, "+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-");
-	assert_false(janitor_leader_is_leader(fx->l));
+	assert_false(leader_is_leader(fx->l));
 }
 
 /* A test of this file, between setup() and teardown(). */

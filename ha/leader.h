@@ -4,9 +4,13 @@
  * holder sweeps, drains the queues and reports ready (DESIGN.md "leader election").  A
  * candidate polls the Lease every retry period and takes it once it has expired; the leader
  * renews it every retry period and steps down when it could not renew within the renew deadline.
+ *
+ * In ha/ (high availability), not janitor/: the Lease gates the bridge's queue as much as the
+ * janitor's (core/active.h), and the config key is the top-level leader_election.  The Lease
+ * calls themselves are the Kubernetes client's (janitor/kube.h kube_lease_*).
  */
-#ifndef AB_JANITOR_LEADER_H
-#define AB_JANITOR_LEADER_H
+#ifndef AB_HA_LEADER_H
+#define AB_HA_LEADER_H
 
 #include <stdint.h>
 
@@ -15,18 +19,18 @@
 #include "core/metrics.h"
 #include "janitor/kube.h"
 
-struct janitor_leader;
+struct leader;
 
 /* client-go's LeaseDuration default; RenewDeadline and RetryPeriod are derived from it. */
-#define JANITOR_LEADER_DEFAULT_LEASE_MS INT64_C(15000)
+#define LEADER_DEFAULT_LEASE_MS INT64_C(15000)
 
-struct janitor_leader_options {
+struct leader_options {
 	/*
 	 * The leader's own Kubernetes client, borrowed: it must outlive the leader, and no other
 	 * thread may use it while the leader exists (a kube_client is used by one thread at a
 	 * time).  Give it timeout_ms and max_retry_after_ms of at most the retry period, so that a
 	 * slow request cannot hold back on_stop_leading much past the renew deadline
-	 * (janitor_leader_is_leader() turns false at the deadline regardless).
+	 * (leader_is_leader() turns false at the deadline regardless).
 	 */
 	struct kube_client *kube;
 	const char *namespace;    /* the Lease's namespace; copied */
@@ -40,11 +44,11 @@ struct janitor_leader_options {
 	 */
 	int64_t lease_duration_ms;
 	/*
-	 * Called, when not NULL, on the thread that runs janitor_leader_step() (the leader's
-	 * thread after janitor_leader_start(); the caller of janitor_leader_stop() on release),
+	 * Called, when not NULL, on the thread that runs leader_step() (the leader's
+	 * thread after leader_start(); the caller of leader_stop() on release),
 	 * with ctx, when this replica becomes leader and when it stops being leader.  They must
 	 * return promptly (set a flag, signal a thread): the Lease is not renewed meanwhile.  Work
-	 * done as leader should check janitor_leader_is_leader() before each action.
+	 * done as leader should check leader_is_leader() before each action.
 	 */
 	void (*on_start_leading)(void *ctx);
 	void (*on_stop_leading)(void *ctx);
@@ -58,9 +62,9 @@ struct janitor_leader_options {
 	struct metrics *metrics;
 	/*
 	 * Test hooks: the clock (ms since the epoch; called from any thread that calls
-	 * janitor_leader_is_leader(), so it must be thread-safe) and the pause between steps of
+	 * leader_is_leader(), so it must be thread-safe) and the pause between steps of
 	 * the leader's thread; NULL for the real ones.  The real pause ends at once on
-	 * janitor_leader_stop(); a hooked one is not interrupted.
+	 * leader_stop(); a hooked one is not interrupted.
 	 */
 	int64_t (*now_ms)(void *clock_ctx);
 	void (*sleep_ms)(void *clock_ctx, int64_t ms);
@@ -71,9 +75,9 @@ struct janitor_leader_options {
  * A follower with the options o (borrowed during the call; the strings are copied).  o->kube,
  * o->namespace, o->lease_name and o->identity must be set and non-empty; lease_duration_ms
  * must not be negative (both are bugs of the caller: the configuration is checked before).
- * Never NULL.  No request is made until janitor_leader_step() or janitor_leader_start().
+ * Never NULL.  No request is made until leader_step() or leader_start().
  */
-struct janitor_leader *janitor_leader_new(const struct janitor_leader_options *o);
+struct leader *leader_new(const struct leader_options *o);
 
 /*
  * One iteration of client-go's tryAcquireOrRenew(), with the clock read once at its start
@@ -99,17 +103,17 @@ struct janitor_leader *janitor_leader_new(const struct janitor_leader_options *o
  *   other         kube_lease_get/create/update's errors (ERR_RETRY, ERR_AUTH, ERR_INVALID,
  *                 ERR_NOTFOUND when deleted between GET and PUT, ...), errmsg from kube
  * errmsg may be NULL.  Only one thread may step at a time: do not call it after
- * janitor_leader_start() until janitor_leader_stop().
+ * leader_start() until leader_stop().
  */
-enum err janitor_leader_step(struct janitor_leader *l, struct buf *errmsg) WARN_UNUSED;
+enum err leader_step(struct leader *l, struct buf *errmsg) WARN_UNUSED;
 
 /*
- * Run janitor_leader_step() on a thread of the leader's own: at once, then every retry
+ * Run leader_step() on a thread of the leader's own: at once, then every retry
  * period.  Failed steps are logged at warn, ERR_CONFLICT at debug; each change of the
  * observed holder at info ("lease holder observed").  ERR_IO when the thread cannot be
- * created.  Start at most once, and not after janitor_leader_stop() (stopping is final).
+ * created.  Start at most once, and not after leader_stop() (stopping is final).
  */
-enum err janitor_leader_start(struct janitor_leader *l) WARN_UNUSED;
+enum err leader_start(struct leader *l) WARN_UNUSED;
 
 /*
  * Stop the thread (when started) and wait for it; then, when leading, stop leading
@@ -119,20 +123,20 @@ enum err janitor_leader_start(struct janitor_leader *l) WARN_UNUSED;
  * is logged at warn (the Lease then expires in its own time).  l may be NULL; a second call
  * does nothing.
  */
-void janitor_leader_stop(struct janitor_leader *l);
+void leader_stop(struct leader *l);
 
 /*
  * Non-zero while this replica leads: it holds the Lease and renewed it less than the renew
  * deadline ago (by the clock now, so a step stuck in a request cannot make it lie).  Safe from
  * any thread at any time, e.g. an HTTP handler answering /-/ready; l must not be NULL.
  */
-int janitor_leader_is_leader(const struct janitor_leader *l);
+int leader_is_leader(const struct leader *l);
 
 /* The derived intervals, for logs and tests: renew deadline and retry period, in ms. */
-int64_t janitor_leader_renew_deadline_ms(const struct janitor_leader *l);
-int64_t janitor_leader_retry_period_ms(const struct janitor_leader *l);
+int64_t leader_renew_deadline_ms(const struct leader *l);
+int64_t leader_retry_period_ms(const struct leader *l);
 
-/* janitor_leader_stop(), then free; the kube client is not freed.  l may be NULL. */
-void janitor_leader_free(struct janitor_leader *l);
+/* leader_stop(), then free; the kube client is not freed.  l may be NULL. */
+void leader_free(struct leader *l);
 
 #endif

@@ -3,7 +3,7 @@
  *
  * One thread steps (the leader's own, or a test) and owns the observed record and the kube
  * client; the leading flag and the last renewal time are atomics so that any thread may ask
- * janitor_leader_is_leader().  See leader.h for the rules.
+ * leader_is_leader().  See leader.h for the rules.
  */
 #include <assert.h>
 #include <errno.h>
@@ -15,15 +15,15 @@
 
 #include "core/log.h"
 #include "core/xalloc.h"
-#include "janitor/leader.h"
+#include "ha/leader.h"
 
 #include "core/clock.h"
 #include "core/banned.h"
 
 #define MS_PER_S INT64_C(1000)
 
-struct janitor_leader {
-	/* Set by janitor_leader_new(), read-only after. */
+struct leader {
+	/* Set by leader_new(), read-only after. */
 	struct kube_client *kube;
 	char *ns;
 	char *name;
@@ -32,7 +32,7 @@ struct janitor_leader {
 	int64_t lease_s;
 	int64_t renew_deadline_ms;
 	int64_t retry_ms;
-	struct janitor_leader_options o;  /* callbacks and hooks; its strings are not used */
+	struct leader_options o;  /* callbacks and hooks; its strings are not used */
 
 	/* The stepping thread's own. */
 	struct kube_lease observed;  /* last record seen or written; name NULL when none */
@@ -41,20 +41,20 @@ struct janitor_leader {
 
 	struct metric *m_leader;     /* alertbridge_leader_election_is_leader, or NULL */
 
-	/* Shared with readers of janitor_leader_is_leader(). */
+	/* Shared with readers of leader_is_leader(). */
 	atomic_int leading;
 	_Atomic int64_t renewed_ms;  /* start of the step that last wrote the Lease */
 
 	/* The thread. */
 	pthread_mutex_t mu;
-	pthread_cond_t wake;         /* signalled by janitor_leader_stop() */
+	pthread_cond_t wake;         /* signalled by leader_stop() */
 	int stopping;                /* under mu */
 	int started;
-	int stopped;                 /* janitor_leader_stop() ran */
+	int stopped;                 /* leader_stop() ran */
 	pthread_t thread;
 };
 
-static int64_t now_ms(const struct janitor_leader *l)
+static int64_t now_ms(const struct leader *l)
 {
 	return l->o.now_ms ? l->o.now_ms(l->o.clock_ctx) : clock_wall_ms();
 }
@@ -64,9 +64,9 @@ static int streq(const char *a, const char *b)
 	return strcmp(a ? a : "", b ? b : "") == 0;
 }
 
-struct janitor_leader *janitor_leader_new(const struct janitor_leader_options *o)
+struct leader *leader_new(const struct leader_options *o)
 {
-	struct janitor_leader *l = xcalloc(1, sizeof(*l));
+	struct leader *l = xcalloc(1, sizeof(*l));
 	struct buf desc = BUF_INIT;
 	pthread_condattr_t ca;
 	int64_t lease_ms;
@@ -84,7 +84,7 @@ struct janitor_leader *janitor_leader_new(const struct janitor_leader_options *o
 	l->desc = buf_detach(&desc);
 
 	l->lease_s = o->lease_duration_ms ? o->lease_duration_ms / MS_PER_S
-					  : JANITOR_LEADER_DEFAULT_LEASE_MS / MS_PER_S;
+					  : LEADER_DEFAULT_LEASE_MS / MS_PER_S;
 	if (l->lease_s < 1)
 		l->lease_s = 1;
 	lease_ms = l->lease_s * MS_PER_S;
@@ -107,17 +107,17 @@ struct janitor_leader *janitor_leader_new(const struct janitor_leader_options *o
 	return l;
 }
 
-int64_t janitor_leader_renew_deadline_ms(const struct janitor_leader *l)
+int64_t leader_renew_deadline_ms(const struct leader *l)
 {
 	return l->renew_deadline_ms;
 }
 
-int64_t janitor_leader_retry_period_ms(const struct janitor_leader *l)
+int64_t leader_retry_period_ms(const struct leader *l)
 {
 	return l->retry_ms;
 }
 
-int janitor_leader_is_leader(const struct janitor_leader *l)
+int leader_is_leader(const struct leader *l)
 {
 	int64_t renewed;
 
@@ -129,7 +129,7 @@ int janitor_leader_is_leader(const struct janitor_leader *l)
 
 /* ---- transitions ---- */
 
-static void become_leader(struct janitor_leader *l)
+static void become_leader(struct leader *l)
 {
 	struct log_line *ll = log_begin(LOG_INFO, "became leader");
 
@@ -144,7 +144,7 @@ static void become_leader(struct janitor_leader *l)
 }
 
 /* Stop leading first, then tell: nothing acts as leader once the callback runs. */
-static void step_down(struct janitor_leader *l, const char *reason, enum err rc,
+static void step_down(struct leader *l, const char *reason, enum err rc,
 		      const struct buf *why)
 {
 	struct log_line *ll = log_begin(LOG_INFO, "lost leadership");
@@ -164,7 +164,7 @@ static void step_down(struct janitor_leader *l, const char *reason, enum err rc,
 }
 
 /* Log at info when the holder we observe changes (client-go's OnNewLeader). */
-static void report_holder(struct janitor_leader *l)
+static void report_holder(struct leader *l)
 {
 	const char *holder = l->observed.holder ? l->observed.holder : "";
 	struct log_line *ll;
@@ -190,7 +190,7 @@ static int same_record(const struct kube_lease *a, const struct kube_lease *b)
 }
 
 /* Take got (moved) as the observed record, stamped seen_ms when it differs from the last. */
-static void observe(struct janitor_leader *l, struct kube_lease *got, int64_t seen_ms)
+static void observe(struct leader *l, struct kube_lease *got, int64_t seen_ms)
 {
 	if (l->observed.name && same_record(&l->observed, got)) {
 		kube_lease_release(got);
@@ -203,18 +203,18 @@ static void observe(struct janitor_leader *l, struct kube_lease *got, int64_t se
 }
 
 /* client-go's isLeaseValid(): valid until leaseDurationSeconds after we saw it change. */
-static int observed_valid(const struct janitor_leader *l, int64_t t_ms)
+static int observed_valid(const struct leader *l, int64_t t_ms)
 {
 	return l->observed_ms + l->observed.duration_s * MS_PER_S > t_ms;
 }
 
-static int observed_is_ours(const struct janitor_leader *l)
+static int observed_is_ours(const struct leader *l)
 {
 	return l->observed.name && streq(l->observed.holder, l->identity);
 }
 
 /* The record we write at t_ms, before acquireTime and leaseTransitions are settled. */
-static struct kube_lease our_record(const struct janitor_leader *l, int64_t t_ms)
+static struct kube_lease our_record(const struct leader *l, int64_t t_ms)
 {
 	return (struct kube_lease){
 		.namespace = l->ns, .name = l->name, .holder = l->identity,
@@ -223,7 +223,7 @@ static struct kube_lease our_record(const struct janitor_leader *l, int64_t t_ms
 }
 
 /* PUT rec; on success the answer becomes the observed record. */
-static enum err write_lease(struct janitor_leader *l, const struct kube_lease *rec,
+static enum err write_lease(struct leader *l, const struct kube_lease *rec,
 			    struct buf *errmsg)
 {
 	struct kube_lease got = { 0 };
@@ -235,7 +235,7 @@ static enum err write_lease(struct janitor_leader *l, const struct kube_lease *r
 }
 
 /* Step 1: renew what we last wrote without reading it first. */
-static enum err renew_fast(struct janitor_leader *l, int64_t t_ms)
+static enum err renew_fast(struct leader *l, int64_t t_ms)
 {
 	struct kube_lease rec = our_record(l, t_ms);
 	struct buf why = BUF_INIT;
@@ -258,7 +258,7 @@ static enum err renew_fast(struct janitor_leader *l, int64_t t_ms)
 }
 
 /* Steps 2-4: read, create when absent, and take or renew unless another holds it. */
-static enum err acquire_slow(struct janitor_leader *l, int64_t t_ms, struct buf *errmsg)
+static enum err acquire_slow(struct leader *l, int64_t t_ms, struct buf *errmsg)
 {
 	struct kube_lease got = { 0 }, rec = our_record(l, t_ms);
 	enum err rc;
@@ -293,14 +293,14 @@ out:
 	return rc;
 }
 
-static enum err try_acquire_or_renew(struct janitor_leader *l, int64_t t_ms, struct buf *errmsg)
+static enum err try_acquire_or_renew(struct leader *l, int64_t t_ms, struct buf *errmsg)
 {
 	if (observed_is_ours(l) && observed_valid(l, t_ms) && renew_fast(l, t_ms) == ERR_OK)
 		return ERR_OK;
 	return acquire_slow(l, t_ms, errmsg);
 }
 
-enum err janitor_leader_step(struct janitor_leader *l, struct buf *errmsg)
+enum err leader_step(struct leader *l, struct buf *errmsg)
 {
 	int64_t t_ms = now_ms(l);
 	struct buf why = BUF_INIT;
@@ -329,7 +329,7 @@ enum err janitor_leader_step(struct janitor_leader *l, struct buf *errmsg)
 /* ---- release ---- */
 
 /* client-go's release(): free the Lease for the next candidate, if it names us. */
-static void release_lease(struct janitor_leader *l)
+static void release_lease(struct leader *l)
 {
 	int64_t t_ms = now_ms(l);
 	struct kube_lease rec = our_record(l, t_ms);
@@ -357,7 +357,7 @@ static void release_lease(struct janitor_leader *l)
 
 /* ---- the thread ---- */
 
-static int is_stopping(struct janitor_leader *l)
+static int is_stopping(struct leader *l)
 {
 	int s;
 
@@ -367,8 +367,8 @@ static int is_stopping(struct janitor_leader *l)
 	return s;
 }
 
-/* Wait one retry period, or less when janitor_leader_stop() is called. */
-static void pause_retry(struct janitor_leader *l)
+/* Wait one retry period, or less when leader_stop() is called. */
+static void pause_retry(struct leader *l)
 {
 	struct timespec until;
 
@@ -389,7 +389,7 @@ static void pause_retry(struct janitor_leader *l)
 	pthread_mutex_unlock(&l->mu);
 }
 
-static void log_failed_step(struct janitor_leader *l, enum err rc, const struct buf *why)
+static void log_failed_step(struct leader *l, enum err rc, const struct buf *why)
 {
 	struct log_line *ll;
 
@@ -405,13 +405,13 @@ static void log_failed_step(struct janitor_leader *l, enum err rc, const struct 
 
 static void *run(void *arg)
 {
-	struct janitor_leader *l = arg;
+	struct leader *l = arg;
 	struct buf why = BUF_INIT;
 	enum err rc;
 
 	while (!is_stopping(l)) {
 		buf_reset(&why);
-		rc = janitor_leader_step(l, &why);
+		rc = leader_step(l, &why);
 		log_failed_step(l, rc, &why);
 		pause_retry(l);
 	}
@@ -419,7 +419,7 @@ static void *run(void *arg)
 	return NULL;
 }
 
-enum err janitor_leader_start(struct janitor_leader *l)
+enum err leader_start(struct leader *l)
 {
 	assert(!l->started);
 	if (pthread_create(&l->thread, NULL, run, l)) {
@@ -430,7 +430,7 @@ enum err janitor_leader_start(struct janitor_leader *l)
 	return ERR_OK;
 }
 
-void janitor_leader_stop(struct janitor_leader *l)
+void leader_stop(struct leader *l)
 {
 	if (!l || l->stopped)
 		return;
@@ -448,11 +448,11 @@ void janitor_leader_stop(struct janitor_leader *l)
 	release_lease(l);
 }
 
-void janitor_leader_free(struct janitor_leader *l)
+void leader_free(struct leader *l)
 {
 	if (!l)
 		return;
-	janitor_leader_stop(l);
+	leader_stop(l);
 	pthread_cond_destroy(&l->wake);
 	pthread_mutex_destroy(&l->mu);
 	kube_lease_release(&l->observed);
