@@ -60,7 +60,8 @@ def main():
     dirs = [os.path.join(top, "a"), os.path.join(top, "a-much-longer-second-checkout")]
     env = dict(os.environ)
     env.pop("SOURCE_DATE_EPOCH", None)
-    for var in ("VERSION", "REVISION", "O", "CFLAGS", "SAN"):
+    # MAKEFLAGS too: under `make check O=DIR` it carries O=DIR into the clones' make.
+    for var in ("VERSION", "REVISION", "O", "CFLAGS", "SAN", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
         env.pop(var, None)
     try:
         for d in dirs:
