@@ -139,14 +139,15 @@ static int lease_held(void *ctx)
 }
 
 /*
- * Leader election on the Lease janitor.leader_election names, with a client
- * of its own whose timeouts stay under the retry period, so a slow API
- * server cannot keep a stale leader acting (ha/leader.h).
+ * Leader election on the Lease leader_election names, reached with the
+ * janitor's kubernetes settings by a client of its own whose timeouts stay
+ * under the retry period, so a slow API server cannot keep a stale leader
+ * acting (ha/leader.h).
  */
 static int setup_leader(struct service *s, struct buf *err)
 {
 	const struct cfg_janitor *jc = &s->cfg->janitor;
-	const struct cfg_leader_election *le = &jc->leader_election;
+	const struct cfg_leader_election *le = &s->cfg->leader_election;
 	struct kube_config kc;
 	struct kube_options ko = { 0 };
 	struct leader_options lo = { 0 };
@@ -307,7 +308,7 @@ static int start_service(struct service *s, const struct flags *f)
 	bo.metrics = s->metrics;
 	bo.user_agent = version_user_agent();
 	/* One Lease for both workers: only the leader drains the bridge queue too. */
-	if (s->cfg->janitor.enabled && s->cfg->janitor.leader_election.enabled &&
+	if (s->cfg->janitor.enabled && s->cfg->leader_election.enabled &&
 	    setup_leader(s, &err))
 		goto out;
 	setup_active(s);

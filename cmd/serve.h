@@ -40,7 +40,7 @@ struct service {
 	struct serve_lock *lock;      /* the sqlite file's: one serving process (serve_lock.h) */
 	int ready;
 	/*
-	 * Leader election (ha/leader.h, when janitor.leader_election.enabled):
+	 * Leader election (ha/leader.h, when leader_election.enabled):
 	 * NULL means this replica always leads.
 	 */
 	int (*is_leader)(void *ctx);

@@ -25,6 +25,7 @@
 #include <gnutls/x509.h>
 
 #include "duration.h"
+#include "log.h"
 #include "matchers.h"
 #include "xalloc.h"
 #include "banned.h"
@@ -500,6 +501,30 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 	return ERR_OK;
 }
 
+/*
+ * An ALIAS row f at key k (value v, path path): an error when the top-level
+ * key it stands for is given too (either before or after it), else a warning
+ * naming both, and v read into that key's struct.
+ */
+static enum err parse_alias(struct ctx *c, const struct field *f, yaml_node_t *k, yaml_node_t *v,
+			    const char *path)
+{
+	yaml_node_t *top = NULL;
+	struct log_line *l;
+	char msg[2 * PATH_MAX_LEN];
+
+	(void)cfg_find_value(c, yaml_document_get_root_node(c->doc), f->alias, &top);
+	if (top)
+		return cfg_fail(c, k, path, ERR_INVALID, "cannot be used together with %s (line %lu)",
+				f->alias, cfg_line_of(top));
+	snprintf(msg, sizeof(msg), "%s is deprecated: use %s", path, f->alias);
+	l = log_begin(LOG_WARN, msg);
+	log_str(l, "file", c->name);
+	log_int(l, "line", (int64_t)cfg_line_of(k));
+	log_end(l);
+	return cfg_parse_map(c, v, path, f->sub, (char *)c->cfg + f->off);
+}
+
 enum err cfg_parse_map(struct ctx *c, yaml_node_t *node, const char *path,
 		       const struct fieldset *fs, void *obj)
 {
@@ -527,7 +552,10 @@ enum err cfg_parse_map(struct ctx *c, yaml_node_t *node, const char *path,
 			if (seen & (UINT64_C(1) << i))
 				return cfg_fail(c, k, sub, ERR_INVALID, "duplicate key");
 			seen |= UINT64_C(1) << i;
-			rc = parse_field(c, &fs->fields[i], v, sub, obj);
+			if (fs->fields[i].alias)
+				rc = parse_alias(c, &fs->fields[i], k, v, sub);
+			else
+				rc = parse_field(c, &fs->fields[i], v, sub, obj);
 			if (rc != ERR_OK)
 				return rc;
 		}
@@ -554,6 +582,8 @@ static void free_row(const struct field *f, char *obj)
 		NULL;
 	size_t n = items ? *(size_t *)(void *)(obj + f->count_off) : 0;
 
+	if (f->alias)
+		return;  /* its key's row frees it */
 	switch (f->type) {
 	case F_STR:
 	case F_PATH:

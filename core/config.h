@@ -247,6 +247,11 @@ struct cfg_slack {
 	size_t namespace_channels_count;
 };
 
+/*
+ * leader_election (top level; janitor.leader_election is its deprecated
+ * alias): with enabled, only the holder of the Lease acts, the bridge's
+ * worker and the janitor's alike (ha/leader.h, core/active.h).
+ */
 struct cfg_leader_election {
 	int enabled;              /* default 0 */
 	char *namespace;          /* default "alertbridge" */
@@ -279,7 +284,6 @@ struct cfg_janitor {
 	struct cfg_policy *policies;          /* in file order */
 	size_t policies_count;
 	struct cfg_slack slack;
-	struct cfg_leader_election leader_election;
 };
 
 /*
@@ -330,6 +334,7 @@ struct config {
 	struct cfg_receiver *receivers; /* in file order; at least one unless the janitor is on */
 	size_t receivers_count;
 	struct cfg_janitor janitor;
+	struct cfg_leader_election leader_election;
 	struct cfg_web web;
 };
 

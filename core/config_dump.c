@@ -272,8 +272,8 @@ static void dump_row(struct emitter *y, const struct field *f, const char *obj)
 {
 	const void *v = obj + f->off;
 
-	if ((f->dump_flags & D_OMIT) && unset(f, obj))
-		return;
+	if (f->alias || ((f->dump_flags & D_OMIT) && unset(f, obj)))
+		return;  /* an alias is dumped as the key it stands for */
 	if (f->dump) {
 		f->dump(y, f, obj);
 		return;

@@ -642,6 +642,30 @@ static const struct field web_fields[] = {
 };
 FIELDSET(web_set, web_fields, check_web);
 
+static enum err check_leader(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
+{
+	struct cfg_leader_election *l = obj;
+	enum err rc = cfg_need(c, map, path, "namespace", l->namespace);
+
+	return rc != ERR_OK ? rc : cfg_need(c, map, path, "lease_name", l->lease_name);
+}
+
+static const struct field leader_fields[] = {
+	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled, LIVE,
+	    "Only the holder of a Kubernetes Lease acts; with janitor.enabled (janitor.kubernetes)."),
+	FLD(struct cfg_leader_election, "namespace", F_STR, namespace, LIVE,
+	    "Namespace of the Lease.", .def_str = "alertbridge"),
+	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name, LIVE,
+	    "Name of the Lease.", .def_str = "alertbridge"),
+	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1, LIVE,
+	    "How long a leader holds the Lease without renewing it.", .def = 15 * MS_S),
+	FLD(struct cfg_leader_election, "identity", F_STR, identity, LIVE,
+	    "This replica's name in the Lease.", .dflt = "the host name"),
+};
+const struct fieldset cfg_leader_set = { leader_fields,
+					sizeof(leader_fields) / sizeof(leader_fields[0]),
+					check_leader, NULL };
+
 static void receiver_defaults(void *item);
 /* Receivers: each with its defaults, names unique. */
 static const struct cfg_records receiver_records = {
@@ -675,6 +699,8 @@ static const struct field root_fields[] = {
 	    "a list of receivers", LIVE,
 	    "One per Alertmanager receiver; at least one unless the janitor is enabled."),
 	MAP(struct config, "janitor", janitor, cfg_janitor_set, LIVE, "The pod janitor."),
+	MAP(struct config, "leader_election", leader_election, cfg_leader_set, RESTART,
+	    "Several replicas: one acts at a time, the bridge's worker and the janitor's."),
 };
 const struct fieldset cfg_root_set = { root_fields, sizeof(root_fields) / sizeof(root_fields[0]),
 				      check_root, NULL };
@@ -726,7 +752,7 @@ void cfg_defaults(struct config *cfg)
 	cfg->receivers = xcalloc(1, sizeof(struct cfg_receiver));
 	cfg->janitor.policies = xcalloc(1, sizeof(struct cfg_policy));
 	cfg->janitor.slack.namespace_channels = xcalloc(1, sizeof(struct cfg_pair));
-	cfg->janitor.leader_election.identity = hostname();
+	cfg->leader_election.identity = hostname();
 }
 
 /* Number of items of a sequence node, or an error naming what was expected. */
@@ -813,7 +839,7 @@ enum err cfg_parse_records(struct ctx *c, yaml_node_t *node, const char *path,
 static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
 {
 	struct config *cfg = obj;
-	struct cfg_leader_election *le = &cfg->janitor.leader_election;
+	struct cfg_leader_election *le = &cfg->leader_election;
 	enum err rc = cfg_need(c, map, path, "listen_address", cfg->listen_address);
 	const char *env;
 

@@ -111,6 +111,14 @@ struct field {
 	const struct cfg_records *records; /* F_FUNC records: their defaults and key, or NULL */
 	unsigned dump_flags;      /* D_OMIT, D_QUOTE */
 	dump_fn dump;             /* NULL: by type */
+	/*
+	 * An ALIAS row: the top-level key this deprecated key is another name
+	 * of.  Its mapping is read into that key's struct (off is its offset in
+	 * struct config) with a warning, and is an error when both are given;
+	 * it has no default, dump or reload class of its own, and the reference
+	 * gives it one row and no section.
+	 */
+	const char *alias;
 };
 
 struct fieldset {
@@ -127,7 +135,9 @@ struct fieldset {
  * mapping of string pairs at member f (count at f_count) by the parser fn_
  * (it gets the whole struct s), REC a list of records at member f (count at
  * f_count) by cfg_parse_records() with the rules rec_ (a struct cfg_records
- * *, or NULL), each item by the fieldset set; FIELDSET
+ * *, or NULL), each item by the fieldset set; ALIAS a deprecated key k
+ * for the top-level mapping target (member f of struct config, fieldset
+ * set: parse_alias() in config.c); FIELDSET
  * a file's static fieldset of the table arr with the check chk (may be NULL).
  * Every row ends with its reload class r (enum cfg_reload) and its one line of
  * documentation, which may be followed by more designated initialisers
@@ -158,6 +168,9 @@ struct fieldset {
 	{ .key = k, .type = F_FUNC, .off = 0, .records = rec_, .sub = &set, .what = what_, \
 	  .items_off = offsetof(s, f), .count_off = offsetof(s, f##_count), \
 	  .item_size = sizeof(((s *)0)->f[0]), .reload = r, .doc = __VA_ARGS__ }
+#define ALIAS(k, f, set, target, r, ...) \
+	{ .key = k, .type = F_MAP, .off = offsetof(struct config, f), .sub = &set, \
+	  .alias = target, .reload = r, .doc = __VA_ARGS__ }
 #define FIELDSET(name, arr, chk) \
 	static const struct fieldset name = { arr, sizeof(arr) / sizeof(arr[0]), chk, NULL }
 /* FIELDSET with rel, what cfg_free() frees beside the rows (a route's parsed matchers). */
@@ -171,8 +184,10 @@ struct fieldset {
 
 /* The top-level mapping's fields and check (config_fields.c). */
 extern const struct fieldset cfg_root_set;
-/* The janitor's mapping: its fields, policies, slack, leader_election (config_janitor.c). */
+/* The janitor's mapping: its fields, policies, slack, kubernetes (config_janitor.c). */
 extern const struct fieldset cfg_janitor_set;
+/* The top-level leader_election mapping, also read by its alias janitor.leader_election. */
+extern const struct fieldset cfg_leader_set;
 /* Writes a route's matchers as parsed, each formatted by matcher_format() (config_dump.c). */
 void cfg_dump_matchers(struct emitter *y, const struct field *f, const char *obj);
 /* Writes github.token_file, and a comment when the token came from GITHUB_TOKEN (config_dump.c). */

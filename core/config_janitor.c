@@ -1,8 +1,9 @@
 /*
  * config_janitor.c - the janitor's section of the configuration's schema:
  * the field tables and checks of janitor, its policies (with their
- * defaults), slack, kubernetes and leader_election.  Part of the loader;
- * config_fields.c holds the other sections, all share config_int.h.
+ * defaults), slack, kubernetes, and the deprecated alias leader_election
+ * (now top-level).  Part of the loader; config_fields.c holds the other
+ * sections, all share config_int.h.
  */
 #include "config_int.h"
 
@@ -123,28 +124,6 @@ static const struct field slack_fields[] = {
 };
 FIELDSET(slack_set, slack_fields, check_slack);
 
-static enum err check_leader(struct ctx *c, yaml_node_t *map, const char *path, void *obj)
-{
-	struct cfg_leader_election *l = obj;
-	enum err rc = cfg_need(c, map, path, "namespace", l->namespace);
-
-	return rc != ERR_OK ? rc : cfg_need(c, map, path, "lease_name", l->lease_name);
-}
-
-static const struct field leader_fields[] = {
-	FLD(struct cfg_leader_election, "enabled", F_BOOL, enabled, LIVE,
-	    "Only the holder of a Kubernetes Lease acts (several replicas)."),
-	FLD(struct cfg_leader_election, "namespace", F_STR, namespace, LIVE,
-	    "Namespace of the Lease.", .def_str = "alertbridge"),
-	FLD(struct cfg_leader_election, "lease_name", F_STR, lease_name, LIVE,
-	    "Name of the Lease.", .def_str = "alertbridge"),
-	DUR(struct cfg_leader_election, "lease_duration", lease_duration_ms, 1, LIVE,
-	    "How long a leader holds the Lease without renewing it.", .def = 15 * MS_S),
-	FLD(struct cfg_leader_election, "identity", F_STR, identity, LIVE,
-	    "This replica's name in the Lease.", .dflt = "the host name"),
-};
-FIELDSET(leader_set, leader_fields, check_leader);
-
 static const struct field kubernetes_fields[] = {
 	FLD(struct cfg_kubernetes, "kubeconfig", F_PATH, kubeconfig, LIVE,
 	    "A kubeconfig file; null or \"\": the pod's in-cluster service account."),
@@ -190,8 +169,8 @@ static const struct field janitor_fields[] = {
 	REC(struct cfg_janitor, "policies", policies, &policy_records, policy_set,
 	    "a list of policies", LIVE, "What to do with the pods of which alert."),
 	MAP(struct cfg_janitor, "slack", slack, slack_set, LIVE, "Where notices go."),
-	MAP(struct cfg_janitor, "leader_election", leader_election, leader_set, RESTART,
-	    "Several replicas: one acts at a time."),
+	ALIAS("leader_election", leader_election, cfg_leader_set, "leader_election", RESTART,
+	      "Deprecated alias of `leader_election` (a warning at load); not with it."),
 };
 const struct fieldset cfg_janitor_set = { janitor_fields,
 					 sizeof(janitor_fields) / sizeof(janitor_fields[0]),

@@ -73,6 +73,8 @@ static void each_key(const struct fieldset *fs, const char *path, size_t base,
 		char sub[PATH_MAX_LEN];
 		struct cfg_key k;
 
+		if (f->alias)
+			continue;  /* a name of a key listed under its own */
 		cfg_join_key(sub, path, f->key);
 		k.reload = class_in(outer, f);
 		if (f->type == F_MAP) {
@@ -101,7 +103,7 @@ void cfg_set_defaults(const struct fieldset *fs, void *obj)
 		const struct field *f = &fs->fields[i];
 		void *v = (char *)obj + f->off;
 
-		if (f->dflt)
+		if (f->dflt || f->alias)
 			continue;
 		switch (f->type) {
 		case F_STR:
@@ -318,7 +320,7 @@ static void section(struct buf *out, const struct fieldset *fs, const char *path
 				 class_in(outer, f) != CFG_RESTART ? "per key" :
 				 class_name(class_in(outer, f)));
 		add_cell(out, f->doc);
-		if (f->type == F_MAP || is_record(f))
+		if ((f->type == F_MAP && !f->alias) || is_record(f))
 			(void)buf_adds(out, " See below.");
 		(void)buf_adds(out, " |\n");
 	}
@@ -328,7 +330,7 @@ static void section(struct buf *out, const struct fieldset *fs, const char *path
 		const char *d = f->dflt ? f->dflt : dflt;
 
 		cfg_join_key(sub, path, f->key);
-		if (f->type == F_MAP) {
+		if (f->type == F_MAP && !f->alias) {
 			section(out, f->sub, sub, f->doc, obj ? obj + f->off : NULL,
 				class_in(outer, f), d);
 		} else if (is_record(f)) {

@@ -173,12 +173,12 @@ janitor:
     default_channel: "#ops"
     owner_label: owner
     namespace_channels: {default: "#default"}
-  leader_election:
-    enabled: true
-    namespace: ns
-    lease_name: lease
-    lease_duration: 20s
-    identity: me
+leader_election:
+  enabled: true
+  namespace: ns
+  lease_name: lease
+  lease_duration: 20s
+  identity: me
 """ % {"s": secret, "t": tmpl, "h": HASH, "app": app})
 
 

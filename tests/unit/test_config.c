@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "core/config.h"
+#include "core/log.h"
 
 #define S 1000LL
 #define M (60 * S)
@@ -152,6 +153,75 @@ static void expect_err(const char *yaml, const char *want)
 	expect_err_in(yaml, NULL, ERR_INVALID, want);
 }
 
+/* cfg_parse() of yaml with the log at info into out (n bytes): what it logged. */
+static enum err parse_logging(const char *yaml, struct config **cfg, struct buf *msg, char *out,
+			      size_t n)
+{
+	FILE *log = tmpfile();
+	enum err rc;
+	size_t got;
+
+	assert_non_null(log);
+	log_setup(LOG_INFO, LOG_LOGFMT);
+	log_set_fd(fileno(log));
+	rc = cfg_parse(yaml, strlen(yaml), "alertbridge.yml", NULL, cfg, msg);
+	log_set_fd(2);
+	log_setup(LOG_ERROR, LOG_LOGFMT);
+	rewind(log);
+	got = fread(out, 1, n - 1, log);
+	out[got] = '\0';
+	fclose(log);
+	return rc;
+}
+
+#define LE_FIELDS "{enabled: true, namespace: infra, lease_name: ab, lease_duration: 20s, " \
+		  "identity: pod-1}"
+
+/*
+ * leader_election is a top-level key (it gates the bridge as much as the
+ * janitor); janitor.leader_election, where it was, still loads into the same
+ * place with a warning naming both; both at once is an error naming both.
+ */
+static void leader_election_top_level_and_alias(void **state)
+{
+	static const char *const yaml[] = {
+		RCV "leader_election: " LE_FIELDS "\n",
+		RCV "janitor:\n  leader_election: " LE_FIELDS "\n",
+	};
+	struct buf msg = BUF_INIT;
+	char log[4096];
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++) {
+		struct config *cfg = NULL;
+		const char *warn;
+
+		assert_int_equal(parse_logging(yaml[i], &cfg, &msg, log, sizeof(log)), ERR_OK);
+		assert_int_equal(cfg->leader_election.enabled, 1);
+		assert_string_equal(cfg->leader_election.namespace, "infra");
+		assert_string_equal(cfg->leader_election.lease_name, "ab");
+		assert_int_equal(cfg->leader_election.lease_duration_ms, 20 * S);
+		assert_string_equal(cfg->leader_election.identity, "pod-1");
+		warn = strstr(log, "msg=\"janitor.leader_election is deprecated: "
+				   "use leader_election\"");
+		if (i == 0) {
+			assert_null(warn);
+		} else {
+			assert_non_null(warn);
+			assert_non_null(strstr(log, "level=warn"));
+			assert_non_null(strstr(warn, " file=alertbridge.yml line=3"));
+		}
+		cfg_free(cfg);
+	}
+	expect_err(RCV "leader_election: {enabled: true}\njanitor:\n  leader_election: {}\n",
+		   "alertbridge.yml:4: janitor.leader_election: cannot be used together with "
+		   "leader_election (line 2)");
+	expect_err(RCV "janitor:\n  leader_election: ~\nleader_election: {enabled: true}\n",
+		   "alertbridge.yml:3: janitor.leader_election: cannot be used together with "
+		   "leader_election (line 4)");
+	buf_release(&msg);
+}
+
 /* webhook.max_alerts: default, a value, and each bad form with its line and key. */
 static void webhook_max_alerts(void **state)
 {
@@ -244,12 +314,12 @@ static void every_default(void **state)
 	assert_null(j->slack.default_channel);
 	assert_null(j->slack.owner_label);
 	assert_int_equal(j->slack.namespace_channels_count, 0);
-	assert_int_equal(j->leader_election.enabled, 0);
-	assert_string_equal(j->leader_election.namespace, "alertbridge");
-	assert_string_equal(j->leader_election.lease_name, "alertbridge");
-	assert_int_equal(j->leader_election.lease_duration_ms, 15 * S);
+	assert_int_equal(cfg->leader_election.enabled, 0);
+	assert_string_equal(cfg->leader_election.namespace, "alertbridge");
+	assert_string_equal(cfg->leader_election.lease_name, "alertbridge");
+	assert_int_equal(cfg->leader_election.lease_duration_ms, 15 * S);
 	assert_int_equal(gethostname(host, sizeof(host) - 1), 0);
-	assert_string_equal(j->leader_election.identity, host);
+	assert_string_equal(cfg->leader_election.identity, host);
 	cfg_free(cfg);
 }
 
@@ -400,7 +470,8 @@ static void design_example_loads(void **state)
 	assert_string_equal(j->slack.bot_token, "xoxb-fixture-slack");
 	assert_string_equal(j->slack.default_channel, "#gpu-cluster");
 	assert_string_equal(j->slack.owner_label, "owner");
-	assert_string_equal(j->leader_election.namespace, "alertbridge");
+	/* design.yml keeps the deprecated janitor.leader_election: the alias still loads. */
+	assert_string_equal(cfg->leader_election.namespace, "alertbridge");
 	buf_release(&msg);
 	cfg_free(cfg);
 }
@@ -523,11 +594,11 @@ static void every_key_is_read(void **state)
 	assert_string_equal(j->slack.namespace_channels[0].key, "team-a");
 	assert_string_equal(j->slack.namespace_channels[0].value, "#team-a");
 	assert_string_equal(j->slack.namespace_channels[1].value, "C0123456");
-	assert_int_equal(j->leader_election.enabled, 1);
-	assert_string_equal(j->leader_election.namespace, "infra");
-	assert_string_equal(j->leader_election.lease_name, "ab-lease");
-	assert_int_equal(j->leader_election.lease_duration_ms, 20 * S);
-	assert_string_equal(j->leader_election.identity, "pod-1");
+	assert_int_equal(cfg->leader_election.enabled, 1);
+	assert_string_equal(cfg->leader_election.namespace, "infra");
+	assert_string_equal(cfg->leader_election.lease_name, "ab-lease");
+	assert_int_equal(cfg->leader_election.lease_duration_ms, 20 * S);
+	assert_string_equal(cfg->leader_election.identity, "pod-1");
 	assert_int_equal(cfg->web.auth.basic_auth_users_count, 1);
 	assert_string_equal(cfg->web.auth.basic_auth_users[0].key, "oncall");
 	assert_string_equal(cfg->web.auth.basic_auth_users[0].value,
@@ -676,6 +747,8 @@ static void missing_required_keys(void **state)
 		   "alertbridge.yml:3: webhook.tls: missing required key \"key_file\"");
 	expect_err(RCV "janitor:\n  leader_election: {namespace: \"\"}\n",
 		   "alertbridge.yml:3: janitor.leader_election.namespace: must not be empty");
+	expect_err(RCV "leader_election: {lease_name: \"\"}\n",
+		   "alertbridge.yml:2: leader_election.lease_name: must not be empty");
 }
 
 static void receivers_required_unless_janitor(void **state)
@@ -1432,6 +1505,7 @@ int main(void)
 		cmocka_unit_test(dump_masks_secrets_and_reloads),
 		cmocka_unit_test(free_accepts_null),
 		cmocka_unit_test(webhook_max_alerts),
+		cmocka_unit_test(leader_election_top_level_and_alias),
 		cmocka_unit_test(github_app_key_checked),
 		cmocka_unit_test(github_credentials),
 	};

@@ -81,8 +81,10 @@ static void keys_and_reload_classes(void **state)
 		   offsetof(struct config, webhook.tls.cert_file));
 	expect_key("github.app.app_id", CFG_RESTART, CFG_KIND_I64,
 		   offsetof(struct config, github.app.app_id));
-	expect_key("janitor.leader_election.identity", CFG_RESTART, CFG_KIND_STR,
-		   offsetof(struct config, janitor.leader_election.identity));
+	expect_key("leader_election.identity", CFG_RESTART, CFG_KIND_STR,
+		   offsetof(struct config, leader_election.identity));
+	/* An alias (janitor.leader_election) is a name, not a key of its own. */
+	assert_int_equal(key_of("janitor.leader_election.identity").found, 0);
 	/* Presence: compared by the secret's contents, which reload. */
 	expect_key("github.token_file", CFG_RESTART_PRESENCE, CFG_KIND_STR,
 		   offsetof(struct config, github.token));
@@ -129,8 +131,12 @@ static void reference_rows(void **state)
 	assert_non_null(strstr(s, "| `janitor.policies[].reminder_before` | duration | "
 			       "notice_lead / 2 |"));
 	/* Defaults in words; nothing read from this host. */
-	assert_non_null(strstr(s, "| `janitor.leader_election.identity` | string | "
+	assert_non_null(strstr(s, "| `leader_election.identity` | string | "
 			       "the host name |"));
+	/* An alias: its row names the key it stands for, and it has no section. */
+	assert_non_null(strstr(s, "| `janitor.leader_election` | mapping |  |  | restart | "
+			       "Deprecated alias of `leader_election`"));
+	assert_null(strstr(s, "`janitor.leader_election.identity`"));
 	assert_non_null(strstr(s, "| `receivers[].alertmanager.timeout` | duration | "
 			       "the top level's |"));
 	assert_non_null(strstr(s, "| `github.token_file` | path (secret file) | `null` |  | "
