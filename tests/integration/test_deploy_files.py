@@ -422,8 +422,9 @@ def check_config_text(dep):
         p.append('listen_address is not ":9095"')
     if not re.search(r"^janitor:\s*\n(?:  .*\n)*?  dry_run: true", base, re.M):
         p.append("janitor.dry_run is not true")
-    if "leader_election: {enabled: false" not in base:
-        p.append("base: leader_election must be disabled")
+    if not re.search(r"^leader_election: \{enabled: false", base, re.M):
+        p.append("base: leader_election (top level, not the deprecated janitor.leader_election) "
+                 "must be disabled")
     report("configmap: secrets, database path, listen address, janitor dry-run", p)
 
     p = []

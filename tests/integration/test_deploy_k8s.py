@@ -769,7 +769,8 @@ def postgres_problems(docs):
     db = cfg.get("database") or ""
     if not re.match(r"postgres(ql)?://", db):
         p.append("database %r is not a PostgreSQL URI" % db)
-    if ((cfg.get("janitor") or {}).get("leader_election") or {}).get("enabled"):
+    if (cfg.get("leader_election") or {}).get("enabled") or \
+            ((cfg.get("janitor") or {}).get("leader_election") or {}).get("enabled"):
         p.append("leader election on: only the leader would be ready (the budget would block "
                  "drains); the advisory lock chooses the worker")
     pw = cfg.get("database_password_file") or ""

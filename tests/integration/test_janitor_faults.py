@@ -87,7 +87,7 @@ class Stack:
                     "    - {alertname: %s, grace: %ds, notice_lead: %ds, owned: scale-to-zero}\n"
                     "  slack: {api_url: %s, bot_token_file: slack-token, "
                     "default_channel: \"#gpu\", owner_label: owner}\n"
-                    "  leader_election: {enabled: true, namespace: alertbridge, "
+                    "leader_election: {enabled: true, namespace: alertbridge, "
                     "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
                     % (SWEEP_S, GPU, GRACE_S, NOTICE_LEAD_S, self.slack.api_url,
                        LEASE_S, IDENTITY))
@@ -348,7 +348,7 @@ def replica(name, dirpath, kube, gh, gh_repo):
                 "janitor:\n"
                 "  enabled: true\n"
                 "  kubernetes: {kubeconfig: kubeconfig}\n"
-                "  leader_election: {enabled: true, namespace: alertbridge, "
+                "leader_election: {enabled: true, namespace: alertbridge, "
                 "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
                 % (gh.url, gh_repo, LEASE_S, name))
     proc = Proc(name, [BIN, "serve", "--config.file=" + config],

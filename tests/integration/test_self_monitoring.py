@@ -370,6 +370,7 @@ class Stack:
                     "    - {alertname: JanitorIdleGPUPod, grace: 1h, notice_lead: 1s}\n"
                     "  slack: {api_url: %s, bot_token_file: slack-token, "
                     "default_channel: \"#gpu\", owner_label: owner}\n"
+                    # janitor.leader_election: the deprecated alias, kept here on purpose
                     "  leader_election: {enabled: true, namespace: alertbridge, "
                     "lease_name: alertbridge, identity: selfmon-0}\n"
                     % (self.gh.url, self.slack.api_url))
