@@ -60,14 +60,8 @@ int gh_webhook_signature_ok(const char *secret, const char *body, size_t len,
 static void reply(struct gh_webhook *w, struct srv_response *res, int status, const char *reason,
 		  const char *msg)
 {
-	const char *v[] = { status < 300 ? "accepted" : "refused", reason };
-
-	metric_add(w->m_requests, v, 1);
-	if (status >= 300) {
-		intake_error(res, status, NULL, msg, NULL);
+	if (intake_outcome(w->m_requests, res, status, reason, msg))
 		return;
-	}
-	res->status = status;
 	res->content_type = "application/json";
 	(void)buf_adds(&res->body, "{\"status\":");
 	intake_json_quote(&res->body, reason);

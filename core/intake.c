@@ -49,6 +49,20 @@ void intake_log_rejected(struct log_line *l, const struct intake_verdict *v, con
 	log_end(l);
 }
 
+int intake_outcome(struct metric *m, struct srv_response *res, int status, const char *reason,
+		   const char *msg)
+{
+	const char *v[] = { status < 300 ? "accepted" : "refused", reason };
+
+	metric_add(m, v, 1);
+	if (status >= 300) {
+		intake_error(res, status, NULL, msg, NULL);
+		return 1;
+	}
+	res->status = status;
+	return 0;
+}
+
 int intake_content_type_is_json(const char *ct)
 {
 	static const char want[] = "application/json";

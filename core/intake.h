@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "http_server.h"
 #include "log.h"
+#include "metrics.h"
 #include "store.h"
 
 /* Seconds sent in Retry-After with a 503. */
@@ -43,6 +44,16 @@ int intake_reject(struct intake_verdict *v, int status, const char *reason, cons
  * passes both; else the status, v filled as by intake_reject().
  */
 int intake_admit(struct intake_verdict *v, const struct auth *a, const struct srv_request *req);
+
+/*
+ * The answer of a signed endpoint (GitHub's webhook, Slack's interactions):
+ * status counted in m (metrics_outcome_counter(): outcome "accepted" below
+ * 300, else "refused", and reason; m NULL counts nothing) and res->status
+ * set.  From 300 on, res is filled by intake_error(res, status, NULL, msg,
+ * NULL) and 1 returned; below, 0: the caller writes the body.
+ */
+int intake_outcome(struct metric *m, struct srv_response *res, int status, const char *reason,
+		   const char *msg);
 
 /*
  * End l, the log line of a rejected request begun by the caller (its code,

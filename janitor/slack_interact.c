@@ -270,15 +270,8 @@ void slack_interact_free(struct slack_interact *s)
 static void reply(struct slack_interact *s, struct srv_response *res, int status,
 		  const char *reason, const char *msg)
 {
-	const char *v[] = { status < 300 ? "accepted" : "refused", reason };
-
-	metric_add(s->m_requests, v, 1);
-	if (status >= 300) {
-		intake_error(res, status, NULL, msg, NULL);
-		return;
-	}
-	res->status = status;
-	res->content_type = "text/plain";
+	if (!intake_outcome(s->m_requests, res, status, reason, msg))
+		res->content_type = "text/plain";
 }
 
 static void refused(struct slack_interact *s, const struct srv_request *req,
