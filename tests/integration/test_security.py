@@ -434,8 +434,10 @@ def connection_cap_closes_the_excess_and_recovers():
         time.sleep(0.3)
         closed_at_once("127.0.0.2", "the 9th connection (max_connections 8) is closed")
         # The held, silent connections are reaped at read_header_timeout (2 s): then served.
+        # Not before (the cap held); the upper bound only says "reaped, not never": a loaded
+        # machine (make test's lanes) may take seconds longer to run the reaper and the client.
         status = 0
-        while status != 200 and time.time() - t0 < 4.0:
+        while status != 200 and time.time() - t0 < 10.0:
             try:
                 status, _ = legit("127.0.0.4", srv.port)
             except OSError:
@@ -445,7 +447,7 @@ def connection_cap_closes_the_excess_and_recovers():
         eq(status, 200, "served again once the flood was reaped")
         took = time.time() - t0
         event("legitimate client served again %.2f s after the flood began" % took)
-        check(1.8 <= took <= 4.0, "recovery after read_header_timeout", took)
+        check(1.8 <= took <= 10.0, "recovery after read_header_timeout", took)
         check('msg="connection limit reached: the rest is reserved for known clients" '
               'max_connections=8 reserved=2 refused_total=1' in srv.logtext(),
               "the cap is logged")
