@@ -858,6 +858,11 @@ static enum err check_root(struct ctx *c, yaml_node_t *map, const char *path, vo
 	if (rc == ERR_OK && cfg->receivers_count == 0 && !cfg->janitor.enabled)
 		rc = cfg_fail(c, cfg_key_or_map(c, map, "receivers"), "receivers", ERR_INVALID,
 			      "at least one receiver is required unless the janitor is enabled");
+	/* serve takes the Lease with the janitor's Kubernetes client (cmd/serve.c). */
+	if (rc == ERR_OK && le->enabled && !cfg->janitor.enabled)
+		rc = cfg_fail(c, cfg_key_or_map(c, map, "leader_election"), "leader_election.enabled",
+			      ERR_INVALID,
+			      "needs janitor.enabled: the Lease is taken with janitor.kubernetes");
 	if (rc != ERR_OK)
 		return rc;
 	if (!le->identity)

@@ -180,13 +180,14 @@ static enum err parse_logging(const char *yaml, struct config **cfg, struct buf 
 /*
  * leader_election is a top-level key (it gates the bridge as much as the
  * janitor); janitor.leader_election, where it was, still loads into the same
- * place with a warning naming both; both at once is an error naming both.
+ * place with a warning naming both; both at once is an error naming both;
+ * enabled without the janitor (whose Kubernetes client takes the Lease) too.
  */
 static void leader_election_top_level_and_alias(void **state)
 {
 	static const char *const yaml[] = {
-		RCV "leader_election: " LE_FIELDS "\n",
-		RCV "janitor:\n  leader_election: " LE_FIELDS "\n",
+		RCV "janitor: {enabled: true}\nleader_election: " LE_FIELDS "\n",
+		RCV "janitor:\n  enabled: true\n  leader_election: " LE_FIELDS "\n",
 	};
 	struct buf msg = BUF_INIT;
 	char log[4096];
@@ -209,7 +210,7 @@ static void leader_election_top_level_and_alias(void **state)
 		} else {
 			assert_non_null(warn);
 			assert_non_null(strstr(log, "level=warn"));
-			assert_non_null(strstr(warn, " file=alertbridge.yml line=3"));
+			assert_non_null(strstr(warn, " file=alertbridge.yml line=4"));
 		}
 		cfg_free(cfg);
 	}
@@ -219,6 +220,10 @@ static void leader_election_top_level_and_alias(void **state)
 	expect_err(RCV "janitor:\n  leader_election: ~\nleader_election: {enabled: true}\n",
 		   "alertbridge.yml:3: janitor.leader_election: cannot be used together with "
 		   "leader_election (line 4)");
+	/* serve would never take the Lease: its client is the janitor's. */
+	expect_err(RCV "leader_election: {enabled: true}\n",
+		   "alertbridge.yml:2: leader_election.enabled: needs janitor.enabled: the Lease is "
+		   "taken with janitor.kubernetes");
 	buf_release(&msg);
 }
 
