@@ -194,7 +194,7 @@ def main():
                             "    api_url: http://127.0.0.1:9/api\n"
                             "    bot_token_file: slack-token\n"
                             "    default_channel: \"#gpu\"\n"
-                            "  leader_election: {enabled: false}\n")):
+                            "leader_election: {enabled: false}\n")):
             with open(os.path.join(tmp, name), "w") as f:
                 f.write(text)
         control(url, "n=0")

@@ -80,7 +80,7 @@ class Stack:
                     "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: 0s}\n"
                     "  slack: {api_url: %s, bot_token_file: slack-token, "
                     "default_channel: \"#gpu\", owner_label: owner}\n"
-                    "  leader_election: {enabled: false}\n"
+                    "leader_election: {enabled: false}\n"
                     % (self.port, SWEEP_S, WINDOW_S, CPU, GRACE_S, NOTICE_LEAD_S,
                        self.slack.api_url))
         self.db = os.path.join(self.dir, "alertbridge.db")

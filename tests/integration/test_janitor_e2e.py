@@ -127,7 +127,7 @@ class Stack:
                 "    bot_token_file: slack-token\n"
                 "    default_channel: \"#gpu\"\n"
                 "    owner_label: owner\n"
-                "  leader_election: {enabled: false}\n"
+                "leader_election: {enabled: false}\n"
                 % (self.ab_port, "true" if self.dry_run else "false", SWEEP_S,
                    GPU, GRACE_GPU_S, NOTICE_LEAD_S, CPU, GRACE_CPU_S, NOTICE_LEAD_S,
                    REM, GRACE_REM_S, NOTICE_LEAD_S, int(REMINDER_S * 1000),

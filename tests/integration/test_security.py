@@ -514,7 +514,7 @@ def secrets_never_appear_in_logs_metrics_or_errors():
             "      notice_lead: 3s\n      owned: notify-only\n"
             "  slack:\n    api_url: %s\n    bot_token_file: slack-token\n"
             "    default_channel: \"#gpu\"\n    owner_label: owner\n"
-            "  leader_election: {enabled: false}\n" % (gh.url, slack.api_url))
+            "leader_election: {enabled: false}\n" % (gh.url, slack.api_url))
     srv = Server("secrets-bearer", cfg1)
     try:
         srv.start()

@@ -173,7 +173,7 @@ class Stack:
                 "    - {alertname: %s, grace: 6h, notice_lead: 2h, owned: scale-to-zero}\n"
                 "  slack: {api_url: %s, bot_token_file: slack-token, default_channel: \"#ml\","
                 " owner_label: owner}\n"
-                "  leader_election: {enabled: false}\n"
+                "leader_election: {enabled: false}\n"
                 % (USER, HASH, self.gh.url, REPO, MISSING_REPO, GPU,
                    self.slack.api_url))
 

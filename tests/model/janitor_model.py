@@ -145,7 +145,7 @@ class World:
                     "    signing_secret_file: slack-signing-secret\n"
                     "    default_channel: \"#gpu\"\n"
                     "    owner_label: owner\n"
-                    "  leader_election: {enabled: false}\n"
+                    "leader_election: {enabled: false}\n"
                     % (self.port, SWEEP_MS, ALERT, POL.grace_s, POL.lead_s, POL.by_s,
                        POL.max_postpones, POL.lifetime_s, self.slack.api_url))
 
