@@ -50,9 +50,7 @@ import hashlib
 import os
 import random
 import shutil
-import signal
 import sqlite3
-import subprocess
 import sys
 import tempfile
 import threading
@@ -91,7 +89,9 @@ def postponed_to(r):
     return ((body.get("metadata") or {}).get("annotations") or {}).get("janitor/postponed")
 
 
-class World:
+class World(lc.ServeProcess):
+    second_ms = SECOND_MS
+
     def __init__(self, seed, features, steps, keep):
         self.seed, self.features, self.n_steps, self.keep = seed, features, steps, keep
         self.rng = random.Random(seed)
@@ -148,52 +148,6 @@ class World:
                     "leader_election: {enabled: false}\n"
                     % (self.port, SWEEP_MS, ALERT, POL.grace_s, POL.lead_s, POL.by_s,
                        POL.max_postpones, POL.lifetime_s, self.slack.api_url))
-
-    def start(self):
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([lc.BIN, "serve", "--config.file=alertbridge.yml",
-                                      "--test.second-ms=%d" % SECOND_MS],
-                                     stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
-                                     start_new_session=True)
-        log.close()
-        deadline = time.time() + 20
-        while True:
-            if self.proc.poll() is not None:
-                self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
-            try:
-                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            if time.time() > deadline:
-                self.fail("alertbridge not ready within 20 s")
-            time.sleep(0.02)
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        if self.proc:
-            self.proc.wait(timeout=10)
-        self.proc = None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        self.proc = None
-
-    def tail(self, n=40):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
 
     def figures(self):
         """What the world exercised, summed over the passing worlds by summarize()."""

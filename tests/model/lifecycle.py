@@ -249,7 +249,62 @@ class Group:
         self.last = None          # last payload sent
 
 
-class World(SilenceSteps):
+class ServeProcess:
+    """A world's `alertbridge serve --test.second-ms=second_ms` process (its config
+    alertbridge.yml in self.dir, its log at self.log_path, its URL self.url; a failure raised
+    through self.fail): started and waited for until ready, SIGKILLed, stopped, its log's tail.
+    The janitor's model (janitor_model.py) runs its worlds' process with it too."""
+
+    second_ms = SECOND_MS
+
+    def start(self):
+        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml",
+                                      "--test.second-ms=%d" % self.second_ms],
+                                     stdout=log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
+                                     start_new_session=True)
+        log.close()
+        deadline = time.time() + 20
+        while True:
+            if self.proc.poll() is not None:
+                self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
+            try:
+                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            if time.time() > deadline:
+                self.fail("alertbridge not ready within 20 s")
+            time.sleep(0.01)
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        if self.proc:
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        self.proc = None
+
+    def tail(self, n=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
+        except OSError:
+            return "(no log)"
+
+
+class World(SilenceSteps, ServeProcess):
     def __init__(self, seed, features, steps, keep):
         self.seed = seed
         self.features = features
@@ -339,52 +394,6 @@ class World(SilenceSteps):
                         "    reopen_window: 1h\n"
                         "%s%s" % (name, REPO, extra, storm))
             f.write("janitor:\n  enabled: false\n")
-
-    def start(self):
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml",
-                                      "--test.second-ms=%d" % SECOND_MS],
-                                     stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
-                                     start_new_session=True)
-        log.close()
-        deadline = time.time() + 20
-        while True:
-            if self.proc.poll() is not None:
-                self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
-            try:
-                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            if time.time() > deadline:
-                self.fail("alertbridge not ready within 20 s")
-            time.sleep(0.01)
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        if self.proc:
-            self.proc.wait(timeout=10)
-        self.proc = None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        self.proc = None
-
-    def tail(self, n=40):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
 
     # ----- delivering notifications ----------------------------------------------------------
     def post(self, receiver, alerts, group_key=None, status=None):
