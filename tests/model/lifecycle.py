@@ -252,13 +252,15 @@ class Group:
 class ServeProcess:
     """A world's `alertbridge serve --test.second-ms=second_ms` process (its config
     alertbridge.yml in self.dir, its log at self.log_path, its URL self.url; a failure raised
-    through self.fail): started and waited for until ready, SIGKILLed, stopped, its log's tail.
+    through self.fail): started and waited for until ready (self.starts: when each start
+    began, time.time()), SIGKILLed, stopped, its log's tail.
     The janitor's model (janitor_model.py) runs its worlds' process with it too."""
 
     second_ms = SECOND_MS
 
     def start(self):
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
+        self.__dict__.setdefault("starts", []).append(time.time())
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml",
                                       "--test.second-ms=%d" % self.second_ms],
