@@ -33,9 +33,10 @@ connection is tried again, for at most 60 s.  On top of the model's invariants, 
 point checks:
   - latency: a legitimate webhook, a repeat and a new alert, is answered 200 within 1 s
     (the best of 3 tries each: a loaded 2-core machine may stall one);
-  - budget: GitHub's mutating calls of each credential, counted at the fake, stay within
-    content_per_minute (20) in every window of one scaled minute (60 x
-    --test.second-ms ms, shortened by a fifth for the fake's view of the timing);
+  - budget: GitHub's mutating calls of each credential and process, counted at the fake,
+    stay within content_per_minute (20) in every window of one scaled minute (60 x
+    --test.second-ms ms, shortened by a fifth for the fake's view of the timing); across a
+    restart the budget is not kept (issue 19's open item, check_budget());
     during a store fault at most STORE_CALLS(seconds) calls of any kind (the failing store
     backs off: defect 3 of issue 19 spent the hourly budget in 31 s).
 
