@@ -95,17 +95,10 @@ static void second_taker_is_refused_with_the_pid(void **state)
 	buf_release(&want);
 }
 
-/*
- * Another process holds it: refused with that PID; once it is killed
- * (SIGKILL: no cleanup of its own) the file it left blocks nobody.
- */
-static void lock_dies_with_its_holder(void **state)
+/* A child process that took db's serve lock and holds it until killed; returns once it does. */
+static pid_t child_holding(const char *db)
 {
-	struct fixture *f = *state;
-	struct serve_lock *l = NULL;
-	struct serve_lock_holder h;
-	struct buf msg = BUF_INIT;
-	int ready[2], status;
+	int ready[2];
 	char c = 0;
 	pid_t child;
 
@@ -116,7 +109,7 @@ static void lock_dies_with_its_holder(void **state)
 		struct serve_lock *mine = NULL;
 
 		close(ready[0]);
-		if (serve_lock_take(f->db, &mine, NULL, NULL) != ERR_OK)
+		if (serve_lock_take(db, &mine, NULL, NULL) != ERR_OK)
 			_exit(1);
 		(void)!write(ready[1], "x", 1);
 		pause();  /* until killed */
@@ -125,6 +118,23 @@ static void lock_dies_with_its_holder(void **state)
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);  /* the child holds it */
 	close(ready[0]);
+	return child;
+}
+
+/*
+ * Another process holds it: refused with that PID; once it is killed
+ * (SIGKILL: no cleanup of its own) the file it left blocks nobody.
+ */
+static void lock_dies_with_its_holder(void **state)
+{
+	struct fixture *f = *state;
+	struct serve_lock *l = NULL;
+	struct serve_lock_holder h;
+	struct buf msg = BUF_INIT;
+	int status;
+	pid_t child;
+
+	child = child_holding(f->db);
 	assert_int_equal(serve_lock_take(f->db, &l, &h, &msg), ERR_CONFLICT);
 	assert_int_equal(h.pid, (long)child);
 	assert_int_equal(serve_lock_held(f->db, &h, &msg), 1);
@@ -167,8 +177,8 @@ static void unclean_stop_is_told_apart(void **state)
 {
 	struct fixture *f = *state;
 	struct serve_lock *l = NULL;
-	int ready[2], status;
-	char c = 0, text[64];
+	int status;
+	char text[64];
 	pid_t child;
 
 	assert_int_equal(serve_lock_take(f->db, &l, NULL, NULL), ERR_OK);
@@ -180,22 +190,7 @@ static void unclean_stop_is_told_apart(void **state)
 	assert_int_equal(serve_lock_unclean(l), 0);
 	serve_lock_free(l);
 
-	assert_int_equal(pipe(ready), 0);
-	child = fork();
-	assert_true(child >= 0);
-	if (child == 0) {
-		struct serve_lock *mine = NULL;
-
-		close(ready[0]);
-		if (serve_lock_take(f->db, &mine, NULL, NULL) != ERR_OK)
-			_exit(1);
-		(void)!write(ready[1], "x", 1);
-		pause();  /* until killed */
-		_exit(0);
-	}
-	close(ready[1]);
-	assert_int_equal(read(ready[0], &c, 1), 1);
-	close(ready[0]);
+	child = child_holding(f->db);
 	assert_int_equal(kill(child, SIGKILL), 0);
 	assert_int_equal(waitpid(child, &status, 0), child);
 
