@@ -274,6 +274,28 @@ static void unclean_start_holds_every_call_until_settled(void **state)
 }
 
 /*
+ * A shared queue (settle_on_gain) whose worker lock's grace was waited_ms:
+ * the first step is the first gain, held SETTLE_MS - waited_ms with no call
+ * (nothing before it); then the firing alert's issue is created.
+ */
+static void gain_then_create(struct env *e, int64_t waited_ms)
+{
+	start(e);
+	e->bo.settle_on_gain = 1;
+	e->bo.settle_gain_waited_ms = waited_ms;
+	bfx_bridge_restart(e, 0);
+	assert_int_equal(bridge_settle_until(e->b), 0);  /* nothing before the first gain */
+	bfx_enqueue(e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
+	assert_int_equal(bridge_step(e->b), 0);
+	assert_int_equal(bridge_settle_until(e->b), e->now + SETTLE_MS - waited_ms);
+	assert_int_equal(fake_http_count(e->gh), 0);
+	e->now += SETTLE_MS - waited_ms;
+	fake_http_push(e->gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), 1);
+}
+
+/*
  * A shared queue (settle_on_gain): whoever acted before may have died
  * mid-write, so each gain of the right to act (the first too) holds likewise.
  * Without settle_on_gain (every other test here) nothing is held.
@@ -283,18 +305,7 @@ static void gaining_the_lease_holds_until_settled(void **state)
 	struct env e;
 	(void)state;
 
-	start(&e);
-	e.bo.settle_on_gain = 1;
-	bfx_bridge_restart(&e, 0);
-	assert_int_equal(bridge_settle_until(e.b), 0);  /* nothing before the first gain */
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	assert_int_equal(bridge_step(e.b), 0);
-	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS);
-	assert_int_equal(fake_http_count(e.gh), 0);
-	e.now += SETTLE_MS;
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1);
+	gain_then_create(&e, 0);
 
 	/* Lost, then taken again: held again, from the gain. */
 	bfx_enqueue(&e, "resolved", "2026-11-21T00:49:48.539Z", "2026-11-21T01:00:00Z");
@@ -322,17 +333,7 @@ static void a_gain_after_a_grace_holds_only_the_rest(void **state)
 	struct env e;
 	(void)state;
 
-	start(&e);
-	e.bo.settle_on_gain = 1;
-	e.bo.settle_gain_waited_ms = TIMEOUT_MS;
-	bfx_bridge_restart(&e, 0);
-	bfx_enqueue(&e, "firing", "2026-11-21T00:49:48.539Z", "0001-01-01T00:00:00Z");
-	assert_int_equal(bridge_step(e.b), 0);
-	assert_int_equal(bridge_settle_until(e.b), e.now + SETTLE_MS - TIMEOUT_MS);
-	e.now += SETTLE_MS - TIMEOUT_MS;
-	fake_http_push(e.gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
-	assert_int_equal(bridge_step(e.b), 1);
-	assert_int_equal(fake_http_count(e.gh), 1);
+	gain_then_create(&e, TIMEOUT_MS);
 
 	e.bo.settle_gain_waited_ms = SETTLE_MS;  /* a grace as long as the settle time */
 	bfx_bridge_restart(&e, 0);
