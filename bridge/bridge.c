@@ -405,7 +405,10 @@ static void finish(struct bridge *b, struct work *w)
 			log_str(l, "key", w->ev.key);
 			log_str(l, "action", issue_action_str(w->action));
 			log_str(l, "repo", w->row.repo);
-			log_int(l, "issue", w->row.number);
+			if (w->row.number > 0)
+				log_int(l, "issue", w->row.number);
+			else  /* dry-run: the row has no issue yet */
+				log_str(l, "issue", "none");
 			log_end(l);
 		}
 	}

@@ -219,6 +219,9 @@ def dry_run_then_live(s):
     eq(s.mutations(), [], "dry-run calls nothing")
     eq(s.row(a["fingerprint"], "ops").get("issue"), "0 (no issue on GitHub)",
        "a dry-run row has no issue")
+    applied = [x for x in s.ab.tail(400).splitlines() if 'msg="event applied"' in x]
+    check(applied and all("issue=none" in x for x in applied),
+          "the log says a dry-run event made no issue (not issue=0)", applied)
     s.stop()
     s.write_config(dry_run=False)
     s.start()
