@@ -126,6 +126,15 @@ static bool read_char(const char **p, char c)
 /*
  * The three forms share a prefix: date, then optionally "THH:MM", then optionally ":SSZ".  A
  * time without seconds must end there (kube-janitor has no "HH:MMZ" form), and seconds need Z.
+ *
+ * Why not strptime(3): kube-janitor reads janitor/expires with Python's datetime.strptime
+ * ("%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d"), and an annotation one accepts must
+ * mean the same to the other.  glibc's strptime differs from Python's where it matters here:
+ * it skips white space before a number ("2026- 1-02" passes), reads a year of 1 to 4 digits
+ * (Python wants 4), and takes "%d" 31 in any month (timegm() then rolls 2026-02-30 into
+ * March); matching Python's vectors (tests/unit/test_annotate.c) would need a check after it
+ * for each of these.  So the digits are read here, and the calendar (days in a month, days
+ * since the epoch) is core/rfc3339.h's, itself built on timegm(3).
  */
 static const char *parse_civil(const char *s, int64_t *out_ms)
 {
