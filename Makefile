@@ -23,7 +23,8 @@
 #                   reference generated from the config loader's tables (a test compares them)
 #   make docs-screenshot  refresh docs/status-page.png: the on-call page in headless Chromium,
 #                   412 px wide, from tests/integration/test_status_page.py
-#   make deps       install (as root) or name the Debian packages still missing
+#   make deps       install (as root) the Debian packages of every target, or name them; the
+#                   other targets only check (deploy/deps.sh --check) and stop when one is missing
 #   make clean
 #
 # Knobs (make VAR=value):
@@ -126,7 +127,7 @@ ASAN_MAKE = $(MAKE) --no-print-directory O=build-asan CFLAGS="-O1 -g -fno-omit-f
 all: $(BIN)
 
 deps:
-	@sh deploy/deps.sh build test
+	@sh deploy/deps.sh build test fuzz bench
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -170,7 +171,7 @@ $(O)/tests/%: tests/unit/%.c $(TEST_HELPER_OBJ) $(O)/libalertbridge.a
 
 test:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build test $(if $(filter 1,$(FUZZ)),fuzz)
+	@sh deploy/deps.sh --check build test $(if $(filter 1,$(FUZZ)),fuzz)
 endif
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
 ifeq ($(ASAN),1)
@@ -185,14 +186,14 @@ endif
 
 check:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build test
+	@sh deploy/deps.sh --check build test
 endif
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
 	@sh tests/run.sh --quick $(O) $(BIN)
 
 quicktest:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build test
+	@sh deploy/deps.sh --check build test
 endif
 	@$(MAKE) --no-print-directory $(BIN) $(UNIT_BIN)
 	@sh tests/run.sh $(O) $(BIN)
@@ -206,7 +207,7 @@ unit: $(UNIT_BIN)
 
 run:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build
+	@sh deploy/deps.sh --check build
 endif
 	@$(MAKE) --no-print-directory $(BIN)
 	./$(BIN) serve --config.file=deploy/examples/alertbridge.yml
@@ -229,7 +230,7 @@ docs-screenshot: $(BIN)
 # one binary per tests/fuzz/fuzz_*.c, each run FUZZ_SECONDS by tests/fuzz/run.sh.
 fuzz:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build fuzz
+	@sh deploy/deps.sh --check build fuzz
 endif
 	@$(FUZZ_MAKE) fuzz-build
 	@sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
@@ -244,21 +245,21 @@ $(O)/fuzz/%: tests/fuzz/%.c $(FUZZ_HELPER_OBJ) $(O)/libalertbridge.a
 
 bench:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build bench
+	@sh deploy/deps.sh --check build bench
 endif
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tests/bench/run.sh $(O) $(BIN)
 
 bench-janitor:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build bench
+	@sh deploy/deps.sh --check build bench
 endif
 	@$(MAKE) --no-print-directory $(BIN)
 	@python3 tests/bench/janitor_bench.py $(BIN)
 
 soak:
 ifneq ($(NODEPS),1)
-	@sh deploy/deps.sh build test
+	@sh deploy/deps.sh --check build test
 endif
 	@$(MAKE) --no-print-directory $(BIN)
 	@rc=0; ALERTBRIDGE_BIN=$(abspath $(BIN)) MODEL_SEEDS=$(SEEDS) MODEL_FIRST=1001 \

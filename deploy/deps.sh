@@ -1,9 +1,17 @@
 #!/bin/sh
 # deps.sh - check, and as root install, the Debian packages alertbridge needs.
 #
-# usage: sh deploy/deps.sh [build] [test] [bench] [fuzz]
-# Without root, prints the exact apt-get command and exits 1.
+# usage: sh deploy/deps.sh [--check] [build] [test] [bench] [fuzz]
+# Without root, prints the exact apt-get command and exits 1.  --check never installs: it
+# names what is missing and exits 1 (what make's build and test targets run; installing is
+# `make deps`' alone, and .ci/run's).
 set -u
+
+check_only=0
+if [ "${1:-}" = "--check" ]; then
+	check_only=1
+	shift
+fi
 
 want_build="build-essential pkg-config libmicrohttpd-dev libcurl4-gnutls-dev libjansson-dev libsqlite3-dev libyaml-dev libjwt-gnutls-dev nettle-dev libgnutls28-dev libcrypt-dev libpq-dev libpcre2-dev"
 want_test="libcmocka-dev prometheus-alertmanager prometheus python3 python3-yaml sqlite3 curl valgrind chromium wrk time postgresql"
@@ -68,6 +76,11 @@ done
 
 [ -z "$missing" ] && exit 0
 cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$check_only" = 1 ]; then
+	echo "alertbridge: missing packages:$missing" >&2
+	echo "run: make deps (as root), or apt-get update && $cmd" >&2
+	exit 1
+fi
 if [ "$(id -u)" != 0 ]; then
 	echo "alertbridge: missing packages:$missing" >&2
 	echo "run as root: apt-get update && $cmd" >&2
