@@ -79,6 +79,7 @@ enum err api_call(const struct api_call *k, struct http_response *res, struct ap
 {
 	struct api_tally local_tally = { 0, 0, 0 };
 	struct buf local_err = BUF_INIT;
+	struct buf detail = BUF_INIT;  /* http_do()'s text: the judge words errmsg */
 	enum err rc = ERR_OK;
 
 	if (!tally)
@@ -95,7 +96,9 @@ enum err api_call(const struct api_call *k, struct http_response *res, struct ap
 		if (rc != ERR_OK)
 			goto out;
 		a.n = n;
-		a.hrc = http_do(k->http, k->req, res, errmsg);
+		buf_reset(&detail);
+		a.hrc = http_do(k->http, k->req, res, &detail);
+		a.detail = buf_str(&detail);
 		a.res = res;
 		a.retry_after_s = retry_after_s(k, res);
 		a.rc = ERR_OK;
@@ -122,6 +125,7 @@ enum err api_call(const struct api_call *k, struct http_response *res, struct ap
 		tally->retries++;
 	}
 out:
+	buf_release(&detail);
 	buf_release(&local_err);
 	return rc;
 }

@@ -46,7 +46,10 @@ struct api_policy {
 /* One attempt as the loop hands it to the judge, and the judge's answer. */
 struct api_attempt {
 	int n;                             /* 1 for the first counted attempt */
-	enum err hrc;                      /* http_do()'s result (errmsg holds its detail) */
+	enum err hrc;                      /* http_do()'s result */
+	const char *detail;                /* http_do()'s error text, "" on ERR_OK, valid during
+					    * the judge; not in errmsg (it names the URL, which
+					    * may be secret): the judge words errmsg */
 	const struct http_response *res;   /* its answer (status 0 when none) */
 	int64_t retry_after_s;             /* res's Retry-After (http_retry_after_s()) within the
 					    * policy's limit; -1: absent, malformed or too long */
