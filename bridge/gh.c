@@ -483,6 +483,8 @@ static enum api_verdict classify(struct gh_client *c, const struct call *k,
 
 	*wait_ms = 0;
 	*ambiguous = 0;
+	if (a->hrc != ERR_OK)
+		buf_setf(errmsg, "%s", a->detail);
 	if (a->hrc == ERR_IO || a->hrc == ERR_RETRY) {
 		c->stats.requests_failed++;
 		*ambiguous = res->sent;
@@ -747,7 +749,7 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	r.headers = headers;
 	r.auth_copy = &auth_copy;
 	ak.policy = &c->policy;
-	ak.http = c->http;
+	ak.http = &c->http;
 	ak.req = &req;
 	ak.ctx = &r;
 	ak.now_ms = c->now_ms;

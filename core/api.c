@@ -97,7 +97,7 @@ enum err api_call(const struct api_call *k, struct http_response *res, struct ap
 			goto out;
 		a.n = n;
 		buf_reset(&detail);
-		a.hrc = http_do(k->http, k->req, res, &detail);
+		a.hrc = http_do(*k->http, k->req, res, &detail);
 		a.detail = buf_str(&detail);
 		a.res = res;
 		a.retry_after_s = retry_after_s(k, res);

@@ -76,7 +76,8 @@ struct api_tally {
  */
 struct api_call {
 	const struct api_policy *policy;
-	struct http_client *http;
+	struct http_client *const *http;  /* read at each attempt: prepare may replace the client
+					   * (Kubernetes: an exec plugin's new identity) */
 	const struct http_request *req;
 	const char *method;          /* the API method in messages and logs ("chat.postMessage");
 				      * NULL: none */

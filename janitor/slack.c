@@ -531,7 +531,7 @@ static enum err call(struct slack_client *c, const struct call *k, json_t **answ
 	req.follow_redirects = 0; /* never carry the token elsewhere */
 
 	ak.policy = &c->policy;
-	ak.http = c->http;
+	ak.http = &c->http;
 	ak.req = &req;
 	ak.method = method_name[k->m];
 	ak.ctx = &r;
