@@ -689,7 +689,6 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 {
 	const char *headers[8];
 	struct http_request req = HTTP_REQUEST_INIT;
-	struct api_call ak = { 0 };
 	struct api_tally tally = { 0, 0, 0 };
 	struct run r = { 0 };
 	const char *auth = c->next_auth;
@@ -748,18 +747,12 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	r.k = k;
 	r.headers = headers;
 	r.auth_copy = &auth_copy;
-	ak.policy = &c->policy;
-	ak.http = &c->http;
-	ak.req = &req;
-	ak.ctx = &r;
-	ak.now_ms = c->now_ms;
-	ak.sleep_ms = c->sleep_ms;
-	ak.clock_ctx = c->clock_ctx;
-	ak.seed = &c->seed;
-	ak.blocked_until_ms = run_blocked_until;
-	ak.prepare = run_prepare;
-	ak.judge = run_judge;
-	rc = api_call(&ak, res, &tally, errmsg);
+	rc = api_call(&(struct api_call){ .policy = &c->policy, .http = &c->http, .req = &req,
+					  .ctx = &r, .now_ms = c->now_ms, .sleep_ms = c->sleep_ms,
+					  .clock_ctx = c->clock_ctx, .seed = &c->seed,
+					  .blocked_until_ms = run_blocked_until,
+					  .prepare = run_prepare, .judge = run_judge },
+		      res, &tally, errmsg);
 	c->stats.ratelimit_wait_ms += tally.block_wait_ms;
 	c->stats.backoff_wait_ms += tally.retry_wait_ms;
 	c->stats.retries += tally.retries;

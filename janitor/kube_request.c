@@ -277,8 +277,9 @@ static enum api_verdict run_judge(void *ctx, struct api_attempt *a, struct buf *
 enum err kube_call(struct kube_client *c, const struct call *k, json_t **out,
 		   struct buf *errmsg)
 {
-	struct api_policy policy = { 0 };
-	struct api_call ak = { 0 };
+	/* No backoff of its own: a 401 or a Retry-After is the only reason to repeat. */
+	const struct api_policy policy = { .name = "kubernetes", .max_attempts = MAX_ATTEMPTS,
+					   .retry_after_max_ms = c->opts.max_retry_after_ms };
 	struct http_request req = HTTP_REQUEST_INIT;
 	struct http_response res;
 	struct buf url = BUF_INIT;
@@ -302,19 +303,12 @@ enum err kube_call(struct kube_client *c, const struct call *k, json_t **out,
 	req.body_len = k->body ? strlen(k->body) : 0;
 	req.timeout_ms = c->opts.timeout_ms;
 
-	policy.name = "kubernetes";
-	policy.max_attempts = MAX_ATTEMPTS;
-	policy.retry_after_max_ms = c->opts.max_retry_after_ms;
-	ak.policy = &policy;
-	ak.http = &c->http;
-	ak.req = &req;
-	ak.ctx = &r;
-	ak.now_ms = c->opts.now_ms;
-	ak.sleep_ms = c->opts.sleep_ms;
-	ak.clock_ctx = c->opts.clock_ctx;
-	ak.prepare = run_prepare;
-	ak.judge = run_judge;
-	rc = api_call(&ak, &res, NULL, errmsg);
+	rc = api_call(&(struct api_call){ .policy = &policy, .http = &c->http, .req = &req,
+					  .ctx = &r, .now_ms = c->opts.now_ms,
+					  .sleep_ms = c->opts.sleep_ms,
+					  .clock_ctx = c->opts.clock_ctx,
+					  .prepare = run_prepare, .judge = run_judge },
+		      &res, NULL, errmsg);
 	if (rc == ERR_OK && out) {
 		json_error_t jerr;
 		*out = json_loadb(buf_str(&res.body), res.body.len, 0, &jerr);

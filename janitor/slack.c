@@ -510,7 +510,6 @@ static enum err call(struct slack_client *c, const struct call *k, json_t **answ
 	struct http_request req = HTTP_REQUEST_INIT;
 	struct http_response res;
 	struct run r = { c, k, answer };
-	struct api_call ak = { 0 };
 	enum err rc;
 	int n = 0;
 
@@ -530,18 +529,13 @@ static enum err call(struct slack_client *c, const struct call *k, json_t **answ
 	req.connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 10000;
 	req.follow_redirects = 0; /* never carry the token elsewhere */
 
-	ak.policy = &c->policy;
-	ak.http = &c->http;
-	ak.req = &req;
-	ak.method = method_name[k->m];
-	ak.ctx = &r;
-	ak.now_ms = c->now_ms;
-	ak.sleep_ms = c->sleep_ms;
-	ak.clock_ctx = c->clock_ctx;
-	ak.blocked_until_ms = run_blocked_until;
-	ak.prepare = run_prepare;
-	ak.judge = judge;
-	rc = api_call(&ak, &res, NULL, errmsg);
+	rc = api_call(&(struct api_call){ .policy = &c->policy, .http = &c->http, .req = &req,
+					  .method = method_name[k->m], .ctx = &r,
+					  .now_ms = c->now_ms, .sleep_ms = c->sleep_ms,
+					  .clock_ctx = c->clock_ctx,
+					  .blocked_until_ms = run_blocked_until,
+					  .prepare = run_prepare, .judge = judge },
+		      &res, NULL, errmsg);
 	http_response_release(&res);
 	return rc;
 }

@@ -17,6 +17,7 @@
 #include "core/http_client.h"
 #include "core/log.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/vclock.h"
 
 #define T0 1700000000000LL
 #define MAX_SCRIPT 8
@@ -32,9 +33,7 @@ struct fixture {
 	struct buf err;
 	struct buf url;
 	unsigned int seed;
-	int64_t now;
-	int64_t sleeps[16];
-	int nsleeps;
+	struct vclock clock;
 	int64_t blocked_until;
 	/* the judge's script, one entry per attempt judged */
 	enum api_verdict verdict[MAX_SCRIPT];
@@ -51,21 +50,6 @@ struct fixture {
 	enum err prepare_rc;
 	struct http_client *swap_to;  /* prepare replaces the client with this one */
 };
-
-static int64_t v_now(void *ctx)
-{
-	return ((struct fixture *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	struct fixture *fx = ctx;
-
-	assert_true(ms > 0);
-	assert_true(fx->nsleeps < 16);
-	fx->sleeps[fx->nsleeps++] = ms;
-	fx->now += ms;
-}
 
 static int64_t blocked_until(void *ctx)
 {
@@ -111,7 +95,7 @@ static int setup(void **state)
 
 	fx->fake = fake_http_start();
 	fx->http = http_client_new(NULL);
-	fx->now = T0;
+	fx->clock.now = T0;
 	fx->seed = 1;
 	buf_init(&fx->err, 0);
 	buf_init(&fx->url, 0);
@@ -131,9 +115,9 @@ static int setup(void **state)
 	fx->call.req = &fx->req;
 	fx->call.method = "things.get";
 	fx->call.ctx = fx;
-	fx->call.now_ms = v_now;
-	fx->call.sleep_ms = v_sleep;
-	fx->call.clock_ctx = fx;
+	fx->call.now_ms = vclock_now;
+	fx->call.sleep_ms = vclock_sleep;
+	fx->call.clock_ctx = &fx->clock;
 	fx->call.seed = &fx->seed;
 	fx->call.blocked_until_ms = blocked_until;
 	fx->call.prepare = prepare;
@@ -184,12 +168,12 @@ static void transient_is_retried_up_to_max_attempts_then_given_up(void **state)
 	assert_int_equal(fx->seen_n[2], 3);
 	assert_int_equal(fx->seen_status[2], 503);
 	/* without jitter: base, then doubled; none after the last attempt */
-	assert_int_equal(fx->nsleeps, 2);
-	assert_int_equal(fx->sleeps[0], 1000);
-	assert_int_equal(fx->sleeps[1], 2000);
+	assert_int_equal(fx->clock.nsleeps, 2);
+	assert_int_equal(fx->clock.sleeps[0], 1000);
+	assert_int_equal(fx->clock.sleeps[1], 2000);
 	assert_string_equal(buf_str(&fx->err), "giving up after 3 attempts: GET /x: 503");
 	assert_int_equal(fx->tally.retries, 2);
-	assert_int_equal(fx->tally.retry_wait_ms, 3000);
+	assert_int_equal(fx->tally.retry_wait_ms, vclock_slept(&fx->clock));
 	assert_int_equal(fx->tally.block_wait_ms, 0);
 }
 
@@ -218,8 +202,8 @@ static void retry_after_reaches_the_judge_and_its_wait_is_honoured(void **state)
 	assert_int_equal(run(fx), ERR_OK);
 	assert_int_equal(fx->seen_retry_after_s[0], 7);
 	assert_int_equal(fx->seen_retry_after_s[1], -1);  /* absent */
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 7000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 7000);
 	assert_int_equal(fx->tally.retry_wait_ms, 7000);
 }
 
@@ -245,7 +229,7 @@ static void permanent_failure_stops_at_once(void **state)
 	script(fx, 0, API_FAILED, 0, ERR_NOTFOUND);
 	assert_int_equal(run(fx), ERR_NOTFOUND);
 	assert_int_equal(fake_http_count(fx->fake), 1);
-	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(fx->clock.nsleeps, 0);
 	assert_string_equal(buf_str(&fx->err), "GET /x: 404");  /* no "giving up" */
 	assert_int_equal(fx->tally.retries, 0);
 }
@@ -258,7 +242,7 @@ static void ambiguous_ends_in_retry_without_sending_again(void **state)
 	script(fx, 0, API_AMBIGUOUS, API_BACKOFF, ERR_OK);
 	assert_int_equal(run(fx), ERR_RETRY);
 	assert_int_equal(fake_http_count(fx->fake), 1);
-	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(fx->clock.nsleeps, 0);
 	assert_string_equal(buf_str(&fx->err), "GET /x: 502");
 }
 
@@ -279,8 +263,8 @@ static void uncounted_retry_is_sent_at_once_and_not_counted(void **state)
 	assert_int_equal(fx->seen_n[0], 1);
 	assert_int_equal(fx->seen_n[1], 1);  /* the renewed attempt keeps its number */
 	assert_int_equal(fx->seen_n[2], 2);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 1000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 1000);
 	assert_string_equal(buf_str(&fx->err), "giving up after 2 attempts: GET /x: 503");
 	assert_int_equal(fx->tally.retries, 1);
 }
@@ -293,8 +277,8 @@ static void a_rate_limit_is_waited_out_before_sending(void **state)
 	fake_http_push(fx->fake, 200, NULL, NULL);
 	script(fx, 0, API_DONE, 0, ERR_OK);
 	assert_int_equal(run(fx), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 5000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 5000);
 	assert_int_equal(fx->tally.block_wait_ms, 5000);
 	assert_int_equal(fx->tally.retry_wait_ms, 0);
 }
@@ -310,7 +294,7 @@ static void a_rate_limit_past_the_longest_wait_fails_unsent(void **state)
 			    "things.get: rate limited by fakeapi, retry after 120 s");
 	assert_int_equal(fake_http_count(fx->fake), 0);
 	assert_int_equal(fx->prepared, 0);
-	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(fx->clock.nsleeps, 0);
 }
 
 static void prepare_failing_ends_the_call_unsent(void **state)
