@@ -1,10 +1,12 @@
 /*
  * gh.c - GitHub REST client: issues, comments, labels (see gh.h).
  *
- * Every call goes through one loop, gh_call(): wait out a known rate limit,
- * pace mutating calls, send, judge the answer, and back off or give up.
- * Waiting uses the injected clock, so unit tests run in virtual time.
- * This part is the client and that loop; gh_issues.c the API calls.
+ * Every call goes through gh_call() and the API clients' retry loop
+ * (core/api.h): wait out a known rate limit, pace mutating calls, send, judge
+ * the answer (here: GitHub's 403s, rate limits, writes in doubt), and back
+ * off or give up.  Waiting uses the injected clock, so unit tests run in
+ * virtual time.  This part is the client, its policy and judge; gh_issues.c
+ * the API calls.
  */
 #include "gh_int.h"
 
@@ -43,9 +45,6 @@
 #define MAX_ERRMSG_JSON 1024
 
 static void adopt(struct gh_client *c, struct gh_creds *s);
-
-/* How one attempt ended. */
-enum verdict { DONE, FAILED, TRANSIENT };
 
 int64_t gh_now(struct gh_client *c)
 {
@@ -121,8 +120,12 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->content_per_hour = opts->content_per_hour;
 	c->window_ms = opts->window_ms;
 	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
-	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
-	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
+	c->policy.name = "github";
+	c->policy.max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 5;
+	c->policy.base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
+	c->policy.cap_ms = BACKOFF_CAP_MS;
+	c->policy.jitter = 1;
+	c->policy.block_log = "waiting for github rate limit";
 	c->creds = opts->creds ? opts->creds : gh_creds_token(opts->token);
 	c->dry_run = opts->dry_run || gh_creds_none(c->creds);
 	adopt(c, c->creds);
@@ -133,9 +136,7 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->stopping = opts->stopping;
 	c->pending_writes = opts->pending_writes;
 	c->http = http_client_new(&hopts);
-	c->rng = (uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c ^ 0x9e3779b97f4a7c15u;
-	if (!c->rng)
-		c->rng = 1;
+	c->seed = (unsigned int)((uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c);
 	c->stats.ratelimit_remaining = -1;
 	return c;
 }
@@ -317,27 +318,6 @@ int gh_valid_repo(const char *repo)
 	return 1;
 }
 
-static uint64_t next_random(struct gh_client *c)
-{
-	/* xorshift64*: jitter only, not security. */
-	c->rng ^= c->rng >> 12;
-	c->rng ^= c->rng << 25;
-	c->rng ^= c->rng >> 27;
-	return c->rng * 0x2545f4914f6cdd1dULL;
-}
-
-/* base * 2^(attempt-1), capped at 60 s, jittered into [d/2, d]. */
-static int64_t backoff_ms(struct gh_client *c, int attempt)
-{
-	int64_t d = c->backoff_base_ms;
-
-	for (int i = 1; i < attempt && d < BACKOFF_CAP_MS; i++)
-		d *= 2;
-	if (d > BACKOFF_CAP_MS)
-		d = BACKOFF_CAP_MS;
-	return d / 2 + (int64_t)(next_random(c) % (uint64_t)(d / 2 + 1));
-}
-
 /* 60 s * 2^(attempt-1), capped at 16 min. */
 static int64_t secondary_wait_ms(int attempt)
 {
@@ -349,19 +329,6 @@ static int64_t secondary_wait_ms(int attempt)
 }
 
 /* ---- pacing and rate limits ---- */
-
-static void wait_rate_limit(struct gh_client *c)
-{
-	int64_t wait = c->budget->blocked_until_ms - gh_now(c);
-	struct log_line *l;
-
-	if (wait <= 0)
-		return;
-	l = log_begin(LOG_INFO, "waiting for github rate limit");
-	log_int(l, "wait_ms", wait);
-	log_end(l);
-	pause_ms(c, wait, &c->stats.ratelimit_wait_ms);
-}
 
 /*
  * Mutating calls: min_interval_ms apart, at most content_per_minute in any
@@ -500,37 +467,40 @@ static const char *status_word(int status)
 }
 
 /*
- * Judge one attempt: DONE (2xx), FAILED (*rc set, do not retry) or
- * TRANSIENT (*ambiguous: the server may have acted on it).  Rate limits set
- * blocked_until_ms; other transient answers set *wait_ms.  errmsg holds the
- * detail either way.
+ * Classify attempt a: API_DONE (2xx), API_FAILED (*rc set, do not retry)
+ * or API_TRANSIENT (*ambiguous: the server may have acted on it).  Rate
+ * limits set blocked_until_ms (*wait_ms 0); other transient answers ask for
+ * the policy's backoff.  errmsg holds the detail either way.
  */
-static enum verdict judge(struct gh_client *c, const struct call *k, enum err hrc,
-			  const struct http_response *res, int attempt, enum err *rc,
-			  int64_t *wait_ms, int *ambiguous, struct buf *errmsg)
+static enum api_verdict classify(struct gh_client *c, const struct call *k,
+				 const struct api_attempt *a, enum err *rc, int64_t *wait_ms,
+				 int *ambiguous, struct buf *errmsg)
 {
-	int64_t retry_after_s;
+	const struct http_response *res = a->res;
+	int64_t retry_after_s = a->retry_after_s;
 	int status = res->status;
+	int attempt = a->n;
 
 	*wait_ms = 0;
 	*ambiguous = 0;
-	if (hrc == ERR_IO || hrc == ERR_RETRY) {
+	if (a->hrc != ERR_OK)
+		buf_setf(errmsg, "%s", a->detail);
+	if (a->hrc == ERR_IO || a->hrc == ERR_RETRY) {
 		c->stats.requests_failed++;
 		*ambiguous = res->sent;
-		*wait_ms = backoff_ms(c, attempt);
-		return TRANSIENT; /* errmsg: http_do's detail */
+		*wait_ms = API_BACKOFF;
+		return API_TRANSIENT; /* errmsg: http_do's detail */
 	}
-	if (hrc != ERR_OK) {
-		*rc = hrc;
-		return FAILED;
+	if (a->hrc != ERR_OK) {
+		*rc = a->hrc;
+		return API_FAILED;
 	}
 	if ((status >= 200 && status < 300) || (status == 304 && k->if_none_match)) {
 		c->stats.requests_ok++;
-		return DONE;
+		return API_DONE;
 	}
 	buf_setf(errmsg, "%s %s: %d %s", k->method, k->path, status, status_word(status));
 	add_github_message(errmsg, res);
-	retry_after_s = http_retry_after_s(res, gh_now(c));
 	if (is_rate_limited(res)) {
 		int64_t reset_s = header_int(res, "x-ratelimit-reset");
 		c->stats.requests_rate_limited++;
@@ -540,7 +510,7 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 			block_until(c, reset_s * 1000);
 		else /* no headers: GitHub asks for a minute, then exponentially longer */
 			block_until(c, gh_now(c) + secondary_wait_ms(attempt));
-		return TRANSIENT;
+		return API_TRANSIENT;
 	}
 	if (status >= 500) {
 		c->stats.requests_server_error++;
@@ -548,8 +518,8 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 		if (retry_after_s >= 0)
 			block_until(c, gh_now(c) + retry_after_s * 1000);
 		else
-			*wait_ms = backoff_ms(c, attempt);
-		return TRANSIENT;
+			*wait_ms = API_BACKOFF;
+		return API_TRANSIENT;
 	}
 	c->stats.requests_client_error++;
 	if (status == 401)
@@ -563,7 +533,7 @@ static enum verdict judge(struct gh_client *c, const struct call *k, enum err hr
 	case 410: *rc = ERR_GONE; break;
 	default: *rc = ERR_INVALID; break;
 	}
-	return FAILED;
+	return API_FAILED;
 }
 
 /* ---- the request loop ---- */
@@ -602,6 +572,113 @@ int64_t gh_write_settled_at(const struct gh_client *c, int64_t sent_ms)
 	return sent_ms + c->timeout_ms + limit;
 }
 
+/* One gh_call() across its attempts: what its hooks in the retry loop share. */
+struct run {
+	struct gh_client *c;
+	const struct call *k;
+	struct gh_cred *cred;     /* NULL: the call carries next_auth (an App's JWT) */
+	const char **headers;     /* the request's; [0] the Authorization header */
+	struct buf *auth_copy;    /* what headers[0] points to */
+	int renewed;              /* an App's token was renewed after a 401 */
+	int told;                 /* the write was told pending (gh_pending_tell()) */
+	int64_t attempt_ms;       /* when the current attempt was sent */
+};
+
+static int64_t run_blocked_until(void *ctx)
+{
+	struct run *r = ctx;
+
+	return r->c->budget->blocked_until_ms;
+}
+
+/* Before each attempt: pace a mutation, check for a stop, tell the write pending. */
+static enum err run_prepare(void *ctx, int attempt, struct buf *errmsg)
+{
+	struct run *r = ctx;
+	struct gh_client *c = r->c;
+	const struct call *k = r->k;
+
+	if (k->mutating)
+		gh_pace(c);
+	if (c->stopping && c->stopping(c->clock_ctx)) {
+		/* The wait may have been cut short: sending now could break it. */
+		if (attempt > 1)
+			(void)buf_adds(errmsg, "; ");
+		else
+			buf_reset(errmsg);
+		(void)buf_printf(errmsg, "%s %s: not sent: stopping", k->method, k->path);
+		return ERR_RETRY;
+	}
+	r->attempt_ms = gh_now(c);
+	if (k->mutating && k->number && k->repo && c->pending_writes) {
+		gh_pending_tell(c, k, r->attempt_ms);
+		r->told = 1;
+	}
+	return ERR_OK;
+}
+
+/* A 401 to an App's installation token GitHub no longer takes: renew it, once, and retry. */
+static enum api_verdict renew(struct run *r, struct api_attempt *a, struct buf *errmsg)
+{
+	struct gh_client *c = r->c;
+	const char *auth = NULL;
+
+	if (a->rc != ERR_AUTH || a->res->status != 401 || !r->cred || !r->cred->app_id ||
+	    r->renewed)
+		return API_FAILED;
+	r->renewed = 1;
+	a->rc = gh_cred_auth(c, r->cred, r->k->path, 1, &auth, errmsg);
+	c->budget = &r->cred->budget;
+	if (a->rc != ERR_OK)
+		return API_FAILED;
+	buf_reset(r->auth_copy);
+	(void)buf_adds(r->auth_copy, auth);
+	r->headers[0] = buf_str(r->auth_copy);
+	a->wait_ms = 0;
+	a->uncounted = 1;
+	return API_TRANSIENT;
+}
+
+/*
+ * A create or marked comment (k->marker) or a write to an issue (k->number)
+ * sent and not answered: GitHub may still be making it.  Never sent again
+ * from here (GitHub documents no idempotency for POST; a late PATCH would
+ * overtake a later one): the caller looks for a marker once the write can no
+ * longer land (gh_write_settled_at()), and no write to the issue is sent
+ * before then (gh_doubt_check()).
+ */
+static enum api_verdict in_doubt(struct run *r, struct buf *errmsg)
+{
+	const struct call *k = r->k;
+
+	if (k->number)
+		gh_doubt_note(r->c, k, r->attempt_ms);
+	r->c->stats.writes_in_doubt++;
+	(void)buf_printf(errmsg, "; %s in doubt: sent, it may still land (not repeated)",
+			 !k->marker ? "write" : k->number ? "comment" : "create");
+	return API_AMBIGUOUS;
+}
+
+/* Judge an attempt (the retry loop's hook): count it, classify, renew or doubt. */
+static enum api_verdict run_judge(void *ctx, struct api_attempt *a, struct buf *errmsg)
+{
+	struct run *r = ctx;
+	struct gh_client *c = r->c;
+	const struct call *k = r->k;
+	enum api_verdict v;
+	int ambiguous;
+
+	if (k->mutating && a->res->sent)
+		gh_note_mutation(c);
+	note_ratelimit(c, a->res);
+	v = classify(c, k, a, &a->rc, &a->wait_ms, &ambiguous, errmsg);
+	if (v == API_FAILED)
+		return renew(r, a, errmsg);
+	if (v == API_TRANSIENT && ambiguous && (k->marker || k->number))
+		return in_doubt(r, errmsg);
+	return v;
+}
+
 /*
  * Perform k with pacing and retries; on ERR_OK res holds the 2xx answer.
  * A create or marked comment (k->marker set) whose attempt was sent and not
@@ -612,15 +689,15 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 {
 	const char *headers[8];
 	struct http_request req = HTTP_REQUEST_INIT;
-	struct gh_cred *cred = NULL;
+	struct api_tally tally = { 0, 0, 0 };
+	struct run r = { 0 };
 	const char *auth = c->next_auth;
-	int renewed = 0;
 	struct buf auth_copy = BUF_INIT; /* a call inside this one may renew (free) the token */
 	struct buf cond = BUF_INIT;
 	struct buf url = BUF_INIT;
 	struct buf local_err = BUF_INIT;
 	enum err rc = ERR_OK;
-	int n = 0, told = 0;
+	int n = 0;
 
 	if (!errmsg)
 		errmsg = &local_err;
@@ -634,11 +711,11 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 			goto out;
 	}
 	if (!auth) {
-		cred = gh_cred_for_path(c, k->path, errmsg);
-		rc = cred ? gh_cred_auth(c, cred, k->path, 0, &auth, errmsg) : ERR_AUTH;
+		r.cred = gh_cred_for_path(c, k->path, errmsg);
+		rc = r.cred ? gh_cred_auth(c, r.cred, k->path, 0, &auth, errmsg) : ERR_AUTH;
 		if (rc != ERR_OK)
 			goto out;
-		c->budget = &cred->budget;
+		c->budget = &r.cred->budget;
 	}
 	(void)buf_adds(&auth_copy, auth);
 	headers[n++] = buf_str(&auth_copy);
@@ -666,90 +743,21 @@ enum err gh_call(struct gh_client *c, const struct call *k, struct http_response
 	req.follow_redirects = 1;
 	req.fresh_connect = k->mutating;
 
-	for (int attempt = 1;; attempt++) {
-		int64_t attempt_ms, wait_ms;
-		int ambiguous;
-		enum err hrc;
-
-		wait_rate_limit(c);
-		if (k->mutating)
-			gh_pace(c);
-		if (c->stopping && c->stopping(c->clock_ctx)) {
-			/* The wait may have been cut short: sending now could break it. */
-			if (attempt > 1)
-				(void)buf_adds(errmsg, "; ");
-			else
-				buf_reset(errmsg);
-			(void)buf_printf(errmsg, "%s %s: not sent: stopping", k->method, k->path);
-			rc = ERR_RETRY;
-			goto out;
-		}
-		attempt_ms = gh_now(c);
-		if (k->mutating && k->number && k->repo && c->pending_writes) {
-			gh_pending_tell(c, k, attempt_ms);
-			told = 1;
-		}
-		hrc = http_do(c->http, &req, res, errmsg);
-		if (k->mutating && res->sent)
-			gh_note_mutation(c);
-		note_ratelimit(c, res);
-		switch (judge(c, k, hrc, res, attempt, &rc, &wait_ms, &ambiguous, errmsg)) {
-		case DONE:
-			rc = ERR_OK;
-			goto out;
-		case FAILED:
-			/* An App's installation token GitHub no longer takes: renew it, once. */
-			if (rc == ERR_AUTH && res->status == 401 && cred && cred->app_id &&
-			    !renewed) {
-				renewed = 1;
-				rc = gh_cred_auth(c, cred, k->path, 1, &auth, errmsg);
-				c->budget = &cred->budget;
-				if (rc != ERR_OK)
-					goto out;
-				buf_reset(&auth_copy);
-				(void)buf_adds(&auth_copy, auth);
-				headers[0] = buf_str(&auth_copy);
-				attempt--;
-				continue;
-			}
-			goto out;
-		case TRANSIENT:
-			break;
-		}
-		if (ambiguous && (k->marker || k->number)) {
-			/*
-			 * Sent, answer lost: GitHub may still be making it.  Never
-			 * sent again from here (GitHub documents no idempotency for
-			 * POST; a late PATCH would overtake a later one): the
-			 * caller looks for a marker once the write can no longer
-			 * land (gh_write_settled_at()), and no write to the issue
-			 * is sent before then (gh_doubt_check()).
-			 */
-			if (k->number)
-				gh_doubt_note(c, k, attempt_ms);
-			c->stats.writes_in_doubt++;
-			(void)buf_printf(errmsg, "; %s in doubt: sent, it may still land "
-					 "(not repeated)",
-					 !k->marker ? "write" : k->number ? "comment" : "create");
-			rc = ERR_RETRY;
-			goto out;
-		}
-		if (attempt >= c->max_attempts)
-			goto give_up;
-		pause_ms(c, wait_ms, &c->stats.backoff_wait_ms);
-		c->stats.retries++;
-	}
-give_up:
-	{
-		struct buf detail = BUF_INIT;
-		(void)buf_adds(&detail, buf_str(errmsg));
-		buf_setf(errmsg, "giving up after %d attempts: %s", c->max_attempts,
-			 buf_str(&detail));
-		buf_release(&detail);
-	}
-	rc = ERR_RETRY;
+	r.c = c;
+	r.k = k;
+	r.headers = headers;
+	r.auth_copy = &auth_copy;
+	rc = api_call(&(struct api_call){ .policy = &c->policy, .http = &c->http, .req = &req,
+					  .ctx = &r, .now_ms = c->now_ms, .sleep_ms = c->sleep_ms,
+					  .clock_ctx = c->clock_ctx, .seed = &c->seed,
+					  .blocked_until_ms = run_blocked_until,
+					  .prepare = run_prepare, .judge = run_judge },
+		      res, &tally, errmsg);
+	c->stats.ratelimit_wait_ms += tally.block_wait_ms;
+	c->stats.backoff_wait_ms += tally.retry_wait_ms;
+	c->stats.retries += tally.retries;
 out:
-	if (told)  /* answered or in doubt: what is left to land */
+	if (r.told)  /* answered or in doubt: what is left to land */
 		gh_pending_tell(c, NULL, 0);
 	c->depth--;
 	if (auth_copy.data)

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "bridge/gh.h"
+#include "core/api.h"
 #include "core/buf.h"
 #include "core/err.h"
 #include "core/http_client.h"
@@ -74,8 +75,7 @@ struct gh_client {
 	char *ua_header;
 	int64_t timeout_ms;
 	int64_t min_interval_ms;
-	int max_attempts;
-	int64_t backoff_base_ms;
+	struct api_policy policy;  /* attempts, backoff (max_attempts, backoff_base_ms) */
 	int content_per_minute;
 	int content_per_hour;
 	int64_t window_ms;
@@ -94,7 +94,7 @@ struct gh_client {
 	int depth;                 /* gh_call() nesting (App token and marker look-ups) */
 	const char *next_auth;     /* "Authorization: ..." for the next gh_call() only (an App's
 				    * JWT) instead of the credential's; that call clears it */
-	uint64_t rng;
+	unsigned int seed;         /* the backoff's jitter (rand_r) */
 	struct gh_stats stats;
 	struct gh_doubt doubts[GH_DOUBTS];  /* writes to issues in doubt, oldest first */
 	int ndoubts;

@@ -1,9 +1,10 @@
 /*
  * kube_request.c - how the janitor's Kubernetes calls are made: the
  * connection, the credentials (token file re-read, exec plugin), and
- * kube_call(), through which every request goes: one 401 answered by
- * refreshing the credentials, one short Retry-After waited out, the answer
- * judged by its Status object.  Part of kube (kube.c); both share kube_int.h.
+ * kube_call(), through which every request goes, over the API clients'
+ * retry loop (core/api.h): one 401 answered by refreshing the credentials,
+ * one short Retry-After waited out, the answer judged by its Status object.
+ * Part of kube (kube.c); both share kube_int.h.
  */
 #include "janitor/kube_int.h"
 
@@ -13,6 +14,7 @@
 
 #include <jansson.h>
 
+#include "core/api.h"
 #include "core/http_client.h"
 #include "core/log.h"
 #include "core/utf8.h"
@@ -22,6 +24,8 @@
 #define MAX_BODY_BYTES (64u << 20)       /* a page of 500 full pods stays well below */
 #define TOKEN_REREAD_MS 60000
 #define JSON_ACCEPT "application/json"
+/* A first attempt, one after a 401 refreshed the credentials, one after a Retry-After. */
+#define MAX_ATTEMPTS 3
 
 int64_t kube_now(const struct kube_client *c)
 {
@@ -177,7 +181,8 @@ static void add_snippet(struct buf *errmsg, const struct buf *body)
 }
 
 /* Map a non-2xx answer to its code, with the Status object's reason and message. */
-static enum err judge(const struct call *k, const struct http_response *res, struct buf *errmsg)
+static enum err judge_status(const struct call *k, const struct http_response *res,
+			     struct buf *errmsg)
 {
 	json_t *st = json_loadb(buf_str(&res->body), res->body.len, 0, NULL);
 	const char *reason = json_string_value(json_object_get(st, "reason"));
@@ -196,6 +201,75 @@ static enum err judge(const struct call *k, const struct http_response *res, str
 	return status_code(res->status);
 }
 
+/* One kube_call() across its attempts: what its hooks in the retry loop share. */
+struct run {
+	struct kube_client *c;
+	const struct call *k;
+	struct buf auth, accept, ua, ctype;
+	const char *headers[6];
+	int reauthed;   /* a 401 refreshed the credentials */
+	int waited;     /* a Retry-After was waited out */
+};
+
+/* Before each attempt: the credentials (refreshed after a 401) and the headers. */
+static enum err run_prepare(void *ctx, int attempt, struct buf *errmsg)
+{
+	struct run *r = ctx;
+	size_t nh = 0;
+	enum err rc;
+
+	(void)attempt;
+	rc = authorization(r->c, r->reauthed, &r->auth, errmsg);
+	if (rc)
+		return rc;
+	r->headers[nh++] = buf_str(&r->accept);
+	r->headers[nh++] = buf_str(&r->ua);
+	if (r->auth.len)
+		r->headers[nh++] = buf_str(&r->auth);
+	if (r->ctype.len)
+		r->headers[nh++] = buf_str(&r->ctype);
+	r->headers[nh] = NULL;
+	return ERR_OK;
+}
+
+/*
+ * Judge attempt a: a transport failure is not retried here (the sweep comes
+ * back); a 401 is retried once with refreshed credentials, a 429 or 503 once
+ * after a Retry-After within max_retry_after_ms; anything else but a 2xx
+ * fails with its Status.
+ */
+static enum api_verdict run_judge(void *ctx, struct api_attempt *a, struct buf *errmsg)
+{
+	struct run *r = ctx;
+	const struct http_response *res = a->res;
+	struct log_line *l;
+
+	if (a->hrc) {
+		buf_setf(errmsg, "%s", a->detail);
+		a->rc = a->hrc == ERR_TOOBIG ? ERR_TOOBIG : ERR_RETRY;
+		return API_FAILED;
+	}
+	if (res->status >= 200 && res->status <= 299)
+		return API_DONE;
+	if (res->status == 401 && !r->reauthed && refreshable(r->c)) {
+		r->reauthed = 1;
+		a->wait_ms = 0;
+		return API_TRANSIENT;
+	}
+	if ((res->status == 429 || res->status == 503) && !r->waited && a->retry_after_s >= 0) {
+		a->wait_ms = a->retry_after_s * 1000;
+		l = log_begin(LOG_INFO, "kubernetes asked to retry later");
+		log_int(l, "status", res->status);
+		log_str(l, "path", r->k->path);
+		log_int(l, "wait_ms", a->wait_ms);
+		log_end(l);
+		r->waited = 1;
+		return API_TRANSIENT;
+	}
+	a->rc = judge_status(r->k, res, errmsg);
+	return API_FAILED;
+}
+
 /*
  * Perform k and, on 2xx, parse the answer into *out (when out is not NULL;
  * the caller decrefs it).  See kube.h for the retry and refresh rules.
@@ -203,73 +277,39 @@ static enum err judge(const struct call *k, const struct http_response *res, str
 enum err kube_call(struct kube_client *c, const struct call *k, json_t **out,
 		   struct buf *errmsg)
 {
+	/* No backoff of its own: a 401 or a Retry-After is the only reason to repeat. */
+	const struct api_policy policy = { .name = "kubernetes", .max_attempts = MAX_ATTEMPTS,
+					   .retry_after_max_ms = c->opts.max_retry_after_ms };
+	struct http_request req = HTTP_REQUEST_INIT;
 	struct http_response res;
-	struct buf url = BUF_INIT, auth = BUF_INIT, accept = BUF_INIT, ua = BUF_INIT,
-		   ctype = BUF_INIT;
-	const char *headers[6];
-	int reauthed = 0, waited = 0;
+	struct buf url = BUF_INIT;
+	struct run r = { 0 };
 	enum err rc = ERR_OK;
 
 	if (out)
 		*out = NULL;
 	http_response_init(&res);
+	r.c = c;
+	r.k = k;
 	(void)buf_printf(&url, "%s%s", c->cfg.server, k->path);
-	(void)buf_printf(&accept, "Accept: %s", k->accept ? k->accept : JSON_ACCEPT);
-	(void)buf_printf(&ua, "User-Agent: %s", c->user_agent);
+	(void)buf_printf(&r.accept, "Accept: %s", k->accept ? k->accept : JSON_ACCEPT);
+	(void)buf_printf(&r.ua, "User-Agent: %s", c->user_agent);
 	if (k->content_type)
-		(void)buf_printf(&ctype, "Content-Type: %s", k->content_type);
-	for (int attempt = 0; attempt < 3; attempt++) {
-		struct http_request req = HTTP_REQUEST_INIT;
-		size_t nh = 0;
-		int64_t wait;
-		enum err hrc;
+		(void)buf_printf(&r.ctype, "Content-Type: %s", k->content_type);
+	req.method = k->method;
+	req.url = buf_str(&url);
+	req.headers = r.headers;
+	req.body = k->body;
+	req.body_len = k->body ? strlen(k->body) : 0;
+	req.timeout_ms = c->opts.timeout_ms;
 
-		rc = authorization(c, reauthed, &auth, errmsg);
-		if (rc)
-			goto out;
-		headers[nh++] = buf_str(&accept);
-		headers[nh++] = buf_str(&ua);
-		if (auth.len)
-			headers[nh++] = buf_str(&auth);
-		if (ctype.len)
-			headers[nh++] = buf_str(&ctype);
-		headers[nh] = NULL;
-		req.method = k->method;
-		req.url = buf_str(&url);
-		req.headers = headers;
-		req.body = k->body;
-		req.body_len = k->body ? strlen(k->body) : 0;
-		req.timeout_ms = c->opts.timeout_ms;
-		hrc = http_do(c->http, &req, &res, errmsg);
-		if (hrc) {
-			rc = hrc == ERR_TOOBIG ? ERR_TOOBIG : ERR_RETRY;
-			goto out;
-		}
-		if (res.status == 401 && !reauthed && refreshable(c)) {
-			reauthed = 1;
-			continue;
-		}
-		wait = http_retry_after_s(&res, kube_now(c));
-		wait = wait >= 0 ? wait * 1000 : -1;
-		if ((res.status == 429 || res.status == 503) && !waited && wait >= 0 &&
-		    wait <= c->opts.max_retry_after_ms) {
-			struct log_line *l = log_begin(LOG_INFO, "kubernetes asked to retry later");
-			log_int(l, "status", res.status);
-			log_str(l, "path", k->path);
-			log_int(l, "wait_ms", wait);
-			log_end(l);
-			if (wait > 0)
-				c->opts.sleep_ms(c->opts.clock_ctx, wait);
-			waited = 1;
-			continue;
-		}
-		break;
-	}
-	if (res.status < 200 || res.status > 299) {
-		rc = judge(k, &res, errmsg);
-		goto out;
-	}
-	if (out) {
+	rc = api_call(&(struct api_call){ .policy = &policy, .http = &c->http, .req = &req,
+					  .ctx = &r, .now_ms = c->opts.now_ms,
+					  .sleep_ms = c->opts.sleep_ms,
+					  .clock_ctx = c->opts.clock_ctx,
+					  .prepare = run_prepare, .judge = run_judge },
+		      &res, NULL, errmsg);
+	if (rc == ERR_OK && out) {
 		json_error_t jerr;
 		*out = json_loadb(buf_str(&res.body), res.body.len, 0, &jerr);
 		if (!*out || !json_is_object(*out)) {
@@ -280,12 +320,11 @@ enum err kube_call(struct kube_client *c, const struct call *k, json_t **out,
 			rc = ERR_INVALID;
 		}
 	}
-out:
 	http_response_release(&res);
 	buf_release(&url);
-	buf_release(&auth);
-	buf_release(&accept);
-	buf_release(&ua);
-	buf_release(&ctype);
+	buf_release(&r.auth);
+	buf_release(&r.accept);
+	buf_release(&r.ua);
+	buf_release(&r.ctype);
 	return rc;
 }

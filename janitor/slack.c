@@ -1,10 +1,11 @@
 /*
  * slack.c - Slack Web API and incoming-webhook client (see slack.h).
  *
- * Every request goes through call(): wait out a known rate limit, send,
- * judge the answer (HTTP status, then Slack's "ok"/"error"), back off or
- * give up.  Posts are first paced per channel.  Time comes from the injected
- * clock, so the unit tests run in virtual time.
+ * Every request goes through call() and the API clients' retry loop
+ * (core/api.h): wait out a known rate limit, send, judge the answer (here:
+ * HTTP status, then Slack's "ok"/"error"), back off or give up.  Posts are
+ * first paced per channel.  Time comes from the injected clock, so the unit
+ * tests run in virtual time.
  */
 #include "slack.h"
 
@@ -16,6 +17,7 @@
 
 #include <jansson.h>
 
+#include "core/api.h"
 #include "core/http_client.h"
 #include "core/log.h"
 #include "core/utf8.h"
@@ -27,6 +29,7 @@
 #define MAX_TEXT_BYTES 40000        /* chat.postMessage truncates longer text */
 #define MAX_ANSWER_BYTES (1u << 20) /* Slack's answers here are a few KiB */
 #define BACKOFF_CAP_MS 30000
+#define RETRY_AFTER_MAX_MS (86400000LL * 7)  /* a longer Retry-After is nonsense: ignored */
 #define MAX_PACED 256               /* channels remembered for pacing (posted within 1 s) */
 #define MAX_CODE_BYTES 100          /* Slack's error codes are short words */
 #define MAX_EMAIL_BYTES 254         /* RFC 5321 path limit */
@@ -55,9 +58,7 @@ struct slack_client {
 	int webhook;
 	int64_t timeout_ms;
 	int64_t min_interval_ms;
-	int max_attempts;
-	int64_t backoff_base_ms;
-	int64_t max_wait_ms;
+	struct api_policy policy;  /* attempts, backoff, Retry-After and rate-limit waits */
 	int64_t (*now_ms)(void *ctx);
 	void (*sleep_ms)(void *ctx, int64_t ms);
 	void *clock_ctx;
@@ -75,9 +76,6 @@ struct call {
 	const char *body;         /* JSON or NULL */
 	const char *pace_key;     /* posts: the channel to pace; NULL: not paced */
 };
-
-/* How one attempt ended. */
-enum verdict { DONE, FAILED, TRANSIENT };
 
 /* What Slack's error code asks of us. */
 enum code_class { C_INVALID, C_AUTH, C_NOTFOUND, C_TRANSIENT, C_RATELIMITED };
@@ -129,9 +127,14 @@ struct slack_client *slack_client_new(const struct slack_options *opts)
 	c->auth_header = buf_detach(&b);
 	c->timeout_ms = opts->timeout_ms > 0 ? opts->timeout_ms : 10000;
 	c->min_interval_ms = opts->min_interval_ms > 0 ? opts->min_interval_ms : 1000;
-	c->max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 4;
-	c->backoff_base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
-	c->max_wait_ms = opts->max_wait_ms > 0 ? opts->max_wait_ms : 60000;
+	c->policy.name = "slack";
+	c->policy.max_attempts = opts->max_attempts > 0 ? opts->max_attempts : 4;
+	c->policy.base_ms = opts->backoff_base_ms > 0 ? opts->backoff_base_ms : 1000;
+	c->policy.cap_ms = BACKOFF_CAP_MS;
+	c->policy.jitter = 0;  /* exact: base * 2^(attempt-1), capped */
+	c->policy.retry_after_max_ms = RETRY_AFTER_MAX_MS;
+	c->policy.block_max_wait_ms = opts->max_wait_ms > 0 ? opts->max_wait_ms : 60000;
+	c->policy.block_log = "waiting for slack rate limit";
 	c->now_ms = opts->now_ms ? opts->now_ms : clock_hook_now_ms;
 	c->sleep_ms = opts->sleep_ms ? opts->sleep_ms : clock_hook_sleep_ms;
 	c->clock_ctx = opts->clock_ctx;
@@ -299,30 +302,6 @@ static void note_post(struct slack_client *c, const char *channel)
 	p->last_ms = now(c);
 }
 
-/*
- * Wait out a known rate limit of method m.  ERR_RETRY, without waiting, when
- * it ends more than max_wait_ms from now.
- */
-static enum err wait_rate_limit(struct slack_client *c, enum method m, struct buf *errmsg)
-{
-	int64_t wait = c->blocked_until_ms[m] - now(c);
-	struct log_line *l;
-
-	if (wait <= 0)
-		return ERR_OK;
-	if (wait > c->max_wait_ms) {
-		buf_setf(errmsg, "%s: rate limited by slack, retry after %lld s", method_name[m],
-			 (long long)((wait + 999) / 1000));
-		return ERR_RETRY;
-	}
-	l = log_begin(LOG_INFO, "waiting for slack rate limit");
-	log_str(l, "method", method_name[m]);
-	log_int(l, "wait_ms", wait);
-	log_end(l);
-	pause_ms(c, wait);
-	return ERR_OK;
-}
-
 /* ---- judging answers ---- */
 
 static enum code_class classify_code(const char *code)
@@ -353,19 +332,6 @@ static enum code_class classify_code(const char *code)
 	return C_INVALID;
 }
 
-/* A longer Retry-After than a week is ignored. */
-#define RETRY_AFTER_MAX_S (86400 * 7)
-
-/* base * 2^(attempt-1), capped. */
-static int64_t backoff_ms(const struct slack_client *c, int attempt)
-{
-	int64_t d = c->backoff_base_ms;
-
-	for (int i = 1; i < attempt && d < BACKOFF_CAP_MS; i++)
-		d *= 2;
-	return d < BACKOFF_CAP_MS ? d : BACKOFF_CAP_MS;
-}
-
 /*
  * A webhook's plain-text answer ("ok", "invalid_payload", ...), blanks
  * around it ignored, into out; nothing when it is not such a code (an HTML
@@ -385,11 +351,11 @@ static void text_code(const struct http_response *res, struct buf *out)
 }
 
 /*
- * Slack's verdict from the body: DONE for "ok": true (the JSON kept in
+ * Slack's verdict from the body: API_DONE for "ok": true (the JSON kept in
  * *answer) or a webhook's "ok"; else the error code in code.  Returns
- * FAILED with code "" when the body is neither.
+ * API_FAILED with code "" when the body is neither.
  */
-static enum verdict read_body(const struct call *k, const struct http_response *res,
+static enum api_verdict read_body(const struct call *k, const struct http_response *res,
 			      json_t **answer, struct buf *code)
 {
 	json_t *root = json_loadb(buf_str(&res->body), res->body.len, 0, NULL);
@@ -398,7 +364,7 @@ static enum verdict read_body(const struct call *k, const struct http_response *
 
 	if (json_is_true(ok)) {
 		*answer = root;
-		return DONE;
+		return API_DONE;
 	}
 	if (json_is_false(ok)) {
 		if (json_is_string(error) && json_string_length(error)) /* "channel_not_found" */
@@ -408,56 +374,99 @@ static enum verdict read_body(const struct call *k, const struct http_response *
 		else
 			(void)buf_adds(code, "\"ok\": false without \"error\"");
 		json_decref(root);
-		return FAILED;
+		return API_FAILED;
 	}
 	json_decref(root);
 	if (k->m == M_WEBHOOK || k->m == M_RESPOND) {
 		text_code(res, code);
 		if (!strcmp(buf_str(code), "ok")) {
 			buf_reset(code);
-			return DONE;
+			return API_DONE;
 		}
 	}
-	return FAILED;
+	return API_FAILED;
+}
+
+/* http_do's message is "METHOD URL: text"; keep the text only (the URL may be secret). */
+static void transport_message(const struct call *k, const char *detail, struct buf *errmsg)
+{
+	const char *p = strstr(detail, k->url);
+
+	if (p && p[strlen(k->url)] == ':' && p[strlen(k->url) + 1] == ' ')
+		detail = p + strlen(k->url) + 2;
+	buf_setf(errmsg, "%s: %s", method_name[k->m], detail);
+}
+
+/* One call() across its attempts: what its hooks in the retry loop share. */
+struct run {
+	struct slack_client *c;
+	const struct call *k;
+	json_t **answer;
+};
+
+static int64_t run_blocked_until(void *ctx)
+{
+	struct run *r = ctx;
+
+	return r->c->blocked_until_ms[r->k->m];
+}
+
+/* Before each attempt: a post waits for its channel's pace. */
+static enum err run_prepare(void *ctx, int attempt, struct buf *errmsg)
+{
+	struct run *r = ctx;
+
+	(void)attempt;
+	(void)errmsg;
+	if (r->k->pace_key)
+		pace(r->c, r->k->pace_key);
+	return ERR_OK;
 }
 
 /*
- * Judge one attempt: DONE (*answer holds the JSON, NULL for a webhook's
- * "ok"), FAILED (*rc set) or TRANSIENT (*wait_ms: backoff, 0 when a rate
- * limit was recorded instead).  errmsg gets the detail either way.
+ * Judge attempt a: API_DONE (*answer holds the JSON, NULL for a webhook's
+ * "ok"), API_FAILED (a->rc set) or API_TRANSIENT (a->wait_ms: the backoff,
+ * 0 when a rate limit was recorded instead).  errmsg gets the detail either
+ * way.
  */
-static enum verdict judge(struct slack_client *c, const struct call *k, enum err hrc,
-			  const struct http_response *res, int attempt, json_t **answer,
-			  enum err *rc, int64_t *wait_ms, struct buf *errmsg)
+static enum api_verdict judge(void *ctx, struct api_attempt *a, struct buf *errmsg)
 {
+	struct run *r = ctx;
+	struct slack_client *c = r->c;
+	const struct call *k = r->k;
+	const struct http_response *res = a->res;
+	json_t **answer = r->answer;
+	enum err hrc = a->hrc;
 	const char *name = method_name[k->m];
 	struct buf code = BUF_INIT;
-	int64_t retry_after_s = http_retry_after_s(res, now(c));
-	enum verdict v = FAILED;
+	int64_t retry_after_s = a->retry_after_s;  /* a week at most */
+	enum api_verdict v = API_FAILED;
 	enum code_class cls;
 	int status = res->status;
 	int ok2xx = status >= 200 && status < 300;
 
-	*wait_ms = 0;
-	if (retry_after_s > RETRY_AFTER_MAX_S)  /* nonsense: as if absent */
-		retry_after_s = -1;
+	a->wait_ms = 0;
+	if (k->pace_key && res->sent)
+		note_post(c, k->pace_key);
+	if (hrc)
+		transport_message(k, a->detail, errmsg);
 	if (hrc == ERR_IO || hrc == ERR_RETRY) {
-		*wait_ms = backoff_ms(c, attempt);
-		v = TRANSIENT;
+		a->wait_ms = API_BACKOFF;
+		v = API_TRANSIENT;
 		goto out;
 	}
 	if (hrc == ERR_TOOBIG) {
 		buf_setf(errmsg, "%s: answer over %u bytes (HTTP %d)", name, MAX_ANSWER_BYTES,
 			 status);
-		*rc = ERR_INVALID;
+		a->rc = ERR_INVALID;
 		goto out;
 	}
 	if (hrc != ERR_OK) {
-		*rc = hrc;
+		a->rc = hrc;
 		goto out;
 	}
-	if (read_body(k, res, answer, &code) == DONE && ok2xx) {
-		v = DONE;
+	if (read_body(k, res, answer, &code) == API_DONE && ok2xx) {
+		v = API_DONE;
 		goto out;
 	}
 	json_decref(*answer);
@@ -475,29 +484,19 @@ static enum verdict judge(struct slack_client *c, const struct call *k, enum err
 		if (retry_after_s >= 0)
 			c->blocked_until_ms[k->m] = now(c) + retry_after_s * 1000;
 		else
-			*wait_ms = backoff_ms(c, attempt);
-		v = TRANSIENT;
+			a->wait_ms = API_BACKOFF;
+		v = API_TRANSIENT;
 		goto out;
 	}
 	if (cls == C_AUTH || (!code.len && (status == 401 || status == 403)))
-		*rc = ERR_AUTH;
+		a->rc = ERR_AUTH;
 	else if (cls == C_NOTFOUND)
-		*rc = ERR_NOTFOUND;
+		a->rc = ERR_NOTFOUND;
 	else
-		*rc = ERR_INVALID;
+		a->rc = ERR_INVALID;
 out:
 	buf_release(&code);
 	return v;
-}
-
-/* http_do's message is "METHOD URL: text"; keep the text only (the URL may be secret). */
-static void transport_message(const struct call *k, const char *detail, struct buf *errmsg)
-{
-	const char *p = strstr(detail, k->url);
-
-	if (p && p[strlen(k->url)] == ':' && p[strlen(k->url) + 1] == ' ')
-		detail = p + strlen(k->url) + 2;
-	buf_setf(errmsg, "%s: %s", method_name[k->m], detail);
 }
 
 /*
@@ -510,13 +509,10 @@ static enum err call(struct slack_client *c, const struct call *k, json_t **answ
 	const char *headers[3];
 	struct http_request req = HTTP_REQUEST_INIT;
 	struct http_response res;
-	struct buf detail = BUF_INIT;
-	struct buf local_err = BUF_INIT;
-	enum err rc = ERR_OK;
+	struct run r = { c, k, answer };
+	enum err rc;
 	int n = 0;
 
-	if (!errmsg)
-		errmsg = &local_err;
 	*answer = NULL;
 	http_response_init(&res);
 	if (k->m != M_WEBHOOK && k->m != M_RESPOND)  /* a response_url needs no token */
@@ -533,43 +529,13 @@ static enum err call(struct slack_client *c, const struct call *k, json_t **answ
 	req.connect_timeout_ms = c->timeout_ms < 10000 ? c->timeout_ms : 10000;
 	req.follow_redirects = 0; /* never carry the token elsewhere */
 
-	for (int attempt = 1;; attempt++) {
-		int64_t wait_ms;
-		enum err hrc;
-
-		rc = wait_rate_limit(c, k->m, errmsg);
-		if (rc)
-			goto out;
-		if (k->pace_key)
-			pace(c, k->pace_key);
-		buf_reset(&detail);
-		hrc = http_do(c->http, &req, &res, &detail);
-		if (k->pace_key && res.sent)
-			note_post(c, k->pace_key);
-		if (hrc)
-			transport_message(k, buf_str(&detail), errmsg);
-		switch (judge(c, k, hrc, &res, attempt, answer, &rc, &wait_ms, errmsg)) {
-		case DONE:
-			rc = ERR_OK;
-			goto out;
-		case FAILED:
-			goto out;
-		case TRANSIENT:
-			break;
-		}
-		if (attempt >= c->max_attempts) {
-			buf_reset(&detail);
-			(void)buf_adds(&detail, buf_str(errmsg));
-			buf_setf(errmsg, "giving up after %d attempts: %s", attempt,
-				 buf_str(&detail));
-			rc = ERR_RETRY;
-			goto out;
-		}
-		pause_ms(c, wait_ms);
-	}
-out:
-	buf_release(&local_err);
-	buf_release(&detail);
+	rc = api_call(&(struct api_call){ .policy = &c->policy, .http = &c->http, .req = &req,
+					  .method = method_name[k->m], .ctx = &r,
+					  .now_ms = c->now_ms, .sleep_ms = c->sleep_ms,
+					  .clock_ctx = c->clock_ctx,
+					  .blocked_until_ms = run_blocked_until,
+					  .prepare = run_prepare, .judge = judge },
+		      &res, NULL, errmsg);
 	http_response_release(&res);
 	return rc;
 }
