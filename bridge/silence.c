@@ -1,7 +1,7 @@
 /*
  * silence.c - the commands of GitHub comments and the handler of the
  * "silence" queue (silence.h): one event is one command, made in
- * Alertmanager (core/am_api.h), kept in the store (core/store_silences.h)
+ * Alertmanager (core/am_api.h), kept in the store (store/store_silences.h)
  * and answered with one comment on the issue.
  */
 #include "bridge/silence.h"
@@ -18,7 +18,7 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
-#include "core/store_silences.h"
+#include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 

@@ -12,11 +12,11 @@
 #include "cmd/cmd.h"
 #include "core/buf.h"
 #include "core/config.h"
-#include "core/db.h"
+#include "store/db.h"
 #include "core/map_admin.h"
 #include "core/rfc3339.h"
-#include "core/store.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_silences.h"
 #include "core/banned.h"
 
 static const char usage_map[] =

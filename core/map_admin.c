@@ -15,7 +15,7 @@
 
 #include <nettle/base64.h>
 
-#include "db.h"
+#include "store/db.h"
 #include "http_client.h"
 #include "serve_lock.h"
 #include "version.h"

@@ -1,6 +1,6 @@
 /*
  * janitor_notice.c - the Slack outbox: notices and replies are rendered and
- * queued in sqlite (core/store.h, table notices) by the worker and the
+ * queued in sqlite (store/store.h, table notices) by the worker and the
  * sweeper, then delivered one at a time with retries.  Only after Slack
  * confirmed a notice is the pod stamped with janitor/notified-at: the
  * sweeper never acts on a pod without that stamp (DESIGN.md "Janitor

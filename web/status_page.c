@@ -20,7 +20,7 @@
 #include "core/duration.h"
 #include "core/mustache.h"
 #include "core/rfc3339.h"
-#include "core/store_silences.h"
+#include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/store.h"
+#include "store/store.h"
 #include "core/banned.h"
 
 struct worker {

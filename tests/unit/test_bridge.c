@@ -22,7 +22,7 @@
 #include "bridge/render.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

@@ -16,8 +16,8 @@
 
 #include "bridge/gh_webhook.h"
 #include "bridge/silence.h"
-#include "core/store.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_silences.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* GitHub Docs, "Validating webhook deliveries": "Testing the webhook payload validation". */

@@ -17,7 +17,7 @@
 
 #include "bridge/gh.h"
 #include "bridge/group.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 

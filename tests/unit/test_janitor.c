@@ -19,7 +19,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/janitor.h"
 #include "janitor/janitor_int.h"
 #include "tests/unit/helpers/janitor_fixture.h"

@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "core/config.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/janitor.h"
 #include "janitor/janitor_int.h"
 #include "janitor/slack_interact.h"

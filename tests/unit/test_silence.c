@@ -21,8 +21,8 @@
 #include "core/config.h"
 #include "core/http_client.h"
 #include "core/map_admin.h"
-#include "core/store.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_silences.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 

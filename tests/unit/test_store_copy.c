@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "core/buf.h"
-#include "core/db.h"
-#include "core/store.h"
+#include "store/db.h"
+#include "store/store.h"
 #include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

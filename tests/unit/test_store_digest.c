@@ -15,7 +15,7 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define T 1800000000000LL

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 static int64_t mono_ms(void)

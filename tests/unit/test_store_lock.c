@@ -17,7 +17,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 

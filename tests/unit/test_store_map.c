@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* ---- the map ---- */

@@ -20,7 +20,7 @@
 #include "bridge/storm.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 

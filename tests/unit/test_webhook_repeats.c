@@ -30,7 +30,7 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "core/xalloc.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"

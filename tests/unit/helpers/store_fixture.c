@@ -17,7 +17,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include "core/db.h"
+#include "store/db.h"
 #include "pg_fixture.h"
 
 int sfx_postgres(void)

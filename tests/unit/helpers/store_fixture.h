@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "core/store.h"
+#include "store/store.h"
 
 struct fixture {
 	char dir[64];     /* a fresh directory, on both engines */

@@ -17,7 +17,7 @@
 #include "core/config.h"
 #include "core/http_server.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
 
 #define TOKEN "t0ps3cret-webhook-token"
 #define AUTH_HEADER "Authorization: Bearer " TOKEN

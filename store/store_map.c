@@ -3,15 +3,15 @@
  * scans that rebuild it.  Part of the store (store.c); shares its connection
  * and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
-#include "banned.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define EACH_PAGE_ROWS 64
 

@@ -12,10 +12,10 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "db.h"
-#include "err.h"
-#include "store.h"
+#include "core/buf.h"
+#include "store/db.h"
+#include "core/err.h"
+#include "store/store.h"
 
 /*
  * The repeat rule, one row of one column: 1 when the newest comparable event

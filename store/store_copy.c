@@ -12,7 +12,7 @@
  * test_store_copy.c checks them against the tables, so a migration that
  * adds a column fails that test until it is added here.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,10 +21,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "serve_lock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/log.h"
+#include "core/serve_lock.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /*
  * Each table and its columns, a type letter after each name: 'i' an

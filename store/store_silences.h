@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "store.h"
+#include "core/err.h"
+#include "store/store.h"
 
 /*
  * Take GitHub delivery id (the X-GitHub-Delivery GUID) at now_ms: *fresh = 1

@@ -11,7 +11,7 @@
  * batch under q_mu; one of them, the leader, commits every queued batch in one
  * transaction while the others wait on commit_cond (see store_enqueue()).
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,10 +24,10 @@
 
 #include <sqlite3.h>
 
-#include "clock.h"
-#include "log.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 

@@ -3,15 +3,15 @@
  * dead-lettered and cancelled.  Part of the store (store.c); shares its
  * connection and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/banned.h"
 
 /* ---- the janitor's Slack outbox ---- */
 

@@ -3,16 +3,16 @@
  * members (bridge/storm.h), and issue_per: group states (bridge/group.h).
  * Part of the store (store.c); shares its connection and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /*
  * ---- storm summaries (schema version 3; bridge/storm.h) ----

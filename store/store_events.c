@@ -4,7 +4,7 @@
  * the dead letters.  Part of the store (store.c); shares its connection and
  * helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +14,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /* ---- intake: group commit ---- */
 

@@ -7,16 +7,16 @@
  * nor repeats a member.  Part of the store (store.c); shares its connection
  * and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define DIGEST_COLS                                                                 \
 	"id, kind, channel, thread_ts, part, parts, text, state, attempts, "        \

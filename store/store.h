@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 struct store;
 
@@ -875,7 +875,7 @@ int store_shared(const struct store *st);
  * A connection the store lost and made again (any call may do that) has
  * lost the lock: store_worker_lock_held() says so.
  *
- * Dead connections.  The store's connection (core/db_pg.c) sets libpq's
+ * Dead connections.  The store's connection (store/db_pg.c) sets libpq's
  * keepalives (idle 5 s, interval 2 s, count 3) and tcp_user_timeout 10 s,
  * and the session's tcp_keepalives_idle 10 s, _interval 5 s, _count 3 and
  * tcp_user_timeout 25 s (where the server's configuration leaves them at

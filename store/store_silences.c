@@ -5,14 +5,14 @@
  * statements (store_sq()): the webhook from GitHub and the silence worker
  * are rare next to the intake.
  */
-#include "store_int.h"
-#include "store_silences.h"
+#include "store/store_int.h"
+#include "store/store_silences.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
-#include "banned.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /*
  * In the caller's transaction: forget the ids taken before prune_before_ms,
