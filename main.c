@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "store/store.h"
+#include "store/store_copy.h"
 #include "core/banned.h"
 
 static const char usage_main[] =

@@ -25,6 +25,9 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "core/clock.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "core/banned.h"
 
 static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,

@@ -15,6 +15,9 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "core/banned.h"
 
 /* ---- members ---- */

@@ -14,6 +14,7 @@
 #include "bridge/storm.h"
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_map.h"
 
 #include "core/banned.h"
 

@@ -18,6 +18,7 @@
 #include "core/buf.h"
 #include "core/err.h"
 #include "store/store.h"
+#include "store/store_events.h"
 
 /*
  * The dead-letter reason (printf format over "owner/name"), an SQL LIKE

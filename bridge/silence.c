@@ -18,6 +18,8 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
 #include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"

@@ -15,6 +15,8 @@
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
 #include "core/banned.h"
 
 struct storm {

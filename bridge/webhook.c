@@ -26,6 +26,7 @@
 #include "core/xalloc.h"
 
 #include "core/clock.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 struct webhook {

@@ -16,6 +16,8 @@
 #include "core/map_admin.h"
 #include "core/rfc3339.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "store/store_silences.h"
 #include "core/banned.h"
 

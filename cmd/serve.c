@@ -25,6 +25,7 @@
 #include "core/retention.h"
 #include "core/serve_lock.h"
 #include "store/store.h"
+#include "store/store_events.h"
 #include "core/version.h"
 #include "ha/leader.h"
 #include "janitor/janitor.h"

@@ -6,7 +6,7 @@
  *   the Lease       when leader election is configured (ha/leader.h):
  *                   options.lease decides alone;
  *   the worker lock else, on PostgreSQL: the store's session advisory lock
- *                   STORE_WORKER_LOCK (store/store.h store_worker_lock()), one
+ *                   STORE_WORKER_LOCK (store/store_lock.h store_worker_lock()), one
  *                   key for both queues, tried every ACTIVE_RETRY_MS while not
  *                   held, and checked with one query each time
  *                   active_may_act() is asked;

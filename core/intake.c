@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "codec.h"
+#include "store/store_events.h"
 #include "banned.h"
 
 int intake_reject(struct intake_verdict *v, int status, const char *reason, const char *fmt, ...)

@@ -17,6 +17,8 @@
 
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor_int.h"
 #include "core/banned.h"
 

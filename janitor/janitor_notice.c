@@ -1,6 +1,6 @@
 /*
  * janitor_notice.c - the Slack outbox: notices and replies are rendered and
- * queued in sqlite (store/store.h, table notices) by the worker and the
+ * queued in sqlite (store/store_outbox.h, table notices) by the worker and the
  * sweeper, then delivered one at a time with retries.  Only after Slack
  * confirmed a notice is the pod stamped with janitor/notified-at: the
  * sweeper never acts on a pod without that stamp (DESIGN.md "Janitor
@@ -11,6 +11,8 @@
 
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor_int.h"
 #include "core/banned.h"
 

@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 #include "store/store_silences.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"

@@ -12,6 +12,7 @@
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"
 #include "core/clock.h"
+#include "store/store_outbox.h"
 #include "core/banned.h"
 
 struct sweep {

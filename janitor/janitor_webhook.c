@@ -16,6 +16,7 @@
 #include "janitor/janitor.h"
 #include "janitor/kube.h"
 #include "core/clock.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 #define DEFAULT_MAX_EVENTS_BYTES ((size_t)64 << 20)

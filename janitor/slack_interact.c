@@ -16,6 +16,7 @@
 #include "core/http_client.h"
 #include "core/intake.h"
 #include "core/log.h"
+#include "store/store_events.h"
 #include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"

@@ -56,7 +56,7 @@
 	" ('tcp_user_timeout', '25000')) AS k (name, v)"                              \
 	" JOIN pg_settings USING (name) WHERE source = 'default'"
 /*
- * The client notices first (the worker lock, store/store.h store_worker_lock()):
+ * The client notices first (the worker lock, store/store_lock.h store_worker_lock()):
  * its keepalives end a dead connection in 5 + 3 * 2 = 11 s, and its
  * tcp_user_timeout ends one whose query stays unacknowledged for 10 s (the
  * retransmissions would take ~15 min); the server gives up on a session

@@ -11,6 +11,7 @@
  * batch under q_mu; one of them, the leader, commits every queued batch in one
  * transaction while the others wait on commit_cond (see store_enqueue()).
  */
+#include "store/store.h"
 #include "store/store_int.h"
 
 #include <errno.h>

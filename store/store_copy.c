@@ -12,6 +12,7 @@
  * test_store_copy.c checks them against the tables, so a migration that
  * adds a column fails that test until it is added here.
  */
+#include "store/store_copy.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@
 #include "core/log.h"
 #include "core/serve_lock.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 /*
@@ -62,7 +64,7 @@ static const struct copy_table {
 };
 
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))
-_Static_assert(N_TABLES == STORE_COPY_TABLES, "store.h's STORE_COPY_TABLES");
+_Static_assert(N_TABLES == STORE_COPY_TABLES, "store_copy.h's STORE_COPY_TABLES");
 
 /* A table's columns parsed: names "a, b, c", placeholders "?1, ?2, ?3", types "tii". */
 struct cols {

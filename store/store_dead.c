@@ -5,6 +5,7 @@
  * the store (store.c); shares its connection and helpers via store_int.h; the
  * inbox itself is store_events.c.
  */
+#include "store/store_events.h"
 #include "store/store_int.h"
 
 #include <pthread.h>

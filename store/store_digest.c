@@ -7,6 +7,7 @@
  * nor repeats a member.  Part of the store (store.c); shares its connection
  * and helpers via store_int.h.
  */
+#include "store/store_digest.h"
 #include "store/store_int.h"
 
 #include <pthread.h>
@@ -16,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/xalloc.h"
+#include "store/store_outbox.h"
 #include "core/banned.h"
 
 #define DIGEST_COLS                                                                 \

@@ -4,6 +4,7 @@
  * the dead letters.  Part of the store (store.c); shares its connection and
  * helpers via store_int.h.
  */
+#include "store/store_events.h"
 #include "store/store_int.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 
 #include "core/clock.h"
 #include "core/xalloc.h"
+#include "store/store_lock.h"
 #include "core/banned.h"
 
 /* ---- intake: group commit ---- */

@@ -3,6 +3,7 @@
  * members (bridge/storm.h), and issue_per: group states (bridge/group.h).
  * Part of the store (store.c); shares its connection and helpers via store_int.h.
  */
+#include "store/store_groups.h"
 #include "store/store_int.h"
 
 #include <pthread.h>
@@ -188,7 +189,7 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 		buf_setf(errmsg, "store: summary %lld does not exist", (long long)s->id);
 		rc = ERR_NOTFOUND;
 	}
-	/* The map rows of its alerts follow the summary issue (store.h). */
+	/* The map rows of its alerts follow the summary issue (store_groups.h). */
 	if (rc == ERR_OK && strcmp(s->state, "creating"))
 		rc = store_sq(st, "UPDATE issues SET repo = ?2, number = ?3, state = ?4, "
 				  "state_reason = CASE WHEN ?4 = 'closed' THEN 'completed' END, "

@@ -3,8 +3,8 @@
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
  * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c.
- * Not for other modules: they use store.h.  Every helper that takes st
- * expects the caller to hold db_mu.
+ * Not for other modules: they use store.h and the headers of the parts.
+ * Every helper that takes st expects the caller to hold db_mu.
  */
 #ifndef AB_STORE_INT_H
 #define AB_STORE_INT_H
@@ -16,6 +16,8 @@
 #include "store/db.h"
 #include "core/err.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 
 /*
  * The repeat rule, one row of one column: 1 when the newest comparable event

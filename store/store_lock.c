@@ -5,6 +5,7 @@
  * connection; always held on sqlite) and a ping for readiness.  The policy
  * (when to try, the grace, the Lease instead) is core/active.c's.
  */
+#include "store/store_lock.h"
 #include "store/store_int.h"
 
 #include <pthread.h>

@@ -3,6 +3,7 @@
  * scans that rebuild it.  Part of the store (store.c); shares its connection
  * and helpers via store_int.h.
  */
+#include "store/store_map.h"
 #include "store/store_int.h"
 
 #include <pthread.h>

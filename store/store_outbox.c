@@ -3,6 +3,7 @@
  * dead-lettered and cancelled.  Part of the store (store.c); shares its
  * connection and helpers via store_int.h.
  */
+#include "store/store_outbox.h"
 #include "store/store_int.h"
 
 #include <pthread.h>

@@ -5,8 +5,9 @@
  * statements (store_sq()): the webhook from GitHub and the silence worker
  * are rare next to the intake.
  */
-#include "store/store_int.h"
 #include "store/store_silences.h"
+#include "store/store_int.h"
+#include "store/store_events.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -13,6 +13,7 @@
 
 #include "core/err.h"
 #include "store/store.h"
+#include "store/store_events.h"
 
 /*
  * Take GitHub delivery id (the X-GitHub-Delivery GUID) at now_ms: *fresh = 1

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 struct worker {

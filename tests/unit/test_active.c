@@ -22,6 +22,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "store/store.h"
+#include "store/store_lock.h"
 #include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 

@@ -23,6 +23,8 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

@@ -17,6 +17,7 @@
 
 #include "bridge/bridge.h"
 #include "store/store.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

@@ -20,6 +20,7 @@
 #include "bridge/bridge.h"
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 
 #define S1 "2026-11-21T00:49:48.539Z"

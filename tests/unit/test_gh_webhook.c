@@ -17,6 +17,7 @@
 #include "bridge/gh_webhook.h"
 #include "bridge/silence.h"
 #include "store/store.h"
+#include "store/store_map.h"
 #include "store/store_silences.h"
 #include "tests/unit/helpers/store_fixture.h"
 

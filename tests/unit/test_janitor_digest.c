@@ -19,7 +19,8 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "store/store.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
 

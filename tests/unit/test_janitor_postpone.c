@@ -17,7 +17,8 @@
 #include <jansson.h>
 
 #include "core/config.h"
-#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "janitor/janitor_int.h"
 #include "janitor/slack_interact.h"

@@ -19,7 +19,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "store/store.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
 

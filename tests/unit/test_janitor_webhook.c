@@ -27,6 +27,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "store/store.h"
+#include "store/store_events.h"
 #include "janitor/janitor.h"
 
 #define TOKEN "janitor-s3cret"

@@ -17,6 +17,7 @@
 #include "bridge/repos.h"
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/fake_http.h"
 
 #define T0 1700000000000LL

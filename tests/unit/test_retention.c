@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/retention.h"
 #include "store/store.h"
+#include "store/store_events.h"
 
 static int64_t add_done(struct store *st, const char *key, const char *kind)
 {

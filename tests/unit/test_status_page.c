@@ -16,9 +16,11 @@
 
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
+#include "store/store_silences.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
-#include "store/store_silences.h"
 #include "web/status_page.h"
 
 #define NOW INT64_C(1700000600000) /* 10 minutes after sfx_mkrow()'s episode start */

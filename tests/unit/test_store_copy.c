@@ -21,6 +21,8 @@
 #include "core/buf.h"
 #include "store/db.h"
 #include "store/store.h"
+#include "store/store_copy.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

@@ -16,6 +16,8 @@
 
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define T 1800000000000LL

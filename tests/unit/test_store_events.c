@@ -24,6 +24,8 @@
 
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 static int64_t mono_ms(void)

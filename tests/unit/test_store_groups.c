@@ -21,6 +21,8 @@
 
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* issue_per: group states: done with the event and the row, due when paced, synced. */

@@ -21,6 +21,8 @@
 
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* ---- the map ---- */

@@ -21,6 +21,7 @@
 
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_outbox.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 static void notices_outbox_life_cycle(void **state)

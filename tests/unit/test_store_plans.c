@@ -19,7 +19,6 @@
 #include <sqlite3.h>
 
 #include "core/buf.h"
-#include "store/store.h"
 #include "store/store_int.h"
 #include "tests/unit/helpers/tmpdir.h"
 

@@ -21,6 +21,9 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 

@@ -31,6 +31,8 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "core/xalloc.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"

@@ -16,6 +16,8 @@
 
 #include "core/am.h"
 #include "core/buf.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 
 /* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
 static int env_may_act(void *ctx)

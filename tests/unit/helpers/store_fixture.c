@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "store/db.h"
+#include "store/store_events.h"
 #include "pg_fixture.h"
 
 int sfx_postgres(void)

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "store/store.h"
+#include "store/store_events.h"
 
 struct fixture {
 	char dir[64];     /* a fresh directory, on both engines */

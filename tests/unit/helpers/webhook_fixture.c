@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "core/metrics.h"
 #include "store/store.h"
+#include "store/store_events.h"
 #include "core/xalloc.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"

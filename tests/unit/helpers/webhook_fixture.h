@@ -18,6 +18,7 @@
 #include "core/http_server.h"
 #include "core/metrics.h"
 #include "store/store.h"
+#include "store/store_events.h"
 
 #define TOKEN "t0ps3cret-webhook-token"
 #define AUTH_HEADER "Authorization: Bearer " TOKEN
