@@ -226,14 +226,14 @@ static void storm_shared_labels(struct silencer *s, struct job *j)
 {
 	for (size_t i = 0; i < j->nkeys; i++) {
 		struct store_event ev = { 0 };
-		char state[8];
+		enum store_event_state state;
 		json_t *doc, *v, *w;
 		const json_t *l;
 		const char *k;
 		void *tmp;
 
 		if (store_event_latest(s->opts.store, "bridge", j->ev.receiver, j->keys[i], &ev,
-				       state) != ERR_OK)
+				       &state) != ERR_OK)
 			continue;
 		doc = json_loads(ev.payload, 0, NULL);
 		store_event_release(&ev);
@@ -669,7 +669,7 @@ out:
 static int run(struct silencer *s, struct job *j, const struct config *cfg, struct gh_client *gh)
 {
 	struct store_event latest = { 0 };
-	char state[8];
+	enum store_event_state state;
 	const char *cmd;
 
 	j->cmd = json_loads(j->ev.payload, 0, NULL);
@@ -731,7 +731,7 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 	if (strcmp(cmd, "silence"))
 		return dead(s, j, "unknown silence command in payload");
 	if (store_event_latest(s->opts.store, "bridge", j->ev.receiver, j->ev.key, &latest,
-			       state) == ERR_OK)
+			       &state) == ERR_OK)
 		j->alert = json_loads(latest.payload, 0, NULL);
 	store_event_release(&latest);
 	if (j->storm)

@@ -217,7 +217,7 @@ static void stamp_members(struct janitor *j, int64_t id, int64_t sent_at_ms)
 	if (store_digest_members(j->opts.store, id, &m, &n))
 		return;  /* logged; the sweeper stamps from the outbox */
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].state, "sent"))
+		if (m[i].state == STORE_NOTICE_SENT)
 			janitor_stamp_notified(j, m[i].namespace, m[i].pod, m[i].uid, sent_at_ms);
 	store_notices_free(m, n);
 }

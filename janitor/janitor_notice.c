@@ -69,7 +69,7 @@ static int announced(struct janitor *j, const struct store_notice *old, int64_t 
 
 	if (old->expires_ms != expiry_ms)
 		return 0;
-	if (old->state && !strcmp(old->state, "dead") && old->last_error &&
+	if (old->state == STORE_NOTICE_DEAD && old->last_error &&
 	    !strcmp(old->last_error, JANITOR_RESOLVED_BEFORE_DELIVERY))
 		return 0;
 	called_off = store_notice_latest(j->opts.store, old->uid, "cancelled", &c) == ERR_OK &&
@@ -154,7 +154,7 @@ enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct j
 	enum err rc;
 
 	rc = store_notice_latest(j->opts.store, v->uid, kinds[JT_NOTICE], &parent);
-	if (rc == ERR_NOTFOUND || (rc == ERR_OK && strcmp(parent.state, "sent"))) {
+	if (rc == ERR_NOTFOUND || (rc == ERR_OK && parent.state != STORE_NOTICE_SENT)) {
 		rc = ERR_OK;  /* no notice reached the owner: nothing to follow up */
 		goto out;
 	}
@@ -205,7 +205,7 @@ enum err janitor_queue_reminder(struct janitor *j, const struct jtext_view *v, i
 		goto out;
 	}
 	/* Not delivered (or none): no thread to remind in.  Reminded already: once is enough. */
-	if (rc == ERR_NOTFOUND || strcmp(parent.state, "sent") ||
+	if (rc == ERR_NOTFOUND || parent.state != STORE_NOTICE_SENT ||
 	    (orc == ERR_OK && old.expires_ms == parent.expires_ms)) {
 		rc = ERR_OK;
 		goto out;

@@ -224,6 +224,25 @@ char *store_col_str(struct db_stmt *s, int i)
 	return xstrdup(db_col_text(s, i));
 }
 
+int store_state_index(const char *const *names, size_t n, const char *word, int fallback)
+{
+	for (size_t i = 0; word && i < n; i++) {
+		if (!strcmp(names[i], word))
+			return (int)i;
+	}
+	return fallback;
+}
+
+const char *store_state_word(const char *const *names, size_t n, int state)
+{
+	return state >= 0 && (size_t)state < n ? names[state] : "";
+}
+
+int store_col_state(struct db_stmt *s, int i, const char *const *names, size_t n, int fallback)
+{
+	return store_state_index(names, n, db_col_text(s, i), fallback);
+}
+
 /* Bind the arguments ap holds as types describes (store_int.h) at ?1, ?2, ... */
 static void bind_args(struct db_stmt *s, const char *types, va_list ap)
 {

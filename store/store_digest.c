@@ -167,7 +167,8 @@ enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest
 			out->part = (int)db_col_int(s, 4);
 			out->parts = (int)db_col_int(s, 5);
 			out->text = store_col_str(s, 6);
-			out->state = store_col_str(s, 7);
+			out->state = (enum store_notice_state)store_col_state(
+				s, 7, store_notice_states, STORE_NOTICE_STATES, STORE_NOTICE_PENDING);
 			out->attempts = (int)db_col_int(s, 8);
 			out->next_attempt_at_ms = db_col_int(s, 9);
 			out->created_at_ms = db_col_int(s, 10);
@@ -293,7 +294,6 @@ void store_digest_release(struct store_digest *d)
 	free(d->channel);
 	free(d->thread_ts);
 	free(d->text);
-	free(d->state);
 	free(d->slack_channel_id);
 	free(d->slack_ts);
 	free(d->last_error);

@@ -32,7 +32,7 @@ struct store_digest {
 	char *thread_ts;          /* replies: the thread; NULL for notices */
 	int part, parts;          /* 1-based part of how many */
 	char *text;               /* the rendered message, Slack mrkdwn */
-	char *state;              /* read only: pending | sent | dead */
+	enum store_notice_state state; /* read only */
 	int attempts;             /* read only: failed attempts so far */
 	int64_t next_attempt_at_ms; /* not sent before (0: at once) */
 	int64_t created_at_ms;    /* <= 0 on input: now */

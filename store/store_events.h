@@ -20,6 +20,20 @@
 #include "core/err.h"
 #include "store/store.h"
 
+/*
+ * Where an event is: pending (waiting for a worker or its retry), done, or
+ * dead-lettered.  The database keeps the words "pending", "done", "dead"
+ * (store_event_state_str()).
+ */
+enum store_event_state {
+	STORE_EVENT_PENDING,
+	STORE_EVENT_DONE,
+	STORE_EVENT_DEAD,
+};
+
+/* "pending", "done" or "dead" (static); "" for a value not of the enum. */
+const char *store_event_state_str(enum store_event_state state);
+
 /* One alert transition as queued by intake and drained by a worker. */
 struct store_event {
 	int64_t id;            /* assigned by store_enqueue(); ignored on input */
@@ -165,14 +179,15 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
  * The newest event of queue kind for (receiver, key) among those repeat
  * detection compares (stored with a repeat_state: every notification the
  * bridge's intake queues), into *out (release with store_event_release());
- * state (at least 8 bytes) gets "pending", "done" or "dead".  Events pruned
+ * *state gets where it is.  Events pruned
  * (store_prune_done()) are gone, so an old alert may have none.  Read by the
  * on-call page: "last event and its time" (received_at_ms).
  * ERR_NOTFOUND when there is none, ERR_INVALID (an argument NULL or empty),
  * ERR_DB (logged).
  */
 enum err store_event_latest(struct store *st, const char *kind, const char *receiver,
-			    const char *key, struct store_event *out, char state[8]) WARN_UNUSED;
+			    const char *key, struct store_event *out,
+			    enum store_event_state *state) WARN_UNUSED;
 /* Free the strings of ev (not ev itself); ev may be NULL. */
 void store_event_release(struct store_event *ev);
 /*

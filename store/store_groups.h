@@ -28,6 +28,15 @@
  * not yet confirmed on GitHub), open, closed; dirty when members changed
  * since its text was last written to GitHub (synced_at_ms).
  */
+enum store_summary_state {
+	STORE_SUMMARY_CREATING,  /* row made, issue not yet confirmed on GitHub */
+	STORE_SUMMARY_OPEN,
+	STORE_SUMMARY_CLOSED,
+};
+
+/* "creating", "open" or "closed" (static; the database's words); "" for a value not of the enum. */
+const char *store_summary_state_str(enum store_summary_state state);
+
 struct store_summary {
 	int64_t id;             /* assigned by store_summary_add() */
 	char *receiver;
@@ -35,7 +44,7 @@ struct store_summary {
 	char *alertname;        /* "" for alerts without one */
 	char *marker_key;       /* the key of the issue_marker() its body ends with */
 	int64_t number;         /* GitHub issue number; 0 until created (and in dry-run) */
-	char *state;            /* "creating", "open" or "closed" */
+	enum store_summary_state state;
 	int64_t created_at_ms;  /* row creation; <= 0 on input: now */
 	int64_t synced_at_ms;   /* last write to GitHub; while creating, the last create attempt */
 	int64_t next_sync_ms;   /* no GitHub call for it before (backoff after a failure) */

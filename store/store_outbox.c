@@ -63,6 +63,17 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 	return rc;
 }
 
+const char *const store_notice_states[STORE_NOTICE_STATES] = {
+	[STORE_NOTICE_PENDING] = "pending",
+	[STORE_NOTICE_SENT] = "sent",
+	[STORE_NOTICE_DEAD] = "dead",
+};
+
+const char *store_notice_state_str(enum store_notice_state state)
+{
+	return store_state_word(store_notice_states, STORE_NOTICE_STATES, (int)state);
+}
+
 void store_read_notice(struct db_stmt *s, struct store_notice *out)
 {
 	out->id = db_col_int(s, 0);
@@ -76,7 +87,8 @@ void store_read_notice(struct db_stmt *s, struct store_notice *out)
 	out->channel = store_col_str(s, 8);
 	out->thread_ts = store_col_str(s, 9);
 	out->text = store_col_str(s, 10);
-	out->state = store_col_str(s, 11);
+	out->state = (enum store_notice_state)store_col_state(s, 11, store_notice_states,
+							      STORE_NOTICE_STATES, STORE_NOTICE_PENDING);
 	out->attempts = (int)db_col_int(s, 12);
 	out->next_attempt_at_ms = db_col_int(s, 13);
 	out->created_at_ms = db_col_int(s, 14);
@@ -219,7 +231,6 @@ void store_notice_release(struct store_notice *n)
 	free(n->channel);
 	free(n->thread_ts);
 	free(n->text);
-	free(n->state);
 	free(n->slack_channel_id);
 	free(n->slack_ts);
 	free(n->last_error);

@@ -16,6 +16,20 @@
 struct store;
 
 /*
+ * Where a notice or a digest is in its delivery: pending until Slack
+ * confirmed it (sent) or the janitor gave up (dead).  The database keeps the
+ * words "pending", "sent", "dead" (store_notice_state_str()).
+ */
+enum store_notice_state {
+	STORE_NOTICE_PENDING,
+	STORE_NOTICE_SENT,
+	STORE_NOTICE_DEAD,
+};
+
+/* "pending", "sent" or "dead" (static); "" for a value not of the enum. */
+const char *store_notice_state_str(enum store_notice_state state);
+
+/*
  * The janitor's Slack outbox (schema version 2): one row per message to a
  * pod's owner, delivered by the janitor's outbox worker with retries.  kind
  * is "notice" (starts a thread), "reminder", "cancelled" or "deleted"
@@ -34,7 +48,7 @@ struct store_notice {
 	char *channel;            /* where to post; NULL until resolved ("" in webhook mode) */
 	char *thread_ts;          /* replies: the notice's Slack ts; NULL otherwise */
 	char *text;               /* the rendered message, Slack mrkdwn */
-	char *state;              /* pending | sent | dead */
+	enum store_notice_state state; /* read only (a new notice is pending) */
 	int attempts;             /* failed attempts so far */
 	int64_t next_attempt_at_ms; /* on input: not sent before (0: at once) */
 	int64_t created_at_ms;    /* <= 0 on input: now */

@@ -255,10 +255,10 @@ static void more_note(struct render_ctx *r, const char *what)
 static void last_event(struct render_ctx *r, const struct store_issue *row)
 {
 	struct store_event ev = { 0 };
-	char state[8];
+	enum store_event_state state;
 
 	if (store_event_latest(r->p->opts.store, "bridge", row->receiver, row->key, &ev,
-			       state) != ERR_OK) {
+			       &state) != ERR_OK) {
 		lit(r, "<div class=\"meta\">Last change ");
 		when(r, row->updated_at_ms);
 		lit(r, "</div>");
@@ -268,7 +268,7 @@ static void last_event(struct render_ctx *r, const struct store_issue *row)
 	text(r, ev.status);
 	lit(r, " ");
 	when(r, ev.received_at_ms);
-	if (!strcmp(state, "pending"))
+	if (state == STORE_EVENT_PENDING)
 		(void)buf_printf(r->out, ", queued (%d failed attempts)", ev.attempts);
 	lit(r, "</div>");
 	store_event_release(&ev);
@@ -510,17 +510,17 @@ static void notice_state(struct render_ctx *r, const char *label, const char *ui
 		lit(r, "none");
 	} else if (rc) {
 		lit(r, "cannot read the outbox");
-	} else if (!strcmp(n.state, "sent")) {
+	} else if (n.state == STORE_NOTICE_SENT) {
 		lit(r, "delivered ");
 		when(r, n.sent_at_ms);
-	} else if (!strcmp(n.state, "pending")) {
+	} else if (n.state == STORE_NOTICE_PENDING) {
 		lit(r, "queued ");
 		when(r, n.created_at_ms);
 		if (n.attempts)
 			(void)buf_printf(r->out, ", %d failed attempts", n.attempts);
 	} else {
 		lit(r, "failed: ");
-		text(r, n.last_error ? n.last_error : n.state);
+		text(r, n.last_error ? n.last_error : store_notice_state_str(n.state));
 	}
 	lit(r, "</div>");
 	store_notice_release(&n);

@@ -1187,7 +1187,7 @@ static void latest_event_and_oldest_pending(void **state)
 	struct fixture *f = *state;
 	struct store *st = sfx_open_ok(f->path);
 	struct store_event evs[3], got;
-	char stt[8];
+	enum store_event_state stt;
 
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
 	assert_int_equal(store_oldest_pending_ms(st, ""), -1);
@@ -1202,22 +1202,24 @@ static void latest_event_and_oldest_pending(void **state)
 	assert_int_equal(store_enqueue(st, evs, 3, NULL), ERR_OK);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000001000);
 	assert_int_equal(store_oldest_pending_ms(st, "janitor"), INT64_MAX);
-	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, stt), ERR_OK);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, &stt), ERR_OK);
 	assert_int_equal(got.id, evs[1].id);
 	assert_string_equal(got.status, "resolved");
 	assert_int_equal(got.received_at_ms, 1700000002000);
-	assert_string_equal(stt, "pending");
+	assert_int_equal(stt, STORE_EVENT_PENDING);
+	assert_string_equal(store_event_state_str(stt), "pending");
 	store_event_release(&got);
 	assert_int_equal(store_event_done(st, evs[0].id, NULL, NULL), ERR_OK);
 	assert_int_equal(store_event_dead(st, evs[1].id, "GitHub said 422"), ERR_OK);
-	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, stt), ERR_OK);
-	assert_string_equal(stt, "dead");
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, &stt), ERR_OK);
+	assert_int_equal(stt, STORE_EVENT_DEAD);
+	assert_string_equal(store_event_state_str(stt), "dead");
 	assert_string_equal(got.last_error, "GitHub said 422");
 	store_event_release(&got);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000003000);
-	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k9", &got, stt), ERR_NOTFOUND);
-	assert_int_equal(store_event_latest(st, "janitor", "oncall", "k1", &got, stt), ERR_NOTFOUND);
-	assert_int_equal(store_event_latest(st, "bridge", "", "k1", &got, stt), ERR_INVALID);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k9", &got, &stt), ERR_NOTFOUND);
+	assert_int_equal(store_event_latest(st, "janitor", "oncall", "k1", &got, &stt), ERR_NOTFOUND);
+	assert_int_equal(store_event_latest(st, "bridge", "", "k1", &got, &stt), ERR_INVALID);
 	store_close(st);
 }
 
