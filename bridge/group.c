@@ -283,7 +283,7 @@ int group_row_resolved(const struct store_issue *row)
 
 int group_row_firing(const struct store_issue *row)
 {
-	return row && !(row->state && !strcmp(row->state, "closed")) && !group_row_resolved(row);
+	return row && row->state != STORE_ISSUE_CLOSED && !group_row_resolved(row);
 }
 
 void group_issue_event(const struct group_members *g, const struct group_change *c, int known,

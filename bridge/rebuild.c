@@ -158,7 +158,8 @@ static enum err import(struct scan *sc, const struct candidate *c)
 	row.key = c->key;
 	row.repo = is->repo;
 	row.number = is->number;
-	row.state = is->state;
+	if (store_issue_state_parse(is->state, &row.state) != ERR_OK)
+		row.state = STORE_ISSUE_OPEN;  /* GitHub answers open or closed */
 	row.state_reason = is->state_reason;
 	row.closed_at_ms = is->closed_at_ms;
 	row.previous_number = have_old ? old.number : 0;
@@ -179,7 +180,7 @@ static enum err import(struct scan *sc, const struct candidate *c)
 		log_str(l, "key", row.key);
 		log_str(l, "repo", row.repo);
 		log_int(l, "issue", row.number);
-		log_str(l, "state", row.state);
+		log_str(l, "state", store_issue_state_str(row.state));
 		log_str(l, "marker", c->old_form ? "without receiver" : "receiver");
 		log_int(l, "episode_starts_ms", row.episode_starts_ms);
 		log_int(l, "resolved_ends_ms", row.resolved_ends_ms);

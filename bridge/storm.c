@@ -364,7 +364,7 @@ static enum err fold(struct storm *s, const struct store_event *ev, const char *
 	row.key = ev->key;
 	row.repo = sum.repo;
 	row.number = sum.number;
-	row.state = (char *)"open";
+	row.state = STORE_ISSUE_OPEN;
 	row.episode_starts_ms = ev->starts_at_ms;
 	row.created_at_ms = now_ms;
 	row.updated_at_ms = now_ms;

@@ -32,13 +32,31 @@
 
 struct store;
 
+/*
+ * A map row's issue as GitHub last showed it (state "open" or "closed",
+ * https://docs.github.com/en/rest/issues/issues#get-an-issue): the words
+ * the database keeps (store_issue_state_str()).  A zeroed row is open.
+ */
+enum store_issue_state {
+	STORE_ISSUE_OPEN,
+	STORE_ISSUE_CLOSED,
+};
+
+/* "open" or "closed" (static); "" for a value not of the enum. */
+const char *store_issue_state_str(enum store_issue_state state);
+/*
+ * GitHub's word for an issue's state into *out: ERR_OK for "open" or
+ * "closed", ERR_INVALID (*out untouched) for NULL or any other word.
+ */
+enum err store_issue_state_parse(const char *word, enum store_issue_state *out) WARN_UNUSED;
+
 /* The map row: what alertbridge knows of the issue for (receiver, key). */
 struct store_issue {
 	char *receiver;
 	char *key;
 	char *repo;                 /* "owner/name" where the issue lives now */
 	int64_t number;             /* GitHub issue number; 0 in dry-run */
-	char *state;                /* "open" or "closed" */
+	enum store_issue_state state;
 	char *state_reason;         /* GitHub's: "completed", "not_planned", "reopened" or NULL */
 	int64_t episode_starts_ms;  /* startsAt of the newest episode applied */
 	int64_t resolved_ends_ms;   /* endsAt of the newest resolve applied; 0 if none */

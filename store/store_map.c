@@ -16,6 +16,28 @@
 
 #define EACH_PAGE_ROWS 64
 
+/* The words of enum store_issue_state in issues.state (and GitHub's). */
+#define N_ISSUE_STATES 2
+static const char *const issue_states[N_ISSUE_STATES] = {
+	[STORE_ISSUE_OPEN] = "open",
+	[STORE_ISSUE_CLOSED] = "closed",
+};
+
+const char *store_issue_state_str(enum store_issue_state state)
+{
+	return store_state_word(issue_states, N_ISSUE_STATES, (int)state);
+}
+
+enum err store_issue_state_parse(const char *word, enum store_issue_state *out)
+{
+	int i = store_state_index(issue_states, N_ISSUE_STATES, word, -1);
+
+	if (i < 0)
+		return ERR_INVALID;
+	*out = (enum store_issue_state)i;
+	return ERR_OK;
+}
+
 enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 {
 	const char *missing = NULL;
@@ -28,15 +50,13 @@ enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 		missing = "key";
 	else if (store_empty(row->repo))
 		missing = "repo";
-	else if (store_empty(row->state))
-		missing = "state";
 	if (missing) {
 		buf_setf(errmsg, "store: issue row: %s is empty", missing);
 		return ERR_INVALID;
 	}
-	if (strcmp(row->state, "open") && strcmp(row->state, "closed")) {
-		buf_setf(errmsg, "store: issue row: state \"%s\" is not open or closed",
-			 row->state);
+	if (!*store_issue_state_str(row->state)) {
+		buf_setf(errmsg, "store: issue row: state %d is not open or closed",
+			 (int)row->state);
 		return ERR_INVALID;
 	}
 	return ERR_OK;
@@ -46,7 +66,8 @@ enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 enum err store_put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
 {
 	return store_run(st, S_IS_PUT, "put issue", errmsg, "tttittiiiiiitttttt", row->receiver,
-			 row->key, row->repo, row->number, row->state, row->state_reason,
+			 row->key, row->repo, row->number, store_issue_state_str(row->state),
+			 row->state_reason,
 			 row->episode_starts_ms, row->resolved_ends_ms, row->closed_at_ms,
 			 row->previous_number, row->created_at_ms, row->updated_at_ms,
 			 row->dead_reason, row->alertname, row->title, row->etag, row->labels,
@@ -61,7 +82,8 @@ static void read_issue(struct db_stmt *s, struct store_issue *out)
 	out->key = store_col_str(s, 1);
 	out->repo = store_col_str(s, 2);
 	out->number = db_col_int(s, 3);
-	out->state = store_col_str(s, 4);
+	out->state = (enum store_issue_state)store_col_state(s, 4, issue_states, N_ISSUE_STATES,
+							     STORE_ISSUE_OPEN);
 	out->state_reason = store_col_str(s, 5);
 	out->episode_starts_ms = db_col_int(s, 6);
 	out->resolved_ends_ms = db_col_int(s, 7);
@@ -199,11 +221,11 @@ out:
 	return rc;
 }
 
-int64_t store_issue_count(struct store *st, const char *state)
+int64_t store_issue_count(struct store *st, enum store_issue_state state)
 {
-	if (!st || store_empty(state))
+	if (!st || !*store_issue_state_str(state))
 		return -1;
-	return store_count(st, S_IS_COUNT_STATE, state, "count issues");
+	return store_count(st, S_IS_COUNT_STATE, store_issue_state_str(state), "count issues");
 }
 
 void store_issue_release(struct store_issue *row)
@@ -213,7 +235,6 @@ void store_issue_release(struct store_issue *row)
 	free(row->receiver);
 	free(row->key);
 	free(row->repo);
-	free(row->state);
 	free(row->state_reason);
 	free(row->dead_reason);
 	free(row->alertname);
@@ -221,7 +242,7 @@ void store_issue_release(struct store_issue *row)
 	free(row->etag);
 	free(row->labels);
 	free(row->previous_url);
-	row->receiver = row->key = row->repo = row->state = NULL;
+	row->receiver = row->key = row->repo = NULL;
 	row->state_reason = row->dead_reason = row->alertname = row->title = NULL;
 	row->etag = row->labels = row->previous_url = NULL;
 }

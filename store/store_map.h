@@ -23,7 +23,7 @@ enum err store_issue_get(struct store *st, const char *receiver, const char *key
 /*
  * Insert or replace a map row outside of an event (e.g. rebuilt from
  * GitHub).  The row is copied.  Required: receiver, key, repo non-empty,
- * state "open" or "closed"; state_reason is free text (GitHub adds values).
+ * state of the enum; state_reason is free text (GitHub adds values).
  * Errors: ERR_INVALID (a required field missing), ERR_DB (logged).
  */
 enum err store_issue_put(struct store *st, const struct store_issue *row) WARN_UNUSED;
@@ -48,11 +48,11 @@ enum err store_issue_each(struct store *st, const char *receiver,
 			  int (*fn)(void *ctx, const struct store_issue *row), void *ctx) WARN_UNUSED;
 /*
  * Number of distinct GitHub issues (repo, number) the map points at in state
- * ("open" or "closed", as GitHub last showed it): rows written in dry-run
- * (number 0) are not counted, and the rows a storm summary folds are one
- * issue.  -1 when st or state is missing or on ERR_DB (logged).
+ * (as GitHub last showed it): rows written in dry-run (number 0) are not
+ * counted, and the rows a storm summary folds are one issue.  -1 when st is
+ * missing, state is not of the enum, or on ERR_DB (logged).
  */
-int64_t store_issue_count(struct store *st, const char *state);
+int64_t store_issue_count(struct store *st, enum store_issue_state state);
 
 /*
  * Repository scans (schema version 4): the bridge rebuilds the map from the

@@ -375,7 +375,7 @@ static int alert_card(void *ctx, const struct store_issue *row)
 	text(r, row->key);
 	lit(r, "</code></div><div class=\"meta\">Since ");
 	when(r, row->episode_starts_ms);
-	if (row->state && !strcmp(row->state, "closed")) {
+	if (row->state == STORE_ISSUE_CLOSED) {
 		lit(r, " · issue closed");
 		if (row->state_reason) {
 			lit(r, " (");

@@ -48,7 +48,7 @@ static void assert_row(struct env *e, int64_t number, const char *state, const c
 
 	bfx_get_row(e, &row);
 	assert_int_equal(row.number, number);
-	assert_string_equal(row.state, state);
+	assert_string_equal(store_issue_state_str(row.state), state);
 	if (reason)
 		assert_string_equal(row.state_reason, reason);
 	else

@@ -637,7 +637,7 @@ static void repeats_from_the_version_only_while_nothing_changed(void **state)
 	struct store *st = sfx_open_ok(f->path);
 	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
 	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"k1",
-				   .repo = (char *)"o/r", .number = 7, .state = (char *)"open" };
+				   .repo = (char *)"o/r", .number = 7, .state = STORE_ISSUE_OPEN };
 	struct buf msg = BUF_INIT;
 	uint64_t v = 0, v2;
 	int all = -1;

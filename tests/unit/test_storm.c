@@ -388,7 +388,7 @@ static void storm_folds_then_subsides(void **state)
 	assert_int_equal(sum.firing, 10);
 	/* the folded alert's map row points at the summary (number 0 until created) */
 	assert_int_equal(store_issue_get(e->st, "default", "0000000000000000", &row), ERR_OK);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.number, 0);
 	assert_int_equal(store_member_get(e->st, "default", "0000000000000000", &m), ERR_OK);
 	assert_int_equal(m.summary_id, sum.id);
@@ -451,7 +451,7 @@ static void summary_life_cycle(void **state)
 	assert_int_equal(sum.state, STORE_SUMMARY_CLOSED);
 	store_summary_release(&sum);
 	assert_int_equal(store_issue_get(e->st, "default", "0000000000000001", &row), ERR_OK);
-	assert_string_equal(row.state, "closed");
+	assert_int_equal(row.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(row.state_reason, "completed");
 	store_issue_release(&row);
 	/* a re-fire after the close is unfolded: planned as a new alert */
@@ -610,7 +610,7 @@ static void store_storm_errors(void **state)
 	struct store_summary s = { 0 };
 	struct store_member m = { .key = (char *)"aaaa", .summary_id = 1 };
 	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"bbbb",
-				   .repo = (char *)"o/n", .state = (char *)"open" };
+				   .repo = (char *)"o/n", .state = STORE_ISSUE_OPEN };
 	struct buf err = BUF_INIT;
 
 	assert_int_equal(store_summary_add(e->st, &s, &err), ERR_INVALID);
