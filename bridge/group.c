@@ -440,7 +440,7 @@ enum err group_event_done(struct store *st, const struct group_event *ge,
 	group_members_json(&ge->members, &members);
 	g.receiver = ev->receiver;
 	g.key = ev->key;
-	g.members = (char *)buf_str(&members);
+	g.members = buf_str(&members);
 	g.payload = ev->payload;
 	if (created) {
 		g.dirty = 0;

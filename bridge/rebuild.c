@@ -154,7 +154,7 @@ static enum err import(struct scan *sc, const struct candidate *c)
 	rc = ERR_OK;
 	if (have_old && !(old.repo && !strcmp(old.repo, is->repo) && old.number < is->number))
 		goto out;
-	row.receiver = (char *)sc->receiver;
+	row.receiver = sc->receiver;
 	row.key = c->key;
 	row.repo = is->repo;
 	row.number = is->number;

@@ -514,7 +514,7 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 	}
 	row.receiver = j->ev.receiver;
 	row.silence_id = id;
-	row.created_by = (char *)j->login;
+	row.created_by = j->login;
 	row.ends_at_ms = j->now_ms + dur;
 	row.created_at_ms = j->now_ms;
 	for (size_t i = 0; i < j->nkeys; i++) {  /* each alert's card shows it */

@@ -142,11 +142,11 @@ static int add_parts(struct janitor *j, const struct store_notice *m, size_t n,
 			rc = buf_adds(&texts[p], m[first[p]].text) ? ERR_TOOBIG : ERR_OK;
 		}
 		d[p].kind = m[0].kind;
-		d[p].channel = (char *)channel;
+		d[p].channel = channel;
 		d[p].thread_ts = m[0].thread_ts;
 		d[p].part = (int)p + 1;
 		d[p].parts = (int)parts;
-		d[p].text = (char *)buf_str(&texts[p]);
+		d[p].text = buf_str(&texts[p]);
 		d[p].created_at_ms = now_ms;
 	}
 	if (rc == ERR_OK)

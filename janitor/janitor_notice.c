@@ -125,11 +125,11 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	n.namespace = pod->namespace;
 	n.pod = pod->name;
 	n.uid = pod->uid;
-	n.kind = (char *)kinds[JT_NOTICE];
+	n.kind = kinds[JT_NOTICE];
 	n.expires_ms = expiry_ms;
-	n.notify = (char *)kube_pod_annotation(pod, JANITOR_ANN_NOTIFY);
-	n.owner = (char *)janitor_owner_value(j, pod);
-	n.text = (char *)buf_str(&text);
+	n.notify = kube_pod_annotation(pod, JANITOR_ANN_NOTIFY);
+	n.owner = janitor_owner_value(j, pod);
+	n.text = buf_str(&text);
 	n.created_at_ms = janitor_now(j);
 	n.next_attempt_at_ms = n.created_at_ms + delay_ms;
 	line = janitor_render_line(&v);
@@ -176,12 +176,12 @@ enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct j
 	n.namespace = parent.namespace;
 	n.pod = parent.pod;
 	n.uid = parent.uid;
-	n.kind = (char *)kinds[which];
+	n.kind = kinds[which];
 	n.expires_ms = parent.expires_ms;
 	/* The notice's channel as Slack answered it (an ID; "" for a webhook). */
 	n.channel = parent.slack_channel_id ? parent.slack_channel_id : parent.channel;
 	n.thread_ts = parent.slack_ts && *parent.slack_ts ? parent.slack_ts : NULL;
-	n.text = (char *)buf_str(&text);
+	n.text = buf_str(&text);
 	n.created_at_ms = janitor_now(j);
 	rc = store_notice_add(j->opts.store, &n, errmsg);
 out:

@@ -275,14 +275,17 @@ static int succeeded(struct pg *pg, const PGresult *res, enum err *rc, struct bu
 	return 0;
 }
 
-/* db_changes(): rows of the last INSERT, UPDATE, DELETE or MERGE. */
-static void note_changes(struct pg *pg, const PGresult *res)
+/*
+ * db_changes(): rows of the last INSERT, UPDATE, DELETE or MERGE.  res is
+ * not const: libpq's PQcmdStatus() and PQcmdTuples() take a PGresult *.
+ */
+static void note_changes(struct pg *pg, PGresult *res)
 {
-	const char *cmd = PQcmdStatus((PGresult *)res);
+	const char *cmd = PQcmdStatus(res);
 
 	if (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
 	    strncmp(cmd, "DELETE", 6) == 0 || strncmp(cmd, "MERGE", 5) == 0)
-		pg->changes = strtoll(PQcmdTuples((PGresult *)res), NULL, 10);
+		pg->changes = strtoll(PQcmdTuples(res), NULL, 10);
 }
 
 /* Run sql (no parameters; may be several statements): ERR_OK with its last result in *out. */

@@ -218,6 +218,11 @@ enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg)
 	return rc;
 }
 
+void store_free_str(const char *s)
+{
+	free((void *)(uintptr_t)s);
+}
+
 /* A copy of a text column; NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i)
 {

@@ -50,21 +50,27 @@ const char *store_issue_state_str(enum store_issue_state state);
  */
 enum err store_issue_state_parse(const char *word, enum store_issue_state *out) WARN_UNUSED;
 
-/* The map row: what alertbridge knows of the issue for (receiver, key). */
+/*
+ * The map row: what alertbridge knows of the issue for (receiver, key).  A
+ * row the store fills owns every string (store_issue_release()).  Given to
+ * the store, the row is the caller's and copied; receiver and key, which
+ * name the row and which callers take from the event they apply, are const
+ * (borrowed or owned: the store never writes through them).
+ */
 struct store_issue {
-	char *receiver;
-	char *key;
-	char *repo;                 /* "owner/name" where the issue lives now */
-	int64_t number;             /* GitHub issue number; 0 in dry-run */
+	const char *receiver;
+	const char *key;
+	char *repo;                /* "owner/name" where the issue lives now */
+	int64_t number;            /* GitHub issue number; 0 in dry-run */
 	enum store_issue_state state;
-	char *state_reason;         /* GitHub's: "completed", "not_planned", "reopened" or NULL */
-	int64_t episode_starts_ms;  /* startsAt of the newest episode applied */
-	int64_t resolved_ends_ms;   /* endsAt of the newest resolve applied; 0 if none */
-	int64_t closed_at_ms;       /* when it was closed (by anyone); 0 while open */
-	int64_t previous_number;    /* the issue this one superseded, 0 if none */
+	char *state_reason;        /* GitHub's: "completed", "not_planned", "reopened" or NULL */
+	int64_t episode_starts_ms; /* startsAt of the newest episode applied */
+	int64_t resolved_ends_ms;  /* endsAt of the newest resolve applied; 0 if none */
+	int64_t closed_at_ms;      /* when it was closed (by anyone); 0 while open */
+	int64_t previous_number;   /* the issue this one superseded, 0 if none */
 	int64_t created_at_ms;
 	int64_t updated_at_ms;
-	char *dead_reason;          /* set when an event for it was dead-lettered */
+	char *dead_reason;         /* set when an event for it was dead-lettered */
 	/*
 	 * What the on-call page shows (schema version 8): the alert's alertname
 	 * label and the issue's title as the bridge created it.  NULL when not
@@ -74,8 +80,8 @@ struct store_issue {
 	 */
 	char *alertname;
 	char *title;
-	char *etag;                 /* ETag of GitHub's last answer with the issue, or NULL */
-	char *labels;               /* its labels then: a JSON array of names, or NULL */
+	char *etag;                /* ETag of GitHub's last answer with the issue, or NULL */
+	char *labels;              /* its labels then: a JSON array of names, or NULL */
 	/*
 	 * The link of previous_number as GitHub gave it (its html_url; schema
 	 * version 12): it may live in another repository (a reroute).  NULL:

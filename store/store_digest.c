@@ -290,12 +290,12 @@ void store_digest_release(struct store_digest *d)
 {
 	if (!d)
 		return;
-	free(d->kind);
-	free(d->channel);
-	free(d->thread_ts);
-	free(d->text);
-	free(d->slack_channel_id);
-	free(d->slack_ts);
-	free(d->last_error);
+	store_free_str(d->kind);
+	store_free_str(d->channel);
+	store_free_str(d->thread_ts);
+	store_free_str(d->text);
+	store_free_str(d->slack_channel_id);
+	store_free_str(d->slack_ts);
+	store_free_str(d->last_error);
 	memset(d, 0, sizeof(*d));
 }

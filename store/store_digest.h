@@ -24,22 +24,24 @@ struct store;
  * its own row and message.  state as for a notice; a digest's members are
  * pending while it is, sent with it (same sent_at_ms, slack_channel_id,
  * slack_ts: replies to a member thread under its part) or dead with it.
+ * Ownership as struct store_notice's: the caller's strings on input, the
+ * store's copies in a digest it fills (store_digest_release()).
  */
 struct store_digest {
-	int64_t id;               /* assigned by store_digest_add() */
-	char *kind;               /* the members' kind */
-	char *channel;            /* where it goes (resolved; "" in webhook mode) */
-	char *thread_ts;          /* replies: the thread; NULL for notices */
-	int part, parts;          /* 1-based part of how many */
-	char *text;               /* the rendered message, Slack mrkdwn */
+	int64_t id;                    /* assigned by store_digest_add() */
+	const char *kind;              /* the members' kind */
+	const char *channel;           /* where it goes (resolved; "" in webhook mode) */
+	const char *thread_ts;         /* replies: the thread; NULL for notices */
+	int part, parts;               /* 1-based part of how many */
+	const char *text;              /* the rendered message, Slack mrkdwn */
 	enum store_notice_state state; /* read only */
-	int attempts;             /* read only: failed attempts so far */
-	int64_t next_attempt_at_ms; /* not sent before (0: at once) */
-	int64_t created_at_ms;    /* <= 0 on input: now */
-	int64_t sent_at_ms;       /* read only */
-	char *slack_channel_id;   /* read only */
-	char *slack_ts;           /* read only */
-	char *last_error;         /* read only */
+	int attempts;                  /* read only: failed attempts so far */
+	int64_t next_attempt_at_ms;    /* not sent before (0: at once) */
+	int64_t created_at_ms;         /* <= 0 on input: now */
+	int64_t sent_at_ms;            /* read only */
+	const char *slack_channel_id;  /* read only */
+	const char *slack_ts;          /* read only */
+	const char *last_error;        /* read only */
 };
 
 /*

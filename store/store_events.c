@@ -562,11 +562,11 @@ void store_event_release(struct store_event *ev)
 {
 	if (!ev)
 		return;
-	free(ev->kind);
-	free(ev->receiver);
-	free(ev->key);
-	free(ev->status);
-	free(ev->payload);
+	store_free_str(ev->kind);
+	store_free_str(ev->receiver);
+	store_free_str(ev->key);
+	store_free_str(ev->status);
+	store_free_str(ev->payload);
 	free(ev->last_error);
 	free(ev->progress);
 	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;

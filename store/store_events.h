@@ -34,33 +34,41 @@ enum store_event_state {
 /* "pending", "done" or "dead" (static); "" for a value not of the enum. */
 const char *store_event_state_str(enum store_event_state state);
 
-/* One alert transition as queued by intake and drained by a worker. */
+/*
+ * One alert transition as queued by intake and drained by a worker.
+ * Ownership: the const strings are the input of store_enqueue() and
+ * store_repeats(), the caller's, borrowed for the call (the store never
+ * writes through them).  An event the store fills (store_next_event(),
+ * store_event_latest(), store_dead_unmapped()'s) owns copies of all its
+ * strings, freed by store_event_release(); last_error and progress are only
+ * ever the store's (a worker may edit its copy of progress).
+ */
 struct store_event {
-	int64_t id;            /* assigned by store_enqueue(); ignored on input */
-	char *kind;            /* queue name: "bridge" or "janitor" */
-	char *receiver;        /* receiver name (unescaped) */
-	char *key;             /* map key: fingerprint (16 hex) or group key hash */
-	char *status;          /* "firing" or "resolved" */
-	int64_t starts_at_ms;  /* the alert's startsAt: identifies the episode */
-	int64_t ends_at_ms;    /* endsAt; 0 when Alertmanager sent 0001-01-01 */
-	char *payload;         /* JSON document with what rendering needs (opaque here) */
+	int64_t id;           /* assigned by store_enqueue(); ignored on input */
+	const char *kind;     /* queue name: "bridge" or "janitor" */
+	const char *receiver; /* receiver name (unescaped) */
+	const char *key;      /* map key: fingerprint (16 hex) or group key hash */
+	const char *status;   /* "firing" or "resolved" */
+	int64_t starts_at_ms; /* the alert's startsAt: identifies the episode */
+	int64_t ends_at_ms;   /* endsAt; 0 when Alertmanager sent 0001-01-01 */
+	const char *payload;  /* JSON document with what rendering needs (opaque here) */
 	int64_t received_at_ms;
-	int attempts;          /* failed attempts so far */
-	char *last_error;      /* last failure detail, or NULL */
-	char *progress;        /* the worker's note of steps already done, or NULL */
+	int attempts;         /* failed attempts so far */
+	char *last_error;     /* last failure detail, or NULL */
+	char *progress;       /* the worker's note of steps already done, or NULL */
 	/*
 	 * Input to store_enqueue() only: non-NULL and non-empty queues the event
 	 * already dead-lettered with this reason (an alert invalid at intake).
 	 * Never set by the functions that read events (see last_error).
 	 */
-	char *dead_reason;
+	const char *dead_reason;
 	/*
 	 * Input to store_enqueue() only: non-NULL makes the event subject to
 	 * repeat detection, with what besides status, starts_at_ms and
 	 * ends_at_ms its state is (e.g. the repository, or a digest of a
 	 * group's members; "" for nothing).  Kept with the event.
 	 */
-	char *repeat_state;
+	const char *repeat_state;
 	/*
 	 * Output of store_enqueue(): 1 when the event was a repeat and was not
 	 * stored (id 0), else 0.

@@ -353,7 +353,7 @@ void store_member_release(struct store_member *m)
 {
 	if (!m)
 		return;
-	free(m->key);
+	store_free_str(m->key);
 	free(m->line);
 	memset(m, 0, sizeof(*m));
 }
@@ -492,9 +492,9 @@ void store_group_release(struct store_group *g)
 {
 	if (!g)
 		return;
-	free(g->receiver);
-	free(g->key);
-	free(g->members);
-	free(g->payload);
+	store_free_str(g->receiver);
+	store_free_str(g->key);
+	store_free_str(g->members);
+	store_free_str(g->payload);
 	memset(g, 0, sizeof(*g));
 }

@@ -53,14 +53,18 @@ struct store_summary {
 	int64_t total;          /* read only: members */
 };
 
-/* One alert folded into a summary. */
+/*
+ * One alert folded into a summary.  key is the caller's on input (borrowed)
+ * and a copy in a member the store fills; line is always owned by the
+ * struct's holder (store_member_release() frees both).
+ */
 struct store_member {
-	char *key;              /* the alert's map key (fingerprint) */
+	const char *key;      /* the alert's map key (fingerprint) */
 	int64_t summary_id;
-	int firing;             /* non-zero while firing, 0 once resolved */
-	int64_t starts_at_ms;   /* startsAt of the newest episode applied */
-	int64_t ends_at_ms;     /* endsAt of the newest resolve applied; 0 if none */
-	char *line;             /* its one-line description for the summary body (may be "") */
+	int firing;           /* non-zero while firing, 0 once resolved */
+	int64_t starts_at_ms; /* startsAt of the newest episode applied */
+	int64_t ends_at_ms;   /* endsAt of the newest resolve applied; 0 if none */
+	char *line;           /* its one-line description for the summary body (may be "") */
 };
 
 /*
@@ -146,16 +150,18 @@ void store_summary_release(struct store_summary *s);
  * receiver with issue_per: group, what the bridge remembers of the group of
  * map row (receiver, key) besides that row: its members' states and the
  * pending update of the issue body that lists them.  A pending update is
- * this row's dirty flag, so it survives a restart.
+ * this row's dirty flag, so it survives a restart.  The const strings are
+ * the caller's on input (borrowed for the call), the store's copies in a
+ * state it fills (store_group_release()).
  */
 struct store_group {
-	char *receiver;
-	char *key;              /* the map key: SHA-256 of the groupKey */
-	char *members;          /* JSON array of the members' states (opaque here; bridge/group.h) */
-	char *payload;          /* the newest event document of the group, to render the body */
-	int dirty;              /* the issue body does not show the members yet */
-	int64_t synced_at_ms;   /* last body written to GitHub (or the issue created); 0: never */
-	int64_t next_sync_ms;   /* no body update before (backoff after a failure); 0: none */
+	const char *receiver;
+	const char *key;      /* the map key: SHA-256 of the groupKey */
+	const char *members;  /* JSON array of the members' states (opaque here; bridge/group.h) */
+	const char *payload;  /* the newest event document of the group, to render the body */
+	int dirty;            /* the issue body does not show the members yet */
+	int64_t synced_at_ms; /* last body written to GitHub (or the issue created); 0: never */
+	int64_t next_sync_ms; /* no body update before (backoff after a failure); 0: none */
 };
 
 /*

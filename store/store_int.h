@@ -185,6 +185,12 @@ void store_rollback(struct store *st);
  */
 enum err store_txn_begin(struct store *st, struct buf *errmsg);
 enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg);
+/*
+ * free() a string the store allocated into a field the API declares const
+ * (the store never writes through it; callers fill it with borrowed strings
+ * as input): the one place the const is dropped.
+ */
+void store_free_str(const char *s);
 /* A copy of a text column (free()); NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i);
 /*

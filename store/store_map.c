@@ -189,7 +189,7 @@ enum err store_issue_each(struct store *st, const char *receiver,
 {
 	struct store_issue page[EACH_PAGE_ROWS];
 	struct buf msg = BUF_INIT;
-	char *after_rcv = xstrdup(""), *after_key = xstrdup("");
+	const char *after_rcv = xstrdup(""), *after_key = xstrdup("");
 	enum err rc = ERR_OK;
 	int n = 0, stop = 0;
 
@@ -203,8 +203,8 @@ enum err store_issue_each(struct store *st, const char *receiver,
 			if (!stop && rc == ERR_OK)
 				stop = fn(ctx, &page[i]);
 			if (i == n - 1) {
-				free(after_rcv);
-				free(after_key);
+				store_free_str(after_rcv);
+				store_free_str(after_key);
 				after_rcv = page[i].receiver;
 				after_key = page[i].key;
 				page[i].receiver = page[i].key = NULL;
@@ -215,8 +215,8 @@ enum err store_issue_each(struct store *st, const char *receiver,
 	if (rc == ERR_DB)
 		store_log_db("list issues", &msg);
 out:
-	free(after_rcv);
-	free(after_key);
+	store_free_str(after_rcv);
+	store_free_str(after_key);
 	buf_release(&msg);
 	return rc;
 }
@@ -232,8 +232,8 @@ void store_issue_release(struct store_issue *row)
 {
 	if (!row)
 		return;
-	free(row->receiver);
-	free(row->key);
+	store_free_str(row->receiver);
+	store_free_str(row->key);
 	free(row->repo);
 	free(row->state_reason);
 	free(row->dead_reason);
@@ -242,7 +242,8 @@ void store_issue_release(struct store_issue *row)
 	free(row->etag);
 	free(row->labels);
 	free(row->previous_url);
-	row->receiver = row->key = row->repo = NULL;
+	row->receiver = row->key = NULL;
+	row->repo = NULL;
 	row->state_reason = row->dead_reason = row->alertname = row->title = NULL;
 	row->etag = row->labels = row->previous_url = NULL;
 }

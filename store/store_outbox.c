@@ -222,18 +222,18 @@ void store_notice_release(struct store_notice *n)
 {
 	if (!n)
 		return;
-	free(n->namespace);
-	free(n->pod);
-	free(n->uid);
-	free(n->kind);
-	free(n->notify);
-	free(n->owner);
-	free(n->channel);
-	free(n->thread_ts);
-	free(n->text);
-	free(n->slack_channel_id);
-	free(n->slack_ts);
-	free(n->last_error);
-	free(n->line);
+	store_free_str(n->namespace);
+	store_free_str(n->pod);
+	store_free_str(n->uid);
+	store_free_str(n->kind);
+	store_free_str(n->notify);
+	store_free_str(n->owner);
+	store_free_str(n->channel);
+	store_free_str(n->thread_ts);
+	store_free_str(n->text);
+	store_free_str(n->slack_channel_id);
+	store_free_str(n->slack_ts);
+	store_free_str(n->last_error);
+	store_free_str(n->line);
 	memset(n, 0, sizeof(*n));
 }

@@ -35,29 +35,33 @@ const char *store_notice_state_str(enum store_notice_state state);
  * is "notice" (starts a thread), "reminder", "cancelled" or "deleted"
  * (replies in the notice's thread).  state is "pending" until Slack
  * confirmed delivery ("sent") or the janitor gave up ("dead").
+ * Ownership: the const strings are the caller's on input (borrowed for the
+ * call; the store copies what it keeps and never writes through them); a
+ * struct the store fills owns copies of every string, freed by
+ * store_notice_release() (or store_notices_free()).
  */
 struct store_notice {
-	int64_t id;               /* assigned by store_notice_add(); ignored on input */
-	char *namespace;          /* the pod's */
-	char *pod;
-	char *uid;                /* the pod's metadata.uid: a recreated pod is another pod */
-	char *kind;               /* notice | reminder | cancelled | deleted */
-	int64_t expires_ms;       /* the expiry the message announces; 0 when none */
-	char *notify;             /* owner candidates for resolution: janitor/notify, */
-	char *owner;              /*   the owner label's value (either NULL) */
-	char *channel;            /* where to post; NULL until resolved ("" in webhook mode) */
-	char *thread_ts;          /* replies: the notice's Slack ts; NULL otherwise */
-	char *text;               /* the rendered message, Slack mrkdwn */
+	int64_t id;                    /* assigned by store_notice_add(); ignored on input */
+	const char *namespace;         /* the pod's */
+	const char *pod;
+	const char *uid;               /* the pod's metadata.uid: a recreated pod is another pod */
+	const char *kind;              /* notice | reminder | cancelled | deleted */
+	int64_t expires_ms;            /* the expiry the message announces; 0 when none */
+	const char *notify;            /* owner candidates for resolution: janitor/notify, */
+	const char *owner;             /*   the owner label's value (either NULL) */
+	const char *channel;           /* where to post; NULL until resolved ("" in webhook mode) */
+	const char *thread_ts;         /* replies: the notice's Slack ts; NULL otherwise */
+	const char *text;              /* the rendered message, Slack mrkdwn */
 	enum store_notice_state state; /* read only (a new notice is pending) */
-	int attempts;             /* failed attempts so far */
-	int64_t next_attempt_at_ms; /* on input: not sent before (0: at once) */
-	int64_t created_at_ms;    /* <= 0 on input: now */
-	int64_t sent_at_ms;       /* when Slack confirmed; 0 until sent */
-	char *slack_channel_id;   /* from Slack's answer ("" in webhook mode) */
-	char *slack_ts;
-	char *last_error;
-	int64_t digest_id;        /* read only: the digest it goes out in (schema 8); 0: none */
-	char *line;               /* a notice's line of a digest (JSON object), or NULL */
+	int attempts;                  /* failed attempts so far */
+	int64_t next_attempt_at_ms;    /* on input: not sent before (0: at once) */
+	int64_t created_at_ms;         /* <= 0 on input: now */
+	int64_t sent_at_ms;            /* when Slack confirmed; 0 until sent */
+	const char *slack_channel_id;  /* from Slack's answer ("" in webhook mode) */
+	const char *slack_ts;
+	const char *last_error;
+	int64_t digest_id;             /* read only: its digest (schema 8); 0: none */
+	const char *line;              /* a notice's line of a digest (JSON object), or NULL */
 };
 
 /*

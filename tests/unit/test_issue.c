@@ -38,14 +38,9 @@ static void row_init(struct store_issue *row, const char *state, const char *rea
 	row->updated_at_ms = T0 - DAY_MS;
 }
 
-/* store_issue_release() lives in store_map.c; the test frees its own rows. */
 static void row_free(struct store_issue *row)
 {
-	free(row->receiver);
-	free(row->key);
-	free(row->repo);
-	free(row->state_reason);
-	free(row->dead_reason);
+	store_issue_release(row);
 	memset(row, 0, sizeof(*row));
 }
 

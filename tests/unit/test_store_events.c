@@ -818,9 +818,9 @@ static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		evs[0] = sfx_mkev("bridge", "default", "good", "firing");
 		evs[1] = sfx_mkev("bridge", "default", "bad", "firing");
-		char **field[] = { &evs[1].kind, &evs[1].receiver, &evs[1].key, &evs[1].status,
+		const char **field[] = { &evs[1].kind, &evs[1].receiver, &evs[1].key, &evs[1].status,
 				   &evs[1].payload };
-		*field[cases[i].field] = (char *)cases[i].value;
+		*field[cases[i].field] = cases[i].value;
 		buf_reset(&msg);
 		assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_INVALID);
 		assert_string_equal(buf_str(&msg), cases[i].want);
