@@ -93,10 +93,10 @@ CFLAGS ?= -O2 -g
 ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN) -I. $(PKG_CFLAGS) -MMD -MP \
 	-ffile-prefix-map=$(CURDIR)=.
 LDLIBS = $(PKG_LIBS) -lpthread -lm
-# libpq is in PKGS: db.c opens postgres:// targets with the PostgreSQL engine (core/db_pg.c).
+# libpq is in PKGS: db.c opens postgres:// targets with the PostgreSQL engine (store/db_pg.c).
 ALL_CFLAGS += -DAB_HAVE_LIBPQ
 
-LIB_SRC := $(sort $(wildcard core/*.c bridge/*.c janitor/*.c ha/*.c web/*.c))
+LIB_SRC := $(sort $(wildcard core/*.c store/*.c bridge/*.c janitor/*.c ha/*.c web/*.c))
 TEMPLATES := $(sort $(wildcard templates/*.mustache))
 LIB_OBJ := $(LIB_SRC:%.c=$(O)/%.o) $(O)/gen/embed.o
 # The commands (cmd/, one file each; main.c is their table): linked into the binary only,

@@ -2,13 +2,14 @@
  * main.c - alertbridge: Alertmanager webhooks to GitHub issues, and a janitor
  * for idle Kubernetes pods.  This file is the table of contents: the usage, the
  * command table and the dispatch.  Each command is one file under cmd/
- * (cmd/cmd.h); the mechanisms they drive live in core/, bridge/, janitor/, web/.
+ * (cmd/cmd.h); the mechanisms they drive live in core/, store/, bridge/,
+ * janitor/, web/.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cmd/cmd.h"
-#include "core/store.h"
+#include "store/store_copy.h"
 #include "core/banned.h"
 
 static const char usage_main[] =
@@ -70,7 +71,7 @@ static const struct command {
 	{ "check-config", cmd_check_config, NULL },
 	{ "render", cmd_render, NULL },
 	{ "map", cmd_map, NULL },
-	{ "store", NULL, store_copy_command },  /* core/store_copy.c */
+	{ "store", NULL, store_copy_command },  /* store/store_copy.c */
 	{ "janitor", cmd_janitor, NULL },
 	{ "healthcheck", cmd_healthcheck, NULL },
 	{ "version", cmd_version, NULL },

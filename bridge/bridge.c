@@ -25,6 +25,9 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "core/clock.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "core/banned.h"
 
 static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
@@ -663,8 +666,8 @@ static void update_gauges(struct bridge *b, int queue_empty)
 	/* Counting the map is a scan: at most once a second. */
 	if (clock_mono_us() - b->issues_counted_us >= 1000000 || !b->issues_counted_us) {
 		static const char *const is_open[] = { "open" }, *const is_closed[] = { "closed" };
-		int64_t n_open = store_issue_count(b->opts.store, "open");
-		int64_t n_closed = store_issue_count(b->opts.store, "closed");
+		int64_t n_open = store_issue_count(b->opts.store, STORE_ISSUE_OPEN);
+		int64_t n_closed = store_issue_count(b->opts.store, STORE_ISSUE_CLOSED);
 
 		b->issues_counted_us = clock_mono_us();
 		if (n_open >= 0)

@@ -1,6 +1,6 @@
 /*
  * bridge.h - the reconciler: one serial worker that drains the durable
- * "bridge" queue (core/store.h) and keeps one GitHub issue per alert, as
+ * "bridge" queue (store/store_events.h) and keeps one GitHub issue per alert, as
  * DESIGN.md's state table says (plan: bridge/issue.h; calls: bridge/gh.h;
  * texts: bridge/render.h, bridge/view.h).
  *
@@ -96,7 +96,7 @@
 #include "core/err.h"
 #include "core/metrics.h"
 #include "core/reload.h"
-#include "core/store.h"
+#include "store/store.h"
 
 struct bridge;
 

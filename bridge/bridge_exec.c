@@ -18,6 +18,7 @@
 #include "core/metrics.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 /* ---- texts ---- */

@@ -18,6 +18,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "store/store_events.h"
 
 /*
  * The progress note of a create about to be sent: CREATE_NOTE "<ms>", the

@@ -111,8 +111,9 @@ static void take_issue(struct store_issue *row, const struct gh_issue *gi)
 		row->repo = xstrdup(gi->repo);
 	}
 	row->number = gi->number;
-	free(row->state);
-	row->state = xstrdup(gi->state ? gi->state : "open");
+	/* GitHub answers "open" or "closed" (its API's enum); another word: open. */
+	if (store_issue_state_parse(gi->state, &row->state) != ERR_OK)
+		row->state = STORE_ISSUE_OPEN;
 	free(row->state_reason);
 	row->state_reason = xstrdup(gi->state_reason);
 	row->closed_at_ms = gi->closed_at_ms;

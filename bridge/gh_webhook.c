@@ -15,7 +15,8 @@
 #include "core/hmac_sig.h"
 #include "core/intake.h"
 #include "core/log.h"
-#include "core/store_silences.h"
+#include "store/store_events.h"
+#include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 

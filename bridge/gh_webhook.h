@@ -39,7 +39,7 @@
 #include "core/http_server.h"
 #include "core/metrics.h"
 #include "core/reload.h"
-#include "core/store.h"
+#include "store/store.h"
 
 /* The largest body read: an issue_comment with a 65,536-character comment and issue body. */
 #define GH_WEBHOOK_MAX_BODY (1u << 20)

@@ -15,6 +15,9 @@
 #include "core/log.h"
 #include "core/rfc3339.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "core/banned.h"
 
 /* ---- members ---- */
@@ -280,7 +283,7 @@ int group_row_resolved(const struct store_issue *row)
 
 int group_row_firing(const struct store_issue *row)
 {
-	return row && !(row->state && !strcmp(row->state, "closed")) && !group_row_resolved(row);
+	return row && row->state != STORE_ISSUE_CLOSED && !group_row_resolved(row);
 }
 
 void group_issue_event(const struct group_members *g, const struct group_change *c, int known,
@@ -437,7 +440,7 @@ enum err group_event_done(struct store *st, const struct group_event *ge,
 	group_members_json(&ge->members, &members);
 	g.receiver = ev->receiver;
 	g.key = ev->key;
-	g.members = (char *)buf_str(&members);
+	g.members = buf_str(&members);
 	g.payload = ev->payload;
 	if (created) {
 		g.dirty = 0;

@@ -8,7 +8,7 @@
  * when all its members resolved.
  *
  * The pure part turns one group event (am_group_event_json()) and the members
- * remembered (core/store.h, struct store_group) into the issue_event that
+ * remembered (store/store_groups.h, struct store_group) into the issue_event that
  * issue_plan() (bridge/issue.h) decides on, so the group's issue follows the
  * same state table as an alert's.  When no members are remembered (a map
  * rebuilt after a lost database) the map row decides: a firing group goes on
@@ -26,7 +26,9 @@
 #include "bridge/issue.h"
 #include "core/buf.h"
 #include "core/err.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
 
 /* Wait after a failed body update before the next attempt. */
 #define GROUP_RETRY_MS 30000

@@ -46,7 +46,7 @@ const char *issue_action_str(enum issue_action a)
 
 static int is_closed(const struct store_issue *row)
 {
-	return row->state && strcmp(row->state, "closed") == 0;
+	return row->state == STORE_ISSUE_CLOSED;
 }
 
 static int reason_is(const struct store_issue *row, const char *reason)
@@ -156,13 +156,12 @@ int issue_firing_current(const struct store_issue *row, const struct issue_event
 int issue_plan_rests_on_closed(const struct store_issue *row, const struct issue_event *ev,
 			       const struct issue_policy *pol, int64_t now_ms)
 {
-	static char open_state[] = "open";
 	struct store_issue as_open;
 
 	if (!row || !is_closed(row) || issue_plan(row, ev, pol, now_ms, NULL) != ISSUE_NOTHING)
 		return 0;
 	as_open = *row;  /* shallow: read only */
-	as_open.state = open_state;
+	as_open.state = STORE_ISSUE_OPEN;
 	as_open.state_reason = NULL;
 	as_open.closed_at_ms = 0;
 	return issue_plan(&as_open, ev, pol, now_ms, NULL) != ISSUE_NOTHING;
@@ -204,7 +203,7 @@ static void apply_create(struct store_issue *row, enum issue_action a,
 		row->previous_number = row->number;
 		row->number = 0;
 	}
-	set_str(&row->state, "open");
+	row->state = STORE_ISSUE_OPEN;
 	set_str(&row->state_reason, NULL);
 	row->episode_starts_ms = ev->starts_at_ms;
 	row->resolved_ends_ms = 0;
@@ -233,13 +232,13 @@ void issue_apply(struct store_issue *row, enum issue_action a, const struct issu
 		row->episode_starts_ms = ev->starts_at_ms;
 		break;
 	case ISSUE_REOPEN:
-		set_str(&row->state, "open");
+		row->state = STORE_ISSUE_OPEN;
 		set_str(&row->state_reason, "reopened");
 		row->closed_at_ms = 0;
 		row->episode_starts_ms = ev->starts_at_ms;
 		break;
 	case ISSUE_CLOSE:
-		set_str(&row->state, "closed");
+		row->state = STORE_ISSUE_CLOSED;
 		set_str(&row->state_reason, "completed");
 		row->closed_at_ms = now_ms;
 		(void)note_seen(row, ev);

@@ -1,7 +1,7 @@
 /*
  * issue.h - the bridge's issue state machine and the rules for issue text.
  *
- * issue_plan() is a pure function: from the map row (core/store.h) and one
+ * issue_plan() is a pure function: from the map row (store/store.h) and one
  * Alertmanager event it decides what to do on GitHub; issue_apply() is the
  * row change that action implies once GitHub accepted it.  No I/O here: the
  * reconciler calls GitHub (bridge/gh.h) and the store.  The text helpers
@@ -14,7 +14,7 @@
 
 #include "core/buf.h"
 #include "core/err.h"
-#include "core/store.h"
+#include "store/store.h"
 
 /* What to do on GitHub for one event (DESIGN.md, "Bridge semantics"). */
 enum issue_action {

@@ -14,6 +14,7 @@
 #include "bridge/storm.h"
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_map.h"
 
 #include "core/banned.h"
 
@@ -153,11 +154,12 @@ static enum err import(struct scan *sc, const struct candidate *c)
 	rc = ERR_OK;
 	if (have_old && !(old.repo && !strcmp(old.repo, is->repo) && old.number < is->number))
 		goto out;
-	row.receiver = (char *)sc->receiver;
+	row.receiver = sc->receiver;
 	row.key = c->key;
 	row.repo = is->repo;
 	row.number = is->number;
-	row.state = is->state;
+	if (store_issue_state_parse(is->state, &row.state) != ERR_OK)
+		row.state = STORE_ISSUE_OPEN;  /* GitHub answers open or closed */
 	row.state_reason = is->state_reason;
 	row.closed_at_ms = is->closed_at_ms;
 	row.previous_number = have_old ? old.number : 0;
@@ -178,7 +180,7 @@ static enum err import(struct scan *sc, const struct candidate *c)
 		log_str(l, "key", row.key);
 		log_str(l, "repo", row.repo);
 		log_int(l, "issue", row.number);
-		log_str(l, "state", row.state);
+		log_str(l, "state", store_issue_state_str(row.state));
 		log_str(l, "marker", c->old_form ? "without receiver" : "receiver");
 		log_int(l, "episode_starts_ms", row.episode_starts_ms);
 		log_int(l, "resolved_ends_ms", row.resolved_ends_ms);

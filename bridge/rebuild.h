@@ -10,7 +10,7 @@
 #include "bridge/gh.h"
 #include "core/buf.h"
 #include "core/err.h"
-#include "core/store.h"
+#include "store/store.h"
 
 /*
  * Import into st the map rows of receiver from the issues of repo: the

@@ -60,29 +60,12 @@ const char *render_default_name(enum render_text which)
 
 enum err render_read_file(const char *path, struct buf *out, struct buf *errmsg)
 {
-	FILE *f = fopen(path, "rb");
-	char chunk[8192];
-	size_t n;
-	enum err rc = ERR_OK;
+	enum err rc = buf_read_file(out, path, RENDER_MAX_FILE);
 
-	if (!f) {
+	if (rc == ERR_IO)
 		buf_setf(errmsg, "cannot read %s: %s", path, strerror(errno));
-		return ERR_IO;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (out->len + n > RENDER_MAX_FILE) {
-			buf_setf(errmsg, "%s: larger than %u bytes", path, RENDER_MAX_FILE);
-			rc = ERR_TOOBIG;
-			goto out;
-		}
-		buf_add(out, chunk, n);
-	}
-	if (ferror(f)) {
-		buf_setf(errmsg, "cannot read %s: %s", path, strerror(errno));
-		rc = ERR_IO;
-	}
-out:
-	fclose(f);
+	else if (rc == ERR_TOOBIG)
+		buf_setf(errmsg, "%s: larger than %u bytes", path, RENDER_MAX_FILE);
 	return rc;
 }
 

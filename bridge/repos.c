@@ -12,6 +12,7 @@
 
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 #define MAX_KEPT 64

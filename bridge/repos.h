@@ -17,7 +17,8 @@
 #include "bridge/gh.h"
 #include "core/buf.h"
 #include "core/err.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 
 /*
  * The dead-letter reason (printf format over "owner/name"), an SQL LIKE

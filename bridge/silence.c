@@ -1,7 +1,7 @@
 /*
  * silence.c - the commands of GitHub comments and the handler of the
  * "silence" queue (silence.h): one event is one command, made in
- * Alertmanager (core/am_api.h), kept in the store (core/store_silences.h)
+ * Alertmanager (core/am_api.h), kept in the store (store/store_silences.h)
  * and answered with one comment on the issue.
  */
 #include "bridge/silence.h"
@@ -18,7 +18,9 @@
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/rfc3339.h"
-#include "core/store_silences.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 
@@ -224,14 +226,14 @@ static void storm_shared_labels(struct silencer *s, struct job *j)
 {
 	for (size_t i = 0; i < j->nkeys; i++) {
 		struct store_event ev = { 0 };
-		char state[8];
+		enum store_event_state state;
 		json_t *doc, *v, *w;
 		const json_t *l;
 		const char *k;
 		void *tmp;
 
 		if (store_event_latest(s->opts.store, "bridge", j->ev.receiver, j->keys[i], &ev,
-				       state) != ERR_OK)
+				       &state) != ERR_OK)
 			continue;
 		doc = json_loads(ev.payload, 0, NULL);
 		store_event_release(&ev);
@@ -512,7 +514,7 @@ static int do_silence(struct silencer *s, struct job *j, struct gh_client *gh)
 	}
 	row.receiver = j->ev.receiver;
 	row.silence_id = id;
-	row.created_by = (char *)j->login;
+	row.created_by = j->login;
 	row.ends_at_ms = j->now_ms + dur;
 	row.created_at_ms = j->now_ms;
 	for (size_t i = 0; i < j->nkeys; i++) {  /* each alert's card shows it */
@@ -667,7 +669,7 @@ out:
 static int run(struct silencer *s, struct job *j, const struct config *cfg, struct gh_client *gh)
 {
 	struct store_event latest = { 0 };
-	char state[8];
+	enum store_event_state state;
 	const char *cmd;
 
 	j->cmd = json_loads(j->ev.payload, 0, NULL);
@@ -729,7 +731,7 @@ static int run(struct silencer *s, struct job *j, const struct config *cfg, stru
 	if (strcmp(cmd, "silence"))
 		return dead(s, j, "unknown silence command in payload");
 	if (store_event_latest(s->opts.store, "bridge", j->ev.receiver, j->ev.key, &latest,
-			       state) == ERR_OK)
+			       &state) == ERR_OK)
 		j->alert = json_loads(latest.payload, 0, NULL);
 	store_event_release(&latest);
 	if (j->storm)

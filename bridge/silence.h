@@ -46,7 +46,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
 
 /* The queue kind of the commands. */
 #define SILENCE_QUEUE "silence"

@@ -15,6 +15,8 @@
 #include "core/rfc3339.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
 #include "core/banned.h"
 
 struct storm {
@@ -324,7 +326,7 @@ static enum err live_summary(struct storm *s, const struct store_event *ev, cons
 	sum->repo = xstrdup(repo);
 	sum->alertname = xstrdup(alertname);
 	sum->marker_key = buf_detach(&key);
-	sum->state = xstrdup("creating");
+	sum->state = STORE_SUMMARY_CREATING;
 	sum->created_at_ms = now_ms;
 	rc = store_summary_add(s->opts.store, sum, errmsg);
 	if (!rc) {
@@ -362,7 +364,7 @@ static enum err fold(struct storm *s, const struct store_event *ev, const char *
 	row.key = ev->key;
 	row.repo = sum.repo;
 	row.number = sum.number;
-	row.state = (char *)"open";
+	row.state = STORE_ISSUE_OPEN;
 	row.episode_starts_ms = ev->starts_at_ms;
 	row.created_at_ms = now_ms;
 	row.updated_at_ms = now_ms;
@@ -392,7 +394,7 @@ static enum storm_route member_event(struct storm *s, const struct store_event *
 		goto out;
 	}
 	ch = storm_member_apply(m, &iev);
-	if (*rc == ERR_NOTFOUND || !strcmp(sum.state, "closed")) {
+	if (*rc == ERR_NOTFOUND || sum.state == STORE_SUMMARY_CLOSED) {
 		if (ch == STORM_CHANGED && iev.firing) {
 			/* fires again after its summary closed: a new alert from here on */
 			*rc = store_member_unfold(s->opts.store, ev->receiver, ev->key, errmsg);
@@ -513,8 +515,7 @@ static enum err create_issue(struct storm *s, struct store_summary *sum, const c
 			sum->repo = xstrdup(gi.repo);
 		}
 		sum->number = gi.number;
-		free(sum->state);
-		sum->state = xstrdup("open");
+		sum->state = STORE_SUMMARY_OPEN;
 	}
 	gh_issue_release(&gi);
 	buf_release(&marker);
@@ -540,7 +541,7 @@ static enum err sync_one(struct storm *s, struct store_summary *sum, int64_t now
 	rc = storm_text(view, sum->marker_key, &title, &body, errmsg);
 	if (rc)
 		goto out;
-	if (!strcmp(sum->state, "creating")) {
+	if (sum->state == STORE_SUMMARY_CREATING) {
 		rc = create_issue(s, sum, buf_str(&title), buf_str(&body), now_ms, errmsg);
 		what = "summary issue created";
 	} else {
@@ -550,8 +551,7 @@ static enum err sync_one(struct storm *s, struct store_summary *sum, int64_t now
 			rc = gh_issue_set_state(s->opts.gh, sum->repo, sum->number, "closed",
 						"completed", NULL, errmsg);
 			if (!rc) {
-				free(sum->state);
-				sum->state = xstrdup("closed");
+				sum->state = STORE_SUMMARY_CLOSED;
 				what = "summary closed: all its alerts resolved";
 			}
 		}
@@ -588,10 +588,9 @@ int storm_sync(struct storm *s, int64_t now_ms)
 	if (store_summary_due(s->opts.store, now_ms, s->opts.sync_interval_ms, &sum))
 		return 0;
 	s->yield = 1;
-	if (sum.total == 0 && !strcmp(sum.state, "creating") && sum.synced_at_ms == 0) {
+	if (sum.total == 0 && sum.state == STORE_SUMMARY_CREATING && sum.synced_at_ms == 0) {
 		/* made for an alert whose fold did not commit: nothing to show */
-		free(sum.state);
-		sum.state = xstrdup("closed");
+		sum.state = STORE_SUMMARY_CLOSED;
 		rc = store_summary_save(s->opts.store, &sum, &errmsg);
 	} else {
 		rc = sync_one(s, &sum, now_ms, &errmsg);

@@ -4,7 +4,8 @@
  * budget, new alerts are folded into one summary issue per alertname
  * instead of one issue each; the summary's text follows its alerts (paced:
  * at most one edit per summary per STORM_SYNC_INTERVAL_MS) and it closes
- * when all of them resolved.  The row representation is in core/store.h.
+ * when all of them resolved.  The row representation is in
+ * store/store_groups.h.
  */
 #ifndef AB_STORM_H
 #define AB_STORM_H
@@ -17,7 +18,9 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/err.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
 
 /* A summary's title and body are written to GitHub at most this often (plus its close). */
 #define STORM_SYNC_INTERVAL_MS 60000

@@ -26,6 +26,7 @@
 #include "core/xalloc.h"
 
 #include "core/clock.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 struct webhook {
@@ -338,7 +339,7 @@ static enum err build_alert_events(struct request *r, int64_t received_ms, size_
 		ev->payload = keep(r, r->docs.data);
 		/* The label points into the alert's JSON; the query and the config outlive r. */
 		ev->repeat_state = given && given != r->query_repo ? keep(r, given)
-								   : (char *)repo_of(r, i);
+								   : repo_of(r, i);
 		r->n_evs = i + 1;
 		am_alert_release(p, i);
 	}
@@ -393,7 +394,7 @@ static enum err build_group_event(struct request *r, int64_t received_ms, char k
 	ev = &r->evs[0];
 	fill_event(r, ev, received_ms);
 	ev->key = key;
-	ev->status = (char *)p->status;
+	ev->status = p->status;
 	ev->payload = r->docs.data;
 	group_state(r, r->group_state);
 	ev->repeat_state = r->group_state;

@@ -4,7 +4,7 @@
  * Authenticates the request (core/auth.h), parses the version-4 payload
  * (bridge/am.h), routes it to a configured receiver and repository, and
  * queues one event per alert (or one per group) in the store's durable inbox
- * (core/store.h, group commit).  The answer follows DESIGN.md "HTTP answers
+ * (store/store_events.h, group commit).  The answer follows DESIGN.md "HTTP answers
  * to Alertmanager": Alertmanager retries only 5xx, so every 4xx means
  * "this request can never succeed", and 200 means "committed".
  */
@@ -20,7 +20,7 @@
 #include "core/intake.h"
 #include "core/metrics.h"
 #include "core/reload.h"
-#include "core/store.h"
+#include "store/store.h"
 
 struct webhook;
 

@@ -12,6 +12,7 @@
 #include <nettle/umac.h>
 
 #include "core/xalloc.h"
+#include "store/store_events.h"
 
 #include "core/banned.h"
 

@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "core/store.h"
+#include "store/store_events.h"
 
 /* The largest body kept (bytes); larger ones always go the whole way. */
 #define WEBHOOK_CACHE_MAX_BODY ((size_t)64 << 10)

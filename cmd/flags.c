@@ -10,7 +10,7 @@
 #include "cmd/cmd.h"
 #include "core/buf.h"
 #include "core/config.h"
-#include "core/db.h"
+#include "store/db.h"
 #include "core/duration.h"
 #include "core/log.h"
 #include "core/banned.h"

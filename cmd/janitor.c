@@ -12,7 +12,7 @@
 #include "core/config.h"
 #include "core/http_client.h"
 #include "core/serve_lock.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/janitor.h"
 #include "core/banned.h"
 

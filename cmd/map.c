@@ -12,11 +12,13 @@
 #include "cmd/cmd.h"
 #include "core/buf.h"
 #include "core/config.h"
-#include "core/db.h"
+#include "store/db.h"
 #include "core/map_admin.h"
 #include "core/rfc3339.h"
-#include "core/store.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
+#include "store/store_silences.h"
 #include "core/banned.h"
 
 static const char usage_map[] =
@@ -50,7 +52,8 @@ static int print_row_line(void *ctx, const struct store_issue *row)
 	if (row->episode_starts_ms)
 		rfc3339_format(row->episode_starts_ms, when);
 	printf("%-20s %-16s %s%s%.0lld %s%s%s %s%s%s\n", row->receiver, row->key, row->repo,
-	       row->number ? "#" : " (no issue)", (long long)row->number, row->state, row->state_reason ? "/" : "",
+	       row->number ? "#" : " (no issue)", (long long)row->number,
+	       store_issue_state_str(row->state), row->state_reason ? "/" : "",
 	       row->state_reason ? row->state_reason : "", when,
 	       row->dead_reason ? " dead: " : "", row->dead_reason ? row->dead_reason : "");
 	return 0;
@@ -106,7 +109,7 @@ static void print_row_full(const struct store_issue *row)
 	       row->receiver, row->key, row->repo);
 	printf("issue:             %lld%s\n", (long long)row->number,
 	       row->number ? "" : " (no issue on GitHub)");
-	printf("state:             %s\nstate_reason:      %s\n", row->state,
+	printf("state:             %s\nstate_reason:      %s\n", store_issue_state_str(row->state),
 	       row->state_reason ? row->state_reason : "-");
 	rfc3339_format(row->episode_starts_ms, t);
 	printf("episode_starts_at: %s\n", row->episode_starts_ms ? t : "-");

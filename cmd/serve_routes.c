@@ -15,7 +15,7 @@
 #include "core/map_admin.h"
 #include "core/metrics.h"
 #include "core/reload.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/janitor.h"
 #include "janitor/slack_interact.h"
 #include "web/status_page.h"

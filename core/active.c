@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "xalloc.h"
+#include "store/store_lock.h"
 #include "banned.h"
 
 struct active {

@@ -6,7 +6,7 @@
  *   the Lease       when leader election is configured (ha/leader.h):
  *                   options.lease decides alone;
  *   the worker lock else, on PostgreSQL: the store's session advisory lock
- *                   STORE_WORKER_LOCK (core/store.h store_worker_lock()), one
+ *                   STORE_WORKER_LOCK (store/store_lock.h store_worker_lock()), one
  *                   key for both queues, tried every ACTIVE_RETRY_MS while not
  *                   held, and checked with one query each time
  *                   active_may_act() is asked;
@@ -24,7 +24,7 @@
 #include "buf.h"
 #include "err.h"
 #include "metrics.h"
-#include "store.h"
+#include "store/store.h"
 
 /* How often a replica without the worker lock tries to take it (and checks the database). */
 #define ACTIVE_RETRY_MS INT64_C(1000)

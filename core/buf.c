@@ -1,10 +1,13 @@
 /* buf.c - growable NUL-terminated buffer with a per-instance maximum. */
 #include "buf.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
@@ -139,4 +142,55 @@ void buf_truncate(struct buf *b, size_t len)
 		b->len = len;
 		b->data[len] = '\0';
 	}
+}
+
+/* How many of n more bytes b takes: done of max_bytes (0: any) read, and its own max. */
+static size_t room_for(const struct buf *b, size_t done, size_t max_bytes, size_t n)
+{
+	size_t room = max_bytes ? max_bytes - done : SIZE_MAX;
+
+	if (b->max && b->max - b->len < room)
+		room = b->max - b->len;
+	return n < room ? n : room;
+}
+
+enum err buf_read_file(struct buf *b, const char *path, size_t max_bytes)
+{
+	char chunk[8192];
+	size_t total = 0;
+	enum err rc = ERR_OK;
+	int err = 0, fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return ERR_IO;
+	for (;;) {
+		ssize_t n = read(fd, chunk, sizeof(chunk));
+		size_t take;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = errno;
+			rc = ERR_IO;
+			break;
+		}
+		if (n == 0)
+			break;
+		take = room_for(b, total, max_bytes, (size_t)n);
+		/* Within the max, buf_add() cannot fail (running out of memory aborts). */
+		if (take)
+			(void)buf_add(b, chunk, take);
+		total += take;
+		if (take < (size_t)n) {
+			rc = ERR_TOOBIG;
+			break;
+		}
+	}
+	explicit_bzero(chunk, sizeof(chunk));
+	close(fd);
+	if (rc == ERR_OK && !b->data)
+		(void)buf_add(b, "", 0);
+	if (err)
+		errno = err;
+	return rc;
 }

@@ -51,4 +51,17 @@ void buf_setf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
 /* Shorten to len bytes (no-op when already shorter). */
 void buf_truncate(struct buf *b, size_t len);
 
+/*
+ * Append the whole file at path to b: open(2) with O_CLOEXEC, read(2) to the
+ * end (retried on EINTR).  At most max_bytes bytes of it (0: no bound but
+ * b's max); a longer file, or one that would pass b's max, is ERR_TOOBIG
+ * with b holding the part that fit.  ERR_IO when it cannot be opened or
+ * read: errno says why (kept for the caller's message, which names the
+ * file), b holds what was read before.  On ERR_OK b's data is allocated
+ * even for an empty file.  The stack copy is wiped: secret files (tokens,
+ * keys, passwords) pass through it.  Not for files that grow while read
+ * (/proc files are fine: they are read whole).
+ */
+enum err buf_read_file(struct buf *b, const char *path, size_t max_bytes);
+
 #endif

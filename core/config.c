@@ -12,13 +12,11 @@
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <yaml.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
@@ -202,36 +200,12 @@ static char *resolve(struct ctx *c, const char *p)
  */
 static enum err read_file(const char *path, size_t max, struct buf *out, const char **why)
 {
-	char chunk[8192];
-	enum err rc = ERR_OK;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	enum err rc;
 
-	if (fd < 0) {
-		*why = strerror(errno);
-		return ERR_IO;
-	}
 	buf_init(out, max);
-	for (;;) {
-		ssize_t n = read(fd, chunk, sizeof(chunk));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*why = strerror(errno);
-			rc = ERR_IO;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (buf_add(out, chunk, (size_t)n) != ERR_OK) {
-			rc = ERR_TOOBIG;
-			goto out;
-		}
-	}
-	if (!out->data)
-		(void)buf_adds(out, "");
-out:
-	close(fd);
+	rc = buf_read_file(out, path, 0);
+	if (rc == ERR_IO)
+		*why = strerror(errno);
 	if (rc != ERR_OK)
 		buf_release(out);
 	return rc;

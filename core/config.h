@@ -326,7 +326,7 @@ struct config {
 	int64_t database_retention_ms; /* done events kept this long; > 0, default 7d */
 	int64_t database_statement_timeout_ms; /* bound of one statement and of an intake's
 						* wait for the store; > 0, default 5s
-						* (core/store.h store_set_timeout()) */
+						* (store/store.h store_set_timeout()) */
 	struct cfg_log log;
 	struct cfg_webhook webhook;
 	struct cfg_github github;

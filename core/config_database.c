@@ -11,7 +11,7 @@
 #include <libpq-fe.h>
 #include <string.h>
 
-#include "db.h"
+#include "store/db.h"
 #include "banned.h"
 
 /*

@@ -107,21 +107,11 @@ static int same_file(const char *a, const char *b)
 static int read_cmdline(const char *proc_dir, struct buf *text, char ***argv)
 {
 	char path[PATH_MAX];
-	char chunk[4096];
-	size_t n;
 	int argc = 0;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/cmdline", proc_dir);
-	f = fopen(path, "rb");
-	if (!f)
+	if (buf_read_file(text, path, 0) != ERR_OK)
 		return -1;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-		if (buf_add(text, chunk, n)) {
-			fclose(f);
-			return -1;
-		}
-	fclose(f);
 	for (size_t i = 0; i < text->len; i++)
 		argc += text->data[i] == '\0';
 	*argv = xcalloc((size_t)argc + 1, sizeof(**argv));

@@ -6,7 +6,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -70,45 +69,24 @@ enum err srv_parse_listen(const char *addr, char **host, char **port, struct buf
 enum err srv_read_pem(const char *what, const char *path, char **out, struct buf *errmsg)
 {
 	struct buf b;
-	char chunk[4096];
-	enum err rc = ERR_OK;
-	ssize_t n;
-	int fd = -1;
+	enum err rc;
 
 	buf_init(&b, MAX_PEM_BYTES);
 	*out = NULL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
+	rc = buf_read_file(&b, path, 0);
+	if (rc == ERR_IO && b.len == 0) {
 		buf_setf(errmsg, "cannot open %s \"%s\": %s", what, path, strerror(errno));
+	} else if (rc == ERR_IO) {
+		buf_setf(errmsg, "cannot read %s \"%s\": %s", what, path, strerror(errno));
+	} else if (rc == ERR_TOOBIG) {
+		buf_setf(errmsg, "%s \"%s\" is over %d bytes", what, path, MAX_PEM_BYTES);
 		rc = ERR_IO;
-		goto out;
-	}
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			buf_setf(errmsg, "cannot read %s \"%s\": %s", what, path, strerror(errno));
-			rc = ERR_IO;
-			goto out;
-		}
-		if (n == 0)
-			break;
-		if (buf_add(&b, chunk, (size_t)n)) {
-			buf_setf(errmsg, "%s \"%s\" is over %d bytes", what, path, MAX_PEM_BYTES);
-			rc = ERR_IO;
-			goto out;
-		}
-	}
-	if (b.len == 0) {
+	} else if (b.len == 0) {
 		buf_setf(errmsg, "%s \"%s\" is empty", what, path);
 		rc = ERR_IO;
-		goto out;
+	} else {
+		*out = buf_detach(&b);
 	}
-	*out = buf_detach(&b);
-out:
-	if (fd >= 0)
-		close(fd);
 	buf_release(&b);
 	return rc;
 }

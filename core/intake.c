@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "codec.h"
+#include "store/store_events.h"
 #include "banned.h"
 
 int intake_reject(struct intake_verdict *v, int status, const char *reason, const char *fmt, ...)
@@ -171,16 +172,16 @@ enum err intake_dead_events(const struct am_payload *p, const char *kind, const 
 		struct store_event *ev = &evs[i];
 
 		memset(ev, 0, sizeof(*ev));
-		ev->kind = (char *)kind;
-		ev->receiver = (char *)receiver;
-		ev->key = (char *)bad[i].fingerprint;
-		ev->status = (char *)bad[i].status;
+		ev->kind = kind;
+		ev->receiver = receiver;
+		ev->key = bad[i].fingerprint;
+		ev->status = bad[i].status;
 		ev->starts_at_ms = bad[i].starts_at_ms;
 		ev->ends_at_ms = bad[i].ends_at_ms;
 		ev->received_at_ms = received_ms;
-		ev->payload = (char *)at;
+		ev->payload = at;
 		at += strlen(at) + 1;
-		ev->dead_reason = (char *)at;
+		ev->dead_reason = at;
 		at += strlen(at) + 1;
 	}
 	return ERR_OK;

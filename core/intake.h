@@ -17,7 +17,7 @@
 #include "http_server.h"
 #include "log.h"
 #include "metrics.h"
-#include "store.h"
+#include "store/store_events.h"
 
 /* Seconds sent in Retry-After with a 503. */
 #define INTAKE_RETRY_AFTER_S 5

@@ -15,7 +15,9 @@
 
 #include <nettle/base64.h>
 
-#include "db.h"
+#include "store/db.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "http_client.h"
 #include "serve_lock.h"
 #include "version.h"

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "err.h"
 #include "http_server.h"
-#include "store.h"
+#include "store/store.h"
 
 enum map_admin_op {
 	MAP_ADMIN_FORGET,  /* store_issue_forget(receiver, key): the next firing makes a new issue */

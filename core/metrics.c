@@ -10,7 +10,6 @@
 
 #include <assert.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -557,17 +556,8 @@ void metrics_render(struct metrics *m, struct buf *out)
 /* Read a small /proc file into buf (at most 64 KiB); 0 on success. */
 static int read_small(const char *path, struct buf *b)
 {
-	char chunk[4096];
-	ssize_t n;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -1;
 	buf_init(b, 65536);
-	while ((n = read(fd, chunk, sizeof(chunk))) > 0)
-		if (buf_add(b, chunk, (size_t)n))
-			break;
-	close(fd);
+	(void)buf_read_file(b, path, 0);  /* what was read before an error or the bound */
 	return b->len ? 0 : -1;
 }
 

@@ -381,25 +381,18 @@ enum err reload_run(struct reload *r, const char *trigger, struct buf *errmsg)
 /* Append "<path>\n<length or -1>\n<contents>" of one watched file to out. */
 static void add_file(struct buf *out, const char *path)
 {
-	char chunk[4096];
-	size_t n, total = 0;
-	FILE *f;
+	size_t before;
 
 	if (!path)
 		return;
 	(void)buf_printf(out, "%s\n", path);
-	f = fopen(path, "rb");
-	if (!f) {
+	before = out->len;
+	/* Past the bound, or after a read error, what was read stands for the file. */
+	if (buf_read_file(out, path, WATCH_MAX_FILE_BYTES) == ERR_IO && out->len == before) {
 		(void)buf_adds(out, "-1\n");
 		return;
 	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0 && total < WATCH_MAX_FILE_BYTES) {
-		(void)buf_add(out, chunk, n);
-		total += n;
-	}
-	memset(chunk, 0, sizeof(chunk));
-	fclose(f);
-	(void)buf_printf(out, "\n%zu\n", total);
+	(void)buf_printf(out, "\n%zu\n", out->len - before);
 }
 
 /* The contents of the config file and the template and secret files cfg names. */

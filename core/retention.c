@@ -11,6 +11,7 @@
 #include "clock.h"
 #include "log.h"
 #include "xalloc.h"
+#include "store/store_events.h"
 #include "banned.h"
 
 #define MIN_INTERVAL_MS 1000

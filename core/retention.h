@@ -3,7 +3,7 @@
  * events (of every queue) older than database_retention, at start and then
  * periodically, so the database stays the size of what is live (DESIGN:
  * "Done events are pruned after database_retention").  The deleting and the
- * vacuuming are store_prune_done()'s (core/store.h); this only schedules it.
+ * vacuuming are store_prune_done()'s (store/store_events.h); this only schedules it.
  */
 #ifndef AB_RETENTION_H
 #define AB_RETENTION_H
@@ -12,7 +12,7 @@
 
 #include "buf.h"
 #include "err.h"
-#include "store.h"
+#include "store/store.h"
 
 struct retention;
 

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "db.h"
+#include "store/db.h"
 #include "healthcheck.h"
 #include "xalloc.h"
 #include "banned.h"

@@ -15,6 +15,8 @@
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"
 #include "core/clock.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 #include "core/banned.h"
 
 /* Alert names remembered as "no policy" (logged once each); past it, logged at debug. */

@@ -30,7 +30,7 @@
 #include "core/http_server.h"
 #include "core/metrics.h"
 #include "core/reload.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/annotate.h"
 #include "janitor/kube.h"
 #include "janitor/slack.h"

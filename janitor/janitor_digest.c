@@ -17,6 +17,8 @@
 
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor_int.h"
 #include "core/banned.h"
 
@@ -140,11 +142,11 @@ static int add_parts(struct janitor *j, const struct store_notice *m, size_t n,
 			rc = buf_adds(&texts[p], m[first[p]].text) ? ERR_TOOBIG : ERR_OK;
 		}
 		d[p].kind = m[0].kind;
-		d[p].channel = (char *)channel;
+		d[p].channel = channel;
 		d[p].thread_ts = m[0].thread_ts;
 		d[p].part = (int)p + 1;
 		d[p].parts = (int)parts;
-		d[p].text = (char *)buf_str(&texts[p]);
+		d[p].text = buf_str(&texts[p]);
 		d[p].created_at_ms = now_ms;
 	}
 	if (rc == ERR_OK)
@@ -215,7 +217,7 @@ static void stamp_members(struct janitor *j, int64_t id, int64_t sent_at_ms)
 	if (store_digest_members(j->opts.store, id, &m, &n))
 		return;  /* logged; the sweeper stamps from the outbox */
 	for (size_t i = 0; i < n; i++)
-		if (!strcmp(m[i].state, "sent"))
+		if (m[i].state == STORE_NOTICE_SENT)
 			janitor_stamp_notified(j, m[i].namespace, m[i].pod, m[i].uid, sent_at_ms);
 	store_notices_free(m, n);
 }

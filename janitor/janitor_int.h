@@ -12,6 +12,7 @@
 #include "core/backoff.h"
 #include "core/clock.h"
 #include "core/mustache.h"
+#include "store/store_outbox.h"
 #include "janitor/annotate.h"
 #include "janitor/janitor.h"
 

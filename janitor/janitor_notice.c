@@ -1,6 +1,6 @@
 /*
  * janitor_notice.c - the Slack outbox: notices and replies are rendered and
- * queued in sqlite (core/store.h, table notices) by the worker and the
+ * queued in sqlite (store/store_outbox.h, table notices) by the worker and the
  * sweeper, then delivered one at a time with retries.  Only after Slack
  * confirmed a notice is the pod stamped with janitor/notified-at: the
  * sweeper never acts on a pod without that stamp (DESIGN.md "Janitor
@@ -11,6 +11,8 @@
 
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor_int.h"
 #include "core/banned.h"
 
@@ -67,7 +69,7 @@ static int announced(struct janitor *j, const struct store_notice *old, int64_t 
 
 	if (old->expires_ms != expiry_ms)
 		return 0;
-	if (old->state && !strcmp(old->state, "dead") && old->last_error &&
+	if (old->state == STORE_NOTICE_DEAD && old->last_error &&
 	    !strcmp(old->last_error, JANITOR_RESOLVED_BEFORE_DELIVERY))
 		return 0;
 	called_off = store_notice_latest(j->opts.store, old->uid, "cancelled", &c) == ERR_OK &&
@@ -123,11 +125,11 @@ enum err janitor_queue_notice(struct janitor *j, const struct kube_pod *pod,
 	n.namespace = pod->namespace;
 	n.pod = pod->name;
 	n.uid = pod->uid;
-	n.kind = (char *)kinds[JT_NOTICE];
+	n.kind = kinds[JT_NOTICE];
 	n.expires_ms = expiry_ms;
-	n.notify = (char *)kube_pod_annotation(pod, JANITOR_ANN_NOTIFY);
-	n.owner = (char *)janitor_owner_value(j, pod);
-	n.text = (char *)buf_str(&text);
+	n.notify = kube_pod_annotation(pod, JANITOR_ANN_NOTIFY);
+	n.owner = janitor_owner_value(j, pod);
+	n.text = buf_str(&text);
 	n.created_at_ms = janitor_now(j);
 	n.next_attempt_at_ms = n.created_at_ms + delay_ms;
 	line = janitor_render_line(&v);
@@ -152,7 +154,7 @@ enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct j
 	enum err rc;
 
 	rc = store_notice_latest(j->opts.store, v->uid, kinds[JT_NOTICE], &parent);
-	if (rc == ERR_NOTFOUND || (rc == ERR_OK && strcmp(parent.state, "sent"))) {
+	if (rc == ERR_NOTFOUND || (rc == ERR_OK && parent.state != STORE_NOTICE_SENT)) {
 		rc = ERR_OK;  /* no notice reached the owner: nothing to follow up */
 		goto out;
 	}
@@ -174,12 +176,12 @@ enum err janitor_queue_reply(struct janitor *j, enum jtext which, const struct j
 	n.namespace = parent.namespace;
 	n.pod = parent.pod;
 	n.uid = parent.uid;
-	n.kind = (char *)kinds[which];
+	n.kind = kinds[which];
 	n.expires_ms = parent.expires_ms;
 	/* The notice's channel as Slack answered it (an ID; "" for a webhook). */
 	n.channel = parent.slack_channel_id ? parent.slack_channel_id : parent.channel;
 	n.thread_ts = parent.slack_ts && *parent.slack_ts ? parent.slack_ts : NULL;
-	n.text = (char *)buf_str(&text);
+	n.text = buf_str(&text);
 	n.created_at_ms = janitor_now(j);
 	rc = store_notice_add(j->opts.store, &n, errmsg);
 out:
@@ -203,7 +205,7 @@ enum err janitor_queue_reminder(struct janitor *j, const struct jtext_view *v, i
 		goto out;
 	}
 	/* Not delivered (or none): no thread to remind in.  Reminded already: once is enough. */
-	if (rc == ERR_NOTFOUND || strcmp(parent.state, "sent") ||
+	if (rc == ERR_NOTFOUND || parent.state != STORE_NOTICE_SENT ||
 	    (orc == ERR_OK && old.expires_ms == parent.expires_ms)) {
 		rc = ERR_OK;
 		goto out;

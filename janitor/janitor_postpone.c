@@ -12,7 +12,9 @@
 #include <string.h>
 
 #include "core/log.h"
-#include "core/store_silences.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
+#include "store/store_silences.h"
 #include "core/utf8.h"
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"

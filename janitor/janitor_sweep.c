@@ -12,6 +12,7 @@
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"
 #include "core/clock.h"
+#include "store/store_outbox.h"
 #include "core/banned.h"
 
 struct sweep {
@@ -109,15 +110,15 @@ static const char *notify(struct sweep *s, const struct kube_pod *pod,
 
 	rc = store_notice_latest(j->opts.store, pod->uid, "notice", &old);
 	if (rc == ERR_OK && old.expires_ms == st->expiry_ms) {
-		if (!strcmp(old.state, "sent") && !j->dry_run && !still_leading(s)) {
+		if (old.state == STORE_NOTICE_SENT && !j->dry_run && !still_leading(s)) {
 			action = "stopped";
 			rc = ERR_OK;
-		} else if (!strcmp(old.state, "sent") && !j->dry_run) {
+		} else if (old.state == STORE_NOTICE_SENT && !j->dry_run) {
 			rc = janitor_record_notified(j, pod->namespace, pod->name, pod->uid,
 						     old.sent_at_ms, &err);
 			action = rc ? "error" : "notified";
 		} else {
-			action = strcmp(old.state, "dead") ? "notice-pending" : "notice-dead";
+			action = old.state == STORE_NOTICE_DEAD ? "notice-dead" : "notice-pending";
 			rc = ERR_OK;
 		}
 		goto out;
@@ -194,7 +195,7 @@ static int delivered_notice(struct janitor *j, const char *uid, int64_t now_ms, 
 	int ok = 0;
 
 	if (store_notice_latest(j->opts.store, uid, "notice", &n) == ERR_OK)
-		ok = !strcmp(n.state, "sent") && n.sent_at_ms + lead_ms <= now_ms;
+		ok = n.state == STORE_NOTICE_SENT && n.sent_at_ms + lead_ms <= now_ms;
 	store_notice_release(&n);
 	return ok;
 }

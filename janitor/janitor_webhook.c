@@ -16,6 +16,7 @@
 #include "janitor/janitor.h"
 #include "janitor/kube.h"
 #include "core/clock.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 #define DEFAULT_MAX_EVENTS_BYTES ((size_t)64 << 20)
@@ -136,11 +137,11 @@ static enum err build_events(struct janitor_webhook *w, struct request *r)
 
 		ev->kind = (char *)JANITOR_QUEUE;
 		ev->receiver = p->receiver_name;
-		ev->key = (char *)key;
-		ev->status = (char *)a->status;
+		ev->key = key;
+		ev->status = a->status;
 		ev->starts_at_ms = a->starts_at_ms;
 		ev->ends_at_ms = a->ends_at_ms;
-		ev->payload = (char *)doc;
+		ev->payload = doc;
 		ev->received_at_ms = received;
 		doc += strlen(doc) + 1;
 		key += strlen(key) + 1;

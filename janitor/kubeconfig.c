@@ -40,66 +40,40 @@ extern char **environ;
 
 enum err kube_token_read(const char *path, struct buf *out, struct buf *errmsg)
 {
-	FILE *f = NULL;
-	char chunk[4096];
-	size_t n;
-	enum err rc = ERR_OK;
+	enum err rc;
 
 	buf_reset(out);
-	f = fopen(path, "rb");
-	if (!f) {
+	rc = buf_read_file(out, path, MAX_TOKEN_BYTES);
+	if (rc == ERR_IO) {
 		buf_setf(errmsg, "reading token file %s: %s", path, strerror(errno));
 		return ERR_IO;
 	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (out->len + n > MAX_TOKEN_BYTES || buf_add(out, chunk, n) != ERR_OK) {
-			buf_setf(errmsg, "reading token file %s: over %u bytes", path,
-				 MAX_TOKEN_BYTES);
-			rc = ERR_IO;
-			goto out;
-		}
-	}
-	if (ferror(f)) {
-		buf_setf(errmsg, "reading token file %s: %s", path, strerror(errno));
-		rc = ERR_IO;
-		goto out;
+	if (rc == ERR_TOOBIG) {
+		buf_setf(errmsg, "reading token file %s: over %u bytes", path, MAX_TOKEN_BYTES);
+		return ERR_IO;
 	}
 	while (out->len && strchr(" \t\r\n", out->data[out->len - 1]))
 		buf_truncate(out, out->len - 1);
 	if (!out->len) {
 		buf_setf(errmsg, "token file %s is empty", path);
-		rc = ERR_IO;
+		return ERR_IO;
 	}
-out:
-	fclose(f);
-	return rc;
+	return ERR_OK;
 }
 
 /* Whole file into out (capped); ERR_IO with the reason otherwise. */
 static enum err slurp(const char *path, size_t max, struct buf *out, struct buf *errmsg)
 {
-	FILE *f = fopen(path, "rb");
-	char chunk[8192];
-	size_t n;
-	enum err rc = ERR_OK;
+	size_t before = out->len;
+	enum err rc = buf_read_file(out, path, max);
 
-	if (!f) {
+	if (rc == ERR_IO && out->len == before)
 		buf_setf(errmsg, "kubeconfig %s: %s", path, strerror(errno));
-		return ERR_IO;
-	}
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (out->len + n > max || buf_add(out, chunk, n) != ERR_OK) {
-			buf_setf(errmsg, "reading %s: over %zu bytes", path, max);
-			rc = ERR_IO;
-			break;
-		}
-	}
-	if (!rc && ferror(f)) {
+	else if (rc == ERR_IO)
 		buf_setf(errmsg, "reading %s: %s", path, strerror(errno));
-		rc = ERR_IO;
-	}
-	fclose(f);
-	return rc;
+	else if (rc == ERR_TOOBIG)
+		buf_setf(errmsg, "reading %s: over %zu bytes", path, max);
+	return rc == ERR_OK ? ERR_OK : ERR_IO;
 }
 
 /* Standard base64 (RFC 4648 section 4, whitespace ignored) to a new string; NULL if malformed. */

@@ -16,7 +16,8 @@
 #include "core/http_client.h"
 #include "core/intake.h"
 #include "core/log.h"
-#include "core/store_silences.h"
+#include "store/store_events.h"
+#include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 

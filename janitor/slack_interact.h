@@ -38,7 +38,7 @@
 #include "core/http_server.h"
 #include "core/metrics.h"
 #include "core/reload.h"
-#include "core/store.h"
+#include "store/store.h"
 
 /* The queue (store_event.kind) of clicks; the janitor's worker drains it. */
 #define JANITOR_POSTPONE_QUEUE "postpone"

@@ -20,7 +20,11 @@
 #include "core/duration.h"
 #include "core/mustache.h"
 #include "core/rfc3339.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
+#include "store/store_outbox.h"
+#include "store/store_silences.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
 
@@ -251,10 +255,10 @@ static void more_note(struct render_ctx *r, const char *what)
 static void last_event(struct render_ctx *r, const struct store_issue *row)
 {
 	struct store_event ev = { 0 };
-	char state[8];
+	enum store_event_state state;
 
 	if (store_event_latest(r->p->opts.store, "bridge", row->receiver, row->key, &ev,
-			       state) != ERR_OK) {
+			       &state) != ERR_OK) {
 		lit(r, "<div class=\"meta\">Last change ");
 		when(r, row->updated_at_ms);
 		lit(r, "</div>");
@@ -264,7 +268,7 @@ static void last_event(struct render_ctx *r, const struct store_issue *row)
 	text(r, ev.status);
 	lit(r, " ");
 	when(r, ev.received_at_ms);
-	if (!strcmp(state, "pending"))
+	if (state == STORE_EVENT_PENDING)
 		(void)buf_printf(r->out, ", queued (%d failed attempts)", ev.attempts);
 	lit(r, "</div>");
 	store_event_release(&ev);
@@ -371,7 +375,7 @@ static int alert_card(void *ctx, const struct store_issue *row)
 	text(r, row->key);
 	lit(r, "</code></div><div class=\"meta\">Since ");
 	when(r, row->episode_starts_ms);
-	if (row->state && !strcmp(row->state, "closed")) {
+	if (row->state == STORE_ISSUE_CLOSED) {
 		lit(r, " · issue closed");
 		if (row->state_reason) {
 			lit(r, " (");
@@ -506,17 +510,17 @@ static void notice_state(struct render_ctx *r, const char *label, const char *ui
 		lit(r, "none");
 	} else if (rc) {
 		lit(r, "cannot read the outbox");
-	} else if (!strcmp(n.state, "sent")) {
+	} else if (n.state == STORE_NOTICE_SENT) {
 		lit(r, "delivered ");
 		when(r, n.sent_at_ms);
-	} else if (!strcmp(n.state, "pending")) {
+	} else if (n.state == STORE_NOTICE_PENDING) {
 		lit(r, "queued ");
 		when(r, n.created_at_ms);
 		if (n.attempts)
 			(void)buf_printf(r->out, ", %d failed attempts", n.attempts);
 	} else {
 		lit(r, "failed: ");
-		text(r, n.last_error ? n.last_error : n.state);
+		text(r, n.last_error ? n.last_error : store_notice_state_str(n.state));
 	}
 	lit(r, "</div>");
 	store_notice_release(&n);

@@ -15,7 +15,7 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/http_server.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/janitor.h"
 
 /* Rows of each section shown at most when status_page_options.max_rows is 0. */

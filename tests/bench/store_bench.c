@@ -15,7 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 #include "core/banned.h"
 
 struct worker {

@@ -20,7 +20,7 @@ import tempfile
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OBJECTS = ["build/core/version.o", "build/main.o", "build/core/log.o", "build/gen/embed.o"]
-COPIED = ["Makefile", "VERSION", "main.c", "cmd", "core", "bridge", "janitor", "ha", "web", "templates"]
+COPIED = ["Makefile", "VERSION", "main.c", "cmd", "core", "store", "bridge", "janitor", "ha", "web", "templates"]
 
 results = {"passed": 0, "failed": 0}
 

@@ -22,7 +22,9 @@
 #include "bridge/render.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 
@@ -266,7 +268,7 @@ static void refire_after_window_links_and_keeps_the_new_issue(void **state)
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 8);
 	assert_int_equal(row.previous_number, 7);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	store_issue_release(&row);
 
 	/* the resolve closes the new issue */
@@ -573,7 +575,7 @@ static void not_planned_is_respected_within_window(void **state)
 		bfx_assert_request(&e, i, "GET", "/repos/my-org/alerts/issues/5", NULL);
 	assert_int_equal(store_pending_count(e.st, "bridge"), 0);
 	bfx_get_row(&e, &row);
-	assert_string_equal(row.state, "closed");
+	assert_int_equal(row.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(row.state_reason, "not_planned");
 	store_issue_release(&row);
 	bfx_env_stop(&e);
@@ -707,7 +709,7 @@ static void lost_database_is_rebuilt_from_markers_before_any_create(void **state
 		SAW(2, "GET", "/repos/my-org/alerts/issues/5/comments?per_page=100", NULL));
 	bfx_get_row(&e, &row);
 	assert_int_equal(row.number, 5);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.episode_starts_ms, INT64_C(1795224600000)); /* the comment's */
 	store_issue_release(&row);
 
@@ -887,7 +889,7 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	assert_int_equal(bridge_step(e.b), 0);  /* the body update waits for the interval */
 	assert_int_equal(fake_http_count(e.gh), 1);
 	assert_int_equal(store_issue_get(e.st, "default", key, &row), ERR_OK);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.number, 7);
 	store_issue_release(&row);
 

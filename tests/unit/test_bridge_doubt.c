@@ -26,7 +26,7 @@
 #include <cmocka.h>
 
 #include "bridge/bridge.h"
-#include "core/store.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 
 #define TIMEOUT_MS 1000

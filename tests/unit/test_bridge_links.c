@@ -16,7 +16,8 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/bridge.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

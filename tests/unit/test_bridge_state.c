@@ -19,7 +19,8 @@
 
 #include "bridge/bridge.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 
 #define S1 "2026-11-21T00:49:48.539Z"
@@ -47,7 +48,7 @@ static void assert_row(struct env *e, int64_t number, const char *state, const c
 
 	bfx_get_row(e, &row);
 	assert_int_equal(row.number, number);
-	assert_string_equal(row.state, state);
+	assert_string_equal(store_issue_state_str(row.state), state);
 	if (reason)
 		assert_string_equal(row.state_reason, reason);
 	else

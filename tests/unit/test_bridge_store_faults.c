@@ -19,7 +19,7 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/bridge.h"
-#include "core/store.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"

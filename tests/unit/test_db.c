@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
-#include "core/db.h"
+#include "store/db.h"
 #include "tests/unit/helpers/tmpdir.h"
 
 /* One test's database: a file, or a schema of its own on the server. */

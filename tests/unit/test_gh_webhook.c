@@ -16,8 +16,9 @@
 
 #include "bridge/gh_webhook.h"
 #include "bridge/silence.h"
-#include "core/store.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_map.h"
+#include "store/store_silences.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* GitHub Docs, "Validating webhook deliveries": "Testing the webhook payload validation". */
@@ -178,7 +179,7 @@ static void issue_by_number_finds_the_map_row(void **state)
 	row.key = "0123456789abcdef";
 	row.repo = "Acme/Alerts";
 	row.number = 7;
-	row.state = "open";
+	row.state = STORE_ISSUE_OPEN;
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	row.key = "dryrun0000000000";
 	row.number = 0;

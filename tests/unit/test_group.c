@@ -249,7 +249,7 @@ static void all_resolved_closes_then_a_new_episode_reopens(void **state)
 	/* A late copy of 04 (the group's older notification) does not reopen it. */
 	assert_int_equal(step(&l, partly_staggered(), &c), ISSUE_NOTHING);
 	assert_false(c.is_firing);
-	assert_string_equal(l.row.state, "closed");
+	assert_int_equal(l.row.state, STORE_ISSUE_CLOSED);
 
 	/* The group fires again: a new episode, listing only its members. */
 	drop_alert(again, "app");
@@ -288,7 +288,7 @@ static void unknown_members_follow_the_issue_state(void **state)
 	/* A row rebuilt from GitHub (no members known): open means the episode goes on. */
 	life_init(&l);
 	l.have_row = 1;
-	l.row.state = strdup("open");
+	l.row.state = STORE_ISSUE_OPEN;
 	l.row.episode_starts_ms = ms("2026-11-21T00:49:51.678Z");
 	assert_int_equal(step(&l, fixture("03_group_of_3_firing.json"), &c), ISSUE_NOTHING);
 	assert_true(c.was_firing);
@@ -298,7 +298,7 @@ static void unknown_members_follow_the_issue_state(void **state)
 	/* Closed, and the same episode re-sent: nothing (not a reopen). */
 	life_init(&l);
 	l.have_row = 1;
-	l.row.state = strdup("closed");
+	l.row.state = STORE_ISSUE_CLOSED;
 	l.row.closed_at_ms = l.now - HOUR;
 	l.row.episode_starts_ms = ms("2026-11-21T00:49:51.678Z");
 	assert_int_equal(step(&l, fixture("03_group_of_3_firing.json"), &c), ISSUE_NOTHING);
@@ -310,7 +310,7 @@ static void rebuilt_row(struct life *l, const char *state, int64_t episode, int6
 {
 	life_init(l);
 	l->have_row = 1;
-	l->row.state = strdup(state);
+	assert_int_equal(store_issue_state_parse(state, &l->row.state), ERR_OK);
 	if (!strcmp(state, "closed")) {
 		l->row.state_reason = strdup("completed");
 		l->row.closed_at_ms = l->now - HOUR;
@@ -337,7 +337,7 @@ static void unknown_members_continue_the_rows_episode(void **state)
 	p = fixture("03_group_of_3_firing.json");
 	set_starts(p, "app", T_AGAIN);
 	assert_int_equal(step(&l, p, &c), ISSUE_NOTHING);
-	assert_string_equal(l.row.state, "closed");
+	assert_int_equal(l.row.state, STORE_ISSUE_CLOSED);
 	assert_int_equal(l.row.episode_starts_ms, ms(T_EARLY));
 	assert_int_equal(l.g.n, 3);
 	life_release(&l);
@@ -365,7 +365,7 @@ static void unknown_members_continue_the_rows_episode(void **state)
 	 * after the resolve reopens. */
 	rebuilt_row(&l, "closed", ms(T_EARLY), ms("2026-11-21T00:49:54.703Z"));
 	assert_int_equal(step(&l, fired_staggered(), &c), ISSUE_NOTHING);
-	assert_string_equal(l.row.state, "closed");
+	assert_int_equal(l.row.state, STORE_ISSUE_CLOSED);
 	life_release(&l);
 	rebuilt_row(&l, "closed", ms(T_EARLY), ms("2026-11-21T00:49:54.703Z"));
 	p = fixture("03_group_of_3_firing.json");

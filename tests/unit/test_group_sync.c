@@ -17,7 +17,9 @@
 
 #include "bridge/gh.h"
 #include "bridge/group.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 

@@ -29,7 +29,7 @@ static void row_init(struct store_issue *row, const char *state, const char *rea
 	row->key = xstrdup("0123456789abcdef");
 	row->repo = xstrdup("my-org/cluster-alerts");
 	row->number = 42;
-	row->state = xstrdup(state);
+	assert_int_equal(store_issue_state_parse(state, &row->state), ERR_OK);
 	row->state_reason = xstrdup(reason);
 	row->episode_starts_ms = episode;
 	row->resolved_ends_ms = resolved;
@@ -38,15 +38,9 @@ static void row_init(struct store_issue *row, const char *state, const char *rea
 	row->updated_at_ms = T0 - DAY_MS;
 }
 
-/* store_issue_release() lives in store_map.c; the test frees its own rows. */
 static void row_free(struct store_issue *row)
 {
-	free(row->receiver);
-	free(row->key);
-	free(row->repo);
-	free(row->state);
-	free(row->state_reason);
-	free(row->dead_reason);
+	store_issue_release(row);
 	memset(row, 0, sizeof(*row));
 }
 
@@ -137,10 +131,9 @@ static void firing_new_episode_open_comments(void **state)
 	row.resolved_ends_ms = T0 + MIN_MS;
 	expect_plan(&row, firing(T0 + HOUR_MS), &keep_open_7d, T0 + HOUR_MS,
 		    ISSUE_COMMENT_REFIRE, "new episode, issue open");
-	/* A row without a state counts as open. */
-	row_init(&no_state, "open", NULL, T0, 0, 0);
-	free(no_state.state);
-	no_state.state = NULL;
+	/* A zeroed state counts as open. */
+	row_init(&no_state, "closed", NULL, T0, 0, 0);
+	memset(&no_state.state, 0, sizeof(no_state.state));
 	expect_plan(&no_state, firing(T0 + HOUR_MS), &close_7d, T0 + HOUR_MS,
 		    ISSUE_COMMENT_REFIRE, "new episode, issue open");
 	row_free(&row);
@@ -272,8 +265,7 @@ static void plan_rests_on_closed_only_for_new_transitions(void **state)
 	row.state_reason = xstrdup("completed");
 	assert_false(issue_plan_rests_on_closed(&row, &(struct issue_event){ 1, T0 + DAY_MS, 0 },
 						&close_7d, T0 + DAY_MS));
-	free(row.state);
-	row.state = xstrdup("open");
+	row.state = STORE_ISSUE_OPEN;
 	assert_false(issue_plan_rests_on_closed(
 		&row, &(struct issue_event){ 0, T0 + DAY_MS, T0 + 2 * DAY_MS }, &close_7d,
 		T0 + 2 * DAY_MS));
@@ -372,7 +364,7 @@ static void apply_create_fills_a_fresh_row(void **state)
 	(void)state;
 	memset(&row, 0, sizeof(row));
 	issue_apply(&row, ISSUE_CREATE, &ev, T0 + 5);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_null(row.state_reason);
 	assert_int_equal(row.episode_starts_ms, T0);
 	assert_int_equal(row.resolved_ends_ms, 0);
@@ -392,7 +384,7 @@ static void apply_create_linked_remembers_previous(void **state)
 	issue_apply(&row, ISSUE_CREATE_LINKED, &ev, T0 + 30 * DAY_MS);
 	assert_int_equal(row.previous_number, 42);
 	assert_int_equal(row.number, 0);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_null(row.state_reason);
 	assert_int_equal(row.episode_starts_ms, T0 + 30 * DAY_MS);
 	assert_int_equal(row.resolved_ends_ms, 0);
@@ -411,16 +403,16 @@ static void apply_refire_reopen_close_comment(void **state)
 	row_init(&row, "open", NULL, T0, 0, 0);
 	issue_apply(&row, ISSUE_COMMENT_REFIRE, &fire2, T0 + DAY_MS);
 	assert_int_equal(row.episode_starts_ms, T0 + DAY_MS);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.updated_at_ms, T0 + DAY_MS);
 
 	issue_apply(&row, ISSUE_COMMENT_RESOLVED, &res2, T0 + 2 * DAY_MS);
 	assert_int_equal(row.resolved_ends_ms, T0 + 2 * DAY_MS);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.closed_at_ms, 0);
 
 	issue_apply(&row, ISSUE_CLOSE, &res2, T0 + 3 * DAY_MS);
-	assert_string_equal(row.state, "closed");
+	assert_int_equal(row.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(row.state_reason, "completed");
 	assert_int_equal(row.closed_at_ms, T0 + 3 * DAY_MS);
 	assert_int_equal(row.updated_at_ms, T0 + 3 * DAY_MS);
@@ -428,7 +420,7 @@ static void apply_refire_reopen_close_comment(void **state)
 	{
 		struct issue_event fire3 = firing(T0 + 4 * DAY_MS);
 		issue_apply(&row, ISSUE_REOPEN, &fire3, T0 + 4 * DAY_MS);
-		assert_string_equal(row.state, "open");
+		assert_int_equal(row.state, STORE_ISSUE_OPEN);
 		assert_string_equal(row.state_reason, "reopened");
 		assert_int_equal(row.closed_at_ms, 0);
 		assert_int_equal(row.episode_starts_ms, T0 + 4 * DAY_MS);
@@ -473,7 +465,7 @@ static void apply_nothing_records_what_was_seen(void **state)
 	issue_apply(&row, ISSUE_NOTHING, &newer, T0 + DAY_MS);
 	assert_int_equal(row.episode_starts_ms, T0 + DAY_MS);
 	assert_int_equal(row.updated_at_ms, T0 + DAY_MS);
-	assert_string_equal(row.state, "closed");
+	assert_int_equal(row.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(row.state_reason, "not_planned");
 	assert_int_equal(row.closed_at_ms, T0 + HOUR_MS);
 
@@ -551,7 +543,7 @@ static void sequence_fire_resolve_reopen_link(void **state)
 	}
 	assert_int_equal(row.number, 101);
 	assert_int_equal(row.previous_number, 100);
-	assert_string_equal(row.state, "closed");
+	assert_int_equal(row.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(row.state_reason, "completed");
 	assert_int_equal(row.episode_starts_ms, e3);
 	assert_int_equal(row.resolved_ends_ms, r3);
@@ -586,7 +578,7 @@ static void sequence_auto_close_off_comments_once_per_episode(void **state)
 		assert_string_equal(why, s->why);
 		issue_apply(&row, a, &ev, s->now);
 	}
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.resolved_ends_ms, T0 + DAY_MS + HOUR_MS);
 	row_free(&row);
 }

@@ -19,7 +19,8 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "janitor/janitor_int.h"
 #include "tests/unit/helpers/janitor_fixture.h"
@@ -60,7 +61,7 @@ static void firing_marks_pod_posts_event_and_queues_notice(void **state)
 	assert_int_equal(fake_http_count(e.slack), 0);  /* the outbox sends, not the worker */
 
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_true(n.expires_ms == T0 + 24 * HOUR);
 	assert_null(n.channel);
 	assert_string_equal(n.text,
@@ -120,7 +121,7 @@ static void notice_delivered_then_pod_stamped(void **state)
 		    "{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/notified-at\":"
 		    "\"2026-11-18T00:00:02Z\"}}}");
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "sent");
+	assert_int_equal(n.state, STORE_NOTICE_SENT);
 	assert_string_equal(n.slack_channel_id, "C0GPU");
 	assert_string_equal(n.slack_ts, "1794960000.000100");
 	store_notice_release(&n);
@@ -147,7 +148,7 @@ static void slack_failure_no_stamp_no_deletion(void **state)
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	assert_int_equal(fake_http_count(e.kube), 3);  /* no notified-at */
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_int_equal(n.attempts, 1);
 	assert_string_equal(n.channel, "#gpu-cluster");
 	jfx_assert_contains(n.last_error, "internal_error");

@@ -19,7 +19,8 @@
 
 #include "core/config.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
 
@@ -120,7 +121,7 @@ static void one_pod_is_todays_notice(void **state)
 	text = posted_text(&e, 0, NULL);
 	assert_string_equal(text, n.text);  /* slack_notice.mustache, as before digests */
 	jfx_assert_contains(text, "*Pod `ml-team/train-1` is marked for clean-up*");
-	assert_string_equal(n.state, "sent");
+	assert_int_equal(n.state, STORE_NOTICE_SENT);
 	assert_int_equal(n.digest_id, 0);
 	assert_int_equal(store_digest_pending_count(e.st), 0);
 	free(text);
@@ -161,15 +162,15 @@ static void burst_within_the_window_is_one_digest(void **state)
 	assert_null(strstr(text, "part 1"));
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &a), ERR_OK);
 	assert_int_equal(store_notice_latest(e.st, "uid-2", "notice", &b), ERR_OK);
-	assert_string_equal(a.state, "sent");
-	assert_string_equal(b.state, "sent");
+	assert_int_equal(a.state, STORE_NOTICE_SENT);
+	assert_int_equal(b.state, STORE_NOTICE_SENT);
 	assert_string_equal(a.slack_ts, "1794960000.000100");
 	assert_string_equal(b.slack_ts, a.slack_ts);
 	assert_true(a.sent_at_ms == b.sent_at_ms && a.sent_at_ms >= T0 + 5 * SEC);
 	store_notice_release(&a);
 	store_notice_release(&b);
 	assert_int_equal(store_notice_latest(e.st, "uid-3", "notice", &a), ERR_OK);
-	assert_string_equal(a.state, "pending");
+	assert_int_equal(a.state, STORE_NOTICE_PENDING);
 	store_notice_release(&a);
 	free(text);
 	jfx_env_stop(&e);
@@ -252,7 +253,7 @@ static void failed_digest_is_retried_and_no_pod_of_it_acted_on(void **state)
 	assert_int_equal(fake_http_count(e.slack), 2);
 	assert_int_equal(store_digest_pending_count(e.st), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-0", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	jfx_assert_contains(n.last_error, "ratelimited");
 	store_notice_release(&n);
 
@@ -274,7 +275,7 @@ static void failed_digest_is_retried_and_no_pod_of_it_acted_on(void **state)
 
 		snprintf(uid, sizeof(uid), "uid-%d", i);
 		assert_int_equal(store_notice_latest(e.st, uid, "notice", &n), ERR_OK);
-		assert_string_equal(n.state, "sent");
+		assert_int_equal(n.state, STORE_NOTICE_SENT);
 		assert_true(n.sent_at_ms >= e.now - SEC);  /* the lead counts from the delivery */
 		store_notice_release(&n);
 	}

@@ -19,7 +19,8 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
@@ -215,7 +216,7 @@ static void lease_lost_sends_no_slack_message_then_sends_it(void **state)
 	assert_int_equal(janitor_notice_step(e.j), 0);
 	assert_int_equal(fake_http_count(e.slack), 0);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_int_equal(n.attempts, 0);
 	store_notice_release(&n);
 
@@ -226,7 +227,7 @@ static void lease_lost_sends_no_slack_message_then_sends_it(void **state)
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	assert_int_equal(fake_http_count(e.slack), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "sent");
+	assert_int_equal(n.state, STORE_NOTICE_SENT);
 	store_notice_release(&n);
 	jfx_env_stop(&e);
 }
@@ -263,7 +264,7 @@ static void slack_outage_and_bad_token_never_lose_the_notice(void **state)
 			fake_http_push(e.slack, i % 4 == 2 ? 503 : 200, NULL, answers[i % 4]);
 		assert_int_equal(janitor_notice_step(e.j), 1);
 		assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-		assert_string_equal(n.state, "pending");
+		assert_int_equal(n.state, STORE_NOTICE_PENDING);
 		assert_int_equal(n.attempts, i + 1);
 		store_notice_release(&n);
 		e.now += 11 * MIN;  /* past the capped backoff (10 min) */
@@ -288,7 +289,7 @@ static void slack_outage_and_bad_token_never_lose_the_notice(void **state)
 	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "sent");
+	assert_int_equal(n.state, STORE_NOTICE_SENT);
 	store_notice_release(&n);
 	jfx_req(e.kube, 5, "PATCH", POD_PATH);
 	assert_int_equal(janitor_notice_step(e.j), 0);
@@ -309,7 +310,7 @@ static void slack_rejecting_the_message_still_gives_up(void **state)
 		e.now += 11 * MIN;
 	}
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "dead");
+	assert_int_equal(n.state, STORE_NOTICE_DEAD);
 	jfx_assert_contains(n.last_error, "not_in_channel");
 	store_notice_release(&n);
 	assert_int_equal(janitor_notice_step(e.j), 0);
@@ -330,7 +331,7 @@ static void slack_timeout_retried_then_delivered(void **state)
 	fake_http_push_delayed(e.slack, 700, 200, NULL, OK_POST);
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_int_equal(n.attempts, 1);
 	store_notice_release(&n);
 	assert_int_equal(fake_http_count(e.kube), 3);  /* no stamp without an answer */
@@ -342,7 +343,7 @@ static void slack_timeout_retried_then_delivered(void **state)
 	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "sent");
+	assert_int_equal(n.state, STORE_NOTICE_SENT);
 	store_notice_release(&n);
 	jfx_req(e.kube, 4, "PATCH", POD_PATH);
 	jfx_env_stop(&e);

@@ -17,7 +17,8 @@
 #include <jansson.h>
 
 #include "core/config.h"
-#include "core/store.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "janitor/janitor_int.h"
 #include "janitor/slack_interact.h"
@@ -33,6 +34,7 @@ static void click(struct env *e, const char *user, const char *action_ts)
 	struct buf url = BUF_INIT, err = BUF_INIT;
 	struct slack_click c = { 0 };
 	struct store_event ev = { 0 };
+	char *payload;
 
 	(void)buf_printf(&url, "%s" RESPOND, fake_http_url(e->slack));
 	c.user = (char *)user;
@@ -57,9 +59,10 @@ static void click(struct env *e, const char *user, const char *action_ts)
 	ev.status = (char *)"firing";
 	ev.starts_at_ms = e->now;
 	ev.received_at_ms = e->now;
-	ev.payload = slack_click_json(&c);
+	payload = slack_click_json(&c);
+	ev.payload = payload;
 	assert_int_equal(store_enqueue(e->st, &ev, 1, &err), ERR_OK);
-	free(ev.payload);
+	free(payload);
 	buf_release(&url);
 	buf_release(&err);
 }

@@ -19,7 +19,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/janitor_fixture.h"
 
@@ -102,7 +102,7 @@ static void reminder_once_in_the_notice_thread(void **state)
 	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
 	jfx_no_mutation(e.kube, 0);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_string_equal(n.channel, "C0GPU");
 	assert_string_equal(n.thread_ts, "1794950000.000100");
 	assert_string_equal(n.text,
@@ -186,7 +186,7 @@ static void no_reminder_without_a_delivered_notice_or_a_mark(void **state)
 	fake_http_push(e.kube, 201, NULL, "{}");
 	assert_int_equal(janitor_step(e.j), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &r), ERR_OK);
-	assert_string_equal(r.state, "dead");  /* cancelled: it never goes out */
+	assert_int_equal(r.state, STORE_NOTICE_DEAD);  /* cancelled: it never goes out */
 	store_notice_release(&r);
 
 	/* the mark is gone: later sweeps have nothing to remind of */
@@ -485,7 +485,7 @@ static void channel_not_found_falls_back_once_then_dead(void **state)
 	assert_string_equal(json_string_value(json_object_get(post, "channel")), "#gpu-cluster");
 	json_decref(post);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "dead");
+	assert_int_equal(n.state, STORE_NOTICE_DEAD);
 	store_notice_release(&n);
 	assert_int_equal(janitor_notice_step(e.j), 0);
 	assert_int_equal(fake_http_count(e.kube), 3);  /* never stamped */

@@ -26,7 +26,8 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 #include "janitor/janitor.h"
 
 #define TOKEN "janitor-s3cret"

@@ -16,7 +16,8 @@
 #include "bridge/gh.h"
 #include "bridge/repos.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/fake_http.h"
 
 #define T0 1700000000000LL

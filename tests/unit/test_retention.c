@@ -19,7 +19,8 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/retention.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 
 static int64_t add_done(struct store *st, const char *key, const char *kind)
 {

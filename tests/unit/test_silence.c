@@ -21,8 +21,11 @@
 #include "core/config.h"
 #include "core/http_client.h"
 #include "core/map_admin.h"
-#include "core/store.h"
-#include "core/store_silences.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
+#include "store/store_silences.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 
@@ -278,7 +281,7 @@ static void fold(struct env *e, const char *key, const char *labels)
 	struct store_member m = { .key = (char *)key, .summary_id = 1, .firing = 1,
 				  .starts_at_ms = NOW - 60000, .line = (char *)"" };
 	struct store_event latest = { 0 };
-	char state[8];
+	enum store_event_state state;
 
 	(void)buf_printf(&doc, "{\"v\":1,\"receiver\":\"g\",\"status\":\"firing\","
 			 "\"labels\":%s}", labels);
@@ -286,7 +289,7 @@ static void fold(struct env *e, const char *key, const char *labels)
 	ev.repeat_state = (char *)"";
 	if (store_enqueue(e->st, &ev, 1, &msg) != ERR_OK)
 		fail_msg("enqueue: %s", buf_str(&msg));
-	assert_int_equal(store_event_latest(e->st, "bridge", "g", key, &latest, state), ERR_OK);
+	assert_int_equal(store_event_latest(e->st, "bridge", "g", key, &latest, &state), ERR_OK);
 	if (store_member_fold(e->st, latest.id, &row, &m, 1, &msg) != ERR_OK)
 		fail_msg("fold: %s", buf_str(&msg));
 	store_event_release(&latest);
@@ -319,7 +322,7 @@ static void storm_silence_covers_every_folded_alert(void **state)
 	live_github(&e, gh);
 	assert_int_equal(store_summary_add(e.st, &sum, &msg), ERR_OK);
 	sum.number = 3;
-	sum.state = (char *)"open";
+	sum.state = STORE_SUMMARY_OPEN;
 	assert_int_equal(store_summary_save(e.st, &sum, &msg), ERR_OK);
 	fold(&e, KEY, "{\"alertname\":\"GPUHot\",\"cluster\":\"a\",\"pod\":\"trainer-0\"}");
 	fold(&e, KEY2, "{\"alertname\":\"GPUHot\",\"cluster\":\"a\",\"pod\":\"trainer-1\"}");

@@ -15,10 +15,12 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
+#include "store/store_silences.h"
 #include "tests/unit/helpers/bridge_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
-#include "core/store_silences.h"
 #include "web/status_page.h"
 
 #define NOW INT64_C(1700000600000) /* 10 minutes after sfx_mkrow()'s episode start */

@@ -21,7 +21,9 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* ---- open and migrations ---- */

@@ -19,8 +19,10 @@
 #include <unistd.h>
 
 #include "core/buf.h"
-#include "core/db.h"
-#include "core/store.h"
+#include "store/db.h"
+#include "store/store.h"
+#include "store/store_copy.h"
+#include "store/store_events.h"
 #include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 

@@ -15,7 +15,9 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_digest.h"
+#include "store/store_outbox.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define T 1800000000000LL
@@ -120,7 +122,7 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 	assert_string_equal(got.channel, "#a");
 	assert_int_equal(got.part, 1);
 	assert_int_equal(got.parts, 2);
-	assert_string_equal(got.state, "pending");
+	assert_int_equal(got.state, STORE_NOTICE_PENDING);
 	assert_int_equal(store_digest_members(st, got.id, &m, &cnt), ERR_OK);
 	assert_int_equal(cnt, 2);
 	assert_int_equal(m[0].id, ids[0]);
@@ -135,7 +137,7 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 	assert_int_equal(got.id, d[1].id);  /* part 2 is due, part 1 is not */
 	store_digest_release(&got);
 	assert_int_equal(store_notice_latest(st, "uid-0", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "pending");
+	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_string_equal(n.last_error, "HTTP 503");
 	store_notice_release(&n);
 
@@ -151,7 +153,7 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 
 		snprintf(uid, sizeof(uid), "uid-%d", i);
 		assert_int_equal(store_notice_latest(st, uid, "notice", &n), ERR_OK);
-		assert_string_equal(n.state, "sent");
+		assert_int_equal(n.state, STORE_NOTICE_SENT);
 		assert_int_equal(n.sent_at_ms, T + 61000);
 		assert_string_equal(n.slack_ts, "1.000100");
 		assert_string_equal(n.slack_channel_id, "C0A");
@@ -160,7 +162,7 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 	/* Part 2 given up: its member with it. */
 	assert_int_equal(store_digest_dead(st, d[1].id, "not_in_channel"), ERR_OK);
 	assert_int_equal(store_notice_latest(st, "uid-2", "notice", &n), ERR_OK);
-	assert_string_equal(n.state, "dead");
+	assert_int_equal(n.state, STORE_NOTICE_DEAD);
 	assert_string_equal(n.last_error, "not_in_channel");
 	store_notice_release(&n);
 	assert_int_equal(store_digest_pending_count(st), 0);

@@ -23,7 +23,9 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 static int64_t mono_ms(void)
@@ -635,7 +637,7 @@ static void repeats_from_the_version_only_while_nothing_changed(void **state)
 	struct store *st = sfx_open_ok(f->path);
 	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
 	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"k1",
-				   .repo = (char *)"o/r", .number = 7, .state = (char *)"open" };
+				   .repo = (char *)"o/r", .number = 7, .state = STORE_ISSUE_OPEN };
 	struct buf msg = BUF_INIT;
 	uint64_t v = 0, v2;
 	int all = -1;
@@ -816,9 +818,9 @@ static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		evs[0] = sfx_mkev("bridge", "default", "good", "firing");
 		evs[1] = sfx_mkev("bridge", "default", "bad", "firing");
-		char **field[] = { &evs[1].kind, &evs[1].receiver, &evs[1].key, &evs[1].status,
+		const char **field[] = { &evs[1].kind, &evs[1].receiver, &evs[1].key, &evs[1].status,
 				   &evs[1].payload };
-		*field[cases[i].field] = (char *)cases[i].value;
+		*field[cases[i].field] = cases[i].value;
 		buf_reset(&msg);
 		assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_INVALID);
 		assert_string_equal(buf_str(&msg), cases[i].want);
@@ -1185,7 +1187,7 @@ static void latest_event_and_oldest_pending(void **state)
 	struct fixture *f = *state;
 	struct store *st = sfx_open_ok(f->path);
 	struct store_event evs[3], got;
-	char stt[8];
+	enum store_event_state stt;
 
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
 	assert_int_equal(store_oldest_pending_ms(st, ""), -1);
@@ -1200,22 +1202,24 @@ static void latest_event_and_oldest_pending(void **state)
 	assert_int_equal(store_enqueue(st, evs, 3, NULL), ERR_OK);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000001000);
 	assert_int_equal(store_oldest_pending_ms(st, "janitor"), INT64_MAX);
-	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, stt), ERR_OK);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, &stt), ERR_OK);
 	assert_int_equal(got.id, evs[1].id);
 	assert_string_equal(got.status, "resolved");
 	assert_int_equal(got.received_at_ms, 1700000002000);
-	assert_string_equal(stt, "pending");
+	assert_int_equal(stt, STORE_EVENT_PENDING);
+	assert_string_equal(store_event_state_str(stt), "pending");
 	store_event_release(&got);
 	assert_int_equal(store_event_done(st, evs[0].id, NULL, NULL), ERR_OK);
 	assert_int_equal(store_event_dead(st, evs[1].id, "GitHub said 422"), ERR_OK);
-	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, stt), ERR_OK);
-	assert_string_equal(stt, "dead");
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k1", &got, &stt), ERR_OK);
+	assert_int_equal(stt, STORE_EVENT_DEAD);
+	assert_string_equal(store_event_state_str(stt), "dead");
 	assert_string_equal(got.last_error, "GitHub said 422");
 	store_event_release(&got);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000003000);
-	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k9", &got, stt), ERR_NOTFOUND);
-	assert_int_equal(store_event_latest(st, "janitor", "oncall", "k1", &got, stt), ERR_NOTFOUND);
-	assert_int_equal(store_event_latest(st, "bridge", "", "k1", &got, stt), ERR_INVALID);
+	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k9", &got, &stt), ERR_NOTFOUND);
+	assert_int_equal(store_event_latest(st, "janitor", "oncall", "k1", &got, &stt), ERR_NOTFOUND);
+	assert_int_equal(store_event_latest(st, "bridge", "", "k1", &got, &stt), ERR_INVALID);
 	store_close(st);
 }
 

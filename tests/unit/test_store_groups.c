@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* issue_per: group states: done with the event and the row, due when paced, synced. */

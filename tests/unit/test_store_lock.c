@@ -17,7 +17,9 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_lock.h"
 #include "tests/unit/helpers/pg_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 

@@ -20,7 +20,9 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* ---- the map ---- */
@@ -61,7 +63,7 @@ static void map_put_get_forget_each(void **state)
 	row = sfx_mkrow("team-a", "k9", 12);
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	row = sfx_mkrow("team-a", "k1", 13);
-	row.state = (char *)"closed";
+	row.state = STORE_ISSUE_CLOSED;
 	row.state_reason = (char *)"not_planned";
 	row.closed_at_ms = 1700000005000;
 	row.resolved_ends_ms = 1700000004000;
@@ -73,7 +75,7 @@ static void map_put_get_forget_each(void **state)
 	assert_string_equal(got.key, "k1");
 	assert_string_equal(got.repo, "my-org/cluster-alerts");
 	assert_int_equal(got.number, 13);
-	assert_string_equal(got.state, "closed");
+	assert_int_equal(got.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(got.state_reason, "not_planned");
 	assert_int_equal(got.episode_starts_ms, 1700000000000);
 	assert_int_equal(got.resolved_ends_ms, 1700000004000);
@@ -90,7 +92,7 @@ static void map_put_get_forget_each(void **state)
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	assert_int_equal(store_issue_get(st, "team-a", "k1", &got), ERR_OK);
 	assert_int_equal(got.number, 14);
-	assert_string_equal(got.state, "open");
+	assert_int_equal(got.state, STORE_ISSUE_OPEN);
 	assert_null(got.state_reason);
 	store_issue_release(&got);
 
@@ -125,7 +127,7 @@ static void issue_count_by_state(void **state)
 	struct store *st = sfx_open_ok(f->path);
 	struct store_issue row;
 
-	assert_int_equal(store_issue_count(st, "open"), 0);
+	assert_int_equal(store_issue_count(st, STORE_ISSUE_OPEN), 0);
 	row = sfx_mkrow("team-a", "k1", 11);
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	row = sfx_mkrow("team-a", "k2", 12);
@@ -135,12 +137,12 @@ static void issue_count_by_state(void **state)
 	row = sfx_mkrow("team-a", "k4", 0);    /* dry-run: no issue yet */
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
 	row = sfx_mkrow("team-b", "k5", 13);
-	row.state = (char *)"closed";
+	row.state = STORE_ISSUE_CLOSED;
 	assert_int_equal(store_issue_put(st, &row), ERR_OK);
-	assert_int_equal(store_issue_count(st, "open"), 2);
-	assert_int_equal(store_issue_count(st, "closed"), 1);
-	assert_int_equal(store_issue_count(st, ""), -1);
-	assert_int_equal(store_issue_count(NULL, "open"), -1);
+	assert_int_equal(store_issue_count(st, STORE_ISSUE_OPEN), 2);
+	assert_int_equal(store_issue_count(st, STORE_ISSUE_CLOSED), 1);
+	assert_int_equal(store_issue_count(st, (enum store_issue_state)9), -1);
+	assert_int_equal(store_issue_count(NULL, STORE_ISSUE_OPEN), -1);
 	store_close(st);
 }
 
@@ -183,7 +185,7 @@ static void map_put_rejects_bad_rows(void **state)
 	row = sfx_mkrow("default", "", 1);
 	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
 	row = sfx_mkrow("default", "k", 1);
-	row.state = (char *)"merged";
+	row.state = (enum store_issue_state)9;  /* neither open nor closed */
 	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
 	assert_int_equal(store_issue_put(st, NULL), ERR_INVALID);
 	memset(&c, 0, sizeof(c));

@@ -20,7 +20,8 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_outbox.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 static void notices_outbox_life_cycle(void **state)
@@ -43,7 +44,7 @@ static void notices_outbox_life_cycle(void **state)
 	assert_true(n.id > 0);
 	assert_int_equal(store_notice_pending_count(st), 1);
 	assert_int_equal(store_notice_next(st, 0, &got), ERR_OK);
-	assert_string_equal(got.state, "pending");
+	assert_int_equal(got.state, STORE_NOTICE_PENDING);
 	assert_string_equal(got.notify, "U0ALICE");
 	assert_null(got.owner);
 	assert_null(got.channel);
@@ -61,7 +62,7 @@ static void notices_outbox_life_cycle(void **state)
 	assert_int_equal(store_notice_sent(st, n.id, 6000, "#c", "C1", "1.2"), ERR_OK);
 	assert_int_equal(store_notice_sent(st, n.id, 6000, "#c", "C1", "1.2"), ERR_NOTFOUND);
 	assert_int_equal(store_notice_latest(st, "uid-1", "notice", &got), ERR_OK);
-	assert_string_equal(got.state, "sent");
+	assert_int_equal(got.state, STORE_NOTICE_SENT);
 	assert_true(got.sent_at_ms == 6000);
 	assert_string_equal(got.slack_ts, "1.2");
 	store_notice_release(&got);
@@ -74,7 +75,7 @@ static void notices_outbox_life_cycle(void **state)
 	assert_int_equal(store_notice_cancel(st, "uid-1", "resolved", &cancelled), ERR_OK);
 	assert_int_equal(cancelled, 1);
 	assert_int_equal(store_notice_latest(st, "uid-1", "cancelled", &got), ERR_OK);
-	assert_string_equal(got.state, "dead");
+	assert_int_equal(got.state, STORE_NOTICE_DEAD);
 	assert_string_equal(got.last_error, "resolved");
 	store_notice_release(&got);
 	assert_int_equal(store_notice_dead(st, reply.id, "x"), ERR_NOTFOUND);

@@ -19,8 +19,7 @@
 #include <sqlite3.h>
 
 #include "core/buf.h"
-#include "core/store.h"
-#include "core/store_int.h"
+#include "store/store_int.h"
 #include "tests/unit/helpers/tmpdir.h"
 
 /* The statements whose work is the whole table, run at most once a second or by a person. */

@@ -20,7 +20,10 @@
 #include "bridge/storm.h"
 #include "core/config.h"
 #include "core/log.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_groups.h"
+#include "store/store_map.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/store_fixture.h"
 
@@ -380,12 +383,12 @@ static void storm_folds_then_subsides(void **state)
 	assert_int_equal(passed, 10);
 	assert_int_equal(store_summary_live(e->st, "default", "my-org/alerts", "HighLatency",
 					    &sum), ERR_OK);
-	assert_string_equal(sum.state, "creating");
+	assert_int_equal(sum.state, STORE_SUMMARY_CREATING);
 	assert_int_equal(sum.total, 10);
 	assert_int_equal(sum.firing, 10);
 	/* the folded alert's map row points at the summary (number 0 until created) */
 	assert_int_equal(store_issue_get(e->st, "default", "0000000000000000", &row), ERR_OK);
-	assert_string_equal(row.state, "open");
+	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.number, 0);
 	assert_int_equal(store_member_get(e->st, "default", "0000000000000000", &m), ERR_OK);
 	assert_int_equal(m.summary_id, sum.id);
@@ -423,7 +426,7 @@ static void summary_life_cycle(void **state)
 	/* the summary is created at once (dry-run: number 0), then it is quiet */
 	assert_int_equal(storm_sync(e->storm, e->now), 1);
 	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
-	assert_string_equal(sum.state, "open");
+	assert_int_equal(sum.state, STORE_SUMMARY_OPEN);
 	assert_int_equal(sum.synced_at_ms, e->now);
 	assert_int_equal(sum.dirty, 0);
 	store_summary_release(&sum);
@@ -445,10 +448,10 @@ static void summary_life_cycle(void **state)
 	assert_int_equal(route_next(e, &rc), STORM_DONE);
 	assert_int_equal(storm_sync(e->storm, e->now + 1), 1);
 	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
-	assert_string_equal(sum.state, "closed");
+	assert_int_equal(sum.state, STORE_SUMMARY_CLOSED);
 	store_summary_release(&sum);
 	assert_int_equal(store_issue_get(e->st, "default", "0000000000000001", &row), ERR_OK);
-	assert_string_equal(row.state, "closed");
+	assert_int_equal(row.state, STORE_ISSUE_CLOSED);
 	assert_string_equal(row.state_reason, "completed");
 	store_issue_release(&row);
 	/* a re-fire after the close is unfolded: planned as a new alert */
@@ -519,7 +522,7 @@ static void refused_rewrite_waits_for_a_change(void **state)
 	assert_int_equal(storm_sync(e->storm, e->now), 0);
 	assert_int_equal(fake_http_count(gh), 2);
 	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
-	assert_string_equal(sum.state, "open");
+	assert_int_equal(sum.state, STORE_SUMMARY_OPEN);
 	store_summary_release(&sum);
 
 	/* its other alert resolves: the summary changed, so it is written (and closed) */
@@ -574,7 +577,7 @@ static void create_in_doubt_is_looked_for_once_settled(void **state)
 	assert_int_equal(storm_sync(e->storm, e->now), 1);
 	assert_int_equal(fake_http_count(gh), 1);
 	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
-	assert_string_equal(sum.state, "creating");
+	assert_int_equal(sum.state, STORE_SUMMARY_CREATING);
 	snprintf(page, sizeof(page),
 		 "[{\"number\":5,\"state\":\"open\",\"created_at\":\"2026-11-18T11:06:40Z\","
 		 "\"body\":\"summary <!-- alertbridge:key=%s -->\",\"repository_url\":"
@@ -595,7 +598,7 @@ static void create_in_doubt_is_looked_for_once_settled(void **state)
 	assert_int_equal(fake_http_count(gh), 2);
 	assert_string_equal(fake_http_request(gh, 1)->method, "GET");
 	assert_int_equal(store_summary_get(e->st, 1, &sum), ERR_OK);
-	assert_string_equal(sum.state, "open");
+	assert_int_equal(sum.state, STORE_SUMMARY_OPEN);
 	assert_int_equal(sum.number, 5);
 	store_summary_release(&sum);
 	fake_http_stop(gh);
@@ -607,7 +610,7 @@ static void store_storm_errors(void **state)
 	struct store_summary s = { 0 };
 	struct store_member m = { .key = (char *)"aaaa", .summary_id = 1 };
 	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"bbbb",
-				   .repo = (char *)"o/n", .state = (char *)"open" };
+				   .repo = (char *)"o/n", .state = STORE_ISSUE_OPEN };
 	struct buf err = BUF_INIT;
 
 	assert_int_equal(store_summary_add(e->st, &s, &err), ERR_INVALID);
@@ -620,10 +623,10 @@ static void store_storm_errors(void **state)
 	assert_string_equal(buf_str(&err), "store: event 999 does not exist");
 	s.id = 42;
 	s.repo = (char *)"o/n";
-	s.state = (char *)"open";
+	s.state = STORE_SUMMARY_OPEN;
 	assert_int_equal(store_summary_save(e->st, &s, &err), ERR_NOTFOUND);
 	assert_string_equal(buf_str(&err), "store: summary 42 does not exist");
-	s.state = (char *)"gone";
+	s.state = (enum store_summary_state)9;  /* none of the three */
 	assert_int_equal(store_summary_save(e->st, &s, &err), ERR_INVALID);
 	assert_string_equal(buf_str(&err),
 			    "store: summary: repo and state (creating, open or closed) needed");

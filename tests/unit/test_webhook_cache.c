@@ -13,6 +13,7 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/webhook_cache.h"
+#include "store/store_events.h"
 
 static struct store_event event(const char *key, const char *repeat_state)
 {

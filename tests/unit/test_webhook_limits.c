@@ -21,7 +21,7 @@
 #include "core/buf.h"
 #include "core/http_server.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store_events.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"
 

@@ -30,7 +30,9 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 #include "core/xalloc.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"
@@ -144,7 +146,7 @@ static void fire_and_map(const struct fixture *f, const char *fired, int64_t num
 	struct store_issue row = { .receiver = (char *)"alert-service",
 				   .key = (char *)"43257ea8bc3d7780",
 				   .repo = (char *)"my-org/cluster-alerts", .number = number,
-				   .state = (char *)"open" };
+				   .state = STORE_ISSUE_OPEN };
 	struct store_event ev;
 
 	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);

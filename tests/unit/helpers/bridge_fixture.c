@@ -16,6 +16,8 @@
 
 #include "core/am.h"
 #include "core/buf.h"
+#include "store/store_events.h"
+#include "store/store_map.h"
 
 /* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
 static int env_may_act(void *ctx)
@@ -197,7 +199,7 @@ void bfx_assert_row(struct env *e, int64_t number, const char *state)
 	if (number >= 0)
 		assert_int_equal(row.number, number);
 	if (state)
-		assert_string_equal(row.state, state);
+		assert_string_equal(store_issue_state_str(row.state), state);
 	store_issue_release(&row);
 }
 
@@ -208,7 +210,7 @@ void bfx_put_dry_run_row(struct env *e)
 	row.receiver = "default";
 	row.key = FP;
 	row.repo = "my-org/alerts";
-	row.state = "open";
+	row.state = STORE_ISSUE_OPEN;
 	row.episode_starts_ms = INT64_C(1795222188539);
 	row.created_at_ms = T0 - 600000;
 	row.updated_at_ms = T0 - 600000;

@@ -14,7 +14,7 @@
 #include "bridge/bridge.h"
 #include "bridge/render.h"
 #include "core/config.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "tests/unit/helpers/fake_http.h"
 
 #define T0 INT64_C(1795000000000) /* 2026-11-18T... UTC, the virtual clock's start */

@@ -16,6 +16,8 @@
 
 #include "core/am.h"
 #include "core/log.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 
 int64_t jfx_v_now(void *ctx)
 {

@@ -17,7 +17,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/fake_http.h"
 

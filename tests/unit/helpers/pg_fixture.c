@@ -12,7 +12,7 @@
 #include <cmocka.h>
 
 #include "core/buf.h"
-#include "core/db.h"
+#include "store/db.h"
 
 const char *pgfx_server(void)
 {

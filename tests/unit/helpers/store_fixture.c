@@ -17,7 +17,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include "core/db.h"
+#include "store/db.h"
+#include "store/store_events.h"
 #include "pg_fixture.h"
 
 int sfx_postgres(void)
@@ -304,7 +305,7 @@ struct store_issue sfx_mkrow(const char *receiver, const char *key, int64_t numb
 	r.key = (char *)key;
 	r.repo = (char *)"my-org/cluster-alerts";
 	r.number = number;
-	r.state = (char *)"open";
+	r.state = STORE_ISSUE_OPEN;
 	r.episode_starts_ms = 1700000000000;
 	r.created_at_ms = 1700000002000;
 	r.updated_at_ms = 1700000003000;

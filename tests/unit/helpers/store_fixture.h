@@ -15,7 +15,8 @@
 
 #include <stdint.h>
 
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 
 struct fixture {
 	char dir[64];     /* a fresh directory, on both engines */

@@ -25,7 +25,8 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 #include "core/xalloc.h"
 
 #include "tests/unit/helpers/webhook_fixture.h"

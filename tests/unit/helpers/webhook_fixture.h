@@ -17,7 +17,8 @@
 #include "core/config.h"
 #include "core/http_server.h"
 #include "core/metrics.h"
-#include "core/store.h"
+#include "store/store.h"
+#include "store/store_events.h"
 
 #define TOKEN "t0ps3cret-webhook-token"
 #define AUTH_HEADER "Authorization: Bearer " TOKEN

@@ -11,8 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "store.h"
+#include "core/err.h"
+#include "store/store.h"
+#include "store/store_events.h"
 
 /*
  * Take GitHub delivery id (the X-GitHub-Delivery GUID) at now_ms: *fresh = 1
@@ -48,12 +49,16 @@ enum err store_command_take(struct store *st, const char *key, int64_t at_ms, in
 enum err store_issue_by_number(struct store *st, const char *repo, int64_t number,
 			       char **receiver, char **key) WARN_UNUSED;
 
-/* A silence alertbridge made in Alertmanager for a map row. */
+/*
+ * A silence alertbridge made in Alertmanager for a map row.  The strings
+ * are the caller's on input (store_silence_put(): borrowed, copied), the
+ * store's copies in the arrays it returns (store_silences_free()).
+ */
 struct store_silence {
-	char *receiver;
-	char *key;
-	char *silence_id;       /* Alertmanager's ID */
-	char *created_by;       /* the GitHub login that asked for it */
+	const char *receiver;
+	const char *key;
+	const char *silence_id; /* Alertmanager's ID */
+	const char *created_by; /* the GitHub login that asked for it */
 	int64_t ends_at_ms;     /* its endsAt */
 	int64_t created_at_ms;
 	int64_t expired_at_ms;  /* when /unsilence expired it; 0: not expired by us */

@@ -3,17 +3,40 @@
  * scans that rebuild it.  Part of the store (store.c); shares its connection
  * and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_map.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
-#include "banned.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define EACH_PAGE_ROWS 64
+
+/* The words of enum store_issue_state in issues.state (and GitHub's). */
+#define N_ISSUE_STATES 2
+static const char *const issue_states[N_ISSUE_STATES] = {
+	[STORE_ISSUE_OPEN] = "open",
+	[STORE_ISSUE_CLOSED] = "closed",
+};
+
+const char *store_issue_state_str(enum store_issue_state state)
+{
+	return store_state_word(issue_states, N_ISSUE_STATES, (int)state);
+}
+
+enum err store_issue_state_parse(const char *word, enum store_issue_state *out)
+{
+	int i = store_state_index(issue_states, N_ISSUE_STATES, word, -1);
+
+	if (i < 0)
+		return ERR_INVALID;
+	*out = (enum store_issue_state)i;
+	return ERR_OK;
+}
 
 enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 {
@@ -27,15 +50,13 @@ enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 		missing = "key";
 	else if (store_empty(row->repo))
 		missing = "repo";
-	else if (store_empty(row->state))
-		missing = "state";
 	if (missing) {
 		buf_setf(errmsg, "store: issue row: %s is empty", missing);
 		return ERR_INVALID;
 	}
-	if (strcmp(row->state, "open") && strcmp(row->state, "closed")) {
-		buf_setf(errmsg, "store: issue row: state \"%s\" is not open or closed",
-			 row->state);
+	if (!*store_issue_state_str(row->state)) {
+		buf_setf(errmsg, "store: issue row: state %d is not open or closed",
+			 (int)row->state);
 		return ERR_INVALID;
 	}
 	return ERR_OK;
@@ -45,7 +66,8 @@ enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 enum err store_put_issue(struct store *st, const struct store_issue *row, struct buf *errmsg)
 {
 	return store_run(st, S_IS_PUT, "put issue", errmsg, "tttittiiiiiitttttt", row->receiver,
-			 row->key, row->repo, row->number, row->state, row->state_reason,
+			 row->key, row->repo, row->number, store_issue_state_str(row->state),
+			 row->state_reason,
 			 row->episode_starts_ms, row->resolved_ends_ms, row->closed_at_ms,
 			 row->previous_number, row->created_at_ms, row->updated_at_ms,
 			 row->dead_reason, row->alertname, row->title, row->etag, row->labels,
@@ -60,7 +82,8 @@ static void read_issue(struct db_stmt *s, struct store_issue *out)
 	out->key = store_col_str(s, 1);
 	out->repo = store_col_str(s, 2);
 	out->number = db_col_int(s, 3);
-	out->state = store_col_str(s, 4);
+	out->state = (enum store_issue_state)store_col_state(s, 4, issue_states, N_ISSUE_STATES,
+							     STORE_ISSUE_OPEN);
 	out->state_reason = store_col_str(s, 5);
 	out->episode_starts_ms = db_col_int(s, 6);
 	out->resolved_ends_ms = db_col_int(s, 7);
@@ -166,7 +189,7 @@ enum err store_issue_each(struct store *st, const char *receiver,
 {
 	struct store_issue page[EACH_PAGE_ROWS];
 	struct buf msg = BUF_INIT;
-	char *after_rcv = xstrdup(""), *after_key = xstrdup("");
+	const char *after_rcv = xstrdup(""), *after_key = xstrdup("");
 	enum err rc = ERR_OK;
 	int n = 0, stop = 0;
 
@@ -180,8 +203,8 @@ enum err store_issue_each(struct store *st, const char *receiver,
 			if (!stop && rc == ERR_OK)
 				stop = fn(ctx, &page[i]);
 			if (i == n - 1) {
-				free(after_rcv);
-				free(after_key);
+				store_free_str(after_rcv);
+				store_free_str(after_key);
 				after_rcv = page[i].receiver;
 				after_key = page[i].key;
 				page[i].receiver = page[i].key = NULL;
@@ -192,27 +215,26 @@ enum err store_issue_each(struct store *st, const char *receiver,
 	if (rc == ERR_DB)
 		store_log_db("list issues", &msg);
 out:
-	free(after_rcv);
-	free(after_key);
+	store_free_str(after_rcv);
+	store_free_str(after_key);
 	buf_release(&msg);
 	return rc;
 }
 
-int64_t store_issue_count(struct store *st, const char *state)
+int64_t store_issue_count(struct store *st, enum store_issue_state state)
 {
-	if (!st || store_empty(state))
+	if (!st || !*store_issue_state_str(state))
 		return -1;
-	return store_count(st, S_IS_COUNT_STATE, state, "count issues");
+	return store_count(st, S_IS_COUNT_STATE, store_issue_state_str(state), "count issues");
 }
 
 void store_issue_release(struct store_issue *row)
 {
 	if (!row)
 		return;
-	free(row->receiver);
-	free(row->key);
+	store_free_str(row->receiver);
+	store_free_str(row->key);
 	free(row->repo);
-	free(row->state);
 	free(row->state_reason);
 	free(row->dead_reason);
 	free(row->alertname);
@@ -220,7 +242,8 @@ void store_issue_release(struct store_issue *row)
 	free(row->etag);
 	free(row->labels);
 	free(row->previous_url);
-	row->receiver = row->key = row->repo = row->state = NULL;
+	row->receiver = row->key = NULL;
+	row->repo = NULL;
 	row->state_reason = row->dead_reason = row->alertname = row->title = NULL;
 	row->etag = row->labels = row->previous_url = NULL;
 }

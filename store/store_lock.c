@@ -5,13 +5,14 @@
  * connection; always held on sqlite) and a ping for readiness.  The policy
  * (when to try, the grace, the Lease instead) is core/active.c's.
  */
-#include "store_int.h"
+#include "store/store_lock.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 
-#include "db.h"
-#include "banned.h"
+#include "store/db.h"
+#include "core/banned.h"
 
 int store_shared(const struct store *st)
 {

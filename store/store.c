@@ -11,7 +11,8 @@
  * batch under q_mu; one of them, the leader, commits every queued batch in one
  * transaction while the others wait on commit_cond (see store_enqueue()).
  */
-#include "store_int.h"
+#include "store/store.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -24,10 +25,10 @@
 
 #include <sqlite3.h>
 
-#include "clock.h"
-#include "log.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define N_MIGRATIONS ((int)(sizeof(migrations) / sizeof(migrations[0])))
 
@@ -217,10 +218,34 @@ enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg)
 	return rc;
 }
 
+void store_free_str(const char *s)
+{
+	free((void *)(uintptr_t)s);
+}
+
 /* A copy of a text column; NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i)
 {
 	return xstrdup(db_col_text(s, i));
+}
+
+int store_state_index(const char *const *names, size_t n, const char *word, int fallback)
+{
+	for (size_t i = 0; word && i < n; i++) {
+		if (!strcmp(names[i], word))
+			return (int)i;
+	}
+	return fallback;
+}
+
+const char *store_state_word(const char *const *names, size_t n, int state)
+{
+	return state >= 0 && (size_t)state < n ? names[state] : "";
+}
+
+int store_col_state(struct db_stmt *s, int i, const char *const *names, size_t n, int fallback)
+{
+	return store_state_index(names, n, db_col_text(s, i), fallback);
 }
 
 /* Bind the arguments ap holds as types describes (store_int.h) at ?1, ?2, ... */

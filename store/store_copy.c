@@ -12,7 +12,8 @@
  * test_store_copy.c checks them against the tables, so a migration that
  * adds a column fails that test until it is added here.
  */
-#include "store_int.h"
+#include "store/store_copy.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -21,10 +22,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "serve_lock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/log.h"
+#include "core/serve_lock.h"
+#include "core/xalloc.h"
+#include "store/store_events.h"
+#include "core/banned.h"
 
 /*
  * Each table and its columns, a type letter after each name: 'i' an
@@ -62,7 +64,7 @@ static const struct copy_table {
 };
 
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))
-_Static_assert(N_TABLES == STORE_COPY_TABLES, "store.h's STORE_COPY_TABLES");
+_Static_assert(N_TABLES == STORE_COPY_TABLES, "store_copy.h's STORE_COPY_TABLES");
 
 /* A table's columns parsed: names "a, b, c", placeholders "?1, ?2, ?3", types "tii". */
 struct cols {

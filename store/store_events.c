@@ -4,7 +4,8 @@
  * the dead letters.  Part of the store (store.c); shares its connection and
  * helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_events.h"
+#include "store/store_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "store/store_lock.h"
+#include "core/banned.h"
 
 /* ---- intake: group commit ---- */
 
@@ -482,20 +484,35 @@ void store_read_event(struct db_stmt *s, struct store_event *out)
 	out->progress = store_col_str(s, 11);
 }
 
+/* The words of enum store_event_state in events.state. */
+#define N_EVENT_STATES 3
+static const char *const event_states[N_EVENT_STATES] = {
+	[STORE_EVENT_PENDING] = "pending",
+	[STORE_EVENT_DONE] = "done",
+	[STORE_EVENT_DEAD] = "dead",
+};
+
+const char *store_event_state_str(enum store_event_state state)
+{
+	return store_state_word(event_states, N_EVENT_STATES, (int)state);
+}
+
 /*
  * After store_row() (its result rc) of cached statement id, a SELECT of
  * EVENT_COLS and then state: the event into *out, its state into state when
  * not NULL.  Logs ERR_DB (op, msg).  Caller holds db_mu.
  */
 static enum err one_event(struct store *st, enum stmt_id id, enum err rc, const char *op,
-			  struct buf *msg, struct store_event *out, char state[8])
+			  struct buf *msg, struct store_event *out,
+			  enum store_event_state *state)
 {
 	struct db_stmt *s = st->stmt[id];
 
 	if (rc == ERR_OK) {
 		store_read_event(s, out);
 		if (state)
-			snprintf(state, 8, "%s", db_col_text(s, 12));
+			*state = (enum store_event_state)store_col_state(
+				s, 12, event_states, N_EVENT_STATES, STORE_EVENT_PENDING);
 		db_reset(s);
 	}
 	return store_done(rc, op, msg);
@@ -524,7 +541,8 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 }
 
 enum err store_event_latest(struct store *st, const char *kind, const char *receiver,
-			    const char *key, struct store_event *out, char state[8])
+			    const char *key, struct store_event *out,
+			    enum store_event_state *state)
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
@@ -532,7 +550,7 @@ enum err store_event_latest(struct store *st, const char *kind, const char *rece
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(kind) || store_empty(receiver) || store_empty(key) || !state)
 		return ERR_INVALID;
-	state[0] = '\0';
+	*state = STORE_EVENT_PENDING;
 	pthread_mutex_lock(&st->db_mu);
 	rc = store_row(st, S_EV_LATEST, "latest event", &msg, "ttt", kind, receiver, key);
 	rc = one_event(st, S_EV_LATEST, rc, "latest event", &msg, out, state);
@@ -544,11 +562,11 @@ void store_event_release(struct store_event *ev)
 {
 	if (!ev)
 		return;
-	free(ev->kind);
-	free(ev->receiver);
-	free(ev->key);
-	free(ev->status);
-	free(ev->payload);
+	store_free_str(ev->kind);
+	store_free_str(ev->receiver);
+	store_free_str(ev->key);
+	store_free_str(ev->status);
+	store_free_str(ev->payload);
 	free(ev->last_error);
 	free(ev->progress);
 	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;
@@ -772,7 +790,7 @@ void store_stats(struct store *st, struct store_stats *out)
  * ERR_CONFLICT, with errmsg.  When the event is pending, ERR_OK and its
  * receiver and key copied to *receiver, *key (may be NULL).  Caller holds db_mu.
  */
-enum err store_event_state(struct store *st, int64_t id, char **receiver, char **key,
+enum err store_event_why(struct store *st, int64_t id, char **receiver, char **key,
 			   struct buf *errmsg)
 {
 	struct db_stmt *s = st->stmt[S_EV_STATE];
@@ -811,7 +829,7 @@ enum err store_event_changed(struct store *st, int64_t id, enum err rc, const ch
 	store_queue_changed(st);
 	if (rc != ERR_NOTFOUND)
 		return rc;
-	rc = store_event_state(st, id, NULL, NULL, errmsg);
+	rc = store_event_why(st, id, NULL, NULL, errmsg);
 	if (rc == ERR_OK) /* pending yet not updated */
 		rc = what ? store_db_fail(st, what, errmsg) : ERR_CONFLICT;
 	return rc;
@@ -880,7 +898,7 @@ enum err store_event_dead(struct store *st, int64_t id, const char *reason)
 		return ERR_INVALID;
 	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
-		rc = store_event_state(st, id, &receiver, &key, &msg);
+		rc = store_event_why(st, id, &receiver, &key, &msg);
 	if (rc == ERR_OK)
 		rc = mark_dead(st, id, receiver, key, clock_wall_ms(), reason, &msg);
 	rc = store_txn_end(st, rc, &msg);

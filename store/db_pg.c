@@ -9,7 +9,7 @@
  */
 #ifdef AB_HAVE_LIBPQ
 
-#include "db_int.h"
+#include "store/db_int.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -20,9 +20,9 @@
 
 #include <libpq-fe.h>
 
-#include "log.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /* Type OIDs of pg_type (src/include/catalog/pg_type.dat): stable across versions. */
 #define BOOL_OID 16
@@ -56,7 +56,7 @@
 	" ('tcp_user_timeout', '25000')) AS k (name, v)"                              \
 	" JOIN pg_settings USING (name) WHERE source = 'default'"
 /*
- * The client notices first (the worker lock, core/store.h store_worker_lock()):
+ * The client notices first (the worker lock, store/store_lock.h store_worker_lock()):
  * its keepalives end a dead connection in 5 + 3 * 2 = 11 s, and its
  * tcp_user_timeout ends one whose query stays unacknowledged for 10 s (the
  * retransmissions would take ~15 min); the server gives up on a session
@@ -275,14 +275,17 @@ static int succeeded(struct pg *pg, const PGresult *res, enum err *rc, struct bu
 	return 0;
 }
 
-/* db_changes(): rows of the last INSERT, UPDATE, DELETE or MERGE. */
-static void note_changes(struct pg *pg, const PGresult *res)
+/*
+ * db_changes(): rows of the last INSERT, UPDATE, DELETE or MERGE.  res is
+ * not const: libpq's PQcmdStatus() and PQcmdTuples() take a PGresult *.
+ */
+static void note_changes(struct pg *pg, PGresult *res)
 {
-	const char *cmd = PQcmdStatus((PGresult *)res);
+	const char *cmd = PQcmdStatus(res);
 
 	if (strncmp(cmd, "INSERT", 6) == 0 || strncmp(cmd, "UPDATE", 6) == 0 ||
 	    strncmp(cmd, "DELETE", 6) == 0 || strncmp(cmd, "MERGE", 5) == 0)
-		pg->changes = strtoll(PQcmdTuples((PGresult *)res), NULL, 10);
+		pg->changes = strtoll(PQcmdTuples(res), NULL, 10);
 }
 
 /* Run sql (no parameters; may be several statements): ERR_OK with its last result in *out. */

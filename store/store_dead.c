@@ -5,15 +5,16 @@
  * the store (store.c); shares its connection and helpers via store_int.h; the
  * inbox itself is store_events.c.
  */
-#include "store_int.h"
+#include "store/store_events.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
-#include "banned.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /* ---- dead letters without a map row ---- */
 

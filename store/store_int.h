@@ -3,8 +3,8 @@
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
  * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c.
- * Not for other modules: they use store.h.  Every helper that takes st
- * expects the caller to hold db_mu.
+ * Not for other modules: they use store.h and the headers of the parts.
+ * Every helper that takes st expects the caller to hold db_mu.
  */
 #ifndef AB_STORE_INT_H
 #define AB_STORE_INT_H
@@ -12,10 +12,12 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "buf.h"
-#include "db.h"
-#include "err.h"
-#include "store.h"
+#include "core/buf.h"
+#include "store/db.h"
+#include "core/err.h"
+#include "store/store.h"
+#include "store/store_events.h"
+#include "store/store_outbox.h"
 
 /*
  * The repeat rule, one row of one column: 1 when the newest comparable event
@@ -183,8 +185,28 @@ void store_rollback(struct store *st);
  */
 enum err store_txn_begin(struct store *st, struct buf *errmsg);
 enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg);
+/*
+ * free() a string the store allocated into a field the API declares const
+ * (the store never writes through it; callers fill it with borrowed strings
+ * as input): the one place the const is dropped.
+ */
+void store_free_str(const char *s);
 /* A copy of a text column (free()); NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i);
+/*
+ * The states of the API are enums; the database keeps them as the words of
+ * names[0..n) (its text columns and CHECK constraints, unchanged).  The
+ * index of word in names, or fallback when it is none of them (or NULL).
+ */
+int store_state_index(const char *const *names, size_t n, const char *word, int fallback);
+/* The word of the enum value state in names[0..n); "" when out of range (a bug). */
+const char *store_state_word(const char *const *names, size_t n, int state);
+/* The words of enum store_notice_state (store_outbox.c; digests have the same). */
+#define STORE_NOTICE_STATES 3
+extern const char *const store_notice_states[STORE_NOTICE_STATES];
+/* store_state_index() of text column i of the current row of s. */
+int store_col_state(struct db_stmt *s, int i, const char *const *names, size_t n,
+		    int fallback);
 /*
  * The statement helpers.  types describes the arguments bound to ?1, ?2, ...
  * in order: 't' const char * (NULL binds SQL NULL), 'i' int64_t.  what names
@@ -222,11 +244,11 @@ enum err store_step_row(struct store *st, struct db_stmt *s, const char *what,
 /* The one integer counting statement id (bound to kind if not NULL) returns; -1 on error. */
 int64_t store_count(struct store *st, enum stmt_id id, const char *kind, const char *what);
 /* Why a pending-only UPDATE of event id changed nothing (ERR_NOTFOUND, ERR_CONFLICT). */
-enum err store_event_state(struct store *st, int64_t id, char **receiver, char **key,
+enum err store_event_why(struct store *st, int64_t id, char **receiver, char **key,
 			   struct buf *errmsg);
 /*
  * After store_run1() (its result rc) of an UPDATE of pending event id: when
- * it changed nothing, why (store_event_state(): ERR_NOTFOUND, ERR_CONFLICT).
+ * it changed nothing, why (store_event_why(): ERR_NOTFOUND, ERR_CONFLICT).
  * An event still pending was changed by another process in between:
  * ERR_CONFLICT, or with what (a write under db_begin(), where that cannot
  * happen) ERR_DB.

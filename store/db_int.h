@@ -9,9 +9,9 @@
 
 #include <stdint.h>
 
-#include "buf.h"
-#include "db.h"
-#include "err.h"
+#include "core/buf.h"
+#include "store/db.h"
+#include "core/err.h"
 
 struct db_ops {
 	enum db_engine engine;

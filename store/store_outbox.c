@@ -3,15 +3,16 @@
  * dead-lettered and cancelled.  Part of the store (store.c); shares its
  * connection and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_outbox.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/banned.h"
 
 /* ---- the janitor's Slack outbox ---- */
 
@@ -62,6 +63,17 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 	return rc;
 }
 
+const char *const store_notice_states[STORE_NOTICE_STATES] = {
+	[STORE_NOTICE_PENDING] = "pending",
+	[STORE_NOTICE_SENT] = "sent",
+	[STORE_NOTICE_DEAD] = "dead",
+};
+
+const char *store_notice_state_str(enum store_notice_state state)
+{
+	return store_state_word(store_notice_states, STORE_NOTICE_STATES, (int)state);
+}
+
 void store_read_notice(struct db_stmt *s, struct store_notice *out)
 {
 	out->id = db_col_int(s, 0);
@@ -75,7 +87,8 @@ void store_read_notice(struct db_stmt *s, struct store_notice *out)
 	out->channel = store_col_str(s, 8);
 	out->thread_ts = store_col_str(s, 9);
 	out->text = store_col_str(s, 10);
-	out->state = store_col_str(s, 11);
+	out->state = (enum store_notice_state)store_col_state(s, 11, store_notice_states,
+							      STORE_NOTICE_STATES, STORE_NOTICE_PENDING);
 	out->attempts = (int)db_col_int(s, 12);
 	out->next_attempt_at_ms = db_col_int(s, 13);
 	out->created_at_ms = db_col_int(s, 14);
@@ -209,19 +222,18 @@ void store_notice_release(struct store_notice *n)
 {
 	if (!n)
 		return;
-	free(n->namespace);
-	free(n->pod);
-	free(n->uid);
-	free(n->kind);
-	free(n->notify);
-	free(n->owner);
-	free(n->channel);
-	free(n->thread_ts);
-	free(n->text);
-	free(n->state);
-	free(n->slack_channel_id);
-	free(n->slack_ts);
-	free(n->last_error);
-	free(n->line);
+	store_free_str(n->namespace);
+	store_free_str(n->pod);
+	store_free_str(n->uid);
+	store_free_str(n->kind);
+	store_free_str(n->notify);
+	store_free_str(n->owner);
+	store_free_str(n->channel);
+	store_free_str(n->thread_ts);
+	store_free_str(n->text);
+	store_free_str(n->slack_channel_id);
+	store_free_str(n->slack_ts);
+	store_free_str(n->last_error);
+	store_free_str(n->line);
 	memset(n, 0, sizeof(*n));
 }

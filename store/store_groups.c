@@ -3,16 +3,17 @@
  * members (bridge/storm.h), and issue_per: group states (bridge/group.h).
  * Part of the store (store.c); shares its connection and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_groups.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /*
  * ---- storm summaries (schema version 3; bridge/storm.h) ----
@@ -54,6 +55,19 @@ int64_t store_pending_creates(struct store *st, const char *receiver, int64_t at
 	return n;
 }
 
+/* The words of enum store_summary_state in storm_summaries.state. */
+#define N_SUMMARY_STATES 3
+static const char *const summary_states[N_SUMMARY_STATES] = {
+	[STORE_SUMMARY_CREATING] = "creating",
+	[STORE_SUMMARY_OPEN] = "open",
+	[STORE_SUMMARY_CLOSED] = "closed",
+};
+
+const char *store_summary_state_str(enum store_summary_state state)
+{
+	return store_state_word(summary_states, N_SUMMARY_STATES, (int)state);
+}
+
 static void read_summary(struct db_stmt *s, void *o)
 {
 	struct store_summary *out = o;
@@ -64,7 +78,8 @@ static void read_summary(struct db_stmt *s, void *o)
 	out->alertname = store_col_str(s, 3);
 	out->marker_key = store_col_str(s, 4);
 	out->number = db_col_int(s, 5);
-	out->state = store_col_str(s, 6);
+	out->state = (enum store_summary_state)store_col_state(s, 6, summary_states, N_SUMMARY_STATES,
+								STORE_SUMMARY_CREATING);
 	out->created_at_ms = db_col_int(s, 7);
 	out->synced_at_ms = db_col_int(s, 8);
 	out->next_sync_ms = db_col_int(s, 9);
@@ -171,9 +186,7 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 {
 	enum err rc;
 
-	if (!st || !s || store_empty(s->repo) || store_empty(s->state) ||
-	    (strcmp(s->state, "creating") && strcmp(s->state, "open") &&
-	     strcmp(s->state, "closed"))) {
+	if (!st || !s || store_empty(s->repo) || !*store_summary_state_str(s->state)) {
 		buf_setf(errmsg, "store: summary: repo and state (creating, open or closed) needed");
 		return ERR_INVALID;
 	}
@@ -182,14 +195,15 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 		goto out;
 	rc = store_sq(st, "UPDATE storm_summaries SET repo = ?2, number = ?3, state = ?4, "
 			  "synced_at_ms = ?5, next_sync_ms = ?6, dirty = ?7 WHERE id = ?1",
-		      "save summary", errmsg, NULL, "ititiii", s->id, s->repo, s->number, s->state,
+		      "save summary", errmsg, NULL, "ititiii", s->id, s->repo, s->number,
+		      store_summary_state_str(s->state),
 		      s->synced_at_ms, s->next_sync_ms, (int64_t)s->dirty);
 	if (rc == ERR_OK && db_changes(st->db) == 0) {
 		buf_setf(errmsg, "store: summary %lld does not exist", (long long)s->id);
 		rc = ERR_NOTFOUND;
 	}
-	/* The map rows of its alerts follow the summary issue (store.h). */
-	if (rc == ERR_OK && strcmp(s->state, "creating"))
+	/* The map rows of its alerts follow the summary issue (store_groups.h). */
+	if (rc == ERR_OK && s->state != STORE_SUMMARY_CREATING)
 		rc = store_sq(st, "UPDATE issues SET repo = ?2, number = ?3, state = ?4, "
 				  "state_reason = CASE WHEN ?4 = 'closed' THEN 'completed' END, "
 				  "closed_at_ms = CASE WHEN ?4 = 'closed' THEN CAST(?5 AS BIGINT) ELSE 0 END, "
@@ -197,7 +211,8 @@ enum err store_summary_save(struct store *st, const struct store_summary *s, str
 				  "(SELECT receiver, key FROM storm_members WHERE summary_id = ?1) "
 				  "AND (state != ?4 OR number != ?3 OR repo != ?2)",
 			      "update folded rows", errmsg, NULL, "ititi", s->id, s->repo, s->number,
-			      s->state, s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());
+			      store_summary_state_str(s->state),
+			      s->synced_at_ms > 0 ? s->synced_at_ms : clock_wall_ms());
 out:
 	return store_txn_end(st, rc, errmsg);
 }
@@ -338,7 +353,7 @@ void store_member_release(struct store_member *m)
 {
 	if (!m)
 		return;
-	free(m->key);
+	store_free_str(m->key);
 	free(m->line);
 	memset(m, 0, sizeof(*m));
 }
@@ -358,7 +373,6 @@ void store_summary_release(struct store_summary *s)
 	free(s->repo);
 	free(s->alertname);
 	free(s->marker_key);
-	free(s->state);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -478,9 +492,9 @@ void store_group_release(struct store_group *g)
 {
 	if (!g)
 		return;
-	free(g->receiver);
-	free(g->key);
-	free(g->members);
-	free(g->payload);
+	store_free_str(g->receiver);
+	store_free_str(g->key);
+	store_free_str(g->members);
+	store_free_str(g->payload);
 	memset(g, 0, sizeof(*g));
 }

@@ -7,16 +7,18 @@
  * nor repeats a member.  Part of the store (store.c); shares its connection
  * and helpers via store_int.h.
  */
-#include "store_int.h"
+#include "store/store_digest.h"
+#include "store/store_int.h"
 
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "core/xalloc.h"
+#include "store/store_outbox.h"
+#include "core/banned.h"
 
 #define DIGEST_COLS                                                                 \
 	"id, kind, channel, thread_ts, part, parts, text, state, attempts, "        \
@@ -165,7 +167,8 @@ enum err store_digest_next(struct store *st, int64_t now_ms, struct store_digest
 			out->part = (int)db_col_int(s, 4);
 			out->parts = (int)db_col_int(s, 5);
 			out->text = store_col_str(s, 6);
-			out->state = store_col_str(s, 7);
+			out->state = (enum store_notice_state)store_col_state(
+				s, 7, store_notice_states, STORE_NOTICE_STATES, STORE_NOTICE_PENDING);
 			out->attempts = (int)db_col_int(s, 8);
 			out->next_attempt_at_ms = db_col_int(s, 9);
 			out->created_at_ms = db_col_int(s, 10);
@@ -287,13 +290,12 @@ void store_digest_release(struct store_digest *d)
 {
 	if (!d)
 		return;
-	free(d->kind);
-	free(d->channel);
-	free(d->thread_ts);
-	free(d->text);
-	free(d->state);
-	free(d->slack_channel_id);
-	free(d->slack_ts);
-	free(d->last_error);
+	store_free_str(d->kind);
+	store_free_str(d->channel);
+	store_free_str(d->thread_ts);
+	store_free_str(d->text);
+	store_free_str(d->slack_channel_id);
+	store_free_str(d->slack_ts);
+	store_free_str(d->last_error);
 	memset(d, 0, sizeof(*d));
 }

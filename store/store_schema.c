@@ -8,11 +8,11 @@
  * previous version keep working against the new schema (docs/operating.md, Upgrade).  sqlite's file vacuum mode is not a step
  * (VACUUM cannot run in a transaction): db_sqlite.c sets it at open.
  */
-#include "store_int.h"
+#include "store/store_int.h"
 
 #include <stddef.h>
 
-#include "banned.h"
+#include "core/banned.h"
 
 static const char *const sqlite_migrations[] = {
 	/* 1: the event inbox and the issue map. */

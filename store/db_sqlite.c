@@ -13,7 +13,7 @@
  * when the INSERT changed one row (none: no row, as RETURNING would).  Our
  * INSERTs insert one row each; id is the rowid.
  */
-#include "db_int.h"
+#include "store/db_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,9 +23,9 @@
 
 #include <sqlite3.h>
 
-#include "log.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/log.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define RETURNING_ID " RETURNING id"
 

@@ -5,14 +5,15 @@
  * statements (store_sq()): the webhook from GitHub and the silence worker
  * are rare next to the intake.
  */
-#include "store_int.h"
-#include "store_silences.h"
+#include "store/store_silences.h"
+#include "store/store_int.h"
+#include "store/store_events.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
-#include "banned.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /*
  * In the caller's transaction: forget the ids taken before prune_before_ms,
@@ -248,10 +249,10 @@ enum err store_silence_dead_each(struct store *st, const char *receiver, const c
 void store_silences_free(struct store_silence *v, size_t n)
 {
 	for (size_t i = 0; v && i < n; i++) {
-		free(v[i].receiver);
-		free(v[i].key);
-		free(v[i].silence_id);
-		free(v[i].created_by);
+		store_free_str(v[i].receiver);
+		store_free_str(v[i].key);
+		store_free_str(v[i].silence_id);
+		store_free_str(v[i].created_by);
 	}
 	free(v);
 }

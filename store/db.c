@@ -3,14 +3,14 @@
  * target's form, every other call dispatches through the engine's table
  * (db_int.h) to db_sqlite.c or db_pg.c.
  */
-#include "db.h"
+#include "store/db.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "db_int.h"
-#include "banned.h"
+#include "core/clock.h"
+#include "store/db_int.h"
+#include "core/banned.h"
 
 /* db_busy_ms(): stamp the start of an engine call that may wait, and its end. */
 static void enter(struct db *db)

@@ -6,15 +6,15 @@
  */
 #ifdef AB_HAVE_LIBPQ
 
-#include "db_int.h"
+#include "store/db_int.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
-#include "banned.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 /* Append the query string s to b, its password parameter's value, if any, replaced by xxxxx. */
 static void add_query_redacted(struct buf *b, const char *s)

@@ -39,8 +39,8 @@
 
 #include <stdint.h>
 
-#include "buf.h"
-#include "err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 enum db_engine {
 	DB_SQLITE,
