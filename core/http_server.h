@@ -198,6 +198,14 @@ enum err srv_start(struct srv *s, struct buf *errmsg) WARN_UNUSED;
 /* The port the server listens on (useful with port 0); 0 before srv_start(). */
 int srv_port(const struct srv *s);
 
+/*
+ * The connections counted against max_connections now.  A connection leaves the count when
+ * libmicrohttpd reports it closed (MHD_CONNECTION_NOTIFY_CLOSED), which may come a little
+ * after its client sees the close: a test that opens a connection in the place another one
+ * left waits for this count first.
+ */
+unsigned srv_connections(struct srv *s);
+
 /* The longest srv_stop() waits for requests still being received or answered. */
 #define SRV_DRAIN_MAX_S 5
 

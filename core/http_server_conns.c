@@ -141,6 +141,16 @@ static void unadmit(struct srv *s, struct conn *c)
 	c->peer = NULL;
 }
 
+unsigned srv_connections(struct srv *s)
+{
+	unsigned n;
+
+	pthread_mutex_lock(&s->lock);
+	n = s->nconns;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
 /* Does c wait for a request's headers (a first one, or the next on a kept-alive connection)? */
 static int is_idle(const struct conn *c)
 {
