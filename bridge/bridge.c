@@ -1,13 +1,13 @@
 /*
- * bridge.c - the reconciler.  One worker thread takes the oldest due event
- * of the "bridge" queue, plans with issue_plan() against the map row
- * (refreshed from GitHub before any call on an existing issue, before a
- * "nothing" that rests on the closed state the map cached, and when a
- * transition resumes from its progress note), makes the
- * calls, and records the outcome.  Serial by design: GitHub asks
- * integrations to make mutating calls one at a time.  This part takes the
- * events and records outcomes; bridge_plan.c plans, bridge_exec.c builds the
- * texts and makes the calls.
+ * bridge.c - the reconciler.  One worker thread (core/worker.h; this file
+ * is its handler) takes the oldest due event of the "bridge" queue, plans
+ * with issue_plan() against the map row (refreshed from GitHub before any
+ * call on an existing issue, before a "nothing" that rests on the closed
+ * state the map cached, and when a transition resumes from its progress
+ * note), makes the calls, and records the outcome.  Serial by design:
+ * GitHub asks integrations to make mutating calls one at a time.  This part
+ * takes the events and records outcomes; bridge_plan.c plans, bridge_exec.c
+ * builds the texts and makes the calls.
  */
 #include "bridge/bridge_int.h"
 

@@ -1,9 +1,10 @@
 /*
- * janitor.c - the janitor's lifecycle and its serial worker: one thread that,
- * while this replica leads, applies the "janitor" queue's events to pods
- * (mark on firing, unmark on resolved), delivers the Slack outbox and runs
- * the sweeper every sweep_interval.  Serial by design: one Kubernetes client
- * and one Slack client, each used by this thread only.
+ * janitor.c - the janitor's lifecycle and its serial worker (core/worker.h:
+ * this file is its handler): one thread that, while this replica leads,
+ * applies the "janitor" queue's events to pods (mark on firing, unmark on
+ * resolved), delivers the Slack outbox and runs the sweeper every
+ * sweep_interval.  Serial by design: one Kubernetes client and one Slack
+ * client, each used by this thread only.
  */
 #include <jansson.h>
 #include <pthread.h>

@@ -141,14 +141,22 @@ static void start(struct fake *f)
 	buf_release(&msg);
 }
 
-/* Stop and the time it took in ms: the thread is joined. */
-static int64_t stop_ms(struct fake *f)
+/* 300 ms later, *p is still n: the worker waits (its waits last WORKER_POLL_MS). */
+static void still(int *p, int n)
+{
+	usleep(300000);
+	assert_int_equal(load(p), n);
+}
+
+/* Stop, which joins the thread within max_ms, and release f. */
+static void stop_release(struct fake *f, int64_t max_ms)
 {
 	int64_t t0 = clock_mono_us();
 
 	worker_stop(f->w);
 	assert_false(worker_started(f->w));
-	return (clock_mono_us() - t0) / 1000;
+	assert_true(clock_mono_us() - t0 < max_ms * 1000);
+	fake_release(f);
 }
 
 static void steps_until_idle(void **state)
@@ -177,12 +185,10 @@ static void steps_until_idle(void **state)
 	}
 	start(&f);
 	wait_for(&f.steps, 4);
-	usleep(300000);
-	assert_int_equal(load(&f.steps), 4);
+	still(&f.steps, 4);
 	assert_int_equal(load(&f.afters), 4);
 	assert_int_equal(store_pending_count(f.st, QUEUE), 0);
-	assert_true(stop_ms(&f) < 500);
-	fake_release(&f);
+	stop_release(&f, 500);
 }
 
 static void idle_waits_until_woken(void **state)
@@ -194,8 +200,7 @@ static void idle_waits_until_woken(void **state)
 	fake_init(&f);
 	start(&f);
 	wait_for(&f.steps, 1);
-	usleep(200000);
-	assert_int_equal(load(&f.steps), 1);  /* waiting on the queue, not polling */
+	still(&f.steps, 1);  /* waiting on the queue, not polling */
 
 	sfx_enq1(f.st, QUEUE, "k");  /* the enqueue ends the wait, long before its second */
 	took = wait_for(&f.steps, 3);  /* the event, then idle again */
@@ -205,10 +210,8 @@ static void idle_waits_until_woken(void **state)
 	store_wake(f.st);  /* a wake-up too */
 	took = wait_for(&f.steps, 4);
 	assert_true(took < 500);
-	usleep(200000);
-	assert_int_equal(load(&f.steps), 4);
-	assert_true(stop_ms(&f) < 500);
-	fake_release(&f);
+	still(&f.steps, 4);
+	stop_release(&f, 500);
 }
 
 static void failing_step_backs_off(void **state)
@@ -261,11 +264,9 @@ static void failing_step_backs_off(void **state)
 	start(&f);
 	wait_for(&f.steps, 1);
 	sfx_enq1(f.st, QUEUE, "k");  /* not even an enqueue: the gate is closed */
-	usleep(300000);
-	assert_int_equal(load(&f.steps), 1);
+	still(&f.steps, 1);
 	assert_int_equal(store_pending_count(f.st, QUEUE), 1);
-	assert_true(stop_ms(&f) < 500);
-	fake_release(&f);
+	stop_release(&f, 500);
 }
 
 static void no_step_unless_acting(void **state)
@@ -283,8 +284,7 @@ static void no_step_unless_acting(void **state)
 	/* The thread asks once per round and sleeps between (standby_sleep_ms). */
 	start(&f);
 	wait_for(&f.standbys, 2);
-	usleep(300000);
-	assert_int_equal(load(&f.standbys), 2);
+	still(&f.standbys, 2);
 	assert_int_equal(load(&f.steps), 0);
 	assert_int_equal(load(&f.afters), 0);
 	assert_int_equal(store_pending_count(f.st, QUEUE), 1);
@@ -293,8 +293,7 @@ static void no_step_unless_acting(void **state)
 	__atomic_store_n(&f.acting, 1, __ATOMIC_SEQ_CST);
 	wait_for(&f.steps, 2);
 	assert_int_equal(store_pending_count(f.st, QUEUE), 0);
-	assert_true(stop_ms(&f) < 500);
-	fake_release(&f);
+	stop_release(&f, 500);
 }
 
 /* A stop ends each of the thread's waits at once: the queue, the standby sleep, the error sleep. */
@@ -309,18 +308,20 @@ static void stop_joins_promptly(void **state)
 	start(&f);
 	wait_for(&f.steps, 1);
 	usleep(50000);
-	assert_true(stop_ms(&f) < 200);
+	{
+		int64_t t0 = clock_mono_us();
+		worker_stop(f.w);  /* from the wait on the queue */
+		assert_true(clock_mono_us() - t0 < 200000);
+	}
 	assert_true(worker_stopping(f.w));
-	worker_stop(f.w);  /* twice: nothing */
-	fake_release(&f);
+	stop_release(&f, 200);  /* a second stop: nothing */
 
 	fake_init(&f);
 	f.acting = 0;
 	start(&f);
 	wait_for(&f.standbys, 1);
 	usleep(50000);
-	assert_true(stop_ms(&f) < 200);
-	fake_release(&f);
+	stop_release(&f, 200);
 
 	fake_init(&f);
 	f.script[0] = WORKER_STORE_FAILED;
@@ -335,8 +336,7 @@ static void stop_joins_promptly(void **state)
 		worker_sleep_ms(f.w, 60000);
 		assert_true(clock_mono_us() - t0 < 200000);
 	}
-	assert_true(stop_ms(&f) < 200);
-	fake_release(&f);
+	stop_release(&f, 200);
 	worker_free(NULL);
 }
 
