@@ -109,20 +109,17 @@ static void *loop(void *arg)
 	struct worker *w = arg;
 
 	while (!worker_stopping(w)) {
-		struct store_mark mark = store_mark(w->h.store);
+		struct store_mark mark;
 		int r;
 
 		if (!acting(w)) {
-			if (w->h.standby_sleep_ms > 0) {
-				worker_sleep_ms(w, w->h.standby_sleep_ms);
-				continue;
-			}
-			r = 0;
-		} else {
-			r = worker_step(w);
-			if (w->h.after)
-				r = w->h.after(w->h.ctx, r);
+			worker_sleep_ms(w, WORKER_POLL_MS);
+			continue;
 		}
+		mark = store_mark(w->h.store);  /* before the step looks: what comes after wakes */
+		r = worker_step(w);
+		if (w->h.after)
+			r = w->h.after(w->h.ctx, r);
 		if (r == 0)
 			idle(w, mark);
 		else if (r < 0)

@@ -56,14 +56,14 @@ struct worker_handler {
 	 * and by worker_step_if_acting(); never by worker_step().
 	 */
 	int (*may_act)(void *ctx);
-	/* Called each time may_act says no (gauges kept true, a sweep made due); may be NULL. */
-	void (*standby)(void *ctx);
 	/*
-	 * How the thread idles while may_act says no: > 0: it sleeps that many
-	 * ms (cut short by a stop) and asks again; 0: as after an idle step
-	 * (a hold, else a wait on the queue that its next enqueue ends).
+	 * Called each time may_act says no (gauges kept true, a sweep made
+	 * due); may be NULL.  The thread then sleeps WORKER_POLL_MS (cut short
+	 * by a stop) and asks again: not a wait on the queue, which returns at
+	 * once while an event is due, and the queue of a replica that may not
+	 * act is drained by another.
 	 */
-	int64_t standby_sleep_ms;
+	void (*standby)(void *ctx);
 	/*
 	 * A hold the job keeps (the bridge's settle hold): non-zero while no
 	 * work may be taken at now_ms; worker_step() then answers 0 before
@@ -104,12 +104,12 @@ struct worker *worker_new(const struct worker_handler *h);
 void worker_free(struct worker *w);
 
 /*
- * Start the thread.  Each round, until a stop: take the queue's mark
- * (store_mark()); ask may_act (no: standby, then idle as standby_sleep_ms
- * says); else worker_step(), then after; then idle by the round's result:
- * > 0 go on at once; 0 sleep until the hold ends (at most WORKER_POLL_MS)
- * when hold_until_ms says one lasts, else wait on the queue's kind until
- * the mark changes (an enqueue, store_wake()), its earliest event is due, or
+ * Start the thread.  Each round, until a stop: ask may_act (no: standby,
+ * then sleep WORKER_POLL_MS); else take the queue's mark (store_mark()),
+ * worker_step(), then after; then idle by the round's result: > 0 go on at
+ * once; 0 sleep until the hold ends (at most WORKER_POLL_MS) when
+ * hold_until_ms says one lasts, else wait on the queue's kind until the
+ * mark changes (an enqueue, store_wake()), its earliest event is due, or
  * WORKER_POLL_MS (store_wait_kind_since()); < 0 sleep WORKER_POLL_MS.  A
  * second start is a no-op.  Errors: ERR_IO when the thread cannot start
  * (errmsg says so).

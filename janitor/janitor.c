@@ -261,7 +261,7 @@ struct janitor *janitor_new(const struct janitor_options *opts)
 	j->worker = worker_new(&(struct worker_handler){
 		.queue = JANITOR_QUEUE, .store = opts->store, .ctx = j, .now_ms = now_hook,
 		.retry_base_ms = j->opts.retry_base_ms, .retry_max_ms = j->opts.retry_max_ms,
-		.may_act = leading_hook, .standby = standby, .standby_sleep_ms = WORKER_POLL_MS,
+		.may_act = leading_hook, .standby = standby,
 		.step = step, .after = after_step,
 	});
 	j->seed = (unsigned int)clock_wall_ms();

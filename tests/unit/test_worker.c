@@ -98,7 +98,7 @@ static int fake_after(void *ctx, int r)
 	return r;
 }
 
-/* A worker on a fresh in-memory store: acting, base 1 s, cap 8 s, standby like the janitor's. */
+/* A worker on a fresh in-memory store: acting, base 1 s, cap 8 s. */
 static void fake_init(struct fake *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -107,7 +107,7 @@ static void fake_init(struct fake *f)
 	f->w = worker_new(&(struct worker_handler){
 		.queue = QUEUE, .store = f->st, .ctx = f, .now_ms = fake_now,
 		.retry_base_ms = 1000, .retry_max_ms = 8000, .may_act = fake_may_act,
-		.standby = fake_standby, .standby_sleep_ms = WORKER_POLL_MS, .step = fake_step,
+		.standby = fake_standby, .step = fake_step,
 		.after = fake_after,
 	});
 }
@@ -281,7 +281,7 @@ static void no_step_unless_acting(void **state)
 	assert_int_equal(f.steps, 0);
 	assert_int_equal(f.standbys, 1);
 
-	/* The thread asks once per round and sleeps between (standby_sleep_ms). */
+	/* The thread asks once a second, the event due or not (the queue's wait would not wait). */
 	start(&f);
 	wait_for(&f.standbys, 2);
 	still(&f.standbys, 2);
