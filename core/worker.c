@@ -104,6 +104,18 @@ static void idle(struct worker *w, struct store_mark mark)
 		store_wait_kind_since(w->h.store, w->h.queue, mark, WORKER_POLL_MS);
 }
 
+/*
+ * How long a worker that may not act sleeps: as long as its wait on an empty
+ * queue would last (store_wait_kind_since() caps it on a shared store), so
+ * a gain is seen as soon as before.
+ */
+static int64_t standby_ms(const struct worker *w)
+{
+	if (store_shared(w->h.store) && STORE_SHARED_WAIT_MS < WORKER_POLL_MS)
+		return STORE_SHARED_WAIT_MS;
+	return WORKER_POLL_MS;
+}
+
 static void *loop(void *arg)
 {
 	struct worker *w = arg;
@@ -113,7 +125,7 @@ static void *loop(void *arg)
 		int r;
 
 		if (!acting(w)) {
-			worker_sleep_ms(w, WORKER_POLL_MS);
+			worker_sleep_ms(w, standby_ms(w));
 			continue;
 		}
 		mark = store_mark(w->h.store);  /* before the step looks: what comes after wakes */

@@ -58,10 +58,11 @@ struct worker_handler {
 	int (*may_act)(void *ctx);
 	/*
 	 * Called each time may_act says no (gauges kept true, a sweep made
-	 * due); may be NULL.  The thread then sleeps WORKER_POLL_MS (cut short
-	 * by a stop) and asks again: not a wait on the queue, which returns at
-	 * once while an event is due, and the queue of a replica that may not
-	 * act is drained by another.
+	 * due); may be NULL.  The thread then sleeps (cut short by a stop) as
+	 * long as a wait on an empty queue lasts, WORKER_POLL_MS or, on a shared
+	 * store, STORE_SHARED_WAIT_MS, and asks again: not a wait on the queue,
+	 * which returns at once while an event is due (another replica's to
+	 * drain).
 	 */
 	void (*standby)(void *ctx);
 	/*
@@ -105,7 +106,7 @@ void worker_free(struct worker *w);
 
 /*
  * Start the thread.  Each round, until a stop: ask may_act (no: standby,
- * then sleep WORKER_POLL_MS); else take the queue's mark (store_mark()),
+ * then sleep, see standby); else take the queue's mark (store_mark()),
  * worker_step(), then after; then idle by the round's result: > 0 go on at
  * once; 0 sleep until the hold ends (at most WORKER_POLL_MS) when
  * hold_until_ms says one lasts, else wait on the queue's kind until the
