@@ -84,11 +84,12 @@ struct worker_handler {
 	 */
 	enum worker_did (*step)(void *ctx, int64_t now_ms);
 	/*
-	 * The thread's work after each step that was taken (not by worker_step()
-	 * callers): given the step's result r (1, 0, -1), returns the round's,
-	 * which picks the idle: > 0 looks again at once, 0 waits on the queue,
-	 * < 0 sleeps WORKER_POLL_MS.  The janitor's outbox, clicks and sweep.
-	 * NULL: r.
+	 * The thread's work after each of its worker_step() calls (not called
+	 * for other callers of worker_step()): given what it returned, r (1, 0,
+	 * or -1, also for a closed gate or a hold's 0), returns the round's
+	 * result, which picks the idle: > 0 looks again at once, 0 waits on
+	 * the queue (or the hold), < 0 sleeps WORKER_POLL_MS.  The janitor's
+	 * clicks, outbox and sweep.  NULL: r.
 	 */
 	int (*after)(void *ctx, int r);
 };
