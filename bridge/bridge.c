@@ -1,13 +1,13 @@
 /*
- * bridge.c - the reconciler.  One worker thread takes the oldest due event
- * of the "bridge" queue, plans with issue_plan() against the map row
- * (refreshed from GitHub before any call on an existing issue, before a
- * "nothing" that rests on the closed state the map cached, and when a
- * transition resumes from its progress note), makes the
- * calls, and records the outcome.  Serial by design: GitHub asks
- * integrations to make mutating calls one at a time.  This part takes the
- * events and records outcomes; bridge_plan.c plans, bridge_exec.c builds the
- * texts and makes the calls.
+ * bridge.c - the reconciler.  One worker thread (core/worker.h; this file
+ * is its handler) takes the oldest due event of the "bridge" queue, plans
+ * with issue_plan() against the map row (refreshed from GitHub before any
+ * call on an existing issue, before a "nothing" that rests on the closed
+ * state the map cached, and when a transition resumes from its progress
+ * note), makes the calls, and records the outcome.  Serial by design:
+ * GitHub asks integrations to make mutating calls one at a time.  This part
+ * takes the events and records outcomes; bridge_plan.c plans, bridge_exec.c
+ * builds the texts and makes the calls.
  */
 #include "bridge/bridge_int.h"
 
@@ -32,6 +32,11 @@
 
 static enum err group_body(void *ctx, const struct store_group *gs, const struct store_issue *row,
 			   const struct group_members *gm, struct buf *body, struct buf *errmsg);
+/* The worker's handler (core/worker.h), at the end of this file. */
+static void standby_gauges(void *ctx);
+static int settle_step(void *ctx, int64_t now_ms);
+static int64_t settle_until(void *ctx);
+static enum worker_did step(void *ctx, int64_t now_ms);
 
 int64_t bridge_now_ms(struct bridge *b)
 {
@@ -49,7 +54,7 @@ static void gh_sleep(void *ctx, int64_t ms)
 	if (b->opts.sleep_ms)
 		b->opts.sleep_ms(b->opts.clock_ctx, ms);
 	else
-		clock_stop_sleep_ms(&b->stop, ms);
+		worker_sleep_ms(b->worker, ms);
 }
 
 /* Set by bridge_stop(): the GitHub client sends nothing after a cut-short wait. */
@@ -57,15 +62,17 @@ static int gh_stopping(void *ctx)
 {
 	struct bridge *b = ctx;
 
-	return clock_stop_requested(&b->stop);
+	return worker_stopping(b->worker);
 }
 
 /*
  * bridge_options.may_act: does this replica hold the Lease (or need none)?
- * A no clears b->acting: the next yes is a gain (settle_on_gain).
+ * A no clears b->acting: the next yes is a gain (settle_on_gain).  Also the
+ * worker's may_act (worker_handler).
  */
-static int may_act(struct bridge *b)
+static int may_act(void *ctx)
 {
+	struct bridge *b = ctx;
 	int yes = !b->opts.may_act || b->opts.may_act(b->opts.may_act_ctx);
 
 	if (!yes)
@@ -208,7 +215,12 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 		b->opts.retry_base_ms = 5000;
 	if (!b->opts.retry_max_ms)
 		b->opts.retry_max_ms = 600000;
-	clock_stop_init(&b->stop);
+	b->worker = worker_new(&(struct worker_handler){
+		.queue = "bridge", .store = opts->store, .ctx = b, .now_ms = gh_clock,
+		.retry_base_ms = b->opts.retry_base_ms, .retry_max_ms = b->opts.retry_max_ms,
+		.may_act = may_act, .standby = standby_gauges, .hold = settle_step,
+		.hold_until_ms = settle_until, .step = step,
+	});
 	b->seed = (unsigned int)clock_wall_ms();
 	go.api_url = g->api_url;
 	go.creds = gh_creds_new(g);
@@ -737,11 +749,13 @@ static void pick_up_config(struct bridge *b)
 }
 
 /*
- * Not acting: the queue may be shared (PostgreSQL) and drained by another
- * replica, so keep this one's gauges true too, at most once a second.
+ * Not acting (worker_handler.standby): the queue may be shared (PostgreSQL)
+ * and drained by another replica, so keep this one's gauges true too, at
+ * most once a second.
  */
-static void standby_gauges(struct bridge *b)
+static void standby_gauges(void *ctx)
 {
+	struct bridge *b = ctx;
 	int64_t now = clock_mono_us();
 
 	if (b->standby_counted_us && now - b->standby_counted_us < 1000000)
@@ -750,33 +764,34 @@ static void standby_gauges(struct bridge *b)
 	update_gauges(b, 0);
 }
 
-/* A store failure: bridge_step() backs off (core/backoff.h).  Returns -1. */
-static int store_failed(struct bridge *b, int64_t now_ms)
+/* worker_handler.hold: the settle hold (bridge_settle.c); the worker sleeps until it ends. */
+static int settle_step(void *ctx, int64_t now_ms)
 {
-	return backoff_store_failed(&b->store_gate, "bridge", now_ms, b->opts.retry_base_ms,
-				    b->opts.retry_max_ms, &b->seed);
+	return bridge_settle_step(ctx, now_ms);
 }
 
-int bridge_step(struct bridge *b)
+static int64_t settle_until(void *ctx)
 {
+	return bridge_settle_until(ctx);
+}
+
+/*
+ * worker_handler.step: a due storm summary or group body first, else the
+ * oldest due event, else a command from a GitHub comment (bridge/silence.h).
+ */
+static enum worker_did step(void *ctx, int64_t now_ms)
+{
+	struct bridge *b = ctx;
 	struct work w;
 	enum err rc;
 
-	if (!may_act(b)) {
-		standby_gauges(b);
-		return 0;  /* not the leader: the queue is the leader's to drain */
-	}
 	memset(&w, 0, sizeof(w));
-	w.now_ms = bridge_now_ms(b);
-	if (bridge_settle_step(b, w.now_ms))
-		return 0;  /* the worker sleeps until it ends (or a second) */
-	if (backoff_gate_closed(&b->store_gate, w.now_ms))
-		return -1;
+	w.now_ms = now_ms;
 	pick_up_config(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
 	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */
 		update_gauges(b, 0);
-		return 1;
+		return WORKER_WORKED;
 	}
 	rc = store_next_event(b->opts.store, "bridge", w.now_ms, &w.ev);
 	if (rc == ERR_NOTFOUND) {
@@ -784,12 +799,12 @@ int bridge_step(struct bridge *b)
 		int r = silence_step(b->silencer, b->opts.cfg, b->gh, w.now_ms);
 
 		if (r < 0)
-			return store_failed(b, w.now_ms);
+			return WORKER_STORE_FAILED;
 		update_gauges(b, !r);
-		return r;
+		return r ? WORKER_WORKED : WORKER_IDLE;
 	}
 	if (rc)
-		return store_failed(b, w.now_ms);
+		return WORKER_STORE_FAILED;
 	b->step_store_fault = 0;
 	handle(b, &w);
 	store_event_release(&w.ev);
@@ -800,42 +815,22 @@ int bridge_step(struct bridge *b)
 	group_event_release(w.grp);
 	free(w.grp);
 	if (b->step_store_fault)
-		return store_failed(b, w.now_ms);
-	backoff_gate_ok(&b->store_gate);
+		return WORKER_STORE_FAILED;
 	update_gauges(b, 0);
-	return 1;
+	return WORKER_RECORDED;
 }
 
-static void *worker(void *arg)
+int bridge_step(struct bridge *b)
 {
-	struct bridge *b = arg;
-
-	while (!gh_stopping(b)) {
-		struct store_mark mark = store_mark(b->opts.store);
-		int r = bridge_step(b);
-		int64_t held = bridge_settle_until(b);
-
-		if (held)
-			held -= bridge_now_ms(b);
-		if (r == 0 && held > 0)
-			clock_stop_sleep_ms(&b->stop, held < 1000 ? held : 1000);
-		else if (r == 0)
-			store_wait_kind_since(b->opts.store, "bridge", mark, 1000);
-		else if (r < 0)
-			clock_stop_sleep_ms(&b->stop, 1000);
-	}
-	return NULL;
+	return worker_step_if_acting(b->worker);
 }
 
 enum err bridge_start(struct bridge *b, struct buf *errmsg)
 {
-	if (b->started)
+	if (worker_started(b->worker))
 		return ERR_OK;
-	if (pthread_create(&b->thread, NULL, worker, b)) {
-		buf_setf(errmsg, "cannot start the bridge worker thread");
+	if (worker_start(b->worker, errmsg))
 		return ERR_IO;
-	}
-	b->started = 1;
 	{
 		struct log_line *l = log_begin(LOG_INFO, "bridge started");
 		log_str(l, "github", b->opts.cfg->github.api_url);
@@ -848,19 +843,14 @@ enum err bridge_start(struct bridge *b, struct buf *errmsg)
 
 void bridge_request_stop(struct bridge *b)
 {
-	if (!b || !b->started)
-		return;
-	clock_stop_request(&b->stop);
-	store_wake(b->opts.store);
+	if (b)
+		worker_request_stop(b->worker);
 }
 
 void bridge_stop(struct bridge *b)
 {
-	if (!b || !b->started)
-		return;
-	bridge_request_stop(b);
-	pthread_join(b->thread, NULL);
-	b->started = 0;
+	if (b)
+		worker_stop(b->worker);
 }
 
 void bridge_free(struct bridge *b)
@@ -876,6 +866,6 @@ void bridge_free(struct bridge *b)
 	free(b->html_base);
 	reload_release(b->opts.reload, b->gen);
 	pthread_mutex_destroy(&b->budget_mu);
-	clock_stop_release(&b->stop);
+	worker_free(b->worker);
 	free(b);
 }

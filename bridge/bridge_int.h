@@ -18,6 +18,7 @@
 #include "core/buf.h"
 #include "core/clock.h"
 #include "core/err.h"
+#include "core/worker.h"
 #include "store/store_events.h"
 
 /*
@@ -44,10 +45,8 @@ struct bridge {
 	struct silencer *silencer;  /* commands from GitHub comments: bridge/silence.h */
 	const struct reload_gen *gen;  /* the generation opts.cfg and opts.render are from */
 	char *html_base;  /* https://github.com or https://HOST for Enterprise */
-	pthread_t thread;
-	int started;
-	struct clock_stop stop;  /* bridge_request_stop(); cuts the worker's sleeps short */
-	unsigned int seed;
+	struct worker *worker;  /* the queue worker (core/worker.h): thread, stop, store gate */
+	unsigned int seed;      /* events' retry jitter (fail()) */
 	struct gh_stats last_stats;
 	pthread_mutex_t budget_mu;  /* guards budget: written by the worker, read by the page */
 	struct gh_stats budget;     /* the GitHub client's counters after the last step */
@@ -84,7 +83,6 @@ struct bridge {
 	int64_t restored_until;  /* the latest write pending_note restored settles then (ms) */
 	int start_hold;          /* settle_until is the hold from bridge_new() (settle_at_start) */
 	int acting;
-	struct backoff_gate store_gate;  /* after store failures: bridge_step()'s backoff */
 	int step_store_fault;       /* this step could not record an outcome */
 };
 

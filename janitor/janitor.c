@@ -1,9 +1,10 @@
 /*
- * janitor.c - the janitor's lifecycle and its serial worker: one thread that,
- * while this replica leads, applies the "janitor" queue's events to pods
- * (mark on firing, unmark on resolved), delivers the Slack outbox and runs
- * the sweeper every sweep_interval.  Serial by design: one Kubernetes client
- * and one Slack client, each used by this thread only.
+ * janitor.c - the janitor's lifecycle and its serial worker (core/worker.h:
+ * this file is its handler): one thread that, while this replica leads,
+ * applies the "janitor" queue's events to pods (mark on firing, unmark on
+ * resolved), delivers the Slack outbox and runs the sweeper every
+ * sweep_interval.  Serial by design: one Kubernetes client and one Slack
+ * client, each used by this thread only.
  */
 #include <jansson.h>
 #include <pthread.h>
@@ -21,6 +22,13 @@
 
 /* Alert names remembered as "no policy" (logged once each); past it, logged at debug. */
 #define MAX_UNKNOWN_ALERTS 64
+
+/* The worker's handler (core/worker.h), with the worker at the end of this file. */
+static int64_t now_hook(void *ctx);
+static int leading_hook(void *ctx);
+static void standby(void *ctx);
+static enum worker_did step(void *ctx, int64_t now_ms);
+static int after_step(void *ctx, int r);
 
 static const double SWEEP_BUCKETS[] = { 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300 };
 
@@ -252,7 +260,12 @@ struct janitor *janitor_new(const struct janitor_options *opts)
 		j->opts.retry_base_ms = 5000;
 	if (!j->opts.retry_max_ms)
 		j->opts.retry_max_ms = 600000;
-	clock_stop_init(&j->stop);
+	j->worker = worker_new(&(struct worker_handler){
+		.queue = JANITOR_QUEUE, .store = opts->store, .ctx = j, .now_ms = now_hook,
+		.retry_base_ms = j->opts.retry_base_ms, .retry_max_ms = j->opts.retry_max_ms,
+		.may_act = leading_hook, .standby = standby,
+		.step = step, .after = after_step,
+	});
 	j->seed = (unsigned int)clock_wall_ms();
 	janitor_render_init(j);
 	pthread_mutex_init(&j->pods_mu, NULL);
@@ -278,7 +291,7 @@ void janitor_free(struct janitor *j)
 	free(j->unknown_alerts);
 	janitor_pods_free(j->pods, j->n_pods);
 	pthread_mutex_destroy(&j->pods_mu);
-	clock_stop_release(&j->stop);
+	worker_free(j->worker);
 	free(j);
 }
 
@@ -690,45 +703,59 @@ static void pick_up_config(struct janitor *j)
 	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
 }
 
-/* A store failure: janitor_step() backs off (core/backoff.h).  Returns -1. */
-static int store_failed(struct janitor *j, int64_t now_ms)
+/*
+ * worker_handler.step: the oldest due event of the "janitor" queue.  The
+ * config is taken first: the round's notices and sweep (after_step()) use
+ * it too.
+ */
+static enum worker_did step(void *ctx, int64_t now_ms)
 {
-	return backoff_store_failed(&j->store_gate, "janitor", now_ms, j->opts.retry_base_ms,
-				    j->opts.retry_max_ms, &j->seed);
-}
-
-int janitor_step(struct janitor *j)
-{
+	struct janitor *j = ctx;
 	struct work w;
 	enum err rc;
 
 	memset(&w, 0, sizeof(w));
-	w.now_ms = janitor_now(j);
-	if (backoff_gate_closed(&j->store_gate, w.now_ms))
-		return -1;
-	pick_up_config(j);  /* the worker's notices and sweep of this round use it too */
+	w.now_ms = now_ms;
+	pick_up_config(j);
 	rc = store_next_event(j->opts.store, JANITOR_QUEUE, w.now_ms, &w.ev);
 	if (rc == ERR_NOTFOUND) {
 		update_gauges(j);
-		return 0;
+		return WORKER_IDLE;
 	}
 	if (rc)
-		return store_failed(j, w.now_ms);
+		return WORKER_STORE_FAILED;
 	j->step_store_fault = 0;
 	handle(j, &w);
 	work_release(&w);
 	if (j->step_store_fault)
-		return store_failed(j, w.now_ms);
-	backoff_gate_ok(&j->store_gate);
+		return WORKER_STORE_FAILED;
 	update_gauges(j);
-	return 1;
+	return WORKER_RECORDED;
 }
 
-/* ---- the worker thread ---- */
-
-static int stopping(struct janitor *j)
+int janitor_step(struct janitor *j)
 {
-	return clock_stop_requested(&j->stop);
+	return worker_step(j->worker);
+}
+
+/* ---- the worker's other hooks (core/worker.h) ---- */
+
+static int64_t now_hook(void *ctx)
+{
+	return janitor_now(ctx);
+}
+
+static int leading_hook(void *ctx)
+{
+	return janitor_leading(ctx);
+}
+
+/* Not leading: sweep at once when leadership comes. */
+static void standby(void *ctx)
+{
+	struct janitor *j = ctx;
+
+	j->next_sweep_ms = 0;
 }
 
 static void sweep_if_due(struct janitor *j)
@@ -745,49 +772,34 @@ static void sweep_if_due(struct janitor *j)
 	buf_release(&err);
 }
 
-static void *worker(void *arg)
+/*
+ * worker_handler.after: with no event due, a click, else a Slack message;
+ * then the sweep when due.  Slack's due messages go before the next sweep
+ * (a sweep takes long): one sent skips the sweep and ends the round.
+ */
+static int after_step(void *ctx, int r)
 {
-	struct janitor *j = arg;
+	struct janitor *j = ctx;
 
-	while (!stopping(j)) {
-		struct store_mark mark;
-		int r;
-
-		if (!janitor_leading(j)) {
-			j->next_sweep_ms = 0;  /* sweep at once when leadership comes */
-			clock_stop_sleep_ms(&j->stop, 1000);
-			continue;
-		}
-		mark = store_mark(j->opts.store);
-		r = janitor_step(j);
-		if (r == 0)
-			r = janitor_postpone_step(j);
-		if (r == 0) {
-			r = janitor_notice_step(j);
-			/* Slack's due messages before the next sweep: a sweep takes long. */
-			if (r > 0)
-				continue;
-		}
-		sweep_if_due(j);
-		if (r == 0)
-			store_wait_kind_since(j->opts.store, JANITOR_QUEUE, mark, 1000);
-		else if (r < 0)
-			clock_stop_sleep_ms(&j->stop, 1000);
+	if (r == 0)
+		r = janitor_postpone_step(j);
+	if (r == 0) {
+		r = janitor_notice_step(j);
+		if (r > 0)
+			return r;
 	}
-	return NULL;
+	sweep_if_due(j);
+	return r;
 }
 
 enum err janitor_start(struct janitor *j, struct buf *errmsg)
 {
 	struct log_line *l;
 
-	if (j->started)
+	if (worker_started(j->worker))
 		return ERR_OK;
-	if (pthread_create(&j->thread, NULL, worker, j)) {
-		buf_setf(errmsg, "cannot start the janitor worker thread");
+	if (worker_start(j->worker, errmsg))
 		return ERR_IO;
-	}
-	j->started = 1;
 	l = log_begin(LOG_INFO, "janitor started");
 	log_str(l, "kubernetes", kube_client_source(j->opts.kube));
 	log_str(l, "dry_run", j->dry_run ? "true" : "false");
@@ -804,10 +816,6 @@ enum err janitor_start(struct janitor *j, struct buf *errmsg)
 
 void janitor_stop(struct janitor *j)
 {
-	if (!j || !j->started)
-		return;
-	clock_stop_request(&j->stop);
-	store_wake(j->opts.store);
-	pthread_join(j->thread, NULL);
-	j->started = 0;
+	if (j)
+		worker_stop(j->worker);
 }

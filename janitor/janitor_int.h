@@ -12,6 +12,7 @@
 #include "core/backoff.h"
 #include "core/clock.h"
 #include "core/mustache.h"
+#include "core/worker.h"
 #include "store/store_outbox.h"
 #include "janitor/annotate.h"
 #include "janitor/janitor.h"
@@ -29,16 +30,13 @@ enum jtext { JT_NOTICE, JT_REMINDER, JT_CANCELLED, JT_DELETED, JT_DIGEST, JT_COU
 
 struct janitor {
 	struct janitor_options opts;
-	struct backoff_gate store_gate;  /* after store failures: janitor_step()'s backoff */
 	int step_store_fault;            /* this step could not record an outcome */
 	const struct cfg_janitor *cfg;
 	const struct reload_gen *gen;  /* the generation opts.cfg is from (opts.reload) */
 	int dry_run;
 	struct mustache *tmpl[JT_COUNT];
-	pthread_t thread;
-	int started;
-	struct clock_stop stop;  /* janitor_stop(); cuts the worker's sleeps short */
-	unsigned int seed;
+	struct worker *worker;  /* the queue worker (core/worker.h): thread, stop, store gate */
+	unsigned int seed;      /* events' and notices' retry jitter (janitor_backoff()) */
 	int64_t next_sweep_ms;
 	char **unknown_alerts;     /* alert names already logged as without policy */
 	size_t n_unknown_alerts;

@@ -15,6 +15,7 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include <jansson.h>
+#include <unistd.h>
 
 #include "bridge/issue.h"
 #include "core/am.h"
@@ -209,6 +210,40 @@ static void not_the_leader_counts_the_queue(void **state)
 	bfx_env_stop(&e);
 	metrics_free(m);
 	buf_release(&text);
+}
+
+static int counted_may_act(void *ctx)
+{
+	__atomic_add_fetch((int *)ctx, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+/*
+ * A replica that does not act idles a second between asks, queue or not:
+ * it waited on the queue, which returns at once while an event is due, so a
+ * standby with the leader's backlog in view spun (93,000 rounds in 300 ms:
+ * may_act and the store's due-time query each).
+ */
+static void not_the_leader_idles_while_an_event_is_due(void **state)
+{
+	struct env e;
+	struct buf err = BUF_INIT;
+	int asks = 0;
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	e.bo.may_act = counted_may_act;
+	e.bo.may_act_ctx = &asks;
+	bfx_bridge_restart(&e, 0);
+	bfx_enqueue(&e, "firing", EP1, NO_END);
+	assert_int_equal(bridge_start(e.b, &err), ERR_OK);
+	usleep(300000);
+	bridge_stop(e.b);
+	assert_int_equal(__atomic_load_n(&asks, __ATOMIC_SEQ_CST), 1);
+	assert_int_equal(store_pending_count(e.st, "bridge"), 1);
+	assert_int_equal(fake_http_count(e.gh), 0);
+	bfx_env_stop(&e);
+	buf_release(&err);
 }
 
 static void lease_lost_mid_event_stops_before_the_next_call(void **state)
@@ -966,6 +1001,7 @@ UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
 	cmocka_unit_test(failed_rebuild_keeps_the_event),
 	cmocka_unit_test(not_the_leader_drains_nothing),
 	cmocka_unit_test(not_the_leader_counts_the_queue),
+	cmocka_unit_test(not_the_leader_idles_while_an_event_is_due),
 	cmocka_unit_test(known_series_exist_at_zero),
 	cmocka_unit_test(lease_lost_mid_event_stops_before_the_next_call),
 	cmocka_unit_test(group_member_resolving_updates_the_body_paced))
