@@ -227,127 +227,117 @@ static long post_status(struct srv *s, const char *method, const char *header)
 	return st;
 }
 
+/* One admin-guard case: a reload of a config in dir, the admins, the server. */
+struct admin_case {
+	char dir[64];
+	struct auth *admins;  /* NULL: no web.auth */
+	struct guard_admin g;
+	struct reload *r;
+	struct seen sn;
+	struct srv *s;
+};
+
+/*
+ * Start c: a config whose webhook section is webhook ("" for none) and, when with_admin,
+ * web.auth's user oncall (password HASH4's) as the admin.
+ */
+static void admin_start(struct admin_case *c, const char *webhook, int with_admin)
+{
+	static struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
+	static const struct cfg_web_auth wa = { &user, 1 };
+
+	memset(c, 0, sizeof(*c));
+	tfx_mkdtemp(c->dir, sizeof(c->dir), "ab-guard");
+	c->r = reload_with(c->dir, webhook);
+	if (with_admin)
+		assert_int_equal(auth_new_web(&wa, &c->admins, NULL), ERR_OK);
+	c->s = serve_admin(&c->g, &c->sn, c->r, c->admins);
+}
+
+static void admin_stop(struct admin_case *c)
+{
+	srv_free(c->s);
+	auth_free(c->admins);
+	reload_free(c->r);
+	pthread_mutex_destroy(&c->sn.lock);
+	tfx_remove_tree(c->dir);
+}
+
 /*
  * Issue 19 item 8: web.auth admins and no webhook credentials.  The old
  * /-/reload asked only the webhook's (none), so anyone could reload.
  */
 static void admin_guard_wants_an_admin_without_webhook_credentials(void **state)
 {
-	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
-	struct cfg_web_auth wa = { &user, 1 };
-	struct auth *admins = NULL;
-	struct guard_admin g;
-	struct reload *r;
-	struct seen sn;
-	struct srv *s;
+	struct admin_case c;
 	struct reply rep;
-	char dir[64];
 
 	(void)state;
-	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
-	r = reload_with(dir, "");
-	assert_int_equal(auth_new_web(&wa, &admins, NULL), ERR_OK);
-	s = serve_admin(&g, &sn, r, admins);
-	assert_int_equal(post(s, "POST", NULL, &rep), 401);
+	admin_start(&c, "", 1);
+	assert_int_equal(post(c.s, "POST", NULL, &rep), 401);
 	assert_string_equal(buf_str(&rep.body), "Unauthorized.\n");
 	assert_non_null(strstr(buf_str(&rep.headers),
 			       "WWW-Authenticate: Basic realm=\"alertbridge\", charset=\"UTF-8\""));
 	hfx_reply_release(&rep);
-	assert_int_equal(post_status(s, "PUT", NULL), 401);
-	assert_int_equal(post_status(s, "POST", BAD), 401);
-	assert_int_equal(post_status(s, "POST", "Authorization: Bearer hook-secret"), 401);
-	assert_int_equal(hfx_calls(&sn), 0);
-	assert_int_equal(post_status(s, "POST", GOOD), 200);
-	assert_int_equal(post_status(s, "PUT", GOOD), 200);
-	assert_int_equal(hfx_calls(&sn), 2);
-	srv_free(s);
-	auth_free(admins);
-	reload_free(r);
-	pthread_mutex_destroy(&sn.lock);
-	tfx_remove_tree(dir);
+	assert_int_equal(post_status(c.s, "PUT", NULL), 401);
+	assert_int_equal(post_status(c.s, "POST", BAD), 401);
+	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer hook-secret"), 401);
+	assert_int_equal(hfx_calls(&c.sn), 0);
+	assert_int_equal(post_status(c.s, "POST", GOOD), 200);
+	assert_int_equal(post_status(c.s, "PUT", GOOD), 200);
+	assert_int_equal(hfx_calls(&c.sn), 2);
+	admin_stop(&c);
 }
 
 /* Issue 18 item 12: the webhook's token or a web.auth admin, either passes. */
 static void admin_guard_takes_the_webhook_token_or_an_admin(void **state)
 {
-	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
-	struct cfg_web_auth wa = { &user, 1 };
-	struct auth *admins = NULL;
-	struct guard_admin g;
-	struct reload *r;
-	struct seen sn;
-	struct srv *s;
+	struct admin_case c;
 	struct reply rep;
-	char dir[64];
 
 	(void)state;
-	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
-	r = reload_with(dir, "webhook:\n  bearer_token_file: hook-token\n");
-	assert_int_equal(auth_new_web(&wa, &admins, NULL), ERR_OK);
-	s = serve_admin(&g, &sn, r, admins);
-	assert_int_equal(post(s, "POST", NULL, &rep), 401);
+	admin_start(&c, "webhook:\n  bearer_token_file: hook-token\n", 1);
+	assert_int_equal(post(c.s, "POST", NULL, &rep), 401);
 	/* both schemes are offered (RFC 9110 11.6.1) */
 	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Bearer realm="));
 	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Basic realm="));
 	hfx_reply_release(&rep);
-	assert_int_equal(post_status(s, "POST", "Authorization: Bearer nope"), 401);
-	assert_int_equal(post_status(s, "POST", BAD), 401);
-	assert_int_equal(hfx_calls(&sn), 0);
-	assert_int_equal(post_status(s, "POST", "Authorization: Bearer hook-secret"), 200);
-	assert_int_equal(post_status(s, "PUT", GOOD), 200);
-	assert_int_equal(hfx_calls(&sn), 2);
-	srv_free(s);
-	auth_free(admins);
-	reload_free(r);
-	pthread_mutex_destroy(&sn.lock);
-	tfx_remove_tree(dir);
+	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer nope"), 401);
+	assert_int_equal(post_status(c.s, "POST", BAD), 401);
+	assert_int_equal(hfx_calls(&c.sn), 0);
+	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer hook-secret"), 200);
+	assert_int_equal(post_status(c.s, "PUT", GOOD), 200);
+	assert_int_equal(hfx_calls(&c.sn), 2);
+	admin_stop(&c);
 }
 
 /* Only the webhook's credentials: as before, the token passes; no admin to ask. */
 static void admin_guard_webhook_token_alone(void **state)
 {
-	struct guard_admin g;
-	struct reload *r;
-	struct seen sn;
-	struct srv *s;
+	struct admin_case c;
 	struct reply rep;
-	char dir[64];
 
 	(void)state;
-	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
-	r = reload_with(dir, "webhook:\n  bearer_token_file: hook-token\n");
-	s = serve_admin(&g, &sn, r, NULL);
-	assert_int_equal(post(s, "POST", GOOD, &rep), 401);
+	admin_start(&c, "webhook:\n  bearer_token_file: hook-token\n", 0);
+	assert_int_equal(post(c.s, "POST", GOOD, &rep), 401);
 	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Bearer realm="));
 	assert_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Basic"));
 	hfx_reply_release(&rep);
-	assert_int_equal(post_status(s, "POST", "Authorization: Bearer hook-secret"), 200);
-	assert_int_equal(hfx_calls(&sn), 1);
-	srv_free(s);
-	reload_free(r);
-	pthread_mutex_destroy(&sn.lock);
-	tfx_remove_tree(dir);
+	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer hook-secret"), 200);
+	assert_int_equal(hfx_calls(&c.sn), 1);
+	admin_stop(&c);
 }
 
 /* No credential configured anywhere: open, as Prometheus' lifecycle endpoints. */
 static void admin_guard_open_without_any_credential(void **state)
 {
-	struct guard_admin g;
-	struct reload *r;
-	struct seen sn;
-	struct srv *s;
-	char dir[64];
+	struct admin_case c;
 
 	(void)state;
-	tfx_mkdtemp(dir, sizeof(dir), "ab-guard");
-	r = reload_with(dir, "");
-	s = serve_admin(&g, &sn, r, NULL);
-	assert_int_equal(post_status(s, "POST", NULL), 200);
-	assert_int_equal(hfx_calls(&sn), 1);
-	srv_free(s);
-	reload_free(r);
-	pthread_mutex_destroy(&sn.lock);
-	tfx_remove_tree(dir);
+	admin_start(&c, "", 0);
+	assert_int_equal(post_status(c.s, "POST", NULL), 200);
+	assert_int_equal(hfx_calls(&c.sn), 1);
+	admin_stop(&c);
 }
 
 UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
