@@ -87,15 +87,6 @@ static void session_defaults(void **state)
 	db_close(db);
 }
 
-static void write_file(const char *path, const char *text)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
-}
-
 /* pg.sh's cluster checks the password of role pwuser. */
 static void password_file(void **state)
 {
@@ -120,14 +111,14 @@ static void password_file(void **state)
 	snprintf(file, sizeof(file), "%s/password", dir);
 	uri_as(uri, sizeof(uri), "pwuser", NULL);
 
-	write_file(file, "wrong\n");
+	tfx_write_file(NULL, file, "wrong\n");
 	assert_int_equal(db_open(uri, file, &db, &msg), ERR_UNAVAILABLE);
 	assert_null(db);
 	dbfx_assert_contains(buf_str(&msg), "password authentication failed");
 	dbfx_assert_contains(buf_str(&msg), uri);
 	assert_null(strstr(buf_str(&msg), "wrong"));
 
-	write_file(file, secret);
+	tfx_write_file(NULL, file, secret);
 	buf_reset(&msg);
 	assert_int_equal(db_open(uri, file, &db, &msg), ERR_OK);
 	assert_int_equal(dbfx_one_int(db, "SELECT 41 + 1"), 42);
@@ -137,7 +128,7 @@ static void password_file(void **state)
 		char line[128];
 
 		snprintf(line, sizeof(line), "%s\r\nsecond line\n", secret); /* first line only */
-		write_file(file, line);
+		tfx_write_file(NULL, file, line);
 	}
 	assert_int_equal(db_open(uri, file, &db, &msg), ERR_OK);
 	db_close(db);

@@ -151,19 +151,6 @@ static void failed_logins_slow_the_client_down(void **state)
 
 /* ---- the guard of state-changing routes ---- */
 
-/* Write text to dir/name. */
-static void put_file(const char *dir, const char *name, const char *text)
-{
-	char path[160];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
-}
-
 /* A reload of a config in dir whose webhook section is webhook ("" for none). */
 static struct reload *reload_with(const char *dir, const char *webhook)
 {
@@ -175,8 +162,8 @@ static struct reload *reload_with(const char *dir, const char *webhook)
 
 	snprintf(text, sizeof(text), "listen_address: 127.0.0.1:9095\n"
 		 "receivers:\n  - name: r\n    repo: o/r\n%s", webhook);
-	put_file(dir, "hook-token", "hook-secret\n");
-	put_file(dir, "alertbridge.yml", text);
+	tfx_write_file(dir, "hook-token", "hook-secret\n");
+	tfx_write_file(dir, "alertbridge.yml", text);
 	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
 	if (cfg_load(path, &cfg, &err))
 		fail_msg("%s", buf_str(&err));

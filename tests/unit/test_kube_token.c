@@ -20,20 +20,17 @@
 #include "core/log.h"
 #include "janitor/kube.h"
 #include "tests/unit/helpers/kube_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 /* ---- in-cluster token rotation ---- */
 
 static void write_file(const char *dir, const char *name, const char *text, time_t mtime)
 {
 	char p[128];
-	FILE *f;
 	struct timespec ts[2] = { { mtime, 0 }, { mtime, 0 } };
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tfx_write_file(NULL, p, text);
 	assert_int_equal(utimensat(AT_FDCWD, p, ts, 0), 0);
 }
 

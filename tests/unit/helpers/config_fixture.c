@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "core/log.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 static char tmpdir[64];
 
@@ -49,14 +50,7 @@ void cfx_fixture_path(char *out, size_t n, const char *name)
 
 void cfx_write_file(const char *name, const char *content)
 {
-	char path[256];
-	FILE *f;
-
-	cfx_fmt_into(path, sizeof(path), "%s/%s", tmpdir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(content, f);
-	fclose(f);
+	tfx_write_file(tmpdir, name, content);
 }
 
 static void link_key(const char *name, const char *fixture)
