@@ -668,14 +668,53 @@ def config_head(port):
             "webhook: {bearer_token_file: webhook-token}\n" % port)
 
 
-def run_cases(run, binary=ALERTBRIDGE):
-    """A test script's main(): run's cases, or one failure when the alertbridge binary is not
-    there (ALERTBRIDGE_BIN unset or wrong)."""
+def write_config(directory, port, body, files=()):
+    """Write files ((name, text) pairs, write_files()) into directory, then its
+    alertbridge.yml: config_head(port) and body.  The config's path."""
+    write_files(directory, files)
+    path = os.path.join(directory, "alertbridge.yml")
+    with open(path, "w") as f:
+        f.write(config_head(port) + body)
+    return path
+
+
+# The templates of a receiver with templates: {title: title.mustache, body: body.mustache}.
+TEMPLATE_FILES = (("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
+                  ("body.mustache", "{{annotations.summary}}\n"))
+
+
+def run_cases(run, binary=ALERTBRIDGE, **kw):
+    """A test script's main(): run's cases (run.run(**kw)), or one failure when the alertbridge
+    binary is not there (ALERTBRIDGE_BIN unset or wrong)."""
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % binary)
         print("0 passed, 1 failed")
         return 1
-    return run.run()
+    return run.run(**kw)
+
+
+def only_from_env(name):
+    """The cases the environment variable name selects (names, comma-separated), or None when
+    it is unset or empty: every case (Runner.run's only)."""
+    return [x for x in os.environ.get(name, "").split(",") if x] or None
+
+
+def _raise_on_term(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+def term_raises():
+    """Turn SIGTERM (e.g. tests/run.sh's timeout) into KeyboardInterrupt, so every case's
+    cleanup runs: a stack's children live in sessions of their own and would otherwise
+    outlive the test."""
+    signal.signal(signal.SIGTERM, _raise_on_term)
+
+
+def cases_main(run, only_env, **kw):
+    """A test script's main(): SIGTERM raises (term_raises()) and the cases the environment
+    variable only_env selects run (run.run(**kw)); the exit code."""
+    term_raises()
+    return run.run(only=only_from_env(only_env), **kw)
 
 
 import contextlib  # noqa: E402

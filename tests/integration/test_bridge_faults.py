@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
-from harness import config_head, write_files  # noqa: E402
+from harness import only_from_env, TEMPLATE_FILES, write_config  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/faults"
@@ -58,25 +58,22 @@ class Stack:
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=60).start()
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
-                               ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                               ("body.mustache", "{{annotations.summary}}\n")))
-        self.config = os.path.join(self.dir, "alertbridge.yml")
-        with open(self.config, "w") as f:
-            f.write(config_head(self.port) +
-                    "github:\n"
-                    "  api_url: %s\n"
-                    "  token_file: github-token\n"
-                    "  content_per_minute: %d\n"
-                    "  timeout: 2s\n"
-                    "receivers:\n"
-                    "  - name: %s\n"
-                    "    repo: %s\n"
-                    "    labels: [alert]\n"
-                    "    auto_close: true\n"
-                    "    reopen_window: 7d\n"
-                    "    templates: {title: title.mustache, body: body.mustache}\n"
-                    % (self.gh.url, BUDGET, RECEIVER, REPO))
+        self.config = write_config(
+            self.dir, self.port,
+            "github:\n"
+            "  api_url: %s\n"
+            "  token_file: github-token\n"
+            "  content_per_minute: %d\n"
+            "  timeout: 2s\n"
+            "receivers:\n"
+            "  - name: %s\n"
+            "    repo: %s\n"
+            "    labels: [alert]\n"
+            "    auto_close: true\n"
+            "    reopen_window: 7d\n"
+            "    templates: {title: title.mustache, body: body.mustache}\n"
+            % (self.gh.url, BUDGET, RECEIVER, REPO),
+            (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
         self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config,
                                        "--test.second-ms=%d" % SECOND_MS],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
@@ -372,14 +369,14 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
 
 def main():
     global S
-    only = [x for x in os.environ.get("FAULTS_ONLY", "").split(",") if x]
+    only = only_from_env("FAULTS_ONLY")
     if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
         print("0 passed, 1 failed")
         return 1
     S = Stack()
     try:
-        rc = run.run(on_failure=S.post_mortem, only=only or None,
+        rc = run.run(on_failure=S.post_mortem, only=only,
                      after=lambda: print(
                          "figures: faults injected %(faults)d, alerts sent %(alerts)d, issues "
                          "checked %(issues)d, duplicates %(duplicates)d, lost %(lost)d"

@@ -39,6 +39,7 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      port_open, print_tail, webhook_payload)
+from harness import cases_main  # noqa: E402
 
 REPO = "acme/crash"
 GH_TOKEN = "ghs_crashTestToken0123456789"
@@ -432,15 +433,5 @@ def sigterm_with_a_slow_client_exits_within_the_bound():
         eq(s.creates(), [], "creates after the restart")
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
-def main():
-    signal.signal(signal.SIGTERM, on_term)
-    only = [x for x in os.environ.get("CRASH_ONLY", "").split(",") if x]
-    return run.run(only=only)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main(run, "CRASH_ONLY"))

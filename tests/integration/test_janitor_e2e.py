@@ -19,7 +19,6 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 import calendar
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
                      event, free_port, iso_ms, poll, print_tail, short, wait_ready)
-from harness import resolved, stop_all, write_file  # noqa: E402
+from harness import only_from_env, resolved, stop_all, term_raises, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "e2e-kube-token"
@@ -678,14 +677,10 @@ def dry_run_changes_nothing_but_logs():
         st.stop()
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
 def main():
-    signal.signal(signal.SIGTERM, on_term)
+    term_raises()
     event("alertbridge binary: %s" % BIN)
-    only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
+    only = only_from_env("E2E_ONLY")
     def stop_live():
         if "stack" in _live:
             _live.pop("stack").stop()

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
                      print_tail)
-from harness import config_head  # noqa: E402
+from harness import config_head, only_from_env, run_cases  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))  # as harness's
 REPO = "acme/lifecycle"
@@ -395,12 +395,7 @@ def unassignable(s):
 
 
 def main():
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
-        print("0 passed, 1 failed")
-        return 1
-    only = [x for x in os.environ.get("LIFECYCLE_ONLY", "").split(",") if x]
-    return run.run(only=only or None)
+    return run_cases(run, BIN, only=only_from_env("LIFECYCLE_ONLY"))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
-from harness import config_head, run_cases, write_files  # noqa: E402
+from harness import run_cases, TEMPLATE_FILES, write_config  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/lostdb"
@@ -59,26 +59,22 @@ class Stack:
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.db = os.path.join(self.dir, "alertbridge.db")
-        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
-                               ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                               ("body.mustache", "{{annotations.summary}}\n")))
-        self.config = os.path.join(self.dir, "alertbridge.yml")
-        with open(self.config, "w") as f:
-            f.write(config_head(self.port) +
-                    "github:\n"
-                    "  api_url: %s\n"
-                    "  token_file: github-token\n"
-                    "  content_per_minute: 60\n"
-                    "  timeout: 5s\n"
-                    "  body_update_interval: 1s\n"
-                    "receivers:\n"
-                    % self.gh.url)
-            for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]:
-                f.write("  - name: %s\n"
-                        "    repo: %s\n"
-                        "    reopen_window: 7d\n"
-                        "    templates: {title: title.mustache, body: body.mustache}\n%s"
-                        % (name, REPO, extra))
+        self.config = write_config(
+            self.dir, self.port,
+            "github:\n"
+            "  api_url: %s\n"
+            "  token_file: github-token\n"
+            "  content_per_minute: 60\n"
+            "  timeout: 5s\n"
+            "  body_update_interval: 1s\n"
+            "receivers:\n" % self.gh.url +
+            "".join("  - name: %s\n"
+                    "    repo: %s\n"
+                    "    reopen_window: 7d\n"
+                    "    templates: {title: title.mustache, body: body.mustache}\n%s"
+                    % (name, REPO, extra)
+                    for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]),
+            (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
         self.ab = None
         self.runs = 0
 

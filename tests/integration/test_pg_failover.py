@@ -53,6 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      print_tail, webhook_payload)
+from harness import cases_main  # noqa: E402
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
 
@@ -624,15 +625,5 @@ def webhook_on_the_standby_seen_quickly():
               "webhooks taken by the standby seen within 0.3 s (one late allowed)", lat)
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
-def main():
-    signal.signal(signal.SIGTERM, on_term)
-    only = [x for x in os.environ.get("PG_FAILOVER_ONLY", "").split(",") if x]
-    return run.run(only=only)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main(run, "PG_FAILOVER_ONLY"))

@@ -42,19 +42,13 @@ static void fetch(struct srv *s, const char *header, struct reply *r)
 static struct srv *serve(struct guard *g, struct seen *sn, struct auth *a)
 {
 	struct srv_options so = { 0 };
-	struct buf err = BUF_INIT;
-	struct srv *s = NULL;
+	const struct hfx_route routes[] = {
+		{ "GET", "/guarded", guard_handle, g },
+		{ NULL, NULL, NULL, NULL },
+	};
 
-	memset(sn, 0, sizeof(*sn));
-	pthread_mutex_init(&sn->lock, NULL);
 	*g = (struct guard){ a, hfx_hello, sn };
-	so.listen_address = "127.0.0.1:0";
-	so.timeout_s = 5;
-	assert_int_equal(srv_new(&so, &s, &err), ERR_OK);
-	assert_int_equal(srv_route(s, "GET", "/guarded", guard_handle, g), ERR_OK);
-	assert_int_equal(srv_start(s, &err), ERR_OK);
-	buf_release(&err);
-	return s;
+	return hfx_serve(sn, &so, routes, NULL);
 }
 
 static void guards_the_route(void **state)
@@ -178,20 +172,14 @@ static struct srv *serve_admin(struct guard_admin *g, struct seen *sn, struct re
 			       const struct auth *admins)
 {
 	struct srv_options so = { 0 };
-	struct buf err = BUF_INIT;
-	struct srv *s = NULL;
+	const struct hfx_route routes[] = {
+		{ "POST", "/guarded", guard_admin_handle, g },
+		{ "PUT", "/guarded", guard_admin_handle, g },
+		{ NULL, NULL, NULL, NULL },
+	};
 
-	memset(sn, 0, sizeof(*sn));
-	pthread_mutex_init(&sn->lock, NULL);
 	*g = (struct guard_admin){ r, admins, hfx_hello, sn };
-	so.listen_address = "127.0.0.1:0";
-	so.timeout_s = 5;
-	assert_int_equal(srv_new(&so, &s, &err), ERR_OK);
-	assert_int_equal(srv_route(s, "POST", "/guarded", guard_admin_handle, g), ERR_OK);
-	assert_int_equal(srv_route(s, "PUT", "/guarded", guard_admin_handle, g), ERR_OK);
-	assert_int_equal(srv_start(s, &err), ERR_OK);
-	buf_release(&err);
-	return s;
+	return hfx_serve(sn, &so, routes, NULL);
 }
 
 static long post(struct srv *s, const char *method, const char *header, struct reply *r)

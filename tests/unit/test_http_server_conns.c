@@ -173,23 +173,18 @@ static struct srv *start_limited(struct seen *sn, unsigned timeout_s, unsigned h
 				 unsigned max_conn, unsigned max_per_ip)
 {
 	struct srv_options o = {0};
-	struct buf err = BUF_INIT;
-	struct srv *s = NULL;
+	const struct hfx_route routes[] = {
+		{ "GET", "/hello", hfx_hello, sn },
+		{ "POST", "/hello", hfx_hello, sn },
+		{ NULL, NULL, NULL, NULL },
+	};
 
-	memset(sn, 0, sizeof(*sn));
-	pthread_mutex_init(&sn->lock, NULL);
-	o.listen_address = "127.0.0.1:0";
 	o.threads = 2;
 	o.timeout_s = timeout_s;
 	o.header_timeout_ms = header_timeout_ms;
 	o.max_connections = max_conn;
 	o.max_connections_per_ip = max_per_ip;
-	assert_int_equal(srv_new(&o, &s, &err), ERR_OK);
-	assert_int_equal(srv_route(s, "GET", "/hello", hfx_hello, sn), ERR_OK);
-	assert_int_equal(srv_route(s, "POST", "/hello", hfx_hello, sn), ERR_OK);
-	assert_int_equal(srv_start(s, &err), ERR_OK);
-	buf_release(&err);
-	return s;
+	return hfx_serve(sn, &o, routes, NULL);
 }
 
 /* Connect from source address src ("127.0.0.2") to the server; asserts success. */
