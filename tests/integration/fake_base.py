@@ -135,15 +135,20 @@ class FakeServer:
         return None
 
 
-class FakeHandler(BaseHTTPRequestHandler):
+class QuietHandler(BaseHTTPRequestHandler):
+    """An HTTP/1.1 handler that logs nothing (the tests print what matters), without Nagle:
+    the fakes', and the proxies' and small servers' of the tests."""
     protocol_version = "HTTP/1.1"
     # The headers and the body are two writes: with Nagle on, the body waits for the
     # client's delayed ACK of the headers (40 ms on Linux), one stall per answer.
     disable_nagle_algorithm = True
-    fake = None  # set on the per-server subclass
 
-    def log_message(self, fmt, *args):  # quiet: the tests print what matters
+    def log_message(self, fmt, *args):
         pass
+
+
+class FakeHandler(QuietHandler):
+    fake = None  # set on the per-server subclass
 
     def _read(self):
         """The request being handled: (path, parsed query, raw query string, raw body)."""

@@ -290,7 +290,9 @@ def print_tail(title, text):
 # ----- a recording proxy between Alertmanager and alertbridge ---------------------------------
 
 import threading  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from http.server import ThreadingHTTPServer  # noqa: E402
+
+from fake_base import QuietHandler  # noqa: E402
 
 
 class WebhookProxy:
@@ -314,13 +316,7 @@ class WebhookProxy:
         turn = [0]
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n) if n > 0 else b""

@@ -28,10 +28,11 @@ import tempfile
 import threading
 import time
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fake_base import QuietHandler  # noqa: E402
 from fake_github import FakeGitHub, send_webhook  # noqa: E402
 from harness import (ALERTBRIDGE, ALERTMANAGER, Alertbridge, Alertmanager, Runner,  # noqa: E402
                      db_rows, eq, check,
@@ -58,13 +59,7 @@ class AmProxy:
         self.posts = 0
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(QuietHandler):
             def forward(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n) if n > 0 else None

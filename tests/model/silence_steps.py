@@ -27,8 +27,9 @@ import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
+from fake_base import QuietHandler  # noqa: E402 - lifecycle.py set sys.path
 from fake_github import send_webhook  # noqa: E402 - lifecycle.py set sys.path
 
 SECRET = "model-github-webhook-secret"
@@ -85,13 +86,7 @@ class FakeAlertmanager:
         self.silences = {}        # id -> the stored silence (postable fields + updatedAt)
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(QuietHandler):
             def answer(self, status, body):
                 data = json.dumps(body).encode()
                 self.send_response(status)

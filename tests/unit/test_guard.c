@@ -38,6 +38,18 @@ static void fetch(struct srv *s, const char *header, struct reply *r)
 	assert_int_equal(hfx_fetch("GET", url, NULL, header ? extra : NULL, r), CURLE_OK);
 }
 
+/* The status of GET /guarded on s with header (NULL: none). */
+static long fetch_status(struct srv *s, const char *header)
+{
+	struct reply r;
+	long st;
+
+	fetch(s, header, &r);
+	st = r.status;
+	hfx_reply_release(&r);
+	return st;
+}
+
 /* A server on 127.0.0.1:0 whose only route, GET /guarded, is hfx_hello behind g. */
 static struct srv *serve(struct guard *g, struct seen *sn, struct auth *a)
 {
@@ -70,9 +82,7 @@ static void guards_the_route(void **state)
 	assert_non_null(strstr(buf_str(&r.headers),
 			       "WWW-Authenticate: Basic realm=\"alertbridge\", charset=\"UTF-8\""));
 	hfx_reply_release(&r);
-	fetch(s, BAD, &r);
-	assert_int_equal(r.status, 401);
-	hfx_reply_release(&r);
+	assert_int_equal(fetch_status(s, BAD), 401);
 	assert_int_equal(hfx_calls(&sn), 0);
 	fetch(s, GOOD, &r);
 	assert_int_equal(r.status, 200);
@@ -90,14 +100,11 @@ static void open_without_users(void **state)
 	struct guard g;
 	struct seen sn;
 	struct srv *s;
-	struct reply r;
 
 	(void)state;
 	assert_int_equal(auth_new_web(NULL, &a, NULL), ERR_OK);
 	s = serve(&g, &sn, a);
-	fetch(s, NULL, &r);
-	assert_int_equal(r.status, 200);
-	hfx_reply_release(&r);
+	assert_int_equal(fetch_status(s, NULL), 200);
 	assert_int_equal(hfx_calls(&sn), 1);
 	srv_free(s);
 	auth_free(a);
@@ -122,21 +129,14 @@ static void failed_logins_slow_the_client_down(void **state)
 	(void)state;
 	assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_OK);
 	s = serve(&g, &sn, a);
-	fetch(s, GOOD, &r);
-	assert_int_equal(r.status, 200);
-	hfx_reply_release(&r);
-	for (int i = 0; i < AUTH_FAIL_BURST; i++) {
-		fetch(s, BAD, &r);
-		assert_int_equal(r.status, 401);
-		hfx_reply_release(&r);
-	}
+	assert_int_equal(fetch_status(s, GOOD), 200);
+	for (int i = 0; i < AUTH_FAIL_BURST; i++)
+		assert_int_equal(fetch_status(s, BAD), 401);
 	fetch(s, BAD, &r);
 	assert_int_equal(r.status, 429);
 	assert_non_null(strstr(buf_str(&r.headers), "Retry-After: "));
 	hfx_reply_release(&r);
-	fetch(s, GOOD, &r);
-	assert_int_equal(r.status, 200);
-	hfx_reply_release(&r);
+	assert_int_equal(fetch_status(s, GOOD), 200);
 	assert_int_equal(hfx_calls(&sn), 2);
 	srv_free(s);
 	auth_free(a);
