@@ -22,3 +22,13 @@ int64_t tclock_wall_ms(void)
 {
 	return ms_of(CLOCK_REALTIME);
 }
+
+int64_t tclock_virtual_now(void *now_ms)
+{
+	return *(int64_t *)now_ms;
+}
+
+void tclock_virtual_sleep(void *now_ms, int64_t ms)
+{
+	*(int64_t *)now_ms += ms;
+}
