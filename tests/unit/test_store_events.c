@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/store.h"
 #include "tests/unit/helpers/clock.h"
@@ -42,7 +43,7 @@ static void enqueue_next_done_round_trip(void **state)
 	assert_true(evs[1].id > evs[0].id);
 	assert_int_equal(store_pending_count(st, "bridge"), 2);
 
-	assert_int_equal(store_next_event(st, "bridge", tclock_wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_int_equal(got.id, evs[0].id);
 	assert_string_equal(got.kind, "bridge");
 	assert_string_equal(got.receiver, "default");
@@ -59,7 +60,7 @@ static void enqueue_next_done_round_trip(void **state)
 	store_event_release(NULL);
 
 	assert_int_equal(store_event_done(st, evs[0].id, NULL, &msg), ERR_OK);
-	assert_int_equal(store_next_event(st, "bridge", tclock_wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_int_equal(got.id, evs[1].id);
 	assert_string_equal(got.status, "resolved");
 	assert_int_equal(got.ends_at_ms, 1700000009000);
@@ -96,12 +97,12 @@ static void oldest_pending_is_the_first_received(void **state)
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000010000);
 	assert_int_equal(store_oldest_pending_ms(st, "janitor"), 1700000005000);
 	/* A retry keeps the receipt time: the event is as old as when it came. */
-	assert_int_equal(store_event_retry(st, evs[0].id, tclock_wall_ms() + 60000, "GitHub down"),
+	assert_int_equal(store_event_retry(st, evs[0].id, clock_wall_ms() + 60000, "GitHub down"),
 			 ERR_OK);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000010000);
 	assert_int_equal(store_event_dead(st, evs[0].id, "invalid"), ERR_OK);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000020000);
-	assert_int_equal(store_next_event(st, "bridge", tclock_wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_int_equal(store_event_done(st, got.id, NULL, &msg), ERR_OK);
 	store_event_release(&got);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
@@ -452,9 +453,9 @@ static void prune_drops_old_done_events_only(void **state)
 	sfx_enq1(st, "bridge", "c");
 	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
 	assert_int_equal(store_event_dead(st, b, "x"), ERR_OK);
-	assert_int_equal(store_prune_done(st, tclock_wall_ms() - 60000, &deleted), ERR_OK);
+	assert_int_equal(store_prune_done(st, clock_wall_ms() - 60000, &deleted), ERR_OK);
 	assert_int_equal(deleted, 0);
-	assert_int_equal(store_prune_done(st, tclock_wall_ms() + 1000, &deleted), ERR_OK);
+	assert_int_equal(store_prune_done(st, clock_wall_ms() + 1000, &deleted), ERR_OK);
 	assert_int_equal(deleted, 1);
 	assert_int_equal(store_dead_count(st), 1);
 	assert_int_equal(store_pending_count(st, "bridge"), 1);
@@ -525,10 +526,10 @@ static void prune_keeps_the_file_small_and_dead_letters(void **state)
 	empty_bytes = db_bytes(f->path);
 	for (int round = 0; round < 4; round++) {
 		int64_t full;
-		add_done_events(f->path, st, 2000, tclock_wall_ms() - 10000);
+		add_done_events(f->path, st, 2000, clock_wall_ms() - 10000);
 		full = db_bytes(f->path);  /* 0 on PostgreSQL: no file */
 		assert_true(f->postgres || full > 2000 * 2048);
-		assert_int_equal(store_prune_done(st, tclock_wall_ms() - 5000, &deleted), ERR_OK);
+		assert_int_equal(store_prune_done(st, clock_wall_ms() - 5000, &deleted), ERR_OK);
 		assert_int_equal(deleted, 2000);
 		assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), 2);
 		if (f->postgres)

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/store.h"
 #include "tests/unit/helpers/clock.h"
@@ -237,7 +238,7 @@ static void committed_events_survive_exit(void **state)
 
 	st = sfx_open_ok(f->path);
 	assert_int_equal(store_pending_count(st, "bridge"), 5);
-	assert_int_equal(store_next_event(st, "bridge", tclock_wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_string_equal(got.key, "d0");
 	store_event_release(&got);
 	store_close(st);
@@ -307,7 +308,7 @@ static void wait_returns_on_enqueue_wake_and_close(void **state)
 	assert_true(tclock_mono_ms() - t0 >= 140);
 
 	/* ...a retry that comes due does. */
-	assert_int_equal(store_event_retry(st, sfx_next_id(st, "bridge", 0), tclock_wall_ms() + 200, "x"),
+	assert_int_equal(store_event_retry(st, sfx_next_id(st, "bridge", 0), clock_wall_ms() + 200, "x"),
 			 ERR_OK);
 	t0 = tclock_mono_ms();
 	store_wait_kind(st, "bridge", 5000);
@@ -341,7 +342,7 @@ static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **
 
 	sfx_enq1(st, "bridge", "ka");
 	a = sfx_next_id(st, "bridge", 0);
-	assert_int_equal(store_event_retry(st, a, tclock_wall_ms() + 3000, "x"), ERR_OK);
+	assert_int_equal(store_event_retry(st, a, clock_wall_ms() + 3000, "x"), ERR_OK);
 	mark = store_mark(st);
 	t0 = tclock_mono_ms();
 	store_wait_kind_since(st, "bridge", mark, 150);  /* reads and keeps the due time */
@@ -352,7 +353,7 @@ static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **
 	t0 = tclock_mono_ms();
 	store_wait_kind_since(st, "bridge", mark, 5000);
 	assert_true(tclock_mono_ms() - t0 < 1000);
-	b = sfx_next_id(st, "bridge", tclock_wall_ms());
+	b = sfx_next_id(st, "bridge", clock_wall_ms());
 	assert_true(b > a);
 	assert_int_equal(store_event_dead(st, b, "done with it"), ERR_OK);
 	mark = store_mark(st);
@@ -361,7 +362,7 @@ static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **
 	assert_true(tclock_mono_ms() - t0 >= 140);
 
 	/* the retry comes sooner: the kept due time is stale */
-	assert_int_equal(store_event_retry(st, a, tclock_wall_ms() + 200, "x"), ERR_OK);
+	assert_int_equal(store_event_retry(st, a, clock_wall_ms() + 200, "x"), ERR_OK);
 	mark = store_mark(st);
 	t0 = tclock_mono_ms();
 	store_wait_kind_since(st, "bridge", mark, 5000);

@@ -16,7 +16,6 @@
 
 #include "core/log.h"
 #include "core/store.h"
-#include "tests/unit/helpers/clock.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 /* ---- repeats ---- */

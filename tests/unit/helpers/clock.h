@@ -1,17 +1,14 @@
 /*
- * clock.h - the clocks the unit tests read to bound how long a call took or to stamp what
- * they store: milliseconds of CLOCK_MONOTONIC and of CLOCK_REALTIME (clock_gettime(2)).
+ * clock.h - the unit tests' clocks beside core/clock.h's: core's monotonic clock in
+ * milliseconds (to bound how long a call took), and a virtual clock for the clients' hooks.
  */
 #ifndef AB_TEST_CLOCK_H
 #define AB_TEST_CLOCK_H
 
 #include <stdint.h>
 
-/* Milliseconds of CLOCK_MONOTONIC: for elapsed times only (its origin is unspecified). */
+/* clock_mono_us() in milliseconds: for elapsed times only (its origin is unspecified). */
 int64_t tclock_mono_ms(void);
-
-/* Milliseconds since the Unix epoch, UTC (CLOCK_REALTIME). */
-int64_t tclock_wall_ms(void);
 
 /*
  * A virtual clock for a client's now_ms and sleep_ms hooks, its context an int64_t of
