@@ -55,36 +55,34 @@ static void name_hides_the_password(void **state)
 	db_close(db);
 }
 
-#define SESSION_SQL                                                                    \
-	"SELECT current_setting('application_name'), current_setting('tcp_keepalives_idle'),"  \
-	" current_setting('tcp_keepalives_count')"
+/* A session on target has these application_name, tcp_keepalives_idle and _count. */
+static void expect_session(const char *target, const char *name, const char *idle,
+			   const char *count)
+{
+	struct db *db = dbfx_open_ok(target);
+	struct db_stmt *s = dbfx_prepare_ok(db, "SELECT current_setting('application_name'), "
+						"current_setting('tcp_keepalives_idle'), "
+						"current_setting('tcp_keepalives_count')");
+
+	assert_int_equal(db_step(s), DB_ROW);
+	assert_string_equal(db_col_text(s, 0), name);
+	assert_string_equal(db_col_text(s, 1), idle);
+	assert_string_equal(db_col_text(s, 2), count);
+	db_finalize(s);
+	db_close(db);
+}
 
 /* The session's defaults (db.h): a name, and keepalives; what the URI sets wins. */
 static void session_defaults(void **state)
 {
 	char uri[1024];
 	const char *base = dbfx_pg_uri();
-	struct db *db = dbfx_open_ok(base);
-	struct db_stmt *s = dbfx_prepare_ok(db, SESSION_SQL);
 
 	(void)state;
-	assert_int_equal(db_step(s), DB_ROW);
-	assert_string_equal(db_col_text(s, 0), "alertbridge");
-	assert_string_equal(db_col_text(s, 1), "10");
-	assert_string_equal(db_col_text(s, 2), "3");
-	db_finalize(s);
-	db_close(db);
-
+	expect_session(base, "alertbridge", "10", "3");
 	snprintf(uri, sizeof(uri), "%s%sapplication_name=mine&options=-ctcp_keepalives_idle%%3D20",
 		 base, strchr(base, '?') ? "&" : "?");
-	db = dbfx_open_ok(uri);
-	s = dbfx_prepare_ok(db, SESSION_SQL);
-	assert_int_equal(db_step(s), DB_ROW);
-	assert_string_equal(db_col_text(s, 0), "mine");
-	assert_string_equal(db_col_text(s, 1), "20");
-	assert_string_equal(db_col_text(s, 2), "3");
-	db_finalize(s);
-	db_close(db);
+	expect_session(uri, "mine", "20", "3");
 }
 
 /* pg.sh's cluster checks the password of role pwuser. */
