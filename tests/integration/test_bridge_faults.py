@@ -32,6 +32,7 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
 from harness import only_from_env, TEMPLATE_FILES, write_config  # noqa: E402
+from harness import issues_by_key  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/faults"
@@ -143,28 +144,23 @@ def resolved_of(alerts):
     return [dict(a, status="resolved", endsAt=ends) for a in alerts]
 
 
-def issues_by_key():
+def by_key():
     """{key: [issue, ...]} over the fake's live issues."""
-    out = {}
-    for i in S.gh.issues(REPO):
-        m = re.findall(r"<!-- alertbridge:key=([A-Za-z0-9._-]+) -->", i["body"] or "")
-        if m:
-            out.setdefault(m[-1], []).append(i)
-    return out
+    return issues_by_key(S.gh.issues(REPO))
 
 
 def wait_issues(alerts, state, what, timeout_s=60):
     keys = [a["fingerprint"] for a in alerts]
 
     def done():
-        by = issues_by_key()
+        by = by_key()
         return all(k in by and by[k][-1]["state"] == state for k in keys)
     poll(done, what, timeout_s=timeout_s, interval_s=0.2)
 
 
 def check_exactly_once(alerts, resolved):
     """One issue per key; on each, one alertbridge comment per resolve, none for firing."""
-    by = issues_by_key()
+    by = by_key()
     for a in alerts:
         fp = a["fingerprint"]
         got = by.get(fp, [])
@@ -329,7 +325,7 @@ def bad_token_401_keeps_events_until_the_token_works():
     check("level=error" in line and "401" in line, "logged at error with the status", line)
     check(GH_TOKEN not in S.log_text(), "the token is never logged")
     check((S.metric("alertbridge_github_unauthorized_total") or 0) >= 1, "401 metric")
-    eq(issues_by_key().get(alerts[0]["fingerprint"]), None, "nothing made with a bad token")
+    eq(by_key().get(alerts[0]["fingerprint"]), None, "nothing made with a bad token")
     FIGURES["faults"] += 1
     S.gh.set_token(GH_TOKEN)
     event("token accepted again")
@@ -357,7 +353,7 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
     time.sleep(3)
     creates = [r for r in S.gh.get_requests() if r["time"] >= t and r["method"] == "POST"]
     eq(len(creates), 1, "one attempt, never retried")
-    eq(issues_by_key().get(alerts[0]["fingerprint"]), None, "no issue")
+    eq(by_key().get(alerts[0]["fingerprint"]), None, "no issue")
     out = subprocess.run([BIN, "map", "list", "--config.file=" + S.config], cwd=S.dir,
                          capture_output=True, text=True, timeout=10)
     eq(out.returncode, 0, "map list exit code (stderr: %s)" % out.stderr)

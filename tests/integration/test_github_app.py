@@ -62,6 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll, print_tail, webhook_payload)
+from harness import delete_database  # noqa: E402
 
 APP_ID = 4242
 # Installation tokens of token_renewed_before_expiry live 5 min + this; a slow first create
@@ -162,6 +163,14 @@ def app_github(tmp, installations, repos=("acme/alerts",), slug=None, **fake):
     return key, gh
 
 
+def app_service(installation_id=77, **fake):
+    """The App installed on acme as installation 77 (app_github(), fake's options) and a
+    service filing into acme/alerts as installation installation_id, not started; (gh, ab)."""
+    tmp = temp_dir()
+    key, gh = app_github(tmp, {77: ["acme"]}, **fake)
+    return gh, service(tmp, gh, app_yaml(key, installation_id), [("bridge", "acme/alerts")])
+
+
 @contextlib.contextmanager
 def running(ab, gh):
     """ab started for the block; every service of the case and gh stopped after it."""
@@ -175,9 +184,7 @@ def running(ab, gh):
 
 @run.case
 def app_installation_files_an_issue():
-    tmp = temp_dir()
-    key, gh = app_github(tmp, {77: ["acme"]})
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    gh, ab = app_service()
     with running(ab, gh):
         fire(ab, "AppFiles")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue filed as the App", 30)
@@ -194,10 +201,8 @@ def app_installation_files_an_issue():
 
 @run.case
 def token_renewed_before_expiry():
-    tmp = temp_dir()
-    key, gh = app_github(tmp, {77: ["acme"]})
+    gh, ab = app_service()
     gh.apps.token_lifetime_s = 300 + RENEW_WINDOW_S
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
     with running(ab, gh):
         fire(ab, "RenewFirst")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
@@ -231,9 +236,7 @@ def tokens_in_use(gh):
 
 @run.case
 def token_renewed_once_after_401():
-    tmp = temp_dir()
-    key, gh = app_github(tmp, {77: ["acme"]})
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    gh, ab = app_service()
     with running(ab, gh):
         fire(ab, "BeforeRevoke")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
@@ -297,10 +300,8 @@ def two_organisations_two_credentials():
 
 @run.case
 def enterprise_server_paths():
-    tmp = temp_dir()
-    key, gh = app_github(tmp, {77: ["acme"]}, path_prefix="/api/v3")
+    gh, ab = app_service(path_prefix="/api/v3")
     check(gh.url.endswith("/api/v3"), "the fake serves under /api/v3", gh.url)
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
     with running(ab, gh):
         fire(ab, "EnterpriseAlert")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue on GHES", 30)
@@ -330,9 +331,7 @@ def jwt_of_another_key_is_refused():
 
 def lose_database(ab):
     ab.stop()
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(ab.db + suffix):
-            os.unlink(ab.db + suffix)
+    delete_database(ab.db)
     ab.start()
 
 
@@ -373,9 +372,7 @@ def lost_database_each_organisation_by_its_login():
 
 @run.case
 def lost_database_app_rebuilds_by_its_bot_login():
-    tmp = temp_dir()
-    key, gh = app_github(tmp, {77: ["acme"]}, slug="octo-alerts")
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    gh, ab = app_service(slug="octo-alerts")
     with running(ab, gh):
         fire(ab, "AppAlert")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the App's issue", 30)
@@ -399,9 +396,7 @@ def lost_database_app_rebuilds_by_its_bot_login():
 
 @run.case
 def wrong_installation_is_unauthorized():
-    tmp = temp_dir()
-    key, gh = app_github(tmp, {77: ["acme"]})
-    ab = service(tmp, gh, app_yaml(key, 78), [("bridge", "acme/alerts")])
+    gh, ab = app_service(78)
     with running(ab, gh):
         fire(ab, "WrongInstallation")
         poll(lambda: metric(ab, "alertbridge_github_unauthorized_total") >= 1,

@@ -40,6 +40,8 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
 from harness import run_cases, TEMPLATE_FILES, write_config  # noqa: E402
+from harness import issues_by_key, prom_alert  # noqa: E402
+from harness import delete_database, run_on_stack  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/lostdb"
@@ -111,9 +113,7 @@ class Stack:
 
     def lose_database(self):
         self.stop()
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(self.db + suffix):
-                os.unlink(self.db + suffix)
+        delete_database(self.db)
         event("database deleted")
         self.gh.get_requests(clear=True)
         self.start()
@@ -128,14 +128,7 @@ class Stack:
         poll(finished, "%d events finished" % events, timeout_s=60, interval_s=0.2)
 
 
-def alert(name, starts, status="firing", ends=None):
-    fp = "%016x" % (abs(hash(name)) % (1 << 63))
-    return {"status": status, "fingerprint": fp,
-            "labels": {"alertname": name, "pod": "p-" + name.lower()},
-            "annotations": {"summary": "%s fires" % name},
-            "startsAt": iso_ms(starts),
-            "endsAt": iso_ms(ends) if ends else "0001-01-01T00:00:00Z",
-            "generatorURL": "http://prometheus.example/graph"}
+alert = prom_alert
 
 
 def resolved(a):
@@ -143,12 +136,7 @@ def resolved(a):
 
 
 def by_key(gh):
-    out = {}
-    for i in gh.issues(REPO):
-        m = re.findall(r"<!-- alertbridge:key=([A-Za-z0-9._-]+) -->", i["body"] or "")
-        if m:
-            out.setdefault(m[-1], []).append(i)
-    return out
+    return issues_by_key(gh.issues(REPO))
 
 
 def snapshot(gh):
@@ -205,9 +193,7 @@ def lost_database(s):
     eq([before[k][0][1:] for k in keys],
        [("open", None, 0), ("closed", "completed", 1), ("open", None, 1), ("open", None, 0)],
        "states and comments before the loss (open, closed, refired, late)")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(s.db + suffix):
-            os.unlink(s.db + suffix)
+    delete_database(s.db)
     event("database deleted")
     s.gh.get_requests(clear=True)
 
@@ -257,15 +243,7 @@ def lost_database(s):
 
 
 def with_stack(receivers, fn):
-    s = Stack(receivers)
-    try:
-        fn(s)
-    except BaseException:
-        print_tail("alertbridge log (last 60 lines)", s.ab.tail(60) if s.ab else
-                   open(os.path.join(s.dir, "alertbridge.log")).read()[-6000:])
-        raise
-    finally:
-        s.cleanup()
+    run_on_stack(Stack(receivers), fn)
 
 
 def mutating(gh):
