@@ -136,9 +136,9 @@ quick_skipped() { # $1 test file
 # The store's unit tests, run a second time on PostgreSQL (AB_TEST_STORE=postgres, see
 # tests/unit/helpers/store_fixture.h) when AB_TEST_PG_URI is set, and test_storm (the storm
 # summaries' part of the store, store/store_groups.c, is tested there); test_store_copy and
-# test_db do both engines in one run.
-STORE_UNITS="test_store test_store_events test_store_map test_store_outbox test_store_digest \
-test_store_groups test_storm"
+# the test_db* files do both engines in one run.
+STORE_UNITS="test_store test_store_events test_store_events_repeats test_store_events_commit \
+test_store_map test_store_outbox test_store_digest test_store_groups test_storm"
 
 # Run unit binary $1 named $2 (the rest of the arguments: the environment it runs in) with
 # its output in directory $3; append "NAME|PASSED|FAILED|EXIT|LOG" to $3/results.  Under the

@@ -135,15 +135,42 @@ class FakeServer:
         return None
 
 
-class FakeHandler(BaseHTTPRequestHandler):
+class QuietHandler(BaseHTTPRequestHandler):
+    """An HTTP/1.1 handler that logs nothing (the tests print what matters), without Nagle:
+    the fakes', and the proxies' and small servers' of the tests."""
     protocol_version = "HTTP/1.1"
     # The headers and the body are two writes: with Nagle on, the body waits for the
     # client's delayed ACK of the headers (40 ms on Linux), one stall per answer.
     disable_nagle_algorithm = True
-    fake = None  # set on the per-server subclass
 
-    def log_message(self, fmt, *args):  # quiet: the tests print what matters
+    def log_message(self, fmt, *args):
         pass
+
+
+class LocalServer:
+    """A base for the tests' small servers (proxies, a fake Alertmanager): _serve(handler)
+    serves it from a ThreadingHTTPServer on 127.0.0.1 at a port of the kernel's choice, on a
+    daemon thread (self.server, self.port, self.url); stop() shuts it down."""
+
+    def _serve(self, handler, quiet_errors=False):
+        """quiet_errors: a connection reset by the client (a SIGKILLed bridge) is not worth a
+        traceback."""
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server.daemon_threads = True
+        if quiet_errors:
+            self.server.handle_error = lambda request, address: None
+        self.port = self.server.server_address[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        threading.Thread(target=self.server.serve_forever, daemon=True,
+                         kwargs={"poll_interval": 0.1}).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class FakeHandler(QuietHandler):
+    fake = None  # set on the per-server subclass
 
     def _read(self):
         """The request being handled: (path, parsed query, raw query string, raw body)."""

@@ -58,6 +58,46 @@ def short(v, limit=1500):
     return s if len(s) <= limit else s[:limit] + "...(%d more)" % (len(s) - limit)
 
 
+class Checks:
+    """The tally of a script of named checks on files, which runs no service (the deploy
+    files', the source tree's): report() or skip() each check, end() prints the closing line
+    "N passed, N failed" (and how many were skipped) and gives the exit code."""
+
+    def __init__(self, max_problems=None):
+        self.passed = self.failed = self.skipped = 0
+        self.max_problems = max_problems  # problems printed per check (None: all)
+
+    def report(self, name, problems):
+        """problems: a list of strings; empty means the check passed."""
+        if problems:
+            self.failed += 1
+            print("FAIL %s" % name)
+            for p in problems[:self.max_problems]:
+                print("     %s" % p)
+        else:
+            self.passed += 1
+            print("ok   %s" % name)
+
+    def skip(self, name, why):
+        self.skipped += 1
+        print("skip %s: %s" % (name, why))
+
+    def guarded(self, errors, fn, *args):
+        """fn(*args); an exception of the classes errors (a file it cannot read or parse)
+        fails that check, named after fn, not the run."""
+        try:
+            return fn(*args)
+        except errors as e:
+            self.report(fn.__name__, ["%s: %s" % (type(e).__name__, e)])
+            return None
+
+    def end(self):
+        if self.skipped:
+            print("(%d skipped)" % self.skipped)
+        print("%d passed, %d failed" % (self.passed, self.failed))
+        return 1 if self.failed else 0
+
+
 class Runner:
     """Runs named cases in order; a case is a function taking no arguments that raises on
     failure.  on_failure (optional) is called after a failing case (to print logs)."""
@@ -290,10 +330,10 @@ def print_tail(title, text):
 # ----- a recording proxy between Alertmanager and alertbridge ---------------------------------
 
 import threading  # noqa: E402
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer  # noqa: E402
+from fake_base import LocalServer, QuietHandler  # noqa: E402
 
 
-class WebhookProxy:
+class WebhookProxy(LocalServer):
     """Forwards every request to http://127.0.0.1:<upstream_port> unchanged (method, path, body,
     headers but Host/Content-Length/Connection) and records it with the upstream's answer, so a
     test can see what Alertmanager sent and what alertbridge answered.  When the upstream is
@@ -314,13 +354,7 @@ class WebhookProxy:
         turn = [0]
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n) if n > 0 else b""
@@ -360,20 +394,11 @@ class WebhookProxy:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True,
-                                       kwargs={"poll_interval": 0.1})
-        self.thread.start()
+        self._serve(Handler)
 
     def get(self):
         with self.lock:
             return list(self.deliveries)
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # ----- Debian's real Alertmanager ---------------------------------------------------------------
@@ -454,6 +479,37 @@ class Alertmanager:
 
 # ----- crash, HA and shutdown helpers (test_crash.py, test_ha.py) -------------------------------
 
+def flapping_schedule(rng, n_alerts, first_within_s, until_s, gap_s):
+    """[(t, alert index, firing)] in time order (t in seconds from the start): each alert
+    fires first within first_within_s, then toggles after rng.uniform(*gap_s) seconds, again
+    and again while before until_s.  rng is the case's seeded random.Random."""
+    schedule = []
+    for i in range(n_alerts):
+        t, firing = rng.uniform(0, first_within_s), True
+        while t < until_s:
+            schedule.append((t, i, firing))
+            firing = not firing
+            t += rng.uniform(*gap_s)
+    schedule.sort()
+    return schedule
+
+
+def drive_and_kill(driver, killer, timeout_s, errors, stop=None):
+    """Run a chaos test's driver and killer, each on a daemon thread of its own; wait for each
+    (timeout_s at the most), set the event stop (if any), then check both finished and that
+    errors, the list they append to, stayed empty."""
+    threads = [threading.Thread(target=driver, daemon=True),
+               threading.Thread(target=killer, daemon=True)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout_s)
+    if stop is not None:
+        stop.set()
+    check(not any(t.is_alive() for t in threads), "driver and killer finished")
+    check(not errors, "driver and killer ran without errors", errors)
+
+
 def kill9(proc):
     """SIGKILL proc (a crash: no cleanup runs) and reap it.  Returns the exit code (-9)."""
     if proc.p is None:
@@ -495,6 +551,19 @@ def clustered_alertmanager(workdir, name, webhook_url, token_file, listen_port, 
     argv = [a for a in am.proc.argv if not a.startswith("--cluster.")]
     am.proc.argv = argv + alertmanager_cluster_args(listen_port, peer_ports)
     return am
+
+
+def prom_alert(name, starts, status="firing", ends=None, **labels):
+    """An alert as Prometheus sends it to Alertmanager's API: named name, label pod
+    p-<name in lower case> and labels, started at starts (epoch seconds), ended at ends (None:
+    not yet); its fingerprint a hash of name, the same in every run."""
+    fp = "%016x" % (sum(ord(c) * 131 ** i for i, c in enumerate(name)) % (1 << 63))
+    return {"status": status, "fingerprint": fp,
+            "labels": dict({"alertname": name, "pod": "p-" + name.lower()}, **labels),
+            "annotations": {"summary": "%s fires" % name},
+            "startsAt": iso_ms(starts),
+            "endsAt": iso_ms(ends) if ends else "0001-01-01T00:00:00Z",
+            "generatorURL": "http://prometheus.example/graph"}
 
 
 def issue_key(issue):
@@ -651,6 +720,13 @@ def db_rows(db, sql, args=()):
 
 
 # ----- the files of a test's alertbridge --------------------------------------------------------
+def event_of(db, key):
+    """(state, last_error) of the newest event of key in the database file db, or None."""
+    r = db_rows(db, "SELECT state, last_error FROM events WHERE key = ? ORDER BY id DESC LIMIT 1",
+                (key,))
+    return r[0] if r else None
+
+
 def write_files(directory, files):
     """Write each (name, text) of files into directory, the text and a newline: tokens and
     templates as alertbridge reads them."""
@@ -668,14 +744,63 @@ def config_head(port):
             "webhook: {bearer_token_file: webhook-token}\n" % port)
 
 
-def run_cases(run, binary=ALERTBRIDGE):
-    """A test script's main(): run's cases, or one failure when the alertbridge binary is not
-    there (ALERTBRIDGE_BIN unset or wrong)."""
+def write_config(directory, port, body, files=()):
+    """Write files ((name, text) pairs, write_files()) into directory, then its
+    alertbridge.yml: config_head(port) and body.  The config's path."""
+    write_files(directory, files)
+    path = os.path.join(directory, "alertbridge.yml")
+    with open(path, "w") as f:
+        f.write(config_head(port) + body)
+    return path
+
+
+def janitor_head(sweep_interval="1s"):
+    """The first lines of a config's janitor section: enabled, live (not dry-run), on the
+    kubeconfig file beside alertbridge.yml, sweeping every sweep_interval."""
+    return ("janitor:\n"
+            "  enabled: true\n"
+            "  dry_run: false\n"
+            "  kubernetes: {kubeconfig: kubeconfig}\n"
+            "  sweep_interval: %s\n" % sweep_interval)
+
+
+# The templates of a receiver with templates: {title: title.mustache, body: body.mustache}.
+TEMPLATE_FILES = (("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
+                  ("body.mustache", "{{annotations.summary}}\n"))
+
+
+def run_cases(run, binary=ALERTBRIDGE, **kw):
+    """A test script's main(): run's cases (run.run(**kw)), or one failure when the alertbridge
+    binary is not there (ALERTBRIDGE_BIN unset or wrong)."""
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % binary)
         print("0 passed, 1 failed")
         return 1
-    return run.run()
+    return run.run(**kw)
+
+
+def only_from_env(name):
+    """The cases the environment variable name selects (names, comma-separated), or None when
+    it is unset or empty: every case (Runner.run's only)."""
+    return [x for x in os.environ.get(name, "").split(",") if x] or None
+
+
+def _raise_on_term(signum, frame):
+    raise KeyboardInterrupt("signal %d" % signum)
+
+
+def term_raises():
+    """Turn SIGTERM (e.g. tests/run.sh's timeout) into KeyboardInterrupt, so every case's
+    cleanup runs: a stack's children live in sessions of their own and would otherwise
+    outlive the test."""
+    signal.signal(signal.SIGTERM, _raise_on_term)
+
+
+def cases_main(run, only_env, **kw):
+    """A test script's main(): SIGTERM raises (term_raises()) and the cases the environment
+    variable only_env selects run (run.run(**kw)); the exit code."""
+    term_raises()
+    return run.run(only=only_from_env(only_env), **kw)
 
 
 import contextlib  # noqa: E402
@@ -721,6 +846,46 @@ def start_alertbridge(binary, config, directory, url, log_name="alertbridge.log"
     proc.start()
     wait_ready(proc, url + "/-/ready", timeout_s=30)
     return proc
+
+
+def delete_database(path):
+    """Remove the sqlite database path with its -wal and -shm files (those that exist)."""
+    for suffix in ("", "-wal", "-shm"):
+        if os.path.exists(path + suffix):
+            os.unlink(path + suffix)
+
+
+def run_on_stack(s, fn, lines=60):
+    """fn(s) for a stack s with an alertbridge s.ab (None once gone) writing s.dir's
+    alertbridge.log: when fn fails, the log's last lines are printed first; s.cleanup() after,
+    in any case."""
+    try:
+        fn(s)
+    except BaseException:
+        print_tail("alertbridge log (last %d lines)" % lines, s.ab.tail(lines) if s.ab else
+                   open(os.path.join(s.dir, "alertbridge.log")).read()[-100 * lines:])
+        raise
+    finally:
+        s.cleanup()
+
+
+def stop_state(state, *names):
+    """The teardown of a script whose cases share the dict state: state[name].stop() for each
+    of names present (one with a process, an Alertbridge or an Alertmanager, only while it
+    runs), then the directory state["dir"] removed."""
+    for name in names:
+        x = state.get(name)
+        if x is not None and (not hasattr(x, "proc") or (x.proc and x.proc.alive())):
+            x.stop()
+    shutil.rmtree(state.get("dir", "/nonexistent"), ignore_errors=True)
+
+
+def tail_on_failure(state, lines=40):
+    """A Runner.run on_failure that prints the last lines of state["ab"]'s log."""
+    def on_failure(name):
+        if "ab" in state:
+            print_tail("alertbridge log (last %d lines)" % lines, state["ab"].tail(lines))
+    return on_failure
 
 
 def stop_all(stops, directory):

@@ -21,7 +21,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge), ALERTMANAGER_BIN.  Prints a timeli
 
 import os
 import re
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -32,7 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Alertmanager, Runner, WebhookProxy,  # noqa: E402
-                     check, eq, event, http, iso_ms, poll, print_tail)
+                     check, eq, event, http, iso_ms, poll)
+from harness import stop_state, tail_on_failure  # noqa: E402
 
 REPO = "acme/am-limits"
 GH_TOKEN = "ghs_amLimitsToken0123456789"
@@ -129,19 +129,7 @@ def start():
 
 
 def stop():
-    for k in ("am", "ab"):
-        if k in S and S[k].proc and S[k].proc.alive():
-            S[k].stop()
-    if "proxy" in S:
-        S["proxy"].stop()
-    if "gh" in S:
-        S["gh"].stop()
-    shutil.rmtree(S.get("dir", "/nonexistent"), ignore_errors=True)
-
-
-def on_failure(name):
-    if "ab" in S:
-        print_tail("alertbridge log (last 40 lines)", S["ab"].tail(40))
+    stop_state(S, "am", "ab", "proxy", "gh")
 
 
 @run.case
@@ -231,4 +219,4 @@ def truncated_alerts_are_logged_counted_and_kept_for_the_view():
 
 
 if __name__ == "__main__":
-    sys.exit(run.run(on_failure=on_failure, after=stop))
+    sys.exit(run.run(on_failure=tail_on_failure(S), after=stop))

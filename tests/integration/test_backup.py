@@ -25,7 +25,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from harness import Runner, check, eq, event, http, poll, print_tail  # noqa: E402
+from harness import Runner, check, eq, event, http, poll  # noqa: E402
+from harness import delete_database, run_on_stack  # noqa: E402
 from test_lost_database import (BIN, MUTATING, REPO, Stack, alert, by_key,  # noqa: E402
                                 resolved, snapshot)
 
@@ -101,9 +102,7 @@ def backup_then_restore(s):
     eq(sorted(before), sorted(a["fingerprint"] for a in every), "one issue per alert")
 
     # Restore: the copy replaces the file (and its WAL), then map rescan, then start.
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(s.db + suffix):
-            os.unlink(s.db + suffix)
+    delete_database(s.db)
     shutil.copyfile(bak, s.db)
     r = subprocess.run([BIN, "map", "rescan", "--config.file=" + s.config], cwd=s.dir,
                        capture_output=True, text=True, timeout=10)
@@ -128,15 +127,7 @@ def backup_then_restore(s):
 
 @run.case
 def backup_while_running_then_restore():
-    s = Stack()
-    try:
-        backup_then_restore(s)
-    except BaseException:
-        print_tail("alertbridge log (last 60 lines)", s.ab.tail(60) if s.ab else
-                   open(os.path.join(s.dir, "alertbridge.log")).read()[-6000:])
-        raise
-    finally:
-        s.cleanup()
+    run_on_stack(Stack(), backup_then_restore)
 
 
 def main():

@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_kube import FakeKube  # noqa: E402
 from harness import (Failure, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail)
-from harness import start_alertbridge, write_file  # noqa: E402
+from harness import only_from_env, start_alertbridge, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 HOOK_TOKEN = "bad-input-webhook-secret"
@@ -827,5 +827,5 @@ def after():
 
 
 if __name__ == "__main__":
-    only = [s for s in os.environ.get("BAD_ONLY", "").split(",") if s]
-    sys.exit(run.run(on_failure=on_failure, only=only or None, after=after))
+    only = only_from_env("BAD_ONLY")
+    sys.exit(run.run(on_failure=on_failure, only=only, after=after))

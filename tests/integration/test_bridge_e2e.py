@@ -13,7 +13,6 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 """
 
 import os
-import signal
 import sys
 import tempfile
 import time
@@ -23,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
                      event, free_port, http, iso_ms, poll, print_tail, short, wait_ready)
-from harness import resolved, stop_all, write_file  # noqa: E402
+from harness import cases_main, resolved, stop_all, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/cluster-alerts"
@@ -454,17 +453,9 @@ def restart_between_firing_and_resolving_keeps_the_map():
         check_webhook_answers(st)
 
 
-def on_term(signum, frame):
-    # Turn SIGTERM (e.g. tests/run.sh's timeout) into an exception so every Stack's cleanup
-    # runs: its children live in their own sessions and would otherwise outlive us.
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
 def main():
-    signal.signal(signal.SIGTERM, on_term)
     event("alertbridge binary: %s" % BIN)
-    only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
-    return run.run(only=only)
+    return cases_main(run, "E2E_ONLY")
 
 
 if __name__ == "__main__":

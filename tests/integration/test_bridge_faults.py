@@ -31,7 +31,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
-from harness import config_head, write_files  # noqa: E402
+from harness import only_from_env, TEMPLATE_FILES, write_config  # noqa: E402
+from harness import issues_by_key  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/faults"
@@ -58,25 +59,22 @@ class Stack:
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=60).start()
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
-                               ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                               ("body.mustache", "{{annotations.summary}}\n")))
-        self.config = os.path.join(self.dir, "alertbridge.yml")
-        with open(self.config, "w") as f:
-            f.write(config_head(self.port) +
-                    "github:\n"
-                    "  api_url: %s\n"
-                    "  token_file: github-token\n"
-                    "  content_per_minute: %d\n"
-                    "  timeout: 2s\n"
-                    "receivers:\n"
-                    "  - name: %s\n"
-                    "    repo: %s\n"
-                    "    labels: [alert]\n"
-                    "    auto_close: true\n"
-                    "    reopen_window: 7d\n"
-                    "    templates: {title: title.mustache, body: body.mustache}\n"
-                    % (self.gh.url, BUDGET, RECEIVER, REPO))
+        self.config = write_config(
+            self.dir, self.port,
+            "github:\n"
+            "  api_url: %s\n"
+            "  token_file: github-token\n"
+            "  content_per_minute: %d\n"
+            "  timeout: 2s\n"
+            "receivers:\n"
+            "  - name: %s\n"
+            "    repo: %s\n"
+            "    labels: [alert]\n"
+            "    auto_close: true\n"
+            "    reopen_window: 7d\n"
+            "    templates: {title: title.mustache, body: body.mustache}\n"
+            % (self.gh.url, BUDGET, RECEIVER, REPO),
+            (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
         self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config,
                                        "--test.second-ms=%d" % SECOND_MS],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
@@ -146,28 +144,23 @@ def resolved_of(alerts):
     return [dict(a, status="resolved", endsAt=ends) for a in alerts]
 
 
-def issues_by_key():
+def by_key():
     """{key: [issue, ...]} over the fake's live issues."""
-    out = {}
-    for i in S.gh.issues(REPO):
-        m = re.findall(r"<!-- alertbridge:key=([A-Za-z0-9._-]+) -->", i["body"] or "")
-        if m:
-            out.setdefault(m[-1], []).append(i)
-    return out
+    return issues_by_key(S.gh.issues(REPO))
 
 
 def wait_issues(alerts, state, what, timeout_s=60):
     keys = [a["fingerprint"] for a in alerts]
 
     def done():
-        by = issues_by_key()
+        by = by_key()
         return all(k in by and by[k][-1]["state"] == state for k in keys)
     poll(done, what, timeout_s=timeout_s, interval_s=0.2)
 
 
 def check_exactly_once(alerts, resolved):
     """One issue per key; on each, one alertbridge comment per resolve, none for firing."""
-    by = issues_by_key()
+    by = by_key()
     for a in alerts:
         fp = a["fingerprint"]
         got = by.get(fp, [])
@@ -332,7 +325,7 @@ def bad_token_401_keeps_events_until_the_token_works():
     check("level=error" in line and "401" in line, "logged at error with the status", line)
     check(GH_TOKEN not in S.log_text(), "the token is never logged")
     check((S.metric("alertbridge_github_unauthorized_total") or 0) >= 1, "401 metric")
-    eq(issues_by_key().get(alerts[0]["fingerprint"]), None, "nothing made with a bad token")
+    eq(by_key().get(alerts[0]["fingerprint"]), None, "nothing made with a bad token")
     FIGURES["faults"] += 1
     S.gh.set_token(GH_TOKEN)
     event("token accepted again")
@@ -360,7 +353,7 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
     time.sleep(3)
     creates = [r for r in S.gh.get_requests() if r["time"] >= t and r["method"] == "POST"]
     eq(len(creates), 1, "one attempt, never retried")
-    eq(issues_by_key().get(alerts[0]["fingerprint"]), None, "no issue")
+    eq(by_key().get(alerts[0]["fingerprint"]), None, "no issue")
     out = subprocess.run([BIN, "map", "list", "--config.file=" + S.config], cwd=S.dir,
                          capture_output=True, text=True, timeout=10)
     eq(out.returncode, 0, "map list exit code (stderr: %s)" % out.stderr)
@@ -372,14 +365,14 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
 
 def main():
     global S
-    only = [x for x in os.environ.get("FAULTS_ONLY", "").split(",") if x]
+    only = only_from_env("FAULTS_ONLY")
     if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
         print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
         print("0 passed, 1 failed")
         return 1
     S = Stack()
     try:
-        rc = run.run(on_failure=S.post_mortem, only=only or None,
+        rc = run.run(on_failure=S.post_mortem, only=only,
                      after=lambda: print(
                          "figures: faults injected %(faults)d, alerts sent %(alerts)d, issues "
                          "checked %(issues)d, duplicates %(duplicates)d, lost %(lost)d"

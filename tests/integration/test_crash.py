@@ -39,6 +39,8 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      port_open, print_tail, webhook_payload)
+from harness import cases_main, drive_and_kill  # noqa: E402
+from harness import flapping_schedule  # noqa: E402
 
 REPO = "acme/crash"
 GH_TOKEN = "ghs_crashTestToken0123456789"
@@ -122,15 +124,7 @@ def kill_at_random_moments():
         return a
 
     # Each alert fires first within 8 s, then toggles every 10-25 s until 5 s before the end.
-    schedule = []
-    for i in range(n_alerts):
-        t = rng.uniform(0, 8)
-        firing = True
-        while t < duration_s - 5:
-            schedule.append((t, i, firing))
-            firing = not firing
-            t += rng.uniform(10, 25)
-    schedule.sort()
+    schedule = flapping_schedule(rng, n_alerts, 8, duration_s - 5, (10, 25))
     n_kills = rng.randint(8, 12)
     # The first kill comes right after GitHub created an issue (the create's answer lost);
     # the others at random moments or right after any write.
@@ -189,14 +183,7 @@ def kill_at_random_moments():
     try:
         ab.start()
         am.start()
-        threads = [threading.Thread(target=driver, daemon=True),
-                   threading.Thread(target=killer, daemon=True)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(duration_s + 60)
-        check(not any(t.is_alive() for t in threads), "driver and killer finished")
-        check(not errors, "driver and killer ran without errors", errors)
+        drive_and_kill(driver, killer, duration_s + 60, errors)
         with lock:
             if not ab.alive():
                 ab.start()
@@ -432,15 +419,5 @@ def sigterm_with_a_slow_client_exits_within_the_bound():
         eq(s.creates(), [], "creates after the restart")
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
-def main():
-    signal.signal(signal.SIGTERM, on_term)
-    only = [x for x in os.environ.get("CRASH_ONLY", "").split(",") if x]
-    return run.run(only=only)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main(run, "CRASH_ONLY"))

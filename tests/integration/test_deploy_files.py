@@ -19,6 +19,10 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Checks  # noqa: E402
+
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("ALERTBRIDGE_BIN") or os.path.join(SRC, "alertbridge")
@@ -62,24 +66,8 @@ LIBRARY_BUDGET_BYTES = 40 * 1000 * 1000
 # Libraries that only test or sanitizer builds link.
 TEST_ONLY_PACKAGES = {"libcmocka0", "libasan8", "libubsan1"}
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
-
-
-def report(name, problems):
-    """problems: a list of strings; empty means the check passed."""
-    if problems:
-        results["failed"] += 1
-        print("FAIL %s" % name)
-        for p in problems:
-            print("     %s" % p)
-    else:
-        results["passed"] += 1
-        print("ok   %s" % name)
-
-
-def skip(name, why):
-    results["skipped"] += 1
-    print("skip %s: %s" % (name, why))
+CHECKS = Checks()
+report, skip = CHECKS.report, CHECKS.skip
 
 
 def read(path):
@@ -874,12 +862,8 @@ def check_public_routes():
 
 def guarded(fn, *args):
     """Run one group of checks; a file it cannot read or parse fails that group, not the run."""
-    try:
-        return fn(*args)
-    except (OSError, ValueError, AttributeError, IndexError, KeyError,
-            subprocess.TimeoutExpired) as e:
-        report(fn.__name__, ["%s: %s" % (type(e).__name__, e)])
-        return None
+    return CHECKS.guarded((OSError, ValueError, AttributeError, IndexError, KeyError,
+                           subprocess.TimeoutExpired), fn, *args)
 
 
 def main():
@@ -896,10 +880,7 @@ def main():
     guarded(check_systemd)
     guarded(check_docs)
     guarded(check_public_routes)
-    if results["skipped"]:
-        print("(%d skipped)" % results["skipped"])
-    print("%d passed, %d failed" % (results["passed"], results["failed"]))
-    return 1 if results["failed"] else 0
+    return CHECKS.end()
 
 
 if __name__ == "__main__":

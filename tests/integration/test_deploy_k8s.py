@@ -39,6 +39,10 @@ except ImportError:  # a Python of its own (pyenv) beside Debian's python3-yaml 
     sys.path.append("/usr/lib/python3/dist-packages")
     import yaml
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Checks  # noqa: E402
+
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 K8S = os.path.join(SRC, "deploy", "kubernetes")
@@ -87,34 +91,11 @@ PUBLIC_FLAG = "--web.public-listen-address=:%d"
 INGRESS_PEER = ({"kubernetes.io/metadata.name": "ingress-nginx"},
                 {"app.kubernetes.io/name": "ingress-nginx"})
 
-# Exactly the calls janitor/kube.c and ha/leader.c make (see test_deploy_files.py).
-CLUSTER_RULES = {
-    ("", "pods"): {"get", "list", "patch", "delete"},
-    ("", "events"): {"create"},
-    ("apps", "replicasets"): {"get"},
-    ("apps", "deployments/scale"): {"patch"},
-    ("apps", "statefulsets/scale"): {"patch"},
-    ("batch", "jobs"): {"delete"},
-}
-LEASE_RULES = {("coordination.k8s.io", "leases"): {"get", "create", "update"}}
+# Exactly the calls janitor/kube.c and ha/leader.c make: test_deploy_files.py's.
+from test_deploy_files import CLUSTER_RULES, LEASE_RULES  # noqa: E402
 
-results = {"passed": 0, "failed": 0, "skipped": 0}
-
-
-def report(name, problems):
-    if problems:
-        results["failed"] += 1
-        print("FAIL %s" % name)
-        for p in problems:
-            print("     %s" % p)
-    else:
-        results["passed"] += 1
-        print("ok   %s" % name)
-
-
-def skip(name, why):
-    results["skipped"] += 1
-    print("skip %s: %s" % (name, why))
+CHECKS = Checks()
+report, skip = CHECKS.report, CHECKS.skip
 
 
 # ---- the schema ---------------------------------------------------------------------------
@@ -940,11 +921,8 @@ def check_service_monitor_plain():
 
 
 def guarded(fn):
-    try:
-        fn()
-    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError,
-            yaml.YAMLError, subprocess.TimeoutExpired) as e:
-        report(fn.__name__, ["%s: %s" % (type(e).__name__, e)])
+    CHECKS.guarded((OSError, ValueError, KeyError, TypeError, AttributeError, IndexError,
+                    yaml.YAMLError, subprocess.TimeoutExpired), fn)
 
 
 def main():
@@ -952,10 +930,7 @@ def main():
                check_service_monitor_plain,
                check_prometheus_rule_generated, check_operating_docs, check_renders):
         guarded(fn)
-    if results["skipped"]:
-        print("(%d skipped)" % results["skipped"])
-    print("%d passed, %d failed" % (results["passed"], results["failed"]))
-    return 1 if results["failed"] else 0
+    return CHECKS.end()
 
 
 if __name__ == "__main__":

@@ -48,6 +48,7 @@ Env: ALERTBRIDGE_BIN.  Needs the openssl command (test keys are made at test tim
 """
 
 import atexit
+import contextlib
 import os
 import re
 import shutil
@@ -61,6 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll, print_tail, webhook_payload)
+from harness import delete_database  # noqa: E402
 
 APP_ID = 4242
 # Installation tokens of token_renewed_before_expiry live 5 min + this; a slow first create
@@ -95,12 +97,19 @@ def service(tmp, gh, github_yaml, receivers):
     return ab
 
 
-def fire(ab, name, receiver=None):
+def post_alert(ab, name, receiver=None, ends_ago_s=None):
+    """Post one alert named name to ab: firing, or resolved ends_ago_s seconds ago."""
     a = {"fingerprint": "%016x" % (abs(hash(name)) % (1 << 63)), "status": "firing",
          "labels": {"alertname": name, "severity": "critical"},
          "annotations": {"summary": name + " fires"}, "startsAt": iso_ms(time.time() - 5)}
+    if ends_ago_s is not None:
+        a.update(status="resolved", endsAt=iso_ms(time.time() - ends_ago_s))
     st, _, body = ab.post(webhook_payload(receiver or ab.receiver, [a]))
     check(st in (200, 202), "webhook accepted", (st, body))
+
+
+def fire(ab, name, receiver=None):
+    post_alert(ab, name, receiver)
 
 
 def metric(ab, name):
@@ -144,15 +153,39 @@ def temp_dir():
     return d
 
 
-@run.case
-def app_installation_files_an_issue():
-    tmp = temp_dir()
+def app_github(tmp, installations, repos=("acme/alerts",), slug=None, **fake):
+    """A key pair in tmp and the fake GitHub (no personal token works: "no-pat-here") serving
+    repos, with the App registered under its public key, installed as installations
+    ({installation_id: [owner]}); (private key path, fake)."""
     key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
-    gh.apps.register(APP_ID, pub, {77: ["acme"]})
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
+    gh = FakeGitHub(token="no-pat-here", repos=list(repos), **fake).start()
+    gh.apps.register(APP_ID, pub, installations, slug=slug)
+    return key, gh
+
+
+def app_service(installation_id=77, **fake):
+    """The App installed on acme as installation 77 (app_github(), fake's options) and a
+    service filing into acme/alerts as installation installation_id, not started; (gh, ab)."""
+    tmp = temp_dir()
+    key, gh = app_github(tmp, {77: ["acme"]}, **fake)
+    return gh, service(tmp, gh, app_yaml(key, installation_id), [("bridge", "acme/alerts")])
+
+
+@contextlib.contextmanager
+def running(ab, gh):
+    """ab started for the block; every service of the case and gh stopped after it."""
     try:
         ab.start()
+        yield
+    finally:
+        stop_all()
+        gh.stop()
+
+
+@run.case
+def app_installation_files_an_issue():
+    gh, ab = app_service()
+    with running(ab, gh):
         fire(ab, "AppFiles")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue filed as the App", 30)
         ex = reqs(gh, "POST", r"/app/installations/77/access_tokens")
@@ -164,21 +197,13 @@ def app_installation_files_an_issue():
         eq([auth(r) for r in c], ["Bearer " + token], "the create uses the installation token")
         eq(metric(ab, "alertbridge_github_app_token_renewals_total"), 1.0, "renewals counter")
         eq(metric(ab, "alertbridge_github_app_token_failures_total"), 0.0, "failures counter")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
 def token_renewed_before_expiry():
-    tmp = temp_dir()
-    key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
-    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    gh, ab = app_service()
     gh.apps.token_lifetime_s = 300 + RENEW_WINDOW_S
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
-    try:
-        ab.start()
+    with running(ab, gh):
         fire(ab, "RenewFirst")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
         first = len(gh.apps.issued)
@@ -192,9 +217,6 @@ def token_renewed_before_expiry():
         eq([r for r in gh.get_requests() if r["status"] == 401], [], "no request answered 401")
         eq(metric(ab, "alertbridge_github_app_token_renewals_total"),
            float(len(gh.apps.issued)), "renewals counter: one per token")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 def tokens_in_use(gh):
@@ -214,13 +236,8 @@ def tokens_in_use(gh):
 
 @run.case
 def token_renewed_once_after_401():
-    tmp = temp_dir()
-    key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
-    gh.apps.register(APP_ID, pub, {77: ["acme"]})
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
-    try:
-        ab.start()
+    gh, ab = app_service()
+    with running(ab, gh):
         fire(ab, "BeforeRevoke")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
         with gh.lock:
@@ -231,20 +248,14 @@ def token_renewed_once_after_401():
         eq([r["status"] for r in c], [201, 401, 201], "the create after revocation: 401 then 201")
         eq(len(gh.apps.issued), 2, "one renewal after the 401")
         eq(auth(c[2]), "Bearer " + gh.apps.issued[1][2], "the repeat uses the new token")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
 def installation_found_per_owner():
     tmp = temp_dir()
-    key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts", "beta/alerts"]).start()
-    gh.apps.register(APP_ID, pub, {11: ["acme"], 12: ["beta"]})
+    key, gh = app_github(tmp, {11: ["acme"], 12: ["beta"]}, repos=["acme/alerts", "beta/alerts"])
     ab = service(tmp, gh, app_yaml(key), [("acme", "acme/alerts"), ("beta", "Beta/alerts")])
-    try:
-        ab.start()
+    with running(ab, gh):
         fire(ab, "AcmeOne", "acme")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "acme's issue", 30)
         fire(ab, "BetaOne", "beta")
@@ -260,9 +271,6 @@ def installation_found_per_owner():
            "acme's creates use installation 11's token")
         eq([auth(r) for r in creates(gh, "Beta/alerts")], ["Bearer " + tok[12]],
            "beta's create uses installation 12's token")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
@@ -277,8 +285,7 @@ def two_organisations_two_credentials():
     yaml = ("  token_file: acme-token\n  credentials:\n    - owner: Beta\n" +
             app_yaml(key, indent="      "))
     ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
-    try:
-        ab.start()
+    with running(ab, gh):
         fire(ab, "AcmeAlert", "acme")
         fire(ab, "BetaAlert", "beta")
         poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
@@ -289,29 +296,18 @@ def two_organisations_two_credentials():
            "beta: the App's installation token")
         eq([r for r in gh.get_requests() if r["status"] in (401, 404)], [],
            "no credential was sent where it does not reach")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
 def enterprise_server_paths():
-    tmp = temp_dir()
-    key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"], path_prefix="/api/v3").start()
-    gh.apps.register(APP_ID, pub, {77: ["acme"]})
+    gh, ab = app_service(path_prefix="/api/v3")
     check(gh.url.endswith("/api/v3"), "the fake serves under /api/v3", gh.url)
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
-    try:
-        ab.start()
+    with running(ab, gh):
         fire(ab, "EnterpriseAlert")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue on GHES", 30)
         eq([r["status"] for r in reqs(gh, "POST", "/app/installations/77/access_tokens")], [201],
            "the token exchange under /api/v3")
         eq([r["status"] for r in creates(gh, "acme/alerts")], [201], "the create under /api/v3")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
@@ -322,8 +318,7 @@ def jwt_of_another_key_is_refused():
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
     gh.apps.register(APP_ID, other_pub, {77: ["acme"]})
     ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
-    try:
-        ab.start()
+    with running(ab, gh):
         fire(ab, "WrongKey")
         poll(lambda: metric(ab, "alertbridge_github_app_token_failures_total") >= 1,
              "a token failure counted", 30)
@@ -332,26 +327,16 @@ def jwt_of_another_key_is_refused():
               [r["status"] for r in ex])
         eq(gh.issues("acme/alerts"), [], "no issue without a token")
         eq(creates(gh, "acme/alerts"), [], "no create sent without a token")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 def lose_database(ab):
     ab.stop()
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(ab.db + suffix):
-            os.unlink(ab.db + suffix)
+    delete_database(ab.db)
     ab.start()
 
 
 def resolve(ab, name, receiver=None):
-    a = {"fingerprint": "%016x" % (abs(hash(name)) % (1 << 63)), "status": "resolved",
-         "labels": {"alertname": name, "severity": "critical"},
-         "annotations": {"summary": name + " fires"}, "startsAt": iso_ms(time.time() - 5),
-         "endsAt": iso_ms(time.time() - 1)}
-    st, _, body = ab.post(webhook_payload(receiver or ab.receiver, [a]))
-    check(st in (200, 202), "webhook accepted", (st, body))
+    post_alert(ab, name, receiver, ends_ago_s=1)
 
 
 @run.case
@@ -366,8 +351,7 @@ def lost_database_each_organisation_by_its_login():
     yaml = ("  token_file: acme-token\n  credentials:\n"
             "    - {owner: beta, token_file: beta-token}\n")
     ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
-    try:
-        ab.start()
+    with running(ab, gh):
         fire(ab, "AcmeAlert", "acme")
         fire(ab, "BetaAlert", "beta")
         poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
@@ -384,20 +368,12 @@ def lost_database_each_organisation_by_its_login():
            "beta's rebuild lists creator=bob with beta's token")
         eq([auth(r) for r in reqs(gh, "GET", "/user")], ["Bearer tok-beta"],
            "GET /user with beta's own token")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
 def lost_database_app_rebuilds_by_its_bot_login():
-    tmp = temp_dir()
-    key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
-    gh.apps.register(APP_ID, pub, {77: ["acme"]}, slug="octo-alerts")
-    ab = service(tmp, gh, app_yaml(key, 77), [("bridge", "acme/alerts")])
-    try:
-        ab.start()
+    gh, ab = app_service(slug="octo-alerts")
+    with running(ab, gh):
         fire(ab, "AppAlert")
         poll(lambda: len(gh.issues("acme/alerts")) == 1, "the App's issue", 30)
         eq(gh.issues("acme/alerts")[0]["user"]["login"], "octo-alerts[bot]",
@@ -416,20 +392,12 @@ def lost_database_app_rebuilds_by_its_bot_login():
         eq([r["query"].get("creator") for r in reqs(gh, "GET", "/repos/acme/alerts/issues")
             if "labels" in r["query"] or "creator" in r["query"]], ["octo-alerts[bot]"],
            "the rebuild lists creator=<slug>[bot]")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 @run.case
 def wrong_installation_is_unauthorized():
-    tmp = temp_dir()
-    key, pub = make_key(tmp)
-    gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
-    gh.apps.register(APP_ID, pub, {77: ["acme"]})
-    ab = service(tmp, gh, app_yaml(key, 78), [("bridge", "acme/alerts")])
-    try:
-        ab.start()
+    gh, ab = app_service(78)
+    with running(ab, gh):
         fire(ab, "WrongInstallation")
         poll(lambda: metric(ab, "alertbridge_github_unauthorized_total") >= 1,
              "the wrong installation counted as unauthorized", 30)
@@ -438,9 +406,6 @@ def wrong_installation_is_unauthorized():
         eq([r["status"] for r in reqs(gh, "POST", "/app/installations/78/access_tokens")][:1],
            [404], "GitHub answers 404 for an installation the App does not have")
         eq(creates(gh, "acme/alerts"), [], "no create without a token")
-    finally:
-        stop_all()
-        gh.stop()
 
 
 def check_config(tmp, github_yaml):

@@ -39,7 +39,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtu
 T_EARLY = "2026-11-21T00:40:00.000Z"  # "app" started before the two others
 T_AGAIN = "2026-11-21T01:30:00.000Z"  # the next episode, after 04b's endsAt
 
-from harness import Runner  # noqa: E402
+from harness import Runner, only_from_env  # noqa: E402
 
 run = Runner()
 
@@ -155,5 +155,4 @@ def group_lifecycle():
 
 
 if __name__ == "__main__":
-    only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
-    sys.exit(run.run(only=only or None))
+    sys.exit(run.run(only=only_from_env("E2E_ONLY")))

@@ -22,7 +22,6 @@ Prints a timeline and, last, "N passed, N failed".
 import collections
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -33,6 +32,7 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Runner, WebhookProxy, check,  # noqa: E402
                      clustered_alertmanager, eq, event, free_port, http, issues_by_key, iso_ms,
                      poll, print_tail, wait_ready)
+from harness import cases_main  # noqa: E402
 
 REPO = "acme/ha"
 GH_TOKEN = "ghs_haTestToken0123456789"
@@ -170,15 +170,5 @@ def ha_pair_makes_one_issue_per_alert_and_closes_it_once():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
-def main():
-    signal.signal(signal.SIGTERM, on_term)
-    only = [x for x in os.environ.get("HA_ONLY", "").split(",") if x]
-    return run.run(only=only)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main(run, "HA_ONLY"))

@@ -16,7 +16,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Prints a timeline and, last, "N p
 
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -30,7 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
-                     iso_ms, poll, print_tail)
+                     iso_ms, poll)
+from harness import stop_state, tail_on_failure  # noqa: E402
 
 REPO = "acme/intake"
 GH_TOKEN = "ghs_intakeToken0123456789"
@@ -87,16 +87,7 @@ def start():
 
 
 def stop():
-    if "ab" in S and S["ab"].alive():
-        S["ab"].stop()
-    if "gh" in S:
-        S["gh"].stop()
-    shutil.rmtree(S.get("dir", "/nonexistent"), ignore_errors=True)
-
-
-def on_failure(name):
-    if "ab" in S:
-        print_tail("alertbridge log (last 40 lines)", S["ab"].tail(40))
+    stop_state(S, "ab", "gh")
 
 
 @run.case
@@ -234,4 +225,4 @@ def sighup_reloads_and_the_service_keeps_running():
 
 
 if __name__ == "__main__":
-    sys.exit(run.run(on_failure=on_failure, after=stop))
+    sys.exit(run.run(on_failure=tail_on_failure(S), after=stop))

@@ -19,7 +19,6 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 import calendar
 import os
 import re
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,8 @@ from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
                      event, free_port, iso_ms, poll, print_tail, short, wait_ready)
-from harness import resolved, stop_all, write_file  # noqa: E402
+from harness import config_head, only_from_env, resolved, stop_all, term_raises  # noqa: E402
+from harness import write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "e2e-kube-token"
@@ -100,11 +100,7 @@ class Stack:
         return write_file(self.dir, name, text)
 
     def _config(self):
-        return ("listen_address: 127.0.0.1:%d\n"
-                "database: alertbridge.db\n"
-                "log: {level: debug, format: logfmt}\n"
-                "webhook:\n"
-                "  bearer_token_file: webhook-token\n"
+        return (config_head(self.ab_port) +
                 "janitor:\n"
                 "  enabled: true\n"
                 "  dry_run: %s\n"
@@ -128,7 +124,7 @@ class Stack:
                 "    default_channel: \"#gpu\"\n"
                 "    owner_label: owner\n"
                 "leader_election: {enabled: false}\n"
-                % (self.ab_port, "true" if self.dry_run else "false", SWEEP_S,
+                % ("true" if self.dry_run else "false", SWEEP_S,
                    GPU, GRACE_GPU_S, NOTICE_LEAD_S, CPU, GRACE_CPU_S, NOTICE_LEAD_S,
                    REM, GRACE_REM_S, NOTICE_LEAD_S, int(REMINDER_S * 1000),
                    self.slack.api_url))
@@ -678,14 +674,10 @@ def dry_run_changes_nothing_but_logs():
         st.stop()
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
 def main():
-    signal.signal(signal.SIGTERM, on_term)
+    term_raises()
     event("alertbridge binary: %s" % BIN)
-    only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
+    only = only_from_env("E2E_ONLY")
     def stop_live():
         if "stack" in _live:
             _live.pop("stack").stop()

@@ -34,7 +34,8 @@ from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
-from harness import config_head, start_alertbridge, stop_all, write_files  # noqa: E402
+from harness import config_head, only_from_env, start_alertbridge, stop_all  # noqa: E402
+from harness import write_config  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "faults-kube-token"
@@ -73,24 +74,23 @@ class Stack:
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN)))
-        self.config = os.path.join(self.dir, "alertbridge.yml")
-        with open(self.config, "w") as f:
-            f.write(config_head(self.port) +
-                    "janitor:\n"
-                    "  enabled: true\n"
-                    "  dry_run: false\n"
-                    "  kubernetes: {kubeconfig: kubeconfig}\n"
-                    "  sweep_interval: %ds\n"
-                    "  max_deletions_per_sweep: 50\n"
-                    "  policies:\n"
-                    "    - {alertname: %s, grace: %ds, notice_lead: %ds, owned: scale-to-zero}\n"
-                    "  slack: {api_url: %s, bot_token_file: slack-token, "
-                    "default_channel: \"#gpu\", owner_label: owner}\n"
-                    "leader_election: {enabled: true, namespace: alertbridge, "
-                    "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
-                    % (SWEEP_S, GPU, GRACE_S, NOTICE_LEAD_S, self.slack.api_url,
-                       LEASE_S, IDENTITY))
+        self.config = write_config(
+            self.dir, self.port,
+            "janitor:\n"
+            "  enabled: true\n"
+            "  dry_run: false\n"
+            "  kubernetes: {kubeconfig: kubeconfig}\n"
+            "  sweep_interval: %ds\n"
+            "  max_deletions_per_sweep: 50\n"
+            "  policies:\n"
+            "    - {alertname: %s, grace: %ds, notice_lead: %ds, owned: scale-to-zero}\n"
+            "  slack: {api_url: %s, bot_token_file: slack-token, "
+            "default_channel: \"#gpu\", owner_label: owner}\n"
+            "leader_election: {enabled: true, namespace: alertbridge, "
+            "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
+            % (SWEEP_S, GPU, GRACE_S, NOTICE_LEAD_S, self.slack.api_url,
+               LEASE_S, IDENTITY),
+            (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN)))
         self.ab = None
 
     def start(self):
@@ -439,7 +439,7 @@ def main():
             _live.pop("stack").stop()
         print_figures()
     try:
-        only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
+        only = only_from_env("E2E_ONLY")
         return run.run(on_failure=on_failure, after=after, only=only)
     finally:
         if "stack" in _live:   # on KeyboardInterrupt

@@ -34,7 +34,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
                      print_tail)
-from harness import config_head  # noqa: E402
+from harness import config_head, only_from_env, run_cases  # noqa: E402
+from harness import prom_alert  # noqa: E402
+from harness import delete_database  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))  # as harness's
 REPO = "acme/lifecycle"
@@ -134,13 +136,7 @@ class Stack:
 
 
 def alert(name, starts, status="firing", ends=None, severity="warning"):
-    fp = "%016x" % (sum(ord(c) * 131 ** i for i, c in enumerate(name)) % (1 << 63))
-    return {"status": status, "fingerprint": fp,
-            "labels": {"alertname": name, "pod": "p-" + name.lower(), "severity": severity},
-            "annotations": {"summary": "%s fires" % name},
-            "startsAt": iso_ms(starts),
-            "endsAt": iso_ms(ends) if ends else "0001-01-01T00:00:00Z",
-            "generatorURL": "http://prometheus.example/graph"}
+    return prom_alert(name, starts, status, ends, severity=severity)
 
 
 def resolved(a):
@@ -295,9 +291,7 @@ def shared_repo_rebuild(s):
        "one issue per receiver and alert")
     before = {"ops": map_rows(s, "ops"), "dev": map_rows(s, "dev")}
     s.stop()
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(s.db + suffix):
-            os.unlink(s.db + suffix)
+    delete_database(s.db)
     event("database deleted")
     s.gh.get_requests(clear=True)
     s.start()
@@ -398,12 +392,7 @@ def unassignable(s):
 
 
 def main():
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
-        print("0 passed, 1 failed")
-        return 1
-    only = [x for x in os.environ.get("LIFECYCLE_ONLY", "").split(",") if x]
-    return run.run(only=only or None)
+    return run_cases(run, BIN, only=only_from_env("LIFECYCLE_ONLY"))
 
 
 if __name__ == "__main__":

@@ -39,7 +39,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
-from harness import config_head, run_cases, write_files  # noqa: E402
+from harness import run_cases, TEMPLATE_FILES, write_config  # noqa: E402
+from harness import issues_by_key, prom_alert  # noqa: E402
+from harness import delete_database, run_on_stack  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/lostdb"
@@ -59,26 +61,22 @@ class Stack:
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.db = os.path.join(self.dir, "alertbridge.db")
-        write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
-                               ("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                               ("body.mustache", "{{annotations.summary}}\n")))
-        self.config = os.path.join(self.dir, "alertbridge.yml")
-        with open(self.config, "w") as f:
-            f.write(config_head(self.port) +
-                    "github:\n"
-                    "  api_url: %s\n"
-                    "  token_file: github-token\n"
-                    "  content_per_minute: 60\n"
-                    "  timeout: 5s\n"
-                    "  body_update_interval: 1s\n"
-                    "receivers:\n"
-                    % self.gh.url)
-            for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]:
-                f.write("  - name: %s\n"
-                        "    repo: %s\n"
-                        "    reopen_window: 7d\n"
-                        "    templates: {title: title.mustache, body: body.mustache}\n%s"
-                        % (name, REPO, extra))
+        self.config = write_config(
+            self.dir, self.port,
+            "github:\n"
+            "  api_url: %s\n"
+            "  token_file: github-token\n"
+            "  content_per_minute: 60\n"
+            "  timeout: 5s\n"
+            "  body_update_interval: 1s\n"
+            "receivers:\n" % self.gh.url +
+            "".join("  - name: %s\n"
+                    "    repo: %s\n"
+                    "    reopen_window: 7d\n"
+                    "    templates: {title: title.mustache, body: body.mustache}\n%s"
+                    % (name, REPO, extra)
+                    for name, extra in receivers or [(RECEIVER, "    auto_close: true\n")]),
+            (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
         self.ab = None
         self.runs = 0
 
@@ -115,9 +113,7 @@ class Stack:
 
     def lose_database(self):
         self.stop()
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(self.db + suffix):
-                os.unlink(self.db + suffix)
+        delete_database(self.db)
         event("database deleted")
         self.gh.get_requests(clear=True)
         self.start()
@@ -132,14 +128,7 @@ class Stack:
         poll(finished, "%d events finished" % events, timeout_s=60, interval_s=0.2)
 
 
-def alert(name, starts, status="firing", ends=None):
-    fp = "%016x" % (abs(hash(name)) % (1 << 63))
-    return {"status": status, "fingerprint": fp,
-            "labels": {"alertname": name, "pod": "p-" + name.lower()},
-            "annotations": {"summary": "%s fires" % name},
-            "startsAt": iso_ms(starts),
-            "endsAt": iso_ms(ends) if ends else "0001-01-01T00:00:00Z",
-            "generatorURL": "http://prometheus.example/graph"}
+alert = prom_alert
 
 
 def resolved(a):
@@ -147,12 +136,7 @@ def resolved(a):
 
 
 def by_key(gh):
-    out = {}
-    for i in gh.issues(REPO):
-        m = re.findall(r"<!-- alertbridge:key=([A-Za-z0-9._-]+) -->", i["body"] or "")
-        if m:
-            out.setdefault(m[-1], []).append(i)
-    return out
+    return issues_by_key(gh.issues(REPO))
 
 
 def snapshot(gh):
@@ -209,9 +193,7 @@ def lost_database(s):
     eq([before[k][0][1:] for k in keys],
        [("open", None, 0), ("closed", "completed", 1), ("open", None, 1), ("open", None, 0)],
        "states and comments before the loss (open, closed, refired, late)")
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(s.db + suffix):
-            os.unlink(s.db + suffix)
+    delete_database(s.db)
     event("database deleted")
     s.gh.get_requests(clear=True)
 
@@ -261,15 +243,7 @@ def lost_database(s):
 
 
 def with_stack(receivers, fn):
-    s = Stack(receivers)
-    try:
-        fn(s)
-    except BaseException:
-        print_tail("alertbridge log (last 60 lines)", s.ab.tail(60) if s.ab else
-                   open(os.path.join(s.dir, "alertbridge.log")).read()[-6000:])
-        raise
-    finally:
-        s.cleanup()
+    run_on_stack(Stack(receivers), fn)
 
 
 def mutating(gh):

@@ -53,6 +53,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      print_tail, webhook_payload)
+from harness import cases_main, drive_and_kill  # noqa: E402
+from harness import flapping_schedule  # noqa: E402
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
 
@@ -247,14 +249,7 @@ def kill_the_active_worker():
     rng, seed = seeded("kill_the_active_worker")
     n_alerts, duration_s = 8, 30.0
     fps = ["f0f0f0f0f0f0%04x" % i for i in range(n_alerts)]
-    schedule = []
-    for i in range(n_alerts):
-        t, firing = rng.uniform(0, 4), True
-        while t < duration_s - 3:
-            schedule.append((t, i, firing))
-            firing = not firing
-            t += rng.uniform(4, 9)
-    schedule.sort()
+    schedule = flapping_schedule(rng, n_alerts, 4, duration_s - 3, (4, 9))
     n_kills = rng.randint(4, 5)
     kill_kinds = [rng.choice(("random", "at-write")) for _ in range(n_kills)]
     kill_gaps = [rng.uniform(1.0, 3.0) for _ in range(n_kills)]
@@ -333,15 +328,7 @@ def kill_the_active_worker():
 
         for r in s.replicas:
             r.start()
-        threads = [threading.Thread(target=driver, daemon=True),
-                   threading.Thread(target=killer, daemon=True)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(duration_s + 90)
-        stop.set()
-        check(not any(t.is_alive() for t in threads), "driver and killer finished")
-        check(not errors, "driver and killer ran without errors", errors)
+        drive_and_kill(driver, killer, duration_s + 90, errors, stop)
         for r in s.replicas:
             if not r.alive():
                 r.start()
@@ -451,15 +438,7 @@ def real_alertmanager_through_a_failover():
                 except Exception as e:
                     errors.append("killer: %r" % e)
 
-            threads = [threading.Thread(target=driver, daemon=True),
-                       threading.Thread(target=killer, daemon=True)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-            stop.set()
-            check(not any(t.is_alive() for t in threads), "driver and killer finished")
-            check(not errors, "driver and killer ran without errors", errors)
+            drive_and_kill(driver, killer, 60, errors, stop)
 
             def fingerprints():
                 out = {}
@@ -624,15 +603,5 @@ def webhook_on_the_standby_seen_quickly():
               "webhooks taken by the standby seen within 0.3 s (one late allowed)", lat)
 
 
-def on_term(signum, frame):
-    raise KeyboardInterrupt("signal %d" % signum)
-
-
-def main():
-    signal.signal(signal.SIGTERM, on_term)
-    only = [x for x in os.environ.get("PG_FAILOVER_ONLY", "").split(",") if x]
-    return run.run(only=only)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(cases_main(run, "PG_FAILOVER_ONLY"))

@@ -26,9 +26,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
+from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event,  # noqa: E402
                      http, iso_ms, poll, print_tail, webhook_payload)
-from harness import run_cases  # noqa: E402
+from harness import event_of, run_cases  # noqa: E402
 
 GOOD = "acme/good"
 MISSING = "acme/missing"
@@ -38,14 +38,6 @@ RECEIVER = "bridge"
 REASON = "repository %s not found or no access"
 
 run = Runner()
-
-
-
-def event_of(db, key):
-    """(state, last_error) of the newest event of key, or None."""
-    r = db_rows(db, "SELECT state, last_error FROM events WHERE key = ? ORDER BY id DESC LIMIT 1",
-             (key,))
-    return r[0] if r else None
 
 
 def alert(n, repo=None):

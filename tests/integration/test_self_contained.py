@@ -14,6 +14,10 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from harness import Checks  # noqa: E402
+
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -31,18 +35,8 @@ FIXTURES = ["01_single_firing.json", "02_single_resolved.json", "03_group_of_3_f
             "05_truncated_max_alerts_2.json", "06_repeat_firing_after_repeat_interval.json",
             "README.md"]
 
-results = {"passed": 0, "failed": 0}
-
-
-def report(name, problems):
-    if problems:
-        results["failed"] += 1
-        print("FAIL %s" % name)
-        for p in problems[:40]:
-            print("     %s" % p)
-    else:
-        results["passed"] += 1
-        print("ok   %s" % name)
+CHECKS = Checks(max_problems=40)
+report = CHECKS.report
 
 
 def tracked_files():
@@ -97,8 +91,7 @@ def main():
     check_no_outside_paths()
     check_vendored("tests/mustache-spec", SPEC_FILES, "the Mustache spec (with its licence)")
     check_vendored("tests/fixtures/alertmanager", FIXTURES, "the Alertmanager fixtures")
-    print("%d passed, %d failed" % (results["passed"], results["failed"]))
-    return 1 if results["failed"] else 0
+    return CHECKS.end()
 
 
 if __name__ == "__main__":

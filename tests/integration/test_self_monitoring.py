@@ -46,7 +46,8 @@ from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Failure, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail, webhook_payload)
-from harness import config_head, start_alertbridge, stop_all, write_files  # noqa: E402
+from harness import start_alertbridge, stop_all, write_config  # noqa: E402
+from harness import janitor_head  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -352,28 +353,22 @@ class Stack:
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace="ml")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
-        write_files(self.dir, (("webhook-token", "hook"), ("github-token", "gh-token"),
-                               ("slack-token", "xoxb-slack")))
-        self.config = os.path.join(self.dir, "alertbridge.yml")
-        with open(self.config, "w") as f:
-            f.write(config_head(self.port) +
-                    "github: {api_url: %s, token_file: github-token, content_per_minute: 80,"
-                    " timeout: 5s}\n"
-                    "receivers:\n"
-                    "  - {name: default, repo: acme/alerts}\n"
-                    "janitor:\n"
-                    "  enabled: true\n"
-                    "  dry_run: false\n"
-                    "  kubernetes: {kubeconfig: kubeconfig}\n"
-                    "  sweep_interval: 1s\n"
-                    "  policies:\n"
-                    "    - {alertname: JanitorIdleGPUPod, grace: 1h, notice_lead: 1s}\n"
-                    "  slack: {api_url: %s, bot_token_file: slack-token, "
-                    "default_channel: \"#gpu\", owner_label: owner}\n"
-                    # janitor.leader_election: the deprecated alias, kept here on purpose
-                    "  leader_election: {enabled: true, namespace: alertbridge, "
-                    "lease_name: alertbridge, identity: selfmon-0}\n"
-                    % (self.gh.url, self.slack.api_url))
+        self.config = write_config(
+            self.dir, self.port,
+            "github: {api_url: %s, token_file: github-token, content_per_minute: 80,"
+            " timeout: 5s}\n"
+            "receivers:\n"
+            "  - {name: default, repo: acme/alerts}\n" % self.gh.url +
+            janitor_head() +
+            "  policies:\n"
+            "    - {alertname: JanitorIdleGPUPod, grace: 1h, notice_lead: 1s}\n"
+            "  slack: {api_url: %s, bot_token_file: slack-token, "
+            "default_channel: \"#gpu\", owner_label: owner}\n"
+            # janitor.leader_election: the deprecated alias, kept here on purpose
+            "  leader_election: {enabled: true, namespace: alertbridge, "
+            "lease_name: alertbridge, identity: selfmon-0}\n" % self.slack.api_url,
+            (("webhook-token", "hook"), ("github-token", "gh-token"),
+             ("slack-token", "xoxb-slack")))
         self.ab = None
 
     def start(self):

@@ -25,13 +25,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from fake_base import LocalServer, QuietHandler  # noqa: E402
 from fake_github import FakeGitHub, send_webhook  # noqa: E402
 from harness import (ALERTBRIDGE, ALERTMANAGER, Alertbridge, Alertmanager, Runner,  # noqa: E402
                      db_rows, eq, check,
@@ -46,7 +45,7 @@ run = Runner()
 st = {}
 
 
-class AmProxy:
+class AmProxy(LocalServer):
     """Forwards every request to the real Alertmanager, except that the next POST
     /api/v2/silences can be made to fail: "lose" forwards it and answers 502 instead of
     Alertmanager's answer (the silence exists, the caller cannot know: an ambiguous answer);
@@ -58,13 +57,7 @@ class AmProxy:
         self.posts = 0
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(QuietHandler):
             def forward(self):
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n) if n > 0 else None
@@ -90,15 +83,7 @@ class AmProxy:
 
             do_GET = do_POST = do_DELETE = forward
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True,
-                         kwargs={"poll_interval": 0.1}).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler)
 
 
 def hook(event_name, payload, **kw):

@@ -35,7 +35,6 @@ Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 
 import os
 import re
-import shutil
 import sys
 import tempfile
 import time
@@ -45,6 +44,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, kill9, poll, print_tail, wait_ready, webhook_payload)
+from harness import issues_by_key  # noqa: E402
+from harness import stop_all  # noqa: E402
 
 REPO = "acme/slow"
 GH_TOKEN = "ghs_slowToken0123456789"
@@ -102,12 +103,7 @@ class Stack:
             return f.read()
 
     def stop(self):
-        for f in (self.ab.stop, self.gh.stop):
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.dir, ignore_errors=True)
+        stop_all((self.ab.stop, self.gh.stop), self.dir)
 
     def post(self, alerts):
         st, _, body = http("POST", self.url + "/v1/webhook", webhook_payload(RECEIVER, alerts),
@@ -134,12 +130,7 @@ def alerts(tag, n, status="firing"):
 
 
 def by_key():
-    out = {}
-    for i in S.gh.issues(REPO):
-        m = re.findall(r"<!-- alertbridge:key=([A-Za-z0-9._-]+) -->", i["body"] or "")
-        if m:
-            out.setdefault(m[-1], []).append(i)
-    return out
+    return issues_by_key(S.gh.issues(REPO))
 
 
 @run.case

@@ -37,6 +37,7 @@ from fake_slack import FakeSlack  # noqa: E402
 from harness import (Failure, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, short)
 from harness import config_head, start_alertbridge, stop_all, write_file  # noqa: E402
+from harness import janitor_head  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
@@ -164,18 +165,14 @@ class Stack:
                 "receivers:\n"
                 "  - {name: oncall, repo: %s}\n"
                 "  - {name: platform, repo: %s}\n"
-                "janitor:\n"
-                "  enabled: true\n"
-                "  dry_run: false\n"
-                "  kubernetes: {kubeconfig: kubeconfig}\n"
-                "  sweep_interval: 1s\n"
+                % (USER, HASH, self.gh.url, REPO, MISSING_REPO) +
+                janitor_head() +
                 "  policies:\n"
                 "    - {alertname: %s, grace: 6h, notice_lead: 2h, owned: scale-to-zero}\n"
                 "  slack: {api_url: %s, bot_token_file: slack-token, default_channel: \"#ml\","
                 " owner_label: owner}\n"
                 "leader_election: {enabled: false}\n"
-                % (USER, HASH, self.gh.url, REPO, MISSING_REPO, GPU,
-                   self.slack.api_url))
+                % (GPU, self.slack.api_url))
 
     def start(self):
         self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)

@@ -35,7 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
-from harness import write_file  # noqa: E402
+from harness import only_from_env, write_file  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/storm-alerts"
@@ -366,5 +366,4 @@ def storm_folds():
 
 
 if __name__ == "__main__":
-    only = [x for x in os.environ.get("E2E_ONLY", "").split(",") if x]
-    sys.exit(run.run(only=only or None))
+    sys.exit(run.run(only=only_from_env("E2E_ONLY")))

@@ -27,8 +27,8 @@ import threading
 import time
 import urllib.parse
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from fake_base import LocalServer, QuietHandler  # noqa: E402 - lifecycle.py set sys.path
 from fake_github import send_webhook  # noqa: E402 - lifecycle.py set sys.path
 
 SECRET = "model-github-webhook-secret"
@@ -62,7 +62,7 @@ def parse_time(s):
     return t
 
 
-class FakeAlertmanager:
+class FakeAlertmanager(LocalServer):
     """The silence endpoints of Alertmanager's API v2 (prometheus/alertmanager,
     api/v2/openapi.yaml), on 127.0.0.1, as strict as Alertmanager:
       POST /api/v2/silences      a postableSilence (matchers [{name, value, isRegex,
@@ -85,13 +85,7 @@ class FakeAlertmanager:
         self.silences = {}        # id -> the stored silence (postable fields + updatedAt)
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # one answer, no delayed-ACK stall
-
-            def log_message(self, fmt, *args):
-                pass
-
+        class Handler(QuietHandler):
             def answer(self, status, body):
                 data = json.dumps(body).encode()
                 self.send_response(status)
@@ -110,17 +104,7 @@ class FakeAlertmanager:
 
             do_GET = do_POST = do_DELETE = do_PUT = handle_any
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        # A SIGKILL of the bridge resets its connections: not worth a traceback.
-        self.server.handle_error = lambda request, address: None
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True,
-                         kwargs={"poll_interval": 0.1}).start()
-
-    def stop(self):
-        self.server.shutdown()
-        self.server.server_close()
+        self._serve(Handler, quiet_errors=True)  # a SIGKILLed bridge resets its connections
 
     @staticmethod
     def state(s, now):

@@ -41,13 +41,9 @@ static int teardown(void **state)
 static void write_file(const char *name, const char *content, mode_t mode)
 {
 	char path[512];
-	FILE *f;
 
 	assert_true((size_t)snprintf(path, sizeof(path), "%s/%s", tmpdir, name) < sizeof(path));
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(content, f);
-	assert_int_equal(fclose(f), 0);
+	tfx_write_file(NULL, path, content);
 	assert_int_equal(chmod(path, mode), 0);
 }
 

@@ -190,16 +190,13 @@ static void overflowing_custom_template_is_named(void **state)
 	struct buf raw = BUF_INIT, err = BUF_INIT;
 	size_t firing;
 	json_t *view;
-	FILE *f;
 	(void)state;
 
 	tfx_mkdtemp(dir, sizeof(dir), "ab-group-large");
 	snprintf(path, sizeof(path), "%s/body.mustache", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
 	/* members x members x 16-digit fingerprints: about 1.4 MB over 300 members. */
-	fputs("{{#members}}{{#members}}{{fingerprint}}{{/members}}{{/members}}\n", f);
-	assert_int_equal(fclose(f), 0);
+	tfx_write_file(NULL, path,
+		       "{{#members}}{{#members}}{{fingerprint}}{{/members}}{{/members}}\n");
 	snprintf(yaml, sizeof(yaml), "    templates: {body: %s}\n", path);
 	start(&e, yaml);
 	large_group(&g, N_MEMBERS, &firing);

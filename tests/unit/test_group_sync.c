@@ -21,6 +21,7 @@
 #include "store/store_groups.h"
 #include "store/store_map.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/gh_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define T0 INT64_C(1795000000000)
@@ -38,16 +39,6 @@ struct env {
 	struct group *group;
 	int64_t now;
 };
-
-static int64_t v_now(void *ctx)
-{
-	return ((struct env *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	((struct env *)ctx)->now += ms;
-}
 
 static enum err fixed_body(void *ctx, const struct store_group *g, const struct store_issue *row,
 			   const struct group_members *gm, struct buf *body, struct buf *errmsg)
@@ -78,10 +69,7 @@ static void start(struct env *e, struct fixture *f)
 	go.api_url = fake_http_url(e->http);
 	go.token = "tok";
 	go.max_attempts = 1;
-	go.now_ms = v_now;
-	go.sleep_ms = v_sleep;
-	go.clock_ctx = e;
-	e->gh = gh_client_new(&go);
+	e->gh = gfx_client_at(&go, &e->now);
 	e->group = group_new(&(struct group_options){ e->st, e->gh, INTERVAL_MS, fixed_body,
 						      NULL });
 }

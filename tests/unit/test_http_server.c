@@ -26,6 +26,7 @@
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "tests/unit/helpers/http_server_fixture.h"
+#include "tests/unit/helpers/log_capture.h"
 
 /* Throw-away test credentials (EC P-256, valid until 2126): never used elsewhere. */
 static const char SERVER_CRT[] =
@@ -114,42 +115,41 @@ static void routes_to_handlers(void **state)
 	srv_free(s);
 }
 
-static void unknown_path_is_404_json(void **state)
+/*
+ * A fresh server refuses method path: status, the JSON body, the header line, no handler
+ * called, and the observer saw obs.
+ */
+static void expect_refused(const char *method, const char *path, long status, const char *body,
+			   const char *header, const char *obs)
 {
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct reply r;
 	char url[128];
 
-	(void)state;
-	hfx_url_for(url, sizeof(url), s, "/hello/");
-	assert_int_equal(hfx_fetch("GET", url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 404);
-	assert_string_equal(buf_str(&r.body), "{\"error\": \"not found\"}\n");
-	assert_non_null(strstr(buf_str(&r.headers), "Content-Type: application/json\r\n"));
+	hfx_url_for(url, sizeof(url), s, path);
+	assert_int_equal(hfx_fetch(method, url, NULL, NULL, &r), CURLE_OK);
+	assert_int_equal(r.status, status);
+	assert_string_equal(buf_str(&r.body), body);
+	assert_non_null(strstr(buf_str(&r.headers), header));
 	assert_int_equal(hfx_calls(&sn), 0);
 	hfx_reply_release(&r);
 	srv_free(s);
-	assert_string_equal(sn.obs, "GET other 404");
+	assert_string_equal(sn.obs, obs);
+}
+
+static void unknown_path_is_404_json(void **state)
+{
+	(void)state;
+	expect_refused("GET", "/hello/", 404, "{\"error\": \"not found\"}\n",
+		       "Content-Type: application/json\r\n", "GET other 404");
 }
 
 static void wrong_method_is_405_with_allow(void **state)
 {
-	struct seen sn;
-	struct srv *s = hfx_start_server(&sn, 0, 1);
-	struct reply r;
-	char url[128];
-
 	(void)state;
-	hfx_url_for(url, sizeof(url), s, "/hello");
-	assert_int_equal(hfx_fetch("DELETE", url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 405);
-	assert_string_equal(buf_str(&r.body), "{\"error\": \"method not allowed\"}\n");
-	assert_non_null(strstr(buf_str(&r.headers), "Allow: GET, POST, HEAD\r\n"));
-	assert_int_equal(hfx_calls(&sn), 0);
-	hfx_reply_release(&r);
-	srv_free(s);
-	assert_string_equal(sn.obs, "DELETE /hello 405");
+	expect_refused("DELETE", "/hello", 405, "{\"error\": \"method not allowed\"}\n",
+		       "Allow: GET, POST, HEAD\r\n", "DELETE /hello 405");
 }
 
 static void headers_query_and_remote_addr(void **state)
@@ -189,25 +189,18 @@ static void invalid_status_becomes_500(void **state)
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct reply r;
 	char url[128];
-
+	struct log_capture lc;
 	char logged[512] = "";
-	int fds[2];
-	ssize_t n;
 
 	(void)state;
-	assert_int_equal(pipe(fds), 0);
-	log_set_fd(fds[1]);
+	lcap_start(&lc);
 	hfx_url_for(url, sizeof(url), s, "/bad");
 	assert_int_equal(hfx_fetch("GET", url, NULL, NULL, &r), CURLE_OK);
 	assert_int_equal(r.status, 500);
 	assert_string_equal(buf_str(&r.body), "");
 	hfx_reply_release(&r);
 	srv_free(s);
-	log_set_fd(2);
-	close(fds[1]);
-	n = read(fds[0], logged, sizeof(logged) - 1);
-	close(fds[0]);
-	assert_true(n > 0);
+	lcap_end(&lc, logged, sizeof(logged));
 	assert_non_null(strstr(logged, "msg=\"handler set an invalid http status\" path=/bad "
 				       "status=42"));
 }

@@ -247,21 +247,27 @@ static void chunked_body_over_limit_is_413(void **state)
 	assert_int_equal(sn.obs_calls, 3);
 }
 
+/* What s answers to the raw request req on a connection of its own, into got. */
+static void raw_ask(const struct srv *s, const char *req, struct buf *got)
+{
+	int fd = hfx_raw_connect(s);
+
+	assert_true(fd >= 0);
+	raw_exchange(fd, req, got);
+	close(fd);
+}
+
 static void unrouted_request_with_body_is_answered_early(void **state)
 {
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct buf got = BUF_INIT;
-	int fd;
 
 	(void)state;
-	fd = hfx_raw_connect(s);
-	assert_true(fd >= 0);
-	raw_exchange(fd, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n", &got);
+	raw_ask(s, "POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n", &got);
 	assert_true(strncmp(buf_str(&got), "HTTP/1.1 404 ", 13) == 0);
 	assert_non_null(strstr(buf_str(&got), "Connection: close\r\n"));
 	assert_non_null(strstr(buf_str(&got), "{\"error\": \"not found\"}\n"));
-	close(fd);
 	buf_release(&got);
 	srv_free(s);
 	assert_string_equal(sn.obs, "POST other 404");
@@ -272,15 +278,11 @@ static void malformed_request_is_400(void **state)
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct buf got = BUF_INIT;
-	int fd;
 
 	(void)state;
-	fd = hfx_raw_connect(s);
-	assert_true(fd >= 0);
-	raw_exchange(fd, "GET /hello HTTP/1.1\r\nNo colon here\r\n\r\n", &got);
+	raw_ask(s, "GET /hello HTTP/1.1\r\nNo colon here\r\n\r\n", &got);
 	assert_true(strncmp(buf_str(&got), "HTTP/1.1 400 ", 13) == 0);
 	assert_int_equal(hfx_calls(&sn), 0);
-	close(fd);
 	buf_release(&got);
 	srv_free(s);
 }

@@ -27,7 +27,9 @@
 #include "core/http_server.h"
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "tests/unit/helpers/clock.h"
 #include "tests/unit/helpers/http_server_fixture.h"
+#include "tests/unit/helpers/log_capture.h"
 
 #define CLIENTS 4
 #define PER_CLIENT 25
@@ -171,31 +173,18 @@ static struct srv *start_limited(struct seen *sn, unsigned timeout_s, unsigned h
 				 unsigned max_conn, unsigned max_per_ip)
 {
 	struct srv_options o = {0};
-	struct buf err = BUF_INIT;
-	struct srv *s = NULL;
+	const struct hfx_route routes[] = {
+		{ "GET", "/hello", hfx_hello, sn },
+		{ "POST", "/hello", hfx_hello, sn },
+		{ NULL, NULL, NULL, NULL },
+	};
 
-	memset(sn, 0, sizeof(*sn));
-	pthread_mutex_init(&sn->lock, NULL);
-	o.listen_address = "127.0.0.1:0";
 	o.threads = 2;
 	o.timeout_s = timeout_s;
 	o.header_timeout_ms = header_timeout_ms;
 	o.max_connections = max_conn;
 	o.max_connections_per_ip = max_per_ip;
-	assert_int_equal(srv_new(&o, &s, &err), ERR_OK);
-	assert_int_equal(srv_route(s, "GET", "/hello", hfx_hello, sn), ERR_OK);
-	assert_int_equal(srv_route(s, "POST", "/hello", hfx_hello, sn), ERR_OK);
-	assert_int_equal(srv_start(s, &err), ERR_OK);
-	buf_release(&err);
-	return s;
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return hfx_serve(sn, &o, routes, NULL);
 }
 
 /* Connect from source address src ("127.0.0.2") to the server; asserts success. */
@@ -222,15 +211,15 @@ static int connect_from(const struct srv *s, const char *src)
  */
 static int64_t wait_closed(int fd, const char *drip, int64_t limit_ms, struct buf *got)
 {
-	int64_t t0 = mono_ms(), next_drip = t0;
+	int64_t t0 = tclock_mono_ms(), next_drip = t0;
 	char chunk[512];
 	ssize_t n;
 
-	while (mono_ms() - t0 < limit_ms) {
+	while (tclock_mono_ms() - t0 < limit_ms) {
 		struct pollfd p = {fd, POLLIN, 0};
-		if (drip && *drip && mono_ms() >= next_drip) {
+		if (drip && *drip && tclock_mono_ms() >= next_drip) {
 			if (send(fd, drip, 1, MSG_NOSIGNAL) != 1)
-				return mono_ms() - t0;
+				return tclock_mono_ms() - t0;
 			drip++;
 			next_drip += 200;
 		}
@@ -238,7 +227,7 @@ static int64_t wait_closed(int fd, const char *drip, int64_t limit_ms, struct bu
 			continue;
 		n = recv(fd, chunk, sizeof(chunk), 0);
 		if (n <= 0)
-			return mono_ms() - t0;
+			return tclock_mono_ms() - t0;
 		assert_int_equal(buf_add(got, chunk, (size_t)n), ERR_OK);
 	}
 	return -1;
@@ -286,13 +275,12 @@ static void slow_headers_cut_off(void **state)
 	struct srv *s;
 	struct buf got = BUF_INIT;
 	char logged[1024] = "";
-	int fds[2], fd;
+	struct log_capture lc;
+	int fd;
 	int64_t ms;
-	ssize_t n;
 
 	(void)state;
-	assert_int_equal(pipe(fds), 0);
-	log_set_fd(fds[1]);
+	lcap_start(&lc);
 	s = start_limited(&sn, 10, 1000, 0, 0);
 	fd = connect_from(s, "127.0.0.1");
 	ms = wait_closed(fd, drip, 8000, &got);
@@ -301,11 +289,7 @@ static void slow_headers_cut_off(void **state)
 	assert_int_equal(hfx_calls(&sn), 0);
 	close(fd);
 	srv_free(s);
-	log_set_fd(2);
-	close(fds[1]);
-	n = read(fds[0], logged, sizeof(logged) - 1);
-	close(fds[0]);
-	assert_true(n > 0);
+	lcap_end(&lc, logged, sizeof(logged));
 	assert_non_null(strstr(logged, "msg=\"closed a slow connection\" remote_addr=127.0.0.1 "
 				       "waiting_for=headers after_ms="));
 	buf_release(&got);
@@ -347,13 +331,12 @@ static void kept_alive_connection_waits_header_timeout(void **state)
 	struct srv *s;
 	struct buf got = BUF_INIT;
 	char logged[1024] = "";
-	int fds[2], fd;
+	struct log_capture lc;
+	int fd;
 	int64_t ms;
-	ssize_t n;
 
 	(void)state;
-	assert_int_equal(pipe(fds), 0);
-	log_set_fd(fds[1]);
+	lcap_start(&lc);
 	log_setup(LOG_DEBUG, LOG_LOGFMT);
 	s = start_limited(&sn, 10, 1000, 0, 0);
 	fd = connect_from(s, "127.0.0.1");
@@ -365,11 +348,7 @@ static void kept_alive_connection_waits_header_timeout(void **state)
 	close(fd);
 	srv_free(s);
 	log_setup(LOG_INFO, LOG_LOGFMT);
-	log_set_fd(2);
-	close(fds[1]);
-	n = read(fds[0], logged, sizeof(logged) - 1);
-	close(fds[0]);
-	assert_true(n > 0);
+	lcap_end(&lc, logged, sizeof(logged));
 	assert_null(strstr(logged, "slow connection"));
 	assert_non_null(strstr(logged, "level=debug msg=\"closed an idle connection\" "
 				       "remote_addr=127.0.0.1 waiting_for=next_request after_ms="));
@@ -400,18 +379,17 @@ static void connection_over_cap_is_closed(void **state)
 	struct seen sn;
 	struct srv *s;
 	char logged[1024] = "";
-	int conns[4], fds[2], i, status = 0, n_closed = 0, refused = -1;
+	struct log_capture lc;
+	int conns[4], i, status = 0, n_closed = 0, refused = -1;
 	int64_t t0;
-	ssize_t n;
 
 	(void)state;
-	assert_int_equal(pipe(fds), 0);
-	log_set_fd(fds[1]);
+	lcap_start(&lc);
 	s = start_limited(&sn, 10, 10000, 3, 0);
 	for (i = 0; i < 4; i++)
 		conns[i] = connect_from(s, "127.0.0.1");  /* TCP accepts all; the server closes one */
-	t0 = mono_ms();
-	while (n_closed == 0 && mono_ms() - t0 < 5000) {
+	t0 = tclock_mono_ms();
+	while (n_closed == 0 && tclock_mono_ms() - t0 < 5000) {
 		for (i = 0; i < 4; i++)
 			if (closed_by_peer(conns[i])) {
 				n_closed++;
@@ -427,19 +405,15 @@ static void connection_over_cap_is_closed(void **state)
 			assert_false(closed_by_peer(conns[i]));
 	close(conns[refused]);
 	close(conns[refused == 0 ? 1 : 0]);  /* room for one more */
-	t0 = mono_ms();
-	while (status != 200 && mono_ms() - t0 < 3000)
+	t0 = tclock_mono_ms();
+	while (status != 200 && tclock_mono_ms() - t0 < 3000)
 		status = get_hello_from(s, "127.0.0.1");
 	assert_int_equal(status, 200);
 	for (i = 0; i < 4; i++)
 		if (i != refused && i != (refused == 0 ? 1 : 0))
 			close(conns[i]);
 	srv_free(s);
-	log_set_fd(2);
-	close(fds[1]);
-	n = read(fds[0], logged, sizeof(logged) - 1);
-	close(fds[0]);
-	assert_true(n > 0);
+	lcap_end(&lc, logged, sizeof(logged));
 	assert_non_null(strstr(logged, "msg=\"connection limit reached: closing new connections\" "
 				       "max_connections=3 refused_total=1"));
 }
@@ -493,9 +467,9 @@ static void per_ip_cap_leaves_room_for_others(void **state)
 	assert_true(ms >= 0 && ms < 5000);
 	assert_string_equal(buf_str(&got), "");
 	close(fd);
-	t0 = mono_ms();
+	t0 = tclock_mono_ms();
 	assert_int_equal(get_hello_from(s, "127.0.0.2"), 200);
-	assert_true(mono_ms() - t0 < 1000);
+	assert_true(tclock_mono_ms() - t0 < 1000);
 	for (i = 0; i < 2; i++)
 		close(held[i]);
 	srv_free(s);
@@ -505,10 +479,10 @@ static void per_ip_cap_leaves_room_for_others(void **state)
 /* 1 when fd was closed by the server within limit_ms; 0 when it is still open then. */
 static int closed_within(int fd, int64_t limit_ms)
 {
-	int64_t t0 = mono_ms();
+	int64_t t0 = tclock_mono_ms();
 
 	while (!closed_by_peer(fd)) {
-		if (mono_ms() - t0 >= limit_ms)
+		if (tclock_mono_ms() - t0 >= limit_ms)
 			return 0;
 		(void)poll(NULL, 0, 10);
 	}
@@ -521,10 +495,10 @@ static int closed_within(int fd, int64_t limit_ms)
  */
 static void wait_connections(struct srv *s, unsigned n)
 {
-	int64_t t0 = mono_ms();
+	int64_t t0 = tclock_mono_ms();
 
 	while (srv_connections(s) != n) {
-		if (mono_ms() - t0 >= 5000)
+		if (tclock_mono_ms() - t0 >= 5000)
 			fail_msg("the server counts %u connections, not %u", srv_connections(s), n);
 		(void)poll(NULL, 0, 5);
 	}
@@ -545,12 +519,11 @@ static void idle_hoarders_make_room_at_the_cap(void **state)
 	struct seen sn;
 	struct srv *s;
 	char logged[2048] = "";
-	int busy[7], idle[5], fds[2], extra[2], i, cut = 0;
-	ssize_t n;
+	struct log_capture lc;
+	int busy[7], idle[5], extra[2], i, cut = 0;
 
 	(void)state;
-	assert_int_equal(pipe(fds), 0);
-	log_set_fd(fds[1]);
+	lcap_start(&lc);
 	s = start_limited(&sn, 10, 10000, 16, 0);  /* 12 unreserved, header timeout 10 s */
 	for (i = 0; i < 7; i++) {
 		busy[i] = connect_from(s, "127.0.0.2");
@@ -582,11 +555,7 @@ static void idle_hoarders_make_room_at_the_cap(void **state)
 	close(extra[0]);
 	close(extra[1]);
 	srv_free(s);
-	log_set_fd(2);
-	close(fds[1]);
-	n = read(fds[0], logged, sizeof(logged) - 1);
-	close(fds[0]);
-	assert_true(n > 0);
+	lcap_end(&lc, logged, sizeof(logged));
 	assert_non_null(strstr(logged, "msg=\"connection limit reached: closed an idle connection "
 				       "of the address holding the most\" remote_addr=127.0.0.3 "
 				       "held=5 max_connections=16 evicted_total=1"));

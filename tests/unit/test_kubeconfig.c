@@ -20,6 +20,7 @@
 #include "janitor/kube.h"
 #include "janitor/kubeconfig.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 #define T0 1714564800000LL /* 2024-05-01T12:00:00Z */
 /* base64 of "CA PEM\n", "CERT PEM\n", "KEY PEM\n" */
@@ -53,13 +54,9 @@ static int setup(void **state)
 static void put(struct fixture *fx, const char *name, const char *text, int mode)
 {
 	char p[160];
-	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/%s", fx->dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tfx_write_file(NULL, p, text);
 	assert_int_equal(chmod(p, (mode_t)mode), 0);
 }
 

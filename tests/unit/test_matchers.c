@@ -620,13 +620,9 @@ static struct config *load(const char *dir, const char *yaml, struct buf *err)
 {
 	char path[512];
 	struct config *cfg = NULL;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(yaml, f);
-	fclose(f);
+	tfx_write_file(NULL, path, yaml);
 	if (cfg_load(path, &cfg, err))
 		return NULL;
 	return cfg;
@@ -716,17 +712,13 @@ static int amtool_check(const char *amtool, const char *cfg, const char *re)
 {
 	char *check[] = { (char *)amtool, (char *)"check-config", (char *)cfg, NULL };
 	struct buf yml = BUF_INIT, out = BUF_INIT;
-	FILE *f;
 	int rc;
 
 	(void)buf_adds(&yml, "route:\n  receiver: d\n  routes:\n    - receiver: d\n"
 		       "      matchers: ['x=~");
 	om_quote(&yml, re);
 	(void)buf_adds(&yml, "']\nreceivers:\n  - name: d\n");
-	f = fopen(cfg, "w");
-	assert_non_null(f);
-	fputs(buf_str(&yml), f);
-	fclose(f);
+	tfx_write_file(NULL, cfg, buf_str(&yml));
 	rc = run(check, &out);
 	buf_release(&yml);
 	buf_release(&out);
@@ -746,7 +738,6 @@ static void amtool_agrees(void **state)
 	char dir[256], cfg[512], flag[600];
 	char **argv = calloc(n + 6, sizeof(*argv));
 	struct buf yml = BUF_INIT, out = BUF_INIT;
-	FILE *f;
 
 	(void)state;
 	if (access(amtool, X_OK)) {
@@ -771,10 +762,7 @@ static void amtool_agrees(void **state)
 	(void)buf_adds(&yml, "receivers:\n  - name: none\n");
 	for (size_t i = 0; i < n; i++)
 		(void)buf_printf(&yml, "  - name: r%zu\n", i);
-	f = fopen(cfg, "w");
-	assert_non_null(f);
-	fputs(buf_str(&yml), f);
-	fclose(f);
+	tfx_write_file(NULL, cfg, buf_str(&yml));
 	argv[0] = (char *)amtool;
 	argv[1] = (char *)"config";
 	argv[2] = (char *)"routes";

@@ -38,6 +38,16 @@ static const char *json_partial(void *ctx, const char *name)
 	return json_string_value(json_object_get(ctx, name));
 }
 
+/* opt loading partials from a new object {name: text}; the caller json_decref()s it. */
+static json_t *one_partial(struct mustache_options *opt, const char *name, const char *text)
+{
+	json_t *partials = json_pack("{s:s}", name, text);
+
+	opt->partial = json_partial;
+	opt->partial_ctx = partials;
+	return partials;
+}
+
 static void run_spec_case(void **state)
 {
 	const struct spec_case *c = *state;
@@ -265,10 +275,8 @@ static void sections_nested_too_deep(void **state)
 static void self_including_partial_hits_depth_limit(void **state)
 {
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
-	json_t *partials = json_pack("{s:s}", "self", "x{{>self}}");
+	json_t *partials = one_partial(&opt, "self", "x{{>self}}");
 	(void)state;
-	opt.partial = json_partial;
-	opt.partial_ctx = partials;
 	expect_error("{{>self}}", NULL, &opt, ERR_INVALID,
 		     "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper "
 		     "than 32 (a partial including itself?)");
@@ -287,10 +295,8 @@ static void self_including_partial_hits_depth_limit(void **state)
 static void recursion_within_the_limit_renders(void **state)
 {
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
-	json_t *partials = json_pack("{s:s}", "n", "({{#c}}{{>n}}{{/c}})");
+	json_t *partials = one_partial(&opt, "n", "({{#c}}{{>n}}{{/c}})");
 	(void)state;
-	opt.partial = json_partial;
-	opt.partial_ctx = partials;
 	opt.max_partial_depth = 3;
 	expect("{{>n}}", "{\"c\": {\"c\": {\"c\": false}}}", &opt, "((()))");
 	expect_error("{{>n}}", "{\"c\": {\"c\": {\"c\": {\"c\": 1}}}}", &opt, ERR_INVALID,
@@ -302,10 +308,8 @@ static void recursion_within_the_limit_renders(void **state)
 static void syntax_error_in_partial_names_it(void **state)
 {
 	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
-	json_t *partials = json_pack("{s:s}", "bad", "ok\n{{#open}}");
+	json_t *partials = one_partial(&opt, "bad", "ok\n{{#open}}");
 	(void)state;
-	opt.partial = json_partial;
-	opt.partial_ctx = partials;
 	expect_error("a {{>bad}}", NULL, &opt, ERR_INVALID,
 		     "partial \"bad\": line 2 col 1: tag \"{{#open}}\": section never closed "
 		     "(no \"/open\" tag follows)");

@@ -35,13 +35,9 @@ struct fx {
 static void write_file(const char *path, const char *text)
 {
 	char tmp[128];
-	FILE *f;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tfx_write_file(NULL, tmp, text);
 	assert_int_equal(rename(tmp, path), 0);
 }
 

@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "store/store_events.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/gh_fixture.h"
 
 #define T0 1700000000000LL
 
@@ -28,16 +29,6 @@ struct fixture {
 	struct store *st;
 	int64_t now;
 };
-
-static int64_t v_now(void *ctx)
-{
-	return ((struct fixture *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	((struct fixture *)ctx)->now += ms;
-}
 
 static int setup(void **state)
 {
@@ -49,10 +40,7 @@ static int setup(void **state)
 	o.api_url = fake_http_url(fx->fake);
 	o.token = "tok";
 	o.max_attempts = 2;
-	o.now_ms = v_now;
-	o.sleep_ms = v_sleep;
-	o.clock_ctx = fx;
-	fx->gh = gh_client_new(&o);
+	fx->gh = gfx_client_at(&o, &fx->now);
 	if (store_open(":memory:", &fx->st, NULL) != ERR_OK)
 		return -1;
 	*state = fx;

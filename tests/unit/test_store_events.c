@@ -1,9 +1,8 @@
 /*
  * test_store_events.c - the event inbox (core/store_events.c): FIFO, kinds,
- * retry, dead letters, per-key order, pruning, group commit from 8 threads,
- * durability across _exit, wait/wake.  Failures are injected with triggers
- * added through a second connection.  Each test gets a fresh store on the
- * engine of AB_TEST_STORE (store_fixture.h).
+ * retry, dead letters, per-key order, pruning.  Repeats are
+ * test_store_events_repeats.c's, commits and waits test_store_events_commit.c's.
+ * Each test gets a fresh store on the engine of AB_TEST_STORE (store_fixture.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,34 +14,16 @@
 #include <cmocka.h>
 #include "tests/unit/helpers/unit_main.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "store/store.h"
 #include "store/store_events.h"
 #include "store/store_map.h"
+#include "tests/unit/helpers/clock.h"
 #include "tests/unit/helpers/store_fixture.h"
-
-static int64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- the inbox ---- */
 
@@ -64,7 +45,7 @@ static void enqueue_next_done_round_trip(void **state)
 	assert_true(evs[1].id > evs[0].id);
 	assert_int_equal(store_pending_count(st, "bridge"), 2);
 
-	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_int_equal(got.id, evs[0].id);
 	assert_string_equal(got.kind, "bridge");
 	assert_string_equal(got.receiver, "default");
@@ -81,7 +62,7 @@ static void enqueue_next_done_round_trip(void **state)
 	store_event_release(NULL);
 
 	assert_int_equal(store_event_done(st, evs[0].id, NULL, &msg), ERR_OK);
-	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_int_equal(got.id, evs[1].id);
 	assert_string_equal(got.status, "resolved");
 	assert_int_equal(got.ends_at_ms, 1700000009000);
@@ -118,12 +99,12 @@ static void oldest_pending_is_the_first_received(void **state)
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000010000);
 	assert_int_equal(store_oldest_pending_ms(st, "janitor"), 1700000005000);
 	/* A retry keeps the receipt time: the event is as old as when it came. */
-	assert_int_equal(store_event_retry(st, evs[0].id, wall_ms() + 60000, "GitHub down"),
+	assert_int_equal(store_event_retry(st, evs[0].id, clock_wall_ms() + 60000, "GitHub down"),
 			 ERR_OK);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000010000);
 	assert_int_equal(store_event_dead(st, evs[0].id, "invalid"), ERR_OK);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), 1700000020000);
-	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
+	assert_int_equal(store_next_event(st, "bridge", clock_wall_ms(), &got), ERR_OK);
 	assert_int_equal(store_event_done(st, got.id, NULL, &msg), ERR_OK);
 	store_event_release(&got);
 	assert_int_equal(store_oldest_pending_ms(st, "bridge"), INT64_MAX);
@@ -329,7 +310,6 @@ static int dead_fn(void *ctx, const struct store_event *ev)
 	return 0;
 }
 
-
 /*
  * An event with dead_reason is enqueued already dead-lettered, in the same
  * commit as the pending ones beside it: never handed to a worker, listed and
@@ -423,165 +403,6 @@ static void repeated_dead_letters_are_one(void **state)
 	store_close(st);
 }
 
-/*
- * store_enqueue()'s repeats: an event with repeat_state equal to the newest
- * comparable one of its key is not stored (also within one call); a dead
- * newest one, another repeat_state, or an event without one is stored.
- * store_repeats() says so without writing.
- */
-static void repeats_are_not_stored(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct store_event evs[2] = { sfx_mkev("bridge", "default", "k1", "firing"),
-				      sfx_mkev("bridge", "default", "k1", "firing") };
-	struct buf msg = BUF_INIT;
-	struct store_stats stats;
-
-	evs[0].repeat_state = evs[1].repeat_state = (char *)"o/r";
-	assert_int_equal(store_enqueue(st, evs, 2, &msg), ERR_OK);
-	assert_true(evs[0].id > 0 && !evs[0].repeated);
-	assert_true(evs[1].id == 0 && evs[1].repeated);  /* repeats the one before it */
-	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
-	assert_true(evs[0].id == 0 && evs[0].repeated);
-	/* store_repeats(): the same answer, nothing written */
-	int all = -1;
-	assert_int_equal(store_repeats(st, evs, 2, NULL, &all), ERR_OK);
-	assert_true(all == 1 && evs[0].repeated && evs[1].repeated);
-	evs[1].repeat_state = (char *)"o/new";
-	assert_int_equal(store_repeats(st, evs, 2, NULL, &all), ERR_OK);
-	assert_true(all == 0 && evs[0].repeated && !evs[1].repeated);
-	evs[1].repeat_state = (char *)"o/r";
-	assert_int_equal(store_repeats(st, evs, 0, NULL, &all), ERR_OK);
-	assert_int_equal(all, 0);
-	store_stats(st, &stats);
-	assert_int_equal(stats.commits, 1);  /* the repeat opened no transaction */
-	assert_int_equal(stats.events, 1);
-	evs[0].repeat_state = (char *)"o/other";  /* another repository: another state */
-	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
-	assert_true(evs[0].id > 0 && !evs[0].repeated);
-	assert_int_equal(store_event_dead(st, evs[0].id, "repository o/other not found"), ERR_OK);
-	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);  /* a dead letter: try again */
-	assert_true(evs[0].id > 0 && !evs[0].repeated);
-	evs[0].repeat_state = NULL;  /* not compared */
-	assert_int_equal(store_enqueue(st, evs, 1, &msg), ERR_OK);
-	assert_true(evs[0].id > 0 && !evs[0].repeated);
-	assert_int_equal(store_pending_count(st, "bridge"), 3);
-	buf_release(&msg);
-	store_close(st);
-}
-
-/*
- * Dry-run stores what live stores (issue 18 item 9: each copy of a firing
- * over a dry-run map row, issue 0, was stored, 3.4 KB a repeat): N copies of
- * one notification are one event.  Going live (store_dry_rows_go_live())
- * forgets those keys' states only: the next copy is stored, so that it finds
- * or creates the issue, and the one after repeats; a mapped key still repeats.
- */
-static void dry_run_rows_repeat_until_going_live(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
-	struct store_event mapped = sfx_mkev("bridge", "default", "k2", "firing");
-	struct store_issue dry = sfx_mkrow("default", "k1", 0), live = sfx_mkrow("default", "k2", 9);
-	struct buf msg = BUF_INIT;
-	int64_t n = -1;
-
-	ev.repeat_state = mapped.repeat_state = (char *)"o/r";
-	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
-	assert_int_equal(store_enqueue(st, &mapped, 1, &msg), ERR_OK);
-	assert_int_equal(store_issue_put(st, &dry), ERR_OK);  /* the dry-run worker's row */
-	assert_int_equal(store_issue_put(st, &live), ERR_OK);
-	for (int i = 0; i < 5; i++) {
-		assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
-		assert_true(ev.id == 0 && ev.repeated);
-	}
-	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events WHERE key = 'k1'"), 1);
-
-	assert_int_equal(store_dry_rows_go_live(st, &n), ERR_OK);
-	assert_int_equal(n, 1);
-	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
-	assert_true(ev.id > 0 && !ev.repeated);
-	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
-	assert_true(ev.id == 0 && ev.repeated);
-	assert_int_equal(store_enqueue(st, &mapped, 1, &msg), ERR_OK);
-	assert_true(mapped.id == 0 && mapped.repeated);
-	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), 3);
-	assert_int_equal(store_dry_rows_go_live(NULL, &n), ERR_INVALID);
-	buf_release(&msg);
-	store_close(st);
-}
-
-/*
- * store_repeats() over more events than one statement holds (PostgreSQL asks
- * for REPEAT_BATCH = 16 at a time; sqlite one at a time): the answer is the
- * per-event rule's for each, whichever event changed, in either statement:
- * a new state, a dead newest event, a dry-run map row gone live.
- */
-static void repeats_of_many_events(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	enum { N = 20 };
-	struct store_event evs[N];
-	struct store_issue row = sfx_mkrow("default", "k17", 0);
-	struct buf msg = BUF_INIT;
-	char keys[N][16];
-	uint64_t v;
-	int all = -1;
-
-	for (int i = 0; i < N; i++) {
-		snprintf(keys[i], sizeof(keys[i]), "k%d", i);
-		evs[i] = sfx_mkev("bridge", "default", keys[i], "firing");
-		evs[i].starts_at_ms = 1000 + i;
-		evs[i].repeat_state = (char *)"o/r";
-	}
-	assert_int_equal(store_enqueue(st, evs, N, &msg), ERR_OK);
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_int_equal(all, 1);
-	for (int i = 0; i < N; i++)
-		assert_true(evs[i].repeated);
-
-	evs[18].status = (char *)"resolved";  /* the second statement's third event */
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_true(all == 0 && !evs[18].repeated);
-	evs[18].status = (char *)"firing";
-	evs[3].ends_at_ms = 99;  /* the first statement's */
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_true(all == 0 && !evs[3].repeated);
-	evs[3].ends_at_ms = 0;
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_int_equal(all, 1);
-
-	assert_int_equal(store_event_dead(st, evs[16].id, "repository o/r not found"), ERR_OK);
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_true(all == 0 && !evs[16].repeated);
-	assert_int_equal(store_enqueue(st, &evs[16], 1, &msg), ERR_OK);  /* stored again */
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_int_equal(all, 1);
-
-	assert_int_equal(store_issue_put(st, &row), ERR_OK);  /* k17 mapped in dry-run */
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_int_equal(all, 1);  /* a dry-run row repeats like any other */
-	assert_int_equal(store_dry_rows_go_live(st, NULL), ERR_OK);
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_true(all == 0 && !evs[17].repeated);
-	assert_true(evs[16].repeated);  /* sqlite stops asking at the first that is none */
-
-	/* the question fails (its table gone): an error and no answer, nothing written */
-	sfx_sql_exec(f->path, "ALTER TABLE events RENAME TO events_gone");
-	v = 7;
-	assert_int_equal(store_repeats(st, evs, N, &v, &all), ERR_DB);
-	assert_true(all == 0 && v == 0);
-	sfx_sql_exec(f->path, "ALTER TABLE events_gone RENAME TO events");
-	assert_int_equal(store_repeats(st, evs, N, NULL, &all), ERR_OK);
-	assert_true(all == 0 && evs[16].repeated && !evs[17].repeated);  /* as before */
-	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), N + 1);
-	buf_release(&msg);
-	store_close(st);
-}
-
 static void repo_scans_and_unmapped_dead_letters(void **state)
 {
 	struct fixture *f = *state;
@@ -624,59 +445,6 @@ static void repo_scans_and_unmapped_dead_letters(void **state)
 	store_close(st);
 }
 
-/*
- * store_repeats()'s version: the answer "all repeats" is given from it only
- * while no row changed.  A commit of ours ends it: the CLI's `map forget`
- * is run by the service, on its connection (the only writer: serve holds
- * the file's lock), and so is every other write; on PostgreSQL there is
- * never a version (other replicas write unseen).
- */
-static void repeats_from_the_version_only_while_nothing_changed(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
-	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"k1",
-				   .repo = (char *)"o/r", .number = 7, .state = STORE_ISSUE_OPEN };
-	struct buf msg = BUF_INIT;
-	uint64_t v = 0, v2;
-	int all = -1;
-
-	ev.repeat_state = (char *)"o/r";
-	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
-	assert_true(ev.id > 0);
-	assert_int_equal(store_issue_put(st, &row), ERR_OK);
-	assert_int_equal(store_repeats(st, &ev, 1, &v, &all), ERR_OK);
-	assert_int_equal(all, 1);
-	if (sfx_postgres()) {
-		assert_true(v == 0);
-		goto out;
-	}
-	assert_true(v != 0);
-	v2 = v;  /* nothing changed: the same answer at the same version */
-	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
-	assert_true(all == 1 && v2 == v);
-
-	/* the key is forgotten (its repeat state with it) */
-	assert_int_equal(store_issue_forget(st, "default", "k1"), ERR_OK);
-	v2 = v;
-	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
-	assert_true(all == 0 && !ev.repeated && v2 == 0);
-
-	/* stored again; then a write of ours ends the version too */
-	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
-	assert_true(ev.id > 0);
-	assert_int_equal(store_repeats(st, &ev, 1, &v, &all), ERR_OK);
-	assert_true(all == 1 && v != 0);
-	assert_int_equal(store_event_dead(st, ev.id, "repository o/r not found"), ERR_OK);
-	v2 = v;
-	assert_int_equal(store_repeats(st, &ev, 1, &v2, &all), ERR_OK);
-	assert_true(all == 0 && v2 == 0);  /* a dead newest event is no state to repeat */
-out:
-	buf_release(&msg);
-	store_close(st);
-}
-
 static void prune_drops_old_done_events_only(void **state)
 {
 	struct fixture *f = *state;
@@ -687,9 +455,9 @@ static void prune_drops_old_done_events_only(void **state)
 	sfx_enq1(st, "bridge", "c");
 	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
 	assert_int_equal(store_event_dead(st, b, "x"), ERR_OK);
-	assert_int_equal(store_prune_done(st, wall_ms() - 60000, &deleted), ERR_OK);
+	assert_int_equal(store_prune_done(st, clock_wall_ms() - 60000, &deleted), ERR_OK);
 	assert_int_equal(deleted, 0);
-	assert_int_equal(store_prune_done(st, wall_ms() + 1000, &deleted), ERR_OK);
+	assert_int_equal(store_prune_done(st, clock_wall_ms() + 1000, &deleted), ERR_OK);
 	assert_int_equal(deleted, 1);
 	assert_int_equal(store_dead_count(st), 1);
 	assert_int_equal(store_pending_count(st, "bridge"), 1);
@@ -760,10 +528,10 @@ static void prune_keeps_the_file_small_and_dead_letters(void **state)
 	empty_bytes = db_bytes(f->path);
 	for (int round = 0; round < 4; round++) {
 		int64_t full;
-		add_done_events(f->path, st, 2000, wall_ms() - 10000);
+		add_done_events(f->path, st, 2000, clock_wall_ms() - 10000);
 		full = db_bytes(f->path);  /* 0 on PostgreSQL: no file */
 		assert_true(f->postgres || full > 2000 * 2048);
-		assert_int_equal(store_prune_done(st, wall_ms() - 5000, &deleted), ERR_OK);
+		assert_int_equal(store_prune_done(st, clock_wall_ms() - 5000, &deleted), ERR_OK);
 		assert_int_equal(deleted, 2000);
 		assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), 2);
 		if (f->postgres)
@@ -838,349 +606,6 @@ static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
 	store_close(st);
 }
 
-static void failed_commit_stores_nothing(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k1", "firing"),
-				      sfx_mkev("bridge", "default", "k2", "firing"),
-				      sfx_mkev("bridge", "default", "boom", "firing") };
-	struct buf msg = BUF_INIT;
-	struct store_stats stats;
-
-	sfx_inject(f->path, "events", "NEW.key = 'boom'", "injected insert failure");
-	assert_int_equal(store_enqueue(st, evs, 3, &msg), ERR_DB);
-	sfx_assert_contains(buf_str(&msg), "injected insert failure");
-	sfx_assert_contains(buf_str(&msg), "nothing of this group commit was stored");
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(evs[i].id, 0);
-	assert_int_equal(store_pending_count(st, "bridge"), 0);
-	store_stats(st, &stats);
-	assert_int_equal(stats.failed_commits, 1);
-	assert_int_equal(stats.commits, 0);
-	/* The store goes on working after a failed group. */
-	assert_true(sfx_enq1(st, "bridge", "k3") > 0);
-	assert_int_equal(store_pending_count(st, "bridge"), 1);
-	buf_release(&msg);
-	store_close(st);
-}
-
-/* ---- group commit and durability ---- */
-
-#define GC_THREADS 8
-#define GC_CALLS 200
-
-struct gc_arg {
-	struct store *st;
-	int idx;
-	int64_t ids[GC_CALLS];
-	int done;
-	int64_t deadline_ms;
-};
-
-static void *gc_thread(void *p)
-{
-	struct gc_arg *a = p;
-	char key[32];
-
-	for (int i = 0; i < GC_CALLS && mono_ms() < a->deadline_ms; i++) {
-		snprintf(key, sizeof(key), "t%d-%d", a->idx, i);
-		struct store_event ev = sfx_mkev("bridge", "default", key, "firing");
-		if (store_enqueue(a->st, &ev, 1, NULL) != ERR_OK)
-			break;
-		a->ids[i] = ev.id;
-		a->done++;
-	}
-	return NULL;
-}
-
-static int cmp_i64(const void *x, const void *y)
-{
-	int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
-
-	return (a > b) - (a < b);
-}
-
-static void group_commit_from_8_threads(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct gc_arg *args = calloc(GC_THREADS, sizeof(*args));
-	pthread_t th[GC_THREADS];
-	int64_t *all = calloc(GC_THREADS * GC_CALLS, sizeof(*all));
-	int64_t deadline = mono_ms() + 60000;
-	struct store_stats stats;
-
-	for (int t = 0; t < GC_THREADS; t++) {
-		args[t].st = st;
-		args[t].idx = t;
-		args[t].deadline_ms = deadline;
-		assert_int_equal(pthread_create(&th[t], NULL, gc_thread, &args[t]), 0);
-	}
-	for (int t = 0; t < GC_THREADS; t++)
-		pthread_join(th[t], NULL);
-	for (int t = 0; t < GC_THREADS; t++) {
-		assert_int_equal(args[t].done, GC_CALLS);
-		memcpy(all + t * GC_CALLS, args[t].ids, sizeof(args[t].ids));
-	}
-	qsort(all, GC_THREADS * GC_CALLS, sizeof(*all), cmp_i64);
-	assert_true(all[0] > 0);
-	for (int i = 1; i < GC_THREADS * GC_CALLS; i++)
-		assert_true(all[i] > all[i - 1]);
-	assert_int_equal(store_pending_count(st, "bridge"), GC_THREADS * GC_CALLS);
-	store_stats(st, &stats);
-	assert_int_equal(stats.batches, GC_THREADS * GC_CALLS);
-	assert_int_equal(stats.events, GC_THREADS * GC_CALLS);
-	assert_int_equal(stats.failed_commits, 0);
-	assert_true(stats.commits >= 1);
-	assert_true(stats.commits < stats.batches);
-	print_message("group commit: %llu commits for %llu calls\n",
-		      (unsigned long long)stats.commits, (unsigned long long)stats.batches);
-	store_close(st);
-	assert_int_equal(sfx_sql_int(f->path, "SELECT count(DISTINCT id) FROM events"),
-			 GC_THREADS * GC_CALLS);
-	free(all);
-	free(args);
-}
-
-#define GF_THREADS 4
-#define GF_CALLS 60
-
-struct gf_arg {
-	struct store *st;
-	int idx;
-	int64_t ids[GF_CALLS];
-	enum err rc[GF_CALLS];
-	char msg[GF_CALLS][16];
-};
-
-/* Thread 0 sends a poisoned event every 3rd call; the others are all valid. */
-static void *gf_thread(void *p)
-{
-	struct gf_arg *a = p;
-	struct buf msg = BUF_INIT;
-	char key[32];
-
-	for (int i = 0; i < GF_CALLS; i++) {
-		snprintf(key, sizeof(key), "%s%d-%d", a->idx == 0 && i % 3 == 0 ? "boom" : "k",
-			 a->idx, i);
-		struct store_event ev = sfx_mkev("bridge", "default", key, "firing");
-		buf_reset(&msg);
-		a->rc[i] = store_enqueue(a->st, &ev, 1, &msg);
-		a->ids[i] = ev.id;
-		snprintf(a->msg[i], sizeof(a->msg[i]), "%s", strstr(buf_str(&msg), "injected")
-								? "injected" : "");
-	}
-	buf_release(&msg);
-	return NULL;
-}
-
-static void failed_group_fails_every_batch_in_it(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct gf_arg *args = calloc(GF_THREADS, sizeof(*args));
-	pthread_t th[GF_THREADS];
-	struct store_stats stats;
-	int64_t ok = 0, failed = 0;
-
-	sfx_inject(f->path, "events", "NEW.key LIKE 'boom%'", "injected insert failure");
-	for (int t = 0; t < GF_THREADS; t++) {
-		args[t].st = st;
-		args[t].idx = t;
-		assert_int_equal(pthread_create(&th[t], NULL, gf_thread, &args[t]), 0);
-	}
-	for (int t = 0; t < GF_THREADS; t++)
-		pthread_join(th[t], NULL);
-	for (int t = 0; t < GF_THREADS; t++) {
-		for (int i = 0; i < GF_CALLS; i++) {
-			if (args[t].rc[i] == ERR_OK) {
-				assert_true(args[t].ids[i] > 0);
-				ok++;
-				continue;
-			}
-			/* Poisoned or merely in the same group: same error, nothing stored. */
-			assert_int_equal(args[t].rc[i], ERR_DB);
-			assert_int_equal(args[t].ids[i], 0);
-			assert_string_equal(args[t].msg[i], "injected");
-			failed++;
-		}
-	}
-	store_stats(st, &stats);
-	assert_int_equal(failed, GF_THREADS * GF_CALLS - (int64_t)stats.batches);
-	assert_int_equal(ok, (int64_t)stats.batches);
-	assert_true(failed >= GF_CALLS / 3);
-	assert_int_equal(stats.failed_commits >= 1, 1);
-	assert_int_equal(store_pending_count(st, "bridge"), ok);
-	print_message("group failure: %lld of %d calls failed in %llu failed commits\n",
-		      (long long)failed, GF_THREADS * GF_CALLS,
-		      (unsigned long long)stats.failed_commits);
-	store_close(st);
-	free(args);
-}
-
-static void committed_events_survive_exit(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = NULL;
-	struct store_event got;
-	int status = 0;
-	pid_t pid = fork();
-
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		/* Child: its own connection; no cleanup, no close, no checkpoint. */
-		struct store_event evs[5];
-		const char *keys[] = { "d0", "d1", "d2", "d3", "d4" };
-		struct store *cst = NULL;
-		int ok = 0;
-
-		if (store_open(f->path, &cst, NULL) == ERR_OK) {
-			for (int i = 0; i < 5; i++)
-				evs[i] = sfx_mkev("bridge", "default", keys[i], "firing");
-			ok = store_enqueue(cst, evs, 5, NULL) == ERR_OK;
-		}
-		_exit(ok ? 0 : 1);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
-
-	st = sfx_open_ok(f->path);
-	assert_int_equal(store_pending_count(st, "bridge"), 5);
-	assert_int_equal(store_next_event(st, "bridge", wall_ms(), &got), ERR_OK);
-	assert_string_equal(got.key, "d0");
-	store_event_release(&got);
-	store_close(st);
-}
-
-/* ---- wait and wake ---- */
-
-struct waiter {
-	struct store *st;
-	const char *kind;
-	int64_t timeout_ms;
-	int64_t took_ms;
-	atomic_int started;
-};
-
-static void *wait_thread(void *p)
-{
-	struct waiter *w = p;
-	int64_t t0 = mono_ms();
-
-	atomic_store(&w->started, 1);
-	store_wait_kind(w->st, w->kind, w->timeout_ms);
-	w->took_ms = mono_ms() - t0;
-	return NULL;
-}
-
-/* Start a waiter and give it time to block (bounded). */
-static void start_waiter(pthread_t *th, struct waiter *w)
-{
-	assert_int_equal(pthread_create(th, NULL, wait_thread, w), 0);
-	for (int i = 0; i < 200 && !atomic_load(&w->started); i++)
-		usleep(1000);
-	usleep(50000);
-}
-
-static void wait_returns_on_enqueue_wake_and_close(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct waiter w = { st, "bridge", 10000, 0, 0 };
-	struct waiter w_wake = { st, "janitor", 10000, 0, 0 };
-	struct waiter w_close = { st, "janitor", 10000, 0, 0 };
-	pthread_t th;
-
-	/* Nothing queued: times out. */
-	int64_t t0 = mono_ms();
-	store_wait(st, 100);
-	assert_true(mono_ms() - t0 >= 90);
-	t0 = mono_ms();
-	store_wait(st, 0);
-	assert_true(mono_ms() - t0 < 50);
-
-	start_waiter(&th, &w);
-	sfx_enq1(st, "bridge", "k");
-	pthread_join(th, NULL);
-	assert_true(w.took_ms < 5000);
-
-	/* An event is due now: no wait at all. */
-	t0 = mono_ms();
-	store_wait(st, 5000);
-	store_wait_kind(st, "bridge", 5000);
-	assert_true(mono_ms() - t0 < 1000);
-
-	/* Events of another kind do not end a kind's wait early... */
-	t0 = mono_ms();
-	store_wait_kind(st, "janitor", 150);
-	assert_true(mono_ms() - t0 >= 140);
-
-	/* ...a retry that comes due does. */
-	assert_int_equal(store_event_retry(st, sfx_next_id(st, "bridge", 0), wall_ms() + 200, "x"),
-			 ERR_OK);
-	t0 = mono_ms();
-	store_wait_kind(st, "bridge", 5000);
-	assert_true(mono_ms() - t0 >= 150);
-	assert_true(mono_ms() - t0 < 2000);
-
-	start_waiter(&th, &w_wake);
-	store_wake(st);
-	pthread_join(th, NULL);
-	assert_true(w_wake.took_ms < 5000);
-
-	start_waiter(&th, &w_close);
-	store_close(st);
-	pthread_join(th, NULL);
-	assert_true(w_close.took_ms < 5000);
-	store_wake(NULL);
-	store_wait(NULL, 10);
-}
-
-/*
- * store_wait_kind_since(): an event stored after the mark ends the wait at
- * once though the due time is kept from the wait before (a retry 3 s
- * ahead); a retry time changed since is read again.
- */
-static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **state)
-{
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct store_mark mark;
-	int64_t a, b, t0;
-
-	sfx_enq1(st, "bridge", "ka");
-	a = sfx_next_id(st, "bridge", 0);
-	assert_int_equal(store_event_retry(st, a, wall_ms() + 3000, "x"), ERR_OK);
-	mark = store_mark(st);
-	t0 = mono_ms();
-	store_wait_kind_since(st, "bridge", mark, 150);  /* reads and keeps the due time */
-	assert_true(mono_ms() - t0 >= 140);
-
-	mark = store_mark(st);  /* a worker's look finds nothing due ... */
-	sfx_enq1(st, "bridge", "kb");  /* ... and an event is stored before it waits */
-	t0 = mono_ms();
-	store_wait_kind_since(st, "bridge", mark, 5000);
-	assert_true(mono_ms() - t0 < 1000);
-	b = sfx_next_id(st, "bridge", wall_ms());
-	assert_true(b > a);
-	assert_int_equal(store_event_dead(st, b, "done with it"), ERR_OK);
-	mark = store_mark(st);
-	t0 = mono_ms();
-	store_wait_kind_since(st, "bridge", mark, 150);  /* the due time read again, kept */
-	assert_true(mono_ms() - t0 >= 140);
-
-	/* the retry comes sooner: the kept due time is stale */
-	assert_int_equal(store_event_retry(st, a, wall_ms() + 200, "x"), ERR_OK);
-	mark = store_mark(st);
-	t0 = mono_ms();
-	store_wait_kind_since(st, "bridge", mark, 5000);
-	assert_true(mono_ms() - t0 >= 150);
-	assert_true(mono_ms() - t0 < 2000);
-	store_close(st);
-}
-
 /* store_event_latest(): the newest compared event of a key, with its state; and the queue's age. */
 static void latest_event_and_oldest_pending(void **state)
 {
@@ -1237,16 +662,6 @@ UNIT_MAIN_WITH(log_setup(LOG_WARN, LOG_LOGFMT), (void)0,
 	SFX_MEMORY_TEST(repo_scans_and_unmapped_dead_letters),
 	SFX_MEMORY_TEST(enqueue_dead_letters_invalid_events),
 	SFX_MEMORY_TEST(repeated_dead_letters_are_one),
-	SFX_MEMORY_TEST(repeats_are_not_stored),
-	SFX_TEST(repeats_of_many_events),
-	SFX_TEST(dry_run_rows_repeat_until_going_live),
-	SFX_TEST(repeats_from_the_version_only_while_nothing_changed),
 	SFX_MEMORY_TEST(prune_drops_old_done_events_only),
 	SFX_TEST(prune_keeps_the_file_small_and_dead_letters),
-	SFX_MEMORY_TEST(enqueue_rejects_bad_input_and_stores_nothing),
-	SFX_TEST(failed_commit_stores_nothing),
-	SFX_TEST(group_commit_from_8_threads),
-	SFX_TEST(failed_group_fails_every_batch_in_it),
-	SFX_TEST(committed_events_survive_exit),
-	SFX_MEMORY_TEST(wait_returns_on_enqueue_wake_and_close),
-	SFX_MEMORY_TEST(wait_since_a_mark_keeps_the_due_time_until_the_queue_changes))
+	SFX_MEMORY_TEST(enqueue_rejects_bad_input_and_stores_nothing))

@@ -25,6 +25,7 @@
 #include "store/store_groups.h"
 #include "store/store_map.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/gh_fixture.h"
 #include "tests/unit/helpers/store_fixture.h"
 
 #define T0 INT64_C(1795000000000)
@@ -248,16 +249,6 @@ struct env {
 	int64_t now;
 };
 
-static int64_t clock_now(void *ctx)
-{
-	return ((struct env *)ctx)->now;
-}
-
-static void clock_sleep(void *ctx, int64_t ms)
-{
-	((struct env *)ctx)->now += ms;
-}
-
 static int setup(void **state)
 {
 	struct env *e = calloc(1, sizeof(*e));
@@ -270,10 +261,7 @@ static int setup(void **state)
 	e->st = sfx_open_ok(((struct fixture *)e->target)->path);
 	go.api_url = "http://127.0.0.1:9";
 	go.dry_run = 1;
-	go.now_ms = clock_now;
-	go.sleep_ms = clock_sleep;
-	go.clock_ctx = e;
-	e->gh = gh_client_new(&go);
+	e->gh = gfx_client_at(&go, &e->now);
 	e->cfg.github.content_per_minute = 60;
 	e->rcv.name = (char *)"default";
 	e->rcv.repo = (char *)"my-org/alerts";
@@ -466,6 +454,22 @@ static void summary_life_cycle(void **state)
 	assert_int_equal(rc, ERR_OK);
 }
 
+/* e's storm again, on a client of the fake GitHub gh (token, one attempt, timeout_ms: 0 for
+ * the default) in e's time. */
+static void storm_on(struct env *e, struct fake_http *gh, int64_t timeout_ms)
+{
+	struct gh_options go = { 0 };
+
+	storm_free(e->storm);
+	gh_client_free(e->gh);
+	go.api_url = fake_http_url(gh);
+	go.token = "tok";
+	go.timeout_ms = timeout_ms;
+	go.max_attempts = 1;
+	e->gh = gfx_client_at(&go, &e->now);
+	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
+}
+
 /*
  * A summary rewrite GitHub refuses for good (403: the repository was
  * archived) is not sent again every STORM_RETRY_MS, only once the summary
@@ -475,21 +479,11 @@ static void refused_rewrite_waits_for_a_change(void **state)
 {
 	struct env *e = *state;
 	struct fake_http *gh = fake_http_start();
-	struct gh_options go = { 0 };
 	struct store_summary sum = { 0 };
 	struct gh_stats st;
 	enum err rc;
 
-	storm_free(e->storm);
-	gh_client_free(e->gh);
-	go.api_url = fake_http_url(gh);
-	go.token = "tok";
-	go.max_attempts = 1;
-	go.now_ms = clock_now;
-	go.sleep_ms = clock_sleep;
-	go.clock_ctx = e;
-	e->gh = gh_client_new(&go);
-	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
+	storm_on(e, gh, 0);
 
 	enqueue(e, 0, 12, "HighLatency", 1, T0 - 1000);
 	for (int i = 0; i < 12; i++)
@@ -551,23 +545,12 @@ static void create_in_doubt_is_looked_for_once_settled(void **state)
 {
 	struct env *e = *state;
 	struct fake_http *gh = fake_http_start();
-	struct gh_options go = { 0 };
 	struct store_summary sum = { 0 };
 	char page[1024];
 	int64_t sent;
 	enum err rc;
 
-	storm_free(e->storm);
-	gh_client_free(e->gh);
-	go.api_url = fake_http_url(gh);
-	go.token = "tok";
-	go.timeout_ms = 60000;  /* settled 70 s after the send: after the 30 s retry */
-	go.max_attempts = 1;
-	go.now_ms = clock_now;
-	go.sleep_ms = clock_sleep;
-	go.clock_ctx = e;
-	e->gh = gh_client_new(&go);
-	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
+	storm_on(e, gh, 60000);  /* settled 70 s after the send: after the 30 s retry */
 
 	enqueue(e, 0, 12, "HighLatency", 1, T0 - 1000);
 	for (int i = 0; i < 12; i++)

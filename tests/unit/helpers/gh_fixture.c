@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include "tests/unit/helpers/clock.h"
+
 static int64_t v_now(void *ctx)
 {
 	return ((struct gh_fixture *)ctx)->now;
@@ -19,6 +21,14 @@ static void v_sleep(void *ctx, int64_t ms)
 	assert_true(fx->nsleeps < 32);
 	fx->sleeps[fx->nsleeps++] = ms;
 	fx->now += ms;
+}
+
+struct gh_client *gfx_client_at(struct gh_options *o, int64_t *now_ms)
+{
+	o->now_ms = tclock_virtual_now;
+	o->sleep_ms = tclock_virtual_sleep;
+	o->clock_ctx = now_ms;
+	return gh_client_new(o);
 }
 
 int64_t gfx_slept(const struct gh_fixture *fx)

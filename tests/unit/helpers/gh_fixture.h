@@ -33,5 +33,8 @@ int gfx_teardown(void **state);
 void gfx_reopen(struct gh_fixture *fx);
 /* All fx slept, in ms. */
 int64_t gfx_slept(const struct gh_fixture *fx);
+/* gh_client_new(o) in virtual time: o's clock hooks set to *now_ms (tclock_virtual_now()),
+ * sleeps adding to it. */
+struct gh_client *gfx_client_at(struct gh_options *o, int64_t *now_ms);
 
 #endif

@@ -149,30 +149,46 @@ static void observe(void *ctx, const char *method, const char *path, int status,
 	assert_true(duration_us >= 0 && duration_us < 10 * 1000 * 1000);
 }
 
-/* A server on 127.0.0.1:0 with the test routes, started. */
-struct srv *hfx_start_server(struct seen *sn, size_t max_body, unsigned threads)
+struct srv *hfx_serve(struct seen *sn, struct srv_options *o, const struct hfx_route *routes,
+		      srv_observer observer)
 {
-	struct srv_options o = {0};
 	struct buf err = BUF_INIT;
 	struct srv *s = NULL;
 
 	memset(sn, 0, sizeof(*sn));
 	pthread_mutex_init(&sn->lock, NULL);
-	o.listen_address = "127.0.0.1:0";
-	o.threads = threads;
-	o.max_body_bytes = max_body;
-	o.timeout_s = 5;
-	assert_int_equal(srv_new(&o, &s, &err), ERR_OK);
-	assert_int_equal(srv_route(s, "GET", "/hello", hfx_hello, sn), ERR_OK);
-	assert_int_equal(srv_route(s, "POST", "/hello", hfx_hello, sn), ERR_OK);
-	assert_int_equal(srv_route(s, "*", "/echo", hfx_echo, sn), ERR_OK);
-	assert_int_equal(srv_route(s, "GET", "/bad", bad_status, sn), ERR_OK);
-	assert_int_equal(srv_route(s, "GET", "/slow", slow, sn), ERR_OK);
-	srv_set_observer(s, observe, sn);
+	if (!o->listen_address)
+		o->listen_address = "127.0.0.1:0";
+	if (!o->timeout_s)
+		o->timeout_s = 5;
+	assert_int_equal(srv_new(o, &s, &err), ERR_OK);
+	for (; routes->method; routes++)
+		assert_int_equal(srv_route(s, routes->method, routes->path, routes->fn, routes->ctx),
+				 ERR_OK);
+	if (observer)
+		srv_set_observer(s, observer, sn);
 	assert_int_equal(srv_start(s, &err), ERR_OK);
 	assert_true(srv_port(s) > 0);
 	buf_release(&err);
 	return s;
+}
+
+/* A server on 127.0.0.1:0 with the test routes, started. */
+struct srv *hfx_start_server(struct seen *sn, size_t max_body, unsigned threads)
+{
+	struct srv_options o = {0};
+	const struct hfx_route routes[] = {
+		{ "GET", "/hello", hfx_hello, sn },
+		{ "POST", "/hello", hfx_hello, sn },
+		{ "*", "/echo", hfx_echo, sn },
+		{ "GET", "/bad", bad_status, sn },
+		{ "GET", "/slow", slow, sn },
+		{ NULL, NULL, NULL, NULL },
+	};
+
+	o.threads = threads;
+	o.max_body_bytes = max_body;
+	return hfx_serve(sn, &o, routes, observe);
 }
 
 int hfx_calls(struct seen *sn)

@@ -51,6 +51,20 @@ void hfx_url_for(char *out, size_t n, const struct srv *s, const char *path);
 void hfx_hello(void *ctx, const struct srv_request *req, struct srv_response *res);
 /* Handler: records header, query, address and body length, answers 202 with the body. */
 void hfx_echo(void *ctx, const struct srv_request *req, struct srv_response *res);
+/* A route of hfx_serve(): srv_route()'s arguments. */
+struct hfx_route {
+	const char *method;  /* NULL ends a list */
+	const char *path;
+	srv_handler fn;
+	void *ctx;
+};
+/*
+ * sn reset (its lock made), then a server on o (its listen_address 127.0.0.1:0 when unset,
+ * timeout_s 5 when 0) with routes, each of routes[] up to the one whose method is NULL, and
+ * observer (NULL: none) on sn, started.
+ */
+struct srv *hfx_serve(struct seen *sn, struct srv_options *o, const struct hfx_route *routes,
+		      srv_observer observer);
 /* A server on 127.0.0.1:0 with the test routes, started (sn is reset). */
 struct srv *hfx_start_server(struct seen *sn, size_t max_body, unsigned threads);
 /* How many calls the counting handlers saw. */

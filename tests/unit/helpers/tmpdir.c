@@ -22,6 +22,20 @@ void tfx_mkdtemp(char *out, size_t n, const char *prefix)
 	assert_non_null(mkdtemp(out));
 }
 
+void tfx_write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	int len = dir ? snprintf(path, sizeof(path), "%s/%s", dir, name)
+		      : snprintf(path, sizeof(path), "%s", name);
+	FILE *f;
+
+	assert_true(len > 0 && (size_t)len < sizeof(path));
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	assert_int_equal(fclose(f), 0);
+}
+
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 {
 	(void)st;

@@ -1,6 +1,6 @@
 /*
  * tmpdir.h - a fresh directory for one unit test, under $TMPDIR (default
- * /tmp), and its removal.  Failures end the test (cmocka).
+ * /tmp), files written in it, and its removal.  Failures end the test (cmocka).
  */
 #ifndef AB_TEST_TMPDIR_H
 #define AB_TEST_TMPDIR_H
@@ -13,6 +13,12 @@
  * test when the path does not fit or the directory cannot be made.
  */
 void tfx_mkdtemp(char *out, size_t n, const char *prefix);
+
+/*
+ * Write text to dir/name (to name alone when dir is NULL), replacing what was there.  Fails
+ * the test when the path does not fit 512 bytes or the file cannot be written and closed.
+ */
+void tfx_write_file(const char *dir, const char *name, const char *text);
 
 /* Remove dir and everything under it (nftw(3), depth first, links not followed). */
 void tfx_remove_tree(const char *dir);

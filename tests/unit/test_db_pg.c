@@ -1,0 +1,281 @@
+/*
+ * test_db_pg.c - what only PostgreSQL's half of db.h does (core/db_pg.c): targets and
+ * their errors without a server, and on the server AB_TEST_PG_URI names: the password
+ * hidden, the session's defaults, a password file, reconnecting after a restart.  The
+ * tests that restart the server or log in with a password need the cluster's directory
+ * too (AB_TEST_PG_DIR).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "core/buf.h"
+#include "store/db.h"
+#include "tests/unit/helpers/clock.h"
+#include "tests/unit/helpers/db_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
+
+/* ---- PostgreSQL: targets, errors, a server restart ---- */
+
+/* The server's URI with user (and :password) in place of its user, into out. */
+static void uri_as(char *out, size_t n, const char *user, const char *password)
+{
+	const char *base = dbfx_pg_uri();
+	const char *host = strstr(base, "://");
+	const char *at = host ? strchr(host + 3, '@') : NULL;
+
+	assert_non_null(at);
+	snprintf(out, n, "postgres://%s%s%s%s", user, password ? ":" : "", password ? password : "",
+		 at);
+}
+
+static void name_hides_the_password(void **state)
+{
+	char uri[1024], want[1024], user[64];
+	const char *base = dbfx_pg_uri();
+	const char *u = strstr(base, "://") + 3;
+	struct db *db;
+
+	(void)state;
+	snprintf(user, sizeof(user), "%.*s", (int)strcspn(u, ":@"), u);
+	uri_as(uri, sizeof(uri), user, "hunter2"); /* trust: the password is not checked */
+	db = dbfx_open_ok(uri);
+	uri_as(want, sizeof(want), user, "xxxxx");
+	assert_string_equal(db_name(db), want);
+	assert_int_equal(db_engine(db), DB_POSTGRES);
+	db_close(db);
+}
+
+/* A session on target has these application_name, tcp_keepalives_idle and _count. */
+static void expect_session(const char *target, const char *name, const char *idle,
+			   const char *count)
+{
+	struct db *db = dbfx_open_ok(target);
+	struct db_stmt *s = dbfx_prepare_ok(db, "SELECT current_setting('application_name'), "
+						"current_setting('tcp_keepalives_idle'), "
+						"current_setting('tcp_keepalives_count')");
+
+	assert_int_equal(db_step(s), DB_ROW);
+	assert_string_equal(db_col_text(s, 0), name);
+	assert_string_equal(db_col_text(s, 1), idle);
+	assert_string_equal(db_col_text(s, 2), count);
+	db_finalize(s);
+	db_close(db);
+}
+
+/* The session's defaults (db.h): a name, and keepalives; what the URI sets wins. */
+static void session_defaults(void **state)
+{
+	char uri[1024];
+	const char *base = dbfx_pg_uri();
+
+	(void)state;
+	expect_session(base, "alertbridge", "10", "3");
+	snprintf(uri, sizeof(uri), "%s%sapplication_name=mine&options=-ctcp_keepalives_idle%%3D20",
+		 base, strchr(base, '?') ? "&" : "?");
+	expect_session(uri, "mine", "20", "3");
+}
+
+/* pg.sh's cluster checks the password of role pwuser. */
+static void password_file(void **state)
+{
+	struct dbfx_env *e = *state;
+	char dir[256], file[300], uri[1024], secret[64];
+	struct buf msg = BUF_INIT;
+	struct db *db = NULL;
+
+	if (!getenv("AB_TEST_PG_DIR")) {
+		print_message("password_file: skipped (AB_TEST_PG_DIR is unset: not pg.sh's cluster)\n");
+		return;
+	}
+	snprintf(secret, sizeof(secret), "pw-%ld-%lld", (long)getpid(), (long long)tclock_mono_ms());
+	{
+		char sql[192];
+
+		snprintf(sql, sizeof(sql), "DROP ROLE IF EXISTS pwuser; CREATE ROLE pwuser LOGIN "
+			 "PASSWORD '%s'", secret);
+		dbfx_exec_ok(e->admin, sql);
+	}
+	tfx_mkdtemp(dir, sizeof(dir), "test_db_pw");
+	snprintf(file, sizeof(file), "%s/password", dir);
+	uri_as(uri, sizeof(uri), "pwuser", NULL);
+
+	tfx_write_file(NULL, file, "wrong\n");
+	assert_int_equal(db_open(uri, file, &db, &msg), ERR_UNAVAILABLE);
+	assert_null(db);
+	dbfx_assert_contains(buf_str(&msg), "password authentication failed");
+	dbfx_assert_contains(buf_str(&msg), uri);
+	assert_null(strstr(buf_str(&msg), "wrong"));
+
+	tfx_write_file(NULL, file, secret);
+	buf_reset(&msg);
+	assert_int_equal(db_open(uri, file, &db, &msg), ERR_OK);
+	assert_int_equal(dbfx_one_int(db, "SELECT 41 + 1"), 42);
+	db_close(db);
+	db = NULL;
+	{
+		char line[128];
+
+		snprintf(line, sizeof(line), "%s\r\nsecond line\n", secret); /* first line only */
+		tfx_write_file(NULL, file, line);
+	}
+	assert_int_equal(db_open(uri, file, &db, &msg), ERR_OK);
+	db_close(db);
+	dbfx_exec_ok(e->admin, "DROP ROLE pwuser");
+	buf_release(&msg);
+	tfx_remove_tree(dir);
+}
+
+/* Run tests/pg/pg.sh restart on the shared cluster. */
+static int restart_server(void)
+{
+	char cmd[1024];
+	const char *src = getenv("ALERTBRIDGE_SRC");
+
+	snprintf(cmd, sizeof(cmd), "sh '%s/tests/pg/pg.sh' restart '%s'", src ? src : ".",
+		 getenv("AB_TEST_PG_DIR"));
+	return system(cmd);
+}
+
+static void reconnects_after_a_restart(void **state)
+{
+	struct dbfx_env *e = *state;
+	struct db *idle = dbfx_open_ok(e->target), *busy = dbfx_open_ok(e->target);
+	struct buf msg = BUF_INIT;
+	int held = 0;
+	const int64_t key = ((int64_t)getpid() << 8) + 3;
+
+	if (!getenv("AB_TEST_PG_DIR")) {
+		print_message("reconnects_after_a_restart: skipped (AB_TEST_PG_DIR is unset)\n");
+		goto out;
+	}
+	dbfx_exec_ok(idle, "CREATE TABLE z (v BIGINT)");
+	assert_int_equal(dbfx_one_int(idle, "SELECT COUNT(*) FROM z"), 0);
+	assert_int_equal(db_try_lock(idle, key, &held, &msg), ERR_OK);
+	assert_int_equal(held, 1);
+	assert_int_equal(db_begin(busy, &msg), ERR_OK);
+	dbfx_exec_ok(busy, "INSERT INTO z VALUES (1)");
+	/* e->admin is reset too: its next use (teardown) reconnects. */
+	assert_int_equal(restart_server(), 0);
+
+	/* Idle: unavailable once, then reconnected; the lock went with the session. */
+	buf_reset(&msg);
+	assert_int_equal(db_exec(idle, "INSERT INTO z VALUES (2)", &msg), ERR_UNAVAILABLE);
+	dbfx_assert_contains(buf_str(&msg), db_name(idle));
+	assert_int_equal(db_exec(idle, "INSERT INTO z VALUES (3)", &msg), ERR_OK);
+	assert_false(db_lock_held(idle, key));
+
+	/* In a transaction: no reset until it is rolled back (its rest must not autocommit). */
+	assert_int_equal(db_exec(busy, "INSERT INTO z VALUES (4)", &msg), ERR_UNAVAILABLE);
+	assert_true(db_in_transaction(busy));
+	buf_reset(&msg);
+	assert_int_equal(db_exec(busy, "INSERT INTO z VALUES (5)", &msg), ERR_UNAVAILABLE);
+	dbfx_assert_contains(buf_str(&msg), "roll it back");
+	db_rollback(busy);
+	assert_false(db_in_transaction(busy));
+	assert_int_equal(dbfx_one_int(busy, "SELECT SUM(v) FROM z"), 3); /* only the idle one's */
+	/* Prepared statements are made again on the new session, set up as the first. */
+	assert_int_equal(dbfx_one_int(idle, "SELECT COUNT(*) FROM z"), 1);
+	assert_int_equal(dbfx_one_int(idle, "SELECT current_setting('tcp_keepalives_count')::int"), 3);
+	assert_int_equal(db_exec(e->admin, "SELECT 1", &msg), ERR_UNAVAILABLE);
+out:
+	buf_release(&msg);
+	db_close(busy);
+	db_close(idle);
+}
+
+#ifdef AB_HAVE_LIBPQ
+/* A port nothing listens on: bound, then closed. */
+static int closed_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
+}
+
+static void bad_targets(void **state)
+{
+	char uri[256];
+	struct buf msg = BUF_INIT;
+	struct db *db = (struct db *)&msg; /* must come back NULL */
+
+	(void)state;
+	assert_int_equal(db_open("postgres://u:s3cret@h/db?nosuch=1", NULL, &db, &msg),
+			 ERR_INVALID);
+	assert_null(db);
+	dbfx_assert_contains(buf_str(&msg), "nosuch");
+	assert_null(strstr(buf_str(&msg), "s3cret"));
+	buf_reset(&msg);
+	assert_int_equal(db_open("postgresql://[::1/db", NULL, &db, &msg), ERR_INVALID);
+	dbfx_assert_contains(buf_str(&msg), "IPv6");
+
+	/* Nothing listens: unavailable, said clearly, the password never shown. */
+	snprintf(uri, sizeof(uri), "postgres://u:s3cret@127.0.0.1:%d/db?password=s3cret",
+		 closed_port());
+	buf_reset(&msg);
+	assert_int_equal(db_open(uri, NULL, &db, &msg), ERR_UNAVAILABLE);
+	assert_string_equal(err_str(ERR_UNAVAILABLE), "unavailable");
+	assert_null(db);
+	dbfx_assert_contains(buf_str(&msg), "Connection refused");
+	dbfx_assert_contains(buf_str(&msg), "postgres://u:xxxxx@127.0.0.1:");
+	dbfx_assert_contains(buf_str(&msg), "/db?password=xxxxx");
+	assert_null(strstr(buf_str(&msg), "s3cret"));
+
+	/* A password file that is not there, or empty, is named. */
+	buf_reset(&msg);
+	assert_int_equal(db_open(uri, "/nonexistent/pg-password", &db, &msg), ERR_IO);
+	dbfx_assert_contains(buf_str(&msg), "\"/nonexistent/pg-password\"");
+	dbfx_assert_contains(buf_str(&msg), "No such file");
+	buf_reset(&msg);
+	assert_int_equal(db_open(uri, "/dev/null", &db, &msg), ERR_INVALID);
+	dbfx_assert_contains(buf_str(&msg), "\"/dev/null\" is empty");
+	buf_release(&msg);
+}
+#endif
+
+static void target_kinds(void **state)
+{
+	(void)state;
+	assert_true(db_target_is_postgres("postgres://u@h/db"));
+	assert_true(db_target_is_postgres("postgresql://h"));
+	assert_false(db_target_is_postgres("alertbridge.db"));
+	assert_false(db_target_is_postgres("/var/lib/postgres://x.db"));
+}
+
+/* Only on PostgreSQL. */
+#define PG_ONLY(X) \
+	X(name_hides_the_password) \
+	X(session_defaults) \
+	X(password_file) \
+	X(reconnects_after_a_restart)
+
+#define ONE(f) +1
+
+int main(void)
+{
+	/* the tests without a server, then those that need AB_TEST_PG_URI */
+	static const struct CMUnitTest tests[] = {
+		cmocka_unit_test(target_kinds),
+#ifdef AB_HAVE_LIBPQ
+		cmocka_unit_test(bad_targets),
+#endif
+		PG_ONLY(DBFX_PG_TEST)
+	};
+
+	return dbfx_run("test_db_pg", tests, sizeof(tests) / sizeof(tests[0]), 0 PG_ONLY(ONE));
+}
