@@ -2,13 +2,18 @@
 GitHub must show for each alert or group after each event, as DESIGN.md ("Bridge semantics")
 says.  apply_event() applies one event to a Key and names the bridge's action; rebuild() is the
 map after a lost database, rebuilt from GitHub's markers.  Pure: no process, no I/O.
+
+Repositories (issue 18, reroutes): a new issue is made in the repository the alert's route names
+when it is made (apply_event's repo); an alert with an issue keeps it whatever its route says
+now (DESIGN.md "Routing": the map wins), and a new issue of a new episode links the one it
+supersedes, wherever that one is (Issue.prev).
 """
 
 
 class Issue:
     """An issue the model expects on GitHub."""
 
-    def __init__(self, ep):
+    def __init__(self, ep, repo=None, prev=None):
         self.state = "open"
         self.reason = None
         self.comments = 0         # alertbridge comments
@@ -21,9 +26,10 @@ class Issue:
         self.deleted = False
         self.transferred = False
         self.human = False        # a person changed it (the map may lag behind)
-        self.repo = None          # bound at a quiet point
-        self.number = None
+        self.repo = repo          # where it is made (its route's); moved by a transfer
+        self.number = None        # bound at a quiet point
         self.old = None           # (repo, number) before a transfer
+        self.prev = prev          # the Issue a linked create supersedes (its link)
 
     def desc(self):
         return "%s#%s %s/%s %d comments%s%s" % (
@@ -51,17 +57,18 @@ class Key:
     def current(self):
         return self.issues[self.cur] if self.row == "live" else None
 
-    def create(self, s):
-        self.issues.append(Issue(s))
+    def create(self, s, repo=None, prev=None):
+        self.issues.append(Issue(s, repo, prev))
         self.cur = len(self.issues) - 1
         self.row = "live"
         self.ep = s
         self.res_end = None
 
 
-def apply_event(k, firing, s, e, dry):
+def apply_event(k, firing, s, e, dry, repo=None):
     """What the bridge must do with one event of k (DESIGN.md, Bridge semantics); returns a
-    short name of the action for the step log."""
+    short name of the action for the step log.  repo: the repository the alert's route names
+    now, where an issue this event creates is made."""
     if k.bad:
         return "dead-letter"
     if k.row is not None:
@@ -81,7 +88,7 @@ def apply_event(k, firing, s, e, dry):
         return "dry-run"
     if firing:
         if k.row in (None, "dry"):
-            k.create(s)
+            k.create(s, repo)
             return "create"
         if s == k.ep:
             return "same episode"
@@ -89,7 +96,7 @@ def apply_event(k, firing, s, e, dry):
             k.ep, k.continues = s, False
             return "same episode (a group rebuilt without its resolve continues its row)"
         if k.row == "gone":
-            k.create(s)
+            k.create(s, repo)
             return "create (issue deleted)"
         cur = k.current()
         cur.pending_res = None    # the body is rewritten for the new episode
@@ -99,7 +106,7 @@ def apply_event(k, firing, s, e, dry):
             k.ep = s
             return "comment firing again"
         if cur.aged:
-            k.create(s)
+            k.create(s, repo, prev=cur)
             return "create linked"
         k.ep = s
         if cur.reason == "not_planned":
@@ -133,10 +140,12 @@ def apply_event(k, firing, s, e, dry):
     return "close"
 
 
-def rebuild(keys, body_of=None):
+def rebuild(keys, body_of=None, repo=None):
     """The map after the bridge rebuilt it from GitHub's markers (a lost database): each key
-    without a row gets its newest live issue in the receiver's repository, with the newest
-    episode marker (of the body only for an issue closed longer ago than reopen_window).  A
+    without a row gets its newest live issue in repo (the bridge scans a repository once, before
+    the first event of the receiver its route sends there; None: in any repository), with the
+    newest episode marker (of the body only for an issue closed longer ago than
+    reopen_window).  A
     group's resolve that met its issue closed is known only if the paced body rewrite that
     carries it ("event=resolved-<endsAt>") reached GitHub before the loss: body_of(issue)
     tells; without it the group's next firing continues the row's episode."""
@@ -145,7 +154,7 @@ def rebuild(keys, body_of=None):
             continue
         for idx in range(len(k.issues) - 1, -1, -1):
             i = k.issues[idx]
-            if not i.deleted and not i.transferred:
+            if not i.deleted and not i.transferred and repo in (None, i.repo):
                 k.row, k.cur = "live", idx
                 if i.pending_res is not None and body_of is not None:
                     if "event=resolved-%d" % i.pending_res in (body_of(i) or ""):
