@@ -15,9 +15,13 @@ bridge's queue empty), checks:
     issue - and no alertbridge comment twice on an issue (same transition marker);
   - the map (read-only: the sqlite file, or the PostgreSQL database through psql) equal to
     GitHub: each row names the alert's current issue, in GitHub's state (unless a person
-    changed it since), issue 0 only for a dry-run row.
+    changed it since), issue 0 only for a dry-run row;
+  - each issue in the repository the model expects (its route's when it was made), a linked
+    issue's body linking the one it supersedes, every issue by the login of acme's credential
+    and every rebuild listing by that login (config_steps.py).
 
-One seed is one world: its own fake GitHub (repos acme/alerts and acme/moved), its own
+One seed is one world: its own fake GitHub (repos acme/alerts, acme/moved for transfers and
+acme/rerouted for reroutes), its own
 alertbridge process and database, alerts of receivers "alerts" (issue_per: alert,
 auto_close), "keep" (auto_close: false) and "groups" (issue_per: group), and MODEL_STEPS
 steps (default 60) drawn from the enabled feature classes:
@@ -43,13 +47,33 @@ steps (default 60) drawn from the enabled feature classes:
                                    lifts the cause, `map retry KEY` applies it
   silence                          `/silence` and `/unsilence` on the issue, against a fake
                                    Alertmanager (tests/model/silence_steps.py, issue 21)
+  reroute                          a receiver with issue_per: alert gets a route that sends some
+                                   of its alerts to acme/rerouted, or loses it (the route flips
+                                   back), and the bridge reloads (POST /-/reload, SIGHUP) or
+                                   restarts (issue 18; tests/model/config_steps.py): an alert
+                                   with an issue keeps it, a new issue (a new alert, a re-fire
+                                   past reopen_window, after a deletion) is made where the route
+                                   points then, a linked one linking the issue it supersedes
 
-Credentials per organisation (issue 18 items 1 and 6): in the worlds of even seeds the default
-token acts as one login and github.credentials gives the owner acme a token of its own that acts
-as another (the fake keeps each issue's author), so a lost database is rebuilt by listing the
+Credentials per organisation (issue 18 items 1, 2 and 6; config_steps.py): in the worlds of even
+seeds the default token acts as one login and github.credentials gives the owner acme its own
+credential, which acts as another (the fake keeps each issue's author): a token (seeds 0 mod 4,
+login model-acme-bot) or a GitHub App (seeds 2 mod 4, model-acme[bot], learned from GET /app
+with the App's JWT; GET /user is refused to it).  So a lost database is rebuilt by listing the
 issues of acme's own login; a rebuild by the default's login would find none and duplicate them.
 
+Lost database and reroutes: the bridge scans a repository for a receiver's issues once per
+database, before the first event of the receiver its route sends there (bridge.c
+ensure_scanned); the model follows it (World.before_event; a repeat the store does not keep
+makes no scan).  KNOWN GAP (issue 18, reported): an alert whose issue is in a repository its
+route no longer names gets no row from that scan, so after a lost database its next event makes
+a second issue where the route points (a resolve finds none and leaves the old issue open);
+guarantees.md promises no duplicate after a lost database.  MODEL_STRICT_REBUILD=1 makes the
+model expect that promise (the newest issue in any repository) and shows the gap.
+
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
+reroutes of an issue_per: group receiver (its repository comes from the group's first alert,
+which depends on the payload's order; tests/integration/test_routing.py covers it),
 the group body's task list (its text is not checked), bad input (tests/integration covers it),
 the janitor and its Slack postpone (issue 21 section 2: no pods in these worlds; the janitor's
 own tests cover it).
@@ -63,7 +87,8 @@ MODEL_FIRST=F (first seed, default 1), MODEL_STEPS (default 60), MODEL_JOBS (wor
 once, default 4), MODEL_FEATURES (comma list; "all" by default; "-x,-y" = all but x, y),
 MODEL_REPEAT=N (run MODEL_SEED N times), MODEL_KEEP=1 (keep every world's directory; a
 failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge),
-MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres).
+MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres),
+MODEL_STRICT_REBUILD=1 (the known gap above: expect no duplicate after a lost database).
 On PostgreSQL each world's store is a fresh database (tests/integration/pg.py) on the cluster
 AB_TEST_PG_URI names (tests/run.sh starts one), or on a private cluster this run starts and
 removes at its end; a kept world keeps its database (on a cluster that outlives the run only).
@@ -78,9 +103,8 @@ import multiprocessing
 import os
 import random
 import re
-import select
 import shutil
-import signal
+import signal  # noqa: F401 - campaign.py uses lc.signal
 import sqlite3
 import subprocess
 import sys
@@ -99,8 +123,8 @@ import pg  # noqa: E402
 from reference import Key, apply_event, rebuild  # noqa: E402
 from silence_steps import SilenceSteps, group_labels  # noqa: E402
 from config_steps import REROUTED, ConfigSteps  # noqa: E402
+from world_process import BIN, SECOND_MS, Psql, ServeProcess  # noqa: E402,F401 - janitor_model
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
 STRICT_REBUILD = bool(os.environ.get("MODEL_STRICT_REBUILD"))   # World.before_event
 PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
@@ -113,7 +137,6 @@ MOVED = "acme/moved"
 MISSING = "acme/missing"
 GH_TOKEN = "ghs_modelToken0123456789"
 HOOK_TOKEN = "model-webhook-secret"
-SECOND_MS = 5            # serve --test.second-ms
 WINDOW_S = 3600          # reopen_window
 QUIET_S = 12             # a quiet point waits at most this long
 MARK_RE = re.compile(r"<!--\s*alertbridge:key=([A-Za-z0-9._-]{1,128})\s*-->")
@@ -122,71 +145,6 @@ BOT_MARK_RE = re.compile(r"<!--\s*alertbridge:episode=[^>]*-->")
 
 class ModelFailure(Exception):
     pass
-
-
-class Psql:
-    """One psql session kept open on a database for the world's reads (the machine has no
-    python driver for PostgreSQL; a psql per read would cost more than the bridge).  rows()
-    runs one query: its rows as lists of strings (NULL reads as ""); an SQL error raises
-    RuntimeError with psql's message; a session that died is opened again on the next query.
-    Every read is bounded (timeout_s)."""
-
-    END = b"__END__\n"
-
-    def __init__(self, uri, timeout_s=10):
-        self.uri = uri
-        self.timeout_s = timeout_s
-        self.proc = None
-
-    def rows(self, query):
-        if self.proc is None or self.proc.poll() is not None:
-            self.close()
-            self.proc = subprocess.Popen(
-                [os.path.join(pg.bindir() or "/usr/bin", "psql"), "-X", "-q", "-A", "-t",
-                 "-F", "\x1f", "-R", "\x1e", "-v", "ON_ERROR_STOP=0", "-d", self.uri],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-            os.set_blocking(self.proc.stderr.fileno(), False)
-        try:
-            self.proc.stdin.write(query.encode() + b";\n\\echo __END__\n")
-            self.proc.stdin.flush()
-        except OSError as e:
-            self.close()
-            raise RuntimeError("psql: %s" % e) from e
-        out = b""
-        deadline = time.time() + self.timeout_s
-        fd = self.proc.stdout.fileno()
-        while not out.endswith(self.END):
-            left = deadline - time.time()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.close()
-                raise RuntimeError("psql: no answer to %r within %d s" % (query, self.timeout_s))
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                try:
-                    err = os.read(self.proc.stderr.fileno(), 65536)
-                except BlockingIOError:
-                    err = b""
-                self.close()
-                raise RuntimeError("psql ended: %s" % err.decode("utf-8", "replace").strip())
-            out += chunk
-        try:  # psql wrote the query's error, if any, before it ran the echo
-            err = os.read(self.proc.stderr.fileno(), 65536)
-        except BlockingIOError:
-            err = b""
-        if err:
-            raise RuntimeError("psql %r: %s" % (query, err.decode("utf-8", "replace").strip()))
-        text = out[:-len(self.END)].decode("utf-8", "replace")
-        text = text[:-1] if text.endswith("\n") else text
-        return [r.split("\x1f") for r in text.split("\x1e")] if text else []
-
-    def close(self):
-        if self.proc:
-            if self.proc.poll() is None:
-                self.proc.kill()
-            self.proc.wait(timeout=10)
-            for f in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-                f.close()
-        self.proc = None
 
 
 def parse_features(spec, known=FEATURES):
@@ -249,65 +207,6 @@ class Group:
         self.starts = None        # the group episode's start
         self.ends = None
         self.last = None          # last payload sent
-
-
-class ServeProcess:
-    """A world's `alertbridge serve --test.second-ms=second_ms` process (its config
-    alertbridge.yml in self.dir, its log at self.log_path, its URL self.url; a failure raised
-    through self.fail): started and waited for until ready (self.starts: when each start
-    began, time.time()), SIGKILLed, stopped, its log's tail.
-    The janitor's model (janitor_model.py) runs its worlds' process with it too."""
-
-    second_ms = SECOND_MS
-    serve_flags = ()
-
-    def start(self):
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        self.__dict__.setdefault("starts", []).append(time.time())
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([BIN, "serve", "--config.file=alertbridge.yml",
-                                      "--test.second-ms=%d" % self.second_ms] +
-                                     list(self.serve_flags),
-                                     stdout=log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
-                                     start_new_session=True)
-        log.close()
-        deadline = time.time() + 20
-        while True:
-            if self.proc.poll() is not None:
-                self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
-            try:
-                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            if time.time() > deadline:
-                self.fail("alertbridge not ready within 20 s")
-            time.sleep(0.01)
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        if self.proc:
-            self.proc.wait(timeout=10)
-        self.proc = None
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
-        self.proc = None
-
-    def tail(self, n=40):
-        try:
-            with open(self.log_path, "rb") as f:
-                return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
 
 
 class World(SilenceSteps, ConfigSteps, ServeProcess):
