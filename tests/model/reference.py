@@ -145,10 +145,9 @@ def rebuild(keys, body_of=None, repo=None):
     without a row gets its newest live issue in repo (the bridge scans a repository once, before
     the first event of the receiver its route sends there; None: in any repository), with the
     newest episode marker (of the body only for an issue closed longer ago than
-    reopen_window).  A
-    group's resolve that met its issue closed is known only if the paced body rewrite that
-    carries it ("event=resolved-<endsAt>") reached GitHub before the loss: body_of(issue)
-    tells; without it the group's next firing continues the row's episode."""
+    reopen_window).  A group's resolve that met its issue closed is known only if the paced
+    body rewrite that carries it ("event=resolved-<endsAt>") reached GitHub before the loss:
+    body_of(issue) tells; without it the group's next firing continues the row's episode."""
     for k in keys:
         if k.row not in (None, "dry") or k.bad:
             continue

@@ -86,7 +86,8 @@ class ServeProcess:
     alertbridge.yml in self.dir, its log at self.log_path, its URL self.url; a failure raised
     through self.fail): started and waited for until ready (self.starts: when each start
     began, time.time()), SIGKILLed, stopped, its log's tail.
-    The janitor's model (janitor_model.py) runs its worlds' process with it too."""
+    serve_flags: more flags of serve.  The janitor's model (janitor_model.py) runs its worlds'
+    process with it too."""
 
     second_ms = SECOND_MS
     serve_flags = ()
