@@ -115,7 +115,7 @@ class ConfigSteps:
         """Whether the step may change alert a's route: it has a map row, or no issue a scan
         could find (lifecycle.py, "Lost database and reroutes"; any in strict mode)."""
         k = self.keys[(a.receiver, a.fp)]
-        return self.strict_rebuild or k.row in ("live", "gone") or not any(
+        return self.strict or k.row in ("live", "gone") or not any(
             not i.deleted and not i.transferred for i in k.issues)
 
     def reroute(self):
@@ -171,7 +171,7 @@ class ConfigSteps:
         if p is None or p.number is None:
             return []
         m = PREV_RE.search(body or "")
-        url = "/%s/issues/%d" % (p.repo if not p.transferred else p.old[0], p.number)
+        url = "/%s/issues/%d" % (p.repo, p.number)   # where it is now (a transfer followed)
         if not m or int(m.group(1)) != p.number or not m.group(2).endswith(url):
             return ["%s: its body links %s, the model expects #%d (...%s)" % (
                 where, m.group(0) if m else "no previous issue", p.number, url)]

@@ -71,8 +71,14 @@ a second issue where the route points (a resolve finds none and leaves the old i
 which of its issues it gets back depends on which scan runs first (a fault or a SIGKILL can
 change the order); guarantees.md promises no duplicate after a lost database.  So the worlds
 keep out of it: no database loss while an alert has an issue outside its route's repository,
-and a reroute moves only alerts with a map row or no issue.  MODEL_STRICT_REBUILD=1 lifts both
+and a reroute moves only alerts with a map row or no issue.  MODEL_STRICT=1 lifts both
 and expects the promise (the newest issue in any repository), which shows the gap.
+
+KNOWN DEFECT (reported; reference.py KNOWN_DEFECTS): a group whose map row was rebuilt after a
+lost database, whose issue a person then deleted, and whose first event since is its resolve:
+the bridge forgets that resolve, so the group's next firing (a new episode, which should make
+a new issue) goes on as the row's episode and no issue is made while it fires.  The model
+expects that behaviour; MODEL_STRICT=1 expects a new issue (MODEL_SEED=90 shows it).
 
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
 reroutes of an issue_per: group receiver (its repository comes from the group's first alert,
@@ -91,7 +97,7 @@ once, default 4), MODEL_FEATURES (comma list; "all" by default; "-x,-y" = all bu
 MODEL_REPEAT=N (run MODEL_SEED N times), MODEL_KEEP=1 (keep every world's directory; a
 failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge),
 MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres),
-MODEL_STRICT_REBUILD=1 (the known gap above: expect no duplicate after a lost database).
+MODEL_STRICT=1 (the known gap and defect above: expect what the docs promise).
 On PostgreSQL each world's store is a fresh database (tests/integration/pg.py) on the cluster
 AB_TEST_PG_URI names (tests/run.sh starts one), or on a private cluster this run starts and
 removes at its end; a kept world keeps its database (on a cluster that outlives the run only).
@@ -123,13 +129,15 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
 import pg  # noqa: E402
+import reference  # noqa: E402
 from reference import Key, apply_event, rebuild  # noqa: E402
 from silence_steps import SilenceSteps, group_labels  # noqa: E402
 from config_steps import REROUTED, ConfigSteps  # noqa: E402
 from world_process import BIN, SECOND_MS, Psql, ServeProcess  # noqa: E402,F401 - janitor_model
 
 ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
-STRICT_REBUILD = bool(os.environ.get("MODEL_STRICT_REBUILD"))   # World.before_event
+STRICT = bool(os.environ.get("MODEL_STRICT"))   # the known defects: expect the promise
+reference.KNOWN_DEFECTS = not STRICT
 PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
@@ -215,7 +223,7 @@ class Group:
 class World(SilenceSteps, ConfigSteps, ServeProcess):
     serve_flags = ("--web.enable-lifecycle",)  # POST /-/reload (the reroute step)
     hook_token = HOOK_TOKEN                     # which POST /-/reload takes too
-    strict_rebuild = STRICT_REBUILD
+    strict = STRICT
 
     def __init__(self, seed, features, steps, keep):
         self.seed = seed
@@ -334,11 +342,11 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
         """The bridge scans the issues of (receiver, repo) before its first event there since
         the database was made (bridge.c ensure_scanned): the keys without a row take their
         newest issue in repo (the docstring's known gap: the worlds keep out of it).
-        MODEL_STRICT_REBUILD=1 expects what guarantees.md promises instead: the newest issue
+        MODEL_STRICT=1 expects what guarantees.md promises instead: the newest issue
         in any repository."""
         if self.dry or (receiver, repo) not in self.rebuild_pending:
             return
-        if STRICT_REBUILD:
+        if STRICT:
             self.rebuild_pending -= {x for x in self.rebuild_pending if x[0] == receiver}
             repo = None
         self.rebuild_pending.discard((receiver, repo))
@@ -760,7 +768,7 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
             return
         if what == "lostdb":
             self.check()
-            if self.diverged(REPO) and not self.strict_rebuild:
+            if self.diverged(REPO) and not self.strict:
                 self.note("no database loss: an alert has an issue outside its route's "
                           "repository (the known gap)")
                 return
@@ -1008,7 +1016,7 @@ def run_seeds(seeds, features, steps, jobs, keep, suite):
     return 0 if failed == 0 and passed > 0 else 1
 
 
-LIFECYCLE = Suite(World, FEATURES, "tests/model/lifecycle.py", env=("MODEL_STRICT_REBUILD",))
+LIFECYCLE = Suite(World, FEATURES, "tests/model/lifecycle.py", env=("MODEL_STRICT",))
 
 if __name__ == "__main__":
     sys.exit(main())
