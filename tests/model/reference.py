@@ -2,13 +2,22 @@
 GitHub must show for each alert or group after each event, as DESIGN.md ("Bridge semantics")
 says.  apply_event() applies one event to a Key and names the bridge's action; rebuild() is the
 map after a lost database, rebuilt from GitHub's markers.  Pure: no process, no I/O.
+
+Repositories (issue 18, reroutes): a new issue is made in the repository the alert's route names
+when it is made (apply_event's repo); an alert with an issue keeps it whatever its route says
+now (DESIGN.md "Routing": the map wins), and a new issue of a new episode links the one it
+supersedes, wherever that one is (Issue.prev).
 """
+
+# Model the bridge's known defects as they behave (lifecycle.py sets it False under
+# MODEL_STRICT=1, which expects what the docs promise instead).
+KNOWN_DEFECTS = True
 
 
 class Issue:
     """An issue the model expects on GitHub."""
 
-    def __init__(self, ep):
+    def __init__(self, ep, repo=None, prev=None):
         self.state = "open"
         self.reason = None
         self.comments = 0         # alertbridge comments
@@ -21,9 +30,10 @@ class Issue:
         self.deleted = False
         self.transferred = False
         self.human = False        # a person changed it (the map may lag behind)
-        self.repo = None          # bound at a quiet point
-        self.number = None
+        self.repo = repo          # where it is made (its route's); moved by a transfer
+        self.number = None        # bound at a quiet point
         self.old = None           # (repo, number) before a transfer
+        self.prev = prev          # the Issue a linked create supersedes (its link)
 
     def desc(self):
         return "%s#%s %s/%s %d comments%s%s" % (
@@ -47,23 +57,27 @@ class Key:
         self.uncertain = False    # its deleted issue was noticed: no old deliveries any more
         self.continues = False    # a group rebuilt without its resolve: the next firing
                                   # continues the row's episode (bridge/group.h)
+        self.members_known = True  # a group: the bridge remembers its members (not after a
+                                   # rebuild, until its next event)
 
     def current(self):
         return self.issues[self.cur] if self.row == "live" else None
 
-    def create(self, s):
-        self.issues.append(Issue(s))
+    def create(self, s, repo=None, prev=None):
+        self.issues.append(Issue(s, repo, prev))
         self.cur = len(self.issues) - 1
         self.row = "live"
         self.ep = s
         self.res_end = None
 
 
-def apply_event(k, firing, s, e, dry):
+def apply_event(k, firing, s, e, dry, repo=None):
     """What the bridge must do with one event of k (DESIGN.md, Bridge semantics); returns a
-    short name of the action for the step log."""
+    short name of the action for the step log.  repo: the repository the alert's route names
+    now, where an issue this event creates is made."""
     if k.bad:
         return "dead-letter"
+    was_known, k.members_known = k.members_known, True
     if k.row is not None:
         if k.ep is not None and s < k.ep:
             return "stale"
@@ -81,7 +95,7 @@ def apply_event(k, firing, s, e, dry):
         return "dry-run"
     if firing:
         if k.row in (None, "dry"):
-            k.create(s)
+            k.create(s, repo)
             return "create"
         if s == k.ep:
             return "same episode"
@@ -89,7 +103,7 @@ def apply_event(k, firing, s, e, dry):
             k.ep, k.continues = s, False
             return "same episode (a group rebuilt without its resolve continues its row)"
         if k.row == "gone":
-            k.create(s)
+            k.create(s, repo)
             return "create (issue deleted)"
         cur = k.current()
         cur.pending_res = None    # the body is rewritten for the new episode
@@ -99,7 +113,7 @@ def apply_event(k, firing, s, e, dry):
             k.ep = s
             return "comment firing again"
         if cur.aged:
-            k.create(s)
+            k.create(s, repo, prev=cur)
             return "create linked"
         k.ep = s
         if cur.reason == "not_planned":
@@ -119,6 +133,13 @@ def apply_event(k, firing, s, e, dry):
         return "nothing (no issue)"
     if k.row == "gone":
         k.uncertain = True
+        if k.receiver == "groups" and not was_known and KNOWN_DEFECTS:
+            # KNOWN DEFECT (reported with issue 18's model work): a rebuilt group's resolve
+            # that meets its issue deleted is forgotten (no members remembered, the row's
+            # resolve not recorded), so its next firing, a new episode, goes on as the row's
+            # episode and no issue is made while it fires.
+            k.members_known, k.continues, k.res_end = False, True, None
+            return "nothing (issue deleted; KNOWN DEFECT: the group's resolve is forgotten)"
         return "nothing (issue deleted)"
     cur = k.current()
     if cur.state != "open":
@@ -133,20 +154,22 @@ def apply_event(k, firing, s, e, dry):
     return "close"
 
 
-def rebuild(keys, body_of=None):
+def rebuild(keys, body_of=None, repo=None):
     """The map after the bridge rebuilt it from GitHub's markers (a lost database): each key
-    without a row gets its newest live issue in the receiver's repository, with the newest
-    episode marker (of the body only for an issue closed longer ago than reopen_window).  A
-    group's resolve that met its issue closed is known only if the paced body rewrite that
-    carries it ("event=resolved-<endsAt>") reached GitHub before the loss: body_of(issue)
-    tells; without it the group's next firing continues the row's episode."""
+    without a row gets its newest live issue in repo (the bridge scans a repository once, before
+    the first event of the receiver its route sends there; None: in any repository), with the
+    newest episode marker (of the body only for an issue closed longer ago than
+    reopen_window).  A group's resolve that met its issue closed is known only if the paced
+    body rewrite that carries it ("event=resolved-<endsAt>") reached GitHub before the loss:
+    body_of(issue) tells; without it the group's next firing continues the row's episode."""
     for k in keys:
         if k.row not in (None, "dry") or k.bad:
             continue
         for idx in range(len(k.issues) - 1, -1, -1):
             i = k.issues[idx]
-            if not i.deleted and not i.transferred:
+            if not i.deleted and not i.transferred and repo in (None, i.repo):
                 k.row, k.cur = "live", idx
+                k.members_known = k.receiver != "groups"
                 if i.pending_res is not None and body_of is not None:
                     if "event=resolved-%d" % i.pending_res in (body_of(i) or ""):
                         i.marker_res = i.pending_res
