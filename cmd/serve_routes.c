@@ -54,6 +54,10 @@ static void handle_metrics(void *ctx, const struct srv_request *req, struct srv_
 	struct service *s = ctx;
 	(void)req;
 	metrics_process_collect(s->metrics);
+	metric_set(metrics_gauge(s->metrics, "alertbridge_http_connections",
+				 "Open connections of the main listener, counted against "
+				 "webhook.max_connections (this scrape's own included).", NULL),
+		   NULL, (double)srv_connections(s->srv));
 	res->status = 200;
 	res->content_type = "text/plain; version=0.0.4; charset=utf-8";
 	metrics_render(s->metrics, &res->body);
