@@ -549,12 +549,15 @@ int group_sync(struct group *g, int64_t now_ms)
 		 * none is sent until the group changes (which marks it dirty).
 		 */
 		int refused = rc == ERR_FORBIDDEN || rc == ERR_INVALID;
+		/* Deleted (410), or no map row (forgotten): the group's next event makes its issue. */
+		int gone = rc == ERR_GONE || rc == ERR_NOTFOUND;
 
 		log_sync(refused || rc == ERR_AUTH ? LOG_ERROR : LOG_WARN,
 			 refused ? "group issue body refused, kept until the group changes"
+			 : gone  ? "group issue is gone, no body update until the group changes"
 				 : "group issue body update failed, will retry",
 			 &gs, &row, rc, buf_str(&errmsg));
-		if (refused)
+		if (refused || gone)
 			gs.dirty = 0;
 		gs.next_sync_ms = now_ms + GROUP_RETRY_MS;
 	}

@@ -74,11 +74,10 @@ keep out of it: no database loss while an alert has an issue outside its route's
 and a reroute moves only alerts with a map row or no issue.  MODEL_STRICT=1 lifts both
 and expects the promise (the newest issue in any repository), which shows the gap.
 
-KNOWN DEFECT (reported; reference.py KNOWN_DEFECTS): a group whose map row was rebuilt after a
-lost database, whose issue a person then deleted, and whose first event since is its resolve:
-the bridge forgets that resolve, so the group's next firing (a new episode, which should make
-a new issue) goes on as the row's episode and no issue is made while it fires.  The model
-expects that behaviour; MODEL_STRICT=1 expects a new issue (MODEL_SEED=90 shows it).
+Found by this model and fixed: a group whose map row was rebuilt after a lost database, whose
+issue a person then deleted, and whose first event since is its resolve, went on as the row's
+episode at its next firing and fired with no issue (seed 90); a deleted issue now takes its map
+row with it (bridge_plan.c refresh()).
 
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
 reroutes of an issue_per: group receiver (its repository comes from the group's first alert,
@@ -97,7 +96,7 @@ once, default 4), MODEL_FEATURES (comma list; "all" by default; "-x,-y" = all bu
 MODEL_REPEAT=N (run MODEL_SEED N times), MODEL_KEEP=1 (keep every world's directory; a
 failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge),
 MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres),
-MODEL_STRICT=1 (the known gap and defect above: expect what the docs promise).
+MODEL_STRICT=1 (the known gap above: expect what the docs promise).
 On PostgreSQL each world's store is a fresh database (tests/integration/pg.py) on the cluster
 AB_TEST_PG_URI names (tests/run.sh starts one), or on a private cluster this run starts and
 removes at its end; a kept world keeps its database (on a cluster that outlives the run only).
@@ -136,8 +135,7 @@ from config_steps import REROUTED, ConfigSteps  # noqa: E402
 from world_process import BIN, SECOND_MS, Psql, ServeProcess  # noqa: E402,F401 - janitor_model
 
 ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
-STRICT = bool(os.environ.get("MODEL_STRICT"))   # the known defects: expect the promise
-reference.KNOWN_DEFECTS = not STRICT
+STRICT = bool(os.environ.get("MODEL_STRICT"))   # the known gap: expect the promise
 PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",

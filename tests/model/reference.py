@@ -9,9 +9,6 @@ now (DESIGN.md "Routing": the map wins), and a new issue of a new episode links 
 supersedes, wherever that one is (Issue.prev).
 """
 
-# Model the bridge's known defects as they behave (lifecycle.py sets it False under
-# MODEL_STRICT=1, which expects what the docs promise instead).
-KNOWN_DEFECTS = True
 
 
 class Issue:
@@ -77,7 +74,7 @@ def apply_event(k, firing, s, e, dry, repo=None):
     now, where an issue this event creates is made."""
     if k.bad:
         return "dead-letter"
-    was_known, k.members_known = k.members_known, True
+    k.members_known = True
     if k.row is not None:
         if k.ep is not None and s < k.ep:
             return "stale"
@@ -133,13 +130,6 @@ def apply_event(k, firing, s, e, dry, repo=None):
         return "nothing (no issue)"
     if k.row == "gone":
         k.uncertain = True
-        if k.receiver == "groups" and not was_known and KNOWN_DEFECTS:
-            # KNOWN DEFECT (reported with issue 18's model work): a rebuilt group's resolve
-            # that meets its issue deleted is forgotten (no members remembered, the row's
-            # resolve not recorded), so its next firing, a new episode, goes on as the row's
-            # episode and no issue is made while it fires.
-            k.members_known, k.continues, k.res_end = False, True, None
-            return "nothing (issue deleted; KNOWN DEFECT: the group's resolve is forgotten)"
         return "nothing (issue deleted)"
     cur = k.current()
     if cur.state != "open":

@@ -124,6 +124,26 @@ static void refused_body_waits_for_a_change(void **state)
 	stop(&e);
 }
 
+/*
+ * A deleted issue (410) is not patched again every GROUP_RETRY_MS for good: the group's next
+ * event finds it gone and makes a new issue (bridge_plan.c), which marks the group changed.
+ */
+static void deleted_issue_waits_for_a_change(void **state)
+{
+	struct env e;
+
+	start(&e, *state);
+	e.now += INTERVAL_MS;
+	fake_http_push(e.http, 410, NULL, "{\"message\":\"This issue was deleted\"}");
+	assert_int_equal(sync_once(&e), 1);
+	for (int i = 0; i < 4; i++) {
+		e.now += GROUP_RETRY_MS + INTERVAL_MS;
+		assert_int_equal(sync_once(&e), 0);
+	}
+	assert_int_equal(fake_http_count(e.http), 1);
+	stop(&e);
+}
+
 static void server_error_is_retried(void **state)
 {
 	struct env e;
@@ -142,4 +162,5 @@ static void server_error_is_retried(void **state)
 
 UNIT_MAIN(
 	SFX_TEST(refused_body_waits_for_a_change),
+	SFX_TEST(deleted_issue_waits_for_a_change),
 	SFX_TEST(server_error_is_retried))
