@@ -398,6 +398,20 @@ static void finish(struct bridge *b, struct work *w)
 	/* A create applied its action in do_create() (with the new number): once only. */
 	if (w->have_row && w->action != ISSUE_CREATE && w->action != ISSUE_CREATE_LINKED)
 		issue_apply(&w->row, w->action, &w->iev, w->now_ms);
+	/*
+	 * A resolve that found its issue deleted (410) makes nothing, but the row records it
+	 * (closed, its endsAt): a late copy of the episode stays stale, and the next episode
+	 * plans a reopen, whose read finds the issue gone and creates.  Without it a group
+	 * rebuilt without its members went on in the row's episode and fired with no issue.
+	 */
+	if (!w->have_row && w->issue_gone && !w->iev.firing && w->action == ISSUE_NOTHING) {
+		w->row.state = STORE_ISSUE_CLOSED;
+		if (w->iev.ends_at_ms > w->row.resolved_ends_ms)
+			w->row.resolved_ends_ms = w->iev.ends_at_ms;
+		if (!w->row.closed_at_ms)
+			w->row.closed_at_ms = w->now_ms;
+		w->have_row = 1;
+	}
 	if (w->grp)
 		rc = group_event_done(b->opts.store, w->grp, &w->ev, w->have_row ? &w->row : NULL,
 				      w->action == ISSUE_CREATE || w->action == ISSUE_CREATE_LINKED,

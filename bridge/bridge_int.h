@@ -96,6 +96,7 @@ struct work {
 	json_t *payload_doc;
 	struct store_issue row;
 	int have_row;
+	int issue_gone;           /* the mapped issue was deleted (410): row is still its row */
 	struct issue_event iev;
 	struct issue_policy pol;
 	enum issue_action action;

@@ -15,7 +15,6 @@
 #include "bridge/rebuild.h"
 #include "core/log.h"
 #include "core/xalloc.h"
-#include "store/store_map.h"
 #include "core/banned.h"
 
 static int needs_issue(enum issue_action a)
@@ -149,15 +148,7 @@ static enum err refresh(struct bridge *b, struct work *w, struct buf *errmsg)
 		log_err(l, rc);
 		log_end(l);
 		w->have_row = 0;
-		/*
-		 * Deleted (410): the row goes too, as `map forget` drops it, so an event that
-		 * makes no issue (a resolve) leaves no row whose episode a later firing would
-		 * continue: a group rebuilt without its members did, and fired with no issue.
-		 * A 404 may be the repository's (no access for now): the row stays.
-		 */
-		if (rc == ERR_GONE &&
-		    store_issue_forget(b->opts.store, w->row.receiver, w->row.key) == ERR_DB)
-			b->step_store_fault = 1;
+		w->issue_gone = rc == ERR_GONE;  /* finish() records a resolve on the row */
 		return ERR_OK;
 	}
 	if (rc)

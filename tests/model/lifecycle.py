@@ -76,8 +76,8 @@ and expects the promise (the newest issue in any repository), which shows the ga
 
 Found by this model and fixed: a group whose map row was rebuilt after a lost database, whose
 issue a person then deleted, and whose first event since is its resolve, went on as the row's
-episode at its next firing and fired with no issue (seed 90); a deleted issue now takes its map
-row with it (bridge_plan.c refresh()).
+episode at its next firing and fired with no issue (seed 90); the row now records a resolve
+that met its issue deleted (bridge.c finish()).
 
 Not modelled: a storm that folds alerts into summaries (storms are on, below their threshold),
 reroutes of an issue_per: group receiver (its repository comes from the group's first alert,
