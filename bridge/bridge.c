@@ -237,6 +237,7 @@ struct bridge *bridge_new(const struct bridge_options *opts)
 	go.sleep_ms = gh_sleep;
 	go.stopping = gh_hold;
 	go.pending_writes = bridge_pending_writes;
+	go.note_spend = bridge_budget_note;
 	go.clock_ctx = b;
 	b->gh = gh_client_new(&go);
 	b->html_base = html_base_of(g->api_url);
@@ -801,6 +802,8 @@ static enum worker_did step(void *ctx, int64_t now_ms)
 
 	memset(&w, 0, sizeof(w));
 	w.now_ms = now_ms;
+	if (bridge_budget_load(b, w.now_ms))
+		return WORKER_STORE_FAILED;  /* no GitHub call before the budget is known */
 	pick_up_config(b);
 	if (storm_sync(b->storm, w.now_ms) ||  /* a due summary issue's calls first */
 	    group_sync(b->group, w.now_ms)) {  /* then a due group body update */

@@ -233,6 +233,16 @@ void bridge_request_stop(struct bridge *b);
  * -1 at once, with no GitHub call and no store access, so a full or failing
  * disk never spends GitHub's budget on an event whose outcome cannot be kept
  * (issue 19).  The first outcome recorded again ends the backoff.
+ *
+ * The content budget (github.content_per_minute, content_per_hour) outlives
+ * the process: the time of each mutating GitHub call is written to
+ * opts.store before the call is sent (store/store_budget.h; a call whose time
+ * cannot be written is not sent: ERR_RETRY, the event retried), and the
+ * first step, and the first after each gain of may_act, loads the times of
+ * the last hour (60 gh_window_ms under that test hook) into the GitHub
+ * client (gh_budget_restore()) before any call, so a restarted process, or
+ * a replica taking over a shared queue, waits for what was spent before it.
+ * A load that fails returns -1 (a store failure, with its backoff).
  */
 int bridge_step(struct bridge *b);
 

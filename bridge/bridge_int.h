@@ -83,6 +83,7 @@ struct bridge {
 	int64_t restored_until;  /* the latest write pending_note restored settles then (ms) */
 	int start_hold;          /* settle_until is the hold from bridge_new() (settle_at_start) */
 	int acting;
+	int budget_loaded;  /* the budget spent before was loaded since the last gain */
 	int step_store_fault;       /* this step could not record an outcome */
 };
 
@@ -122,6 +123,18 @@ struct work {
 void bridge_pending_writes(void *ctx, const char *text);
 void bridge_settle_start(struct bridge *b);
 int bridge_settle_step(struct bridge *b, int64_t now_ms);
+/*
+ * The content budget across processes (bridge_budget.c).  bridge_budget_note:
+ * the GitHub client's gh_options.note_spend (ctx the bridge): the request's
+ * time into the store (store_budget_note()), pruned to gh_budget_span_ms().
+ * bridge_budget_load: unless loaded since the last gain (budget_loaded,
+ * cleared by bridge_settle_step() on each), what the store recorded in the
+ * last gh_budget_span_ms() before now_ms into the client
+ * (gh_budget_restore()); 0, or -1 when the store cannot say (logged: the
+ * step makes no GitHub call and backs off as for any store failure).
+ */
+enum err bridge_budget_note(void *ctx, const char *owner, int64_t sent_ms, struct buf *errmsg);
+int bridge_budget_load(struct bridge *b, int64_t now_ms);
 /* The bridge's clock (opts.now_ms, else the wall clock), in ms since the epoch. */
 int64_t bridge_now_ms(struct bridge *b);
 /* The episode marker of the episode starting at starts_at_ms, appended to out. */

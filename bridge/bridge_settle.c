@@ -119,6 +119,7 @@ int bridge_settle_step(struct bridge *b, int64_t now_ms)
 {
 	if (!b->acting) {
 		b->acting = 1;
+		b->budget_loaded = 0;  /* whoever acted before spent from the same budget */
 		if (b->opts.settle_on_gain)
 			settle_hold(b, now_ms,
 				    gh_write_settled_at(b->gh, now_ms) - b->opts.settle_gain_waited_ms,

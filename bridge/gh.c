@@ -64,7 +64,7 @@ static int64_t window_wait_ms(const struct window *w, int64_t now_ms)
 	return w->len < w->cap ? 0 : w->t[w->pos] + w->span_ms - now_ms;
 }
 
-static void window_note(struct window *w, int64_t t_ms)
+void gh_window_note(struct window *w, int64_t t_ms)
 {
 	w->t[w->pos] = t_ms;
 	w->pos = (w->pos + 1) % w->cap;
@@ -135,6 +135,7 @@ struct gh_client *gh_client_new(const struct gh_options *opts)
 	c->clock_ctx = opts->clock_ctx;
 	c->stopping = opts->stopping;
 	c->pending_writes = opts->pending_writes;
+	c->note_spend = opts->note_spend;
 	c->http = http_client_new(&hopts);
 	c->seed = (unsigned int)((uint64_t)clock_wall_ms() ^ (uint64_t)(uintptr_t)c);
 	c->stats.ratelimit_remaining = -1;
@@ -236,9 +237,10 @@ void gh_adopt_pending(struct gh_client *c)
 		return;
 	/* Every start and reload hands over the set: only a change is news. */
 	same = creds_same(c->creds, s);
+	adopt(c, s);
+	gh_budget_carry(c->creds, s);  /* GitHub counts per token, not per set */
 	gh_creds_free(c->creds);
 	c->creds = s;
-	adopt(c, s);
 	if (!same)
 		log_end(log_begin(LOG_INFO, "github credentials replaced"));
 }
@@ -354,8 +356,8 @@ void gh_note_mutation(struct gh_client *c)
 	int64_t t = gh_now(c);
 
 	c->budget->last_mutation_ms = t;
-	window_note(&c->budget->minute, t);
-	window_note(&c->budget->hour, t);
+	gh_window_note(&c->budget->minute, t);
+	gh_window_note(&c->budget->hour, t);
 }
 
 /* Block until t (ms), capped, unless already blocked longer. */
@@ -591,7 +593,10 @@ static int64_t run_blocked_until(void *ctx)
 	return r->c->budget->blocked_until_ms;
 }
 
-/* Before each attempt: pace a mutation, check for a stop, tell the write pending. */
+/*
+ * Before each attempt: pace a mutation, check for a stop, record a mutation's
+ * time (gh_budget_spend()), tell the write pending.
+ */
 static enum err run_prepare(void *ctx, int attempt, struct buf *errmsg)
 {
 	struct run *r = ctx;
@@ -610,6 +615,9 @@ static enum err run_prepare(void *ctx, int attempt, struct buf *errmsg)
 		return ERR_RETRY;
 	}
 	r->attempt_ms = gh_now(c);
+	if (k->mutating &&
+	    gh_budget_spend(c, r->cred, r->attempt_ms, k, attempt, errmsg) != ERR_OK)
+		return ERR_RETRY;
 	if (k->mutating && k->number && k->repo && c->pending_writes) {
 		gh_pending_tell(c, k, r->attempt_ms);
 		r->told = 1;

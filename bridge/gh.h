@@ -33,7 +33,9 @@
  *     (also when seen on a successful answer);
  *   - mutating calls also wait until min_interval_ms after the previous one
  *     ended, until fewer than content_per_minute were sent in the last 60 s
- *     and fewer than content_per_hour in the last hour (sliding windows);
+ *     and fewer than content_per_hour in the last hour (sliding windows;
+ *     per credential, counting what gh_budget_restore() says processes
+ *     before this one sent);
  *   - 5xx, timeouts and connection errors back off base * 2^(n-1), capped at
  *     60 s, jittered into [d/2, d]; a 429 or secondary-limit 403 without
  *     retry-after or reset headers waits 60 s * 2^(n-1) (at most 16 min), as
@@ -96,6 +98,20 @@ struct gh_options {
 	 * valid during the call only.  Uses clock_ctx.
 	 */
 	void (*pending_writes)(void *ctx, const char *text);
+	/*
+	 * Optional (NULL: none): told of every mutating request right before
+	 * it is sent (each attempt; not in dry-run, which sends nothing): the
+	 * owner of the credential whose content budget it spends (NULL: the
+	 * default credential) and the time, ms of the client's clock.  For a
+	 * record that outlives the process (store/store_budget.h), loaded into
+	 * the next one with gh_budget_restore(), so that a restart does not
+	 * start with a full minute: GitHub counts per token, and a request
+	 * sent is counted even when the process dies before its answer.  Not
+	 * ERR_OK (errmsg says why): it could not be recorded, the request is
+	 * not sent and the call ends with ERR_RETRY ("METHOD PATH: not sent:
+	 * its time could not be recorded: ...").  Uses clock_ctx.
+	 */
+	enum err (*note_spend)(void *ctx, const char *owner, int64_t sent_ms, struct buf *errmsg);
 	const char *ca_file;       /* PEM CA bundle for api_url; NULL: the system's */
 };
 
@@ -212,7 +228,9 @@ struct gh_stats {
  * Config reload: parse the new config, build its set with gh_creds_new()
  * and hand it to the running client with gh_client_set_creds() (the bridge:
  * bridge_set_credentials()).  Cached installation tokens and rate-limit
- * state start afresh with the new set.
+ * state (retry-after, x-ratelimit-reset) start afresh with the new set; the
+ * content budget spent (content_per_minute, content_per_hour) is kept for
+ * each owner the new set has too (the default credential's included).
  */
 struct gh_creds *gh_creds_new(const struct cfg_github *g);
 /* Free a set the client did not take; s may be NULL.  Wipes the secrets. */
@@ -422,6 +440,31 @@ int gh_pending_restore(struct gh_client *c, const char *text, int64_t *latest);
 const char *gh_pending_text(struct gh_client *c);
 /* The client's clock (gh_options.now_ms; else the wall clock), in ms since the epoch. */
 int64_t gh_now(struct gh_client *c);
+
+/* A mutating request another process (or this one) sent, for gh_budget_restore(). */
+struct gh_spent {
+	const char *owner;  /* its credential's owner, as gh_options.note_spend was told;
+			     * NULL or "": the default credential */
+	int64_t sent_ms;    /* when it was sent, ms of the client's clock */
+};
+
+/*
+ * Replace what each credential of c counted against its content budget
+ * (content_per_minute, content_per_hour, and the spacing min_interval_ms)
+ * with the requests v[0..n) (any order) of its owner (compared ignoring
+ * case; an owner no credential has is ignored; a credential none names
+ * counts none): what gh_options.note_spend was told by the processes before
+ * this one, and by this one.  From then on a mutating call waits as if
+ * those were its own, so a restart or a replica taking the lead goes on
+ * with the budget spent before it.  Credentials handed over later
+ * (gh_client_set_creds()) keep the budget of the owner they replace.
+ */
+void gh_budget_restore(struct gh_client *c, const struct gh_spent *v, size_t n);
+/*
+ * How far back gh_budget_restore() needs requests, in ms: the longest
+ * window, an hour (60 gh_options.window_ms under that test hook).
+ */
+int64_t gh_budget_span_ms(const struct gh_client *c);
 
 /*
  * GitHub REST: POST /repos/{owner}/{repo}/issues/{number}/labels

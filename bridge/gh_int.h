@@ -85,6 +85,8 @@ struct gh_client {
 	void *clock_ctx;
 	int (*stopping)(void *ctx);
 	void (*pending_writes)(void *ctx, const char *text);  /* gh_options' */
+	enum err (*note_spend)(void *ctx, const char *owner, int64_t sent_ms,
+			       struct buf *errmsg);  /* gh_options' */
 	struct buf pending_text;  /* gh_pending_text()'s */
 	struct http_client *http;
 	struct gh_creds *creds;    /* in use (by the calling thread only) */
@@ -113,6 +115,24 @@ struct call {
 	const char *if_none_match; /* a conditional GET: the ETag; a 304 is then a success */
 };
 
+/* Note a mutation at t_ms in w (the oldest is forgotten once cap are noted). */
+void gh_window_note(struct window *w, int64_t t_ms);
+/*
+ * Before mutating call k (attempt n) with cred (NULL: none) is sent at
+ * sent_ms: tell gh_options.note_spend.  ERR_OK (also without one), else
+ * ERR_RETRY with errmsg ("METHOD PATH: not sent: ..."): send nothing.
+ * gh_budget.c.
+ */
+enum err gh_budget_spend(struct gh_client *c, const struct gh_cred *cred, int64_t sent_ms,
+			 const struct call *k, int attempt, struct buf *errmsg);
+/*
+ * A credential set replaces from: each credential of to whose owner one of
+ * from has (the default's too) takes what that one spent of its content
+ * budget (the windows and the last mutation; not a rate-limit block, which
+ * GitHub answers per token), so a reload does not start the budget afresh.
+ * to's windows are sized already (adopt()).  gh_budget.c.
+ */
+void gh_budget_carry(const struct gh_creds *from, struct gh_creds *to);
 /* Wait until one more mutating call fits min_interval_ms and the content budgets. */
 void gh_pace(struct gh_client *c);
 /* Count a mutating call just made against the budgets. */

@@ -369,9 +369,11 @@ static const struct field github_fields[] = {
 	    "Per-owner credentials; the token or app above serves every other owner.",
 	    .dump_flags = D_OMIT),
 	NUM(struct cfg_github, "content_per_minute", F_UINT, content_per_minute, 1, 80, RESTART,
-	    "Most mutating calls per minute (GitHub's ceiling: 80).", .def = 20),
+	    "Most mutating calls per minute (GitHub's ceiling: 80), counted across restarts and "
+	    "the replicas sharing a database (the store records each call).", .def = 20),
 	NUM(struct cfg_github, "content_per_hour", F_UINT, content_per_hour, 1, 500, RESTART,
-	    "Most mutating calls per hour (GitHub's ceiling: 500).", .def = 500),
+	    "Most mutating calls per hour (GitHub's ceiling: 500), counted as content_per_minute.",
+	    .def = 500),
 	DUR(struct cfg_github, "timeout", timeout_ms, 1, RESTART, "Bound of one API call.",
 	    .def = 10 * MS_S),
 	DUR(struct cfg_github, "body_update_interval", body_update_interval_ms, 1, RESTART,

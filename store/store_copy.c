@@ -61,6 +61,7 @@ static const struct copy_table {
 	{ "gh_deliveries", "id t received_at_ms i", 0 },
 	{ "silences", "receiver t key t silence_id t created_by t ends_at_ms i created_at_ms i "
 		      "expired_at_ms i", 0 },
+	{ "gh_budget", "owner t sent_at_ms i", 0 },
 };
 
 #define N_TABLES (sizeof(tables) / sizeof(tables[0]))

@@ -13,7 +13,7 @@
 
 struct store;
 
-#define STORE_COPY_TABLES 10
+#define STORE_COPY_TABLES 11
 
 /* What store_copy() copied: rows[i] rows of table tables[i] (static names). */
 struct store_copy_counts {
@@ -25,7 +25,8 @@ struct store_copy_counts {
  * Copy every row of every table of src into dst (`alertbridge store copy`):
  * the map, events of every state, notices, digests, storm summaries and
  * members, repository scans, group states, the GitHub deliveries taken
- * and the silences made (store_silences.h), ids kept.  dst must be empty
+ * and the silences made (store_silences.h), and the GitHub content budget
+ * spent (store_budget.h), ids kept.  dst must be empty
  * (ERR_CONFLICT naming the first table that is not, nothing written); both
  * are at store_schema_version() since store_open_target() migrated them.
  * One transaction on each side: src is read under its write lock (no writer

@@ -2,7 +2,8 @@
  * store_int.h - what the parts of the store share (SQLite's btreeInt.h):
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
- * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c.
+ * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c,
+ * store_budget.c.
  * Not for other modules: they use store.h and the headers of the parts.
  * Every helper that takes st expects the caller to hold db_mu.
  */

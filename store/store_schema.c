@@ -219,6 +219,17 @@ static const char *const sqlite_migrations[] = {
 	 * repository than the row's.  NULL: built from the row's repo.
 	 */
 	"ALTER TABLE issues ADD COLUMN previous_url TEXT;",
+	/*
+	 * 13: the GitHub content budget's spending (store_budget.h): each
+	 * mutating request's time, recorded before it is sent, by credential
+	 * owner ("" the default), so that a new process (or replica) goes on
+	 * with the budget of the one before it.  Pruned to the last hour.
+	 */
+	"CREATE TABLE gh_budget ("
+	"  owner TEXT NOT NULL,"
+	"  sent_at_ms INTEGER NOT NULL"
+	");"
+	"CREATE INDEX gh_budget_sent ON gh_budget (sent_at_ms);",
 };
 
 /*
@@ -393,6 +404,12 @@ static const char *const pg_migrations[] = {
 	"CREATE INDEX issues_repo_number ON issues (lower(repo), number);",
 	/* 12: the superseded issue's link (as sqlite's 12). */
 	"ALTER TABLE issues ADD COLUMN previous_url TEXT;",
+	/* 13: the GitHub content budget's spending (as sqlite's 13). */
+	"CREATE TABLE gh_budget ("
+	"  owner TEXT NOT NULL,"
+	"  sent_at_ms BIGINT NOT NULL"
+	");"
+	"CREATE INDEX gh_budget_sent ON gh_budget (sent_at_ms);",
 };
 
 #define N_SQLITE ((int)(sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0])))

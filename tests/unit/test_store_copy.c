@@ -122,7 +122,9 @@ static const char fill_sql[] =
 	"('72d3162e-cc78-11e3-81ab-4c9367dc0958', 1764000000000);"
 	"INSERT INTO silences (receiver, key, silence_id, created_by, ends_at_ms, created_at_ms, "
 	"expired_at_ms) VALUES ('gpu', 'a1b2c3d4e5f60718', '890821be-53a6', 'octocat', "
-	"1764007200000, 1764000000000, 0);";
+	"1764007200000, 1764000000000, 0);"
+	"INSERT INTO gh_budget (owner, sent_at_ms) VALUES ('', 1764000000000), ('acme', "
+	"1764000001000);";
 
 /* Every copied table of target as text, rows sorted, NULL as "NULL". */
 static void dump(const char *target, struct buf *out)
@@ -217,6 +219,7 @@ static void sqlite_to_sqlite_copies_every_row(void **state)
 	assert_int_equal(rows_of(&counts, "storm_members"), 1);
 	assert_int_equal(rows_of(&counts, "gh_deliveries"), 1);
 	assert_int_equal(rows_of(&counts, "silences"), 1);
+	assert_int_equal(rows_of(&counts, "gh_budget"), 2);
 	buf_release(&want);
 	buf_release(&got);
 }
