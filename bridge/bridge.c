@@ -551,8 +551,17 @@ static int is_create(enum issue_action a)
 	return a == ISSUE_CREATE || a == ISSUE_CREATE_LINKED;
 }
 
-static void count_repo_dead(struct bridge *b, struct work *w)
+/*
+ * What repos_dead_if_known() or _if_missing() answered, r: 1, the event is a dead letter
+ * (counted); -1, the store could not record it, so the worker backs off (a full disk once
+ * made it ask GitHub about the repository again thousands of times a second).
+ */
+static void count_repo_dead(struct bridge *b, struct work *w, int r)
 {
+	if (r < 0) {
+		b->step_store_fault = 1;
+		return;
+	}
 	count(b, w->ev.receiver, "dead");
 	count_dead(b, w->ev.receiver, "repo_not_found");
 }
@@ -587,6 +596,7 @@ static void handle(struct bridge *b, struct work *w)
 {
 	struct buf errmsg = BUF_INIT;
 	enum err rc;
+	int dead;
 
 	w->route = -1;
 	w->rcv = cfg_receiver_find(b->opts.cfg, w->ev.receiver);
@@ -602,14 +612,15 @@ static void handle(struct bridge *b, struct work *w)
 		goto out;
 	}
 	buf_reset(&errmsg);
-	if (repos_dead_if_known(b->repos, &w->ev, w->repo, bridge_now_ms(b))) {
-		count_repo_dead(b, w);
+	dead = repos_dead_if_known(b->repos, &w->ev, w->repo, bridge_now_ms(b));
+	if (dead) {
+		count_repo_dead(b, w, dead);
 		goto out;
 	}
 	rc = ensure_scanned(b, w, &errmsg);
 	if (rc == ERR_NOTFOUND &&
-	    repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b), &errmsg)) {
-		count_repo_dead(b, w);
+	    (dead = repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b), &errmsg))) {
+		count_repo_dead(b, w, dead);
 		goto out;
 	}
 	if (rc) {
@@ -651,8 +662,9 @@ static void handle(struct bridge *b, struct work *w)
 		log_str(l, "detail", buf_str(&errmsg));
 		log_end(l);
 	} else if (rc == ERR_NOTFOUND && is_create(w->action) &&
-		   repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b), &errmsg)) {
-		count_repo_dead(b, w);
+		   (dead = repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b),
+						 &errmsg))) {
+		count_repo_dead(b, w, dead);
 	} else if (rc) {
 		fail(b, w, rc, buf_str(&errmsg));
 	} else {

@@ -124,8 +124,9 @@ enum err repos_check(struct repos *r, const char *repo, int64_t now_ms, struct b
 	return rc;
 }
 
-static void dead(struct repos *r, const struct store_event *ev, const char *repo,
-		 const char *detail)
+/* Dead-letter ev, logged.  Returns 1, or -1 when the store could not record it. */
+static int dead(struct repos *r, const struct store_event *ev, const char *repo,
+		const char *detail)
 {
 	struct buf reason = BUF_INIT;
 	struct log_line *l;
@@ -143,6 +144,7 @@ static void dead(struct repos *r, const struct store_event *ev, const char *repo
 	log_str(l, "detail", detail);
 	log_end(l);
 	buf_release(&reason);
+	return rc ? -1 : 1;
 }
 
 int repos_dead_if_known(struct repos *r, const struct store_event *ev, const char *repo,
@@ -153,8 +155,7 @@ int repos_dead_if_known(struct repos *r, const struct store_event *ev, const cha
 
 	if (requeued || !repos_known_missing(r, repo, now_ms))
 		return 0;
-	dead(r, ev, repo, "known missing: no call made");
-	return 1;
+	return dead(r, ev, repo, "known missing: no call made");
 }
 
 int repos_dead_if_missing(struct repos *r, const struct store_event *ev, const char *repo,
@@ -162,13 +163,14 @@ int repos_dead_if_missing(struct repos *r, const struct store_event *ev, const c
 {
 	struct buf why = BUF_INIT;
 	enum err rc = repos_check(r, repo, now_ms, &why);
+	int r_dead = 0;
 
 	if (rc == ERR_NOTFOUND)
-		dead(r, ev, repo, buf_str(errmsg));
+		r_dead = dead(r, ev, repo, buf_str(errmsg));
 	else if (rc)
 		(void)buf_printf(errmsg, "; is the repository there? %s", buf_str(&why));
 	buf_release(&why);
-	return rc == ERR_NOTFOUND;
+	return r_dead;
 }
 
 enum err repos_retry_dead(struct repos *r, int64_t *n)

@@ -57,16 +57,19 @@ enum err repos_check(struct repos *r, const char *repo, int64_t now_ms,
 /*
  * Before any call for ev on repo: when GitHub said repo is missing a moment
  * ago (repos_known_missing()) and ev was not re-queued by a person,
- * dead-letter ev (store_event_dead(), logged) and return 1; else 0.
+ * dead-letter ev (store_event_dead(), logged) and return 1; else 0.  -1: the
+ * store could not record the dead letter (logged; the caller backs off as for
+ * any store failure, before it makes another call for ev).
  */
 int repos_dead_if_known(struct repos *r, const struct store_event *ev, const char *repo,
 			int64_t now_ms);
 
 /*
  * A call for ev on repo failed with 404 (errmsg holds its detail): ask
- * GitHub (repos_check()).  On its 404, dead-letter ev and return 1.  Else
- * return 0 and, when GitHub could not tell, append that to errmsg: the
- * caller retries ev as for any failure.
+ * GitHub (repos_check()).  On its 404, dead-letter ev and return 1 (-1 when
+ * the store could not record it, as repos_dead_if_known()).  Else return 0
+ * and, when GitHub could not tell, append that to errmsg: the caller retries
+ * ev as for any failure.
  */
 int repos_dead_if_missing(struct repos *r, const struct store_event *ev, const char *repo,
 			  int64_t now_ms, struct buf *errmsg);

@@ -20,10 +20,12 @@
 #include "store/store_events.h"
 #include "tests/unit/helpers/fake_http.h"
 #include "tests/unit/helpers/gh_fixture.h"
+#include "tests/unit/helpers/store_fixture.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 #define T0 1700000000000LL
 
-struct fixture {
+struct repos_fx {
 	struct fake_http *fake;
 	struct gh_client *gh;
 	struct store *st;
@@ -32,7 +34,7 @@ struct fixture {
 
 static int setup(void **state)
 {
-	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct repos_fx *fx = calloc(1, sizeof(*fx));
 	struct gh_options o = { 0 };
 
 	fx->fake = fake_http_start();
@@ -49,7 +51,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	struct fixture *fx = *state;
+	struct repos_fx *fx = *state;
 
 	gh_client_free(fx->gh);
 	store_close(fx->st);
@@ -60,7 +62,7 @@ static int teardown(void **state)
 
 static void missing_is_kept_for_the_ttl(void **state)
 {
-	struct fixture *fx = *state;
+	struct repos_fx *fx = *state;
 	struct repos *r = repos_new(fx->gh, fx->st, 60000);
 	struct buf err = BUF_INIT;
 
@@ -97,7 +99,7 @@ static void missing_is_kept_for_the_ttl(void **state)
 /* More missing repositories than slots: the oldest answer goes first. */
 static void the_oldest_answer_is_replaced(void **state)
 {
-	struct fixture *fx = *state;
+	struct repos_fx *fx = *state;
 	struct repos *r = repos_new(fx->gh, fx->st, 0);  /* 10 minutes */
 	struct buf err = BUF_INIT;
 	char name[32];
@@ -115,7 +117,7 @@ static void the_oldest_answer_is_replaced(void **state)
 	repos_free(r);
 }
 
-static struct store_event queued(struct fixture *fx, const char *key)
+static struct store_event queued(struct repos_fx *fx, const char *key)
 {
 	struct store_event ev = { 0 };
 
@@ -133,7 +135,7 @@ static struct store_event queued(struct fixture *fx, const char *key)
 /* The dead letters: the reason, no call when known, re-queued events ask again. */
 static void events_are_dead_lettered_and_retried(void **state)
 {
-	struct fixture *fx = *state;
+	struct repos_fx *fx = *state;
 	struct repos *r = repos_new(fx->gh, fx->st, 0);
 	struct buf err = BUF_INIT;
 	struct store_event ev = queued(fx, "k1");
@@ -190,7 +192,39 @@ static void events_are_dead_lettered_and_retried(void **state)
 	repos_free(r);
 }
 
+/*
+ * The dead letter cannot be written (a full disk): -1, so the bridge backs off before it asks
+ * GitHub again (campaign seed 9: 4,862 calls in a 2.8 s full disk, each "cannot dead-letter").
+ */
+static void a_dead_letter_the_store_refuses_is_said(void **state)
+{
+	struct repos_fx *fx = *state;
+	struct repos *r;
+	struct store_event ev;
+	struct buf err = BUF_INIT;
+	char dir[256], path[512];
+
+	store_close(fx->st);
+	tfx_mkdtemp(dir, sizeof(dir), "repos");
+	snprintf(path, sizeof(path), "%s/ab.db", dir);
+	assert_int_equal(store_open(path, &fx->st, NULL), ERR_OK);
+	r = repos_new(fx->gh, fx->st, 60000);
+	ev = queued(fx, "k1");
+	sfx_sql_exec(path, "CREATE TRIGGER full BEFORE UPDATE ON events "
+			   "BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+	fake_http_push(fx->fake, 404, NULL, "{}");
+	assert_int_equal(repos_dead_if_missing(r, &ev, "o/gone", fx->now, &err), -1);
+	assert_int_equal(repos_dead_if_known(r, &ev, "o/gone", fx->now), -1);
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_int_equal(store_dead_count(fx->st), 0);
+	store_event_release(&ev);
+	buf_release(&err);
+	repos_free(r);
+	tfx_remove_tree(dir);
+}
+
 UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
+	cmocka_unit_test_setup_teardown(a_dead_letter_the_store_refuses_is_said, setup, teardown),
 	cmocka_unit_test_setup_teardown(missing_is_kept_for_the_ttl, setup, teardown),
 	cmocka_unit_test_setup_teardown(the_oldest_answer_is_replaced, setup, teardown),
 	cmocka_unit_test_setup_teardown(events_are_dead_lettered_and_retried, setup, teardown))
