@@ -579,42 +579,6 @@ static void bad_token_keeps_the_event(void **state)
 	bfx_env_stop(&e);
 }
 
-static void deleted_issue_is_recreated(void **state)
-{
-	struct env e;
-	(void)state;
-
-	bfx_env_start(&e, NULL, NULL);
-	BFX_RUN(&e, CREATES(4), FIRE("2026-11-21T02:00:00Z"),
-		GH(410, "{\"message\":\"This issue was deleted\"}"), GH_OPEN(201, 9), STEP(1),
-		CALLS(3), SAW(2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
-	bfx_assert_row(&e, 9, NULL);
-	bfx_env_stop(&e);
-}
-
-/*
- * A resolve that finds its issue deleted (410) makes nothing, but the row records it: a late
- * copy of the resolved episode stays stale, and the next episode finds the issue gone and
- * makes a new one (a group rebuilt without its members went on in the row's episode and
- * fired with no issue: the lifecycle model's seed 90).
- */
-static void resolve_of_a_deleted_issue_is_recorded(void **state)
-{
-	struct env e;
-	(void)state;
-
-	bfx_env_start(&e, NULL, NULL);
-	BFX_RUN(&e, CREATES(4), LATER(60000), RESOLVE(EP1, "2026-11-21T01:00:00Z"),
-		GH(410, "{\"message\":\"This issue was deleted\"}"), STEP(1), CALLS(2));
-	bfx_assert_row(&e, 4, "closed");
-	BFX_RUN(&e, FIRE(EP1), STEP(1), CALLS(2));  /* a late copy: stale, no call */
-	BFX_RUN(&e, FIRE("2026-11-21T02:00:00Z"), GH(410, "{\"message\":\"This issue was deleted\"}"),
-		GH_OPEN(201, 9), STEP(1), CALLS(4),
-		SAW(3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
-	bfx_assert_row(&e, 9, "open");
-	bfx_env_stop(&e);
-}
-
 static void not_planned_is_respected_within_window(void **state)
 {
 	struct env e;
@@ -1014,8 +978,6 @@ UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
 	cmocka_unit_test(missing_repository_is_dead_lettered_until_retried),
 	cmocka_unit_test(missing_repository_needs_a_404_from_github),
 	cmocka_unit_test(bad_token_keeps_the_event),
-	cmocka_unit_test(deleted_issue_is_recreated),
-	cmocka_unit_test(resolve_of_a_deleted_issue_is_recorded),
 	cmocka_unit_test(not_planned_is_respected_within_window),
 	cmocka_unit_test(dry_run_keeps_the_map_and_calls_nothing),
 	cmocka_unit_test(dry_run_row_finds_its_issue_by_marker),

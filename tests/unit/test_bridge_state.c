@@ -308,10 +308,48 @@ static void dry_run_row_still_firing_gets_its_issue(void **state)
 	bfx_env_stop(&e);
 }
 
+static void deleted_issue_is_recreated(void **state)
+{
+	struct env e;
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	BFX_RUN(&e, CREATES(4), FIRE("2026-11-21T02:00:00Z"),
+		GH(410, "{\"message\":\"This issue was deleted\"}"), GH_OPEN(201, 9), STEP(1),
+		CALLS(3), SAW(2, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
+	bfx_assert_row(&e, 9, NULL);
+	bfx_env_stop(&e);
+}
+
+/*
+ * A resolve that finds its issue deleted (410) makes nothing, but the row records it: a late
+ * copy of the resolved episode stays stale, and the next episode finds the issue gone and
+ * makes a new one (a group rebuilt without its members went on in the row's episode and
+ * fired with no issue: the lifecycle model's seed 90).
+ */
+static void resolve_of_a_deleted_issue_is_recorded(void **state)
+{
+	struct env e;
+	(void)state;
+
+	bfx_env_start(&e, NULL, NULL);
+	BFX_RUN(&e, CREATES(4), LATER(60000), RESOLVE(EP1, "2026-11-21T01:00:00Z"),
+		GH(410, "{\"message\":\"This issue was deleted\"}"), STEP(1), CALLS(2));
+	bfx_assert_row(&e, 4, "closed");
+	BFX_RUN(&e, FIRE(EP1), STEP(1), CALLS(2));  /* a late copy: stale, no call */
+	BFX_RUN(&e, FIRE("2026-11-21T02:00:00Z"), GH(410, "{\"message\":\"This issue was deleted\"}"),
+		GH_OPEN(201, 9), STEP(1), CALLS(4),
+		SAW(3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
+	bfx_assert_row(&e, 9, "open");
+	bfx_env_stop(&e);
+}
+
 UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
 	cmocka_unit_test(not_planned_reopened_by_a_person_is_seen),
 	cmocka_unit_test(resolve_of_an_issue_the_map_says_closed_asks_github),
 	cmocka_unit_test(deleted_not_planned_issue_is_recreated),
+	cmocka_unit_test(deleted_issue_is_recreated),
+	cmocka_unit_test(resolve_of_a_deleted_issue_is_recorded),
 	cmocka_unit_test(resumed_comment_reads_the_issue_again),
 	cmocka_unit_test(resumed_close_of_a_deleted_issue_ends),
 	cmocka_unit_test(dry_run_row_resolved_gets_an_issue_only_from_a_new_episode),
