@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 15, asan skip
+# run.sh: weight 26, asan skip
 # (the rules and the dashboard against /metrics' names: the sanitizers run the metrics in the unit tests)
 """test_self_monitoring.py - the alerts on alertbridge itself (deploy/prometheus/
 alertbridge-rules.yml) and the Grafana dashboard (deploy/grafana/alertbridge.json) use only

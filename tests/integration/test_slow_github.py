@@ -1,4 +1,6 @@
 #!/usr/bin/env python3
+# run.sh: weight 25
+# (about 25 s on 2 cores: it waits out answers that come after the client's timeout)
 """test_slow_github.py - a GitHub that finishes writes after the client's timeout makes no
 duplicates (issue 19 item 4).
 

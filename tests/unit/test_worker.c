@@ -180,7 +180,7 @@ static void steps_until_idle(void **state)
 	/* The thread: three events, then one idle step, then it waits. */
 	fake_init(&f);
 	for (int i = 0; i < 3; i++) {
-		char key[8];
+		char key[16];
 		snprintf(key, sizeof(key), "k%d", i);
 		sfx_enq1(f.st, QUEUE, key);
 	}
