@@ -101,10 +101,10 @@ selected() {
 }
 
 # What an integration or model test declares of itself, in a line of its first 40:
-#   # run.sh: weight N[, quick][, asan skip]
+#   # run.sh: weight N[, quick [M]][, asan skip]
 # weight: the seconds it takes in the plain stage on 2 cores (default 15), so that the lanes
 # get even loads (run_integration); quick: `make check` runs it although it weighs more than
-# 15 (a model test on fewer seeds there); asan skip: the ASan+UBSan stage leaves it out (its
+# 15, M the seconds it takes there (a model test on fewer seeds); asan skip: the ASan+UBSan stage leaves it out (its
 # file says why: no code of alertbridge's worth instrumenting again, or code the sanitizers
 # run elsewhere), to keep `make test` within 25 minutes on 2 cores.  ASAN_SKIP (names)
 # overrides the asan skips.
@@ -113,6 +113,10 @@ declared() { # $1 test file: its run.sh line's declarations, or nothing
 }
 
 weight() { # $1 test file
+	if [ "$quick" -eq 1 ]; then
+		w=$(declared "$1" | sed -n 's/.*quick \([0-9][0-9]*\).*/\1/p')
+		[ -z "$w" ] || { echo "$w"; return; }
+	fi
 	w=$(declared "$1" | sed -n 's/.*weight \([0-9][0-9]*\).*/\1/p')
 	echo "${w:-15}"
 }

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 8
 """test_am_limits.py - what a real Alertmanager (Debian's prometheus-alertmanager) sends at the
 edges of the intake's limits, through a recording proxy to the real binary and the fake GitHub
 (issue 18 items 3, 4 and 11):

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 4
 """test_bad_input.py - malformed webhook bodies against the real alertbridge binary (issue 4,
 item 7), and malformed config files against check-config and serve.
 

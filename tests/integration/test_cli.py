@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 3
 """test_cli.py - the alertbridge command line as an admin uses it: --help of every command,
 version, check-config (valid, and errors that name file, line and key), render over a real
 Alertmanager payload, map list/show/forget on a database the service filled (dry-run), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 2
 """test_config_reference.py - the configuration reference (issue 20): `alertbridge check-config
 --reference` prints exactly docs/configuration.md (`make docs` writes it again); every key of a
 configuration that sets every section, as written and as check-config dumps it back, has its row

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 15, asan skip
+# run.sh: weight 2, asan skip
 # (manifests: no code of alertbridge's worth instrumenting again)
 """test_deploy_k8s.py - the Kubernetes manifests as kustomize renders them, checked offline.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 15, asan skip
+# run.sh: weight 2, asan skip
 # (the fake itself: no code of alertbridge's)
 """test_fake_github.py - self-test of fake_github.py over real HTTP (urllib, 127.0.0.1).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 17, quick
 """test_github_app.py - GitHub App authentication and per-owner credentials, with the real
 binary against the fake GitHub (fake_github_app.py checks each JWT's RS256 signature against the
 public key registered here, its claims, and expires installation tokens).

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 11
 """test_github_costs.py - what each transition of an alert costs on GitHub (issue 9 items 3, 4).
 
 The real binary against the fake GitHub, whose request log is counted per transition:

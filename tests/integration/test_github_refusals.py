@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 7
 """test_github_refusals.py - GitHub's 403s that are no rate limit are dead-lettered with GitHub's
 message, counted by reason, and `map retry` works once the cause is fixed (issue 18 item 5).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 10
 """test_group.py - issue_per: group end to end: the real alertbridge binary receives the real
 group payloads of tests/fixtures/alertmanager/ (03 group of 3 firing, 04 one of them resolved,
 04b all resolved) and talks to the fake GitHub.

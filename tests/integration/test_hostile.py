@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 5
 """test_hostile.py - the webhook keeps being answered while attackers work on the guard and
 on the connection table (issue 19 items 1 and 2).  Password guessing against web.auth from 64
 connections, and slowloris floods from other loopback addresses (Linux routes all of

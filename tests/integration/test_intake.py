@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 3
 """test_intake.py - what a new user met on the running service, against the real binary and the
 fake GitHub on 127.0.0.1:
 

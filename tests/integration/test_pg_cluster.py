@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 15, asan skip
+# run.sh: weight 2, asan skip
 # (the test PostgreSQL itself: no code of alertbridge's)
 """test_pg_cluster.py - the private PostgreSQL the tests start (tests/pg/pg.sh, pg.py).
 

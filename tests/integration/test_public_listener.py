@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 2
 """test_public_listener.py - the endpoints the internet must reach on a listener of their own
 (issue 21, section 3: exposure).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 9
 """test_reload.py - reload with Prometheus' semantics (issue 8 item 1).
 
 The real binary against the fake GitHub:

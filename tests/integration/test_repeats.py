@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 3
 """test_repeats.py - a repeat adds no event (docs/DESIGN.md "Data flow").
 
 Alertmanager re-sends every firing group at each repeat_interval, twice with an HA pair, and the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 7
 """test_repo_missing.py - a repository that does not exist is dead-lettered, not retried
 forever (issue #5).
 

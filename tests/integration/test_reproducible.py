@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 3
 """test_reproducible.py - one commit built in two directories gives the same objects (the
 Makefile's -ffile-prefix-map and its default SOURCE_DATE_EPOCH, the last commit's time; see the
 Makefile's knobs).  The repository is cloned twice under paths of different lengths, the working

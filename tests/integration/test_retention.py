@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 12
 """test_retention.py - done events are pruned after database_retention (issue #7).
 
 The real binary with `database_retention: 2s` against the fake GitHub: alerts fire and resolve

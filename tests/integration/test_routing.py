@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 7
 """test_routing.py - routing alerts to repositories (issue 9 item 2), real binary + fake GitHub.
 
   routes_and_repo_templates   a receiver whose repo is "{{labels.team}}/alerts" with two

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 15
 """test_security.py - the webhook endpoint against intruders and slow clients, and secrets kept
 out of every output.  TLS with a throw-away CA made at test time by the openssl CLI (server
 certificate, client certificates from that CA and from another one) checked with curl; slowloris,

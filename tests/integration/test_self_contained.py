@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 15, asan skip
+# run.sh: weight 2, asan skip
 # (the tree's files: no code of alertbridge's worth instrumenting again)
 """test_self_contained.py - the repository stands alone: a user who clones only it can build and
 run every test.  Fails when a tracked file names a path outside the repository (the parent

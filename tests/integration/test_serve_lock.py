@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 2
 """test_serve_lock.py - one serving process per sqlite file (issue 18 items 7 and 9).
 
 The real binary in dry-run on 127.0.0.1, no GitHub: a second `serve` on the same database exits

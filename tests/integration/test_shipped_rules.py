@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 15, asan skip
+# run.sh: weight 4, asan skip
 # (promtool on the shipped rules: no code of alertbridge's worth instrumenting again)
 """test_shipped_rules.py - the shipped Prometheus rules and Alertmanager config are valid, and
 agree with the shipped alertbridge configs.

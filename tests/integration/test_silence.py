@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 3
 """test_silence.py - silences from the GitHub issue (issue 21, section 1).
 
 A real Alertmanager (its API v2) posts an alert to the real binary, which opens its issue on the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 16, quick
 """test_slack_postpone.py - "Keep my pod" from Slack (issue 21, section 2), end to end.
 
 The real binary marks a pod from a janitor alert and posts its notice to the fake Slack with a

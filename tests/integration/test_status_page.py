@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 12
 """test_status_page.py - the on-call page at / in Debian's headless Chromium: the real alertbridge
 with the fake GitHub, and the janitor on against the fake Kubernetes API and the fake Slack.
 Alerts are posted to the webhooks directly (no Alertmanager: the page is what is tested).

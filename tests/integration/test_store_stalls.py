@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 16, quick
 """test_store_stalls.py - a store that stalls or loses its file under a running service (issue 19,
 items 5 and 6).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 5
 """test_token_rotation.py - docs/operating.md's webhook token rotation, with a real Alertmanager.
 
 webhook_token_rotation_loses_no_notification

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# run.sh: weight 5
 """test_webhook_memory.py - large webhooks do not pile up memory in every handler thread.
 
 A 10,000-alert webhook (what Alertmanager sends for a group with max_alerts: 0) makes a JSON

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 50, quick
+# run.sh: weight 50, quick 33
 # (make check runs it on 3 seeds)
 """janitor_model.py - the model-based test of the janitor (issue 21), with postpone steps.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 95, quick
+# run.sh: weight 95, quick 8
 # (make check runs it on MODEL_SEEDS=10 seeds, the ASan stage on 25)
 """lifecycle.py - the model-based lifecycle test of the bridge.
 
