@@ -38,8 +38,7 @@ static struct kube_client *incluster_client(struct kfx *fx)
 {
 	struct kube_config cfg;
 
-	snprintf(fx->dir, sizeof(fx->dir), "/tmp/test_kube.XXXXXX");
-	assert_non_null(mkdtemp(fx->dir));
+	tfx_mkdtemp(fx->dir, sizeof(fx->dir), "test_kube");
 	write_file(fx->dir, "token", "tok-1\n", 1000);
 	write_file(fx->dir, "namespace", "alertbridge", 1000);
 	setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);

@@ -18,7 +18,7 @@
 #include "core/log.h"
 #include "tests/unit/helpers/tmpdir.h"
 
-static char tmpdir[64];
+static char tmpdir[256];
 
 const char *cfx_dir(void)
 {
@@ -73,9 +73,7 @@ static void link_key(const char *name, const char *fixture)
 int cfx_setup(void **state)
 {
 	(void)state;
-	cfx_fmt_into(tmpdir, sizeof(tmpdir), "/tmp/abcfgXXXXXX");
-	if (!mkdtemp(tmpdir))
-		return -1;
+	tfx_mkdtemp(tmpdir, sizeof(tmpdir), "abcfg");
 	cfx_write_file("token", "s3cret-token\n");
 	cfx_write_file("token-crlf", "crlf-token\r\n");
 	cfx_write_file("token-bare", "bare-token");

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "core/log.h"
+#include "tests/unit/helpers/tmpdir.h"
 
 static int64_t v_now(void *ctx)
 {
@@ -64,14 +65,7 @@ int kfx_setup(void **state)
 
 static void rm_dir(const char *dir)
 {
-	char p[128];
-	const char *names[] = { "token", "ca.crt", "namespace" };
-
-	for (size_t i = 0; i < 3; i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
-		unlink(p);
-	}
-	rmdir(dir);
+	tfx_remove_tree(dir);
 }
 
 int kfx_teardown(void **state)

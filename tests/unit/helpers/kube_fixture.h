@@ -26,7 +26,7 @@ struct kfx {
 	int nsleeps;
 	struct buf err;
 	struct kube_pod pod;     /* released at teardown */
-	char dir[64];            /* temp dir for token files, "" when unused; removed at teardown */
+	char dir[256];           /* temp dir for token files, "" when unused; removed at teardown */
 	char body[65536];
 };
 
