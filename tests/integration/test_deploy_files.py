@@ -866,6 +866,27 @@ def guarded(fn, *args):
                            subprocess.TimeoutExpired), fn, *args)
 
 
+def check_deps_check():
+    """deploy/deps.sh --check names what is missing and never installs (README, Makefile: only
+    make deps installs): with no command and no pkg-config on PATH, even as root, it exits 1
+    and prints the apt-get line and 'make deps'; with every package there it exits 0."""
+    p = []
+    env = dict(os.environ, PATH="/nonexistent")
+    r = subprocess.run(["/bin/sh", "deploy/deps.sh", "--check", "build"], cwd=SRC, env=env,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                       timeout=CMD_TIMEOUT_S)
+    if r.returncode != 1:
+        p.append("--check with packages missing: exit %d, want 1" % r.returncode)
+    if "missing packages:" not in r.stdout or "make deps" not in r.stdout:
+        p.append("--check does not name the packages and make deps: %r" % r.stdout[-300:])
+    if "installing" in r.stdout:
+        p.append("--check installed: %r" % r.stdout[-300:])
+    r = run(["sh", "deploy/deps.sh", "--check", "build", "test"], cwd=SRC)
+    if r.returncode != 0:
+        p.append("--check with everything installed: exit %d: %s" % (r.returncode, r.stdout[-300:]))
+    report("deploy/deps.sh --check names what is missing, installs nothing", p)
+
+
 def main():
     files = guarded(check_kustomizations) or []
     guarded(check_labels, [f for f in files if f.endswith(".yaml")])
@@ -880,6 +901,7 @@ def main():
     guarded(check_systemd)
     guarded(check_docs)
     guarded(check_public_routes)
+    guarded(check_deps_check)
     return CHECKS.end()
 
 
