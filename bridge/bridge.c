@@ -470,74 +470,6 @@ static int storm_hook(struct bridge *b, struct work *w, struct buf *errmsg)
 	return 0;
 }
 
-/* ---- rebuilding the map from GitHub (bridge/rebuild.h) ---- */
-
-/*
- * The receiver's fixed labels (no template, no empty "name:" value; GitHub
- * cannot filter by a comma inside one), comma-separated, for the rebuild's
- * labels= filter; "" when it has none.  Not with routes: their issues may
- * carry other labels.
- */
-static void fixed_labels(const struct cfg_receiver *rcv, struct buf *out)
-{
-	for (size_t i = 0; !rcv->routes_count && i < rcv->labels.count; i++) {
-		const char *l = rcv->labels.items[i];
-		size_t n = strlen(l);
-
-		if (!n || strstr(l, "{{") || strchr(l, ',') || l[n - 1] == ':')
-			continue;
-		if (out->len)
-			(void)buf_addch(out, ',');
-		(void)buf_adds(out, l);
-	}
-}
-
-/*
- * Before the first event of (receiver, repo) after the database was created,
- * rebuild the map rows of that repository from the issues' markers, so a lost
- * database never leads to a second issue for an alert (or to a resolve that
- * finds no issue to close).  Done once, recorded in the store; not in
- * dry-run (no calls are made there).
- */
-static enum err ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg)
-{
-	int64_t imported = 0;
-	struct buf labels = BUF_INIT;
-	int pages = 0;
-	enum err rc;
-
-	if (gh_dry_run(b->gh) || issue_repo_valid(w->repo, NULL) != ERR_OK)
-		return ERR_OK;  /* no calls; or a repo the create will reject for good */
-	rc = store_scan_get(b->opts.store, w->ev.receiver, w->repo, NULL);
-	if (rc != ERR_NOTFOUND) {
-		if (rc)
-			buf_setf(errmsg, "cannot read the scans of %s", w->repo);
-		return rc;
-	}
-	fixed_labels(w->rcv, &labels);
-	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, w->repo, buf_str(&labels),
-			  w->rcv->reopen_window_ms, bridge_now_ms(b), &imported, &pages, errmsg);
-	buf_release(&labels);
-	if (!rc)
-		rc = store_scan_done(b->opts.store, w->ev.receiver, w->repo, bridge_now_ms(b));
-	{
-		struct log_line *l = log_begin(rc ? LOG_WARN : LOG_INFO,
-					       rc ? "map rebuild from github failed, will retry"
-						  : "map rebuilt from github");
-		if (rc)
-			log_err(l, rc);
-		log_str(l, "receiver", w->ev.receiver);
-		log_str(l, "repo", w->repo);
-		log_int(l, "rows", imported);
-		log_int(l, "pages", pages);
-		if (rc)
-			log_str(l, "detail", buf_str(errmsg));
-		log_end(l);
-	}
-	metric_add(b->m_rebuilt, NULL, (double)imported);
-	return rc;
-}
-
 /* ---- repositories GitHub says are missing (bridge/repos.h) ---- */
 
 /*
@@ -617,7 +549,7 @@ static void handle(struct bridge *b, struct work *w)
 		count_repo_dead(b, w, dead);
 		goto out;
 	}
-	rc = ensure_scanned(b, w, &errmsg);
+	rc = bridge_ensure_scanned(b, w, &errmsg);
 	if (rc == ERR_NOTFOUND &&
 	    (dead = repos_dead_if_missing(b->repos, &w->ev, w->repo, bridge_now_ms(b), &errmsg))) {
 		count_repo_dead(b, w, dead);

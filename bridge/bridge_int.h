@@ -173,6 +173,20 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
  * the row could mislead (which may clear w->have_row: the issue is gone, or
  * set w->no_issue).  ERR_OK, or a GitHub or store error with errmsg: retry.
  */
+/*
+ * Before the first event of (receiver, w->repo) since the database was
+ * created, rebuild the receiver's map rows from the issues' markers
+ * (rebuild_scan(), bridge_scan.c): in w->repo and in every other repository
+ * the receiver's configuration names as "owner/name" (its repo, its routes'
+ * repos; not templates) that was not scanned yet, so that a lost database
+ * never leads to a second issue for an alert (or to a resolve that finds no
+ * issue to close), an alert rerouted since its issue was made included.
+ * Each scan is recorded in the store (store_scan_done()) and done once.  No
+ * call in dry-run, nor for a w->repo that issue_repo_valid() rejects (the
+ * create rejects it for good).  Errors: those of rebuild_scan() (ERR_NOTFOUND:
+ * w->repo does not exist), ERR_DB when the store fails; errmsg says why.
+ */
+enum err bridge_ensure_scanned(struct bridge *b, struct work *w, struct buf *errmsg);
 enum err bridge_plan(struct bridge *b, struct work *w, struct buf *errmsg);
 /* Make the calls w->action needs from w->step on, noting progress; ERR_INVALID: no view. */
 enum err bridge_execute(struct bridge *b, struct work *w, struct buf *errmsg);

@@ -22,21 +22,24 @@
 struct candidate {
 	char *key;
 	int old_form;          /* its marker names no receiver */
+	int claimed;           /* old form, and another receiver's marker names key in its repo */
+	size_t repo_index;     /* in the repos of rebuild_scan() */
 	struct gh_issue is;    /* without body */
 	struct issue_episode_seen body_seen;  /* what its body's episode marker says */
 };
 
-/* One scan of a repository for one receiver. */
+/* One scan of the repositories of one receiver. */
 struct scan {
 	struct gh_client *gh;
 	struct store *st;
 	const char *receiver;
+	size_t repo_index;    /* the repository being listed */
 	int64_t reopen_window_ms;
 	int64_t now_ms;
 	int64_t imported;
 	struct candidate *cands;
 	size_t n_cands, cap_cands;
-	char **claimed;       /* keys that other receivers' markers name; sorted after listing */
+	char **claimed;       /* keys that other receivers' markers name in the repository listed */
 	size_t n_claimed, cap_claimed;
 	struct buf *errmsg;
 };
@@ -80,8 +83,10 @@ static int gather(void *ctx, const struct gh_issue *is)
 	memset(c, 0, sizeof(*c));
 	c->key = xstrdup(buf_str(&key));
 	c->old_form = rcv.len == 0;
+	c->repo_index = sc->repo_index;
 	c->is.repo = xstrdup_or_null(is->repo);
 	c->is.number = is->number;
+	c->is.html_url = xstrdup_or_null(is->html_url);
 	c->is.state = xstrdup_or_null(is->state);
 	c->is.state_reason = xstrdup_or_null(is->state_reason);
 	c->is.closed_at_ms = is->closed_at_ms;
@@ -134,12 +139,13 @@ static enum err issue_episode(struct scan *sc, const struct candidate *c,
 }
 
 /*
- * Import one candidate: the map row of (receiver, key) unless one exists
- * already.  Candidates come oldest first, so a newer issue of the same key in
- * the same repository (a linked one) replaces the older, which becomes
- * previous_number.
+ * Import candidate c, the newest issue of its key in the repositories scanned
+ * (prev, the one before it, or NULL): the map row of (receiver, key) unless
+ * one exists already that is not an older issue of c's repository.  prev (or
+ * the row c replaces) becomes previous_number; a prev in another repository
+ * (a reroute) gives previous_url, GitHub's link to it.
  */
-static enum err import(struct scan *sc, const struct candidate *c)
+static enum err import(struct scan *sc, const struct candidate *c, const struct candidate *prev)
 {
 	const struct gh_issue *is = &c->is;
 	struct store_issue row = { 0 }, old = { 0 };
@@ -162,7 +168,13 @@ static enum err import(struct scan *sc, const struct candidate *c)
 		row.state = STORE_ISSUE_OPEN;  /* GitHub answers open or closed */
 	row.state_reason = is->state_reason;
 	row.closed_at_ms = is->closed_at_ms;
-	row.previous_number = have_old ? old.number : 0;
+	if (prev) {
+		row.previous_number = prev->is.number;
+		if (prev->repo_index != c->repo_index)
+			row.previous_url = prev->is.html_url;
+	} else {
+		row.previous_number = have_old ? old.number : 0;
+	}
 	row.created_at_ms = is->created_at_ms ? is->created_at_ms : sc->now_ms;
 	row.updated_at_ms = sc->now_ms;
 	rc = issue_episode(sc, c, &row);
@@ -191,7 +203,7 @@ out:
 	return rc;
 }
 
-/* An old-form marker of a key another receiver's marker names: not ours. */
+/* An old-form marker of a key another receiver's marker names in its repository: not ours. */
 static int claimed_by_another(const struct scan *sc, const struct candidate *c)
 {
 	const char *k = c->key;
@@ -200,20 +212,96 @@ static int claimed_by_another(const struct scan *sc, const struct candidate *c)
 	       bsearch(&k, sc->claimed, sc->n_claimed, sizeof(*sc->claimed), cmp_str) != NULL;
 }
 
-enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
-		      const char *repo, const char *labels, int64_t reopen_window_ms,
-		      int64_t now_ms, int64_t *imported, int *pages, struct buf *errmsg)
+/* After the listing of one repository: its candidates that another receiver's marker claims. */
+static void mark_claimed(struct scan *sc, size_t first)
+{
+	if (sc->n_claimed)
+		qsort(sc->claimed, sc->n_claimed, sizeof(*sc->claimed), cmp_str);
+	for (size_t i = first; i < sc->n_cands; i++)
+		sc->cands[i].claimed = claimed_by_another(sc, &sc->cands[i]);
+	for (size_t i = 0; i < sc->n_claimed; i++)
+		free(sc->claimed[i]);
+	sc->n_claimed = 0;
+}
+
+/*
+ * Whether issue a of a key is newer than issue b of the same key: in one
+ * repository, by number; across repositories (a reroute), by the episode its
+ * body was made for, then by created_at (whole seconds on GitHub), then the
+ * earlier repository of rebuild_scan()'s list (the event's own first).
+ */
+static int newer(const struct candidate *a, const struct candidate *b)
+{
+	if (a->repo_index == b->repo_index)
+		return a->is.number > b->is.number;
+	if (a->body_seen.starts_ms != b->body_seen.starts_ms)
+		return a->body_seen.starts_ms > b->body_seen.starts_ms;
+	if (a->is.created_at_ms != b->is.created_at_ms)
+		return a->is.created_at_ms > b->is.created_at_ms;
+	return a->repo_index < b->repo_index;
+}
+
+static int cmp_cand_key(const void *a, const void *b)
+{
+	return strcmp(((const struct candidate *)a)->key, ((const struct candidate *)b)->key);
+}
+
+/* Import, key by key, the newest unclaimed candidate, the one before it as its previous. */
+static enum err import_newest(struct scan *sc)
+{
+	enum err rc = ERR_OK;
+	size_t i = 0, j;
+
+	if (sc->n_cands)
+		qsort(sc->cands, sc->n_cands, sizeof(*sc->cands), cmp_cand_key);
+	for (; !rc && i < sc->n_cands; i = j) {
+		const struct candidate *best = NULL, *prev = NULL;
+
+		for (j = i; j < sc->n_cands && !strcmp(sc->cands[j].key, sc->cands[i].key); j++) {
+			const struct candidate *c = &sc->cands[j];
+
+			if (c->claimed)
+				continue;
+			if (!best || newer(c, best)) {
+				prev = best;
+				best = c;
+			} else if (!prev || newer(c, prev)) {
+				prev = c;
+			}
+		}
+		if (best)
+			rc = import(sc, best, prev);
+	}
+	return rc;
+}
+
+/* Forget the candidates from first on. */
+static void drop_from(struct scan *sc, size_t first)
+{
+	for (size_t i = first; i < sc->n_cands; i++) {
+		free(sc->cands[i].key);
+		gh_issue_release(&sc->cands[i].is);
+	}
+	sc->n_cands = first;
+}
+
+/* Whether a listing's error means the repository holds nothing the scan can read. */
+static int unreadable(enum err rc)
+{
+	return rc == ERR_NOTFOUND || rc == ERR_FORBIDDEN || rc == ERR_GONE;
+}
+
+/* List the issues of repo that may carry the receiver's markers into sc. */
+static enum err list_repo(struct scan *sc, const char *repo, const char *labels, int *pages)
 {
 	struct gh_list_filter filter = { NULL, NULL };
-	struct scan sc = { 0 };
 	struct buf why = BUF_INIT;
 	char *login = NULL;
 	enum err rc;
-	size_t i;
 
 	/* Only issues alertbridge opened carry markers: list those of the login that acts on
 	 * repo (each organisation's credential has its own). */
-	if (gh_login(gh, repo, &login, &why) == ERR_OK) {
+	if (gh_login(sc->gh, repo, &login, &why) == ERR_OK) {
 		filter.creator = login;
 	} else {
 		struct log_line *l = log_begin(LOG_INFO,
@@ -225,6 +313,19 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 		filter.labels = labels;
 	}
 	buf_release(&why);
+	rc = gh_issue_list_filtered(sc->gh, repo, &filter, gather, sc, pages, sc->errmsg);
+	free(login);
+	return rc;
+}
+
+enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
+		      const char *const *repos, size_t n_repos, const char *labels,
+		      int64_t reopen_window_ms, int64_t now_ms, int64_t *imported, int *pages,
+		      struct buf *errmsg)
+{
+	struct scan sc = { 0 };
+	enum err rc = ERR_OK;
+	size_t i;
 
 	sc.gh = gh;
 	sc.st = st;
@@ -232,21 +333,35 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 	sc.reopen_window_ms = reopen_window_ms;
 	sc.now_ms = now_ms;
 	sc.errmsg = errmsg;
-	rc = gh_issue_list_filtered(gh, repo, &filter, gather, &sc, pages, errmsg);
-	if (sc.n_claimed)
-		qsort(sc.claimed, sc.n_claimed, sizeof(*sc.claimed), cmp_str);
-	for (i = 0; !rc && i < sc.n_cands; i++)
-		if (!claimed_by_another(&sc, &sc.cands[i]))
-			rc = import(&sc, &sc.cands[i]);
-	for (i = 0; i < sc.n_cands; i++) {
-		free(sc.cands[i].key);
-		gh_issue_release(&sc.cands[i].is);
+	if (pages)
+		*pages = 0;
+	for (i = 0; !rc && i < n_repos; i++) {
+		size_t first = sc.n_cands;
+		int n = 0;
+
+		sc.repo_index = i;
+		rc = list_repo(&sc, repos[i], labels, &n);
+		if (pages)
+			*pages += n;
+		if (rc && i > 0 && unreadable(rc)) {
+			struct log_line *l = log_begin(LOG_WARN,
+						       "rebuild: repository not readable, skipped");
+			log_err(l, rc);
+			log_str(l, "receiver", receiver);
+			log_str(l, "repo", repos[i]);
+			log_str(l, "detail", buf_str(errmsg));
+			log_end(l);
+			buf_reset(errmsg);
+			rc = ERR_OK;
+			drop_from(&sc, first);  /* a listing cut short is not what the repository has */
+		}
+		mark_claimed(&sc, first);
 	}
-	for (i = 0; i < sc.n_claimed; i++)
-		free(sc.claimed[i]);
+	if (!rc)
+		rc = import_newest(&sc);
+	drop_from(&sc, 0);
 	free(sc.cands);
 	free(sc.claimed);
-	free(login);
 	if (imported)
 		*imported = sc.imported;
 	return rc;

@@ -5,6 +5,7 @@
 #ifndef AB_REBUILD_H
 #define AB_REBUILD_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "bridge/gh.h"
@@ -13,30 +14,37 @@
 #include "store/store.h"
 
 /*
- * Import into st the map rows of receiver from the issues of repo: the
- * issues that can carry its marker are listed (gh_issue_list_filtered:
+ * Import into st the map rows of receiver from the issues of repos[0 ..
+ * n_repos - 1] ("owner/name"; repos[0] the repository the receiver's event
+ * is routed to, the others the rest its configuration names, so that an
+ * alert rerouted since its issue was made finds it).  In each repository
+ * the issues that can carry its marker are listed (gh_issue_list_filtered:
  * state=all, per_page=100, oldest first): those opened by the login of the
- * credential that acts on repo (creator=, gh_login(gh, repo): GET /user once
+ * credential that acts on it (creator=, gh_login(gh, repo): GET /user once
  * per credential, or "<app-slug>[bot]" from GET /app for a GitHub App), since
- * only alertbridge's issues carry markers; when the login
- * cannot be read, those carrying every one of labels (labels=, a
- * comma-separated list of the receiver's fixed labels; NULL or "": every
- * issue of the repository).  A person's removal of such a label hides that
- * issue from a labels= rebuild, which is why creator= comes first.
- * *pages (not NULL) is set to the pages of the list read.  Then the issues
- * whose marker (issue_marker_parse_receiver()) gives this receiver's rows, in
- * that order:
+ * only alertbridge's issues carry markers; when the login cannot be read,
+ * those carrying every one of labels (labels=, a comma-separated list of the
+ * receiver's fixed labels; NULL or "": every issue of the repository).  A
+ * person's removal of such a label hides that issue from a labels= rebuild,
+ * which is why creator= comes first.  *pages (not NULL) is set to the pages
+ * read, all repositories together.  Rows are written only after every
+ * listing; the issues whose marker (issue_marker_parse_receiver()) gives this
+ * receiver's rows:
  *   - a marker naming this receiver: its row;
  *   - a marker naming another receiver: never;
  *   - an old marker without a receiver (made before markers named one): its
  *     row, unless a marker of another receiver names the same key in the
- *     repository (then the key is that receiver's, and this receiver's own
- *     issue, if it has one, carries its name);
+ *     same repository (then the key is that receiver's, and this receiver's
+ *     own issue, if it has one, carries its name);
  *   - storm summaries (storm_is_summary_key()): never.
- * A row of (receiver, key) is written unless one exists; a newer issue of
- * the same key in the same repository replaces the older, which becomes
- * previous_number.  The row takes number, repo, state, state_reason and
- * closed_at as GitHub has them; its episode is the newest
+ * Of several issues of one key the newest gives the row: in one repository
+ * the higher number; across repositories the later episode of its body's
+ * marker, then the later created_at, then the earlier of repos.  The one
+ * before it becomes previous_number (with previous_url, GitHub's html_url,
+ * when it is in another repository).  A row of (receiver, key) that exists
+ * is kept, unless it is an older issue of the same repository, which then
+ * becomes previous_number.  The row takes number, repo, state, state_reason
+ * and closed_at as GitHub has them; its episode is the newest
  * "alertbridge:episode=" marker of the body and of the comments (read,
  * GET .../issues/{n}/comments, only for issues with comments that are open or
  * closed within reopen_window_ms of now_ms, both in ms UTC), else the
@@ -47,12 +55,16 @@
  * comments are not read counts as resolved at its episode (resolved_ends_ms =
  * episode_starts_ms: its resolve is not known; bridge/group.h says why it
  * matters).  *imported (not NULL) is set to the rows written.
- * Errors (detail in errmsg): those of gh_issue_list() and gh_comment_list();
- * ERR_DB when the store fails.  Rows written before an error stay.
+ * Errors (detail in errmsg): those of gh_issue_list() and gh_comment_list(),
+ * except that a repository after the first whose listing GitHub answers 404,
+ * 403 or 410 (ERR_NOTFOUND, ERR_FORBIDDEN, ERR_GONE: it does not exist, or
+ * this credential may not read it) holds nothing the scan can read: logged
+ * and skipped; ERR_DB when the store fails.  Rows written before an error
+ * stay (a retry writes the same newest issue again, or keeps it).
  */
 enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
-		      const char *repo, const char *labels, int64_t reopen_window_ms,
-		      int64_t now_ms, int64_t *imported, int *pages,
+		      const char *const *repos, size_t n_repos, const char *labels,
+		      int64_t reopen_window_ms, int64_t now_ms, int64_t *imported, int *pages,
 		      struct buf *errmsg) WARN_UNUSED;
 
 /*

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 7
+# run.sh: weight 16
 """test_routing.py - routing alerts to repositories (issue 9 item 2), real binary + fake GitHub.
 
   routes_and_repo_templates   a receiver whose repo is "{{labels.team}}/alerts" with two
@@ -14,6 +14,18 @@
   the_map_wins_after_a_reroute  an alert filed in infra/alerts keeps its issue when a new
       config routes it to acme/pager: its resolve closes the issue it has, nothing is made in
       acme/pager, while a new alert follows the new route;
+  rerouted_alert_keeps_its_issue  (issue 20; found by the lifecycle model, seed 5 of
+      fire,resolve,repeat,refire,refire_past,kill,lostdb,reroute) an alert filed in
+      infra/alerts, then routed to acme/pager by a new config, the database lost: the rebuild
+      reads every repository the receiver's configuration names (bridge_scan.c; it once read
+      only the one the route names and made a second issue): the repeat makes nothing, the
+      resolve closes the issue it has; a new alert follows the route;
+  newest_issue_across_repositories  an alert's issue in infra/alerts closed long ago, a new
+      episode after the reroute made a linked issue in acme/pager: after the loss the row is
+      the newest, its previous the old one with GitHub's link to it; the resolve closes the
+      newest;
+  unreadable_route_repository_is_skipped  a route to a repository GitHub answers 404 for: the
+      rebuild skips it (logged), the receiver's events go on, and it is not listed again;
   check_config_shows_each_routes_repo  check-config prints the repo a sample alert gets for
       each route, and rejects a regex it cannot compile naming file:line.
 
@@ -32,7 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, db_rows, eq, event,  # noqa: E402
                      http, iso_ms, poll, webhook_payload)
-from harness import stacks_run  # noqa: E402
+from harness import delete_database, stacks_run  # noqa: E402
 
 TOKEN = "ghs_routingToken0123456789"
 REPOS = ["acme/pager", "infra/alerts", "ml/alerts", "db/alerts"]
@@ -50,6 +62,11 @@ ROUTED = """  - name: bridge
     repo: "{{labels.team}}/alerts"
     issue_per: group
 """
+
+REROUTE_PLAIN = "  - name: bridge\n    repo: infra/alerts\n    reopen_window: %s\n"
+REROUTE_ROUTED = REROUTE_PLAIN + ("    routes:\n"
+                                  "      - matchers: ['alertname=~\"Down|Paged\"']\n"
+                                  "        repo: %s\n")
 
 run = Runner()
 STACKS = []
@@ -184,6 +201,95 @@ def check_config_shows_each_routes_repo():
     eq(out.returncode, 1, "a regex that does not compile is rejected")
     check("alertbridge.yml:%d: receivers[0].routes[0].matchers[2]: invalid regex" % line
           in out.stderr, "naming file:line", out.stderr)
+
+
+def lose_database(ab):
+    ab.stop()
+    delete_database(ab.db)
+    ab.start()
+    event("database lost: files removed, alertbridge started again")
+
+
+def lists_of(gh, repo):
+    with gh.lock:
+        return [r for r in gh.requests
+                if r["method"] == "GET" and r["path"] == "/repos/%s/issues" % repo]
+
+
+@run.case
+def rerouted_alert_keeps_its_issue():
+    gh, ab = stack(REROUTE_PLAIN % "7d")
+    ab.start()
+    t0 = time.time() - 120
+    post(ab, "bridge", [alert("e000000000000001", {"alertname": "Down", "fp": "e000000000000001"}, starts=t0)], events=1)
+    eq(len(gh.issues("infra/alerts")), 1, "filed in the receiver's repository")
+    ab.stop()
+    ab.write_receivers(REROUTE_ROUTED % ("7d", "acme/pager"))  # Down now goes to acme/pager
+    lose_database(ab)
+    post(ab, "bridge", [alert("e000000000000001", {"alertname": "Down", "fp": "e000000000000001"}, starts=t0)], events=1)
+    eq(gh.issues("acme/pager"), [], "its repeat makes no issue where the route points")
+    rows = db_rows(ab.db, "SELECT repo, number FROM issues WHERE key = 'e000000000000001'")
+    eq(rows, [("infra/alerts", 1)], "the rebuilt row is the issue it has")
+    post(ab, "bridge", [alert("e000000000000001", {"alertname": "Down", "fp": "e000000000000001"}, "resolved", starts=t0, ends=time.time() - 1)],
+         events=1)
+    eq(gh.issues("infra/alerts")[0]["state"], "closed", "the resolve closed the issue it has")
+    eq(gh.issues("acme/pager"), [], "still nothing in acme/pager")
+    post(ab, "bridge", [alert("e000000000000002", {"alertname": "Down", "fp": "e000000000000002"})], events=1)
+    eq(len(gh.issues("acme/pager")), 1, "a new alert follows the route")
+    eq(len(lists_of(gh, "acme/pager")), 1, "each repository listed once after the loss")
+    ab.stop()
+
+
+@run.case
+def newest_issue_across_repositories():
+    gh, ab = stack(REROUTE_PLAIN % "1s")
+    ab.start()
+    t0 = time.time() - 600
+    fp = "e000000000000003"
+    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, starts=t0)], events=1)
+    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, "resolved", starts=t0, ends=t0 + 60)], events=1)
+    eq(gh.issues("infra/alerts")[0]["state"], "closed", "the first episode's issue closed")
+    ab.stop()
+    ab.write_receivers(REROUTE_ROUTED % ("1s", "acme/pager"))
+    ab.start()
+    time.sleep(1.5)  # closed longer ago than reopen_window: the next episode gets a new issue
+    t1 = time.time() - 30
+    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, starts=t1)], events=1)
+    pager = gh.issues("acme/pager")
+    eq(len(pager), 1, "the new episode's issue is made where the route points")
+    check("/infra/alerts/issues/1" in pager[0]["body"], "and links the one it supersedes",
+          pager[0]["body"])
+    lose_database(ab)
+    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, starts=t1)], events=1)
+    rows = db_rows(ab.db, "SELECT repo, number, previous_number, previous_url FROM issues "
+                   "WHERE key = '%s'" % fp)
+    eq(len(rows), 1, "one row")
+    eq(rows[0][:3], ("acme/pager", 1, 1), "the newest issue, the old one as its previous")
+    check((rows[0][3] or "").endswith("/infra/alerts/issues/1"),
+          "previous_url: GitHub's link to the old one", rows[0][3])
+    eq(len(gh.issues("acme/pager")) + len(gh.issues("infra/alerts")), 2, "no new issue")
+    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, "resolved", starts=t1, ends=time.time() - 1)], events=1)
+    eq(gh.issues("acme/pager")[0]["state"], "closed", "the resolve closed the newest")
+    ab.stop()
+
+
+@run.case
+def unreadable_route_repository_is_skipped():
+    gh, ab = stack(REROUTE_PLAIN % "7d")
+    ab.start()
+    post(ab, "bridge", [alert("e000000000000004", {"alertname": "Other", "fp": "e000000000000004"})], events=1)
+    ab.stop()
+    ab.write_receivers(REROUTE_ROUTED % ("7d", "acme/missing"))
+    lose_database(ab)
+    post(ab, "bridge", [alert("e000000000000004", {"alertname": "Other", "fp": "e000000000000004"})], events=1)
+    eq(len(gh.issues("infra/alerts")), 1, "no second issue: infra/alerts was scanned")
+    eq([r["status"] for r in lists_of(gh, "acme/missing")], [404], "the route's repo: 404")
+    poll(lambda: "rebuild: repository not readable, skipped" in open(ab.log_path).read(),
+         "the skip is logged", timeout_s=5)
+    post(ab, "bridge", [alert("e000000000000005", {"alertname": "Other", "fp": "e000000000000005"})], events=1)
+    eq(len(gh.issues("infra/alerts")), 2, "the receiver's events go on")
+    eq(len(lists_of(gh, "acme/missing")), 1, "a skipped repository is not listed again")
+    ab.stop()
 
 
 if __name__ == "__main__":

@@ -63,16 +63,15 @@ with the App's JWT; GET /user is refused to it).  So a lost database is rebuilt 
 issues of acme's own login; a rebuild by the default's login would find none and duplicate them.
 
 Lost database and reroutes: the bridge scans a repository for a receiver's issues once per
-database, before the first event of the receiver its route sends there (bridge.c
-ensure_scanned); the model follows it (World.before_event; a repeat the store does not keep
-makes no scan).  KNOWN GAP (issue 18, reported): an alert whose issue is in a repository its
-route no longer names gets no row from that scan, so after a lost database its next event makes
-a second issue where the route points (a resolve finds none and leaves the old issue open), and
-which of its issues it gets back depends on which scan runs first (a fault or a SIGKILL can
-change the order); guarantees.md promises no duplicate after a lost database.  So the worlds
-keep out of it: no database loss while an alert has an issue outside its route's repository,
-and a reroute moves only alerts with a map row or no issue.  MODEL_STRICT=1 lifts both
-and expects the promise (the newest issue in any repository), which shows the gap.
+database, before the first event of the receiver its route sends there, together with every
+other repository the receiver's configuration names then that it has not scanned yet
+(bridge_scan.c); the model follows it (World.before_event; a repeat the store does not keep
+makes no scan).  An alert whose issue is in a repository its route no longer names is found by
+that scan while the configuration names the repository; one in a repository it no longer names
+at the scan is out of reach (docs/guarantees.md), and the model expects the second issue.
+Found by this model and fixed (issue 20): the bridge scanned only the repository the event's
+route named, so an alert rerouted since its issue was made got a second issue after a lost
+database (seed 5 of fire,resolve,repeat,refire,refire_past,kill,lostdb,reroute).
 
 Found by this model and fixed: a group whose map row was rebuilt after a lost database, whose
 issue a person then deleted, and whose first event since is its resolve, went on as the row's
@@ -95,8 +94,7 @@ MODEL_FIRST=F (first seed, default 1), MODEL_STEPS (default 60), MODEL_JOBS (wor
 once, default 4), MODEL_FEATURES (comma list; "all" by default; "-x,-y" = all but x, y),
 MODEL_REPEAT=N (run MODEL_SEED N times), MODEL_KEEP=1 (keep every world's directory; a
 failing world's is always kept), ALERTBRIDGE_BIN (default ./alertbridge),
-MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres),
-MODEL_STRICT=1 (the known gap above: expect what the docs promise).
+MODEL_ENGINE=sqlite|postgres (default sqlite; tests/model/lifecycle_pg.py sets postgres).
 On PostgreSQL each world's store is a fresh database (tests/integration/pg.py) on the cluster
 AB_TEST_PG_URI names (tests/run.sh starts one), or on a private cluster this run starts and
 removes at its end; a kept world keeps its database (on a cluster that outlives the run only).
@@ -135,7 +133,6 @@ from config_steps import REROUTED, ConfigSteps  # noqa: E402
 from world_process import BIN, SECOND_MS, Psql, ServeProcess  # noqa: E402,F401 - janitor_model
 
 ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
-STRICT = bool(os.environ.get("MODEL_STRICT"))   # the known gap: expect the promise
 PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
@@ -221,7 +218,6 @@ class Group:
 class World(SilenceSteps, ConfigSteps, ServeProcess):
     serve_flags = ("--web.enable-lifecycle",)  # POST /-/reload (the reroute step)
     hook_token = HOOK_TOKEN                     # which POST /-/reload takes too
-    strict = STRICT
 
     def __init__(self, seed, features, steps, keep):
         self.seed = seed
@@ -338,17 +334,17 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
 
     def before_event(self, receiver, repo):
         """The bridge scans the issues of (receiver, repo) before its first event there since
-        the database was made (bridge.c ensure_scanned): the keys without a row take their
-        newest issue in repo (the docstring's known gap: the worlds keep out of it).
-        MODEL_STRICT=1 expects what guarantees.md promises instead: the newest issue
-        in any repository."""
+        the database was made, together with every other repository the receiver's
+        configuration names now that it has not scanned yet (bridge_scan.c): the keys without
+        a row take their newest issue in those repositories.  An issue in a repository the
+        configuration no longer names is out of reach (docs/guarantees.md): the model then
+        expects the second issue the bridge makes."""
         if self.dry or (receiver, repo) not in self.rebuild_pending:
             return
-        if STRICT:
-            self.rebuild_pending -= {x for x in self.rebuild_pending if x[0] == receiver}
-            repo = None
-        self.rebuild_pending.discard((receiver, repo))
-        rebuild([k for k in self.keys.values() if k.receiver == receiver], self.body_of, repo)
+        repos = {r for r in {repo} | self.configured_repos(receiver, REPO)
+                 if (receiver, r) in self.rebuild_pending}
+        self.rebuild_pending -= {(receiver, r) for r in repos}
+        rebuild([k for k in self.keys.values() if k.receiver == receiver], self.body_of, repos)
 
     def body_of(self, issue):
         """The body GitHub has now for an issue the model bound at a quiet point."""
@@ -766,10 +762,6 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
             return
         if what == "lostdb":
             self.check()
-            if self.diverged(REPO) and not self.strict:
-                self.note("no database loss: an alert has an issue outside its route's "
-                          "repository (the known gap)")
-                return
             self.kill()
             if self.uri:
                 self.psql.close()
@@ -1014,7 +1006,7 @@ def run_seeds(seeds, features, steps, jobs, keep, suite):
     return 0 if failed == 0 and passed > 0 else 1
 
 
-LIFECYCLE = Suite(World, FEATURES, "tests/model/lifecycle.py", env=("MODEL_STRICT",))
+LIFECYCLE = Suite(World, FEATURES, "tests/model/lifecycle.py")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -144,10 +144,12 @@ def apply_event(k, firing, s, e, dry, repo=None):
     return "close"
 
 
-def rebuild(keys, body_of=None, repo=None):
+def rebuild(keys, body_of=None, repos=None):
     """The map after the bridge rebuilt it from GitHub's markers (a lost database): each key
-    without a row gets its newest live issue in repo (the bridge scans a repository once, before
-    the first event of the receiver its route sends there; None: in any repository), with the
+    without a row gets its newest live issue in repos (the repositories the bridge scans
+    together, once each, before the first event of the receiver its route sends to one of them
+    not scanned yet: that one and the others the receiver's configuration names then; None: in
+    any repository), with the
     newest episode marker (of the body only for an issue closed longer ago than
     reopen_window).  A group's resolve that met its issue closed is known only if the paced
     body rewrite that carries it ("event=resolved-<endsAt>") reached GitHub before the loss:
@@ -157,7 +159,7 @@ def rebuild(keys, body_of=None, repo=None):
             continue
         for idx in range(len(k.issues) - 1, -1, -1):
             i = k.issues[idx]
-            if not i.deleted and not i.transferred and repo in (None, i.repo):
+            if not i.deleted and not i.transferred and (repos is None or i.repo in repos):
                 k.row, k.cur = "live", idx
                 k.members_known = k.receiver != "groups"
                 if i.pending_res is not None and body_of is not None:
