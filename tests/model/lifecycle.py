@@ -378,10 +378,14 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
         else:
             self.post(a.receiver, alerts)
         repo = self.route_of(a.receiver, a.fp, REPO)
+        k = self.keys[(a.receiver, a.fp)]
         if self.stored(a.receiver, a.fp, firing, starts, ends):
             self.before_event(a.receiver, repo)
-        k = self.keys[(a.receiver, a.fp)]
-        what = apply_event(k, firing, starts, ends, self.dry, repo)
+            what = apply_event(k, firing, starts, ends, self.dry, repo)
+        else:
+            # No event, so nothing happens, even when a scan since found the alert an issue
+            # (a repository a reroute named again: seed 4 on PostgreSQL).
+            what = "nothing (a repeat the store does not keep)"
         if what.startswith("create"):
             what += " in " + repo
         self.note("%s%s %s %s starts=%d%s -> %s" % (
