@@ -181,7 +181,9 @@ enum err bridge_build_view(struct bridge *b, struct work *w, json_t **view, stru
  * repos; not templates) that was not scanned yet, so that a lost database
  * never leads to a second issue for an alert (or to a resolve that finds no
  * issue to close), an alert rerouted since its issue was made included.
- * Each scan is recorded in the store (store_scan_done()) and done once.  No
+ * Each scan is recorded in the store (store_scan_done()) and done once; a
+ * repository skipped as unreadable (404, 403, 410: rebuild_scan()) is not
+ * recorded, and is read again with the next event routed there.  No
  * call in dry-run, nor for a w->repo that issue_repo_valid() rejects (the
  * create rejects it for good).  Errors: those of rebuild_scan() (ERR_NOTFOUND:
  * w->repo does not exist), ERR_DB when the store fails; errmsg says why.

@@ -98,6 +98,7 @@ enum err bridge_ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 {
 	const struct cfg_receiver *rcv = w->rcv;
 	struct scan_repos r = { NULL, 0 };
+	enum err *skipped = NULL;
 	struct buf labels = BUF_INIT;
 	int64_t imported = 0;
 	int pages = 0;
@@ -114,15 +115,19 @@ enum err bridge_ensure_scanned(struct bridge *b, struct work *w, struct buf *err
 	if (rc)
 		goto out;
 	fixed_labels(rcv, &labels);
+	skipped = xcalloc(r.count, sizeof(*skipped));
 	rc = rebuild_scan(b->gh, b->opts.store, w->ev.receiver, r.items, r.count,
-			  buf_str(&labels), rcv->reopen_window_ms, bridge_now_ms(b), &imported,
-			  &pages, errmsg);
+			  buf_str(&labels), rcv->reopen_window_ms, bridge_now_ms(b), skipped,
+			  &imported, &pages, errmsg);
 	for (size_t i = 0; !rc && i < r.count; i++)
-		rc = store_scan_done(b->opts.store, w->ev.receiver, r.items[i], bridge_now_ms(b));
+		if (skipped[i] == ERR_OK)  /* one not read is read again with its next event */
+			rc = store_scan_done(b->opts.store, w->ev.receiver, r.items[i],
+					     bridge_now_ms(b));
 	log_scan(w, &r, rc, imported, pages, buf_str(errmsg));
 	metric_add(b->m_rebuilt, NULL, (double)imported);
 out:
 	buf_release(&labels);
 	free(r.items);
+	free(skipped);
 	return rc;
 }

@@ -320,8 +320,8 @@ static enum err list_repo(struct scan *sc, const char *repo, const char *labels,
 
 enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
 		      const char *const *repos, size_t n_repos, const char *labels,
-		      int64_t reopen_window_ms, int64_t now_ms, int64_t *imported, int *pages,
-		      struct buf *errmsg)
+		      int64_t reopen_window_ms, int64_t now_ms, enum err *skipped,
+		      int64_t *imported, int *pages, struct buf *errmsg)
 {
 	struct scan sc = { 0 };
 	enum err rc = ERR_OK;
@@ -340,6 +340,8 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 		int n = 0;
 
 		sc.repo_index = i;
+		if (skipped)
+			skipped[i] = ERR_OK;
 		rc = list_repo(&sc, repos[i], labels, &n);
 		if (pages)
 			*pages += n;
@@ -352,6 +354,8 @@ enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiv
 			log_str(l, "detail", buf_str(errmsg));
 			log_end(l);
 			buf_reset(errmsg);
+			if (skipped)
+				skipped[i] = rc;
 			rc = ERR_OK;
 			drop_from(&sc, first);  /* a listing cut short is not what the repository has */
 		}

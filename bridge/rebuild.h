@@ -58,14 +58,17 @@
  * Errors (detail in errmsg): those of gh_issue_list() and gh_comment_list(),
  * except that a repository after the first whose listing GitHub answers 404,
  * 403 or 410 (ERR_NOTFOUND, ERR_FORBIDDEN, ERR_GONE: it does not exist, or
- * this credential may not read it) holds nothing the scan can read: logged
- * and skipped; ERR_DB when the store fails.  Rows written before an error
+ * this credential may not read it) is skipped (logged), and skipped[i] (an
+ * array of n_repos, or NULL) says so: ERR_OK for a repository read, else
+ * its error; a skipped repository must not count as scanned (an App that
+ * lost a repository for a while would otherwise never find its issues).
+ * ERR_DB when the store fails.  Rows written before an error
  * stay (a retry writes the same newest issue again, or keeps it).
  */
 enum err rebuild_scan(struct gh_client *gh, struct store *st, const char *receiver,
 		      const char *const *repos, size_t n_repos, const char *labels,
-		      int64_t reopen_window_ms, int64_t now_ms, int64_t *imported, int *pages,
-		      struct buf *errmsg) WARN_UNUSED;
+		      int64_t reopen_window_ms, int64_t now_ms, enum err *skipped,
+		      int64_t *imported, int *pages, struct buf *errmsg) WARN_UNUSED;
 
 /*
  * The issue of a map row of (receiver, key) that has none (number 0, written

@@ -25,7 +25,9 @@
       the newest, its previous the old one with GitHub's link to it; the resolve closes the
       newest;
   unreadable_route_repository_is_skipped  a route to a repository GitHub answers 404 for: the
-      rebuild skips it (logged), the receiver's events go on, and it is not listed again;
+      rebuild skips it (logged) and the receiver's events go on; it is not recorded as
+      scanned (a credential that lost it for a while must not miss its issues later): an
+      alert routed there lists it again and is dead-lettered as before;
   check_config_shows_each_routes_repo  check-config prints the repo a sample alert gets for
       each route, and rejects a regex it cannot compile naming file:line.
 
@@ -288,7 +290,13 @@ def unreadable_route_repository_is_skipped():
          "the skip is logged", timeout_s=5)
     post(ab, "bridge", [alert("e000000000000005", {"alertname": "Other", "fp": "e000000000000005"})], events=1)
     eq(len(gh.issues("infra/alerts")), 2, "the receiver's events go on")
-    eq(len(lists_of(gh, "acme/missing")), 1, "a skipped repository is not listed again")
+    eq(len(lists_of(gh, "acme/missing")), 1, "nor list it again")
+    post(ab, "bridge", [alert("e000000000000006", {"alertname": "Down", "fp": "x"})], events=1)
+    eq(len(lists_of(gh, "acme/missing")), 2,
+       "a skipped repository is not recorded as scanned: read with an event routed there")
+    dead = db_rows(ab.db, "SELECT key, last_error FROM events WHERE state = 'dead'")
+    eq([r[0] for r in dead], ["e000000000000006"], "whose alert is dead-lettered")
+    check("acme/missing not found" in dead[0][1], "naming the repository", dead[0][1])
     ab.stop()
 
 
