@@ -9,11 +9,24 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 /* CLOCK_REALTIME in milliseconds since the epoch, UTC. */
 int64_t clock_wall_ms(void);
 /* CLOCK_MONOTONIC in microseconds: for measuring durations, never for timestamps. */
 int64_t clock_mono_us(void);
+
+/*
+ * pthread_cond_init(c) with CLOCK_MONOTONIC as the clock of its timed waits
+ * (pthread_condattr_setclock(3)), so that a change of the wall clock moves
+ * no deadline; pthread_cond_destroy(c) releases it.
+ */
+void clock_cond_init_mono(pthread_cond_t *c);
+/*
+ * The CLOCK_MONOTONIC time ms milliseconds (>= 0) from now, as the absolute
+ * deadline pthread_cond_timedwait(3) takes on a clock_cond_init_mono() one.
+ */
+struct timespec clock_mono_deadline(int64_t ms);
 
 /* clock_wall_ms() in the shape of a now_ms(void *ctx) hook; ctx is ignored. */
 int64_t clock_hook_now_ms(void *ctx);
