@@ -83,6 +83,12 @@ void clock_stop_request(struct clock_stop *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+void clock_stop_join(struct clock_stop *s, pthread_t thread)
+{
+	clock_stop_request(s);
+	pthread_join(thread, NULL);
+}
+
 int clock_stop_requested(struct clock_stop *s)
 {
 	int r;

@@ -48,6 +48,11 @@ void clock_stop_init(struct clock_stop *s);
 void clock_stop_release(struct clock_stop *s);
 /* Ask to stop: every clock_stop_sleep_ms() in progress returns now, later ones at once. */
 void clock_stop_request(struct clock_stop *s);
+/*
+ * clock_stop_request(s), then pthread_join(3) thread, the worker that
+ * watches s: returns once it has ended.  Its result is dropped.
+ */
+void clock_stop_join(struct clock_stop *s, pthread_t thread);
 /* Non-zero once clock_stop_request() was called. */
 int clock_stop_requested(struct clock_stop *s);
 /* Sleep ms milliseconds, or less when a stop is (or was) requested. */

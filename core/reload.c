@@ -149,8 +149,7 @@ void reload_watch_stop(struct reload *r)
 {
 	if (!r || !r->watching)
 		return;
-	clock_stop_request(&r->stop);
-	pthread_join(r->watcher, NULL);
+	clock_stop_join(&r->stop, r->watcher);
 	r->watching = 0;
 }
 
