@@ -148,8 +148,7 @@ void active_stop(struct active *a)
 {
 	if (!a || !a->started)
 		return;
-	clock_stop_request(&a->stop);
-	pthread_join(a->thread, NULL);
+	clock_stop_join(&a->stop, a->thread);
 	a->started = 0;
 	if (lock_decides(a) && atomic_load(&a->held)) {
 		store_worker_unlock(a->o.store, STORE_WORKER_LOCK);

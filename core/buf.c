@@ -124,15 +124,20 @@ enum err buf_printf(struct buf *b, const char *fmt, ...)
 	return rc;
 }
 
+void buf_vsetf(struct buf *b, const char *fmt, va_list ap)
+{
+	if (!b)
+		return;
+	buf_reset(b);
+	(void)buf_vprintf(b, fmt, ap);
+}
+
 void buf_setf(struct buf *b, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (!b)
-		return;
-	buf_reset(b);
 	va_start(ap, fmt);
-	(void)buf_vprintf(b, fmt, ap);
+	buf_vsetf(b, fmt, ap);
 	va_end(ap);
 }
 

@@ -48,6 +48,8 @@ enum err buf_printf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
 enum err buf_vprintf(struct buf *b, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
 /* buf_reset() then buf_printf(): handy for errmsg.  b may be NULL (no-op). */
 void buf_setf(struct buf *b, const char *fmt, ...) PRINTF_LIKE(2, 3);
+/* buf_setf() with the arguments in ap, for a function of its own that takes "...". */
+void buf_vsetf(struct buf *b, const char *fmt, va_list ap) PRINTF_LIKE(2, 0);
 /* Shorten to len bytes (no-op when already shorter). */
 void buf_truncate(struct buf *b, size_t len);
 

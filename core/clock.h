@@ -9,11 +9,24 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <time.h>
 
 /* CLOCK_REALTIME in milliseconds since the epoch, UTC. */
 int64_t clock_wall_ms(void);
 /* CLOCK_MONOTONIC in microseconds: for measuring durations, never for timestamps. */
 int64_t clock_mono_us(void);
+
+/*
+ * pthread_cond_init(c) with CLOCK_MONOTONIC as the clock of its timed waits
+ * (pthread_condattr_setclock(3)), so that a change of the wall clock moves
+ * no deadline; pthread_cond_destroy(c) releases it.
+ */
+void clock_cond_init_mono(pthread_cond_t *c);
+/*
+ * The CLOCK_MONOTONIC time ms milliseconds (>= 0) from now, as the absolute
+ * deadline pthread_cond_timedwait(3) takes on a clock_cond_init_mono() one.
+ */
+struct timespec clock_mono_deadline(int64_t ms);
 
 /* clock_wall_ms() in the shape of a now_ms(void *ctx) hook; ctx is ignored. */
 int64_t clock_hook_now_ms(void *ctx);
@@ -35,6 +48,11 @@ void clock_stop_init(struct clock_stop *s);
 void clock_stop_release(struct clock_stop *s);
 /* Ask to stop: every clock_stop_sleep_ms() in progress returns now, later ones at once. */
 void clock_stop_request(struct clock_stop *s);
+/*
+ * clock_stop_request(s), then pthread_join(3) thread, the worker that
+ * watches s: returns once it has ended.  Its result is dropped.
+ */
+void clock_stop_join(struct clock_stop *s, pthread_t thread);
 /* Non-zero once clock_stop_request() was called. */
 int clock_stop_requested(struct clock_stop *s);
 /* Sleep ms milliseconds, or less when a stop is (or was) requested. */

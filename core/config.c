@@ -393,6 +393,40 @@ static enum err parse_list(struct ctx *c, yaml_node_t *node, const char *path,
 	return ERR_OK;
 }
 
+int64_t cfg_num_get(const struct field *f, const void *v)
+{
+	switch (f->type) {
+	case F_UINT:
+		return *(const unsigned *)v;
+	case F_SIZE:
+		return (int64_t)*(const size_t *)v;
+	case F_INT64:
+	case F_DURATION:
+		return *(const int64_t *)v;
+	default:  /* F_BOOL, an ENUM */
+		return *(const int *)v;
+	}
+}
+
+void cfg_num_set(const struct field *f, void *v, int64_t n)
+{
+	switch (f->type) {
+	case F_UINT:
+		*(unsigned *)v = (unsigned)n;
+		break;
+	case F_SIZE:
+		*(size_t *)v = (size_t)n;
+		break;
+	case F_INT64:
+	case F_DURATION:
+		*(int64_t *)v = n;
+		break;
+	default:  /* F_BOOL, an ENUM */
+		*(int *)v = (int)n;
+		break;
+	}
+}
+
 static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v,
 			    const char *path, void *obj)
 {
@@ -427,7 +461,7 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 			return ERR_INVALID;
 		if (!parse_bool(s, &b))
 			return cfg_type_error(c, v, path, "a boolean (true or false)");
-		*(int *)dst = b;
+		cfg_num_set(f, dst, b);
 		return ERR_OK;
 	case F_UINT:
 	case F_SIZE:
@@ -441,12 +475,7 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 			return ERR_INVALID;
 		if (!cfg_parse_u64(s, f->min, f->max, &u))
 			return cfg_type_error(c, v, path, range);
-		if (f->type == F_UINT)
-			*(unsigned *)dst = (unsigned)u;
-		else if (f->type == F_SIZE)
-			*(size_t *)dst = (size_t)u;
-		else
-			*(int64_t *)dst = (int64_t)u;
+		cfg_num_set(f, dst, (int64_t)u);
 		return ERR_OK;
 	case F_DURATION:
 		if (cfg_get_scalar(c, v, path, "a duration", &s) != ERR_OK)
@@ -459,7 +488,7 @@ static enum err parse_field(struct ctx *c, const struct field *f, yaml_node_t *v
 		}
 		if (f->min && ms == 0)
 			return cfg_fail(c, v, path, ERR_INVALID, "must be greater than 0s");
-		*(int64_t *)dst = ms;
+		cfg_num_set(f, dst, ms);
 		return ERR_OK;
 	case F_LIST:
 		return parse_list(c, v, path, dst);

@@ -179,20 +179,17 @@ static int unset(const struct field *f, const char *obj)
 	case F_SECRET:
 		return !*(char *const *)v;
 	case F_BOOL:
-		return !*(const int *)v;
 	case F_UINT:
-		return !*(const unsigned *)v;
 	case F_SIZE:
-		return !*(const size_t *)v;
 	case F_INT64:
 	case F_DURATION:
-		return !*(const int64_t *)v;
+		return !cfg_num_get(f, v);
 	case F_LIST:
 		return !((const struct cfg_list *)v)->count;
 	case F_MAP:
 		return unset(&f->sub->fields[0], v);
 	case F_FUNC:
-		return f->names ? !*(const int *)v : !count_at(f, obj);
+		return f->names ? !cfg_num_get(f, v) : !count_at(f, obj);
 	}
 	return 0;
 }
@@ -287,19 +284,15 @@ static void dump_row(struct emitter *y, const struct field *f, const char *obj)
 		dump_secret(y, f, obj);
 		return;
 	case F_BOOL:
-		kv_bool(y, f->key, *(const int *)v);
+		kv_bool(y, f->key, (int)cfg_num_get(f, v));
 		return;
 	case F_UINT:
-		kv_num(y, f->key, *(const unsigned *)v);
-		return;
 	case F_SIZE:
-		kv_num(y, f->key, *(const size_t *)v);
-		return;
 	case F_INT64:
-		kv_num(y, f->key, (uint64_t)*(const int64_t *)v);
+		kv_num(y, f->key, (uint64_t)cfg_num_get(f, v));
 		return;
 	case F_DURATION:
-		kv_dur(y, f->key, *(const int64_t *)v);
+		kv_dur(y, f->key, cfg_num_get(f, v));
 		return;
 	case F_LIST:
 		kv_list(y, f->key, v);

@@ -793,7 +793,7 @@ enum err cfg_parse_enum(struct ctx *c, yaml_node_t *node, const char *path,
 		return ERR_INVALID;
 	for (int i = 0; f->names[i]; i++) {
 		if (!strcmp(s, f->names[i])) {
-			*(int *)field = i;
+			cfg_num_set(f, field, i);
 			return ERR_OK;
 		}
 	}

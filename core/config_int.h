@@ -272,6 +272,15 @@ yaml_node_t *cfg_key_or_map(struct ctx *c, yaml_node_t *map, const char *key);
 void cfg_wipe_free(char *s);
 /* Parse decimal s into *out within [min, max]; 0 when it is not one. */
 int cfg_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/*
+ * The value of a number row f at v (its place in the struct): F_BOOL, an
+ * ENUM (an int), F_UINT (unsigned), F_SIZE (size_t), F_INT64 or F_DURATION
+ * (int64_t, ms), widened to int64_t; the rows' bounds keep every unsigned
+ * and size_t far below INT64_MAX.  config.c.
+ */
+int64_t cfg_num_get(const struct field *f, const void *v);
+/* Store n, within row f's bounds, at v as f's type (those of cfg_num_get()).  config.c. */
+void cfg_num_set(const struct field *f, void *v, int64_t n);
 /* Walk mapping node (NULL or null: absent) into obj by the fields of fs, then fs->check. */
 enum err cfg_parse_map(struct ctx *c, yaml_node_t *node, const char *path,
 		       const struct fieldset *fs, void *obj);

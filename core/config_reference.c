@@ -121,24 +121,18 @@ void cfg_set_defaults(const struct fieldset *fs, void *obj)
 			}
 			break;
 		case F_BOOL:
-			*(int *)v = (int)f->def;
-			break;
 		case F_UINT:
-			*(unsigned *)v = (unsigned)f->def;
-			break;
 		case F_SIZE:
-			*(size_t *)v = (size_t)f->def;
-			break;
 		case F_INT64:
 		case F_DURATION:
-			*(int64_t *)v = f->def;
+			cfg_num_set(f, v, f->def);
 			break;
 		case F_MAP:
 			cfg_set_defaults(f->sub, v);
 			break;
 		case F_FUNC:
 			if (f->names)
-				*(int *)v = (int)f->def;
+				cfg_num_set(f, v, f->def);
 			break;
 		case F_SECRET:
 			break;
@@ -211,19 +205,15 @@ static void add_default(struct buf *out, const struct field *f, const char *obj)
 		add_quoted(out, *(char *const *)v);
 		return;
 	case F_BOOL:
-		(void)buf_adds(out, *(const int *)v ? "`true`" : "`false`");
+		(void)buf_adds(out, cfg_num_get(f, v) ? "`true`" : "`false`");
 		return;
 	case F_UINT:
-		(void)buf_printf(out, "`%u`", *(const unsigned *)v);
-		return;
 	case F_SIZE:
-		(void)buf_printf(out, "`%zu`", *(const size_t *)v);
-		return;
 	case F_INT64:
-		(void)buf_printf(out, "`%" PRId64 "`", *(const int64_t *)v);
+		(void)buf_printf(out, "`%" PRId64 "`", cfg_num_get(f, v));
 		return;
 	case F_DURATION:
-		duration_format(*(const int64_t *)v, &d);
+		duration_format(cfg_num_get(f, v), &d);
 		(void)buf_printf(out, "`%s`", buf_str(&d));
 		buf_release(&d);
 		return;
@@ -237,7 +227,7 @@ static void add_default(struct buf *out, const struct field *f, const char *obj)
 		return;
 	}
 	case F_FUNC:
-		(void)buf_printf(out, "`%s`", f->names[*(const int *)v]);
+		(void)buf_printf(out, "`%s`", f->names[cfg_num_get(f, v)]);
 		return;
 	case F_MAP:
 		break;

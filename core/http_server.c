@@ -45,17 +45,6 @@
 /* The observer's path for requests no route has (one object: compared by address). */
 static const char not_routed[] = "other";
 
-/* A condition variable whose timed waits use CLOCK_MONOTONIC. */
-static void init_monotonic_cond(pthread_cond_t *c)
-{
-	pthread_condattr_t a;
-
-	pthread_condattr_init(&a);
-	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-	pthread_cond_init(c, &a);
-	pthread_condattr_destroy(&a);
-}
-
 static enum err load_tls(struct srv *s, const struct srv_options *o, struct buf *errmsg)
 {
 	int have_cert = o->tls_cert_file && *o->tls_cert_file;
@@ -90,7 +79,7 @@ enum err srv_new(const struct srv_options *opts, struct srv **out, struct buf *e
 	*out = NULL;
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->idle, NULL);
-	init_monotonic_cond(&s->reaper_wake);
+	clock_cond_init_mono(&s->reaper_wake);
 	pthread_mutex_init(&s->defer_mu, NULL);
 	pthread_cond_init(&s->defer_wake, NULL);
 	pthread_cond_init(&s->defer_idle, NULL);

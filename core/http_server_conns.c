@@ -358,12 +358,7 @@ void *srv_reap(void *arg)
 			log_end(l);
 			c->deadline_us = 0;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += REAP_PERIOD_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
+		ts = clock_mono_deadline(REAP_PERIOD_MS);
 		pthread_cond_timedwait(&s->reaper_wake, &s->lock, &ts);
 	}
 	pthread_mutex_unlock(&s->lock);

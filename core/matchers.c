@@ -6,6 +6,7 @@
  */
 #include "core/matchers.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,16 @@ void mvec_release(struct mvec *mv)
 	free(mv->v);
 	mv->v = NULL;
 	mv->n = 0;
+}
+
+enum err matchers_fail(struct buf *errmsg, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	buf_vsetf(errmsg, fmt, ap);
+	va_end(ap);
+	return ERR_INVALID;
 }
 
 /* ---- the classic grammar (pkg/labels/parse.go) ---- */

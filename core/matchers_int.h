@@ -14,6 +14,13 @@
 #include "config.h"
 #include "err.h"
 
+/*
+ * Set errmsg (NULL: no message) to the printf-formatted fmt and return
+ * ERR_INVALID: how the UTF-8 grammar and the regex translation refuse
+ * their input.  matchers.c.
+ */
+enum err matchers_fail(struct buf *errmsg, const char *fmt, ...) PRINTF_LIKE(2, 3);
+
 /* Matchers as a grammar reads them: name, op, value; re stays NULL until mvec_compile(). */
 struct mvec {
 	struct cfg_matcher *v;

@@ -12,7 +12,6 @@
 #include "matchers_int.h"
 
 #include <pcre2.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -61,18 +60,6 @@ static int at(const struct tr *t, size_t k)
 	return k < t->n ? (unsigned char)t->s[k] : -1;
 }
 
-static enum err refuse(struct tr *t, const char *fmt, ...) PRINTF_LIKE(2, 3);
-static enum err refuse(struct tr *t, const char *fmt, ...)
-{
-	va_list ap;
-
-	buf_reset(t->why);
-	va_start(ap, fmt);
-	(void)buf_vprintf(t->why, fmt, ap);
-	va_end(ap);
-	return ERR_INVALID;
-}
-
 /* PCRE2 allocates through xmalloc: out of memory aborts, as everywhere (xalloc.h). */
 static void *pcre_malloc(PCRE2_SIZE n, void *data)
 {
@@ -104,7 +91,7 @@ static enum err escape_char(struct tr *t, uint32_t *cp)
 	uint32_t v = 0;
 
 	if (c < 0)
-		return refuse(t, "trailing backslash at end of expression");
+		return matchers_fail(t->why, "trailing backslash at end of expression");
 	if (c < 0x80 && !is_alnum(c)) {
 		*cp = (uint32_t)c;
 		t->i += 2;
@@ -113,7 +100,8 @@ static enum err escape_char(struct tr *t, uint32_t *cp)
 	switch (c) {
 	case '1': case '2': case '3': case '4': case '5': case '6': case '7':
 		if (!is_octal(at(t, t->i + 2)))
-			return refuse(t, "back-references such as \\%c are not supported by RE2", c);
+			return matchers_fail(t->why,
+					     "back-references such as \\%c are not supported by RE2", c);
 		/* an octal number */
 		__attribute__((fallthrough));
 	case '0':
@@ -130,14 +118,17 @@ static enum err escape_char(struct tr *t, uint32_t *cp)
 			for (t->i++; hex_val(at(t, t->i)) >= 0; t->i++, digits++) {
 				v = v * 16 + (uint32_t)hex_val(at(t, t->i));
 				if (v > 0x10FFFF)
-					return refuse(t, "invalid escape sequence: \\x{...} above U+10FFFF");
+					return matchers_fail(t->why,
+							     "invalid escape sequence: \\x{...} above U+10FFFF");
 			}
 			if (!digits || at(t, t->i) != '}')
-				return refuse(t, "invalid escape sequence: \\x{ needs hex digits and }");
+				return matchers_fail(t->why,
+						     "invalid escape sequence: \\x{ needs hex digits and }");
 			t->i++;
 		} else {
 			if (hex_val(at(t, t->i)) < 0 || hex_val(at(t, t->i + 1)) < 0)
-				return refuse(t, "invalid escape sequence: \\x needs two hex digits");
+				return matchers_fail(t->why,
+						     "invalid escape sequence: \\x needs two hex digits");
 			v = (uint32_t)(hex_val(at(t, t->i)) * 16 + hex_val(at(t, t->i + 1)));
 			t->i += 2;
 		}
@@ -150,11 +141,12 @@ static enum err escape_char(struct tr *t, uint32_t *cp)
 	case 'r': *cp = '\r'; break;
 	case 'v': *cp = 0x0b; break;
 	case 'C':
-		return refuse(t, "\\C (any byte) is not supported by RE2");
+		return matchers_fail(t->why, "\\C (any byte) is not supported by RE2");
 	default:
 		if (c >= 0x80)
-			return refuse(t, "invalid escape sequence: \\ before a non-ASCII character");
-		return refuse(t, "invalid escape sequence \\%c (not RE2 syntax)", c);
+			return matchers_fail(t->why,
+					     "invalid escape sequence: \\ before a non-ASCII character");
+		return matchers_fail(t->why, "invalid escape sequence \\%c (not RE2 syntax)", c);
 	}
 	t->i += 2;
 	return ERR_OK;
@@ -245,7 +237,8 @@ static int unicode_class(struct tr *t)
 		const char *close = memchr(t->s + k, '}', t->n - k);
 
 		if (!close) {
-			refuse(t, "invalid character class range: \\%c{ without }", t->s[start + 1]);
+			matchers_fail(t->why, "invalid character class range: \\%c{ without }",
+				      t->s[start + 1]);
 			return -1;
 		}
 		name = k + 1 + (at(t, k + 1) == '^');
@@ -253,15 +246,16 @@ static int unicode_class(struct tr *t)
 		k = end + 1;
 	}
 	if (end - name >= sizeof(buf)) {
-		refuse(t, "invalid character class range: unknown Unicode class");
+		matchers_fail(t->why, "invalid character class range: unknown Unicode class");
 		return -1;
 	}
 	memcpy(buf, t->s + name, end - name);
 	buf[end - name] = 0;
 	if (!bsearch(buf, unicode_names, sizeof(unicode_names) / sizeof(unicode_names[0]),
 		     sizeof(unicode_names[0]), name_cmp)) {
-		refuse(t, "invalid character class range: \\%c{%s} is no Unicode category or "
-		       "script Go knows", t->s[start + 1], buf);
+		matchers_fail(t->why,
+			      "invalid character class range: \\%c{%s} is no Unicode category or "
+			      "script Go knows", t->s[start + 1], buf);
 		return -1;
 	}
 	t->i = k;
@@ -306,7 +300,7 @@ static int posix_class(struct tr *t)
 			t->i = (size_t)(end + 2 - t->s);
 			return 1;
 		}
-	refuse(t, "invalid character class range: unknown POSIX class");
+	matchers_fail(t->why, "invalid character class range: unknown POSIX class");
 	return -1;
 }
 
@@ -314,7 +308,7 @@ static int posix_class(struct tr *t)
 static enum err class_char(struct tr *t, uint32_t *cp)
 {
 	if (t->i >= t->n)
-		return refuse(t, "missing closing ]");
+		return matchers_fail(t->why, "missing closing ]");
 	if (t->s[t->i] == '\\')
 		return escape_char(t, cp);
 	t->i += mutf8_decode(t->s + t->i, t->n - t->i, cp);
@@ -350,7 +344,7 @@ static enum err char_class(struct tr *t)
 			if (class_char(t, &hi))
 				return ERR_INVALID;
 			if (hi < lo)
-				return refuse(t, "invalid character class range");
+				return matchers_fail(t->why, "invalid character class range");
 		}
 		emit_cp(t, lo);
 		if (hi != lo) {
@@ -410,7 +404,7 @@ static enum err repetition(struct tr *t)
 			return ERR_OK;
 		}
 		if (min > RE2_MAX_REPEAT || max > RE2_MAX_REPEAT || (max >= 0 && min > max))
-			return refuse(t, "invalid repeat count (RE2 allows 0 to 1000)");
+			return matchers_fail(t->why, "invalid repeat count (RE2 allows 0 to 1000)");
 		/*
 		 * Go (repeatIsValid): nested counted repetitions make at most 1000
 		 * copies along any path, (a{10}){100}; a{0} makes none, a{0,} is a*.
@@ -418,15 +412,15 @@ static enum err repetition(struct tr *t)
 		if (max < 0)
 			max = min ? min : 1;
 		if (max && t->atom > RE2_MAX_REPEAT / (unsigned)max)
-			return refuse(t, "invalid repeat count (nested repetitions make more than 1000 "
-				      "copies)");
+			return matchers_fail(t->why, "invalid repeat count (nested repetitions "
+					     "make more than 1000 copies)");
 		t->atom *= (unsigned)max;
 		if (t->atom > t->prod[t->depth])
 			t->prod[t->depth] = t->atom;
 	}
 	if (t->last_repeat)
-		return refuse(t, "invalid nested repetition operator (possessive a*+ and stacked a** "
-			      "repetitions are not supported by RE2)");
+		return matchers_fail(t->why, "invalid nested repetition operator (possessive a*+ "
+				     "and stacked a** repetitions are not supported by RE2)");
 	(void)buf_add(&t->out, t->s + t->i, end - t->i);
 	t->i = end;
 	if (at(t, t->i) == '?') {
@@ -440,31 +434,30 @@ static enum err repetition(struct tr *t)
 /* What follows "(?" when it is no RE2 group: the name of the construct, for the refusal. */
 static const char *perl_group_name(const char *p)
 {
-	if (p[0] == '=')
-		return "lookahead (?=";
-	if (p[0] == '!')
-		return "negative lookahead (?!";
-	if (p[0] == '<' && p[1] == '=')
-		return "lookbehind (?<=";
-	if (p[0] == '<' && p[1] == '!')
-		return "negative lookbehind (?<!";
-	if (p[0] == '>')
-		return "atomic group (?>";
-	if (p[0] == '|')
-		return "branch reset (?|";
-	if (p[0] == '#')
-		return "comment (?#";
-	if (p[0] == '(')
-		return "conditional (?(";
+	/* Constructs known by their first characters after "(?", and their names. */
+	static const struct {
+		const char *prefix;
+		const char *name;
+	} named[] = {
+		{ "=", "lookahead (?=" },
+		{ "!", "negative lookahead (?!" },
+		{ "<=", "lookbehind (?<=" },
+		{ "<!", "negative lookbehind (?<!" },
+		{ ">", "atomic group (?>" },
+		{ "|", "branch reset (?|" },
+		{ "#", "comment (?#" },
+		{ "(", "conditional (?(" },
+		{ "P=", "named back-reference (?P=" },
+		{ "C", "callout (?C" },
+		{ "'", "named group (?'name'" },
+	};
+
 	if (p[0] == 'R' || p[0] == '&' || is_digit(p[0]) ||
 	    ((p[0] == '+' || p[0] == '-') && is_digit(p[1])) || (p[0] == 'P' && p[1] == '>'))
 		return "recursion or subroutine call (?R (?1 (?&name";
-	if (p[0] == 'P' && p[1] == '=')
-		return "named back-reference (?P=";
-	if (p[0] == 'C')
-		return "callout (?C";
-	if (p[0] == '\'')
-		return "named group (?'name'";
+	for (size_t i = 0; i < sizeof(named) / sizeof(named[0]); i++)
+		if (!strncmp(p, named[i].prefix, strlen(named[i].prefix)))
+			return named[i].name;
 	return NULL;
 }
 
@@ -472,7 +465,7 @@ static const char *perl_group_name(const char *p)
 static enum err open_group(struct tr *t)
 {
 	if (t->depth == RE2_MAX_NEST)
-		return refuse(t, "expression nests too deeply");
+		return matchers_fail(t->why, "expression nests too deeply");
 	t->flags[t->depth + 1] = t->flags[t->depth];
 	t->prod[t->depth + 1] = 1;
 	t->depth++;
@@ -488,16 +481,16 @@ static enum err perl_group(struct tr *t)
 	int neg = 0, saw = 0, set = 0, clear = 0;
 
 	if (what)
-		return refuse(t, "%s is not supported by RE2", what);
+		return matchers_fail(t->why, "%s is not supported by RE2", what);
 	if ((p[0] == 'P' && p[1] == '<') || p[0] == '<') {
 		const char *name = p + (p[0] == 'P' ? 2 : 1);
 		const char *end = strchr(name, '>');
 
 		if (!end || end == name)
-			return refuse(t, "invalid named capture");
+			return matchers_fail(t->why, "invalid named capture");
 		for (const char *q = name; q < end; q++)
 			if (*q != '_' && !is_alnum((unsigned char)*q))
-				return refuse(t, "invalid named capture");
+				return matchers_fail(t->why, "invalid named capture");
 		(void)buf_adds(&t->out, "(?<");
 		(void)buf_add(&t->out, name, (size_t)(end + 1 - name));
 		if (open_group(t))
@@ -531,9 +524,10 @@ static enum err perl_group(struct tr *t)
 		}
 	}
 	if (k < t->n && t->s[k] != '-' && t->s[k] != ':' && t->s[k] != ')')
-		return refuse(t, "invalid or unsupported Perl syntax: \"%.*s\" (RE2's flags are "
-			      "i, m, s and U)", (int)(k + 1 - t->i), t->s + t->i);
-	return refuse(t, "invalid or unsupported Perl syntax: a (?flags) group");
+		return matchers_fail(t->why, "invalid or unsupported Perl syntax: \"%.*s\" "
+				     "(RE2's flags are i, m, s and U)", (int)(k + 1 - t->i),
+				     t->s + t->i);
+	return matchers_fail(t->why, "invalid or unsupported Perl syntax: a (?flags) group");
 }
 
 /* \Q...\E at t->i: the text up to \E (or the end) as literals. */
@@ -591,8 +585,9 @@ static enum err translate(struct tr *t)
 		switch (c) {
 		case '(':
 			if (at(t, t->i + 1) == '*')
-				return refuse(t, "PCRE's (*VERB) is not supported by RE2 (missing argument "
-					      "to repetition operator: *)");
+				return matchers_fail(t->why, "PCRE's (*VERB) is not supported by "
+						     "RE2 (missing argument to repetition "
+						     "operator: *)");
 			if (at(t, t->i + 1) == '?') {
 				rc = perl_group(t);
 				break;

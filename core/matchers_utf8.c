@@ -356,20 +356,6 @@ struct parser {
 
 enum { P_OK = 0, P_EOF, P_ERR };
 
-static enum err fail(struct parser *p, const char *fmt, ...) PRINTF_LIKE(2, 3);
-static enum err fail(struct parser *p, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!p->errmsg)
-		return ERR_INVALID;
-	buf_reset(p->errmsg);
-	va_start(ap, fmt);
-	(void)buf_vprintf(p->errmsg, fmt, ap);
-	va_end(ap);
-	return ERR_INVALID;
-}
-
 static int is_one_of(enum tok k, const enum tok *kinds, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -426,8 +412,8 @@ static enum err token_text(struct parser *p, const struct token *t, char **out)
 	}
 	if (go_unquote(p->l.in + t->off, t->end - t->off, &b)) {
 		buf_release(&b);
-		return fail(p, "%zu:%zu: %.*s: invalid input", t->col, t->col_end,
-			    (int)(t->end - t->off), p->l.in + t->off);
+		return matchers_fail(p->errmsg, "%zu:%zu: %.*s: invalid input", t->col, t->col_end,
+				     (int)(t->end - t->off), p->l.in + t->off);
 	}
 	*out = buf_detach(&b);
 	if (!*out)
@@ -445,25 +431,26 @@ static enum err parse_matcher(struct parser *p, struct buf *why)
 	enum err rc = ERR_INVALID;
 
 	if (expect(p, &t, KINDS(T_QUOTED, T_UNQUOTED), why)) {
-		fail(p, "%s: expected label name", buf_str(why));
+		matchers_fail(p->errmsg, "%s: expected label name", buf_str(why));
 		goto out;
 	}
 	if (token_text(p, &t, &name))
 		goto out;
 	if (expect(p, &t, KINDS(T_EQ, T_NE, T_RE, T_NRE), why)) {
-		fail(p, "%s: expected an operator such as '=', '!=', '=~' or '!~'", buf_str(why));
+		matchers_fail(p->errmsg, "%s: expected an operator such as '=', '!=', '=~' or '!~'",
+			      buf_str(why));
 		goto out;
 	}
 	op = t.kind == T_EQ ? CFG_MATCH_EQ : t.kind == T_NE ? CFG_MATCH_NE
 		: t.kind == T_RE ? CFG_MATCH_RE : CFG_MATCH_NRE;
 	if (expect(p, &t, KINDS(T_UNQUOTED, T_QUOTED), why)) {
-		fail(p, "%s: expected label value", buf_str(why));
+		matchers_fail(p->errmsg, "%s: expected label value", buf_str(why));
 		goto out;
 	}
 	if (token_text(p, &t, &value))
 		goto out;
 	if ((op == CFG_MATCH_RE || op == CFG_MATCH_NRE) && mre_compile(value, &re, &reason)) {
-		fail(p, "failed to create matcher: %s", buf_str(&reason));
+		matchers_fail(p->errmsg, "failed to create matcher: %s", buf_str(&reason));
 		goto out;
 	}
 	mvec_push(p->mv, op, name, value);
@@ -484,7 +471,7 @@ static enum state parse_open(struct parser *p, struct buf *why, enum err *rc)
 	struct token t;
 
 	if (peek(&p->l, &t)) {
-		*rc = fail(p, "%s", buf_str(&p->l.err));
+		*rc = matchers_fail(p->errmsg, "%s", buf_str(&p->l.err));
 		return S_DONE;
 	}
 	if (t.kind == T_EOF)
@@ -498,7 +485,7 @@ static enum state parse_open(struct parser *p, struct buf *why, enum err *rc)
 		return S_CLOSE;
 	default:
 		if (p->l.failed) {
-			*rc = fail(p, "%s", buf_str(why));
+			*rc = matchers_fail(p->errmsg, "%s", buf_str(why));
 			return S_DONE;
 		}
 		return S_MATCHER;
@@ -511,11 +498,12 @@ static enum state parse_close(struct parser *p, struct buf *why, enum err *rc)
 	int got = expect(p, &t, KINDS(T_CLOSE), why);
 
 	if (p->open_brace && got != P_OK) {
-		*rc = fail(p, "0:%zu: %s: expected close brace", p->l.cols, buf_str(why));
+		*rc = matchers_fail(p->errmsg, "0:%zu: %s: expected close brace", p->l.cols,
+				    buf_str(why));
 		return S_DONE;
 	}
 	if (!p->open_brace && got == P_OK) {
-		*rc = fail(p, "0:%zu: }: expected opening brace", p->l.cols);
+		*rc = matchers_fail(p->errmsg, "0:%zu: }: expected opening brace", p->l.cols);
 		return S_DONE;
 	}
 	return S_EOF;
@@ -533,9 +521,9 @@ static enum state parse_after(struct parser *p, enum state st, struct buf *why, 
 	if (got == P_EOF)
 		return S_CLOSE;
 	if (got == P_ERR) {
-		*rc = fail(p, "%s: %s", buf_str(why), st == S_END_OF_MATCHER ?
-			   "expected a comma or close brace" :
-			   "expected a matcher or close brace after comma");
+		*rc = matchers_fail(p->errmsg, "%s: %s", buf_str(why), st == S_END_OF_MATCHER ?
+				    "expected a comma or close brace" :
+				    "expected a matcher or close brace after comma");
 		return S_DONE;
 	}
 	if (t.kind == T_COMMA) {
@@ -550,10 +538,10 @@ static enum err parse_eof(struct parser *p)
 	struct token t;
 
 	if (scan(&p->l, &t))
-		return fail(p, "%s: expected end of input", buf_str(&p->l.err));
+		return matchers_fail(p->errmsg, "%s: expected end of input", buf_str(&p->l.err));
 	if (t.kind != T_EOF)
-		return fail(p, "%zu:%zu: %.*s: expected end of input", t.col, t.col_end,
-			    (int)(t.end - t.off), p->l.in + t.off);
+		return matchers_fail(p->errmsg, "%zu:%zu: %.*s: expected end of input", t.col,
+				     t.col_end, (int)(t.end - t.off), p->l.in + t.off);
 	return ERR_OK;
 }
 

@@ -234,15 +234,14 @@ struct metric *metrics_histogram(struct metrics *m, const char *name, const char
 	return family_register(m, KIND_HISTOGRAM, name, help, label_names, buckets, n);
 }
 
-/* The series for values, created if new; call with f->lock held. */
-static struct series *lookup(struct metric *f, const char *const *values)
+/*
+ * The index of the series of values (hashed to h; a NULL value is "") in
+ * f->series, or f->nseries when there is none; call with f->lock held.
+ */
+static size_t find_series(const struct metric *f, const char *const *values, uint64_t h)
 {
-	uint64_t h;
 	size_t i, j;
 
-	if (f->single)
-		return f->single;
-	h = hash_values(values, f->nlabels);
 	for (i = 0; i < f->nseries; i++) {
 		struct series *s = f->series[i];
 		if (s->hash != h)
@@ -251,8 +250,23 @@ static struct series *lookup(struct metric *f, const char *const *values)
 			if (strcmp(s->values[j], values[j] ? values[j] : ""))
 				break;
 		if (j == f->nlabels)
-			return s;
+			return i;
 	}
+	return f->nseries;
+}
+
+/* The series for values, created if new; call with f->lock held. */
+static struct series *lookup(struct metric *f, const char *const *values)
+{
+	uint64_t h;
+	size_t i;
+
+	if (f->single)
+		return f->single;
+	h = hash_values(values, f->nlabels);
+	i = find_series(f, values, h);
+	if (i < f->nseries)
+		return f->series[i];
 	f->series = xreallocarray(f->series, f->nseries + 1, sizeof(*f->series));
 	f->series[f->nseries] = series_new(f, values, h);
 	return f->series[f->nseries++];
@@ -314,26 +328,16 @@ struct metric *metrics_outcome_counter(struct metrics *m, const char *name, cons
 
 void metric_remove(struct metric *f, const char *const *label_values)
 {
-	uint64_t h;
-	size_t i, j;
+	size_t i;
 
 	if (!f || !f->nlabels || !label_values)
 		return;
-	h = hash_values(label_values, f->nlabels);
 	pthread_mutex_lock(&f->lock);
-	for (i = 0; i < f->nseries; i++) {
-		struct series *s = f->series[i];
-		if (s->hash != h)
-			continue;
-		for (j = 0; j < f->nlabels; j++)
-			if (strcmp(s->values[j], label_values[j] ? label_values[j] : ""))
-				break;
-		if (j < f->nlabels)
-			continue;
-		series_free(s, f->nlabels);
+	i = find_series(f, label_values, hash_values(label_values, f->nlabels));
+	if (i < f->nseries) {
+		series_free(f->series[i], f->nlabels);
 		memmove(&f->series[i], &f->series[i + 1], (f->nseries - i - 1) * sizeof(*f->series));
 		f->nseries--;
-		break;
 	}
 	pthread_mutex_unlock(&f->lock);
 }

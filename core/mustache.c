@@ -223,28 +223,25 @@ static enum err check_name(struct parser *p, const char *s, size_t n, size_t tag
 	return ERR_OK;
 }
 
+/* The offset past the run at s[i..n) of blanks (blank 1) or of non-blanks (blank 0). */
+static size_t skip_run(const char *s, size_t i, size_t n, int blank)
+{
+	while (i < n && is_space(s[i]) == blank)
+		i++;
+	return i;
+}
+
 /* {{=a b=}}: s[0..n) is what lies between the two '='. */
 static enum err set_delimiters(struct parser *p, const char *s, size_t n, size_t tag,
 			       size_t tag_end)
 {
-	size_t i = 0, a, alen, b, blen;
+	size_t a = skip_run(s, 0, n, 1);
+	size_t alen = skip_run(s, a, n, 0) - a;
+	size_t b = skip_run(s, a + alen, n, 1);
+	size_t blen = skip_run(s, b, n, 0) - b;
 
-	while (i < n && is_space(s[i]))
-		i++;
-	a = i;
-	while (i < n && !is_space(s[i]))
-		i++;
-	alen = i - a;
-	while (i < n && is_space(s[i]))
-		i++;
-	b = i;
-	while (i < n && !is_space(s[i]))
-		i++;
-	blen = i - b;
-	while (i < n && is_space(s[i]))
-		i++;
-	if (alen == 0 || blen == 0 || i != n || memchr(s + a, '=', alen) ||
-	    memchr(s + b, '=', blen))
+	if (alen == 0 || blen == 0 || skip_run(s, b + blen, n, 1) != n ||
+	    memchr(s + a, '=', alen) || memchr(s + b, '=', blen))
 		return perr(p, tag, tag_end,
 			    "bad delimiters (want two blank-separated delimiters without '=')");
 	p->otag = s + a;

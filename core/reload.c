@@ -149,8 +149,7 @@ void reload_watch_stop(struct reload *r)
 {
 	if (!r || !r->watching)
 		return;
-	clock_stop_request(&r->stop);
-	pthread_join(r->watcher, NULL);
+	clock_stop_join(&r->stop, r->watcher);
 	r->watching = 0;
 }
 
@@ -188,6 +187,32 @@ static int str_differs(const char *a, const char *b)
 	return strcmp(a, b) != 0;
 }
 
+/* The size of a number of kind (CFG_KIND_INT to CFG_KIND_SIZE) in struct config. */
+static const size_t num_size[] = {
+	[CFG_KIND_INT] = sizeof(int),
+	[CFG_KIND_UNSIGNED] = sizeof(unsigned),
+	[CFG_KIND_I64] = sizeof(int64_t),
+	[CFG_KIND_SIZE] = sizeof(size_t),
+};
+
+/*
+ * The number of kind at p, widened for the log: the loader's tables bound
+ * every unsigned and size_t key far below INT64_MAX.
+ */
+static long long num_at(enum cfg_kind kind, const void *p)
+{
+	switch (kind) {
+	case CFG_KIND_INT:
+		return *(const int *)p;
+	case CFG_KIND_UNSIGNED:
+		return *(const unsigned *)p;
+	case CFG_KIND_I64:
+		return *(const int64_t *)p;
+	default:
+		return (long long)*(const size_t *)p;
+	}
+}
+
 /* Compare one key; on a difference log it and copy old's value into cur. */
 static int keep_key(const struct cfg_key *k, const struct config *old, struct config *cur)
 {
@@ -195,64 +220,46 @@ static int keep_key(const struct cfg_key *k, const struct config *old, struct co
 	char *c = (char *)cur + k->off;
 	struct log_line *l;
 	char ov[32] = "", cv[32] = "";
+	const char *running = ov, *now = cv;
+	const char *os = NULL;
+	char *cs = NULL;
 	int present = k->reload == CFG_RESTART_PRESENCE;
 
 	switch (k->kind) {
-	case CFG_KIND_STR: {
-		const char *os = *(char *const *)(const void *)o;
-		char *cs = *(char **)(void *)c;
+	case CFG_KIND_STR:
+		os = *(char *const *)(const void *)o;
+		cs = *(char **)(void *)c;
 		if (!present ? !str_differs(os, cs) : !os == !cs)
 			return 0;
-		snprintf(ov, sizeof(ov), "%s", present ? (os ? "set" : "unset") : "");
-		snprintf(cv, sizeof(cv), "%s", present ? (cs ? "set" : "unset") : "");
-		l = log_begin(LOG_WARN, "config change needs a restart, the running value stays");
-		log_str(l, "key", k->path);
-		log_str(l, "running", !present ? os : ov);
-		log_str(l, "new", !present ? cs : cv);
-		log_end(l);
-		/* Presence: keep the running mode (no secret, or the running one). */
-		if (cs)
-			memset(cs, 0, strlen(cs));
-		free(*(char **)(void *)c);
-		*(char **)(void *)c = xstrdup(os);
-		return 1;
-	}
+		running = present ? (os ? "set" : "unset") : os;
+		now = present ? (cs ? "set" : "unset") : cs;
+		break;
 	case CFG_KIND_INT:
-		if (*(const int *)(const void *)o == *(int *)(void *)c)
-			return 0;
-		snprintf(ov, sizeof(ov), "%d", *(const int *)(const void *)o);
-		snprintf(cv, sizeof(cv), "%d", *(int *)(void *)c);
-		*(int *)(void *)c = *(const int *)(const void *)o;
-		break;
 	case CFG_KIND_UNSIGNED:
-		if (*(const unsigned *)(const void *)o == *(unsigned *)(void *)c)
-			return 0;
-		snprintf(ov, sizeof(ov), "%u", *(const unsigned *)(const void *)o);
-		snprintf(cv, sizeof(cv), "%u", *(unsigned *)(void *)c);
-		*(unsigned *)(void *)c = *(const unsigned *)(const void *)o;
-		break;
 	case CFG_KIND_I64:
-		if (*(const int64_t *)(const void *)o == *(int64_t *)(void *)c)
-			return 0;
-		snprintf(ov, sizeof(ov), "%lld", (long long)*(const int64_t *)(const void *)o);
-		snprintf(cv, sizeof(cv), "%lld", (long long)*(int64_t *)(void *)c);
-		*(int64_t *)(void *)c = *(const int64_t *)(const void *)o;
-		break;
 	case CFG_KIND_SIZE:
-		if (*(const size_t *)(const void *)o == *(size_t *)(void *)c)
+		if (!memcmp(o, c, num_size[k->kind]))
 			return 0;
-		snprintf(ov, sizeof(ov), "%zu", *(const size_t *)(const void *)o);
-		snprintf(cv, sizeof(cv), "%zu", *(size_t *)(void *)c);
-		*(size_t *)(void *)c = *(const size_t *)(const void *)o;
+		snprintf(ov, sizeof(ov), "%lld", num_at(k->kind, o));
+		snprintf(cv, sizeof(cv), "%lld", num_at(k->kind, c));
 		break;
 	case CFG_KIND_OTHER:
 		return 0;  /* web.auth.basic_auth_users: web_auth_differs() */
 	}
 	l = log_begin(LOG_WARN, "config change needs a restart, the running value stays");
 	log_str(l, "key", k->path);
-	log_str(l, "running", ov);
-	log_str(l, "new", cv);
+	log_str(l, "running", running);
+	log_str(l, "new", now);
 	log_end(l);
+	if (k->kind != CFG_KIND_STR) {
+		memcpy(c, o, num_size[k->kind]);
+		return 1;
+	}
+	/* Presence: keep the running mode (no secret, or the running one). */
+	if (cs)
+		memset(cs, 0, strlen(cs));
+	free(cs);
+	*(char **)(void *)c = xstrdup(os);
 	return 1;
 }
 

@@ -84,8 +84,7 @@ void retention_stop(struct retention *r)
 {
 	if (!r)
 		return;
-	clock_stop_request(&r->stop);
-	pthread_join(r->thread, NULL);
+	clock_stop_join(&r->stop, r->thread);
 	clock_stop_release(&r->stop);
 	free(r);
 }
