@@ -23,6 +23,7 @@
 #include "bridge/repos.h"
 #include "bridge/storm.h"
 #include "core/log.h"
+#include "core/queue_job.h"
 #include "core/xalloc.h"
 #include "core/clock.h"
 #include "store/store_events.h"
@@ -382,13 +383,8 @@ static void fail(struct bridge *b, struct work *w, enum err rc, const char *why)
 	log_str(l, "receiver", w->ev.receiver);
 	log_str(l, "key", w->ev.key);
 	log_str(l, "action", issue_action_str(w->action));
-	log_int(l, "attempts", w->ev.attempts + 1);
-	log_str(l, "detail", why);
-	log_end(l);
-	if (src) {
-		log_msg(LOG_ERROR, "cannot record event outcome", "err", err_str(src));
+	if (queue_job_failed(l, &w->ev, why, src))
 		b->step_store_fault = 1;
-	}
 }
 
 static void finish(struct bridge *b, struct work *w)
@@ -690,16 +686,10 @@ static void update_gauges(struct bridge *b, int queue_empty)
  */
 static void pick_up_config(struct bridge *b)
 {
-	const struct reload_gen *g = reload_acquire(b->opts.reload);
+	const struct reload_gen *g = queue_job_newer_gen(b->opts.reload, &b->gen);
 
 	if (!g)
 		return;
-	if (g == b->gen) {
-		reload_release(b->opts.reload, g);
-		return;
-	}
-	reload_release(b->opts.reload, b->gen);
-	b->gen = g;
 	b->opts.cfg = g->cfg;
 	b->opts.render = g->ext;
 	declare_series(b, g->cfg);

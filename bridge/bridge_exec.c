@@ -468,16 +468,6 @@ static enum err note_progress(struct bridge *b, struct work *w, int step, int co
 	return ERR_OK;
 }
 
-static int has_marker(void *ctx, const char *body, int64_t created_at_ms)
-{
-	const char **marker = ctx;
-
-	(void)created_at_ms;
-	if (*marker && strstr(body, *marker))
-		*marker = NULL;  /* found */
-	return *marker == NULL;
-}
-
 /*
  * Is the comment carrying marker already on the issue (posted by an attempt
  * that died before recording it)?  ERR_OK yes, ERR_NOTFOUND no, another
@@ -486,13 +476,10 @@ static int has_marker(void *ctx, const char *body, int64_t created_at_ms)
 static enum err comment_posted(struct bridge *b, struct work *w, const char *marker,
 			       struct buf *errmsg)
 {
-	const char *m = marker;
-	enum err rc = gh_comment_list(b->gh, w->row.repo, w->row.number, has_marker, &m, errmsg);
+	enum err rc = gh_comment_marked(b->gh, w->row.repo, w->row.number, marker, errmsg);
 
 	if (rc)
 		return rc;
-	if (m)
-		return ERR_NOTFOUND;
 	metric_add(b->m_gh_ambiguous, NULL, 1);
 	{
 		struct log_line *l = log_begin(LOG_INFO, "earlier comment found by marker");

@@ -542,4 +542,13 @@ enum err gh_comment_list(struct gh_client *c, const char *repo, int64_t number,
 			 int (*fn)(void *ctx, const char *body, int64_t created_at_ms), void *ctx,
 			 struct buf *errmsg) WARN_UNUSED;
 
+/*
+ * Is a comment carrying marker (a substring of its body) on the issue?  Reads
+ * the comments as gh_comment_list() does, stopping at the first that does.
+ * ERR_OK: one does; ERR_NOTFOUND: none does, or dry-run (no call; errmsg
+ * untouched in both cases); else gh_comment_list()'s errors.
+ */
+enum err gh_comment_marked(struct gh_client *c, const char *repo, int64_t number,
+			   const char *marker, struct buf *errmsg) WARN_UNUSED;
+
 #endif

@@ -418,29 +418,50 @@ out:
 }
 
 /*
- * POST a JSON body built from one key to path; shared by comments and labels.
- * k_repo and number: the issue; marker: a marked comment's (see
- * gh_comment_create_marked), else NULL.
+ * POST {key: text} (text not NULL) or {key: list} to /repos/{repo}/issues/
+ * {number}/{tail}; shared by comments and labels.  Dry-run: logged, no
+ * call.  what names the value in messages; marker: a marked comment's (see
+ * gh_comment_create_marked()), else NULL.
  */
-static enum err post_simple(struct gh_client *c, const char *path, json_t *o, int failed,
-			    const char *what, const char *k_repo, int64_t number,
-			    const char *marker, struct buf *errmsg)
+static enum err post_to_issue(struct gh_client *c, const char *repo, int64_t number,
+			      const char *tail, const char *key, const char *text,
+			      const char *const *list, const char *what, const char *marker,
+			      struct buf *errmsg)
 {
+	struct buf path = BUF_INIT;
 	struct http_response res;
-	char *json = dump(o, failed);
-	enum err rc;
+	char *json = NULL;
+	json_t *o;
+	int failed;
+	enum err rc = ERR_OK;
 
+	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/%s", repo, number, tail);
+	if (c->dry_run) {
+		dry_run_mutation(c, "POST", buf_str(&path), NULL);
+		goto out;
+	}
+	if (marker) {
+		rc = gh_comment_in_doubt(c, repo, number, marker, errmsg);
+		if (rc != ERR_NOTFOUND)
+			goto out;  /* made after all (ERR_OK), or not yet to be posted */
+	}
+	o = json_object();
+	failed = text ? set_str(o, key, text) : set_str_array(o, key, list);
+	json = dump(o, failed);
 	if (!json) {
 		buf_setf(errmsg, "%s must be valid UTF-8", what);
-		return ERR_INVALID;
+		rc = ERR_INVALID;
+		goto out;
 	}
 	http_response_init(&res);
 	{
-		struct call k = { "POST", path, NULL, json, 1, k_repo, marker, number, NULL };
+		struct call k = { "POST", buf_str(&path), NULL, json, 1, repo, marker, number, NULL };
 		rc = gh_call(c, &k, &res, errmsg);
 	}
 	http_response_release(&res);
+out:
 	free(json);
+	buf_release(&path);
 	return rc;
 }
 
@@ -453,9 +474,6 @@ enum err gh_comment_create(struct gh_client *c, const char *repo, int64_t number
 enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t number,
 				  const char *body, const char *marker, struct buf *errmsg)
 {
-	struct buf path = BUF_INIT;
-	json_t *o;
-	int failed;
 	enum err rc = check_repo(repo, errmsg);
 
 	if (rc)
@@ -469,48 +487,21 @@ enum err gh_comment_create_marked(struct gh_client *c, const char *repo, int64_t
 			 number);
 		return ERR_INVALID;
 	}
-	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/comments", repo, number);
-	if (c->dry_run) {
-		dry_run_mutation(c, "POST", buf_str(&path), NULL);
-		goto out;
-	}
-	if (marker) {
-		rc = gh_comment_in_doubt(c, repo, number, marker, errmsg);
-		if (rc != ERR_NOTFOUND)
-			goto out;  /* made after all (ERR_OK), or not yet to be posted */
-	}
-	o = json_object();
-	failed = set_str(o, "body", body);
-	rc = post_simple(c, buf_str(&path), o, failed, "comment body", repo, number, marker,
-			 errmsg);
-out:
-	buf_release(&path);
-	return rc;
+	return post_to_issue(c, repo, number, "comments", "body", body, NULL, "comment body",
+			     marker, errmsg);
 }
 
 enum err gh_labels_add(struct gh_client *c, const char *repo, int64_t number,
 		       const char *const *labels, struct buf *errmsg)
 {
-	struct buf path = BUF_INIT;
-	json_t *o;
-	int failed;
 	enum err rc = check_repo(repo, errmsg);
 
 	if (rc)
 		return rc;
 	if (!labels || !*labels)
 		return ERR_OK; /* nothing to add: no call */
-	(void)buf_printf(&path, "/repos/%s/issues/%" PRId64 "/labels", repo, number);
-	if (c->dry_run) {
-		dry_run_mutation(c, "POST", buf_str(&path), NULL);
-		goto out;
-	}
-	o = json_object();
-	failed = set_str_array(o, "labels", labels);
-	rc = post_simple(c, buf_str(&path), o, failed, "labels", repo, number, NULL, errmsg);
-out:
-	buf_release(&path);
-	return rc;
+	return post_to_issue(c, repo, number, "labels", "labels", NULL, labels, "labels", NULL,
+			     errmsg);
 }
 
 /* The URL of Link's rel="next" (RFC 8288), malloc'd; NULL when none. */
@@ -863,7 +854,7 @@ out:
 	return rc;
 }
 
-/* gh_find_comment_marker()'s walk. */
+/* gh_find_comment_marker()'s and gh_comment_marked()'s walk. */
 struct comment_marker_walk {
 	const char *marker;
 	int found;
@@ -877,6 +868,17 @@ static int has_comment_marker(void *ctx, const char *body, int64_t created_at_ms
 	if (strstr(body, w->marker))
 		w->found = 1;
 	return w->found;
+}
+
+enum err gh_comment_marked(struct gh_client *c, const char *repo, int64_t number,
+			   const char *marker, struct buf *errmsg)
+{
+	struct comment_marker_walk m = { marker, 0 };
+	enum err rc = gh_comment_list(c, repo, number, has_comment_marker, &m, errmsg);
+
+	if (rc == ERR_OK && !m.found)
+		rc = ERR_NOTFOUND;
+	return rc;
 }
 
 /*

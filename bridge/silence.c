@@ -317,22 +317,6 @@ static void reply_note_take(struct job *j)
 	memmove(p, end + 1, strlen(end + 1) + 1);
 }
 
-/* answer()'s walk over the issue's comments: is the reply's marker among them? */
-struct reply_walk {
-	const char *marker;
-	int found;
-};
-
-static int has_reply(void *ctx, const char *body, int64_t created_at_ms)
-{
-	struct reply_walk *w = ctx;
-
-	(void)created_at_ms;
-	if (strstr(body, w->marker))
-		w->found = 1;
-	return w->found;
-}
-
 /*
  * Post j->reply (once: its marker) and finish the event.  The post is noted
  * first ("r<ms>~" before rest, the event's note of the work done), so that
@@ -347,7 +331,6 @@ static int answer_end(struct silencer *s, struct job *j, struct gh_client *gh, c
 		      const char *dead_reason)
 {
 	struct buf err = BUF_INIT, note = BUF_INIT;
-	struct reply_walk w = { buf_str(&j->marker), 0 };
 	enum err rc;
 
 	if (j->reply_noted_ms) {
@@ -359,10 +342,10 @@ static int answer_end(struct silencer *s, struct job *j, struct gh_client *gh, c
 			rc = ERR_RETRY;
 			goto retry;
 		}
-		rc = gh_comment_list(gh, j->repo, j->number, has_reply, &w, &err);
+		rc = gh_comment_marked(gh, j->repo, j->number, buf_str(&j->marker), &err);
 		if (rc == ERR_RETRY || rc == ERR_AUTH)
 			goto retry;
-		if (rc == ERR_OK && w.found)
+		if (rc == ERR_OK)
 			goto done;
 		buf_reset(&err);  /* not there, or the issue is gone: the post tells */
 	}

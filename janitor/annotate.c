@@ -124,6 +124,43 @@ static bool read_char(const char **p, char c)
 }
 
 /*
+ * n numbers at *p separated by sep, into v[0..n): the i-th of digits[i][0]..digits[i][1]
+ * digits (read_digits()), advancing *p.  false when a number or a separator is missing.
+ */
+static bool read_fields(const char **p, char sep, const int (*digits)[2], int n, int64_t *v)
+{
+	for (int i = 0; i < n; i++) {
+		if (i > 0 && !read_char(p, sep))
+			return false;
+		v[i] = read_digits(p, digits[i][0], digits[i][1]);
+		if (v[i] < 0)
+			return false;
+	}
+	return true;
+}
+
+/* The time of a civil date and time read by parse_civil(): NULL, or why it is none. */
+static const char *check_civil(int64_t y, int64_t mo, int64_t d, int64_t h, int64_t mi,
+			       int64_t sec, int64_t *out_ms)
+{
+	if (y < 1)
+		return "year out of range 0001-9999";
+	if (mo < 1 || mo > 12)
+		return "month out of range 1-12";
+	if (d < 1 || d > rfc3339_days_in_month(y, (unsigned)mo))
+		return "day out of range for the month";
+	if (h > 23)
+		return "hour out of range 0-23";
+	if (mi > 59)
+		return "minute out of range 0-59";
+	if (sec > 59)
+		return "second out of range 0-59";
+	*out_ms = rfc3339_from_civil(y, (unsigned)mo, (unsigned)d, (unsigned)h, (unsigned)mi,
+				     (unsigned)sec);
+	return NULL;
+}
+
+/*
  * The three forms share a prefix: date, then optionally "THH:MM", then optionally ":SSZ".  A
  * time without seconds must end there (kube-janitor has no "HH:MMZ" form), and seconds need Z.
  *
@@ -140,50 +177,27 @@ static const char *parse_civil(const char *s, int64_t *out_ms)
 {
 	static const char FORMS[] =
 		"want YYYY-MM-DD, YYYY-MM-DDTHH:MM or YYYY-MM-DDTHH:MM:SSZ (UTC)";
+	static const int DATE_DIGITS[3][2] = { { 4, 4 }, { 1, 2 }, { 1, 2 } };  /* YYYY-M-D */
+	static const int TIME_DIGITS[2][2] = { { 1, 2 }, { 1, 2 } };  /* H:M */
 	const char *p = s;
-	int64_t y, mo, d, h = 0, mi = 0, sec = 0;
+	int64_t v[6] = { 0 };  /* year, month, day, hour, minute, second */
 
-	y = read_digits(&p, 4, 4);
-	if (y < 0 || !read_char(&p, '-'))
-		return FORMS;
-	mo = read_digits(&p, 1, 2);
-	if (mo < 0 || !read_char(&p, '-'))
-		return FORMS;
-	d = read_digits(&p, 1, 2);
-	if (d < 0)
+	if (!read_fields(&p, '-', DATE_DIGITS, 3, v))
 		return FORMS;
 	if (*p == 'T' || *p == 't') {
 		p++;
-		h = read_digits(&p, 1, 2);
-		if (h < 0 || !read_char(&p, ':'))
-			return FORMS;
-		mi = read_digits(&p, 1, 2);
-		if (mi < 0)
+		if (!read_fields(&p, ':', TIME_DIGITS, 2, v + 3))
 			return FORMS;
 		if (read_char(&p, ':')) {
-			sec = read_digits(&p, 1, 2);
-			if (sec < 0 || (*p != 'Z' && *p != 'z'))
+			v[5] = read_digits(&p, 1, 2);
+			if (v[5] < 0 || (*p != 'Z' && *p != 'z'))
 				return FORMS;
 			p++;
 		}
 	}
 	if (*p != '\0')
 		return FORMS;
-	if (y < 1)
-		return "year out of range 0001-9999";
-	if (mo < 1 || mo > 12)
-		return "month out of range 1-12";
-	if (d < 1 || d > rfc3339_days_in_month(y, (unsigned)mo))
-		return "day out of range for the month";
-	if (h > 23)
-		return "hour out of range 0-23";
-	if (mi > 59)
-		return "minute out of range 0-59";
-	if (sec > 59)
-		return "second out of range 0-59";
-	*out_ms = rfc3339_from_civil(y, (unsigned)mo, (unsigned)d, (unsigned)h, (unsigned)mi,
-				     (unsigned)sec);
-	return NULL;
+	return check_civil(v[0], v[1], v[2], v[3], v[4], v[5], out_ms);
 }
 
 enum err janitor_parse_time(const char *s, int64_t *out_ms, struct buf *errmsg)

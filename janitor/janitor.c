@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "core/log.h"
+#include "core/queue_job.h"
 #include "core/xalloc.h"
 #include "janitor/janitor_int.h"
 #include "core/clock.h"
@@ -622,13 +623,8 @@ static void fail(struct janitor *j, struct work *w, enum err rc, const char *why
 	log_int(l, "event", w->ev.id);
 	log_str(l, "key", w->ev.key);
 	log_str(l, "status", w->ev.status);
-	log_int(l, "attempts", w->ev.attempts + 1);
-	log_str(l, "detail", why);
-	log_end(l);
-	if (src) {
-		log_msg(LOG_ERROR, "cannot record event outcome", "err", err_str(src));
+	if (queue_job_failed(l, &w->ev, why, src))
 		j->step_store_fault = 1;
-	}
 }
 
 static void handle(struct janitor *j, struct work *w)
@@ -688,16 +684,10 @@ static void update_gauges(struct janitor *j)
 /* Between two events: take the current generation of the config (core/reload.h). */
 static void pick_up_config(struct janitor *j)
 {
-	const struct reload_gen *g = reload_acquire(j->opts.reload);
+	const struct reload_gen *g = queue_job_newer_gen(j->opts.reload, &j->gen);
 
 	if (!g)
 		return;
-	if (g == j->gen) {
-		reload_release(j->opts.reload, g);
-		return;
-	}
-	reload_release(j->opts.reload, j->gen);
-	j->gen = g;
 	j->opts.cfg = g->cfg;
 	j->cfg = &g->cfg->janitor;
 	slack_set_secret(j->opts.slack, j->cfg->slack.bot_token, j->cfg->slack.webhook_url);
