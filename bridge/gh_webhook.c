@@ -125,10 +125,8 @@ static void handle_comment(struct gh_webhook *w, const struct config *cfg,
 	json_t *issue = json_object_get(doc, "issue"), *comment = json_object_get(doc, "comment");
 	struct silence_command cmd;
 	struct store_event ev = { 0 };
-	struct buf err = BUF_INIT;
 	char *receiver = NULL, *key = NULL, *payload = NULL;
-	int fresh = 0;
-	enum err rc;
+	int taken;
 
 	login = jstr(comment, "user", "login");
 	user_type = jstr(comment, "user", "type");
@@ -172,34 +170,18 @@ static void handle_comment(struct gh_webhook *w, const struct config *cfg,
 		reply(w, res, 200, "not_allowed", NULL);
 		goto out;
 	}
-	rc = store_delivery_take(w->opts.store, delivery, now_ms, cfg->database_retention_ms,
-				 &fresh);
-	if (rc != ERR_OK) {
-		reply(w, res, 503, "store", "store unavailable");
-		goto out;
-	}
-	if (!fresh) {
-		reply(w, res, 200, "duplicate", NULL);
-		goto out;
-	}
 	payload = command_json(&cmd, doc);
 	ev.kind = (char *)SILENCE_QUEUE;
 	ev.receiver = receiver;
 	ev.key = key;
-	ev.status = (char *)"firing";
-	ev.starts_at_ms = now_ms;
 	ev.payload = payload;
-	ev.received_at_ms = now_ms;
-	if (store_enqueue(w->opts.store, &ev, 1, &err) != ERR_OK) {
-		struct log_line *l = log_begin(LOG_ERROR, "cannot queue a github command");
-
-		log_str(l, "error", buf_str(&err));
-		log_str(l, "delivery", delivery);
-		log_end(l);
-		if (store_delivery_drop(w->opts.store, delivery) != ERR_OK)
-			log_msg(LOG_ERROR, "cannot forget a github delivery not queued", "delivery",
-				delivery);
-		reply(w, res, 503, "store", "store unavailable");
+	taken = intake_take_once(w->opts.store, delivery, now_ms, cfg->database_retention_ms, &ev,
+				 "github command");
+	if (taken <= 0) {
+		if (taken < 0)
+			reply(w, res, 503, "store", "store unavailable");
+		else
+			reply(w, res, 200, "duplicate", NULL);
 		goto out;
 	}
 	{
@@ -219,7 +201,6 @@ out:
 	free(receiver);
 	free(key);
 	free(payload);
-	buf_release(&err);
 }
 
 void gh_webhook_rejected(void *ctx, const struct srv_request *req, int status)

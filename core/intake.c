@@ -12,6 +12,7 @@
 
 #include "codec.h"
 #include "store/store_events.h"
+#include "store/store_silences.h"
 #include "banned.h"
 
 int intake_reject(struct intake_verdict *v, int status, const char *reason, const char *fmt, ...)
@@ -185,4 +186,40 @@ enum err intake_dead_events(const struct am_payload *p, const char *kind, const 
 		at += strlen(at) + 1;
 	}
 	return ERR_OK;
+}
+
+int intake_take_once(struct store *st, const char *delivery, int64_t now_ms, int64_t keep_ms,
+		     struct store_event *ev, const char *what)
+{
+	struct buf err = BUF_INIT;
+	int fresh = 0;
+
+	if (store_delivery_take(st, delivery, now_ms, keep_ms, &fresh) != ERR_OK)
+		return -1;
+	if (!fresh)
+		return 0;
+	ev->status = (char *)"firing";
+	ev->starts_at_ms = now_ms;
+	ev->received_at_ms = now_ms;
+	if (store_enqueue(st, ev, 1, &err) == ERR_OK) {
+		buf_release(&err);
+		return 1;
+	}
+	{
+		struct log_line *l = log_begin(LOG_ERROR, "cannot queue a delivery");
+
+		log_str(l, "what", what);
+		log_str(l, "error", buf_str(&err));
+		log_str(l, "delivery", delivery);
+		log_end(l);
+	}
+	if (store_delivery_drop(st, delivery) != ERR_OK) {
+		struct log_line *l = log_begin(LOG_ERROR, "cannot forget a delivery not queued");
+
+		log_str(l, "what", what);
+		log_str(l, "delivery", delivery);
+		log_end(l);
+	}
+	buf_release(&err);
+	return -1;
 }

@@ -78,6 +78,20 @@ int intake_content_type_is_json(const char *ct);
 void intake_json_quote(struct buf *b, const char *s);
 
 /*
+ * A signed endpoint's delivery (GitHub's webhook, Slack's interactions) taken
+ * once and queued: store_delivery_take() of delivery at now_ms (kept keep_ms,
+ * database_retention; ms, UTC), then store_enqueue() of ev, whose kind,
+ * receiver, key and payload the caller set; its status is set to "firing",
+ * starts_at_ms and received_at_ms to now_ms.  Returns 1, queued; 0, taken
+ * before (a redelivery: nothing queued); -1, the store failed (an enqueue
+ * failure logged as "cannot queue a delivery" with what, e.g. "github
+ * command", and the delivery forgotten again so that the sender's retry is
+ * taken): the caller answers 503.
+ */
+int intake_take_once(struct store *st, const char *delivery, int64_t now_ms, int64_t keep_ms,
+		     struct store_event *ev, const char *what);
+
+/*
  * Fill res as an application/json error answer: status, body
  * {"error": msg, "field": field} ("field" left out when NULL or empty).
  * For 401 the body is {"error":"unauthorized"} whatever msg says, and

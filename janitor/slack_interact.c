@@ -294,7 +294,7 @@ static void take(struct slack_interact *s, const struct config *cfg, const struc
 	struct store_event ev = { 0 };
 	struct buf err = BUF_INIT, id = BUF_INIT, key = BUF_INIT;
 	char *payload = NULL;
-	int fresh = 0;
+	int taken;
 	enum err rc = slack_click_parse(req->body, req->body_len, &c, &err);
 
 	if (rc == ERR_NOTFOUND) {
@@ -308,30 +308,19 @@ static void take(struct slack_interact *s, const struct config *cfg, const struc
 	}
 	/* Slack's retries repeat the payload: action_ts and user name the click. */
 	(void)buf_printf(&id, "slack:%s:%s", c.action_ts, c.user);
-	if (store_delivery_take(s->opts.store, buf_str(&id), now_ms, cfg->database_retention_ms,
-				&fresh) != ERR_OK) {
-		reply(s, res, 503, "store", "store unavailable");
-		goto out;
-	}
-	if (!fresh) {
-		reply(s, res, 200, "duplicate", NULL);
-		goto out;
-	}
 	payload = slack_click_json(&c);
 	(void)buf_printf(&key, "%s/%s", c.ns, c.pod);
 	ev.kind = (char *)JANITOR_POSTPONE_QUEUE;
 	ev.receiver = (char *)"slack";
 	ev.key = key.data;
-	ev.status = (char *)"firing";
-	ev.starts_at_ms = now_ms;
 	ev.payload = payload;
-	ev.received_at_ms = now_ms;
-	if (store_enqueue(s->opts.store, &ev, 1, &err) != ERR_OK) {
-		log_msg(LOG_ERROR, "cannot queue a slack click", "error", buf_str(&err));
-		if (store_delivery_drop(s->opts.store, buf_str(&id)) != ERR_OK)
-			log_msg(LOG_ERROR, "cannot forget a slack click not queued", "id",
-				buf_str(&id));
-		reply(s, res, 503, "store", "store unavailable");
+	taken = intake_take_once(s->opts.store, buf_str(&id), now_ms, cfg->database_retention_ms,
+				 &ev, "slack click");
+	if (taken <= 0) {
+		if (taken < 0)
+			reply(s, res, 503, "store", "store unavailable");
+		else
+			reply(s, res, 200, "duplicate", NULL);
 		goto out;
 	}
 	{

@@ -142,7 +142,8 @@ quick_skipped() { # $1 test file
 # summaries' part of the store, store/store_groups.c, is tested there); test_store_copy and
 # the test_db* files do both engines in one run.
 STORE_UNITS="test_store test_store_events test_store_events_repeats test_store_events_commit \
-test_store_map test_store_outbox test_store_digest test_store_groups test_store_budget test_storm"
+test_store_map test_store_outbox test_store_digest test_store_groups test_store_budget test_storm \
+test_intake_take"
 
 # Run unit binary $1 named $2 (the rest of the arguments: the environment it runs in) with
 # its output in directory $3; append "NAME|PASSED|FAILED|EXIT|LOG" to $3/results.  Under the
