@@ -268,7 +268,7 @@ static const struct field webhook_fields[] = {
 	DUR(struct cfg_webhook, "read_header_timeout", read_header_timeout_ms, 1, RESTART,
 	    "A request's headers must arrive within it (at most read_timeout).", .def = 10 * MS_S),
 	NUM(struct cfg_webhook, "max_connections_per_ip", F_UINT, max_connections_per_ip, 0, 65536,
-	    RESTART, "Most connections from one client address; 0: no cap.", .def = 64),
+	    RESTART, "Most connections from one client (an IPv6 client: its /64); 0: no cap.", .def = 64),
 	NUM(struct cfg_webhook, "threads", F_UINT, threads, 1, 1024, RESTART,
 	    "Threads serving HTTP requests.", .def = 4),
 };

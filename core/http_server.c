@@ -633,8 +633,6 @@ enum err srv_start(struct srv *s, struct buf *errmsg)
 	 */
 	if (s->max_connections)
 		OPT(MHD_OPTION_CONNECTION_LIMIT, s->max_connections + s->threads + 16, NULL);
-	if (s->max_per_ip)
-		OPT(MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->max_per_ip, NULL);
 	if (s->tls_cert) {
 		flags |= MHD_USE_TLS;
 		OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, s->tls_cert);

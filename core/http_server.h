@@ -100,8 +100,9 @@ struct srv_options {
 	 */
 	const char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
 	/*
-	 * Open connections per client IP address at most (libmicrohttpd closes
-	 * the excess at accept, unlogged); 0: no per-IP limit.
+	 * Open connections per client at most: an IPv4 address, or an IPv6
+	 * client's /64 (srv_on_connection() closes the excess at accept,
+	 * unlogged); 0: no per-IP limit.
 	 */
 	unsigned max_connections_per_ip;
 };

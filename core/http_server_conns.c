@@ -41,6 +41,24 @@ void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN])
 	}
 }
 
+void srv_peer_key(const struct sockaddr *sa, char out[SRV_PEER_KEY_LEN])
+{
+	struct in6_addr net;
+
+	if (!sa || sa->sa_family != AF_INET6 ||
+	    IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr)) {
+		srv_format_addr(sa, out);
+		return;
+	}
+	net = ((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr;
+	memset(&net.s6_addr[8], 0, 8);
+	if (!inet_ntop(AF_INET6, &net, out, INET6_ADDRSTRLEN)) {
+		out[0] = '\0';
+		return;
+	}
+	memcpy(out + strlen(out), "/64", sizeof("/64"));  /* INET6_ADDRSTRLEN + 4 fit */
+}
+
 /* Wait for a request's headers: from now, at most min(header, read timeout). */
 void srv_arm_for_headers(struct srv *s, struct conn *c, int64_t now_us, int kept_alive)
 {
@@ -68,37 +86,37 @@ static void warn_limit(struct srv *s, int64_t now, const char *msg)
 	log_end(l);
 }
 
-/* The bucket of addr in s->peers (FNV-1a). */
-static unsigned peer_bucket(const char *addr)
+/* The bucket of key in s->peers (FNV-1a). */
+static unsigned peer_bucket(const char *key)
 {
 	uint32_t h = 2166136261u;
 
-	for (; *addr; addr++)
-		h = (h ^ (unsigned char)*addr) * 16777619u;
+	for (; *key; key++)
+		h = (h ^ (unsigned char)*key) * 16777619u;
 	return h % SRV_PEER_BUCKETS;
 }
 
-/* addr's entry in s->peers, or NULL when it holds no admitted connection; under s->lock. */
-static struct peer *peer_find(const struct srv *s, const char *addr)
+/* key's entry in s->peers, or NULL when it holds no admitted connection; under s->lock. */
+static struct peer *peer_find(const struct srv *s, const char *key)
 {
 	struct peer *p;
 
-	for (p = s->peers[peer_bucket(addr)]; p; p = p->next)
-		if (!strcmp(p->addr, addr))
+	for (p = s->peers[peer_bucket(key)]; p; p = p->next)
+		if (!strcmp(p->key, key))
 			return p;
 	return NULL;
 }
 
-/* Count one more admitted connection from addr; its entry (s's).  Under s->lock. */
-static struct peer *peer_add(struct srv *s, const char *addr)
+/* Count one more admitted connection from key; its entry (s's).  Under s->lock. */
+static struct peer *peer_add(struct srv *s, const char *key)
 {
-	struct peer *p = peer_find(s, addr);
+	struct peer *p = peer_find(s, key);
 	unsigned b;
 
 	if (!p) {
-		b = peer_bucket(addr);
+		b = peer_bucket(key);
 		p = xcalloc(1, sizeof(*p));
-		memcpy(p->addr, addr, sizeof(p->addr));
+		memcpy(p->key, key, sizeof(p->key));
 		p->next = s->peers[b];
 		s->peers[b] = p;
 	}
@@ -113,7 +131,7 @@ static void peer_drop(struct srv *s, struct peer *p)
 
 	if (--p->conns)
 		return;
-	for (pp = &s->peers[peer_bucket(p->addr)]; *pp; pp = &(*pp)->next)
+	for (pp = &s->peers[peer_bucket(p->key)]; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
 			*pp = p->next;
 			break;
@@ -125,7 +143,7 @@ static void peer_drop(struct srv *s, struct peer *p)
 static void admit(struct srv *s, struct conn *c, int64_t now)
 {
 	c->admitted = 1;
-	c->peer = peer_add(s, c->addr);
+	c->peer = peer_add(s, c->peer_key);
 	s->nconns++;
 	srv_arm_for_headers(s, c, now, 0);
 }
@@ -159,15 +177,16 @@ static int is_idle(const struct conn *c)
 }
 
 /*
- * The connection a newcomer from addr may take the place of at the cap
- * (under s->lock): an idle one from the address holding the most, if that
- * holds more than SRV_FAIR_CONNS and at least two more than addr (so that
+ * The connection a newcomer from client key (srv_peer_key()) may take the
+ * place of at the cap (under s->lock): an idle one from the client holding
+ * the most, if that holds more than SRV_FAIR_CONNS and at least two more
+ * than key (so that
  * it still holds more after the swap, and hoarders do not trade places);
  * the oldest of them.  NULL when there is none.
  */
-static struct conn *hoarders_idle(const struct srv *s, const char *addr)
+static struct conn *hoarders_idle(const struct srv *s, const char *key)
 {
-	const struct peer *mine = peer_find(s, addr);
+	const struct peer *mine = peer_find(s, key);
 	unsigned floor = mine ? mine->conns + 2 : 2;
 	struct conn *c, *best = NULL;
 
@@ -257,7 +276,24 @@ static const char *over_cap(const struct srv *s, const char *addr, int64_t now)
 }
 
 /*
- * MHD's connection notices.  A new connection is tracked and given its
+ * Whether client key (srv_peer_key()) holds max_connections_per_ip admitted
+ * connections already (under s->lock).  Kept here rather than by
+ * libmicrohttpd's MHD_OPTION_PER_IP_CONNECTION_LIMIT, which counts per full
+ * address: an IPv6 client counts as its /64.
+ */
+static int over_share(const struct srv *s, const char *key)
+{
+	const struct peer *p;
+
+	if (!s->max_per_ip)
+		return 0;
+	p = peer_find(s, key);
+	return p && p->conns >= s->max_per_ip;
+}
+
+/*
+ * MHD's connection notices.  A new connection is shut down at once past
+ * its client's share (over_share()), else tracked and given its
  * header deadline; past the cap (over_cap()) it is shut down at once (MHD
  * then reads EOF and closes it), so the client sees its connection closed
  * rather than waiting in the kernel's backlog.  The reserve is checked at
@@ -302,14 +338,21 @@ void srv_on_connection(void *cls, struct MHD_Connection *mc, void **socket_conte
 	c->fd = ci->connect_fd;
 	ci = MHD_get_connection_info(mc, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	srv_format_addr(ci ? ci->client_addr : NULL, c->addr);
+	srv_peer_key(ci ? ci->client_addr : NULL, c->peer_key);
 	pthread_mutex_lock(&s->lock);
 	c->next = s->conns;
 	if (s->conns)
 		s->conns->prev = c;
 	s->conns = c;
+	if (over_share(s, c->peer_key)) {
+		shutdown(c->fd, SHUT_RDWR);  /* unlogged: the client's own excess */
+		pthread_mutex_unlock(&s->lock);
+		*socket_context = c;
+		return;
+	}
 	why = over_cap(s, c->addr, now);
 	if (why) {
-		struct conn *idle = hoarders_idle(s, c->addr);
+		struct conn *idle = hoarders_idle(s, c->peer_key);
 		if (idle) {
 			evict(s, idle, now);
 			why = NULL;

@@ -38,6 +38,8 @@
 #define SRV_FAIR_CONNS 4
 /* Buckets of the table of connections per address (struct peer). */
 #define SRV_PEER_BUCKETS 64
+/* The size of a peer key (srv_peer_key()): an IPv6 address and "/64". */
+#define SRV_PEER_KEY_LEN (INET6_ADDRSTRLEN + 4)
 
 /* Addresses remembered as known clients (srv_note_client()), and for how long, in us. */
 #define SRV_KNOWN_SLOTS 64
@@ -58,11 +60,14 @@ struct known_client {
 };
 
 
-/* An address with admitted connections: how many (srv.peers, under srv.lock). */
+/*
+ * A client (srv_peer_key()) with admitted connections: how many (srv.peers,
+ * under srv.lock).
+ */
 struct peer {
 	struct peer *next;  /* in its bucket */
-	unsigned conns;     /* admitted connections from addr, > 0 while listed */
-	char addr[INET6_ADDRSTRLEN];
+	unsigned conns;     /* admitted connections from key, > 0 while listed */
+	char key[SRV_PEER_KEY_LEN];
 };
 
 /*
@@ -138,8 +143,9 @@ struct conn {
 	int64_t deadline_us;  /* 0: none */
 	const char *phase;    /* "headers", "body" or SRV_PHASE_NEXT_REQUEST: what the deadline waits for */
 	int admitted;         /* counted in srv.nconns (not closed at once for the cap) */
-	struct peer *peer;    /* its address's count while admitted, else NULL */
+	struct peer *peer;    /* its client's count while admitted, else NULL */
 	char addr[INET6_ADDRSTRLEN];
+	char peer_key[SRV_PEER_KEY_LEN];  /* srv_peer_key() of addr */
 };
 
 struct srv {
@@ -218,6 +224,14 @@ struct srv_request_impl {
 
 /* The IP address of sa as text ("127.0.0.1" also for v4-mapped IPv6); "" if unknown. */
 void srv_format_addr(const struct sockaddr *sa, char out[INET6_ADDRSTRLEN]);
+/*
+ * The client sa counts as for max_connections_per_ip and the fair share of
+ * the connection table: an IPv4 address (also v4-mapped) as itself, an IPv6
+ * address as its /64 network ("2001:db8:1:2::/64"): one host is given a /64
+ * (RFC 6177, RFC 7934) and can use any address in it, so a cap per full
+ * address would bound nothing.  "" if unknown.
+ */
+void srv_peer_key(const struct sockaddr *sa, char out[SRV_PEER_KEY_LEN]);
 
 /*
  * The connection table (http_server_conns.c).  srv_on_connection() is MHD's
