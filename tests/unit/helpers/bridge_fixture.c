@@ -16,6 +16,7 @@
 
 #include "core/am.h"
 #include "core/buf.h"
+#include "core/metrics.h"
 #include "store/store_events.h"
 #include "store/store_map.h"
 
@@ -101,11 +102,46 @@ void bfx_bridge_restart(struct env *e, int dry_run)
 
 void bfx_env_stop(struct env *e)
 {
+	if (!e->gh)
+		return;
 	bridge_free(e->b);
 	render_free(e->render);
 	store_close(e->st);
 	cfg_free(e->cfg);
 	fake_http_stop(e->gh);
+	memset(e, 0, sizeof(*e));
+}
+
+int bfx_setup(void **state)
+{
+	const struct bfx_setup *s = *state;
+	struct env *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -1;
+	if (!s) {
+		bfx_env_start(e, NULL, NULL);
+	} else {
+		bfx_env_start_scan(e, s->extra_github, s->receiver_extra, !s->unscanned);
+		if (s->with_metrics) {
+			e->metrics = metrics_new();
+			e->bo.metrics = e->metrics;
+			bfx_bridge_restart(e, 0);
+		}
+	}
+	*state = e;
+	return 0;
+}
+
+int bfx_teardown(void **state)
+{
+	struct env *e = *state;
+	struct metrics *m = e->metrics;
+
+	bfx_env_stop(e); /* the bridge first: it counts into m */
+	metrics_free(m);
+	free(e);
+	return 0;
 }
 
 void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
@@ -184,6 +220,28 @@ void bfx_step_closes(struct env *e, int n, size_t first)
 	bfx_assert_request(e, before, "GET", path, NULL);
 	bfx_assert_request(e, before + 1, "POST", comments, "resolved at");
 	bfx_assert_request(e, before + 2, "PATCH", path, "\"state\":\"closed\"");
+}
+
+void bfx_step_finds_the_comment_and_closes(struct env *e)
+{
+	size_t before = fake_http_count(e->gh);
+
+	fake_http_push(e->gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e->gh, 200, NULL,
+		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
+		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
+	fake_http_push(e->gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), before + 3);
+	bfx_assert_request(e, before, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_string_equal(fake_http_request(e->gh, before + 1)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e->gh, before + 1)->uri,
+			       "/repos/my-org/alerts/issues/3/comments"));
+	bfx_assert_request(e, before + 2, "PATCH", "/repos/my-org/alerts/issues/3",
+			   "\"state\":\"closed\"");
+	bfx_assert_row(e, -1, "closed");
+	assert_int_equal(store_pending_count(e->st, "bridge"), 0);
 }
 
 void bfx_get_row(struct env *e, struct store_issue *row)
