@@ -79,21 +79,15 @@ static void fire_resolve_refire_cycle(void **state)
 static void write_reload_files(const char *dir, const char *api_url, const char *label,
 			       const char *token)
 {
-	char path[96];
-	FILE *f;
+	char text[512];
 
-	snprintf(path, sizeof(path), "%s/token", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "%s\n", token);
-	fclose(f);
-	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fprintf(f, "github:\n  api_url: %s\n  token_file: token\n  content_per_minute: 80\n"
-		"receivers:\n  - name: default\n    repo: my-org/alerts\n    labels: [%s]\n",
-		api_url, label);
-	fclose(f);
+	snprintf(text, sizeof(text), "%s\n", token);
+	tfx_write_file(dir, "token", text);
+	snprintf(text, sizeof(text),
+		 "github:\n  api_url: %s\n  token_file: token\n  content_per_minute: 80\n"
+		 "receivers:\n  - name: default\n    repo: my-org/alerts\n    labels: [%s]\n",
+		 api_url, label);
+	tfx_write_file(dir, "alertbridge.yml", text);
 }
 
 /* A reload (core/reload.h) applies from the next event: its labels and its GitHub token. */
@@ -378,13 +372,10 @@ static void comment_in_doubt_is_looked_for_first(void **state)
 static void comment_in_doubt_but_absent_is_posted(void **state)
 {
 	struct env *e = *state;
-	struct store_event ev;
 
 	/* As a process killed right after writing the note leaves it. */
 	BFX_RUN(e, CREATES(3), RESOLVE(EP1, "2026-11-21T01:00:00Z"));
-	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_OK);
-	assert_int_equal(store_event_progress(e->st, ev.id, "close:0~"), ERR_OK);
-	store_event_release(&ev);
+	bfx_note_progress(e, "close:0~");
 	BFX_RUN(e, GH_OPEN(200, 3), GH(200, "[]"), GH(201, "{\"id\":1}"),
 		GH_CLOSED(3, "2026-11-21T02:00:00Z"), STEP(1), CALLS(5),
 		SAW(1, "GET", "/repos/my-org/alerts/issues/3", NULL));
@@ -759,26 +750,19 @@ static void enqueue_group(struct env *e, char *body, char key[65])
 {
 	struct am_payload *p = NULL;
 	struct am_error aerr;
-	struct buf doc = BUF_INIT, err = BUF_INIT;
-	struct store_event se = { 0 };
+	struct buf doc = BUF_INIT;
+	int64_t starts_at_ms;
 
 	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
 	assert_int_equal(am_group_event_json(p, &doc), ERR_OK);
 	issue_group_key_hash(p->group_key, key);
-	se.kind = "bridge";
-	se.receiver = "default";
-	se.key = key;
-	se.status = (char *)p->status;
-	se.starts_at_ms = p->alerts[0].starts_at_ms;
+	starts_at_ms = p->alerts[0].starts_at_ms;
 	for (size_t i = 0; i < p->n_alerts; i++)
-		if (p->alerts[i].starts_at_ms < se.starts_at_ms)
-			se.starts_at_ms = p->alerts[i].starts_at_ms;
-	se.payload = doc.data;
-	se.received_at_ms = e->now;
-	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
+		if (p->alerts[i].starts_at_ms < starts_at_ms)
+			starts_at_ms = p->alerts[i].starts_at_ms;
+	bfx_enqueue_doc(e, key, p->status, starts_at_ms, 0, doc.data);
 	am_payload_free(p);
 	buf_release(&doc);
-	buf_release(&err);
 	free(body);
 }
 
@@ -810,20 +794,16 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	char key[65];
 
 	enqueue_group(e, group_fixture("03_group_of_3_firing.json", 0), key);
-	fake_http_push(e->gh, 201, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(fake_http_count(e->gh), 1);
-	bfx_assert_request(e, 0, "POST", "/repos/my-org/alerts/issues", NULL);
+	BFX_RUN(e, GH_OPEN(201, 7), STEP(1), CALLS(1),
+		SAW(0, "POST", "/repos/my-org/alerts/issues", NULL));
 	assert_body_lists(e, 0, " ", " ");
 
 	/* app resolves, then leaves the notifications: no call at all (not "firing again") */
 	e->now += 1000;
 	enqueue_group(e, group_fixture("04_group_partially_resolved.json", 0), key);
 	enqueue_group(e, group_fixture("04_group_partially_resolved.json", 1), key);
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(bridge_step(e->b), 0);  /* the body update waits for the interval */
-	assert_int_equal(fake_http_count(e->gh), 1);
+	BFX_RUN(e, STEP(1), STEP(1), STEP(0), /* the body update waits for the interval */
+		CALLS(1));
 	assert_int_equal(store_issue_get(e->st, "default", key, &row), ERR_OK);
 	assert_int_equal(row.state, STORE_ISSUE_OPEN);
 	assert_int_equal(row.number, 7);
@@ -834,38 +814,21 @@ static void group_member_resolving_updates_the_body_paced(void **state)
 	bfx_bridge_restart(e, 0);
 
 	/* a minute after the create: one update, coalescing both webhooks; it fails, is kept */
-	e->now += 59000;
-	fake_http_push(e->gh, 500, NULL, "{\"message\":\"boom\"}");
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(fake_http_count(e->gh), 2);
-	assert_int_equal(bridge_step(e->b), 0);
-	e->now += 30000;
-	fake_http_push(e->gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(fake_http_count(e->gh), 3);
-	bfx_assert_request(e, 2, "PATCH", "/repos/my-org/alerts/issues/7", NULL);
+	BFX_RUN(e, LATER(59000), GH(500, "{\"message\":\"boom\"}"), STEP(1), CALLS(2), STEP(0),
+		LATER(30000), GH_OPEN(200, 7), STEP(1), CALLS(3),
+		SAW(2, "PATCH", "/repos/my-org/alerts/issues/7", NULL));
 	assert_null(strstr(fake_http_request(e->gh, 2)->body, "\"title\""));
 	assert_body_lists(e, 2, "x", " ");
-	e->now += 3600000;
-	assert_int_equal(bridge_step(e->b), 0);  /* done: no second update */
-	assert_int_equal(bridge_step(e->b), 0);
-	assert_int_equal(fake_http_count(e->gh), 3);
+	BFX_RUN(e, LATER(3600000), STEP(0), /* done: no second update */
+		STEP(0), CALLS(3));
 
 	/* all resolved: the resolved comment and the close; later the body, all checked */
 	enqueue_group(e, group_fixture("04b_group_all_resolved.json", 0), key);
-	fake_http_push(e->gh, 200, NULL, ISSUE_JSON(7, "open", "null", "null"));
-	fake_http_push(e->gh, 201, NULL, "{\"id\":1}");
-	fake_http_push(e->gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(fake_http_count(e->gh), 6);
-	bfx_assert_request(e, 4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at");
-	bfx_assert_request(e, 5, "PATCH", "/repos/my-org/alerts/issues/7",
-			   "\"state_reason\":\"completed\"");
-	fake_http_push(e->gh, 200, NULL,
-		       ISSUE_JSON(7, "closed", "\"completed\"", "\"2026-11-21T01:50:00Z\""));
-	assert_int_equal(bridge_step(e->b), 1);
-	assert_int_equal(fake_http_count(e->gh), 7);
+	BFX_RUN(e, GH_OPEN(200, 7), GH(201, "{\"id\":1}"), GH_CLOSED(7, "2026-11-21T01:50:00Z"),
+		STEP(1), CALLS(6),
+		SAW(4, "POST", "/repos/my-org/alerts/issues/7/comments", "resolved at"),
+		SAW(5, "PATCH", "/repos/my-org/alerts/issues/7", "\"state_reason\":\"completed\""),
+		GH_CLOSED(7, "2026-11-21T01:50:00Z"), STEP(1), CALLS(7));
 	assert_body_lists(e, 6, "x", "x");
 	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_NOTFOUND);
 }

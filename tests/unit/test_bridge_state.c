@@ -58,6 +58,14 @@ static void assert_row(struct env *e, int64_t number, const char *state, const c
 	store_issue_release(&row);
 }
 
+/* FP's episode starts resolves at ends: the step closes open issue n, as the row says. */
+static void resolve_closes(struct env *e, const char *starts, const char *ends, int n)
+{
+	bfx_enqueue(e, "resolved", starts, ends);
+	bfx_step_closes(e, n, 0);
+	assert_row(e, n, "closed", "completed");
+}
+
 /*
  * On the fresh env e: a firing made issue 5; a person closed it as won't fix
  * (seen by the resolve's refresh).  The map now says closed/not_planned.
@@ -104,9 +112,7 @@ static void not_planned_reopened_by_a_person_is_seen(void **state)
 	bfx_assert_request(e, 3, "POST", "/repos/my-org/alerts/issues/5/comments",
 			   FIRING_S2_MARKER);
 	assert_row(e, 5, "open", "reopened");
-	bfx_enqueue(e, "resolved", S2, E2);
-	bfx_step_closes(e, 5, 0);
-	assert_row(e, 5, "closed", "completed");
+	resolve_closes(e, S2, E2, 5);
 }
 
 /*
@@ -120,9 +126,7 @@ static void resolve_of_an_issue_the_map_says_closed_asks_github(void **state)
 
 	not_planned_fires_again(e);
 	/* a person reopens issue 5 on GitHub; the alert resolves */
-	bfx_enqueue(e, "resolved", S2, E2);
-	bfx_step_closes(e, 5, 0);
-	assert_row(e, 5, "closed", "completed");
+	resolve_closes(e, S2, E2, 5);
 	step(e, "resolved", S2, E2, 6); /* applied already: no call */
 	bfx_env_stop(e);
 
@@ -161,19 +165,14 @@ static void deleted_not_planned_issue_is_recreated(void **state)
 static void resumed_comment_reads_the_issue_again(void **state)
 {
 	struct env *e = *state;
-	struct store_event ev = { 0 };
 
 	fake_http_push(e->gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	step(e, "firing", S1, NO_END, 1);
-	bfx_enqueue(e, "resolved", S1, E1);
-	bfx_step_closes(e, 3, 0);
-	assert_row(e, 3, "closed", "completed");
+	resolve_closes(e, S1, E1, 3);
 
 	/* As a process killed during the comment leaves it (GitHub has the comment). */
 	bfx_enqueue(e, "firing", S2, NO_END);
-	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_OK);
-	assert_int_equal(store_event_progress(e->st, ev.id, "comment_refire:0~"), ERR_OK);
-	store_event_release(&ev);
+	bfx_note_progress(e, "comment_refire:0~");
 	fake_http_push(e->gh, 200, NULL, ISSUE_JSON(3, "open", "\"reopened\"", "null"));
 	fake_http_push(e->gh, 200, NULL,
 		       "[{\"id\":1,\"body\":\"again\\n\\n" FIRING_S2_MARKER "\","
@@ -186,9 +185,7 @@ static void resumed_comment_reads_the_issue_again(void **state)
 	assert_int_equal(store_pending_count(e->st, "bridge"), 0);
 	assert_row(e, 3, "open", "reopened");
 
-	bfx_enqueue(e, "resolved", S2, E2);
-	bfx_step_closes(e, 3, 0);
-	assert_row(e, 3, "closed", "completed");
+	resolve_closes(e, S2, E2, 3);
 }
 
 /*
@@ -199,14 +196,11 @@ static void resumed_comment_reads_the_issue_again(void **state)
 static void resumed_close_of_a_deleted_issue_ends(void **state)
 {
 	struct env *e = *state;
-	struct store_event ev = { 0 };
 
 	fake_http_push(e->gh, 201, NULL, ISSUE_JSON(3, "open", "null", "null"));
 	step(e, "firing", S1, NO_END, 1);
 	bfx_enqueue(e, "resolved", S1, E1);
-	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_OK);
-	assert_int_equal(store_event_progress(e->st, ev.id, "close:1"), ERR_OK);
-	store_event_release(&ev);
+	bfx_note_progress(e, "close:1");
 	fake_http_push(e->gh, 404, NULL, "{\"message\":\"Not Found\"}");
 	assert_int_equal(bridge_step(e->b), 1);
 	assert_int_equal(fake_http_count(e->gh), 2);

@@ -156,8 +156,7 @@ void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const cha
 	char body[2048];
 	struct am_payload *p = NULL;
 	struct am_error aerr;
-	struct buf ev = BUF_INIT, err = BUF_INIT;
-	struct store_event se = { 0 };
+	struct buf ev = BUF_INIT;
 
 	snprintf(body, sizeof(body),
 		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
@@ -168,17 +167,27 @@ void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const cha
 		 status, status, severity, starts, ends, fp);
 	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
 	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
-	se.kind = "bridge";
-	se.receiver = "default";
-	se.key = (char *)fp;
-	se.status = (char *)status;
-	se.starts_at_ms = p->alerts[0].starts_at_ms;
-	se.ends_at_ms = p->alerts[0].ends_at_ms;
-	se.payload = ev.data;
-	se.received_at_ms = e->now;
-	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
+	bfx_enqueue_doc(e, fp, status, p->alerts[0].starts_at_ms, p->alerts[0].ends_at_ms,
+			ev.data);
 	am_payload_free(p);
 	buf_release(&ev);
+}
+
+void bfx_enqueue_doc(struct env *e, const char *key, const char *status, int64_t starts_at_ms,
+		     int64_t ends_at_ms, const char *payload)
+{
+	struct buf err = BUF_INIT;
+	struct store_event se = { 0 };
+
+	se.kind = "bridge";
+	se.receiver = "default";
+	se.key = key;
+	se.status = status;
+	se.starts_at_ms = starts_at_ms;
+	se.ends_at_ms = ends_at_ms;
+	se.payload = payload;
+	se.received_at_ms = e->now;
+	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
 	buf_release(&err);
 }
 
@@ -242,6 +251,15 @@ void bfx_step_finds_the_comment_and_closes(struct env *e)
 			   "\"state\":\"closed\"");
 	bfx_assert_row(e, -1, "closed");
 	assert_int_equal(store_pending_count(e->st, "bridge"), 0);
+}
+
+void bfx_note_progress(struct env *e, const char *progress)
+{
+	struct store_event ev = { 0 };
+
+	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_OK);
+	assert_int_equal(store_event_progress(e->st, ev.id, progress), ERR_OK);
+	store_event_release(&ev);
 }
 
 void bfx_get_row(struct env *e, struct store_issue *row)

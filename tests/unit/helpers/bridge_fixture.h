@@ -99,6 +99,13 @@ void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, cons
 /* bfx_enqueue_sev() of the alert with fingerprint fp (16 hex digits) instead of FP. */
 void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const char *starts,
 		    const char *ends, const char *severity);
+/*
+ * Queue one bridge event of receiver "default" as the intake would: key (FP, or a group's
+ * hash), status, the episode's times (ms UTC, ends 0: none) and payload, the event
+ * document; received now.
+ */
+void bfx_enqueue_doc(struct env *e, const char *key, const char *status, int64_t starts_at_ms,
+		     int64_t ends_at_ms, const char *payload);
 /* bfx_enqueue_sev() with severity critical. */
 void bfx_enqueue(struct env *e, const char *status, const char *starts, const char *ends);
 /*
@@ -121,6 +128,11 @@ void bfx_step_closes(struct env *e, int n, size_t first);
  * (three requests, from the count before it); then FP's row is closed, nothing pending.
  */
 void bfx_step_finds_the_comment_and_closes(struct env *e);
+/*
+ * Write the progress note of the event due now (bfx_enqueue()d last), as a process killed
+ * mid-transition leaves it (store_event_progress()); fails when no event is due.
+ */
+void bfx_note_progress(struct env *e, const char *progress);
 /* FP's map row into *row (store_issue_release() it); fails when there is none. */
 void bfx_get_row(struct env *e, struct store_issue *row);
 /* Fail unless FP's map row is issue number (< 0: any) in state (NULL: any). */
