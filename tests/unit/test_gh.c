@@ -710,12 +710,9 @@ static void create_201_unreadable_is_resolved_by_marker(void **state)
 	gh_issue_release(&fx->is);
 	fake_http_push(fx->fake, 201, NULL, "{\"number\":\"nine\"}");
 	fake_http_push(fx->fake, 200, NULL, "[]");
-	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "x " MARKER, MARKER, NULL, NULL,
-					 &fx->is, &fx->err), ERR_RETRY);
-	assert_string_equal(buf_str(&fx->err), "POST issue: answer is not an issue (number, state, "
-					       "repository_url); the create may have succeeded: "
-					       "marker lookup: not found");
-	assert_int_equal(fx->is.number, 0);
+	gfx_create_fails(fx, "x " MARKER, MARKER, ERR_RETRY,
+			 "POST issue: answer is not an issue (number, state, repository_url); the "
+			 "create may have succeeded: marker lookup: not found");
 	assert_int_equal(fake_http_count(fx->fake), 4);
 }
 
