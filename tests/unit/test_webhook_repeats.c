@@ -142,6 +142,27 @@ static void fire_and_map(const struct fixture *f, const char *fired, int64_t num
 	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
 }
 
+/* fire_and_map() the single firing fired to issue number; then a re-send is a repeat. */
+static void mapped_then_repeats(struct fixture *f, const char *fired, int64_t number)
+{
+	fire_and_map(f, fired, number);
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_assert_no_more_events(f);
+}
+
+/* The single firing fired is stored once more (an event of its key), then repeats again. */
+static void stored_then_repeats(struct fixture *f, const char *fired)
+{
+	struct store_event ev;
+
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_take_event(f, &ev);
+	assert_string_equal(ev.key, "43257ea8bc3d7780");
+	store_event_release(&ev);
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_assert_no_more_events(f);
+}
+
 /*
  * A dry-run map row (issue 0) repeats as a live one: dry-run stores what
  * live stores.  Going live (store_dry_rows_go_live(), at serve's start) the
@@ -151,18 +172,10 @@ static void dry_run_row_repeats_until_going_live(void **state)
 {
 	struct fixture *f = *state;
 	const char *fired = wfx_body(f, "01_single_firing.json");
-	struct store_event ev;
 
-	fire_and_map(f, fired, 0);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_assert_no_more_events(f);
+	mapped_then_repeats(f, fired, 0);
 	assert_int_equal(store_dry_rows_go_live(f->st, NULL), ERR_OK);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_take_event(f, &ev);
-	assert_string_equal(ev.key, "43257ea8bc3d7780");
-	store_event_release(&ev);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_assert_no_more_events(f);
+	stored_then_repeats(f, fired);
 }
 
 /* After map forget (another process in production), the same firing is new. */
@@ -170,18 +183,10 @@ static void forgotten_key_is_no_repeat(void **state)
 {
 	struct fixture *f = *state;
 	const char *fired = wfx_body(f, "01_single_firing.json");
-	struct store_event ev;
 
-	fire_and_map(f, fired, 7);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_assert_no_more_events(f);
+	mapped_then_repeats(f, fired, 7);
 	assert_int_equal(store_issue_forget(f->st, "alert-service", "43257ea8bc3d7780"), ERR_OK);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_take_event(f, &ev);
-	assert_string_equal(ev.key, "43257ea8bc3d7780");
-	store_event_release(&ev);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);  /* and then repeats again */
-	wfx_assert_no_more_events(f);
+	stored_then_repeats(f, fired);
 }
 
 /* The count in alertbridge_webhook_cache_hits_total{receiver}; a configured receiver's is 0
