@@ -305,8 +305,8 @@ static void resolve_of_a_deleted_issue_is_recorded(void **state)
 		GH(410, "{\"message\":\"This issue was deleted\"}"), STEP(1), CALLS(2));
 	bfx_assert_row(e, 4, "closed");
 	BFX_RUN(e, FIRE(EP1), STEP(1), CALLS(2));  /* a late copy: stale, no call */
-	BFX_RUN(e, FIRE("2026-11-21T02:00:00Z"), GH(410, "{\"message\":\"This issue was deleted\"}"),
-		GH_OPEN(201, 9), STEP(1), CALLS(4),
+	BFX_RUN(e, FIRE("2026-11-21T02:00:00Z"),
+		GH(410, "{\"message\":\"This issue was deleted\"}"), GH_OPEN(201, 9), STEP(1), CALLS(4),
 		SAW(3, "POST", "/repos/my-org/alerts/issues", "alertbridge:key=" FP));
 	bfx_assert_row(e, 9, "open");
 }

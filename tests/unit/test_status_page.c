@@ -139,7 +139,8 @@ static void filters_by_state_receiver_and_alertname(void **state)
 		int state_cards = -1;
 
 		if (c->state_cards >= 0) {
-			snprintf(class, sizeof(class), "<article class=\"card alert %s\"", c->f.state);
+			snprintf(class, sizeof(class), "<article class=\"card alert %s\"",
+				 c->f.state);
 			state_cards = count(html, class);
 		}
 		if ((c->cards >= 0 && count(html, "<article class=\"card alert ") != c->cards) ||
@@ -148,9 +149,9 @@ static void filters_by_state_receiver_and_alertname(void **state)
 			fail_msg("filter %zu (receiver %s, state %s, alertname %s): %d cards, %d "
 				 "of the state; want %d, %d, \"%s\" in, \"%s\" out: %s", i,
 				 or_none(c->f.receiver), or_none(c->f.state),
-				 or_none(c->f.alertname), count(html, "<article class=\"card alert "),
-				 state_cards, c->cards, c->state_cards, or_none(c->has),
-				 or_none(c->lacks), html);
+				 or_none(c->f.alertname),
+				 count(html, "<article class=\"card alert "), state_cards, c->cards,
+				 c->state_cards, or_none(c->has), or_none(c->lacks), html);
 		free(html);
 	}
 	store_close(st);

@@ -34,6 +34,7 @@
 #include "store/store_events.h"
 #include "core/xalloc.h"
 
+#include "tests/unit/helpers/am_fixture.h"
 #include "tests/unit/helpers/webhook_fixture.h"
 
 /* ---- tests ---- */
@@ -185,7 +186,6 @@ static void group_fixtures_queue_one_event_per_alert(void **state)
 	const char *fired = wfx_body(f, "03_group_of_3_firing.json");
 	const char *partly = wfx_body(f, "04_group_partially_resolved.json");
 	struct am_payload *p = NULL;
-	struct am_error e;
 	struct store_event ev;
 
 	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_3);
@@ -195,7 +195,7 @@ static void group_fixtures_queue_one_event_per_alert(void **state)
 	for (int k = 0; k < 2; k++) {
 		const char *body = k ? partly : fired;
 
-		assert_int_equal(am_parse(body, strlen(body), NULL, &p, &e), ERR_OK);
+		p = afx_parse(body);
 		for (size_t i = 0; i < (k ? 1u : 3u); i++) {
 			const struct am_alert *a = &p->alerts[i];
 
@@ -245,15 +245,24 @@ static void quote_meta_receiver_and_query_override(void **state)
 	wfx_assert_no_more_events(f);
 }
 
+/* The group of 3 (fixture 03) with the label alertbridge_repo=repo on container's alert. */
+static const char *with_repo_label(struct fixture *f, const char *container, const char *repo)
+{
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
+	char from[64], to[192];
+
+	snprintf(from, sizeof(from), "\"container\": \"%s\",", container);
+	snprintf(to, sizeof(to), "\"container\": \"%s\", \"alertbridge_repo\": \"%s\",", container,
+		 repo);
+	return wfx_edit(f, body, from, to);
+}
+
 static void repo_query_and_label_override(void **state)
 {
 	struct fixture *f = *state;
 	const char *body = wfx_body(f, "03_group_of_3_firing.json");
-	const char *labelled = wfx_edit(f, body, "\"container\": \"proxy\",",
-				       "\"container\": \"proxy\", "
-				       "\"alertbridge_repo\": \"lab/own-repo\",");
-	const char *empty = wfx_edit(f, body, "\"container\": \"proxy\",",
-				    "\"container\": \"proxy\", \"alertbridge_repo\": \"\",");
+	const char *labelled = with_repo_label(f, "proxy", "lab/own-repo");
+	const char *empty = with_repo_label(f, "proxy", "");
 	const char *want_ok = OK_ALERT_SERVICE_3;
 	const char *repos[] = { "other/repo", "lab/own-repo" };
 	struct store_event ev;
@@ -311,10 +320,12 @@ static int collect_dead(void *ctx, const struct store_event *ev)
 	return 0;
 }
 
-static void read_deads(const struct fixture *f, struct deads *d)
+/* The dead letters of the bridge into *d; fails unless there are n. */
+static void read_deads(const struct fixture *f, struct deads *d, int n)
 {
 	memset(d, 0, sizeof(*d));
 	assert_int_equal(store_dead_unmapped(f->st, "bridge", 100, collect_dead, d), ERR_OK);
+	assert_int_equal(d->n, n);
 }
 
 static void invalid_repo_query_is_400(void **state)
@@ -337,10 +348,7 @@ static void invalid_repo_query_is_400(void **state)
 static void invalid_repo_label_dead_letters_its_alert(void **state)
 {
 	struct fixture *f = *state;
-	const char *body = wfx_body(f, "03_group_of_3_firing.json");
-	const char *bad_label = wfx_edit(f, body, "\"container\": \"sidecar\",",
-					 "\"container\": \"sidecar\", "
-					 "\"alertbridge_repo\": \"a/b/c\",");
+	const char *bad_label = with_repo_label(f, "sidecar", "a/b/c");
 	struct store_event ev;
 	struct deads d;
 
@@ -355,8 +363,7 @@ static void invalid_repo_label_dead_letters_its_alert(void **state)
 	}
 	wfx_assert_no_more_events(f);
 	assert_int_equal(store_dead_count(f->st), 1);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 1);
+	read_deads(f, &d, 1);
 	assert_string_equal(d.v[0].key, "04b8c13f54b78add");
 	assert_string_equal(d.v[0].status, "firing");
 	assert_string_equal(d.v[0].reason, "invalid alert: alerts[2].labels.alertbridge_repo: "
@@ -395,8 +402,7 @@ static void invalid_alerts_are_dead_lettered(void **state)
 	wfx_assert_payload(ev.payload, bad, 0, NULL);  /* the only valid one */
 	store_event_release(&ev);
 	wfx_assert_no_more_events(f);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 2);
+	read_deads(f, &d, 2);
 	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
 	assert_string_equal(d.v[0].reason, "invalid alert: alerts[0].startsAt: missing");
 	assert_string_equal(d.v[1].key, "9329cd68b64d6724");
@@ -423,10 +429,10 @@ static void all_alerts_invalid_is_200(void **state)
 	const char *body = wfx_body(f, "03_group_of_3_firing.json");
 	const char *a = wfx_edit(f, body, "\"container\": \"app\",", "\"container\": 7,");
 	const char *b = wfx_edit(f, a,
-				 "\"status\": \"firing\",\n      \"labels\": {\n        \"alertname\": "
-				 "\"HighLatency\",\n        \"container\": \"proxy\"",
-				 "\"status\": \"pending\",\n      \"labels\": {\n        \"alertname\": "
-				 "\"HighLatency\",\n        \"container\": \"proxy\"");
+				 "\"status\": \"firing\",\n      \"labels\": {\n        "
+				 "\"alertname\": \"HighLatency\",\n        \"container\": \"proxy\"",
+				 "\"status\": \"pending\",\n      \"labels\": {\n        "
+				 "\"alertname\": \"HighLatency\",\n        \"container\": \"proxy\"");
 	const char *c = wfx_edit(f, b, "\"fingerprint\": \"04b8c13f54b78add\"",
 				 "\"fingerprint\": \"XYZ\"");
 	struct deads d;
@@ -434,8 +440,7 @@ static void all_alerts_invalid_is_200(void **state)
 	wfx_expect_ok(f, "?receiver=grouped", c,
 		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3,\"invalid\":3}");
 	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 3);
+	read_deads(f, &d, 3);
 	/* Without a usable fingerprint the key is computed from the labels, as Alertmanager does. */
 	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
 	assert_string_equal(d.v[0].reason,
@@ -453,9 +458,7 @@ static void all_alerts_invalid_is_200(void **state)
 static void issue_per_group_dead_letters_invalid_alerts(void **state)
 {
 	struct fixture *f = *state;
-	const char *body = wfx_body(f, "03_group_of_3_firing.json");
-	const char *bad = wfx_edit(f, body, "\"container\": \"app\",",
-				  "\"container\": \"app\", \"alertbridge_repo\": \"nope\",");
+	const char *bad = with_repo_label(f, "app", "nope");
 	struct store_event ev;
 	struct deads d;
 
@@ -478,8 +481,7 @@ static void issue_per_group_dead_letters_invalid_alerts(void **state)
 	}
 	store_event_release(&ev);
 	wfx_assert_no_more_events(f);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 1);
+	read_deads(f, &d, 1);
 	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
 	wfx_assert_contains(d.v[0].reason, "alerts[0].labels.alertbridge_repo");
 }
@@ -490,7 +492,6 @@ static void issue_per_group_queues_one_event(void **state)
 	const char *fired = wfx_body(f, "03_group_of_3_firing.json");
 	const char *resolved = wfx_body(f, "04b_group_all_resolved.json");
 	struct am_payload *p = NULL;
-	struct am_error e;
 	struct store_event ev;
 	char key[65];
 	int64_t latest = 0;
@@ -502,7 +503,7 @@ static void issue_per_group_queues_one_event(void **state)
 	wfx_expect_ok(f, "?receiver=grouped", staggered,
 		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3}");
 	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
-	assert_int_equal(am_parse(staggered, strlen(staggered), NULL, &p, &e), ERR_OK);
+	p = afx_parse(staggered);
 	issue_group_key_hash(p->group_key, key);
 	wfx_take_event(f, &ev);
 	assert_string_equal(ev.receiver, "grouped");
@@ -519,7 +520,7 @@ static void issue_per_group_queues_one_event(void **state)
 
 	wfx_expect_ok(f, "?receiver=grouped&repo=g/r", resolved,
 		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":2}");
-	assert_int_equal(am_parse(resolved, strlen(resolved), NULL, &p, &e), ERR_OK);
+	p = afx_parse(resolved);
 	for (size_t i = 0; i < p->n_alerts; i++)
 		if (p->alerts[i].ends_at_ms > latest)
 			latest = p->alerts[i].ends_at_ms;
@@ -651,12 +652,18 @@ static void concurrent_posts_all_stored(void **state)
 }
 
 /* Serve a second webhook built from wo on its own server and POST body to it. */
+/*
+ * POST body with headers to a webhook made of wo (served only for it): answered status with
+ * exactly want_body, pending events then in the queue.
+ */
 static void post_to(struct fixture *f, const struct webhook_options *wo, const char *body,
-		    const char *const *headers, struct reply *r)
+		    const char *const *headers, long status, const char *want_body,
+		    int64_t pending)
 {
 	struct srv_options so = { 0 };
 	struct webhook *w = webhook_new(wo);
 	struct srv *s = NULL, *saved = f->srv;
+	struct reply r;
 
 	so.listen_address = "127.0.0.1:0";
 	so.threads = 1;
@@ -664,10 +671,14 @@ static void post_to(struct fixture *f, const struct webhook_options *wo, const c
 	assert_int_equal(srv_route(s, "POST", "/v1/webhook", webhook_handle, w), ERR_OK);
 	assert_int_equal(srv_start(s, NULL), ERR_OK);
 	f->srv = s;
-	wfx_post(f, NULL, body, headers, r);
+	wfx_post(f, NULL, body, headers, &r);
 	f->srv = saved;
 	srv_free(s);
 	webhook_free(w);
+	assert_int_equal(r.status, status);
+	assert_string_equal(buf_str(&r.body), want_body);
+	assert_int_equal(store_pending_count(f->st, "bridge"), pending);
+	wfx_reply_release(&r);
 }
 
 /* Without configured credentials the endpoint is open; a NULL metrics is fine. */
@@ -677,16 +688,10 @@ static void open_endpoint_without_auth(void **state)
 	struct webhook_options wo = { 0 };
 	const char *body = wfx_body(f, "01_single_firing.json");
 	const char *const h[] = { JSON_TYPE, NULL };
-	struct reply r;
 
 	wo.cfg = f->cfg;
 	wo.store = f->st;
-	post_to(f, &wo, body, h, &r);
-	assert_int_equal(r.status, 200);
-	assert_string_equal(buf_str(&r.body),
-			    "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":1}");
-	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
-	wfx_reply_release(&r);
+	post_to(f, &wo, body, h, 200, OK_ALERT_SERVICE_1, 1);
 	webhook_free(NULL);
 }
 
@@ -696,18 +701,13 @@ static void payload_limits_apply(void **state)
 	struct fixture *f = *state;
 	struct webhook_options wo = { 0 };
 	const char *body = wfx_body(f, "03_group_of_3_firing.json");
-	struct reply r;
 
 	wo.cfg = f->cfg;
 	wo.store = f->st;
 	wo.auth = f->auth;
 	wo.limits.max_alerts = 2;
-	post_to(f, &wo, body, wfx_good_headers, &r);
-	assert_int_equal(r.status, 400);
-	assert_string_equal(buf_str(&r.body),
-			    "{\"error\":\"more than 2 alerts\",\"field\":\"alerts\"}");
-	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
-	wfx_reply_release(&r);
+	post_to(f, &wo, body, wfx_good_headers, 400,
+		"{\"error\":\"more than 2 alerts\",\"field\":\"alerts\"}", 0);
 }
 
 /* A test of this file, between wfx_setup() and wfx_teardown(). */

@@ -30,7 +30,7 @@ struct env {
 	int leading;       /* what may_act answers */
 	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
 	struct bridge_options bo; /* what b was made with */
-	struct metrics *metrics;  /* bfx_setup's with_metrics: bo.metrics, freed by bfx_teardown() */
+	struct metrics *metrics;  /* bfx_setup's with_metrics: bo.metrics; bfx_teardown() frees */
 };
 
 /* An issue as GitHub answers it: number, state, state_reason and closed_at as JSON values. */
