@@ -19,6 +19,7 @@
 #include "core/metrics.h"
 #include "store/store_events.h"
 #include "store/store_map.h"
+#include "tests/unit/helpers/event_fixture.h"
 
 /* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
 static int env_may_act(void *ctx)
@@ -177,13 +178,9 @@ void bfx_enqueue_doc(struct env *e, const char *key, const char *status, int64_t
 		     int64_t ends_at_ms, const char *payload)
 {
 	struct buf err = BUF_INIT;
-	struct store_event se = { 0 };
+	struct store_event se = efx_firing("default", key, starts_at_ms);
 
-	se.kind = "bridge";
-	se.receiver = "default";
-	se.key = key;
 	se.status = status;
-	se.starts_at_ms = starts_at_ms;
 	se.ends_at_ms = ends_at_ms;
 	se.payload = payload;
 	se.received_at_ms = e->now;
