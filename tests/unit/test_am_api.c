@@ -34,23 +34,55 @@ static int setup(void **state)
 	return http_global_init() == ERR_OK ? 0 : -1;
 }
 
+/* Each test's Alertmanager: a scripted server, a client and a target without credentials. */
+struct am_env {
+	struct fake_http *f;
+	struct am_api *a;
+	struct am_api_target t;
+};
+
+static int env_setup(void **state)
+{
+	struct am_env *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return -1;
+	x->f = fake_http_start();
+	x->a = am_api_new("alertbridge/test");
+	x->t.url = fake_http_url(x->f);
+	x->t.timeout_ms = 5000;
+	*state = x;
+	return 0;
+}
+
+static int env_teardown(void **state)
+{
+	struct am_env *x = *state;
+
+	am_api_free(x->a);
+	fake_http_stop(x->f);
+	free(x);
+	return 0;
+}
+
+/* A row of the test table: f(void **state) on a fresh am_env, *state. */
+#define AM_TEST(f) cmocka_unit_test_setup_teardown(f, env_setup, env_teardown)
+
 static void create_posts_the_silence_and_returns_its_id(void **state)
 {
-	struct fake_http *f = fake_http_start();
-	struct am_api *a = am_api_new("alertbridge/test");
-	struct am_api_target t = { fake_http_url(f), "am-token", NULL, NULL, 5000 };
+	struct am_env *x = *state;
 	struct am_api_silence s = silence();
 	const struct fake_request *r;
 	char *id = NULL;
 	int ambiguous = -1;
 	json_t *body;
 
-	(void)state;
-	fake_http_push(f, 200, "Content-Type: application/json", "{\"silenceID\":\"abc-1\"}");
-	assert_int_equal(am_api_silence_create(a, &t, &s, &id, &ambiguous, NULL), ERR_OK);
+	x->t.bearer_token = "am-token";
+	fake_http_push(x->f, 200, "Content-Type: application/json", "{\"silenceID\":\"abc-1\"}");
+	assert_int_equal(am_api_silence_create(x->a, &x->t, &s, &id, &ambiguous, NULL), ERR_OK);
 	assert_string_equal(id, "abc-1");
 	assert_int_equal(ambiguous, 0);
-	r = fake_http_request(f, 0);
+	r = fake_http_request(x->f, 0);
 	assert_string_equal(r->method, "POST");
 	assert_string_equal(r->uri, "/api/v2/silences");
 	assert_string_equal(fake_request_header(r, "Authorization"), "Bearer am-token");
@@ -73,57 +105,51 @@ static void create_posts_the_silence_and_returns_its_id(void **state)
 	}
 	json_decref(body);
 	free(id);
-	am_api_free(a);
-	fake_http_stop(f);
 }
 
 static void create_refused_400_is_invalid_and_5xx_ambiguous(void **state)
 {
-	struct fake_http *f = fake_http_start();
-	struct am_api *a = am_api_new("alertbridge/test");
-	struct am_api_target t = { fake_http_url(f), NULL, "am", "pw", 5000 };
+	struct am_env *x = *state;
 	struct am_api_silence s = silence();
 	struct buf err = BUF_INIT;
 	char *id = NULL;
 	int ambiguous = -1;
 
-	(void)state;
-	fake_http_push(f, 400, NULL, "\"silence invalid: invalid label matcher 0\"");
-	assert_int_equal(am_api_silence_create(a, &t, &s, &id, &ambiguous, &err), ERR_INVALID);
+	x->t.username = "am";
+	x->t.password = "pw";
+	fake_http_push(x->f, 400, NULL, "\"silence invalid: invalid label matcher 0\"");
+	assert_int_equal(am_api_silence_create(x->a, &x->t, &s, &id, &ambiguous, &err),
+			 ERR_INVALID);
 	assert_null(id);
 	assert_int_equal(ambiguous, 0);
 	assert_non_null(strstr(buf_str(&err), "400 \"silence invalid"));
 	/* RFC 7617: base64("am:pw"). */
-	assert_string_equal(fake_request_header(fake_http_request(f, 0), "Authorization"),
+	assert_string_equal(fake_request_header(fake_http_request(x->f, 0), "Authorization"),
 			    "Basic YW06cHc=");
-	fake_http_push(f, 500, NULL, "boom");
-	assert_int_equal(am_api_silence_create(a, &t, &s, &id, &ambiguous, &err), ERR_RETRY);
+	fake_http_push(x->f, 500, NULL, "boom");
+	assert_int_equal(am_api_silence_create(x->a, &x->t, &s, &id, &ambiguous, &err), ERR_RETRY);
 	assert_int_equal(ambiguous, 1);
 	/* A 200 without silenceID: made, but which? Ambiguous too. */
-	fake_http_push(f, 200, NULL, "{}");
-	assert_int_equal(am_api_silence_create(a, &t, &s, &id, &ambiguous, &err), ERR_RETRY);
+	fake_http_push(x->f, 200, NULL, "{}");
+	assert_int_equal(am_api_silence_create(x->a, &x->t, &s, &id, &ambiguous, &err), ERR_RETRY);
 	assert_int_equal(ambiguous, 1);
 	/* Nothing is sent for a silence Alertmanager would refuse. */
 	s.n_matchers = 0;
-	assert_int_equal(am_api_silence_create(a, &t, &s, &id, &ambiguous, &err), ERR_INVALID);
-	assert_int_equal(fake_http_count(f), 3);
+	assert_int_equal(am_api_silence_create(x->a, &x->t, &s, &id, &ambiguous, &err),
+			 ERR_INVALID);
+	assert_int_equal(fake_http_count(x->f), 3);
 	buf_release(&err);
-	am_api_free(a);
-	fake_http_stop(f);
 }
 
 static void find_by_marker_skips_expired_and_others(void **state)
 {
-	struct fake_http *f = fake_http_start();
-	struct am_api *a = am_api_new("alertbridge/test");
-	struct am_api_target t = { fake_http_url(f), NULL, NULL, NULL, 5000 };
+	struct am_env *x = *state;
 	struct am_api_matcher quoted[] = { { "alertname", "GPUHot" }, { "path", "C:\\ \"x\"" } };
 	struct am_api_silence s = silence();
 	char *id = NULL;
 
-	(void)state;
 	s.matchers = quoted;
-	fake_http_push(f, 200, NULL,
+	fake_http_push(x->f, 200, NULL,
 		       "[{\"id\":\"old\",\"comment\":\"x (alertbridge:comment=5)\","
 		       "\"createdBy\":\"octocat\",\"status\":{\"state\":\"expired\"}},"
 		       "{\"id\":\"other\",\"comment\":\"x (alertbridge:comment=55)\","
@@ -132,55 +158,49 @@ static void find_by_marker_skips_expired_and_others(void **state)
 		       "\"createdBy\":\"mallory\",\"status\":{\"state\":\"active\"}},"
 		       "{\"id\":\"mine\",\"comment\":\"x (alertbridge:comment=5)\","
 		       "\"createdBy\":\"octocat\",\"status\":{\"state\":\"active\"}}]");
-	assert_int_equal(am_api_silence_find(a, &t, &s, "(alertbridge:comment=5)", &id, NULL),
+	assert_int_equal(am_api_silence_find(x->a, &x->t, &s, "(alertbridge:comment=5)", &id, NULL),
 			 ERR_OK);
 	assert_string_equal(id, "mine");
 	free(id);
 	/* One filter per matcher (Alertmanager filters silences by their matchers). */
-	assert_string_equal(fake_http_request(f, 0)->uri,
+	assert_string_equal(fake_http_request(x->f, 0)->uri,
 			    "/api/v2/silences?filter=alertname%3D%22GPUHot%22"
 			    "&filter=path%3D%22C%3A%5C%5C%20%5C%22x%5C%22%22");
-	fake_http_push(f, 200, NULL, "[]");
-	assert_int_equal(am_api_silence_find(a, &t, &s, "(alertbridge:comment=5)", &id, NULL),
+	fake_http_push(x->f, 200, NULL, "[]");
+	assert_int_equal(am_api_silence_find(x->a, &x->t, &s, "(alertbridge:comment=5)", &id, NULL),
 			 ERR_NOTFOUND);
-	am_api_free(a);
-	fake_http_stop(f);
 }
 
 static void expire_reads_the_state_before_delete(void **state)
 {
-	struct fake_http *f = fake_http_start();
-	struct am_api *a = am_api_new("alertbridge/test");
-	struct am_api_target t = { fake_http_url(f), NULL, NULL, NULL, 5000 };
+	struct am_env *x = *state;
 	int was_active = -1;
 
-	(void)state;
-	fake_http_push(f, 200, NULL, "{\"id\":\"s1\",\"status\":{\"state\":\"active\"}}");
-	fake_http_push(f, 200, NULL, NULL);
-	assert_int_equal(am_api_silence_expire(a, &t, "s1", &was_active, NULL), ERR_OK);
+	fake_http_push(x->f, 200, NULL, "{\"id\":\"s1\",\"status\":{\"state\":\"active\"}}");
+	fake_http_push(x->f, 200, NULL, NULL);
+	assert_int_equal(am_api_silence_expire(x->a, &x->t, "s1", &was_active, NULL), ERR_OK);
 	assert_int_equal(was_active, 1);
-	assert_string_equal(fake_http_request(f, 0)->method, "GET");
-	assert_string_equal(fake_http_request(f, 0)->uri, "/api/v2/silence/s1");
-	assert_string_equal(fake_http_request(f, 1)->method, "DELETE");
-	assert_string_equal(fake_http_request(f, 1)->uri, "/api/v2/silence/s1");
+	assert_string_equal(fake_http_request(x->f, 0)->method, "GET");
+	assert_string_equal(fake_http_request(x->f, 0)->uri, "/api/v2/silence/s1");
+	assert_string_equal(fake_http_request(x->f, 1)->method, "DELETE");
+	assert_string_equal(fake_http_request(x->f, 1)->uri, "/api/v2/silence/s1");
 	/* Already expired (Alertmanager would answer a DELETE 500): no DELETE. */
-	fake_http_push(f, 200, NULL, "{\"id\":\"s1\",\"status\":{\"state\":\"expired\"}}");
-	assert_int_equal(am_api_silence_expire(a, &t, "s1", &was_active, NULL), ERR_OK);
+	fake_http_push(x->f, 200, NULL, "{\"id\":\"s1\",\"status\":{\"state\":\"expired\"}}");
+	assert_int_equal(am_api_silence_expire(x->a, &x->t, "s1", &was_active, NULL), ERR_OK);
 	assert_int_equal(was_active, 0);
-	assert_int_equal(fake_http_count(f), 3);
-	fake_http_push(f, 404, NULL, NULL);
-	assert_int_equal(am_api_silence_expire(a, &t, "gone", &was_active, NULL), ERR_NOTFOUND);
-	am_api_free(a);
-	fake_http_stop(f);
+	assert_int_equal(fake_http_count(x->f), 3);
+	fake_http_push(x->f, 404, NULL, NULL);
+	assert_int_equal(am_api_silence_expire(x->a, &x->t, "gone", &was_active, NULL),
+			 ERR_NOTFOUND);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(create_posts_the_silence_and_returns_its_id),
-		cmocka_unit_test(create_refused_400_is_invalid_and_5xx_ambiguous),
-		cmocka_unit_test(find_by_marker_skips_expired_and_others),
-		cmocka_unit_test(expire_reads_the_state_before_delete),
+		AM_TEST(create_posts_the_silence_and_returns_its_id),
+		AM_TEST(create_refused_400_is_invalid_and_5xx_ambiguous),
+		AM_TEST(find_by_marker_skips_expired_and_others),
+		AM_TEST(expire_reads_the_state_before_delete),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

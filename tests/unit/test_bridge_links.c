@@ -36,15 +36,12 @@ static void reroute_links_the_previous_issue_where_it_lives(void **state)
 	char dir[256], tmpl[320], extra[1024];
 	struct env e;
 	struct store_issue row = { 0 };
-	FILE *f;
 	(void)state;
 
 	tfx_mkdtemp(dir, sizeof(dir), "ab-links");
 	snprintf(tmpl, sizeof(tmpl), "%s/refire.mustache", dir);
-	f = fopen(tmpl, "w");
-	assert_non_null(f);
-	fputs("firing again; previous: {{#previous}}{{url}}{{/previous}}\n", f);
-	fclose(f);
+	tfx_write_file(dir, "refire.mustache",
+		       "firing again; previous: {{#previous}}{{url}}{{/previous}}\n");
 	/* warnings go to another repository; a re-fire after 1 h makes a new issue */
 	snprintf(extra, sizeof(extra),
 		 "    reopen_window: 1h\n"

@@ -41,6 +41,16 @@ static const char *issue_json(char *out, size_t n, const char *repo, int number,
 	return out;
 }
 
+/* GitHub answers status with issue_json() of the rest. */
+static void push_issue(struct gh_fixture *fx, int status, const char *repo, int number,
+		       const char *state, const char *closed_at, const char *body)
+{
+	char ij[1024];
+
+	fake_http_push(fx->fake, status, NULL,
+		       issue_json(ij, sizeof(ij), repo, number, state, closed_at, body));
+}
+
 static void assert_github_headers(const struct fake_request *r, int has_body)
 {
 	assert_string_equal(fake_request_header(r, "authorization"), "Bearer tok-SECRET-123");
@@ -66,6 +76,52 @@ static void assert_json_body(const struct fake_request *r, const char *want)
 	json_decref(exp);
 }
 
+/* Request i was method uri (the test checks headers and body as it needs); returns it. */
+static const struct fake_request *saw(struct gh_fixture *fx, size_t i, const char *method,
+				      const char *uri)
+{
+	const struct fake_request *r = fake_http_request(fx->fake, i);
+
+	assert_non_null(r);
+	assert_string_equal(r->method, method);
+	assert_string_equal(r->uri, uri);
+	return r;
+}
+
+/* fx slept exactly n times, the i-th want[i] ms; a failure names the sleep. */
+static void assert_slept(const struct gh_fixture *fx, int n, const int64_t *want)
+{
+	assert_int_equal(fx->nsleeps, n);
+	for (int i = 0; i < n; i++)
+		if (fx->sleeps[i] != want[i])
+			fail_msg("sleep %d: %lld ms, want %lld", i, (long long)fx->sleeps[i],
+				 (long long)want[i]);
+}
+
+/* GitHub answers n comments 201: each is posted (ERR_OK), in turn. */
+static void comments_ok(struct gh_fixture *fx, int n)
+{
+	for (int i = 0; i < n; i++)
+		fake_http_push(fx->fake, 201, NULL, "{}");
+	for (int i = 0; i < n; i++)
+		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+}
+
+/* After the answers queued, a 201: the comment is posted, GitHub having seen calls requests. */
+static void comment_posted_after(struct gh_fixture *fx, size_t calls)
+{
+	fake_http_push(fx->fake, 201, NULL, "{}");
+	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	assert_int_equal(fake_http_count(fx->fake), calls);
+}
+
+/* gh_issue_get() of o/r#number returns rc, with exactly the message msg. */
+static void get_fails(struct gh_fixture *fx, int number, enum err rc, const char *msg)
+{
+	assert_int_equal(gh_issue_get(fx->gh, "o/r", number, &fx->is, &fx->err), rc);
+	assert_string_equal(buf_str(&fx->err), msg);
+}
+
 static void create_sends_documented_request(void **state)
 {
 	struct gh_fixture *fx = *state;
@@ -86,9 +142,7 @@ static void create_sends_documented_request(void **state)
 	assert_int_equal(fx->is.closed_at_ms, 0);
 
 	assert_int_equal(fake_http_count(fx->fake), 1);
-	r = fake_http_request(fx->fake, 0);
-	assert_string_equal(r->method, "POST");
-	assert_string_equal(r->uri, "/repos/o/r/issues");
+	r = saw(fx, 0, "POST", "/repos/o/r/issues");
 	assert_github_headers(r, 1);
 	assert_json_body(r, "{\"title\":\"Disk full\",\"body\":\"body\\n" MARKER "\","
 			    "\"labels\":[\"alert\",\"severity:critical\"],\"assignees\":[\"alice\"]}");
@@ -105,10 +159,9 @@ static void create_without_labels_omits_them(void **state)
 {
 	struct gh_fixture *fx = *state;
 	const char *none[] = { NULL };
-	char ij[1024];
 
-	fake_http_push(fx->fake, 201, NULL, issue_json(ij, sizeof(ij), "o/r", 8, "open", NULL, ""));
-	fake_http_push(fx->fake, 201, NULL, issue_json(ij, sizeof(ij), "o/r", 9, "open", NULL, ""));
+	push_issue(fx, 201, "o/r", 8, "open", NULL, "");
+	push_issue(fx, 201, "o/r", 9, "open", NULL, "");
 	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", MARKER, MARKER, NULL, NULL, &fx->is,
 					 &fx->err), ERR_OK);
 	assert_json_body(fake_http_request(fx->fake, 0), "{\"title\":\"t\",\"body\":\"" MARKER "\"}");
@@ -122,20 +175,16 @@ static void create_without_labels_omits_them(void **state)
 static void set_state_patches_state_and_reason(void **state)
 {
 	struct gh_fixture *fx = *state;
-	char ij[1024];
 	const struct fake_request *r;
 
-	fake_http_push(fx->fake, 200, NULL,
-		       issue_json(ij, sizeof(ij), "o/r", 7, "closed", "2023-11-14T22:13:20Z", ""));
-	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	push_issue(fx, 200, "o/r", 7, "closed", "2023-11-14T22:13:20Z", "");
+	push_issue(fx, 200, "o/r", 7, "open", NULL, "");
 	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 7, "closed", "completed", &fx->is,
 					    &fx->err), ERR_OK);
 	assert_string_equal(fx->is.state, "closed");
 	assert_string_equal(fx->is.state_reason, "completed");
 	assert_int_equal(fx->is.closed_at_ms, T0);
-	r = fake_http_request(fx->fake, 0);
-	assert_string_equal(r->method, "PATCH");
-	assert_string_equal(r->uri, "/repos/o/r/issues/7");
+	r = saw(fx, 0, "PATCH", "/repos/o/r/issues/7");
 	assert_github_headers(r, 1);
 	assert_json_body(r, "{\"state\":\"closed\",\"state_reason\":\"completed\"}");
 
@@ -163,14 +212,10 @@ static void comment_and_labels_post_documented_bodies(void **state)
 	assert_int_equal(gh_labels_add(fx->gh, "o/r", 7, labels, &fx->err), ERR_OK);
 	assert_int_equal(gh_labels_add(fx->gh, "o/r", 7, none, &fx->err), ERR_OK);
 	assert_int_equal(fake_http_count(fx->fake), 2);
-	r = fake_http_request(fx->fake, 0);
-	assert_string_equal(r->method, "POST");
-	assert_string_equal(r->uri, "/repos/o/r/issues/7/comments");
+	r = saw(fx, 0, "POST", "/repos/o/r/issues/7/comments");
 	assert_github_headers(r, 1);
 	assert_json_body(r, "{\"body\":\"firing again\"}");
-	r = fake_http_request(fx->fake, 1);
-	assert_string_equal(r->method, "POST");
-	assert_string_equal(r->uri, "/repos/o/r/issues/7/labels");
+	r = saw(fx, 1, "POST", "/repos/o/r/issues/7/labels");
 	assert_json_body(r, "{\"labels\":[\"a\",\"b\"]}");
 
 	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "", &fx->err), ERR_INVALID);
@@ -180,20 +225,16 @@ static void comment_and_labels_post_documented_bodies(void **state)
 static void get_parses_issue(void **state)
 {
 	struct gh_fixture *fx = *state;
-	char ij[1024];
 	const struct fake_request *r;
 
-	fake_http_push(fx->fake, 200, NULL,
-		       issue_json(ij, sizeof(ij), "o/r", 3, "closed", "2023-11-14T22:13:21Z", ""));
+	push_issue(fx, 200, "o/r", 3, "closed", "2023-11-14T22:13:21Z", "");
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 3, &fx->is, &fx->err), ERR_OK);
 	assert_string_equal(fx->is.repo, "o/r");
 	assert_int_equal(fx->is.number, 3);
 	assert_string_equal(fx->is.state, "closed");
 	assert_string_equal(fx->is.state_reason, "completed");
 	assert_int_equal(fx->is.closed_at_ms, T0 + 1000);
-	r = fake_http_request(fx->fake, 0);
-	assert_string_equal(r->method, "GET");
-	assert_string_equal(r->uri, "/repos/o/r/issues/3");
+	r = saw(fx, 0, "GET", "/repos/o/r/issues/3");
 	assert_github_headers(r, 0);
 	assert_int_equal(r->body_len, 0);
 	assert_int_equal(fx->nsleeps, 0);
@@ -202,13 +243,12 @@ static void get_parses_issue(void **state)
 static void get_follows_301_to_transferred_issue(void **state)
 {
 	struct gh_fixture *fx = *state;
-	char ij[1024], loc[256];
+	char loc[256];
 
 	snprintf(loc, sizeof(loc), "Location: %s/repositories/42/issues/3", fake_http_url(fx->fake));
 	fake_http_push(fx->fake, 301, loc,
 		       "{\"message\":\"Moved Permanently\",\"url\":\"...\"}");
-	fake_http_push(fx->fake, 200, NULL,
-		       issue_json(ij, sizeof(ij), "new-org/new.repo", 11, "open", NULL, ""));
+	push_issue(fx, 200, "new-org/new.repo", 11, "open", NULL, "");
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 3, &fx->is, &fx->err), ERR_OK);
 	assert_string_equal(fx->is.repo, "new-org/new.repo");
 	assert_int_equal(fx->is.number, 11);
@@ -220,11 +260,10 @@ static void get_follows_301_to_transferred_issue(void **state)
 static void mutating_calls_are_one_second_apart_gets_are_not(void **state)
 {
 	struct gh_fixture *fx = *state;
-	char ij[1024];
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 201, NULL, "{}");
-	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	push_issue(fx, 200, "o/r", 7, "open", NULL, "");
 	fake_http_push(fx->fake, 201, NULL, "{}");
 	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "one", &fx->err), ERR_OK);
 	assert_int_equal(fx->nsleeps, 0);
@@ -232,8 +271,7 @@ static void mutating_calls_are_one_second_apart_gets_are_not(void **state)
 	assert_int_equal(fx->nsleeps, 0);
 	fx->now += 300; /* some time passes */
 	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "two", &fx->err), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 700);
+	assert_slept(fx, 1, (const int64_t[]){ 700 });
 	assert_int_equal(fx->now, T0 + 1000);
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.pacing_wait_ms, 700);
@@ -247,15 +285,9 @@ static void content_budget_per_minute_is_kept(void **state)
 
 	fx->opts.content_per_minute = 3;
 	gfx_reopen(fx);
-	for (int i = 0; i < 4; i++)
-		fake_http_push(fx->fake, 201, NULL, "{}");
-	for (int i = 0; i < 4; i++)
-		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	comments_ok(fx, 4);
 	/* t0, t0+1s, t0+2s, then the 4th waits for t0's slot to leave the window */
-	assert_int_equal(fx->nsleeps, 3);
-	assert_int_equal(fx->sleeps[0], 1000);
-	assert_int_equal(fx->sleeps[1], 1000);
-	assert_int_equal(fx->sleeps[2], 58000);
+	assert_slept(fx, 3, (const int64_t[]){ 1000, 1000, 58000 });
 	assert_int_equal(fx->now, T0 + 60000);
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.pacing_wait_ms, 60000);
@@ -330,14 +362,9 @@ static void scaled_pacing_keeps_the_budget_in_a_shorter_window(void **state)
 	fx->opts.min_interval_ms = 5;
 	fx->opts.window_ms = 300;
 	gfx_reopen(fx);
-	for (int i = 0; i < 3; i++)
-		fake_http_push(fx->fake, 201, NULL, "{}");
-	for (int i = 0; i < 3; i++)
-		assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
+	comments_ok(fx, 3);
 	/* t0, t0+5 ms, then the 3rd waits for t0's slot to leave the 300 ms window */
-	assert_int_equal(fx->nsleeps, 2);
-	assert_int_equal(fx->sleeps[0], 5);
-	assert_int_equal(fx->sleeps[1], 295);
+	assert_slept(fx, 2, (const int64_t[]){ 5, 295 });
 	assert_int_equal(fx->now, T0 + 300);
 }
 
@@ -346,10 +373,9 @@ static void server_error_then_success_is_retried(void **state)
 	struct gh_fixture *fx = *state;
 	struct gh_stats st;
 
-	char ij[1024];
 
 	fake_http_push(fx->fake, 500, NULL, "{\"message\":\"Server Error\"}");
-	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
+	push_issue(fx, 200, "o/r", 7, "open", NULL, "");
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
 	assert_int_equal(fx->is.number, 7);
 	assert_int_equal(fake_http_count(fx->fake), 2);
@@ -383,11 +409,8 @@ static void retry_after_is_honoured(void **state)
 
 	fake_http_push(fx->fake, 403, "Retry-After: 30",
 		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
-	fake_http_push(fx->fake, 201, NULL, "{}");
-	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
-	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 30000);
+	comment_posted_after(fx, 2);
+	assert_slept(fx, 1, (const int64_t[]){ 30000 });
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.ratelimit_wait_ms, 30000);
 	assert_int_equal(st.requests_rate_limited, 1);
@@ -400,11 +423,8 @@ static void retry_after_as_an_http_date_is_honoured(void **state)
 
 	fake_http_push(fx->fake, 403, "Retry-After: Tue, 14 Nov 2023 22:13:50 GMT",
 		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
-	fake_http_push(fx->fake, 201, NULL, "{}");
-	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
-	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 30000);
+	comment_posted_after(fx, 2);
+	assert_slept(fx, 1, (const int64_t[]){ 30000 });
 }
 
 /* The owner's stopping hook, set once the first wait began (as SIGTERM during it). */
@@ -448,8 +468,7 @@ static void exhausted_primary_limit_waits_until_reset(void **state)
 	fake_http_push(fx->fake, 200, "X-RateLimit-Remaining: 4999",
 		       issue_json(ij, sizeof(ij), "o/r", 7, "open", NULL, ""));
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 42000);
+	assert_slept(fx, 1, (const int64_t[]){ 42000 });
 	/* a success that used the last request blocks the next call until its reset */
 	gh_issue_release(&fx->is);
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_OK);
@@ -465,10 +484,8 @@ static void status_429_waits_a_minute(void **state)
 	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 429, NULL, "{\"message\":\"Too Many Requests\"}");
-	fake_http_push(fx->fake, 201, NULL, "{}");
-	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 60000);
+	comment_posted_after(fx, 2);
+	assert_slept(fx, 1, (const int64_t[]){ 60000 });
 }
 
 static void secondary_limit_403_by_message_is_retried(void **state)
@@ -480,12 +497,8 @@ static void secondary_limit_403_by_message_is_retried(void **state)
 		       "few minutes before you try again.\"}");
 	fake_http_push(fx->fake, 403, NULL,
 		       "{\"message\":\"You have exceeded a secondary rate limit.\"}");
-	fake_http_push(fx->fake, 201, NULL, "{}");
-	assert_int_equal(gh_comment_create(fx->gh, "o/r", 7, "x", &fx->err), ERR_OK);
-	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_int_equal(fx->nsleeps, 2);
-	assert_int_equal(fx->sleeps[0], 60000);
-	assert_int_equal(fx->sleeps[1], 120000);
+	comment_posted_after(fx, 3);
+	assert_slept(fx, 2, (const int64_t[]){ 60000, 120000 });
 }
 
 static void unauthorized_is_auth_without_retry(void **state)
@@ -493,9 +506,7 @@ static void unauthorized_is_auth_without_retry(void **state)
 	struct gh_fixture *fx = *state;
 
 	fake_http_push(fx->fake, 401, NULL, "{\"message\":\"Bad credentials\"}");
-	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_AUTH);
-	assert_string_equal(buf_str(&fx->err), "GET /repos/o/r/issues/1: 401 unauthorized: "
-					       "Bad credentials");
+	get_fails(fx, 1, ERR_AUTH, "GET /repos/o/r/issues/1: 401 unauthorized: Bad credentials");
 	assert_int_equal(fake_http_count(fx->fake), 1);
 	assert_int_equal(fx->nsleeps, 0);
 }
@@ -564,8 +575,7 @@ static void not_found_and_gone(void **state)
 
 	fake_http_push(fx->fake, 404, NULL, "{\"message\":\"Not Found\"}");
 	fake_http_push(fx->fake, 410, NULL, "{\"message\":\"This issue was deleted\"}");
-	assert_int_equal(gh_issue_get(fx->gh, "o/r", 5, &fx->is, &fx->err), ERR_NOTFOUND);
-	assert_string_equal(buf_str(&fx->err), "GET /repos/o/r/issues/5: 404 not found: Not Found");
+	get_fails(fx, 5, ERR_NOTFOUND, "GET /repos/o/r/issues/5: 404 not found: Not Found");
 	assert_int_equal(gh_issue_set_state(fx->gh, "o/r", 5, "closed", "completed", NULL,
 					    &fx->err), ERR_GONE);
 	assert_string_equal(buf_str(&fx->err),
@@ -584,9 +594,7 @@ static void repo_get_tells_missing_from_unknown(void **state)
 	for (int i = 0; i < 3; i++)
 		fake_http_push(fx->fake, 503, NULL, "{\"message\":\"Unavailable\"}");
 	assert_int_equal(gh_repo_get(fx->gh, "o/r", &fx->err), ERR_OK);
-	r = fake_http_request(fx->fake, 0);
-	assert_string_equal(r->method, "GET");
-	assert_string_equal(r->uri, "/repos/o/r");
+	r = saw(fx, 0, "GET", "/repos/o/r");
 	assert_github_headers(r, 0);
 	assert_int_equal(gh_repo_get(fx->gh, "o/gone", &fx->err), ERR_NOTFOUND);
 	assert_string_equal(buf_str(&fx->err), "GET /repos/o/gone: 404 not found: Not Found");
@@ -603,9 +611,8 @@ static void persistent_failure_gives_up_with_retry(void **state)
 
 	for (int i = 0; i < 3; i++)
 		fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Bad Gateway\"}");
-	assert_int_equal(gh_issue_get(fx->gh, "o/r", 7, &fx->is, &fx->err), ERR_RETRY);
-	assert_string_equal(buf_str(&fx->err), "giving up after 3 attempts: GET "
-					       "/repos/o/r/issues/7: 502 server error: Bad Gateway");
+	get_fails(fx, 7, ERR_RETRY, "giving up after 3 attempts: GET "
+		  "/repos/o/r/issues/7: 502 server error: Bad Gateway");
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	assert_int_equal(fx->nsleeps, 2);
 	assert_true(fx->sleeps[1] >= 1000 && fx->sleeps[1] <= 2000); /* doubled */
@@ -703,12 +710,9 @@ static void create_201_unreadable_is_resolved_by_marker(void **state)
 	gh_issue_release(&fx->is);
 	fake_http_push(fx->fake, 201, NULL, "{\"number\":\"nine\"}");
 	fake_http_push(fx->fake, 200, NULL, "[]");
-	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "x " MARKER, MARKER, NULL, NULL,
-					 &fx->is, &fx->err), ERR_RETRY);
-	assert_string_equal(buf_str(&fx->err), "POST issue: answer is not an issue (number, state, "
-					       "repository_url); the create may have succeeded: "
-					       "marker lookup: not found");
-	assert_int_equal(fx->is.number, 0);
+	gfx_create_fails(fx, "x " MARKER, MARKER, ERR_RETRY,
+			 "POST issue: answer is not an issue (number, state, repository_url); the "
+			 "create may have succeeded: marker lookup: not found");
 	assert_int_equal(fake_http_count(fx->fake), 4);
 }
 
@@ -779,9 +783,7 @@ static void unauthorized_is_counted(void **state)
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 401, NULL, "{\"message\":\"Bad credentials\"}");
-	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_AUTH);
-	assert_string_equal(buf_str(&fx->err), "GET /repos/o/r/issues/1: 401 unauthorized: "
-					       "Bad credentials");
+	get_fails(fx, 1, ERR_AUTH, "GET /repos/o/r/issues/1: 401 unauthorized: Bad credentials");
 	gh_stats(fx->gh, &st);
 	assert_int_equal(st.requests_unauthorized, 1);
 	assert_int_equal(st.retries, 0);
@@ -817,9 +819,8 @@ static void non_issue_answer_is_invalid(void **state)
 	fake_http_push(fx->fake, 200, NULL, "{\"number\":1}");
 	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_INVALID);
 	assert_non_null(strstr(buf_str(&fx->err), "/repos/o/r/issues/1: answer is not JSON: "));
-	assert_int_equal(gh_issue_get(fx->gh, "o/r", 1, &fx->is, &fx->err), ERR_INVALID);
-	assert_string_equal(buf_str(&fx->err), "/repos/o/r/issues/1: answer is not an issue "
-					       "(number, state, repository_url)");
+	get_fails(fx, 1, ERR_INVALID, "/repos/o/r/issues/1: answer is not an issue "
+		  "(number, state, repository_url)");
 }
 
 static void dry_run_logs_and_makes_no_request(void **state)
@@ -895,7 +896,7 @@ static void conditional_get_sends_the_etag_and_takes_304_as_unchanged(void **sta
 	gh_issue_release(&fx->is);
 
 	/* Without an ETag the GET is unconditional, and a 304 would not be a success. */
-	fake_http_push(fx->fake, 200, NULL, issue_json(ij, sizeof(ij), "o/r", 3, "open", NULL, ""));
+	push_issue(fx, 200, "o/r", 3, "open", NULL, "");
 	assert_int_equal(gh_issue_get_if_changed(fx->gh, "o/r", 3, NULL, &not_modified, &fx->is,
 						 &fx->err), ERR_OK);
 	assert_null(fake_request_header(fake_http_request(fx->fake, 2), "if-none-match"));

@@ -435,13 +435,27 @@ static char *read_log(FILE *f)
 }
 
 /*
+ * Hand fx's client the credentials of token (gh_creds_new()), then read an issue; returns
+ * what log holds by then (free() it).
+ */
+static char *creds_then_get(struct fixture *fx, FILE *log, const char *token)
+{
+	struct cfg_github g = { 0 };
+
+	g.token = (char *)token;
+	gh_client_set_creds(fx->gh, gh_creds_new(&g));
+	fake_http_push(fx->fake, 200, NULL, ISSUE);
+	get_issue(fx, "o/r", ERR_OK);
+	return read_log(log);
+}
+
+/*
  * "github credentials replaced" is said when they change (a reload with a
  * new token), not when a reload hands over the same ones (every start).
  */
 static void creds_replaced_logged_only_on_change(void **state)
 {
 	struct fixture *fx = *state;
-	struct cfg_github same = { 0 }, g2 = { 0 };
 	FILE *log = tmpfile();
 	char *text;
 
@@ -449,18 +463,10 @@ static void creds_replaced_logged_only_on_change(void **state)
 	log_set_fd(fileno(log));
 	fx->g.token = "tok-old";
 	open_client(fx);
-	same.token = "tok-old";
-	gh_client_set_creds(fx->gh, gh_creds_new(&same));
-	fake_http_push(fx->fake, 200, NULL, ISSUE);
-	get_issue(fx, "o/r", ERR_OK);
-	text = read_log(log);
+	text = creds_then_get(fx, log, "tok-old");
 	assert_null(strstr(text, "credentials replaced"));
 	free(text);
-	g2.token = "tok-new";
-	gh_client_set_creds(fx->gh, gh_creds_new(&g2));
-	fake_http_push(fx->fake, 200, NULL, ISSUE);
-	get_issue(fx, "o/r", ERR_OK);
-	text = read_log(log);
+	text = creds_then_get(fx, log, "tok-new");
 	assert_non_null(strstr(text, "msg=\"github credentials replaced\""));
 	free(text);
 	assert_string_equal(auth_of(fx, 1), "Bearer tok-new");

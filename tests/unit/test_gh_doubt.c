@@ -36,12 +36,9 @@ static void ambiguous_create_is_in_doubt_not_repeated(void **state)
 	struct gh_stats st;
 
 	fake_http_push(fx->fake, 502, NULL, "{\"message\":\"Server Error\"}");
-	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", "text " MARKER, MARKER, NULL, NULL,
-					 &fx->is, &fx->err), ERR_RETRY);
-	assert_string_equal(buf_str(&fx->err), "POST /repos/o/r/issues: 502 server error: Server "
-					       "Error; create in doubt: sent, it may still land "
-					       "(not repeated)");
-	assert_int_equal(fx->is.number, 0);
+	gfx_create_fails(fx, "text " MARKER, MARKER, ERR_RETRY,
+			 "POST /repos/o/r/issues: 502 server error: Server Error; create in doubt: "
+			 "sent, it may still land (not repeated)");
 	assert_int_equal(fake_http_count(fx->fake), 1);
 	assert_int_equal(fx->nsleeps, 0);
 	gh_stats(fx->gh, &st);

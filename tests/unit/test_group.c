@@ -150,6 +150,12 @@ static void life_init(struct life *l)
 	l->now = ms("2026-11-21T02:00:00Z");
 }
 
+/* The life's first notification, first, creates the issue; c: its change. */
+static void first_creates(struct life *l, json_t *first, struct group_change *c)
+{
+	assert_int_equal(step(l, first, c), ISSUE_CREATE);
+}
+
 static void life_release(struct life *l)
 {
 	group_members_release(&l->g);
@@ -170,113 +176,123 @@ static json_t *partly_staggered(void)
 	return p;
 }
 
+/* cmocka setup and teardown: *state a fresh life (life_init()), released and freed after. */
+static int life_setup(void **state)
+{
+	struct life *l = malloc(sizeof(*l));
+
+	if (!l)
+		return -1;
+	life_init(l);
+	*state = l;
+	return 0;
+}
+
+static int life_teardown(void **state)
+{
+	life_release(*state);
+	free(*state);
+	return 0;
+}
+
+/* A row of the test table: f(void **state) on a fresh life, *state. */
+#define LIFE_TEST(f) cmocka_unit_test_setup_teardown(f, life_setup, life_teardown)
+
 /* The defect: the earliest member resolving (and leaving) is not "firing again". */
 static void member_resolving_is_not_a_new_episode(void **state)
 {
-	struct life l;
+	struct life *l = *state;
 	struct group_change c;
 	json_t *dropped;
-	(void)state;
 
-	life_init(&l);
-	assert_int_equal(step(&l, fired_staggered(), &c), ISSUE_CREATE);
-	assert_int_equal(l.row.episode_starts_ms, ms(T_EARLY));
-	assert_int_equal(l.g.n, 3);
+	first_creates(l, fired_staggered(), &c);
+	assert_int_equal(l->row.episode_starts_ms, ms(T_EARLY));
+	assert_int_equal(l->g.n, 3);
 	assert_false(c.was_firing);
 	assert_true(c.is_firing);
 
-	assert_int_equal(step(&l, partly_staggered(), &c), ISSUE_NOTHING);
+	assert_int_equal(step(l, partly_staggered(), &c), ISSUE_NOTHING);
 	assert_true(c.changed);
 	assert_true(c.was_firing && c.is_firing);
-	assert_false(member(&l.g, APP)->m.firing);
-	assert_int_equal(member(&l.g, APP)->m.ends_at_ms, ms("2026-11-21T00:49:52.686Z"));
-	assert_true(member(&l.g, PROXY)->m.firing);
+	assert_false(member(&l->g, APP)->m.firing);
+	assert_int_equal(member(&l->g, APP)->m.ends_at_ms, ms("2026-11-21T00:49:52.686Z"));
+	assert_true(member(&l->g, PROXY)->m.firing);
 
 	/* Alertmanager drops the resolved alert once notified: still the same episode. */
 	dropped = partly_staggered();
 	drop_alert(dropped, "app");
-	assert_int_equal(step(&l, dropped, &c), ISSUE_NOTHING);
+	assert_int_equal(step(l, dropped, &c), ISSUE_NOTHING);
 	assert_false(c.changed);
-	assert_int_equal(l.g.n, 3);  /* app stays listed, resolved */
-	assert_false(member(&l.g, APP)->m.firing);
-	assert_int_equal(l.row.episode_starts_ms, ms(T_EARLY));
+	assert_int_equal(l->g.n, 3);  /* app stays listed, resolved */
+	assert_false(member(&l->g, APP)->m.firing);
+	assert_int_equal(l->row.episode_starts_ms, ms(T_EARLY));
 
 	/* The same notification again (repeat_interval, an HA twin): nothing changes. */
-	assert_int_equal(step(&l, partly_staggered(), &c), ISSUE_NOTHING);
+	assert_int_equal(step(l, partly_staggered(), &c), ISSUE_NOTHING);
 	assert_false(c.changed);
-	life_release(&l);
 }
 
 static void member_joining_is_not_a_new_episode(void **state)
 {
-	struct life l;
+	struct life *l = *state;
 	struct group_change c;
 	json_t *two = fixture("03_group_of_3_firing.json");
 	json_t *three = fixture("03_group_of_3_firing.json");
-	(void)state;
 
 	drop_alert(two, "sidecar");
 	set_starts(three, "sidecar", T_AGAIN);
-	life_init(&l);
-	assert_int_equal(step(&l, two, &c), ISSUE_CREATE);
-	assert_int_equal(l.g.n, 2);
-	assert_int_equal(step(&l, three, &c), ISSUE_NOTHING);
+	first_creates(l, two, &c);
+	assert_int_equal(l->g.n, 2);
+	assert_int_equal(step(l, three, &c), ISSUE_NOTHING);
 	assert_true(c.changed);
-	assert_int_equal(l.g.n, 3);
-	assert_true(member(&l.g, SIDECAR)->m.firing);
-	assert_int_equal(member(&l.g, SIDECAR)->m.starts_at_ms, ms(T_AGAIN));
-	assert_int_equal(l.row.episode_starts_ms, ms("2026-11-21T00:49:51.678Z"));
-	life_release(&l);
+	assert_int_equal(l->g.n, 3);
+	assert_true(member(&l->g, SIDECAR)->m.firing);
+	assert_int_equal(member(&l->g, SIDECAR)->m.starts_at_ms, ms(T_AGAIN));
+	assert_int_equal(l->row.episode_starts_ms, ms("2026-11-21T00:49:51.678Z"));
 }
 
 static void all_resolved_closes_then_a_new_episode_reopens(void **state)
 {
-	struct life l;
+	struct life *l = *state;
 	struct group_change c;
 	json_t *again = fixture("03_group_of_3_firing.json");
-	(void)state;
 
-	life_init(&l);
-	assert_int_equal(step(&l, fired_staggered(), &c), ISSUE_CREATE);
-	assert_int_equal(step(&l, partly_staggered(), &c), ISSUE_NOTHING);
-	assert_int_equal(step(&l, fixture("04b_group_all_resolved.json"), &c), ISSUE_CLOSE);
+	first_creates(l, fired_staggered(), &c);
+	assert_int_equal(step(l, partly_staggered(), &c), ISSUE_NOTHING);
+	assert_int_equal(step(l, fixture("04b_group_all_resolved.json"), &c), ISSUE_CLOSE);
 	assert_true(c.was_firing);
 	assert_false(c.is_firing);
-	assert_int_equal(l.row.resolved_ends_ms, ms("2026-11-21T00:49:54.703Z"));
-	for (size_t i = 0; i < l.g.n; i++)
-		assert_false(l.g.v[i].m.firing);
+	assert_int_equal(l->row.resolved_ends_ms, ms("2026-11-21T00:49:54.703Z"));
+	for (size_t i = 0; i < l->g.n; i++)
+		assert_false(l->g.v[i].m.firing);
 
 	/* A late copy of 04 (the group's older notification) does not reopen it. */
-	assert_int_equal(step(&l, partly_staggered(), &c), ISSUE_NOTHING);
+	assert_int_equal(step(l, partly_staggered(), &c), ISSUE_NOTHING);
 	assert_false(c.is_firing);
-	assert_int_equal(l.row.state, STORE_ISSUE_CLOSED);
+	assert_int_equal(l->row.state, STORE_ISSUE_CLOSED);
 
 	/* The group fires again: a new episode, listing only its members. */
 	drop_alert(again, "app");
 	set_starts(again, "proxy", T_AGAIN);
 	set_starts(again, "sidecar", T_AGAIN);
-	l.now += HOUR;
-	assert_int_equal(step(&l, again, &c), ISSUE_REOPEN);
-	assert_int_equal(l.row.episode_starts_ms, ms(T_AGAIN));
-	assert_int_equal(l.g.n, 2);
-	assert_null(member(&l.g, APP));
-	life_release(&l);
+	l->now += HOUR;
+	assert_int_equal(step(l, again, &c), ISSUE_REOPEN);
+	assert_int_equal(l->row.episode_starts_ms, ms(T_AGAIN));
+	assert_int_equal(l->g.n, 2);
+	assert_null(member(&l->g, APP));
 }
 
 static void resolved_group_resolves_members_not_listed(void **state)
 {
-	struct life l;
+	struct life *l = *state;
 	struct group_change c;
 	json_t *resolved = fixture("04b_group_all_resolved.json");
-	(void)state;
 
-	life_init(&l);
-	assert_int_equal(step(&l, fixture("03_group_of_3_firing.json"), &c), ISSUE_CREATE);
+	first_creates(l, fixture("03_group_of_3_firing.json"), &c);
 	/* 04b lacks "app", which never got its own resolve: the group's status says it. */
-	assert_int_equal(step(&l, resolved, &c), ISSUE_CLOSE);
-	assert_false(member(&l.g, APP)->m.firing);
-	assert_int_equal(member(&l.g, APP)->m.ends_at_ms, ms("2026-11-21T00:49:54.703Z"));
-	life_release(&l);
+	assert_int_equal(step(l, resolved, &c), ISSUE_CLOSE);
+	assert_false(member(&l->g, APP)->m.firing);
+	assert_int_equal(member(&l->g, APP)->m.ends_at_ms, ms("2026-11-21T00:49:54.703Z"));
 }
 
 static void unknown_members_follow_the_issue_state(void **state)
@@ -500,10 +516,10 @@ static void view_lists_members(void **state)
 }
 
 UNIT_MAIN(
-	cmocka_unit_test(member_resolving_is_not_a_new_episode),
-	cmocka_unit_test(member_joining_is_not_a_new_episode),
-	cmocka_unit_test(all_resolved_closes_then_a_new_episode_reopens),
-	cmocka_unit_test(resolved_group_resolves_members_not_listed),
+	LIFE_TEST(member_resolving_is_not_a_new_episode),
+	LIFE_TEST(member_joining_is_not_a_new_episode),
+	LIFE_TEST(all_resolved_closes_then_a_new_episode_reopens),
+	LIFE_TEST(resolved_group_resolves_members_not_listed),
 	cmocka_unit_test(unknown_members_follow_the_issue_state),
 	cmocka_unit_test(unknown_members_continue_the_rows_episode),
 	cmocka_unit_test(bad_events_change_nothing),

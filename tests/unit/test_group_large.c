@@ -26,36 +26,20 @@
 #include "core/config.h"
 
 #include "tests/unit/helpers/tmpdir.h"
+#include "tests/unit/helpers/render_fixture.h"
 #include "core/banned.h"
 
 #define N_MEMBERS 10000
 #define N_FIRING 6000  /* the even members, then the first odd ones, fire; the rest resolved */
 #define T_START INT64_C(1795222198320)
 
-struct env {
-	struct config *cfg;
-	struct render *r;
-};
-
-static void start(struct env *e, const char *templates_yaml)
+/* The env of issue_per: group, templates_yaml added under the receiver. */
+static void start(struct render_env *e, const char *templates_yaml)
 {
-	char yaml[1024];
-	struct buf err = BUF_INIT;
+	char extra[1024];
 
-	snprintf(yaml, sizeof(yaml),
-		 "github: {dry_run: true}\n"
-		 "receivers:\n  - name: default\n    repo: my-org/alerts\n    issue_per: group\n%s",
-		 templates_yaml);
-	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
-	if (render_new(e->cfg, &e->r, &err) != ERR_OK)
-		fail_msg("render_new: %s", buf_str(&err));
-	buf_release(&err);
-}
-
-static void stop(struct env *e)
-{
-	render_free(e->r);
-	cfg_free(e->cfg);
+	snprintf(extra, sizeof(extra), "    issue_per: group\n%s", templates_yaml);
+	rfx_start(e, extra);
 }
 
 /* n members, firing and resolved interleaved, as group_members_json() writes them. */
@@ -103,7 +87,7 @@ static json_t *group_view(const struct group_members *g)
 
 static void ten_thousand_alerts_fit_githubs_limit(void **state)
 {
-	struct env e;
+	struct render_env e;
 	struct group_members g = { 0 };
 	struct buf raw = BUF_INIT, body = BUF_INIT, marker = BUF_INIT, err = BUF_INIT;
 	char more[128];
@@ -156,12 +140,12 @@ static void ten_thousand_alerts_fit_githubs_limit(void **state)
 	buf_release(&body);
 	buf_release(&marker);
 	buf_release(&err);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 static void small_group_is_listed_whole(void **state)
 {
-	struct env e;
+	struct render_env e;
 	struct group_members g = { 0 };
 	struct buf raw = BUF_INIT;
 	size_t firing;
@@ -179,13 +163,13 @@ static void small_group_is_listed_whole(void **state)
 	json_decref(view);
 	group_members_release(&g);
 	buf_release(&raw);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 static void overflowing_custom_template_is_named(void **state)
 {
 	char dir[256], path[300], yaml[400];
-	struct env e;
+	struct render_env e;
 	struct group_members g = { 0 };
 	struct buf raw = BUF_INIT, err = BUF_INIT;
 	size_t firing;
@@ -209,7 +193,7 @@ static void overflowing_custom_template_is_named(void **state)
 	group_members_release(&g);
 	buf_release(&raw);
 	buf_release(&err);
-	stop(&e);
+	rfx_stop(&e);
 	tfx_remove_tree(dir);
 }
 

@@ -90,15 +90,30 @@ static int sync_once(struct env *e)
 	return r ? r : group_sync(e->group, e->now);
 }
 
+/* start(), then the first sync, an interval on, sends the body: GitHub answers status body. */
+static void start_then_sync(struct env *e, struct fixture *f, int status, const char *body)
+{
+	start(e, f);
+	e->now += INTERVAL_MS;
+	fake_http_push(e->http, status, NULL, body);
+	assert_int_equal(sync_once(e), 1);
+}
+
+/* Four retry periods go by (GROUP_RETRY_MS and a sync interval each): no sync sends. */
+static void not_sent_again(struct env *e)
+{
+	for (int i = 0; i < 4; i++) {
+		e->now += GROUP_RETRY_MS + INTERVAL_MS;
+		assert_int_equal(sync_once(e), 0);
+	}
+}
+
 static void refused_body_waits_for_a_change(void **state)
 {
 	struct env e;
 	struct gh_stats st;
 
-	start(&e, *state);
-	e.now += INTERVAL_MS;
-	fake_http_push(e.http, 403, NULL, ARCHIVED);
-	assert_int_equal(sync_once(&e), 1);
+	start_then_sync(&e, *state, 403, ARCHIVED);
 	assert_int_equal(fake_http_count(e.http), 1);
 	assert_string_equal(fake_http_request(e.http, 0)->method, "PATCH");
 	assert_string_equal(fake_http_request(e.http, 0)->uri,
@@ -107,10 +122,7 @@ static void refused_body_waits_for_a_change(void **state)
 	assert_int_equal(st.requests_forbidden[GH_FORBIDDEN_ARCHIVED], 1);
 
 	/* not sent again after GROUP_RETRY_MS, nor an hour later (before: every 30 s) */
-	for (int i = 0; i < 4; i++) {
-		e.now += GROUP_RETRY_MS + INTERVAL_MS;
-		assert_int_equal(sync_once(&e), 0);
-	}
+	not_sent_again(&e);
 	e.now += 3600000;
 	assert_int_equal(sync_once(&e), 0);
 	assert_int_equal(fake_http_count(e.http), 1);
@@ -132,14 +144,8 @@ static void deleted_issue_waits_for_a_change(void **state)
 {
 	struct env e;
 
-	start(&e, *state);
-	e.now += INTERVAL_MS;
-	fake_http_push(e.http, 410, NULL, "{\"message\":\"This issue was deleted\"}");
-	assert_int_equal(sync_once(&e), 1);
-	for (int i = 0; i < 4; i++) {
-		e.now += GROUP_RETRY_MS + INTERVAL_MS;
-		assert_int_equal(sync_once(&e), 0);
-	}
+	start_then_sync(&e, *state, 410, "{\"message\":\"This issue was deleted\"}");
+	not_sent_again(&e);
 	assert_int_equal(fake_http_count(e.http), 1);
 	stop(&e);
 }
@@ -148,10 +154,7 @@ static void server_error_is_retried(void **state)
 {
 	struct env e;
 
-	start(&e, *state);
-	e.now += INTERVAL_MS;
-	fake_http_push(e.http, 502, NULL, "{\"message\":\"Server Error\"}");
-	assert_int_equal(sync_once(&e), 1);
+	start_then_sync(&e, *state, 502, "{\"message\":\"Server Error\"}");
 	assert_int_equal(sync_once(&e), 0);
 	e.now += GROUP_RETRY_MS;
 	fake_http_push(e.http, 200, NULL, ISSUE_7);

@@ -109,45 +109,51 @@ static void episode_fold_reads_the_newest_transition(void **state)
 	assert_int_equal(seen.resolved_ends_ms, INT64_C(1795222800000));
 }
 
+/*
+ * issue_marker_parse_receiver() finds a key marker in body, and the receiver want_rcv ("":
+ * none) into rcv; a failure names body.
+ */
+static void parses_receiver(const char *body, struct buf *rcv, struct buf *key,
+			    const char *want_rcv)
+{
+	int found = issue_marker_parse_receiver(body, rcv, key);
+
+	if (found != 1 || strcmp(buf_str(rcv), want_rcv))
+		fail_msg("\"%s\": %d, receiver \"%s\"; want 1, \"%s\"", body, found, buf_str(rcv),
+			 want_rcv);
+}
+
 static void marker_names_the_receiver(void **state)
 {
+	/* a receiver marker not next to the key marker, a malformed escape, an empty one */
+	static const char *const no_receiver[] = {
+		"<!-- alertbridge:receiver=ops --> text <!-- alertbridge:key=k3 -->",
+		"<!-- alertbridge:receiver=a%2 --> <!-- alertbridge:key=k4 -->",
+		"<!-- alertbridge:receiver=a%00 --> <!-- alertbridge:key=k4 -->",
+		"<!-- alertbridge:receiver= --> <!-- alertbridge:key=k5 -->",
+	};
 	struct buf m = BUF_INIT, key = BUF_INIT, rcv = BUF_INIT;
 	(void)state;
 	issue_marker_receiver("team a/b%", "0123456789abcdef", &m);
 	assert_string_equal(buf_str(&m), "<!-- alertbridge:receiver=team%20a%2Fb%25 --> "
 			    "<!-- alertbridge:key=0123456789abcdef -->");
-	assert_int_equal(issue_marker_parse_receiver(buf_str(&m), &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "team a/b%");
+	parses_receiver(buf_str(&m), &rcv, &key, "team a/b%");
 	assert_string_equal(buf_str(&key), "0123456789abcdef");
 	/* old readers still find the key */
 	buf_reset(&key);
 	assert_int_equal(issue_marker_parse(buf_str(&m), &key), 1);
 	assert_string_equal(buf_str(&key), "0123456789abcdef");
 	/* edited on GitHub: line breaks between and inside the two */
-	assert_int_equal(issue_marker_parse_receiver("x\r\n<!--alertbridge:receiver=ops\r\n-->"
-						     "\r\n<!-- alertbridge:key=k1 -->\r\n",
-						     &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "ops");
+	parses_receiver("x\r\n<!--alertbridge:receiver=ops\r\n-->"
+			"\r\n<!-- alertbridge:key=k1 -->\r\n",
+			&rcv, &key, "ops");
 	assert_string_equal(buf_str(&key), "k1");
-	/* the old form, and a receiver marker not next to the key marker: no receiver */
-	assert_int_equal(issue_marker_parse_receiver("b\n\n<!-- alertbridge:key=k2 -->", &rcv,
-						     &key), 1);
-	assert_string_equal(buf_str(&rcv), "");
+	/* the old form, and the no_receiver markers: no receiver */
+	parses_receiver("b\n\n<!-- alertbridge:key=k2 -->", &rcv, &key, "");
 	assert_string_equal(buf_str(&key), "k2");
 	buf_adds(&rcv, "x");
-	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=ops --> text "
-						     "<!-- alertbridge:key=k3 -->", &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "");
-	/* a malformed escape, or an empty receiver: no receiver */
-	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=a%2 --> "
-						     "<!-- alertbridge:key=k4 -->", &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "");
-	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=a%00 --> "
-						     "<!-- alertbridge:key=k4 -->", &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "");
-	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver= --> "
-						     "<!-- alertbridge:key=k5 -->", &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "");
+	for (size_t i = 0; i < sizeof(no_receiver) / sizeof(no_receiver[0]); i++)
+		parses_receiver(no_receiver[i], &rcv, &key, "");
 	/* no key marker: nothing changes */
 	buf_adds(&rcv, "kept");
 	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=ops -->", &rcv,
@@ -159,11 +165,10 @@ static void marker_names_the_receiver(void **state)
 	issue_marker_receiver("a~b", "k7", &m);
 	assert_string_equal(buf_str(&m), "<!-- alertbridge:receiver=a~b --> "
 			    "<!-- alertbridge:key=k7 -->");
-	assert_int_equal(issue_marker_parse_receiver(buf_str(&m), &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "a~b");
-	assert_int_equal(issue_marker_parse_receiver("<!-- alertbridge:receiver=a%7Eb --> "
-						     "<!-- alertbridge:key=k7 -->", &rcv, &key), 1);
-	assert_string_equal(buf_str(&rcv), "a~b");
+	parses_receiver(buf_str(&m), &rcv, &key, "a~b");
+	parses_receiver("<!-- alertbridge:receiver=a%7Eb --> "
+			"<!-- alertbridge:key=k7 -->",
+			&rcv, &key, "a~b");
 	/* no receiver: the old form */
 	buf_reset(&m);
 	issue_marker_receiver(NULL, "k6", &m);

@@ -75,6 +75,18 @@ static size_t cps(const char *s)
 	return n;
 }
 
+/* raw becomes unit n times then tail; out, issue_title_clean() of it. */
+static void clean_repeated(struct buf *raw, const char *unit, int n, const char *tail,
+			   struct buf *out)
+{
+	buf_reset(raw);
+	for (int i = 0; i < n; i++)
+		buf_adds(raw, unit);
+	buf_adds(raw, tail);
+	buf_reset(out);
+	issue_title_clean(buf_str(raw), out);
+}
+
 static void title_cut_at_256_code_points(void **state)
 {
 	struct buf raw = BUF_INIT, out = BUF_INIT;
@@ -96,33 +108,19 @@ static void title_cut_at_256_code_points(void **state)
 	assert_string_equal(out.data + 255, "\xe2\x80\xa6");
 
 	/* 300 two-byte characters: cut between characters, valid UTF-8. */
-	buf_reset(&raw);
-	for (int i = 0; i < 300; i++)
-		buf_adds(&raw, "\xc3\xa9");
-	buf_reset(&out);
-	issue_title_clean(buf_str(&raw), &out);
+	clean_repeated(&raw, "\xc3\xa9", 300, "", &out);
 	assert_int_equal(cps(buf_str(&out)), 256);
 	assert_int_equal(out.len, 255 * 2 + 3);
 	assert_true(utf8_valid(out.data, out.len));
 
 	/* Four-byte characters and a space right before the cut. */
-	buf_reset(&raw);
-	for (int i = 0; i < 254; i++)
-		buf_adds(&raw, "\xf0\x9f\x94\xa5");
-	buf_adds(&raw, " tail of the title");
-	buf_reset(&out);
-	issue_title_clean(buf_str(&raw), &out);
+	clean_repeated(&raw, "\xf0\x9f\x94\xa5", 254, " tail of the title", &out);
 	assert_int_equal(out.len, 254 * 4 + 3);
 	assert_int_equal(cps(buf_str(&out)), 255);
 	assert_true(utf8_valid(out.data, out.len));
 
 	/* 256 characters followed by trailing spaces: trimmed, not cut. */
-	buf_reset(&raw);
-	for (int i = 0; i < 256; i++)
-		buf_addch(&raw, 'x');
-	buf_adds(&raw, "     \n");
-	buf_reset(&out);
-	issue_title_clean(buf_str(&raw), &out);
+	clean_repeated(&raw, "x", 256, "     \n", &out);
 	assert_int_equal(out.len, 256);
 	assert_null(strstr(buf_str(&out), "\xe2\x80\xa6"));
 	buf_release(&raw);

@@ -108,16 +108,21 @@ static void expect(const char *tmpl, const char *view_json, const struct mustach
 	buf_release(&err);
 }
 
-/* Assert that tmpl fails with rc and exactly the message want, leaving out untouched. */
+/*
+ * Assert that tmpl fails with rc and exactly the message want, leaving out untouched; a
+ * failure names the template.
+ */
 static void expect_error(const char *tmpl, const char *view_json,
 			 const struct mustache_options *opt, enum err want_rc, const char *want)
 {
 	struct buf out = BUF_INIT, err = BUF_INIT;
+	enum err rc;
 
 	assert_int_equal(buf_adds(&out, "kept"), ERR_OK);
-	assert_int_equal(render(tmpl, view_json, opt, &out, &err), want_rc);
-	assert_string_equal(buf_str(&err), want);
-	assert_string_equal(buf_str(&out), "kept");
+	rc = render(tmpl, view_json, opt, &out, &err);
+	if (rc != want_rc || strcmp(buf_str(&err), want) || strcmp(buf_str(&out), "kept"))
+		fail_msg("template \"%s\": rc %d, \"%s\", output \"%s\"; want rc %d, \"%s\", "
+			 "output kept", tmpl, rc, buf_str(&err), buf_str(&out), want_rc, want);
 	buf_release(&out);
 	buf_release(&err);
 }
@@ -200,43 +205,38 @@ static void appends_to_existing_output(void **state)
 
 /* ---- error messages ---- */
 
+/* Templates with a syntax error (no view, no options) and the exact message of each. */
+static const struct {
+	const char *tmpl, *want;
+} syntax_errors[] = {
+	{ "ab\n  {{name", "line 2 col 3: tag \"{{name\": not closed (no \"}}\" follows)" },
+	{ "{{{raw}}", "line 1 col 1: tag \"{{{raw}}\": not closed (no \"}}}\" follows)" },
+	{ "{{=<% %>=}}\n<%x", "line 2 col 1: tag \"<%x\": not closed (no \"%>\" follows)" },
+	{ "x\n{{#a}}\n{{#b}}\n{{/b}}\n",
+	  "line 2 col 1: tag \"{{#a}}\": section never closed (no \"/a\" tag follows)" },
+	{ "{{#a}}\n  {{^b}}{{/a}}",
+	  "line 2 col 9: tag \"{{/a}}\": the section open here is \"b\", opened on line 2" },
+	{ "x{{/a}}", "line 1 col 2: tag \"{{/a}}\": no section is open" },
+	{ "{{=<% =}}", "line 1 col 1: tag \"{{=<% =}}\": bad delimiters (want two "
+		       "blank-separated delimiters without '=')" },
+	{ "{{=a= b=}}", "line 1 col 1: tag \"{{=a= b=}}\": bad delimiters (want two "
+			"blank-separated delimiters without '=')" },
+	{ "{{= a b c =}}", "line 1 col 1: tag \"{{= a b c =}}\": bad delimiters (want two "
+			   "blank-separated delimiters without '=')" },
+	{ "{{#}}", "line 1 col 1: tag \"{{#}}\": empty name" },
+	{ "{{ }}", "line 1 col 1: tag \"{{ }}\": empty name" },
+	{ "{{a b}}", "line 1 col 1: tag \"{{a b}}\": whitespace inside the name" },
+	{ "{{a..b}}", "line 1 col 1: tag \"{{a..b}}\": empty part in dotted name" },
+	{ "{{#a.}}{{/a.}}", "line 1 col 1: tag \"{{#a.}}\": empty part in dotted name" },
+	{ "{{<p}}{{/p}}", "line 1 col 1: tag \"{{<p}}\": template inheritance is not supported" },
+	{ "{{$b}}{{/b}}", "line 1 col 1: tag \"{{$b}}\": template inheritance is not supported" },
+};
+
 static void syntax_errors_name_line_col_and_tag(void **state)
 {
 	(void)state;
-	expect_error("ab\n  {{name", NULL, NULL, ERR_INVALID,
-		     "line 2 col 3: tag \"{{name\": not closed (no \"}}\" follows)");
-	expect_error("{{{raw}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{{raw}}\": not closed (no \"}}}\" follows)");
-	expect_error("{{=<% %>=}}\n<%x", NULL, NULL, ERR_INVALID,
-		     "line 2 col 1: tag \"<%x\": not closed (no \"%>\" follows)");
-	expect_error("x\n{{#a}}\n{{#b}}\n{{/b}}\n", NULL, NULL, ERR_INVALID,
-		     "line 2 col 1: tag \"{{#a}}\": section never closed (no \"/a\" tag follows)");
-	expect_error("{{#a}}\n  {{^b}}{{/a}}", NULL, NULL, ERR_INVALID,
-		     "line 2 col 9: tag \"{{/a}}\": the section open here is \"b\", "
-		     "opened on line 2");
-	expect_error("x{{/a}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 2: tag \"{{/a}}\": no section is open");
-	expect_error("{{=<% =}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{=<% =}}\": bad delimiters (want two blank-separated "
-		     "delimiters without '=')");
-	expect_error("{{=a= b=}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{=a= b=}}\": bad delimiters (want two blank-separated "
-		     "delimiters without '=')");
-	expect_error("{{= a b c =}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{= a b c =}}\": bad delimiters (want two "
-		     "blank-separated delimiters without '=')");
-	expect_error("{{#}}", NULL, NULL, ERR_INVALID, "line 1 col 1: tag \"{{#}}\": empty name");
-	expect_error("{{ }}", NULL, NULL, ERR_INVALID, "line 1 col 1: tag \"{{ }}\": empty name");
-	expect_error("{{a b}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{a b}}\": whitespace inside the name");
-	expect_error("{{a..b}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{a..b}}\": empty part in dotted name");
-	expect_error("{{#a.}}{{/a.}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{#a.}}\": empty part in dotted name");
-	expect_error("{{<p}}{{/p}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{<p}}\": template inheritance is not supported");
-	expect_error("{{$b}}{{/b}}", NULL, NULL, ERR_INVALID,
-		     "line 1 col 1: tag \"{{$b}}\": template inheritance is not supported");
+	for (size_t i = 0; i < sizeof(syntax_errors) / sizeof(syntax_errors[0]); i++)
+		expect_error(syntax_errors[i].tmpl, NULL, NULL, ERR_INVALID, syntax_errors[i].want);
 }
 
 static void error_snippets_are_cut_and_sanitised(void **state)
@@ -272,24 +272,49 @@ static void sections_nested_too_deep(void **state)
 
 /* ---- partials: depth limit, errors inside partials ---- */
 
-static void self_including_partial_hits_depth_limit(void **state)
-{
-	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
-	json_t *partials = one_partial(&opt, "self", "x{{>self}}");
-	(void)state;
-	expect_error("{{>self}}", NULL, &opt, ERR_INVALID,
-		     "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper "
-		     "than 32 (a partial including itself?)");
-	opt.max_partial_depth = 2;
-	expect_error("{{>self}}", NULL, &opt, ERR_INVALID,
-		     "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper "
-		     "than 2 (a partial including itself?)");
+/*
+ * Errors inside partials: the one partial name -> text loaded, max_partial_depth (0: the
+ * default), the template and view rendered, and the exact message.
+ */
+static const struct {
+	const char *name, *text;
+	unsigned depth;
+	const char *tmpl, *view, *want;
+} partial_errors[] = {
+	{ "self", "x{{>self}}", 0, "{{>self}}", NULL,
+	  "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper than 32 "
+	  "(a partial including itself?)" },
+	{ "self", "x{{>self}}", 2, "{{>self}}", NULL,
+	  "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper than 2 "
+	  "(a partial including itself?)" },
 	/* Huge limits are clamped, so the loop still ends. */
-	opt.max_partial_depth = 1000000;
-	expect_error("{{>self}}", NULL, &opt, ERR_INVALID,
-		     "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper "
-		     "than 256 (a partial including itself?)");
-	json_decref(partials);
+	{ "self", "x{{>self}}", 1000000, "{{>self}}", NULL,
+	  "partial \"self\": line 1 col 2: tag \"{{>self}}\": partials nested deeper than 256 "
+	  "(a partial including itself?)" },
+	/* recursion_within_the_limit_renders(), one level deeper */
+	{ "n", "({{#c}}{{>n}}{{/c}})", 3, "{{>n}}", "{\"c\": {\"c\": {\"c\": {\"c\": 1}}}}",
+	  "partial \"n\": line 1 col 8: tag \"{{>n}}\": partials nested deeper than 3 "
+	  "(a partial including itself?)" },
+	/* A syntax error in a partial names it. */
+	{ "bad", "ok\n{{#open}}", 0, "a {{>bad}}", NULL,
+	  "partial \"bad\": line 2 col 1: tag \"{{#open}}\": section never closed "
+	  "(no \"/open\" tag follows)" },
+};
+
+static void errors_in_partials_name_the_partial(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < sizeof(partial_errors) / sizeof(partial_errors[0]); i++) {
+		struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+		json_t *partials;
+
+		partials = one_partial(&opt, partial_errors[i].name, partial_errors[i].text);
+		if (partial_errors[i].depth)
+			opt.max_partial_depth = partial_errors[i].depth;
+		expect_error(partial_errors[i].tmpl, partial_errors[i].view, &opt, ERR_INVALID,
+			     partial_errors[i].want);
+		json_decref(partials);
+	}
 }
 
 static void recursion_within_the_limit_renders(void **state)
@@ -299,20 +324,6 @@ static void recursion_within_the_limit_renders(void **state)
 	(void)state;
 	opt.max_partial_depth = 3;
 	expect("{{>n}}", "{\"c\": {\"c\": {\"c\": false}}}", &opt, "((()))");
-	expect_error("{{>n}}", "{\"c\": {\"c\": {\"c\": {\"c\": 1}}}}", &opt, ERR_INVALID,
-		     "partial \"n\": line 1 col 8: tag \"{{>n}}\": partials nested deeper than 3 "
-		     "(a partial including itself?)");
-	json_decref(partials);
-}
-
-static void syntax_error_in_partial_names_it(void **state)
-{
-	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
-	json_t *partials = one_partial(&opt, "bad", "ok\n{{#open}}");
-	(void)state;
-	expect_error("a {{>bad}}", NULL, &opt, ERR_INVALID,
-		     "partial \"bad\": line 2 col 1: tag \"{{#open}}\": section never closed "
-		     "(no \"/open\" tag follows)");
 	json_decref(partials);
 }
 
@@ -511,9 +522,8 @@ static const struct CMUnitTest own_tests[] = {
 	cmocka_unit_test(syntax_errors_name_line_col_and_tag),
 	cmocka_unit_test(error_snippets_are_cut_and_sanitised),
 	cmocka_unit_test(sections_nested_too_deep),
-	cmocka_unit_test(self_including_partial_hits_depth_limit),
+	cmocka_unit_test(errors_in_partials_name_the_partial),
 	cmocka_unit_test(recursion_within_the_limit_renders),
-	cmocka_unit_test(syntax_error_in_partial_names_it),
 	cmocka_unit_test(missing_loader_and_dynamic_non_string),
 	cmocka_unit_test(output_limit_is_enforced_and_output_restored),
 	cmocka_unit_test(compiled_template_renders_many_views),

@@ -24,35 +24,20 @@
 #include "core/config.h"
 #include "core/embed.h"
 
+#include "tests/unit/helpers/render_fixture.h"
 #include "core/banned.h"
 
 #define WJ "\xe2\x81\xa0"  /* U+2060 WORD JOINER */
 #define RLO "\xe2\x80\xae" /* U+202E RIGHT-TO-LEFT OVERRIDE */
 #define T_NOW 1795222198320LL
 
-struct env {
-	struct config *cfg;
-	struct render *r;
-};
-
-static void start(struct env *e, const char *labels_yaml)
+/* The env whose receiver's labels are labels_yaml (a YAML list). */
+static void start(struct render_env *e, const char *labels_yaml)
 {
-	char yaml[512];
-	struct buf err = BUF_INIT;
+	char extra[512];
 
-	snprintf(yaml, sizeof(yaml),
-		 "github: {dry_run: true}\n"
-		 "receivers:\n  - name: default\n    repo: my-org/alerts\n    labels: %s\n",
-		 labels_yaml);
-	assert_int_equal(cfg_parse(yaml, strlen(yaml), "test.yml", NULL, &e->cfg, &err), ERR_OK);
-	assert_int_equal(render_new(e->cfg, &e->r, &err), ERR_OK);
-	buf_release(&err);
-}
-
-static void stop(struct env *e)
-{
-	render_free(e->r);
-	cfg_free(e->cfg);
+	snprintf(extra, sizeof(extra), "    labels: %s\n", labels_yaml);
+	rfx_start(e, extra);
 }
 
 /* The view of the one alert of a webhook with these labels and annotations (JSON objects). */
@@ -92,7 +77,7 @@ static const char hostile_annotations[] =
 	"{\"summary\":\"disk " RLO "lluf\",\"description\":\"```\\nfence never closed #12\"}";
 
 /* A body as the bridge sends it (bridge_exec.c): the rendered text, then the markers. */
-static void sent_body(struct env *e, const json_t *view, struct buf *out)
+static void sent_body(struct render_env *e, const json_t *view, struct buf *out)
 {
 	struct buf raw = BUF_INIT, marker = BUF_INIT;
 
@@ -105,7 +90,7 @@ static void sent_body(struct env *e, const json_t *view, struct buf *out)
 
 static void body_reads_hostile_values_as_text_and_keeps_its_marker(void **state)
 {
-	struct env e;
+	struct render_env e;
 	json_t *view = view_of(hostile_labels, hostile_annotations, 0);
 	struct buf body = BUF_INIT, key = BUF_INIT, rcv = BUF_INIT;
 	const char *s;
@@ -138,12 +123,12 @@ static void body_reads_hostile_values_as_text_and_keeps_its_marker(void **state)
 	buf_release(&key);
 	buf_release(&rcv);
 	json_decref(view);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 static void title_is_one_line_without_bidi_controls(void **state)
 {
-	struct env e;
+	struct render_env e;
 	json_t *view = view_of(hostile_labels, hostile_annotations, 0);
 	struct buf title = BUF_INIT;
 	(void)state;
@@ -153,13 +138,13 @@ static void title_is_one_line_without_bidi_controls(void **state)
 	assert_string_equal(buf_str(&title), "[critical warning] DiskFull: disk lluf");
 	buf_release(&title);
 	json_decref(view);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 /* A title past GitHub's 256 characters is cut on a code point, "…" last. */
 static void long_title_is_cut_on_a_code_point(void **state)
 {
-	struct env e;
+	struct render_env e;
 	struct buf annotations = BUF_INIT, title = BUF_INIT;
 	json_t *view;
 	size_t chars = 0;
@@ -179,12 +164,12 @@ static void long_title_is_cut_on_a_code_point(void **state)
 	assert_string_equal(buf_str(&title) + title.len - 5, "\xc3\xa9\xe2\x80\xa6");
 	buf_release(&title);
 	json_decref(view);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 static void labels_are_one_line(void **state)
 {
-	struct env e;
+	struct render_env e;
 	json_t *view = view_of(hostile_labels, "{}", 0);
 	char **labels = NULL;
 	(void)state;
@@ -196,7 +181,7 @@ static void labels_are_one_line(void **state)
 	assert_null(labels[2]);
 	render_list_free(labels);
 	json_decref(view);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 /* `alertbridge render` (render_once) and the live path give the same text for each kind. */
@@ -204,7 +189,7 @@ static void render_once_is_what_the_live_path_sends(void **state)
 {
 	static const enum render_text kinds[] = { RENDER_TITLE, RENDER_BODY, RENDER_REFIRE,
 						  RENDER_RESOLVE, RENDER_REOPEN };
-	struct env e;
+	struct render_env e;
 	json_t *view = view_of(hostile_labels, hostile_annotations, 0);
 	(void)state;
 
@@ -223,13 +208,13 @@ static void render_once_is_what_the_live_path_sends(void **state)
 		buf_release(&once);
 	}
 	json_decref(view);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 /* issue_per: group: the body counts the alerts Alertmanager's max_alerts left out. */
 static void group_body_says_how_many_alerts_were_not_sent(void **state)
 {
-	struct env e;
+	struct render_env e;
 	json_t *view = view_of("{\"alertname\":\"X\"}", "{}", 3);
 	struct buf body = BUF_INIT;
 	(void)state;
@@ -249,7 +234,7 @@ static void group_body_says_how_many_alerts_were_not_sent(void **state)
 	assert_null(strstr(buf_str(&body), "not sent by Alertmanager"));
 	buf_release(&body);
 	json_decref(view);
-	stop(&e);
+	rfx_stop(&e);
 }
 
 UNIT_MAIN(

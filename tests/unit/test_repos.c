@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
+#include "tests/unit/helpers/event_fixture.h"
 #include "tests/unit/helpers/unit_main.h"
 
 #include "bridge/gh.h"
@@ -119,14 +120,8 @@ static void the_oldest_answer_is_replaced(void **state)
 
 static struct store_event queued(struct repos_fx *fx, const char *key)
 {
-	struct store_event ev = { 0 };
+	struct store_event ev = efx_firing("default", key, T0);
 
-	ev.kind = "bridge";
-	ev.receiver = "default";
-	ev.key = (char *)key;
-	ev.status = "firing";
-	ev.starts_at_ms = T0;
-	ev.payload = "{}";
 	assert_int_equal(store_enqueue(fx->st, &ev, 1, NULL), ERR_OK);
 	assert_int_equal(store_next_event(fx->st, "bridge", INT64_MAX, &ev), ERR_OK);
 	return ev;

@@ -49,6 +49,24 @@ static const char *path2(const json_t *v, const char *a, const char *b)
 
 #define T01_START 1795222188539LL
 
+/*
+ * v is of receiver and repo, its status status: "firing" true and "resolved" false for a
+ * firing one, the other way round for a resolved one.
+ */
+static void assert_view_head(json_t *v, const char *receiver, const char *repo,
+			     const char *status)
+{
+	int firing = !strcmp(status, "firing");
+
+	assert_string_equal(str(v, "receiver"), receiver);
+	assert_string_equal(str(v, "repo"), repo);
+	assert_string_equal(str(v, "status"), status);
+	assert_true(json_is_boolean(json_object_get(v, "firing")));
+	assert_true(json_is_boolean(json_object_get(v, "resolved")));
+	assert_int_equal(json_is_true(json_object_get(v, "firing")), firing);
+	assert_int_equal(json_is_true(json_object_get(v, "resolved")), !firing);
+}
+
 static void single_firing_view_exact(void **state)
 {
 	struct view_context ctx = { T01_START + (2 * 3600 + 5 * 60) * 1000LL, "default",
@@ -57,11 +75,7 @@ static void single_firing_view_exact(void **state)
 	const json_t *list;
 	(void)state;
 
-	assert_string_equal(str(v, "receiver"), "default");
-	assert_string_equal(str(v, "repo"), "my-org/cluster-alerts");
-	assert_string_equal(str(v, "status"), "firing");
-	assert_true(json_is_true(json_object_get(v, "firing")));
-	assert_true(json_is_false(json_object_get(v, "resolved")));
+	assert_view_head(v, "default", "my-org/cluster-alerts", "firing");
 	assert_string_equal(path2(v, "labels", "severity"), "critical");
 	assert_string_equal(path2(v, "annotations", "summary"), "DiskFull on db-0");
 	assert_string_equal(str(v, "alertname"), "DiskFull");
@@ -110,11 +124,7 @@ static void single_resolved_view_exact(void **state)
 	json_t *v = fixture_view("02_single_resolved.json", 0, &ctx);
 	(void)state;
 
-	assert_string_equal(str(v, "receiver"), "alert-service");
-	assert_string_equal(str(v, "repo"), "");
-	assert_string_equal(str(v, "status"), "resolved");
-	assert_true(json_is_false(json_object_get(v, "firing")));
-	assert_true(json_is_true(json_object_get(v, "resolved")));
+	assert_view_head(v, "alert-service", "", "resolved");
 	assert_string_equal(str(v, "endsAt"), "2026-11-21T00:49:49.542Z");
 	assert_string_equal(str(v, "endsAtHuman"), "Sat, 21 Nov 2026 00:49:49 UTC");
 	assert_string_equal(str(v, "duration"), "1 second");
@@ -244,6 +254,15 @@ static void durations(void **state)
 	}
 }
 
+/* v's silenceURL is http://am:9093's new-silence page with that (encoded) filter. */
+static void assert_am_silence_filter(json_t *v, const char *filter)
+{
+	char want[512];
+
+	snprintf(want, sizeof(want), "http://am:9093/#/silences/new?filter=%s", filter);
+	assert_string_equal(str(v, "silenceURL"), want);
+}
+
 static void silence_url_escaping(void **state)
 {
 	static const char ev[] =
@@ -255,9 +274,7 @@ static void silence_url_escaping(void **state)
 
 	v = build_ok(ev, JAN1);
 	/* {a="x \"y\\", b="é\n"}: sorted, quoted, then percent-encoded. */
-	assert_string_equal(str(v, "silenceURL"),
-			    "http://am:9093/#/silences/new?filter="
-			    "%7Ba%3D%22x%20%5C%22y%5C%5C%22%2C%20b%3D%22%C3%A9%5Cn%22%7D");
+	assert_am_silence_filter(v, "%7Ba%3D%22x%20%5C%22y%5C%5C%22%2C%20b%3D%22%C3%A9%5Cn%22%7D");
 	assert_string_equal(str(v, "alertname"), "");
 	assert_string_equal(str(v, "fingerprint"), "");
 	assert_string_equal(str(json_array_get(json_object_get(v, "labelList"), 0), "name"), "a");
@@ -282,12 +299,9 @@ static void group_silence_url_is_the_groups(void **state)
 	(void)state;
 
 	v = build_ok(ev, JAN1);
-	assert_string_equal(str(v, "silenceURL"),
-			    "http://am:9093/#/silences/new?filter="
-			    "%7Balertname%3D%22HighLatency%22%2C%20pod%3D%22api-0%22%7D");
+	assert_am_silence_filter(v, "%7Balertname%3D%22HighLatency%22%2C%20pod%3D%22api-0%22%7D");
 	group_view_add(v, &none);
-	assert_string_equal(str(v, "silenceURL"),
-			    "http://am:9093/#/silences/new?filter=%7Balertname%3D%22HighLatency%22%7D");
+	assert_am_silence_filter(v, "%7Balertname%3D%22HighLatency%22%7D");
 	json_decref(v);
 }
 

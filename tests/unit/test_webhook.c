@@ -34,6 +34,7 @@
 #include "store/store_events.h"
 #include "core/xalloc.h"
 
+#include "tests/unit/helpers/am_fixture.h"
 #include "tests/unit/helpers/webhook_fixture.h"
 
 /* ---- tests ---- */
@@ -41,7 +42,7 @@
 static void unauthorized_is_401(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("01_single_firing.json");
+	const char *body = wfx_body(f, "01_single_firing.json");
 	const char *const none[] = { JSON_TYPE, NULL };
 	const char *const wrong[] = { JSON_TYPE, "Authorization: Bearer wrong-secret", NULL };
 	const char *const scheme[] = { JSON_TYPE, "Authorization: Basic dXNlcjpwYXNz", NULL };
@@ -67,13 +68,12 @@ static void unauthorized_is_401(void **state)
 	wfx_assert_lacks(log, "dXNlcjpwYXNz");
 	wfx_assert_lacks(log, "DiskFull");  /* nothing of the body */
 	free(log);
-	free(body);
 }
 
 static void wrong_content_type_is_415(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("01_single_firing.json");
+	const char *body = wfx_body(f, "01_single_firing.json");
 	const char *types[] = { NULL, "Content-Type: text/plain", "Content-Type: application/jsonx",
 				"Content-Type: application/x-www-form-urlencoded",
 				"Content-Type: text/json" };
@@ -97,16 +97,15 @@ static void wrong_content_type_is_415(void **state)
 	}
 	/* The first is stored, the others repeat it. */
 	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
-	free(body);
 }
 
 static void invalid_payload_is_400(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("01_single_firing.json");
-	char *v3 = wfx_replace(body, "\"version\": \"4\"", "\"version\": \"3\"");
-	char *no_alerts = wfx_replace(body, "\"alerts\": [", "\"alerts\": 7, \"x\": [");
-	char *alert_string = wfx_replace(body, "\"alerts\": [", "\"alerts\": [\"x\", ");
+	const char *body = wfx_body(f, "01_single_firing.json");
+	const char *v3 = wfx_edit(f, body, "\"version\": \"4\"", "\"version\": \"3\"");
+	const char *no_alerts = wfx_edit(f, body, "\"alerts\": [", "\"alerts\": 7, \"x\": [");
+	const char *alert_string = wfx_edit(f, body, "\"alerts\": [", "\"alerts\": [\"x\", ");
 
 	wfx_expect_rejected(f, NULL, v3, wfx_good_headers, 400,
 			"{\"error\":\"unsupported version, want \\\"4\\\"\","
@@ -122,17 +121,13 @@ static void invalid_payload_is_400(void **state)
 	wfx_expect_rejected(f, NULL, "{\"version\":\"4\"", wfx_good_headers, 400,
 			"{\"error\":\"invalid JSON at line 1 column 14: '}' expected near end of "
 			"file\"}");
-	free(alert_string);
-	free(no_alerts);
-	free(v3);
-	free(body);
 }
 
 static void unknown_receiver_is_404(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_fixture_for("01_single_firing.json", "nobody");
-	char *quoted = wfx_fixture_for("01_single_firing.json", "we\\\\.\\\"q\\\"");
+	const char *body = wfx_body_for(f, "01_single_firing.json", "nobody");
+	const char *quoted = wfx_body_for(f, "01_single_firing.json", "we\\\\.\\\"q\\\"");
 	char *log;
 
 	wfx_expect_rejected(f, NULL, body, wfx_good_headers, 404,
@@ -156,14 +151,12 @@ static void unknown_receiver_is_404(void **state)
 	wfx_assert_contains(log, "reason=\"unknown receiver\"");
 	wfx_assert_contains(log, "receiver=nobody");
 	free(log);
-	free(quoted);
-	free(body);
 }
 
 static void single_fixture_queues_one_event(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("01_single_firing.json");
+	const char *body = wfx_body(f, "01_single_firing.json");
 	struct store_event ev;
 	char *log;
 
@@ -185,16 +178,13 @@ static void single_fixture_queues_one_event(void **state)
 	log = wfx_read_log(f);
 	wfx_assert_contains(log, "msg=\"webhook request\" code=200 receiver=alert-service alerts=1");
 	free(log);
-	free(body);
 }
 
 static void group_fixtures_queue_one_event_per_alert(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("03_group_of_3_firing.json");
-	char *partly = wfx_read_fixture("04_group_partially_resolved.json");
-	struct am_payload *p = NULL;
-	struct am_error e;
+	const char *fired = wfx_body(f, "03_group_of_3_firing.json");
+	const char *partly = wfx_body(f, "04_group_partially_resolved.json");
 	struct store_event ev;
 
 	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_3);
@@ -203,8 +193,8 @@ static void group_fixtures_queue_one_event_per_alert(void **state)
 	assert_int_equal(store_pending_count(f->st, "bridge"), 4);
 	for (int k = 0; k < 2; k++) {
 		const char *body = k ? partly : fired;
+		struct am_payload *p = afx_parse(body);
 
-		assert_int_equal(am_parse(body, strlen(body), NULL, &p, &e), ERR_OK);
 		for (size_t i = 0; i < (k ? 1u : 3u); i++) {
 			const struct am_alert *a = &p->alerts[i];
 
@@ -223,17 +213,15 @@ static void group_fixtures_queue_one_event_per_alert(void **state)
 		am_payload_free(p);
 	}
 	wfx_assert_no_more_events(f);
-	free(partly);
-	free(fired);
 }
 
 static void quote_meta_receiver_and_query_override(void **state)
 {
 	struct fixture *f = *state;
 	/* Alertmanager sends regexp.QuoteMeta("team.a+b") = team\.a\+b (JSON: team\\.a\\+b). */
-	char *escaped = wfx_fixture_for("01_single_firing.json", "team\\\\.a\\\\+b");
+	const char *escaped = wfx_body_for(f, "01_single_firing.json", "team\\\\.a\\\\+b");
 	/* Resolved: another state of the alert, not a repeat. */
-	char *nobody = wfx_fixture_for("02_single_resolved.json", "nobody");
+	const char *nobody = wfx_body_for(f, "02_single_resolved.json", "nobody");
 	struct store_event ev;
 
 	wfx_expect_ok(f, NULL, escaped, "{\"status\":\"ok\",\"receiver\":\"team.a+b\",\"alerts\":1}");
@@ -254,19 +242,43 @@ static void quote_meta_receiver_and_query_override(void **state)
 	assert_string_equal(ev.receiver, "team.a+b");
 	store_event_release(&ev);
 	wfx_assert_no_more_events(f);
-	free(nobody);
-	free(escaped);
+}
+
+/* The group of 3 (fixture 03) with the label alertbridge_repo=repo on container's alert. */
+static const char *with_repo_label(struct fixture *f, const char *container, const char *repo)
+{
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
+	char from[64], to[192];
+
+	snprintf(from, sizeof(from), "\"container\": \"%s\",", container);
+	snprintf(to, sizeof(to), "\"container\": \"%s\", \"alertbridge_repo\": \"%s\",", container,
+		 repo);
+	return wfx_edit(f, body, from, to);
+}
+
+/*
+ * POST the with_repo_label() group to /v1/webhook + query: answered 200 for receiver, its
+ * 3 alerts, 1 of them invalid.  Returns the body posted.
+ */
+static const char *posted_with_repo_label(struct fixture *f, const char *query,
+					  const char *container, const char *repo,
+					  const char *receiver)
+{
+	const char *body = with_repo_label(f, container, repo);
+	char want[160];
+
+	snprintf(want, sizeof(want),
+		 "{\"status\":\"ok\",\"receiver\":\"%s\",\"alerts\":3,\"invalid\":1}", receiver);
+	wfx_expect_ok(f, query, body, want);
+	return body;
 }
 
 static void repo_query_and_label_override(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
-	char *labelled = wfx_replace(body, "\"container\": \"proxy\",",
-				 "\"container\": \"proxy\", "
-				 "\"alertbridge_repo\": \"lab/own-repo\",");
-	char *empty = wfx_replace(body, "\"container\": \"proxy\",",
-			      "\"container\": \"proxy\", \"alertbridge_repo\": \"\",");
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
+	const char *labelled = with_repo_label(f, "proxy", "lab/own-repo");
+	const char *empty = with_repo_label(f, "proxy", "");
 	const char *want_ok = OK_ALERT_SERVICE_3;
 	const char *repos[] = { "other/repo", "lab/own-repo" };
 	struct store_event ev;
@@ -294,9 +306,6 @@ static void repo_query_and_label_override(void **state)
 		store_event_release(&ev);
 	}
 	wfx_assert_no_more_events(f);
-	free(empty);
-	free(labelled);
-	free(body);
 }
 
 /* One dead letter seen by store_dead_unmapped(): its key and reason. */
@@ -327,23 +336,24 @@ static int collect_dead(void *ctx, const struct store_event *ev)
 	return 0;
 }
 
-static void read_deads(const struct fixture *f, struct deads *d)
+/* The dead letters of the bridge into *d; fails unless there are n. */
+static void read_deads(const struct fixture *f, struct deads *d, int n)
 {
 	memset(d, 0, sizeof(*d));
 	assert_int_equal(store_dead_unmapped(f->st, "bridge", 100, collect_dead, d), ERR_OK);
+	assert_int_equal(d->n, n);
 }
 
 static void invalid_repo_query_is_400(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
 
 	/* ?repo= is the request's, not one alert's: the whole request is wrong. */
 	wfx_expect_rejected(f, "?repo=a/b/c", body, wfx_good_headers, 400,
 			"{\"error\":\"query parameter repo: "
 			"repo \\\"a/b/c\\\": want owner/name\"}");
 	assert_int_equal(store_dead_count(f->st), 0);
-	free(body);
 }
 
 /*
@@ -354,16 +364,12 @@ static void invalid_repo_query_is_400(void **state)
 static void invalid_repo_label_dead_letters_its_alert(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
-	char *bad_label = wfx_replace(body, "\"container\": \"sidecar\",",
-				  "\"container\": \"sidecar\", \"alertbridge_repo\": \"a/b/c\",");
 	struct store_event ev;
 	struct deads d;
-	struct buf out = BUF_INIT;
-
 	/* A valid query does not excuse an invalid label. */
-	wfx_expect_ok(f, "?repo=ok/repo", bad_label,
-		  "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3,\"invalid\":1}");
+	const char *bad_label = posted_with_repo_label(f, "?repo=ok/repo", "sidecar", "a/b/c",
+							"alert-service");
+
 	assert_int_equal(store_pending_count(f->st, "bridge"), 2);
 	for (size_t i = 0; i < 2; i++) {
 		wfx_take_event(f, &ev);
@@ -372,20 +378,15 @@ static void invalid_repo_label_dead_letters_its_alert(void **state)
 	}
 	wfx_assert_no_more_events(f);
 	assert_int_equal(store_dead_count(f->st), 1);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 1);
+	read_deads(f, &d, 1);
 	assert_string_equal(d.v[0].key, "04b8c13f54b78add");
 	assert_string_equal(d.v[0].status, "firing");
 	assert_string_equal(d.v[0].reason, "invalid alert: alerts[2].labels.alertbridge_repo: "
 					   "repo \"a/b/c\": want owner/name");
-	metrics_render(f->metrics, &out);
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_alerts_invalid_total"
-				       "{receiver=\"alert-service\",reason=\"alertbridge_repo\"} 1\n");
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total"
-				       "{receiver=\"alert-service\",status=\"firing\"} 2\n");
-	buf_release(&out);
-	free(bad_label);
-	free(body);
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_invalid_total"
+			  "{receiver=\"alert-service\",reason=\"alertbridge_repo\"} 1\n");
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_total"
+			  "{receiver=\"alert-service\",status=\"firing\"} 2\n");
 }
 
 /*
@@ -396,9 +397,9 @@ static void invalid_repo_label_dead_letters_its_alert(void **state)
 static void invalid_alerts_are_dead_lettered(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
-	struct buf big = BUF_INIT, out = BUF_INIT;
-	char *step, *bad;
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
+	struct buf big = BUF_INIT;
+	const char *step, *bad;
 	struct store_event ev;
 	struct deads d;
 
@@ -406,9 +407,9 @@ static void invalid_alerts_are_dead_lettered(void **state)
 	for (size_t i = 0; i < 70 * 1024; i++)
 		assert_int_equal(buf_addch(&big, 'y'), ERR_OK);
 	assert_int_equal(buf_adds(&big, "\", \"x\": \"container=proxy"), ERR_OK);
-	step = wfx_replace(body, "\"description\": \"Harness alert with labels alertname=HighLatency, "
-			     "container=proxy", buf_str(&big));
-	bad = wfx_replace(step, "\"startsAt\": \"2026-11-21T00:49:51.678Z\",", "");  /* alert 0 */
+	step = wfx_edit(f, body, "\"description\": \"Harness alert with labels "
+			"alertname=HighLatency, container=proxy", buf_str(&big));
+	bad = wfx_edit(f, step, "\"startsAt\": \"2026-11-21T00:49:51.678Z\",", "");  /* alert 0 */
 	wfx_expect_ok(f, NULL, bad,
 		  "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3,\"invalid\":2}");
 	wfx_take_event(f, &ev);
@@ -416,8 +417,7 @@ static void invalid_alerts_are_dead_lettered(void **state)
 	wfx_assert_payload(ev.payload, bad, 0, NULL);  /* the only valid one */
 	store_event_release(&ev);
 	wfx_assert_no_more_events(f);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 2);
+	read_deads(f, &d, 2);
 	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
 	assert_string_equal(d.v[0].reason, "invalid alert: alerts[0].startsAt: missing");
 	assert_string_equal(d.v[1].key, "9329cd68b64d6724");
@@ -428,36 +428,32 @@ static void invalid_alerts_are_dead_lettered(void **state)
 					"{\"field\":\"alerts[1].annotations.description\","
 					"\"error\":\"longer than 65536 bytes\"},\"alert\":"
 					"{\"annotations\":{\"description\":\"yyyy");
-	metrics_render(f->metrics, &out);
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_alerts_invalid_total"
-				       "{receiver=\"alert-service\",reason=\"startsAt\"} 1\n");
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_alerts_invalid_total"
-				       "{receiver=\"alert-service\",reason=\"annotations\"} 1\n");
-	buf_release(&out);
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_invalid_total"
+			  "{receiver=\"alert-service\",reason=\"startsAt\"} 1\n");
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_invalid_total"
+			  "{receiver=\"alert-service\",reason=\"annotations\"} 1\n");
 	buf_release(&big);
-	free(bad);
-	free(step);
-	free(body);
 }
 
 /* Every alert invalid: still 200 (nothing to retry), each one dead-lettered, nothing queued. */
 static void all_alerts_invalid_is_200(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
-	char *a = wfx_replace(body, "\"container\": \"app\",", "\"container\": 7,");
-	char *b = wfx_replace(a, "\"status\": \"firing\",\n      \"labels\": {\n        \"alertname\": "
-			     "\"HighLatency\",\n        \"container\": \"proxy\"",
-			  "\"status\": \"pending\",\n      \"labels\": {\n        \"alertname\": "
-			  "\"HighLatency\",\n        \"container\": \"proxy\"");
-	char *c = wfx_replace(b, "\"fingerprint\": \"04b8c13f54b78add\"", "\"fingerprint\": \"XYZ\"");
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
+	const char *a = wfx_edit(f, body, "\"container\": \"app\",", "\"container\": 7,");
+	const char *b = wfx_edit(f, a,
+				 "\"status\": \"firing\",\n      \"labels\": {\n        "
+				 "\"alertname\": \"HighLatency\",\n        \"container\": \"proxy\"",
+				 "\"status\": \"pending\",\n      \"labels\": {\n        "
+				 "\"alertname\": \"HighLatency\",\n        \"container\": \"proxy\"");
+	const char *c = wfx_edit(f, b, "\"fingerprint\": \"04b8c13f54b78add\"",
+				 "\"fingerprint\": \"XYZ\"");
 	struct deads d;
 
 	wfx_expect_ok(f, "?receiver=grouped", c,
 		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3,\"invalid\":3}");
 	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 3);
+	read_deads(f, &d, 3);
 	/* Without a usable fingerprint the key is computed from the labels, as Alertmanager does. */
 	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
 	assert_string_equal(d.v[0].reason,
@@ -469,24 +465,16 @@ static void all_alerts_invalid_is_200(void **state)
 	assert_string_equal(d.v[2].key, "04b8c13f54b78add");
 	assert_string_equal(d.v[2].reason,
 			    "invalid alert: alerts[2].fingerprint: must be 16 lowercase hex digits");
-	free(c);
-	free(b);
-	free(a);
-	free(body);
 }
 
 /* issue_per: group - the group event is made of the valid alerts; the invalid one is dead. */
 static void issue_per_group_dead_letters_invalid_alerts(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
-	char *bad = wfx_replace(body, "\"container\": \"app\",",
-			    "\"container\": \"app\", \"alertbridge_repo\": \"nope\",");
 	struct store_event ev;
 	struct deads d;
 
-	wfx_expect_ok(f, "?receiver=grouped", bad,
-		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3,\"invalid\":1}");
+	posted_with_repo_label(f, "?receiver=grouped", "app", "nope", "grouped");
 	wfx_take_event(f, &ev);
 	assert_int_equal(strlen(ev.key), 64);
 	{
@@ -504,32 +492,29 @@ static void issue_per_group_dead_letters_invalid_alerts(void **state)
 	}
 	store_event_release(&ev);
 	wfx_assert_no_more_events(f);
-	read_deads(f, &d);
-	assert_int_equal(d.n, 1);
+	read_deads(f, &d, 1);
 	assert_string_equal(d.v[0].key, "98e2b6219b0e1a8d");
 	wfx_assert_contains(d.v[0].reason, "alerts[0].labels.alertbridge_repo");
-	free(bad);
-	free(body);
 }
 
 static void issue_per_group_queues_one_event(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("03_group_of_3_firing.json");
-	char *resolved = wfx_read_fixture("04b_group_all_resolved.json");
+	const char *fired = wfx_body(f, "03_group_of_3_firing.json");
+	const char *resolved = wfx_body(f, "04b_group_all_resolved.json");
 	struct am_payload *p = NULL;
-	struct am_error e;
 	struct store_event ev;
 	char key[65];
 	int64_t latest = 0;
 
 	/* Make the first alert start later than the second: starts_at is the earliest. */
-	char *staggered = wfx_replace(fired, "2026-11-21T00:49:51.678Z", "2026-11-21T00:50:00.000Z");
+	const char *staggered = wfx_edit(f, fired, "2026-11-21T00:49:51.678Z",
+					 "2026-11-21T00:50:00.000Z");
 
 	wfx_expect_ok(f, "?receiver=grouped", staggered,
 		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3}");
 	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
-	assert_int_equal(am_parse(staggered, strlen(staggered), NULL, &p, &e), ERR_OK);
+	p = afx_parse(staggered);
 	issue_group_key_hash(p->group_key, key);
 	wfx_take_event(f, &ev);
 	assert_string_equal(ev.receiver, "grouped");
@@ -546,7 +531,7 @@ static void issue_per_group_queues_one_event(void **state)
 
 	wfx_expect_ok(f, "?receiver=grouped&repo=g/r", resolved,
 		  "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":2}");
-	assert_int_equal(am_parse(resolved, strlen(resolved), NULL, &p, &e), ERR_OK);
+	p = afx_parse(resolved);
 	for (size_t i = 0; i < p->n_alerts; i++)
 		if (p->alerts[i].ends_at_ms > latest)
 			latest = p->alerts[i].ends_at_ms;
@@ -559,15 +544,12 @@ static void issue_per_group_queues_one_event(void **state)
 	store_event_release(&ev);
 	am_payload_free(p);
 	wfx_assert_no_more_events(f);
-	free(staggered);
-	free(resolved);
-	free(fired);
 }
 
 static void store_failure_is_503(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
 	sqlite3 *db = NULL;
 	char *err = NULL;
 	struct reply r;
@@ -590,13 +572,12 @@ static void store_failure_is_503(void **state)
 	sqlite3_close(db);
 	wfx_expect_ok(f, NULL, body, OK_ALERT_SERVICE_3);
 	assert_int_equal(store_pending_count(f->st, "bridge"), 3);
-	free(body);
 }
 
 static void expanded_events_over_limit_is_413(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
 	struct buf big = BUF_INIT, ann = BUF_INIT;
 	char *over;
 
@@ -615,14 +596,13 @@ static void expanded_events_over_limit_is_413(void **state)
 	buf_release(&big);
 	buf_release(&ann);
 	free(over);
-	free(body);
 }
 
 static void metrics_count_requests_and_alerts(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("04_group_partially_resolved.json");
-	char *nobody = wfx_fixture_for("01_single_firing.json", "nobody");
+	const char *body = wfx_body(f, "04_group_partially_resolved.json");
+	const char *nobody = wfx_body_for(f, "01_single_firing.json", "nobody");
 	const char *const none[] = { JSON_TYPE, NULL };
 	struct buf out = BUF_INIT;
 	struct reply r;
@@ -632,30 +612,26 @@ static void metrics_count_requests_and_alerts(void **state)
 	wfx_reply_release(&r);
 	wfx_post(f, NULL, body, none, &r);
 	wfx_reply_release(&r);
-	metrics_render(f->metrics, &out);
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_requests_total"
-				       "{receiver=\"alert-service\",code=\"200\"} 1\n");
+	wfx_assert_metric(f, "alertbridge_webhook_requests_total"
+			  "{receiver=\"alert-service\",code=\"200\"} 1\n");
 	/* Rejected before a receiver was found: the label is empty, not the client's text. */
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_requests_total"
-				       "{receiver=\"\",code=\"404\"} 1\n");
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_requests_total"
-				       "{receiver=\"\",code=\"401\"} 1\n");
+	wfx_assert_metric(f, "alertbridge_webhook_requests_total{receiver=\"\",code=\"404\"} 1\n");
+	wfx_assert_metric(f, "alertbridge_webhook_requests_total{receiver=\"\",code=\"401\"} 1\n");
+	metrics_render(f->metrics, &out);
 	wfx_assert_lacks(buf_str(&out), "nobody");
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total"
-				       "{receiver=\"alert-service\",status=\"firing\"} 2\n");
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_alerts_total"
-				       "{receiver=\"alert-service\",status=\"resolved\"} 1\n");
-	wfx_assert_contains(buf_str(&out), "alertbridge_webhook_duration_seconds_count 3\n");
 	buf_release(&out);
-	free(nobody);
-	free(body);
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_total"
+			  "{receiver=\"alert-service\",status=\"firing\"} 2\n");
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_total"
+			  "{receiver=\"alert-service\",status=\"resolved\"} 1\n");
+	wfx_assert_metric(f, "alertbridge_webhook_duration_seconds_count 3\n");
 }
 
 /* Each thread posts its own alerts (fingerprints of its own), 5 times. */
 static void concurrent_posts_all_stored(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
 	static const char *const fps[] = { "98e2b6219b0e1a8d", "9329cd68b64d6724",
 					   "04b8c13f54b78add" };
 	char *bodies[N_THREADS];
@@ -682,16 +658,21 @@ static void concurrent_posts_all_stored(void **state)
 		      (unsigned long long)stats.commits);
 	for (int t = 0; t < N_THREADS; t++)
 		free(bodies[t]);
-	free(body);
 }
 
 /* Serve a second webhook built from wo on its own server and POST body to it. */
+/*
+ * POST body with headers to a webhook made of wo (served only for it): answered status with
+ * exactly want_body, pending events then in the queue.
+ */
 static void post_to(struct fixture *f, const struct webhook_options *wo, const char *body,
-		    const char *const *headers, struct reply *r)
+		    const char *const *headers, long status, const char *want_body,
+		    int64_t pending)
 {
 	struct srv_options so = { 0 };
 	struct webhook *w = webhook_new(wo);
 	struct srv *s = NULL, *saved = f->srv;
+	struct reply r;
 
 	so.listen_address = "127.0.0.1:0";
 	so.threads = 1;
@@ -699,10 +680,14 @@ static void post_to(struct fixture *f, const struct webhook_options *wo, const c
 	assert_int_equal(srv_route(s, "POST", "/v1/webhook", webhook_handle, w), ERR_OK);
 	assert_int_equal(srv_start(s, NULL), ERR_OK);
 	f->srv = s;
-	wfx_post(f, NULL, body, headers, r);
+	wfx_post(f, NULL, body, headers, &r);
 	f->srv = saved;
 	srv_free(s);
 	webhook_free(w);
+	assert_int_equal(r.status, status);
+	assert_string_equal(buf_str(&r.body), want_body);
+	assert_int_equal(store_pending_count(f->st, "bridge"), pending);
+	wfx_reply_release(&r);
 }
 
 /* Without configured credentials the endpoint is open; a NULL metrics is fine. */
@@ -710,20 +695,13 @@ static void open_endpoint_without_auth(void **state)
 {
 	struct fixture *f = *state;
 	struct webhook_options wo = { 0 };
-	char *body = wfx_read_fixture("01_single_firing.json");
+	const char *body = wfx_body(f, "01_single_firing.json");
 	const char *const h[] = { JSON_TYPE, NULL };
-	struct reply r;
 
 	wo.cfg = f->cfg;
 	wo.store = f->st;
-	post_to(f, &wo, body, h, &r);
-	assert_int_equal(r.status, 200);
-	assert_string_equal(buf_str(&r.body),
-			    "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":1}");
-	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
-	wfx_reply_release(&r);
+	post_to(f, &wo, body, h, 200, OK_ALERT_SERVICE_1, 1);
 	webhook_free(NULL);
-	free(body);
 }
 
 /* The am_options limits reach am_parse(). */
@@ -731,20 +709,14 @@ static void payload_limits_apply(void **state)
 {
 	struct fixture *f = *state;
 	struct webhook_options wo = { 0 };
-	char *body = wfx_read_fixture("03_group_of_3_firing.json");
-	struct reply r;
+	const char *body = wfx_body(f, "03_group_of_3_firing.json");
 
 	wo.cfg = f->cfg;
 	wo.store = f->st;
 	wo.auth = f->auth;
 	wo.limits.max_alerts = 2;
-	post_to(f, &wo, body, wfx_good_headers, &r);
-	assert_int_equal(r.status, 400);
-	assert_string_equal(buf_str(&r.body),
-			    "{\"error\":\"more than 2 alerts\",\"field\":\"alerts\"}");
-	assert_int_equal(store_pending_count(f->st, "bridge"), 0);
-	wfx_reply_release(&r);
-	free(body);
+	post_to(f, &wo, body, wfx_good_headers, 400,
+		"{\"error\":\"more than 2 alerts\",\"field\":\"alerts\"}", 0);
 }
 
 /* A test of this file, between wfx_setup() and wfx_teardown(). */

@@ -14,18 +14,13 @@
 
 #include "bridge/webhook_cache.h"
 #include "store/store_events.h"
+#include "tests/unit/helpers/event_fixture.h"
 
 static struct store_event event(const char *key, const char *repeat_state)
 {
-	struct store_event ev = { 0 };
+	struct store_event ev = efx_firing("r", key, 1700000000000);
 
-	ev.kind = "bridge";
-	ev.receiver = "r";
-	ev.key = (char *)key;
-	ev.status = "firing";
-	ev.starts_at_ms = 1700000000000;
-	ev.payload = "{}";
-	ev.repeat_state = (char *)repeat_state;
+	ev.repeat_state = repeat_state;
 	return ev;
 }
 

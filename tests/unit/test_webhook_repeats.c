@@ -40,14 +40,8 @@
 /* The count in alertbridge_webhook_alerts_repeated_total{receiver}. */
 static void assert_repeated(const struct fixture *f, const char *receiver, int n)
 {
-	struct buf out = BUF_INIT, line = BUF_INIT;
-
-	metrics_render(f->metrics, &out);
-	assert_int_equal(buf_printf(&line, "alertbridge_webhook_alerts_repeated_total"
-					   "{receiver=\"%s\"} %d\n", receiver, n), ERR_OK);
-	wfx_assert_contains(buf_str(&out), buf_str(&line));
-	buf_release(&line);
-	buf_release(&out);
+	wfx_assert_metric(f, "alertbridge_webhook_alerts_repeated_total{receiver=\"%s\"} %d\n",
+			  receiver, n);
 }
 
 /*
@@ -57,9 +51,9 @@ static void assert_repeated(const struct fixture *f, const char *receiver, int n
 static void repeat_adds_no_event(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("01_single_firing.json");
-	char *resolved = wfx_read_fixture("02_single_resolved.json");
-	char *later = wfx_replace(fired, "0001-01-01T00:00:00Z", "2026-11-21T01:49:48.539Z");
+	const char *fired = wfx_body(f, "01_single_firing.json");
+	const char *resolved = wfx_body(f, "02_single_resolved.json");
+	const char *later = wfx_edit(f, fired, "0001-01-01T00:00:00Z", "2026-11-21T01:49:48.539Z");
 	struct store_stats before, after;
 	struct store_event ev;
 
@@ -92,19 +86,16 @@ static void repeat_adds_no_event(void **state)
 	store_event_release(&ev);
 	wfx_assert_no_more_events(f);
 	assert_repeated(f, "alert-service", 7);
-	free(later);
-	free(resolved);
-	free(fired);
 }
 
 /* A group event repeats only when its members (fingerprint, status, times) are equal too. */
 static void group_member_change_is_no_repeat(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("03_group_of_3_firing.json");
-	char *partial = wfx_read_fixture("04_group_partially_resolved.json");
-	char *two = wfx_replace(fired, "\"fingerprint\": \"04b8c13f54b78add\"",
-			    "\"fingerprint\": \"04b8c13f54b78ade\"");
+	const char *fired = wfx_body(f, "03_group_of_3_firing.json");
+	const char *partial = wfx_body(f, "04_group_partially_resolved.json");
+	const char *two = wfx_edit(f, fired, "\"fingerprint\": \"04b8c13f54b78add\"",
+				  "\"fingerprint\": \"04b8c13f54b78ade\"");
 	const char *ok3 = "{\"status\":\"ok\",\"receiver\":\"grouped\",\"alerts\":3}";
 
 	wfx_expect_ok(f, "?receiver=grouped", fired, ok3);
@@ -117,16 +108,13 @@ static void group_member_change_is_no_repeat(void **state)
 	wfx_expect_ok(f, "?receiver=grouped", partial, ok3);
 	assert_int_equal(store_pending_count(f->st, "bridge"), 3);
 	assert_repeated(f, "grouped", 6);
-	free(two);
-	free(partial);
-	free(fired);
 }
 
 /* 8 threads wfx_post the same group at once: one event, every answer 200. */
 static void concurrent_repeats_stored_once(void **state)
 {
 	struct fixture *f = *state;
-	char *body = wfx_fixture_for("03_group_of_3_firing.json", "grouped");
+	const char *body = wfx_body_for(f, "03_group_of_3_firing.json", "grouped");
 	const char *bodies[N_THREADS];
 
 	for (int t = 0; t < N_THREADS; t++)
@@ -134,7 +122,6 @@ static void concurrent_repeats_stored_once(void **state)
 	wfx_post_from_threads(f, bodies);
 	assert_int_equal(store_pending_count(f->st, "bridge"), 1);
 	assert_repeated(f, "grouped", (N_THREADS * POSTS_PER_THREAD - 1) * 3);
-	free(body);
 }
 
 /*
@@ -155,6 +142,27 @@ static void fire_and_map(const struct fixture *f, const char *fired, int64_t num
 	assert_int_equal(store_issue_put(f->st, &row), ERR_OK);
 }
 
+/* fire_and_map() the single firing fired to issue number; then a re-send is a repeat. */
+static void mapped_then_repeats(struct fixture *f, const char *fired, int64_t number)
+{
+	fire_and_map(f, fired, number);
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_assert_no_more_events(f);
+}
+
+/* The single firing fired is stored once more (an event of its key), then repeats again. */
+static void stored_then_repeats(struct fixture *f, const char *fired)
+{
+	struct store_event ev;
+
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_take_event(f, &ev);
+	assert_string_equal(ev.key, "43257ea8bc3d7780");
+	store_event_release(&ev);
+	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
+	wfx_assert_no_more_events(f);
+}
+
 /*
  * A dry-run map row (issue 0) repeats as a live one: dry-run stores what
  * live stores.  Going live (store_dry_rows_go_live(), at serve's start) the
@@ -163,53 +171,30 @@ static void fire_and_map(const struct fixture *f, const char *fired, int64_t num
 static void dry_run_row_repeats_until_going_live(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("01_single_firing.json");
-	struct store_event ev;
+	const char *fired = wfx_body(f, "01_single_firing.json");
 
-	fire_and_map(f, fired, 0);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_assert_no_more_events(f);
+	mapped_then_repeats(f, fired, 0);
 	assert_int_equal(store_dry_rows_go_live(f->st, NULL), ERR_OK);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_take_event(f, &ev);
-	assert_string_equal(ev.key, "43257ea8bc3d7780");
-	store_event_release(&ev);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_assert_no_more_events(f);
-	free(fired);
+	stored_then_repeats(f, fired);
 }
 
 /* After map forget (another process in production), the same firing is new. */
 static void forgotten_key_is_no_repeat(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("01_single_firing.json");
-	struct store_event ev;
+	const char *fired = wfx_body(f, "01_single_firing.json");
 
-	fire_and_map(f, fired, 7);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_assert_no_more_events(f);
+	mapped_then_repeats(f, fired, 7);
 	assert_int_equal(store_issue_forget(f->st, "alert-service", "43257ea8bc3d7780"), ERR_OK);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);
-	wfx_take_event(f, &ev);
-	assert_string_equal(ev.key, "43257ea8bc3d7780");
-	store_event_release(&ev);
-	wfx_expect_ok(f, NULL, fired, OK_ALERT_SERVICE_1);  /* and then repeats again */
-	wfx_assert_no_more_events(f);
-	free(fired);
+	stored_then_repeats(f, fired);
 }
 
+/* The count in alertbridge_webhook_cache_hits_total{receiver}; a configured receiver's is 0
+ * from the start. */
 static void assert_cache_hits(const struct fixture *f, const char *receiver, int n)
 {
-	struct buf out = BUF_INIT, line = BUF_INIT;
-
-	metrics_render(f->metrics, &out);
-	/* A configured receiver's series exists from the start, at 0. */
-	assert_int_equal(buf_printf(&line, "alertbridge_webhook_cache_hits_total"
-					   "{receiver=\"%s\"} %d\n", receiver, n), ERR_OK);
-	wfx_assert_contains(buf_str(&out), buf_str(&line));
-	buf_release(&line);
-	buf_release(&out);
+	wfx_assert_metric(f, "alertbridge_webhook_cache_hits_total{receiver=\"%s\"} %d\n", receiver,
+			  n);
 }
 
 /*
@@ -222,11 +207,11 @@ static void assert_cache_hits(const struct fixture *f, const char *receiver, int
 static void seen_body_is_answered_from_the_cache(void **state)
 {
 	struct fixture *f = *state;
-	char *fired = wfx_read_fixture("01_single_firing.json");
-	char *resolved = wfx_read_fixture("02_single_resolved.json");
-	char *group = wfx_read_fixture("03_group_of_3_firing.json");
-	char *bad = wfx_replace(group, "\"container\": \"sidecar\",",
-			    "\"container\": \"sidecar\", \"alertbridge_repo\": \"a/b/c\",");
+	const char *fired = wfx_body(f, "01_single_firing.json");
+	const char *resolved = wfx_body(f, "02_single_resolved.json");
+	const char *group = wfx_body(f, "03_group_of_3_firing.json");
+	const char *bad = wfx_edit(f, group, "\"container\": \"sidecar\",",
+				  "\"container\": \"sidecar\", \"alertbridge_repo\": \"a/b/c\",");
 	const char *ok3 = "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3}";
 	struct store_event ev;
 
@@ -274,10 +259,6 @@ static void seen_body_is_answered_from_the_cache(void **state)
 			  "{\"status\":\"ok\",\"receiver\":\"alert-service\",\"alerts\":3,"
 			  "\"invalid\":1}");
 	assert_cache_hits(f, "alert-service", 6);
-	free(bad);
-	free(group);
-	free(resolved);
-	free(fired);
 }
 
 /* A test of this file, between wfx_setup() and wfx_teardown(). */

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "core/err.h"
@@ -40,15 +41,22 @@ char *afx_read_fixture(const char *name, size_t *len)
 	return data;
 }
 
-struct am_payload *afx_parse_fixture(const char *name)
+struct am_payload *afx_parse(const char *body)
 {
 	struct am_payload *p = NULL;
 	struct am_error e;
+
+	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &e), ERR_OK);
+	assert_non_null(p);
+	return p;
+}
+
+struct am_payload *afx_parse_fixture(const char *name)
+{
 	size_t len;
 	char *body = afx_read_fixture(name, &len);
+	struct am_payload *p = afx_parse(body);
 
-	assert_int_equal(am_parse(body, len, NULL, &p, &e), ERR_OK);
 	free(body);
-	assert_non_null(p);
 	return p;
 }

@@ -15,6 +15,8 @@
  * the repo root): its bytes, NUL-terminated (free() them), *len their count.
  */
 char *afx_read_fixture(const char *name, size_t *len);
+/* The webhook body as am_parse() reads it (am_payload_free() it); fails unless it parses. */
+struct am_payload *afx_parse(const char *body);
 /* The fixture name as am_parse() reads it (am_payload_free() it); fails unless it parses. */
 struct am_payload *afx_parse_fixture(const char *name);
 

@@ -16,8 +16,10 @@
 
 #include "core/am.h"
 #include "core/buf.h"
+#include "core/metrics.h"
 #include "store/store_events.h"
 #include "store/store_map.h"
+#include "tests/unit/helpers/event_fixture.h"
 
 /* The leader-election hook (bridge_options.may_act), as main.c wires the Lease. */
 static int env_may_act(void *ctx)
@@ -101,11 +103,46 @@ void bfx_bridge_restart(struct env *e, int dry_run)
 
 void bfx_env_stop(struct env *e)
 {
+	if (!e->gh)
+		return;
 	bridge_free(e->b);
 	render_free(e->render);
 	store_close(e->st);
 	cfg_free(e->cfg);
 	fake_http_stop(e->gh);
+	memset(e, 0, sizeof(*e));
+}
+
+int bfx_setup(void **state)
+{
+	const struct bfx_setup *s = *state;
+	struct env *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return -1;
+	if (!s) {
+		bfx_env_start(e, NULL, NULL);
+	} else {
+		bfx_env_start_scan(e, s->extra_github, s->receiver_extra, !s->unscanned);
+		if (s->with_metrics) {
+			e->metrics = metrics_new();
+			e->bo.metrics = e->metrics;
+			bfx_bridge_restart(e, 0);
+		}
+	}
+	*state = e;
+	return 0;
+}
+
+int bfx_teardown(void **state)
+{
+	struct env *e = *state;
+	struct metrics *m = e->metrics;
+
+	bfx_env_stop(e); /* the bridge first: it counts into m */
+	metrics_free(m);
+	free(e);
+	return 0;
 }
 
 void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
@@ -120,8 +157,7 @@ void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const cha
 	char body[2048];
 	struct am_payload *p = NULL;
 	struct am_error aerr;
-	struct buf ev = BUF_INIT, err = BUF_INIT;
-	struct store_event se = { 0 };
+	struct buf ev = BUF_INIT;
 
 	snprintf(body, sizeof(body),
 		 "{\"version\":\"4\",\"status\":\"%s\",\"receiver\":\"default\",\"groupKey\":\"{}:{}\","
@@ -132,17 +168,23 @@ void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const cha
 		 status, status, severity, starts, ends, fp);
 	assert_int_equal(am_parse(body, strlen(body), NULL, &p, &aerr), ERR_OK);
 	assert_int_equal(am_event_json(p, 0, &ev), ERR_OK);
-	se.kind = "bridge";
-	se.receiver = "default";
-	se.key = (char *)fp;
-	se.status = (char *)status;
-	se.starts_at_ms = p->alerts[0].starts_at_ms;
-	se.ends_at_ms = p->alerts[0].ends_at_ms;
-	se.payload = ev.data;
-	se.received_at_ms = e->now;
-	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
+	bfx_enqueue_doc(e, fp, status, p->alerts[0].starts_at_ms, p->alerts[0].ends_at_ms,
+			ev.data);
 	am_payload_free(p);
 	buf_release(&ev);
+}
+
+void bfx_enqueue_doc(struct env *e, const char *key, const char *status, int64_t starts_at_ms,
+		     int64_t ends_at_ms, const char *payload)
+{
+	struct buf err = BUF_INIT;
+	struct store_event se = efx_firing("default", key, starts_at_ms);
+
+	se.status = status;
+	se.ends_at_ms = ends_at_ms;
+	se.payload = payload;
+	se.received_at_ms = e->now;
+	assert_int_equal(store_enqueue(e->st, &se, 1, &err), ERR_OK);
 	buf_release(&err);
 }
 
@@ -184,6 +226,37 @@ void bfx_step_closes(struct env *e, int n, size_t first)
 	bfx_assert_request(e, before, "GET", path, NULL);
 	bfx_assert_request(e, before + 1, "POST", comments, "resolved at");
 	bfx_assert_request(e, before + 2, "PATCH", path, "\"state\":\"closed\"");
+}
+
+void bfx_step_finds_the_comment_and_closes(struct env *e)
+{
+	size_t before = fake_http_count(e->gh);
+
+	fake_http_push(e->gh, 200, NULL, ISSUE_JSON(3, "open", "null", "null"));
+	fake_http_push(e->gh, 200, NULL,
+		       "[{\"id\":1,\"body\":\"resolved.\\n\\n" RESOLVED_MARKER "\","
+		       "\"created_at\":\"2026-11-21T01:00:01Z\"}]");
+	fake_http_push(e->gh, 200, NULL,
+		       ISSUE_JSON(3, "closed", "\"completed\"", "\"2026-11-21T02:00:00Z\""));
+	assert_int_equal(bridge_step(e->b), 1);
+	assert_int_equal(fake_http_count(e->gh), before + 3);
+	bfx_assert_request(e, before, "GET", "/repos/my-org/alerts/issues/3", NULL);
+	assert_string_equal(fake_http_request(e->gh, before + 1)->method, "GET");
+	assert_non_null(strstr(fake_http_request(e->gh, before + 1)->uri,
+			       "/repos/my-org/alerts/issues/3/comments"));
+	bfx_assert_request(e, before + 2, "PATCH", "/repos/my-org/alerts/issues/3",
+			   "\"state\":\"closed\"");
+	bfx_assert_row(e, -1, "closed");
+	assert_int_equal(store_pending_count(e->st, "bridge"), 0);
+}
+
+void bfx_note_progress(struct env *e, const char *progress)
+{
+	struct store_event ev = { 0 };
+
+	assert_int_equal(store_next_event(e->st, "bridge", e->now, &ev), ERR_OK);
+	assert_int_equal(store_event_progress(e->st, ev.id, progress), ERR_OK);
+	store_event_release(&ev);
 }
 
 void bfx_get_row(struct env *e, struct store_issue *row)

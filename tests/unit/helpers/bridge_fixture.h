@@ -30,6 +30,7 @@ struct env {
 	int leading;       /* what may_act answers */
 	size_t lose_after; /* >0: may_act turns 0 once GitHub saw this many requests */
 	struct bridge_options bo; /* what b was made with */
+	struct metrics *metrics;  /* bfx_setup's with_metrics: bo.metrics; bfx_teardown() frees */
 };
 
 /* An issue as GitHub answers it: number, state, state_reason and closed_at as JSON values. */
@@ -64,14 +65,47 @@ void bfx_env_start(struct env *e, const char *extra_github, const char *receiver
  * with github.dry_run set to dry_run.
  */
 void bfx_bridge_restart(struct env *e, int dry_run);
-/* Free everything of e. */
+/* Free everything of e and zero it; a zeroed (already stopped) e is left as it is. */
 void bfx_env_stop(struct env *e);
+
+/*
+ * A test's setup, as a row of the cmocka test table: the config lines and whether the
+ * repository counts as scanned (bfx_env_start_scan()).  A test without one gets none.
+ */
+struct bfx_setup {
+	const char *extra_github;
+	const char *receiver_extra;
+	int unscanned;    /* 1: the repository is not scanned yet (the map rebuild runs) */
+	int with_metrics; /* 1: the bridge counts into e->metrics (metrics_new()) */
+};
+/*
+ * cmocka setup: *state (the row's prestate, a const struct bfx_setup *, or NULL for
+ * bfx_env_start(e, NULL, NULL)) is replaced by a started struct env * that the test
+ * owns until bfx_teardown() frees it; -1 when out of memory.
+ */
+int bfx_setup(void **state);
+/*
+ * cmocka teardown: bfx_env_stop() the env of *state (stopped already: nothing), then free
+ * its metrics and it.
+ */
+int bfx_teardown(void **state);
+/* A row of the test table: f(void **state) runs on a started env, *state, from setup s. */
+#define BFX_TEST(f) cmocka_unit_test_setup_teardown(f, bfx_setup, bfx_teardown)
+#define BFX_TEST_WITH(f, s) \
+	cmocka_unit_test_prestate_setup_teardown(f, bfx_setup, bfx_teardown, (void *)(s))
 /* Queue one alert event of FP with that severity label, as the intake would (RFC 3339 times). */
 void bfx_enqueue_sev(struct env *e, const char *status, const char *starts, const char *ends,
 		     const char *severity);
 /* bfx_enqueue_sev() of the alert with fingerprint fp (16 hex digits) instead of FP. */
 void bfx_enqueue_fp(struct env *e, const char *fp, const char *status, const char *starts,
 		    const char *ends, const char *severity);
+/*
+ * Queue one bridge event of receiver "default" as the intake would: key (FP, or a group's
+ * hash), status, the episode's times (ms UTC, ends 0: none) and payload, the event
+ * document; received now.
+ */
+void bfx_enqueue_doc(struct env *e, const char *key, const char *status, int64_t starts_at_ms,
+		     int64_t ends_at_ms, const char *payload);
 /* bfx_enqueue_sev() with severity critical. */
 void bfx_enqueue(struct env *e, const char *status, const char *starts, const char *ends);
 /*
@@ -85,6 +119,20 @@ void bfx_assert_request(struct env *e, size_t i, const char *method, const char 
  * the PATCH, after `first` answers already pushed for calls before them).
  */
 void bfx_step_closes(struct env *e, int n, size_t first);
+/* The marker of the resolved comment of episode EP1 ended at 2026-11-21T01:00:00Z. */
+#define RESOLVED_MARKER \
+	"<!-- alertbridge:episode=2026-11-21T00:49:48.539Z event=resolved-1795222800000 -->"
+/*
+ * The next step resumes a resolve of FP whose comment on open issue 3 was in doubt: it
+ * reads the issue, finds the RESOLVED_MARKER comment on it and only closes the issue
+ * (three requests, from the count before it); then FP's row is closed, nothing pending.
+ */
+void bfx_step_finds_the_comment_and_closes(struct env *e);
+/*
+ * Write the progress note of the event due now (bfx_enqueue()d last), as a process killed
+ * mid-transition leaves it (store_event_progress()); fails when no event is due.
+ */
+void bfx_note_progress(struct env *e, const char *progress);
 /* FP's map row into *row (store_issue_release() it); fails when there is none. */
 void bfx_get_row(struct env *e, struct store_issue *row);
 /* Fail unless FP's map row is issue number (< 0: any) in state (NULL: any). */

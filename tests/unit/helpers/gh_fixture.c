@@ -77,3 +77,12 @@ int gfx_teardown(void **state)
 	free(fx);
 	return 0;
 }
+
+void gfx_create_fails(struct gh_fixture *fx, const char *body, const char *marker, enum err rc,
+		      const char *msg)
+{
+	assert_int_equal(gh_issue_create(fx->gh, "o/r", "t", body, marker, NULL, NULL, &fx->is,
+					 &fx->err), rc);
+	assert_string_equal(buf_str(&fx->err), msg);
+	assert_int_equal(fx->is.number, 0);
+}

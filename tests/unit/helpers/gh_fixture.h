@@ -31,6 +31,12 @@ int gfx_setup(void **state);
 int gfx_teardown(void **state);
 /* A new client of fx->opts in place of fx->gh (after a change of the options). */
 void gfx_reopen(struct gh_fixture *fx);
+/*
+ * gh_issue_create() in o/r, title "t", of body holding marker, no labels or assignees, fails
+ * with rc and exactly the message msg, and gives no issue number.
+ */
+void gfx_create_fails(struct gh_fixture *fx, const char *body, const char *marker, enum err rc,
+		      const char *msg);
 /* All fx slept, in ms. */
 int64_t gfx_slept(const struct gh_fixture *fx);
 /* gh_client_new(o) in virtual time: o's clock hooks set to *now_ms (tclock_virtual_now()),

@@ -149,8 +149,33 @@ int wfx_teardown(void **state)
 	log_set_fd(2);
 	close(f->log_fd);
 	tfx_remove_tree(f->dir);
+	for (size_t i = 0; i < f->n_owned; i++)
+		free(f->owned[i]);
 	free(f);
 	return 0;
+}
+
+/* Keep p (malloc'd) for wfx_teardown() to free; returns it. */
+static const char *own(struct fixture *f, char *p)
+{
+	assert_true(f->n_owned < sizeof(f->owned) / sizeof(f->owned[0]));
+	f->owned[f->n_owned++] = p;
+	return p;
+}
+
+const char *wfx_body(struct fixture *f, const char *name)
+{
+	return own(f, wfx_read_fixture(name));
+}
+
+const char *wfx_body_for(struct fixture *f, const char *name, const char *receiver_json)
+{
+	return own(f, wfx_fixture_for(name, receiver_json));
+}
+
+const char *wfx_edit(struct fixture *f, const char *s, const char *from, const char *to)
+{
+	return own(f, wfx_replace(s, from, to));
 }
 
 static size_t collect(char *p, size_t size, size_t n, void *arg)
@@ -213,6 +238,20 @@ void wfx_assert_lacks(const char *hay, const char *needle)
 {
 	if (strstr(hay, needle))
 		fail_msg("\"%s\" contains \"%s\"", hay, needle);
+}
+
+void wfx_assert_metric(const struct fixture *f, const char *fmt, ...)
+{
+	struct buf out = BUF_INIT, line = BUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	assert_int_equal(buf_vprintf(&line, fmt, ap), ERR_OK);
+	va_end(ap);
+	metrics_render(f->metrics, &out);
+	wfx_assert_contains(buf_str(&out), buf_str(&line));
+	buf_release(&line);
+	buf_release(&out);
 }
 
 /*

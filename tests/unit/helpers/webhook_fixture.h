@@ -15,6 +15,7 @@
 #include "core/auth.h"
 #include "core/buf.h"
 #include "core/config.h"
+#include "core/err.h"
 #include "core/http_server.h"
 #include "core/metrics.h"
 #include "store/store.h"
@@ -43,6 +44,8 @@ struct fixture {
 	struct webhook *wh;
 	struct srv *srv;
 	int64_t now;
+	char *owned[32]; /* the texts wfx_body() and friends made, freed by teardown */
+	size_t n_owned;
 };
 
 struct reply {
@@ -64,12 +67,20 @@ char *wfx_read_fixture(const char *name);
 char *wfx_replace(const char *s, const char *from, const char *to);
 /* The fixture NAME with its receiver set to the JSON string receiver_json (malloc'd). */
 char *wfx_fixture_for(const char *name, const char *receiver_json);
+/* wfx_read_fixture(name), owned by f: freed by wfx_teardown(). */
+const char *wfx_body(struct fixture *f, const char *name);
+/* wfx_fixture_for(name, receiver_json), owned by f: freed by wfx_teardown(). */
+const char *wfx_body_for(struct fixture *f, const char *name, const char *receiver_json);
+/* wfx_replace(s, from, to), owned by f: freed by wfx_teardown(). */
+const char *wfx_edit(struct fixture *f, const char *s, const char *from, const char *to);
 /* POST body to /v1/webhook[query] with headers (NULL-terminated); the reply in *r. */
 void wfx_post(const struct fixture *f, const char *query, const char *body,
 	      const char *const *headers, struct reply *r);
 void wfx_reply_release(struct reply *r);
 void wfx_assert_contains(const char *hay, const char *needle);
 void wfx_assert_lacks(const char *hay, const char *needle);
+/* f's metrics, rendered now, hold the line that fmt formats (with its "\n"). */
+void wfx_assert_metric(const struct fixture *f, const char *fmt, ...) PRINTF_LIKE(2, 3);
 /* A post answered status with exactly want_body, and nothing queued. */
 void wfx_expect_rejected(const struct fixture *f, const char *query, const char *body,
 			 const char *const *headers, long status, const char *want_body);
