@@ -383,6 +383,88 @@ enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, con
 	return rc;
 }
 
+/* Take db_mu, run one statement (cached id, or sql when not NULL), let go, log ERR_DB. */
+static enum err alone(struct store *st, enum stmt_id id, const char *sql, enum want want,
+		      const char *what, const char *types, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	pthread_mutex_lock(&st->db_mu);
+	if (sql)
+		rc = sq(st, sql, want, NULL, what, &msg, NULL, types, ap);
+	else
+		rc = run(st, st->stmt[id], want, NULL, what, &msg, types, ap);
+	pthread_mutex_unlock(&st->db_mu);
+	return store_done(rc, what, &msg);
+}
+
+#define ALONE(id, sql, want)                                                        \
+	do {                                                                        \
+		va_list ap;                                                         \
+		enum err rc_;                                                       \
+		va_start(ap, types);                                                \
+		rc_ = alone(st, (id), (sql), (want), what, types, ap);              \
+		va_end(ap);                                                         \
+		return rc_;                                                         \
+	} while (0)
+
+enum err store_run_alone(struct store *st, enum stmt_id id, const char *what,
+			 const char *types, ...)
+{
+	ALONE(id, NULL, W_DONE);
+}
+
+enum err store_run1_alone(struct store *st, enum stmt_id id, const char *what,
+			  const char *types, ...)
+{
+	ALONE(id, NULL, W_ONE);
+}
+
+enum err store_sq_alone(struct store *st, const char *sql, const char *what,
+			const char *types, ...)
+{
+	ALONE(S_COUNT, sql, W_DONE);
+}
+
+enum err store_read_rows(struct store *st, struct db_stmt *s, const char *what,
+			 struct store_rows *list, struct buf *errmsg)
+{
+	enum err rc = ERR_OK;
+
+	while ((!list->max || list->n < list->max) &&
+	       (rc = store_step_row(st, s, what, errmsg)) == ERR_OK) {
+		void *row;
+
+		if (list->n == list->cap) {
+			list->cap = list->cap ? 2 * list->cap : 16;
+			list->v = xreallocarray(list->v, list->cap, list->size);
+		}
+		row = (char *)list->v + list->n++ * list->size;
+		memset(row, 0, list->size);
+		list->read(s, row);
+	}
+	return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
+enum err store_sq_rows(struct store *st, const char *sql, const char *what,
+		       struct store_rows *list, struct buf *errmsg, const char *types, ...)
+{
+	struct db_stmt *s = NULL;
+	va_list ap;
+	enum err rc;
+
+	va_start(ap, types);
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, sql, W_ROW, NULL, what, errmsg, &s, types, ap);
+	if (rc == ERR_OK)
+		rc = store_read_rows(st, s, what, list, errmsg);
+	db_finalize(s);
+	pthread_mutex_unlock(&st->db_mu);
+	va_end(ap);
+	return rc;
+}
+
 /* ---- open, migrate, close ---- */
 
 /*

@@ -484,6 +484,27 @@ void store_read_event(struct db_stmt *s, struct store_event *out)
 	out->progress = store_col_str(s, 11);
 }
 
+void store_read_event_row(struct db_stmt *s, void *row)
+{
+	store_read_event(s, row);
+}
+
+void store_events_hand(struct store_rows *list, enum err rc,
+		       int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
+{
+	struct store_event *evs = list->v;
+	int stopped = 0;
+
+	for (size_t i = 0; i < list->n; i++) {
+		if (rc == ERR_OK && !stopped)
+			stopped = fn(ctx, &evs[i]);
+		store_event_release(&evs[i]);
+	}
+	free(evs);
+	list->v = NULL;
+	list->n = list->cap = 0;
+}
+
 /* The words of enum store_event_state in events.state. */
 #define N_EVENT_STATES 3
 static const char *const event_states[N_EVENT_STATES] = {

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/xalloc.h"
 #include "core/banned.h"
 
 /*
@@ -311,42 +310,26 @@ enum err store_member_unfold(struct store *st, const char *receiver, const char 
 enum err store_member_list(struct store *st, int64_t summary_id, struct store_member **out,
 			   size_t *n)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_member, 0, read_member);
 	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
-	struct store_member *v = NULL;
-	size_t len = 0, cap = 0;
 	enum err rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
-			  "storm_members WHERE summary_id = ?1 ORDER BY firing DESC, starts_at_ms, key",
-		      "list members", &msg, &s, "i", summary_id);
-	while (rc == ERR_OK && (rc = store_step_row(st, s, "list members", &msg)) == ERR_OK) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 64;
-			v = xreallocarray(v, cap, sizeof(*v));
-		}
-		read_member(s, &v[len++]);
-	}
-	if (rc == ERR_NOTFOUND)
-		rc = ERR_OK;
-	db_finalize(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("list members", &msg);
+	rc = store_sq_rows(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line "
+			       "FROM storm_members WHERE summary_id = ?1 "
+			       "ORDER BY firing DESC, starts_at_ms, key",
+			   "list members", &list, &msg, "i", summary_id);
 	if (rc) {
-		store_member_list_free(v, len);
-		len = 0;
-		v = NULL;
+		store_member_list_free(list.v, list.n);
+		list.v = NULL;
+		list.n = 0;
 	}
-	*out = v;
-	*n = len;
-	buf_release(&msg);
-	return rc;
+	*out = list.v;
+	*n = list.n;
+	return store_done(rc, "list members", &msg);
 }
 
 void store_member_release(struct store_member *m)

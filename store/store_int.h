@@ -165,6 +165,29 @@ void store_queue_changed(struct store *st);
 void store_read_notice(struct db_stmt *s, struct store_notice *out);
 /* The event at the current row of s (EVENT_COLS, store.c) into out; strings malloc'd. */
 void store_read_event(struct db_stmt *s, struct store_event *out);
+/*
+ * The rows of a query read into a growing array (store_read_rows()): how to
+ * read them (set by STORE_ROWS_INIT), and what was read.
+ */
+struct store_rows {
+	size_t size;  /* of an element */
+	size_t max;   /* rows at most; 0: no bound */
+	void (*read)(struct db_stmt *s, void *row);  /* a zeroed element from the current row */
+	void *v;      /* the elements read (malloc'd; the caller frees them, and what they own) */
+	size_t n, cap;
+};
+/* Rows of type read by read, at most max (0: no bound), none read yet. */
+#define STORE_ROWS_INIT(type, max, read) { sizeof(type), (max), (read), NULL, 0, 0 }
+/* store_read_event() as store_read_rows() calls it (row: a struct store_event). */
+void store_read_event_row(struct db_stmt *s, void *row);
+/*
+ * Hand the events list holds (store_read_rows() of EVENT_COLS) to fn(ctx,
+ * ev) in order until fn returns non-zero, none when rc is not ERR_OK; then
+ * release them all, free the array and empty list.  Without db_mu: fn may
+ * call the store.
+ */
+void store_events_hand(struct store_rows *list, enum err rc,
+		       int (*fn)(void *ctx, const struct store_event *ev), void *ctx);
 /* 1 when s is NULL or "". */
 int store_empty(const char *s);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */
@@ -239,6 +262,35 @@ enum err store_sq(struct store *st, const char *sql, const char *what, struct bu
 /* store_sq() of an INSERT ... RETURNING id, the new row's id into *row_id. */
 enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, const char *what,
 			 struct buf *errmsg, const char *types, ...);
+/*
+ * One statement on its own, for a call that runs nothing else: take db_mu,
+ * run it, let go of db_mu, and log an ERR_DB with what (store_done()).
+ * store_run_alone and store_run1_alone run cached statement id as
+ * store_run() and store_run1() do (ERR_NOTFOUND, not logged, when it changed
+ * no row); store_sq_alone runs sql as store_sq() without rows.  ERR_OK or
+ * ERR_DB (or ERR_NOTFOUND).
+ */
+enum err store_run_alone(struct store *st, enum stmt_id id, const char *what,
+			 const char *types, ...);
+enum err store_run1_alone(struct store *st, enum stmt_id id, const char *what,
+			  const char *types, ...);
+enum err store_sq_alone(struct store *st, const char *sql, const char *what,
+			const char *types, ...);
+/*
+ * Step s (bound; neither reset nor finalized here) and append each row to
+ * list, up to list->max rows in all: a new element, zeroed, then filled by
+ * list->read.  ERR_OK when the rows ended or max was reached, ERR_DB with
+ * errmsg; the rows read so far stay in list either way.
+ */
+enum err store_read_rows(struct store *st, struct db_stmt *s, const char *what,
+			 struct store_rows *list, struct buf *errmsg);
+/*
+ * A query on its own, its rows into list: take db_mu, prepare sql and bind
+ * types as store_sq() does, store_read_rows(), finalize, let go of db_mu.
+ * ERR_OK or ERR_DB with errmsg (not logged); the rows read stay in list.
+ */
+enum err store_sq_rows(struct store *st, const char *sql, const char *what,
+		       struct store_rows *list, struct buf *errmsg, const char *types, ...);
 /* Step s once: ERR_OK (a row is current), ERR_NOTFOUND (no more) or ERR_DB (errmsg). */
 enum err store_step_row(struct store *st, struct db_stmt *s, const char *what,
 			struct buf *errmsg);

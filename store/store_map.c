@@ -272,15 +272,10 @@ enum err store_scan_get(struct store *st, const char *receiver, const char *repo
 enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
 			 int64_t done_at_ms)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st || store_empty(receiver) || store_empty(repo))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_SCAN_PUT, "record repo scan", &msg, "tti", receiver, repo, done_at_ms);
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "record repo scan", &msg);
+	return store_run_alone(st, S_SCAN_PUT, "record repo scan", "tti", receiver, repo,
+			       done_at_ms);
 }
 
 enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n)

@@ -148,47 +148,26 @@ enum err store_notice_latest(struct store *st, const char *uid, const char *kind
 enum err store_notice_sent(struct store *st, int64_t id, int64_t sent_at_ms, const char *channel,
 			   const char *slack_channel_id, const char *slack_ts)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run1(st, S_NO_SENT, "notice sent", &msg, "iittt", id, sent_at_ms, channel,
-			slack_channel_id, slack_ts);
-	rc = store_done(rc, "notice sent", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_run1_alone(st, S_NO_SENT, "notice sent", "iittt", id, sent_at_ms, channel,
+				slack_channel_id, slack_ts);
 }
 
 enum err store_notice_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *channel,
 			    const char *error)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run1(st, S_NO_RETRY, "retry notice", &msg, "iitt", id, next_at_ms, channel,
-			error);
-	rc = store_done(rc, "retry notice", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_run1_alone(st, S_NO_RETRY, "retry notice", "iitt", id, next_at_ms, channel,
+				error);
 }
 
 enum err store_notice_dead(struct store *st, int64_t id, const char *reason)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run1(st, S_NO_DEAD, "notice dead", &msg, "it", id, reason);
-	rc = store_done(rc, "notice dead", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_run1_alone(st, S_NO_DEAD, "notice dead", "it", id, reason);
 }
 
 enum err store_notice_cancel(struct store *st, const char *uid, const char *reason, int64_t *n)
