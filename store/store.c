@@ -157,6 +157,15 @@ int store_empty(const char *s)
 	return !s || !*s;
 }
 
+const char *store_first_empty(const struct store_field *fields, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (store_empty(fields[i].value))
+			return fields[i].name;
+	}
+	return NULL;
+}
+
 /* Log an ERR_DB detail for the functions that have no errmsg to return it in. */
 void store_log_db(const char *op, const struct buf *msg)
 {

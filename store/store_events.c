@@ -48,18 +48,12 @@ static enum err mark_dead(struct store *st, int64_t id, const char *receiver, co
 
 static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
 {
-	const char *missing = NULL;
+	const struct store_field need[] = {
+		{ "kind", ev->kind },     { "receiver", ev->receiver }, { "key", ev->key },
+		{ "status", ev->status }, { "payload", ev->payload },
+	};
+	const char *missing = store_first_empty(need, STORE_N_FIELDS(need));
 
-	if (store_empty(ev->kind))
-		missing = "kind";
-	else if (store_empty(ev->receiver))
-		missing = "receiver";
-	else if (store_empty(ev->key))
-		missing = "key";
-	else if (store_empty(ev->status))
-		missing = "status";
-	else if (store_empty(ev->payload))
-		missing = "payload";
 	if (missing) {
 		buf_setf(errmsg, "store: event %zu: %s is empty", i, missing);
 		return ERR_INVALID;

@@ -190,6 +190,14 @@ void store_events_hand(struct store_rows *list, enum err rc,
 		       int (*fn)(void *ctx, const struct store_event *ev), void *ctx);
 /* 1 when s is NULL or "". */
 int store_empty(const char *s);
+/* A string a row needs, for store_first_empty(): its name in errors, its value. */
+struct store_field {
+	const char *name;
+	const char *value;
+};
+#define STORE_N_FIELDS(fields) (sizeof(fields) / sizeof((fields)[0]))
+/* The name of the first of fields[0..n) whose value is store_empty(); NULL when none is. */
+const char *store_first_empty(const struct store_field *fields, size_t n);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */
 void store_log_db(const char *op, const struct buf *msg);
 /* The end of such a function: store_log_db(op, msg) when rc is ERR_DB, msg released; rc. */

@@ -40,16 +40,15 @@ enum err store_issue_state_parse(const char *word, enum store_issue_state *out)
 
 enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 {
-	const char *missing = NULL;
+	const char *missing = "row";
 
-	if (!row)
-		missing = "row";
-	else if (store_empty(row->receiver))
-		missing = "receiver";
-	else if (store_empty(row->key))
-		missing = "key";
-	else if (store_empty(row->repo))
-		missing = "repo";
+	if (row) {
+		const struct store_field need[] = {
+			{ "receiver", row->receiver }, { "key", row->key }, { "repo", row->repo },
+		};
+
+		missing = store_first_empty(need, STORE_N_FIELDS(need));
+	}
 	if (missing) {
 		buf_setf(errmsg, "store: issue row: %s is empty", missing);
 		return ERR_INVALID;

@@ -28,7 +28,7 @@ static int notice_kind_valid(const char *kind)
 
 enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *errmsg)
 {
-	const char *missing = NULL;
+	const char *missing;
 	enum err rc;
 
 	if (!st || !n) {
@@ -36,14 +36,11 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 		return ERR_INVALID;
 	}
 	n->id = 0;
-	if (store_empty(n->namespace))
-		missing = "namespace";
-	else if (store_empty(n->pod))
-		missing = "pod";
-	else if (store_empty(n->uid))
-		missing = "uid";
-	else if (store_empty(n->text))
-		missing = "text";
+	const struct store_field need[] = {
+		{ "namespace", n->namespace }, { "pod", n->pod }, { "uid", n->uid },
+		{ "text", n->text },
+	};
+	missing = store_first_empty(need, STORE_N_FIELDS(need));
 	if (missing) {
 		buf_setf(errmsg, "store: notice: %s is empty", missing);
 		return ERR_INVALID;

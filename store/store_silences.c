@@ -16,73 +16,61 @@
 #include "core/banned.h"
 
 /*
- * In the caller's transaction: forget the ids taken before prune_before_ms,
- * then insert id taken at at_ms unless it is there (db_changes() 1: it was
- * not).  what names the insert in errors.
+ * Take id at at_ms in one transaction: forget the ids taken before
+ * prune_before_ms, then insert id unless it is there.  *fresh = 1 when it
+ * was not there, or when retry and it was taken at at_ms (the same command
+ * again: store_command_take()); else 0, and 0 on any error.  what names the
+ * operation in errors and the log.
  */
-static enum err insert_taken(struct store *st, const char *id, int64_t at_ms,
-			     int64_t prune_before_ms, const char *what, struct buf *msg)
-{
-	enum err rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
-			       "prune deliveries", msg, NULL, "i", prune_before_ms);
-
-	if (rc == ERR_OK)
-		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
-			      "ON CONFLICT (id) DO NOTHING", what, msg, NULL, "ti", id, at_ms);
-	return rc;
-}
-
-enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
-			     int *fresh)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
-	*fresh = 0;
-	if (!st || store_empty(id))
-		return ERR_INVALID;
-	rc = store_txn_begin(st, &msg);
-	if (rc == ERR_OK)
-		rc = insert_taken(st, id, now_ms, now_ms - keep_ms, "take delivery", &msg);
-	if (rc == ERR_OK)
-		*fresh = db_changes(st->db) == 1;
-	rc = store_txn_end(st, rc, &msg);
-	if (rc != ERR_OK)
-		*fresh = 0;
-	return store_done(rc, "take delivery", &msg);
-}
-
-enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
-			    int64_t keep_ms, int *fresh)
+static enum err take(struct store *st, const char *id, int64_t at_ms, int64_t prune_before_ms,
+		     int retry, const char *what, int *fresh)
 {
 	struct buf msg = BUF_INIT;
 	struct db_stmt *rows = NULL;
-	enum err rc;
+	enum err rc = store_txn_begin(st, &msg);
 
-	*fresh = 0;
-	if (!st || store_empty(key))
-		return ERR_INVALID;
-	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
-		rc = insert_taken(st, key, at_ms, now_ms - keep_ms, "take command", &msg);
-	if (rc == ERR_OK && db_changes(st->db) != 1) {
-		rc = store_sq(st, "SELECT received_at_ms FROM gh_deliveries WHERE id = ?1",
-			      "take command", &msg, &rows, "t", key);
+		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
+			      "prune deliveries", &msg, NULL, "i", prune_before_ms);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
+			      "ON CONFLICT (id) DO NOTHING", what, &msg, NULL, "ti", id, at_ms);
+	if (rc == ERR_OK && db_changes(st->db) == 1) {
+		*fresh = 1;
+	} else if (rc == ERR_OK && retry) {
+		rc = store_sq(st, "SELECT received_at_ms FROM gh_deliveries WHERE id = ?1", what,
+			      &msg, &rows, "t", id);
 		if (rc == ERR_OK) {
-			rc = store_step_row(st, rows, "take command", &msg);
+			rc = store_step_row(st, rows, what, &msg);
 			if (rc == ERR_OK)
 				*fresh = db_col_int(rows, 0) == at_ms;
 			else if (rc == ERR_NOTFOUND)
 				rc = ERR_OK;  /* cannot be: the row was there */
 			db_finalize(rows);
 		}
-	} else if (rc == ERR_OK) {
-		*fresh = 1;
 	}
 	rc = store_txn_end(st, rc, &msg);
 	if (rc != ERR_OK)
 		*fresh = 0;
-	return store_done(rc, "take command", &msg);
+	return store_done(rc, what, &msg);
+}
+
+enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
+			     int *fresh)
+{
+	*fresh = 0;
+	if (!st || store_empty(id))
+		return ERR_INVALID;
+	return take(st, id, now_ms, now_ms - keep_ms, 0, "take delivery", fresh);
+}
+
+enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
+			    int64_t keep_ms, int *fresh)
+{
+	*fresh = 0;
+	if (!st || store_empty(key))
+		return ERR_INVALID;
+	return take(st, key, at_ms, now_ms - keep_ms, 1, "take command", fresh);
 }
 
 enum err store_delivery_drop(struct store *st, const char *id)
