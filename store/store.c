@@ -232,6 +232,12 @@ void store_free_str(const char *s)
 	free((void *)(uintptr_t)s);
 }
 
+void store_free_strs(const char *const *strs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store_free_str(strs[i]);
+}
+
 /* A copy of a text column; NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i)
 {
@@ -392,9 +398,13 @@ enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, con
 	return rc;
 }
 
-/* Take db_mu, run one statement (cached id, or sql when not NULL), let go, log ERR_DB. */
+/*
+ * Take db_mu, run one statement (cached id, or sql when not NULL), count
+ * the rows it changed into *changes (when not NULL and it ran), let go, log
+ * ERR_DB.
+ */
 static enum err alone(struct store *st, enum stmt_id id, const char *sql, enum want want,
-		      const char *what, const char *types, va_list ap)
+		      const char *what, int64_t *changes, const char *types, va_list ap)
 {
 	struct buf msg = BUF_INIT;
 	enum err rc;
@@ -404,36 +414,116 @@ static enum err alone(struct store *st, enum stmt_id id, const char *sql, enum w
 		rc = sq(st, sql, want, NULL, what, &msg, NULL, types, ap);
 	else
 		rc = run(st, st->stmt[id], want, NULL, what, &msg, types, ap);
+	if (rc == ERR_OK && changes)
+		*changes = db_changes(st->db);
 	pthread_mutex_unlock(&st->db_mu);
 	return store_done(rc, what, &msg);
 }
 
-#define ALONE(id, sql, want)                                                        \
+#define ALONE(id, sql, want, changes)                                               \
 	do {                                                                        \
 		va_list ap;                                                         \
 		enum err rc_;                                                       \
 		va_start(ap, types);                                                \
-		rc_ = alone(st, (id), (sql), (want), what, types, ap);              \
+		rc_ = alone(st, (id), (sql), (want), what, (changes), types, ap);   \
 		va_end(ap);                                                         \
 		return rc_;                                                         \
 	} while (0)
 
-enum err store_run_alone(struct store *st, enum stmt_id id, const char *what,
+enum err store_run_alone(struct store *st, enum stmt_id id, const char *what, int64_t *changes,
 			 const char *types, ...)
 {
-	ALONE(id, NULL, W_DONE);
+	ALONE(id, NULL, W_DONE, changes);
 }
 
 enum err store_run1_alone(struct store *st, enum stmt_id id, const char *what,
 			  const char *types, ...)
 {
-	ALONE(id, NULL, W_ONE);
+	ALONE(id, NULL, W_ONE, NULL);
 }
 
-enum err store_sq_alone(struct store *st, const char *sql, const char *what,
+enum err store_sq_alone(struct store *st, const char *sql, const char *what, int64_t *changes,
 			const char *types, ...)
 {
-	ALONE(S_COUNT, sql, W_DONE);
+	ALONE(S_COUNT, sql, W_DONE, changes);
+}
+
+/*
+ * Take db_mu, read the first row of a statement (cached id, or sql) into
+ * out, let go, log ERR_DB.
+ */
+static enum err row_alone(struct store *st, enum stmt_id id, const char *sql, const char *what,
+			  void (*read)(struct db_stmt *s, void *out), void *out,
+			  const char *types, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *s = NULL;
+	enum err rc;
+
+	pthread_mutex_lock(&st->db_mu);
+	if (sql) {
+		rc = sq(st, sql, W_ROW, NULL, what, &msg, &s, types, ap);
+		if (rc == ERR_OK)
+			rc = store_step_row(st, s, what, &msg);
+	} else {
+		s = st->stmt[id];
+		rc = run(st, s, W_ROW, NULL, what, &msg, types, ap);  /* reset unless a row */
+	}
+	if (rc == ERR_OK)
+		read(s, out);
+	if (sql)
+		db_finalize(s);
+	else if (rc == ERR_OK)
+		db_reset(s);
+	pthread_mutex_unlock(&st->db_mu);
+	return store_done(rc, what, &msg);
+}
+
+#define ROW_ALONE(id, sql)                                                          \
+	do {                                                                        \
+		va_list ap;                                                         \
+		enum err rc_;                                                       \
+		va_start(ap, types);                                                \
+		rc_ = row_alone(st, (id), (sql), what, read, out, types, ap);       \
+		va_end(ap);                                                         \
+		return rc_;                                                         \
+	} while (0)
+
+enum err store_row_alone(struct store *st, enum stmt_id id, const char *what,
+			 void (*read)(struct db_stmt *s, void *out), void *out,
+			 const char *types, ...)
+{
+	ROW_ALONE(id, NULL);
+}
+
+enum err store_sq_row_alone(struct store *st, const char *sql, const char *what,
+			    void (*read)(struct db_stmt *s, void *out), void *out,
+			    const char *types, ...)
+{
+	ROW_ALONE(S_COUNT, sql);
+}
+
+int64_t store_sq_count(struct store *st, const char *sql, const char *what, const char *types,
+		       ...)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *s = NULL;
+	int64_t n = -1;
+	va_list ap;
+
+	va_start(ap, types);
+	pthread_mutex_lock(&st->db_mu);
+	if (sq(st, sql, W_ROW, NULL, what, &msg, &s, types, ap) == ERR_OK) {
+		if (store_step_row(st, s, what, &msg) == ERR_OK)
+			n = db_col_int(s, 0);
+		db_finalize(s);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	va_end(ap);
+	if (n < 0)
+		store_log_db(what, &msg);
+	buf_release(&msg);
+	return n;
 }
 
 enum err store_read_rows(struct store *st, struct db_stmt *s, const char *what,

@@ -30,11 +30,6 @@ void store_notices_free(struct store_notice *v, size_t n)
 	free(v);
 }
 
-static void read_notice(struct db_stmt *s, void *row)
-{
-	store_read_notice(s, row);
-}
-
 /*
  * After a list of notices read into list: *out and *n the notices, or on an
  * error what logged and none (NULL, 0); rc.
@@ -57,7 +52,7 @@ static enum err notices_done(enum err rc, const char *what, struct store_rows *l
 enum err store_notice_batch(struct store *st, const struct store_notice *head, int64_t due_by_ms,
 			    size_t max, struct store_notice **out, size_t *n)
 {
-	struct store_rows list = STORE_ROWS_INIT(struct store_notice, 0, read_notice);
+	struct store_rows list = STORE_ROWS_INIT(struct store_notice, 0, store_read_notice_row);
 	struct buf msg = BUF_INIT;
 	enum err rc;
 
@@ -235,7 +230,7 @@ enum err store_digest_dead(struct store *st, int64_t id, const char *reason)
 
 enum err store_digest_members(struct store *st, int64_t id, struct store_notice **out, size_t *n)
 {
-	struct store_rows list = STORE_ROWS_INIT(struct store_notice, 0, read_notice);
+	struct store_rows list = STORE_ROWS_INIT(struct store_notice, 0, store_read_notice_row);
 	struct buf msg = BUF_INIT;
 	enum err rc;
 
@@ -250,36 +245,19 @@ enum err store_digest_members(struct store *st, int64_t id, struct store_notice 
 
 int64_t store_digest_pending_count(struct store *st)
 {
-	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
-	int64_t n = -1;
-
 	if (!st)
 		return -1;
-	pthread_mutex_lock(&st->db_mu);
-	if (store_sq(st, "SELECT count(*) FROM digests WHERE state = 'pending'", "pending digests",
-		     &msg, &s, "") == ERR_OK) {
-		if (store_step_row(st, s, "pending digests", &msg) == ERR_OK)
-			n = db_col_int(s, 0);
-		db_finalize(s);
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (n < 0)
-		store_log_db("pending digests", &msg);
-	buf_release(&msg);
-	return n;
+	return store_sq_count(st, "SELECT count(*) FROM digests WHERE state = 'pending'",
+			      "pending digests", "");
 }
 
 void store_digest_release(struct store_digest *d)
 {
 	if (!d)
 		return;
-	store_free_str(d->kind);
-	store_free_str(d->channel);
-	store_free_str(d->thread_ts);
-	store_free_str(d->text);
-	store_free_str(d->slack_channel_id);
-	store_free_str(d->slack_ts);
-	store_free_str(d->last_error);
+	const char *const owned[] = { d->kind, d->channel, d->thread_ts, d->text,
+				      d->slack_channel_id, d->slack_ts, d->last_error };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	memset(d, 0, sizeof(*d));
 }

@@ -163,6 +163,8 @@ void store_queue_changed(struct store *st);
 	"slack_ts, last_error, digest_id, line"
 /* The notice at the current row of s (NOTICE_COLS) into out; strings malloc'd. */
 void store_read_notice(struct db_stmt *s, struct store_notice *out);
+/* store_read_notice() as store_read_rows() and store_row_alone() call it (row: a notice). */
+void store_read_notice_row(struct db_stmt *s, void *row);
 /* The event at the current row of s (EVENT_COLS, store.c) into out; strings malloc'd. */
 void store_read_event(struct db_stmt *s, struct store_event *out);
 /*
@@ -178,7 +180,7 @@ struct store_rows {
 };
 /* Rows of type read by read, at most max (0: no bound), none read yet. */
 #define STORE_ROWS_INIT(type, max, read) { sizeof(type), (max), (read), NULL, 0, 0 }
-/* store_read_event() as store_read_rows() calls it (row: a struct store_event). */
+/* store_read_event() as store_read_rows() and store_row_alone() call it (row: an event). */
 void store_read_event_row(struct db_stmt *s, void *row);
 /*
  * Hand the events list holds (store_read_rows() of EVENT_COLS) to fn(ctx,
@@ -223,6 +225,8 @@ enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg);
  * as input): the one place the const is dropped.
  */
 void store_free_str(const char *s);
+/* store_free_str() each of strs[0..n): the strings a struct owns, for its _release(). */
+void store_free_strs(const char *const *strs, size_t n);
 /* A copy of a text column (free()); NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i);
 /*
@@ -275,15 +279,36 @@ enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, con
  * run it, let go of db_mu, and log an ERR_DB with what (store_done()).
  * store_run_alone and store_run1_alone run cached statement id as
  * store_run() and store_run1() do (ERR_NOTFOUND, not logged, when it changed
- * no row); store_sq_alone runs sql as store_sq() without rows.  ERR_OK or
- * ERR_DB (or ERR_NOTFOUND).
+ * no row but one); store_sq_alone runs sql as store_sq() without rows.
+ * changes, when not NULL, gets the rows the statement changed (db_changes();
+ * left as it is unless ERR_OK).  ERR_OK or ERR_DB (or ERR_NOTFOUND).
  */
-enum err store_run_alone(struct store *st, enum stmt_id id, const char *what,
+enum err store_run_alone(struct store *st, enum stmt_id id, const char *what, int64_t *changes,
 			 const char *types, ...);
 enum err store_run1_alone(struct store *st, enum stmt_id id, const char *what,
 			  const char *types, ...);
-enum err store_sq_alone(struct store *st, const char *sql, const char *what,
+enum err store_sq_alone(struct store *st, const char *sql, const char *what, int64_t *changes,
 			const char *types, ...);
+/*
+ * One query on its own, for its first row: take db_mu, run cached statement
+ * id (store_row_alone) or sql (store_sq_row_alone, prepared per call), both
+ * bound as store_run() binds; when there is a row, read(s, out) reads it;
+ * let go of db_mu and log an ERR_DB with what.  ERR_OK (out read),
+ * ERR_NOTFOUND (no row: out untouched) or ERR_DB.
+ */
+enum err store_row_alone(struct store *st, enum stmt_id id, const char *what,
+			 void (*read)(struct db_stmt *s, void *out), void *out,
+			 const char *types, ...);
+enum err store_sq_row_alone(struct store *st, const char *sql, const char *what,
+			    void (*read)(struct db_stmt *s, void *out), void *out,
+			    const char *types, ...);
+/*
+ * The one integer sql (a per-call query, bound as store_sq() binds) returns
+ * in its first row, under db_mu taken and let go here; -1 on an error or no
+ * row (logged with what).
+ */
+int64_t store_sq_count(struct store *st, const char *sql, const char *what, const char *types,
+		       ...);
 /*
  * Step s (bound; neither reset nor finalized here) and append each row to
  * list, up to list->max rows in all: a new element, zeroed, then filled by

@@ -77,8 +77,8 @@ enum err store_delivery_drop(struct store *st, const char *id)
 {
 	if (!st || store_empty(id))
 		return ERR_INVALID;
-	return store_sq_alone(st, "DELETE FROM gh_deliveries WHERE id = ?1", "drop delivery", "t",
-			      id);
+	return store_sq_alone(st, "DELETE FROM gh_deliveries WHERE id = ?1", "drop delivery", NULL,
+			      "t", id);
 }
 
 enum err store_issue_by_number(struct store *st, const char *repo, int64_t number,
@@ -116,9 +116,9 @@ enum err store_silence_put(struct store *st, const struct store_silence *s)
 			      "ends_at_ms, created_at_ms, expired_at_ms) VALUES (?1, ?2, ?3, ?4, "
 			      "?5, ?6, ?7) ON CONFLICT (receiver, key, silence_id) DO UPDATE SET "
 			      "created_by = excluded.created_by, ends_at_ms = excluded.ends_at_ms, "
-			      "expired_at_ms = excluded.expired_at_ms", "record silence", "ttttiii",
-			      s->receiver, s->key, s->silence_id, s->created_by, s->ends_at_ms,
-			      s->created_at_ms, s->expired_at_ms);
+			      "expired_at_ms = excluded.expired_at_ms", "record silence", NULL,
+			      "ttttiii", s->receiver, s->key, s->silence_id, s->created_by,
+			      s->ends_at_ms, s->created_at_ms, s->expired_at_ms);
 }
 
 /* A row of store_silence_active()'s query into a struct store_silence (not receiver, key). */
@@ -169,8 +169,8 @@ enum err store_silence_expired(struct store *st, const char *receiver, const cha
 	if (!st || store_empty(receiver) || store_empty(key) || store_empty(silence_id))
 		return ERR_INVALID;
 	return store_sq_alone(st, "UPDATE silences SET expired_at_ms = ?4 WHERE receiver = ?1 AND "
-			      "key = ?2 AND silence_id = ?3", "expire silence", "ttti", receiver,
-			      key, silence_id, now_ms);
+			      "key = ?2 AND silence_id = ?3", "expire silence", NULL, "ttti",
+			      receiver, key, silence_id, now_ms);
 }
 
 enum err store_silence_dead_each(struct store *st, const char *receiver, const char *key,
