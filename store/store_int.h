@@ -3,9 +3,11 @@
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
  * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c,
- * store_budget.c.
+ * store_budget.c, store_silences.c.
  * Not for other modules: they use store.h and the headers of the parts.
- * Every helper that takes st expects the caller to hold db_mu.
+ * Every helper that takes st expects the caller to hold db_mu, but those
+ * that say they take it themselves (store_count(), store_sq_count(),
+ * store_sq_rows() and the _alone ones, for a call that runs nothing else).
  */
 #ifndef AB_STORE_INT_H
 #define AB_STORE_INT_H
