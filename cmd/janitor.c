@@ -11,7 +11,7 @@
 #include "core/buf.h"
 #include "core/config.h"
 #include "core/http_client.h"
-#include "core/serve_lock.h"
+#include "store/serve_lock.h"
 #include "store/store.h"
 #include "janitor/janitor.h"
 #include "core/banned.h"

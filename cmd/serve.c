@@ -23,7 +23,7 @@
 #include "core/metrics.h"
 #include "core/reload.h"
 #include "core/retention.h"
-#include "core/serve_lock.h"
+#include "store/serve_lock.h"
 #include "store/store.h"
 #include "store/store_events.h"
 #include "core/version.h"

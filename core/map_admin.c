@@ -19,7 +19,7 @@
 #include "store/store_events.h"
 #include "store/store_map.h"
 #include "http_client.h"
-#include "serve_lock.h"
+#include "store/serve_lock.h"
 #include "version.h"
 #include "banned.h"
 

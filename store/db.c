@@ -23,6 +23,18 @@ static void leave(struct db *db)
 	__atomic_store_n(&db->busy_since_us, 0, __ATOMIC_RELEASE);
 }
 
+/* Run op, an engine call that may wait and needs no argument but errmsg, between the two. */
+static enum err timed(struct db *db, enum err (*op)(struct db *db, struct buf *errmsg),
+		      struct buf *errmsg)
+{
+	enum err rc;
+
+	enter(db);
+	rc = op(db, errmsg);
+	leave(db);
+	return rc;
+}
+
 int db_target_is_postgres(const char *target)
 {
 	return target && (!strncmp(target, "postgres://", 11) ||
@@ -197,22 +209,12 @@ enum err db_exec(struct db *db, const char *sql, struct buf *errmsg)
 
 enum err db_begin(struct db *db, struct buf *errmsg)
 {
-	enum err rc;
-
-	enter(db);
-	rc = db->ops->begin(db, errmsg);
-	leave(db);
-	return rc;
+	return timed(db, db->ops->begin, errmsg);
 }
 
 enum err db_commit(struct db *db, struct buf *errmsg)
 {
-	enum err rc;
-
-	enter(db);
-	rc = db->ops->commit(db, errmsg);
-	leave(db);
-	return rc;
+	return timed(db, db->ops->commit, errmsg);
 }
 
 void db_rollback(struct db *db)
@@ -249,12 +251,7 @@ int db_data_version_unlocked(struct db *db, uint64_t *version)
 
 enum err db_reclaim(struct db *db, struct buf *errmsg)
 {
-	enum err rc;
-
-	enter(db);
-	rc = db->ops->reclaim(db, errmsg);
-	leave(db);
-	return rc;
+	return timed(db, db->ops->reclaim, errmsg);
 }
 
 enum err db_try_lock(struct db *db, int64_t key, int *held, struct buf *errmsg)

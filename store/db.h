@@ -215,7 +215,7 @@ enum err db_set_schema_version(struct db *db, int version, struct buf *errmsg);
  * by sqlite3_commit_hook(), https://sqlite.org/c3ref/commit_hook.html; a
  * rolled-back one leaves it).  Commits of other connections are not seen:
  * the file has one writer, the process holding its lock
- * (core/serve_lock.h: `serve`, or a command that took the lock itself), and
+ * (store/serve_lock.h: `serve`, or a command that took the lock itself), and
  * the version is only asked there.  The same number twice: no row changed
  * in between, so a read gives the same answer.  On PostgreSQL other
  * replicas write unseen: *version is 0, "unknown", equal to nothing.  Never

@@ -310,7 +310,7 @@ static void sq_rollback(struct db *db)
 
 /*
  * Our own commits are the only writes to the file: serve holds the lock
- * beside it (core/serve_lock.h) and the commands that change the map ask the
+ * beside it (store/serve_lock.h) and the commands that change the map ask the
  * running service, so a count of them is the version.  +1: never 0.
  */
 static int sq_data_version_unlocked(struct db *db, uint64_t *version)

@@ -157,6 +157,15 @@ int store_empty(const char *s)
 	return !s || !*s;
 }
 
+const char *store_first_empty(const struct store_field *fields, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (store_empty(fields[i].value))
+			return fields[i].name;
+	}
+	return NULL;
+}
+
 /* Log an ERR_DB detail for the functions that have no errmsg to return it in. */
 void store_log_db(const char *op, const struct buf *msg)
 {
@@ -221,6 +230,12 @@ enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg)
 void store_free_str(const char *s)
 {
 	free((void *)(uintptr_t)s);
+}
+
+void store_free_strs(const char *const *strs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store_free_str(strs[i]);
 }
 
 /* A copy of a text column; NULL for SQL NULL. */
@@ -379,6 +394,172 @@ enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, con
 
 	va_start(ap, types);
 	rc = sq(st, sql, W_ID, row_id, what, errmsg, NULL, types, ap);
+	va_end(ap);
+	return rc;
+}
+
+/*
+ * Take db_mu, run one statement (cached id, or sql when not NULL), count
+ * the rows it changed into *changes (when not NULL and it ran), let go, log
+ * ERR_DB.
+ */
+static enum err alone(struct store *st, enum stmt_id id, const char *sql, enum want want,
+		      const char *what, int64_t *changes, const char *types, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+	enum err rc;
+
+	pthread_mutex_lock(&st->db_mu);
+	if (sql)
+		rc = sq(st, sql, want, NULL, what, &msg, NULL, types, ap);
+	else
+		rc = run(st, st->stmt[id], want, NULL, what, &msg, types, ap);
+	if (rc == ERR_OK && changes)
+		*changes = db_changes(st->db);
+	pthread_mutex_unlock(&st->db_mu);
+	return store_done(rc, what, &msg);
+}
+
+#define ALONE(id, sql, want, changes)                                               \
+	do {                                                                        \
+		va_list ap;                                                         \
+		enum err rc_;                                                       \
+		va_start(ap, types);                                                \
+		rc_ = alone(st, (id), (sql), (want), what, (changes), types, ap);   \
+		va_end(ap);                                                         \
+		return rc_;                                                         \
+	} while (0)
+
+enum err store_run_alone(struct store *st, enum stmt_id id, const char *what, int64_t *changes,
+			 const char *types, ...)
+{
+	ALONE(id, NULL, W_DONE, changes);
+}
+
+enum err store_run1_alone(struct store *st, enum stmt_id id, const char *what,
+			  const char *types, ...)
+{
+	ALONE(id, NULL, W_ONE, NULL);
+}
+
+enum err store_sq_alone(struct store *st, const char *sql, const char *what, int64_t *changes,
+			const char *types, ...)
+{
+	ALONE(S_COUNT, sql, W_DONE, changes);
+}
+
+/*
+ * Take db_mu, read the first row of a statement (cached id, or sql) into
+ * out, let go, log ERR_DB.
+ */
+static enum err row_alone(struct store *st, enum stmt_id id, const char *sql, const char *what,
+			  void (*read)(struct db_stmt *s, void *out), void *out,
+			  const char *types, va_list ap)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *s = NULL;
+	enum err rc;
+
+	pthread_mutex_lock(&st->db_mu);
+	if (sql) {
+		rc = sq(st, sql, W_ROW, NULL, what, &msg, &s, types, ap);
+		if (rc == ERR_OK)
+			rc = store_step_row(st, s, what, &msg);
+	} else {
+		s = st->stmt[id];
+		rc = run(st, s, W_ROW, NULL, what, &msg, types, ap);  /* reset unless a row */
+	}
+	if (rc == ERR_OK)
+		read(s, out);
+	if (sql)
+		db_finalize(s);
+	else if (rc == ERR_OK)
+		db_reset(s);
+	pthread_mutex_unlock(&st->db_mu);
+	return store_done(rc, what, &msg);
+}
+
+#define ROW_ALONE(id, sql)                                                          \
+	do {                                                                        \
+		va_list ap;                                                         \
+		enum err rc_;                                                       \
+		va_start(ap, types);                                                \
+		rc_ = row_alone(st, (id), (sql), what, read, out, types, ap);       \
+		va_end(ap);                                                         \
+		return rc_;                                                         \
+	} while (0)
+
+enum err store_row_alone(struct store *st, enum stmt_id id, const char *what,
+			 void (*read)(struct db_stmt *s, void *out), void *out,
+			 const char *types, ...)
+{
+	ROW_ALONE(id, NULL);
+}
+
+enum err store_sq_row_alone(struct store *st, const char *sql, const char *what,
+			    void (*read)(struct db_stmt *s, void *out), void *out,
+			    const char *types, ...)
+{
+	ROW_ALONE(S_COUNT, sql);
+}
+
+int64_t store_sq_count(struct store *st, const char *sql, const char *what, const char *types,
+		       ...)
+{
+	struct buf msg = BUF_INIT;
+	struct db_stmt *s = NULL;
+	int64_t n = -1;
+	va_list ap;
+
+	va_start(ap, types);
+	pthread_mutex_lock(&st->db_mu);
+	if (sq(st, sql, W_ROW, NULL, what, &msg, &s, types, ap) == ERR_OK) {
+		if (store_step_row(st, s, what, &msg) == ERR_OK)
+			n = db_col_int(s, 0);
+		db_finalize(s);
+	}
+	pthread_mutex_unlock(&st->db_mu);
+	va_end(ap);
+	if (n < 0)
+		store_log_db(what, &msg);
+	buf_release(&msg);
+	return n;
+}
+
+enum err store_read_rows(struct store *st, struct db_stmt *s, const char *what,
+			 struct store_rows *list, struct buf *errmsg)
+{
+	enum err rc = ERR_OK;
+
+	while ((!list->max || list->n < list->max) &&
+	       (rc = store_step_row(st, s, what, errmsg)) == ERR_OK) {
+		void *row;
+
+		if (list->n == list->cap) {
+			list->cap = list->cap ? 2 * list->cap : 16;
+			list->v = xreallocarray(list->v, list->cap, list->size);
+		}
+		row = (char *)list->v + list->n++ * list->size;
+		memset(row, 0, list->size);
+		list->read(s, row);
+	}
+	return rc == ERR_NOTFOUND ? ERR_OK : rc;
+}
+
+enum err store_sq_rows(struct store *st, const char *sql, const char *what,
+		       struct store_rows *list, struct buf *errmsg, const char *types, ...)
+{
+	struct db_stmt *s = NULL;
+	va_list ap;
+	enum err rc;
+
+	va_start(ap, types);
+	pthread_mutex_lock(&st->db_mu);
+	rc = sq(st, sql, W_ROW, NULL, what, errmsg, &s, types, ap);
+	if (rc == ERR_OK)
+		rc = store_read_rows(st, s, what, list, errmsg);
+	db_finalize(s);
+	pthread_mutex_unlock(&st->db_mu);
 	va_end(ap);
 	return rc;
 }

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 
 #include "core/log.h"
-#include "core/xalloc.h"
 #include "core/banned.h"
 
 /*
@@ -72,41 +71,35 @@ enum err store_budget_note(struct store *st, const char *owner, int64_t sent_ms,
 	return rc;
 }
 
+static void read_call(struct db_stmt *s, void *row)
+{
+	struct store_budget_call *call = row;
+
+	call->owner = store_col_str(s, 0);
+	call->sent_ms = db_col_int(s, 1);
+}
+
 enum err store_budget_load(struct store *st, int64_t since_ms, struct store_budget_call **out,
 			   size_t *n, struct buf *errmsg)
 {
-	struct db_stmt *rows = NULL;
-	struct store_budget_call *v = NULL;
-	size_t len = 0, cap = 0;
+	/* At most the limit: the newest are all a window holds. */
+	struct store_rows list = STORE_ROWS_INIT(struct store_budget_call, STORE_BUDGET_LOAD_MAX,
+						 read_call);
 	enum err rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT owner, sent_at_ms FROM gh_budget WHERE sent_at_ms >= ?1 "
-			  "ORDER BY sent_at_ms DESC LIMIT ?2", "load the github budget", errmsg,
-		      &rows, "ii", since_ms, (int64_t)STORE_BUDGET_LOAD_MAX);
-	while (rc == ERR_OK && len < STORE_BUDGET_LOAD_MAX &&
-	       (rc = store_step_row(st, rows, "load the github budget", errmsg)) == ERR_OK) {
-		if (len == cap) {
-			cap = cap ? 2 * cap : 16;
-			v = xreallocarray(v, cap, sizeof(*v));
-		}
-		v[len].owner = xstrdup(db_col_text(rows, 0));
-		v[len++].sent_ms = db_col_int(rows, 1);
-	}
-	db_finalize(rows);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_OK)  /* the limit reached: the newest are all a window holds */
-		rc = ERR_NOTFOUND;
-	if (rc != ERR_NOTFOUND) {
-		store_budget_calls_free(v, len);
+	rc = store_sq_rows(st, "SELECT owner, sent_at_ms FROM gh_budget WHERE sent_at_ms >= ?1 "
+			       "ORDER BY sent_at_ms DESC LIMIT ?2", "load the github budget", &list,
+			   errmsg, "ii", since_ms, (int64_t)STORE_BUDGET_LOAD_MAX);
+	if (rc != ERR_OK) {
+		store_budget_calls_free(list.v, list.n);
 		return rc;
 	}
-	*out = v;
-	*n = len;
+	*out = list.v;
+	*n = list.n;
 	return ERR_OK;
 }
 

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "core/serve_lock.h"
+#include "store/serve_lock.h"
 #include "core/xalloc.h"
 #include "store/store_events.h"
 #include "core/banned.h"

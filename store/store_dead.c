@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/xalloc.h"
 #include "core/banned.h"
 
 /* ---- dead letters without a map row ---- */
@@ -21,37 +20,25 @@
 enum err store_dead_unmapped(struct store *st, const char *kind, int max,
 			     int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_event, 0, store_read_event_row);
 	struct buf msg = BUF_INIT;
-	struct store_event *evs;
 	struct db_stmt *s;
-	enum err rc = ERR_OK;
-	int n = 0, stopped = 0;
+	enum err rc;
 
 	if (!st || store_empty(kind) || !fn || max <= 0)
 		return ERR_INVALID;
 	if (max > 1000)
 		max = 1000;
-	evs = xcalloc((size_t)max, sizeof(*evs));
+	list.max = (size_t)max;
 	pthread_mutex_lock(&st->db_mu);
 	s = st->stmt[S_EV_DEAD_UNMAPPED];
 	db_bind_text(s, 1, kind);
 	db_bind_int(s, 2, max);
-	while (n < max && (rc = store_step_row(st, s, "list dead letters", &msg)) == ERR_OK)
-		store_read_event(s, &evs[n++]);
-	if (rc == ERR_NOTFOUND)
-		rc = ERR_OK;
+	rc = store_read_rows(st, s, "list dead letters", &list, &msg);
 	db_reset(s);
 	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("list dead letters", &msg);
-	for (int i = 0; i < n; i++) {
-		if (rc == ERR_OK && !stopped)
-			stopped = fn(ctx, &evs[i]);
-		store_event_release(&evs[i]);
-	}
-	free(evs);
-	buf_release(&msg);
-	return rc;
+	store_events_hand(&list, rc, fn, ctx);
+	return store_done(rc, "list dead letters", &msg);
 }
 
 /* ---- re-queueing dead letters ---- */

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/xalloc.h"
 #include "store/store_outbox.h"
 #include "core/banned.h"
 
@@ -31,29 +30,15 @@ void store_notices_free(struct store_notice *v, size_t n)
 	free(v);
 }
 
-/* Step rows (a store_sq() statement) into a new array *out of *n notices. */
-static enum err read_notices(struct store *st, struct db_stmt *rows, const char *what,
-			     struct store_notice **out, size_t *n, struct buf *errmsg)
+/*
+ * After a list of notices read into list: *out and *n the notices, or on an
+ * error what logged and none (NULL, 0); rc.
+ */
+static enum err notices_done(enum err rc, const char *what, struct store_rows *list,
+			     struct store_notice **out, size_t *n, struct buf *msg)
 {
-	size_t cap = 0;
-	enum err rc;
-
-	while ((rc = store_step_row(st, rows, what, errmsg)) == ERR_OK) {
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 16;
-			*out = xreallocarray(*out, cap, sizeof(**out));
-		}
-		memset(&(*out)[*n], 0, sizeof(**out));
-		store_read_notice(rows, &(*out)[(*n)++]);
-	}
-	db_finalize(rows);
-	return rc == ERR_NOTFOUND ? ERR_OK : rc;
-}
-
-/* After a list of notices: on an error, what logged and the list freed (NULL, 0); rc. */
-static enum err notices_done(enum err rc, const char *what, struct store_notice **out,
-			     size_t *n, struct buf *msg)
-{
+	*out = list->v;
+	*n = list->n;
 	if (rc) {
 		store_log_db(what, msg);
 		store_notices_free(*out, *n);
@@ -67,26 +52,24 @@ static enum err notices_done(enum err rc, const char *what, struct store_notice 
 enum err store_notice_batch(struct store *st, const struct store_notice *head, int64_t due_by_ms,
 			    size_t max, struct store_notice **out, size_t *n)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_notice, 0, store_read_notice_row);
 	struct buf msg = BUF_INIT;
-	struct db_stmt *rows = NULL;
 	enum err rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!st || !head || store_empty(head->kind))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT " NOTICE_COLS " FROM notices WHERE state = 'pending' AND "
-		      "digest_id IS NULL AND kind = ?1 AND next_attempt_at_ms <= ?2 AND "
-		      "thread_ts IS NOT DISTINCT FROM ?3 AND notify IS NOT DISTINCT FROM ?4 AND "
-		      "owner IS NOT DISTINCT FROM ?5 AND channel IS NOT DISTINCT FROM ?6 "
-		      "ORDER BY id LIMIT ?7", "notice batch", &msg, &rows, "titttti",
-		      head->kind, due_by_ms, head->thread_ts, head->notify, head->owner,
-		      head->channel, (int64_t)max);
-	if (rc == ERR_OK)
-		rc = read_notices(st, rows, "notice batch", out, n, &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return notices_done(rc, "notice batch", out, n, &msg);
+	rc = store_sq_rows(st, "SELECT " NOTICE_COLS " FROM notices WHERE state = 'pending' AND "
+			       "digest_id IS NULL AND kind = ?1 AND next_attempt_at_ms <= ?2 AND "
+			       "thread_ts IS NOT DISTINCT FROM ?3 AND "
+			       "notify IS NOT DISTINCT FROM ?4 AND "
+			       "owner IS NOT DISTINCT FROM ?5 AND "
+			       "channel IS NOT DISTINCT FROM ?6 ORDER BY id LIMIT ?7",
+			   "notice batch", &list, &msg, "titttti",
+			   head->kind, due_by_ms, head->thread_ts, head->notify, head->owner,
+			   head->channel, (int64_t)max);
+	return notices_done(rc, "notice batch", &list, out, n, &msg);
 }
 
 enum err store_digest_add(struct store *st, struct store_digest *parts, size_t nparts,
@@ -247,55 +230,34 @@ enum err store_digest_dead(struct store *st, int64_t id, const char *reason)
 
 enum err store_digest_members(struct store *st, int64_t id, struct store_notice **out, size_t *n)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_notice, 0, store_read_notice_row);
 	struct buf msg = BUF_INIT;
-	struct db_stmt *rows = NULL;
 	enum err rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT " NOTICE_COLS " FROM notices WHERE digest_id = ?1 ORDER BY id",
-		      "digest members", &msg, &rows, "i", id);
-	if (rc == ERR_OK)
-		rc = read_notices(st, rows, "digest members", out, n, &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return notices_done(rc, "digest members", out, n, &msg);
+	rc = store_sq_rows(st, "SELECT " NOTICE_COLS " FROM notices WHERE digest_id = ?1 "
+			       "ORDER BY id", "digest members", &list, &msg, "i", id);
+	return notices_done(rc, "digest members", &list, out, n, &msg);
 }
 
 int64_t store_digest_pending_count(struct store *st)
 {
-	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
-	int64_t n = -1;
-
 	if (!st)
 		return -1;
-	pthread_mutex_lock(&st->db_mu);
-	if (store_sq(st, "SELECT count(*) FROM digests WHERE state = 'pending'", "pending digests",
-		     &msg, &s, "") == ERR_OK) {
-		if (store_step_row(st, s, "pending digests", &msg) == ERR_OK)
-			n = db_col_int(s, 0);
-		db_finalize(s);
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (n < 0)
-		store_log_db("pending digests", &msg);
-	buf_release(&msg);
-	return n;
+	return store_sq_count(st, "SELECT count(*) FROM digests WHERE state = 'pending'",
+			      "pending digests", "");
 }
 
 void store_digest_release(struct store_digest *d)
 {
 	if (!d)
 		return;
-	store_free_str(d->kind);
-	store_free_str(d->channel);
-	store_free_str(d->thread_ts);
-	store_free_str(d->text);
-	store_free_str(d->slack_channel_id);
-	store_free_str(d->slack_ts);
-	store_free_str(d->last_error);
+	const char *const owned[] = { d->kind, d->channel, d->thread_ts, d->text,
+				      d->slack_channel_id, d->slack_ts, d->last_error };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	memset(d, 0, sizeof(*d));
 }

@@ -48,18 +48,12 @@ static enum err mark_dead(struct store *st, int64_t id, const char *receiver, co
 
 static enum err check_event(const struct store_event *ev, size_t i, struct buf *errmsg)
 {
-	const char *missing = NULL;
+	const struct store_field need[] = {
+		{ "kind", ev->kind },     { "receiver", ev->receiver }, { "key", ev->key },
+		{ "status", ev->status }, { "payload", ev->payload },
+	};
+	const char *missing = store_first_empty(need, STORE_N_FIELDS(need));
 
-	if (store_empty(ev->kind))
-		missing = "kind";
-	else if (store_empty(ev->receiver))
-		missing = "receiver";
-	else if (store_empty(ev->key))
-		missing = "key";
-	else if (store_empty(ev->status))
-		missing = "status";
-	else if (store_empty(ev->payload))
-		missing = "payload";
 	if (missing) {
 		buf_setf(errmsg, "store: event %zu: %s is empty", i, missing);
 		return ERR_INVALID;
@@ -268,25 +262,14 @@ out:
 
 enum err store_dry_rows_go_live(struct store *st, int64_t *n)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (n)
 		*n = 0;
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "
-			  "repeat_state IS NOT NULL AND EXISTS (SELECT 1 FROM issues AS i WHERE "
-			  "i.receiver = events.receiver AND i.key = events.key AND i.number = 0)",
-		      "forget the repeat states of dry-run rows", &msg, NULL, "");
-	if (rc == ERR_OK && n)
-		*n = db_changes(st->db);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc)
-		store_log_db("forget the repeat states of dry-run rows", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_sq_alone(st, "UPDATE events SET repeat_state = NULL WHERE kind = 'bridge' AND "
+			      "repeat_state IS NOT NULL AND EXISTS (SELECT 1 FROM issues AS i "
+			      "WHERE i.receiver = events.receiver AND i.key = events.key AND "
+			      "i.number = 0)", "forget the repeat states of dry-run rows", n, "");
 }
 
 /*
@@ -484,6 +467,27 @@ void store_read_event(struct db_stmt *s, struct store_event *out)
 	out->progress = store_col_str(s, 11);
 }
 
+void store_read_event_row(struct db_stmt *s, void *row)
+{
+	store_read_event(s, row);
+}
+
+void store_events_hand(struct store_rows *list, enum err rc,
+		       int (*fn)(void *ctx, const struct store_event *ev), void *ctx)
+{
+	struct store_event *evs = list->v;
+	int stopped = 0;
+
+	for (size_t i = 0; i < list->n; i++) {
+		if (rc == ERR_OK && !stopped)
+			stopped = fn(ctx, &evs[i]);
+		store_event_release(&evs[i]);
+	}
+	free(evs);
+	list->v = NULL;
+	list->n = list->cap = 0;
+}
+
 /* The words of enum store_event_state in events.state. */
 #define N_EVENT_STATES 3
 static const char *const event_states[N_EVENT_STATES] = {
@@ -497,25 +501,19 @@ const char *store_event_state_str(enum store_event_state state)
 	return store_state_word(event_states, N_EVENT_STATES, (int)state);
 }
 
-/*
- * After store_row() (its result rc) of cached statement id, a SELECT of
- * EVENT_COLS and then state: the event into *out, its state into state when
- * not NULL.  Logs ERR_DB (op, msg).  Caller holds db_mu.
- */
-static enum err one_event(struct store *st, enum stmt_id id, enum err rc, const char *op,
-			  struct buf *msg, struct store_event *out,
-			  enum store_event_state *state)
-{
-	struct db_stmt *s = st->stmt[id];
+/* store_event_latest()'s row (EVENT_COLS, then state): the event and its state. */
+struct latest {
+	struct store_event *ev;
+	enum store_event_state *state;
+};
 
-	if (rc == ERR_OK) {
-		store_read_event(s, out);
-		if (state)
-			*state = (enum store_event_state)store_col_state(
-				s, 12, event_states, N_EVENT_STATES, STORE_EVENT_PENDING);
-		db_reset(s);
-	}
-	return store_done(rc, op, msg);
+static void read_latest(struct db_stmt *s, void *o)
+{
+	struct latest *l = o;
+
+	store_read_event(s, l->ev);
+	*l->state = (enum store_event_state)store_col_state(s, 12, event_states, N_EVENT_STATES,
+							    STORE_EVENT_PENDING);
 }
 
 enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
@@ -529,46 +527,35 @@ enum err store_next_event(struct store *st, const char *kind, int64_t now_ms,
 		return ERR_INVALID;
 	/* No work from a lost file: what it did would be recorded where nobody reads it. */
 	rc = store_check_lost(st, 1, &msg);
-	if (rc != ERR_OK) {
-		buf_release(&msg);
+	buf_release(&msg);
+	if (rc != ERR_OK)
 		return rc;
-	}
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_row(st, S_EV_NEXT, "next event", &msg, "ti", kind, now_ms);
-	rc = one_event(st, S_EV_NEXT, rc, "next event", &msg, out, NULL);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_row_alone(st, S_EV_NEXT, "next event", store_read_event_row, out, "ti", kind,
+			       now_ms);
 }
 
 enum err store_event_latest(struct store *st, const char *kind, const char *receiver,
 			    const char *key, struct store_event *out,
 			    enum store_event_state *state)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
+	struct latest l = { out, state };
 
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(kind) || store_empty(receiver) || store_empty(key) || !state)
 		return ERR_INVALID;
 	*state = STORE_EVENT_PENDING;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_row(st, S_EV_LATEST, "latest event", &msg, "ttt", kind, receiver, key);
-	rc = one_event(st, S_EV_LATEST, rc, "latest event", &msg, out, state);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_row_alone(st, S_EV_LATEST, "latest event", read_latest, &l, "ttt", kind,
+			       receiver, key);
 }
 
 void store_event_release(struct store_event *ev)
 {
 	if (!ev)
 		return;
-	store_free_str(ev->kind);
-	store_free_str(ev->receiver);
-	store_free_str(ev->key);
-	store_free_str(ev->status);
-	store_free_str(ev->payload);
-	free(ev->last_error);
-	free(ev->progress);
+	const char *const owned[] = { ev->kind, ev->receiver, ev->key, ev->status, ev->payload,
+				      ev->last_error, ev->progress };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	ev->kind = ev->receiver = ev->key = ev->status = ev->payload = ev->last_error = NULL;
 	ev->progress = NULL;
 }
@@ -617,17 +604,14 @@ int64_t store_oldest_pending_ms(struct store *st, const char *kind)
 	return store_count(st, S_EV_OLDEST_PENDING, kind, "oldest pending");
 }
 
+/* wait_ms from now on CLOCK_MONOTONIC (clock_mono_us()), for pthread_cond_timedwait(). */
 static struct timespec mono_deadline(int64_t wait_ms)
 {
+	int64_t until_us = clock_mono_us() + wait_ms * 1000;
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += (time_t)(wait_ms / 1000);
-	ts.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	ts.tv_sec = (time_t)(until_us / 1000000);
+	ts.tv_nsec = (long)(until_us % 1000000) * 1000;
 	return ts;
 }
 

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/xalloc.h"
 #include "core/banned.h"
 
 /*
@@ -30,29 +29,16 @@
 
 int64_t store_pending_creates(struct store *st, const char *receiver, int64_t at_most)
 {
-	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
-	int64_t n = -1;
-
 	if (!st || store_empty(receiver))
 		return -1;
-	pthread_mutex_lock(&st->db_mu);
 	if (at_most <= 0)
 		at_most = INT64_MAX;
-	if (store_sq(st, "SELECT count(*) FROM (SELECT DISTINCT e.key FROM events AS e WHERE "
-			 "e.kind = 'bridge' AND e.state = 'pending' AND e.receiver = ?1 AND "
-			 "e.status = 'firing' AND NOT EXISTS (SELECT 1 FROM issues AS i WHERE "
-			 "i.receiver = e.receiver AND i.key = e.key) LIMIT ?2) AS c",
-		     "pending creates", &msg, &s, "ti", receiver, at_most) == ERR_OK) {
-		if (store_step_row(st, s, "pending creates", &msg) == ERR_OK)
-			n = db_col_int(s, 0);
-		db_finalize(s);
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	if (n < 0)
-		store_log_db("pending creates", &msg);
-	buf_release(&msg);
-	return n;
+	return store_sq_count(st, "SELECT count(*) FROM (SELECT DISTINCT e.key FROM events AS e "
+			      "WHERE e.kind = 'bridge' AND e.state = 'pending' AND "
+			      "e.receiver = ?1 AND e.status = 'firing' AND NOT EXISTS "
+			      "(SELECT 1 FROM issues AS i WHERE i.receiver = e.receiver AND "
+			      "i.key = e.key) LIMIT ?2) AS c",
+			      "pending creates", "ti", receiver, at_most);
 }
 
 /* The words of enum store_summary_state in storm_summaries.state. */
@@ -88,78 +74,42 @@ static void read_summary(struct db_stmt *s, void *o)
 	out->total = db_col_int(s, 12);
 }
 
-/* Run a prepared query; read its first row into out.  Caller holds db_mu. */
-static enum err one_row(struct store *st, struct db_stmt *s, const char *what,
-			void (*read)(struct db_stmt *s, void *out), void *out, struct buf *errmsg)
-{
-	enum err rc = store_step_row(st, s, what, errmsg);
-
-	if (rc == ERR_OK)
-		read(s, out);
-	db_finalize(s);
-	return rc;
-}
-
-/*
- * out zeroed; ERR_INVALID in rc unless ok (the arguments' check); else lock,
- * run sql with types/args through store_sq(), read one row with read (a
- * summary's, a member's, a group state's), unlock, log ERR_DB.
- */
-#define ROW_QUERY(ok, st, read, out, what, sql, ...)                                 \
-	do {                                                                          \
-		struct buf msg_ = BUF_INIT;                                           \
-		struct db_stmt *s_ = NULL;                                            \
-		memset((out), 0, sizeof(*(out)));                                     \
-		if (!(ok)) {                                                          \
-			rc = ERR_INVALID;                                             \
-			break;                                                        \
-		}                                                                     \
-		pthread_mutex_lock(&(st)->db_mu);                                     \
-		rc = store_sq((st), (sql), (what), &msg_, &s_, __VA_ARGS__);          \
-		if (rc == ERR_OK)                                                     \
-			rc = one_row((st), s_, (what), (read), (out), &msg_);         \
-		pthread_mutex_unlock(&(st)->db_mu);                                   \
-		if (rc == ERR_DB)                                                     \
-			store_log_db((what), &msg_);                                  \
-		buf_release(&msg_);                                                   \
-	} while (0)
-
 enum err store_summary_live(struct store *st, const char *receiver, const char *repo,
 			    const char *alertname, struct store_summary *out)
 {
-	enum err rc;
-
-	ROW_QUERY(st && !store_empty(receiver) && !store_empty(repo) && alertname, st,
-		  read_summary, out, "live summary",
-		  "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.receiver = ?1 "
-		  "AND s.repo = ?2 AND s.alertname = ?3 AND s.state != 'closed' "
-		  "ORDER BY s.id DESC LIMIT 1",
-		  "ttt", receiver, repo, alertname);
-	return rc;
+	memset(out, 0, sizeof(*out));
+	if (!st || store_empty(receiver) || store_empty(repo) || !alertname)
+		return ERR_INVALID;
+	return store_sq_row_alone(st, "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE "
+				  "s.receiver = ?1 AND s.repo = ?2 AND s.alertname = ?3 AND "
+				  "s.state != 'closed' ORDER BY s.id DESC LIMIT 1",
+				  "live summary", read_summary, out, "ttt", receiver, repo,
+				  alertname);
 }
 
 enum err store_summary_get(struct store *st, int64_t id, struct store_summary *out)
 {
-	enum err rc;
-
-	ROW_QUERY(st, st, read_summary, out, "get summary",
-		  "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.id = ?1", "i", id);
-	return rc;
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return ERR_INVALID;
+	return store_sq_row_alone(st, "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE "
+				  "s.id = ?1", "get summary", read_summary, out, "i", id);
 }
 
 enum err store_summary_due(struct store *st, int64_t now_ms, int64_t interval_ms,
 			   struct store_summary *out)
 {
-	enum err rc;
-
-	ROW_QUERY(st, st, read_summary, out, "due summary",
-		  "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE s.state != 'closed' "
-		  "AND s.next_sync_ms <= ?1 AND (s.state = 'creating' OR "
-		  "(s.dirty <> 0 AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS (SELECT 1 FROM "
-		  "storm_members AS m WHERE m.summary_id = s.id AND m.firing = 1)) "
-		  "ORDER BY s.next_sync_ms, s.id LIMIT 1",
-		  "ii", now_ms, interval_ms);
-	return rc;
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return ERR_INVALID;
+	return store_sq_row_alone(st, "SELECT " SUMMARY_COLS " FROM storm_summaries AS s WHERE "
+				  "s.state != 'closed' AND s.next_sync_ms <= ?1 AND "
+				  "(s.state = 'creating' OR "
+				  "(s.dirty <> 0 AND s.synced_at_ms + ?2 <= ?1) OR NOT EXISTS "
+				  "(SELECT 1 FROM storm_members AS m WHERE "
+				  "m.summary_id = s.id AND m.firing = 1)) "
+				  "ORDER BY s.next_sync_ms, s.id LIMIT 1",
+				  "due summary", read_summary, out, "ii", now_ms, interval_ms);
 }
 
 enum err store_summary_add(struct store *st, struct store_summary *s, struct buf *errmsg)
@@ -232,14 +182,12 @@ static void read_member(struct db_stmt *s, void *o)
 enum err store_member_get(struct store *st, const char *receiver, const char *key,
 			  struct store_member *out)
 {
-	enum err rc;
-
-	ROW_QUERY(st && !store_empty(receiver) && !store_empty(key), st, read_member, out,
-		  "get member",
-		  "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
-		  "storm_members WHERE receiver = ?1 AND key = ?2",
-		  "tt", receiver, key);
-	return rc;
+	memset(out, 0, sizeof(*out));
+	if (!st || store_empty(receiver) || store_empty(key))
+		return ERR_INVALID;
+	return store_sq_row_alone(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, "
+				  "line FROM storm_members WHERE receiver = ?1 AND key = ?2",
+				  "get member", read_member, out, "tt", receiver, key);
 }
 
 /* Mark pending event id done inside the caller's transaction.  Caller holds db_mu. */
@@ -311,42 +259,26 @@ enum err store_member_unfold(struct store *st, const char *receiver, const char 
 enum err store_member_list(struct store *st, int64_t summary_id, struct store_member **out,
 			   size_t *n)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_member, 0, read_member);
 	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
-	struct store_member *v = NULL;
-	size_t len = 0, cap = 0;
 	enum err rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line FROM "
-			  "storm_members WHERE summary_id = ?1 ORDER BY firing DESC, starts_at_ms, key",
-		      "list members", &msg, &s, "i", summary_id);
-	while (rc == ERR_OK && (rc = store_step_row(st, s, "list members", &msg)) == ERR_OK) {
-		if (len == cap) {
-			cap = cap ? cap * 2 : 64;
-			v = xreallocarray(v, cap, sizeof(*v));
-		}
-		read_member(s, &v[len++]);
-	}
-	if (rc == ERR_NOTFOUND)
-		rc = ERR_OK;
-	db_finalize(s);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc == ERR_DB)
-		store_log_db("list members", &msg);
+	rc = store_sq_rows(st, "SELECT key, summary_id, firing, starts_at_ms, ends_at_ms, line "
+			       "FROM storm_members WHERE summary_id = ?1 "
+			       "ORDER BY firing DESC, starts_at_ms, key",
+			   "list members", &list, &msg, "i", summary_id);
 	if (rc) {
-		store_member_list_free(v, len);
-		len = 0;
-		v = NULL;
+		store_member_list_free(list.v, list.n);
+		list.v = NULL;
+		list.n = 0;
 	}
-	*out = v;
-	*n = len;
-	buf_release(&msg);
-	return rc;
+	*out = list.v;
+	*n = list.n;
+	return store_done(rc, "list members", &msg);
 }
 
 void store_member_release(struct store_member *m)
@@ -369,10 +301,9 @@ void store_summary_release(struct store_summary *s)
 {
 	if (!s)
 		return;
-	free(s->receiver);
-	free(s->repo);
-	free(s->alertname);
-	free(s->marker_key);
+	const char *const owned[] = { s->receiver, s->repo, s->alertname, s->marker_key };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	memset(s, 0, sizeof(*s));
 }
 
@@ -396,29 +327,29 @@ static void read_group(struct db_stmt *s, void *o)
 enum err store_group_get(struct store *st, const char *receiver, const char *key,
 			 struct store_group *out)
 {
-	enum err rc;
-
-	ROW_QUERY(st && !store_empty(receiver) && !store_empty(key), st, read_group, out,
-		  "get group state",
-		  "SELECT " GROUP_COLS " FROM group_states WHERE receiver = ?1 AND key = ?2",
-		  "tt", receiver, key);
-	return rc;
+	memset(out, 0, sizeof(*out));
+	if (!st || store_empty(receiver) || store_empty(key))
+		return ERR_INVALID;
+	return store_sq_row_alone(st, "SELECT " GROUP_COLS " FROM group_states WHERE "
+				  "receiver = ?1 AND key = ?2", "get group state", read_group, out,
+				  "tt", receiver, key);
 }
 
 enum err store_group_due(struct store *st, int64_t now_ms, int64_t interval_ms,
 			 struct store_group *out)
 {
-	enum err rc;
-
-	ROW_QUERY(st, st, read_group, out, "due group state",
-		  "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, g.synced_at_ms, "
-		  "g.next_sync_ms FROM group_states AS g JOIN issues AS i ON i.receiver = "
-		  "g.receiver AND i.key = g.key WHERE g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
-		  "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
-		  "ORDER BY CASE WHEN g.next_sync_ms > g.synced_at_ms + ?2 THEN g.next_sync_ms "
-		  "ELSE g.synced_at_ms + ?2 END, g.key LIMIT 1",
-		  "ii", now_ms, interval_ms);
-	return rc;
+	memset(out, 0, sizeof(*out));
+	if (!st)
+		return ERR_INVALID;
+	return store_sq_row_alone(st, "SELECT g.receiver, g.key, g.members, g.payload, g.dirty, "
+				  "g.synced_at_ms, g.next_sync_ms FROM group_states AS g "
+				  "JOIN issues AS i ON i.receiver = g.receiver AND i.key = g.key "
+				  "WHERE "
+				  "g.dirty = 1 AND g.next_sync_ms <= ?1 AND "
+				  "g.synced_at_ms + ?2 <= ?1 AND i.number > 0 "
+				  "ORDER BY CASE WHEN g.next_sync_ms > g.synced_at_ms + ?2 THEN "
+				  "g.next_sync_ms ELSE g.synced_at_ms + ?2 END, g.key LIMIT 1",
+				  "due group state", read_group, out, "ii", now_ms, interval_ms);
 }
 
 static enum err check_group(const struct store_group *g, struct buf *errmsg)
@@ -492,9 +423,8 @@ void store_group_release(struct store_group *g)
 {
 	if (!g)
 		return;
-	store_free_str(g->receiver);
-	store_free_str(g->key);
-	store_free_str(g->members);
-	store_free_str(g->payload);
+	const char *const owned[] = { g->receiver, g->key, g->members, g->payload };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	memset(g, 0, sizeof(*g));
 }

@@ -3,9 +3,11 @@
  * struct store, its prepared statements and the small helpers every part
  * uses.  The parts: store.c (open, migrations, helpers), store_events.c,
  * store_dead.c, store_map.c, store_outbox.c, store_digest.c, store_groups.c,
- * store_budget.c.
+ * store_budget.c, store_silences.c.
  * Not for other modules: they use store.h and the headers of the parts.
- * Every helper that takes st expects the caller to hold db_mu.
+ * Every helper that takes st expects the caller to hold db_mu, but those
+ * that say they take it themselves (store_count(), store_sq_count(),
+ * store_sq_rows() and the _alone ones, for a call that runs nothing else).
  */
 #ifndef AB_STORE_INT_H
 #define AB_STORE_INT_H
@@ -163,10 +165,43 @@ void store_queue_changed(struct store *st);
 	"slack_ts, last_error, digest_id, line"
 /* The notice at the current row of s (NOTICE_COLS) into out; strings malloc'd. */
 void store_read_notice(struct db_stmt *s, struct store_notice *out);
+/* store_read_notice() as store_read_rows() and store_row_alone() call it (row: a notice). */
+void store_read_notice_row(struct db_stmt *s, void *row);
 /* The event at the current row of s (EVENT_COLS, store.c) into out; strings malloc'd. */
 void store_read_event(struct db_stmt *s, struct store_event *out);
+/*
+ * The rows of a query read into a growing array (store_read_rows()): how to
+ * read them (set by STORE_ROWS_INIT), and what was read.
+ */
+struct store_rows {
+	size_t size;  /* of an element */
+	size_t max;   /* rows at most; 0: no bound */
+	void (*read)(struct db_stmt *s, void *row);  /* a zeroed element from the current row */
+	void *v;      /* the elements read (malloc'd; the caller frees them, and what they own) */
+	size_t n, cap;
+};
+/* Rows of type read by read, at most max (0: no bound), none read yet. */
+#define STORE_ROWS_INIT(type, max, read) { sizeof(type), (max), (read), NULL, 0, 0 }
+/* store_read_event() as store_read_rows() and store_row_alone() call it (row: an event). */
+void store_read_event_row(struct db_stmt *s, void *row);
+/*
+ * Hand the events list holds (store_read_rows() of EVENT_COLS) to fn(ctx,
+ * ev) in order until fn returns non-zero, none when rc is not ERR_OK; then
+ * release them all, free the array and empty list.  Without db_mu: fn may
+ * call the store.
+ */
+void store_events_hand(struct store_rows *list, enum err rc,
+		       int (*fn)(void *ctx, const struct store_event *ev), void *ctx);
 /* 1 when s is NULL or "". */
 int store_empty(const char *s);
+/* A string a row needs, for store_first_empty(): its name in errors, its value. */
+struct store_field {
+	const char *name;
+	const char *value;
+};
+#define STORE_N_FIELDS(fields) (sizeof(fields) / sizeof((fields)[0]))
+/* The name of the first of fields[0..n) whose value is store_empty(); NULL when none is. */
+const char *store_first_empty(const struct store_field *fields, size_t n);
 /* Log an ERR_DB detail (op, msg) for the functions that have no errmsg to return it in. */
 void store_log_db(const char *op, const struct buf *msg);
 /* The end of such a function: store_log_db(op, msg) when rc is ERR_DB, msg released; rc. */
@@ -192,6 +227,8 @@ enum err store_txn_end(struct store *st, enum err rc, struct buf *errmsg);
  * as input): the one place the const is dropped.
  */
 void store_free_str(const char *s);
+/* store_free_str() each of strs[0..n): the strings a struct owns, for its _release(). */
+void store_free_strs(const char *const *strs, size_t n);
 /* A copy of a text column (free()); NULL for SQL NULL. */
 char *store_col_str(struct db_stmt *s, int i);
 /*
@@ -239,6 +276,56 @@ enum err store_sq(struct store *st, const char *sql, const char *what, struct bu
 /* store_sq() of an INSERT ... RETURNING id, the new row's id into *row_id. */
 enum err store_sq_insert(struct store *st, const char *sql, int64_t *row_id, const char *what,
 			 struct buf *errmsg, const char *types, ...);
+/*
+ * One statement on its own, for a call that runs nothing else: take db_mu,
+ * run it, let go of db_mu, and log an ERR_DB with what (store_done()).
+ * store_run_alone and store_run1_alone run cached statement id as
+ * store_run() and store_run1() do (ERR_NOTFOUND, not logged, when it changed
+ * no row but one); store_sq_alone runs sql as store_sq() without rows.
+ * changes, when not NULL, gets the rows the statement changed (db_changes();
+ * left as it is unless ERR_OK).  ERR_OK or ERR_DB (or ERR_NOTFOUND).
+ */
+enum err store_run_alone(struct store *st, enum stmt_id id, const char *what, int64_t *changes,
+			 const char *types, ...);
+enum err store_run1_alone(struct store *st, enum stmt_id id, const char *what,
+			  const char *types, ...);
+enum err store_sq_alone(struct store *st, const char *sql, const char *what, int64_t *changes,
+			const char *types, ...);
+/*
+ * One query on its own, for its first row: take db_mu, run cached statement
+ * id (store_row_alone) or sql (store_sq_row_alone, prepared per call), both
+ * bound as store_run() binds; when there is a row, read(s, out) reads it;
+ * let go of db_mu and log an ERR_DB with what.  ERR_OK (out read),
+ * ERR_NOTFOUND (no row: out untouched) or ERR_DB.
+ */
+enum err store_row_alone(struct store *st, enum stmt_id id, const char *what,
+			 void (*read)(struct db_stmt *s, void *out), void *out,
+			 const char *types, ...);
+enum err store_sq_row_alone(struct store *st, const char *sql, const char *what,
+			    void (*read)(struct db_stmt *s, void *out), void *out,
+			    const char *types, ...);
+/*
+ * The one integer sql (a per-call query, bound as store_sq() binds) returns
+ * in its first row, under db_mu taken and let go here; -1 on an error or no
+ * row (logged with what).
+ */
+int64_t store_sq_count(struct store *st, const char *sql, const char *what, const char *types,
+		       ...);
+/*
+ * Step s (bound; neither reset nor finalized here) and append each row to
+ * list, up to list->max rows in all: a new element, zeroed, then filled by
+ * list->read.  ERR_OK when the rows ended or max was reached, ERR_DB with
+ * errmsg; the rows read so far stay in list either way.
+ */
+enum err store_read_rows(struct store *st, struct db_stmt *s, const char *what,
+			 struct store_rows *list, struct buf *errmsg);
+/*
+ * A query on its own, its rows into list: take db_mu, prepare sql and bind
+ * types as store_sq() does, store_read_rows(), finalize, let go of db_mu.
+ * ERR_OK or ERR_DB with errmsg (not logged); the rows read stay in list.
+ */
+enum err store_sq_rows(struct store *st, const char *sql, const char *what,
+		       struct store_rows *list, struct buf *errmsg, const char *types, ...);
 /* Step s once: ERR_OK (a row is current), ERR_NOTFOUND (no more) or ERR_DB (errmsg). */
 enum err store_step_row(struct store *st, struct db_stmt *s, const char *what,
 			struct buf *errmsg);

@@ -40,16 +40,15 @@ enum err store_issue_state_parse(const char *word, enum store_issue_state *out)
 
 enum err store_check_issue(const struct store_issue *row, struct buf *errmsg)
 {
-	const char *missing = NULL;
+	const char *missing = "row";
 
-	if (!row)
-		missing = "row";
-	else if (store_empty(row->receiver))
-		missing = "receiver";
-	else if (store_empty(row->key))
-		missing = "key";
-	else if (store_empty(row->repo))
-		missing = "repo";
+	if (row) {
+		const struct store_field need[] = {
+			{ "receiver", row->receiver }, { "key", row->key }, { "repo", row->repo },
+		};
+
+		missing = store_first_empty(need, STORE_N_FIELDS(need));
+	}
 	if (missing) {
 		buf_setf(errmsg, "store: issue row: %s is empty", missing);
 		return ERR_INVALID;
@@ -76,8 +75,10 @@ enum err store_put_issue(struct store *st, const struct store_issue *row, struct
 
 /* ---- the issue map ---- */
 
-static void read_issue(struct db_stmt *s, struct store_issue *out)
+static void read_issue(struct db_stmt *s, void *row)
 {
+	struct store_issue *out = row;
+
 	out->receiver = store_col_str(s, 0);
 	out->key = store_col_str(s, 1);
 	out->repo = store_col_str(s, 2);
@@ -102,20 +103,10 @@ static void read_issue(struct db_stmt *s, struct store_issue *out)
 enum err store_issue_get(struct store *st, const char *receiver, const char *key,
 			 struct store_issue *out)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(receiver) || store_empty(key))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_row(st, S_IS_GET, "get issue", &msg, "tt", receiver, key);
-	if (rc == ERR_OK) {
-		read_issue(st->stmt[S_IS_GET], out);
-		db_reset(st->stmt[S_IS_GET]);
-	}
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "get issue", &msg);
+	return store_row_alone(st, S_IS_GET, "get issue", read_issue, out, "tt", receiver, key);
 }
 
 enum err store_issue_put(struct store *st, const struct store_issue *row)
@@ -232,16 +223,11 @@ void store_issue_release(struct store_issue *row)
 {
 	if (!row)
 		return;
-	store_free_str(row->receiver);
-	store_free_str(row->key);
-	free(row->repo);
-	free(row->state_reason);
-	free(row->dead_reason);
-	free(row->alertname);
-	free(row->title);
-	free(row->etag);
-	free(row->labels);
-	free(row->previous_url);
+	const char *const owned[] = { row->receiver, row->key, row->repo, row->state_reason,
+				      row->dead_reason, row->alertname, row->title, row->etag,
+				      row->labels, row->previous_url };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	row->receiver = row->key = NULL;
 	row->repo = NULL;
 	row->state_reason = row->dead_reason = row->alertname = row->title = NULL;
@@ -272,28 +258,15 @@ enum err store_scan_get(struct store *st, const char *receiver, const char *repo
 enum err store_scan_done(struct store *st, const char *receiver, const char *repo,
 			 int64_t done_at_ms)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st || store_empty(receiver) || store_empty(repo))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_SCAN_PUT, "record repo scan", &msg, "tti", receiver, repo, done_at_ms);
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "record repo scan", &msg);
+	return store_run_alone(st, S_SCAN_PUT, "record repo scan", NULL, "tti", receiver, repo,
+			       done_at_ms);
 }
 
 enum err store_scan_forget(struct store *st, const char *receiver, int64_t *n)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st || (receiver && !*receiver))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_SCAN_FORGET, "forget repo scans", &msg, "t", receiver);
-	if (rc == ERR_OK && n)
-		*n = db_changes(st->db);
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "forget repo scans", &msg);
+	return store_run_alone(st, S_SCAN_FORGET, "forget repo scans", n, "t", receiver);
 }

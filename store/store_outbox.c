@@ -28,7 +28,7 @@ static int notice_kind_valid(const char *kind)
 
 enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *errmsg)
 {
-	const char *missing = NULL;
+	const char *missing;
 	enum err rc;
 
 	if (!st || !n) {
@@ -36,14 +36,11 @@ enum err store_notice_add(struct store *st, struct store_notice *n, struct buf *
 		return ERR_INVALID;
 	}
 	n->id = 0;
-	if (store_empty(n->namespace))
-		missing = "namespace";
-	else if (store_empty(n->pod))
-		missing = "pod";
-	else if (store_empty(n->uid))
-		missing = "uid";
-	else if (store_empty(n->text))
-		missing = "text";
+	const struct store_field need[] = {
+		{ "namespace", n->namespace }, { "pod", n->pod }, { "uid", n->uid },
+		{ "text", n->text },
+	};
+	missing = store_first_empty(need, STORE_N_FIELDS(need));
 	if (missing) {
 		buf_setf(errmsg, "store: notice: %s is empty", missing);
 		return ERR_INVALID;
@@ -100,115 +97,62 @@ void store_read_notice(struct db_stmt *s, struct store_notice *out)
 	out->line = store_col_str(s, 20);
 }
 
-/*
- * After store_row() (its result rc) of cached statement id, a SELECT of
- * NOTICE_COLS: the notice into *out.  Logs ERR_DB (what, msg).
- */
-static enum err one_notice(struct store *st, enum stmt_id id, enum err rc, const char *what,
-			   struct buf *msg, struct store_notice *out)
+void store_read_notice_row(struct db_stmt *s, void *row)
 {
-	if (rc == ERR_OK) {
-		store_read_notice(st->stmt[id], out);
-		db_reset(st->stmt[id]);
-	}
-	return store_done(rc, what, msg);
+	store_read_notice(s, row);
 }
 
 enum err store_notice_next(struct store *st, int64_t now_ms, struct store_notice *out)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	memset(out, 0, sizeof(*out));
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_row(st, S_NO_NEXT, "next notice", &msg, "i", now_ms);
-	rc = one_notice(st, S_NO_NEXT, rc, "next notice", &msg, out);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_row_alone(st, S_NO_NEXT, "next notice", store_read_notice_row, out, "i",
+			       now_ms);
 }
 
 enum err store_notice_latest(struct store *st, const char *uid, const char *kind,
 			     struct store_notice *out)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	memset(out, 0, sizeof(*out));
 	if (!st || store_empty(uid) || store_empty(kind))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_row(st, S_NO_LATEST, "latest notice", &msg, "tt", uid, kind);
-	rc = one_notice(st, S_NO_LATEST, rc, "latest notice", &msg, out);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_row_alone(st, S_NO_LATEST, "latest notice", store_read_notice_row, out, "tt",
+			       uid, kind);
 }
 
 enum err store_notice_sent(struct store *st, int64_t id, int64_t sent_at_ms, const char *channel,
 			   const char *slack_channel_id, const char *slack_ts)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run1(st, S_NO_SENT, "notice sent", &msg, "iittt", id, sent_at_ms, channel,
-			slack_channel_id, slack_ts);
-	rc = store_done(rc, "notice sent", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_run1_alone(st, S_NO_SENT, "notice sent", "iittt", id, sent_at_ms, channel,
+				slack_channel_id, slack_ts);
 }
 
 enum err store_notice_retry(struct store *st, int64_t id, int64_t next_at_ms, const char *channel,
 			    const char *error)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run1(st, S_NO_RETRY, "retry notice", &msg, "iitt", id, next_at_ms, channel,
-			error);
-	rc = store_done(rc, "retry notice", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_run1_alone(st, S_NO_RETRY, "retry notice", "iitt", id, next_at_ms, channel,
+				error);
 }
 
 enum err store_notice_dead(struct store *st, int64_t id, const char *reason)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st)
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run1(st, S_NO_DEAD, "notice dead", &msg, "it", id, reason);
-	rc = store_done(rc, "notice dead", &msg);
-	pthread_mutex_unlock(&st->db_mu);
-	return rc;
+	return store_run1_alone(st, S_NO_DEAD, "notice dead", "it", id, reason);
 }
 
 enum err store_notice_cancel(struct store *st, const char *uid, const char *reason, int64_t *n)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (n)
 		*n = 0;
 	if (!st || store_empty(uid))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_run(st, S_NO_CANCEL, "cancel notices", &msg, "tt", uid, reason);
-	if (rc == ERR_OK && n)
-		*n = db_changes(st->db);
-	pthread_mutex_unlock(&st->db_mu);
-	if (rc)
-		store_log_db("cancel notices", &msg);
-	buf_release(&msg);
-	return rc;
+	return store_run_alone(st, S_NO_CANCEL, "cancel notices", n, "tt", uid, reason);
 }
 
 int64_t store_notice_pending_count(struct store *st)
@@ -222,18 +166,10 @@ void store_notice_release(struct store_notice *n)
 {
 	if (!n)
 		return;
-	store_free_str(n->namespace);
-	store_free_str(n->pod);
-	store_free_str(n->uid);
-	store_free_str(n->kind);
-	store_free_str(n->notify);
-	store_free_str(n->owner);
-	store_free_str(n->channel);
-	store_free_str(n->thread_ts);
-	store_free_str(n->text);
-	store_free_str(n->slack_channel_id);
-	store_free_str(n->slack_ts);
-	store_free_str(n->last_error);
-	store_free_str(n->line);
+	const char *const owned[] = { n->namespace, n->pod, n->uid, n->kind, n->notify, n->owner,
+				      n->channel, n->thread_ts, n->text, n->slack_channel_id,
+				      n->slack_ts, n->last_error, n->line };
+
+	store_free_strs(owned, STORE_N_FIELDS(owned));
 	memset(n, 0, sizeof(*n));
 }

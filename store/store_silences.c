@@ -16,87 +16,69 @@
 #include "core/banned.h"
 
 /*
- * In the caller's transaction: forget the ids taken before prune_before_ms,
- * then insert id taken at at_ms unless it is there (db_changes() 1: it was
- * not).  what names the insert in errors.
+ * Take id at at_ms in one transaction: forget the ids taken before
+ * prune_before_ms, then insert id unless it is there.  *fresh = 1 when it
+ * was not there, or when retry and it was taken at at_ms (the same command
+ * again: store_command_take()); else 0, and 0 on any error.  what names the
+ * operation in errors and the log.
  */
-static enum err insert_taken(struct store *st, const char *id, int64_t at_ms,
-			     int64_t prune_before_ms, const char *what, struct buf *msg)
-{
-	enum err rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
-			       "prune deliveries", msg, NULL, "i", prune_before_ms);
-
-	if (rc == ERR_OK)
-		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
-			      "ON CONFLICT (id) DO NOTHING", what, msg, NULL, "ti", id, at_ms);
-	return rc;
-}
-
-enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
-			     int *fresh)
-{
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
-	*fresh = 0;
-	if (!st || store_empty(id))
-		return ERR_INVALID;
-	rc = store_txn_begin(st, &msg);
-	if (rc == ERR_OK)
-		rc = insert_taken(st, id, now_ms, now_ms - keep_ms, "take delivery", &msg);
-	if (rc == ERR_OK)
-		*fresh = db_changes(st->db) == 1;
-	rc = store_txn_end(st, rc, &msg);
-	if (rc != ERR_OK)
-		*fresh = 0;
-	return store_done(rc, "take delivery", &msg);
-}
-
-enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
-			    int64_t keep_ms, int *fresh)
+static enum err take(struct store *st, const char *id, int64_t at_ms, int64_t prune_before_ms,
+		     int retry, const char *what, int *fresh)
 {
 	struct buf msg = BUF_INIT;
 	struct db_stmt *rows = NULL;
-	enum err rc;
+	enum err rc = store_txn_begin(st, &msg);
 
-	*fresh = 0;
-	if (!st || store_empty(key))
-		return ERR_INVALID;
-	rc = store_txn_begin(st, &msg);
 	if (rc == ERR_OK)
-		rc = insert_taken(st, key, at_ms, now_ms - keep_ms, "take command", &msg);
-	if (rc == ERR_OK && db_changes(st->db) != 1) {
-		rc = store_sq(st, "SELECT received_at_ms FROM gh_deliveries WHERE id = ?1",
-			      "take command", &msg, &rows, "t", key);
+		rc = store_sq(st, "DELETE FROM gh_deliveries WHERE received_at_ms < ?1",
+			      "prune deliveries", &msg, NULL, "i", prune_before_ms);
+	if (rc == ERR_OK)
+		rc = store_sq(st, "INSERT INTO gh_deliveries (id, received_at_ms) VALUES (?1, ?2) "
+			      "ON CONFLICT (id) DO NOTHING", what, &msg, NULL, "ti", id, at_ms);
+	if (rc == ERR_OK && db_changes(st->db) == 1) {
+		*fresh = 1;
+	} else if (rc == ERR_OK && retry) {
+		rc = store_sq(st, "SELECT received_at_ms FROM gh_deliveries WHERE id = ?1", what,
+			      &msg, &rows, "t", id);
 		if (rc == ERR_OK) {
-			rc = store_step_row(st, rows, "take command", &msg);
+			rc = store_step_row(st, rows, what, &msg);
 			if (rc == ERR_OK)
 				*fresh = db_col_int(rows, 0) == at_ms;
 			else if (rc == ERR_NOTFOUND)
 				rc = ERR_OK;  /* cannot be: the row was there */
 			db_finalize(rows);
 		}
-	} else if (rc == ERR_OK) {
-		*fresh = 1;
 	}
 	rc = store_txn_end(st, rc, &msg);
 	if (rc != ERR_OK)
 		*fresh = 0;
-	return store_done(rc, "take command", &msg);
+	return store_done(rc, what, &msg);
+}
+
+enum err store_delivery_take(struct store *st, const char *id, int64_t now_ms, int64_t keep_ms,
+			     int *fresh)
+{
+	*fresh = 0;
+	if (!st || store_empty(id))
+		return ERR_INVALID;
+	return take(st, id, now_ms, now_ms - keep_ms, 0, "take delivery", fresh);
+}
+
+enum err store_command_take(struct store *st, const char *key, int64_t at_ms, int64_t now_ms,
+			    int64_t keep_ms, int *fresh)
+{
+	*fresh = 0;
+	if (!st || store_empty(key))
+		return ERR_INVALID;
+	return take(st, key, at_ms, now_ms - keep_ms, 1, "take command", fresh);
 }
 
 enum err store_delivery_drop(struct store *st, const char *id)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st || store_empty(id))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "DELETE FROM gh_deliveries WHERE id = ?1", "drop delivery", &msg, NULL,
-		      "t", id);
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "drop delivery", &msg);
+	return store_sq_alone(st, "DELETE FROM gh_deliveries WHERE id = ?1", "drop delivery", NULL,
+			      "t", id);
 }
 
 enum err store_issue_by_number(struct store *st, const char *repo, int64_t number,
@@ -127,122 +109,90 @@ enum err store_issue_by_number(struct store *st, const char *repo, int64_t numbe
 
 enum err store_silence_put(struct store *st, const struct store_silence *s)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st || !s || store_empty(s->receiver) || store_empty(s->key) ||
 	    store_empty(s->silence_id) || store_empty(s->created_by))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "INSERT INTO silences (receiver, key, silence_id, created_by, ends_at_ms, "
-		      "created_at_ms, expired_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) "
-		      "ON CONFLICT (receiver, key, silence_id) DO UPDATE SET "
-		      "created_by = excluded.created_by, ends_at_ms = excluded.ends_at_ms, "
-		      "expired_at_ms = excluded.expired_at_ms", "record silence", &msg, NULL,
-		      "ttttiii", s->receiver, s->key, s->silence_id, s->created_by, s->ends_at_ms,
-		      s->created_at_ms, s->expired_at_ms);
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "record silence", &msg);
+	return store_sq_alone(st, "INSERT INTO silences (receiver, key, silence_id, created_by, "
+			      "ends_at_ms, created_at_ms, expired_at_ms) VALUES (?1, ?2, ?3, ?4, "
+			      "?5, ?6, ?7) ON CONFLICT (receiver, key, silence_id) DO UPDATE SET "
+			      "created_by = excluded.created_by, ends_at_ms = excluded.ends_at_ms, "
+			      "expired_at_ms = excluded.expired_at_ms", "record silence", NULL,
+			      "ttttiii", s->receiver, s->key, s->silence_id, s->created_by,
+			      s->ends_at_ms, s->created_at_ms, s->expired_at_ms);
+}
+
+/* A row of store_silence_active()'s query into a struct store_silence (not receiver, key). */
+static void read_silence(struct db_stmt *s, void *row)
+{
+	struct store_silence *out = row;
+
+	out->silence_id = store_col_str(s, 0);
+	out->created_by = store_col_str(s, 1);
+	out->ends_at_ms = db_col_int(s, 2);
+	out->created_at_ms = db_col_int(s, 3);
 }
 
 enum err store_silence_active(struct store *st, const char *receiver, const char *key,
 			      int64_t now_ms, struct store_silence **out, size_t *n)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_silence, 0, read_silence);
 	struct buf msg = BUF_INIT;
-	struct db_stmt *rows = NULL;
-	size_t cap = 0;
+	struct store_silence *v;
 	enum err rc;
 
 	*out = NULL;
 	*n = 0;
 	if (!st || store_empty(receiver) || store_empty(key))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT silence_id, created_by, ends_at_ms, created_at_ms FROM silences "
-		      "WHERE receiver = ?1 AND key = ?2 AND expired_at_ms = 0 AND ends_at_ms > ?3 "
-		      "ORDER BY created_at_ms DESC, silence_id", "active silences", &msg, &rows,
-		      "tti", receiver, key, now_ms);
-	while (rc == ERR_OK && (rc = store_step_row(st, rows, "active silences", &msg)) == ERR_OK) {
-		struct store_silence *s;
-
-		if (*n == cap) {
-			cap = cap ? cap * 2 : 4;
-			*out = xreallocarray(*out, cap, sizeof(**out));
-		}
-		s = &(*out)[(*n)++];
-		memset(s, 0, sizeof(*s));
-		s->receiver = xstrdup(receiver);
-		s->key = xstrdup(key);
-		s->silence_id = store_col_str(rows, 0);
-		s->created_by = store_col_str(rows, 1);
-		s->ends_at_ms = db_col_int(rows, 2);
-		s->created_at_ms = db_col_int(rows, 3);
+	rc = store_sq_rows(st, "SELECT silence_id, created_by, ends_at_ms, created_at_ms FROM "
+			       "silences WHERE receiver = ?1 AND key = ?2 AND expired_at_ms = 0 "
+			       "AND ends_at_ms > ?3 ORDER BY created_at_ms DESC, silence_id",
+			   "active silences", &list, &msg, "tti", receiver, key, now_ms);
+	v = list.v;
+	for (size_t i = 0; i < list.n; i++) {
+		v[i].receiver = xstrdup(receiver);
+		v[i].key = xstrdup(key);
 	}
-	if (rows)
-		db_finalize(rows);
-	if (rc == ERR_NOTFOUND)
-		rc = ERR_OK;
-	pthread_mutex_unlock(&st->db_mu);
 	if (rc != ERR_OK) {
-		store_silences_free(*out, *n);
-		*out = NULL;
-		*n = 0;
+		store_silences_free(v, list.n);
+		v = NULL;
+		list.n = 0;
 	}
+	*out = v;
+	*n = list.n;
 	return store_done(rc, "active silences", &msg);
 }
 
 enum err store_silence_expired(struct store *st, const char *receiver, const char *key,
 			       const char *silence_id, int64_t now_ms)
 {
-	struct buf msg = BUF_INIT;
-	enum err rc;
-
 	if (!st || store_empty(receiver) || store_empty(key) || store_empty(silence_id))
 		return ERR_INVALID;
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "UPDATE silences SET expired_at_ms = ?4 WHERE receiver = ?1 AND key = ?2 "
-		      "AND silence_id = ?3", "expire silence", &msg, NULL, "ttti", receiver, key,
-		      silence_id, now_ms);
-	pthread_mutex_unlock(&st->db_mu);
-	return store_done(rc, "expire silence", &msg);
+	return store_sq_alone(st, "UPDATE silences SET expired_at_ms = ?4 WHERE receiver = ?1 AND "
+			      "key = ?2 AND silence_id = ?3", "expire silence", NULL, "ttti",
+			      receiver, key, silence_id, now_ms);
 }
 
 enum err store_silence_dead_each(struct store *st, const char *receiver, const char *key,
 				 int max, int (*fn)(void *ctx, const struct store_event *ev),
 				 void *ctx)
 {
+	struct store_rows list = STORE_ROWS_INIT(struct store_event, 0, store_read_event_row);
 	struct buf msg = BUF_INIT;
-	struct db_stmt *rows = NULL;
-	struct store_event *evs;
 	enum err rc;
-	int n = 0, stopped = 0;
 
 	if (!st || !fn || max <= 0)
 		return ERR_INVALID;
 	if (max > 1000)
 		max = 1000;
-	evs = xcalloc((size_t)max, sizeof(*evs));
-	pthread_mutex_lock(&st->db_mu);
-	rc = store_sq(st, "SELECT id, kind, receiver, key, status, starts_at_ms, ends_at_ms, "
-		      "payload, received_at_ms, attempts, last_error, progress FROM events WHERE "
-		      "state = 'dead' AND kind = 'silence' AND "
-		      "(CAST(?1 AS TEXT) IS NULL OR receiver = ?1) AND "
-		      "(CAST(?2 AS TEXT) IS NULL OR key = ?2) ORDER BY id LIMIT ?3",
-		      "dead silences", &msg, &rows, "tti", receiver, key, (int64_t)max);
-	while (rc == ERR_OK && n < max &&
-	       (rc = store_step_row(st, rows, "dead silences", &msg)) == ERR_OK)
-		store_read_event(rows, &evs[n++]);
-	if (rows)
-		db_finalize(rows);
-	if (rc == ERR_NOTFOUND)
-		rc = ERR_OK;
-	pthread_mutex_unlock(&st->db_mu);
-	for (int i = 0; i < n; i++) {
-		if (rc == ERR_OK && !stopped)
-			stopped = fn(ctx, &evs[i]);
-		store_event_release(&evs[i]);
-	}
-	free(evs);
+	list.max = (size_t)max;
+	rc = store_sq_rows(st, "SELECT id, kind, receiver, key, status, starts_at_ms, ends_at_ms, "
+			       "payload, received_at_ms, attempts, last_error, progress "
+			       "FROM events WHERE state = 'dead' AND kind = 'silence' AND "
+			       "(CAST(?1 AS TEXT) IS NULL OR receiver = ?1) AND "
+			       "(CAST(?2 AS TEXT) IS NULL OR key = ?2) ORDER BY id LIMIT ?3",
+			   "dead silences", &list, &msg, "tti", receiver, key, (int64_t)max);
+	store_events_hand(&list, rc, fn, ctx);
 	return store_done(rc, "dead silences", &msg);
 }
 

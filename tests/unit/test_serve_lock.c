@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "core/buf.h"
-#include "core/serve_lock.h"
+#include "store/serve_lock.h"
 #include "tests/unit/helpers/tmpdir.h"
 
 struct fixture {

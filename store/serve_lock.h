@@ -28,8 +28,8 @@
 #ifndef AB_SERVE_LOCK_H
 #define AB_SERVE_LOCK_H
 
-#include "buf.h"
-#include "err.h"
+#include "core/buf.h"
+#include "core/err.h"
 
 struct serve_lock;
 

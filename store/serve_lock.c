@@ -4,7 +4,7 @@
  * holder still runs, and a PID and URL written in the file for the people
  * and commands that find it taken.
  */
-#include "serve_lock.h"
+#include "store/serve_lock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 #include "store/db.h"
-#include "healthcheck.h"
-#include "xalloc.h"
-#include "banned.h"
+#include "core/healthcheck.h"
+#include "core/xalloc.h"
+#include "core/banned.h"
 
 #define HEALTHY_PATH "/-/healthy"  /* what healthcheck_url() ends with */
 #define NOTE_KEY "writes:\n"  /* the note's first line (serve_lock.h) */
