@@ -42,7 +42,7 @@ struct step {
 	int times;           /* how many times it is sent; 0: once */
 };
 
-/* A case: its name (as cmocka runs it) and its steps. */
+/* A case: its name (its cmocka test's, UNIT_CASE()) and its steps. */
 struct guard_case {
 	const char *name;
 	int users;            /* web.auth's user oncall (HASH4) configured; else none */
@@ -273,14 +273,11 @@ static void run_admin_case(void **state)
 	admin_stop(&ac);
 }
 
-/* A cmocka entry running case c of a table with fn; c's name is the test's. */
-#define CASE(fn, c) { (c).name, fn, NULL, NULL, (void *)&(c) }
-
 UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
-	CASE(run_guard_case, guard_cases[0]),
-	CASE(run_guard_case, guard_cases[1]),
-	CASE(run_guard_case, guard_cases[2]),
-	CASE(run_admin_case, admin_cases[0]),
-	CASE(run_admin_case, admin_cases[1]),
-	CASE(run_admin_case, admin_cases[2]),
-	CASE(run_admin_case, admin_cases[3]))
+	UNIT_CASE(run_guard_case, guard_cases[0]),
+	UNIT_CASE(run_guard_case, guard_cases[1]),
+	UNIT_CASE(run_guard_case, guard_cases[2]),
+	UNIT_CASE(run_admin_case, admin_cases[0]),
+	UNIT_CASE(run_admin_case, admin_cases[1]),
+	UNIT_CASE(run_admin_case, admin_cases[2]),
+	UNIT_CASE(run_admin_case, admin_cases[3]))
