@@ -54,13 +54,9 @@ struct guard_case {
 static long ask(struct srv *s, const char *method, const char *header, struct reply *r)
 {
 	const char *extra[] = { header, NULL };
-	char url[128];
 
-	hfx_url_for(url, sizeof(url), s, "/guarded");
-	memset(r, 0, sizeof(*r));
-	assert_int_equal(hfx_fetch(method, url, strcmp(method, "GET") ? "" : NULL,
-				   header ? extra : NULL, r), CURLE_OK);
-	return r->status;
+	return hfx_ask(s, method, "/guarded", strcmp(method, "GET") ? "" : NULL,
+		       header ? extra : NULL, r);
 }
 
 static void step_failed(const struct guard_case *c, size_t i, const char *want, const char *got)
