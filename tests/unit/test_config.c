@@ -566,10 +566,12 @@ static void dump_masks_secrets_and_reloads(void **state)
 		       cfx_dir());
 	cfg_dump(cfg, &out);
 	cfx_text_has(buf_str(&out), (const char *const[]){
-			     "  # bearer_token: <secret>\n", "  # token: <secret> (from GITHUB_TOKEN)\n",
+			     "  # bearer_token: <secret>\n",
+			     "  # token: <secret> (from GITHUB_TOKEN)\n",
 			     "    # bot_token: <secret>\n", "listen_address: \":9095\"\n",
 			     "  reopen_window: 1w\n", "- name: \"we\\\"ird\"\n", NULL },
-		     (const char *const[]){ "s3cret-token", "bare-token", "env-secret-value", NULL });
+		     (const char *const[]){ "s3cret-token", "bare-token", "env-secret-value",
+					    NULL });
 
 	/* The dump is itself a valid config with the same meaning. */
 	if (cfg_parse(buf_str(&out), out.len, "dump", NULL, &again, &msg) != ERR_OK)

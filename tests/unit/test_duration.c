@@ -108,8 +108,8 @@ static void writes_as(void (*write)(int64_t ms, struct buf *out), const struct m
 		buf_reset(&b);
 		write(cases[i].ms, &b);
 		if (strcmp(buf_str(&b), cases[i].text))
-			fail_msg("%lld ms: \"%s\", want \"%s\"", (long long)cases[i].ms, buf_str(&b),
-				 cases[i].text);
+			fail_msg("%lld ms: \"%s\", want \"%s\"", (long long)cases[i].ms,
+				 buf_str(&b), cases[i].text);
 	}
 	buf_release(&b);
 }

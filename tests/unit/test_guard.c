@@ -76,7 +76,8 @@ static void run_steps(const struct guard_case *c, struct srv *s, struct seen *sn
 			const char *h = buf_str(&r.headers);
 
 			if (st != t->status)
-				fail_msg("%s, step %zu: status %ld, want %ld", c->name, i, st, t->status);
+				fail_msg("%s, step %zu: status %ld, want %ld", c->name, i, st,
+					 t->status);
 			if (t->body && strcmp(buf_str(&r.body), t->body))
 				step_failed(c, i, t->body, buf_str(&r.body));
 			for (size_t k = 0; k < 2 && t->has[k]; k++)
@@ -243,7 +244,8 @@ static const struct guard_case admin_cases[] = {
 	} },
 	{ "admin_guard_takes_the_webhook_token_or_an_admin", 1, HOOK, {
 		{ "POST", NULL, 401, -1, NULL,
-		  { "WWW-Authenticate: Bearer realm=", "WWW-Authenticate: Basic realm=" }, NULL, 0 },
+		  { "WWW-Authenticate: Bearer realm=", "WWW-Authenticate: Basic realm=" },
+		  NULL, 0 },
 		{ "POST", "Authorization: Bearer nope", 401, -1, NULL, { NULL }, NULL, 0 },
 		{ "POST", BAD, 401, 0, NULL, { NULL }, NULL, 0 },
 		{ "POST", HOOK_TOKEN, 200, -1, NULL, { NULL }, NULL, 0 },

@@ -159,7 +159,8 @@ static void run_as_is_case(void **state)
 	assert_int_equal(send_to(fx, &req, c->method, c->path), ERR_OK);
 	v = http_response_header(&fx->res, c->key);
 	if (fx->res.status != c->status || !v || strcmp(v, c->value))
-		fail_msg("%s: status %d, %s: %s", c->name, fx->res.status, c->key, v ? v : "(none)");
+		fail_msg("%s: status %d, %s: %s", c->name, fx->res.status, c->key,
+			 v ? v : "(none)");
 	assert_int_equal(fake_http_count(fx->fake), 1);
 	assert_string_equal(fake_http_request(fx->fake, 0)->method, c->method);
 }
