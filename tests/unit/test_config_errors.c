@@ -81,41 +81,70 @@ static void wrong_types(void **state)
 		   "alertbridge.yml:2: listen_address: contains a NUL byte");
 }
 
+static int64_t per_minute(const struct config *c)
+{
+	return c->github.content_per_minute;
+}
+
+static int64_t per_hour(const struct config *c)
+{
+	return c->github.content_per_hour;
+}
+
+static int64_t retention(const struct config *c)
+{
+	return c->database_retention_ms;
+}
+
+/* A number's range: yaml fails with err, or (err NULL) parses and get() of it is want. */
+static const struct range_case {
+	const char *yaml;
+	const char *err;
+	int64_t (*get)(const struct config *c);
+	int64_t want;
+} range_cases[] = {
+	{ RCV "github: {content_per_minute: 81}\n",
+	  "alertbridge.yml:2: github.content_per_minute: "
+	  "expected an integer from 1 to 80, got \"81\"", NULL, 0 },
+	{ RCV "github: {content_per_minute: 0}\n",
+	  "alertbridge.yml:2: github.content_per_minute: "
+	  "expected an integer from 1 to 80, got \"0\"", NULL, 0 },
+	{ RCV "webhook: {max_connections: 99999999999999999999999}\n",
+	  "alertbridge.yml:2: webhook.max_connections: expected an integer from 1 to "
+	  "65536, got \"99999999999999999999999\"", NULL, 0 },
+	{ RCV "github: {content_per_minute: 1}\n", NULL, per_minute, 1 },
+	{ RCV "github: {content_per_minute: \"80\"}\n", NULL, per_minute, 80 },
+	{ RCV "database_retention: 0s\n",
+	  "alertbridge.yml:2: database_retention: must be greater than 0s", NULL, 0 },
+	{ RCV "database_retention: 7days\n", "alertbridge.yml:2: database_retention: "
+	  "unknown unit \"days\" in duration \"7days\"", NULL, 0 },
+	{ RCV "database_retention: 2s\n", NULL, retention, 2 * S },
+	{ RCV "github: {content_per_hour: 501}\n",
+	  "alertbridge.yml:2: github.content_per_hour: "
+	  "expected an integer from 1 to 500, got \"501\"", NULL, 0 },
+	{ RCV "github:\n  content_per_hour: 0\n",
+	  "alertbridge.yml:3: github.content_per_hour: "
+	  "expected an integer from 1 to 500, got \"0\"", NULL, 0 },
+	{ RCV "github: {content_per_hour: 60}\n", NULL, per_hour, 60 },
+};
+
 static void range_limits(void **state)
 {
-	struct config *cfg;
 	(void)state;
-	cfx_expect_err(RCV "github: {content_per_minute: 81}\n",
-		   "alertbridge.yml:2: github.content_per_minute: "
-		   "expected an integer from 1 to 80, got \"81\"");
-	cfx_expect_err(RCV "github: {content_per_minute: 0}\n",
-		   "alertbridge.yml:2: github.content_per_minute: "
-		   "expected an integer from 1 to 80, got \"0\"");
-	cfx_expect_err(RCV "webhook: {max_connections: 99999999999999999999999}\n",
-		   "alertbridge.yml:2: webhook.max_connections: expected an integer from 1 to "
-		   "65536, got \"99999999999999999999999\"");
-	cfg = cfx_parse_ok(RCV "github: {content_per_minute: 1}\n");
-	assert_int_equal(cfg->github.content_per_minute, 1);
-	cfg_free(cfg);
-	cfg = cfx_parse_ok(RCV "github: {content_per_minute: \"80\"}\n");
-	assert_int_equal(cfg->github.content_per_minute, 80);
-	cfg_free(cfg);
-	cfx_expect_err(RCV "database_retention: 0s\n",
-		   "alertbridge.yml:2: database_retention: must be greater than 0s");
-	cfx_expect_err(RCV "database_retention: 7days\n", "alertbridge.yml:2: database_retention: "
-		   "unknown unit \"days\" in duration \"7days\"");
-	cfg = cfx_parse_ok(RCV "database_retention: 2s\n");
-	assert_int_equal(cfg->database_retention_ms, 2 * S);
-	cfg_free(cfg);
-	cfx_expect_err(RCV "github: {content_per_hour: 501}\n",
-		   "alertbridge.yml:2: github.content_per_hour: "
-		   "expected an integer from 1 to 500, got \"501\"");
-	cfx_expect_err(RCV "github:\n  content_per_hour: 0\n",
-		   "alertbridge.yml:3: github.content_per_hour: "
-		   "expected an integer from 1 to 500, got \"0\"");
-	cfg = cfx_parse_ok(RCV "github: {content_per_hour: 60}\n");
-	assert_int_equal(cfg->github.content_per_hour, 60);
-	cfg_free(cfg);
+	for (size_t i = 0; i < sizeof(range_cases) / sizeof(range_cases[0]); i++) {
+		const struct range_case *c = &range_cases[i];
+		struct config *cfg;
+
+		if (c->err) {
+			cfx_expect_err(c->yaml, c->err);
+			continue;
+		}
+		cfg = cfx_parse_ok(c->yaml);
+		if (c->get(cfg) != c->want)
+			fail_msg("range case %zu (%s): %lld, want %lld", i, c->yaml,
+				 (long long)c->get(cfg), (long long)c->want);
+		cfg_free(cfg);
+	}
 }
 
 static void enum_values(void **state)

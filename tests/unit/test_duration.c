@@ -92,65 +92,82 @@ static void rejects_overflow(void **state)
 	parse_err("9223372036855ms", "duration out of range: \"9223372036855ms\"");
 }
 
-static void fmt_is(int64_t ms, const char *want)
+/* A duration in ms and its text. */
+struct ms_text {
+	int64_t ms;
+	const char *text;
+};
+
+/* write(ms) (duration_format or duration_human) of each of cases[0..n) is its text. */
+static void writes_as(void (*write)(int64_t ms, struct buf *out), const struct ms_text *cases,
+		      size_t n)
 {
 	struct buf b = BUF_INIT;
 
-	duration_format(ms, &b);
-	assert_string_equal(buf_str(&b), want);
+	for (size_t i = 0; i < n; i++) {
+		buf_reset(&b);
+		write(cases[i].ms, &b);
+		if (strcmp(buf_str(&b), cases[i].text))
+			fail_msg("%lld ms: \"%s\", want \"%s\"", (long long)cases[i].ms,
+				 buf_str(&b), cases[i].text);
+	}
 	buf_release(&b);
 }
+
+/* duration_format()'s texts, Prometheus' own. */
+static const struct ms_text prometheus[] = {
+	{ 0, "0s" },
+	{ 500, "500ms" },
+	{ 30 * S, "30s" },
+	{ H + 30 * M, "1h30m" },
+	{ 7 * D, "1w" },
+	{ 8 * D, "8d" },
+	{ 90 * D, "90d" },
+	{ 14 * D, "2w" },
+	{ 365 * D, "1y" },
+	{ 372 * D, "372d" },
+	{ D + 2 * H + 3 * M + 4 * S + 5, "1d2h3m4s5ms" },
+	{ -90 * S, "-1m30s" },
+	{ INT64_MIN, "-106751991167d7h12m55s808ms" },
+};
 
 static void formats_like_prometheus(void **state)
 {
 	(void)state;
-	fmt_is(0, "0s");
-	fmt_is(500, "500ms");
-	fmt_is(30 * S, "30s");
-	fmt_is(H + 30 * M, "1h30m");
-	fmt_is(7 * D, "1w");
-	fmt_is(8 * D, "8d");
-	fmt_is(90 * D, "90d");
-	fmt_is(14 * D, "2w");
-	fmt_is(365 * D, "1y");
-	fmt_is(372 * D, "372d");
-	fmt_is(D + 2 * H + 3 * M + 4 * S + 5, "1d2h3m4s5ms");
-	fmt_is(-90 * S, "-1m30s");
-	fmt_is(INT64_MIN, "-106751991167d7h12m55s808ms");
+	writes_as(duration_format, prometheus, sizeof(prometheus) / sizeof(prometheus[0]));
 }
 
 static void format_roundtrips_through_parse(void **state)
 {
 	const char *in[] = { "1h30m", "8d", "1w", "5m", "1d2h3m4s5ms", "2y" };
 	(void)state;
-	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++)
-		fmt_is(parse_ok(in[i]), in[i]);
+	for (size_t i = 0; i < sizeof(in) / sizeof(in[0]); i++) {
+		struct ms_text c = { parse_ok(in[i]), in[i] };
+
+		writes_as(duration_format, &c, 1);
+	}
 }
 
-static void human_is(int64_t ms, const char *want)
-{
-	struct buf b = BUF_INIT;
-
-	duration_human(ms, &b);
-	assert_string_equal(buf_str(&b), want);
-	buf_release(&b);
-}
+/* duration_human()'s texts: the two largest units. */
+static const struct ms_text human[] = {
+	{ 0, "0 seconds" },
+	{ 1, "1 millisecond" },
+	{ 500, "500 milliseconds" },
+	{ S, "1 second" },
+	{ 45 * S, "45 seconds" },
+	{ M + S, "1 minute 1 second" },
+	{ 2 * H + 5 * M, "2 hours 5 minutes" },
+	{ 2 * H + 5 * M + 59 * S, "2 hours 5 minutes" },
+	{ 2 * H + 5 * S, "2 hours" },
+	{ 3 * D + 4 * H + 30 * M, "3 days 4 hours" },
+	{ D, "1 day" },
+	{ -(45 * S), "-45 seconds" },
+};
 
 static void human_two_largest_units(void **state)
 {
 	(void)state;
-	human_is(0, "0 seconds");
-	human_is(1, "1 millisecond");
-	human_is(500, "500 milliseconds");
-	human_is(S, "1 second");
-	human_is(45 * S, "45 seconds");
-	human_is(M + S, "1 minute 1 second");
-	human_is(2 * H + 5 * M, "2 hours 5 minutes");
-	human_is(2 * H + 5 * M + 59 * S, "2 hours 5 minutes");
-	human_is(2 * H + 5 * S, "2 hours");
-	human_is(3 * D + 4 * H + 30 * M, "3 days 4 hours");
-	human_is(D, "1 day");
-	human_is(-(45 * S), "-45 seconds");
+	writes_as(duration_human, human, sizeof(human) / sizeof(human[0]));
 }
 
 UNIT_MAIN(

@@ -38,6 +38,7 @@ struct env {
 	struct gh_client *gh;
 	struct group *group;
 	int64_t now;
+	struct vclock clock;  /* gh's, on now */
 };
 
 static enum err fixed_body(void *ctx, const struct store_group *g, const struct store_issue *row,
@@ -69,7 +70,7 @@ static void start(struct env *e, struct fixture *f)
 	go.api_url = fake_http_url(e->http);
 	go.token = "tok";
 	go.max_attempts = 1;
-	e->gh = gfx_client_at(&go, &e->now);
+	e->gh = gfx_client_at(&go, &e->clock, &e->now);
 	e->group = group_new(&(struct group_options){ e->st, e->gh, INTERVAL_MS, fixed_body,
 						      NULL });
 }

@@ -28,26 +28,69 @@
 #define GOOD "Authorization: Basic b25jYWxsOmNvcnJlY3QgaG9yc2UgYmF0dGVyeSBzdGFwbGU="
 #define BAD "Authorization: Basic b25jYWxsOndyb25n"
 
-static void fetch(struct srv *s, const char *header, struct reply *r)
+#define CHALLENGE "WWW-Authenticate: Basic realm=\"alertbridge\", charset=\"UTF-8\""
+
+/* One request of a case, and what its answer must be. */
+struct step {
+	const char *method;  /* NULL ends the steps */
+	const char *header;  /* a request header; NULL: none */
+	long status;
+	int calls;           /* hfx_calls() after it; -1: not asserted */
+	const char *body;    /* the answer's body; NULL: not asserted */
+	const char *has[2];  /* what the answer's headers hold; NULL: nothing (more) */
+	const char *lacks;   /* what they do not hold; NULL: nothing */
+	int times;           /* how many times it is sent; 0: once */
+};
+
+/* A case: its name (its cmocka test's, UNIT_CASE()) and its steps. */
+struct guard_case {
+	const char *name;
+	int users;            /* web.auth's user oncall (HASH4) configured; else none */
+	const char *webhook;  /* admin guard: the config's webhook section ("" for none) */
+	struct step steps[7];  /* ended by one whose method is NULL */
+};
+
+/* method /guarded on s with header (NULL: none), a body ("") unless GET. */
+static long ask(struct srv *s, const char *method, const char *header, struct reply *r)
 {
 	const char *extra[] = { header, NULL };
-	char url[128];
 
-	hfx_url_for(url, sizeof(url), s, "/guarded");
-	memset(r, 0, sizeof(*r));
-	assert_int_equal(hfx_fetch("GET", url, NULL, header ? extra : NULL, r), CURLE_OK);
+	return hfx_ask(s, method, "/guarded", strcmp(method, "GET") ? "" : NULL,
+		       header ? extra : NULL, r);
 }
 
-/* The status of GET /guarded on s with header (NULL: none). */
-static long fetch_status(struct srv *s, const char *header)
+static void step_failed(const struct guard_case *c, size_t i, const char *want, const char *got)
 {
-	struct reply r;
-	long st;
+	fail_msg("%s, step %zu: want %s, got %s", c->name, i, want, got);
+}
 
-	fetch(s, header, &r);
-	st = r.status;
-	hfx_reply_release(&r);
-	return st;
+/* Send c's steps to s, whose route's calls sn counts; a failure names the case and step. */
+static void run_steps(const struct guard_case *c, struct srv *s, struct seen *sn)
+{
+	for (size_t i = 0; c->steps[i].method; i++) {
+		const struct step *t = &c->steps[i];
+
+		for (int n = 0; n < (t->times ? t->times : 1); n++) {
+			struct reply r;
+			long st = ask(s, t->method, t->header, &r);
+			const char *h = buf_str(&r.headers);
+
+			if (st != t->status)
+				fail_msg("%s, step %zu: status %ld, want %ld", c->name, i, st,
+					 t->status);
+			if (t->body && strcmp(buf_str(&r.body), t->body))
+				step_failed(c, i, t->body, buf_str(&r.body));
+			for (size_t k = 0; k < 2 && t->has[k]; k++)
+				if (!strstr(h, t->has[k]))
+					step_failed(c, i, t->has[k], h);
+			if (t->lacks && strstr(h, t->lacks))
+				step_failed(c, i, t->lacks, h);
+			hfx_reply_release(&r);
+		}
+		if (t->calls >= 0 && hfx_calls(sn) != t->calls)
+			fail_msg("%s, step %zu: %d calls, want %d", c->name, i, hfx_calls(sn),
+				 t->calls);
+	}
 }
 
 /* A server on 127.0.0.1:0 whose only route, GET /guarded, is hfx_hello behind g. */
@@ -63,81 +106,43 @@ static struct srv *serve(struct guard *g, struct seen *sn, struct auth *a)
 	return hfx_serve(sn, &so, routes, NULL);
 }
 
-static void guards_the_route(void **state)
-{
-	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
-	struct cfg_web_auth wa = { &user, 1 };
-	struct seen sn;
-	struct auth *a = NULL;
-	struct guard g;
-	struct srv *s;
-	struct reply r;
-
-	(void)state;
-	assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_OK);
-	s = serve(&g, &sn, a);
-	fetch(s, NULL, &r);
-	assert_int_equal(r.status, 401);
-	assert_string_equal(buf_str(&r.body), "Unauthorized.\n");
-	assert_non_null(strstr(buf_str(&r.headers),
-			       "WWW-Authenticate: Basic realm=\"alertbridge\", charset=\"UTF-8\""));
-	hfx_reply_release(&r);
-	assert_int_equal(fetch_status(s, BAD), 401);
-	assert_int_equal(hfx_calls(&sn), 0);
-	fetch(s, GOOD, &r);
-	assert_int_equal(r.status, 200);
-	assert_string_equal(buf_str(&r.body), "hello GET");
-	hfx_reply_release(&r);
-	assert_int_equal(hfx_calls(&sn), 1);
-	srv_free(s);
-	auth_free(a);
-	pthread_mutex_destroy(&sn.lock);
-}
-
-static void open_without_users(void **state)
-{
-	struct auth *a = NULL;
-	struct guard g;
-	struct seen sn;
-	struct srv *s;
-
-	(void)state;
-	assert_int_equal(auth_new_web(NULL, &a, NULL), ERR_OK);
-	s = serve(&g, &sn, a);
-	assert_int_equal(fetch_status(s, NULL), 200);
-	assert_int_equal(hfx_calls(&sn), 1);
-	srv_free(s);
-	auth_free(a);
-	pthread_mutex_destroy(&sn.lock);
-}
-
 /*
- * Issue 19 item 1: each wrong password costs a bcrypt, so a client address
- * gets AUTH_FAIL_BURST of them, then 429 with Retry-After and no bcrypt; a
- * pair the cache knows still passes (the admin's page keeps polling).
+ * GET /guarded behind web.auth: 401 with the challenge and no call without valid
+ * credentials, the route's answer with them; open without users.  Issue 19 item 1: each
+ * wrong password costs a bcrypt, so a client address gets AUTH_FAIL_BURST of them, then 429
+ * with Retry-After and no bcrypt; a pair the cache knows still passes (the admin's page
+ * keeps polling).
  */
-static void failed_logins_slow_the_client_down(void **state)
+static const struct guard_case guard_cases[] = {
+	{ "guards_the_route", 1, NULL, {
+		{ "GET", NULL, 401, -1, "Unauthorized.\n", { CHALLENGE }, NULL, 0 },
+		{ "GET", BAD, 401, 0, NULL, { NULL }, NULL, 0 },
+		{ "GET", GOOD, 200, 1, "hello GET", { NULL }, NULL, 0 },
+	} },
+	{ "open_without_users", 0, NULL, {
+		{ "GET", NULL, 200, 1, NULL, { NULL }, NULL, 0 },
+	} },
+	{ "failed_logins_slow_the_client_down", 1, NULL, {
+		{ "GET", GOOD, 200, -1, NULL, { NULL }, NULL, 0 },
+		{ "GET", BAD, 401, -1, NULL, { NULL }, NULL, AUTH_FAIL_BURST },
+		{ "GET", BAD, 429, -1, NULL, { "Retry-After: " }, NULL, 0 },
+		{ "GET", GOOD, 200, 2, NULL, { NULL }, NULL, 0 },
+	} },
+};
+
+static void run_guard_case(void **state)
 {
-	struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
-	struct cfg_web_auth wa = { &user, 1 };
-	struct seen sn;
+	static struct cfg_pair user = { (char *)"oncall", (char *)HASH4 };
+	static const struct cfg_web_auth wa = { &user, 1 };
+	const struct guard_case *c = *state;
 	struct auth *a = NULL;
 	struct guard g;
+	struct seen sn;
 	struct srv *s;
-	struct reply r;
 
-	(void)state;
-	assert_int_equal(auth_new_web(&wa, &a, NULL), ERR_OK);
+	assert_int_equal(auth_new_web(c->users ? &wa : NULL, &a, NULL), ERR_OK);
 	s = serve(&g, &sn, a);
-	assert_int_equal(fetch_status(s, GOOD), 200);
-	for (int i = 0; i < AUTH_FAIL_BURST; i++)
-		assert_int_equal(fetch_status(s, BAD), 401);
-	fetch(s, BAD, &r);
-	assert_int_equal(r.status, 429);
-	assert_non_null(strstr(buf_str(&r.headers), "Retry-After: "));
-	hfx_reply_release(&r);
-	assert_int_equal(fetch_status(s, GOOD), 200);
-	assert_int_equal(hfx_calls(&sn), 2);
+	run_steps(c, s, &sn);
 	srv_free(s);
 	auth_free(a);
 	pthread_mutex_destroy(&sn.lock);
@@ -182,26 +187,6 @@ static struct srv *serve_admin(struct guard_admin *g, struct seen *sn, struct re
 	return hfx_serve(sn, &so, routes, NULL);
 }
 
-static long post(struct srv *s, const char *method, const char *header, struct reply *r)
-{
-	const char *extra[] = { header, NULL };
-	char url[128];
-
-	hfx_url_for(url, sizeof(url), s, "/guarded");
-	memset(r, 0, sizeof(*r));
-	assert_int_equal(hfx_fetch(method, url, "", header ? extra : NULL, r), CURLE_OK);
-	return r->status;
-}
-
-static long post_status(struct srv *s, const char *method, const char *header)
-{
-	struct reply r;
-	long st = post(s, method, header, &r);
-
-	hfx_reply_release(&r);
-	return st;
-}
-
 /* One admin-guard case: a reload of a config in dir, the admins, the server. */
 struct admin_case {
 	char dir[64];
@@ -239,87 +224,58 @@ static void admin_stop(struct admin_case *c)
 }
 
 /*
- * Issue 19 item 8: web.auth admins and no webhook credentials.  The old
- * /-/reload asked only the webhook's (none), so anyone could reload.
+ * POST and PUT /guarded behind the admin guard.  Issue 19 item 8: web.auth admins and no
+ * webhook credentials (the old /-/reload asked only the webhook's, none, so anyone could
+ * reload).  Issue 18 item 12: the webhook's token or a web.auth admin, either passes, both
+ * schemes offered (RFC 9110 11.6.1).  Only the webhook's credentials: as before, the token
+ * passes; no admin to ask.  No credential configured anywhere: open, as Prometheus'
+ * lifecycle endpoints.
  */
-static void admin_guard_wants_an_admin_without_webhook_credentials(void **state)
+#define HOOK "webhook:\n  bearer_token_file: hook-token\n"
+#define HOOK_TOKEN "Authorization: Bearer hook-secret"
+static const struct guard_case admin_cases[] = {
+	{ "admin_guard_wants_an_admin_without_webhook_credentials", 1, "", {
+		{ "POST", NULL, 401, -1, "Unauthorized.\n", { CHALLENGE }, NULL, 0 },
+		{ "PUT", NULL, 401, -1, NULL, { NULL }, NULL, 0 },
+		{ "POST", BAD, 401, -1, NULL, { NULL }, NULL, 0 },
+		{ "POST", HOOK_TOKEN, 401, 0, NULL, { NULL }, NULL, 0 },
+		{ "POST", GOOD, 200, -1, NULL, { NULL }, NULL, 0 },
+		{ "PUT", GOOD, 200, 2, NULL, { NULL }, NULL, 0 },
+	} },
+	{ "admin_guard_takes_the_webhook_token_or_an_admin", 1, HOOK, {
+		{ "POST", NULL, 401, -1, NULL,
+		  { "WWW-Authenticate: Bearer realm=", "WWW-Authenticate: Basic realm=" },
+		  NULL, 0 },
+		{ "POST", "Authorization: Bearer nope", 401, -1, NULL, { NULL }, NULL, 0 },
+		{ "POST", BAD, 401, 0, NULL, { NULL }, NULL, 0 },
+		{ "POST", HOOK_TOKEN, 200, -1, NULL, { NULL }, NULL, 0 },
+		{ "PUT", GOOD, 200, 2, NULL, { NULL }, NULL, 0 },
+	} },
+	{ "admin_guard_webhook_token_alone", 0, HOOK, {
+		{ "POST", GOOD, 401, -1, NULL, { "WWW-Authenticate: Bearer realm=" },
+		  "WWW-Authenticate: Basic", 0 },
+		{ "POST", HOOK_TOKEN, 200, 1, NULL, { NULL }, NULL, 0 },
+	} },
+	{ "admin_guard_open_without_any_credential", 0, "", {
+		{ "POST", NULL, 200, 1, NULL, { NULL }, NULL, 0 },
+	} },
+};
+
+static void run_admin_case(void **state)
 {
-	struct admin_case c;
-	struct reply rep;
+	const struct guard_case *c = *state;
+	struct admin_case ac;
 
-	(void)state;
-	admin_start(&c, "", 1);
-	assert_int_equal(post(c.s, "POST", NULL, &rep), 401);
-	assert_string_equal(buf_str(&rep.body), "Unauthorized.\n");
-	assert_non_null(strstr(buf_str(&rep.headers),
-			       "WWW-Authenticate: Basic realm=\"alertbridge\", charset=\"UTF-8\""));
-	hfx_reply_release(&rep);
-	assert_int_equal(post_status(c.s, "PUT", NULL), 401);
-	assert_int_equal(post_status(c.s, "POST", BAD), 401);
-	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer hook-secret"), 401);
-	assert_int_equal(hfx_calls(&c.sn), 0);
-	assert_int_equal(post_status(c.s, "POST", GOOD), 200);
-	assert_int_equal(post_status(c.s, "PUT", GOOD), 200);
-	assert_int_equal(hfx_calls(&c.sn), 2);
-	admin_stop(&c);
-}
-
-/* Issue 18 item 12: the webhook's token or a web.auth admin, either passes. */
-static void admin_guard_takes_the_webhook_token_or_an_admin(void **state)
-{
-	struct admin_case c;
-	struct reply rep;
-
-	(void)state;
-	admin_start(&c, "webhook:\n  bearer_token_file: hook-token\n", 1);
-	assert_int_equal(post(c.s, "POST", NULL, &rep), 401);
-	/* both schemes are offered (RFC 9110 11.6.1) */
-	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Bearer realm="));
-	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Basic realm="));
-	hfx_reply_release(&rep);
-	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer nope"), 401);
-	assert_int_equal(post_status(c.s, "POST", BAD), 401);
-	assert_int_equal(hfx_calls(&c.sn), 0);
-	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer hook-secret"), 200);
-	assert_int_equal(post_status(c.s, "PUT", GOOD), 200);
-	assert_int_equal(hfx_calls(&c.sn), 2);
-	admin_stop(&c);
-}
-
-/* Only the webhook's credentials: as before, the token passes; no admin to ask. */
-static void admin_guard_webhook_token_alone(void **state)
-{
-	struct admin_case c;
-	struct reply rep;
-
-	(void)state;
-	admin_start(&c, "webhook:\n  bearer_token_file: hook-token\n", 0);
-	assert_int_equal(post(c.s, "POST", GOOD, &rep), 401);
-	assert_non_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Bearer realm="));
-	assert_null(strstr(buf_str(&rep.headers), "WWW-Authenticate: Basic"));
-	hfx_reply_release(&rep);
-	assert_int_equal(post_status(c.s, "POST", "Authorization: Bearer hook-secret"), 200);
-	assert_int_equal(hfx_calls(&c.sn), 1);
-	admin_stop(&c);
-}
-
-/* No credential configured anywhere: open, as Prometheus' lifecycle endpoints. */
-static void admin_guard_open_without_any_credential(void **state)
-{
-	struct admin_case c;
-
-	(void)state;
-	admin_start(&c, "", 0);
-	assert_int_equal(post_status(c.s, "POST", NULL), 200);
-	assert_int_equal(hfx_calls(&c.sn), 1);
-	admin_stop(&c);
+	admin_start(&ac, c->webhook, c->users);
+	run_steps(c, ac.s, &ac.sn);
+	admin_stop(&ac);
 }
 
 UNIT_MAIN_WITH(log_setup(LOG_ERROR, LOG_LOGFMT), (void)0,
-	cmocka_unit_test(guards_the_route),
-	cmocka_unit_test(open_without_users),
-	cmocka_unit_test(failed_logins_slow_the_client_down),
-	cmocka_unit_test(admin_guard_wants_an_admin_without_webhook_credentials),
-	cmocka_unit_test(admin_guard_takes_the_webhook_token_or_an_admin),
-	cmocka_unit_test(admin_guard_webhook_token_alone),
-	cmocka_unit_test(admin_guard_open_without_any_credential))
+	UNIT_CASE(run_guard_case, guard_cases[0]),
+	UNIT_CASE(run_guard_case, guard_cases[1]),
+	UNIT_CASE(run_guard_case, guard_cases[2]),
+	UNIT_CASE(run_admin_case, admin_cases[0]),
+	UNIT_CASE(run_admin_case, admin_cases[1]),
+	UNIT_CASE(run_admin_case, admin_cases[2]),
+	UNIT_CASE(run_admin_case, admin_cases[3]))

@@ -27,11 +27,13 @@ struct fixture {
 	struct http_response res;
 	struct buf err;
 	char url[256];
+	const void *c;  /* the table case (UNIT_CASE_WITH()), else NULL */
 };
 
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
+	fx->c = *state;
 	fx->fake = fake_http_start();
 	fx->client = http_client_new(NULL);
 	http_response_init(&fx->res);
@@ -57,6 +59,15 @@ static const char *url(struct fixture *fx, const char *path)
 	return fx->url;
 }
 
+/* req (its other fields set) as method on the fake's path, by fx->client into fx->res. */
+static enum err send_to(struct fixture *fx, struct http_request *req, const char *method,
+			const char *path)
+{
+	req->method = method;
+	req->url = url(fx, path);
+	return http_do(fx->client, req, &fx->res, &fx->err);
+}
+
 static void get_returns_status_body_and_headers(void **state)
 {
 	struct fixture *fx = *state;
@@ -66,11 +77,9 @@ static void get_returns_status_body_and_headers(void **state)
 
 	fake_http_push(fx->fake, 200, "X-RateLimit-Remaining:  42 \nLink: <x>; rel=\"next\"",
 		       "{\"ok\":true}");
-	req.method = "GET";
-	req.url = url(fx, "/a/b?x=1&y=two");
 	req.headers = hdrs;
 	req.timeout_ms = 1000;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(send_to(fx, &req, "GET", "/a/b?x=1&y=two"), ERR_OK);
 	assert_int_equal(fx->res.status, 200);
 	assert_string_equal(buf_str(&fx->res.body), "{\"ok\":true}");
 	assert_string_equal(http_response_header(&fx->res, "x-ratelimit-remaining"), "42");
@@ -98,19 +107,15 @@ static void post_and_patch_send_body(void **state)
 
 	fake_http_push(fx->fake, 201, NULL, "created");
 	fake_http_push(fx->fake, 200, NULL, "patched");
-	req.method = "POST";
-	req.url = url(fx, "/items");
 	req.headers = hdrs;
 	req.body = "{\"a\":1}";
 	req.body_len = 7;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(send_to(fx, &req, "POST", "/items"), ERR_OK);
 	assert_int_equal(fx->res.status, 201);
 	assert_string_equal(buf_str(&fx->res.body), "created");
 
-	req.method = "PATCH";
-	req.url = url(fx, "/items/1");
 	req.body = "{\"b\":2}";
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(send_to(fx, &req, "PATCH", "/items/1"), ERR_OK);
 	assert_int_equal(fx->res.status, 200);
 	assert_string_equal(buf_str(&fx->res.body), "patched");
 
@@ -124,18 +129,40 @@ static void post_and_patch_send_body(void **state)
 	assert_string_equal(r->body, "{\"b\":2}");
 }
 
-static void error_status_is_not_an_error(void **state)
+/*
+ * An answer passed on as it is, no error: an error status (the caller's to judge), a
+ * redirect when following was not asked for.
+ */
+struct as_is_case {
+	const char *name;
+	int status;
+	const char *header, *body;  /* the answer's header line and body */
+	const char *method, *path;
+	const char *key, *value;  /* the header as http_response_header() gives it */
+};
+
+static const struct as_is_case as_is_cases[] = {
+	{ "error_status_is_not_an_error", 503, "Retry-After: 7", "busy", "DELETE", "/x",
+	  "retry-after", "7" },
+	{ "redirect_not_followed_by_default", 301, "Location: /elsewhere", "", "GET", "/old",
+	  "location", "/elsewhere" },
+};
+
+static void run_as_is_case(void **state)
 {
 	struct fixture *fx = *state;
+	const struct as_is_case *c = fx->c;
 	struct http_request req = HTTP_REQUEST_INIT;
+	const char *v;
 
-	fake_http_push(fx->fake, 503, "Retry-After: 7", "busy");
-	req.method = "DELETE";
-	req.url = url(fx, "/x");
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
-	assert_int_equal(fx->res.status, 503);
-	assert_string_equal(http_response_header(&fx->res, "retry-after"), "7");
-	assert_string_equal(fake_http_request(fx->fake, 0)->method, "DELETE");
+	fake_http_push(fx->fake, c->status, c->header, c->body);
+	assert_int_equal(send_to(fx, &req, c->method, c->path), ERR_OK);
+	v = http_response_header(&fx->res, c->key);
+	if (fx->res.status != c->status || !v || strcmp(v, c->value))
+		fail_msg("%s: status %d, %s: %s", c->name, fx->res.status, c->key,
+			 v ? v : "(none)");
+	assert_int_equal(fake_http_count(fx->fake), 1);
+	assert_string_equal(fake_http_request(fx->fake, 0)->method, c->method);
 }
 
 /* The value of one Retry-After answer, at now_ms. */
@@ -146,9 +173,7 @@ static int64_t retry_after(struct fixture *fx, const char *value, int64_t now_ms
 
 	snprintf(h, sizeof(h), "Retry-After: %s", value ? value : "");
 	fake_http_push(fx->fake, 429, value ? h : NULL, "");
-	req.method = "GET";
-	req.url = url(fx, "/r");
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(send_to(fx, &req, "GET", "/r"), ERR_OK);
 	return http_retry_after_s(&fx->res, now_ms);
 }
 
@@ -198,12 +223,10 @@ static void redirect_followed_keeps_method_and_last_headers(void **state)
 	snprintf(loc, sizeof(loc), "Location: %s/new/place\nX-First: yes", fake_http_url(fx->fake));
 	fake_http_push(fx->fake, 301, loc, "moved");
 	fake_http_push(fx->fake, 200, "X-Second: yes", "here");
-	req.method = "PATCH";
-	req.url = url(fx, "/old");
 	req.body = "{}";
 	req.body_len = 2;
 	req.follow_redirects = 1;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
+	assert_int_equal(send_to(fx, &req, "PATCH", "/old"), ERR_OK);
 	assert_int_equal(fx->res.status, 200);
 	assert_string_equal(buf_str(&fx->res.body), "here");
 	assert_string_equal(fx->res.effective_url, url(fx, "/new/place"));
@@ -215,20 +238,6 @@ static void redirect_followed_keeps_method_and_last_headers(void **state)
 	assert_string_equal(fake_http_request(fx->fake, 1)->body, "{}");
 }
 
-static void redirect_not_followed_by_default(void **state)
-{
-	struct fixture *fx = *state;
-	struct http_request req = HTTP_REQUEST_INIT;
-
-	fake_http_push(fx->fake, 301, "Location: /elsewhere", "");
-	req.method = "GET";
-	req.url = url(fx, "/old");
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
-	assert_int_equal(fx->res.status, 301);
-	assert_string_equal(http_response_header(&fx->res, "location"), "/elsewhere");
-	assert_int_equal(fake_http_count(fx->fake), 1);
-}
-
 static void too_many_redirects_is_invalid(void **state)
 {
 	struct fixture *fx = *state;
@@ -236,10 +245,8 @@ static void too_many_redirects_is_invalid(void **state)
 
 	for (int i = 0; i < 7; i++)
 		fake_http_push(fx->fake, 302, "Location: /loop", "");
-	req.method = "GET";
-	req.url = url(fx, "/loop");
 	req.follow_redirects = 1;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_INVALID);
+	assert_int_equal(send_to(fx, &req, "GET", "/loop"), ERR_INVALID);
 	assert_non_null(strstr(buf_str(&fx->err), "GET "));
 	assert_non_null(strstr(buf_str(&fx->err), "edirect"));
 	assert_int_equal(fake_http_count(fx->fake), 6);
@@ -315,13 +322,11 @@ static void timeout_is_retry_sent_and_hides_headers(void **state)
 	struct http_request req = HTTP_REQUEST_INIT;
 
 	fake_http_push_delayed(fx->fake, 400, 200, NULL, "late");
-	req.method = "POST";
-	req.url = url(fx, "/slow?q=1");
 	req.headers = hdrs;
 	req.body = "x";
 	req.body_len = 1;
 	req.timeout_ms = 100;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_RETRY);
+	assert_int_equal(send_to(fx, &req, "POST", "/slow?q=1"), ERR_RETRY);
 	assert_true(fx->res.sent);
 	assert_int_equal(fx->res.status, 0);
 	assert_non_null(strstr(buf_str(&fx->err), "POST "));
@@ -354,12 +359,10 @@ static void dropped_connection_is_io_sent(void **state)
 	struct http_request req = HTTP_REQUEST_INIT;
 
 	fake_http_push_drop(fx->fake);
-	req.method = "POST";
-	req.url = url(fx, "/drop");
 	req.body = "{}";
 	req.body_len = 2;
 	req.timeout_ms = 1000;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_IO);
+	assert_int_equal(send_to(fx, &req, "POST", "/drop"), ERR_IO);
 	assert_true(fx->res.sent);
 	assert_non_null(strstr(buf_str(&fx->err), "POST "));
 	assert_int_equal(fake_http_count(fx->fake), 1);
@@ -389,10 +392,8 @@ static void reuse_after_error_works(void **state)
 
 	fake_http_push_drop(fx->fake);
 	fake_http_push(fx->fake, 204, NULL, NULL);
-	req.method = "GET";
-	req.url = url(fx, "/one");
 	req.timeout_ms = 1000;
-	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_IO);
+	assert_int_equal(send_to(fx, &req, "GET", "/one"), ERR_IO);
 	assert_int_equal(http_do(fx->client, &req, &fx->res, &fx->err), ERR_OK);
 	assert_int_equal(fx->res.status, 204);
 	assert_string_equal(buf_str(&fx->res.body), "");
@@ -551,9 +552,9 @@ static void system_trust_is_read_as_one_bundle(void **state)
 UNIT_MAIN_WITH(if (http_global_init() != ERR_OK) return 1, http_global_cleanup(),
 	T(get_returns_status_body_and_headers),
 	T(post_and_patch_send_body),
-	T(error_status_is_not_an_error),
+	UNIT_CASE_WITH(run_as_is_case, as_is_cases[0], setup, teardown),
 	T(redirect_followed_keeps_method_and_last_headers),
-	T(redirect_not_followed_by_default),
+	UNIT_CASE_WITH(run_as_is_case, as_is_cases[1], setup, teardown),
 	T(too_many_redirects_is_invalid),
 	T(body_over_cap_is_toobig),
 	T(timeout_is_retry_sent_and_hides_headers),

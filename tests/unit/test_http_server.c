@@ -85,32 +85,26 @@ static void routes_to_handlers(void **state)
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 2);
 	struct reply r;
-	char url[128];
 
 	(void)state;
-	hfx_url_for(url, sizeof(url), s, "/hello");
-	assert_int_equal(hfx_fetch("GET", url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 200);
+	assert_int_equal(hfx_ask(s, "GET", "/hello", NULL, NULL, &r), 200);
 	assert_string_equal(buf_str(&r.body), "hello GET");
 	assert_non_null(strstr(buf_str(&r.headers), "Content-Type: text/plain\r\n"));
 	assert_non_null(strstr(buf_str(&r.headers), "Content-Length: 9\r\n"));
 	hfx_reply_release(&r);
 
-	assert_int_equal(hfx_fetch("POST", url, "x", NULL, &r), CURLE_OK);
+	(void)hfx_ask(s, "POST", "/hello", "x", NULL, &r);
 	assert_string_equal(buf_str(&r.body), "hello POST");
 	hfx_reply_release(&r);
 
 	/* HEAD is served by the GET route, without a body. */
-	assert_int_equal(hfx_fetch("HEAD", url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 200);
+	assert_int_equal(hfx_ask(s, "HEAD", "/hello", NULL, NULL, &r), 200);
 	assert_string_equal(buf_str(&r.body), "");
 	hfx_reply_release(&r);
 	assert_int_equal(hfx_calls(&sn), 3);
 
 	/* The query string is not part of the path. */
-	hfx_url_for(url, sizeof(url), s, "/hello?x=1");
-	assert_int_equal(hfx_fetch("GET", url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 200);
+	assert_int_equal(hfx_ask(s, "GET", "/hello?x=1", NULL, NULL, &r), 200);
 	hfx_reply_release(&r);
 	srv_free(s);
 }
@@ -125,11 +119,8 @@ static void expect_refused(const char *method, const char *path, long status, co
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct reply r;
-	char url[128];
 
-	hfx_url_for(url, sizeof(url), s, path);
-	assert_int_equal(hfx_fetch(method, url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, status);
+	assert_int_equal(hfx_ask(s, method, path, NULL, NULL, &r), status);
 	assert_string_equal(buf_str(&r.body), body);
 	assert_non_null(strstr(buf_str(&r.headers), header));
 	assert_int_equal(hfx_calls(&sn), 0);
@@ -158,12 +149,10 @@ static void headers_query_and_remote_addr(void **state)
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct reply r;
-	char url[128];
 
 	(void)state;
-	hfx_url_for(url, sizeof(url), s, "/echo?q=a%20b%26c&other=1");
-	assert_int_equal(hfx_fetch("PUT", url, "{\"k\": 1}", hdrs, &r), CURLE_OK);
-	assert_int_equal(r.status, 202);
+	assert_int_equal(hfx_ask(s, "PUT", "/echo?q=a%20b%26c&other=1", "{\"k\": 1}", hdrs, &r),
+			 202);
 	assert_string_equal(buf_str(&r.body), "{\"k\": 1}");
 	assert_non_null(strstr(buf_str(&r.headers), "Retry-After: 120\r\n"));
 	assert_null(strstr(buf_str(&r.headers), "Injected"));
@@ -173,8 +162,7 @@ static void headers_query_and_remote_addr(void **state)
 	assert_int_equal(sn.body_len, 8);
 	hfx_reply_release(&r);
 
-	hfx_url_for(url, sizeof(url), s, "/echo");
-	assert_int_equal(hfx_fetch("GET", url, NULL, NULL, &r), CURLE_OK);
+	(void)hfx_ask(s, "GET", "/echo", NULL, NULL, &r);
 	assert_string_equal(sn.header, "(null)");
 	assert_string_equal(sn.query, "(null)");
 	assert_int_equal(sn.body_len, 0);
@@ -188,15 +176,12 @@ static void invalid_status_becomes_500(void **state)
 	struct seen sn;
 	struct srv *s = hfx_start_server(&sn, 0, 1);
 	struct reply r;
-	char url[128];
 	struct log_capture lc;
 	char logged[512] = "";
 
 	(void)state;
 	lcap_start(&lc);
-	hfx_url_for(url, sizeof(url), s, "/bad");
-	assert_int_equal(hfx_fetch("GET", url, NULL, NULL, &r), CURLE_OK);
-	assert_int_equal(r.status, 500);
+	assert_int_equal(hfx_ask(s, "GET", "/bad", NULL, NULL, &r), 500);
 	assert_string_equal(buf_str(&r.body), "");
 	hfx_reply_release(&r);
 	srv_free(s);

@@ -85,13 +85,13 @@ static void retry_after_is_honoured_once(void **state)
 	fake_http_push(fx->fake, 429, "Retry-After: 2", tmr);
 	fake_http_push(fx->fake, 200, NULL, kfx_fixture_text(fx, "pod_running_deleting.json"));
 	assert_int_equal(kube_pod_get(fx->kc, "ml-team", "bare", &fx->pod, &fx->err), ERR_OK);
-	assert_int_equal(fx->slept, 2000);
+	assert_int_equal(fx->clock.slept, 2000);
 	assert_int_equal(fake_http_count(fx->fake), 2);
 
 	fake_http_push(fx->fake, 429, "Retry-After: 1", tmr);
 	fake_http_push(fx->fake, 503, "Retry-After: 1", tmr);
 	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
-	assert_int_equal(fx->slept, 3000);
+	assert_int_equal(fx->clock.slept, 3000);
 	assert_int_equal(fake_http_count(fx->fake), 4);
 	assert_string_equal(buf_str(&fx->err), "DELETE /api/v1/namespaces/ml-team/pods/bare: "
 					       "503 TooManyRequests: too many requests");
@@ -112,11 +112,11 @@ static void retry_after_is_honoured_once(void **state)
 		strftime(hdr, sizeof(hdr), "Retry-After: %a, %d %b %Y %H:%M:%S GMT", &tm);
 		fake_http_push(fx->fake, 429, hdr, tmr);
 		fake_http_push(fx->fake, 200, NULL, kfx_fixture_text(fx, "pod_running_deleting.json"));
-		fx->slept = 0;
+		fx->clock.slept = 0;
 		kube_pod_release(&fx->pod);
 		assert_int_equal(kube_pod_get(fx->kc, "ml-team", "bare", &fx->pod, &fx->err), ERR_OK);
-		assert_in_range(fx->slept, 3000, 4000);
-		fx->slept = 3000;
+		assert_in_range(fx->clock.slept, 3000, 4000);
+		fx->clock.slept = 3000;
 	}
 	fake_http_push(fx->fake, 429, "Retry-After: soon", tmr);
 	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
@@ -126,7 +126,7 @@ static void retry_after_is_honoured_once(void **state)
 	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
 	fake_http_push(fx->fake, 500, "Retry-After: 1", tmr);
 	assert_int_equal(kube_pod_delete(fx->kc, "ml-team", "bare", "u", &fx->err), ERR_RETRY);
-	assert_int_equal(fx->slept, 3000);
+	assert_int_equal(fx->clock.slept, 3000);
 	assert_int_equal(fake_http_count(fx->fake), 9);
 }
 

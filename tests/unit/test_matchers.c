@@ -173,6 +173,15 @@ static void am_fallback(void **state)
 	check_section("fallback", MATCHER_FALLBACK, 1);
 }
 
+/* x (its name set) given the op and value of vector c at index at and at + 1, formatted into
+ * text (matcher_format()). */
+static void format_from(json_t *c, size_t at, struct cfg_matcher *x, struct buf *text)
+{
+	x->op = op_of(json_string_value(json_array_get(c, at)));
+	x->value = (char *)json_string_value(json_array_get(c, at + 1));
+	matcher_format(x, text);
+}
+
 static void am_matching(void **state)
 {
 	json_t *c;
@@ -180,16 +189,12 @@ static void am_matching(void **state)
 
 	(void)state;
 	json_array_foreach(vectors("match"), i, c) {
-		struct cfg_matcher x = {
-			.name = (char *)"x",
-			.op = op_of(json_string_value(json_array_get(c, 0))),
-			.value = (char *)json_string_value(json_array_get(c, 1)),
-		};
+		struct cfg_matcher x = { .name = (char *)"x" };
 		const char *subject = json_string_value(json_array_get(c, 2));
 		struct buf text = BUF_INIT;
 		struct parsed p;
 
-		matcher_format(&x, &text);
+		format_from(c, 0, &x, &text);
 		if (parse(buf_str(&text), MATCHER_UTF8, &p))
 			fail_msg("%s: %s", buf_str(&text), buf_str(&p.err));
 		if (matcher_matches(&p.ms[0], subject) != json_is_true(json_array_get(c, 3)))
@@ -208,15 +213,11 @@ static void am_format(void **state)
 
 	(void)state;
 	json_array_foreach(vectors("format"), i, c) {
-		struct cfg_matcher x = {
-			.name = (char *)json_string_value(json_array_get(c, 0)),
-			.op = op_of(json_string_value(json_array_get(c, 1))),
-			.value = (char *)json_string_value(json_array_get(c, 2)),
-		};
+		struct cfg_matcher x = { .name = (char *)json_string_value(json_array_get(c, 0)) };
 		struct buf text = BUF_INIT;
 		struct parsed p;
 
-		matcher_format(&x, &text);
+		format_from(c, 1, &x, &text);
 		assert_string_equal(buf_str(&text), json_string_value(json_array_get(c, 3)));
 		assert_int_equal(parse(buf_str(&text), MATCHER_FALLBACK, &p), ERR_OK);
 		assert_int_equal(p.n, 1);

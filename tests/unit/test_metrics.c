@@ -20,6 +20,16 @@ static char *render(struct metrics *m)
 	return buf_detach(&b);
 }
 
+/* m renders exactly as want; m is freed. */
+static void renders_as(struct metrics *m, const char *want)
+{
+	char *out = render(m);
+
+	assert_string_equal(out, want);
+	free(out);
+	metrics_free(m);
+}
+
 /* An empty registry renders nothing (and sorts nothing: qsort of NULL is undefined). */
 static void empty_registry_renders_nothing(void **state)
 {
@@ -38,7 +48,6 @@ static void counter_and_gauge_text(void **state)
 	static const char *const labels[] = {"method", "code", NULL};
 	struct metrics *m = metrics_new();
 	struct metric *c, *g;
-	char *out;
 
 	(void)state;
 	c = metrics_counter(m, "http_requests_total", "Requests served.", labels);
@@ -49,16 +58,13 @@ static void counter_and_gauge_text(void **state)
 	metric_add(c, (const char *const[]){"POST", "200"}, -5); /* ignored */
 	metric_set(g, NULL, 7);
 	metric_add(g, NULL, -2.5);
-	out = render(m);
-	assert_string_equal(out, "# HELP http_requests_total Requests served.\n"
-				 "# TYPE http_requests_total counter\n"
-				 "http_requests_total{method=\"GET\",code=\"404\"} 2\n"
-				 "http_requests_total{method=\"POST\",code=\"200\"} 4\n"
-				 "# HELP queue_depth Events waiting.\n"
-				 "# TYPE queue_depth gauge\n"
-				 "queue_depth 4.5\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP http_requests_total Requests served.\n"
+		   "# TYPE http_requests_total counter\n"
+		   "http_requests_total{method=\"GET\",code=\"404\"} 2\n"
+		   "http_requests_total{method=\"POST\",code=\"200\"} 4\n"
+		   "# HELP queue_depth Events waiting.\n"
+		   "# TYPE queue_depth gauge\n"
+		   "queue_depth 4.5\n");
 }
 
 static void escaping_of_labels_and_help(void **state)
@@ -66,19 +72,15 @@ static void escaping_of_labels_and_help(void **state)
 	static const char *const labels[] = {"path", NULL};
 	struct metrics *m = metrics_new();
 	struct metric *c;
-	char *out;
 
 	(void)state;
 	c = metrics_counter(m, "odd_total", "Help with \\ and\nnewline and \"quotes\".", labels);
 	metric_add(c, (const char *const[]){"a\\b\"c\nd"}, 1);
 	metric_add(c, (const char *const[]){NULL}, 1);
-	out = render(m);
-	assert_string_equal(out, "# HELP odd_total Help with \\\\ and\\nnewline and \"quotes\".\n"
-				 "# TYPE odd_total counter\n"
-				 "odd_total{path=\"\"} 1\n"
-				 "odd_total{path=\"a\\\\b\\\"c\\nd\"} 1\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP odd_total Help with \\\\ and\\nnewline and \"quotes\".\n"
+		   "# TYPE odd_total counter\n"
+		   "odd_total{path=\"\"} 1\n"
+		   "odd_total{path=\"a\\\\b\\\"c\\nd\"} 1\n");
 }
 
 static void histogram_text(void **state)
@@ -87,7 +89,6 @@ static void histogram_text(void **state)
 	static const double bounds[] = {0.1, 1, 2.5, INFINITY};
 	struct metrics *m = metrics_new();
 	struct metric *h;
-	char *out;
 
 	(void)state;
 	h = metrics_histogram(m, "req_seconds", "Latency.", labels, bounds, 4);
@@ -95,17 +96,14 @@ static void histogram_text(void **state)
 	metric_observe(h, (const char *const[]){"/x"}, 0.1); /* le is inclusive */
 	metric_observe(h, (const char *const[]){"/x"}, 2);
 	metric_observe(h, (const char *const[]){"/x"}, 100);
-	out = render(m);
-	assert_string_equal(out, "# HELP req_seconds Latency.\n"
-				 "# TYPE req_seconds histogram\n"
-				 "req_seconds_bucket{route=\"/x\",le=\"0.1\"} 2\n"
-				 "req_seconds_bucket{route=\"/x\",le=\"1\"} 2\n"
-				 "req_seconds_bucket{route=\"/x\",le=\"2.5\"} 3\n"
-				 "req_seconds_bucket{route=\"/x\",le=\"+Inf\"} 4\n"
-				 "req_seconds_sum{route=\"/x\"} 102.15\n"
-				 "req_seconds_count{route=\"/x\"} 4\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP req_seconds Latency.\n"
+		   "# TYPE req_seconds histogram\n"
+		   "req_seconds_bucket{route=\"/x\",le=\"0.1\"} 2\n"
+		   "req_seconds_bucket{route=\"/x\",le=\"1\"} 2\n"
+		   "req_seconds_bucket{route=\"/x\",le=\"2.5\"} 3\n"
+		   "req_seconds_bucket{route=\"/x\",le=\"+Inf\"} 4\n"
+		   "req_seconds_sum{route=\"/x\"} 102.15\n"
+		   "req_seconds_count{route=\"/x\"} 4\n");
 }
 
 static void labelless_histogram_and_empty_family(void **state)
@@ -114,27 +112,22 @@ static void labelless_histogram_and_empty_family(void **state)
 	static const double bounds[] = {1};
 	struct metrics *m = metrics_new();
 	struct metric *h;
-	char *out;
 
 	(void)state;
 	(void)metrics_counter(m, "unused_total", "Never touched.", labels);
 	h = metrics_histogram(m, "size_bytes", "Sizes.", NULL, bounds, 1);
 	metric_observe(h, NULL, 0.5);
-	out = render(m);
-	assert_string_equal(out, "# HELP size_bytes Sizes.\n"
-				 "# TYPE size_bytes histogram\n"
-				 "size_bytes_bucket{le=\"1\"} 1\n"
-				 "size_bytes_bucket{le=\"+Inf\"} 1\n"
-				 "size_bytes_sum 0.5\n"
-				 "size_bytes_count 1\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP size_bytes Sizes.\n"
+		   "# TYPE size_bytes histogram\n"
+		   "size_bytes_bucket{le=\"1\"} 1\n"
+		   "size_bytes_bucket{le=\"+Inf\"} 1\n"
+		   "size_bytes_sum 0.5\n"
+		   "size_bytes_count 1\n");
 }
 
 static void numbers_as_prometheus_reads_them(void **state)
 {
 	struct metrics *m = metrics_new();
-	char *out;
 
 	(void)state;
 	metric_set(metrics_gauge(m, "a", "", NULL), NULL, 1e6);
@@ -144,16 +137,13 @@ static void numbers_as_prometheus_reads_them(void **state)
 	metric_set(metrics_gauge(m, "e", "", NULL), NULL, 1.5e300);
 	metric_set(metrics_gauge(m, "f", "", NULL), NULL, -0.0);
 	metric_add(metrics_counter(m, "g_total", "", NULL), NULL, NAN); /* ignored */
-	out = render(m);
-	assert_string_equal(out, "# HELP a \n# TYPE a gauge\na 1000000\n"
-				 "# HELP b \n# TYPE b gauge\nb NaN\n"
-				 "# HELP c \n# TYPE c gauge\nc -Inf\n"
-				 "# HELP d \n# TYPE d gauge\nd 0.30000000000000004\n"
-				 "# HELP e \n# TYPE e gauge\ne 1.5e+300\n"
-				 "# HELP f \n# TYPE f gauge\nf 0\n"
-				 "# HELP g_total \n# TYPE g_total counter\ng_total 0\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP a \n# TYPE a gauge\na 1000000\n"
+		   "# HELP b \n# TYPE b gauge\nb NaN\n"
+		   "# HELP c \n# TYPE c gauge\nc -Inf\n"
+		   "# HELP d \n# TYPE d gauge\nd 0.30000000000000004\n"
+		   "# HELP e \n# TYPE e gauge\ne 1.5e+300\n"
+		   "# HELP f \n# TYPE f gauge\nf 0\n"
+		   "# HELP g_total \n# TYPE g_total counter\ng_total 0\n");
 }
 
 static void register_twice_returns_same_family(void **state)
@@ -197,7 +187,6 @@ static void concurrent_adds_sum_exactly(void **state)
 	struct metrics *m = metrics_new();
 	struct adder a;
 	pthread_t t[THREADS];
-	char *out;
 	int i;
 
 	(void)state;
@@ -207,14 +196,11 @@ static void concurrent_adds_sum_exactly(void **state)
 		assert_int_equal(pthread_create(&t[i], NULL, add_many, &a), 0);
 	for (i = 0; i < THREADS; i++)
 		pthread_join(t[i], NULL);
-	out = render(m);
-	assert_string_equal(out, "# HELP hits_total Hits.\n# TYPE hits_total counter\n"
-				 "hits_total 80000\n"
-				 "# HELP parity_total By parity.\n# TYPE parity_total counter\n"
-				 "parity_total{parity=\"even\"} 40000\n"
-				 "parity_total{parity=\"odd\"} 40000\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP hits_total Hits.\n# TYPE hits_total counter\n"
+		   "hits_total 80000\n"
+		   "# HELP parity_total By parity.\n# TYPE parity_total counter\n"
+		   "parity_total{parity=\"even\"} 40000\n"
+		   "parity_total{parity=\"odd\"} 40000\n");
 }
 
 static void process_metrics_are_collected(void **state)
@@ -275,7 +261,6 @@ static void declare_creates_the_cross_product_at_zero(void **state)
 	struct metric *c = metrics_counter(m, "dead_total", "Dead.", names);
 	struct metric *plain = metrics_counter(m, "plain_total", "Plain.", NULL);
 	const char *ax[] = { "a", "x" };
-	char *out;
 
 	(void)state;
 	metric_add(c, ax, 2);
@@ -284,18 +269,15 @@ static void declare_creates_the_cross_product_at_zero(void **state)
 	metric_declare(c, (const char *const *const[]){ rcv, empty });  /* nothing */
 	metric_declare(NULL, NULL);
 	metric_declare(plain, NULL);
-	out = render(m);
-	assert_string_equal(out, "# HELP dead_total Dead.\n# TYPE dead_total counter\n"
-				 "dead_total{receiver=\"a\",reason=\"x\"} 2\n"
-				 "dead_total{receiver=\"a\",reason=\"y\"} 0\n"
-				 "dead_total{receiver=\"a\",reason=\"z\"} 0\n"
-				 "dead_total{receiver=\"b\",reason=\"x\"} 0\n"
-				 "dead_total{receiver=\"b\",reason=\"y\"} 0\n"
-				 "dead_total{receiver=\"b\",reason=\"z\"} 0\n"
-				 "# HELP plain_total Plain.\n# TYPE plain_total counter\n"
-				 "plain_total 0\n");
-	free(out);
-	metrics_free(m);
+	renders_as(m, "# HELP dead_total Dead.\n# TYPE dead_total counter\n"
+		   "dead_total{receiver=\"a\",reason=\"x\"} 2\n"
+		   "dead_total{receiver=\"a\",reason=\"y\"} 0\n"
+		   "dead_total{receiver=\"a\",reason=\"z\"} 0\n"
+		   "dead_total{receiver=\"b\",reason=\"x\"} 0\n"
+		   "dead_total{receiver=\"b\",reason=\"y\"} 0\n"
+		   "dead_total{receiver=\"b\",reason=\"z\"} 0\n"
+		   "# HELP plain_total Plain.\n# TYPE plain_total counter\n"
+		   "plain_total 0\n");
 }
 
 UNIT_MAIN(

@@ -31,6 +31,7 @@ struct repos_fx {
 	struct gh_client *gh;
 	struct store *st;
 	int64_t now;
+	struct vclock clock;  /* gh's, on now */
 };
 
 static int setup(void **state)
@@ -43,7 +44,7 @@ static int setup(void **state)
 	o.api_url = fake_http_url(fx->fake);
 	o.token = "tok";
 	o.max_attempts = 2;
-	fx->gh = gfx_client_at(&o, &fx->now);
+	fx->gh = gfx_client_at(&o, &fx->clock, &fx->now);
 	if (store_open(":memory:", &fx->st, NULL) != ERR_OK)
 		return -1;
 	*state = fx;

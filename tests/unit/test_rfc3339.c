@@ -9,6 +9,7 @@
 #include "tests/unit/helpers/unit_main.h"
 
 #include "core/rfc3339.h"
+#include "core/xalloc.h"
 
 static int64_t parse_ok(const char *s)
 {
@@ -211,28 +212,44 @@ static void civil_helpers(void **state)
 	assert_int_equal(rfc3339_from_civil(2026, 11, 20, 24, 49, 48), 1795222188000LL);
 }
 
+/* A writer of a time (ms since the epoch) as text, its size of out, a time and its text. */
+struct written {
+	void (*write)(int64_t ms, char *out);
+	size_t size;  /* out's: 32 (rfc3339_format, _ms) or 48 (rfc3339_human) */
+	int64_t ms;
+	const char *text;
+};
+
+/* Each case's write(ms) is its text; a failure names the case. */
+static void each_writes_as(const struct written *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *out = xmalloc(cases[i].size);  /* exactly: a write past it is seen */
+
+		cases[i].write(cases[i].ms, out);
+		if (strcmp(out, cases[i].text))
+			fail_msg("case %zu (%lld ms): %s, want %s", i, (long long)cases[i].ms, out,
+				 cases[i].text);
+		free(out);
+	}
+}
+
+static const struct written utc[] = {
+	{ rfc3339_format, 32, 1795222188123LL, "2026-11-21T00:49:48Z" },
+	{ rfc3339_format_ms, 32, 1795222188123LL, "2026-11-21T00:49:48.123Z" },
+	{ rfc3339_format, 32, 0, "1970-01-01T00:00:00Z" },
+	{ rfc3339_format, 32, -1, "1969-12-31T23:59:59Z" },
+	{ rfc3339_format_ms, 32, -1, "1969-12-31T23:59:59.999Z" },
+	{ rfc3339_format, 32, 951825600000LL, "2000-02-29T12:00:00Z" },
+	{ rfc3339_format, 32, RFC3339_GO_ZERO_MS, "0001-01-01T00:00:00Z" },
+	{ rfc3339_format_ms, 32, INT64_MAX, "292278994-08-17T07:12:55.807Z" },
+	{ rfc3339_format_ms, 32, INT64_MIN, "-292275055-05-16T16:47:04.192Z" },
+};
+
 static void formats_utc(void **state)
 {
-	char out[32];
 	(void)state;
-	rfc3339_format(1795222188123LL, out);
-	assert_string_equal(out, "2026-11-21T00:49:48Z");
-	rfc3339_format_ms(1795222188123LL, out);
-	assert_string_equal(out, "2026-11-21T00:49:48.123Z");
-	rfc3339_format(0, out);
-	assert_string_equal(out, "1970-01-01T00:00:00Z");
-	rfc3339_format(-1, out);
-	assert_string_equal(out, "1969-12-31T23:59:59Z");
-	rfc3339_format_ms(-1, out);
-	assert_string_equal(out, "1969-12-31T23:59:59.999Z");
-	rfc3339_format(951825600000LL, out);
-	assert_string_equal(out, "2000-02-29T12:00:00Z");
-	rfc3339_format(RFC3339_GO_ZERO_MS, out);
-	assert_string_equal(out, "0001-01-01T00:00:00Z");
-	rfc3339_format_ms(INT64_MAX, out);
-	assert_string_equal(out, "292278994-08-17T07:12:55.807Z");
-	rfc3339_format_ms(INT64_MIN, out);
-	assert_string_equal(out, "-292275055-05-16T16:47:04.192Z");
+	each_writes_as(utc, sizeof(utc) / sizeof(utc[0]));
 }
 
 static void format_parse_roundtrip(void **state)
@@ -252,18 +269,17 @@ static void format_parse_roundtrip(void **state)
 	assert_true(n > 2000);
 }
 
+static const struct written human[] = {
+	{ rfc3339_human, 48, 1795222188999LL, "Sat, 21 Nov 2026 00:49:48 UTC" },
+	{ rfc3339_human, 48, 0, "Thu, 01 Jan 1970 00:00:00 UTC" },
+	{ rfc3339_human, 48, -1, "Wed, 31 Dec 1969 23:59:59 UTC" },
+	{ rfc3339_human, 48, 951825600000LL, "Tue, 29 Feb 2000 12:00:00 UTC" },
+};
+
 static void human_form(void **state)
 {
-	char out[48];
 	(void)state;
-	rfc3339_human(1795222188999LL, out);
-	assert_string_equal(out, "Sat, 21 Nov 2026 00:49:48 UTC");
-	rfc3339_human(0, out);
-	assert_string_equal(out, "Thu, 01 Jan 1970 00:00:00 UTC");
-	rfc3339_human(-1, out);
-	assert_string_equal(out, "Wed, 31 Dec 1969 23:59:59 UTC");
-	rfc3339_human(951825600000LL, out);
-	assert_string_equal(out, "Tue, 29 Feb 2000 12:00:00 UTC");
+	each_writes_as(human, sizeof(human) / sizeof(human[0]));
 }
 
 static void independent_of_tz(void **state)

@@ -247,6 +247,7 @@ struct env {
 	struct config cfg;
 	struct cfg_receiver rcv;
 	int64_t now;
+	struct vclock clock;    /* gh's, on now */
 };
 
 static int setup(void **state)
@@ -261,7 +262,7 @@ static int setup(void **state)
 	e->st = sfx_open_ok(((struct fixture *)e->target)->path);
 	go.api_url = "http://127.0.0.1:9";
 	go.dry_run = 1;
-	e->gh = gfx_client_at(&go, &e->now);
+	e->gh = gfx_client_at(&go, &e->clock, &e->now);
 	e->cfg.github.content_per_minute = 60;
 	e->rcv.name = (char *)"default";
 	e->rcv.repo = (char *)"my-org/alerts";
@@ -466,7 +467,7 @@ static void storm_on(struct env *e, struct fake_http *gh, int64_t timeout_ms)
 	go.token = "tok";
 	go.timeout_ms = timeout_ms;
 	go.max_attempts = 1;
-	e->gh = gfx_client_at(&go, &e->now);
+	e->gh = gfx_client_at(&go, &e->clock, &e->now);
 	e->storm = storm_new(&(struct storm_options){ &e->cfg, e->st, e->gh, 0 });
 }
 

@@ -215,6 +215,37 @@ static void idle_waits_until_woken(void **state)
 	stop_release(&f, 500);
 }
 
+/* A step on the caller's thread: the clock moved on by `later` ms first. */
+static const struct backoff_step {
+	int64_t later;
+	int rc;     /* what worker_step() returns */
+	int steps;  /* the handler's steps after it; -1: not asserted */
+} backoff_steps[] = {
+	/* The first failure closes the gate for 0.5-1 s: no step meanwhile. */
+	{ 0, -1, -1 },
+	{ 499, -1, 1 },
+	{ 501, -1, 2 },  /* the second: 1-2 s */
+	{ 999, -1, 2 },
+	/* Work that recorded no outcome leaves the count: the third failure waits 2-4 s. */
+	{ 1001, 1, -1 },
+	{ 0, -1, -1 },
+	{ 1999, -1, 4 },
+	/* An outcome recorded opens the gate: the next failure waits 0.5-1 s again. */
+	{ 2001, 1, -1 },
+	{ 0, -1, 6 },
+	{ 1000, -1, 7 },
+};
+
+/* f's worker, its first step failing on the store, started and past that step. */
+static void start_failing(struct fake *f)
+{
+	fake_init(f);
+	f->script[0] = WORKER_STORE_FAILED;
+	f->nscript = 1;
+	start(f);
+	wait_for(&f->steps, 1);
+}
+
 static void failing_step_backs_off(void **state)
 {
 	struct fake f;
@@ -227,43 +258,19 @@ static void failing_step_backs_off(void **state)
 	f.script[2] = WORKER_WORKED;
 	f.script[4] = WORKER_RECORDED;
 	f.nscript = 8;
+	for (size_t i = 0; i < sizeof(backoff_steps) / sizeof(backoff_steps[0]); i++) {
+		const struct backoff_step *t = &backoff_steps[i];
+		int rc;
 
-	/* The first failure closes the gate for 0.5-1 s: no step meanwhile. */
-	assert_int_equal(worker_step(f.w), -1);
-	f.now += 499;
-	assert_int_equal(worker_step(f.w), -1);
-	assert_int_equal(f.steps, 1);
-	f.now += 501;
-	assert_int_equal(worker_step(f.w), -1);  /* the second: 1-2 s */
-	assert_int_equal(f.steps, 2);
-	f.now += 999;
-	assert_int_equal(worker_step(f.w), -1);
-	assert_int_equal(f.steps, 2);
-	f.now += 1001;
-
-	/* Work that recorded no outcome leaves the count: the third failure waits 2-4 s. */
-	assert_int_equal(worker_step(f.w), 1);
-	assert_int_equal(worker_step(f.w), -1);
-	f.now += 1999;
-	assert_int_equal(worker_step(f.w), -1);
-	assert_int_equal(f.steps, 4);
-	f.now += 2001;
-
-	/* An outcome recorded opens the gate: the next failure waits 0.5-1 s again. */
-	assert_int_equal(worker_step(f.w), 1);
-	assert_int_equal(worker_step(f.w), -1);
-	assert_int_equal(f.steps, 6);
-	f.now += 1000;
-	assert_int_equal(worker_step(f.w), -1);
-	assert_int_equal(f.steps, 7);
+		f.now += t->later;
+		rc = worker_step(f.w);
+		if (rc != t->rc || (t->steps >= 0 && f.steps != t->steps))
+			fail_msg("step %zu: returned %d after %d steps", i, rc, f.steps);
+	}
 	fake_release(&f);
 
 	/* The thread sleeps after a failure: with a long backoff, one step in 300 ms. */
-	fake_init(&f);
-	f.script[0] = WORKER_STORE_FAILED;
-	f.nscript = 1;
-	start(&f);
-	wait_for(&f.steps, 1);
+	start_failing(&f);
 	sfx_enq1(f.st, QUEUE, "k");  /* not even an enqueue: the gate is closed */
 	still(&f.steps, 1);
 	assert_int_equal(store_pending_count(f.st, QUEUE), 1);
@@ -324,11 +331,7 @@ static void stop_joins_promptly(void **state)
 	usleep(50000);
 	stop_release(&f, 200);
 
-	fake_init(&f);
-	f.script[0] = WORKER_STORE_FAILED;
-	f.nscript = 1;
-	start(&f);
-	wait_for(&f.steps, 1);
+	start_failing(&f);
 	usleep(50000);
 	worker_request_stop(f.w);  /* without waiting; worker_sleep_ms() returns at once then */
 	assert_true(worker_stopping(f.w));

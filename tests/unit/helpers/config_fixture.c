@@ -139,6 +139,16 @@ void cfx_expect_err(const char *yaml, const char *want)
 	cfx_expect_err_in(yaml, NULL, ERR_INVALID, want);
 }
 
+void cfx_text_has(const char *text, const char *const *has, const char *const *lacks)
+{
+	for (; has && *has; has++)
+		if (!strstr(text, *has))
+			fail_msg("no \"%s\" in:\n%s", *has, text);
+	for (; lacks && *lacks; lacks++)
+		if (strstr(text, *lacks))
+			fail_msg("\"%s\" in:\n%s", *lacks, text);
+}
+
 enum err cfx_parse_logging(const char *yaml, struct config **cfg, struct buf *msg, char *out,
 			   size_t n)
 {

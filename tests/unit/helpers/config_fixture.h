@@ -64,6 +64,10 @@ void cfx_expect_err(const char *yaml, const char *want);
  * each string of want (NULL-terminated). */
 void cfx_expect_err_has(const char *yaml, enum err want_rc, const char *const *want);
 
+/* text (a cfg_dump(), a message) holds each string of has and none of lacks (NULL-terminated
+ * lists; either may be NULL); else the test fails naming the string and showing text. */
+void cfx_text_has(const char *text, const char *const *has, const char *const *lacks);
+
 /* cfg_parse() of yaml with the log at info into out (n bytes, NUL-terminated): what it
  * logged; the log is back at error on stderr afterwards. Returns cfg_parse()'s result. */
 enum err cfx_parse_logging(const char *yaml, struct config **cfg, struct buf *msg, char *out,

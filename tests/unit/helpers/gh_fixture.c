@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
-#include "tests/unit/helpers/clock.h"
+#include "tests/unit/helpers/vclock.h"
 
 static int64_t v_now(void *ctx)
 {
@@ -23,11 +23,12 @@ static void v_sleep(void *ctx, int64_t ms)
 	fx->now += ms;
 }
 
-struct gh_client *gfx_client_at(struct gh_options *o, int64_t *now_ms)
+struct gh_client *gfx_client_at(struct gh_options *o, struct vclock *clock, int64_t *now_ms)
 {
-	o->now_ms = tclock_virtual_now;
-	o->sleep_ms = tclock_virtual_sleep;
-	o->clock_ctx = now_ms;
+	*clock = (struct vclock){ .at = now_ms };
+	o->now_ms = vclock_now;
+	o->sleep_ms = vclock_sleep;
+	o->clock_ctx = clock;
 	return gh_client_new(o);
 }
 

@@ -10,6 +10,7 @@
 #include "bridge/gh.h"
 #include "core/buf.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/vclock.h"
 
 #define GFX_T0 1700000000000LL /* 2023-11-14T22:13:20Z */
 
@@ -39,8 +40,9 @@ void gfx_create_fails(struct gh_fixture *fx, const char *body, const char *marke
 		      const char *msg);
 /* All fx slept, in ms. */
 int64_t gfx_slept(const struct gh_fixture *fx);
-/* gh_client_new(o) in virtual time: o's clock hooks set to *now_ms (tclock_virtual_now()),
- * sleeps adding to it. */
-struct gh_client *gfx_client_at(struct gh_options *o, int64_t *now_ms);
+/* gh_client_new(o) in virtual time: o's clock hooks set to a vclock on *now_ms (the test's
+ * ms since the epoch), sleeps adding to it.  *clock is overwritten and must live as long as
+ * the client. */
+struct gh_client *gfx_client_at(struct gh_options *o, struct vclock *clock, int64_t *now_ms);
 
 #endif

@@ -80,6 +80,16 @@ void hfx_url_for(char *out, size_t n, const struct srv *s, const char *path)
 	snprintf(out, n, "http://127.0.0.1:%d%s", srv_port(s), path);
 }
 
+long hfx_ask(const struct srv *s, const char *method, const char *path, const char *body,
+	     const char *const *extra, struct reply *r)
+{
+	char url[512];
+
+	hfx_url_for(url, sizeof(url), s, path);
+	assert_int_equal(hfx_fetch(method, url, body, extra, r), CURLE_OK);
+	return r->status;
+}
+
 void hfx_hello(void *ctx, const struct srv_request *req, struct srv_response *res)
 {
 	struct seen *sn = ctx;

@@ -47,6 +47,12 @@ CURLcode hfx_fetch(const char *method, const char *url, const char *body,
 		   const char *const *extra, struct reply *r);
 /* The http URL of path on s, into out (n bytes). */
 void hfx_url_for(char *out, size_t n, const struct srv *s, const char *path);
+/*
+ * hfx_fetch() of method path (its query included, under 500 bytes) on s into r; the fetch
+ * must succeed (CURLE_OK, else the test fails).  Returns r->status.
+ */
+long hfx_ask(const struct srv *s, const char *method, const char *path, const char *body,
+	     const char *const *extra, struct reply *r);
 /* Handler: counts the call, answers 200 "hello <method>". */
 void hfx_hello(void *ctx, const struct srv_request *req, struct srv_response *res);
 /* Handler: records header, query, address and body length, answers 202 with the body. */

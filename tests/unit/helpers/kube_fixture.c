@@ -19,28 +19,13 @@
 #include "core/log.h"
 #include "tests/unit/helpers/tmpdir.h"
 
-static int64_t v_now(void *ctx)
-{
-	return ((struct kfx *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	struct kfx *fx = ctx;
-	assert_true(ms > 0);
-	assert_true(fx->nsleeps < 16);
-	fx->nsleeps++;
-	fx->slept += ms;
-	fx->now += ms;
-}
-
 struct kube_client *kfx_new_client(struct kfx *fx, struct kube_config *cfg)
 {
 	struct kube_options o = { 0 };
 
-	o.now_ms = v_now;
-	o.sleep_ms = v_sleep;
-	o.clock_ctx = fx;
+	o.now_ms = vclock_now;
+	o.sleep_ms = vclock_sleep;
+	o.clock_ctx = &fx->clock;
 	o.timeout_ms = 2000;
 	return kube_client_new(cfg, &o);
 }
@@ -53,6 +38,8 @@ int kfx_setup(void **state)
 	log_setup(LOG_ERROR, LOG_LOGFMT);
 	fx->fake = fake_http_start();
 	fx->now = T0;
+	fx->clock.at = &fx->now;
+	fx->clock.most = 16;
 	buf_init(&fx->err, 0);
 	cfg.server = strdup(fake_http_url(fx->fake));
 	cfg.token = strdup("t0k3n");

@@ -13,6 +13,7 @@
 #include "core/buf.h"
 #include "janitor/kube.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/vclock.h"
 
 #define T0 1714564800000LL /* 2024-05-01T12:00:00Z */
 #define META "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
@@ -22,8 +23,7 @@ struct kfx {
 	struct fake_http *fake;
 	struct kube_client *kc;  /* server: the fake; token "t0k3n"; namespace "ml-team" */
 	int64_t now;             /* the virtual clock, ms since the epoch; starts at T0 */
-	int64_t slept;           /* ms the client slept, all told (at most 16 sleeps) */
-	int nsleeps;
+	struct vclock clock;     /* the client's, on now: .slept all told (at most 16 sleeps) */
 	struct buf err;
 	struct kube_pod pod;     /* released at teardown */
 	char dir[256];           /* temp dir for token files, "" when unused; removed at teardown */
