@@ -91,7 +91,7 @@ struct gh_options {
 	 * GitHub, as text for gh_pending_restore(): right before each mutating
 	 * request to an issue is sent (the writes in doubt and this one), and
 	 * after its answer came or was lost (the writes in doubt).  For a note
-	 * that outlives the process (core/serve_lock.h serve_lock_note()), so
+	 * that outlives the process (store/serve_lock.h serve_lock_note()), so
 	 * that the next one, should this one die, sends nothing to those issues
 	 * before those writes can no longer land.  A create is not in it: its
 	 * event's note says when to look for it (bridge/bridge.h).  The text is

@@ -3,7 +3,7 @@
  * `map rescan`), run by whoever may write the database: the running service,
  * asked over its admin endpoint POST /-/map/{forget,retry,rescan} (registered
  * behind web/guard.h's guard_admin_handle(), the rule of /-/reload), or the
- * command itself when no service holds the sqlite file (core/serve_lock.h).
+ * command itself when no service holds the sqlite file (store/serve_lock.h).
  * So a sqlite file has one writer, and its version (db_data_version()) stays
  * exact.
  */
