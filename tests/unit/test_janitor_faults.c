@@ -109,9 +109,7 @@ static void lease_lost_mid_sweep_stops_before_the_next_write(void **state)
 	jfx_push_pod(e.kube, "p2", "u-p2", DUE);
 	fake_http_push(e.kube, 200, NULL, "{}");
 	fake_http_push(e.kube, 201, NULL, "{}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows),
-			    "ml-team/p0=skip:gone;ml-team/p1=delete-pod;ml-team/p2=delete-pod;");
+	jfx_sweep_rows(&e, "ml-team/p0=skip:gone;ml-team/p1=delete-pod;ml-team/p2=delete-pod;");
 	assert_int_equal(jfx_count_method(e.kube, "DELETE"), 4);
 	buf_release(&err);
 	jfx_env_stop(&e);
@@ -204,11 +202,7 @@ static void lease_lost_sends_no_slack_message_then_sends_it(void **state)
 
 	jfx_env_start_with(&e, 0, &o);
 	e.leading = 1;
-	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_step(e.j), 1);
+	jfx_mark(&e, "train-1", "uid-1");
 	assert_int_equal(store_notice_pending_count(e.st), 1);
 
 	e.leading = 0;
@@ -221,25 +215,10 @@ static void lease_lost_sends_no_slack_message_then_sends_it(void **state)
 	store_notice_release(&n);
 
 	e.leading = 1;
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	assert_int_equal(janitor_notice_step(e.j), 1);
+	jfx_deliver(&e);
 	assert_int_equal(fake_http_count(e.slack), 1);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_int_equal(n.state, STORE_NOTICE_SENT);
-	store_notice_release(&n);
+	jfx_notice_state_is(&e, "uid-1", "notice", STORE_NOTICE_SENT);
 	jfx_env_stop(&e);
-}
-
-/* Mark train-1 (uid-1) through the worker: 3 Kubernetes answers. */
-static void mark_train(struct env *e)
-{
-	jfx_enqueue(e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
-	jfx_push_pod(e->kube, "train-1", "uid-1", "");
-	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
-	fake_http_push(e->kube, 201, NULL, "{}");
-	assert_int_equal(janitor_step(e->j), 1);
 }
 
 static void slack_outage_and_bad_token_never_lose_the_notice(void **state)
@@ -250,73 +229,61 @@ static void slack_outage_and_bad_token_never_lose_the_notice(void **state)
 		"{\"ok\":false,\"error\":\"service_unavailable\"}",
 		"{\"ok\":false,\"error\":\"token_revoked\"}",
 	};
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 };
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	mark_train(&e);
+	jfx_mark(e, "train-1", "uid-1");
 	/* More failures than JANITOR_NOTICE_MAX_ATTEMPTS, over hours: never dead. */
 	for (int i = 0; i < JANITOR_NOTICE_MAX_ATTEMPTS + 2; i++) {
 		if (i % 4 == 1)
-			fake_http_push(e.slack, 429, "Retry-After: 120", answers[1]);
+			fake_http_push(e->slack, 429, "Retry-After: 120", answers[1]);
 		else
-			fake_http_push(e.slack, i % 4 == 2 ? 503 : 200, NULL, answers[i % 4]);
-		assert_int_equal(janitor_notice_step(e.j), 1);
-		assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
+			fake_http_push(e->slack, i % 4 == 2 ? 503 : 200, NULL, answers[i % 4]);
+		assert_int_equal(janitor_notice_step(e->j), 1);
+		assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &n), ERR_OK);
 		assert_int_equal(n.state, STORE_NOTICE_PENDING);
 		assert_int_equal(n.attempts, i + 1);
 		store_notice_release(&n);
-		e.now += 11 * MIN;  /* past the capped backoff (10 min) */
+		e->now += 11 * MIN;  /* past the capped backoff (10 min) */
 	}
-	assert_int_equal(fake_http_count(e.slack), JANITOR_NOTICE_MAX_ATTEMPTS + 2);
-	jfx_assert_contains(jfx_read_log(&e),
+	assert_int_equal(fake_http_count(e->slack), JANITOR_NOTICE_MAX_ATTEMPTS + 2);
+	jfx_assert_contains(jfx_read_log(e),
 			    "slack rejected the token, the message waits for a valid one");
-	assert_null(strstr(jfx_metrics_text(&e), "result=\"dead\""));
-	jfx_assert_contains(jfx_metrics_text(&e),
+	assert_null(strstr(jfx_metrics_text(e), "result=\"dead\""));
+	jfx_assert_contains(jfx_metrics_text(e),
 			    "alertbridge_janitor_notices_total{result=\"failed\"} 12");
 
 	/* Meanwhile the pod's time ran out: the sweeper waits for the notice. */
-	e.now = T0 + 48 * HOUR;
-	jfx_push_one(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=notice-pending;");
-	jfx_no_mutation(e.kube, 3);
+	e->now = T0 + 48 * HOUR;
+	jfx_push_one(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	jfx_sweep_rows(e, "ml-team/train-1=notice-pending;");
+	jfx_no_mutation(e->kube, 3);
 
 	/* The fault clears: delivered once, then stamped. */
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_int_equal(n.state, STORE_NOTICE_SENT);
-	store_notice_release(&n);
-	jfx_req(e.kube, 5, "PATCH", POD_PATH);
-	assert_int_equal(janitor_notice_step(e.j), 0);
-	jfx_env_stop(&e);
+	jfx_deliver(e);
+	jfx_notice_state_is(e, "uid-1", "notice", STORE_NOTICE_SENT);
+	jfx_req(e->kube, 5, "PATCH", POD_PATH);
+	assert_int_equal(janitor_notice_step(e->j), 0);
 }
 
 static void slack_rejecting_the_message_still_gives_up(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 };
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	mark_train(&e);
+	jfx_mark(e, "train-1", "uid-1");
 	for (int i = 0; i < JANITOR_NOTICE_MAX_ATTEMPTS; i++) {
-		fake_http_push(e.slack, 200, NULL, "{\"ok\":false,\"error\":\"not_in_channel\"}");
-		assert_int_equal(janitor_notice_step(e.j), 1);
-		e.now += 11 * MIN;
+		fake_http_push(e->slack, 200, NULL, "{\"ok\":false,\"error\":\"not_in_channel\"}");
+		assert_int_equal(janitor_notice_step(e->j), 1);
+		e->now += 11 * MIN;
 	}
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &n), ERR_OK);
 	assert_int_equal(n.state, STORE_NOTICE_DEAD);
 	jfx_assert_contains(n.last_error, "not_in_channel");
 	store_notice_release(&n);
-	assert_int_equal(janitor_notice_step(e.j), 0);
-	jfx_assert_contains(jfx_read_log(&e), "slack message given up");
-	assert_int_equal(fake_http_count(e.kube), 3);  /* never stamped */
-	jfx_env_stop(&e);
+	assert_int_equal(janitor_notice_step(e->j), 0);
+	jfx_assert_contains(jfx_read_log(e), "slack message given up");
+	assert_int_equal(fake_http_count(e->kube), 3);  /* never stamped */
 }
 
 static void slack_timeout_retried_then_delivered(void **state)
@@ -327,7 +294,7 @@ static void slack_timeout_retried_then_delivered(void **state)
 	(void)state;
 
 	jfx_env_start_with(&e, 0, &o);
-	mark_train(&e);
+	jfx_mark(&e, "train-1", "uid-1");
 	fake_http_push_delayed(e.slack, 700, 200, NULL, OK_POST);
 	assert_int_equal(janitor_notice_step(e.j), 1);
 	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
@@ -338,128 +305,113 @@ static void slack_timeout_retried_then_delivered(void **state)
 	jfx_assert_contains(jfx_read_log(&e), "slack message failed, will retry");
 
 	e.now += 11 * MIN;
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_int_equal(n.state, STORE_NOTICE_SENT);
-	store_notice_release(&n);
+	jfx_deliver(&e);
+	jfx_notice_state_is(&e, "uid-1", "notice", STORE_NOTICE_SENT);
 	jfx_req(e.kube, 4, "PATCH", POD_PATH);
 	jfx_env_stop(&e);
 }
 
 static void conflict_on_mark_patch_retries_and_never_marks_another_uid(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	json_t *b;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	fake_http_push(e.kube, 409, NULL, STATUS_409);  /* recreated between GET and PATCH */
-	assert_int_equal(janitor_step(e.j), 1);
-	b = jfx_body_json(jfx_req(e.kube, 1, "PATCH", POD_PATH));
+	jfx_enqueue(e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
+	jfx_push_pod(e->kube, "train-1", "uid-1", "");
+	fake_http_push(e->kube, 409, NULL, STATUS_409);  /* recreated between GET and PATCH */
+	assert_int_equal(janitor_step(e->j), 1);
+	b = jfx_body_json(jfx_req(e->kube, 1, "PATCH", POD_PATH));
 	/* The patch names the pod it read: the API server applies it to that pod only. */
 	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "metadata"),
 							      "uid")), "uid-1");
 	json_decref(b);
-	assert_int_equal(store_pending_count(e.st, "janitor"), 1);
-	assert_int_equal(store_notice_pending_count(e.st), 0);
-	jfx_assert_contains(jfx_read_log(&e), "janitor event failed, will retry");
+	assert_int_equal(store_pending_count(e->st, "janitor"), 1);
+	assert_int_equal(store_notice_pending_count(e->st), 0);
+	jfx_assert_contains(jfx_read_log(e), "janitor event failed, will retry");
 
-	e.now += HOUR;
-	jfx_push_pod(e.kube, "train-1", "uid-2", "");
-	assert_int_equal(janitor_step(e.j), 1);
-	assert_int_equal(fake_http_count(e.kube), 3);
-	assert_int_equal(jfx_count_method(e.kube, "PATCH"), 1);
-	assert_int_equal(store_pending_count(e.st, "janitor"), 0);
-	jfx_assert_contains(jfx_metrics_text(&e), "{action=\"skipped\",reason=\"uid-changed\"} 1");
+	e->now += HOUR;
+	jfx_push_pod(e->kube, "train-1", "uid-2", "");
+	assert_int_equal(janitor_step(e->j), 1);
+	assert_int_equal(fake_http_count(e->kube), 3);
+	assert_int_equal(jfx_count_method(e->kube, "PATCH"), 1);
+	assert_int_equal(store_pending_count(e->st, "janitor"), 0);
+	jfx_assert_contains(jfx_metrics_text(e), "{action=\"skipped\",reason=\"uid-changed\"} 1");
 
 	/* Without a uid label the alert is about the name: the retry marks the new pod. */
-	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	fake_http_push(e.kube, 409, NULL, STATUS_409);
-	assert_int_equal(janitor_step(e.j), 1);
-	e.now += HOUR;
-	jfx_push_pod(e.kube, "train-1", "uid-2", "");
-	jfx_push_pod(e.kube, "train-1", "uid-2", MARKED_BY_US);
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_step(e.j), 1);
-	b = jfx_body_json(jfx_req(e.kube, 6, "PATCH", POD_PATH));
+	jfx_enqueue(e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
+	jfx_push_pod(e->kube, "train-1", "uid-1", "");
+	fake_http_push(e->kube, 409, NULL, STATUS_409);
+	assert_int_equal(janitor_step(e->j), 1);
+	e->now += HOUR;
+	jfx_push_pod(e->kube, "train-1", "uid-2", "");
+	jfx_push_pod(e->kube, "train-1", "uid-2", MARKED_BY_US);
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e->j), 1);
+	b = jfx_body_json(jfx_req(e->kube, 6, "PATCH", POD_PATH));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(b, "metadata"),
 							      "uid")), "uid-2");
 	json_decref(b);
-	assert_int_equal(store_notice_pending_count(e.st), 1);
-	jfx_env_stop(&e);
+	assert_int_equal(store_notice_pending_count(e->st), 1);
 }
 
 static void conflict_on_stamp_is_retried_by_the_sweeper(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	char *p;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	mark_train(&e);
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	fake_http_push(e.kube, 409, NULL, STATUS_409);
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	jfx_assert_contains(jfx_read_log(&e),
+	jfx_mark(e, "train-1", "uid-1");
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	fake_http_push(e->kube, 409, NULL, STATUS_409);
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	jfx_assert_contains(jfx_read_log(e),
 			    "cannot stamp janitor/notified-at, the sweeper will retry");
 
 	/* Past the expiry the sweeper stamps it (the notice was delivered), then acts later. */
-	e.now = T0 + 25 * HOUR;
+	e->now = T0 + 25 * HOUR;
 	p = jfx_pod_json("train-1", "uid-1", MARKED_BY_US, NULL, NULL);
-	jfx_push_list(e.kube, &p, 1);
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	fake_http_push(e.kube, 200, NULL, "{}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=notified;");
-	jfx_body_is(jfx_req(e.kube, 7, "PATCH", POD_PATH),
+	jfx_push_list(e->kube, &p, 1);
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	fake_http_push(e->kube, 200, NULL, "{}");
+	jfx_sweep_rows(e, "ml-team/train-1=notified;");
+	jfx_body_is(jfx_req(e->kube, 7, "PATCH", POD_PATH),
 		    "{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/notified-at\":"
 		    "\"2026-11-18T00:00:00Z\"}}}");
-	assert_int_equal(jfx_count_method(e.kube, "DELETE"), 0);
-	jfx_env_stop(&e);
+	assert_int_equal(jfx_count_method(e->kube, "DELETE"), 0);
 }
 
 static void expired_continue_token_restarts_without_acting_twice(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct janitor_sweep_stats stats;
 	struct buf err = BUF_INIT;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "a", "u-a", T0 - MIN, T0 - 3 * HOUR);
-	jfx_delivered_notice(&e, "b", "u-b", T0 - MIN, T0 - 3 * HOUR);
-	push_page(e.kube, "a", "u-a", "tok1");
-	jfx_push_pod(e.kube, "a", "u-a", DUE);
-	fake_http_push(e.kube, 200, NULL, "{}");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	fake_http_push(e.kube, 410, NULL, "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
+	jfx_delivered_notice(e, "a", "u-a", T0 - MIN, T0 - 3 * HOUR);
+	jfx_delivered_notice(e, "b", "u-b", T0 - MIN, T0 - 3 * HOUR);
+	push_page(e->kube, "a", "u-a", "tok1");
+	jfx_push_pod(e->kube, "a", "u-a", DUE);
+	fake_http_push(e->kube, 200, NULL, "{}");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	fake_http_push(e->kube, 410, NULL, "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
 				     "\"message\":\"The provided continue parameter is too old\"}");
-	push_page(e.kube, "a", "u-a", "tok2");  /* the listing starts over: a again */
-	fake_http_push(e.kube, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
-	push_page(e.kube, "b", "u-b", NULL);
-	jfx_push_pod(e.kube, "b", "u-b", DUE);
-	fake_http_push(e.kube, 200, NULL, "{}");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_sweep(e.j, jfx_collect_row, &e, &stats, &err), ERR_OK);
-	assert_string_equal(buf_str(&e.rows),
+	push_page(e->kube, "a", "u-a", "tok2");  /* the listing starts over: a again */
+	fake_http_push(e->kube, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
+	push_page(e->kube, "b", "u-b", NULL);
+	jfx_push_pod(e->kube, "b", "u-b", DUE);
+	fake_http_push(e->kube, 200, NULL, "{}");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_sweep(e->j, jfx_collect_row, e, &stats, &err), ERR_OK);
+	assert_string_equal(buf_str(&e->rows),
 			    "ml-team/a=delete-pod;ml-team/a=skip:gone;ml-team/b=delete-pod;");
-	jfx_req(e.kube, 4, "GET", "/api/v1/pods?limit=500&continue=tok1");
-	jfx_req(e.kube, 5, "GET", LIST_PATH);
-	assert_int_equal(jfx_count_method(e.kube, "DELETE"), 2);
-	jfx_req(e.kube, 2, "DELETE", "/api/v1/namespaces/ml-team/pods/a");
-	jfx_req(e.kube, 9, "DELETE", "/api/v1/namespaces/ml-team/pods/b");
+	jfx_req(e->kube, 4, "GET", "/api/v1/pods?limit=500&continue=tok1");
+	jfx_req(e->kube, 5, "GET", LIST_PATH);
+	assert_int_equal(jfx_count_method(e->kube, "DELETE"), 2);
+	jfx_req(e->kube, 2, "DELETE", "/api/v1/namespaces/ml-team/pods/a");
+	jfx_req(e->kube, 9, "DELETE", "/api/v1/namespaces/ml-team/pods/b");
 	assert_int_equal(stats.acted, 2);
 	assert_int_equal(stats.errors, 0);
-	jfx_assert_contains(jfx_read_log(&e), "pod listing expired, restarting");
+	jfx_assert_contains(jfx_read_log(e), "pod listing expired, restarting");
 	buf_release(&err);
-	jfx_env_stop(&e);
 }
 
 static void server_error_and_timeout_do_not_stop_the_sweep(void **state)
@@ -494,9 +446,7 @@ static void server_error_and_timeout_do_not_stop_the_sweep(void **state)
 	jfx_push_pod(e.kube, "p2", "u-p2", DUE);
 	fake_http_push(e.kube, 200, NULL, "{}");
 	fake_http_push(e.kube, 201, NULL, "{}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows),
-			    "ml-team/p0=delete-pod;ml-team/p1=skip:gone;ml-team/p2=delete-pod;");
+	jfx_sweep_rows(&e, "ml-team/p0=delete-pod;ml-team/p1=skip:gone;ml-team/p2=delete-pod;");
 	buf_release(&err);
 	jfx_env_stop(&e);
 }
@@ -506,10 +456,10 @@ UNIT_MAIN(
 	cmocka_unit_test(lease_lost_mid_step_sends_no_patch_then_marks),
 	cmocka_unit_test(full_disk_backs_off_without_kubernetes_calls),
 	cmocka_unit_test(lease_lost_sends_no_slack_message_then_sends_it),
-	cmocka_unit_test(slack_outage_and_bad_token_never_lose_the_notice),
-	cmocka_unit_test(slack_rejecting_the_message_still_gives_up),
+	JFX_TEST(slack_outage_and_bad_token_never_lose_the_notice),
+	JFX_TEST(slack_rejecting_the_message_still_gives_up),
 	cmocka_unit_test(slack_timeout_retried_then_delivered),
-	cmocka_unit_test(conflict_on_mark_patch_retries_and_never_marks_another_uid),
-	cmocka_unit_test(conflict_on_stamp_is_retried_by_the_sweeper),
-	cmocka_unit_test(expired_continue_token_restarts_without_acting_twice),
+	JFX_TEST(conflict_on_mark_patch_retries_and_never_marks_another_uid),
+	JFX_TEST(conflict_on_stamp_is_retried_by_the_sweeper),
+	JFX_TEST(expired_continue_token_restarts_without_acting_twice),
 	cmocka_unit_test(server_error_and_timeout_do_not_stop_the_sweep))

@@ -135,6 +135,23 @@ void jfx_env_stop(struct env *e)
 	fclose(e->log);
 }
 
+int jfx_setup(void **state)
+{
+	struct env *e = malloc(sizeof(*e));
+
+	assert_non_null(e);
+	jfx_env_start(e, 0);
+	*state = e;
+	return 0;
+}
+
+int jfx_teardown(void **state)
+{
+	jfx_env_stop(*state);
+	free(*state);
+	return 0;
+}
+
 char *jfx_read_log(struct env *e)
 {
 	static char text[65536];
@@ -312,6 +329,39 @@ void jfx_sweep(struct env *e, enum err want)
 	buf_reset(&e->rows);
 	assert_int_equal(janitor_sweep(e->j, jfx_collect_row, e, NULL, &err), want);
 	buf_release(&err);
+}
+
+void jfx_sweep_rows(struct env *e, const char *want)
+{
+	jfx_sweep(e, ERR_OK);
+	assert_string_equal(buf_str(&e->rows), want);
+}
+
+void jfx_mark(struct env *e, const char *pod, const char *uid)
+{
+	jfx_enqueue(e, "firing", "JanitorIdleGPUPod", "ml-team", pod, uid);
+	jfx_push_pod(e->kube, pod, uid, "");
+	jfx_push_pod(e->kube, pod, uid, MARKED_BY_US);
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e->j), 1);
+}
+
+void jfx_deliver(struct env *e)
+{
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	assert_int_equal(janitor_notice_step(e->j), 1);
+}
+
+void jfx_notice_state_is(struct env *e, const char *uid, const char *kind,
+			 enum store_notice_state want)
+{
+	struct store_notice n = { 0 };
+
+	assert_int_equal(store_notice_latest(e->st, uid, kind, &n), ERR_OK);
+	assert_int_equal(n.state, want);
+	store_notice_release(&n);
 }
 
 const char *jfx_metrics_text(struct env *e)

@@ -18,6 +18,7 @@
 #include "core/err.h"
 #include "core/metrics.h"
 #include "store/store.h"
+#include "store/store_outbox.h"
 #include "janitor/janitor.h"
 #include "tests/unit/helpers/fake_http.h"
 
@@ -78,6 +79,16 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o);
 void jfx_env_start(struct env *e, int dry_run);
 /* Free everything of e and give the log back to stderr. */
 void jfx_env_stop(struct env *e);
+/*
+ * Per-test setup and teardown (cmocka) of the tests that want the default environment:
+ * jfx_setup() makes *state a struct env started with jfx_env_start(e, 0) (heap), and
+ * jfx_teardown() stops it with jfx_env_stop() and frees it.
+ */
+int jfx_setup(void **state);
+int jfx_teardown(void **state);
+
+/* A test between jfx_setup() and jfx_teardown(). */
+#define JFX_TEST(test) cmocka_unit_test_setup_teardown(test, jfx_setup, jfx_teardown)
 /* What was logged since jfx_env_start() (a static buffer, valid until the next call). */
 char *jfx_read_log(struct env *e);
 /* Fail unless hay (may be NULL) contains needle. */
@@ -111,6 +122,24 @@ void jfx_no_mutation(struct fake_http *f, size_t first);
 void jfx_collect_row(void *ctx, const struct janitor_plan_row *row);
 /* Run one sweep of e, its rows collected in e->rows; fail unless it returns want. */
 void jfx_sweep(struct env *e, enum err want);
+/* Run one sweep of e that returns ERR_OK; fail unless its rows are want ("ns/pod=action;"...). */
+void jfx_sweep_rows(struct env *e, const char *want);
+/*
+ * Mark ml-team/<pod> (uid) on a firing JanitorIdleGPUPod alert, as the worker does: queues
+ * the alert, the pod before (no annotations) and after (MARKED_BY_US) and the Event's 201 on
+ * the Kubernetes fake, then runs one worker step (fails unless it handled an event).  The
+ * pod's notice is then pending in the outbox.
+ */
+void jfx_mark(struct env *e, const char *pod, const char *uid);
+/*
+ * The outbox delivers the pending notice of ml-team/train-1 (uid-1) and stamps the pod:
+ * queues Slack's OK_POST and the marked pod twice (the stamp's GET and PATCH answers), then
+ * runs one notice step (fails unless it handled a notice).
+ */
+void jfx_deliver(struct env *e);
+/* Fail unless the latest notice of uid of kind ("notice", "reminder"...) is in state want. */
+void jfx_notice_state_is(struct env *e, const char *uid, const char *kind,
+			 enum store_notice_state want);
 /* The metrics as exposed (a static buffer, valid until the next call). */
 const char *jfx_metrics_text(struct env *e);
 
