@@ -194,16 +194,13 @@ static void reloaded_policy_applies_to_the_next_event(void **state)
 	struct config *cfg = NULL;
 	struct buf err = BUF_INIT;
 	struct env e;
-	FILE *f;
 	(void)state;
 
 	tfx_mkdtemp(dir, sizeof(dir), "ab-janitor-reload");
 	snprintf(path, sizeof(path), "%s/alertbridge.yml", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("janitor:\n  enabled: true\n  dry_run: false\n  policies:\n"
-	      "    - {alertname: JanitorPodPendingTooLong}\n", f);
-	fclose(f);
+	tfx_write_file(dir, "alertbridge.yml",
+		       "janitor:\n  enabled: true\n  dry_run: false\n  policies:\n"
+		       "    - {alertname: JanitorPodPendingTooLong}\n");
 	assert_int_equal(cfg_load(path, &cfg, &err), ERR_OK);
 	ro.config_file = path;
 	assert_int_equal(reload_new(&ro, cfg, NULL, &r, &err), ERR_OK);
@@ -214,11 +211,9 @@ static void reloaded_policy_applies_to_the_next_event(void **state)
 	assert_int_equal(fake_http_count(e.kube), 0);  /* no policy in the running config */
 	jfx_assert_contains(jfx_read_log(&e), "no janitor policy for this alert, pods left alone");
 
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("janitor:\n  enabled: true\n  dry_run: false\n  policies:\n"
-	      "    - {alertname: JanitorIdleGPUPod, grace: 24h, notice_lead: 2h}\n", f);
-	fclose(f);
+	tfx_write_file(dir, "alertbridge.yml",
+		       "janitor:\n  enabled: true\n  dry_run: false\n  policies:\n"
+		       "    - {alertname: JanitorIdleGPUPod, grace: 24h, notice_lead: 2h}\n");
 	assert_int_equal(reload_run(r, "test", &err), ERR_OK);
 	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
 	jfx_push_pod(e.kube, "train-1", "uid-1", "\"a/b\":\"1\"");
@@ -318,6 +313,27 @@ static void kube_failure_retries_event(void **state)
 }
 
 /*
+ * janitor_queue_notice() for ml-team/train-1 (uid-1, no owner) of a JanitorIdleGPUPod mark
+ * expiring at expiry_ms; fail unless it queued a notice exactly when want_queued.
+ */
+static void queue_train_notice(struct env *e, int64_t expiry_ms, int want_queued)
+{
+	struct kube_pod pod = { 0 };
+	struct kube_owner none = { 0 };
+	struct buf err = BUF_INIT;
+	int queued = 0;
+
+	pod.namespace = (char *)"ml-team";
+	pod.name = (char *)"train-1";
+	pod.uid = (char *)"uid-1";
+	assert_int_equal(janitor_queue_notice(e->j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
+					      "idle", expiry_ms, 6 * 3600 * 1000, 3600 * 1000, 0,
+					      &queued, &err), ERR_OK);
+	assert_int_equal(queued, want_queued);
+	buf_release(&err);
+}
+
+/*
  * Fire, resolve, fire within one second: the second mark has the first one's
  * expiry.  Its notice goes out all the same; the first one was called off
  * (given up on before delivery, or a "never mind" after it), and without a
@@ -327,50 +343,26 @@ static void kube_failure_retries_event(void **state)
 static void a_mark_after_a_resolve_is_announced_again(void **state)
 {
 	struct env *e = *state;
-	struct kube_pod pod = { 0 };
-	struct kube_owner none = { 0 };
 	struct store_notice n = { 0 }, reply = { 0 };
 	struct buf err = BUF_INIT;
-	int queued = 0;
 	int64_t expiry = T0 + 6 * 3600 * 1000;
 
-	pod.namespace = (char *)"ml-team";
-	pod.name = (char *)"train-1";
-	pod.uid = (char *)"uid-1";
-	assert_int_equal(janitor_queue_notice(e->j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
-					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
-					      &queued, &err), ERR_OK);
-	assert_int_equal(queued, 1);
+	queue_train_notice(e, expiry, 1);
 	/* The same expiry again (a sweep): announced already. */
-	assert_int_equal(janitor_queue_notice(e->j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
-					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
-					      &queued, &err), ERR_OK);
-	assert_int_equal(queued, 0);
+	queue_train_notice(e, expiry, 0);
 	/* The alert resolves before delivery; it fires again with the same expiry. */
 	assert_int_equal(store_notice_cancel(e->st, "uid-1", JANITOR_RESOLVED_BEFORE_DELIVERY, NULL),
 			 ERR_OK);
-	assert_int_equal(janitor_queue_notice(e->j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
-					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
-					      &queued, &err), ERR_OK);
-	assert_int_equal(queued, 1);
+	queue_train_notice(e, expiry, 1);
 	/* Delivered this time, then "never mind" in its thread, then a mark again. */
 	assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &n), ERR_OK);
 	assert_int_equal(store_notice_sent(e->st, n.id, T0, "D1", "D1", "1.000001"), ERR_OK);
-	reply.namespace = (char *)"ml-team";
-	reply.pod = (char *)"train-1";
-	reply.uid = (char *)"uid-1";
-	reply.kind = (char *)"cancelled";
+	jfx_notice_of(&reply, "train-1", "uid-1", "cancelled");
 	reply.thread_ts = (char *)"1.000001";
 	reply.text = (char *)"never mind";
 	assert_int_equal(store_notice_add(e->st, &reply, &err), ERR_OK);
-	assert_int_equal(janitor_queue_notice(e->j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
-					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
-					      &queued, &err), ERR_OK);
-	assert_int_equal(queued, 1);
-	assert_int_equal(janitor_queue_notice(e->j, &pod, &none, JA_DELETE_POD, "JanitorIdleGPUPod",
-					      "idle", expiry, 6 * 3600 * 1000, 3600 * 1000, 0,
-					      &queued, &err), ERR_OK);
-	assert_int_equal(queued, 0);
+	queue_train_notice(e, expiry, 1);
+	queue_train_notice(e, expiry, 0);
 	store_notice_release(&n);
 	buf_release(&err);
 }

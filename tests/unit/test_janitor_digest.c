@@ -44,10 +44,7 @@ static void queue_direct(struct env *e, int first, int n, const char *policy, in
 			      uid, "policy", policy, "action", "deleted", "expiresMs",
 			      (json_int_t)(T0 + 2 * HOUR));
 		line = json_dumps(l, JSON_COMPACT);
-		s.namespace = (char *)"ml-team";
-		s.pod = pod;
-		s.uid = uid;
-		s.kind = (char *)"notice";
+		jfx_notice_of(&s, pod, uid, "notice");
 		s.expires_ms = expires_ms;
 		s.notify = (char *)"#ml-team";
 		s.text = (char *)"the pod's own notice";
@@ -272,10 +269,7 @@ static void replies_in_one_thread_are_one_reply(void **state)
 		snprintf(pod, sizeof(pod), "train-%d", i);
 		snprintf(uid, sizeof(uid), "uid-%d", i);
 		snprintf(body, sizeof(body), ":wastebasket: Pod `ml-team/%s` was deleted", pod);
-		r.namespace = (char *)"ml-team";
-		r.pod = pod;
-		r.uid = uid;
-		r.kind = (char *)"deleted";
+		jfx_notice_of(&r, pod, uid, "deleted");
 		r.channel = (char *)"C0GPU";
 		r.thread_ts = (char *)(i < 2 ? "1794960000.000100" : "1794960000.000200");
 		r.text = body;

@@ -80,6 +80,20 @@ static void answered(struct env *e, size_t i, const char *want)
 	json_decref(o);
 }
 
+/*
+ * One postpone step that goes through: the pod's GET and the PATCH's answer (both
+ * OWNER_ANN), the Event's 201 and Slack's two OK_POSTs are queued first.
+ */
+static void postpone_done(struct env *e)
+{
+	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
+	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);  /* the PATCH's answer */
+	fake_http_push(e->kube, 201, NULL, "{}");
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_postpone_step(e->j), 1);
+}
+
 static void owner_click_moves_expires_a_day(void **state)
 {
 	struct env *e = *state;
@@ -87,12 +101,7 @@ static void owner_click_moves_expires_a_day(void **state)
 	json_t *o;
 
 	click(e, "U0OWNER", "1794960001.000200");
-	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
-	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);  /* the PATCH's answer */
-	fake_http_push(e->kube, 201, NULL, "{}");
-	fake_http_push(e->slack, 200, NULL, OK_POST);
-	fake_http_push(e->slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_postpone_step(e->j), 1);
+	postpone_done(e);
 	jfx_req(e->kube, 0, "GET", POD_PATH);
 	r = jfx_req(e->kube, 1, "PATCH", POD_PATH);
 	assert_string_equal(fake_request_header(r, "Content-Type"), "application/merge-patch+json");
@@ -133,12 +142,7 @@ static void second_click_of_the_same_button_changes_nothing(void **state)
 	size_t k;
 
 	click(e, "U0OWNER", "1794960001.000200");
-	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
-	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
-	fake_http_push(e->kube, 201, NULL, "{}");
-	fake_http_push(e->slack, 200, NULL, OK_POST);
-	fake_http_push(e->slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_postpone_step(e->j), 1);
+	postpone_done(e);
 	k = fake_http_count(e->kube);
 	/* Another click (its own action_ts) of the same notice's button. */
 	click(e, "U0OWNER", "1794960009.000300");
@@ -247,12 +251,7 @@ static void a_conflict_retries_the_click(void **state)
 	assert_int_equal(fake_http_count(e->slack), 0);  /* nothing told: it is not done */
 	/* Read again later, and then done (the one-per-notice mark was given back). */
 	e->now += HOUR;
-	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
-	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
-	fake_http_push(e->kube, 201, NULL, "{}");
-	fake_http_push(e->slack, 200, NULL, OK_POST);
-	fake_http_push(e->slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_postpone_step(e->j), 1);
+	postpone_done(e);
 	jfx_req(e->kube, 3, "PATCH", POD_PATH);
 	assert_int_equal(store_next_event(e->st, JANITOR_POSTPONE_QUEUE, e->now + 10 * HOUR, &ev),
 			 ERR_NOTFOUND);
@@ -266,10 +265,7 @@ static void notice_carries_the_button_with_a_signing_secret(void **state)
 	json_t *o, *button;
 
 	n.id = 7;
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)"train-1";
-	n.uid = (char *)"uid-1";
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, "train-1", "uid-1", "notice");
 	n.expires_ms = T0 + 6 * HOUR;
 	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\"}";
 	/* No signing secret: the text alone, as before. */
@@ -304,10 +300,7 @@ static void a_digest_has_one_button_per_pod(void **state)
 	e->cfg->janitor.slack.signing_secret = strdup("s3cret");
 	for (int i = 0; i < 2; i++) {
 		m[i].id = 10 + i;
-		m[i].namespace = (char *)"ml-team";
-		m[i].pod = (char *)(i ? "train-2" : "train-1");
-		m[i].uid = (char *)(i ? "uid-2" : "uid-1");
-		m[i].kind = (char *)"notice";
+		jfx_notice_of(&m[i], i ? "train-2" : "train-1", i ? "uid-2" : "uid-1", "notice");
 		m[i].expires_ms = T0 + 6 * HOUR;
 		/* The second pod's policy allows no postpone: no button for it. */
 		m[i].line = (char *)(i ? "{\"policy\":\"JanitorPodPendingTooLong\"}"
@@ -354,10 +347,7 @@ static void no_button_a_click_could_not_use(void **state)
 	assert_non_null(gpu);
 	gpu->max_postpones = 2;
 	n.id = 7;
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)"train-1";
-	n.uid = (char *)"uid-1";
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, "train-1", "uid-1", "notice");
 	n.expires_ms = T0 + 6 * HOUR;
 	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":1}";
 	blocks = janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1);

@@ -124,13 +124,7 @@ static void reminder_once_in_the_notice_thread(void **state)
 
 	/* a restart: the outbox remembers the reminder */
 	janitor_free(e->j);
-	jo.cfg = e->cfg;
-	jo.store = e->st;
-	jo.kube = e->kc;
-	jo.slack = e->sc;
-	jo.now_ms = jfx_v_now;
-	jo.sleep_ms = jfx_v_sleep;
-	jo.clock_ctx = e;
+	jfx_janitor_options(e, &jo);
 	e->j = janitor_new(&jo);
 	e->now = REMIND_AT + 2 * MIN;
 	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
@@ -146,10 +140,7 @@ static void no_reminder_without_a_delivered_notice_or_a_mark(void **state)
 	struct store_notice n = { 0 }, r = { 0 };
 
 	/* janitor/notified-at by hand, the outbox's notice still pending: no reminder */
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)"train-1";
-	n.uid = (char *)"uid-1";
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, "train-1", "uid-1", "notice");
 	n.expires_ms = T0 + 2 * HOUR;
 	n.text = (char *)"notice";
 	assert_int_equal(store_notice_add(e->st, &n, NULL), ERR_OK);

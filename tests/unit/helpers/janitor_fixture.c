@@ -47,6 +47,17 @@ static int v_is_leader(void *ctx)
 	return e->leading;
 }
 
+void jfx_janitor_options(struct env *e, struct janitor_options *jo)
+{
+	jo->cfg = e->cfg;
+	jo->store = e->st;
+	jo->kube = e->kc;
+	jo->slack = e->sc;
+	jo->now_ms = jfx_v_now;
+	jo->sleep_ms = jfx_v_sleep;
+	jo->clock_ctx = e;
+}
+
 void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 {
 	char yaml[1024];
@@ -94,15 +105,9 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 	so.sleep_ms = jfx_v_sleep;
 	so.clock_ctx = e;
 	e->sc = slack_client_new(&so);
-	jo.cfg = e->cfg;
+	jfx_janitor_options(e, &jo);
 	jo.reload = o->reload;
-	jo.store = e->st;
-	jo.kube = e->kc;
-	jo.slack = e->sc;
 	jo.metrics = e->metrics;
-	jo.now_ms = jfx_v_now;
-	jo.sleep_ms = jfx_v_sleep;
-	jo.clock_ctx = e;
 	e->leading = 1;
 	if (o->leader_hook) {
 		jo.is_leader = v_is_leader;
@@ -258,16 +263,21 @@ void jfx_enqueue(struct env *e, const char *status, const char *alertname, const
 	am_payload_free(p);
 }
 
+void jfx_notice_of(struct store_notice *n, const char *pod, const char *uid, const char *kind)
+{
+	n->namespace = (char *)"ml-team";
+	n->pod = (char *)pod;
+	n->uid = (char *)uid;
+	n->kind = (char *)kind;
+}
+
 /* A notice of uid already delivered at sent_at_ms, as the outbox records it. */
 void jfx_delivered_notice(struct env *e, const char *pod, const char *uid, int64_t expires_ms,
 			  int64_t sent_at_ms)
 {
 	struct store_notice n = { 0 };
 
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)pod;
-	n.uid = (char *)uid;
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, pod, uid, "notice");
 	n.expires_ms = expires_ms;
 	n.text = (char *)"notice";
 	assert_int_equal(store_notice_add(e->st, &n, NULL), ERR_OK);

@@ -75,6 +75,11 @@ void jfx_v_sleep(void *ctx, int64_t ms);
 size_t jfx_count_method(struct fake_http *f, const char *method);
 /* Build e: fakes, config (dry_run or not), store, clients and janitor, as o changes them. */
 void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o);
+/*
+ * Fill jo with what every janitor of e has: e's config, store, Kubernetes and Slack clients
+ * and virtual clock (the other fields stay as they are).
+ */
+void jfx_janitor_options(struct env *e, struct janitor_options *jo);
 /* jfx_env_start_with() with the default options. */
 void jfx_env_start(struct env *e, int dry_run);
 /* Free everything of e and give the log back to stderr. */
@@ -106,6 +111,11 @@ void jfx_push_one(struct fake_http *f, const char *name, const char *uid, const 
 /* Queue one alert for pod ns/pod (uid may be NULL) as the intake would. */
 void jfx_enqueue(struct env *e, const char *status, const char *alertname, const char *ns,
 		 const char *pod, const char *uid);
+/*
+ * Point n's namespace, pod, uid and kind at "ml-team", pod, uid and kind (not copied: they
+ * must outlive n's use); the other fields stay as they are.
+ */
+void jfx_notice_of(struct store_notice *n, const char *pod, const char *uid, const char *kind);
 /* A notice of uid already delivered at sent_at_ms, as the outbox records it. */
 void jfx_delivered_notice(struct env *e, const char *pod, const char *uid, int64_t expires_ms,
 			  int64_t sent_at_ms);
