@@ -316,11 +316,8 @@ static void sqlite_to_postgres_and_back(void **state)
 		.received_at_ms = 1764000000000,
 	};
 
-	if (!pgfx_server()) {
-		print_message("sqlite_to_postgres_and_back: skipped (AB_TEST_PG_URI is unset)\n");
+	if (!pgfx_create_or_skip(f->pg, sizeof(f->pg), "ab_copy", "sqlite_to_postgres_and_back"))
 		return;
-	}
-	pgfx_create(f->pg, sizeof(f->pg), "ab_copy");
 	make_source(f->a);
 	copy_ok(f->a, f->pg, &counts);
 	assert_int_equal(rows_of(&counts, "events"), 4);

@@ -62,11 +62,8 @@ static void postgres_one_holder(void **state)
 	struct store *a, *b;
 
 	(void)state;
-	if (!pgfx_server()) {
-		print_message("postgres_one_holder: skipped (AB_TEST_PG_URI is unset)\n");
+	if (!pgfx_create_or_skip(uri, sizeof(uri), "ab_store_lock", "postgres_one_holder"))
 		return;
-	}
-	pgfx_create(uri, sizeof(uri), "ab_store_lock");
 	a = sfx_open_ok(uri);
 	b = sfx_open_ok(uri);
 	assert_true(store_shared(a));
