@@ -51,6 +51,18 @@ static int collect_fn(void *ctx, const struct store_issue *row)
 	return c->stop_after && c->n >= c->stop_after;
 }
 
+/*
+ * store_issue_each(st, receiver) into c, emptied first, stopping after stop_after rows
+ * (0: all); fails unless it returns ERR_OK.  The rows collect_fn saw.
+ */
+static int each(struct store *st, const char *receiver, struct collect *c, int stop_after)
+{
+	memset(c, 0, sizeof(*c));
+	c->stop_after = stop_after;
+	assert_int_equal(store_issue_each(st, receiver, collect_fn, c), ERR_OK);
+	return c->n;
+}
+
 static void map_put_get_forget_each(void **state)
 {
 	struct fixture *f = *state;
@@ -96,19 +108,13 @@ static void map_put_get_forget_each(void **state)
 	assert_null(got.state_reason);
 	store_issue_release(&got);
 
-	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 3);
+	assert_int_equal(each(st, NULL, c, 0), 3);
 	assert_string_equal(c->seen[0], "team-a/k1");
 	assert_string_equal(c->seen[1], "team-a/k9");
 	assert_string_equal(c->seen[2], "team-b/k2");
-	memset(c, 0, sizeof(*c));
-	assert_int_equal(store_issue_each(st, "team-b", collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 1);
+	assert_int_equal(each(st, "team-b", c, 0), 1);
 	assert_string_equal(c->seen[0], "team-b/k2");
-	memset(c, 0, sizeof(*c));
-	c->stop_after = 2;
-	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 2);
+	assert_int_equal(each(st, NULL, c, 2), 2);
 	assert_int_equal(store_issue_each(st, NULL, NULL, c), ERR_INVALID);
 
 	assert_int_equal(store_issue_forget(st, "team-a", "k9"), ERR_OK);
@@ -165,9 +171,7 @@ static void map_each_pages_and_allows_reentry(void **state)
 	assert_string_equal(c->seen[74], "even/key148");
 	assert_string_equal(c->seen[75], "odd/key001");
 	assert_string_equal(c->seen[149], "odd/key149");
-	memset(c, 0, sizeof(*c));
-	assert_int_equal(store_issue_each(st, "odd", collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 75);
+	assert_int_equal(each(st, "odd", c, 0), 75);
 	assert_string_equal(c->seen[74], "odd/key149");
 	free(c);
 	store_close(st);
@@ -188,9 +192,7 @@ static void map_put_rejects_bad_rows(void **state)
 	row.state = (enum store_issue_state)9;  /* neither open nor closed */
 	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
 	assert_int_equal(store_issue_put(st, NULL), ERR_INVALID);
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(store_issue_each(st, NULL, collect_fn, &c), ERR_OK);
-	assert_int_equal(c.n, 0);
+	assert_int_equal(each(st, NULL, &c, 0), 0);
 	store_close(st);
 }
 
