@@ -87,59 +87,52 @@ static size_t count_pods(const char *text, int n, int *seen)
 	return total;
 }
 
+static const struct env_opts batch_window_5s = { .batch_window_ms = 5 * SEC };
+
 static void one_pod_is_todays_notice(void **state)
 {
-	struct env e;
-	struct env_opts o = { 0 };
+	struct env *e = *state;
 	struct store_notice n = { 0 };
 	char *text;
-	(void)state;
 
-	o.batch_window_ms = 5 * SEC;
-	jfx_env_start_with(&e, 0, &o);
-	jfx_mark(&e, "train-1", "uid-1");
-	e.now = T0 + 4 * SEC;  /* in the window: it waits for others */
-	assert_int_equal(janitor_notice_step(e.j), 0);
-	e.now = T0 + 5 * SEC;
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	assert_int_equal(fake_http_count(e.slack), 1);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	text = posted_text(&e, 0, NULL);
+	jfx_mark(e, "train-1", "uid-1");
+	e->now = T0 + 4 * SEC;  /* in the window: it waits for others */
+	assert_int_equal(janitor_notice_step(e->j), 0);
+	e->now = T0 + 5 * SEC;
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	assert_int_equal(fake_http_count(e->slack), 1);
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &n), ERR_OK);
+	text = posted_text(e, 0, NULL);
 	assert_string_equal(text, n.text);  /* slack_notice.mustache, as before digests */
 	jfx_assert_contains(text, "*Pod `ml-team/train-1` is marked for clean-up*");
 	assert_int_equal(n.state, STORE_NOTICE_SENT);
 	assert_int_equal(n.digest_id, 0);
-	assert_int_equal(store_digest_pending_count(e.st), 0);
+	assert_int_equal(store_digest_pending_count(e->st), 0);
 	free(text);
 	store_notice_release(&n);
-	jfx_env_stop(&e);
 }
 
 static void burst_within_the_window_is_one_digest(void **state)
 {
-	struct env e;
-	struct env_opts o = { 0 };
+	struct env *e = *state;
 	struct store_notice a = { 0 }, b = { 0 };
 	int seen[4] = { 0 };
 	char *text;
-	(void)state;
 
-	o.batch_window_ms = 5 * SEC;
-	jfx_env_start_with(&e, 0, &o);
-	jfx_mark(&e, "train-1", "uid-1");
-	e.now = T0 + 3 * SEC;
-	jfx_mark(&e, "train-2", "uid-2");
-	e.now = T0 + 30 * SEC;  /* after the window: its own notice */
-	jfx_mark(&e, "train-3", "uid-3");
-	e.now = T0 + 5 * SEC;
-	assert_int_equal(janitor_notice_step(e.j), 1);  /* the digest is written, not posted */
-	assert_int_equal(fake_http_count(e.slack), 0);
-	assert_int_equal(store_digest_pending_count(e.st), 1);
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	assert_int_equal(fake_http_count(e.slack), 1);
-	text = posted_text(&e, 0, NULL);
+	jfx_mark(e, "train-1", "uid-1");
+	e->now = T0 + 3 * SEC;
+	jfx_mark(e, "train-2", "uid-2");
+	e->now = T0 + 30 * SEC;  /* after the window: its own notice */
+	jfx_mark(e, "train-3", "uid-3");
+	e->now = T0 + 5 * SEC;
+	assert_int_equal(janitor_notice_step(e->j), 1);  /* the digest is written, not posted */
+	assert_int_equal(fake_http_count(e->slack), 0);
+	assert_int_equal(store_digest_pending_count(e->st), 1);
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	assert_int_equal(fake_http_count(e->slack), 1);
+	text = posted_text(e, 0, NULL);
 	assert_int_equal(count_pods(text, 4, seen), 2);
 	assert_int_equal(seen[1], 1);
 	assert_int_equal(seen[2], 1);
@@ -147,8 +140,8 @@ static void burst_within_the_window_is_one_digest(void **state)
 				  "• `ml-team/train-1` (JanitorIdleGPUPod): deleted in 23 hours 59 minutes, at "
 				  "Thu, 19 Nov 2026 00:00:00 UTC\n");
 	assert_null(strstr(text, "part 1"));
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &a), ERR_OK);
-	assert_int_equal(store_notice_latest(e.st, "uid-2", "notice", &b), ERR_OK);
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &a), ERR_OK);
+	assert_int_equal(store_notice_latest(e->st, "uid-2", "notice", &b), ERR_OK);
 	assert_int_equal(a.state, STORE_NOTICE_SENT);
 	assert_int_equal(b.state, STORE_NOTICE_SENT);
 	assert_string_equal(a.slack_ts, "1794960000.000100");
@@ -156,9 +149,8 @@ static void burst_within_the_window_is_one_digest(void **state)
 	assert_true(a.sent_at_ms == b.sent_at_ms && a.sent_at_ms >= T0 + 5 * SEC);
 	store_notice_release(&a);
 	store_notice_release(&b);
-	jfx_notice_state_is(&e, "uid-3", "notice", STORE_NOTICE_PENDING);
+	jfx_notice_state_is(e, "uid-3", "notice", STORE_NOTICE_PENDING);
 	free(text);
-	jfx_env_stop(&e);
 }
 
 /* Deliver every part of the digest queued in e, each answered OK; returns the parts. */
@@ -295,8 +287,8 @@ static void replies_in_one_thread_are_one_reply(void **state)
 }
 
 UNIT_MAIN(
-	cmocka_unit_test(one_pod_is_todays_notice),
-	cmocka_unit_test(burst_within_the_window_is_one_digest),
+	JFX_TEST_WITH(one_pod_is_todays_notice, &batch_window_5s),
+	JFX_TEST_WITH(burst_within_the_window_is_one_digest, &batch_window_5s),
 	JFX_TEST(split_at_50_pods),
 	JFX_TEST(split_at_slack_text_limit),
 	JFX_TEST(failed_digest_is_retried_and_no_pod_of_it_acted_on),

@@ -142,10 +142,12 @@ void jfx_env_stop(struct env *e)
 
 int jfx_setup(void **state)
 {
+	static const struct env_opts defaults = { 0 };
+	const struct env_opts *o = *state ? *state : &defaults;
 	struct env *e = malloc(sizeof(*e));
 
 	assert_non_null(e);
-	jfx_env_start(e, 0);
+	jfx_env_start_with(e, 0, o);
 	*state = e;
 	return 0;
 }

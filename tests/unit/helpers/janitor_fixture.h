@@ -85,15 +85,19 @@ void jfx_env_start(struct env *e, int dry_run);
 /* Free everything of e and give the log back to stderr. */
 void jfx_env_stop(struct env *e);
 /*
- * Per-test setup and teardown (cmocka) of the tests that want the default environment:
- * jfx_setup() makes *state a struct env started with jfx_env_start(e, 0) (heap), and
+ * Per-test setup and teardown (cmocka): jfx_setup() makes *state a struct env (heap)
+ * started with jfx_env_start_with(e, 0, opts), opts being what *state held on entry (the
+ * test's initial state: a const struct env_opts *, or NULL for the defaults), and
  * jfx_teardown() stops it with jfx_env_stop() and frees it.
  */
 int jfx_setup(void **state);
 int jfx_teardown(void **state);
 
-/* A test between jfx_setup() and jfx_teardown(). */
+/* A test between jfx_setup() and jfx_teardown(), in the default environment. */
 #define JFX_TEST(test) cmocka_unit_test_setup_teardown(test, jfx_setup, jfx_teardown)
+/* The same in the environment opts (a pointer to a static const struct env_opts) makes. */
+#define JFX_TEST_WITH(test, opts) \
+	cmocka_unit_test_prestate_setup_teardown(test, jfx_setup, jfx_teardown, (void *)(opts))
 /* What was logged since jfx_env_start() (a static buffer, valid until the next call). */
 char *jfx_read_log(struct env *e);
 /* Fail unless hay (may be NULL) contains needle. */
