@@ -66,8 +66,8 @@ static void parse_cases(parse_fn parse, const struct parse_case *cases, size_t n
 		enum err rc = parse(cases[i].in, &ms, NULL);
 
 		if (rc != ERR_OK || ms != cases[i].want_ms)
-			fail_msg("\"%s\": %s, %lld ms, want ERR_OK, %lld ms", cases[i].in, err_str(rc),
-				 (long long)ms, (long long)cases[i].want_ms);
+			fail_msg("\"%s\": %s, %lld ms, want ERR_OK, %lld ms", cases[i].in,
+				 err_str(rc), (long long)ms, (long long)cases[i].want_ms);
 	}
 }
 
@@ -903,37 +903,31 @@ static void forever_ttl_skips_even_with_expires(void **state)
 
 static void names(void **state)
 {
-	static const struct {
-		enum janitor_action action;
-		const char *name;
-	} actions[] = {
-		{ JANITOR_SKIP, "skip" },
-		{ JANITOR_WAIT, "wait" },
-		{ JANITOR_NOTIFY, "notify" },
-		{ JANITOR_ACT, "act" },
-	};
-	static const struct {
-		enum janitor_skip skip;
-		const char *name;
-	} skips[] = {
-		{ JANITOR_SKIP_NONE, "none" },
-		{ JANITOR_SKIP_EXCLUDED, "excluded-namespace" },
-		{ JANITOR_SKIP_BEING_DELETED, "being-deleted" },
-		{ JANITOR_SKIP_INVALID, "invalid-annotation" },
-		{ JANITOR_SKIP_EXEMPT, "exempt" },
-		{ JANITOR_SKIP_FOREVER, "ttl-forever" },
-		{ JANITOR_SKIP_NO_EXPIRY, "no-expiry" },
+	/* Each case: what it names, the name given, the name wanted. */
+	const struct {
+		const char *what, *got, *want;
+	} cases[] = {
+		{ "JANITOR_SKIP", janitor_action_str(JANITOR_SKIP), "skip" },
+		{ "JANITOR_WAIT", janitor_action_str(JANITOR_WAIT), "wait" },
+		{ "JANITOR_NOTIFY", janitor_action_str(JANITOR_NOTIFY), "notify" },
+		{ "JANITOR_ACT", janitor_action_str(JANITOR_ACT), "act" },
+		{ "JANITOR_SKIP_NONE", janitor_skip_str(JANITOR_SKIP_NONE), "none" },
+		{ "JANITOR_SKIP_EXCLUDED", janitor_skip_str(JANITOR_SKIP_EXCLUDED),
+		  "excluded-namespace" },
+		{ "JANITOR_SKIP_BEING_DELETED", janitor_skip_str(JANITOR_SKIP_BEING_DELETED),
+		  "being-deleted" },
+		{ "JANITOR_SKIP_INVALID", janitor_skip_str(JANITOR_SKIP_INVALID),
+		  "invalid-annotation" },
+		{ "JANITOR_SKIP_EXEMPT", janitor_skip_str(JANITOR_SKIP_EXEMPT), "exempt" },
+		{ "JANITOR_SKIP_FOREVER", janitor_skip_str(JANITOR_SKIP_FOREVER), "ttl-forever" },
+		{ "JANITOR_SKIP_NO_EXPIRY", janitor_skip_str(JANITOR_SKIP_NO_EXPIRY), "no-expiry" },
 	};
 
 	(void)state;
-	for (size_t i = 0; i < NKV(actions); i++)
-		if (strcmp(janitor_action_str(actions[i].action), actions[i].name))
-			fail_msg("action %d is \"%s\", want \"%s\"", (int)actions[i].action,
-				 janitor_action_str(actions[i].action), actions[i].name);
-	for (size_t i = 0; i < NKV(skips); i++)
-		if (strcmp(janitor_skip_str(skips[i].skip), skips[i].name))
-			fail_msg("skip %d is \"%s\", want \"%s\"", (int)skips[i].skip,
-				 janitor_skip_str(skips[i].skip), skips[i].name);
+	for (size_t i = 0; i < NKV(cases); i++)
+		if (strcmp(cases[i].got, cases[i].want))
+			fail_msg("%s is \"%s\", want \"%s\"", cases[i].what, cases[i].got,
+				 cases[i].want);
 }
 
 UNIT_MAIN(

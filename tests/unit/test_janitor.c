@@ -351,8 +351,8 @@ static void a_mark_after_a_resolve_is_announced_again(void **state)
 	/* The same expiry again (a sweep): announced already. */
 	queue_train_notice(e, expiry, 0);
 	/* The alert resolves before delivery; it fires again with the same expiry. */
-	assert_int_equal(store_notice_cancel(e->st, "uid-1", JANITOR_RESOLVED_BEFORE_DELIVERY, NULL),
-			 ERR_OK);
+	assert_int_equal(store_notice_cancel(e->st, "uid-1", JANITOR_RESOLVED_BEFORE_DELIVERY,
+					     NULL), ERR_OK);
 	queue_train_notice(e, expiry, 1);
 	/* Delivered this time, then "never mind" in its thread, then a mark again. */
 	assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &n), ERR_OK);

@@ -216,7 +216,8 @@ static void failed_digest_is_retried_and_no_pod_of_it_acted_on(void **state)
 	assert_int_equal(janitor_notice_step(e->j), 1);  /* the digest */
 	fake_http_push(e->slack, 503, NULL, "{\"ok\":false,\"error\":\"service_unavailable\"}");
 	assert_int_equal(janitor_notice_step(e->j), 1);
-	fake_http_push(e->slack, 429, "Retry-After: 120", "{\"ok\":false,\"error\":\"ratelimited\"}");
+	fake_http_push(e->slack, 429, "Retry-After: 120",
+		       "{\"ok\":false,\"error\":\"ratelimited\"}");
 	e->now += 11 * MIN;
 	assert_int_equal(janitor_notice_step(e->j), 1);
 	assert_int_equal(fake_http_count(e->slack), 2);

@@ -385,8 +385,9 @@ static void expired_continue_token_restarts_without_acting_twice(void **state)
 	jfx_push_pod(e->kube, "a", "u-a", DUE);
 	fake_http_push(e->kube, 200, NULL, "{}");
 	fake_http_push(e->kube, 201, NULL, "{}");
-	fake_http_push(e->kube, 410, NULL, "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
-				     "\"message\":\"The provided continue parameter is too old\"}");
+	fake_http_push(e->kube, 410, NULL,
+		       "{\"kind\":\"Status\",\"reason\":\"Expired\",\"code\":410,"
+		       "\"message\":\"The provided continue parameter is too old\"}");
 	push_page(e->kube, "a", "u-a", "tok2");  /* the listing starts over: a again */
 	fake_http_push(e->kube, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
 	push_page(e->kube, "b", "u-b", NULL);

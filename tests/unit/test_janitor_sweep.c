@@ -392,7 +392,8 @@ static void listing_failure_is_returned(void **state)
 	struct env *e = *state;
 	struct buf err = BUF_INIT;
 
-	fake_http_push(e->kube, 403, NULL, "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}");
+	fake_http_push(e->kube, 403, NULL,
+		       "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}");
 	assert_int_equal(janitor_sweep(e->j, NULL, NULL, NULL, &err), ERR_AUTH);
 	jfx_assert_contains(buf_str(&err), "pods is forbidden");
 	jfx_assert_contains(jfx_read_log(e), "sweep stopped");

@@ -325,7 +325,8 @@ static void rate_limit_gives_up_after_max_attempts(void **state)
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
 	assert_err(fx, "giving up after 3 attempts: chat.postMessage: HTTP 429");
 	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_int_equal(vclock_slept(&fx->clock), 4000); /* two waits of 2 s; none after the last */
+	/* two waits of 2 s; none after the last */
+	assert_int_equal(vclock_slept(&fx->clock), 4000);
 }
 
 static void long_retry_after_fails_fast(void **state)
