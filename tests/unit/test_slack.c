@@ -316,17 +316,29 @@ static void retry_after_as_an_http_date_is_waited(void **state)
 	assert_int_equal(fx->clock.sleeps[0], 3000);
 }
 
+/*
+ * Three answers of status (with the header lines headers, may be NULL) and an empty body:
+ * a post to #gpu gives up after its 3 attempts, and says so.
+ */
+static void gives_up_after_3(struct fixture *fx, int status, const char *headers)
+{
+	char want[96];
+
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, status, headers, "");
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
+	snprintf(want, sizeof(want), "giving up after 3 attempts: chat.postMessage: HTTP %d",
+		 status);
+	assert_err(fx, want);
+}
+
 static void rate_limit_gives_up_after_max_attempts(void **state)
 {
 	struct fixture *fx = *state;
 
-	for (int i = 0; i < 3; i++)
-		fake_http_push(fx->fake, 429, "Retry-After: 2", "");
-	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
-	assert_err(fx, "giving up after 3 attempts: chat.postMessage: HTTP 429");
+	gives_up_after_3(fx, 429, "Retry-After: 2");
 	assert_int_equal(fake_http_count(fx->fake), 3);
-	/* two waits of 2 s; none after the last */
-	assert_int_equal(vclock_slept(&fx->clock), 4000);
+	assert_int_equal(vclock_slept(&fx->clock), 4000); /* two 2 s waits, none after the last */
 }
 
 static void long_retry_after_fails_fast(void **state)
@@ -373,10 +385,7 @@ static void server_errors_are_retried_with_backoff(void **state)
 
 	fx->clock.nsleeps = 0;
 	fx->clock.now += 1000; /* past the per-channel pacing */
-	for (int i = 0; i < 3; i++)
-		fake_http_push(fx->fake, 503, NULL, "");
-	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
-	assert_err(fx, "giving up after 3 attempts: chat.postMessage: HTTP 503");
+	gives_up_after_3(fx, 503, NULL);
 	assert_int_equal(fake_http_count(fx->fake), 6);
 	assert_int_equal(vclock_slept(&fx->clock), 3000);
 }
