@@ -269,6 +269,21 @@ static void lead_by_create(struct fixture *fx)
 	assert_true(leader_is_leader(fx->l));
 }
 
+/* leader_stop(); then the API saw requests requests in all, and the events are events. */
+static void stop_sends(struct fixture *fx, size_t requests, const char *events)
+{
+	leader_stop(fx->l);
+	assert_int_equal(fake_http_count(fx->fake), requests);
+	assert_string_equal(fx->events, events);
+}
+
+/* fx->l led once and stepped down, and was no longer leader inside on_stop_leading. */
+static void stepped_down(struct fixture *fx)
+{
+	assert_string_equal(fx->events, "+-");
+	assert_false(fx->leading_in_stop);
+}
+
 /* ---- tests ---- */
 
 static void derived_intervals_follow_client_go(void **state)
@@ -525,16 +540,13 @@ static void leader_steps_down_when_another_holds_it(void **state)
 	lose_to_pod_b(fx);
 	assert_string_equal(buf_str(&fx->err), "lease alertbridge/alertbridge is held by pod-b");
 	assert_false(leader_is_leader(fx->l));
-	assert_string_equal(fx->events, "+-");
-	assert_false(fx->leading_in_stop);
+	stepped_down(fx);
 	assert_non_null(strstr(logged(fx),
 			       "level=info msg=\"lost leadership\" err=conflict identity=pod-a "
 			       "lease=alertbridge/alertbridge reason=\"lease taken by another\" "
 			       "detail=\"lease alertbridge/alertbridge is held by pod-b\"\n"));
 	/* It is not ours: stopping releases nothing. */
-	leader_stop(fx->l);
-	assert_int_equal(fake_http_count(fx->fake), 4);
-	assert_string_equal(fx->events, "+-");
+	stop_sends(fx, 4, "+-");
 }
 
 static void renew_failures_past_deadline_step_down(void **state)
@@ -559,8 +571,7 @@ static void renew_failures_past_deadline_step_down(void **state)
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	assert_int_equal(step(fx), ERR_RETRY);
-	assert_string_equal(fx->events, "+-");
-	assert_false(fx->leading_in_stop);
+	stepped_down(fx);
 	assert_false(leader_is_leader(fx->l));
 	assert_int_equal(fake_http_count(fx->fake), 12);
 	assert_non_null(strstr(logged(fx), "msg=\"lost leadership\" identity=pod-a "
@@ -624,16 +635,13 @@ static void stop_releases_the_lease(void **state)
 	fake_http_push(fx->fake, 200, NULL, lease_answer("2", "", 1, T0 + 3 * S, T0 + 3 * S, 0));
 	leader_stop(fx->l);
 	assert_false(leader_is_leader(fx->l));
-	assert_string_equal(fx->events, "+-");
-	assert_false(fx->leading_in_stop);
+	stepped_down(fx);
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	req_is(fx, 2, "PUT", LEASE_PATH, lease_body("1", "", 1, T0 + 3 * S, T0 + 3 * S, 0));
 	assert_non_null(strstr(logged(fx), "msg=\"lease released\" identity=pod-a "
 					   "lease=alertbridge/alertbridge\n"));
 	/* A second stop (and free) does nothing more. */
-	leader_stop(fx->l);
-	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_string_equal(fx->events, "+-");
+	stop_sends(fx, 3, "+-");
 }
 
 static void failed_release_is_logged(void **state)
@@ -658,9 +666,7 @@ static void follower_stop_sends_nothing(void **state)
 
 	fake_http_push(fx->fake, 200, NULL, lease_answer("7", "pod-b", 15, T0, T0, 0));
 	assert_int_equal(step(fx), ERR_CONFLICT);
-	leader_stop(fx->l);
-	assert_int_equal(fake_http_count(fx->fake), 1);
-	assert_string_equal(fx->events, "");
+	stop_sends(fx, 1, "");
 }
 
 /* The leader's own thread, real clock: it steps at once, then waits 2 s; stop interrupts. */
