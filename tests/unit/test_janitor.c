@@ -47,7 +47,7 @@ static void firing_marks_pod_posts_event_and_queues_notice(void **state)
 		    MARKED_BY_US "}}}");
 	assert_string_equal(fake_request_header(fake_http_request(e->kube, 1), "content-type"),
 			    "application/merge-patch+json");
-	ev = jfx_body_json(jfx_req(e->kube, 2, "POST", "/api/v1/namespaces/ml-team/events"));
+	ev = jfx_body_json(jfx_req(e->kube, 2, "POST", EVENTS_PATH));
 	assert_string_equal(json_string_value(json_object_get(ev, "reason")), "JanitorMarked");
 	assert_string_equal(json_string_value(json_object_get(ev, "type")), "Normal");
 	assert_string_equal(json_string_value(json_object_get(
@@ -237,7 +237,7 @@ static void invalid_annotation_warning_event(void **state)
 	fake_http_push(e->kube, 201, NULL, "{}");
 	assert_int_equal(janitor_step(e->j), 1);
 	assert_int_equal(fake_http_count(e->kube), 2);
-	ev = jfx_body_json(jfx_req(e->kube, 1, "POST", "/api/v1/namespaces/ml-team/events"));
+	ev = jfx_body_json(jfx_req(e->kube, 1, "POST", EVENTS_PATH));
 	assert_string_equal(json_string_value(json_object_get(ev, "type")), "Warning");
 	assert_string_equal(json_string_value(json_object_get(ev, "reason")),
 			    "JanitorInvalidAnnotation");
@@ -250,7 +250,6 @@ static void invalid_annotation_warning_event(void **state)
 static void resolved_unmarks_only_ours_and_replies(void **state)
 {
 	struct env *e = *state;
-	struct store_notice n = { 0 };
 
 	jfx_delivered_notice(e, "train-1", "uid-1", T0 + 24 * HOUR, T0 - HOUR);
 	jfx_enqueue(e, "resolved", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
@@ -265,14 +264,9 @@ static void resolved_unmarks_only_ours_and_replies(void **state)
 		    "{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/expires\":null,"
 		    "\"janitor/marked-at\":null,\"janitor/marked-expires\":null,"
 		    "\"janitor/notified-at\":null,\"janitor/reason\":null}}}");
-	jfx_assert_contains(jfx_req(e->kube, 2, "POST", "/api/v1/namespaces/ml-team/events")->body,
-			    "\"JanitorUnmarked\"");
-	assert_int_equal(store_notice_latest(e->st, "uid-1", "cancelled", &n), ERR_OK);
-	assert_string_equal(n.channel, "C0GPU");
-	assert_string_equal(n.thread_ts, "1794950000.000100");
-	jfx_assert_contains(n.text, ":white_check_mark: *Never mind:* pod `ml-team/train-1` "
-				    "will not be deleted");
-	store_notice_release(&n);
+	jfx_event_posted(e->kube, 2, "JanitorUnmarked");
+	jfx_reply_is(e, "cancelled", "C0GPU",
+		     ":white_check_mark: *Never mind:* pod `ml-team/train-1` will not be deleted");
 
 	/* A person moved janitor/expires: theirs now, it stays. */
 	jfx_enqueue(e, "resolved", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");

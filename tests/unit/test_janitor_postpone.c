@@ -110,7 +110,7 @@ static void owner_click_moves_expires_a_day(void **state)
 		       "\"janitor/expires\":\"2026-11-20T00:00:00Z\","
 		       "\"janitor/marked-expires\":\"2026-11-20T00:00:00Z\","
 		       "\"janitor/notified-at\":null,\"janitor/postponed\":\"1\"}}}");
-	o = jfx_body_json(jfx_req(e->kube, 2, "POST", "/api/v1/namespaces/ml-team/events"));
+	o = jfx_body_json(jfx_req(e->kube, 2, "POST", EVENTS_PATH));
 	assert_string_equal(json_string_value(json_object_get(o, "reason")), "JanitorPostponed");
 	jfx_assert_contains(json_string_value(json_object_get(o, "message")),
 			    "kept until 2026-11-20T00:00:00Z by Slack user U0OWNER (ada), "

@@ -28,7 +28,6 @@
 static void not_deleted_before_notice_lead_then_deleted(void **state)
 {
 	struct env *e = *state;
-	struct store_notice n = { 0 };
 
 	jfx_delivered_notice(e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
 	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
@@ -53,12 +52,9 @@ static void not_deleted_before_notice_lead_then_deleted(void **state)
 	jfx_body_is(jfx_req(e->kube, 4, "DELETE", POD_PATH),
 		    "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
 		    "\"Background\",\"preconditions\":{\"uid\":\"uid-1\"}}");
-	jfx_assert_contains(jfx_req(e->kube, 5, "POST", "/api/v1/namespaces/ml-team/events")->body,
-			    "\"JanitorDeleted\"");
-	assert_int_equal(store_notice_latest(e->st, "uid-1", "deleted", &n), ERR_OK);
-	assert_string_equal(n.thread_ts, "1794950000.000100");
-	jfx_assert_contains(n.text, ":wastebasket: Pod `ml-team/train-1` was deleted as announced");
-	store_notice_release(&n);
+	jfx_event_posted(e->kube, 5, "JanitorDeleted");
+	jfx_reply_is(e, "deleted", NULL,
+		     ":wastebasket: Pod `ml-team/train-1` was deleted as announced");
 	jfx_assert_contains(jfx_metrics_text(e),
 			    "{action=\"deleted\",reason=\"JanitorPodPendingTooLong\"} 1");
 }
@@ -297,8 +293,7 @@ static void deployment_owned_is_scaled_not_deleted(void **state)
 	jfx_body_is(jfx_req(e->kube, 3, "PATCH",
 			    "/apis/apps/v1/namespaces/ml-team/deployments/train/scale"),
 		    "{\"spec\":{\"replicas\":0}}");
-	jfx_assert_contains(jfx_req(e->kube, 4, "POST", "/api/v1/namespaces/ml-team/events")->body,
-			    "\"JanitorScaled\"");
+	jfx_event_posted(e->kube, 4, "JanitorScaled");
 	for (size_t i = 0; i < fake_http_count(e->kube); i++)
 		assert_string_not_equal(fake_http_request(e->kube, i)->method, "DELETE");
 	jfx_assert_contains(jfx_metrics_text(e),

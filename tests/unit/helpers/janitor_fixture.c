@@ -300,6 +300,14 @@ const struct fake_request *jfx_req(struct fake_http *f, size_t i, const char *me
 	return r;
 }
 
+void jfx_event_posted(struct fake_http *f, size_t i, const char *reason)
+{
+	char quoted[128];
+
+	snprintf(quoted, sizeof(quoted), "\"%s\"", reason);
+	jfx_assert_contains(jfx_req(f, i, "POST", EVENTS_PATH)->body, quoted);
+}
+
 void jfx_body_is(const struct fake_request *r, const char *want)
 {
 	json_error_t je;
@@ -364,6 +372,18 @@ void jfx_deliver(struct env *e)
 	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
 	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
 	assert_int_equal(janitor_notice_step(e->j), 1);
+}
+
+void jfx_reply_is(struct env *e, const char *kind, const char *channel, const char *text)
+{
+	struct store_notice n = { 0 };
+
+	assert_int_equal(store_notice_latest(e->st, "uid-1", kind, &n), ERR_OK);
+	if (channel)
+		assert_string_equal(n.channel, channel);
+	assert_string_equal(n.thread_ts, "1794950000.000100");
+	jfx_assert_contains(n.text, text);
+	store_notice_release(&n);
 }
 
 void jfx_notice_state_is(struct env *e, const char *uid, const char *kind,

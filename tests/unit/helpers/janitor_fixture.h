@@ -27,6 +27,7 @@
 #define HOUR (60 * MIN)
 #define POD_PATH "/api/v1/namespaces/ml-team/pods/train-1"
 #define LIST_PATH "/api/v1/pods?limit=500"
+#define EVENTS_PATH "/api/v1/namespaces/ml-team/events"
 #define OK_POST "{\"ok\":true,\"channel\":\"C0GPU\",\"ts\":\"1794960000.000100\"}"
 #define MARKED_BY_US                                                                   \
 	"\"janitor/expires\":\"2026-11-19T00:00:00Z\","                                \
@@ -126,6 +127,8 @@ void jfx_delivered_notice(struct env *e, const char *pod, const char *uid, int64
 /* The i-th request f received, failing unless it is method uri. */
 const struct fake_request *jfx_req(struct fake_http *f, size_t i, const char *method,
 				   const char *uri);
+/* Fail unless the i-th request f received is the POST of an Event with this reason. */
+void jfx_event_posted(struct fake_http *f, size_t i, const char *reason);
 /* Fail unless r's body is the JSON want. */
 void jfx_body_is(const struct fake_request *r, const char *want);
 /* r's body parsed (json_decref() it); fails when it is not JSON. */
@@ -151,6 +154,12 @@ void jfx_mark(struct env *e, const char *pod, const char *uid);
  * runs one notice step (fails unless it handled a notice).
  */
 void jfx_deliver(struct env *e);
+/*
+ * Fail unless the latest notice of uid-1 of kind ("cancelled", "deleted"...) is a reply in
+ * the thread of the notice jfx_delivered_notice() recorded (thread_ts 1794950000.000100), in
+ * channel (NULL: not checked), its text containing text.
+ */
+void jfx_reply_is(struct env *e, const char *kind, const char *channel, const char *text);
 /* Fail unless the latest notice of uid of kind ("notice", "reminder"...) is in state want. */
 void jfx_notice_state_is(struct env *e, const char *uid, const char *kind,
 			 enum store_notice_state want);
