@@ -83,6 +83,7 @@ int sfx_teardown(void **state)
 	const char *suffix[] = { "", "-wal", "-shm", "-journal" };
 	char p[300];
 
+	store_close(f->st);
 	if (f->postgres)
 		pgfx_drop(f->path);
 	for (size_t i = 0; i < 4; i++) {
@@ -220,6 +221,15 @@ void sfx_set_schema_version(const char *target, int version)
 	}
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version);
 	sq_exec(target, sql);
+}
+
+struct store *sfx_store(void **state)
+{
+	struct fixture *f = *state;
+
+	if (!f->st)
+		f->st = sfx_open_ok(f->path);
+	return f->st;
 }
 
 struct store *sfx_open_ok(const char *target)
