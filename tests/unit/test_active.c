@@ -64,46 +64,60 @@ static struct active *gate(struct store *st, struct metrics *m, int with_lease, 
 	return active_new(&o);
 }
 
-static void sqlite_always_acts(void **state)
+/* An sqlite test's gate: on the store of the fixture, with metrics of its own, started. */
+struct sqlite_gate {
+	struct store *st;
+	struct metrics *m;
+	struct active *a;
+	struct buf why;
+};
+
+static void sqlite_gate_start(struct sqlite_gate *g, void **state, int with_lease,
+			      int64_t grace_ms)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct metrics *m = metrics_new();
-	struct active *a = gate(st, m, 0, 10000);
-	struct buf why = BUF_INIT;
 
-	assert_int_equal(active_start(a, NULL), ERR_OK);
-	assert_true(active_may_act(a)); /* no grace: one process owns the file */
-	assert_true(active_ready(a, &why));
-	assert_int_equal(gauge(m), 1);
-	active_free(a);
-	metrics_free(m);
-	buf_release(&why);
-	store_close(st);
+	g->st = sfx_open_ok(f->path);
+	g->m = metrics_new();
+	g->a = gate(g->st, g->m, with_lease, grace_ms);
+	buf_init(&g->why, 0);
+	assert_int_equal(active_start(g->a, NULL), ERR_OK);
+}
+
+static void sqlite_gate_free(struct sqlite_gate *g)
+{
+	active_free(g->a);
+	metrics_free(g->m);
+	buf_release(&g->why);
+	store_close(g->st);
+}
+
+static void sqlite_always_acts(void **state)
+{
+	struct sqlite_gate g;
+
+	sqlite_gate_start(&g, state, 0, 10000);
+	assert_true(active_may_act(g.a)); /* no grace: one process owns the file */
+	assert_true(active_ready(g.a, &g.why));
+	assert_int_equal(gauge(g.m), 1);
+	sqlite_gate_free(&g);
 }
 
 static void lease_decides(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
-	struct metrics *m = metrics_new();
-	struct active *a = gate(st, m, 1, 0);
-	struct buf why = BUF_INIT;
+	struct sqlite_gate g;
 
-	assert_int_equal(active_start(a, NULL), ERR_OK);
+	sqlite_gate_start(&g, state, 1, 0);
 	lease_value = 0;
-	assert_false(active_may_act(a));
+	assert_false(active_may_act(g.a));
 	/* sqlite: a standby's webhooks would wait on its own file, so only the leader is ready. */
-	assert_false(active_ready(a, &why));
-	assert_string_equal(buf_str(&why), "not the leader");
+	assert_false(active_ready(g.a, &g.why));
+	assert_string_equal(buf_str(&g.why), "not the leader");
 	lease_value = 1;
-	assert_true(active_may_act(a));
-	assert_true(active_ready(a, NULL));
-	assert_int_equal(gauge(m), -1); /* the Lease has its own gauge */
-	active_free(a);
-	metrics_free(m);
-	buf_release(&why);
-	store_close(st);
+	assert_true(active_may_act(g.a));
+	assert_true(active_ready(g.a, NULL));
+	assert_int_equal(gauge(g.m), -1); /* the Lease has its own gauge */
+	sqlite_gate_free(&g);
 }
 
 /* Wait up to limit_ms for active_may_act(a) to become want; the ms it took. */
@@ -130,11 +144,8 @@ static void postgres_one_acts(void **state)
 	int64_t ms;
 
 	(void)state;
-	if (!pgfx_server()) {
-		print_message("postgres_one_acts: skipped (AB_TEST_PG_URI is unset)\n");
+	if (!pgfx_create_or_skip(uri, sizeof(uri), "ab_active", "postgres_one_acts"))
 		return;
-	}
-	pgfx_create(uri, sizeof(uri), "ab_active");
 	s1 = sfx_open_ok(uri);
 	s2 = sfx_open_ok(uri);
 	m1 = metrics_new();

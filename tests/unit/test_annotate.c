@@ -28,51 +28,87 @@
 
 /* ---- times ---- */
 
-static int64_t parse_ok(const char *s)
+/* janitor_parse_time() or janitor_parse_ttl(): a string to ms, the reason in errmsg. */
+typedef enum err (*parse_fn)(const char *s, int64_t *ms, struct buf *errmsg);
+
+/* What parse makes of s; fails unless it is ERR_OK. */
+static int64_t parsed_ok(parse_fn parse, const char *s)
 {
 	int64_t ms = 42;
 
-	assert_int_equal(janitor_parse_time(s, &ms, NULL), ERR_OK);
+	assert_int_equal(parse(s, &ms, NULL), ERR_OK);
 	return ms;
 }
 
-static void assert_time_invalid(const char *s, const char *want_msg)
+/* parse refuses s with exactly want_msg and leaves the output alone. */
+static void assert_parse_invalid(parse_fn parse, const char *s, const char *want_msg)
 {
 	struct buf msg = BUF_INIT;
 	int64_t ms = 42;
 
-	assert_int_equal(janitor_parse_time(s, &ms, &msg), ERR_INVALID);
+	assert_int_equal(parse(s, &ms, &msg), ERR_INVALID);
 	assert_int_equal(ms, 42);
 	assert_string_equal(buf_str(&msg), want_msg);
 	buf_release(&msg);
 }
 
+/* A string and the ms a parser makes of it. */
+struct parse_case {
+	const char *in;
+	int64_t want_ms;
+};
+
+/* Each of the n cases parses to its ms; a failing case names its input. */
+static void parse_cases(parse_fn parse, const struct parse_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int64_t ms = 42;
+		enum err rc = parse(cases[i].in, &ms, NULL);
+
+		if (rc != ERR_OK || ms != cases[i].want_ms)
+			fail_msg("\"%s\": %s, %lld ms, want ERR_OK, %lld ms", cases[i].in,
+				 err_str(rc), (long long)ms, (long long)cases[i].want_ms);
+	}
+}
+
+static void assert_time_invalid(const char *s, const char *want_msg)
+{
+	assert_parse_invalid(janitor_parse_time, s, want_msg);
+}
+
 static void parses_all_kube_janitor_forms(void **state)
 {
+	static const struct parse_case cases[] = {
+		/* kube-janitor tests/test_parse_expiry.py */
+		{ "2008-09-26T01:51:42Z", T_2008_09_26_015142 },
+		{ "2008-09-26T01:51", T_2008_09_26_015142 - 42 * S },
+		{ "2008-09-26", T_2008_09_26_015142 - (1 * HOUR + 51 * MIN + 42 * S) },
+		{ "1970-01-01T00:00:00Z", 0 },
+		{ "1969-12-31T23:59:59Z", -1000 },
+		{ "0001-01-01", -62135596800000LL },
+		{ "9999-12-31T23:59:59Z", 253402300799000LL },
+		/* strptime leniencies kube-janitor inherits: 1-digit fields, lower-case t and z */
+		{ "2019-2-5", 1549324800000LL },
+		{ "2008-09-26t1:51:42z", T_2008_09_26_015142 },
+	};
+
 	(void)state;
-	/* kube-janitor tests/test_parse_expiry.py */
-	assert_int_equal(parse_ok("2008-09-26T01:51:42Z"), T_2008_09_26_015142);
-	assert_int_equal(parse_ok("2008-09-26T01:51"), T_2008_09_26_015142 - 42 * S);
-	assert_int_equal(parse_ok("2008-09-26"),
-			 T_2008_09_26_015142 - (1 * HOUR + 51 * MIN + 42 * S));
-	assert_int_equal(parse_ok("1970-01-01T00:00:00Z"), 0);
-	assert_int_equal(parse_ok("1969-12-31T23:59:59Z"), -1000);
-	assert_int_equal(parse_ok("0001-01-01"), -62135596800000LL);
-	assert_int_equal(parse_ok("9999-12-31T23:59:59Z"), 253402300799000LL);
-	/* strptime leniencies kube-janitor inherits: 1-digit fields, lower-case t and z */
-	assert_int_equal(parse_ok("2019-2-5"), 1549324800000LL);
-	assert_int_equal(parse_ok("2008-09-26t1:51:42z"), T_2008_09_26_015142);
+	parse_cases(janitor_parse_time, cases, NKV(cases));
 }
 
 static void parses_leap_years_and_month_ends(void **state)
 {
+	static const struct parse_case cases[] = {
+		{ "2024-02-29", T_2024_02_29 },
+		{ "2024-02-28T23:00", T_2024_02_28_2300 },
+		{ "2000-02-29T12:00:00Z", 951825600000LL },
+		{ "2023-03-01", T_2023_03_01 },
+		{ "2024-12-31T23:59:59Z", T_2025_01_01 - S },
+		{ "1900-03-01", -2203891200000LL },
+	};
+
 	(void)state;
-	assert_int_equal(parse_ok("2024-02-29"), T_2024_02_29);
-	assert_int_equal(parse_ok("2024-02-28T23:00"), T_2024_02_28_2300);
-	assert_int_equal(parse_ok("2000-02-29T12:00:00Z"), 951825600000LL);
-	assert_int_equal(parse_ok("2023-03-01"), T_2023_03_01);
-	assert_int_equal(parse_ok("2024-12-31T23:59:59Z"), T_2025_01_01 - S);
-	assert_int_equal(parse_ok("1900-03-01"), -2203891200000LL);
+	parse_cases(janitor_parse_time, cases, NKV(cases));
 	assert_time_invalid("2023-02-29", "\"2023-02-29\": day out of range for the month");
 	assert_time_invalid("1900-02-29", "\"1900-02-29\": day out of range for the month");
 	assert_time_invalid("2024-04-31", "\"2024-04-31\": day out of range for the month");
@@ -161,37 +197,32 @@ static void formats_utc_and_round_trips(void **state)
 
 static int64_t ttl_ok(const char *s)
 {
-	int64_t ms = 42;
-
-	assert_int_equal(janitor_parse_ttl(s, &ms, NULL), ERR_OK);
-	return ms;
+	return parsed_ok(janitor_parse_ttl, s);
 }
 
 static void assert_ttl_invalid(const char *s, const char *want_msg)
 {
-	struct buf msg = BUF_INIT;
-	int64_t ms = 42;
-
-	assert_int_equal(janitor_parse_ttl(s, &ms, &msg), ERR_INVALID);
-	assert_int_equal(ms, 42);
-	assert_string_equal(buf_str(&msg), want_msg);
-	buf_release(&msg);
+	assert_parse_invalid(janitor_parse_ttl, s, want_msg);
 }
 
 static void parses_ttl_units(void **state)
 {
+	static const struct parse_case cases[] = {
+		/* kube-janitor tests/test_parse_ttl.py, in ms */
+		{ "1s", S },
+		{ "08s", 8 * S },
+		{ "5m", 5 * MIN },
+		{ "2h", 2 * HOUR },
+		{ "7d", 7 * DAY },
+		{ "1w", 7 * DAY },
+		{ "0s", 0 },
+		{ "forever", JANITOR_TTL_FOREVER },
+		{ "Forever", JANITOR_TTL_FOREVER },
+		{ "FOREVER", JANITOR_TTL_FOREVER },
+	};
+
 	(void)state;
-	/* kube-janitor tests/test_parse_ttl.py, in ms */
-	assert_int_equal(ttl_ok("1s"), S);
-	assert_int_equal(ttl_ok("08s"), 8 * S);
-	assert_int_equal(ttl_ok("5m"), 5 * MIN);
-	assert_int_equal(ttl_ok("2h"), 2 * HOUR);
-	assert_int_equal(ttl_ok("7d"), 7 * DAY);
-	assert_int_equal(ttl_ok("1w"), 7 * DAY);
-	assert_int_equal(ttl_ok("0s"), 0);
-	assert_int_equal(ttl_ok("forever"), JANITOR_TTL_FOREVER);
-	assert_int_equal(ttl_ok("Forever"), JANITOR_TTL_FOREVER);
-	assert_int_equal(ttl_ok("FOREVER"), JANITOR_TTL_FOREVER);
+	parse_cases(janitor_parse_ttl, cases, NKV(cases));
 }
 
 static void rejects_bad_ttls_naming_them(void **state)
@@ -599,6 +630,13 @@ static void notified_at_rounds_up(void **state)
 	janitor_patch_release(&p);
 }
 
+/* The unmark patch of the annotations kv (n, sorted here) into p. */
+static void unmark(struct janitor_kv *kv, size_t n, struct janitor_patch *p)
+{
+	janitor_kv_sort(kv, n);
+	janitor_unmark_patch(kv, n, p);
+}
+
 static void unmark_removes_only_ours(void **state)
 {
 	struct janitor_kv ours[] = {
@@ -613,8 +651,7 @@ static void unmark_removes_only_ours(void **state)
 	struct janitor_patch p = JANITOR_PATCH_INIT;
 
 	(void)state;
-	janitor_kv_sort(ours, NKV(ours));
-	janitor_unmark_patch(ours, NKV(ours), &p);
+	unmark(ours, NKV(ours), &p);
 	assert_int_equal(p.n, 5);
 	assert_string_equal(p.ops[0].name, JANITOR_ANN_EXPIRES);
 	assert_string_equal(p.ops[4].name, JANITOR_ANN_REASON);
@@ -646,15 +683,13 @@ static void unmark_keeps_a_persons_expires(void **state)
 
 	(void)state;
 	/* never marked by the janitor: nothing to undo */
-	janitor_kv_sort(person_only, NKV(person_only));
-	janitor_unmark_patch(person_only, NKV(person_only), &p);
+	unmark(person_only, NKV(person_only), &p);
 	assert_int_equal(p.n, 0);
 	janitor_unmark_patch(NULL, 0, &p);
 	assert_int_equal(p.n, 0);
 
 	/* marked, but the expiry was a person's from before */
-	janitor_kv_sort(kept_at_mark, NKV(kept_at_mark));
-	janitor_unmark_patch(kept_at_mark, NKV(kept_at_mark), &p);
+	unmark(kept_at_mark, NKV(kept_at_mark), &p);
 	assert_int_equal(p.n, 2);
 	assert_op(&p, JANITOR_ANN_MARKED_AT, NULL);
 	assert_op(&p, JANITOR_ANN_REASON, NULL);
@@ -662,8 +697,7 @@ static void unmark_keeps_a_persons_expires(void **state)
 	janitor_patch_release(&p);
 
 	/* the owner changed our expiry since: theirs now */
-	janitor_kv_sort(snoozed, NKV(snoozed));
-	janitor_unmark_patch(snoozed, NKV(snoozed), &p);
+	unmark(snoozed, NKV(snoozed), &p);
 	assert_int_equal(p.n, 2);
 	assert_op(&p, JANITOR_ANN_MARKED_AT, NULL);
 	assert_op(&p, JANITOR_ANN_MARKED_EXPIRES, NULL);
@@ -869,18 +903,31 @@ static void forever_ttl_skips_even_with_expires(void **state)
 
 static void names(void **state)
 {
+	/* Each case: what it names, the name given, the name wanted. */
+	const struct {
+		const char *what, *got, *want;
+	} cases[] = {
+		{ "JANITOR_SKIP", janitor_action_str(JANITOR_SKIP), "skip" },
+		{ "JANITOR_WAIT", janitor_action_str(JANITOR_WAIT), "wait" },
+		{ "JANITOR_NOTIFY", janitor_action_str(JANITOR_NOTIFY), "notify" },
+		{ "JANITOR_ACT", janitor_action_str(JANITOR_ACT), "act" },
+		{ "JANITOR_SKIP_NONE", janitor_skip_str(JANITOR_SKIP_NONE), "none" },
+		{ "JANITOR_SKIP_EXCLUDED", janitor_skip_str(JANITOR_SKIP_EXCLUDED),
+		  "excluded-namespace" },
+		{ "JANITOR_SKIP_BEING_DELETED", janitor_skip_str(JANITOR_SKIP_BEING_DELETED),
+		  "being-deleted" },
+		{ "JANITOR_SKIP_INVALID", janitor_skip_str(JANITOR_SKIP_INVALID),
+		  "invalid-annotation" },
+		{ "JANITOR_SKIP_EXEMPT", janitor_skip_str(JANITOR_SKIP_EXEMPT), "exempt" },
+		{ "JANITOR_SKIP_FOREVER", janitor_skip_str(JANITOR_SKIP_FOREVER), "ttl-forever" },
+		{ "JANITOR_SKIP_NO_EXPIRY", janitor_skip_str(JANITOR_SKIP_NO_EXPIRY), "no-expiry" },
+	};
+
 	(void)state;
-	assert_string_equal(janitor_action_str(JANITOR_SKIP), "skip");
-	assert_string_equal(janitor_action_str(JANITOR_WAIT), "wait");
-	assert_string_equal(janitor_action_str(JANITOR_NOTIFY), "notify");
-	assert_string_equal(janitor_action_str(JANITOR_ACT), "act");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_NONE), "none");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_EXCLUDED), "excluded-namespace");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_BEING_DELETED), "being-deleted");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_INVALID), "invalid-annotation");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_EXEMPT), "exempt");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_FOREVER), "ttl-forever");
-	assert_string_equal(janitor_skip_str(JANITOR_SKIP_NO_EXPIRY), "no-expiry");
+	for (size_t i = 0; i < NKV(cases); i++)
+		if (strcmp(cases[i].got, cases[i].want))
+			fail_msg("%s is \"%s\", want \"%s\"", cases[i].what, cases[i].got,
+				 cases[i].want);
 }
 
 UNIT_MAIN(

@@ -22,8 +22,7 @@
 
 static void ints_round_trip(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	const int64_t values[] = { INT64_C(5000000000), -3, INT64_MAX, INT64_MIN, 0 };
 	struct db_stmt *s;
 
@@ -55,13 +54,11 @@ static void ints_round_trip(void **state)
 	db_finalize(s);
 	/* Arithmetic past 2^31 on the server, not only storage. */
 	assert_true(dbfx_one_int(db, "SELECT MAX(v) - 1 FROM n") == INT64_MAX - 1);
-	db_close(db);
 }
 
 static void text_utf8_empty_and_null(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	const char *utf8 = "Gr\xc3\xbc\xc3\x9f" "e, \xe4\xb8\x96\xe7\x95\x8c \xe2\x9c\x93 it's \"q\"";
 	struct db_stmt *s;
 
@@ -103,13 +100,11 @@ static void text_utf8_empty_and_null(void **state)
 	assert_int_equal(db_step(s), DB_ROW);
 	assert_int_equal(db_col_int(s, 0), 1);
 	db_finalize(s);
-	db_close(db);
 }
 
 static void comparisons_read_as_0_and_1(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct db_stmt *s;
 
 	dbfx_exec_ok(db, "CREATE TABLE b (i BIGINT NOT NULL, s TEXT);"
@@ -131,13 +126,11 @@ static void comparisons_read_as_0_and_1(void **state)
 	assert_string_equal(db_col_text(s, 2), "1");
 	assert_int_equal(db_step(s), DB_DONE);
 	db_finalize(s);
-	db_close(db);
 }
 
 static void placeholders_reused_and_literals_untouched(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct db_stmt *s;
 
 	/* ?1 twice; ?N inside a literal, an identifier and a comment stay as written. */
@@ -155,13 +148,12 @@ static void placeholders_reused_and_literals_untouched(void **state)
 	assert_string_equal(db_col_text(s, 2), "?");
 	assert_int_equal(db_step(s), DB_DONE);
 	db_finalize(s);
-	db_close(db);
 }
 
 static void returning_id_and_changes(void **state)
 {
 	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct db_stmt *s;
 
 	dbfx_exec_ok(db, dbfx_by_engine(e, "CREATE TABLE r (id INTEGER PRIMARY KEY, name TEXT NOT NULL)",
@@ -190,13 +182,11 @@ static void returning_id_and_changes(void **state)
 	assert_int_equal(db_changes(db), 4);
 	dbfx_exec_ok(db, "DELETE FROM r WHERE id = 1");
 	assert_int_equal(db_changes(db), 0);
-	db_close(db);
 }
 
 static void exec_runs_several_statements(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct buf msg = BUF_INIT;
 
 	dbfx_exec_ok(db, "CREATE TABLE a (x BIGINT PRIMARY KEY); INSERT INTO a VALUES (1);"
@@ -207,13 +197,11 @@ static void exec_runs_several_statements(void **state)
 	dbfx_assert_contains(buf_str(&msg), db_name(db));
 	dbfx_assert_contains(buf_str(&msg), "nosuch");
 	buf_release(&msg);
-	db_close(db);
 }
 
 static void transactions(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct buf msg = BUF_INIT;
 
 	dbfx_exec_ok(db, "CREATE TABLE x (v BIGINT)");
@@ -237,7 +225,6 @@ static void transactions(void **state)
 	assert_int_equal(db_commit(db, &msg), ERR_DB);
 	dbfx_assert_contains(buf_str(&msg), db_name(db));
 	buf_release(&msg);
-	db_close(db);
 }
 
 static void schema_version_starts_at_0(void **state)
@@ -274,7 +261,7 @@ static void schema_version_starts_at_0(void **state)
 static void bad_sql_and_constraints(void **state)
 {
 	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct buf msg = BUF_INIT;
 	struct db_stmt *s = NULL;
 	enum err rc = db_prepare(db, "SELEC 1", &s, &msg);
@@ -322,7 +309,6 @@ static void bad_sql_and_constraints(void **state)
 	db_finalize(s);
 	assert_int_equal(dbfx_one_int(db, "SELECT COUNT(*) FROM u"), 3);
 	buf_release(&msg);
-	db_close(db);
 }
 
 /*
@@ -332,7 +318,7 @@ static void bad_sql_and_constraints(void **state)
 static void failed_statement_in_a_transaction(void **state)
 {
 	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct buf msg = BUF_INIT;
 	struct db_stmt *s;
 
@@ -358,14 +344,13 @@ static void failed_statement_in_a_transaction(void **state)
 		assert_int_equal(dbfx_one_int(db, "SELECT COUNT(*) FROM f"), 2);
 	}
 	buf_release(&msg);
-	db_close(db);
 }
 
 /* More distinct statements than PostgreSQL's per-connection cache holds. */
 static void many_distinct_statements(void **state)
 {
 	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 
 	for (int i = 0; i < 300; i++) {
 		char sql[64];
@@ -380,13 +365,11 @@ static void many_distinct_statements(void **state)
 	}
 	if (e->engine == DB_POSTGRES)
 		assert_true(dbfx_one_int(db, "SELECT COUNT(*) FROM pg_prepared_statements") <= 256);
-	db_close(db);
 }
 
 static void reset_and_rerun(void **state)
 {
-	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct db_stmt *s;
 
 	dbfx_exec_ok(db, "CREATE TABLE q (v BIGINT); INSERT INTO q VALUES (1); INSERT INTO q VALUES (2);"
@@ -419,7 +402,6 @@ static void reset_and_rerun(void **state)
 	assert_int_equal(db_step(s), DB_ROW);
 	assert_int_equal(db_col_int(s, 0), 1);
 	db_finalize(s);
-	db_close(db);
 }
 
 #define CONTRACT(X) \

@@ -117,7 +117,7 @@ out:
 static void writers_serialise(void **state)
 {
 	struct dbfx_env *e = *state;
-	struct db *db = dbfx_open_ok(e->target);
+	struct db *db = dbfx_db(state);
 	struct incrementer w[2] = { { e->target, 40, 0 }, { e->target, 40, 0 } };
 	struct timespec deadline;
 	pthread_t t[2];
@@ -132,7 +132,6 @@ static void writers_serialise(void **state)
 		assert_int_equal(w[i].failures, 0);
 	}
 	assert_int_equal(dbfx_one_int(db, "SELECT v FROM c"), 80);
-	db_close(db);
 }
 
 static void advisory_locks(void **state)

@@ -80,36 +80,43 @@ static void answered(struct env *e, size_t i, const char *want)
 	json_decref(o);
 }
 
+/*
+ * One postpone step that goes through: the pod's GET and the PATCH's answer (both
+ * OWNER_ANN), the Event's 201 and Slack's two OK_POSTs are queued first.
+ */
+static void postpone_done(struct env *e)
+{
+	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
+	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);  /* the PATCH's answer */
+	fake_http_push(e->kube, 201, NULL, "{}");
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_postpone_step(e->j), 1);
+}
+
 static void owner_click_moves_expires_a_day(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	const struct fake_request *r;
 	json_t *o;
 
-	(void)state;
-	jfx_env_start(&e, 0);
-	click(&e, "U0OWNER", "1794960001.000200");
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);  /* the PATCH's answer */
-	fake_http_push(e.kube, 201, NULL, "{}");
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_postpone_step(e.j), 1);
-	jfx_req(e.kube, 0, "GET", POD_PATH);
-	r = jfx_req(e.kube, 1, "PATCH", POD_PATH);
+	click(e, "U0OWNER", "1794960001.000200");
+	postpone_done(e);
+	jfx_req(e->kube, 0, "GET", POD_PATH);
+	r = jfx_req(e->kube, 1, "PATCH", POD_PATH);
 	assert_string_equal(fake_request_header(r, "Content-Type"), "application/merge-patch+json");
 	/* uid and resourceVersion are the API server's preconditions (409 on a change). */
 	jfx_body_is(r, "{\"metadata\":{\"uid\":\"uid-1\",\"resourceVersion\":\"7\",\"annotations\":{"
 		       "\"janitor/expires\":\"2026-11-20T00:00:00Z\","
 		       "\"janitor/marked-expires\":\"2026-11-20T00:00:00Z\","
 		       "\"janitor/notified-at\":null,\"janitor/postponed\":\"1\"}}}");
-	o = jfx_body_json(jfx_req(e.kube, 2, "POST", "/api/v1/namespaces/ml-team/events"));
+	o = jfx_body_json(jfx_req(e->kube, 2, "POST", EVENTS_PATH));
 	assert_string_equal(json_string_value(json_object_get(o, "reason")), "JanitorPostponed");
 	jfx_assert_contains(json_string_value(json_object_get(o, "message")),
 			    "kept until 2026-11-20T00:00:00Z by Slack user U0OWNER (ada), "
 			    "postpone 1 of 3");
 	json_decref(o);
-	o = jfx_body_json(jfx_req(e.slack, 0, "POST", "/chat.update"));
+	o = jfx_body_json(jfx_req(e->slack, 0, "POST", "/chat.update"));
 	assert_string_equal(json_string_value(json_object_get(o, "channel")), "C0GPU");
 	assert_string_equal(json_string_value(json_object_get(o, "ts")), "1794960000.000100");
 	jfx_assert_contains(json_string_value(json_object_get(o, "text")),
@@ -121,42 +128,33 @@ static void owner_click_moves_expires_a_day(void **state)
 				    json_array_get(json_object_get(o, "blocks"), 1), "type")),
 			    "section");
 	json_decref(o);
-	o = jfx_body_json(jfx_req(e.slack, 1, "POST", "/chat.postMessage"));
+	o = jfx_body_json(jfx_req(e->slack, 1, "POST", "/chat.postMessage"));
 	assert_string_equal(json_string_value(json_object_get(o, "thread_ts")), "1794960000.000100");
 	json_decref(o);
-	jfx_assert_contains(jfx_metrics_text(&e),
+	jfx_assert_contains(jfx_metrics_text(e),
 			    "alertbridge_janitor_postpones_total{result=\"done\",reason=\"done\"} 1");
-	assert_int_equal(janitor_postpone_step(e.j), 0);  /* done with */
-	jfx_env_stop(&e);
+	assert_int_equal(janitor_postpone_step(e->j), 0);  /* done with */
 }
 
 static void second_click_of_the_same_button_changes_nothing(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	size_t k;
 
-	(void)state;
-	jfx_env_start(&e, 0);
-	click(&e, "U0OWNER", "1794960001.000200");
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);
-	fake_http_push(e.kube, 201, NULL, "{}");
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_postpone_step(e.j), 1);
-	k = fake_http_count(e.kube);
+	click(e, "U0OWNER", "1794960001.000200");
+	postpone_done(e);
+	k = fake_http_count(e->kube);
 	/* Another click (its own action_ts) of the same notice's button. */
-	click(&e, "U0OWNER", "1794960009.000300");
-	jfx_push_pod(e.kube, "train-1", "uid-1",
+	click(e, "U0OWNER", "1794960009.000300");
+	jfx_push_pod(e->kube, "train-1", "uid-1",
 		     "\"janitor/expires\":\"2026-11-20T00:00:00Z\",\"janitor/notify\":\"U0OWNER\","
 		     "\"janitor/postponed\":\"1\"");
-	fake_http_push(e.slack, 200, NULL, "{\"ok\":true}");
-	assert_int_equal(janitor_postpone_step(e.j), 1);
-	jfx_no_mutation(e.kube, k);
-	answered(&e, 2, "kept already with this button: it now goes at 2026-11-20T00:00:00Z");
-	jfx_assert_contains(jfx_metrics_text(&e),
+	fake_http_push(e->slack, 200, NULL, "{\"ok\":true}");
+	assert_int_equal(janitor_postpone_step(e->j), 1);
+	jfx_no_mutation(e->kube, k);
+	answered(e, 2, "kept already with this button: it now goes at 2026-11-20T00:00:00Z");
+	jfx_assert_contains(jfx_metrics_text(e),
 			    "alertbridge_janitor_postpones_total{result=\"refused\",reason=\"already\"} 1");
-	jfx_env_stop(&e);
 }
 
 /* One refusal: the pod answer(s) given, the answer expected, no write to Kubernetes. */
@@ -241,52 +239,39 @@ static void limits_are_answered(void **state)
 
 static void a_conflict_retries_the_click(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_event ev = { 0 };
 
-	(void)state;
-	jfx_env_start(&e, 0);
-	click(&e, "U0OWNER", "1794960001.000200");
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);
-	fake_http_push(e.kube, 409, NULL,
+	click(e, "U0OWNER", "1794960001.000200");
+	jfx_push_pod(e->kube, "train-1", "uid-1", OWNER_ANN);
+	fake_http_push(e->kube, 409, NULL,
 		       "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
 		       "\"reason\":\"Conflict\",\"code\":409}");
-	assert_int_equal(janitor_postpone_step(e.j), 1);
-	assert_int_equal(fake_http_count(e.slack), 0);  /* nothing told: it is not done */
+	assert_int_equal(janitor_postpone_step(e->j), 1);
+	assert_int_equal(fake_http_count(e->slack), 0);  /* nothing told: it is not done */
 	/* Read again later, and then done (the one-per-notice mark was given back). */
-	e.now += HOUR;
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);
-	jfx_push_pod(e.kube, "train-1", "uid-1", OWNER_ANN);
-	fake_http_push(e.kube, 201, NULL, "{}");
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_postpone_step(e.j), 1);
-	jfx_req(e.kube, 3, "PATCH", POD_PATH);
-	assert_int_equal(store_next_event(e.st, JANITOR_POSTPONE_QUEUE, e.now + 10 * HOUR, &ev),
+	e->now += HOUR;
+	postpone_done(e);
+	jfx_req(e->kube, 3, "PATCH", POD_PATH);
+	assert_int_equal(store_next_event(e->st, JANITOR_POSTPONE_QUEUE, e->now + 10 * HOUR, &ev),
 			 ERR_NOTFOUND);
-	jfx_env_stop(&e);
 }
 
 static void notice_carries_the_button_with_a_signing_secret(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 };
 	char *blocks;
 	json_t *o, *button;
 
-	(void)state;
-	jfx_env_start(&e, 0);
 	n.id = 7;
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)"train-1";
-	n.uid = (char *)"uid-1";
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, "train-1", "uid-1", "notice");
 	n.expires_ms = T0 + 6 * HOUR;
 	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\"}";
 	/* No signing secret: the text alone, as before. */
-	assert_null(janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1));
-	e.cfg->janitor.slack.signing_secret = strdup("s3cret");
-	blocks = janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1);
+	assert_null(janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1));
+	e->cfg->janitor.slack.signing_secret = strdup("s3cret");
+	blocks = janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1);
 	assert_non_null(blocks);
 	o = json_loads(blocks, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(
@@ -302,35 +287,29 @@ static void notice_carries_the_button_with_a_signing_secret(void **state)
 	free(blocks);
 	/* Replies and reminders carry none. */
 	n.kind = (char *)"reminder";
-	assert_null(janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1));
-	jfx_env_stop(&e);
+	assert_null(janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1));
 }
 
 static void a_digest_has_one_button_per_pod(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice m[2] = { { 0 } };
 	json_t *o, *els;
 	char *blocks;
 
-	(void)state;
-	jfx_env_start(&e, 0);
-	e.cfg->janitor.slack.signing_secret = strdup("s3cret");
+	e->cfg->janitor.slack.signing_secret = strdup("s3cret");
 	for (int i = 0; i < 2; i++) {
 		m[i].id = 10 + i;
-		m[i].namespace = (char *)"ml-team";
-		m[i].pod = (char *)(i ? "train-2" : "train-1");
-		m[i].uid = (char *)(i ? "uid-2" : "uid-1");
-		m[i].kind = (char *)"notice";
+		jfx_notice_of(&m[i], i ? "train-2" : "train-1", i ? "uid-2" : "uid-1", "notice");
 		m[i].expires_ms = T0 + 6 * HOUR;
 		/* The second pod's policy allows no postpone: no button for it. */
 		m[i].line = (char *)(i ? "{\"policy\":\"JanitorPodPendingTooLong\"}"
 				       : "{\"policy\":\"JanitorIdleGPUPod\"}");
 	}
-	for (size_t k = 0; k < e.cfg->janitor.policies_count; k++)
-		if (!strcmp(e.cfg->janitor.policies[k].alertname, "JanitorPodPendingTooLong"))
-			e.cfg->janitor.policies[k].max_postpones = 0;
-	blocks = janitor_keep_blocks(e.j, "Pods of yours go", m, 2);
+	for (size_t k = 0; k < e->cfg->janitor.policies_count; k++)
+		if (!strcmp(e->cfg->janitor.policies[k].alertname, "JanitorPodPendingTooLong"))
+			e->cfg->janitor.policies[k].max_postpones = 0;
+	blocks = janitor_keep_blocks(e->j, "Pods of yours go", m, 2);
 	o = json_loads(blocks, 0, NULL);
 	els = json_object_get(json_array_get(o, 1), "elements");
 	assert_int_equal(json_array_size(els), 1);
@@ -340,12 +319,11 @@ static void a_digest_has_one_button_per_pod(void **state)
 	m[1].line = (char *)"{\"policy\":\"JanitorIdleGPUPod\"}";
 	json_decref(o);
 	free(blocks);
-	blocks = janitor_keep_blocks(e.j, "Pods of yours go", m, 2);
+	blocks = janitor_keep_blocks(e->j, "Pods of yours go", m, 2);
 	o = json_loads(blocks, 0, NULL);
 	assert_int_equal(json_array_size(json_object_get(json_array_get(o, 1), "elements")), 2);
 	json_decref(o);
 	free(blocks);
-	jfx_env_stop(&e);
 }
 
 /*
@@ -355,39 +333,34 @@ static void a_digest_has_one_button_per_pod(void **state)
  */
 static void no_button_a_click_could_not_use(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 };
 	struct cfg_policy *gpu = NULL;
 	struct buf line = BUF_INIT;
 	char *blocks;
 	json_t *o, *button;
 
-	(void)state;
-	jfx_env_start(&e, 0);
-	e.cfg->janitor.slack.signing_secret = strdup("s3cret");
-	for (size_t k = 0; k < e.cfg->janitor.policies_count; k++)
-		if (!strcmp(e.cfg->janitor.policies[k].alertname, "JanitorIdleGPUPod"))
-			gpu = &e.cfg->janitor.policies[k];
+	e->cfg->janitor.slack.signing_secret = strdup("s3cret");
+	for (size_t k = 0; k < e->cfg->janitor.policies_count; k++)
+		if (!strcmp(e->cfg->janitor.policies[k].alertname, "JanitorIdleGPUPod"))
+			gpu = &e->cfg->janitor.policies[k];
 	assert_non_null(gpu);
 	gpu->max_postpones = 2;
 	n.id = 7;
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)"train-1";
-	n.uid = (char *)"uid-1";
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, "train-1", "uid-1", "notice");
 	n.expires_ms = T0 + 6 * HOUR;
 	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":1}";
-	blocks = janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1);
+	blocks = janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1);
 	assert_non_null(blocks);
 	free(blocks);
 	n.line = (char *)"{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":2}";
-	assert_null(janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1));
+	assert_null(janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1));
 	/* max_lifetime 1d from creation at T0 - 12h: a click keeps it until T0 + 12h only. */
 	gpu->max_lifetime_ms = 24 * HOUR;
 	(void)buf_printf(&line, "{\"policy\":\"JanitorIdleGPUPod\",\"postponed\":0,"
 			 "\"createdMs\":%lld}", (long long)(T0 - 12 * HOUR));
 	n.line = line.data;
-	blocks = janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1);
+	blocks = janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1);
 	o = json_loads(blocks, 0, NULL);
 	button = json_array_get(json_object_get(json_array_get(o, 1), "elements"), 0);
 	assert_string_equal(json_string_value(json_object_get(json_object_get(button, "text"),
@@ -397,19 +370,18 @@ static void no_button_a_click_could_not_use(void **state)
 	free(blocks);
 	/* Its expiry at the bound already: no button. */
 	n.expires_ms = T0 + 12 * HOUR;
-	assert_null(janitor_keep_blocks(e.j, "Pod train-1 goes", &n, 1));
+	assert_null(janitor_keep_blocks(e->j, "Pod train-1 goes", &n, 1));
 	buf_release(&line);
-	jfx_env_stop(&e);
 }
 
 UNIT_MAIN(
-	cmocka_unit_test(owner_click_moves_expires_a_day),
-	cmocka_unit_test(second_click_of_the_same_button_changes_nothing),
+	JFX_TEST(owner_click_moves_expires_a_day),
+	JFX_TEST(second_click_of_the_same_button_changes_nothing),
 	cmocka_unit_test(someone_else_may_not_keep_the_pod),
 	cmocka_unit_test(an_owner_named_by_email_is_looked_up),
 	cmocka_unit_test(a_pod_gone_or_replaced_is_not_kept),
 	cmocka_unit_test(limits_are_answered),
-	cmocka_unit_test(a_conflict_retries_the_click),
-	cmocka_unit_test(notice_carries_the_button_with_a_signing_secret),
-	cmocka_unit_test(a_digest_has_one_button_per_pod),
-	cmocka_unit_test(no_button_a_click_could_not_use))
+	JFX_TEST(a_conflict_retries_the_click),
+	JFX_TEST(notice_carries_the_button_with_a_signing_secret),
+	JFX_TEST(a_digest_has_one_button_per_pod),
+	JFX_TEST(no_button_a_click_could_not_use))

@@ -27,45 +27,36 @@
 
 static void not_deleted_before_notice_lead_then_deleted(void **state)
 {
-	struct env e;
-	struct store_notice n = { 0 };
-	(void)state;
+	struct env *e = *state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
-	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
-	jfx_sweep(&e, ERR_OK);
+	jfx_delivered_notice(e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
+	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
+	jfx_sweep(e, ERR_OK);
 	/* 30 min (reminder_before: notice_lead / 2) before acting: the reminder */
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
-	assert_int_equal(fake_http_count(e.kube), 1);
-	assert_string_equal(fake_request_header(fake_http_request(e.kube, 0), "accept"),
+	assert_string_equal(buf_str(&e->rows), "ml-team/train-1=remind;");
+	assert_int_equal(fake_http_count(e->kube), 1);
+	assert_string_equal(fake_request_header(fake_http_request(e->kube, 0), "accept"),
 			    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1");
 
-	e.now = T0 + 30 * MIN - 1;  /* 1 ms before notified + 1h */
-	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
+	e->now = T0 + 30 * MIN - 1;  /* 1 ms before notified + 1h */
+	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
+	jfx_sweep_rows(e, "ml-team/train-1=wait;");
 
-	e.now = T0 + 30 * MIN;
-	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
-	jfx_push_pod(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
-	fake_http_push(e.kube, 200, NULL, "{\"kind\":\"Pod\"}");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=delete-pod;");
-	jfx_req(e.kube, 3, "GET", POD_PATH);
-	jfx_body_is(jfx_req(e.kube, 4, "DELETE", POD_PATH),
+	e->now = T0 + 30 * MIN;
+	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
+	jfx_push_pod(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
+	fake_http_push(e->kube, 200, NULL, "{\"kind\":\"Pod\"}");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	jfx_sweep_rows(e, "ml-team/train-1=delete-pod;");
+	jfx_req(e->kube, 3, "GET", POD_PATH);
+	jfx_body_is(jfx_req(e->kube, 4, "DELETE", POD_PATH),
 		    "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"propagationPolicy\":"
 		    "\"Background\",\"preconditions\":{\"uid\":\"uid-1\"}}");
-	jfx_assert_contains(jfx_req(e.kube, 5, "POST", "/api/v1/namespaces/ml-team/events")->body,
-			    "\"JanitorDeleted\"");
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "deleted", &n), ERR_OK);
-	assert_string_equal(n.thread_ts, "1794950000.000100");
-	jfx_assert_contains(n.text, ":wastebasket: Pod `ml-team/train-1` was deleted as announced");
-	store_notice_release(&n);
-	jfx_assert_contains(jfx_metrics_text(&e),
+	jfx_event_posted(e->kube, 5, "JanitorDeleted");
+	jfx_reply_is(e, "deleted", NULL,
+		     ":wastebasket: Pod `ml-team/train-1` was deleted as announced");
+	jfx_assert_contains(jfx_metrics_text(e),
 			    "{action=\"deleted\",reason=\"JanitorPodPendingTooLong\"} 1");
-	jfx_env_stop(&e);
 }
 
 /*
@@ -82,26 +73,22 @@ static void not_deleted_before_notice_lead_then_deleted(void **state)
 
 static void reminder_once_in_the_notice_thread(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 };
 	struct janitor_options jo = { 0 };
 	json_t *post;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "train-1", "uid-1", T0 + 2 * HOUR, T0 - HOUR);
-	e.now = REMIND_AT - 1;
-	jfx_push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &n), ERR_NOTFOUND);
+	jfx_delivered_notice(e, "train-1", "uid-1", T0 + 2 * HOUR, T0 - HOUR);
+	e->now = REMIND_AT - 1;
+	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_sweep_rows(e, "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "reminder", &n), ERR_NOTFOUND);
 
-	e.now = REMIND_AT;
-	jfx_push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
-	jfx_no_mutation(e.kube, 0);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &n), ERR_OK);
+	e->now = REMIND_AT;
+	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_sweep_rows(e, "ml-team/train-1=remind;");
+	jfx_no_mutation(e->kube, 0);
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "reminder", &n), ERR_OK);
 	assert_int_equal(n.state, STORE_NOTICE_PENDING);
 	assert_string_equal(n.channel, "C0GPU");
 	assert_string_equal(n.thread_ts, "1794950000.000100");
@@ -115,173 +102,140 @@ static void reminder_once_in_the_notice_thread(void **state)
 	store_notice_release(&n);
 
 	/* the next sweeps queue no second one */
-	e.now = REMIND_AT + MIN;
-	jfx_push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
-	assert_int_equal(store_notice_pending_count(e.st), 1);
+	e->now = REMIND_AT + MIN;
+	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_sweep_rows(e, "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_pending_count(e->st), 1);
 
 	/* delivered as a reply in the notice's thread; the pod is not stamped again */
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	post = jfx_body_json(jfx_req(e.slack, 0, "POST", "/chat.postMessage"));
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	post = jfx_body_json(jfx_req(e->slack, 0, "POST", "/chat.postMessage"));
 	assert_string_equal(json_string_value(json_object_get(post, "channel")), "C0GPU");
 	assert_string_equal(json_string_value(json_object_get(post, "thread_ts")),
 			    "1794950000.000100");
 	jfx_assert_contains(json_string_value(json_object_get(post, "text")), ":alarm_clock:");
 	json_decref(post);
-	assert_int_equal(fake_http_count(e.kube), 3);  /* the three listings */
+	assert_int_equal(fake_http_count(e->kube), 3);  /* the three listings */
 
 	/* a restart: the outbox remembers the reminder */
-	janitor_free(e.j);
-	jo.cfg = e.cfg;
-	jo.store = e.st;
-	jo.kube = e.kc;
-	jo.slack = e.sc;
-	jo.now_ms = jfx_v_now;
-	jo.sleep_ms = jfx_v_sleep;
-	jo.clock_ctx = &e;
-	e.j = janitor_new(&jo);
-	e.now = REMIND_AT + 2 * MIN;
-	jfx_push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
-	assert_int_equal(store_notice_pending_count(e.st), 0);
-	assert_int_equal(janitor_notice_step(e.j), 0);
-	assert_int_equal(fake_http_count(e.slack), 1);
-	jfx_env_stop(&e);
+	janitor_free(e->j);
+	jfx_janitor_options(e, &jo);
+	e->j = janitor_new(&jo);
+	e->now = REMIND_AT + 2 * MIN;
+	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_sweep_rows(e, "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_pending_count(e->st), 0);
+	assert_int_equal(janitor_notice_step(e->j), 0);
+	assert_int_equal(fake_http_count(e->slack), 1);
 }
 
 static void no_reminder_without_a_delivered_notice_or_a_mark(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 }, r = { 0 };
-	(void)state;
 
-	jfx_env_start(&e, 0);
 	/* janitor/notified-at by hand, the outbox's notice still pending: no reminder */
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)"train-1";
-	n.uid = (char *)"uid-1";
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, "train-1", "uid-1", "notice");
 	n.expires_ms = T0 + 2 * HOUR;
 	n.text = (char *)"notice";
-	assert_int_equal(store_notice_add(e.st, &n, NULL), ERR_OK);
-	e.now = REMIND_AT;
-	jfx_push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &r), ERR_NOTFOUND);
+	assert_int_equal(store_notice_add(e->st, &n, NULL), ERR_OK);
+	e->now = REMIND_AT;
+	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_sweep_rows(e, "ml-team/train-1=wait;");
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "reminder", &r), ERR_NOTFOUND);
 
 	/* delivered: the reminder is queued, then the alert resolves before it went out */
-	assert_int_equal(store_notice_sent(e.st, n.id, T0 - HOUR, "#gpu-cluster", "C0GPU",
+	assert_int_equal(store_notice_sent(e->st, n.id, T0 - HOUR, "#gpu-cluster", "C0GPU",
 					   "1794950000.000100"),
 			 ERR_OK);
-	jfx_push_one(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
-	jfx_enqueue(&e, "resolved", "JanitorPodPendingTooLong", "ml-team", "train-1", "uid-1");
-	jfx_push_pod(e.kube, "train-1", "uid-1", REMIND_ANN);
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_step(e.j), 1);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "reminder", &r), ERR_OK);
+	jfx_push_one(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_sweep_rows(e, "ml-team/train-1=remind;");
+	jfx_enqueue(e, "resolved", "JanitorPodPendingTooLong", "ml-team", "train-1", "uid-1");
+	jfx_push_pod(e->kube, "train-1", "uid-1", REMIND_ANN);
+	jfx_push_pod(e->kube, "train-1", "uid-1", "");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e->j), 1);
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "reminder", &r), ERR_OK);
 	assert_int_equal(r.state, STORE_NOTICE_DEAD);  /* cancelled: it never goes out */
 	store_notice_release(&r);
 
 	/* the mark is gone: later sweeps have nothing to remind of */
-	e.now = REMIND_AT + 10 * MIN;
-	jfx_push_one(e.kube, "train-1", "uid-1", "");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "");
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	assert_int_equal(janitor_notice_step(e.j), 1);  /* the "cancelled" reply only */
-	assert_int_equal(janitor_notice_step(e.j), 0);
-	assert_int_equal(fake_http_count(e.slack), 1);
-	jfx_assert_contains(fake_http_request(e.slack, 0)->body, "Never mind");
-	jfx_env_stop(&e);
+	e->now = REMIND_AT + 10 * MIN;
+	jfx_push_one(e->kube, "train-1", "uid-1", "");
+	jfx_sweep_rows(e, "");
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	assert_int_equal(janitor_notice_step(e->j), 1);  /* the "cancelled" reply only */
+	assert_int_equal(janitor_notice_step(e->j), 0);
+	assert_int_equal(fake_http_count(e->slack), 1);
+	jfx_assert_contains(fake_http_request(e->slack, 0)->body, "Never mind");
 }
 
 static void uid_changed_before_acting_untouched(void **state)
 {
-	struct env e;
-	(void)state;
+	struct env *e = *state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "train-1", "uid-1", T0 - MIN, T0 - 3 * HOUR);
-	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
-	jfx_push_pod(e.kube, "train-1", "uid-2", DUE_ANN("2026-11-17T21:00:00Z"));
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=skip:uid-changed;");
-	assert_int_equal(fake_http_count(e.kube), 2);
-	jfx_no_mutation(e.kube, 0);
-	jfx_env_stop(&e);
+	jfx_delivered_notice(e, "train-1", "uid-1", T0 - MIN, T0 - 3 * HOUR);
+	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
+	jfx_push_pod(e->kube, "train-1", "uid-2", DUE_ANN("2026-11-17T21:00:00Z"));
+	jfx_sweep_rows(e, "ml-team/train-1=skip:uid-changed;");
+	assert_int_equal(fake_http_count(e->kube), 2);
+	jfx_no_mutation(e->kube, 0);
 }
 
 static void annotation_without_delivered_notice_notifies_first(void **state)
 {
-	struct env e;
-	(void)state;
+	struct env *e = *state;
 
-	jfx_env_start(&e, 0);
 	/* notified-at set by hand, nothing in the outbox: tell the owner first. */
-	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
-	jfx_push_pod(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=notify;");
-	jfx_no_mutation(e.kube, 0);
-	assert_int_equal(store_notice_pending_count(e.st), 1);
-	jfx_env_stop(&e);
+	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
+	jfx_push_pod(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
+	jfx_sweep_rows(e, "ml-team/train-1=notify;");
+	jfx_no_mutation(e->kube, 0);
+	assert_int_equal(store_notice_pending_count(e->st), 1);
 }
 
 static void user_ttl_notice_first_delete_after_lead(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct store_notice n = { 0 };
-	(void)state;
 
-	jfx_env_start(&e, 0);
 	/* Created 2026-11-16, ttl 1h: long expired, but no notice yet. */
-	jfx_push_one(e.kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=notify;");
-	assert_int_equal(fake_http_count(e.kube), 1);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
+	jfx_push_one(e->kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
+	jfx_sweep_rows(e, "ml-team/train-1=notify;");
+	assert_int_equal(fake_http_count(e->kube), 1);
+	assert_int_equal(store_notice_latest(e->st, "uid-1", "notice", &n), ERR_OK);
 	jfx_assert_contains(n.text, "(janitor/ttl)");
 	/* Long expired: the notice announces now + notice_lead (2h), not the past. */
 	jfx_assert_contains(n.text, "will be deleted in 2 hours, at Wed, 18 Nov 2026 02:00:00 UTC");
 	store_notice_release(&n);
 
 	/* The next sweep does not queue it twice. */
-	jfx_push_one(e.kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=notice-pending;");
+	jfx_push_one(e->kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
+	jfx_sweep_rows(e, "ml-team/train-1=notice-pending;");
 
-	fake_http_push(e.slack, 200, NULL, OK_POST);
-	jfx_push_pod(e.kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	jfx_body_is(jfx_req(e.kube, 3, "PATCH", POD_PATH),
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	jfx_push_pod(e->kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
+	jfx_push_pod(e->kube, "train-1", "uid-1", "");
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	jfx_body_is(jfx_req(e->kube, 3, "PATCH", POD_PATH),
 		    "{\"metadata\":{\"uid\":\"uid-1\",\"annotations\":{\"janitor/notified-at\":"
 		    "\"2026-11-18T00:00:00Z\"}}}");
 
 	/* First policy's notice_lead (2h): wait (reminding 1h before), then act. */
-	e.now = T0 + 2 * HOUR - 1000;
-	jfx_push_one(e.kube, "train-1", "uid-1",
+	e->now = T0 + 2 * HOUR - 1000;
+	jfx_push_one(e->kube, "train-1", "uid-1",
 		     "\"janitor/ttl\":\"1h\",\"janitor/notified-at\":\"2026-11-18T00:00:00Z\"");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
-	e.now = T0 + 2 * HOUR;
-	jfx_push_one(e.kube, "train-1", "uid-1",
+	jfx_sweep_rows(e, "ml-team/train-1=remind;");
+	e->now = T0 + 2 * HOUR;
+	jfx_push_one(e->kube, "train-1", "uid-1",
 		     "\"janitor/ttl\":\"1h\",\"janitor/notified-at\":\"2026-11-18T00:00:00Z\"");
-	jfx_push_pod(e.kube, "train-1", "uid-1",
+	jfx_push_pod(e->kube, "train-1", "uid-1",
 		     "\"janitor/ttl\":\"1h\",\"janitor/notified-at\":\"2026-11-18T00:00:00Z\"");
-	fake_http_push(e.kube, 200, NULL, "{}");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=delete-pod;");
-	jfx_req(e.kube, 7, "DELETE", POD_PATH);
-	jfx_env_stop(&e);
+	fake_http_push(e->kube, 200, NULL, "{}");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	jfx_sweep_rows(e, "ml-team/train-1=delete-pod;");
+	jfx_req(e->kube, 7, "DELETE", POD_PATH);
 }
 
 static void dry_run_makes_no_mutating_request(void **state)
@@ -299,11 +253,9 @@ static void dry_run_makes_no_mutating_request(void **state)
 	assert_int_equal(janitor_step(e.j), 1);
 	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
 	jfx_push_pod(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T21:00:00Z"));
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=delete-pod;");
+	jfx_sweep_rows(&e, "ml-team/train-1=delete-pod;");
 	jfx_push_one(e.kube, "train-1", "uid-1", "\"janitor/ttl\":\"1h\"");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=notify;");
+	jfx_sweep_rows(&e, "ml-team/train-1=notify;");
 	assert_int_equal(fake_http_count(e.kube), 5);
 	jfx_no_mutation(e.kube, 0);
 	assert_int_equal(fake_http_count(e.slack), 0);
@@ -317,198 +269,175 @@ static void dry_run_makes_no_mutating_request(void **state)
 
 static void deployment_owned_is_scaled_not_deleted(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	char *p;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "train-1", "uid-1", T0 - MIN, T0 - 3 * HOUR);
+	jfx_delivered_notice(e, "train-1", "uid-1", T0 - MIN, T0 - 3 * HOUR);
 #define GPU_DUE                                                                       \
 	"\"janitor/expires\":\"2026-11-17T23:59:00Z\",\"janitor/marked-at\":"          \
 	"\"2026-11-16T23:59:00Z\",\"janitor/reason\":\"JanitorIdleGPUPod\","          \
 	"\"janitor/notified-at\":\"2026-11-17T21:00:00Z\""
 	p = jfx_pod_json("train-1", "uid-1", GPU_DUE, "ReplicaSet", "train-7d9f");
-	jfx_push_list(e.kube, &p, 1);
+	jfx_push_list(e->kube, &p, 1);
 	p = jfx_pod_json("train-1", "uid-1", GPU_DUE, "ReplicaSet", "train-7d9f");
-	fake_http_push(e.kube, 200, NULL, p);
+	fake_http_push(e->kube, 200, NULL, p);
 	free(p);
-	fake_http_push(e.kube, 200, NULL,
+	fake_http_push(e->kube, 200, NULL,
 		       "{\"kind\":\"ReplicaSet\",\"metadata\":{\"name\":\"train-7d9f\",\"uid\":"
 		       "\"owner-uid\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":"
 		       "\"Deployment\",\"name\":\"train\",\"uid\":\"dep-uid\",\"controller\":true}]}}");
-	fake_http_push(e.kube, 200, NULL, "{\"kind\":\"Scale\"}");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=scale-to-zero;");
-	jfx_req(e.kube, 2, "GET", "/apis/apps/v1/namespaces/ml-team/replicasets/train-7d9f");
-	jfx_body_is(jfx_req(e.kube, 3, "PATCH",
+	fake_http_push(e->kube, 200, NULL, "{\"kind\":\"Scale\"}");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	jfx_sweep_rows(e, "ml-team/train-1=scale-to-zero;");
+	jfx_req(e->kube, 2, "GET", "/apis/apps/v1/namespaces/ml-team/replicasets/train-7d9f");
+	jfx_body_is(jfx_req(e->kube, 3, "PATCH",
 			    "/apis/apps/v1/namespaces/ml-team/deployments/train/scale"),
 		    "{\"spec\":{\"replicas\":0}}");
-	jfx_assert_contains(jfx_req(e.kube, 4, "POST", "/api/v1/namespaces/ml-team/events")->body,
-			    "\"JanitorScaled\"");
-	for (size_t i = 0; i < fake_http_count(e.kube); i++)
-		assert_string_not_equal(fake_http_request(e.kube, i)->method, "DELETE");
-	jfx_assert_contains(jfx_metrics_text(&e),
+	jfx_event_posted(e->kube, 4, "JanitorScaled");
+	for (size_t i = 0; i < fake_http_count(e->kube); i++)
+		assert_string_not_equal(fake_http_request(e->kube, i)->method, "DELETE");
+	jfx_assert_contains(jfx_metrics_text(e),
 			    "{action=\"scaled\",reason=\"JanitorIdleGPUPod\"} 1");
-	jfx_env_stop(&e);
 }
 
 static void max_deletions_per_sweep_bounds_harm(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	char *pods[3];
 	const char *names[] = { "a", "b", "c" }, *uids[] = { "u-a", "u-b", "u-c" };
 	size_t deletes = 0;
-	(void)state;
 
-	jfx_env_start(&e, 0);
 	for (int i = 0; i < 3; i++) {
-		jfx_delivered_notice(&e, names[i], uids[i], T0 - MIN, T0 - 3 * HOUR);
+		jfx_delivered_notice(e, names[i], uids[i], T0 - MIN, T0 - 3 * HOUR);
 		pods[i] = jfx_pod_json(names[i], uids[i], DUE_ANN("2026-11-17T21:00:00Z"), NULL, NULL);
 	}
-	jfx_push_list(e.kube, pods, 3);
+	jfx_push_list(e->kube, pods, 3);
 	for (int i = 0; i < 2; i++) {
-		jfx_push_pod(e.kube, names[i], uids[i], DUE_ANN("2026-11-17T21:00:00Z"));
-		fake_http_push(e.kube, 200, NULL, "{}");
-		fake_http_push(e.kube, 201, NULL, "{}");
+		jfx_push_pod(e->kube, names[i], uids[i], DUE_ANN("2026-11-17T21:00:00Z"));
+		fake_http_push(e->kube, 200, NULL, "{}");
+		fake_http_push(e->kube, 201, NULL, "{}");
 	}
-	jfx_push_pod(e.kube, "c", "u-c", DUE_ANN("2026-11-17T21:00:00Z"));
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows),
-			    "ml-team/a=delete-pod;ml-team/b=delete-pod;ml-team/c=deferred;");
-	for (size_t i = 0; i < fake_http_count(e.kube); i++)
-		deletes += !strcmp(fake_http_request(e.kube, i)->method, "DELETE");
+	jfx_push_pod(e->kube, "c", "u-c", DUE_ANN("2026-11-17T21:00:00Z"));
+	jfx_sweep_rows(e, "ml-team/a=delete-pod;ml-team/b=delete-pod;ml-team/c=deferred;");
+	for (size_t i = 0; i < fake_http_count(e->kube); i++)
+		deletes += !strcmp(fake_http_request(e->kube, i)->method, "DELETE");
 	assert_int_equal(deletes, 2);
-	jfx_assert_contains(jfx_read_log(&e), "max_deletions_per_sweep reached");
-	jfx_env_stop(&e);
+	jfx_assert_contains(jfx_read_log(e), "max_deletions_per_sweep reached");
+}
+
+/* The sweeps counter says ok sweeps and failed ones. */
+static void sweeps_counted(struct env *e, int ok, int failed)
+{
+	char line[96];
+
+	snprintf(line, sizeof(line), "alertbridge_janitor_sweeps_total{result=\"ok\"} %d\n", ok);
+	jfx_assert_contains(jfx_metrics_text(e), line);
+	snprintf(line, sizeof(line), "alertbridge_janitor_sweeps_total{result=\"failed\"} %d\n",
+		 failed);
+	jfx_assert_contains(jfx_metrics_text(e), line);
 }
 
 static void one_pods_error_does_not_stop_the_sweep(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	char *pods[2];
 	struct janitor_sweep_stats stats;
 	struct buf err = BUF_INIT;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "a", "u-a", T0 - MIN, T0 - 3 * HOUR);
-	jfx_delivered_notice(&e, "b", "u-b", T0 - MIN, T0 - 3 * HOUR);
+	jfx_delivered_notice(e, "a", "u-a", T0 - MIN, T0 - 3 * HOUR);
+	jfx_delivered_notice(e, "b", "u-b", T0 - MIN, T0 - 3 * HOUR);
 	pods[0] = jfx_pod_json("a", "u-a", DUE_ANN("2026-11-17T21:00:00Z"), NULL, NULL);
 	pods[1] = jfx_pod_json("b", "u-b", DUE_ANN("2026-11-17T21:00:00Z"), NULL, NULL);
-	jfx_push_list(e.kube, pods, 2);
-	fake_http_push(e.kube, 500, NULL, "{\"kind\":\"Status\",\"message\":\"boom\"}");
-	jfx_push_pod(e.kube, "b", "u-b", DUE_ANN("2026-11-17T21:00:00Z"));
-	fake_http_push(e.kube, 200, NULL, "{}");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_sweep(e.j, jfx_collect_row, &e, &stats, &err), ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/a=error;ml-team/b=delete-pod;");
+	jfx_push_list(e->kube, pods, 2);
+	fake_http_push(e->kube, 500, NULL, "{\"kind\":\"Status\",\"message\":\"boom\"}");
+	jfx_push_pod(e->kube, "b", "u-b", DUE_ANN("2026-11-17T21:00:00Z"));
+	fake_http_push(e->kube, 200, NULL, "{}");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_sweep(e->j, jfx_collect_row, e, &stats, &err), ERR_OK);
+	assert_string_equal(buf_str(&e->rows), "ml-team/a=error;ml-team/b=delete-pod;");
 	assert_int_equal(stats.errors, 1);
 	assert_int_equal(stats.acted, 1);
 	assert_int_equal(stats.pods, 2);
-	jfx_req(e.kube, 3, "DELETE", "/api/v1/namespaces/ml-team/pods/b");
-	jfx_assert_contains(jfx_read_log(&e), "cannot act on pod, the sweep goes on");
+	jfx_req(e->kube, 3, "DELETE", "/api/v1/namespaces/ml-team/pods/b");
+	jfx_assert_contains(jfx_read_log(e), "cannot act on pod, the sweep goes on");
 	/* One pod's error is no failed sweep. */
-	jfx_assert_contains(jfx_metrics_text(&e),
-			    "alertbridge_janitor_sweeps_total{result=\"ok\"} 1\n");
-	jfx_assert_contains(jfx_metrics_text(&e),
-			    "alertbridge_janitor_sweeps_total{result=\"failed\"} 0\n");
+	sweeps_counted(e, 1, 0);
 	buf_release(&err);
-	jfx_env_stop(&e);
 }
 
 static void conflict_and_gone_are_skipped(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	char *pods[2];
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_delivered_notice(&e, "a", "u-a", T0 - MIN, T0 - 3 * HOUR);
-	jfx_delivered_notice(&e, "b", "u-b", T0 - MIN, T0 - 3 * HOUR);
+	jfx_delivered_notice(e, "a", "u-a", T0 - MIN, T0 - 3 * HOUR);
+	jfx_delivered_notice(e, "b", "u-b", T0 - MIN, T0 - 3 * HOUR);
 	pods[0] = jfx_pod_json("a", "u-a", DUE_ANN("2026-11-17T21:00:00Z"), NULL, NULL);
 	pods[1] = jfx_pod_json("b", "u-b", DUE_ANN("2026-11-17T21:00:00Z"), NULL, NULL);
-	jfx_push_list(e.kube, pods, 2);
-	jfx_push_pod(e.kube, "a", "u-a", DUE_ANN("2026-11-17T21:00:00Z"));
-	fake_http_push(e.kube, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"Conflict\"}");
-	fake_http_push(e.kube, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/a=changed;ml-team/b=skip:gone;");
-	assert_int_equal(fake_http_count(e.kube), 4);
-	jfx_env_stop(&e);
+	jfx_push_list(e->kube, pods, 2);
+	jfx_push_pod(e->kube, "a", "u-a", DUE_ANN("2026-11-17T21:00:00Z"));
+	fake_http_push(e->kube, 409, NULL, "{\"kind\":\"Status\",\"reason\":\"Conflict\"}");
+	fake_http_push(e->kube, 404, NULL, "{\"kind\":\"Status\",\"reason\":\"NotFound\"}");
+	jfx_sweep_rows(e, "ml-team/a=changed;ml-team/b=skip:gone;");
+	assert_int_equal(fake_http_count(e->kube), 4);
 }
 
 static void listing_failure_is_returned(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct buf err = BUF_INIT;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	fake_http_push(e.kube, 403, NULL, "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}");
-	assert_int_equal(janitor_sweep(e.j, NULL, NULL, NULL, &err), ERR_AUTH);
+	fake_http_push(e->kube, 403, NULL,
+		       "{\"kind\":\"Status\",\"message\":\"pods is forbidden\"}");
+	assert_int_equal(janitor_sweep(e->j, NULL, NULL, NULL, &err), ERR_AUTH);
 	jfx_assert_contains(buf_str(&err), "pods is forbidden");
-	jfx_assert_contains(jfx_read_log(&e), "sweep stopped");
+	jfx_assert_contains(jfx_read_log(e), "sweep stopped");
 	/* alertbridge-rules.yml's AlertbridgeJanitorSweepFailing counts these. */
-	jfx_assert_contains(jfx_metrics_text(&e),
-			    "alertbridge_janitor_sweeps_total{result=\"failed\"} 1\n");
-	jfx_assert_contains(jfx_metrics_text(&e),
-			    "alertbridge_janitor_sweeps_total{result=\"ok\"} 0\n");
+	sweeps_counted(e, 0, 1);
 	buf_release(&err);
-	jfx_env_stop(&e);
 }
 
 static void channel_not_found_falls_back_once_then_dead(void **state)
 {
-	struct env e;
-	struct store_notice n = { 0 };
+	struct env *e = *state;
 	json_t *post;
-	(void)state;
 
-	jfx_env_start(&e, 0);
-	jfx_enqueue(&e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
-	jfx_push_pod(e.kube, "train-1", "uid-1", "\"janitor/notify\":\"#gone\"");
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_step(e.j), 1);
+	jfx_enqueue(e, "firing", "JanitorIdleGPUPod", "ml-team", "train-1", NULL);
+	jfx_push_pod(e->kube, "train-1", "uid-1", "\"janitor/notify\":\"#gone\"");
+	jfx_push_pod(e->kube, "train-1", "uid-1", "");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e->j), 1);
 
-	fake_http_push(e.slack, 200, NULL, "{\"ok\":false,\"error\":\"channel_not_found\"}");
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	post = jfx_body_json(jfx_req(e.slack, 0, "POST", "/chat.postMessage"));
+	fake_http_push(e->slack, 200, NULL, "{\"ok\":false,\"error\":\"channel_not_found\"}");
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	post = jfx_body_json(jfx_req(e->slack, 0, "POST", "/chat.postMessage"));
 	assert_string_equal(json_string_value(json_object_get(post, "channel")), "#gone");
 	json_decref(post);
-	jfx_assert_contains(jfx_read_log(&e), "falling back to the default channel");
+	jfx_assert_contains(jfx_read_log(e), "falling back to the default channel");
 
-	fake_http_push(e.slack, 200, NULL, "{\"ok\":false,\"error\":\"channel_not_found\"}");
-	assert_int_equal(janitor_notice_step(e.j), 1);
-	post = jfx_body_json(jfx_req(e.slack, 1, "POST", "/chat.postMessage"));
+	fake_http_push(e->slack, 200, NULL, "{\"ok\":false,\"error\":\"channel_not_found\"}");
+	assert_int_equal(janitor_notice_step(e->j), 1);
+	post = jfx_body_json(jfx_req(e->slack, 1, "POST", "/chat.postMessage"));
 	assert_string_equal(json_string_value(json_object_get(post, "channel")), "#gpu-cluster");
 	json_decref(post);
-	assert_int_equal(store_notice_latest(e.st, "uid-1", "notice", &n), ERR_OK);
-	assert_int_equal(n.state, STORE_NOTICE_DEAD);
-	store_notice_release(&n);
-	assert_int_equal(janitor_notice_step(e.j), 0);
-	assert_int_equal(fake_http_count(e.kube), 3);  /* never stamped */
-	jfx_env_stop(&e);
+	jfx_notice_state_is(e, "uid-1", "notice", STORE_NOTICE_DEAD);
+	assert_int_equal(janitor_notice_step(e->j), 0);
+	assert_int_equal(fake_http_count(e->kube), 3);  /* never stamped */
 }
 
 static void gauge_removed_when_unmarked(void **state)
 {
-	struct env e;
-	(void)state;
+	struct env *e = *state;
 
-	jfx_env_start(&e, 0);
-	jfx_push_one(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=wait;");
-	jfx_assert_contains(jfx_metrics_text(&e), "pod=\"train-1\"} 1795046400");
-	jfx_enqueue(&e, "resolved", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
-	jfx_push_pod(e.kube, "train-1", "uid-1", MARKED_BY_US);
-	jfx_push_pod(e.kube, "train-1", "uid-1", "");
-	fake_http_push(e.kube, 201, NULL, "{}");
-	assert_int_equal(janitor_step(e.j), 1);
-	assert_null(strstr(jfx_metrics_text(&e), "pod=\"train-1\"} 1795046400"));
-	jfx_env_stop(&e);
+	jfx_push_one(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	jfx_sweep_rows(e, "ml-team/train-1=wait;");
+	jfx_assert_contains(jfx_metrics_text(e), "pod=\"train-1\"} 1795046400");
+	jfx_enqueue(e, "resolved", "JanitorIdleGPUPod", "ml-team", "train-1", "uid-1");
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	jfx_push_pod(e->kube, "train-1", "uid-1", "");
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e->j), 1);
+	assert_null(strstr(jfx_metrics_text(e), "pod=\"train-1\"} 1795046400"));
 }
 
 static void collect_full(void *ctx, const struct janitor_plan_row *row)
@@ -521,51 +450,47 @@ static void collect_full(void *ctx, const struct janitor_plan_row *row)
 /* janitor_pods_each(): the pods of the last complete sweep, for the on-call page. */
 static void pods_of_the_last_complete_sweep(void **state)
 {
-	struct env e;
+	struct env *e = *state;
 	struct buf seen = BUF_INIT;
 	int64_t total = -1;
 
-	(void)state;
-	jfx_env_start(&e, 0);
-	assert_int_equal(janitor_pods_each(e.j, jfx_collect_row, &e, &total), 0);
-	assert_string_equal(buf_str(&e.rows), "");
-	jfx_delivered_notice(&e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
-	jfx_push_one(e.kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
-	jfx_sweep(&e, ERR_OK);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
-	buf_adds(&seen, buf_str(&e.rows));
-	buf_reset(&e.rows);
-	assert_int_equal(janitor_pods_each(e.j, jfx_collect_row, &e, &total), T0);
+	assert_int_equal(janitor_pods_each(e->j, jfx_collect_row, e, &total), 0);
+	assert_string_equal(buf_str(&e->rows), "");
+	jfx_delivered_notice(e, "train-1", "uid-1", T0 - MIN, T0 - 30 * MIN);
+	jfx_push_one(e->kube, "train-1", "uid-1", DUE_ANN("2026-11-17T23:30:00Z"));
+	jfx_sweep_rows(e, "ml-team/train-1=remind;");
+	buf_adds(&seen, buf_str(&e->rows));
+	buf_reset(&e->rows);
+	assert_int_equal(janitor_pods_each(e->j, jfx_collect_row, e, &total), T0);
 	assert_int_equal(total, 1);
-	assert_string_equal(buf_str(&e.rows), buf_str(&seen));
+	assert_string_equal(buf_str(&e->rows), buf_str(&seen));
 	buf_reset(&seen);
-	assert_int_equal(janitor_pods_each(e.j, collect_full, &seen, NULL), T0);
+	assert_int_equal(janitor_pods_each(e->j, collect_full, &seen, NULL), T0);
 	assert_string_equal(buf_str(&seen), "ml-team/train-1 uid=uid-1 owner=- "
 			    "reason=JanitorPodPendingTooLong expires=1794959940000 action=remind;");  /* 2026-11-17T23:59:00Z */
 	/* A sweep that fails leaves the last complete one's pods. */
-	fake_http_push(e.kube, 403, NULL, "{\"kind\":\"Status\",\"code\":403}");
-	e.now = T0 + MIN;
-	buf_reset(&e.rows);
-	assert_int_not_equal(janitor_sweep(e.j, NULL, NULL, NULL, &seen), ERR_OK);
-	assert_int_equal(janitor_pods_each(e.j, jfx_collect_row, &e, &total), T0);
-	assert_string_equal(buf_str(&e.rows), "ml-team/train-1=remind;");
+	fake_http_push(e->kube, 403, NULL, "{\"kind\":\"Status\",\"code\":403}");
+	e->now = T0 + MIN;
+	buf_reset(&e->rows);
+	assert_int_not_equal(janitor_sweep(e->j, NULL, NULL, NULL, &seen), ERR_OK);
+	assert_int_equal(janitor_pods_each(e->j, jfx_collect_row, e, &total), T0);
+	assert_string_equal(buf_str(&e->rows), "ml-team/train-1=remind;");
 	buf_release(&seen);
-	jfx_env_stop(&e);
 }
 
 UNIT_MAIN(
-	cmocka_unit_test(not_deleted_before_notice_lead_then_deleted),
-	cmocka_unit_test(pods_of_the_last_complete_sweep),
-	cmocka_unit_test(reminder_once_in_the_notice_thread),
-	cmocka_unit_test(no_reminder_without_a_delivered_notice_or_a_mark),
-	cmocka_unit_test(uid_changed_before_acting_untouched),
-	cmocka_unit_test(annotation_without_delivered_notice_notifies_first),
-	cmocka_unit_test(user_ttl_notice_first_delete_after_lead),
+	JFX_TEST(not_deleted_before_notice_lead_then_deleted),
+	JFX_TEST(pods_of_the_last_complete_sweep),
+	JFX_TEST(reminder_once_in_the_notice_thread),
+	JFX_TEST(no_reminder_without_a_delivered_notice_or_a_mark),
+	JFX_TEST(uid_changed_before_acting_untouched),
+	JFX_TEST(annotation_without_delivered_notice_notifies_first),
+	JFX_TEST(user_ttl_notice_first_delete_after_lead),
 	cmocka_unit_test(dry_run_makes_no_mutating_request),
-	cmocka_unit_test(deployment_owned_is_scaled_not_deleted),
-	cmocka_unit_test(max_deletions_per_sweep_bounds_harm),
-	cmocka_unit_test(one_pods_error_does_not_stop_the_sweep),
-	cmocka_unit_test(conflict_and_gone_are_skipped),
-	cmocka_unit_test(listing_failure_is_returned),
-	cmocka_unit_test(channel_not_found_falls_back_once_then_dead),
-	cmocka_unit_test(gauge_removed_when_unmarked))
+	JFX_TEST(deployment_owned_is_scaled_not_deleted),
+	JFX_TEST(max_deletions_per_sweep_bounds_harm),
+	JFX_TEST(one_pods_error_does_not_stop_the_sweep),
+	JFX_TEST(conflict_and_gone_are_skipped),
+	JFX_TEST(listing_failure_is_returned),
+	JFX_TEST(channel_not_found_falls_back_once_then_dead),
+	JFX_TEST(gauge_removed_when_unmarked))

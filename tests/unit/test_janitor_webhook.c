@@ -29,6 +29,7 @@
 #include "store/store.h"
 #include "store/store_events.h"
 #include "janitor/janitor.h"
+#include "tests/unit/helpers/http_server_fixture.h"
 
 #define TOKEN "janitor-s3cret"
 #define AUTH_HEADER "Authorization: Bearer " TOKEN
@@ -54,12 +55,6 @@ struct fixture {
 	struct srv *srv;
 	int64_t now;
 	int log_fd;
-};
-
-struct reply {
-	long status;
-	struct buf body;
-	struct buf headers;
 };
 
 static int64_t fixed_now(void *ctx)
@@ -127,41 +122,26 @@ static int teardown(void **state)
 	return 0;
 }
 
-static size_t collect(char *p, size_t size, size_t n, void *arg)
-{
-	return buf_add(arg, p, size * n) == ERR_OK ? size * n : 0;
-}
-
-/* POST body with the header lines given (NULL-ended); 10 s at most. */
+/*
+ * POST body with the header lines given (NULL-ended, at most 6) and an empty Content-Type
+ * and Expect unless they set them; hfx_fetch()'s time limit.
+ */
 static void post(const struct fixture *f, const char *body, const char *const *headers,
 		 struct reply *r)
 {
-	CURL *c = curl_easy_init();
-	struct curl_slist *hl = NULL;
+	const char *all[9] = { "Content-Type:", "Expect:" };
 	char url[128];
+	size_t n = 2;
 	CURLcode cc;
 
-	memset(r, 0, sizeof(*r));
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/v1/janitor/webhook", srv_port(f->srv));
-	hl = curl_slist_append(hl, "Content-Type:");
-	hl = curl_slist_append(hl, "Expect:");
-	for (size_t i = 0; headers && headers[i]; i++)
-		hl = curl_slist_append(hl, headers[i]);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hl);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->headers);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
-	cc = curl_easy_perform(c);
+	for (size_t i = 0; headers && headers[i]; i++) {
+		assert_true(n < 8);
+		all[n++] = headers[i];
+	}
+	hfx_url_for(url, sizeof(url), f->srv, "/v1/janitor/webhook");
+	cc = hfx_fetch("POST", url, body, all, r);
 	if (cc != CURLE_OK)
 		fail_msg("curl: %s", curl_easy_strerror(cc));
-	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-	curl_slist_free_all(hl);
-	curl_easy_cleanup(c);
 }
 
 static const char *const GOOD[] = { AUTH_HEADER, JSON_TYPE, NULL };
@@ -186,8 +166,7 @@ static void expect(const struct fixture *f, const char *body, const char *const 
 		assert_contains(buf_str(&r.headers), want_header);
 	if (status != 200)
 		assert_int_equal(store_pending_count(f->st, "janitor"), before);
-	buf_release(&r.body);
-	buf_release(&r.headers);
+	hfx_reply_release(&r);
 }
 
 static void accepted_one_event_per_alert(void **state)
@@ -235,6 +214,15 @@ static int collect_dead(void *ctx, const struct store_event *ev)
  */
 static void invalid_alerts_are_dead_lettered(void **state)
 {
+	/* What the dead letters say, and the reasons they are counted under. */
+	static const char *const letters[] = {
+		"firing: invalid alert: alerts[1].labels.pod: the janitor needs the label pod\n",
+		"firing: invalid alert: alerts[2].labels.namespace: the janitor needs the label "
+		"namespace\n",
+		"gpu.janitor ",
+		" resolved: invalid alert: alerts[3].labels.x: must be a string\n",
+	};
+	static const char *const reasons[] = { "pod", "namespace", "labels" };
 	struct fixture *f = *state;
 	struct buf dead = BUF_INIT, m = BUF_INIT;
 	struct store_event ev = { 0 };
@@ -253,20 +241,17 @@ static void invalid_alerts_are_dead_lettered(void **state)
 	store_event_release(&ev);
 	assert_int_equal(store_dead_count(f->st), 3);
 	assert_int_equal(store_dead_unmapped(f->st, "janitor", 10, collect_dead, &dead), ERR_OK);
-	assert_contains(buf_str(&dead), "firing: invalid alert: alerts[1].labels.pod: the janitor "
-					"needs the label pod\n");
-	assert_contains(buf_str(&dead), "firing: invalid alert: alerts[2].labels.namespace: the "
-					"janitor needs the label namespace\n");
-	assert_contains(buf_str(&dead), "gpu.janitor ");
-	assert_contains(buf_str(&dead), " resolved: invalid alert: alerts[3].labels.x: must be a "
-					"string\n");
+	for (size_t i = 0; i < sizeof(letters) / sizeof(letters[0]); i++)
+		assert_contains(buf_str(&dead), letters[i]);
 	metrics_render(f->metrics, &m);
-	assert_contains(buf_str(&m), "alertbridge_janitor_webhook_alerts_invalid_total"
-				     "{reason=\"pod\"} 1\n");
-	assert_contains(buf_str(&m), "alertbridge_janitor_webhook_alerts_invalid_total"
-				     "{reason=\"namespace\"} 1\n");
-	assert_contains(buf_str(&m), "alertbridge_janitor_webhook_alerts_invalid_total"
-				     "{reason=\"labels\"} 1\n");
+	for (size_t i = 0; i < sizeof(reasons) / sizeof(reasons[0]); i++) {
+		char line[128];
+
+		snprintf(line, sizeof(line),
+			 "alertbridge_janitor_webhook_alerts_invalid_total{reason=\"%s\"} 1\n",
+			 reasons[i]);
+		assert_contains(buf_str(&m), line);
+	}
 	buf_release(&m);
 	buf_release(&dead);
 }
@@ -324,8 +309,7 @@ static void store_failure_is_503(void **state)
 		assert_contains(buf_str(&r.headers), "Retry-After: 5\r\n");
 		/* The detail (a PostgreSQL URI, host, port, user) is the log's, not the answer's. */
 		assert_string_equal(buf_str(&r.body), "{\"error\":\"store unavailable\"}");
-		buf_release(&r.body);
-		buf_release(&r.headers);
+		hfx_reply_release(&r);
 	}
 	assert_int_equal(store_pending_count(f->st, "janitor"), 0);
 	sqlite3_exec(db, "DROP TRIGGER inject", NULL, NULL, NULL);

@@ -155,8 +155,14 @@ static enum err collect(void *ctx, const struct kube_pod *pod)
 	return s->stop_at && s->n == s->stop_at ? ERR_IO : ERR_OK;
 }
 
-static const char *page(char *out, size_t size, const char *cont, int first, int count)
+/*
+ * Queue a 200 page of the metadata list: pods p<first>..p<first+count-1> (in ns<i>), and
+ * continue token cont (NULL: the last page).
+ */
+static void push_page(struct kfx *fx, const char *cont, int first, int count)
 {
+	char out[4096];
+	size_t size = sizeof(out);
 	int n = snprintf(out, size, "{\"kind\":\"PartialObjectMetadataList\",\"apiVersion\":"
 			 "\"meta.k8s.io/v1\",\"metadata\":{\"resourceVersion\":\"9\"%s%s%s},"
 			 "\"items\":[", cont ? ",\"continue\":\"" : "", cont ? cont : "",
@@ -170,27 +176,39 @@ static const char *page(char *out, size_t size, const char *cont, int first, int
 			      "\"annotations\":{\"janitor/expires\":\"2024-05-02T00:00:00Z\"}}}",
 			      i ? "," : "", first + i, first + i, first + i);
 	snprintf(out + n, size - (size_t)n, "]}");
-	return out;
+	fake_http_push(fx->fake, 200, NULL, out);
+}
+
+/*
+ * The requests from the first-th on were the metadata list's GETs with the continue tokens
+ * conts (URI-encoded; "" for none; NULL ends them), in order.
+ */
+static void listed(struct kfx *fx, size_t first, const char *const *conts)
+{
+	char uri[256];
+
+	for (size_t i = 0; conts[i]; i++) {
+		snprintf(uri, sizeof(uri), "/api/v1/pods?limit=500%s%s",
+			 *conts[i] ? "&continue=" : "", conts[i]);
+		kfx_req_is(fx, first + i, "GET", uri, META);
+	}
 }
 
 static void list_metadata_three_pages(void **state)
 {
 	struct kfx *fx = *state;
 	struct seen s = { 0 };
-	char b[4096];
 
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), "tok/1+=", 1, 2));
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), "tok2", 3, 2));
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), NULL, 5, 1));
+	push_page(fx, "tok/1+=", 1, 2);
+	push_page(fx, "tok2", 3, 2);
+	push_page(fx, NULL, 5, 1);
 	assert_int_equal(kube_pods_each(fx->kc, NULL, 1, collect, &s, &fx->err), ERR_OK);
 	assert_int_equal(s.n, 5);
 	assert_string_equal(s.names[0], "ns1/p1");
 	assert_string_equal(s.names[4], "ns5/p5");
 	assert_int_equal(s.with_phase, 0);
 	assert_int_equal(fake_http_count(fx->fake), 3);
-	kfx_req_is(fx, 0, "GET", "/api/v1/pods?limit=500", META);
-	kfx_req_is(fx, 1, "GET", "/api/v1/pods?limit=500&continue=tok%2F1%2B%3D", META);
-	kfx_req_is(fx, 2, "GET", "/api/v1/pods?limit=500&continue=tok2", META);
+	listed(fx, 0, (const char *const[]){ "", "tok%2F1%2B%3D", "tok2", NULL });
 }
 
 static void list_full_objects_in_namespace(void **state)
@@ -214,29 +232,25 @@ static void list_restarts_on_410_expired(void **state)
 {
 	struct kfx *fx = *state;
 	struct seen s = { 0 };
-	char b[4096];
 
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), "old", 1, 2));
+	push_page(fx, "old", 1, 2);
 	fake_http_push(fx->fake, 410, NULL, kfx_fixture_text(fx, "status_410.json"));
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), "new", 1, 2));
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), NULL, 3, 1));
+	push_page(fx, "new", 1, 2);
+	push_page(fx, NULL, 3, 1);
 	assert_int_equal(kube_pods_each(fx->kc, NULL, 1, collect, &s, &fx->err), ERR_OK);
 	assert_int_equal(s.n, 5); /* p1, p2 seen twice */
 	assert_string_equal(s.names[2], "ns1/p1");
 	assert_int_equal(fake_http_count(fx->fake), 4);
-	kfx_req_is(fx, 1, "GET", "/api/v1/pods?limit=500&continue=old", META);
-	kfx_req_is(fx, 2, "GET", "/api/v1/pods?limit=500", META);
-	kfx_req_is(fx, 3, "GET", "/api/v1/pods?limit=500&continue=new", META);
+	listed(fx, 1, (const char *const[]){ "old", "", "new", NULL });
 }
 
 static void list_410_restarts_are_bounded(void **state)
 {
 	struct kfx *fx = *state;
 	struct seen s = { 0 };
-	char b[4096];
 
 	for (int i = 0; i < 4; i++) {
-		fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), "c", 1, 1));
+		push_page(fx, "c", 1, 1);
 		fake_http_push(fx->fake, 410, NULL, kfx_fixture_text(fx, "status_410.json"));
 	}
 	assert_int_equal(kube_pods_each(fx->kc, NULL, 1, collect, &s, &fx->err), ERR_GONE);
@@ -260,10 +274,9 @@ static void list_callback_stops_listing(void **state)
 {
 	struct kfx *fx = *state;
 	struct seen s = { 0 };
-	char b[4096];
 
 	s.stop_at = 2;
-	fake_http_push(fx->fake, 200, NULL, page(b, sizeof(b), "more", 1, 3));
+	push_page(fx, "more", 1, 3);
 	assert_int_equal(kube_pods_each(fx->kc, NULL, 1, collect, &s, &fx->err), ERR_IO);
 	assert_int_equal(s.n, 2);
 	assert_int_equal(fake_http_count(fx->fake), 1);

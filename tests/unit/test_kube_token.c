@@ -58,39 +58,43 @@ static const char *auth_of(struct kfx *fx, size_t i)
 
 static void incluster_token_is_reread_when_it_rotates(void **state)
 {
+	/* Each step writes the token file (unless NULL), lets time pass, then GETs a pod. */
+	static const struct {
+		const char *why;
+		const char *token;
+		int64_t mtime_s;
+		int64_t advance_ms;
+		const char *want;  /* the GET's Authorization */
+	} steps[] = {
+		{ "the token at start", NULL, 0, 0, "Bearer tok-1" },
+		{ "kubelet rotates the projected token: new content, new mtime", "tok-2", 2000, 0,
+		  "Bearer tok-2" },
+		{ "same mtime and size: kept until a minute passed", "tok-3", 2000, 0,
+		  "Bearer tok-2" },
+		{ "a minute passed", NULL, 0, 60000, "Bearer tok-3" },
+		{ "a vanished file keeps the last token", "", 3000, 0, "Bearer tok-3" },
+	};
 	struct kfx *fx = *state;
 	struct kube_client *kc = incluster_client(fx);
 	struct kube_pod p;
 
 	assert_string_equal(kube_client_namespace(kc), "alertbridge");
 	assert_string_equal(kube_client_source(kc), "in-cluster");
-	for (int i = 0; i < 5; i++)
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
 		fake_http_push(fx->fake, 200, NULL, kfx_fixture_text(fx, "pod_running_deleting.json"));
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(auth_of(fx, 0), "Bearer tok-1");
+	for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		const char *got;
 
-	/* kubelet rotates the projected token: new content, new mtime. */
-	write_file(fx->dir, "token", "tok-2", 2000);
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(auth_of(fx, 1), "Bearer tok-2");
-
-	/* Same mtime and size: kept until a minute passed. */
-	write_file(fx->dir, "token", "tok-3", 2000);
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(auth_of(fx, 2), "Bearer tok-2");
-	fx->now += 60000;
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(auth_of(fx, 3), "Bearer tok-3");
-
-	/* A vanished file keeps the last token. */
-	write_file(fx->dir, "token", "", 3000);
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(auth_of(fx, 4), "Bearer tok-3");
+		if (steps[i].token)
+			write_file(fx->dir, "token", steps[i].token, steps[i].mtime_s);
+		fx->now += steps[i].advance_ms;
+		assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
+		kube_pod_release(&p);
+		got = auth_of(fx, i);
+		if (!got || strcmp(got, steps[i].want))
+			fail_msg("step %zu (%s): %s, want %s", i, steps[i].why,
+				 got ? got : "no Authorization", steps[i].want);
+	}
 	kube_client_free(kc);
 }
 

@@ -349,6 +349,29 @@ static void write_exec_config(struct fixture *fx, const char *server, const char
 	write_config(fx, cfg);
 }
 
+/* write_exec_config(), then the kubeconfig parses into fx->cfg. */
+static void parse_exec_config(struct fixture *fx, const char *server, const char *mode)
+{
+	write_exec_config(fx, server, mode);
+	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+}
+
+/* GET of pod n/p through kc succeeds. */
+static void get_pod_ok(struct fixture *fx, struct kube_client *kc)
+{
+	struct kube_pod p;
+
+	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
+	kube_pod_release(&p);
+}
+
+/* The i-th request to fake carried "Authorization: <want>". */
+static void bearer_is(struct fake_http *fake, size_t i, const char *want)
+{
+	assert_string_equal(fake_request_header(fake_http_request(fake, i), "authorization"),
+			    want);
+}
+
 static int64_t v_now(void *ctx)
 {
 	return ((struct fixture *)ctx)->now;
@@ -360,11 +383,9 @@ static void exec_plugin_token_is_cached_until_expiry(void **state)
 	struct fake_http *fake = fake_http_start();
 	struct kube_options o = { 0 };
 	struct kube_client *kc;
-	struct kube_pod p;
 	const char *pod = "{\"metadata\":{\"name\":\"p\",\"namespace\":\"n\",\"uid\":\"u\"}}";
 
-	write_exec_config(fx, fake_http_url(fake), "exec");
-	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	parse_exec_config(fx, fake_http_url(fake), "exec");
 	assert_non_null(fx->cfg.exec);
 	assert_string_equal(fx->cfg.exec->argv[1], "arg1");
 	o.now_ms = v_now;
@@ -372,19 +393,13 @@ static void exec_plugin_token_is_cached_until_expiry(void **state)
 	kc = kube_client_new(&fx->cfg, &o);
 	for (int i = 0; i < 3; i++)
 		fake_http_push(fake, 200, NULL, pod);
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(fake_request_header(fake_http_request(fake, 0), "authorization"),
-			    "Bearer exec-arg1-1");
-	assert_string_equal(fake_request_header(fake_http_request(fake, 1), "authorization"),
-			    "Bearer exec-arg1-1");
+	get_pod_ok(fx, kc);
+	get_pod_ok(fx, kc);
+	bearer_is(fake, 0, "Bearer exec-arg1-1");
+	bearer_is(fake, 1, "Bearer exec-arg1-1");
 	fx->now = T0 + 3600000; /* expirationTimestamp reached */
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(fake_request_header(fake_http_request(fake, 2), "authorization"),
-			    "Bearer exec-arg1-2");
+	get_pod_ok(fx, kc);
+	bearer_is(fake, 2, "Bearer exec-arg1-2");
 	kube_client_free(kc);
 	fake_http_stop(fake);
 }
@@ -397,17 +412,13 @@ static void exec_plugin_reruns_once_on_401(void **state)
 	struct kube_pod p;
 	const char *unauth = "{\"kind\":\"Status\",\"reason\":\"Unauthorized\",\"code\":401}";
 
-	write_exec_config(fx, fake_http_url(fake), "exec");
-	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	parse_exec_config(fx, fake_http_url(fake), "exec");
 	kc = kube_client_new(&fx->cfg, NULL);
 	fake_http_push(fake, 401, NULL, unauth);
 	fake_http_push(fake, 200, NULL, "{\"metadata\":{\"name\":\"p\",\"uid\":\"u\"}}");
-	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_OK);
-	kube_pod_release(&p);
-	assert_string_equal(fake_request_header(fake_http_request(fake, 0), "authorization"),
-			    "Bearer exec-arg1-1");
-	assert_string_equal(fake_request_header(fake_http_request(fake, 1), "authorization"),
-			    "Bearer exec-arg1-2");
+	get_pod_ok(fx, kc);
+	bearer_is(fake, 0, "Bearer exec-arg1-1");
+	bearer_is(fake, 1, "Bearer exec-arg1-2");
 	fake_http_push(fake, 401, NULL, unauth);
 	fake_http_push(fake, 401, NULL, unauth);
 	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_AUTH);
@@ -426,8 +437,7 @@ static void exec_plugin_failure_carries_stderr(void **state)
 	struct kube_pod p;
 	char want[256];
 
-	write_exec_config(fx, fake_http_url(fake), "fail");
-	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	parse_exec_config(fx, fake_http_url(fake), "fail");
 	kc = kube_client_new(&fx->cfg, NULL);
 	assert_int_equal(kube_pod_get(kc, "n", "p", &p, &fx->err), ERR_AUTH);
 	snprintf(want, sizeof(want), "exec plugin %s/./plugin.sh: exit status 3: error: you must "
@@ -444,16 +454,14 @@ static void exec_plugin_bad_output_and_cert_data(void **state)
 	struct kube_exec_credential cred;
 	char want[256];
 
-	write_exec_config(fx, "https://a", "garbage");
-	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	parse_exec_config(fx, "https://a", "garbage");
 	assert_int_equal(kube_exec_run(&fx->cfg, 5000, &cred, &fx->err), ERR_INVALID);
 	snprintf(want, sizeof(want), "exec plugin %s/./plugin.sh: output is not JSON: "
 		 "'[' or '{' expected near 'not' (line 1)", fx->dir);
 	assert_string_equal(buf_str(&fx->err), want);
 	kube_config_release(&fx->cfg);
 
-	write_exec_config(fx, "https://a", "cert");
-	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	parse_exec_config(fx, "https://a", "cert");
 	assert_int_equal(kube_exec_run(&fx->cfg, 5000, &cred, &fx->err), ERR_OK);
 	assert_null(cred.token);
 	assert_string_equal(cred.client_cert_pem, "CERT");
@@ -468,8 +476,7 @@ static void exec_plugin_not_found_gives_install_hint(void **state)
 	struct kube_exec_credential cred;
 	char want[256];
 
-	write_exec_config(fx, "https://a", "exec");
-	assert_int_equal(kube_config_parse(fx->path, NULL, &fx->cfg, &fx->err), ERR_OK);
+	parse_exec_config(fx, "https://a", "exec");
 	snprintf(want, sizeof(want), "%s/plugin.sh", fx->dir);
 	unlink(want);
 	assert_int_equal(kube_exec_run(&fx->cfg, 5000, &cred, &fx->err), ERR_AUTH);

@@ -104,23 +104,29 @@ static struct kube_client *new_kube(struct fixture *fx, int virtual_time)
 	return kube_client_new(&cfg, &o);
 }
 
+/* Options of pod-a's leader of alertbridge/alertbridge on fx's client (and virtual clock). */
+static void leader_opts(struct fixture *fx, struct leader_options *o, int virtual_time)
+{
+	o->kube = fx->kc;
+	o->namespace = "alertbridge";
+	o->lease_name = "alertbridge";
+	o->identity = "pod-a";
+	if (virtual_time) {
+		o->now_ms = v_now;
+		o->sleep_ms = v_sleep;
+		o->clock_ctx = fx;
+	}
+}
+
 static struct leader *new_leader(struct fixture *fx, int64_t lease_ms, int virtual_time)
 {
 	struct leader_options o = { 0 };
 
-	o.kube = fx->kc;
-	o.namespace = "alertbridge";
-	o.lease_name = "alertbridge";
-	o.identity = "pod-a";
+	leader_opts(fx, &o, virtual_time);
 	o.lease_duration_ms = lease_ms;
 	o.on_start_leading = on_start;
 	o.on_stop_leading = on_stop;
 	o.ctx = fx;
-	if (virtual_time) {
-		o.now_ms = v_now;
-		o.sleep_ms = v_sleep;
-		o.clock_ctx = fx;
-	}
 	return leader_new(&o);
 }
 
@@ -169,44 +175,52 @@ static const char *logged(struct fixture *fx)
 	return text;
 }
 
-/* A Lease as the API server answers it (times as MicroTime). */
-static const char *lease_answer(const char *rv, const char *holder, int64_t duration_s,
-				int64_t acquire_ms, int64_t renew_ms, int64_t transitions)
+/*
+ * A Lease as JSON into out (n bytes), times as MicroTime: metadata.resourceVersion rv and
+ * spec.holderIdentity holder, each left out when NULL.
+ */
+static const char *lease_json(char *out, size_t n, const char *rv, const char *holder,
+			      int64_t duration_s, int64_t acquire_ms, int64_t renew_ms,
+			      int64_t transitions)
 {
-	static char text[1024];
-	char a[48], r[48], h[128] = "";
-
-	rfc3339_format_us(acquire_ms, a);
-	rfc3339_format_us(renew_ms, r);
-	if (holder)
-		snprintf(h, sizeof(h), "\"holderIdentity\":\"%s\",", holder);
-	snprintf(text, sizeof(text),
-		 "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
-		 "{\"name\":\"alertbridge\",\"namespace\":\"alertbridge\",\"resourceVersion\":"
-		 "\"%s\"},\"spec\":{%s\"leaseDurationSeconds\":%lld,\"acquireTime\":\"%s\","
-		 "\"renewTime\":\"%s\",\"leaseTransitions\":%lld}}",
-		 rv, h, (long long)duration_s, a, r, (long long)transitions);
-	return text;
-}
-
-/* The request body we expect: the same shape, resourceVersion omitted when rv is NULL. */
-static const char *lease_body(const char *rv, const char *holder, int64_t duration_s,
-			      int64_t acquire_ms, int64_t renew_ms, int64_t transitions)
-{
-	static char text[1024];
-	char a[48], r[48], v[128] = "";
+	char a[48], r[48], h[128] = "", v[128] = "";
 
 	rfc3339_format_us(acquire_ms, a);
 	rfc3339_format_us(renew_ms, r);
 	if (rv)
 		snprintf(v, sizeof(v), ",\"resourceVersion\":\"%s\"", rv);
-	snprintf(text, sizeof(text),
+	if (holder)
+		snprintf(h, sizeof(h), "\"holderIdentity\":\"%s\",", holder);
+	snprintf(out, n,
 		 "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":"
 		 "{\"name\":\"alertbridge\",\"namespace\":\"alertbridge\"%s},\"spec\":{"
-		 "\"holderIdentity\":\"%s\",\"leaseDurationSeconds\":%lld,\"acquireTime\":\"%s\","
+		 "%s\"leaseDurationSeconds\":%lld,\"acquireTime\":\"%s\","
 		 "\"renewTime\":\"%s\",\"leaseTransitions\":%lld}}",
-		 v, holder, (long long)duration_s, a, r, (long long)transitions);
-	return text;
+		 v, h, (long long)duration_s, a, r, (long long)transitions);
+	return out;
+}
+
+/* A Lease as the API server answers it (a static buffer, valid until the next call). */
+static const char *lease_answer(const char *rv, const char *holder, int64_t duration_s,
+				int64_t acquire_ms, int64_t renew_ms, int64_t transitions)
+{
+	static char text[1024];
+
+	return lease_json(text, sizeof(text), rv, holder, duration_s, acquire_ms, renew_ms,
+			  transitions);
+}
+
+/*
+ * The request body we expect: resourceVersion omitted when rv is NULL (a static buffer of
+ * its own, valid until the next call).
+ */
+static const char *lease_body(const char *rv, const char *holder, int64_t duration_s,
+			      int64_t acquire_ms, int64_t renew_ms, int64_t transitions)
+{
+	static char text[1024];
+
+	return lease_json(text, sizeof(text), rv, holder, duration_s, acquire_ms, renew_ms,
+			  transitions);
 }
 
 /* Request i was method uri, with the bearer token, and (when want_body) this JSON body. */
@@ -240,15 +254,34 @@ static enum err step(struct fixture *fx)
 	return leader_step(fx->l, &fx->err);
 }
 
+/* Queue the answers of a create of pod-a's Lease at t ms: GET 404, POST 201 with rv "1". */
+static void push_create(struct fixture *fx, int64_t t)
+{
+	fake_http_push(fx->fake, 404, NULL, STATUS_404);
+	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
+}
+
 /* Make fx->l leader by creating the Lease at the current time; the answer has rv "1". */
 static void lead_by_create(struct fixture *fx)
 {
-	int64_t t = v_now(fx);
-
-	fake_http_push(fx->fake, 404, NULL, STATUS_404);
-	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
+	push_create(fx, v_now(fx));
 	assert_int_equal(step(fx), ERR_OK);
 	assert_true(leader_is_leader(fx->l));
+}
+
+/* leader_stop(); then the API saw requests requests in all, and the events are events. */
+static void stop_sends(struct fixture *fx, size_t requests, const char *events)
+{
+	leader_stop(fx->l);
+	assert_int_equal(fake_http_count(fx->fake), requests);
+	assert_string_equal(fx->events, events);
+}
+
+/* fx->l led once and stepped down, and was no longer leader inside on_stop_leading. */
+static void stepped_down(struct fixture *fx)
+{
+	assert_string_equal(fx->events, "+-");
+	assert_false(fx->leading_in_stop);
 }
 
 /* ---- tests ---- */
@@ -451,44 +484,51 @@ static void conflict_on_take_over_stays_follower(void **state)
 	assert_string_equal(fx->events, "");
 }
 
+/*
+ * A step of the leader that finds pod-b has taken the Lease (rv "9", since T0 + 1 s): the
+ * fast PUT is refused, the GET shows pod-b; fails unless the step is ERR_CONFLICT.
+ */
+static void lose_to_pod_b(struct fixture *fx)
+{
+	fake_http_push(fx->fake, 409, NULL, STATUS_409);
+	fake_http_push(fx->fake, 200, NULL, lease_answer("9", "pod-b", 15, T0 + S, T0 + S, 1));
+	assert_int_equal(step(fx), ERR_CONFLICT);
+}
+
+/* Fail unless m exposes alertbridge_leader_election_is_leader as want. */
+static void gauge_is(struct metrics *m, int want)
+{
+	struct buf text = BUF_INIT;
+	char line[64];
+
+	snprintf(line, sizeof(line), "\nalertbridge_leader_election_is_leader %d\n", want);
+	metrics_render(m, &text);
+	assert_non_null(strstr(buf_str(&text), line));
+	buf_release(&text);
+}
+
 /* The gauge the AlertbridgeNoLeader alert sums over the replicas: 0, 1 leading, 0 again. */
 static void is_leader_gauge_follows_leadership(void **state)
 {
 	struct fixture *fx = *state;
 	struct leader_options o = { 0 };
 	struct metrics *m = metrics_new();
-	struct buf text = BUF_INIT;
 	int64_t t = v_now(fx);
 
-	o.kube = fx->kc;
-	o.namespace = "alertbridge";
-	o.lease_name = "alertbridge";
-	o.identity = "pod-a";
-	o.now_ms = v_now;
-	o.sleep_ms = v_sleep;
-	o.clock_ctx = fx;
+	leader_opts(fx, &o, 1);
 	o.metrics = m;
 	leader_free(fx->l);
 	fx->l = leader_new(&o);
-	metrics_render(m, &text);
-	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 0\n"));
-	fake_http_push(fx->fake, 404, NULL, STATUS_404);
-	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
+	gauge_is(m, 0);
+	push_create(fx, t);
 	assert_int_equal(step(fx), ERR_OK);
-	buf_reset(&text);
-	metrics_render(m, &text);
-	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 1\n"));
+	gauge_is(m, 1);
 	advance(fx, 2 * S);
-	fake_http_push(fx->fake, 409, NULL, STATUS_409);
-	fake_http_push(fx->fake, 200, NULL, lease_answer("9", "pod-b", 15, T0 + S, T0 + S, 1));
-	assert_int_equal(step(fx), ERR_CONFLICT);
-	buf_reset(&text);
-	metrics_render(m, &text);
-	assert_non_null(strstr(buf_str(&text), "\nalertbridge_leader_election_is_leader 0\n"));
+	lose_to_pod_b(fx);
+	gauge_is(m, 0);
 	leader_free(fx->l);
 	fx->l = NULL;
 	metrics_free(m);
-	buf_release(&text);
 }
 
 static void leader_steps_down_when_another_holds_it(void **state)
@@ -497,21 +537,16 @@ static void leader_steps_down_when_another_holds_it(void **state)
 
 	lead_by_create(fx);
 	advance(fx, 2 * S);
-	fake_http_push(fx->fake, 409, NULL, STATUS_409);
-	fake_http_push(fx->fake, 200, NULL, lease_answer("9", "pod-b", 15, T0 + S, T0 + S, 1));
-	assert_int_equal(step(fx), ERR_CONFLICT);
+	lose_to_pod_b(fx);
 	assert_string_equal(buf_str(&fx->err), "lease alertbridge/alertbridge is held by pod-b");
 	assert_false(leader_is_leader(fx->l));
-	assert_string_equal(fx->events, "+-");
-	assert_false(fx->leading_in_stop);
+	stepped_down(fx);
 	assert_non_null(strstr(logged(fx),
 			       "level=info msg=\"lost leadership\" err=conflict identity=pod-a "
 			       "lease=alertbridge/alertbridge reason=\"lease taken by another\" "
 			       "detail=\"lease alertbridge/alertbridge is held by pod-b\"\n"));
 	/* It is not ours: stopping releases nothing. */
-	leader_stop(fx->l);
-	assert_int_equal(fake_http_count(fx->fake), 4);
-	assert_string_equal(fx->events, "+-");
+	stop_sends(fx, 4, "+-");
 }
 
 static void renew_failures_past_deadline_step_down(void **state)
@@ -536,8 +571,7 @@ static void renew_failures_past_deadline_step_down(void **state)
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	fake_http_push(fx->fake, 500, NULL, STATUS_500);
 	assert_int_equal(step(fx), ERR_RETRY);
-	assert_string_equal(fx->events, "+-");
-	assert_false(fx->leading_in_stop);
+	stepped_down(fx);
 	assert_false(leader_is_leader(fx->l));
 	assert_int_equal(fake_http_count(fx->fake), 12);
 	assert_non_null(strstr(logged(fx), "msg=\"lost leadership\" identity=pod-a "
@@ -601,16 +635,13 @@ static void stop_releases_the_lease(void **state)
 	fake_http_push(fx->fake, 200, NULL, lease_answer("2", "", 1, T0 + 3 * S, T0 + 3 * S, 0));
 	leader_stop(fx->l);
 	assert_false(leader_is_leader(fx->l));
-	assert_string_equal(fx->events, "+-");
-	assert_false(fx->leading_in_stop);
+	stepped_down(fx);
 	assert_int_equal(fake_http_count(fx->fake), 3);
 	req_is(fx, 2, "PUT", LEASE_PATH, lease_body("1", "", 1, T0 + 3 * S, T0 + 3 * S, 0));
 	assert_non_null(strstr(logged(fx), "msg=\"lease released\" identity=pod-a "
 					   "lease=alertbridge/alertbridge\n"));
 	/* A second stop (and free) does nothing more. */
-	leader_stop(fx->l);
-	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_string_equal(fx->events, "+-");
+	stop_sends(fx, 3, "+-");
 }
 
 static void failed_release_is_logged(void **state)
@@ -635,9 +666,7 @@ static void follower_stop_sends_nothing(void **state)
 
 	fake_http_push(fx->fake, 200, NULL, lease_answer("7", "pod-b", 15, T0, T0, 0));
 	assert_int_equal(step(fx), ERR_CONFLICT);
-	leader_stop(fx->l);
-	assert_int_equal(fake_http_count(fx->fake), 1);
-	assert_string_equal(fx->events, "");
+	stop_sends(fx, 1, "");
 }
 
 /* The leader's own thread, real clock: it steps at once, then waits 2 s; stop interrupts. */
@@ -654,8 +683,7 @@ static void thread_leads_and_releases_on_stop(void **state)
 	kube_client_free(fx->kc);
 	fx->kc = new_kube(fx, 0);
 	fx->l = l = new_leader(fx, 15 * S, 0);
-	fake_http_push(fx->fake, 404, NULL, STATUS_404);
-	fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, T0, T0, 0));
+	push_create(fx, T0);
 	assert_int_equal(leader_start(l), ERR_OK);
 	for (i = 0; i < 300 && !leader_is_leader(l); i++)
 		usleep(10000);
@@ -756,8 +784,7 @@ static void is_leader_is_safe_from_other_threads(void **state)
 	for (int round = 0; round < 20; round++) {
 		int64_t t = v_now(fx);
 
-		fake_http_push(fx->fake, 404, NULL, STATUS_404);
-		fake_http_push(fx->fake, 201, NULL, lease_answer("1", "pod-a", 15, t, t, 0));
+		push_create(fx, t);
 		settled_step(&sh, ERR_OK, 1);
 		advance(fx, 2 * S);
 		fake_http_push(fx->fake, 200, NULL,

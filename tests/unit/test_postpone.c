@@ -27,6 +27,17 @@ static enum postpone_why decide(struct janitor_kv *kv, size_t n, const struct po
 	return postpone_decide(kv, n, CREATED, NOW, p, plan, out);
 }
 
+/* Operation i of p sets name to value (NULL: removes it). */
+static void op_is(const struct janitor_patch *p, size_t i, const char *name, const char *value)
+{
+	assert_true(i < p->n);
+	assert_string_equal(p->ops[i].name, name);
+	if (value == NULL)
+		assert_null(p->ops[i].value);
+	else
+		assert_string_equal(p->ops[i].value, value);
+}
+
 static void moves_expires_a_day_and_counts(void **state)
 {
 	struct janitor_kv kv[] = {
@@ -44,16 +55,12 @@ static void moves_expires_a_day_and_counts(void **state)
 	assert_int_equal(plan.count, 0);
 	assert_int_equal(plan.new_expires_ms, NOW + 30 * H);
 	assert_int_equal(p.n, 4);
-	assert_string_equal(p.ops[0].name, JANITOR_ANN_EXPIRES);
-	assert_string_equal(p.ops[0].value, "2026-11-19T06:00:00Z");
+	op_is(&p, 0, JANITOR_ANN_EXPIRES, "2026-11-19T06:00:00Z");
 	/* Still the janitor's own mark: unmarking on resolve removes the new value. */
-	assert_string_equal(p.ops[1].name, JANITOR_ANN_MARKED_EXPIRES);
-	assert_string_equal(p.ops[1].value, "2026-11-19T06:00:00Z");
+	op_is(&p, 1, JANITOR_ANN_MARKED_EXPIRES, "2026-11-19T06:00:00Z");
 	/* A fresh notice with its button goes out before the new expiry. */
-	assert_string_equal(p.ops[2].name, JANITOR_ANN_NOTIFIED_AT);
-	assert_null(p.ops[2].value);
-	assert_string_equal(p.ops[3].name, JANITOR_ANN_POSTPONED);
-	assert_string_equal(p.ops[3].value, "1");
+	op_is(&p, 2, JANITOR_ANN_NOTIFIED_AT, NULL);
+	op_is(&p, 3, JANITOR_ANN_POSTPONED, "1");
 	janitor_patch_release(&p);
 }
 
@@ -71,8 +78,7 @@ static void a_persons_expires_is_moved_not_marked(void **state)
 	assert_int_equal(plan.count, 2);
 	assert_int_equal(p.n, 2);
 	assert_string_equal(p.ops[0].name, JANITOR_ANN_EXPIRES);
-	assert_string_equal(p.ops[1].name, JANITOR_ANN_POSTPONED);
-	assert_string_equal(p.ops[1].value, "3");
+	op_is(&p, 1, JANITOR_ANN_POSTPONED, "3");
 	janitor_patch_release(&p);
 }
 

@@ -23,6 +23,7 @@
 #include "core/mustache.h"
 #include "janitor/slack.h"
 #include "tests/unit/helpers/fake_http.h"
+#include "tests/unit/helpers/vclock.h"
 
 #define T0 1700000000000LL
 #define TOKEN "xoxb-SECRET-token-123"
@@ -34,28 +35,12 @@ struct fixture {
 	struct slack_client *c;
 	struct slack_options opts;
 	struct buf hook_url;
-	int64_t now;
-	int64_t sleeps[16];
-	int nsleeps;
+	struct vclock clock;  /* the client's now_ms and sleep_ms */
 	struct buf err;
 	struct buf chan;
 	struct slack_posted posted;
 	FILE *log;
 };
-
-static int64_t v_now(void *ctx)
-{
-	return ((struct fixture *)ctx)->now;
-}
-
-static void v_sleep(void *ctx, int64_t ms)
-{
-	struct fixture *fx = ctx;
-	assert_true(ms > 0);
-	assert_true(fx->nsleeps < 16);
-	fx->sleeps[fx->nsleeps++] = ms;
-	fx->now += ms;
-}
 
 static void reopen(struct fixture *fx)
 {
@@ -74,14 +59,14 @@ static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	fx->fake = fake_http_start();
-	fx->now = T0;
+	fx->clock.now = T0;
 	fx->opts.api_url = fake_http_url(fx->fake);
 	fx->opts.bot_token = TOKEN;
 	fx->opts.timeout_ms = 2000;
 	fx->opts.max_attempts = 3;
-	fx->opts.now_ms = v_now;
-	fx->opts.sleep_ms = v_sleep;
-	fx->opts.clock_ctx = fx;
+	fx->opts.now_ms = vclock_now;
+	fx->opts.sleep_ms = vclock_sleep;
+	fx->opts.clock_ctx = &fx->clock;
 	buf_init(&fx->err, 0);
 	buf_init(&fx->chan, 0);
 	buf_init(&fx->hook_url, 0);
@@ -122,14 +107,6 @@ static int teardown(void **state)
 	buf_release(&fx->hook_url);
 	free(fx);
 	return 0;
-}
-
-static int64_t slept(const struct fixture *fx)
-{
-	int64_t t = 0;
-	for (int i = 0; i < fx->nsleeps; i++)
-		t += fx->sleeps[i];
-	return t;
 }
 
 /* The request body must equal want (both JSON, compared structurally). */
@@ -187,7 +164,7 @@ static void post_sends_documented_request(void **state)
 	assert_json_body(fake_http_request(fx->fake, 0),
 			 "{\"channel\":\"#gpu\",\"text\":\"pod ns/p will be deleted\","
 			 "\"unfurl_links\":false}");
-	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(fx->clock.nsleeps, 0);
 	assert_false(slack_webhook_mode(fx->c));
 }
 
@@ -204,7 +181,7 @@ static void thread_reply_carries_thread_ts(void **state)
 			 "{\"channel\":\"C0GPU\",\"text\":\"never mind\","
 			 "\"thread_ts\":\"1700000000.000100\",\"unfurl_links\":false}");
 	/* "" is no thread; out may be NULL */
-	fx->now += 1000;
+	fx->clock.now += 1000;
 	assert_int_equal(slack_post(fx->c, "C0GPU", "x", "", NULL, &fx->err), ERR_OK);
 	assert_json_body(fake_http_request(fx->fake, 1),
 			 "{\"channel\":\"C0GPU\",\"text\":\"x\",\"unfurl_links\":false}");
@@ -228,14 +205,14 @@ static void ok_false_maps_to_error_codes(void **state)
 		snprintf(body, sizeof(body), "{\"ok\":false,\"error\":\"%s\"}", cases[i].code);
 		snprintf(want, sizeof(want), "chat.postMessage: %s (HTTP 200)", cases[i].code);
 		fake_http_push(fx->fake, 200, NULL, body);
-		fx->now += 1000;
+		fx->clock.now += 1000;
 		assert_int_equal(post(fx, "#gpu", "hi", NULL), cases[i].want);
 		assert_err(fx, want);
 		assert_string_equal(fx->posted.channel, "");
 		assert_string_equal(fx->posted.ts, "");
 		assert_int_equal(fake_http_count(fx->fake), i + 1); /* never retried */
 	}
-	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(fx->clock.nsleeps, 0);
 }
 
 static void http_errors_without_json(void **state)
@@ -245,11 +222,11 @@ static void http_errors_without_json(void **state)
 	fake_http_push(fx->fake, 403, NULL, "<html>forbidden</html>");
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_AUTH);
 	assert_err(fx, "chat.postMessage: HTTP 403");
-	fx->now += 1000;
+	fx->clock.now += 1000;
 	fake_http_push(fx->fake, 404, NULL, "");
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_INVALID);
 	assert_err(fx, "chat.postMessage: HTTP 404");
-	fx->now += 1000;
+	fx->clock.now += 1000;
 	/* a 4xx that carries Slack's JSON is judged by its code */
 	fake_http_push(fx->fake, 400, NULL, "{\"ok\":false,\"error\":\"invalid_arguments\"}");
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_INVALID);
@@ -266,18 +243,18 @@ static void malformed_answers_are_invalid(void **state)
 
 	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
 		fake_http_push(fx->fake, 200, NULL, bodies[i]);
-		fx->now += 1000;
+		fx->clock.now += 1000;
 		assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_INVALID);
 		assert_err(fx, "chat.postMessage: malformed answer (HTTP 200): "
 			       "not JSON with a boolean \"ok\"");
 	}
 	fake_http_push(fx->fake, 200, NULL, "{\"ok\":false}");
-	fx->now += 1000;
+	fx->clock.now += 1000;
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_INVALID);
 	assert_err(fx, "chat.postMessage: \"ok\": false without \"error\" (HTTP 200)");
 	/* ok without ts: posted, but nothing to thread under */
 	fake_http_push(fx->fake, 200, NULL, "{\"ok\":true,\"channel\":\"C1\"}");
-	fx->now += 1000;
+	fx->clock.now += 1000;
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_INVALID);
 	assert_err(fx, "chat.postMessage: malformed answer: no channel or ts "
 		       "(the message was posted)");
@@ -317,8 +294,8 @@ static void retry_after_is_waited(void **state)
 	fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
 	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 3000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 3000);
 	assert_string_equal(fx->posted.ts, "1700000000.000100");
 	/* the second attempt is the same request */
 	assert_json_body(fake_http_request(fx->fake, 1),
@@ -335,20 +312,33 @@ static void retry_after_as_an_http_date_is_waited(void **state)
 	fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
 	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 3000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 3000);
+}
+
+/*
+ * Three answers of status (with the header lines headers, may be NULL) and an empty body:
+ * a post to #gpu gives up after its 3 attempts, and says so.
+ */
+static void gives_up_after_3(struct fixture *fx, int status, const char *headers)
+{
+	char want[96];
+
+	for (int i = 0; i < 3; i++)
+		fake_http_push(fx->fake, status, headers, "");
+	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
+	snprintf(want, sizeof(want), "giving up after 3 attempts: chat.postMessage: HTTP %d",
+		 status);
+	assert_err(fx, want);
 }
 
 static void rate_limit_gives_up_after_max_attempts(void **state)
 {
 	struct fixture *fx = *state;
 
-	for (int i = 0; i < 3; i++)
-		fake_http_push(fx->fake, 429, "Retry-After: 2", "");
-	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
-	assert_err(fx, "giving up after 3 attempts: chat.postMessage: HTTP 429");
+	gives_up_after_3(fx, 429, "Retry-After: 2");
 	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_int_equal(slept(fx), 4000); /* two waits of 2 s; none after the last */
+	assert_int_equal(vclock_slept(&fx->clock), 4000); /* two 2 s waits, none after the last */
 }
 
 static void long_retry_after_fails_fast(void **state)
@@ -359,10 +349,10 @@ static void long_retry_after_fails_fast(void **state)
 		       "{\"ok\":false,\"error\":\"ratelimited\"}");
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
 	assert_err(fx, "chat.postMessage: rate limited by slack, retry after 120 s");
-	assert_int_equal(fx->nsleeps, 0);
+	assert_int_equal(fx->clock.nsleeps, 0);
 	assert_int_equal(fake_http_count(fx->fake), 1);
 	/* until then, no request is made */
-	fx->now += 50000;
+	fx->clock.now += 50000;
 	assert_int_equal(post(fx, "#other", "hi", NULL), ERR_RETRY);
 	assert_err(fx, "chat.postMessage: rate limited by slack, retry after 70 s");
 	assert_int_equal(fake_http_count(fx->fake), 1);
@@ -372,11 +362,11 @@ static void long_retry_after_fails_fast(void **state)
 					     &fx->err), ERR_OK);
 	assert_string_equal(buf_str(&fx->chan), "D0ALICE");
 	/* within max_wait (60 s): waited, then sent */
-	fx->now += 15000;
+	fx->clock.now += 15000;
 	fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 55000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 55000);
 	assert_int_equal(fake_http_count(fx->fake), 3);
 }
 
@@ -389,18 +379,15 @@ static void server_errors_are_retried_with_backoff(void **state)
 	fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
 	assert_int_equal(fake_http_count(fx->fake), 3);
-	assert_int_equal(fx->nsleeps, 2);
-	assert_int_equal(fx->sleeps[0], 1000);
-	assert_int_equal(fx->sleeps[1], 2000);
+	assert_int_equal(fx->clock.nsleeps, 2);
+	assert_int_equal(fx->clock.sleeps[0], 1000);
+	assert_int_equal(fx->clock.sleeps[1], 2000);
 
-	fx->nsleeps = 0;
-	fx->now += 1000; /* past the per-channel pacing */
-	for (int i = 0; i < 3; i++)
-		fake_http_push(fx->fake, 503, NULL, "");
-	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_RETRY);
-	assert_err(fx, "giving up after 3 attempts: chat.postMessage: HTTP 503");
+	fx->clock.nsleeps = 0;
+	fx->clock.now += 1000; /* past the per-channel pacing */
+	gives_up_after_3(fx, 503, NULL);
 	assert_int_equal(fake_http_count(fx->fake), 6);
-	assert_int_equal(slept(fx), 3000);
+	assert_int_equal(vclock_slept(&fx->clock), 3000);
 }
 
 static void dropped_connection_is_retried(void **state)
@@ -411,7 +398,7 @@ static void dropped_connection_is_retried(void **state)
 	fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
 	assert_int_equal(fake_http_count(fx->fake), 2);
-	assert_int_equal(fx->sleeps[0], 1000);
+	assert_int_equal(fx->clock.sleeps[0], 1000);
 
 	for (int i = 0; i < 3; i++)
 		fake_http_push_drop(fx->fake);
@@ -429,16 +416,16 @@ static void posts_to_one_channel_are_a_second_apart(void **state)
 		fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#a", "1", NULL), ERR_OK);
 	assert_int_equal(post(fx, "#b", "2", NULL), ERR_OK); /* another channel: no wait */
-	assert_int_equal(fx->nsleeps, 0);
-	fx->now += 300;
+	assert_int_equal(fx->clock.nsleeps, 0);
+	fx->clock.now += 300;
 	assert_int_equal(post(fx, "#a", "3", NULL), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 700);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 700);
 	assert_int_equal(post(fx, "#b", "4", NULL), ERR_OK); /* already 1 s since "2" */
-	assert_int_equal(fx->nsleeps, 1);
-	fx->now += 1500;
+	assert_int_equal(fx->clock.nsleeps, 1);
+	fx->clock.now += 1500;
 	assert_int_equal(post(fx, "#a", "5", NULL), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
+	assert_int_equal(fx->clock.nsleeps, 1);
 	assert_int_equal(fake_http_count(fx->fake), 5);
 }
 
@@ -569,7 +556,7 @@ static void rotated_secret_is_sent_in_the_same_mode(void **state)
 			    "Bearer xoxb-SECRET-rotated");
 	assert_false(slack_webhook_mode(fx->c));
 	slack_set_secret(fx->c, NULL, NULL);  /* nothing given: the current one stays */
-	fx->now += 5000;
+	fx->clock.now += 5000;
 	fake_http_push(fx->fake, 200, NULL, OK_POST);
 	assert_int_equal(post(fx, "#gpu", "hi", NULL), ERR_OK);
 	assert_string_equal(fake_request_header(fake_http_request(fx->fake, 1), "authorization"),
@@ -611,8 +598,8 @@ static void webhook_posts_text_only(void **state)
 	/* all webhook posts share one channel: paced together */
 	fake_http_push(fx->fake, 200, NULL, "ok\n");
 	assert_int_equal(post(fx, NULL, "again", NULL), ERR_OK);
-	assert_int_equal(fx->nsleeps, 1);
-	assert_int_equal(fx->sleeps[0], 1000);
+	assert_int_equal(fx->clock.nsleeps, 1);
+	assert_int_equal(fx->clock.sleeps[0], 1000);
 
 	/* no lookups: everything resolves to the webhook's own channel */
 	assert_int_equal(resolve(fx, "alice@example.com", NULL, NULL, NULL), ERR_OK);
@@ -647,7 +634,7 @@ static void webhook_error_texts(void **state)
 	use_webhook(fx);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		fake_http_push(fx->fake, cases[i].status, NULL, cases[i].body);
-		fx->now += 1000;
+		fx->clock.now += 1000;
 		assert_int_equal(post(fx, NULL, "hi", NULL), cases[i].want);
 		assert_err(fx, cases[i].msg);
 	}

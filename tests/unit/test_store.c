@@ -113,18 +113,14 @@ static void deleted_file_refuses_enqueue(void **state)
 {
 	struct fixture *f = *state;
 	struct store *st;
-	struct store_event ev = { 0 };
+	struct store_event ev;
 	struct buf msg = BUF_INIT, why = BUF_INIT;
 
 	sfx_sqlite_only("an sqlite file unlinked");
 	st = sfx_open_ok(f->path);
 	assert_true(store_ready(st, &why));
 	assert_int_equal(unlink(f->path), 0);
-	ev.kind = "bridge";
-	ev.receiver = "default";
-	ev.key = "bbbb000011112222";
-	ev.status = "firing";
-	ev.payload = "{}";
+	ev = sfx_mkev("bridge", "default", "bbbb000011112222", "firing");
 	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_DB);
 	sfx_assert_contains(buf_str(&msg), "deleted or replaced");
 	assert_int_equal(ev.id, 0);
@@ -140,16 +136,12 @@ static void deleted_file_gives_no_work(void **state)
 {
 	struct fixture *f = *state;
 	struct store *st;
-	struct store_event ev = { 0 }, next;
+	struct store_event ev, next;
 	struct buf msg = BUF_INIT;
 
 	sfx_sqlite_only("an sqlite file unlinked");
 	st = sfx_open_ok(f->path);
-	ev.kind = "bridge";
-	ev.receiver = "default";
-	ev.key = "cccc000011112222";
-	ev.status = "firing";
-	ev.payload = "{}";
+	ev = sfx_mkev("bridge", "default", "cccc000011112222", "firing");
 	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
 	assert_int_equal(store_next_event(st, "bridge", INT64_MAX / 2, &next), ERR_OK);
 	store_event_release(&next);

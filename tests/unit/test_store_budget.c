@@ -72,7 +72,7 @@ static void recorded_calls_are_loaded_newest_first(void **state)
 static void old_records_are_pruned(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	char text[256];
 
 	note_ok(st, "", T0);
@@ -81,7 +81,6 @@ static void old_records_are_pruned(void **state)
 	load_text(st, 0, text, sizeof(text));
 	assert_string_equal(text, "@3600500 @1000");
 	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM gh_budget"), 2);
-	store_close(st);
 }
 
 /* Two stores of one database (replicas on PostgreSQL) see each other's records at once. */
@@ -103,7 +102,7 @@ static void two_stores_share_the_records(void **state)
 static void failed_record_leaves_nothing(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct buf msg = BUF_INIT;
 	char text[256];
 
@@ -120,7 +119,6 @@ static void failed_record_leaves_nothing(void **state)
 	assert_string_equal(text, "@1000 @0");
 	assert_int_equal(store_budget_note(NULL, "", T0, 0, NULL), ERR_INVALID);
 	buf_release(&msg);
-	store_close(st);
 }
 
 UNIT_MAIN(

@@ -24,6 +24,7 @@
 #include "store/store_copy.h"
 #include "store/store_events.h"
 #include "tests/unit/helpers/pg_fixture.h"
+#include "tests/unit/helpers/store_fixture.h"
 #include "tests/unit/helpers/tmpdir.h"
 
 struct fx {
@@ -53,17 +54,6 @@ static int teardown(void **state)
 	tfx_remove_tree(f->dir);
 	free(f);
 	return 0;
-}
-
-static struct store *open_ok(const char *target)
-{
-	struct buf msg = BUF_INIT;
-	struct store *st = NULL;
-
-	if (store_open_target(target, NULL, &st, &msg) != ERR_OK)
-		fail_msg("store_open_target %s: %s", target, buf_str(&msg));
-	buf_release(&msg);
-	return st;
 }
 
 static void exec_ok(const char *target, const char *sql)
@@ -174,7 +164,7 @@ static void dump(const char *target, struct buf *out)
 
 static void copy_ok(const char *from, const char *to, struct store_copy_counts *counts)
 {
-	struct store *src = open_ok(from), *dst = open_ok(to);
+	struct store *src = sfx_open_ok(from), *dst = sfx_open_ok(to);
 	struct buf msg = BUF_INIT;
 
 	if (store_copy(src, dst, counts, &msg) != ERR_OK)
@@ -195,7 +185,7 @@ static int64_t rows_of(const struct store_copy_counts *c, const char *table)
 /* A store with fill_sql's rows at path. */
 static void make_source(const char *path)
 {
-	store_close(open_ok(path));  /* the schema */
+	store_close(sfx_open_ok(path));  /* the schema */
 	exec_ok(path, fill_sql);
 }
 
@@ -232,11 +222,11 @@ static void non_empty_target_is_refused(void **state)
 	struct store_copy_counts counts;
 
 	make_source(f->a);
-	store_close(open_ok(f->b));
+	store_close(sfx_open_ok(f->b));
 	exec_ok(f->b, "INSERT INTO repo_scans (receiver, repo, done_at_ms) VALUES ('x', 'y/z', 1)");
 	dump(f->b, &before);
-	src = open_ok(f->a);
-	dst = open_ok(f->b);
+	src = sfx_open_ok(f->a);
+	dst = sfx_open_ok(f->b);
 	assert_int_equal(store_copy(src, dst, &counts, &msg), ERR_CONFLICT);
 	assert_non_null(strstr(buf_str(&msg), "1 row(s) in table repo_scans"));
 	assert_non_null(strstr(buf_str(&msg), "new, empty database"));
@@ -305,11 +295,11 @@ static void columns_are_the_schemas(void **state)
 {
 	struct fx *f = *state;
 
-	store_close(open_ok(f->a));
+	store_close(sfx_open_ok(f->a));
 	check_columns(f->a);
 	if (pgfx_server()) {
 		pgfx_create(f->pg, sizeof(f->pg), "ab_copy_cols");
-		store_close(open_ok(f->pg));
+		store_close(sfx_open_ok(f->pg));
 		check_columns(f->pg);
 	}
 }
@@ -326,11 +316,8 @@ static void sqlite_to_postgres_and_back(void **state)
 		.received_at_ms = 1764000000000,
 	};
 
-	if (!pgfx_server()) {
-		print_message("sqlite_to_postgres_and_back: skipped (AB_TEST_PG_URI is unset)\n");
+	if (!pgfx_create_or_skip(f->pg, sizeof(f->pg), "ab_copy", "sqlite_to_postgres_and_back"))
 		return;
-	}
-	pgfx_create(f->pg, sizeof(f->pg), "ab_copy");
 	make_source(f->a);
 	copy_ok(f->a, f->pg, &counts);
 	assert_int_equal(rows_of(&counts, "events"), 4);
@@ -341,7 +328,7 @@ static void sqlite_to_postgres_and_back(void **state)
 	dump(f->c, &got);
 	assert_string_equal(buf_str(&got), buf_str(&want));
 	/* The identity goes on after the copied ids (13 the largest event id). */
-	st = open_ok(f->pg);
+	st = sfx_open_ok(f->pg);
 	assert_int_equal(store_enqueue(st, &ev, 1, &msg), ERR_OK);
 	assert_true(ev.id > 13);
 	assert_int_equal(store_pending_count(st, "bridge"), 2);

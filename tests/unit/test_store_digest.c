@@ -46,8 +46,7 @@ static int64_t add(struct store *st, int i, const char *notify, int64_t due_ms)
 
 static void batch_is_one_owners_due_notices(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_notice head = { 0 }, *m = NULL;
 	size_t n = 0;
 
@@ -69,7 +68,6 @@ static void batch_is_one_owners_due_notices(void **state)
 	assert_int_equal(n, 2);  /* at most max */
 	store_notices_free(m, n);
 	store_notice_release(&head);
-	store_close(st);
 }
 
 /* A digest of two parts over ids[0..3): part 1 {0, 1}, part 2 {2}. */
@@ -172,8 +170,7 @@ static void digest_durable_across_a_restart_then_sent_with_its_members(void **st
 
 static void bad_digests_are_refused(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_digest d = { 0 };
 	struct buf err = BUF_INIT;
 	int64_t id = add(st, 0, "#a", T);
@@ -187,7 +184,6 @@ static void bad_digests_are_refused(void **state)
 	assert_int_equal(store_digest_add(st, &d, 1, &id, empty, &err), ERR_INVALID);
 	assert_int_equal(store_digest_pending_count(st), 0);
 	buf_release(&err);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

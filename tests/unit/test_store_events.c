@@ -29,8 +29,7 @@
 
 static void enqueue_next_done_round_trip(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event evs[2] = { sfx_mkev("bridge", "default", "k1", "firing"),
 				      sfx_mkev("bridge", "default", "k2", "resolved") };
 	struct store_event got;
@@ -77,14 +76,12 @@ static void enqueue_next_done_round_trip(void **state)
 	sfx_assert_contains(buf_str(&msg), "event 9999 does not exist");
 	assert_int_equal(store_enqueue(st, NULL, 0, &msg), ERR_OK);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* The age of the queue: the oldest pending event's receipt, kept while it waits for retries. */
 static void oldest_pending_is_the_first_received(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k1", "firing"),
 				      sfx_mkev("bridge", "default", "k2", "firing"),
 				      sfx_mkev("janitor", "default", "k3", "firing") };
@@ -111,13 +108,11 @@ static void oldest_pending_is_the_first_received(void **state)
 	assert_int_equal(store_oldest_pending_ms(st, ""), -1);
 	assert_int_equal(store_oldest_pending_ms(NULL, "bridge"), -1);
 	buf_release(&msg);
-	store_close(st);
 }
 
 static void fifo_within_kind_and_kinds_apart(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	int64_t b[5], j[3];
 	const char *keys[] = { "k0", "k1", "k2", "k3", "k4" };
 
@@ -139,13 +134,11 @@ static void fifo_within_kind_and_kinds_apart(void **state)
 		assert_int_equal(store_event_done(st, b[i], NULL, NULL), ERR_OK);
 	}
 	assert_int_equal(sfx_next_id(st, "bridge", 0), 0);
-	store_close(st);
 }
 
 static void retry_waits_for_next_attempt(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event got;
 	int64_t a = sfx_enq1(st, "bridge", "ka");
 	int64_t b = sfx_enq1(st, "bridge", "kb");
@@ -170,13 +163,11 @@ static void retry_waits_for_next_attempt(void **state)
 
 	assert_int_equal(store_event_retry(st, b, t, "x"), ERR_CONFLICT);
 	assert_int_equal(store_event_retry(st, 4242, t, "x"), ERR_NOTFOUND);
-	store_close(st);
 }
 
 static void progress_note_survives_retry(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event got;
 	int64_t a = sfx_enq1(st, "bridge", "ka");
 	const int64_t t = 1800000000000;
@@ -193,13 +184,11 @@ static void progress_note_survives_retry(void **state)
 	assert_int_equal(store_event_progress(st, 4242, "x:1"), ERR_NOTFOUND);
 	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_OK);
 	assert_int_equal(store_event_progress(st, a, "close:2"), ERR_CONFLICT);
-	store_close(st);
 }
 
 static void later_event_of_same_key_waits_for_older(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	int64_t firing = sfx_enq1(st, "bridge", "k");
 	int64_t resolved = sfx_enq1(st, "bridge", "k");
 	int64_t other = sfx_enq1(st, "bridge", "other");
@@ -219,13 +208,11 @@ static void later_event_of_same_key_waits_for_older(void **state)
 	int64_t again = sfx_enq1(st, "bridge", "k");
 	assert_int_equal(store_event_dead(st, resolved, "bad payload"), ERR_OK);
 	assert_int_equal(sfx_next_id(st, "bridge", t), again);
-	store_close(st);
 }
 
 static void dead_letter_marks_event_and_row(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "kd", 7), got;
 	int64_t id = sfx_enq1(st, "bridge", "kd");
 	int64_t id2 = sfx_enq1(st, "bridge", "no-row");
@@ -251,14 +238,12 @@ static void dead_letter_marks_event_and_row(void **state)
 	assert_int_equal(store_event_done(st, id, NULL, &msg), ERR_CONFLICT);
 	sfx_assert_contains(buf_str(&msg), "is already dead");
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* Dead letters re-queued by key or by reason; the rest stay dead; order is kept. */
 static void dead_letters_are_requeued_by_filter(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "a", 7), got;
 	int64_t a1 = sfx_enq1(st, "bridge", "a"), b = sfx_enq1(st, "bridge", "b");
 	int64_t c = sfx_enq1(st, "bridge", "c"), j = sfx_enq1(st, "janitor", "a"), n = -1;
@@ -300,7 +285,6 @@ static void dead_letters_are_requeued_by_filter(void **state)
 	assert_int_equal(store_pending_count(st, "bridge"), 2);
 	assert_int_equal(store_dead_requeue(st, "", NULL, NULL, NULL, &n), ERR_INVALID);
 	assert_int_equal(store_dead_requeue(NULL, "bridge", NULL, NULL, NULL, &n), ERR_INVALID);
-	store_close(st);
 }
 
 static int dead_fn(void *ctx, const struct store_event *ev)
@@ -317,8 +301,7 @@ static int dead_fn(void *ctx, const struct store_event *ev)
  */
 static void enqueue_dead_letters_invalid_events(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "kd", 7), got;
 	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k0", "firing"),
 				      sfx_mkev("bridge", "default", "k1", "firing"),
@@ -351,7 +334,6 @@ static void enqueue_dead_letters_invalid_events(void **state)
 	assert_int_equal(store_pending_count(st, "bridge"), 2);
 	buf_release(&out);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /*
@@ -361,8 +343,7 @@ static void enqueue_dead_letters_invalid_events(void **state)
  */
 static void repeated_dead_letters_are_one(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event ev = sfx_mkev("bridge", "default", "kr", "firing");
 	struct buf out = BUF_INIT, msg = BUF_INIT;
 	int64_t last = 0;
@@ -400,13 +381,11 @@ static void repeated_dead_letters_are_one(void **state)
 	sfx_assert_contains(buf_str(&msg), "is already dead");
 	buf_release(&out);
 	buf_release(&msg);
-	store_close(st);
 }
 
 static void repo_scans_and_unmapped_dead_letters(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "kd", 7);
 	struct buf out = BUF_INIT;
 	int64_t t = 0;
@@ -442,13 +421,11 @@ static void repo_scans_and_unmapped_dead_letters(void **state)
 	assert_string_equal(buf_str(&out), "default/k1:422 one;");
 	assert_int_equal(store_dead_unmapped(st, "bridge", 0, dead_fn, &out), ERR_INVALID);
 	buf_release(&out);
-	store_close(st);
 }
 
 static void prune_drops_old_done_events_only(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	int64_t a = sfx_enq1(st, "bridge", "a"), b = sfx_enq1(st, "bridge", "b");
 	int64_t deleted = -1;
 
@@ -462,7 +439,6 @@ static void prune_drops_old_done_events_only(void **state)
 	assert_int_equal(store_dead_count(st), 1);
 	assert_int_equal(store_pending_count(st, "bridge"), 1);
 	assert_int_equal(store_event_done(st, a, NULL, NULL), ERR_NOTFOUND);
-	store_close(st);
 }
 
 /* Bytes of the database file and its WAL. */
@@ -564,8 +540,7 @@ static void prune_keeps_the_file_small_and_dead_letters(void **state)
 
 static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event evs[2];
 	struct buf msg = BUF_INIT;
 	static const struct {
@@ -603,14 +578,12 @@ static void enqueue_rejects_bad_input_and_stores_nothing(void **state)
 	assert_int_equal(stats.commits, 0);
 	assert_int_equal(stats.batches, 0);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* store_event_latest(): the newest compared event of a key, with its state; and the queue's age. */
 static void latest_event_and_oldest_pending(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event evs[3], got;
 	enum store_event_state stt;
 
@@ -645,7 +618,6 @@ static void latest_event_and_oldest_pending(void **state)
 	assert_int_equal(store_event_latest(st, "bridge", "oncall", "k9", &got, &stt), ERR_NOTFOUND);
 	assert_int_equal(store_event_latest(st, "janitor", "oncall", "k1", &got, &stt), ERR_NOTFOUND);
 	assert_int_equal(store_event_latest(st, "bridge", "", "k1", &got, &stt), ERR_INVALID);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

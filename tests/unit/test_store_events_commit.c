@@ -33,7 +33,7 @@
 static void failed_commit_stores_nothing(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event evs[3] = { sfx_mkev("bridge", "default", "k1", "firing"),
 				      sfx_mkev("bridge", "default", "k2", "firing"),
 				      sfx_mkev("bridge", "default", "boom", "firing") };
@@ -54,7 +54,6 @@ static void failed_commit_stores_nothing(void **state)
 	assert_true(sfx_enq1(st, "bridge", "k3") > 0);
 	assert_int_equal(store_pending_count(st, "bridge"), 1);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* ---- group commit and durability ---- */
@@ -337,8 +336,7 @@ static void wait_returns_on_enqueue_wake_and_close(void **state)
  */
 static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_mark mark;
 	int64_t a, b, t0;
 
@@ -370,7 +368,6 @@ static void wait_since_a_mark_keeps_the_due_time_until_the_queue_changes(void **
 	store_wait_kind_since(st, "bridge", mark, 5000);
 	assert_true(tclock_mono_ms() - t0 >= 150);
 	assert_true(tclock_mono_ms() - t0 < 2000);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

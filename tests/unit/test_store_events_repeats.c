@@ -30,8 +30,7 @@
  */
 static void repeats_are_not_stored(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event evs[2] = { sfx_mkev("bridge", "default", "k1", "firing"),
 				      sfx_mkev("bridge", "default", "k1", "firing") };
 	struct buf msg = BUF_INIT;
@@ -67,7 +66,6 @@ static void repeats_are_not_stored(void **state)
 	assert_true(evs[0].id > 0 && !evs[0].repeated);
 	assert_int_equal(store_pending_count(st, "bridge"), 3);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /*
@@ -80,7 +78,7 @@ static void repeats_are_not_stored(void **state)
 static void dry_run_rows_repeat_until_going_live(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
 	struct store_event mapped = sfx_mkev("bridge", "default", "k2", "firing");
 	struct store_issue dry = sfx_mkrow("default", "k1", 0), live = sfx_mkrow("default", "k2", 9);
@@ -109,7 +107,6 @@ static void dry_run_rows_repeat_until_going_live(void **state)
 	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), 3);
 	assert_int_equal(store_dry_rows_go_live(NULL, &n), ERR_INVALID);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /*
@@ -121,7 +118,7 @@ static void dry_run_rows_repeat_until_going_live(void **state)
 static void repeats_of_many_events(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	enum { N = 20 };
 	struct store_event evs[N];
 	struct store_issue row = sfx_mkrow("default", "k17", 0);
@@ -178,7 +175,6 @@ static void repeats_of_many_events(void **state)
 	assert_true(all == 0 && evs[16].repeated && !evs[17].repeated);  /* as before */
 	assert_int_equal(sfx_sql_int(f->path, "SELECT count(*) FROM events"), N + 1);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /*
@@ -190,8 +186,7 @@ static void repeats_of_many_events(void **state)
  */
 static void repeats_from_the_version_only_while_nothing_changed(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_event ev = sfx_mkev("bridge", "default", "k1", "firing");
 	struct store_issue row = { .receiver = (char *)"default", .key = (char *)"k1",
 				   .repo = (char *)"o/r", .number = 7, .state = STORE_ISSUE_OPEN };
@@ -231,7 +226,6 @@ static void repeats_from_the_version_only_while_nothing_changed(void **state)
 	assert_true(all == 0 && v2 == 0);  /* a dead newest event is no state to repeat */
 out:
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

@@ -29,7 +29,7 @@
 static void group_states_done_due_synced(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "g1", 0);
 	struct store_group g = { 0 }, got;
 	int64_t id = sfx_enq1(st, "bridge", "g1");
@@ -79,7 +79,6 @@ static void group_states_done_due_synced(void **state)
 	g.key = (char *)"nope";
 	assert_int_equal(store_group_synced(st, &g, &msg), ERR_NOTFOUND);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

@@ -41,8 +41,7 @@ static int64_t waited_ms(struct store *st, int64_t timeout_ms)
 
 static void sqlite_always_holds(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 
 	assert_false(store_shared(st));
 	assert_true(lock(st));
@@ -53,7 +52,6 @@ static void sqlite_always_holds(void **state)
 	assert_int_equal(store_ping(st, NULL), ERR_OK);
 	/* sqlite's wait is not bounded: the enqueue that ends it is in this process. */
 	assert_true(waited_ms(st, 400) >= 350);
-	store_close(st);
 }
 
 static void postgres_one_holder(void **state)
@@ -62,11 +60,8 @@ static void postgres_one_holder(void **state)
 	struct store *a, *b;
 
 	(void)state;
-	if (!pgfx_server()) {
-		print_message("postgres_one_holder: skipped (AB_TEST_PG_URI is unset)\n");
+	if (!pgfx_create_or_skip(uri, sizeof(uri), "ab_store_lock", "postgres_one_holder"))
 		return;
-	}
-	pgfx_create(uri, sizeof(uri), "ab_store_lock");
 	a = sfx_open_ok(uri);
 	b = sfx_open_ok(uri);
 	assert_true(store_shared(a));

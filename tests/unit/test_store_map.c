@@ -51,10 +51,21 @@ static int collect_fn(void *ctx, const struct store_issue *row)
 	return c->stop_after && c->n >= c->stop_after;
 }
 
+/*
+ * store_issue_each(st, receiver) into c, emptied first, stopping after stop_after rows
+ * (0: all); fails unless it returns ERR_OK.  The rows collect_fn saw.
+ */
+static int each(struct store *st, const char *receiver, struct collect *c, int stop_after)
+{
+	memset(c, 0, sizeof(*c));
+	c->stop_after = stop_after;
+	assert_int_equal(store_issue_each(st, receiver, collect_fn, c), ERR_OK);
+	return c->n;
+}
+
 static void map_put_get_forget_each(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("team-b", "k2", 11), got;
 	struct collect *c = calloc(1, sizeof(*c));
 
@@ -96,19 +107,13 @@ static void map_put_get_forget_each(void **state)
 	assert_null(got.state_reason);
 	store_issue_release(&got);
 
-	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 3);
+	assert_int_equal(each(st, NULL, c, 0), 3);
 	assert_string_equal(c->seen[0], "team-a/k1");
 	assert_string_equal(c->seen[1], "team-a/k9");
 	assert_string_equal(c->seen[2], "team-b/k2");
-	memset(c, 0, sizeof(*c));
-	assert_int_equal(store_issue_each(st, "team-b", collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 1);
+	assert_int_equal(each(st, "team-b", c, 0), 1);
 	assert_string_equal(c->seen[0], "team-b/k2");
-	memset(c, 0, sizeof(*c));
-	c->stop_after = 2;
-	assert_int_equal(store_issue_each(st, NULL, collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 2);
+	assert_int_equal(each(st, NULL, c, 2), 2);
 	assert_int_equal(store_issue_each(st, NULL, NULL, c), ERR_INVALID);
 
 	assert_int_equal(store_issue_forget(st, "team-a", "k9"), ERR_OK);
@@ -117,14 +122,12 @@ static void map_put_get_forget_each(void **state)
 	assert_int_equal(store_issue_forget(st, "", "k9"), ERR_INVALID);
 	assert_int_equal(store_issue_get(st, "team-a", NULL, &got), ERR_INVALID);
 	free(c);
-	store_close(st);
 }
 
 /* Issues by state: dry-run rows (no issue) are not counted, one storm summary counts once. */
 static void issue_count_by_state(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row;
 
 	assert_int_equal(store_issue_count(st, STORE_ISSUE_OPEN), 0);
@@ -143,13 +146,11 @@ static void issue_count_by_state(void **state)
 	assert_int_equal(store_issue_count(st, STORE_ISSUE_CLOSED), 1);
 	assert_int_equal(store_issue_count(st, (enum store_issue_state)9), -1);
 	assert_int_equal(store_issue_count(NULL, STORE_ISSUE_OPEN), -1);
-	store_close(st);
 }
 
 static void map_each_pages_and_allows_reentry(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct collect *c = calloc(1, sizeof(*c));
 	char key[32];
 
@@ -165,18 +166,14 @@ static void map_each_pages_and_allows_reentry(void **state)
 	assert_string_equal(c->seen[74], "even/key148");
 	assert_string_equal(c->seen[75], "odd/key001");
 	assert_string_equal(c->seen[149], "odd/key149");
-	memset(c, 0, sizeof(*c));
-	assert_int_equal(store_issue_each(st, "odd", collect_fn, c), ERR_OK);
-	assert_int_equal(c->n, 75);
+	assert_int_equal(each(st, "odd", c, 0), 75);
 	assert_string_equal(c->seen[74], "odd/key149");
 	free(c);
-	store_close(st);
 }
 
 static void map_put_rejects_bad_rows(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "k", 1);
 	struct collect c;
 
@@ -188,16 +185,13 @@ static void map_put_rejects_bad_rows(void **state)
 	row.state = (enum store_issue_state)9;  /* neither open nor closed */
 	assert_int_equal(store_issue_put(st, &row), ERR_INVALID);
 	assert_int_equal(store_issue_put(st, NULL), ERR_INVALID);
-	memset(&c, 0, sizeof(c));
-	assert_int_equal(store_issue_each(st, NULL, collect_fn, &c), ERR_OK);
-	assert_int_equal(c.n, 0);
-	store_close(st);
+	assert_int_equal(each(st, NULL, &c, 0), 0);
 }
 
 static void done_and_row_commit_together_or_not_at_all(void **state)
 {
 	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("default", "boom", 5), got;
 	int64_t id = sfx_enq1(st, "bridge", "boom");
 	struct buf msg = BUF_INIT;
@@ -225,14 +219,12 @@ static void done_and_row_commit_together_or_not_at_all(void **state)
 	assert_int_equal(got.number, 5);
 	store_issue_release(&got);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* alertname and title (schema 8): stored, and kept when a row is written without them. */
 static void map_keeps_alertname_and_title(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_issue row = sfx_mkrow("oncall", "k1", 7), got;
 
 	row.alertname = (char *)"DiskFull";
@@ -263,7 +255,6 @@ static void map_keeps_alertname_and_title(void **state)
 	assert_null(got.alertname);
 	assert_null(got.title);
 	store_issue_release(&got);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

@@ -26,8 +26,7 @@
 
 static void notices_outbox_life_cycle(void **state)
 {
-	struct fixture *f = *state;
-	struct store *st = sfx_open_ok(f->path);
+	struct store *st = sfx_store(state);
 	struct store_notice n = { 0 }, got = { 0 }, reply = { 0 };
 	struct buf msg = BUF_INIT;
 	int64_t cancelled = -1;
@@ -91,7 +90,6 @@ static void notices_outbox_life_cycle(void **state)
 	assert_string_equal(buf_str(&msg), "store: notice: uid is empty");
 	assert_int_equal(store_notice_latest(st, "", "notice", &got), ERR_INVALID);
 	buf_release(&msg);
-	store_close(st);
 }
 
 /* quiet "store migrated" on every fresh database */

@@ -109,10 +109,20 @@ int dbfx_setup(void **state)
 	return 0;
 }
 
+struct db *dbfx_db(void **state)
+{
+	struct dbfx_env *e = *state;
+
+	if (!e->db)
+		e->db = dbfx_open_ok(e->target);
+	return e->db;
+}
+
 int dbfx_teardown(void **state)
 {
 	struct dbfx_env *e = *state;
 
+	db_close(e->db);
 	if (e->engine == DB_SQLITE) {
 		tfx_remove_tree(e->dir);
 	} else {

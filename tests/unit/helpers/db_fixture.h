@@ -22,6 +22,7 @@ struct dbfx_env {
 	char target[1024];   /* what db_open() gets */
 	char schema[64];     /* PostgreSQL */
 	struct db *admin;    /* PostgreSQL: the connection that made the schema */
+	struct db *db;       /* dbfx_db()'s connection, closed at teardown; NULL until then */
 };
 
 /* The engines a test's state names (cmocka's initial_state). */
@@ -34,6 +35,13 @@ extern const enum db_engine dbfx_sqlite_engine, dbfx_pg_engine;
  */
 int dbfx_setup(void **state);
 int dbfx_teardown(void **state);
+
+/*
+ * The test's connection: dbfx_open_ok() of its target on the first call, the same one
+ * after; dbfx_teardown() closes it (before the schema is dropped).  *state is the
+ * struct dbfx_env of dbfx_setup().
+ */
+struct db *dbfx_db(void **state);
 
 /* Test f on one engine, named sqlite_f or pg_f. */
 #define DBFX_SQLITE_TEST(f) { "sqlite_" #f, f, dbfx_setup, dbfx_teardown, (void *)&dbfx_sqlite_engine },

@@ -47,6 +47,17 @@ static int v_is_leader(void *ctx)
 	return e->leading;
 }
 
+void jfx_janitor_options(struct env *e, struct janitor_options *jo)
+{
+	jo->cfg = e->cfg;
+	jo->store = e->st;
+	jo->kube = e->kc;
+	jo->slack = e->sc;
+	jo->now_ms = jfx_v_now;
+	jo->sleep_ms = jfx_v_sleep;
+	jo->clock_ctx = e;
+}
+
 void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 {
 	char yaml[1024];
@@ -94,15 +105,9 @@ void jfx_env_start_with(struct env *e, int dry_run, const struct env_opts *o)
 	so.sleep_ms = jfx_v_sleep;
 	so.clock_ctx = e;
 	e->sc = slack_client_new(&so);
-	jo.cfg = e->cfg;
+	jfx_janitor_options(e, &jo);
 	jo.reload = o->reload;
-	jo.store = e->st;
-	jo.kube = e->kc;
-	jo.slack = e->sc;
 	jo.metrics = e->metrics;
-	jo.now_ms = jfx_v_now;
-	jo.sleep_ms = jfx_v_sleep;
-	jo.clock_ctx = e;
 	e->leading = 1;
 	if (o->leader_hook) {
 		jo.is_leader = v_is_leader;
@@ -133,6 +138,25 @@ void jfx_env_stop(struct env *e)
 	buf_release(&e->rows);
 	log_set_fd(2);
 	fclose(e->log);
+}
+
+int jfx_setup(void **state)
+{
+	static const struct env_opts defaults = { 0 };
+	const struct env_opts *o = *state ? *state : &defaults;
+	struct env *e = malloc(sizeof(*e));
+
+	assert_non_null(e);
+	jfx_env_start_with(e, 0, o);
+	*state = e;
+	return 0;
+}
+
+int jfx_teardown(void **state)
+{
+	jfx_env_stop(*state);
+	free(*state);
+	return 0;
 }
 
 char *jfx_read_log(struct env *e)
@@ -241,16 +265,21 @@ void jfx_enqueue(struct env *e, const char *status, const char *alertname, const
 	am_payload_free(p);
 }
 
+void jfx_notice_of(struct store_notice *n, const char *pod, const char *uid, const char *kind)
+{
+	n->namespace = (char *)"ml-team";
+	n->pod = (char *)pod;
+	n->uid = (char *)uid;
+	n->kind = (char *)kind;
+}
+
 /* A notice of uid already delivered at sent_at_ms, as the outbox records it. */
 void jfx_delivered_notice(struct env *e, const char *pod, const char *uid, int64_t expires_ms,
 			  int64_t sent_at_ms)
 {
 	struct store_notice n = { 0 };
 
-	n.namespace = (char *)"ml-team";
-	n.pod = (char *)pod;
-	n.uid = (char *)uid;
-	n.kind = (char *)"notice";
+	jfx_notice_of(&n, pod, uid, "notice");
 	n.expires_ms = expires_ms;
 	n.text = (char *)"notice";
 	assert_int_equal(store_notice_add(e->st, &n, NULL), ERR_OK);
@@ -269,6 +298,14 @@ const struct fake_request *jfx_req(struct fake_http *f, size_t i, const char *me
 	assert_string_equal(r->method, method);
 	assert_string_equal(r->uri, uri);
 	return r;
+}
+
+void jfx_event_posted(struct fake_http *f, size_t i, const char *reason)
+{
+	char quoted[128];
+
+	snprintf(quoted, sizeof(quoted), "\"%s\"", reason);
+	jfx_assert_contains(jfx_req(f, i, "POST", EVENTS_PATH)->body, quoted);
 }
 
 void jfx_body_is(const struct fake_request *r, const char *want)
@@ -312,6 +349,51 @@ void jfx_sweep(struct env *e, enum err want)
 	buf_reset(&e->rows);
 	assert_int_equal(janitor_sweep(e->j, jfx_collect_row, e, NULL, &err), want);
 	buf_release(&err);
+}
+
+void jfx_sweep_rows(struct env *e, const char *want)
+{
+	jfx_sweep(e, ERR_OK);
+	assert_string_equal(buf_str(&e->rows), want);
+}
+
+void jfx_mark(struct env *e, const char *pod, const char *uid)
+{
+	jfx_enqueue(e, "firing", "JanitorIdleGPUPod", "ml-team", pod, uid);
+	jfx_push_pod(e->kube, pod, uid, "");
+	jfx_push_pod(e->kube, pod, uid, MARKED_BY_US);
+	fake_http_push(e->kube, 201, NULL, "{}");
+	assert_int_equal(janitor_step(e->j), 1);
+}
+
+void jfx_deliver(struct env *e)
+{
+	fake_http_push(e->slack, 200, NULL, OK_POST);
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	jfx_push_pod(e->kube, "train-1", "uid-1", MARKED_BY_US);
+	assert_int_equal(janitor_notice_step(e->j), 1);
+}
+
+void jfx_reply_is(struct env *e, const char *kind, const char *channel, const char *text)
+{
+	struct store_notice n = { 0 };
+
+	assert_int_equal(store_notice_latest(e->st, "uid-1", kind, &n), ERR_OK);
+	if (channel)
+		assert_string_equal(n.channel, channel);
+	assert_string_equal(n.thread_ts, "1794950000.000100");
+	jfx_assert_contains(n.text, text);
+	store_notice_release(&n);
+}
+
+void jfx_notice_state_is(struct env *e, const char *uid, const char *kind,
+			 enum store_notice_state want)
+{
+	struct store_notice n = { 0 };
+
+	assert_int_equal(store_notice_latest(e->st, uid, kind, &n), ERR_OK);
+	assert_int_equal(n.state, want);
+	store_notice_release(&n);
 }
 
 const char *jfx_metrics_text(struct env *e)

@@ -68,6 +68,16 @@ void pgfx_create(char *out, size_t n, const char *prefix)
 		fail_msg("pg_fixture: URI too long");
 }
 
+int pgfx_create_or_skip(char *out, size_t n, const char *prefix, const char *test)
+{
+	if (!pgfx_server()) {
+		print_message("%s: skipped (AB_TEST_PG_URI is unset)\n", test);
+		return 0;
+	}
+	pgfx_create(out, n, prefix);
+	return 1;
+}
+
 void pgfx_drop(const char *uri)
 {
 	char sql[128];

@@ -18,6 +18,13 @@ const char *pgfx_server(void);
  */
 void pgfx_create(char *out, size_t n, const char *prefix);
 
+/*
+ * For a test that needs the server: without one, print "<test>: skipped (AB_TEST_PG_URI is
+ * unset)" and return 0 (the test returns, passed); with one, pgfx_create(out, n, prefix)
+ * and return 1.
+ */
+int pgfx_create_or_skip(char *out, size_t n, const char *prefix, const char *test);
+
 /* DROP DATABASE ... WITH (FORCE) of a URI pgfx_create() made (its sessions ended). */
 void pgfx_drop(const char *uri);
 

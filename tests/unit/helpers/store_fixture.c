@@ -19,6 +19,7 @@
 
 #include "store/db.h"
 #include "store/store_events.h"
+#include "db_fixture.h"
 #include "pg_fixture.h"
 
 int sfx_postgres(void)
@@ -82,6 +83,7 @@ int sfx_teardown(void **state)
 	const char *suffix[] = { "", "-wal", "-shm", "-journal" };
 	char p[300];
 
+	store_close(f->st);
 	if (f->postgres)
 		pgfx_drop(f->path);
 	for (size_t i = 0; i < 4; i++) {
@@ -129,52 +131,29 @@ static int64_t sq_int(const char *path, const char *sql)
 	return v;
 }
 
-/* PostgreSQL: a connection of db.h's to the test's database. */
-static struct db *pg_conn(const char *uri)
-{
-	struct buf msg = BUF_INIT;
-	struct db *db = NULL;
-
-	if (db_open(uri, NULL, &db, &msg) != ERR_OK)
-		fail_msg("db_open %s: %s", uri, buf_str(&msg));
-	buf_release(&msg);
-	return db;
-}
-
 void sfx_sql_exec(const char *target, const char *sql)
 {
-	struct buf msg = BUF_INIT;
 	struct db *db;
 
 	if (!db_target_is_postgres(target)) {
 		sq_exec(target, sql);
 		return;
 	}
-	db = pg_conn(target);
-	if (db_exec(db, sql, &msg) != ERR_OK)
-		fail_msg("sql_exec %s: %s", sql, buf_str(&msg));
+	db = dbfx_open_ok(target);
+	dbfx_exec_ok(db, sql);
 	db_close(db);
-	buf_release(&msg);
 }
 
 int64_t sfx_sql_int(const char *target, const char *sql)
 {
-	struct buf msg = BUF_INIT;
-	struct db_stmt *s = NULL;
 	struct db *db;
 	int64_t v;
 
 	if (!db_target_is_postgres(target))
 		return sq_int(target, sql);
-	db = pg_conn(target);
-	if (db_prepare(db, sql, &s, &msg) != ERR_OK)
-		fail_msg("sql_int %s: %s", sql, buf_str(&msg));
-	if (db_step(s) != DB_ROW)
-		fail_msg("sql_int %s: no row: %s", sql, db_errmsg(db));
-	v = db_col_int(s, 0);
-	db_finalize(s);
+	db = dbfx_open_ok(target);
+	v = dbfx_one_int(db, sql);
 	db_close(db);
-	buf_release(&msg);
 	return v;
 }
 
@@ -213,7 +192,7 @@ void sfx_uninject(const char *target, const char *table)
 static int pg_schema_version(const char *uri, int version)
 {
 	struct buf msg = BUF_INIT;
-	struct db *db = pg_conn(uri);
+	struct db *db = dbfx_open_ok(uri);
 	int v = -1;
 
 	if (db_begin(db, &msg) != ERR_OK || db_schema_version(db, &v, &msg) != ERR_OK ||
@@ -242,6 +221,15 @@ void sfx_set_schema_version(const char *target, int version)
 	}
 	snprintf(sql, sizeof(sql), "PRAGMA user_version = %d", version);
 	sq_exec(target, sql);
+}
+
+struct store *sfx_store(void **state)
+{
+	struct fixture *f = *state;
+
+	if (!f->st)
+		f->st = sfx_open_ok(f->path);
+	return f->st;
 }
 
 struct store *sfx_open_ok(const char *target)

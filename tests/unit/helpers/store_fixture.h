@@ -23,6 +23,7 @@ struct fixture {
 	char path[256];   /* the store's target: dir/ab.db, or a PostgreSQL URI */
 	char other[128];  /* a second file name for garbage */
 	int postgres;     /* 1 when path is a PostgreSQL database */
+	struct store *st; /* sfx_store()'s, closed at teardown; NULL until then */
 };
 
 /* 1 when AB_TEST_STORE=postgres: the tests' stores are PostgreSQL databases. */
@@ -46,8 +47,16 @@ int sfx_setup_memory(void **state);
 /* A cmocka test of fn with sfx_setup() (a file on sqlite) or sfx_setup_memory(). */
 #define SFX_TEST(fn) cmocka_unit_test_setup_teardown(fn, sfx_setup, sfx_teardown)
 #define SFX_MEMORY_TEST(fn) cmocka_unit_test_setup_teardown(fn, sfx_setup_memory, sfx_teardown)
-/* cmocka teardown: remove the files (and the PostgreSQL database) of setup()'s fixture. */
+/*
+ * cmocka teardown: close sfx_store()'s store, remove the files (and the PostgreSQL database)
+ * of setup()'s fixture.
+ */
 int sfx_teardown(void **state);
+/*
+ * The test's store: the fixture's target opened (sfx_open_ok()) on the first call, the same
+ * store after; sfx_teardown() closes it.  *state is setup()'s struct fixture.
+ */
+struct store *sfx_store(void **state);
 /* Run sql (one or more statements) on target through a connection of the test's own. */
 void sfx_sql_exec(const char *target, const char *sql);
 /* The integer the one-row query sql returns on target. */
