@@ -13,6 +13,8 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 #include <libpq-fe.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "core/xalloc.h"
 #include "core/banned.h"
@@ -68,6 +71,25 @@
 #define CLIENT_KEEPALIVE_COUNT "3"
 #define CLIENT_TCP_USER_TIMEOUT_MS "10000"
 
+/*
+ * The client's own bound on one statement: the session's statement_timeout
+ * (pg->timeout_ms) plus this.  A server that stops answering while its host's
+ * kernel still acknowledges (the postgres process stopped, storage frozen
+ * under it) trips neither its own statement_timeout, which it runs itself,
+ * nor the keepalives above: without this bound a store call, and the webhook
+ * or worker inside it, would wait for ever.  Past it the session is
+ * abandoned (await_result()) and the next call starts a new one.
+ */
+#define CLIENT_GRACE_MS 1000
+/*
+ * After a statement abandoned or a reset that failed, the calls of the next
+ * this many ms fail at once with that error instead of trying again: one
+ * intake makes several calls (begin, statements, rollback), and each try
+ * may wait its whole bound on a server that accepts TCP and never answers,
+ * while the HTTP thread it runs on serves no other connection.
+ */
+#define RESET_PAUSE_MS 1000
+
 /* One statement prepared on the server under name, for parameters of types. */
 struct prepared {
 	uint64_t hash;  /* of sql */
@@ -87,6 +109,8 @@ struct pg {
 	size_t ncache;
 	uint64_t next_name; /* prepared statement names ab_1, ab_2, ... of this connection */
 	int64_t timeout_ms; /* db_set_timeout(): each session's statement_timeout, lock_timeout */
+	int abandoned;      /* a statement outlived CLIENT_GRACE_MS: reset before the next */
+	int64_t paused_ms;  /* CLOCK_MONOTONIC ms of the last abandon or failed reset; 0: none */
 };
 
 enum run_state { READY, RAN, FAILED };
@@ -157,6 +181,63 @@ static void notice(void *arg, const char *message)
 	buf_release(&b);
 }
 
+/*
+ * The result of the statement just sent (sent: what PQsendQuery() and its
+ * kin returned), as PQexec() gives it: the last result, or the first that
+ * failed.  Waits for the server at most pg->timeout_ms + CLIENT_GRACE_MS
+ * (poll(2) on PQsocket(), libpq's documented way to wait without blocking);
+ * past that the session is abandoned (pg->abandoned: the next usable()
+ * resets it, pg_rollback() sends nothing on it) and NULL returned with the
+ * reason in libpq's error message's place (pg->err).  NULL too when nothing
+ * was sent.
+ */
+static PGresult *await_result(struct pg *pg, int sent)
+{
+	int64_t deadline_ms = clock_mono_us() / 1000 + pg->timeout_ms + CLIENT_GRACE_MS;
+	PGresult *res, *keep = NULL;
+
+	if (!sent)
+		return NULL;
+	for (;;) {
+		while (PQisBusy(pg->conn)) {
+			struct pollfd p = { PQsocket(pg->conn), POLLIN, 0 };
+			int64_t left = deadline_ms - clock_mono_us() / 1000;
+			int n;
+
+			if (left <= 0) {
+				pg->abandoned = 1;
+				pg->paused_ms = clock_mono_us() / 1000;
+				PQclear(keep);
+				buf_setf(&pg->err, "no answer from the server within %lld ms "
+					 "(statement_timeout + %d ms): session abandoned",
+					 (long long)pg->timeout_ms, CLIENT_GRACE_MS);
+				return NULL;
+			}
+			n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+			if (n < 0 && errno != EINTR)
+				break;  /* PQgetResult() then reads what libpq knows */
+			if (n > 0 && !PQconsumeInput(pg->conn))
+				break;  /* the connection failed: PQgetResult() says why */
+		}
+		res = PQgetResult(pg->conn);
+		if (!res)
+			break;
+		if (keep && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
+			PQclear(res);  /* the first failure is the one to report, as PQexec() */
+		} else {
+			PQclear(keep);
+			keep = res;
+		}
+	}
+	return keep;
+}
+
+/* PQexec(pg->conn, sql) within the client's bound (await_result()). */
+static PGresult *exec_bounded(struct pg *pg, const char *sql)
+{
+	return await_result(pg, PQsendQuery(pg->conn, sql));
+}
+
 /* Set the session's statement_timeout and lock_timeout to pg->timeout_ms. */
 static PGresult *set_timeouts(struct pg *pg)
 {
@@ -165,7 +246,7 @@ static PGresult *set_timeouts(struct pg *pg)
 	snprintf(sql, sizeof(sql), "SELECT set_config('statement_timeout', '%lld', false), "
 		 "set_config('lock_timeout', '%lld', false)", (long long)pg->timeout_ms,
 		 (long long)pg->timeout_ms);
-	return PQexec(pg->conn, sql);
+	return exec_bounded(pg, sql);
 }
 
 /* Log a failed session setting (the session still works without it). */
@@ -192,7 +273,7 @@ static void session_setup(struct pg *pg)
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		log_setup_failure(pg, "cannot set the statement timeout", res);
 	PQclear(res);
-	res = PQexec(pg->conn, SERVER_KEEPALIVES);
+	res = exec_bounded(pg, SERVER_KEEPALIVES);
 
 	if (PQresultStatus(res) != PGRES_TUPLES_OK)
 		log_setup_failure(pg, "cannot set the server's tcp keepalives", res);
@@ -217,24 +298,71 @@ static void note_tx(struct pg *pg)
 }
 
 /*
+ * PQreset() within the client's bound (pg->timeout_ms + CLIENT_GRACE_MS):
+ * libpq's non-blocking PQresetStart() and PQresetPoll(), waiting on
+ * PQsocket() with poll(2) as libpq's documentation describes, so that a
+ * server that accepts TCP and never answers costs one bound, not
+ * connect_timeout.  ERR_OK with the session up; else ERR_UNAVAILABLE with
+ * the reason in pg->err.
+ */
+static enum err reset_bounded(struct pg *pg)
+{
+	int64_t deadline_ms = clock_mono_us() / 1000 + pg->timeout_ms + CLIENT_GRACE_MS;
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+	if (!PQresetStart(pg->conn))
+		st = PGRES_POLLING_FAILED;
+	while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
+		struct pollfd p = { PQsocket(pg->conn),
+				    st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0 };
+		int64_t left = deadline_ms - clock_mono_us() / 1000;
+		int n;
+
+		if (left <= 0) {
+			buf_setf(&pg->err, "cannot connect: no answer from the server within %lld ms",
+				 (long long)(pg->timeout_ms + CLIENT_GRACE_MS));
+			return ERR_UNAVAILABLE;
+		}
+		n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+		if (n < 0 && errno != EINTR)
+			st = PGRES_POLLING_FAILED;
+		else if (n > 0)
+			st = PQresetPoll(pg->conn);
+	}
+	if (st == PGRES_POLLING_OK && PQstatus(pg->conn) == CONNECTION_OK)
+		return ERR_OK;
+	set_oneline(&pg->err, PQerrorMessage(pg->conn));
+	return ERR_UNAVAILABLE;
+}
+
+/*
  * Ready to send: a connection that was lost is reset here, once per call,
  * unless a transaction was open on it (its caller must roll back first, or
  * the rest of the transaction would run, and commit, statement by statement).
  */
 static enum err usable(struct pg *pg, struct buf *errmsg)
 {
-	if (PQstatus(pg->conn) == CONNECTION_OK)
+	enum err rc;
+
+	if (PQstatus(pg->conn) == CONNECTION_OK && !pg->abandoned)
 		return ERR_OK;
 	if (pg->in_tx) {
 		set_err(pg, errmsg, "the connection was lost inside a transaction (roll it back)");
 		return ERR_UNAVAILABLE;
 	}
-	PQreset(pg->conn);
-	cache_clear(pg); /* a new session has none of them */
-	if (PQstatus(pg->conn) != CONNECTION_OK) {
-		set_err(pg, errmsg, PQerrorMessage(pg->conn));
+	if (pg->paused_ms && clock_mono_us() / 1000 - pg->paused_ms < RESET_PAUSE_MS) {
+		buf_setf(errmsg, "%s: %s", pg->base.name, buf_str(&pg->err));  /* as it failed */
 		return ERR_UNAVAILABLE;
 	}
+	rc = reset_bounded(pg);
+	pg->abandoned = 0;
+	cache_clear(pg); /* a new session has none of them */
+	if (rc != ERR_OK) {
+		pg->paused_ms = clock_mono_us() / 1000;
+		buf_setf(errmsg, "%s: %s", pg->base.name, buf_str(&pg->err));
+		return ERR_UNAVAILABLE;
+	}
+	pg->paused_ms = 0;
 	session_setup(pg);
 	log_msg(LOG_INFO, "reconnected to the database", "database", pg->base.name);
 	return ERR_OK;
@@ -258,6 +386,11 @@ static int succeeded(struct pg *pg, const PGresult *res, enum err *rc, struct bu
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	const char *msg = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
 
+	if (pg->abandoned) {  /* await_result() gave up (in_tx as before the statement) */
+		*rc = ERR_UNAVAILABLE;
+		buf_setf(errmsg, "%s: %s", pg->base.name, buf_str(&pg->err));
+		return 0;
+	}
 	note_tx(pg);
 	if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) {
 		*rc = ERR_OK;
@@ -298,7 +431,7 @@ static enum err exec_sql(struct pg *pg, const char *sql, PGresult **out, struct 
 		*out = NULL;
 	if (rc != ERR_OK)
 		return rc;
-	res = PQexec(pg->conn, sql);
+	res = exec_bounded(pg, sql);
 	if (succeeded(pg, res, &rc, errmsg)) {
 		note_changes(pg, res);
 		if (out) {
@@ -328,7 +461,7 @@ static enum err query_int(struct pg *pg, const char *sql, int n, const int64_t *
 		values[i] = text[i];
 		types[i] = INT8_OID;
 	}
-	res = PQexecParams(pg->conn, sql, n, types, values, NULL, NULL, 0);
+	res = await_result(pg, PQsendQueryParams(pg->conn, sql, n, types, values, NULL, NULL, 0));
 	if (succeeded(pg, res, &rc, errmsg) && PQntuples(res) == 1 && PQnfields(res) == 1) {
 		const char *v = PQgetvalue(res, 0, 0);
 
@@ -382,7 +515,7 @@ static enum err cache_add(struct pg *pg, const struct pg_stmt *s, const struct p
 		pg->cache = xcalloc(CACHE_MAX, sizeof(*pg->cache));
 	p = &pg->cache[pg->ncache];
 	snprintf(p->name, sizeof(p->name), "ab_%llu", (unsigned long long)++pg->next_name);
-	res = PQprepare(pg->conn, p->name, s->sql, s->nparams, s->types);
+	res = await_result(pg, PQsendPrepare(pg->conn, p->name, s->sql, s->nparams, s->types));
 	if (!succeeded(pg, res, &rc, errmsg)) {
 		PQclear(res);
 		return rc;
@@ -570,7 +703,8 @@ static enum err run(struct pg_stmt *s)
 		if (rc != ERR_OK)
 			return rc;
 	}
-	res = PQexecPrepared(pg->conn, p->name, s->nparams, s->values, NULL, NULL, 0);
+	res = await_result(pg, PQsendQueryPrepared(pg->conn, p->name, s->nparams, s->values, NULL,
+						    NULL, 0));
 	if (!succeeded(pg, res, &rc, NULL)) {
 		PQclear(res);
 		return rc;
@@ -643,8 +777,10 @@ static void pg_rollback(struct db *db)
 	struct pg *pg = pg_of(db);
 	PGresult *res;
 
-	if (PQstatus(pg->conn) == CONNECTION_OK && PQtransactionStatus(pg->conn) != PQTRANS_IDLE) {
-		res = PQexec(pg->conn, "ROLLBACK");
+	/* An abandoned session is reset before its next use: its transaction ends with it. */
+	if (PQstatus(pg->conn) == CONNECTION_OK && !pg->abandoned &&
+	    PQtransactionStatus(pg->conn) != PQTRANS_IDLE) {
+		res = exec_bounded(pg, "ROLLBACK");
 		PQclear(res);
 	}
 	pg->in_tx = 0;
@@ -694,7 +830,7 @@ static int pg_in_transaction(struct db *db)
 {
 	struct pg *pg = pg_of(db);
 
-	if (PQstatus(pg->conn) == CONNECTION_OK)
+	if (PQstatus(pg->conn) == CONNECTION_OK && !pg->abandoned)
 		note_tx(pg);
 	return pg->in_tx;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# run.sh: weight 16, quick
+# run.sh: weight 35, quick
 """test_store_stalls.py - a store that stalls or loses its file under a running service (issue 19,
 items 5 and 6).
 
@@ -14,6 +14,10 @@ sqlite_write_lock_held_elsewhere   a plain sqlite3 connection holds BEGIN IMMEDI
     in the events table.
 pg_table_locked                    the same on PostgreSQL with LOCK TABLE events IN ACCESS
     EXCLUSIVE MODE held by psql (statement_timeout and lock_timeout end the waits).
+pg_server_frozen                   the same with the whole PostgreSQL server stopped (SIGSTOP:
+    its host still answers TCP, so neither its statement_timeout nor keepalives end the wait);
+    the client's own bound (statement_timeout + 5 s, store/db_pg.c) abandons the session, and
+    a statement once waited for ever.  A private cluster, as it is frozen.
 sqlite_file_deleted                the sqlite file is unlinked under the running service (a hard
     link keeps its contents, as a backup would): a new webhook and a repeat of an acknowledged
     one are answered 503 with Retry-After, never 200; /-/ready is 503; one error line names the
@@ -27,6 +31,7 @@ the order of events.  Env: ALERTBRIDGE_BIN.  Prints a timeline and, last, "N pas
 import os
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -37,7 +42,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
+from harness import (Alertbridge, Runner, cases_main, check, eq, event, http, iso_ms, poll,  # noqa: E402
                      print_tail, webhook_payload, db_rows)
 import pg  # noqa: E402
 
@@ -211,6 +216,62 @@ def pg_table_locked():
         cluster.stop()
 
 
+def cluster_pids(cluster):
+    """The postmaster of cluster and every process it started (its backends, its workers)."""
+    with open(os.path.join(cluster.dir, "data", "postmaster.pid")) as f:
+        master = int(f.readline())
+    pids = [master]
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == master:
+                        pids.append(int(d))
+            except (OSError, IndexError, ValueError):
+                pass
+    return pids
+
+
+def stopped(pid):
+    """Whether process pid is stopped (SIGSTOP: state T)."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+@run.case
+def pg_server_frozen():
+    if not pg.installed():
+        event("skipped: no PostgreSQL server installed")
+        return
+    cluster = pg.Cluster().start(share=False)  # frozen: no other test may share it
+    uri = cluster.create_database()
+    frozen = []
+    try:
+        with Stack("frozen", uri) as s:
+            def hold():
+                frozen.extend(cluster_pids(cluster))
+                for pid in frozen:
+                    os.kill(pid, signal.SIGSTOP)
+
+            def release():
+                for pid in frozen:
+                    os.kill(pid, signal.SIGCONT)
+
+            stall(s, hold, lambda: bool(frozen) and stopped(frozen[0]), release,
+                  lambda: {r[0] for r in cluster.sql(uri, "SELECT key FROM events")})
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except OSError:
+                pass
+        cluster.drop_database(uri)
+        cluster.stop()
+
+
 @run.case
 def sqlite_file_deleted():
     with Stack("deleted") as s:
@@ -244,4 +305,4 @@ def sqlite_file_deleted():
 
 
 if __name__ == "__main__":
-    sys.exit(run.run())
+    sys.exit(cases_main(run, "STALL_CASES"))
