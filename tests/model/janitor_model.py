@@ -42,7 +42,7 @@ At the end the faults are cleared and every pod whose alert still fires must be 
 
 Env: MODEL_SEED=S (only seed S), MODEL_SEEDS=N (default 6), MODEL_FIRST (default 1),
 MODEL_STEPS (default 20), MODEL_JOBS (default 6), MODEL_FEATURES, MODEL_KEEP, MODEL_REPEAT,
-ALERTBRIDGE_BIN (default ./alertbridge); as tests/model/lifecycle.py, whose runner this uses.
+ALERTBRIDGE_BIN (default ./alertbridge); as tests/model/lifecycle.py (model_suite.py runs both).
 A failing seed prints its steps and a one-line replay; the last line is "N passed, N failed".
 """
 
@@ -555,11 +555,7 @@ class World(lc.ServeProcess):
         self.note("world: pods %s" % ", ".join("%s (owner %s, uid %s)" % (
             p.name, p.owner, p.uid[:8]) for p in self.pods.values()))
         self.start()
-        for self.step_no in range(1, self.n_steps + 1):
-            self.step()
-            if self.rng.random() < 0.3:
-                self.check()
-        self.step_no += 1
+        lc.walk_steps(self, 0.3)
         self.check()
         self.drain()
         self.check(final=True)
