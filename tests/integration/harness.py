@@ -296,8 +296,13 @@ class Proc:
                 event("%s did not exit within %d s of SIGTERM: SIGKILL" % (self.name, grace_s))
                 self.p.kill()
                 self.p.wait(timeout=5)
+        return self.reaped("stopped")
+
+    def reaped(self, how):
+        """After the process was waited for: keep its exit code, say how it ended (an event:
+        "NAME how (exit CODE)"), close its log and forget it.  Returns the exit code."""
         self.exit_code = self.p.returncode
-        event("%s stopped (exit %s)" % (self.name, self.exit_code))
+        event("%s %s (exit %s)" % (self.name, how, self.exit_code))
         self.p = None
         self.log.close()
         return self.exit_code
@@ -325,6 +330,14 @@ def print_tail(title, text):
     print("----- %s -----" % title)
     print(text)
     print("----- end %s -----" % title, flush=True)
+
+
+def print_stack_tails(ab, am, am_lines):
+    """The start of a stack's post-mortem: the last 60 lines of alertbridge's log (ab, its
+    Proc; nothing when it never ran: None) and the last am_lines of Alertmanager's (am)."""
+    if ab is not None:
+        print_tail("alertbridge log (last 60 lines)", ab.tail(60))
+    print_tail("alertmanager log (last %d lines)" % am_lines, am.proc.tail(am_lines))
 
 
 # ----- a recording proxy between Alertmanager and alertbridge ---------------------------------
@@ -519,11 +532,7 @@ def kill9(proc):
     except ProcessLookupError:
         pass
     proc.p.wait(timeout=10)
-    proc.exit_code = proc.p.returncode
-    event("%s killed with SIGKILL (exit %s)" % (proc.name, proc.exit_code))
-    proc.p = None
-    proc.log.close()
-    return proc.exit_code
+    return proc.reaped("killed with SIGKILL")
 
 
 def alertmanager_cluster_args(listen_port, peer_ports, peer_timeout="1s"):
@@ -654,14 +663,8 @@ class Alertbridge:
 
     def start(self, wait=True, flags=()):
         """Run `alertbridge serve --config.file=CONFIG` plus flags; wait for /-/ready."""
-        if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
-            raise Failure("alertbridge binary not found or not executable: %s "
-                          "(set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
         self.runs += 1
-        self.proc = Proc("alertbridge#%d" % self.runs, [
-            ALERTBRIDGE, "serve", "--config.file=" + self.config] + list(flags), self.log_path, env=env,
-            cwd=self.dir)
+        self.proc = serve_proc("alertbridge#%d" % self.runs, self.config, self.dir, flags)
         self.proc.start()
         if wait:
             wait_ready(self.proc, self.url + "/-/ready", timeout_s=30)
@@ -735,22 +738,23 @@ def write_files(directory, files):
             f.write(text + "\n")
 
 
-def config_head(port):
+def config_head(port, log_level="debug"):
     """The first lines of a test's alertbridge.yml: listening on 127.0.0.1:port, the database
-    alertbridge.db beside it, debug logs as logfmt, the webhook's token in webhook-token."""
+    alertbridge.db beside it, logs at log_level as logfmt, the webhook's token in
+    webhook-token."""
     return ("listen_address: 127.0.0.1:%d\n"
             "database: alertbridge.db\n"
-            "log: {level: debug, format: logfmt}\n"
-            "webhook: {bearer_token_file: webhook-token}\n" % port)
+            "log: {level: %s, format: logfmt}\n"
+            "webhook: {bearer_token_file: webhook-token}\n" % (port, log_level))
 
 
-def write_config(directory, port, body, files=()):
+def write_config(directory, port, body, files=(), log_level="debug"):
     """Write files ((name, text) pairs, write_files()) into directory, then its
-    alertbridge.yml: config_head(port) and body.  The config's path."""
+    alertbridge.yml: config_head(port, log_level) and body.  The config's path."""
     write_files(directory, files)
     path = os.path.join(directory, "alertbridge.yml")
     with open(path, "w") as f:
-        f.write(config_head(port) + body)
+        f.write(config_head(port, log_level) + body)
     return path
 
 
@@ -762,6 +766,19 @@ def janitor_head(sweep_interval="1s"):
             "  dry_run: false\n"
             "  kubernetes: {kubeconfig: kubeconfig}\n"
             "  sweep_interval: %s\n" % sweep_interval)
+
+
+def slack_section(api_url, signing=True):
+    """A janitor config's slack section: the fake Slack at api_url, its bot token in the file
+    slack-token, the signing secret in slack-signing-secret (signing=False: none, so no "Keep
+    until" button), default channel #gpu, each pod's owner in its label owner."""
+    return ("  slack:\n"
+            "    api_url: %s\n"
+            "    bot_token_file: slack-token\n"
+            "%s"
+            "    default_channel: \"#gpu\"\n"
+            "    owner_label: owner\n"
+            % (api_url, "    signing_secret_file: slack-signing-secret\n" if signing else ""))
 
 
 # The templates of a receiver with templates: {title: title.mustache, body: body.mustache}.
@@ -833,16 +850,23 @@ def write_file(directory, name, text):
     return path
 
 
-def start_alertbridge(binary, config, directory, url, log_name="alertbridge.log"):
-    """`binary serve --config.file=config` started in directory (without GITHUB_TOKEN in its
-    environment: the config's token file is what counts), its log directory/log_name; ready
-    once url/-/ready answers (30 s at the most).  Its Proc."""
+def serve_proc(name, config, directory, flags=(), binary=ALERTBRIDGE,
+               log_name="alertbridge.log"):
+    """A Proc named name, not started yet, of `binary serve --config.file=config` plus flags,
+    run in directory without GITHUB_TOKEN in its environment (the config's token file is what
+    counts), its log directory/log_name.  Failure when binary is not an executable file."""
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         raise Failure("alertbridge binary not found or not executable: %s (set ALERTBRIDGE_BIN)"
                       % binary)
-    proc = Proc("alertbridge", [binary, "serve", "--config.file=" + config],
+    return Proc(name, [binary, "serve", "--config.file=" + config] + list(flags),
                 os.path.join(directory, log_name),
                 env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}, cwd=directory)
+
+
+def start_alertbridge(binary, config, directory, url, log_name="alertbridge.log"):
+    """`binary serve --config.file=config` started in directory (serve_proc()), its log
+    directory/log_name; ready once url/-/ready answers (30 s at the most).  Its Proc."""
+    proc = serve_proc("alertbridge", config, directory, binary=binary, log_name=log_name)
     proc.start()
     wait_ready(proc, url + "/-/ready", timeout_s=30)
     return proc

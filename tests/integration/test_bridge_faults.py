@@ -29,12 +29,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
 from harness import only_from_env, TEMPLATE_FILES, write_config  # noqa: E402
 from harness import issues_by_key  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/faults"
 GH_TOKEN = "ghs_faultsToken0123456789"
 HOOK_TOKEN = "faults-webhook-secret"
@@ -75,7 +75,7 @@ class Stack:
             "    templates: {title: title.mustache, body: body.mustache}\n"
             % (self.gh.url, BUDGET, RECEIVER, REPO),
             (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config,
+        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + self.config,
                                        "--test.second-ms=%d" % SECOND_MS],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
                        env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
@@ -354,7 +354,7 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
     creates = [r for r in S.gh.get_requests() if r["time"] >= t and r["method"] == "POST"]
     eq(len(creates), 1, "one attempt, never retried")
     eq(by_key().get(alerts[0]["fingerprint"]), None, "no issue")
-    out = subprocess.run([BIN, "map", "list", "--config.file=" + S.config], cwd=S.dir,
+    out = subprocess.run([ALERTBRIDGE, "map", "list", "--config.file=" + S.config], cwd=S.dir,
                          capture_output=True, text=True, timeout=10)
     eq(out.returncode, 0, "map list exit code (stderr: %s)" % out.stderr)
     rows = [x for x in out.stdout.splitlines() if alerts[0]["fingerprint"] in x]
@@ -366,8 +366,8 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
 def main():
     global S
     only = only_from_env("FAULTS_ONLY")
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
+    if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
+        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
         print("0 passed, 1 failed")
         return 1
     S = Stack()

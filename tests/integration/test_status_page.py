@@ -35,12 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Failure, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, short)
 from harness import config_head, start_alertbridge, stop_all, write_file  # noqa: E402
 from harness import janitor_head  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
 REPO = "acme/cluster-alerts"
 MISSING_REPO = "acme/decommissioned"
@@ -176,7 +176,7 @@ class Stack:
                 % (GPU, self.slack.api_url))
 
     def start(self):
-        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)
+        self.ab = start_alertbridge(ALERTBRIDGE, self.config, self.dir, self.url)
         event("alertbridge ready on %s" % self.url)
 
     def stop(self):
