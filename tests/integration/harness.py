@@ -12,6 +12,7 @@ Env (set by tests/run.sh for its valgrind stage):
                         grace before SIGKILL, for binaries run that much slower (default 1)
 """
 
+import atexit
 import json
 import os
 import random
@@ -21,6 +22,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.error
@@ -332,11 +334,12 @@ def print_tail(title, text):
     print("----- end %s -----" % title, flush=True)
 
 
-def print_stack_tails(ab, am, am_lines):
-    """The start of a stack's post-mortem: the last 60 lines of alertbridge's log (ab, its
-    Proc; nothing when it never ran: None) and the last am_lines of Alertmanager's (am)."""
+def print_stack_tails(ab, am, am_lines, ab_lines=60):
+    """The start of a stack's post-mortem: the last ab_lines of alertbridge's log (ab, its
+    Proc or Alertbridge; nothing when it never ran: None) and the last am_lines of
+    Alertmanager's (am)."""
     if ab is not None:
-        print_tail("alertbridge log (last 60 lines)", ab.tail(60))
+        print_tail("alertbridge log (last %d lines)" % ab_lines, ab.tail(ab_lines))
     print_tail("alertmanager log (last %d lines)" % am_lines, am.proc.tail(am_lines))
 
 
@@ -505,6 +508,23 @@ def flapping_schedule(rng, n_alerts, first_within_s, until_s, gap_s):
             t += rng.uniform(*gap_s)
     schedule.sort()
     return schedule
+
+
+def drive_schedule(schedule, stop, post, errors):
+    """A chaos test's driver: for each (t, key, firing) of schedule (flapping_schedule()),
+    wait until t seconds after the call (returning early once the event stop is set), then
+    post(key, firing, starts), starts the time.time() the key last began to fire.  An
+    exception ends it, appended to errors as "driver: ..."."""
+    t0, starts = time.time(), {}
+    try:
+        for at, key, firing in schedule:
+            if stop.wait(max(0.0, t0 + at - time.time())):
+                return
+            if firing:
+                starts[key] = time.time()
+            post(key, firing, starts[key])
+    except Exception as e:  # reported by the case
+        errors.append("driver: %r" % e)
 
 
 def drive_and_kill(driver, killer, timeout_s, errors, stop=None):
@@ -758,6 +778,15 @@ def write_config(directory, port, body, files=(), log_level="debug"):
     return path
 
 
+def service_config(directory, body, files=(), log_level="debug"):
+    """A test's alertbridge in directory: a free loopback port (free_port()), its URL and its
+    config, written by write_config(directory, port, body, files, log_level);
+    (port, url, config path)."""
+    port = free_port()
+    return (port, "http://127.0.0.1:%d" % port,
+            write_config(directory, port, body, files, log_level))
+
+
 def janitor_head(sweep_interval="1s"):
     """The first lines of a config's janitor section: enabled, live (not dry-run), on the
     kubeconfig file beside alertbridge.yml, sweeping every sweep_interval."""
@@ -840,6 +869,13 @@ def alertbridge_run(ab, tmp, *others):
         for other in others:
             other.stop()
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def temp_dir(prefix):
+    """A new directory /tmp/<prefix>XXXXXX of the test's, removed when its process exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
 def write_file(directory, name, text):

@@ -270,6 +270,13 @@ def resolve_one(st, a, number):
     event("issue #%d closed" % number)
 
 
+def fire_then_resolve(st, a):
+    """fire_one(st, a), then resolve_one() of its issue; returns (fingerprint, issue number)."""
+    fp, issue = fire_one(st, a)
+    resolve_one(st, a, issue["number"])
+    return fp, issue["number"]
+
+
 def sole_issue_state(st, number, state, reason):
     issues = st.issues()
     eq([(i["number"], i["state"], i["state_reason"]) for i in issues],
@@ -351,9 +358,7 @@ def repeats_and_duplicate_webhooks_change_nothing():
 def resolving_comments_then_closes():
     with Stack("resolve") as st:
         a = alert(name="E2eResolve")
-        fp, issue = fire_one(st, a)
-        n = issue["number"]
-        resolve_one(st, a, n)
+        fp, n = fire_then_resolve(st, a)
         st.quiet(2, "nothing more may follow the close")
         m = check_created_then_closed(st, a, fp, n, "create, comment, close in order")
         eq(sorted(m[1]["body"]), ["body"], "comment body keys")
@@ -367,9 +372,7 @@ def resolving_comments_then_closes():
 def firing_again_reopens_with_a_comment():
     with Stack("reopen") as st:
         a = alert(name="E2eReopen")
-        fp, issue = fire_one(st, a)
-        n = issue["number"]
-        resolve_one(st, a, n)
+        fp, n = fire_then_resolve(st, a)
         closed_calls = len(st.mutating())
         eq(closed_calls, 3, "create, comment, close before the new episode")
         time.sleep(1.1)  # a new startsAt, a whole second later

@@ -30,9 +30,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import ALERTBRIDGE  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
+from harness import (Failure, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
-from harness import only_from_env, TEMPLATE_FILES, write_config  # noqa: E402
+from harness import only_from_env, serve_proc, service_config, TEMPLATE_FILES  # noqa: E402
 from harness import issues_by_key  # noqa: E402
 
 REPO = "acme/faults"
@@ -57,10 +57,8 @@ class Stack:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="ab-faults-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=60).start()
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.config = write_config(
-            self.dir, self.port,
+        self.port, self.url, self.config = service_config(
+            self.dir,
             "github:\n"
             "  api_url: %s\n"
             "  token_file: github-token\n"
@@ -75,10 +73,8 @@ class Stack:
             "    templates: {title: title.mustache, body: body.mustache}\n"
             % (self.gh.url, BUDGET, RECEIVER, REPO),
             (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
-        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + self.config,
-                                       "--test.second-ms=%d" % SECOND_MS],
-                       os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
+        self.ab = serve_proc("alertbridge", self.config, self.dir,
+                             flags=("--test.second-ms=%d" % SECOND_MS,))
         self.ab.start()
         wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
 
@@ -233,10 +229,15 @@ def server_errors_500_502_503():
                                     body={"message": "Server Error"}))
 
 
+def create_and_comment_fault(tag, action):
+    """scenario(tag) with the fault action on the create and on the resolve's comment."""
+    scenario(tag, create_fault=dict(method="POST", path=ISSUES, action=action),
+             resolve_fault=dict(method="POST", path=COMMENTS, action=action))
+
+
 @run.case
 def dropped_connections():
-    scenario("Drop", create_fault=dict(method="POST", path=ISSUES, action="drop"),
-             resolve_fault=dict(method="POST", path=COMMENTS, action="drop"))
+    create_and_comment_fault("Drop", "drop")
 
 
 @run.case
@@ -252,8 +253,7 @@ def ambiguous_create_5xx_after_the_write():
 
 @run.case
 def ambiguous_create_connection_dropped_after_the_write():
-    scenario("DropAfter", create_fault=dict(method="POST", path=ISSUES, action="drop_after"),
-             resolve_fault=dict(method="POST", path=COMMENTS, action="drop_after"))
+    create_and_comment_fault("DropAfter", "drop_after")
 
 
 @run.case

@@ -36,7 +36,7 @@ from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
 from harness import config_head, only_from_env, start_alertbridge, stop_all  # noqa: E402
-from harness import write_config  # noqa: E402
+from harness import service_config  # noqa: E402
 
 KUBE_TOKEN = "faults-kube-token"
 SLACK_TOKEN = "xoxb-faults-slack-token"
@@ -72,10 +72,8 @@ class Stack:
                                                            "alertbridge", "filler")).start()
         self.slack = FakeSlack(token=SLACK_TOKEN).start()
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.config = write_config(
-            self.dir, self.port,
+        self.port, self.url, self.config = service_config(
+            self.dir,
             "janitor:\n"
             "  enabled: true\n"
             "  dry_run: false\n"

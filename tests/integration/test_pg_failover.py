@@ -53,7 +53,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      print_tail, webhook_payload)
-from harness import cases_main, drive_and_kill  # noqa: E402
+from harness import cases_main, drive_and_kill, drive_schedule  # noqa: E402
 from harness import flapping_schedule  # noqa: E402
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
@@ -261,18 +261,9 @@ def kill_the_active_worker():
         stop = threading.Event()
         errors, takeovers, probes = [], [], []
 
-        def driver():
-            t0, starts = time.time(), {}
-            try:
-                for at, i, firing in schedule:
-                    if stop.wait(max(0.0, t0 + at - time.time())):
-                        return
-                    if firing:
-                        starts[i] = time.time()
-                    st, _ = sender.post(alert(fps[i], firing, starts[i]))
-                    event("posted %s %s: %s" % ("firing" if firing else "resolved", fps[i], st))
-            except Exception as e:
-                errors.append("driver: %r" % e)
+        def post(i, firing, starts):
+            st, _ = sender.post(alert(fps[i], firing, starts))
+            event("posted %s %s: %s" % ("firing" if firing else "resolved", fps[i], st))
 
         def kill_active(kind):
             """SIGKILL the worker-lock holder; (its replica, the kill time)."""
@@ -328,7 +319,8 @@ def kill_the_active_worker():
 
         for r in s.replicas:
             r.start()
-        drive_and_kill(driver, killer, duration_s + 90, errors, stop)
+        drive_and_kill(lambda: drive_schedule(schedule, stop, post, errors), killer,
+                       duration_s + 90, errors, stop)
         for r in s.replicas:
             if not r.alive():
                 r.start()
@@ -395,21 +387,14 @@ def real_alertmanager_through_a_failover():
                 r.start()
             am.start()
 
-            def driver():
-                t0, starts = time.time(), {}
-                try:
-                    for at, pod, firing in schedule:
-                        if stop.wait(max(0.0, t0 + at - time.time())):
-                            return
-                        if firing:
-                            starts[pod] = time.time() - 1
-                            am.post([am_alert(pod, starts[pod])])
-                        else:
-                            am.post([am_alert(pod, starts[pod], time.time() - 0.5)])
-                        want[pod] = "firing" if firing else "resolved"
-                        event("posted %s %s to Alertmanager" % (want[pod], pod))
-                except Exception as e:
-                    errors.append("driver: %r" % e)
+            def post(pod, firing, starts):
+                # started a second before the post; resolved half a second before it
+                if firing:
+                    am.post([am_alert(pod, starts - 1)])
+                else:
+                    am.post([am_alert(pod, starts - 1, time.time() - 0.5)])
+                want[pod] = "firing" if firing else "resolved"
+                event("posted %s %s to Alertmanager" % (want[pod], pod))
 
             def killer():
                 try:
@@ -438,7 +423,8 @@ def real_alertmanager_through_a_failover():
                 except Exception as e:
                     errors.append("killer: %r" % e)
 
-            drive_and_kill(driver, killer, 60, errors, stop)
+            drive_and_kill(lambda: drive_schedule(schedule, stop, post, errors), killer, 60,
+                           errors, stop)
 
             def fingerprints():
                 out = {}
