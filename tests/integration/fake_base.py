@@ -193,6 +193,16 @@ class FakeHandler(QuietHandler):
     def _headers(self):
         return {k.lower(): v for k, v in self.headers.items()}
 
+    def _side_door(self, path, query, raw):
+        """When path is a side-door call (/_fake/...): answer it (FakeServer.handle_side, under
+        the fake's lock) with self._send(status, body) and return True; else False."""
+        if not path.startswith("/_fake/"):
+            return False
+        with self.fake.lock:
+            status, body = self.fake.handle_side(self.command, path, query, raw)
+        self._send(status, body)
+        return True
+
     def _record(self, path, query, headers, raw, **extra):
         """The record of this request the side door's /_fake/requests shows."""
         rec = {"method": self.command, "path": path,

@@ -383,10 +383,7 @@ class SlackHandler(fake_base.FakeHandler):
     def _handle(self):
         fake = self.fake
         path, query, _, raw = self._read()
-        if path.startswith("/_fake/"):
-            with fake.lock:
-                st, body = fake.handle_side(self.command, path, query, raw)
-            self._send(st, body)
+        if self._side_door(path, query, raw):
             return
         headers = self._headers()
         with fake.lock:

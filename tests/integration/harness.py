@@ -16,6 +16,7 @@ import atexit
 import json
 import os
 import random
+import re
 import shlex
 import signal
 import socket
@@ -748,6 +749,30 @@ def event_of(db, key):
     r = db_rows(db, "SELECT state, last_error FROM events WHERE key = ? ORDER BY id DESC LIMIT 1",
                 (key,))
     return r[0] if r else None
+
+
+def metric_sample(text, name, labels=None):
+    """The value of the series name{labels} in text, a /metrics answer (labels: the text
+    between the braces, as exposed; None: the series without labels); None when absent."""
+    sel = "" if labels is None else r"\{%s\}" % re.escape(labels)
+    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), sel), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def event_state(db, key):
+    """The state of key's newest event in the database file db; "" when it has none."""
+    return (event_of(db, key) or ("",))[0]
+
+
+def numbered_alert(prefix, base, n, repo=None):
+    """Firing alert number n of a test's, for webhook_payload(): alertname <prefix><n>,
+    fingerprint base + n (16 hex digits), summary "alert <n>", started a minute ago; repo
+    (optional): its label alertbridge_repo, which a receiver's repo template may route by."""
+    labels = {"alertname": "%s%d" % (prefix, n)}
+    if repo:
+        labels["alertbridge_repo"] = repo
+    return {"status": "firing", "fingerprint": "%016x" % (base + n), "labels": labels,
+            "annotations": {"summary": "alert %d" % n}, "startsAt": iso_ms(time.time() - 60)}
 
 
 def write_files(directory, files):

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import sys
@@ -40,7 +39,7 @@ from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      port_open, print_tail, webhook_payload)
 from harness import cases_main, drive_and_kill, drive_schedule  # noqa: E402
-from harness import print_stack_tails  # noqa: E402
+from harness import print_stack_tails, stop_all  # noqa: E402
 from harness import flapping_schedule  # noqa: E402
 
 REPO = "acme/crash"
@@ -239,12 +238,7 @@ def kill_at_random_moments():
         raise
     finally:
         stop.set()
-        for f in (am.stop, ab.stop, proxy.stop, gh.stop):
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all((am.stop, ab.stop, proxy.stop, gh.stop), tmp)
 
 
 def one_alert(fp, name="SigtermTest"):
@@ -269,12 +263,7 @@ class Small:
             print_tail("fake github requests", "\n".join(
                 "%.2f %s %s -> %s" % (r["time"] - T_START, r["method"], r["path"], r["status"])
                 for r in self.gh.get_requests()))
-        for f in (self.ab.stop, self.gh.stop):
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        stop_all((self.ab.stop, self.gh.stop), self.tmp)
         return False
 
     def creates(self):

@@ -116,6 +116,15 @@ def fire_and_file(ab, gh, name, count, what, receiver=None, repo="acme/alerts"):
     poll(lambda: len(gh.issues(repo)) == count, what, 30)
 
 
+def fire_acme_and_beta(ab, gh):
+    """An alert of receiver acme and one of beta; wait for one issue in each organisation's
+    repository."""
+    fire(ab, "AcmeAlert", "acme")
+    fire(ab, "BetaAlert", "beta")
+    poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
+         "one issue in each organisation", 30)
+
+
 def metric(ab, name):
     st, _, text = http("GET", ab.url + "/metrics")
     m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
@@ -275,10 +284,7 @@ def two_organisations_two_credentials():
             app_yaml(key, indent="      "))
     ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
     with running(ab, gh):
-        fire(ab, "AcmeAlert", "acme")
-        fire(ab, "BetaAlert", "beta")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
-             "one issue in each organisation", 30)
+        fire_acme_and_beta(ab, gh)
         eq([auth(r) for r in creates(gh, "acme/alerts")], ["Bearer tok-acme-only"],
            "acme: the default token")
         eq([auth(r) for r in creates(gh, "beta/alerts")], ["Bearer " + gh.apps.issued[0][2]],
@@ -340,10 +346,7 @@ def lost_database_each_organisation_by_its_login():
             "    - {owner: beta, token_file: beta-token}\n")
     ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
     with running(ab, gh):
-        fire(ab, "AcmeAlert", "acme")
-        fire(ab, "BetaAlert", "beta")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
-             "one issue in each organisation", 30)
+        fire_acme_and_beta(ab, gh)
         eq([i["user"]["login"] for i in gh.issues("beta/alerts")], ["bob"], "beta's by bob")
         lose_database(ab)
         gh.get_requests(clear=True)

@@ -29,10 +29,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import (Alertmanager, Failure, Runner, WebhookProxy, check, eq,  # noqa: E402
-                     event, free_port, iso_ms, poll, print_tail, short, wait_ready)
-from harness import config_head, only_from_env, resolved, stop_all, term_raises  # noqa: E402
+                     event, iso_ms, poll, print_tail, short, wait_ready)
+from harness import only_from_env, resolved, service_config, stop_all, term_raises  # noqa: E402
 from harness import ALERTBRIDGE, print_stack_tails, serve_proc, slack_section  # noqa: E402
-from harness import write_file  # noqa: E402
 
 KUBE_TOKEN = "e2e-kube-token"
 SLACK_TOKEN = "xoxb-e2e-slack-token"
@@ -84,24 +83,19 @@ class Stack:
         self.slack.add_user("U0BOB", "bob@example.com")
         event("fake kube on %s, fake slack on %s" % (self.kube.url, self.slack.url))
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace="ml")
-        self.ab_port = free_port()
-        self.ab_url = "http://127.0.0.1:%d" % self.ab_port
+        self.ab_port, self.ab_url, self.config = service_config(
+            self.dir, self._config(), (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN)))
         self.proxy = WebhookProxy(self.ab_port)
-        self.hook_file = self._write("webhook-token", HOOK_TOKEN + "\n")
-        self._write("slack-token", SLACK_TOKEN + "\n")
-        self.config = self._write("alertbridge.yml", self._config())
+        self.hook_file = os.path.join(self.dir, "webhook-token")
         self.db = os.path.join(self.dir, "alertbridge.db")
         self.ab = None
         base = "http://127.0.0.1:%d" % self.proxy.port
         self.am = Alertmanager(self.dir, base + "/v1/webhook", self.hook_file,
                                receiver="default", janitor_url=base + "/v1/janitor/webhook")
 
-    def _write(self, name, text):
-        return write_file(self.dir, name, text)
-
     def _config(self):
-        return (config_head(self.ab_port) +
-                "janitor:\n"
+        """alertbridge.yml but its head (service_config() writes that)."""
+        return ("janitor:\n"
                 "  enabled: true\n"
                 "  dry_run: %s\n"
                 "  kubernetes: {kubeconfig: kubeconfig}\n"

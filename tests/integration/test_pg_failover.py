@@ -39,7 +39,6 @@ import collections
 import os
 import random
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -54,7 +53,7 @@ from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      print_tail, webhook_payload)
 from harness import cases_main, drive_and_kill, drive_schedule  # noqa: E402
-from harness import flapping_schedule  # noqa: E402
+from harness import flapping_schedule, stop_all  # noqa: E402
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
 
@@ -215,12 +214,7 @@ class Setup:
                     lines = []
                 print_tail("alertbridge %s: the worker lock and errors" % r.name,
                            "".join(lines[-40:]))
-        for f in [r.stop for r in self.replicas] + [self.gh.stop, self.cluster.stop]:
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        stop_all([r.stop for r in self.replicas] + [self.gh.stop, self.cluster.stop], self.tmp)
         return False
 
     def pg_ctl(self, *args):
@@ -232,6 +226,18 @@ class Setup:
         subprocess.run(argv, check=True, timeout=60, stdout=subprocess.DEVNULL)
 
 
+def pg_case(fn):
+    """run.case for fn, a case that needs a PostgreSQL server: without one installed it says
+    so and passes."""
+    def case():
+        if not pg.installed():
+            event("skipped: no PostgreSQL server installed")
+            return
+        fn()
+    case.__name__ = fn.__name__
+    return run.case(case)
+
+
 def seeded(case):
     """(random.Random, seed) of PG_FAILOVER_SEED, else of the clock; prints the seed and the
     case's one-line replay."""
@@ -241,11 +247,8 @@ def seeded(case):
     return random.Random(seed), seed
 
 
-@run.case
+@pg_case
 def kill_the_active_worker():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     rng, seed = seeded("kill_the_active_worker")
     n_alerts, duration_s = 8, 30.0
     fps = ["f0f0f0f0f0f0%04x" % i for i in range(n_alerts)]
@@ -347,11 +350,8 @@ def kill_the_active_worker():
         check(tk[-1] <= GRACE_S + 1.0 + 0.25 + 4.0, "every takeover within the bound", tk)
 
 
-@run.case
+@pg_case
 def real_alertmanager_through_a_failover():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     rng, seed = seeded("real_alertmanager_through_a_failover")
     pods = ["pod-%d" % i for i in range(6)]
     resolved_pods = sorted(rng.sample(pods, 3))
@@ -486,11 +486,8 @@ def real_alertmanager_through_a_failover():
                     event("cleanup error: %s" % e)
 
 
-@run.case
+@pg_case
 def database_restarted_under_load():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     with Setup("restart") as s:
         sender = Sender(s.replicas)
         for r in s.replicas:
@@ -557,11 +554,8 @@ def database_restarted_under_load():
               "a log line for each 503")
 
 
-@run.case
+@pg_case
 def webhook_on_the_standby_seen_quickly():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     with Setup("wake") as s:
         a, b = s.replicas
         a.start()

@@ -257,20 +257,24 @@ def reply_saying(text):
     return poll(lambda: [c for c in replies() if text in c["body"]], "the reply", timeout_s=30)
 
 
+def refused_command(text, association, reply_has, reply_says, what):
+    """octocat's command text (as association) is refused: a reply that holds reply_has and
+    reply_says (what: how the check reads), and no new silence."""
+    octocat_queued(text, association)
+    r = reply_saying(reply_has)
+    check(reply_says in r[0]["body"], what, r[0]["body"])
+    eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+
+
 @run.case
 def unknown_command_gets_a_short_reply():
-    octocat_queued("/ack", "COLLABORATOR")
-    r = reply_saying("unknown command")
-    check("`/ack`" in r[0]["body"], "names the command", r[0]["body"])
-    eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+    refused_command("/ack", "COLLABORATOR", "unknown command", "`/ack`", "names the command")
 
 
 @run.case
 def bad_duration_says_why():
-    octocat_queued("/silence soon", "MEMBER")
-    r = reply_saying("is not a duration")
-    check('"soon" is not a duration' in r[0]["body"], "says why", r[0]["body"])
-    eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+    refused_command("/silence soon", "MEMBER", "is not a duration", '"soon" is not a duration',
+                    "says why")
 
 
 @run.case
