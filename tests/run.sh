@@ -145,6 +145,19 @@ STORE_UNITS="test_store test_store_events test_store_events_repeats test_store_e
 test_store_map test_store_outbox test_store_digest test_store_groups test_store_budget test_storm \
 test_intake_take"
 
+# Move the sanitizer reports (report.*) of directory $1 to the end of log $2; print how many
+# there were.
+take_reports() {
+	n=0
+	for r in "$1"/report.*; do
+		[ -f "$r" ] || continue
+		{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$2"
+		rm -f "$r"
+		n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # Run unit binary $1 named $2 (the rest of the arguments: the environment it runs in) with
 # its output in directory $3; append "NAME|PASSED|FAILED|EXIT|LOG" to $3/results.  Under the
 # sanitizers its reports (in $san: only the units write there, each lane of integration tests
@@ -157,14 +170,7 @@ run_unit() {
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -n 1)
 	p=${p:-0}; f=${f:-0}
-	if [ -n "$stage" ]; then
-		for r in "$san"/report.*; do
-			[ -f "$r" ] || continue
-			{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$out"
-			rm -f "$r"
-			f=$((f + 1))
-		done
-	fi
+	[ -z "$stage" ] || f=$((f + $(take_reports "$san" "$out")))
 	echo "$name|$p|$f|$rc|$out" >>"$dir/results"
 }
 
@@ -217,12 +223,7 @@ integration_one() {
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -n 1)
 	p=$(echo "$last" | sed -n 's/^\([0-9]*\) passed.*/\1/p'); p=${p:-0}
 	f=$(echo "$last" | sed -n 's/.* \([0-9]*\) failed.*/\1/p'); f=${f:-0}
-	for r in "$3"/report.*; do
-		[ -f "$r" ] || continue
-		{ echo "----- sanitizer report $(basename "$r") -----"; cat "$r"; } >>"$2"
-		rm -f "$r"
-		f=$((f + 1))
-	done
+	f=$((f + $(take_reports "$3" "$2")))
 	echo "$name $p $f $rc"
 }
 

@@ -28,40 +28,16 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 /* The harness's temp dir (libFuzzer's process-wide state; set once at start). */
 static char dir[64];
 
-static void cleanup(void)
-{
-	static const char *const names[] = { "token", "password", "slack", "webhook", "key.pem",
-					     "ca.pem" };
-	char path[128];
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		unlink(path);
-	}
-	rmdir(dir);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const char *const names[] = { "token", "password", "slack", "webhook", "key.pem",
 					     "ca.pem" };
-	char path[128];
 
 	(void)argc;
 	(void)argv;
 	unsetenv("GITHUB_TOKEN");
-	snprintf(dir, sizeof(dir), "/tmp/fuzz_config.XXXXXX");
-	if (!mkdtemp(dir))
-		abort();
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		f = fopen(path, "w");
-		if (!f || fputs(SECRET "\n", f) == EOF || fclose(f))
-			abort();
-	}
-	atexit(cleanup);
+	fuzz_temp_dir(dir, sizeof(dir), "fuzz_config", names, sizeof(names) / sizeof(names[0]),
+		      SECRET "\n");
 	return 0;
 }
 

@@ -28,36 +28,14 @@ static const char *const files[] = { "ca.crt", "client.crt", "client.key", "toke
 static char dir[64];
 static char path[128];
 
-static void cleanup(void)
-{
-	char p[128];
-
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-		unlink(p);
-	}
-	rmdir(dir);
-}
-
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char p[128];
-
 	(void)argc;
 	(void)argv;
-	snprintf(dir, sizeof(dir), "/tmp/fuzz_kubeconfig.XXXXXX");
-	if (!mkdtemp(dir))
-		abort();
-	for (size_t i = 0; i + 1 < sizeof(files) / sizeof(files[0]); i++) {
-		FILE *f;
-
-		snprintf(p, sizeof(p), "%s/%s", dir, files[i]);
-		f = fopen(p, "w");
-		if (!f || fputs("-----BEGIN X-----\nAAAA\n-----END X-----\n", f) == EOF || fclose(f))
-			abort();
-	}
+	/* The kubeconfig too: each input overwrites it before it is read. */
+	fuzz_temp_dir(dir, sizeof(dir), "fuzz_kubeconfig", files, sizeof(files) / sizeof(files[0]),
+		      "-----BEGIN X-----\nAAAA\n-----END X-----\n");
 	snprintf(path, sizeof(path), "%s/kubeconfig", dir);
-	atexit(cleanup);
 	return 0;
 }
 

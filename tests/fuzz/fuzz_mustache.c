@@ -17,13 +17,11 @@
 #include "core/buf.h"
 #include "core/mustache.h"
 #include "core/utf8.h"
+#include "tests/fuzz/fuzz_mustache_opts.h"
 
 #include "core/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* Output cap per render: large enough for real templates, small enough to stay fast. */
-#define OUT_MAX (256u * 1024)
 
 static const char VIEW[] =
 	"{\"alertname\": \"DiskFull\", \"status\": \"firing\", \"resolved\": false,"
@@ -40,34 +38,25 @@ static const char VIEW[] =
 	" \"previous\": {\"number\": 42, \"url\": \"https://github.com/o/r/issues/42\"}}";
 
 /* Fixed partials: none includes another, so partial work stays linear. */
-static const char *partial(void *ctx, const char *name)
-{
-	(void)ctx;
-	if (!strcmp(name, "row"))
-		return "| {{name}} | {{value}} |\n";
-	if (!strcmp(name, "labels"))
-		return "{{#labelList}}{{>row}}{{/labelList}}";
-	if (!strcmp(name, "title"))
-		return "  {{alertname}}: {{labels.pod}}\n";
-	return NULL;
-}
+static const struct fuzz_partial PARTIALS[] = {
+	{ "row", "| {{name}} | {{value}} |\n" },
+	{ "labels", "{{#labelList}}{{>row}}{{/labelList}}" },
+	{ "title", "  {{alertname}}: {{labels.pod}}\n" },
+	{ NULL, NULL },
+};
 
 static void one(const char *tmpl, size_t len, const json_t *view, const struct mustache *m,
 		enum mustache_escape esc)
 {
-	struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+	struct mustache_options opt = fuzz_mustache_options(esc, PARTIALS);
 	struct buf a = BUF_INIT, b = BUF_INIT, ea = BUF_INIT, eb = BUF_INIT;
 	enum err ra, rb;
 
-	opt.escape = esc;
-	opt.partial = partial;
-	opt.max_out_bytes = OUT_MAX;
-	opt.max_steps = 1000000; /* fast enough for the fuzzer; the default is unit-tested */
 	(void)buf_adds(&a, "keep");
 	ra = mustache_render(tmpl, len, view, &opt, &a, &ea);
 	if (ra != ERR_OK && (a.len != 4 || memcmp(buf_str(&a), "keep", 4) || !ea.len))
 		abort(); /* on error: out as before the call, errmsg says why */
-	if (ra == ERR_OK && a.len > 4 + OUT_MAX)
+	if (ra == ERR_OK && a.len > 4 + FUZZ_MUSTACHE_OUT_MAX)
 		abort();
 	if (!m && ra == ERR_OK)
 		abort(); /* what does not compile does not render */

@@ -14,12 +14,11 @@
 #include "core/buf.h"
 #include "core/embed.h"
 #include "core/mustache.h"
+#include "tests/fuzz/fuzz_mustache_opts.h"
 
 #include "core/banned.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define OUT_MAX (256u * 1024)
 
 static const char ALL_TAGS[] =
 	"{{! comment }}{{a}} {{{a}}} {{&a}} {{a.b.c}} {{.}}\n"
@@ -27,13 +26,10 @@ static const char ALL_TAGS[] =
 	"  {{>p}}\n"
 	"{{>*a}}{{=<% %>=}}<% x %><%={{ }}=%>{{#list}}{{name}}={{value}}{{/list}}\n";
 
-static const char *partial(void *ctx, const char *name)
-{
-	(void)ctx;
-	if (!strcmp(name, "p"))
-		return "{{#x}}{{y}}{{/x}}\n";
-	return NULL;
-}
+static const struct fuzz_partial PARTIALS[] = {
+	{ "p", "{{#x}}{{y}}{{/x}}\n" },
+	{ NULL, NULL },
+};
 
 static void render(const char *tmpl, size_t len, const json_t *view)
 {
@@ -45,13 +41,9 @@ static void render(const char *tmpl, size_t len, const json_t *view)
 	if (mustache_compile(tmpl, len, &m, &err) != ERR_OK)
 		abort(); /* the fixed templates are valid */
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		struct mustache_options opt = MUSTACHE_OPTIONS_INIT;
+		struct mustache_options opt = fuzz_mustache_options(modes[i], PARTIALS);
 		enum err rc;
 
-		opt.escape = modes[i];
-		opt.partial = partial;
-		opt.max_out_bytes = OUT_MAX;
-	opt.max_steps = 1000000; /* fast enough for the fuzzer; the default is unit-tested */
 		buf_reset(&out);
 		rc = mustache_render_compiled(m, view, &opt, &out, &err);
 		if (rc != ERR_OK && rc != ERR_TOOBIG)

@@ -1,9 +1,11 @@
 /*
- * fuzz_yaml_guard.c - the path guard of the config and kubeconfig fuzz
- * harnesses (see fuzz_yaml_guard.h).  Built into each of those harnesses.
+ * fuzz_yaml_guard.c - the path guard and the temp dir of the config and
+ * kubeconfig fuzz harnesses (see fuzz_yaml_guard.h).  Built into each harness.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <yaml.h>
 
@@ -40,4 +42,47 @@ int fuzz_yaml_names_outside(const char *data, size_t len)
 	yaml_document_delete(&doc);
 	yaml_parser_delete(&parser);
 	return unsafe;
+}
+
+/* The temp dir fuzz_temp_dir() made, for remove_temp_dir() at exit. */
+static const char *temp_dir;
+static const char *const *temp_names;
+static size_t temp_n;
+
+static void temp_path(char *path, size_t size, size_t i)
+{
+	if ((size_t)snprintf(path, size, "%s/%s", temp_dir, temp_names[i]) >= size)
+		abort();
+}
+
+static void remove_temp_dir(void)
+{
+	char path[256];
+
+	for (size_t i = 0; i < temp_n; i++) {
+		temp_path(path, sizeof(path), i);
+		unlink(path);
+	}
+	rmdir(temp_dir);
+}
+
+void fuzz_temp_dir(char *dir, size_t dir_size, const char *prefix, const char *const *names,
+		   size_t n, const char *text)
+{
+	char path[256];
+
+	if ((size_t)snprintf(dir, dir_size, "/tmp/%s.XXXXXX", prefix) >= dir_size || !mkdtemp(dir))
+		abort();
+	temp_dir = dir;
+	temp_names = names;
+	temp_n = n;
+	for (size_t i = 0; i < n; i++) {
+		FILE *f;
+
+		temp_path(path, sizeof(path), i);
+		f = fopen(path, "w");
+		if (!f || fputs(text, f) == EOF || fclose(f))
+			abort();
+	}
+	atexit(remove_temp_dir);
 }

@@ -100,18 +100,24 @@ class FakeServer:
 
 
     # ----- the side door (no auth, never recorded) --------------------------------------------
+    state = None  # a fake's state() for GET /_fake/state (None: the fake has no such call)
+
     def handle_side(self, method, path, query, raw):
         """One side-door call: GET /_fake/requests[?clear=1] and /_fake/state, POST /_fake/fault
-        and /_fake/reset here, the fake's own POSTs in side_post(path, body).  Returns
-        (status, JSON body)."""
+        and /_fake/reset here, the fake's own GETs in side_get(path, query) and POSTs in
+        side_post(path, body).  Returns (status, JSON body)."""
         try:
             body = json.loads(raw.decode("utf-8")) if raw else {}
         except ValueError:
             return 400, {"message": "bad json"}
         try:
+            if method == "GET":
+                answer = self.side_get(path, query)
+                if answer is not None:
+                    return answer
             if path == "/_fake/requests" and method == "GET":
                 return 200, self.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
-            if path == "/_fake/state" and method == "GET":
+            if path == "/_fake/state" and method == "GET" and self.state is not None:
                 return 200, self.state()
             if method != "POST":
                 return 404, {"message": "unknown side-door call"}
@@ -129,6 +135,10 @@ class FakeServer:
         except (KeyError, TypeError, ValueError) as e:
             return 400, {"message": "bad side-door call: %s" % e}
         return 404, {"message": "unknown side-door call"}
+
+    def side_get(self, path, query):
+        """The fake's own side-door GET of path: (status, JSON body), or None: no such call."""
+        return None
 
     def side_post(self, path, body):
         """The fake's own side-door POST to path: (status, JSON body), or None: no such call."""
@@ -182,6 +192,16 @@ class FakeHandler(QuietHandler):
 
     def _headers(self):
         return {k.lower(): v for k, v in self.headers.items()}
+
+    def _side_door(self, path, query, raw):
+        """When path is a side-door call (/_fake/...): answer it (FakeServer.handle_side, under
+        the fake's lock) with self._send(status, body) and return True; else False."""
+        if not path.startswith("/_fake/"):
+            return False
+        with self.fake.lock:
+            status, body = self.fake.handle_side(self.command, path, query, raw)
+        self._send(status, body)
+        return True
 
     def _record(self, path, query, headers, raw, **extra):
         """The record of this request the side door's /_fake/requests shows."""

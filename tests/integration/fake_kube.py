@@ -792,10 +792,7 @@ class FakeHandler(fake_base.FakeHandler):
     def _handle(self):
         fake = self.fake
         path, query, raw_query, raw = self._read()
-        if path.startswith("/_fake/"):
-            with fake.lock:
-                status, body = fake.handle_side(self.command, path, query, raw)
-            self._send(status, body)
+        if self._side_door(path, query, raw):
             return
         headers = self._headers()
         rec = self._record(path, query, headers, raw, answer_kind=None)

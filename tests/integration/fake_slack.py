@@ -121,6 +121,25 @@ class FakeSlack(fake_base.FakeServer):
             self.faults = []
             self.responses = []
 
+    # ----- side door (fake_base.FakeServer.handle_side: requests, faults, reset) ---------------
+    def side_get(self, path, query):
+        """GET /_fake/messages and /_fake/responses of the header's list."""
+        if path == "/_fake/messages":
+            return 200, self.get_messages()
+        if path == "/_fake/responses":
+            return 200, self.get_responses()
+        return None
+
+    def side_post(self, path, body):
+        """POST /_fake/user and /_fake/channel of the header's list."""
+        if path == "/_fake/user":
+            self.add_user(body["id"], body["email"])
+            return 200, {"ok": True}
+        if path == "/_fake/channel":
+            self.add_channel(body["id"], body["name"])
+            return 200, {"ok": True}
+        return None
+
     # ----- internals (caller holds the lock) --------------------------------------------------
     def _channel_id(self, name):
         name = name.lstrip("#")
@@ -364,10 +383,7 @@ class SlackHandler(fake_base.FakeHandler):
     def _handle(self):
         fake = self.fake
         path, query, _, raw = self._read()
-        if path.startswith("/_fake/"):
-            with fake.lock:
-                st, body = self._side(path, query, raw)
-            self._send(st, body)
+        if self._side_door(path, query, raw):
             return
         headers = self._headers()
         with fake.lock:
@@ -382,34 +398,6 @@ class SlackHandler(fake_base.FakeHandler):
             self._send(st, body, extra)
         except OSError:  # the client gave up waiting
             self.close_connection = True
-
-    def _side(self, path, query, raw):
-        fake = self.fake
-        try:
-            b = json.loads(raw.decode("utf-8")) if raw else {}
-            if path == "/_fake/messages" and self.command == "GET":
-                return 200, fake.get_messages()
-            if path == "/_fake/responses" and self.command == "GET":
-                return 200, fake.get_responses()
-            if path == "/_fake/requests" and self.command == "GET":
-                return 200, fake.get_requests(clear=query.get("clear", ["0"])[-1] == "1")
-            if self.command != "POST":
-                return 404, {"message": "unknown side-door call"}
-            if path == "/_fake/user":
-                fake.add_user(b["id"], b["email"])
-                return 200, {"ok": True}
-            if path == "/_fake/channel":
-                fake.add_channel(b["id"], b["name"])
-                return 200, {"ok": True}
-            if path == "/_fake/fault":
-                fake.add_fault(**b)
-                return 200, {"ok": True}
-            if path == "/_fake/reset":
-                fake.reset()
-                return 200, {"ok": True}
-        except (KeyError, TypeError, ValueError) as e:
-            return 400, {"message": "bad side-door call: %s" % e}
-        return 404, {"message": "unknown side-door call"}
 
     do_GET = do_POST = _handle
 

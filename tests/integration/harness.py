@@ -3,7 +3,9 @@
 A tiny test runner (named cases, a timeline of events in seconds since start, the closing
 "N passed, N failed" line tests/run.sh reads), an HTTP client that never follows redirects,
 bounded polling, loopback ports, and child processes that are always stopped (SIGTERM, then
-SIGKILL after 5 s) with their logs kept for post-mortems.
+SIGKILL after 5 s) with their logs kept for post-mortems.  What the tests hand alertbridge and
+read back (payloads, config files, issue markers, database rows, /metrics samples) is in
+harness_data.py, re-exported here.
 
 Env (set by tests/run.sh for its valgrind stage):
   ALERTBRIDGE_WRAPPER   a command line (split like a shell's words, no expansion) put before
@@ -12,19 +14,26 @@ Env (set by tests/run.sh for its valgrind stage):
                         grace before SIGKILL, for binaries run that much slower (default 1)
 """
 
+import atexit
 import json
 import os
 import random
 import shlex
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 import urllib.error
 import urllib.request
+
+from harness_data import (  # noqa: F401 - the tests import these from harness
+    TEMPLATE_FILES, config_head, db_rows, delete_database, event_of, event_state, iso_ms,
+    issue_key, issues_by_key, janitor_head, last_acknowledged, metric_sample,
+    numbered_alert, prom_alert, resolved, slack_section, webhook_payload, write_config,
+    write_file, write_files)
 
 T0 = time.time()
 SLOWDOWN = max(1.0, float(os.environ.get("ALERTBRIDGE_SLOWDOWN") or 1))
@@ -296,8 +305,13 @@ class Proc:
                 event("%s did not exit within %d s of SIGTERM: SIGKILL" % (self.name, grace_s))
                 self.p.kill()
                 self.p.wait(timeout=5)
+        return self.reaped("stopped")
+
+    def reaped(self, how):
+        """After the process was waited for: keep its exit code, say how it ended (an event:
+        "NAME how (exit CODE)"), close its log and forget it.  Returns the exit code."""
         self.exit_code = self.p.returncode
-        event("%s stopped (exit %s)" % (self.name, self.exit_code))
+        event("%s %s (exit %s)" % (self.name, how, self.exit_code))
         self.p = None
         self.log.close()
         return self.exit_code
@@ -325,6 +339,15 @@ def print_tail(title, text):
     print("----- %s -----" % title)
     print(text)
     print("----- end %s -----" % title, flush=True)
+
+
+def print_stack_tails(ab, am, am_lines, ab_lines=60):
+    """The start of a stack's post-mortem: the last ab_lines of alertbridge's log (ab, its
+    Proc or Alertbridge; nothing when it never ran: None) and the last am_lines of
+    Alertmanager's (am)."""
+    if ab is not None:
+        print_tail("alertbridge log (last %d lines)" % ab_lines, ab.tail(ab_lines))
+    print_tail("alertmanager log (last %d lines)" % am_lines, am.proc.tail(am_lines))
 
 
 # ----- a recording proxy between Alertmanager and alertbridge ---------------------------------
@@ -404,13 +427,6 @@ class WebhookProxy(LocalServer):
 # ----- Debian's real Alertmanager ---------------------------------------------------------------
 
 ALERTMANAGER = os.environ.get("ALERTMANAGER_BIN", "/usr/bin/prometheus-alertmanager")
-
-
-def iso_ms(ts):
-    """RFC 3339 UTC with milliseconds, as Prometheus sends to Alertmanager."""
-    import datetime
-    d = datetime.datetime.fromtimestamp(ts, datetime.timezone.utc)
-    return d.strftime("%Y-%m-%dT%H:%M:%S.") + "%03dZ" % (d.microsecond // 1000)
 
 
 class Alertmanager:
@@ -494,6 +510,23 @@ def flapping_schedule(rng, n_alerts, first_within_s, until_s, gap_s):
     return schedule
 
 
+def drive_schedule(schedule, stop, post, errors):
+    """A chaos test's driver: for each (t, key, firing) of schedule (flapping_schedule()),
+    wait until t seconds after the call (returning early once the event stop is set), then
+    post(key, firing, starts), starts the time.time() the key last began to fire.  An
+    exception ends it, appended to errors as "driver: ..."."""
+    t0, starts = time.time(), {}
+    try:
+        for at, key, firing in schedule:
+            if stop.wait(max(0.0, t0 + at - time.time())):
+                return
+            if firing:
+                starts[key] = time.time()
+            post(key, firing, starts[key])
+    except Exception as e:  # reported by the case
+        errors.append("driver: %r" % e)
+
+
 def drive_and_kill(driver, killer, timeout_s, errors, stop=None):
     """Run a chaos test's driver and killer, each on a daemon thread of its own; wait for each
     (timeout_s at the most), set the event stop (if any), then check both finished and that
@@ -519,11 +552,7 @@ def kill9(proc):
     except ProcessLookupError:
         pass
     proc.p.wait(timeout=10)
-    proc.exit_code = proc.p.returncode
-    event("%s killed with SIGKILL (exit %s)" % (proc.name, proc.exit_code))
-    proc.p = None
-    proc.log.close()
-    return proc.exit_code
+    return proc.reaped("killed with SIGKILL")
 
 
 def alertmanager_cluster_args(listen_port, peer_ports, peer_timeout="1s"):
@@ -551,51 +580,6 @@ def clustered_alertmanager(workdir, name, webhook_url, token_file, listen_port, 
     argv = [a for a in am.proc.argv if not a.startswith("--cluster.")]
     am.proc.argv = argv + alertmanager_cluster_args(listen_port, peer_ports)
     return am
-
-
-def prom_alert(name, starts, status="firing", ends=None, **labels):
-    """An alert as Prometheus sends it to Alertmanager's API: named name, label pod
-    p-<name in lower case> and labels, started at starts (epoch seconds), ended at ends (None:
-    not yet); its fingerprint a hash of name, the same in every run."""
-    fp = "%016x" % (sum(ord(c) * 131 ** i for i, c in enumerate(name)) % (1 << 63))
-    return {"status": status, "fingerprint": fp,
-            "labels": dict({"alertname": name, "pod": "p-" + name.lower()}, **labels),
-            "annotations": {"summary": "%s fires" % name},
-            "startsAt": iso_ms(starts),
-            "endsAt": iso_ms(ends) if ends else "0001-01-01T00:00:00Z",
-            "generatorURL": "http://prometheus.example/graph"}
-
-
-def issue_key(issue):
-    """The alert key of an issue, from the hidden marker its body ends with; None if none."""
-    body = issue.get("body") or ""
-    start = body.rfind("<!-- alertbridge:key=")
-    if start < 0:
-        return None
-    end = body.find(" -->", start)
-    return body[start + len("<!-- alertbridge:key="):end] if end > 0 else None
-
-
-def issues_by_key(issues):
-    """{key: [issue, ...]} of issues that carry alertbridge's marker."""
-    out = {}
-    for i in issues:
-        k = issue_key(i)
-        if k is not None:
-            out.setdefault(k, []).append(i)
-    return out
-
-
-def last_acknowledged(deliveries):
-    """{fingerprint: (status, startsAt, time)} of each alert's last webhook that got a 200,
-    in the order the answers were recorded."""
-    out = {}
-    for d in sorted(deliveries, key=lambda d: d["time"]):
-        if d["status"] != 200 or not isinstance(d["payload"], dict):
-            continue
-        for a in d["payload"].get("alerts", []):
-            out[a["fingerprint"]] = (a["status"], a["startsAt"], d["time"])
-    return out
 
 
 ALERTBRIDGE = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
@@ -654,14 +638,8 @@ class Alertbridge:
 
     def start(self, wait=True, flags=()):
         """Run `alertbridge serve --config.file=CONFIG` plus flags; wait for /-/ready."""
-        if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
-            raise Failure("alertbridge binary not found or not executable: %s "
-                          "(set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
         self.runs += 1
-        self.proc = Proc("alertbridge#%d" % self.runs, [
-            ALERTBRIDGE, "serve", "--config.file=" + self.config] + list(flags), self.log_path, env=env,
-            cwd=self.dir)
+        self.proc = serve_proc("alertbridge#%d" % self.runs, self.config, self.dir, flags)
         self.proc.start()
         if wait:
             wait_ready(self.proc, self.url + "/-/ready", timeout_s=30)
@@ -685,88 +663,15 @@ class Alertbridge:
         return self.proc.tail(lines) if self.proc else "(never started)"
 
 
-def webhook_payload(receiver, alerts, status=None):
-    """An Alertmanager version-4 webhook body for alerts (each {fingerprint, status, labels,
-    annotations, startsAt, endsAt}), with the group fields Alertmanager fills in."""
-    common = dict(alerts[0]["labels"])
-    for a in alerts[1:]:
-        common = {k: v for k, v in common.items() if a["labels"].get(k) == v}
-    if status is None:
-        status = "firing" if any(a["status"] == "firing" for a in alerts) else "resolved"
-    full = []
-    for a in alerts:
-        x = {"status": a["status"], "labels": a["labels"],
-             "annotations": a.get("annotations", {}), "startsAt": a["startsAt"],
-             "endsAt": a.get("endsAt", "0001-01-01T00:00:00Z"),
-             "generatorURL": "http://prometheus.example:9090/graph?g0.expr=up",
-             "fingerprint": a["fingerprint"]}
-        full.append(x)
-    return {"receiver": receiver, "status": status, "alerts": full,
-            "groupLabels": {"alertname": common.get("alertname", "")},
-            "commonLabels": common, "commonAnnotations": {},
-            "externalURL": "http://127.0.0.1:9093", "version": "4",
-            "groupKey": '{}:{alertname="%s"}' % common.get("alertname", ""),
-            "truncatedAlerts": 0}
+# ----- a test's alertbridge and its script ------------------------------------------------------
 
-
-def db_rows(db, sql, args=()):
-    """The rows of one SQL statement on alertbridge's sqlite file, through a connection of the
-    test's own (WAL: it reads while the service writes)."""
-    con = sqlite3.connect(db, timeout=5)
-    try:
-        return con.execute(sql, args).fetchall()
-    finally:
-        con.close()
-
-
-# ----- the files of a test's alertbridge --------------------------------------------------------
-def event_of(db, key):
-    """(state, last_error) of the newest event of key in the database file db, or None."""
-    r = db_rows(db, "SELECT state, last_error FROM events WHERE key = ? ORDER BY id DESC LIMIT 1",
-                (key,))
-    return r[0] if r else None
-
-
-def write_files(directory, files):
-    """Write each (name, text) of files into directory, the text and a newline: tokens and
-    templates as alertbridge reads them."""
-    for name, text in files:
-        with open(os.path.join(directory, name), "w") as f:
-            f.write(text + "\n")
-
-
-def config_head(port):
-    """The first lines of a test's alertbridge.yml: listening on 127.0.0.1:port, the database
-    alertbridge.db beside it, debug logs as logfmt, the webhook's token in webhook-token."""
-    return ("listen_address: 127.0.0.1:%d\n"
-            "database: alertbridge.db\n"
-            "log: {level: debug, format: logfmt}\n"
-            "webhook: {bearer_token_file: webhook-token}\n" % port)
-
-
-def write_config(directory, port, body, files=()):
-    """Write files ((name, text) pairs, write_files()) into directory, then its
-    alertbridge.yml: config_head(port) and body.  The config's path."""
-    write_files(directory, files)
-    path = os.path.join(directory, "alertbridge.yml")
-    with open(path, "w") as f:
-        f.write(config_head(port) + body)
-    return path
-
-
-def janitor_head(sweep_interval="1s"):
-    """The first lines of a config's janitor section: enabled, live (not dry-run), on the
-    kubeconfig file beside alertbridge.yml, sweeping every sweep_interval."""
-    return ("janitor:\n"
-            "  enabled: true\n"
-            "  dry_run: false\n"
-            "  kubernetes: {kubeconfig: kubeconfig}\n"
-            "  sweep_interval: %s\n" % sweep_interval)
-
-
-# The templates of a receiver with templates: {title: title.mustache, body: body.mustache}.
-TEMPLATE_FILES = (("title.mustache", "{{labels.alertname}} on {{labels.pod}}"),
-                  ("body.mustache", "{{annotations.summary}}\n"))
+def service_config(directory, body, files=(), log_level="debug"):
+    """A test's alertbridge in directory: a free loopback port (free_port()), its URL and its
+    config, written by write_config(directory, port, body, files, log_level);
+    (port, url, config path)."""
+    port = free_port()
+    return (port, "http://127.0.0.1:%d" % port,
+            write_config(directory, port, body, files, log_level))
 
 
 def run_cases(run, binary=ALERTBRIDGE, **kw):
@@ -825,34 +730,33 @@ def alertbridge_run(ab, tmp, *others):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def write_file(directory, name, text):
-    """Write text as the file name in directory; its path."""
-    path = os.path.join(directory, name)
-    with open(path, "w") as f:
-        f.write(text)
-    return path
+def temp_dir(prefix):
+    """A new directory /tmp/<prefix>XXXXXX of the test's, removed when its process exits."""
+    d = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, d, True)
+    return d
 
 
-def start_alertbridge(binary, config, directory, url, log_name="alertbridge.log"):
-    """`binary serve --config.file=config` started in directory (without GITHUB_TOKEN in its
-    environment: the config's token file is what counts), its log directory/log_name; ready
-    once url/-/ready answers (30 s at the most).  Its Proc."""
+def serve_proc(name, config, directory, flags=(), binary=ALERTBRIDGE,
+               log_name="alertbridge.log"):
+    """A Proc named name, not started yet, of `binary serve --config.file=config` plus flags,
+    run in directory without GITHUB_TOKEN in its environment (the config's token file is what
+    counts), its log directory/log_name.  Failure when binary is not an executable file."""
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         raise Failure("alertbridge binary not found or not executable: %s (set ALERTBRIDGE_BIN)"
                       % binary)
-    proc = Proc("alertbridge", [binary, "serve", "--config.file=" + config],
+    return Proc(name, [binary, "serve", "--config.file=" + config] + list(flags),
                 os.path.join(directory, log_name),
                 env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}, cwd=directory)
+
+
+def start_alertbridge(binary, config, directory, url, log_name="alertbridge.log"):
+    """`binary serve --config.file=config` started in directory (serve_proc()), its log
+    directory/log_name; ready once url/-/ready answers (30 s at the most).  Its Proc."""
+    proc = serve_proc("alertbridge", config, directory, binary=binary, log_name=log_name)
     proc.start()
     wait_ready(proc, url + "/-/ready", timeout_s=30)
     return proc
-
-
-def delete_database(path):
-    """Remove the sqlite database path with its -wal and -shm files (those that exist)."""
-    for suffix in ("", "-wal", "-shm"):
-        if os.path.exists(path + suffix):
-            os.unlink(path + suffix)
 
 
 def run_on_stack(s, fn, lines=60):
@@ -897,13 +801,6 @@ def stop_all(stops, directory):
         except Exception as e:  # keep stopping the rest
             event("cleanup error: %s" % e)
     shutil.rmtree(directory, ignore_errors=True)
-
-
-def resolved(alert):
-    """The same alert, resolved: endsAt a second ago (as Prometheus sends a resolution)."""
-    r = dict(alert)
-    r["endsAt"] = iso_ms(time.time() - 1)
-    return r
 
 
 def stacks_run(run, stacks, tail_lines):

@@ -28,8 +28,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from harness import Runner, check, eq, event, http, poll  # noqa: E402
-from harness import delete_database, run_on_stack  # noqa: E402
-from test_lost_database import (BIN, MUTATING, REPO, Stack, alert, by_key,  # noqa: E402
+from harness import ALERTBRIDGE, delete_database, run_on_stack  # noqa: E402
+from test_lost_database import (MUTATING, REPO, Stack, alert, by_key,  # noqa: E402
                                 resolved, snapshot)
 
 LOAD_POSTS = 12  # new alerts posted while the backup runs, 40 ms apart
@@ -106,7 +106,7 @@ def backup_then_restore(s):
     # Restore: the copy replaces the file (and its WAL), then map rescan, then start.
     delete_database(s.db)
     shutil.copyfile(bak, s.db)
-    r = subprocess.run([BIN, "map", "rescan", "--config.file=" + s.config], cwd=s.dir,
+    r = subprocess.run([ALERTBRIDGE, "map", "rescan", "--config.file=" + s.config], cwd=s.dir,
                        capture_output=True, text=True, timeout=10)
     eq(r.returncode, 0, "map rescan exits 0 (%s)" % r.stderr.strip())
     check("forgot 1 repository scan" in r.stdout, "map rescan says what it forgot", r.stdout)

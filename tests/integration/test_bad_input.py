@@ -33,11 +33,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_kube import FakeKube  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Failure, Runner, check, eq, event, free_port, http,  # noqa: E402
                      iso_ms, poll, print_tail)
 from harness import only_from_env, start_alertbridge, write_file  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 HOOK_TOKEN = "bad-input-webhook-secret"
 KUBE_TOKEN = "bad-input-kube-token"
 MAX_ALERTS = 5000   # configured webhook.max_alerts (the default is 10000)
@@ -433,7 +433,7 @@ def start_stack():
     write("webhook-token", HOOK_TOKEN + "\n")
     S["config"] = write("alertbridge.yml", config_text(port))
     S["db"] = os.path.join(S["dir"], "alertbridge.db")
-    S["proc"] = start_alertbridge(BIN, S["config"], S["dir"], S["url"])
+    S["proc"] = start_alertbridge(ALERTBRIDGE, S["config"], S["dir"], S["url"])
 
 
 def stop_stack():
@@ -454,8 +454,8 @@ def on_failure(name):
 
 @run.case
 def valid_webhooks_seed_the_database():
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        raise Failure("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
+    if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
+        raise Failure("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
     start_stack()
     st, _, body = post(HOOK, VALID)
     eq((st, body.get("alerts") if isinstance(body, dict) else body), (200, 1), "valid webhook")
@@ -755,7 +755,7 @@ CONFIGS = [
 
 
 def run_cli(args, cwd, timeout_s=20):
-    p = subprocess.run([BIN] + args, cwd=cwd, capture_output=True, timeout=timeout_s,
+    p = subprocess.run([ALERTBRIDGE] + args, cwd=cwd, capture_output=True, timeout=timeout_s,
                        env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
     return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
 

@@ -20,10 +20,10 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import Runner, check, eq  # noqa: E402
 
 SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 run = Runner()
 
 
@@ -41,7 +41,7 @@ def intake_bench_runs_every_workload():
     env = dict(os.environ, BENCH_DURATION="1s", BENCH_CALLGRIND_REQUESTS="5",
                BENCH_CONNECTIONS="4")
     build = os.path.join(SRC, "build")
-    r = subprocess.run(["sh", os.path.join(SRC, "tests", "bench", "run.sh"), build, BIN],
+    r = subprocess.run(["sh", os.path.join(SRC, "tests", "bench", "run.sh"), build, ALERTBRIDGE],
                        env=env, capture_output=True, text=True, timeout=600, cwd=SRC)
     print(r.stdout + r.stderr[-3000:], flush=True)
     eq(r.returncode, 0, "make bench's script exits 0")
@@ -63,7 +63,7 @@ def janitor_bench_plans_every_annotated_pod():
         return
     env = dict(os.environ, JANITOR_BENCH_SIZES="1000,2000", JANITOR_BENCH_CALLGRIND_PODS="500")
     r = subprocess.run([sys.executable, os.path.join(SRC, "tests", "bench", "janitor_bench.py"),
-                        BIN], env=env, capture_output=True, text=True, timeout=600)
+                        ALERTBRIDGE], env=env, capture_output=True, text=True, timeout=600)
     print(r.stdout + r.stderr[-3000:], flush=True)
     eq(r.returncode, 0, "janitor_bench.py exits 0")
     rows = re.findall(r"^ +(\d+) +[\d.]+ +[\d.]+ +(\d+) +(\d+) +(\d+)$", r.stdout, re.M)

@@ -20,11 +20,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
+from harness import (Alertmanager, Runner, WebhookProxy, check, eq,  # noqa: E402
                      event, free_port, http, iso_ms, poll, print_tail, short, wait_ready)
-from harness import cases_main, resolved, stop_all, write_file  # noqa: E402
+from harness import ALERTBRIDGE, cases_main, print_stack_tails, resolved, serve_proc  # noqa: E402
+from harness import stop_all, write_file  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/cluster-alerts"
 GH_TOKEN = "ghs_e2eGitHubToken0123456789"
 HOOK_TOKEN = "e2e-webhook-secret"
@@ -125,16 +125,9 @@ class Stack:
                    ", ".join('"%s"' % x for x in LABELS), ", ".join(ASSIGNEES)))
 
     def start_alertbridge(self):
-        if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-            raise Failure("alertbridge binary not found or not executable: %s "
-                          "(set ALERTBRIDGE_BIN)" % BIN)
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
         self.ab_runs += 1
-        self.ab = Proc("alertbridge#%d" % self.ab_runs, [
-            BIN, "serve", "--config.file=" + self.config,
-            "--web.listen-address=127.0.0.1:%d" % self.ab_port,
-            "--database.path=" + self.db], os.path.join(self.dir, "alertbridge.log"),
-            env=env, cwd=self.dir)
+        self.ab = serve_proc("alertbridge#%d" % self.ab_runs, self.config, self.dir, flags=(
+            "--web.listen-address=127.0.0.1:%d" % self.ab_port, "--database.path=" + self.db))
         self.ab.start()
         wait_ready(self.ab, self.ab_url + "/-/ready", timeout_s=30)
         event("alertbridge ready on %s" % self.ab_url)
@@ -158,9 +151,7 @@ class Stack:
         return False
 
     def post_mortem(self):
-        if self.ab is not None:
-            print_tail("alertbridge log (last 60 lines)", self.ab.tail(60))
-        print_tail("alertmanager log (last 30 lines)", self.am.proc.tail(30))
+        print_stack_tails(self.ab, self.am, 30)
         reqs = self.gh.get_requests()
         print_tail("fake github requests (%d)" % len(reqs), "\n".join(
             "%.2f %s %s -> %s %s" % (r["time"] - reqs[0]["time"], r["method"], r["path"],
@@ -279,10 +270,41 @@ def resolve_one(st, a, number):
     event("issue #%d closed" % number)
 
 
+def fire_then_resolve(st, a):
+    """fire_one(st, a), then resolve_one() of its issue; returns (fingerprint, issue number)."""
+    fp, issue = fire_one(st, a)
+    resolve_one(st, a, issue["number"])
+    return fp, issue["number"]
+
+
 def sole_issue_state(st, number, state, reason):
     issues = st.issues()
     eq([(i["number"], i["state"], i["state_reason"]) for i in issues],
        [(number, state, reason)], "issues on the fake")
+
+
+def check_traffic(st):
+    """Every scenario's closing checks: mutating calls paced, GitHub's headers on every
+    request, every webhook answered ok."""
+    reqs = st.requests()
+    check_paced(reqs)
+    check_headers(reqs)
+    check_webhook_answers(st)
+
+
+def check_created_then_closed(st, a, fp, n, what):
+    """The mutating calls were exactly: the create of issue n for alert a (fingerprint fp),
+    a comment on it, its close as completed (what: how the test says it); the issue is
+    closed.  Returns the calls."""
+    m = st.mutating()
+    eq([(r["method"], r["path"]) for r in m], [
+        ("POST", "/repos/%s/issues" % REPO),
+        ("POST", "/repos/%s/issues/%d/comments" % (REPO, n)),
+        ("PATCH", "/repos/%s/issues/%d" % (REPO, n))], what)
+    check_create(m[0], a, fp)
+    eq(m[2]["body"], {"state": "closed", "state_reason": "completed"}, "close body")
+    sole_issue_state(st, n, "closed", "completed")
+    return m
 
 
 # ----- scenarios ----------------------------------------------------------------------------------
@@ -301,8 +323,7 @@ def one_firing_alert_makes_one_issue():
         eq([x["name"] for x in issue["labels"]], ["alert", "severity:critical"],
            "labels on GitHub")
         sole_issue_state(st, 1, "open", None)
-        check_headers(st.requests())
-        check_webhook_answers(st)
+        check_traffic(st)
 
 
 @run.case
@@ -330,42 +351,28 @@ def repeats_and_duplicate_webhooks_change_nothing():
         eq(len(st.creates()), 1, "one create")
         check_create(st.creates()[0], a, fp)
         sole_issue_state(st, 1, "open", None)
-        check_headers(st.requests())
-        check_webhook_answers(st)
+        check_traffic(st)
 
 
 @run.case
 def resolving_comments_then_closes():
     with Stack("resolve") as st:
         a = alert(name="E2eResolve")
-        fp, issue = fire_one(st, a)
-        n = issue["number"]
-        resolve_one(st, a, n)
+        fp, n = fire_then_resolve(st, a)
         st.quiet(2, "nothing more may follow the close")
-        m = st.mutating()
-        eq([(r["method"], r["path"]) for r in m], [
-            ("POST", "/repos/%s/issues" % REPO),
-            ("POST", "/repos/%s/issues/%d/comments" % (REPO, n)),
-            ("PATCH", "/repos/%s/issues/%d" % (REPO, n))], "create, comment, close in order")
-        check_create(m[0], a, fp)
+        m = check_created_then_closed(st, a, fp, n, "create, comment, close in order")
         eq(sorted(m[1]["body"]), ["body"], "comment body keys")
         check("resolved" in m[1]["body"]["body"].lower(), "comment says resolved",
               m[1]["body"])
-        eq(m[2]["body"], {"state": "closed", "state_reason": "completed"}, "close body")
-        sole_issue_state(st, n, "closed", "completed")
         eq(len(st.gh.comments(REPO, n)), 1, "one comment on the issue")
-        check_paced(st.requests())
-        check_headers(st.requests())
-        check_webhook_answers(st)
+        check_traffic(st)
 
 
 @run.case
 def firing_again_reopens_with_a_comment():
     with Stack("reopen") as st:
         a = alert(name="E2eReopen")
-        fp, issue = fire_one(st, a)
-        n = issue["number"]
-        resolve_one(st, a, n)
+        fp, n = fire_then_resolve(st, a)
         closed_calls = len(st.mutating())
         eq(closed_calls, 3, "create, comment, close before the new episode")
         time.sleep(1.1)  # a new startsAt, a whole second later
@@ -390,9 +397,7 @@ def firing_again_reopens_with_a_comment():
               comment["body"])
         eq(len(st.creates()), 1, "no new issue within reopen_window")
         sole_issue_state(st, n, "open", "reopened")
-        check_paced(st.requests())
-        check_headers(st.requests())
-        check_webhook_answers(st)
+        check_traffic(st)
 
 
 @run.case
@@ -422,9 +427,7 @@ def group_of_three_makes_three_issues():
             check_create(r, [x for x in alerts if x["labels"]["container"] == c][0], fp)
         eq(len(st.mutating()), 3, "no other mutating call")
         eq(sorted(i["number"] for i in st.issues()), [1, 2, 3], "issues 1..3")
-        check_paced(st.requests())
-        check_headers(st.requests())
-        check_webhook_answers(st)
+        check_traffic(st)
 
 
 @run.case
@@ -439,22 +442,13 @@ def restart_between_firing_and_resolving_keeps_the_map():
         st.start_alertbridge()
         resolve_one(st, a, n)
         st.quiet(2, "nothing more may follow the close")
-        m = st.mutating()
-        eq([(r["method"], r["path"]) for r in m], [
-            ("POST", "/repos/%s/issues" % REPO),
-            ("POST", "/repos/%s/issues/%d/comments" % (REPO, n)),
-            ("PATCH", "/repos/%s/issues/%d" % (REPO, n))],
-           "create before the restart; comment and close of the same issue after it")
-        check_create(m[0], a, fp)
-        eq(m[2]["body"], {"state": "closed", "state_reason": "completed"}, "close body")
-        sole_issue_state(st, n, "closed", "completed")
-        check_paced(st.requests())
-        check_headers(st.requests())
-        check_webhook_answers(st)
+        check_created_then_closed(
+            st, a, fp, n, "create before the restart; comment and close of the same issue after it")
+        check_traffic(st)
 
 
 def main():
-    event("alertbridge binary: %s" % BIN)
+    event("alertbridge binary: %s" % ALERTBRIDGE)
     return cases_main(run, "E2E_ONLY")
 
 

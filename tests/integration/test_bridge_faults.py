@@ -29,12 +29,12 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (Failure, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
+from harness import (Failure, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll, print_tail, short, wait_ready)
-from harness import only_from_env, TEMPLATE_FILES, write_config  # noqa: E402
+from harness import only_from_env, serve_proc, service_config, TEMPLATE_FILES  # noqa: E402
 from harness import issues_by_key  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/faults"
 GH_TOKEN = "ghs_faultsToken0123456789"
 HOOK_TOKEN = "faults-webhook-secret"
@@ -57,10 +57,8 @@ class Stack:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="ab-faults-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO], search_lag_s=60).start()
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.config = write_config(
-            self.dir, self.port,
+        self.port, self.url, self.config = service_config(
+            self.dir,
             "github:\n"
             "  api_url: %s\n"
             "  token_file: github-token\n"
@@ -75,10 +73,8 @@ class Stack:
             "    templates: {title: title.mustache, body: body.mustache}\n"
             % (self.gh.url, BUDGET, RECEIVER, REPO),
             (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)) + TEMPLATE_FILES)
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config,
-                                       "--test.second-ms=%d" % SECOND_MS],
-                       os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
-                       env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
+        self.ab = serve_proc("alertbridge", self.config, self.dir,
+                             flags=("--test.second-ms=%d" % SECOND_MS,))
         self.ab.start()
         wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)
 
@@ -233,10 +229,15 @@ def server_errors_500_502_503():
                                     body={"message": "Server Error"}))
 
 
+def create_and_comment_fault(tag, action):
+    """scenario(tag) with the fault action on the create and on the resolve's comment."""
+    scenario(tag, create_fault=dict(method="POST", path=ISSUES, action=action),
+             resolve_fault=dict(method="POST", path=COMMENTS, action=action))
+
+
 @run.case
 def dropped_connections():
-    scenario("Drop", create_fault=dict(method="POST", path=ISSUES, action="drop"),
-             resolve_fault=dict(method="POST", path=COMMENTS, action="drop"))
+    create_and_comment_fault("Drop", "drop")
 
 
 @run.case
@@ -252,8 +253,7 @@ def ambiguous_create_5xx_after_the_write():
 
 @run.case
 def ambiguous_create_connection_dropped_after_the_write():
-    scenario("DropAfter", create_fault=dict(method="POST", path=ISSUES, action="drop_after"),
-             resolve_fault=dict(method="POST", path=COMMENTS, action="drop_after"))
+    create_and_comment_fault("DropAfter", "drop_after")
 
 
 @run.case
@@ -354,7 +354,7 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
     creates = [r for r in S.gh.get_requests() if r["time"] >= t and r["method"] == "POST"]
     eq(len(creates), 1, "one attempt, never retried")
     eq(by_key().get(alerts[0]["fingerprint"]), None, "no issue")
-    out = subprocess.run([BIN, "map", "list", "--config.file=" + S.config], cwd=S.dir,
+    out = subprocess.run([ALERTBRIDGE, "map", "list", "--config.file=" + S.config], cwd=S.dir,
                          capture_output=True, text=True, timeout=10)
     eq(out.returncode, 0, "map list exit code (stderr: %s)" % out.stderr)
     rows = [x for x in out.stdout.splitlines() if alerts[0]["fingerprint"] in x]
@@ -366,8 +366,8 @@ def invalid_422_is_dead_lettered_with_the_reason_and_never_retried():
 def main():
     global S
     only = only_from_env("FAULTS_ONLY")
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
+    if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
+        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
         print("0 passed, 1 failed")
         return 1
     S = Stack()

@@ -5,24 +5,20 @@ version, check-config (valid, and errors that name file, line and key), render o
 Alertmanager payload, map list/show/forget on a database the service filled (dry-run), and
 serve's SIGTERM exit code.  Every process on 127.0.0.1, bounded in time."""
 
-import atexit
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Proc, Runner, check, eq, event, free_port, http, poll, wait_ready)  # noqa: E402
-from harness import write_file  # noqa: E402
+from harness import temp_dir, write_file  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC", os.getcwd())
 BIN = os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge"))
 FIX = os.path.join(SRC, "tests", "fixtures", "alertmanager")
-TMP = tempfile.mkdtemp(prefix="ab-cli-")
-atexit.register(shutil.rmtree, TMP, True)
+TMP = temp_dir("ab-cli-")
 runner = Runner()
 
 

@@ -7,27 +7,24 @@ in the reference; every key the reference names is one the loader accepts (a key
 "unknown key"); --reference is in check-config's usage.  Every process on 127.0.0.1, bounded in
 time."""
 
-import atexit
 import json
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import Runner, check, eq  # noqa: E402
-from harness import write_file  # noqa: E402
+from harness import temp_dir, write_file  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge")))
 DOC = os.path.join(SRC, "docs", "configuration.md")
-TMP = tempfile.mkdtemp(prefix="ab-cfgref-")
-atexit.register(shutil.rmtree, TMP, True)
+TMP = temp_dir("ab-cfgref-")
 runner = Runner()
 
 # A bcrypt hash in the form web.auth checks (htpasswd -nbBC 10 u p).

@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import shutil
 import signal
 import socket
 import sys
@@ -39,7 +38,8 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      port_open, print_tail, webhook_payload)
-from harness import cases_main, drive_and_kill  # noqa: E402
+from harness import cases_main, drive_and_kill, drive_schedule  # noqa: E402
+from harness import print_stack_tails, stop_all  # noqa: E402
 from harness import flapping_schedule  # noqa: E402
 
 REPO = "acme/crash"
@@ -133,22 +133,12 @@ def kill_at_random_moments():
         for _ in range(n_kills - 1)])
     event("plan: %d alerts, %d state changes, %d kills" % (n_alerts, len(schedule), n_kills))
 
-    def driver():
-        t0 = time.time()
-        starts = {}
-        try:
-            for at, i, firing in schedule:
-                if stop.wait(max(0.0, t0 + at - time.time())):
-                    return
-                if firing:
-                    starts[i] = time.time()
-                a = alert_json(i, firing, starts[i])
-                am.post([a])
-                sent[0] += 1
-                posted[i] = ("firing" if firing else "resolved", a["startsAt"])
-                event("posted %s pod-%02d" % (posted[i][0], i))
-        except Exception as e:  # reported by the case
-            errors.append("driver: %r" % e)
+    def post(i, firing, starts):
+        a = alert_json(i, firing, starts)
+        am.post([a])
+        sent[0] += 1
+        posted[i] = ("firing" if firing else "resolved", a["startsAt"])
+        event("posted %s pod-%02d" % (posted[i][0], i))
 
     def killer():
         t0 = time.time()
@@ -183,7 +173,8 @@ def kill_at_random_moments():
     try:
         ab.start()
         am.start()
-        drive_and_kill(driver, killer, duration_s + 60, errors)
+        drive_and_kill(lambda: drive_schedule(schedule, stop, post, errors), killer,
+                       duration_s + 60, errors)
         with lock:
             if not ab.alive():
                 ab.start()
@@ -243,17 +234,11 @@ def kill_at_random_moments():
         check(sum(kills.values()) >= 8, "at least 8 kills happened", kills)
         eq(ab.stop(), 0, "exit code of the last run on SIGTERM")
     except BaseException:
-        print_tail("alertbridge log (last 80 lines)", ab.tail(80))
-        print_tail("alertmanager log (last 20 lines)", am.proc.tail(20))
+        print_stack_tails(ab, am, 20, 80)
         raise
     finally:
         stop.set()
-        for f in (am.stop, ab.stop, proxy.stop, gh.stop):
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all((am.stop, ab.stop, proxy.stop, gh.stop), tmp)
 
 
 def one_alert(fp, name="SigtermTest"):
@@ -278,12 +263,7 @@ class Small:
             print_tail("fake github requests", "\n".join(
                 "%.2f %s %s -> %s" % (r["time"] - T_START, r["method"], r["path"], r["status"])
                 for r in self.gh.get_requests()))
-        for f in (self.ab.stop, self.gh.stop):
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        stop_all((self.ab.stop, self.gh.stop), self.tmp)
         return False
 
     def creates(self):
@@ -295,6 +275,11 @@ class Small:
         t = time.time()
         self.ab.proc.p.send_signal(signal.SIGTERM)
         event("SIGTERM sent to %s" % self.ab.proc.name)
+        return self.exited(t)
+
+    def exited(self, t):
+        """Wait for alertbridge to exit after the SIGTERM sent at t; returns (exit code,
+        seconds since t), failing after 10 s."""
         try:
             self.ab.proc.p.wait(timeout=10)
         except Exception:
@@ -328,13 +313,7 @@ def sigterm_finishes_the_call_in_flight():
         event("listener closed after %.2f s" % (time.time() - t))
         check(s.ab.alive(), "alertbridge still runs (finishing the call) once it stopped "
               "accepting")
-        try:
-            s.ab.proc.p.wait(timeout=10)
-        except Exception:
-            raise Failure("alertbridge did not exit within 10 s of SIGTERM")
-        took = time.time() - t
-        code = s.ab.stop()
-        event("alertbridge exited %s after %.2f s" % (code, took))
+        code, took = s.exited(t)
         eq(code, 0, "exit code after SIGTERM")
         check(took >= 2.0, "alertbridge waited for GitHub's answer before exiting", took)
         eq(len(s.gh.issues(REPO)), 1, "issues after the drained create")

@@ -95,6 +95,11 @@ def documents(text):
     return ["\n".join(d) for d in docs if any(l.strip() for l in d)]
 
 
+def unmatched(doc, rules):
+    """The problem of each (regex, problem) of rules whose regex (re.M) is nowhere in doc."""
+    return [problem for rx, problem in rules if not re.search(rx, doc, re.M)]
+
+
 def top(doc, key):
     """The value of a top-level scalar key, or None."""
     m = re.search(r"^%s:\s*(.*?)\s*$" % re.escape(key), doc, re.M)
@@ -353,35 +358,31 @@ def projected_paths(doc):
 
 def check_workloads():
     dep = "\n".join(documents(read(os.path.join(BASE, "deployment.yaml"))))
-    p = pod_problems(dep, "deployment")
-    if not re.search(r"^  replicas: 1$", dep, re.M):
-        p.append("deployment: replicas must be 1 (one sqlite writer)")
-    if not re.search(r"strategy:\s*\n\s*type: Recreate", dep):
-        p.append("deployment: strategy must be Recreate (ReadWriteOnce claim, one writer)")
-    if not re.search(r"persistentVolumeClaim:\s*\n\s*claimName: alertbridge-data", dep):
-        p.append("deployment: data volume is not the claim alertbridge-data")
+    p = pod_problems(dep, "deployment") + unmatched(dep, [
+        (r"^  replicas: 1$", "deployment: replicas must be 1 (one sqlite writer)"),
+        (r"strategy:\s*\n\s*type: Recreate",
+         "deployment: strategy must be Recreate (ReadWriteOnce claim, one writer)"),
+        (r"persistentVolumeClaim:\s*\n\s*claimName: alertbridge-data",
+         "deployment: data volume is not the claim alertbridge-data")])
     pvc = "\n".join(documents(read(os.path.join(BASE, "pvc.yaml"))))
     if top(pvc, "kind") != "PersistentVolumeClaim" or "name: alertbridge-data" not in pvc:
         p.append("pvc.yaml: no PersistentVolumeClaim alertbridge-data")
     report("base deployment: one replica, probes, security, scrape, claim", p)
 
     sts = "\n".join(documents(read(os.path.join(LE, "statefulset.yaml"))))
-    p = pod_problems(sts, "statefulset")
-    if not re.search(r"^  replicas: 2$", sts, re.M):
-        p.append("statefulset: replicas must be 2")
-    if not re.search(r"volumeClaimTemplates:\s*\n\s*- metadata:\s*\n\s*name: data", sts):
-        p.append("statefulset: no volumeClaimTemplates 'data' (one database per replica)")
+    p = pod_problems(sts, "statefulset") + unmatched(sts, [
+        (r"^  replicas: 2$", "statefulset: replicas must be 2"),
+        (r"volumeClaimTemplates:\s*\n\s*- metadata:\s*\n\s*name: data",
+         "statefulset: no volumeClaimTemplates 'data' (one database per replica)")])
     if projected_paths(sts) != projected_paths(dep):
         p.append("statefulset and deployment project different files: %r vs %r"
                  % (projected_paths(sts), projected_paths(dep)))
     report("leader-election statefulset: two replicas, same pod rules, claim per pod", p)
 
     svc = "\n".join(documents(read(os.path.join(BASE, "service.yaml"))))
-    p = []
-    if not re.search(r"port: 9095\s*\n\s*targetPort: http", svc):
-        p.append("service: port 9095 -> http")
-    if not re.search(r"selector:\s*\n\s*%s" % re.escape(LABEL), svc):
-        p.append("service: selector %s" % LABEL)
+    p = unmatched(svc, [(r"port: 9095\s*\n\s*targetPort: http", "service: port 9095 -> http"),
+                        (r"selector:\s*\n\s*%s" % re.escape(LABEL),
+                         "service: selector %s" % LABEL)])
     report("service: port 9095 to the pods' http port", p)
     return dep
 
@@ -404,15 +405,13 @@ def check_config_text(dep):
     if secret_keys != wanted:
         p.append("secret.example.yaml keys %s, deployment mounts %s"
                  % (sorted(secret_keys), sorted(wanted)))
-    if not re.search(r"^database: /var/lib/alertbridge/", base, re.M):
-        p.append("database is not on the volume /var/lib/alertbridge")
-    if not re.search(r'^listen_address: "?:9095"?', base, re.M):
-        p.append('listen_address is not ":9095"')
-    if not re.search(r"^janitor:\s*\n(?:  .*\n)*?  dry_run: true", base, re.M):
-        p.append("janitor.dry_run is not true")
-    if not re.search(r"^leader_election: \{enabled: false", base, re.M):
-        p.append("base: leader_election (top level, not the deprecated janitor.leader_election) "
-                 "must be disabled")
+    p += unmatched(base, [
+        (r"^database: /var/lib/alertbridge/", "database is not on the volume /var/lib/alertbridge"),
+        (r'^listen_address: "?:9095"?', 'listen_address is not ":9095"'),
+        (r"^janitor:\s*\n(?:  .*\n)*?  dry_run: true", "janitor.dry_run is not true"),
+        (r"^leader_election: \{enabled: false",
+         "base: leader_election (top level, not the deprecated janitor.leader_election) "
+         "must be disabled")])
     report("configmap: secrets, database path, listen address, janitor dry-run", p)
 
     p = []
@@ -507,11 +506,10 @@ def check_postgres_configs(pg):
                         ("webhook-token", "github-token", "slack-token") + PG_FILES,
                         postgres_refusals("postgres's ConfigMap"))
     text = read(SYSTEMD_PG)
-    p = []
-    if not re.search(r'^database: "?postgres(ql)?://', text, re.M):
-        p.append("database is not a PostgreSQL URI")
-    if not re.search(r"^database_password_file: /etc/alertbridge/\S+$", text, re.M):
-        p.append("no database_password_file in /etc/alertbridge")
+    p = unmatched(text, [
+        (r'^database: "?postgres(ql)?://', "database is not a PostgreSQL URI"),
+        (r"^database_password_file: /etc/alertbridge/\S+$",
+         "no database_password_file in /etc/alertbridge")])
     report("systemd alertbridge-postgres.yml: PostgreSQL URI, password file", p)
     config_accepted("check-config accepts deploy/systemd/alertbridge-postgres.yml", text,
                     ("webhook-token", "github-token") + PG_FILES,

@@ -10,6 +10,7 @@ Prints a timeline and, last, "N passed, N failed"; exits non-zero on failure.
 """
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -582,23 +583,19 @@ def faults_after_the_write_and_token_rotation():
     eq(api("GET", "/repos/%s/issues/1" % REPO)[0], 200, "side door restores the token")
 
 
-@run.case
-def script_mode_port_file():
+@contextlib.contextmanager
+def fake_script(*args):
+    """fake_github.py run as a script with args (and --port 0 --port-file in a temp dir):
+    yields (its Popen, its base URL) once the port file is there; after the block it is sent
+    SIGTERM (SIGKILL if it has not exited within 5 s) and the temp dir removed."""
     d = tempfile.mkdtemp(prefix="fakegh-")
     pf = os.path.join(d, "port")
     p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(
-        os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf,
-        "--token", "T2", "--repo", "o/r", "--assignable", "oncall"], stderr=subprocess.DEVNULL)
+        os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf] +
+        list(args), stderr=subprocess.DEVNULL)
     try:
         poll(lambda: os.path.exists(pf), "port file", timeout_s=10)
-        port = int(open(pf).read())
-        h = dict(HDRS, Authorization="Bearer T2")
-        st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port, {"title": "s"},
-                        headers=h)
-        eq((st, j["number"]), (201, 1), "script serves the API")
-        st, _, j = http("POST", "http://127.0.0.1:%d/repos/o/r/issues" % port,
-                        {"title": "s", "assignees": ["ghost"]}, headers=h)
-        eq((st, j["errors"][0]["value"]), (422, "ghost"), "--assignable limits the assignees")
+        yield p, "http://127.0.0.1:%d" % int(open(pf).read())
     finally:
         p.terminate()
         try:
@@ -609,6 +606,17 @@ def script_mode_port_file():
         for f in os.listdir(d):
             os.unlink(os.path.join(d, f))
         os.rmdir(d)
+
+
+@run.case
+def script_mode_port_file():
+    with fake_script("--token", "T2", "--repo", "o/r", "--assignable", "oncall") as (p, base):
+        h = dict(HDRS, Authorization="Bearer T2")
+        st, _, j = http("POST", base + "/repos/o/r/issues", {"title": "s"}, headers=h)
+        eq((st, j["number"]), (201, 1), "script serves the API")
+        st, _, j = http("POST", base + "/repos/o/r/issues",
+                        {"title": "s", "assignees": ["ghost"]}, headers=h)
+        eq((st, j["errors"][0]["value"]), (422, "ghost"), "--assignable limits the assignees")
     eq(p.returncode, 0, "script exits 0 on SIGTERM")
 
 
@@ -636,58 +644,45 @@ def script_mode_two_owners_and_a_delivered_comment():
 
     hook = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
     threading.Thread(target=hook.serve_forever, daemon=True).start()
-    d = tempfile.mkdtemp(prefix="fakegh-")
-    pf = os.path.join(d, "port")
-    p = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(
-        os.path.abspath(__file__)), "fake_github.py"), "--port", "0", "--port-file", pf,
-        "--token", "T-acme", "--repo", "acme/a", "--repo", "beta/b",
-        "--owner-token", "beta=T-beta=bob"], stderr=subprocess.DEVNULL)
     try:
-        poll(lambda: os.path.exists(pf), "port file", timeout_s=10)
-        base = "http://127.0.0.1:%d" % int(open(pf).read())
-        st, _, j = http("POST", base + "/repos/beta/b/issues", {"title": "x"},
-                        headers=dict(HDRS, Authorization="Bearer T-beta"))
-        eq((st, j["user"]["login"]), (201, "bob"), "beta's token creates as bob")
-        st, _, _ = http("POST", base + "/repos/acme/a/issues", {"title": "x"},
-                        headers=dict(HDRS, Authorization="Bearer T-beta"))
-        eq(st, 404, "beta's token does not reach acme (404, as GitHub answers)")
-        st, _, j = http("GET", base + "/user", headers=dict(HDRS, Authorization="Bearer T-beta"))
-        eq((st, j["login"]), (200, "bob"), "GET /user")
-        http("POST", base + "/_fake/owner_token", {"token": "T-gamma", "owners": ["gamma"],
-                                                   "login": "carol"})
-        http("POST", base + "/_fake/repo", {"repo": "gamma/c"})
-        st, _, j = http("POST", base + "/repos/gamma/c/issues", {"title": "x"},
-                        headers=dict(HDRS, Authorization="Bearer T-gamma"))
-        eq((st, j["user"]["login"]), (201, "carol"), "a token added by the side door")
-        st, _, j = http("POST", base + "/_fake/comment", {
-            "repo": "beta/b", "number": 1, "login": "octocat", "body": "/silence 2h",
-            "association": "MEMBER", "deliver_to": "http://127.0.0.1:%d/hook" %
-            hook.server_address[1], "secret": "s3"})
-        eq(st, 200, "side-door comment (%s)" % j)
-        eq(j["status"], 202, "the receiver's answer is returned")
-        eq(len(got), 1, "one delivery")
-        h, raw = got[0]
-        eq(h["x-github-event"], "issue_comment", "event header")
-        eq(h["x-hub-signature-256"], "sha256=" + hmac.new(b"s3", raw, hashlib.sha256).hexdigest(),
-           "signed with the secret")
-        ev = json.loads(raw)
-        eq((ev["action"], ev["comment"]["body"], ev["comment"]["author_association"],
-            ev["issue"]["number"], ev["sender"]["login"]),
-           ("created", "/silence 2h", "MEMBER", 1, "octocat"), "the event")
-        st, _, j = http("GET", base + "/repos/beta/b/issues/1/comments",
-                        headers=dict(HDRS, Authorization="Bearer T-beta"))
-        eq([c["user"]["login"] for c in j], ["octocat"], "the comment is kept on the issue")
+        with fake_script("--token", "T-acme", "--repo", "acme/a", "--repo", "beta/b",
+                         "--owner-token", "beta=T-beta=bob") as (_, base):
+            st, _, j = http("POST", base + "/repos/beta/b/issues", {"title": "x"},
+                            headers=dict(HDRS, Authorization="Bearer T-beta"))
+            eq((st, j["user"]["login"]), (201, "bob"), "beta's token creates as bob")
+            st, _, _ = http("POST", base + "/repos/acme/a/issues", {"title": "x"},
+                            headers=dict(HDRS, Authorization="Bearer T-beta"))
+            eq(st, 404, "beta's token does not reach acme (404, as GitHub answers)")
+            st, _, j = http("GET", base + "/user",
+                            headers=dict(HDRS, Authorization="Bearer T-beta"))
+            eq((st, j["login"]), (200, "bob"), "GET /user")
+            http("POST", base + "/_fake/owner_token", {"token": "T-gamma", "owners": ["gamma"],
+                                                       "login": "carol"})
+            http("POST", base + "/_fake/repo", {"repo": "gamma/c"})
+            st, _, j = http("POST", base + "/repos/gamma/c/issues", {"title": "x"},
+                            headers=dict(HDRS, Authorization="Bearer T-gamma"))
+            eq((st, j["user"]["login"]), (201, "carol"), "a token added by the side door")
+            st, _, j = http("POST", base + "/_fake/comment", {
+                "repo": "beta/b", "number": 1, "login": "octocat", "body": "/silence 2h",
+                "association": "MEMBER", "deliver_to": "http://127.0.0.1:%d/hook" %
+                hook.server_address[1], "secret": "s3"})
+            eq(st, 200, "side-door comment (%s)" % j)
+            eq(j["status"], 202, "the receiver's answer is returned")
+            eq(len(got), 1, "one delivery")
+            h, raw = got[0]
+            eq(h["x-github-event"], "issue_comment", "event header")
+            eq(h["x-hub-signature-256"],
+               "sha256=" + hmac.new(b"s3", raw, hashlib.sha256).hexdigest(),
+               "signed with the secret")
+            ev = json.loads(raw)
+            eq((ev["action"], ev["comment"]["body"], ev["comment"]["author_association"],
+                ev["issue"]["number"], ev["sender"]["login"]),
+               ("created", "/silence 2h", "MEMBER", 1, "octocat"), "the event")
+            st, _, j = http("GET", base + "/repos/beta/b/issues/1/comments",
+                            headers=dict(HDRS, Authorization="Bearer T-beta"))
+            eq([c["user"]["login"] for c in j], ["octocat"], "the comment is kept on the issue")
     finally:
         hook.shutdown()
-        p.terminate()
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(timeout=5)
-        for f in os.listdir(d):
-            os.unlink(os.path.join(d, f))
-        os.rmdir(d)
 
 
 def main():

@@ -48,14 +48,11 @@ Env: ALERTBRIDGE_BIN.  Needs the openssl command (test keys are made at test tim
 "N passed, N failed" last.
 """
 
-import atexit
 import contextlib
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -63,7 +60,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll, print_tail, webhook_payload)
-from harness import delete_database  # noqa: E402
+from harness import delete_database, temp_dir  # noqa: E402
 
 APP_ID = 4242
 # Installation tokens of token_renewed_before_expiry live 5 min + this; a slow first create
@@ -113,6 +110,21 @@ def fire(ab, name, receiver=None):
     post_alert(ab, name, receiver)
 
 
+def fire_and_file(ab, gh, name, count, what, receiver=None, repo="acme/alerts"):
+    """fire(ab, name, receiver), then wait (30 s at most) until repo holds count issues."""
+    fire(ab, name, receiver)
+    poll(lambda: len(gh.issues(repo)) == count, what, 30)
+
+
+def fire_acme_and_beta(ab, gh):
+    """An alert of receiver acme and one of beta; wait for one issue in each organisation's
+    repository."""
+    fire(ab, "AcmeAlert", "acme")
+    fire(ab, "BetaAlert", "beta")
+    poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
+         "one issue in each organisation", 30)
+
+
 def metric(ab, name):
     st, _, text = http("GET", ab.url + "/metrics")
     m = re.search(r"^%s (\S+)$" % re.escape(name), text, re.M)
@@ -147,13 +159,6 @@ def stop_all():
             ab.stop()
 
 
-def temp_dir():
-    """A folder for one case, removed when the test ends."""
-    d = tempfile.mkdtemp(prefix="ab-app-")
-    atexit.register(shutil.rmtree, d, True)
-    return d
-
-
 def app_github(tmp, installations, repos=("acme/alerts",), slug=None, **fake):
     """A key pair in tmp and the fake GitHub (no personal token works: "no-pat-here") serving
     repos, with the App registered under its public key, installed as installations
@@ -167,7 +172,7 @@ def app_github(tmp, installations, repos=("acme/alerts",), slug=None, **fake):
 def app_service(installation_id=77, **fake):
     """The App installed on acme as installation 77 (app_github(), fake's options) and a
     service filing into acme/alerts as installation installation_id, not started; (gh, ab)."""
-    tmp = temp_dir()
+    tmp = temp_dir("ab-app-")
     key, gh = app_github(tmp, {77: ["acme"]}, **fake)
     return gh, service(tmp, gh, app_yaml(key, installation_id), [("bridge", "acme/alerts")])
 
@@ -187,8 +192,7 @@ def running(ab, gh):
 def app_installation_files_an_issue():
     gh, ab = app_service()
     with running(ab, gh):
-        fire(ab, "AppFiles")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue filed as the App", 30)
+        fire_and_file(ab, gh, "AppFiles", 1, "the issue filed as the App")
         ex = reqs(gh, "POST", r"/app/installations/77/access_tokens")
         eq(len(ex), 1, "one token exchange")
         eq(ex[0]["status"], 201, "the fake accepted the JWT (signature and claims)")
@@ -205,12 +209,10 @@ def token_renewed_before_expiry():
     gh, ab = app_service()
     gh.apps.token_lifetime_s = 300 + RENEW_WINDOW_S
     with running(ab, gh):
-        fire(ab, "RenewFirst")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
+        fire_and_file(ab, gh, "RenewFirst", 1, "the first issue")
         first = len(gh.apps.issued)
         time.sleep(RENEW_WINDOW_S + 0.5)  # now within 5 minutes of the newest expires_at
-        fire(ab, "RenewSecond")
-        poll(lambda: len(gh.issues("acme/alerts")) == 2, "the second issue", 30)
+        fire_and_file(ab, gh, "RenewSecond", 2, "the second issue")
         check(len(gh.apps.issued) > first, "a new token was got before the second create",
               gh.apps.issued)
         eq(tokens_in_use(gh), [t for _, _, t in gh.apps.issued][-1:],
@@ -239,12 +241,10 @@ def tokens_in_use(gh):
 def token_renewed_once_after_401():
     gh, ab = app_service()
     with running(ab, gh):
-        fire(ab, "BeforeRevoke")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the first issue", 30)
+        fire_and_file(ab, gh, "BeforeRevoke", 1, "the first issue")
         with gh.lock:
             gh.apps.revoke_all()
-        fire(ab, "AfterRevoke")
-        poll(lambda: len(gh.issues("acme/alerts")) == 2, "the issue after the revocation", 30)
+        fire_and_file(ab, gh, "AfterRevoke", 2, "the issue after the revocation")
         c = creates(gh, "acme/alerts")
         eq([r["status"] for r in c], [201, 401, 201], "the create after revocation: 401 then 201")
         eq(len(gh.apps.issued), 2, "one renewal after the 401")
@@ -253,16 +253,13 @@ def token_renewed_once_after_401():
 
 @run.case
 def installation_found_per_owner():
-    tmp = temp_dir()
+    tmp = temp_dir("ab-app-")
     key, gh = app_github(tmp, {11: ["acme"], 12: ["beta"]}, repos=["acme/alerts", "beta/alerts"])
     ab = service(tmp, gh, app_yaml(key), [("acme", "acme/alerts"), ("beta", "Beta/alerts")])
     with running(ab, gh):
-        fire(ab, "AcmeOne", "acme")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1, "acme's issue", 30)
-        fire(ab, "BetaOne", "beta")
-        poll(lambda: len(gh.issues("beta/alerts")) == 1, "beta's issue", 30)
-        fire(ab, "AcmeTwo", "acme")
-        poll(lambda: len(gh.issues("acme/alerts")) == 2, "acme's second issue", 30)
+        fire_and_file(ab, gh, "AcmeOne", 1, "acme's issue", "acme")
+        fire_and_file(ab, gh, "BetaOne", 1, "beta's issue", "beta", repo="beta/alerts")
+        fire_and_file(ab, gh, "AcmeTwo", 2, "acme's second issue", "acme")
         eq([r["path"] for r in reqs(gh, "GET", r"/repos/[^/]+/[^/]+/installation")],
            ["/repos/acme/alerts/installation", "/repos/Beta/alerts/installation"],
            "one installation look-up per owner")
@@ -276,7 +273,7 @@ def installation_found_per_owner():
 
 @run.case
 def two_organisations_two_credentials():
-    tmp = temp_dir()
+    tmp = temp_dir("ab-app-")
     key, pub = make_key(tmp)
     gh = FakeGitHub(token="tok-acme-only", repos=["acme/alerts", "beta/alerts"]).start()
     gh.apps.scope_token("tok-acme-only", ["acme"])
@@ -287,10 +284,7 @@ def two_organisations_two_credentials():
             app_yaml(key, indent="      "))
     ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
     with running(ab, gh):
-        fire(ab, "AcmeAlert", "acme")
-        fire(ab, "BetaAlert", "beta")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
-             "one issue in each organisation", 30)
+        fire_acme_and_beta(ab, gh)
         eq([auth(r) for r in creates(gh, "acme/alerts")], ["Bearer tok-acme-only"],
            "acme: the default token")
         eq([auth(r) for r in creates(gh, "beta/alerts")], ["Bearer " + gh.apps.issued[0][2]],
@@ -304,8 +298,7 @@ def enterprise_server_paths():
     gh, ab = app_service(path_prefix="/api/v3")
     check(gh.url.endswith("/api/v3"), "the fake serves under /api/v3", gh.url)
     with running(ab, gh):
-        fire(ab, "EnterpriseAlert")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the issue on GHES", 30)
+        fire_and_file(ab, gh, "EnterpriseAlert", 1, "the issue on GHES")
         eq([r["status"] for r in reqs(gh, "POST", "/app/installations/77/access_tokens")], [201],
            "the token exchange under /api/v3")
         eq([r["status"] for r in creates(gh, "acme/alerts")], [201], "the create under /api/v3")
@@ -313,7 +306,7 @@ def enterprise_server_paths():
 
 @run.case
 def jwt_of_another_key_is_refused():
-    tmp = temp_dir()
+    tmp = temp_dir("ab-app-")
     key, _ = make_key(tmp)
     _, other_pub = make_key(tmp, "other.pem")
     gh = FakeGitHub(token="no-pat-here", repos=["acme/alerts"]).start()
@@ -342,7 +335,7 @@ def resolve(ab, name, receiver=None):
 
 @run.case
 def lost_database_each_organisation_by_its_login():
-    tmp = temp_dir()
+    tmp = temp_dir("ab-app-")
     gh = FakeGitHub(token="unused", repos=["acme/alerts", "beta/alerts"]).start()
     for tok, owner, login in (("tok-acme", "acme", "alice"), ("tok-beta", "beta", "bob")):
         gh.apps.scope_token(tok, [owner])
@@ -353,10 +346,7 @@ def lost_database_each_organisation_by_its_login():
             "    - {owner: beta, token_file: beta-token}\n")
     ab = service(tmp, gh, yaml, [("acme", "acme/alerts"), ("beta", "beta/alerts")])
     with running(ab, gh):
-        fire(ab, "AcmeAlert", "acme")
-        fire(ab, "BetaAlert", "beta")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1 and len(gh.issues("beta/alerts")) == 1,
-             "one issue in each organisation", 30)
+        fire_acme_and_beta(ab, gh)
         eq([i["user"]["login"] for i in gh.issues("beta/alerts")], ["bob"], "beta's by bob")
         lose_database(ab)
         gh.get_requests(clear=True)
@@ -375,8 +365,7 @@ def lost_database_each_organisation_by_its_login():
 def lost_database_app_rebuilds_by_its_bot_login():
     gh, ab = app_service(slug="octo-alerts")
     with running(ab, gh):
-        fire(ab, "AppAlert")
-        poll(lambda: len(gh.issues("acme/alerts")) == 1, "the App's issue", 30)
+        fire_and_file(ab, gh, "AppAlert", 1, "the App's issue")
         eq(gh.issues("acme/alerts")[0]["user"]["login"], "octo-alerts[bot]",
            "made by <slug>[bot]")
         with gh.lock:  # a person removes the issue's labels in the web UI
@@ -421,7 +410,7 @@ def check_config(tmp, github_yaml):
 
 @run.case
 def check_config_refuses_bad_keys():
-    tmp = temp_dir()
+    tmp = temp_dir("ab-app-")
     key, _ = make_key(tmp)
     subprocess.run(["openssl", "ecparam", "-genkey", "-name", "prime256v1", "-noout", "-out",
                     os.path.join(tmp, "ec.pem")], check=True, timeout=60)

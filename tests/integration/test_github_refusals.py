@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event,  # noqa: E402
                      http, iso_ms, poll, print_tail, webhook_payload)
-from harness import event_of, run_cases  # noqa: E402
+from harness import event_of, event_state, metric_sample, numbered_alert  # noqa: E402
+from harness import run_cases  # noqa: E402
 
 GOOD = "acme/good"
 OLD = "acme/old"
@@ -48,16 +49,8 @@ NO_WRITE = "Resource not accessible by personal access token"
 run = Runner()
 
 
-def state_of(db, key):
-    return (event_of(db, key) or ("",))[0]
-
-
 def alert(n, repo=None):
-    labels = {"alertname": "Refused%d" % n}
-    if repo:
-        labels["alertbridge_repo"] = repo
-    return {"status": "firing", "fingerprint": "%016x" % (0xbeef00 + n), "labels": labels,
-            "annotations": {"summary": "alert %d" % n}, "startsAt": iso_ms(time.time() - 60)}
+    return numbered_alert("Refused", 0xbeef00, n, repo)
 
 
 def resolved(a):
@@ -65,10 +58,7 @@ def resolved(a):
 
 
 def metric(ab, name, labels=None):
-    _, _, text = http("GET", ab.url + "/metrics")
-    sel = "" if labels is None else r"\{%s\}" % re.escape(labels)
-    m = re.search(r"^%s%s (\S+)$" % (re.escape(name), sel), text, re.M)
-    return float(m.group(1)) if m else None
+    return metric_sample(http("GET", ab.url + "/metrics")[2], name, labels)
 
 
 def map_retry(ab, key):
@@ -85,7 +75,7 @@ def writes(gh, repo, path_re=".*"):
 
 
 def check_refused(ab, key, message, reason, dead_letters):
-    poll(lambda: state_of(ab.db, key) == "dead", "the refused event dead-lettered",
+    poll(lambda: event_state(ab.db, key) == "dead", "the refused event dead-lettered",
          timeout_s=20)
     st, why = event_of(ab.db, key)
     check(why.endswith("403 forbidden: " + message), "dead with GitHub's message", why)
@@ -128,7 +118,7 @@ def locked_issue_comment_dead_lettered_then_retried():
         ab, gh = c.ab, c.gh
         a = alert(1)
         eq(ab.post(webhook_payload(RECEIVER, [a]))[0], 200, "webhook, firing")
-        poll(lambda: state_of(ab.db, a["fingerprint"]) == "done", "the issue made", timeout_s=20)
+        poll(lambda: event_state(ab.db, a["fingerprint"]) == "done", "the issue made", timeout_s=20)
         number = gh.issues(GOOD)[0]["number"]
         gh.lock_issue(GOOD, number)
         eq(metric(ab, "alertbridge_github_forbidden_total", 'reason="locked"'), 0.0,
@@ -159,7 +149,7 @@ def archived_and_read_only_dead_lettered_then_retried():
         gh.set_read_only(GH_TOKEN)
         ro = alert(3)
         eq(ab.post(webhook_payload(RECEIVER, [ro]))[0], 200, "webhook, read-only token")
-        poll(lambda: state_of(ab.db, ro["fingerprint"]) == "dead", "dead-lettered",
+        poll(lambda: event_state(ab.db, ro["fingerprint"]) == "dead", "dead-lettered",
              timeout_s=20)
         check(event_of(ab.db, ro["fingerprint"])[1].endswith(NO_WRITE), "GitHub's message",
               event_of(ab.db, ro["fingerprint"]))
@@ -171,7 +161,7 @@ def archived_and_read_only_dead_lettered_then_retried():
         map_retry(ab, ro["fingerprint"])
         poll(lambda: len(gh.issues(OLD)) == 1 and len(gh.issues(GOOD)) == 1,
              "map retry: both issues made", timeout_s=30)
-        poll(lambda: [state_of(ab.db, x["fingerprint"]) for x in (old, ro)] == ["done"] * 2,
+        poll(lambda: [event_state(ab.db, x["fingerprint"]) for x in (old, ro)] == ["done"] * 2,
              "both events done", timeout_s=10)
         eq(ab.stop(), 0, "alertbridge exits 0 on SIGTERM")
 

@@ -21,7 +21,6 @@ Prints a timeline and, last, "N passed, N failed".
 
 import collections
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -32,7 +31,7 @@ from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Runner, WebhookProxy, check,  # noqa: E402
                      clustered_alertmanager, eq, event, free_port, http, issues_by_key, iso_ms,
                      poll, print_tail, wait_ready)
-from harness import cases_main  # noqa: E402
+from harness import cases_main, stop_all  # noqa: E402
 
 REPO = "acme/ha"
 GH_TOKEN = "ghs_haTestToken0123456789"
@@ -162,12 +161,7 @@ def ha_pair_makes_one_issue_per_alert_and_closes_it_once():
             print_tail("%s log (last 15 lines)" % am.proc.name, am.proc.tail(15))
         raise
     finally:
-        for f in [am.stop for am in ams] + [ab.stop, proxy.stop, gh.stop]:
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all([am.stop for am in ams] + [ab.stop, proxy.stop, gh.stop], tmp)
 
 
 if __name__ == "__main__":

@@ -218,30 +218,38 @@ FLOOD_CONFIG = ("github: {dry_run: true}\n"
 ATTACKERS = ["127.0.0.%d" % i for i in range(2, 10)]
 
 
-def slowloris(src, port, held, most=80):
-    """Hold as many connections from src as the server lets in (most at most), dripping a
-    header byte now and then; reconnect whatever the server closes, until STOP."""
+def hold(src, port, held, most, opened, kept, pause_s):
+    """Hold as many connections from src as the server lets in (most at most), until STOP:
+    opened(sock) readies each new one, kept(sock) each round says the server still holds it
+    (an OSError: it closed it, so it is dropped and made again); held[src] is the most held
+    at once; pause_s between rounds."""
     conns = []
     while not STOP.is_set():
         while len(conns) < most and not STOP.is_set():
             try:
                 s = connect_from(src, port, timeout_s=1)
-                s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")
+                opened(s)
                 conns.append(s)
             except OSError:
                 break
         alive = []
         for s in conns:
             try:
-                s.sendall(b"X")
+                kept(s)
                 alive.append(s)
             except OSError:
                 s.close()
         conns = alive
         held[src] = max(held.get(src, 0), len(conns))
-        STOP.wait(0.5)
+        STOP.wait(pause_s)
     for s in conns:
         s.close()
+
+
+def slowloris(src, port, held, most=80):
+    """Hold connections from src (hold()), dripping a header byte now and then."""
+    hold(src, port, held, most, lambda s: s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n"),
+         lambda s: s.sendall(b"X"), 0.5)
 
 
 @runner.case
@@ -281,33 +289,20 @@ def slowloris_from_many_addresses_leaves_room_for_the_webhook():
         srv.stop()
 
 
+def still_open(s):
+    """Raise OSError when the server closed the non-blocking socket s."""
+    try:
+        if s.recv(1) == b"":
+            raise OSError("closed")
+        # a byte from the server: not expected, kept anyway
+    except BlockingIOError:
+        pass  # nothing to read: still open
+
+
 def idle(src, port, held, most):
-    """Hold most connections from src that send nothing at all; reconnect whatever the
-    server closes, until STOP."""
-    conns = []
-    while not STOP.is_set():
-        while len(conns) < most and not STOP.is_set():
-            try:
-                s = connect_from(src, port, timeout_s=1)
-            except OSError:
-                break
-            s.setblocking(False)  # with a timeout, recv() would wait it out first
-            conns.append(s)
-        alive = []
-        for s in conns:
-            try:
-                if s.recv(1) == b"":
-                    raise OSError("closed")
-                alive.append(s)  # a byte from the server: not expected, kept anyway
-            except BlockingIOError:
-                alive.append(s)
-            except OSError:
-                s.close()
-        conns = alive
-        held[src] = max(held.get(src, 0), len(conns))
-        STOP.wait(0.1)
-    for s in conns:
-        s.close()
+    """Hold most connections from src (hold()) that send nothing at all."""
+    # with a timeout, recv() would wait it out first
+    hold(src, port, held, most, lambda s: s.setblocking(False), still_open, 0.1)
 
 
 @runner.case

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll)
-from harness import stop_state, tail_on_failure  # noqa: E402
+from harness import metric_sample, stop_state, tail_on_failure  # noqa: E402
 
 REPO = "acme/intake"
 GH_TOKEN = "ghs_intakeToken0123456789"
@@ -67,11 +67,6 @@ def db_rows():
                     "ORDER BY key").fetchall()}
     finally:
         con.close()
-
-
-def metric(text, name, labels):
-    m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
-    return float(m.group(1)) if m else None
 
 
 def start():
@@ -142,9 +137,9 @@ def one_bad_alert_does_not_lose_its_group():
 
     def counted():
         _, _, text = http("GET", ab.url + "/metrics")
-        return (metric(text, "alertbridge_webhook_alerts_invalid_total",
+        return (metric_sample(text, "alertbridge_webhook_alerts_invalid_total",
                        'receiver="bridge",reason="alertbridge_repo"') == 1 and
-                metric(text, "alertbridge_webhook_alerts_invalid_total",
+                metric_sample(text, "alertbridge_webhook_alerts_invalid_total",
                        'receiver="bridge",reason="annotations"') == 1 and
                 re.search(r"^alertbridge_dead_letter_events 2$", text, re.M))
     poll(counted, "the invalid alerts counted, 2 dead letters", timeout_s=30)

@@ -29,11 +29,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Failure, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      kill9, poll, print_tail)
 from harness import start_alertbridge, stop_all  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "digest-kube-token"
 SLACK_TOKEN = "xoxb-digest-slack-token"
 HOOK_TOKEN = "digest-janitor-webhook-secret"
@@ -89,7 +89,7 @@ class Stack:
 
     def start(self):
         self.runs += 1
-        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url,
+        self.ab = start_alertbridge(ALERTBRIDGE, self.config, self.dir, self.url,
                                     log_name="alertbridge-%d.log" % self.runs)
         return self
 

@@ -28,12 +28,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Alertmanager, Failure, Proc, Runner, WebhookProxy, check, eq,  # noqa: E402
-                     event, free_port, iso_ms, poll, print_tail, short, wait_ready)
-from harness import config_head, only_from_env, resolved, stop_all, term_raises  # noqa: E402
-from harness import write_file  # noqa: E402
+from harness import (Alertmanager, Failure, Runner, WebhookProxy, check, eq,  # noqa: E402
+                     event, iso_ms, poll, print_tail, short, wait_ready)
+from harness import only_from_env, resolved, service_config, stop_all, term_raises  # noqa: E402
+from harness import ALERTBRIDGE, print_stack_tails, serve_proc, slack_section  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "e2e-kube-token"
 SLACK_TOKEN = "xoxb-e2e-slack-token"
 HOOK_TOKEN = "e2e-janitor-webhook-secret"
@@ -84,24 +83,19 @@ class Stack:
         self.slack.add_user("U0BOB", "bob@example.com")
         event("fake kube on %s, fake slack on %s" % (self.kube.url, self.slack.url))
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace="ml")
-        self.ab_port = free_port()
-        self.ab_url = "http://127.0.0.1:%d" % self.ab_port
+        self.ab_port, self.ab_url, self.config = service_config(
+            self.dir, self._config(), (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN)))
         self.proxy = WebhookProxy(self.ab_port)
-        self.hook_file = self._write("webhook-token", HOOK_TOKEN + "\n")
-        self._write("slack-token", SLACK_TOKEN + "\n")
-        self.config = self._write("alertbridge.yml", self._config())
+        self.hook_file = os.path.join(self.dir, "webhook-token")
         self.db = os.path.join(self.dir, "alertbridge.db")
         self.ab = None
         base = "http://127.0.0.1:%d" % self.proxy.port
         self.am = Alertmanager(self.dir, base + "/v1/webhook", self.hook_file,
                                receiver="default", janitor_url=base + "/v1/janitor/webhook")
 
-    def _write(self, name, text):
-        return write_file(self.dir, name, text)
-
     def _config(self):
-        return (config_head(self.ab_port) +
-                "janitor:\n"
+        """alertbridge.yml but its head (service_config() writes that)."""
+        return ("janitor:\n"
                 "  enabled: true\n"
                 "  dry_run: %s\n"
                 "  kubernetes: {kubeconfig: kubeconfig}\n"
@@ -118,28 +112,17 @@ class Stack:
                 "      notice_lead: %ds\n"
                 "      owned: notify-only\n"
                 "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: %dms}\n"
-                "  slack:\n"
-                "    api_url: %s\n"
-                "    bot_token_file: slack-token\n"
-                "    default_channel: \"#gpu\"\n"
-                "    owner_label: owner\n"
-                "leader_election: {enabled: false}\n"
                 % ("true" if self.dry_run else "false", SWEEP_S,
                    GPU, GRACE_GPU_S, NOTICE_LEAD_S, CPU, GRACE_CPU_S, NOTICE_LEAD_S,
-                   REM, GRACE_REM_S, NOTICE_LEAD_S, int(REMINDER_S * 1000),
-                   self.slack.api_url))
+                   REM, GRACE_REM_S, NOTICE_LEAD_S, int(REMINDER_S * 1000)) +
+                slack_section(self.slack.api_url, signing=False) +
+                "leader_election: {enabled: false}\n")
 
     def start(self):
         try:
-            if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-                raise Failure("alertbridge binary not found or not executable: %s "
-                              "(set ALERTBRIDGE_BIN)" % BIN)
-            self.ab = Proc("alertbridge[%s]" % self.name, [
-                BIN, "serve", "--config.file=" + self.config,
+            self.ab = serve_proc("alertbridge[%s]" % self.name, self.config, self.dir, flags=(
                 "--web.listen-address=127.0.0.1:%d" % self.ab_port,
-                "--database.path=" + self.db], os.path.join(self.dir, "alertbridge.log"),
-                env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"},
-                cwd=self.dir)
+                "--database.path=" + self.db))
             self.ab.start()
             wait_ready(self.ab, self.ab_url + "/-/ready", timeout_s=30)
             event("alertbridge ready on %s" % self.ab_url)
@@ -156,9 +139,7 @@ class Stack:
 
     def post_mortem(self, what):
         print("===== post-mortem of %s (stack %s) =====" % (what, self.name))
-        if self.ab is not None:
-            print_tail("alertbridge log (last 60 lines)", self.ab.tail(60))
-        print_tail("alertmanager log (last 15 lines)", self.am.proc.tail(15))
+        print_stack_tails(self.ab, self.am, 15)
         reqs = self.kube.get_requests()
         print_tail("fake kube requests (last 60 of %d)" % len(reqs), "\n".join(
             "%.2f %s %s%s -> %s %s" % (r["time"] - reqs[0]["time"], r["method"], r["path"],
@@ -649,7 +630,7 @@ def dry_run_changes_nothing_but_logs():
         # the plan, on demand
         before = len(st.kube.get_requests())
         try:
-            out = subprocess.run([BIN, "janitor", "sweep", "--once", "--dry-run",
+            out = subprocess.run([ALERTBRIDGE, "janitor", "sweep", "--once", "--dry-run",
                                   "--config.file=" + st.config], cwd=st.dir, timeout=30,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except subprocess.TimeoutExpired:
@@ -676,7 +657,7 @@ def dry_run_changes_nothing_but_logs():
 
 def main():
     term_raises()
-    event("alertbridge binary: %s" % BIN)
+    event("alertbridge binary: %s" % ALERTBRIDGE)
     only = only_from_env("E2E_ONLY")
     def stop_live():
         if "stack" in _live:

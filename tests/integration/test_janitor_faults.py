@@ -32,12 +32,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
 from harness import config_head, only_from_env, start_alertbridge, stop_all  # noqa: E402
-from harness import write_config  # noqa: E402
+from harness import service_config  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "faults-kube-token"
 SLACK_TOKEN = "xoxb-faults-slack-token"
 HOOK_TOKEN = "faults-janitor-webhook-secret"
@@ -72,10 +72,8 @@ class Stack:
                                                            "alertbridge", "filler")).start()
         self.slack = FakeSlack(token=SLACK_TOKEN).start()
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.config = write_config(
-            self.dir, self.port,
+        self.port, self.url, self.config = service_config(
+            self.dir,
             "janitor:\n"
             "  enabled: true\n"
             "  dry_run: false\n"
@@ -94,7 +92,7 @@ class Stack:
         self.ab = None
 
     def start(self):
-        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)
+        self.ab = start_alertbridge(ALERTBRIDGE, self.config, self.dir, self.url)
         event("alertbridge ready (leading the Lease) on %s" % self.url)
         return self
 
@@ -351,7 +349,7 @@ def replica(name, dirpath, kube, gh, gh_repo):
                 "leader_election: {enabled: true, namespace: alertbridge, "
                 "lease_name: alertbridge, lease_duration: %ds, identity: %s}\n"
                 % (gh.url, gh_repo, LEASE_S, name))
-    proc = Proc(name, [BIN, "serve", "--config.file=" + config],
+    proc = Proc(name, [ALERTBRIDGE, "serve", "--config.file=" + config],
                 os.path.join(dirpath, "alertbridge.log"),
                 env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}, cwd=dirpath)
     return proc, "http://127.0.0.1:%d" % port

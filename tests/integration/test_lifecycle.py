@@ -32,13 +32,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Alertbridge, Runner, check, eq, event, http, iso_ms, poll,  # noqa: E402
                      print_tail)
 from harness import config_head, only_from_env, run_cases  # noqa: E402
 from harness import prom_alert  # noqa: E402
 from harness import delete_database  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))  # as harness's
 REPO = "acme/lifecycle"
 GH_TOKEN = "ghs_lifecycleToken0123456789"
 HOOK_TOKEN = "lifecycle-webhook-secret"
@@ -119,8 +119,8 @@ class Stack:
            "events dead-lettered")
 
     def cli(self, *args):
-        out = subprocess.run([BIN] + list(args) + ["--config.file=" + self.config], cwd=self.dir,
-                             capture_output=True, text=True, timeout=20)
+        out = subprocess.run([ALERTBRIDGE] + list(args) + ["--config.file=" + self.config],
+                             cwd=self.dir, capture_output=True, text=True, timeout=20)
         eq(out.returncode, 0, "alertbridge %s: %s" % (" ".join(args), out.stderr))
         return out.stdout
 
@@ -392,7 +392,7 @@ def unassignable(s):
 
 
 def main():
-    return run_cases(run, BIN, only=only_from_env("LIFECYCLE_ONLY"))
+    return run_cases(run, ALERTBRIDGE, only=only_from_env("LIFECYCLE_ONLY"))
 
 
 if __name__ == "__main__":

@@ -37,13 +37,13 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
 from harness import run_cases, TEMPLATE_FILES, write_config  # noqa: E402
 from harness import issues_by_key, prom_alert  # noqa: E402
 from harness import delete_database, run_on_stack  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/lostdb"
 GH_TOKEN = "ghs_lostDbToken0123456789"
 HOOK_TOKEN = "lostdb-webhook-secret"
@@ -82,7 +82,7 @@ class Stack:
 
     def start(self):
         self.runs += 1
-        self.ab = Proc("alertbridge#%d" % self.runs, [BIN, "serve",
+        self.ab = Proc("alertbridge#%d" % self.runs, [ALERTBRIDGE, "serve",
                                                        "--config.file=" + self.config],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir,
                        env={k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"})
@@ -212,7 +212,7 @@ def lost_database(s):
        "the rebuild lists state=all, per_page=100")
     check(not [r for r in reqs if r["path"].startswith("/search/")], "search never used")
     eq(snapshot(s.gh), before, "GitHub unchanged")
-    out = subprocess.run([BIN, "map", "list", "--config.file=" + s.config], cwd=s.dir,
+    out = subprocess.run([ALERTBRIDGE, "map", "list", "--config.file=" + s.config], cwd=s.dir,
                          capture_output=True, text=True, timeout=10)
     for k in keys:
         line = [x for x in out.stdout.splitlines() if k in x]
@@ -347,7 +347,7 @@ def group_episode_survives_the_rebuild():
 
 
 def main():
-    return run_cases(run, BIN)
+    return run_cases(run, ALERTBRIDGE)
 
 
 if __name__ == "__main__":

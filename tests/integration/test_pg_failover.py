@@ -39,7 +39,6 @@ import collections
 import os
 import random
 import re
-import shutil
 import signal
 import statistics
 import subprocess
@@ -53,8 +52,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Alertbridge, Alertmanager, Failure, Runner, WebhookProxy,  # noqa: E402
                      check, eq, event, http, issues_by_key, iso_ms, last_acknowledged, poll,
                      print_tail, webhook_payload)
-from harness import cases_main, drive_and_kill  # noqa: E402
-from harness import flapping_schedule  # noqa: E402
+from harness import cases_main, drive_and_kill, drive_schedule  # noqa: E402
+from harness import flapping_schedule, stop_all  # noqa: E402
 from test_crash import KillingGitHub  # noqa: E402
 import pg  # noqa: E402
 
@@ -215,12 +214,7 @@ class Setup:
                     lines = []
                 print_tail("alertbridge %s: the worker lock and errors" % r.name,
                            "".join(lines[-40:]))
-        for f in [r.stop for r in self.replicas] + [self.gh.stop, self.cluster.stop]:
-            try:
-                f()
-            except Exception as e:
-                event("cleanup error: %s" % e)
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        stop_all([r.stop for r in self.replicas] + [self.gh.stop, self.cluster.stop], self.tmp)
         return False
 
     def pg_ctl(self, *args):
@@ -232,6 +226,18 @@ class Setup:
         subprocess.run(argv, check=True, timeout=60, stdout=subprocess.DEVNULL)
 
 
+def pg_case(fn):
+    """run.case for fn, a case that needs a PostgreSQL server: without one installed it says
+    so and passes."""
+    def case():
+        if not pg.installed():
+            event("skipped: no PostgreSQL server installed")
+            return
+        fn()
+    case.__name__ = fn.__name__
+    return run.case(case)
+
+
 def seeded(case):
     """(random.Random, seed) of PG_FAILOVER_SEED, else of the clock; prints the seed and the
     case's one-line replay."""
@@ -241,11 +247,8 @@ def seeded(case):
     return random.Random(seed), seed
 
 
-@run.case
+@pg_case
 def kill_the_active_worker():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     rng, seed = seeded("kill_the_active_worker")
     n_alerts, duration_s = 8, 30.0
     fps = ["f0f0f0f0f0f0%04x" % i for i in range(n_alerts)]
@@ -261,18 +264,9 @@ def kill_the_active_worker():
         stop = threading.Event()
         errors, takeovers, probes = [], [], []
 
-        def driver():
-            t0, starts = time.time(), {}
-            try:
-                for at, i, firing in schedule:
-                    if stop.wait(max(0.0, t0 + at - time.time())):
-                        return
-                    if firing:
-                        starts[i] = time.time()
-                    st, _ = sender.post(alert(fps[i], firing, starts[i]))
-                    event("posted %s %s: %s" % ("firing" if firing else "resolved", fps[i], st))
-            except Exception as e:
-                errors.append("driver: %r" % e)
+        def post(i, firing, starts):
+            st, _ = sender.post(alert(fps[i], firing, starts))
+            event("posted %s %s: %s" % ("firing" if firing else "resolved", fps[i], st))
 
         def kill_active(kind):
             """SIGKILL the worker-lock holder; (its replica, the kill time)."""
@@ -328,7 +322,8 @@ def kill_the_active_worker():
 
         for r in s.replicas:
             r.start()
-        drive_and_kill(driver, killer, duration_s + 90, errors, stop)
+        drive_and_kill(lambda: drive_schedule(schedule, stop, post, errors), killer,
+                       duration_s + 90, errors, stop)
         for r in s.replicas:
             if not r.alive():
                 r.start()
@@ -355,11 +350,8 @@ def kill_the_active_worker():
         check(tk[-1] <= GRACE_S + 1.0 + 0.25 + 4.0, "every takeover within the bound", tk)
 
 
-@run.case
+@pg_case
 def real_alertmanager_through_a_failover():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     rng, seed = seeded("real_alertmanager_through_a_failover")
     pods = ["pod-%d" % i for i in range(6)]
     resolved_pods = sorted(rng.sample(pods, 3))
@@ -395,21 +387,14 @@ def real_alertmanager_through_a_failover():
                 r.start()
             am.start()
 
-            def driver():
-                t0, starts = time.time(), {}
-                try:
-                    for at, pod, firing in schedule:
-                        if stop.wait(max(0.0, t0 + at - time.time())):
-                            return
-                        if firing:
-                            starts[pod] = time.time() - 1
-                            am.post([am_alert(pod, starts[pod])])
-                        else:
-                            am.post([am_alert(pod, starts[pod], time.time() - 0.5)])
-                        want[pod] = "firing" if firing else "resolved"
-                        event("posted %s %s to Alertmanager" % (want[pod], pod))
-                except Exception as e:
-                    errors.append("driver: %r" % e)
+            def post(pod, firing, starts):
+                # started a second before the post; resolved half a second before it
+                if firing:
+                    am.post([am_alert(pod, starts - 1)])
+                else:
+                    am.post([am_alert(pod, starts - 1, time.time() - 0.5)])
+                want[pod] = "firing" if firing else "resolved"
+                event("posted %s %s to Alertmanager" % (want[pod], pod))
 
             def killer():
                 try:
@@ -438,7 +423,8 @@ def real_alertmanager_through_a_failover():
                 except Exception as e:
                     errors.append("killer: %r" % e)
 
-            drive_and_kill(driver, killer, 60, errors, stop)
+            drive_and_kill(lambda: drive_schedule(schedule, stop, post, errors), killer, 60,
+                           errors, stop)
 
             def fingerprints():
                 out = {}
@@ -500,11 +486,8 @@ def real_alertmanager_through_a_failover():
                     event("cleanup error: %s" % e)
 
 
-@run.case
+@pg_case
 def database_restarted_under_load():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     with Setup("restart") as s:
         sender = Sender(s.replicas)
         for r in s.replicas:
@@ -571,11 +554,8 @@ def database_restarted_under_load():
               "a log line for each 503")
 
 
-@run.case
+@pg_case
 def webhook_on_the_standby_seen_quickly():
-    if not pg.installed():
-        event("skipped: no PostgreSQL server installed")
-        return
     with Setup("wake") as s:
         a, b = s.replicas
         a.start()

@@ -28,8 +28,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (ALERTBRIDGE, Alertbridge, Runner, check, eq, event,  # noqa: E402
-                     http, iso_ms, poll, print_tail, webhook_payload)
-from harness import event_of, run_cases  # noqa: E402
+                     http, poll, print_tail, webhook_payload)
+from harness import event_of, event_state, metric_sample, numbered_alert  # noqa: E402
+from harness import run_cases  # noqa: E402
 
 GOOD = "acme/good"
 MISSING = "acme/missing"
@@ -42,17 +43,12 @@ run = Runner()
 
 
 def alert(n, repo=None):
-    labels = {"alertname": "RepoMissing%d" % n}
-    if repo:
-        labels["alertbridge_repo"] = repo
-    return {"status": "firing", "fingerprint": "%016x" % (0xfeed00 + n), "labels": labels,
-            "annotations": {"summary": "alert %d" % n}, "startsAt": iso_ms(time.time() - 60)}
+    return numbered_alert("RepoMissing", 0xfeed00, n, repo)
 
 
 def metric(ab, name, labels):
-    _, _, text = http("GET", ab.url + "/metrics")
-    m = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
-    return float(m.group(1)) if m else 0.0
+    v = metric_sample(http("GET", ab.url + "/metrics")[2], name, labels)
+    return 0.0 if v is None else v
 
 
 def calls_to(gh, repo):
@@ -76,7 +72,7 @@ def missing_repository_is_dead_lettered_then_retried():
         t0 = time.time()
         eq(ab.post(webhook_payload(RECEIVER, [good, bad]))[0], 200, "webhook")
         poll(lambda: len(gh.issues(GOOD)) == 1, "the good alert's issue", timeout_s=20)
-        poll(lambda: (event_of(ab.db, bad["fingerprint"]) or ("",))[0] == "dead",
+        poll(lambda: event_state(ab.db, bad["fingerprint"]) == "dead",
              "the missing repository's event dead-lettered", timeout_s=20)
         event("dead-lettered after %.1f s" % (time.time() - t0))
         eq(event_of(ab.db, bad["fingerprint"]), ("dead", REASON % MISSING), "state and reason")
@@ -97,7 +93,7 @@ def missing_repository_is_dead_lettered_then_retried():
         more = [alert(n, MISSING) for n in (3, 4, 5)]
         eq(ab.post(webhook_payload(RECEIVER, more))[0], 200, "webhook, three more")
         for a in more:
-            poll(lambda: (event_of(ab.db, a["fingerprint"]) or ("",))[0] == "dead",
+            poll(lambda: event_state(ab.db, a["fingerprint"]) == "dead",
                  "%s dead-lettered" % a["fingerprint"], timeout_s=20)
             eq(event_of(ab.db, a["fingerprint"])[1], REASON % MISSING, "reason")
         eq(calls_to(gh, MISSING), first, "no call for the repository known missing")
@@ -117,7 +113,7 @@ def missing_repository_is_dead_lettered_then_retried():
         time.sleep(0.3)
         st = event_of(ab.db, flaky["fingerprint"])
         eq(st[0], "pending", "after 5xx on the repository endpoint the event is kept")
-        poll(lambda: (event_of(ab.db, flaky["fingerprint"]) or ("",))[0] == "dead",
+        poll(lambda: event_state(ab.db, flaky["fingerprint"]) == "dead",
              "the flaky repository, answered 404 at last, dead-lettered", timeout_s=30)
 
         # The repository appears; map retry KEY re-queues that key's dead events only.

@@ -84,6 +84,13 @@ def stack(receivers):
     return gh, ab
 
 
+def started_stack(receivers_yaml):
+    """stack(receivers_yaml) with its alertbridge started; (gh, ab)."""
+    gh, ab = stack(receivers_yaml)
+    ab.start()
+    return gh, ab
+
+
 def alert(fp, labels, status="firing", starts=None, ends=None):
     a = {"fingerprint": fp, "status": status, "labels": dict(labels),
          "annotations": {"summary": "routing " + fp},
@@ -112,8 +119,7 @@ def post(ab, receiver, alerts, events):
 
 @run.case
 def routes_and_repo_templates():
-    gh, ab = stack(ROUTED)
-    ab.start()
+    gh, ab = started_stack(ROUTED)
     post(ab, "bridge", [
         alert("a000000000000001", {"alertname": "Down", "team": "infra", "severity": "critical"}),
         alert("a000000000000002", {"alertname": "Down", "team": "ml", "severity": "page"}),
@@ -147,8 +153,7 @@ def routes_and_repo_templates():
 
 @run.case
 def group_repo_from_the_first_alert():
-    gh, ab = stack(ROUTED)
-    ab.start()
+    gh, ab = started_stack(ROUTED)
     post(ab, "grouped", [
         alert("b000000000000001", {"alertname": "Lag", "team": "db", "instance": "a"}),
         alert("b000000000000002", {"alertname": "Lag", "team": "infra", "instance": "b"}),
@@ -160,8 +165,7 @@ def group_repo_from_the_first_alert():
 
 @run.case
 def the_map_wins_after_a_reroute():
-    gh, ab = stack("  - name: bridge\n    repo: \"{{labels.team}}/alerts\"\n")
-    ab.start()
+    gh, ab = started_stack("  - name: bridge\n    repo: \"{{labels.team}}/alerts\"\n")
     t0 = time.time() - 60
     labels = {"alertname": "Down", "team": "infra", "severity": "critical"}
     post(ab, "bridge", [alert("c000000000000001", labels, starts=t0)], events=1)

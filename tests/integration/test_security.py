@@ -8,24 +8,22 @@ legitimate client keeps being served; and a grep of everything the binary printe
 for distinctive secret values; request heads with a NUL in a query parameter, without Host, or
 with two framings are refused.  Every process on 127.0.0.x, every wait bounded."""
 
-import atexit
 import base64
 import http.client as httpclient
 import json
 import os
 import re
-import shutil
 import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import (Proc, Runner, check, eq, event, free_port, http, iso_ms, poll,  # noqa: E402
                      wait_ready)
+from harness import temp_dir  # noqa: E402
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
@@ -33,8 +31,7 @@ from fake_slack import FakeSlack  # noqa: E402
 SRC = os.environ.get("ALERTBRIDGE_SRC", os.getcwd())
 BIN = os.environ.get("ALERTBRIDGE_BIN", os.path.join(SRC, "alertbridge"))
 FIX = os.path.join(SRC, "tests", "fixtures", "alertmanager")
-TMP = tempfile.mkdtemp(prefix="ab-security-")
-atexit.register(shutil.rmtree, TMP, True)
+TMP = temp_dir("ab-security-")
 runner = Runner()
 
 with open(os.path.join(FIX, "03_group_of_3_firing.json"), "rb") as _f:

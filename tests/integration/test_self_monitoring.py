@@ -44,9 +44,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Failure, Runner, check, eq, event, free_port, http,  # noqa: E402
+from harness import (Failure, Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, poll, print_tail, webhook_payload)
-from harness import start_alertbridge, stop_all, write_config  # noqa: E402
+from harness import service_config, start_alertbridge, stop_all  # noqa: E402
 from harness import janitor_head  # noqa: E402
 
 SRC = os.environ.get("ALERTBRIDGE_SRC") or os.path.dirname(
@@ -351,10 +351,8 @@ class Stack:
         self.kube.start()
         self.slack = FakeSlack(token="xoxb-slack").start()
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace="ml")
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self.config = write_config(
-            self.dir, self.port,
+        self.port, self.url, self.config = service_config(
+            self.dir,
             "github: {api_url: %s, token_file: github-token, content_per_minute: 80,"
             " timeout: 5s}\n"
             "receivers:\n"

@@ -13,6 +13,7 @@ leaves a lock file that blocks nobody.  Dry-run stores what live stores: the sam
 Env: ALERTBRIDGE_BIN (default ./alertbridge).  Last line "N passed, N failed".
 """
 
+import contextlib
 import os
 import re
 import subprocess
@@ -39,6 +40,17 @@ def dry_run_service(tmp):
     return ab
 
 
+@contextlib.contextmanager
+def started_service():
+    """A dry-run service in a temp dir of its own (dry_run_service()), started for the block;
+    stopped and the dir removed after it (alertbridge_run()).  Yields (ab, the dir)."""
+    tmp = tempfile.mkdtemp(prefix="ab-lock-")
+    ab = dry_run_service(tmp)
+    with alertbridge_run(ab, tmp):
+        ab.start()
+        yield ab, tmp
+
+
 def firing():
     return webhook_payload(RECEIVER, [{
         "fingerprint": KEY, "status": "firing",
@@ -62,10 +74,7 @@ def row_written(ab):
 
 @run.case
 def second_serve_refused_and_map_commands_ask_the_service():
-    tmp = tempfile.mkdtemp(prefix="ab-lock-")
-    ab = dry_run_service(tmp)
-    with alertbridge_run(ab, tmp):
-        ab.start()
+    with started_service() as (ab, tmp):
         for _ in range(5):
             eq(ab.post(firing())[0], 200, "webhook answered")
         poll(lambda: row_written(ab), "the dry-run worker wrote the map row (issue 0)",
@@ -113,10 +122,7 @@ def second_serve_refused_and_map_commands_ask_the_service():
 
 @run.case
 def killed_serve_blocks_nobody():
-    tmp = tempfile.mkdtemp(prefix="ab-lock-")
-    ab = dry_run_service(tmp)
-    with alertbridge_run(ab, tmp):
-        ab.start()
+    with started_service() as (ab, _):
         with open(ab.db + ".lock") as f:
             eq(f.readline().strip(), str(ab.proc.p.pid), "the lock file names the holder")
         ab.kill()

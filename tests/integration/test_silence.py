@@ -245,36 +245,44 @@ def replayed_body_under_a_new_delivery_id_does_nothing():
     eq(len(replies()), n, "no second reply")
 
 
-@run.case
-def unknown_command_gets_a_short_reply():
-    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/ack", "COLLABORATOR")
+def octocat_queued(text, association):
+    """octocat comments text on the issue (as association); the delivery is queued (202)."""
+    payload = st["fg"].human_comment(REPO, st["number"], "octocat", text, association)
     status, body, _ = hook("issue_comment", payload)
     eq((status, body), (202, {"status": "queued"}), "queued")
-    r = poll(lambda: [c for c in replies() if "unknown command" in c["body"]], "the reply",
-             timeout_s=30)
-    check("`/ack`" in r[0]["body"], "names the command", r[0]["body"])
+
+
+def reply_saying(text):
+    """The replies on the issue that hold text, once there is one (30 s at most)."""
+    return poll(lambda: [c for c in replies() if text in c["body"]], "the reply", timeout_s=30)
+
+
+def refused_command(text, association, reply_has, reply_says, what):
+    """octocat's command text (as association) is refused: a reply that holds reply_has and
+    reply_says (what: how the check reads), and no new silence."""
+    octocat_queued(text, association)
+    r = reply_saying(reply_has)
+    check(reply_says in r[0]["body"], what, r[0]["body"])
     eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+
+
+@run.case
+def unknown_command_gets_a_short_reply():
+    refused_command("/ack", "COLLABORATOR", "unknown command", "`/ack`", "names the command")
 
 
 @run.case
 def bad_duration_says_why():
-    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence soon", "MEMBER")
-    status, body, _ = hook("issue_comment", payload)
-    eq((status, body), (202, {"status": "queued"}), "queued")
-    r = poll(lambda: [c for c in replies() if "is not a duration" in c["body"]], "the reply",
-             timeout_s=30)
-    check('"soon" is not a duration' in r[0]["body"], "says why", r[0]["body"])
-    eq(len([s for s in am_silences() if s["status"]["state"] == "active"]), 1, "no new silence")
+    refused_command("/silence soon", "MEMBER", "is not a duration", '"soon" is not a duration',
+                    "says why")
 
 
 @run.case
 def unsilence_expires_it():
-    payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/unsilence", "OWNER")
-    status, body, _ = hook("issue_comment", payload)
-    eq((status, body), (202, {"status": "queued"}), "queued")
+    octocat_queued("/unsilence", "OWNER")
     poll(lambda: [s for s in am_silences() if s["id"] == st["silence_id"]
                   and s["status"]["state"] == "expired"], "the silence expired", timeout_s=30)
-    r = poll(lambda: [c for c in replies() if "expired" in c["body"]], "the reply", timeout_s=30)
+    r = reply_saying("expired")
     event("reply: %r" % r[0]["body"])
     check(st["silence_id"] in r[0]["body"], "names the silence", r[0]["body"])
     eq(metric("alertbridge_silences_total", outcome="expired"), 1.0, "expired counted")
@@ -288,8 +296,7 @@ def lost_answer_makes_no_second_silence():
     payload = st["fg"].human_comment(REPO, st["number"], "octocat", "/silence 30m again",
                                      "MEMBER")
     eq(hook("issue_comment", payload)[0], 202, "queued")
-    r = poll(lambda: [c for c in replies() if "(30m): again" in c["body"]], "the reply",
-             timeout_s=30)
+    r = reply_saying("(30m): again")
     active = [s for s in am_silences() if s["status"]["state"] == "active"]
     eq(len(active), 1, "one silence, though its answer was lost")
     check("/#/silences/%s" % active[0]["id"] in r[0]["body"], "the reply links it", r[0]["body"])

@@ -34,11 +34,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready, webhook_payload)
-from harness import config_head, write_files  # noqa: E402
+from harness import config_head, janitor_head, slack_section, write_files  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 KUBE_TOKEN = "postpone-kube-token"
 SLACK_TOKEN = "xoxb-postpone-token"
 HOOK_TOKEN = "postpone-webhook-token"
@@ -68,24 +68,13 @@ class Stack:
         write_files(self.dir, (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN),
                                ("slack-signing-secret", SIGNING_SECRET)))
         with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
-            f.write(config_head(self.port) +
-                    "janitor:\n"
-                    "  enabled: true\n"
-                    "  dry_run: false\n"
-                    "  kubernetes: {kubeconfig: kubeconfig}\n"
-                    "  sweep_interval: 1s\n"
+            f.write(config_head(self.port) + janitor_head("1s") +
                     "  notice_batch_window: 0s\n"
                     "  policies:\n"
                     "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: 0s,\n"
                     "       postpone_by: %ds, max_postpones: 1}\n"
-                    "  slack:\n"
-                    "    api_url: %s\n"
-                    "    bot_token_file: slack-token\n"
-                    "    signing_secret_file: slack-signing-secret\n"
-                    "    default_channel: \"#gpu\"\n"
-                    "    owner_label: owner\n"
-                    % (GPU, GRACE_S, LEAD_S, POSTPONE_S, self.slack.api_url))
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=alertbridge.yml"],
+                    % (GPU, GRACE_S, LEAD_S, POSTPONE_S) + slack_section(self.slack.api_url))
+        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=alertbridge.yml"],
                        os.path.join(self.dir, "alertbridge.log"), cwd=self.dir)
 
     def start(self):
@@ -290,8 +279,8 @@ def a_reload_reads_the_new_signing_secret():
 
 def main():
     global S
-    if not os.path.exists(BIN):
-        print("no binary %s" % BIN)
+    if not os.path.exists(ALERTBRIDGE):
+        print("no binary %s" % ALERTBRIDGE)
         return 1
     S = Stack()
     try:

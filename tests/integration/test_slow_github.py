@@ -44,9 +44,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import (ALERTBRIDGE, Proc, Runner, check, eq, event, free_port, http,  # noqa: E402
+from harness import (Runner, check, eq, event, http,  # noqa: E402
                      iso_ms, kill9, poll, print_tail, wait_ready, webhook_payload)
-from harness import issues_by_key  # noqa: E402
+from harness import issues_by_key, serve_proc, service_config  # noqa: E402
 from harness import stop_all  # noqa: E402
 
 REPO = "acme/slow"
@@ -68,32 +68,22 @@ class Stack:
         self.second_ms = second_ms
         self.dir = tempfile.mkdtemp(prefix="ab-slow-")
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO]).start()
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        for name, text in (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
-        config = os.path.join(self.dir, "alertbridge.yml")
-        with open(config, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: info, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
-                    "github:\n"
-                    "  api_url: %s\n"
-                    "  token_file: github-token\n"
-                    "  timeout: %dms\n"
-                    "receivers:\n"
-                    "  - name: %s\n"
-                    "    repo: %s\n"
-                    "    auto_close: true\n"
-                    "janitor: {enabled: false}\n"
-                    % (self.port, self.gh.url, TIMEOUT_MS, RECEIVER, REPO))
+        self.port, self.url, config = service_config(
+            self.dir,
+            "github:\n"
+            "  api_url: %s\n"
+            "  token_file: github-token\n"
+            "  timeout: %dms\n"
+            "receivers:\n"
+            "  - name: %s\n"
+            "    repo: %s\n"
+            "    auto_close: true\n"
+            "janitor: {enabled: false}\n"
+            % (self.gh.url, TIMEOUT_MS, RECEIVER, REPO),
+            files=(("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN)), log_level="info")
         # the binary's own pacing and backoff in quarter seconds (GitHub's timing stays real)
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + config,
-                                       "--test.second-ms=%d" % second_ms],
-                       os.path.join(self.dir, "alertbridge.log"), cwd=self.dir, env=env)
+        self.ab = serve_proc("alertbridge", config, self.dir,
+                             flags=("--test.second-ms=%d" % second_ms,))
         self.start()
 
     def start(self):

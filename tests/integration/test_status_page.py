@@ -35,12 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_github import FakeGitHub  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
-from harness import (Failure, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
+from harness import (Failure, Runner, check, eq, event, http, iso_ms,  # noqa: E402
                      poll, print_tail, short)
-from harness import config_head, start_alertbridge, stop_all, write_file  # noqa: E402
+from harness import service_config, start_alertbridge, stop_all  # noqa: E402
 from harness import janitor_head  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium")
 REPO = "acme/cluster-alerts"
 MISSING_REPO = "acme/decommissioned"
@@ -145,20 +145,15 @@ class Stack:
         self.slack = FakeSlack(token=SLACK_TOKEN).start()
         self.slack.add_user("U0ALICE", "alice@example.com")
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace="ml")
-        self.port = free_port()
-        self.url = "http://127.0.0.1:%d" % self.port
-        self._write("webhook-token", HOOK_TOKEN + "\n")
-        self._write("github-token", GH_TOKEN + "\n")
-        self._write("slack-token", SLACK_TOKEN + "\n")
-        self.config = self._write("alertbridge.yml", self._config())
+        self.port, self.url, self.config = service_config(
+            self.dir, self._config(),
+            (("webhook-token", HOOK_TOKEN), ("github-token", GH_TOKEN),
+             ("slack-token", SLACK_TOKEN)))
         self.ab = None
 
-    def _write(self, name, text):
-        return write_file(self.dir, name, text)
-
     def _config(self):
-        return (config_head(self.port) +
-                "web:\n"
+        """alertbridge.yml but its head (service_config() writes that)."""
+        return ("web:\n"
                 "  auth:\n"
                 "    basic_auth_users:\n"
                 "      %s: %s\n"
@@ -176,7 +171,7 @@ class Stack:
                 % (GPU, self.slack.api_url))
 
     def start(self):
-        self.ab = start_alertbridge(BIN, self.config, self.dir, self.url)
+        self.ab = start_alertbridge(ALERTBRIDGE, self.config, self.dir, self.url)
         event("alertbridge ready on %s" % self.url)
 
     def stop(self):

@@ -33,11 +33,11 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
 from harness import (Failure, Proc, Runner, check, eq, event, free_port, http, iso_ms,  # noqa: E402
                      poll, print_tail, wait_ready)
 from harness import only_from_env, write_file  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 REPO = "acme/storm-alerts"
 GH_TOKEN = "ghs_stormGitHubToken0123456789"
 HOOK_TOKEN = "storm-webhook-secret"
@@ -153,10 +153,10 @@ class Stack:
         return write_file(self.dir, name, text)
 
     def __enter__(self):
-        if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-            raise Failure("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
+        if not (os.path.isfile(ALERTBRIDGE) and os.access(ALERTBRIDGE, os.X_OK)):
+            raise Failure("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % ALERTBRIDGE)
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        self.ab = Proc("alertbridge", [BIN, "serve", "--config.file=" + self.config],
+        self.ab = Proc("alertbridge", [ALERTBRIDGE, "serve", "--config.file=" + self.config],
                        os.path.join(self.dir, "alertbridge.log"), env=env, cwd=self.dir)
         self.ab.start()
         wait_ready(self.ab, self.url + "/-/ready", timeout_s=30)

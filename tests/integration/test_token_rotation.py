@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import (Alertbridge, Alertmanager, Runner, check, eq, event, http,  # noqa: E402
-                     issues_by_key, iso_ms, poll, print_tail)
+                     issues_by_key, iso_ms, poll, print_stack_tails)
 
 REPO = "acme/rotation"
 GH_TOKEN = "ghs_rotationToken0123456789"
@@ -97,8 +97,7 @@ def webhook_token_rotation_loses_no_notification():
                         headers={"Authorization": "Bearer " + OLD})
         eq(st, 401, "the old token is refused after the rotation")
     except BaseException:
-        print_tail("alertbridge log", ab.tail(60))
-        print_tail("alertmanager log", am.proc.tail(40))
+        print_stack_tails(ab, am, 40)
         raise
     finally:
         am.stop()

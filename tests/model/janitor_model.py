@@ -42,7 +42,7 @@ At the end the faults are cleared and every pod whose alert still fires must be 
 
 Env: MODEL_SEED=S (only seed S), MODEL_SEEDS=N (default 6), MODEL_FIRST (default 1),
 MODEL_STEPS (default 20), MODEL_JOBS (default 6), MODEL_FEATURES, MODEL_KEEP, MODEL_REPEAT,
-ALERTBRIDGE_BIN (default ./alertbridge); as tests/model/lifecycle.py, whose runner this uses.
+ALERTBRIDGE_BIN (default ./alertbridge); as tests/model/lifecycle.py (model_suite.py runs both).
 A failing seed prints its steps and a one-line replay; the last line is "N passed, N failed".
 """
 
@@ -64,6 +64,7 @@ import lifecycle as lc  # noqa: E402
 from fake_kube import FakeKube  # noqa: E402
 from fake_slack import FakeSlack  # noqa: E402
 from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
+from harness import janitor_head, slack_section, write_config  # noqa: E402
 from janitor_reference import (Policy, PodModel, button_values, expected_click,  # noqa: E402
                                parse_time, pod_problems, reason_of, trace_problems)
 
@@ -119,35 +120,20 @@ class World(lc.ServeProcess):
         raise lc.ModelFailure(msg)
 
     def write_config(self):
-        for name, text in (("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN),
-                           ("slack-signing-secret", SECRET)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
         self.kube.write_kubeconfig(os.path.join(self.dir, "kubeconfig"), namespace=NS)
-        with open(os.path.join(self.dir, "alertbridge.yml"), "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "log: {level: debug, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
-                    "janitor:\n"
-                    "  enabled: true\n"
-                    "  dry_run: false\n"
-                    "  kubernetes: {kubeconfig: kubeconfig}\n"
-                    "  sweep_interval: %dms\n"
-                    "  max_deletions_per_sweep: 10\n"
-                    "  notice_batch_window: 0s\n"
-                    "  policies:\n"
-                    "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: 0s,\n"
-                    "       postpone_by: %ds, max_postpones: %d, max_lifetime: %ds}\n"
-                    "  slack:\n"
-                    "    api_url: %s\n"
-                    "    bot_token_file: slack-token\n"
-                    "    signing_secret_file: slack-signing-secret\n"
-                    "    default_channel: \"#gpu\"\n"
-                    "    owner_label: owner\n"
-                    "leader_election: {enabled: false}\n"
-                    % (self.port, SWEEP_MS, ALERT, POL.grace_s, POL.lead_s, POL.by_s,
-                       POL.max_postpones, POL.lifetime_s, self.slack.api_url))
+        write_config(self.dir, self.port,
+                     janitor_head("%dms" % SWEEP_MS) +
+                     "  max_deletions_per_sweep: 10\n"
+                     "  notice_batch_window: 0s\n"
+                     "  policies:\n"
+                     "    - {alertname: %s, grace: %ds, notice_lead: %ds, reminder_before: 0s,\n"
+                     "       postpone_by: %ds, max_postpones: %d, max_lifetime: %ds}\n"
+                     % (ALERT, POL.grace_s, POL.lead_s, POL.by_s, POL.max_postpones,
+                        POL.lifetime_s) +
+                     slack_section(self.slack.api_url) +
+                     "leader_election: {enabled: false}\n",
+                     files=(("webhook-token", HOOK_TOKEN), ("slack-token", SLACK_TOKEN),
+                            ("slack-signing-secret", SECRET)))
 
     def figures(self):
         """What the world exercised, summed over the passing worlds by summarize()."""
@@ -555,11 +541,7 @@ class World(lc.ServeProcess):
         self.note("world: pods %s" % ", ".join("%s (owner %s, uid %s)" % (
             p.name, p.owner, p.uid[:8]) for p in self.pods.values()))
         self.start()
-        for self.step_no in range(1, self.n_steps + 1):
-            self.step()
-            if self.rng.random() < 0.3:
-                self.check()
-        self.step_no += 1
+        lc.walk_steps(self, 0.3)
         self.check()
         self.drain()
         self.check(final=True)

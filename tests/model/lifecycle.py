@@ -105,7 +105,6 @@ The last line is "N passed, N failed" (one per seed).
 """
 
 import hashlib
-import multiprocessing
 import os
 import random
 import re
@@ -117,7 +116,6 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -125,15 +123,14 @@ sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from fake_github import FakeGitHub  # noqa: E402
 from harness import free_port, http, iso_ms, webhook_payload  # noqa: E402
-import pg  # noqa: E402
+import model_suite  # noqa: E402
+from model_suite import ENGINE, ModelFailure, Suite, walk_steps  # noqa: E402,F401 - janitor_model
 import reference  # noqa: E402
 from reference import Key, apply_event, rebuild  # noqa: E402
 from silence_steps import SilenceSteps, group_labels  # noqa: E402
 from config_steps import REROUTED, ConfigSteps  # noqa: E402
 from world_process import BIN, SECOND_MS, Psql, ServeProcess  # noqa: E402,F401 - janitor_model
 
-ENGINE = os.environ.get("MODEL_ENGINE") or "sqlite"
-PG = None                # the pg.Cluster of MODEL_ENGINE=postgres (main() starts it)
 FEATURES = ("fire", "resolve", "repeat", "dup", "ooo", "refire", "refire_past", "close",
             "wontfix", "reopen", "delete", "transfer", "faults", "ratelimit", "timeout", "kill",
             "lostdb", "dryrun", "group", "noclose", "storms", "badrepo", "refused", "silence",
@@ -147,35 +144,6 @@ WINDOW_S = 3600          # reopen_window
 QUIET_S = 12             # a quiet point waits at most this long
 MARK_RE = re.compile(r"<!--\s*alertbridge:key=([A-Za-z0-9._-]{1,128})\s*-->")
 BOT_MARK_RE = re.compile(r"<!--\s*alertbridge:episode=[^>]*-->")
-
-
-class ModelFailure(Exception):
-    pass
-
-
-def parse_features(spec, known=FEATURES):
-    """MODEL_FEATURES read against the feature classes known ("all", "x,y" or "-x,-y")."""
-    spec = (spec or "all").strip()
-    if spec in ("", "all"):
-        return set(known)
-    items = [x.strip() for x in spec.split(",") if x.strip()]
-    if all(x.startswith("-") for x in items):
-        out = set(known) - {x[1:] for x in items}
-    else:
-        out = set(items)
-    bad = [x.lstrip("-") for x in items if x.lstrip("-") not in known]
-    if bad:
-        raise SystemExit("unknown MODEL_FEATURES %s (known: %s)" % (bad, ",".join(known)))
-    return out
-
-
-def feature_spec(features, known=FEATURES):
-    """The shortest MODEL_FEATURES that names features."""
-    if set(features) == set(known):
-        return "all"
-    if len(features) > len(known) / 2:
-        return ",".join("-" + f for f in known if f not in features)
-    return ",".join(f for f in known if f in features)
 
 
 # ----- one world -------------------------------------------------------------------------------
@@ -769,8 +737,8 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
             self.kill()
             if self.uri:
                 self.psql.close()
-                PG.drop_database(self.uri)
-                PG.create_database(self.db_name)
+                model_suite.PG.drop_database(self.uri)
+                model_suite.PG.create_database(self.db_name)
             for suffix in ("", "-wal", "-shm", "-journal"):
                 try:
                     os.unlink(self.db + suffix)
@@ -840,7 +808,7 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
     def run(self):
         if ENGINE == "postgres":
             self.db_name = "model_%d_%s" % (self.seed, uuid.uuid4().hex[:8])
-            self.uri = PG.create_database(self.db_name)
+            self.uri = model_suite.PG.create_database(self.db_name)
             self.psql = Psql(self.uri)
         self.gh = FakeGitHub(token=GH_TOKEN, repos=[REPO, MOVED, REROUTED],
                              search_lag_s=60).start()
@@ -853,11 +821,7 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
             len(self.alerts), len(self.groups), self.dry_until, "on" if self.storms else "off",
             self.credentials_desc()))
         self.start()
-        for self.step_no in range(1, self.n_steps + 1):
-            self.step()
-            if self.rng.random() < 0.25:
-                self.check()
-        self.step_no += 1
+        walk_steps(self, 0.25)
         if self.dry:
             self.check()
         else:
@@ -880,137 +844,19 @@ class World(SilenceSteps, ConfigSteps, ServeProcess):
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
             if self.uri:
-                PG.drop_database(self.uri)
+                model_suite.PG.drop_database(self.uri)
 
 
-class Suite:
-    """What a run is made of: the world class, the feature classes it knows, the script a
-    replay line runs, the defaults of MODEL_STEPS, MODEL_SEEDS, MODEL_JOBS and MODEL_FEATURES,
-    summarize(figures) (optional) that prints what the passing worlds measured (a list of
-    their World.figures()), and env: the other variables a replay line repeats when set.
-    LIFECYCLE is this file's; tests/model/campaign.py has its own."""
-
-    def __init__(self, world, known, script, steps=60, seeds=200, jobs=4, features="all",
-                 summarize=None, env=()):
-        self.world, self.known, self.script = world, known, script
-        self.steps, self.seeds, self.jobs, self.features = steps, seeds, jobs, features
-        self.summarize, self.env = summarize, env
-
-
-def replay_line(seed, features, steps, suite=None):
-    suite = suite or LIFECYCLE
-    extra = "" if steps == suite.steps else " MODEL_STEPS=%d" % steps
-    extra += "".join(" %s=%s" % (v, os.environ[v]) for v in suite.env if os.environ.get(v))
-    engine = "" if ENGINE == "sqlite" else "MODEL_ENGINE=%s " % ENGINE
-    return ("make NODEPS=1 alertbridge && %sMODEL_SEED=%d MODEL_FEATURES=%s%s MODEL_KEEP=1 "
-            "python3 %s" % (engine, seed, feature_spec(features, suite.known), extra,
-                            suite.script))
-
-
-def run_seed(args):
-    seed, features, steps, keep, suite = args
-    t0 = time.time()
-    w = suite.world(seed, features, steps, keep)
-    out = []
-    ok = True
-    figures = {}
-    try:
-        w.run()
-        figures = w.figures()
-    except Exception as e:  # noqa: BLE001 - every failure is reported with its seed
-        ok = False
-        out.append("seed %d (%s) FAILED at step %d: %s" % (seed, ENGINE, w.step_no, e))
-        if not isinstance(e, ModelFailure):
-            out.append(traceback.format_exc())
-        out.append("  steps:")
-        out += ["    " + x for x in w.log_lines[-40:]]
-        keys = set(re.findall(r"\b[0-9a-f]{16}\b", str(e)))
-        lines = [x for x in w.tail(100000).splitlines()
-                 if any(k in x for k in keys) and "webhook request" not in x]
-        if lines:
-            out.append("  alertbridge log, lines of %s (last 30):" % " ".join(sorted(keys)))
-            out += ["    " + x for x in lines[-30:]]
-        if w.uri:
-            out.append("  database: %s" % w.uri)
-        out.append("  alertbridge log (last 15 lines, %s):" % w.log_path)
-        out += ["    " + x for x in w.tail(15).splitlines()]
-        w.keep = True
-        out.append("  replay: " + replay_line(seed, features, steps, suite))
-    finally:
-        w.close()
-    return seed, ok, time.time() - t0, "\n".join(out), figures
-
-
-def main(suite=None):
-    global PG
-    suite = suite or LIFECYCLE
-    env = os.environ
-    if ENGINE not in ("sqlite", "postgres"):
-        raise SystemExit("unknown MODEL_ENGINE %s (known: sqlite, postgres)" % ENGINE)
-    features = parse_features(env.get("MODEL_FEATURES") or suite.features, suite.known)
-    steps = max(1, int(env.get("MODEL_STEPS") or suite.steps))
-    jobs = max(1, int(env.get("MODEL_JOBS") or suite.jobs))
-    keep = bool(env.get("MODEL_KEEP"))
-    if env.get("MODEL_SEED"):
-        seeds = [int(env["MODEL_SEED"])] * max(1, int(env.get("MODEL_REPEAT") or 1))
-    else:
-        first = int(env.get("MODEL_FIRST") or 1)
-        seeds = list(range(first, first + int(env.get("MODEL_SEEDS") or suite.seeds)))
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        print("alertbridge binary not found: %s (set ALERTBRIDGE_BIN)" % BIN)
-        print("0 passed, 1 failed")
-        return 1
-    if ENGINE == "postgres":
-        try:
-            PG = pg.Cluster().start()
-        except Exception as e:  # noqa: BLE001 - no server, or it would not start
-            print("model: no PostgreSQL: %s" % e)
-            print("0 passed, 1 failed")
-            return 1
-    try:
-        return run_seeds(seeds, features, steps, jobs, keep, suite)
-    finally:
-        if PG:
-            PG.stop()
-
-
-def run_seeds(seeds, features, steps, jobs, keep, suite):
-    print("model: %d seed(s) from %d, %d steps each, features %s, %d at once, on %s%s" % (
-        len(seeds), seeds[0], steps, feature_spec(features, suite.known), jobs, ENGINE,
-        " (%s)" % PG.uri if PG else ""), flush=True)
-    t0 = time.time()
-    passed = failed = 0
-    failing = []
-    work = [(s, features, steps, keep, suite) for s in seeds]
-    figures = []
-    if jobs == 1 or len(seeds) == 1:
-        results = map(run_seed, work)
-        pool = None
-    else:
-        pool = multiprocessing.get_context("fork").Pool(jobs)
-        results = pool.imap_unordered(run_seed, work)
-    for seed, ok, secs, text, fig in results:
-        if ok:
-            passed += 1
-            figures.append(fig)
-            print("seed %d: ok (%.1f s)" % (seed, secs), flush=True)
-        else:
-            failed += 1
-            failing.append(seed)
-            print(text, flush=True)
-    if pool:
-        pool.close()
-        pool.join()
-    if suite.summarize and figures:
-        suite.summarize(figures)
-    print("model: %d seeds on %s in %.0f s%s" % (
-        len(seeds), ENGINE, time.time() - t0,
-        "; failing seeds: %s" % " ".join(map(str, sorted(failing))) if failing else ""))
-    print("%d passed, %d failed" % (passed, failed), flush=True)
-    return 0 if failed == 0 and passed > 0 else 1
 
 
 LIFECYCLE = Suite(World, FEATURES, "tests/model/lifecycle.py")
+
+
+def main(suite=None):
+    """Run the seeds of suite (default LIFECYCLE) the environment asks for (model_suite.py);
+    the exit code."""
+    return model_suite.main(suite or LIFECYCLE)
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -32,9 +32,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 
 from fake_github import FakeGitHub  # noqa: E402
-from harness import free_port, http, iso_ms  # noqa: E402
+from harness import ALERTBRIDGE  # noqa: E402
+from harness import free_port, http, iso_ms, write_config  # noqa: E402
+from world_process import ServeProcess  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
 N_ALERTS = int(os.environ.get("SOAK_ALERTS") or 1000)
 DAYS = int(os.environ.get("SOAK_DAYS") or 30)
 PER_GROUP = 10
@@ -66,7 +67,13 @@ def db_bytes(path):
     return sum(os.path.getsize(path + s) for s in ("", "-wal") if os.path.exists(path + s))
 
 
-class Soak:
+class Soak(ServeProcess):
+    """The soak's alertbridge (serve --test.second-ms=1) and its fake GitHub."""
+
+    second_ms = 1
+    ready_s = 30
+    stop_grace_s = 15
+
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="ab-soak-")
         # A month in minutes: GitHub's hourly budget of 5,000 requests, counted in wall-clock
@@ -78,55 +85,31 @@ class Soak:
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.db = os.path.join(self.dir, "alertbridge.db")
+        self.log_path = os.path.join(self.dir, "alertbridge.log")
         self.proc = None
 
-    def config(self, retention):
-        for name, text in (("webhook-token", HOOK), ("github-token", TOKEN)):
-            with open(os.path.join(self.dir, name), "w") as f:
-                f.write(text + "\n")
-        path = os.path.join(self.dir, "alertbridge.yml")
-        with open(path, "w") as f:
-            f.write("listen_address: 127.0.0.1:%d\n"
-                    "database: alertbridge.db\n"
-                    "%s"
-                    "log: {level: warn, format: logfmt}\n"
-                    "webhook: {bearer_token_file: webhook-token}\n"
-                    "github: {api_url: %s, token_file: github-token, content_per_minute: 80,"
-                    " timeout: 5s}\n"
-                    "receivers:\n"
-                    "  - name: soak\n"
-                    "    repo: %s\n"
-                    "    labels: [alert]\n"
-                    "    reopen_window: 7d\n"
-                    "janitor: {enabled: false}\n"
-                    % (self.port, "database_retention: %s\n" % retention if retention else "",
-                       self.gh.url, REPO))
-        return path
+    def fail(self, msg):
+        raise RuntimeError(msg)
 
-    def start(self, cfg):
-        env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
-        self.proc = subprocess.Popen([BIN, "serve", "--config.file=" + cfg, "--test.second-ms=1"],
-                                     stdout=open(os.path.join(self.dir, "alertbridge.log"), "ab"),
-                                     stderr=subprocess.STDOUT, cwd=self.dir, env=env,
-                                     start_new_session=True)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if http("GET", self.url + "/-/ready", timeout_s=2)[0] == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("alertbridge not ready")
+    def config(self, retention):
+        """Write alertbridge.yml (database_retention: retention, unless None) and the token
+        files; the config's path."""
+        return write_config(
+            self.dir, self.port,
+            "%s"
+            "github: {api_url: %s, token_file: github-token, content_per_minute: 80,"
+            " timeout: 5s}\n"
+            "receivers:\n"
+            "  - name: soak\n"
+            "    repo: %s\n"
+            "    labels: [alert]\n"
+            "    reopen_window: 7d\n"
+            "janitor: {enabled: false}\n"
+            % ("database_retention: %s\n" % retention if retention else "", self.gh.url, REPO),
+            files=(("webhook-token", HOOK), ("github-token", TOKEN)), log_level="warn")
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        ServeProcess.stop(self)
         self.gh.stop()
 
     def pending(self):
@@ -152,15 +135,16 @@ class Soak:
 
 
 def main():
-    if not os.access(BIN, os.X_OK):
-        print("alertbridge binary not found: %s\n0 passed, 1 failed" % BIN)
+    if not os.access(ALERTBRIDGE, os.X_OK):
+        print("alertbridge binary not found: %s\n0 passed, 1 failed" % ALERTBRIDGE)
         return 1
     rng = random.Random(4242)
     s = Soak()
     # A virtual week lasts about this long in wall time (measured on the first week, below);
     # database_retention of one virtual week is given as the first week's wall time.
     probe = s.config("1h")
-    accepted = subprocess.run([BIN, "check-config", probe], capture_output=True).returncode == 0
+    accepted = subprocess.run([ALERTBRIDGE, "check-config", probe],
+                              capture_output=True).returncode == 0
     results = []
     try:
         alerts = []
@@ -205,8 +189,8 @@ def main():
                 raise RuntimeError("webhook answered %s: %s" % (st, body))
 
         week_s = None
-        cfg = s.config(None)
-        s.start(cfg)
+        s.config(None)
+        s.start()
         first = None
         posts = 0
         t0 = time.time()
@@ -245,8 +229,8 @@ def main():
                     # Restart with database_retention = one virtual week in wall time.
                     s.proc.send_signal(signal.SIGTERM)
                     s.proc.wait(timeout=30)
-                    cfg = s.config("%ds" % max(1, int(week_s)))
-                    s.start(cfg)
+                    s.config("%ds" % max(1, int(week_s)))
+                    s.start()
                     log("restarted with database_retention: %ds (one virtual week)" %
                         max(1, int(week_s)))
                 else:

@@ -9,10 +9,10 @@ import signal
 import subprocess
 import time
 
-from harness import http  # noqa: E402 - lifecycle.py set sys.path
+from harness import ALERTBRIDGE, http  # noqa: E402 - lifecycle.py set sys.path
 import pg  # noqa: E402
 
-BIN = os.path.abspath(os.environ.get("ALERTBRIDGE_BIN", "./alertbridge"))
+BIN = ALERTBRIDGE             # the binary the worlds run
 SECOND_MS = 5            # serve --test.second-ms
 
 
@@ -86,11 +86,14 @@ class ServeProcess:
     alertbridge.yml in self.dir, its log at self.log_path, its URL self.url; a failure raised
     through self.fail): started and waited for until ready (self.starts: when each start
     began, time.time()), SIGKILLed, stopped, its log's tail.
-    serve_flags: more flags of serve.  The janitor's model (janitor_model.py) runs its worlds'
-    process with it too."""
+    serve_flags: more flags of serve; ready_s: how long a start may take; stop_grace_s: how
+    long stop() waits after SIGTERM before SIGKILL.  The janitor's model (janitor_model.py)
+    runs its worlds' process with it too, and soak_month.py its one."""
 
     second_ms = SECOND_MS
     serve_flags = ()
+    ready_s = 20
+    stop_grace_s = 10
 
     def start(self):
         env = {k: v for k, v in os.environ.items() if k != "GITHUB_TOKEN"}
@@ -103,7 +106,7 @@ class ServeProcess:
                                      stdin=subprocess.DEVNULL, cwd=self.dir, env=env,
                                      start_new_session=True)
         log.close()
-        deadline = time.time() + 20
+        deadline = time.time() + self.ready_s
         while True:
             if self.proc.poll() is not None:
                 self.fail("alertbridge exited (%s) before it was ready" % self.proc.returncode)
@@ -113,7 +116,7 @@ class ServeProcess:
             except OSError:
                 pass
             if time.time() > deadline:
-                self.fail("alertbridge not ready within 20 s")
+                self.fail("alertbridge not ready within %d s" % self.ready_s)
             time.sleep(0.01)
 
     def kill(self):
@@ -127,7 +130,7 @@ class ServeProcess:
         if self.proc and self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:
-                self.proc.wait(timeout=10)
+                self.proc.wait(timeout=self.stop_grace_s)
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=10)
