@@ -86,5 +86,14 @@ char *db_pg_redact(const char *uri);
  * the file, never the password; pw is wiped on any error.
  */
 enum err db_pg_read_password(const char *file, char *pw, size_t n, struct buf *errmsg);
+/* The most parameters one PostgreSQL statement takes (its protocol counts them in 16 bits). */
+#define DB_PG_MAX_PARAMS 65535
+/*
+ * sql with ?N rewritten to $N, outside '...' literals, "..." identifiers and
+ * comments, appended to out (db_pg_uri.c); *nparams is the largest N.  A bare
+ * ? is left alone.  ERR_DB with why set for a ?0 or a ?N past
+ * DB_PG_MAX_PARAMS.
+ */
+enum err db_pg_translate(const char *sql, struct buf *out, int *nparams, struct buf *why);
 
 #endif

@@ -11,10 +11,7 @@
 
 #include "store/db_int.h"
 
-#include <ctype.h>
 #include <errno.h>
-#include <limits.h>
-#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +22,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/xalloc.h"
+#include "store/db_pg_wait.h"
 #include "core/banned.h"
 
 /* Type OIDs of pg_type (src/include/catalog/pg_type.dat): stable across versions. */
@@ -34,8 +32,6 @@
 
 /* Server-side prepared statements kept per connection before DEALLOCATE ALL. */
 #define CACHE_MAX 256
-/* Largest ?N accepted (PostgreSQL's limit on parameters of one statement). */
-#define MAX_PARAMS 65535
 /* Longest password file line read. */
 #define MAX_PASSWORD 1024
 /* Default seconds to wait for a connection (a URI's connect_timeout wins). */
@@ -182,54 +178,24 @@ static void notice(void *arg, const char *message)
 }
 
 /*
- * The result of the statement just sent (sent: what PQsendQuery() and its
- * kin returned), as PQexec() gives it: the last result, or the first that
- * failed.  Waits for the server at most pg->timeout_ms + CLIENT_GRACE_MS
- * (poll(2) on PQsocket(), libpq's documented way to wait without blocking);
- * past that the session is abandoned (pg->abandoned: the next usable()
- * resets it, pg_rollback() sends nothing on it) and NULL returned with the
- * reason in libpq's error message's place (pg->err).  NULL too when nothing
- * was sent.
+ * db_pg_await() of the statement just sent within the client's bound
+ * (pg->timeout_ms + CLIENT_GRACE_MS).  Past it the session is abandoned
+ * (pg->abandoned: the next usable() resets it, pg_rollback() sends nothing
+ * on it) and NULL returned with the reason in pg->err.
  */
 static PGresult *await_result(struct pg *pg, int sent)
 {
-	int64_t deadline_ms = clock_mono_us() / 1000 + pg->timeout_ms + CLIENT_GRACE_MS;
-	PGresult *res, *keep = NULL;
+	int timed_out;
+	PGresult *res = db_pg_await(pg->conn, sent, pg->timeout_ms + CLIENT_GRACE_MS, &timed_out);
 
-	if (!sent)
-		return NULL;
-	for (;;) {
-		while (PQisBusy(pg->conn)) {
-			struct pollfd p = { PQsocket(pg->conn), POLLIN, 0 };
-			int64_t left = deadline_ms - clock_mono_us() / 1000;
-			int n;
-
-			if (left <= 0) {
-				pg->abandoned = 1;
-				pg->paused_ms = clock_mono_us() / 1000;
-				PQclear(keep);
-				buf_setf(&pg->err, "no answer from the server within %lld ms "
-					 "(statement_timeout + %d ms): session abandoned",
-					 (long long)pg->timeout_ms, CLIENT_GRACE_MS);
-				return NULL;
-			}
-			n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-			if (n < 0 && errno != EINTR)
-				break;  /* PQgetResult() then reads what libpq knows */
-			if (n > 0 && !PQconsumeInput(pg->conn))
-				break;  /* the connection failed: PQgetResult() says why */
-		}
-		res = PQgetResult(pg->conn);
-		if (!res)
-			break;
-		if (keep && PQresultStatus(keep) == PGRES_FATAL_ERROR) {
-			PQclear(res);  /* the first failure is the one to report, as PQexec() */
-		} else {
-			PQclear(keep);
-			keep = res;
-		}
+	if (timed_out) {
+		pg->abandoned = 1;
+		pg->paused_ms = clock_mono_us() / 1000;
+		buf_setf(&pg->err, "no answer from the server within %lld ms "
+			 "(statement_timeout + %d ms): session abandoned",
+			 (long long)pg->timeout_ms, CLIENT_GRACE_MS);
 	}
-	return keep;
+	return res;
 }
 
 /* PQexec(pg->conn, sql) within the client's bound (await_result()). */
@@ -297,41 +263,18 @@ static void note_tx(struct pg *pg)
 		pg->in_tx = t != PQTRANS_IDLE;
 }
 
-/*
- * PQreset() within the client's bound (pg->timeout_ms + CLIENT_GRACE_MS):
- * libpq's non-blocking PQresetStart() and PQresetPoll(), waiting on
- * PQsocket() with poll(2) as libpq's documentation describes, so that a
- * server that accepts TCP and never answers costs one bound, not
- * connect_timeout.  ERR_OK with the session up; else ERR_UNAVAILABLE with
- * the reason in pg->err.
- */
+/* db_pg_reset_within() the client's bound: ERR_OK, or ERR_UNAVAILABLE with pg->err. */
 static enum err reset_bounded(struct pg *pg)
 {
-	int64_t deadline_ms = clock_mono_us() / 1000 + pg->timeout_ms + CLIENT_GRACE_MS;
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+	int r = db_pg_reset_within(pg->conn, pg->timeout_ms + CLIENT_GRACE_MS);
 
-	if (!PQresetStart(pg->conn))
-		st = PGRES_POLLING_FAILED;
-	while (st != PGRES_POLLING_OK && st != PGRES_POLLING_FAILED) {
-		struct pollfd p = { PQsocket(pg->conn),
-				    st == PGRES_POLLING_READING ? POLLIN : POLLOUT, 0 };
-		int64_t left = deadline_ms - clock_mono_us() / 1000;
-		int n;
-
-		if (left <= 0) {
-			buf_setf(&pg->err, "cannot connect: no answer from the server within %lld ms",
-				 (long long)(pg->timeout_ms + CLIENT_GRACE_MS));
-			return ERR_UNAVAILABLE;
-		}
-		n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
-		if (n < 0 && errno != EINTR)
-			st = PGRES_POLLING_FAILED;
-		else if (n > 0)
-			st = PQresetPoll(pg->conn);
-	}
-	if (st == PGRES_POLLING_OK && PQstatus(pg->conn) == CONNECTION_OK)
+	if (r > 0)
 		return ERR_OK;
-	set_oneline(&pg->err, PQerrorMessage(pg->conn));
+	if (r < 0)
+		buf_setf(&pg->err, "cannot connect: no answer from the server within %lld ms",
+			 (long long)(pg->timeout_ms + CLIENT_GRACE_MS));
+	else
+		set_oneline(&pg->err, PQerrorMessage(pg->conn));
 	return ERR_UNAVAILABLE;
 }
 
@@ -532,52 +475,6 @@ static enum err cache_add(struct pg *pg, const struct pg_stmt *s, const struct p
 	return ERR_OK;
 }
 
-/*
- * sql with ?N rewritten to $N, outside '...' literals, "..." identifiers and
- * comments, into out; *nparams is the largest N.  A bare ? is left alone.
- * ERR_DB with why set for a ?0 or a ?N past MAX_PARAMS.
- */
-static enum err translate(const char *sql, struct buf *out, int *nparams, struct buf *why)
-{
-	const char *p = sql;
-
-	*nparams = 0;
-	while (*p) {
-		const char *end = NULL;
-
-		if (*p == '\'' || *p == '"') {
-			end = strchr(p + 1, *p); /* '' inside a literal: two literals in a row */
-			end = end ? end + 1 : p + strlen(p);
-		} else if (p[0] == '-' && p[1] == '-') {
-			end = p + strcspn(p, "\n");
-		} else if (p[0] == '/' && p[1] == '*') {
-			end = strstr(p + 2, "*/");
-			end = end ? end + 2 : p + strlen(p);
-		} else if (p[0] == '?' && isdigit((unsigned char)p[1])) {
-			char *stop;
-			long n = strtol(p + 1, &stop, 10);
-
-			if (n < 1 || n > MAX_PARAMS) {
-				buf_setf(why, "placeholder ?%.10s out of range (1..%d)", p + 1,
-					 MAX_PARAMS);
-				return ERR_DB;
-			}
-			(void)buf_printf(out, "$%ld", n);
-			if (n > *nparams)
-				*nparams = (int)n;
-			p = stop;
-			continue;
-		}
-		if (!end)
-			end = p + 1;
-		(void)buf_add(out, p, (size_t)(end - p));
-		p = end;
-	}
-	if (!out->data)
-		(void)buf_adds(out, "");
-	return ERR_OK;
-}
-
 static enum err pg_prepare(struct db *db, const char *sql, struct db_stmt **out,
 			   struct buf *errmsg)
 {
@@ -586,7 +483,7 @@ static enum err pg_prepare(struct db *db, const char *sql, struct db_stmt **out,
 	struct pg_stmt *s;
 	size_t n;
 	int nparams;
-	enum err rc = translate(sql, &t, &nparams, &pg->err);
+	enum err rc = db_pg_translate(sql, &t, &nparams, &pg->err);
 
 	*out = NULL;
 	if (rc != ERR_OK) {

@@ -1,13 +1,15 @@
 /*
  * db_pg_uri.c - what the PostgreSQL engine (db_pg.c) does with the database
  * settings before it connects: the URI redacted for names and messages (no
- * password in a log line), and the password read from database_password_file.
+ * password in a log line), the password read from database_password_file, and
+ * the SQL's ?N placeholders written as PostgreSQL's $N.
  * Plain C, no libpq; both share db_int.h.
  */
 #ifdef AB_HAVE_LIBPQ
 
 #include "store/db_int.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +108,48 @@ enum err db_pg_read_password(const char *file, char *pw, size_t n, struct buf *e
 		explicit_bzero(pw, n);
 	return rc;
 }
+
+enum err db_pg_translate(const char *sql, struct buf *out, int *nparams, struct buf *why)
+{
+	const char *p = sql;
+
+	*nparams = 0;
+	while (*p) {
+		const char *end = NULL;
+
+		if (*p == '\'' || *p == '"') {
+			end = strchr(p + 1, *p); /* '' inside a literal: two literals in a row */
+			end = end ? end + 1 : p + strlen(p);
+		} else if (p[0] == '-' && p[1] == '-') {
+			end = p + strcspn(p, "\n");
+		} else if (p[0] == '/' && p[1] == '*') {
+			end = strstr(p + 2, "*/");
+			end = end ? end + 2 : p + strlen(p);
+		} else if (p[0] == '?' && isdigit((unsigned char)p[1])) {
+			char *stop;
+			long n = strtol(p + 1, &stop, 10);
+
+			if (n < 1 || n > DB_PG_MAX_PARAMS) {
+				buf_setf(why, "placeholder ?%.10s out of range (1..%d)", p + 1,
+					 DB_PG_MAX_PARAMS);
+				return ERR_DB;
+			}
+			(void)buf_printf(out, "$%ld", n);
+			if (n > *nparams)
+				*nparams = (int)n;
+			p = stop;
+			continue;
+		}
+		if (!end)
+			end = p + 1;
+		(void)buf_add(out, p, (size_t)(end - p));
+		p = end;
+	}
+	if (!out->data)
+		(void)buf_adds(out, "");
+	return ERR_OK;
+}
+
 
 #else
 
