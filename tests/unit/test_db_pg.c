@@ -14,7 +14,10 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -214,6 +217,69 @@ static void reconnects_after_a_restart(void **state)
 	assert_int_equal(pg_sh("stop", dir, NULL, 0), 0);
 }
 
+/*
+ * A server that stops answering with its TCP connection up (its backend stopped: SIGSTOP)
+ * trips neither its statement_timeout nor keepalives.  The client's own bound (the
+ * timeout + 1 s, store/db_pg.c) abandons the session: ERR_UNAVAILABLE naming it; inside a
+ * transaction the caller must roll back first (nothing is sent on the abandoned session);
+ * then the next calls make a new session.  On a cluster of its own, as it stops a backend.
+ */
+static void abandons_a_session_the_server_stops_answering(void **state)
+{
+	char dir[] = "/tmp/ab-pg-frozen.XXXXXX", uri[512] = "";
+	struct buf msg = BUF_INIT;
+	struct db *db;
+	int64_t pid, t0;
+	enum err rc = ERR_UNAVAILABLE;
+
+	(void)state;
+	if (!mkdtemp(dir) || pg_sh("start", dir, uri, sizeof(uri)) != 0 || !*uri) {
+		print_message("abandons_a_session...: skipped (tests/pg/pg.sh start failed)\n");
+		rmdir(dir);
+		return;
+	}
+	db = dbfx_open_ok(uri);
+	assert_int_equal(db_set_timeout(db, 300, &msg), ERR_OK);
+	dbfx_exec_ok(db, "CREATE TABLE z (v BIGINT)");
+	pid = dbfx_one_int(db, "SELECT pg_backend_pid()");
+	assert_int_equal(db_begin(db, &msg), ERR_OK);
+	dbfx_exec_ok(db, "INSERT INTO z VALUES (1)");
+	if (kill((pid_t)pid, SIGSTOP) != 0) {
+		print_message("abandons_a_session...: skipped (cannot stop the backend: %s)\n",
+			      strerror(errno));
+		db_rollback(db);
+		goto out;
+	}
+	assert_int_equal(db_exec(db, "INSERT INTO z VALUES (2)", &msg), ERR_UNAVAILABLE);
+	dbfx_assert_contains(buf_str(&msg), "session abandoned");
+	dbfx_assert_contains(buf_str(&msg), db_name(db));
+	/* Its transaction is not let go silently: the rest must not autocommit. */
+	assert_true(db_in_transaction(db));
+	buf_reset(&msg);
+	assert_int_equal(db_exec(db, "INSERT INTO z VALUES (3)", &msg), ERR_UNAVAILABLE);
+	dbfx_assert_contains(buf_str(&msg), "roll it back");
+	db_rollback(db);  /* sends nothing on the abandoned session: returns at once */
+	assert_false(db_in_transaction(db));
+	/* A new session (after the 1 s pause, during which calls fail at once). */
+	t0 = tclock_mono_ms();
+	while (rc != ERR_OK && tclock_mono_ms() - t0 < 10000) {
+		buf_reset(&msg);
+		rc = db_exec(db, "INSERT INTO z VALUES (4)", &msg);
+		if (rc != ERR_OK) {
+			assert_int_equal(rc, ERR_UNAVAILABLE);
+			(void)poll(NULL, 0, 50);
+		}
+	}
+	assert_int_equal(rc, ERR_OK);
+	assert_true(dbfx_one_int(db, "SELECT pg_backend_pid()") != pid);
+	assert_int_equal(dbfx_one_int(db, "SELECT SUM(v) FROM z"), 4);  /* 1 and 2 rolled back */
+out:
+	(void)kill((pid_t)pid, SIGCONT);
+	buf_release(&msg);
+	db_close(db);
+	assert_int_equal(pg_sh("stop", dir, NULL, 0), 0);
+}
+
 #ifdef AB_HAVE_LIBPQ
 /* A port nothing listens on: bound, then closed. */
 static int closed_port(void)
@@ -283,7 +349,8 @@ static void target_kinds(void **state)
 	X(name_hides_the_password) \
 	X(session_defaults) \
 	X(password_file) \
-	X(reconnects_after_a_restart)
+	X(reconnects_after_a_restart) \
+	X(abandons_a_session_the_server_stops_answering)
 
 #define ONE(f) +1
 
