@@ -24,6 +24,8 @@
       episode after the reroute made a linked issue in acme/pager: after the loss the row is
       the newest, its previous the old one with GitHub's link to it; the resolve closes the
       newest;
+  route_repository_errors_during_the_rebuild  a 502 from a route's repository keeps the event
+      waiting for the scan (no second issue); a 403 that is no rate limit is skipped as a 404;
   unreadable_route_repository_is_skipped  a route to a repository GitHub answers 404 for: the
       rebuild skips it (logged) and the receiver's events go on; it is not recorded as
       scanned (a credential that lost it for a while must not miss its issues later): an
@@ -209,6 +211,11 @@ def check_config_shows_each_routes_repo():
           in out.stderr, "naming file:line", out.stderr)
 
 
+def named(fp, name, status="firing", starts=None, ends=None):
+    """An alert of alertname name, fingerprint fp (also its label fp)."""
+    return alert(fp, {"alertname": name, "fp": fp}, status, starts, ends)
+
+
 def lose_database(ab):
     ab.stop()
     delete_database(ab.db)
@@ -227,20 +234,20 @@ def rerouted_alert_keeps_its_issue():
     gh, ab = stack(REROUTE_PLAIN % "7d")
     ab.start()
     t0 = time.time() - 120
-    post(ab, "bridge", [alert("e000000000000001", {"alertname": "Down", "fp": "e000000000000001"}, starts=t0)], events=1)
+    post(ab, "bridge", [named("e000000000000001", "Down", starts=t0)], events=1)
     eq(len(gh.issues("infra/alerts")), 1, "filed in the receiver's repository")
     ab.stop()
     ab.write_receivers(REROUTE_ROUTED % ("7d", "acme/pager"))  # Down now goes to acme/pager
     lose_database(ab)
-    post(ab, "bridge", [alert("e000000000000001", {"alertname": "Down", "fp": "e000000000000001"}, starts=t0)], events=1)
+    post(ab, "bridge", [named("e000000000000001", "Down", starts=t0)], events=1)
     eq(gh.issues("acme/pager"), [], "its repeat makes no issue where the route points")
     rows = db_rows(ab.db, "SELECT repo, number FROM issues WHERE key = 'e000000000000001'")
     eq(rows, [("infra/alerts", 1)], "the rebuilt row is the issue it has")
-    post(ab, "bridge", [alert("e000000000000001", {"alertname": "Down", "fp": "e000000000000001"}, "resolved", starts=t0, ends=time.time() - 1)],
-         events=1)
+    post(ab, "bridge", [named("e000000000000001", "Down", "resolved", starts=t0,
+                              ends=time.time() - 1)], events=1)
     eq(gh.issues("infra/alerts")[0]["state"], "closed", "the resolve closed the issue it has")
     eq(gh.issues("acme/pager"), [], "still nothing in acme/pager")
-    post(ab, "bridge", [alert("e000000000000002", {"alertname": "Down", "fp": "e000000000000002"})], events=1)
+    post(ab, "bridge", [named("e000000000000002", "Down")], events=1)
     eq(len(gh.issues("acme/pager")), 1, "a new alert follows the route")
     eq(len(lists_of(gh, "acme/pager")), 1, "each repository listed once after the loss")
     ab.stop()
@@ -252,21 +259,21 @@ def newest_issue_across_repositories():
     ab.start()
     t0 = time.time() - 600
     fp = "e000000000000003"
-    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, starts=t0)], events=1)
-    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, "resolved", starts=t0, ends=t0 + 60)], events=1)
+    post(ab, "bridge", [named(fp, "Paged", starts=t0)], events=1)
+    post(ab, "bridge", [named(fp, "Paged", "resolved", starts=t0, ends=t0 + 60)], events=1)
     eq(gh.issues("infra/alerts")[0]["state"], "closed", "the first episode's issue closed")
     ab.stop()
     ab.write_receivers(REROUTE_ROUTED % ("1s", "acme/pager"))
     ab.start()
     time.sleep(1.5)  # closed longer ago than reopen_window: the next episode gets a new issue
     t1 = time.time() - 30
-    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, starts=t1)], events=1)
+    post(ab, "bridge", [named(fp, "Paged", starts=t1)], events=1)
     pager = gh.issues("acme/pager")
     eq(len(pager), 1, "the new episode's issue is made where the route points")
     check("/infra/alerts/issues/1" in pager[0]["body"], "and links the one it supersedes",
           pager[0]["body"])
     lose_database(ab)
-    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, starts=t1)], events=1)
+    post(ab, "bridge", [named(fp, "Paged", starts=t1)], events=1)
     rows = db_rows(ab.db, "SELECT repo, number, previous_number, previous_url FROM issues "
                    "WHERE key = '%s'" % fp)
     eq(len(rows), 1, "one row")
@@ -274,7 +281,7 @@ def newest_issue_across_repositories():
     check((rows[0][3] or "").endswith("/infra/alerts/issues/1"),
           "previous_url: GitHub's link to the old one", rows[0][3])
     eq(len(gh.issues("acme/pager")) + len(gh.issues("infra/alerts")), 2, "no new issue")
-    post(ab, "bridge", [alert(fp, {"alertname": "Paged", "fp": fp}, "resolved", starts=t1, ends=time.time() - 1)], events=1)
+    post(ab, "bridge", [named(fp, "Paged", "resolved", starts=t1, ends=time.time() - 1)], events=1)
     eq(gh.issues("acme/pager")[0]["state"], "closed", "the resolve closed the newest")
     ab.stop()
 
@@ -283,24 +290,58 @@ def newest_issue_across_repositories():
 def unreadable_route_repository_is_skipped():
     gh, ab = stack(REROUTE_PLAIN % "7d")
     ab.start()
-    post(ab, "bridge", [alert("e000000000000004", {"alertname": "Other", "fp": "e000000000000004"})], events=1)
+    post(ab, "bridge", [named("e000000000000004", "Other")], events=1)
     ab.stop()
     ab.write_receivers(REROUTE_ROUTED % ("7d", "acme/missing"))
     lose_database(ab)
-    post(ab, "bridge", [alert("e000000000000004", {"alertname": "Other", "fp": "e000000000000004"})], events=1)
+    post(ab, "bridge", [named("e000000000000004", "Other")], events=1)
     eq(len(gh.issues("infra/alerts")), 1, "no second issue: infra/alerts was scanned")
     eq([r["status"] for r in lists_of(gh, "acme/missing")], [404], "the route's repo: 404")
     poll(lambda: "rebuild: repository not readable, skipped" in open(ab.log_path).read(),
          "the skip is logged", timeout_s=5)
-    post(ab, "bridge", [alert("e000000000000005", {"alertname": "Other", "fp": "e000000000000005"})], events=1)
+    post(ab, "bridge", [named("e000000000000005", "Other")], events=1)
     eq(len(gh.issues("infra/alerts")), 2, "the receiver's events go on")
     eq(len(lists_of(gh, "acme/missing")), 1, "nor list it again")
-    post(ab, "bridge", [alert("e000000000000006", {"alertname": "Down", "fp": "x"})], events=1)
+    post(ab, "bridge", [named("e000000000000006", "Down")], events=1)
     eq(len(lists_of(gh, "acme/missing")), 2,
        "a skipped repository is not recorded as scanned: read with an event routed there")
     dead = db_rows(ab.db, "SELECT key, last_error FROM events WHERE state = 'dead'")
     eq([r[0] for r in dead], ["e000000000000006"], "whose alert is dead-lettered")
     check("acme/missing not found" in dead[0][1], "naming the repository", dead[0][1])
+    ab.stop()
+
+
+@run.case
+def route_repository_errors_during_the_rebuild():
+    gh, ab = stack(REROUTE_PLAIN % "7d")
+    ab.start()
+    post(ab, "bridge", [named("e000000000000007", "Other")], events=1)
+    ab.stop()
+    ab.write_receivers(REROUTE_ROUTED % ("7d", "acme/pager"))
+    lose_database(ab)
+    # A 5xx from the route's repository: nothing is written or recorded until it answers
+    # (its answer may hold the alert's issue); the listing is asked again.
+    gh.add_fault("GET", "/repos/acme/pager/issues", count=1, status=502,
+                 body={"message": "Server Error"})
+    post(ab, "bridge", [named("e000000000000007", "Other", starts=time.time() - 30)], events=1)
+    poll(lambda: [r["status"] for r in lists_of(gh, "acme/pager")] == [502, 200],
+         "the listing is asked again after its 502", timeout_s=30)
+    poll(lambda: db_rows(ab.db, "SELECT count(*) FROM events WHERE state = 'done'")[0][0] >= 1,
+         "the event applied", timeout_s=30)
+    eq(len(gh.issues("infra/alerts")), 1, "no second issue")
+    eq(gh.issues("acme/pager"), [], "nothing where the route points")
+    ab.stop()
+    # A 403 that is no rate limit (an App's installation without that repository): skipped
+    # like a 404, and listed again with the next scan.
+    lose_database(ab)
+    gh.add_fault("GET", "/repos/acme/pager/issues", count=1, status=403,
+                 body={"message": "Resource not accessible by integration"})
+    post(ab, "bridge", [named("e000000000000007", "Other", starts=time.time() - 20)], events=1)
+    eq(len(gh.issues("infra/alerts")), 1, "still one issue")
+    post(ab, "bridge", [named("e000000000000008", "Down")], events=1)
+    eq([r["status"] for r in lists_of(gh, "acme/pager")][-2:], [403, 200],
+       "the 403 skipped, not recorded: the event routed there lists it again")
+    eq(len(gh.issues("acme/pager")), 1, "and files its alert there")
     ab.stop()
 
 
